@@ -1,0 +1,3 @@
+from reconciler.cli.main import main
+
+raise SystemExit(main())

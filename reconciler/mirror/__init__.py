@@ -1,0 +1,1 @@
+"""MirrorMaker 2 concepts: replication policies, filters, internal topic names, record formats."""
