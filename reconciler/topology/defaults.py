@@ -1,0 +1,47 @@
+"""Built-in flow defaults: the one place they live. A topology's `defaults:` and each flow override them key by key.
+
+The values follow MirrorMaker 2's own defaults (KIP-382 configuration table).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
+
+BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
+    "enabled": True,
+    "topics": {"include": [".*"], "exclude": []},
+    "groups": {"include": [".*"], "exclude": []},
+    "policy": "default",
+    "separator": ".",
+    "delivery": "at-least-once",
+    "replication_factor": -1,
+    "config_properties": {"exclude": list(DEFAULT_CONFIG_PROPERTY_EXCLUDES)},
+    "sync": {"topic_configs": True, "acls": True, "group_offsets": False, "group_offsets_interval_seconds": 60},
+    "heartbeats": {"enabled": True, "interval_seconds": 5},
+    "checkpoints": {"enabled": True, "interval_seconds": 5},
+    "refresh_interval_seconds": 5,
+    "offset_syncs": {"topic_location": "source", "lag_max": 100},
+    "job": {
+        "deployer": "local",
+        "master": "local[2]",
+        "parallelism": 2,
+        "max_records_per_partition": 50000,
+        "trigger_interval_ms": 200,
+        "spark_conf": {},
+        "namespace": "default",
+        "image": None,
+    },
+}
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge `override` into a copy of `base` (dicts merge key by key, everything else replaces)."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out

@@ -1,0 +1,132 @@
+"""The validated topology: small frozen dataclasses, built only by `reconciler.topology.build`."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
+from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.topology.diagnostics import SourceLocation
+
+
+class Delivery(str, enum.Enum):
+    AT_LEAST_ONCE = "at-least-once"
+    EXACTLY_ONCE = "exactly-once"
+
+
+class OffsetSyncsLocation(str, enum.Enum):
+    SOURCE = "source"
+    TARGET = "target"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    alias: str
+    bootstrap_servers: str
+    config: Mapping[str, str] = field(default_factory=dict)  # as written: ${ENV_VAR} unresolved
+    tags: Mapping[str, str] = field(default_factory=dict)
+    replication_principal: str | None = None
+    where: SourceLocation | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class SyncSettings:
+    topic_configs: bool
+    acls: bool
+    group_offsets: bool
+    group_offsets_interval_seconds: float
+
+
+@dataclass(frozen=True)
+class Emitter:
+    """Heartbeats or checkpoints: whether and how often."""
+
+    enabled: bool
+    interval_seconds: float
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    deployer: str
+    master: str
+    parallelism: int
+    max_records_per_partition: int
+    trigger_interval_ms: int
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    namespace: str = "default"
+    image: str | None = None
+
+
+@dataclass(frozen=True)
+class Flow:
+    """A directed replication flow source -> target with its effective (defaults-merged) settings."""
+
+    source: str
+    target: str
+    enabled: bool
+    topics: TopicFilter
+    groups: GroupFilter
+    policy: ReplicationPolicy
+    delivery: Delivery
+    replication_factor: int
+    config_properties: ConfigPropertyFilter
+    sync: SyncSettings
+    heartbeats: Emitter
+    checkpoints: Emitter
+    refresh_interval_seconds: float
+    offset_syncs_location: OffsetSyncsLocation
+    offset_lag_max: int
+    job: JobSettings
+    where: SourceLocation | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}->{self.target}"
+
+
+@dataclass(frozen=True)
+class ResidencyRule:
+    """Topics matching `topics` may only be replicated to clusters whose tag `tag` is in `allowed`."""
+
+    name: str
+    topics: PatternFilter
+    tag: str
+    allowed: tuple[str, ...]
+    where: SourceLocation | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Prune:
+    """Which kinds of deletion the topology allows. All off unless enabled explicitly."""
+
+    topics: bool = False
+    configs: bool = False
+    acls: bool = False
+    flows: bool = False
+
+
+@dataclass(frozen=True)
+class Slo:
+    max_lag_records: int | None = None
+    max_heartbeat_age_seconds: float | None = None
+    max_latency_p99_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Topology:
+    clusters: Mapping[str, Cluster]
+    flows: tuple[Flow, ...]
+    residency: tuple[ResidencyRule, ...] = ()
+    prune: Prune = Prune()
+    slo: Slo = Slo()
+    name: str | None = None
+    files: tuple[str, ...] = ()
+
+    def flow(self, name: str) -> Flow:
+        return next(f for f in self.flows if f.name == name)
+
+    @property
+    def active_flows(self) -> tuple[Flow, ...]:
+        return tuple(f for f in self.flows if f.enabled)

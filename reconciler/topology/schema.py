@@ -1,0 +1,86 @@
+"""JSON Schema validation of topology documents, with errors placed at file:line:col."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from reconciler.topology.diagnostics import Diagnostics
+from reconciler.topology.loader import Document
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "topology.schema.json"
+
+
+@lru_cache(maxsize=1)
+def validator() -> Draft202012Validator:
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _path_text(path: tuple) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "document"
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str | None:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
+def _report(err: ValidationError, doc: Document, diags: Diagnostics) -> None:
+    path = tuple(err.absolute_path)
+    at = _path_text(path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = list(err.schema.get("properties", {}))
+        for key in err.instance:
+            if key not in allowed:
+                hint = _did_you_mean(str(key), allowed) or f"allowed keys here: {', '.join(allowed)}"
+                diags.error(f"unknown key {key!r} in {at}", doc.where_key(path + (key,)), hint=hint)
+        return
+    if err.validator == "propertyNames":
+        name = err.instance
+        diags.error(f"invalid name {name!r} in {at}: {err.message}", doc.where_key(path + (name,)),
+                    hint="cluster aliases use letters, digits, '-' and '_' (no dots: the dot separates remote-topic prefixes)")
+        return
+    if err.validator == "required":
+        missing = re.findall(r"'([^']+)' is a required property", err.message)
+        diags.error(f"{at} is missing required key {missing[0] if missing else err.message!r}", doc.where(path))
+        return
+    if err.validator == "enum":
+        diags.error(f"{at}: {err.instance!r} is not one of {', '.join(map(repr, err.validator_value))}", doc.where(path),
+                    hint=_did_you_mean(str(err.instance), [str(v) for v in err.validator_value]))
+        return
+    if err.validator == "const":
+        diags.error(f"{at} must be {err.validator_value!r}, not {err.instance!r}", doc.where(path))
+        return
+    if err.validator == "type":
+        diags.error(f"{at} must be of type {err.validator_value}, not {type(err.instance).__name__} ({err.instance!r})",
+                    doc.where(path))
+        return
+    diags.error(f"{at}: {err.message}", doc.where(path))
+
+
+def validate_document(doc: Document, diags: Diagnostics) -> bool:
+    """Report every schema error of one document; True when it is valid."""
+    if not isinstance(doc.data, dict):
+        diags.error("a topology document must be a mapping with apiVersion, kind, clusters and flows", doc.where(()),
+                    hint="start the file with `apiVersion: reconciler/v1` and `kind: Topology`")
+        return False
+    errors = sorted(validator().iter_errors(doc.data), key=lambda e: (doc.where(tuple(e.absolute_path)), e.message))
+    for err in errors:
+        _report(err, doc, diags)
+    return not errors
+
+
+def schema_json() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
