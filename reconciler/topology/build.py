@@ -205,7 +205,8 @@ def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], d
 def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     """Validate every document, merge them, build the model. None when any error was found."""
     if not docs:
-        diags.error("no topology documents found")
+        if diags.ok:
+            diags.error("no topology documents found", hint="a topology file starts with `apiVersion: reconciler/v1`")
         return None
     valid = [validate_document(d, diags) for d in docs]
     for doc in docs:

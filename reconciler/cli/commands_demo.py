@@ -1,0 +1,15 @@
+"""`demo`: the main job on the embedded default clusters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reconciler import demo
+
+
+def register(sub) -> None:
+    p = sub.add_parser("demo", help="run the whole product on embedded clusters (topologies/demo)")
+    p.add_argument("--topology", type=Path, default=demo.DEFAULT_TOPOLOGY, help="demo topology directory")
+    p.add_argument("--records", type=int, default=2000, help="sample records produced per source cluster")
+    p.add_argument("--keep-running", action="store_true", help="leave clusters (and jobs) running at the end")
+    p.set_defaults(func=lambda args: demo.run(args.topology, args.records, args.keep_running))

