@@ -160,3 +160,12 @@ def test_separator_in_alias_is_an_error(tmp_path):
     f = write(tmp_path, "t.yaml", MINIMAL.replace("east", "east_1") + "    separator: _\n")
     lines = rendered_errors(diagnose(f))
     assert any("contains the separator '_'" in line for line in lines)
+
+
+def test_python_dash_m_entry_point(tmp_path):
+    import subprocess
+    import sys
+
+    good = write(tmp_path, "good.yaml", MINIMAL)
+    proc = subprocess.run([sys.executable, "-m", "reconciler", "validate", str(good)], capture_output=True, text=True)
+    assert proc.returncode == 0 and "valid:" in proc.stdout, proc.stderr
