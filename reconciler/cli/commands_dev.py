@@ -7,6 +7,7 @@ import sys
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, load_validated
 from reconciler.dev.brokers import DevClusterError
 from reconciler.dev.clusters import DevClusters
+from reconciler.topology.connection import check_references
 
 
 def register(sub) -> None:
@@ -25,6 +26,10 @@ def register(sub) -> None:
 def cmd_up(args) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
+        return EXIT_ERROR
+    unresolved = check_references(topology)
+    if not unresolved.ok:
+        print(unresolved.render(), file=sys.stderr)
         return EXIT_ERROR
     try:
         for s in DevClusters().up(topology):

@@ -10,6 +10,7 @@ from pathlib import Path
 from reconciler.dev.brokers import (
     DevClusterError, answers_kafka, is_loopback, parse_bootstrap, pid_alive, port_open, start_broker, stop_pid,
 )
+from reconciler.topology.connection import client_config
 from reconciler.topology.model import Topology
 
 
@@ -41,7 +42,7 @@ class DevClusters:
         """Start a broker for every loopback cluster; already running ones are left alone (idempotent)."""
         targets = []
         for alias, cluster in sorted(topology.clusters.items()):
-            host, port = parse_bootstrap(cluster.bootstrap_servers)
+            host, port = parse_bootstrap(client_config(cluster)["bootstrap.servers"])
             if not is_loopback(host):
                 raise DevClusterError(
                     f"cluster {alias!r} has bootstrap address {cluster.bootstrap_servers!r}, which is not on loopback; "
