@@ -1,0 +1,144 @@
+"""The Kafka reads and writes MirrorClient needs on one cluster, and nothing else.
+
+Kept thin so that `reconciler.mirror.mirror_client` stays pure: list topics, read a topic (all of
+it, or its tail), describe a consumer group, read and commit its offsets.
+
+Reading "to the end" stops at the end-of-partition event of a fetch rather than at the high
+watermark from ListOffsets, because some brokers (Tansu) report the base offset of the last
+batch + 1 there, which would cut a read short (docs/test-brokers.md).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Iterable, Mapping
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient
+
+from reconciler.mirror.mirror_client import GroupState, RawRecord, TopicPartition
+
+#: librdkafka's OFFSET_INVALID: the group has no committed offset for the partition.
+_NO_OFFSET = -1001
+
+
+class ClusterIOError(Exception):
+    """A cluster could not be read or written; the message says which and why."""
+
+
+def _reason(exc: KafkaException) -> str:
+    err = exc.args[0] if exc.args else None
+    return err.str() if isinstance(err, KafkaError) else str(exc)
+
+
+class MirrorKafka:
+    """One cluster, reached with librdkafka settings that already have secrets resolved."""
+
+    def __init__(self, config: Mapping[str, str], timeout: float = 30.0) -> None:
+        self._config = dict(config)
+        self._timeout = timeout
+        self._admin = AdminClient(self._config)  # held for as long as its futures are awaited
+
+    # --- topics ---------------------------------------------------------------------------
+    def topics(self) -> dict[str, int]:
+        """Topic name -> partition count."""
+        try:
+            metadata = self._admin.list_topics(timeout=self._timeout)
+        except KafkaException as exc:
+            raise ClusterIOError(f"cannot list topics: {_reason(exc)}") from None
+        return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+
+    def read_all(self, topic: str, partitions: int) -> list[RawRecord]:
+        """Every record of `topic`, partition by partition, each in log order."""
+        return self._read(topic, {p: "beginning" for p in range(partitions)})
+
+    def read_tail(self, topic: str, partitions: int, per_partition: int) -> list[RawRecord]:
+        """At least the last `per_partition` records of each partition, in log order."""
+        consumer = self._consumer()
+        try:
+            starts: dict[int, int | str] = {}
+            for p in range(partitions):
+                low, high = consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=self._timeout)
+                starts[p] = max(low, high - per_partition)
+        except KafkaException as exc:
+            raise ClusterIOError(f"cannot read offsets of {topic}: {_reason(exc)}") from None
+        finally:
+            consumer.close()
+        return self._read(topic, starts)
+
+    def _consumer(self) -> Consumer:
+        # assign() only: the group id is required by the client but never joined or committed to.
+        return Consumer({**self._config, "group.id": f"reconciler-mirror-client-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "auto.offset.reset": "earliest"})
+
+    def _read(self, topic: str, starts: Mapping[int, int | str]) -> list[RawRecord]:
+        if not starts:
+            return []
+        consumer = self._consumer()
+        by_partition: dict[int, list[RawRecord]] = {p: [] for p in starts}
+        pending = set(starts)
+        deadline = time.monotonic() + self._timeout
+        try:
+            consumer.assign([
+                KafkaTopicPartition(topic, p, -2 if start == "beginning" else int(start)) for p, start in starts.items()
+            ])
+            while pending:
+                if time.monotonic() > deadline:
+                    raise ClusterIOError(f"timed out after {self._timeout:.0f}s reading {topic} "
+                                         f"(partitions {sorted(pending)} did not reach their end)")
+                msg = consumer.poll(0.2)
+                if msg is None:
+                    continue
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        pending.discard(msg.partition())
+                        continue
+                    raise ClusterIOError(f"cannot read {topic}: {err.str()}")
+                by_partition[msg.partition()].append((msg.key(), msg.value()))
+        finally:
+            consumer.close()
+        return [r for p in sorted(by_partition) for r in by_partition[p]]
+
+    # --- consumer groups ------------------------------------------------------------------
+    def group_state(self, group: str) -> GroupState:
+        try:
+            description = self._admin.describe_consumer_groups([group])[group].result(self._timeout)
+        except KafkaException as exc:
+            if isinstance(exc.args[0], KafkaError) and exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
+                return GroupState(group, "DEAD", 0)
+            raise ClusterIOError(f"cannot describe consumer group {group!r}: {_reason(exc)}") from None
+        return GroupState(group, description.state.name, len(description.members or ()))
+
+    def committed_offsets(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The group's committed offsets for `partitions` (absent where it has none)."""
+        wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
+        if not wanted:
+            return {}
+        request = [ConsumerGroupTopicPartitions(group, wanted)]
+        try:
+            result = self._admin.list_consumer_group_offsets(request)[group].result(self._timeout)
+        except KafkaException as exc:
+            raise ClusterIOError(f"cannot read committed offsets of group {group!r}: {_reason(exc)}") from None
+        failed = [f"{tp.topic}-{tp.partition}: {tp.error.str()}" for tp in result.topic_partitions if tp.error]
+        if failed:
+            raise ClusterIOError(f"cannot read committed offsets of group {group!r}: {'; '.join(failed)}")
+        return {TopicPartition(tp.topic, tp.partition): tp.offset
+                for tp in result.topic_partitions if tp.offset != _NO_OFFSET}
+
+    def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        """AlterConsumerGroupOffsets; raises naming every partition the broker refused."""
+        if not offsets:
+            return
+        request = [ConsumerGroupTopicPartitions(
+            group, [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in sorted(offsets.items())])]
+        try:
+            result = self._admin.alter_consumer_group_offsets(request)[group].result(self._timeout)
+        except KafkaException as exc:
+            raise ClusterIOError(f"cannot commit offsets of group {group!r}: {_reason(exc)}") from None
+        failed = [f"{tp.topic}-{tp.partition}: {tp.error.str()}" for tp in result.topic_partitions if tp.error]
+        if failed:
+            raise ClusterIOError(f"the broker refused offsets of group {group!r}: {'; '.join(failed)}")
