@@ -52,29 +52,34 @@ class MirrorKafka:
 
     def read_all(self, topic: str, partitions: int) -> list[RawRecord]:
         """Every record of `topic`, partition by partition, each in log order."""
-        return self._read(topic, {p: "beginning" for p in range(partitions)})
+        return self._read(topic, self._starts(topic, partitions, tail=None))
 
     def read_tail(self, topic: str, partitions: int, per_partition: int) -> list[RawRecord]:
         """At least the last `per_partition` records of each partition, in log order."""
+        return self._read(topic, self._starts(topic, partitions, tail=per_partition))
+
+    def _consumer(self) -> Consumer:
+        # assign() only: the group id is required by the client but never joined or committed to.
+        # A short fetch wait makes the final, empty fetch that signals the end return at once.
+        return Consumer({**self._config, "group.id": f"reconciler-mirror-client-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False, "enable.partition.eof": True,
+                         "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50})
+
+    def _starts(self, topic: str, partitions: int, tail: int | None) -> dict[int, int]:
+        """Explicit start offsets (a logical 'beginning' costs librdkafka an extra half second)."""
         consumer = self._consumer()
         try:
-            starts: dict[int, int | str] = {}
+            starts = {}
             for p in range(partitions):
                 low, high = consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=self._timeout)
-                starts[p] = max(low, high - per_partition)
+                starts[p] = low if tail is None else max(low, high - tail)
+            return starts
         except KafkaException as exc:
             raise ClusterIOError(f"cannot read offsets of {topic}: {_reason(exc)}") from None
         finally:
             consumer.close()
-        return self._read(topic, starts)
 
-    def _consumer(self) -> Consumer:
-        # assign() only: the group id is required by the client but never joined or committed to.
-        return Consumer({**self._config, "group.id": f"reconciler-mirror-client-{uuid.uuid4().hex[:8]}",
-                         "enable.auto.commit": False, "enable.partition.eof": True,
-                         "auto.offset.reset": "earliest"})
-
-    def _read(self, topic: str, starts: Mapping[int, int | str]) -> list[RawRecord]:
+    def _read(self, topic: str, starts: Mapping[int, int]) -> list[RawRecord]:
         if not starts:
             return []
         consumer = self._consumer()
@@ -82,9 +87,7 @@ class MirrorKafka:
         pending = set(starts)
         deadline = time.monotonic() + self._timeout
         try:
-            consumer.assign([
-                KafkaTopicPartition(topic, p, -2 if start == "beginning" else int(start)) for p, start in starts.items()
-            ])
+            consumer.assign([KafkaTopicPartition(topic, p, start) for p, start in starts.items()])
             while pending:
                 if time.monotonic() > deadline:
                     raise ClusterIOError(f"timed out after {self._timeout:.0f}s reading {topic} "

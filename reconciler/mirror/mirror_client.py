@@ -237,7 +237,8 @@ def reachability(cluster: str, latest: Mapping[str, Heartbeat | None], policy: R
     upstream: list[Upstream] = []
     for alias in sorted({a for t in topics for a in t.sources}):
         seen = [(t.sources.index(alias) + 1, t) for t in topics if alias in t.sources]
-        hops, via = min(seen, key=lambda s: (s[0], s[1].topic))
+        # shortest path; among equals the topic it originates on (`B.heartbeats` rather than `B.A.heartbeats`)
+        hops, via = min(seen, key=lambda s: (s[0], len(s[1].sources), s[1].topic))
         stamps = [t.latest.timestamp for _, t in seen if t.latest is not None]
         last = max(stamps, default=None)
         upstream.append(Upstream(alias, hops, via.topic, last, None if last is None else max(0.0, (now_ms - last) / 1000.0)))

@@ -141,7 +141,7 @@ def test_reachability_reports_shortest_hops_and_the_freshest_heartbeat_on_any_pa
     assert {t for t, _ in cluster.tails} == set(latest)
     report = mc.reachability("C", latest, DEFAULT, now)
     up = {u.alias: u for u in report.upstream}
-    assert (up["B"].hops, up["B"].via, up["B"].age_seconds) == (1, "B.A.heartbeats", 2.0)
+    assert (up["B"].hops, up["B"].via, up["B"].age_seconds) == (1, "B.heartbeats", 2.0)
     # A is one hop away (A.heartbeats) but that topic is silent; B.A.heartbeats still carries A's heartbeats
     assert (up["A"].hops, up["A"].via, up["A"].age_seconds) == (1, "A.heartbeats", 4.0)
     local = next(t for t in report.topics if t.topic == "heartbeats")
