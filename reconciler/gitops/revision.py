@@ -157,6 +157,10 @@ def _blobs_at(commit: git.Commit, rel_paths: Iterable[str], label: str,
         if obj.type == "blob":
             out.append((rel, obj))
             continue
+        if obj.type != "tree":  # a submodule: its files are not in this repository's objects
+            diags.error(f"{rel} at {label} is a {obj.type}, not a file or directory",
+                        SourceLocation(f"{rel}@{label}", 1, 1))
+            continue
         found = sorted(((b.path, b) for b in obj.traverse()
                         if b.type == "blob" and PurePosixPath(b.path).suffix in YAML_SUFFIXES),
                        key=lambda pb: _sort_key(pb[0]))
