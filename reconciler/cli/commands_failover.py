@@ -142,8 +142,8 @@ def cmd_failover(args) -> int:
         if args.apply and refusal is None and plan.commits:
             target.commit_offsets(args.group, plan.commits)
             applied = True
-        _emit(args, redact, render.failover_text(render.Failover(t, state, plan, applied)),
-              render.failover_json(render.Failover(t, state, plan, applied)))
+        shown = render.Failover(t, state, plan, applied)
+        _emit(args, redact, render.failover_text(shown), render.failover_json(shown))
         return _conclude(args, plan, refusal, applied)
 
     return _run(args, body)

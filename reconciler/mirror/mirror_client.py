@@ -219,8 +219,8 @@ class Reachability:
     topics: tuple[HeartbeatTopic, ...]
 
 
-def _age(latest: Heartbeat | None, now_ms: int) -> float | None:
-    return None if latest is None else max(0.0, (now_ms - latest.timestamp) / 1000.0)
+def _age(timestamp_ms: int | None, now_ms: int) -> float | None:
+    return None if timestamp_ms is None else max(0.0, (now_ms - timestamp_ms) / 1000.0)
 
 
 def reachability(cluster: str, latest: Mapping[str, Heartbeat | None], policy: ReplicationPolicy,
@@ -232,7 +232,7 @@ def reachability(cluster: str, latest: Mapping[str, Heartbeat | None], policy: R
     still carries heartbeats from it, data from it is still flowing here.
     """
     topics = tuple(
-        HeartbeatTopic(t, all_sources(t, policy), hb, _age(hb, now_ms)) for t, hb in sorted(latest.items())
+        HeartbeatTopic(t, all_sources(t, policy), hb, _age(hb.timestamp if hb else None, now_ms)) for t, hb in sorted(latest.items())
     )
     upstream: list[Upstream] = []
     for alias in sorted({a for t in topics for a in t.sources}):
@@ -241,7 +241,7 @@ def reachability(cluster: str, latest: Mapping[str, Heartbeat | None], policy: R
         hops, via = min(seen, key=lambda s: (s[0], len(s[1].sources), s[1].topic))
         stamps = [t.latest.timestamp for _, t in seen if t.latest is not None]
         last = max(stamps, default=None)
-        upstream.append(Upstream(alias, hops, via.topic, last, None if last is None else max(0.0, (now_ms - last) / 1000.0)))
+        upstream.append(Upstream(alias, hops, via.topic, last, _age(last, now_ms)))
     return Reachability(cluster, tuple(sorted(upstream, key=lambda u: (u.hops, u.alias))), topics)
 
 

@@ -226,3 +226,17 @@ def test_reachability_shows_upstream_clusters_hops_and_heartbeat_age(broker_fact
     out = capsys.readouterr().out
     assert f"{a} -> {b} -> {cc}" in out and "STALE" in out  # A's heartbeat is older than the 2.5 s SLO
     assert "no heartbeat" in out
+
+
+def test_an_unreachable_target_is_an_error_not_a_crash(tmp_path, capsys):
+    topology = write(tmp_path, "t.yaml", """\
+        apiVersion: reconciler/v1
+        kind: Topology
+        clusters:
+          a: {bootstrap_servers: "127.0.0.1:1"}
+          b: {bootstrap_servers: "127.0.0.1:1"}
+        flows:
+          - {source: a, target: b}
+        """)
+    assert main(["reachability", "--cluster", "b", "--timeout", "1", str(topology)]) == 1
+    assert "error: cannot list topics" in capsys.readouterr().err
