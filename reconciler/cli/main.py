@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from reconciler import __version__
-from reconciler.cli import commands_dev, commands_topology
+from reconciler.cli import commands_dev, commands_plan, commands_topology
 
-COMMAND_MODULES = [commands_topology, commands_dev]
+COMMAND_MODULES = [commands_topology, commands_dev, commands_plan]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,140 @@
+"""A lease per cluster, so two applies against the same clusters never interleave.
+
+The lease lives in `reconciler.lease.internal` (1 partition, compacted; `.internal` so it is
+never replicated nor pruned). To acquire, a run appends a claim keyed `lease/<owner-id>` with an
+expiry, then reads the partition up to its own claim: it holds the lease iff no other unexpired,
+unreleased claim comes before its own (the log orders contenders, so exactly one wins). A loser
+withdraws its claim (tombstone) and fails with who holds it. The holder renews by rewriting its
+key and releases with a tombstone, so compaction keeps the topic small. A run killed with
+SIGKILL holds the lease until it expires (`ttl`, default 300 s).
+
+The same topic carries `applied/<cluster>` records: the plan fingerprint, revision and time of
+the last successful apply (drift reports read it).
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from reconciler.adapters.base import AdminError, ClusterAdmin, NewTopicSpec
+
+LEASE_TOPIC = "reconciler.lease.internal"
+DEFAULT_TTL = float(os.environ.get("RECONCILER_LEASE_TTL", "300"))
+
+
+class LockHeld(Exception):
+    def __init__(self, cluster: str, holder: dict):
+        self.cluster, self.holder = cluster, holder
+        left = max(0, int(holder.get("expires_at", 0) - time.time()))
+        super().__init__(
+            f"cluster {cluster!r} is locked by another apply: {holder.get('who', '?')} (owner {holder.get('owner', '?')}), "
+            f"since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(holder.get('acquired_at', 0)))}, "
+            f"expires in {left}s. Wait for it to finish, or for the lease to expire if that run died.")
+
+
+def _who() -> str:
+    try:
+        user = getpass.getuser()
+    except Exception:  # noqa: BLE001
+        user = "unknown"
+    return f"{user}@{socket.gethostname()} pid {os.getpid()}"
+
+
+def ensure_lease_topic(admin: ClusterAdmin) -> None:
+    res = admin.create_topics([NewTopicSpec(LEASE_TOPIC, 1, -1, {"cleanup.policy": "compact"})])[LEASE_TOPIC]
+    if not res.ok:
+        raise AdminError(f"cluster {admin.alias!r}: cannot create lease topic {LEASE_TOPIC}: {res.message}")
+
+
+@dataclass
+class Lease:
+    admin: ClusterAdmin
+    ttl: float = DEFAULT_TTL
+    owner: str = ""
+    who: str = ""
+    clock: Callable[[], float] = time.time
+    held: bool = False
+
+    def __post_init__(self) -> None:
+        self.owner = self.owner or uuid.uuid4().hex
+        self.who = self.who or _who()
+        self._key = f"lease/{self.owner}".encode()
+        self._acquired_at = 0.0
+        self._renewed_at = 0.0
+
+    def _value(self, op: str) -> bytes:
+        now = self.clock()
+        return json.dumps({"op": op, "owner": self.owner, "who": self.who, "acquired_at": self._acquired_at or now,
+                           "expires_at": now + self.ttl}).encode()
+
+    def acquire(self) -> None:
+        ensure_lease_topic(self.admin)
+        now = self.clock()
+        self._acquired_at = now
+        mine = self.admin.produce(LEASE_TOPIC, self._key, self._value("claim"))
+        claims: dict[bytes, dict] = {}
+        for r in self.admin.read_records(LEASE_TOPIC, mine):
+            if not r.key or not r.key.startswith(b"lease/"):
+                continue
+            if r.value is None:
+                claims.pop(r.key, None)
+            else:
+                claims[r.key] = json.loads(r.value)
+        rivals = [v for k, v in claims.items() if k != self._key and v.get("expires_at", 0) > now]
+        if rivals:
+            self.admin.produce(LEASE_TOPIC, self._key, None)
+            raise LockHeld(self.admin.alias, min(rivals, key=lambda v: v.get("acquired_at", 0)))
+        self.held = True
+        self._renewed_at = now
+
+    def renew(self, force: bool = False) -> None:
+        if self.held and (force or self.clock() - self._renewed_at > self.ttl / 3):
+            self.admin.produce(LEASE_TOPIC, self._key, self._value("renew"))
+            self._renewed_at = self.clock()
+
+    def release(self) -> None:
+        if self.held:
+            self.admin.produce(LEASE_TOPIC, self._key, None)
+            self.held = False
+
+    def record_applied(self, info: dict) -> None:
+        self.admin.produce(LEASE_TOPIC, f"applied/{self.admin.alias}".encode(),
+                           json.dumps({**info, "owner": self.owner, "who": self.who, "at": self.clock()}).encode())
+
+
+class ClusterLocks:
+    """Leases on several clusters, taken in alias order; all released if any one is held elsewhere."""
+
+    def __init__(self, admins: Sequence[ClusterAdmin], ttl: float = DEFAULT_TTL):
+        owner = uuid.uuid4().hex
+        self.leases = [Lease(a, ttl, owner) for a in sorted(admins, key=lambda a: a.alias)]
+
+    def __enter__(self) -> "ClusterLocks":
+        try:
+            for lease in self.leases:
+                lease.acquire()
+        except BaseException:
+            self.release()
+            raise
+        return self
+
+    def renew(self) -> None:
+        for lease in self.leases:
+            lease.renew()
+
+    def release(self) -> None:
+        for lease in self.leases:
+            try:
+                lease.release()
+            except AdminError:
+                pass  # it expires on its own
+
+    def __exit__(self, *exc) -> None:
+        self.release()
