@@ -25,8 +25,9 @@ BROKER_TOPIC_DEFAULTS = {
 }
 
 
-class SimulatedCrash(Exception):
-    """Raised by a MemoryCluster write after `fail_after` writes: the process 'died' here."""
+class SimulatedCrash(BaseException):
+    """Raised by a MemoryCluster write after `fail_after` writes: the process 'died' here (like SIGKILL,
+    so nothing catches it as an ordinary error)."""
 
 
 @dataclass

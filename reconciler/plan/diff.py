@@ -150,6 +150,7 @@ def _prune_topics(topology: Topology, desired: DesiredState, live: LiveState, sc
     separators = _separators(topology)
     upstreams = {t.upstream for t in desired.all() if t.upstream}
     disabled = {(f.source, f.target): f for f in topology.flows if not f.enabled}
+    blind = sorted(a for a, c in live.clusters.items() if not c.reachable)
     for cluster, c in sorted(live.clusters.items()):
         if not c.reachable:
             continue
@@ -167,6 +168,9 @@ def _prune_topics(topology: Topology, desired: DesiredState, live: LiveState, sc
             elif (cluster, name) in upstreams:
                 out.find(Severity.INFO, FindingKind.RETAINED, cluster, name,
                          f"{where} is no longer replicated from {src} but still feeds a flow out of {cluster}; kept")
+            elif blind:
+                out.find(Severity.INFO, FindingKind.RETAINED, cluster, name,
+                         f"{where} looks unwanted, but nothing is pruned while {', '.join(blind)} cannot be read")
             elif topology.prune.topics:
                 out.actions.append(DeleteTopic(cluster, f"no enabled flow replicates it from {src} (prune.topics is on)",
                                                name, c.topics[name].partitions))
