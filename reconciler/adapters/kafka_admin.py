@@ -93,6 +93,9 @@ class KafkaAdmin:
                 self._caps = Capabilities(probe_api_versions(self._conf["bootstrap.servers"], self._conf,
                                                              timeout=min(self.timeout, 10.0)))
             except ProbeError as exc:
+                if exc.unreachable:
+                    raise AdminError(f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: "
+                                     f"{self._redact(str(exc))}") from None
                 # Without an answer, assume only what every Kafka since 2.3 has; never ACLs or CreatePartitions.
                 self._caps = Capabilities({API_DESCRIBE_CONFIGS: (0, 0), API_INCREMENTAL_ALTER_CONFIGS: (0, 0)},
                                           probe_error=self._redact(str(exc)))

@@ -21,7 +21,9 @@ _CLIENT_ID = b"reconciler-probe"
 
 
 class ProbeError(Exception):
-    pass
+    def __init__(self, message: str, unreachable: bool = False):
+        super().__init__(message)
+        self.unreachable = unreachable  # no bootstrap address accepted a TCP connection
 
 
 def encode_request(correlation_id: int = 1) -> bytes:
@@ -71,6 +73,7 @@ def probe_api_versions(bootstrap: str, config: Mapping[str, str] | None = None, 
     config = config or {}
     protocol = config.get("security.protocol", "PLAINTEXT").upper()
     errors = []
+    connected = False
     for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
         for prefix in ("PLAINTEXT://", "SSL://", "SASL_SSL://", "SASL_PLAINTEXT://", "tcp://"):
             address = address.removeprefix(prefix)
@@ -78,6 +81,7 @@ def probe_api_versions(bootstrap: str, config: Mapping[str, str] | None = None, 
         host = host.strip("[]")
         try:
             with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+                connected = True
                 sock = _ssl_context(config).wrap_socket(raw, server_hostname=host) if "SSL" in protocol else raw
                 sock.settimeout(timeout)
                 sock.sendall(encode_request())
@@ -85,4 +89,4 @@ def probe_api_versions(bootstrap: str, config: Mapping[str, str] | None = None, 
                 return decode_response(_recv_exact(sock, size))
         except (OSError, ValueError, ProbeError, ssl.SSLError) as exc:
             errors.append(f"{host}:{port}: {exc}")
-    raise ProbeError("; ".join(errors) or "no bootstrap address")
+    raise ProbeError("; ".join(errors) or "no bootstrap address", unreachable=not connected)
