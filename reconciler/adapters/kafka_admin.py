@@ -53,7 +53,10 @@ class KafkaAdmin:
         self._conf = client_config(cluster, environ)
         self._redact = secrets.Redactor()
         self._redact.add_from(cluster.config, environ)
-        self._admin = AdminClient({**self._conf, "socket.timeout.ms": int(timeout * 1000)}, logger=_log)
+        try:
+            self._admin = AdminClient({**self._conf, "socket.timeout.ms": int(timeout * 1000)}, logger=_log)
+        except Exception as exc:  # noqa: BLE001 - e.g. an unknown or invalid client property
+            raise AdminError(f"cluster {self.alias!r}: invalid client configuration: {self._msg(exc)}") from None
         self._caps: Capabilities | None = None
         self._producer = None
 

@@ -69,8 +69,12 @@ class Action:
     def details(self) -> list[str]:
         return []
 
+    def tiebreak(self) -> tuple:
+        """Orders actions of one kind on one subject (e.g. several configs of a topic)."""
+        return ()
+
     def sort_key(self) -> tuple:
-        return (self.cluster, int(self.PHASE), self.subject, self.describe())
+        return (self.cluster, int(self.PHASE), self.subject, self.tiebreak())
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.KIND.value, "verb": self.VERB.value}
@@ -137,6 +141,9 @@ class SetConfig(Action):
     value: str = ""
     current: str | None = None
 
+    def tiebreak(self) -> tuple:
+        return (self.key,)
+
     def describe(self) -> str:
         was = "(not set)" if self.current is None else repr(self.current)
         return f"set config {self.key} on {self.topic}: {was} -> {self.value!r}"
@@ -168,6 +175,9 @@ class CreateAcl(Action):
     def subject(self) -> str:
         return self.acl.topic
 
+    def tiebreak(self) -> tuple:
+        return (self.acl,)
+
     def describe(self) -> str:
         return f"create ACL {self.acl.describe()}"
 
@@ -184,6 +194,9 @@ class DeleteAcl(Action):
     def subject(self) -> str:
         return self.acl.topic
 
+    def tiebreak(self) -> tuple:
+        return (self.acl,)
+
     def describe(self) -> str:
         return f"DELETE ACL {self.acl.describe()}"
 
@@ -197,6 +210,9 @@ class DeleteConfig(Action):
     topic: str = ""
     key: str = ""
     current: str | None = None
+
+    def tiebreak(self) -> tuple:
+        return (self.key,)
 
     def describe(self) -> str:
         return f"DELETE config {self.key} from {self.topic} (was {self.current!r})"

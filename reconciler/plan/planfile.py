@@ -70,11 +70,11 @@ def load(path: str | Path) -> SavedPlan:
     if doc.get("format_version") != FORMAT_VERSION:
         raise PlanFileError(f"{path}: saved plan format_version {doc.get('format_version')!r}, this reconciler "
                             f"reads {FORMAT_VERSION}; plan again with this version")
-    clusters = {a: Cluster(a, c["bootstrap_servers"], c.get("config") or {}, {}, c.get("replication_principal"))
-                for a, c in doc["clusters"].items()}
     try:
+        clusters = {a: Cluster(a, c["bootstrap_servers"], c.get("config") or {}, {}, c.get("replication_principal"))
+                    for a, c in doc["clusters"].items()}
         plan = Plan.from_dict(doc["plan"])
-    except (KeyError, ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise PlanFileError(f"{path}: damaged saved plan: {exc}") from None
     return SavedPlan(plan, clusters, doc.get("revision"), doc.get("saved_at", 0.0))
 

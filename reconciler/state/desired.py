@@ -20,7 +20,7 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from reconciler.analysis.expansion import Placement, expand, route
+from reconciler.analysis.expansion import Placement, expand
 from reconciler.mirror.filters import ConfigPropertyFilter
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, checkpoints_topic, offset_syncs_topic
 from reconciler.plan.findings import Finding, FindingKind, Severity
@@ -111,12 +111,12 @@ def _add_internal(state: DesiredState, flows: tuple[Flow, ...]) -> None:
                                    None, None, (flow.name,), None, reason + " (MM2: 1 partition, compacted)"))
 
 
-def _hop_names(p: Placement) -> list[str]:
-    """Topic name at each cluster of the placement's path: [origin, after hop 1, ..., final]."""
-    names = [p.origin_topic]
-    for f in p.path:
-        names.append(route(f, names[-1]) or names[-1])
-    return names
+def _upstream_name(p: Placement) -> str:
+    """The topic name on the last hop's source cluster (the path was already routed by `expand`)."""
+    name = p.origin_topic
+    for f in p.path[:-1]:
+        name = f.policy.format_remote_topic(f.source, name)
+    return name
 
 
 class _Upstream:
@@ -174,7 +174,7 @@ def _remote_topic(cluster: str, name: str, placements: list[Placement], up: _Ups
     specs = []
     for p in placements:
         flow = p.path[-1]
-        upstream = (flow.source, _hop_names(p)[-2])
+        upstream = (flow.source, _upstream_name(p))
         state.consult(*upstream)
         partitions = up.partitions(*upstream)
         if partitions is None:
