@@ -5,8 +5,10 @@ MM2 internal topics), on those the config keys their flow copies (internal topic
 we set) and, with ACL sync, their literal ACLs. Deletion candidates are "remote-looking" topics:
 `<alias><sep>...` where alias is another cluster of the topology (default policy; identity-policy
 topics cannot be told from local ones and are never pruned) that no enabled flow wants. They are
-deleted only with `prune.topics: true`, and kept anyway when a disabled flow would produce them
-or when they still feed a desired topic. Nothing is ever recreated.
+deleted only with `prune.topics: true` and when a flow alias->cluster exists (else also
+`prune.flows: true`: the flow was removed), and kept anyway when a disabled flow would produce
+them, while they still feed a desired topic, or while any cluster cannot be read. Nothing is
+ever recreated.
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def _remote_source(name: str, cluster: str, topology: Topology, separators: list
 def _prune_topics(topology: Topology, desired: DesiredState, live: LiveState, scope: dict[str, set[str]], out: _Out) -> None:
     separators = _separators(topology)
     upstreams = {t.upstream for t in desired.all() if t.upstream}
-    disabled = {(f.source, f.target): f for f in topology.flows if not f.enabled}
+    disabled = {(f.source, f.target) for f in topology.flows if not f.enabled}
+    enabled = {(f.source, f.target) for f in topology.flows if f.enabled}
     blind = sorted(a for a, c in live.clusters.items() if not c.reachable)
     for cluster, c in sorted(live.clusters.items()):
         if not c.reachable:
@@ -171,6 +174,11 @@ def _prune_topics(topology: Topology, desired: DesiredState, live: LiveState, sc
             elif blind:
                 out.find(Severity.INFO, FindingKind.RETAINED, cluster, name,
                          f"{where} looks unwanted, but nothing is pruned while {', '.join(blind)} cannot be read")
+            elif (src, cluster) not in enabled and not (topology.prune.topics and topology.prune.flows):
+                out.find(Severity.WARNING, FindingKind.UNMANAGED, cluster, name,
+                         f"{where} looks replicated from {src}, but there is no flow {src}->{cluster}; left alone",
+                         hint="the topics of a flow removed from the topology are deleted only with "
+                              "`prune: {topics: true, flows: true}`; or delete it by hand")
             elif topology.prune.topics:
                 out.actions.append(DeleteTopic(cluster, f"no enabled flow replicates it from {src} (prune.topics is on)",
                                                name, c.topics[name].partitions))

@@ -160,8 +160,7 @@ def synced_acls(topic: str, upstream: list[AclBinding], writer: str | None) -> f
         if a.pattern is not AclPattern.LITERAL:
             continue
         if a.permission is AclPermission.ALLOW and a.operation in (AclOperation.READ, AclOperation.ALL):
-            if a.principal != writer:
-                out.add(AclBinding(topic, a.principal, a.host, AclOperation.READ, AclPermission.ALLOW))
+            out.add(AclBinding(topic, a.principal, a.host, AclOperation.READ, AclPermission.ALLOW))
         elif a.permission is AclPermission.DENY:
             out.add(AclBinding(topic, a.principal, a.host, a.operation, AclPermission.DENY))
     if writer:

@@ -203,3 +203,20 @@ def test_unreachable_cluster_is_an_error_and_deletes_nothing(world):
 
 def test_plan_is_deterministic(world):
     assert world.plan().to_dict() == world.plan().to_dict()
+
+
+def test_topics_of_a_removed_flow_need_prune_flows_too():
+    w = World(topology("""flows:
+  - {source: west, target: east, topics: {include: ["orders"]}}
+"""))
+    w["west"].add_topic("orders", 1)
+    w["east"].add_topic("west.orders", 1)
+    w["west"].add_topic("east.stuff", 1)      # no flow east->west at all
+    only_topics = topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}",
+                           extra="prune: {topics: true}")
+    plan = w.plan(only_topics)
+    assert not [a for a in plan.actions if a.KIND is K.DELETE_TOPIC]
+    assert [f.subject for f in plan.findings if f.kind.value == "unmanaged"] == ["east.stuff"]
+    both = topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}",
+                    extra="prune: {topics: true, flows: true}")
+    assert [(a.cluster, a.subject) for a in w.plan(both).actions if a.KIND is K.DELETE_TOPIC] == [("west", "east.stuff")]
