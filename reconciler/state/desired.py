@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from reconciler.analysis.expansion import Placement, expand
 from reconciler.mirror.filters import ConfigPropertyFilter
@@ -168,41 +168,56 @@ def synced_acls(topic: str, upstream: list[AclBinding], writer: str | None) -> f
     return frozenset(out)
 
 
+class _Source(NamedTuple):
+    """What one placement (one lineage) asks of a remote topic."""
+
+    placement: Placement
+    flow: Flow
+    upstream: tuple[str, str]
+    partitions: int
+    configs: dict[str, str]
+    acls: frozenset[AclBinding] | None
+
+
+def _source(p: Placement, name: str, up: _Upstream, topology: Topology, state: DesiredState) -> _Source | None:
+    flow = p.path[-1]
+    upstream = (flow.source, _upstream_name(p))
+    state.consult(*upstream)
+    partitions = up.partitions(*upstream)
+    if partitions is None:
+        return None
+    configs = flow.config_properties.apply(dict(up.configs(*upstream))) if flow.sync.topic_configs else {}
+    acls = None
+    if flow.sync.acls:
+        upstream_acls = up.acls(*upstream)
+        if upstream_acls is not None:
+            acls = synced_acls(name, upstream_acls, topology.clusters[flow.target].replication_principal)
+    return _Source(p, flow, upstream, partitions, configs, acls)
+
+
 def _remote_topic(cluster: str, name: str, placements: list[Placement], up: _Upstream, topology: Topology,
                   state: DesiredState) -> DesiredTopic | None:
-    specs = []
-    for p in placements:
-        flow = p.path[-1]
-        upstream = (flow.source, _upstream_name(p))
-        state.consult(*upstream)
-        partitions = up.partitions(*upstream)
-        if partitions is None:
-            continue
-        configs = flow.config_properties.apply(dict(up.configs(*upstream))) if flow.sync.topic_configs else {}
-        acls = None
-        if flow.sync.acls:
-            upstream_acls = up.acls(*upstream)
-            if upstream_acls is not None:
-                acls = synced_acls(name, upstream_acls, topology.clusters[flow.target].replication_principal)
-        specs.append((p, flow, upstream, partitions, configs, acls))
-    if not specs:
+    """One remote topic from its lineages; several only when identity-policy flows write one topic (a conflict)."""
+    sources = [s for s in (_source(p, name, up, topology, state) for p in placements) if s is not None]
+    if not sources:
         return None
-    p, flow, upstream, partitions, configs, acls = specs[0]
-    flows = tuple(dict.fromkeys(s[1].name for s in specs))
-    if len({(s[3], tuple(sorted(s[4].items()))) for s in specs}) > 1:
+    first = sources[0]
+    partitions, acls = first.partitions, first.acls
+    if len({(s.partitions, tuple(sorted(s.configs.items()))) for s in sources}) > 1:
         state.findings.append(Finding(
             Severity.WARNING, FindingKind.CONFLICT, cluster, name,
             f"{cluster}:{name} is written by several flows with different sources ("
-            + ", ".join(f"{s[2][0]}:{s[2][1]} with {s[3]} partitions" for s in specs) + ")",
+            + ", ".join(f"{s.upstream[0]}:{s.upstream[1]} with {s.partitions} partitions" for s in sources) + ")",
             hint="use the default replication policy (it keeps remote topics apart), or make the topic filters disjoint"))
-        partitions = max(s[3] for s in specs)
-    if len(specs) > 1 and all(s[5] is not None for s in specs):
-        acls = frozenset().union(*(s[5] for s in specs))
-    via = p.describe_path()
-    reason = (f"replicates {upstream[0]}:{upstream[1]} (flow {flow.name})" if p.hops == 1
-              else f"replicates {p.origin_cluster}:{p.origin_topic} via {via}")
-    return DesiredTopic(cluster, name, TopicRole.REMOTE, partitions, flow.replication_factor, configs,
-                        flow.sync.topic_configs, flow.config_properties, acls, flows, upstream, reason)
+        partitions = max(s.partitions for s in sources)
+    if len(sources) > 1 and all(s.acls is not None for s in sources):
+        acls = frozenset().union(*(s.acls for s in sources))
+    p, flow = first.placement, first.flow
+    reason = (f"replicates {first.upstream[0]}:{first.upstream[1]} (flow {flow.name})" if p.hops == 1
+              else f"replicates {p.origin_cluster}:{p.origin_topic} via {p.describe_path()}")
+    flows = tuple(dict.fromkeys(s.flow.name for s in sources))
+    return DesiredTopic(cluster, name, TopicRole.REMOTE, partitions, flow.replication_factor, first.configs,
+                        flow.sync.topic_configs, flow.config_properties, acls, flows, first.upstream, reason)
 
 
 def desired_state(topology: Topology, live: LiveState) -> DesiredState:

@@ -122,3 +122,14 @@ def test_consulted_scope_holds_upstreams_and_desired_names():
 def test_config_filter_default_excludes_are_mm2s():
     f = ConfigPropertyFilter()
     assert not f.should_replicate("unclean.leader.election.enable") and f.should_replicate("cleanup.policy")
+
+
+def test_identity_policy_fan_in_is_a_conflict():
+    topo = topology("""flows:
+  - {source: a, target: c, policy: identity, topics: {include: ["orders"]}}
+  - {source: b, target: c, policy: identity, topics: {include: ["orders"]}}
+""", clusters={"a": "h:1", "b": "h:2", "c": "h:3"})
+    d = desired_state(topo, live(a=[TopicState("orders", 2, 1)], b=[TopicState("orders", 5, 1)], c=[]))
+    t = d.get("c", "orders")
+    assert t.partitions == 5 and set(t.flows) == {"a->c", "b->c"}
+    assert [f.kind.value for f in d.findings] == ["conflict"]
