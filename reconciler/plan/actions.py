@@ -163,42 +163,40 @@ class AddPartitions(Action):
         return f"add partitions to {self.topic}: {self.current} -> {self.total}"
 
 
+@dataclass(frozen=True)
+class _AclAction(Action):
+    """Base of the two ACL actions: one literal topic ACL."""
+
+    LABEL: ClassVar[str]
+    acl: AclBinding = None  # type: ignore[assignment]
+
+    @property
+    def subject(self) -> str:
+        return self.acl.topic
+
+    def tiebreak(self) -> tuple:
+        return (self.acl,)
+
+    def describe(self) -> str:
+        return f"{self.LABEL} ACL {self.acl.describe()}"
+
+
 @register
 @dataclass(frozen=True)
-class CreateAcl(Action):
+class CreateAcl(_AclAction):
     KIND = ActionKind.CREATE_ACL
     PHASE = Phase.ACL
     VERB = Verb.CREATE
-    acl: AclBinding = None  # type: ignore[assignment]
-
-    @property
-    def subject(self) -> str:
-        return self.acl.topic
-
-    def tiebreak(self) -> tuple:
-        return (self.acl,)
-
-    def describe(self) -> str:
-        return f"create ACL {self.acl.describe()}"
+    LABEL = "create"
 
 
 @register
 @dataclass(frozen=True)
-class DeleteAcl(Action):
+class DeleteAcl(_AclAction):
     KIND = ActionKind.DELETE_ACL
     PHASE = Phase.DELETE_ACL
     VERB = Verb.DELETE
-    acl: AclBinding = None  # type: ignore[assignment]
-
-    @property
-    def subject(self) -> str:
-        return self.acl.topic
-
-    def tiebreak(self) -> tuple:
-        return (self.acl,)
-
-    def describe(self) -> str:
-        return f"DELETE ACL {self.acl.describe()}"
+    LABEL = "DELETE"
 
 
 @register

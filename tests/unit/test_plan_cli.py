@@ -94,3 +94,23 @@ def test_failed_actions_make_apply_fail(world, capsys, monkeypatch):
     assert main(["apply", world.path, "--auto-approve"]) == 1
     captured = capsys.readouterr()
     assert "FAILED: POLICY_VIOLATION: no" in captured.out and "Apply finished with errors" in captured.err
+
+
+def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
+    from reconciler.adapters.base import AdminError
+    from reconciler.adapters.memory_admin import MemoryAdmin
+
+    monkeypatch.setenv("CLI_TOKEN", "tok-9f8e7d6c5b4a")
+    path = tmp_path / "t.yaml"
+    path.write_text(TOPO.replace('east: {bootstrap_servers: "127.0.0.1:2"}',
+                                 'east: {bootstrap_servers: "127.0.0.1:2", config: {sasl.oauthbearer.token: "${CLI_TOKEN}"}}'))
+    w = World(topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}"))
+
+    def leaky(self):
+        raise AdminError(f"cluster {self.alias!r}: auth failed for token tok-9f8e7d6c5b4a")
+
+    monkeypatch.setattr(MemoryAdmin, "list_topics", leaky)
+    monkeypatch.setattr(commands_plan, "admin_factory", w.factory)
+    assert main(["plan", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "auth failed for token ***" in captured.out and "tok-9f8e7d6c5b4a" not in captured.out + captured.err
