@@ -133,9 +133,8 @@ def batches(actions: Sequence[Action], size: int = BATCH_SIZE) -> list[tuple[str
     return out
 
 
-def execute(plan: Plan, ctx: ApplyContext, progress: Progress | None = None, batch_size: int = BATCH_SIZE,
-            between_batches: Callable[[], None] | None = None) -> ApplyReport:
-    """Apply every action of `plan` in order. `between_batches` runs after each batch (lease renewal)."""
+def execute(plan: Plan, ctx: ApplyContext, progress: Progress | None = None, batch_size: int = BATCH_SIZE) -> ApplyReport:
+    """Apply every action of `plan` in order, one batch per (cluster, kind) run of actions."""
     progress = progress or _Silent()
     report = ApplyReport()
     todo = batches(plan.actions, batch_size)
@@ -153,6 +152,4 @@ def execute(plan: Plan, ctx: ApplyContext, progress: Progress | None = None, bat
             r = ActionResult(action, result)
             report.results.append(r)
             progress.result(r)
-        if between_batches:
-            between_batches()
     return report

@@ -158,7 +158,7 @@ def cmd_apply(args) -> int:
                     io.err(f"error: refusing to apply a stale plan: {stale}")
                     return EXIT_ERROR
                 io.out(f"\nApplying {len(plan.actions)} actions on {', '.join(touched)} (lease held) ...")
-                report = execute(plan, ApplyContext(conns.get), _TextProgress(io), between_batches=locks.renew)
+                report = execute(plan, ApplyContext(conns.get), _TextProgress(io))
                 if report.ok:
                     for lease in locks.leases:
                         lease.record_applied({"fingerprint": plan.fingerprint, "revision": revision,

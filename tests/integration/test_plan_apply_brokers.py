@@ -197,3 +197,28 @@ def test_unreachable_cluster_and_missing_secret_are_errors(env, monkeypatch):
     env.write()
     code, out, _ = env.run("plan", "TOPO", "--detailed-exitcode")
     assert code == 1 and "cluster west could not be read" in out
+
+
+def test_apply_killed_half_way_converges_when_run_again(env):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    for i in range(0, 700, 350):
+        res = env.admin["west"].create_topics([NewTopicSpec(f"pay{j}", 1) for j in range(i, i + 350)])
+        assert all(r.ok for r in res.values())
+    proc = subprocess.Popen([sys.executable, "-m", "reconciler", "apply", str(env.topo), "--auto-approve"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ})
+    for line in proc.stdout:
+        if line.startswith("[2/"):
+            proc.send_signal(signal.SIGKILL)  # killed after the first batch: no release, lease left behind
+            break
+    proc.wait()
+    proc.stdout.close()
+    code, out, _ = env.run("apply", "TOPO", "--auto-approve")  # a dead local holder's lease does not block
+    assert code == 0, out
+    assert "Apply complete: 203 created" in out  # 500 of 703 were created before the kill
+    code, plan = env.plan_json()
+    assert code == 0 and plan["actions"] == []
+    assert sum(t.startswith("west.pay") for t in env.admin["east"].list_topics()) == 700

@@ -1,5 +1,10 @@
 """The per-cluster lease: one holder at a time, clear failure, release, expiry, log-ordered contention."""
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
 from reconciler.adapters.memory_admin import MemoryAdmin, MemoryCluster
@@ -40,6 +45,28 @@ def test_renewal_keeps_the_lease():
     now[0] += 50
     with pytest.raises(LockHeld):
         Lease(MemoryAdmin(mc), ttl=60, clock=lambda: now[0]).acquire()
+
+
+def test_cluster_locks_renew_in_the_background():
+    mc = MemoryCluster("east")
+    with ClusterLocks([MemoryAdmin(mc)], ttl=0.3):
+        time.sleep(0.5)  # longer than the ttl: only renewals keep it
+        with pytest.raises(LockHeld):
+            Lease(MemoryAdmin(mc)).acquire()
+    Lease(MemoryAdmin(mc)).acquire()
+
+
+def test_lease_of_a_dead_process_on_this_host_is_taken_over_at_once():
+    mc = MemoryCluster("east")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    ghost = Lease(MemoryAdmin(mc), ttl=600)
+    ghost._value_orig = ghost._value
+    ghost._value = lambda op: ghost._value_orig(op).replace(f'"pid": {os.getpid()}'.encode(), f'"pid": {dead.pid}'.encode())
+    ghost.acquire()  # "killed" right after: never released
+    fresh = Lease(MemoryAdmin(mc))
+    fresh.acquire()
+    assert fresh.held
 
 
 def test_earliest_claim_in_the_log_wins_and_the_loser_withdraws():
