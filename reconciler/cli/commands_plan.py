@@ -49,7 +49,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_apply)
 
 
-class _Out:
+class _Console:
     """stdout/stderr through the redactor."""
 
     def __init__(self, clusters: dict[str, Cluster]):
@@ -75,7 +75,7 @@ def cmd_plan(args) -> int:
     topology, _ = load_validated(args.paths)
     if topology is None:
         return EXIT_ERROR
-    io = _Out(dict(topology.clusters))
+    io = _Console(dict(topology.clusters))
     with Connections(dict(topology.clusters), admin_factory) as conns:
         plan = make_plan(topology, conns)
     io.out(RENDERERS[args.format](plan), end="")
@@ -90,7 +90,7 @@ def cmd_plan(args) -> int:
 
 
 class _TextProgress:
-    def __init__(self, io: _Out):
+    def __init__(self, io: _Console):
         self.io = io
 
     def batch(self, index, total, cluster, kind, size) -> None:
@@ -103,7 +103,7 @@ class _TextProgress:
         self.io.out(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}")
 
 
-def _confirm(io: _Out, plan: Plan, auto_approve: bool) -> bool:
+def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
     if auto_approve:
         return True
     if not sys.stdin.isatty():
@@ -132,7 +132,7 @@ def cmd_apply(args) -> int:
         if topology is None:
             return EXIT_ERROR
         clusters, revision = dict(topology.clusters), topology_revision(topology.files)
-    io = _Out(clusters)
+    io = _Console(clusters)
 
     with Connections(clusters, admin_factory) as conns:
         plan = saved.plan if saved else make_plan(topology, conns)

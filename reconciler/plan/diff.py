@@ -35,7 +35,7 @@ class _Out:
         self.findings.append(Finding(severity, kind, cluster, subject, message, hint))
 
 
-def _create(t: DesiredTopic, c: ClusterState, out: _Out) -> None:
+def _create(t: DesiredTopic, out: _Out) -> None:
     configs = tuple(sorted(t.configs.items())) if t.manage_configs else ()
     out.actions.append(CreateTopic(t.cluster, t.reason, t.name, t.partitions, t.replication_factor, configs, t.role.value))
 
@@ -207,15 +207,13 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
         for t in topics:
             lt = c.topics.get(t.name)
             if lt is None:
-                _create(t, c, out)
-                if c.acls is not None:
-                    _acls(t, c, {}, writer, topology.prune.acls, out)
-                continue
-            _partitions(t, lt.partitions, c, out)
-            _replication_factor(t, lt.replication_factor, out)
-            if c.capabilities.describe_configs:
-                _configs(t, dict(lt.configs), c, topology.prune.configs, out)
-            _acls(t, c, acls, writer, topology.prune.acls, out)
+                _create(t, out)
+            else:
+                _partitions(t, lt.partitions, c, out)
+                _replication_factor(t, lt.replication_factor, out)
+                if c.capabilities.describe_configs:
+                    _configs(t, dict(lt.configs), c, topology.prune.configs, out)
+            _acls(t, c, acls, writer, topology.prune.acls, out)  # ACLs may exist before their topic does
     _prune_topics(topology, desired, live, scope, out)
     scope_lists = {k: sorted(v) for k, v in sorted(scope.items())}
     return Plan(out.actions, out.findings, sorted(live.clusters), scope_lists, live.fingerprint(scope_lists), topology.name)
