@@ -55,7 +55,7 @@ class _Console:
     def __init__(self, clusters: dict[str, Cluster]):
         self.redact = Redactor()
         for c in clusters.values():
-            self.redact.add_from({**c.config, "bootstrap.servers": c.bootstrap_servers})
+            self.redact.add_from(c.config)
 
     def out(self, text: str = "", end: str = "\n") -> None:
         sys.stdout.write(self.redact(text) + end)

@@ -260,7 +260,9 @@ class Plan:
 
     def summary_line(self) -> str:
         c = self.counts()
-        if not self.actions:
+        if self.errors:
+            head = "Plan incomplete: nothing can be applied until the errors are fixed."
+        elif not self.actions:
             head = "No changes. The clusters match the topology."
         else:
             head = f"Plan: {c['create']} to create, {c['update']} to change, {c['delete']} to delete."

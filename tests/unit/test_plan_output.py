@@ -108,3 +108,9 @@ clusters:
     outputs = [plan_text.render(plan), plan_json.render(plan), plan_markdown.render(plan), path.read_text()]
     assert all("hunter2" not in o for o in outputs)
     assert "${EAST_SASL_PASSWORD}" in path.read_text()
+
+
+def test_summary_of_a_plan_with_errors_does_not_claim_a_match(world):
+    world["west"].reachable = False
+    plan = world.plan()
+    assert plan.summary_line().startswith("Plan incomplete") and "1 error" in plan.summary_line()
