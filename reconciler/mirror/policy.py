@@ -52,6 +52,8 @@ class ReplicationPolicy:
 
     # --- classification -----------------------------------------------------------------
     def is_heartbeats_topic(self, topic: str) -> bool:
+        if not topic.endswith(HEARTBEATS_TOPIC):  # fast path: the original topic is always a suffix
+            return False
         return self.original_topic(topic) == HEARTBEATS_TOPIC
 
     def _looks_like_heartbeat(self, topic: str) -> bool:

@@ -69,6 +69,6 @@ class Redactor:
                     self.secrets.add(env[name])
 
     def __call__(self, text: str) -> str:
-        for s in sorted(self.secrets, key=len, reverse=True):
+        for s in sorted((s for s in self.secrets if len(s) >= 3), key=len, reverse=True):
             text = text.replace(s, "***")
         return text

@@ -1,0 +1,280 @@
+"""The real adapter: confluent-kafka AdminClient (+ a producer/consumer for the lease topic).
+
+Secrets: `${ENV_VAR}` references in the cluster's config are resolved here, when the client is
+built, and every message this adapter returns is passed through a Redactor of those values.
+Capabilities come from a raw ApiVersions probe (`probe.py`) before any call that might not be
+supported: ACL calls and CreatePartitions are never sent to a cluster that lacks them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Mapping, Sequence
+
+from reconciler.adapters.base import (
+    AdminError, ConfigAlteration, NewTopicSpec, OpResult, Record, TopicMeta,
+)
+from reconciler.adapters.probe import ProbeError, probe_api_versions
+from reconciler.state.configs import RawConfigEntry
+from reconciler.state.live import (
+    API_DESCRIBE_CONFIGS, API_INCREMENTAL_ALTER_CONFIGS, AclBinding, AclOperation, AclPattern, AclPermission,
+    Capabilities,
+)
+from reconciler.topology import secrets
+from reconciler.topology.model import Cluster
+
+_log = logging.getLogger("reconciler.kafka")
+_log.addHandler(logging.NullHandler())
+_log.propagate = False
+
+DEFAULT_TIMEOUT = float(os.environ.get("RECONCILER_ADMIN_TIMEOUT", "15"))
+
+
+def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The resolved librdkafka config for `cluster`; raises AdminError naming unset variables (never values)."""
+    try:
+        conf = secrets.resolve_config(cluster.config, environ)
+        bootstrap = secrets.resolve(cluster.bootstrap_servers, environ)
+    except secrets.UnresolvedReference as exc:
+        raise AdminError(f"cluster {cluster.alias!r}: environment variable(s) {', '.join(exc.names)} not set") from None
+    return {**conf, "bootstrap.servers": bootstrap}
+
+
+class KafkaAdmin:
+    """ClusterAdmin over a Kafka-protocol cluster."""
+
+    def __init__(self, cluster: Cluster, timeout: float = DEFAULT_TIMEOUT, environ: Mapping[str, str] | None = None):
+        from confluent_kafka.admin import AdminClient
+
+        self.alias = cluster.alias
+        self.timeout = timeout
+        self._conf = client_config(cluster, environ)
+        self._redact = secrets.Redactor()
+        self._redact.add_from(cluster.config, environ)
+        try:
+            self._admin = AdminClient({**self._conf, "socket.timeout.ms": int(timeout * 1000)}, logger=_log)
+        except Exception as exc:  # noqa: BLE001 - e.g. an unknown or invalid client property
+            raise AdminError(f"cluster {self.alias!r}: invalid client configuration: {self._msg(exc)}") from None
+        self._caps: Capabilities | None = None
+        self._producer = None
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _msg(self, exc: BaseException) -> str:
+        err = exc.args[0] if exc.args else exc
+        text = err.str() if hasattr(err, "str") else str(err)
+        return self._redact(text)
+
+    @staticmethod
+    def _code(exc: BaseException) -> str | None:
+        err = exc.args[0] if exc.args else None
+        return err.name() if hasattr(err, "name") else None
+
+    def _wait(self, futures: Mapping, describe) -> dict:
+        out = {}
+        for key, fut in futures.items():
+            try:
+                fut.result(timeout=self.timeout)
+                out[describe(key)] = OpResult.success()
+            except Exception as exc:  # noqa: BLE001 - every per-item failure becomes a result
+                out[describe(key)] = self._failure(exc)
+        return out
+
+    def _failure(self, exc: BaseException) -> OpResult:
+        code = self._code(exc)
+        if code == "TOPIC_ALREADY_EXISTS":
+            return OpResult.already("topic already exists")
+        if code in ("_UNSUPPORTED_FEATURE", "UNSUPPORTED_VERSION"):
+            return OpResult.unsupported(self._msg(exc))
+        return OpResult.failed(self._msg(exc))
+
+    # --- reads -----------------------------------------------------------------------------
+    def capabilities(self) -> Capabilities:
+        if self._caps is None:
+            try:
+                self._caps = Capabilities(probe_api_versions(self._conf["bootstrap.servers"], self._conf,
+                                                             timeout=min(self.timeout, 10.0)))
+            except ProbeError as exc:
+                if exc.unreachable:
+                    raise AdminError(f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: "
+                                     f"{self._redact(str(exc))}") from None
+                # Without an answer, assume only what every Kafka since 2.3 has; never ACLs or CreatePartitions.
+                self._caps = Capabilities({API_DESCRIBE_CONFIGS: (0, 0), API_INCREMENTAL_ALTER_CONFIGS: (0, 0)},
+                                          probe_error=self._redact(str(exc)))
+        return self._caps
+
+    def list_topics(self) -> dict[str, TopicMeta]:
+        from confluent_kafka import KafkaException
+
+        try:
+            md = self._admin.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise AdminError(f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: {self._msg(exc)}") from None
+        out = {}
+        for name, tm in md.topics.items():
+            if tm.error is not None or not tm.partitions:
+                continue
+            first = tm.partitions.get(0) or next(iter(tm.partitions.values()))
+            out[name] = TopicMeta(len(tm.partitions), len(first.replicas))
+        return out
+
+    def describe_topic_configs(self, topics: Sequence[str]) -> dict[str, list[RawConfigEntry]]:
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        if not topics:
+            return {}
+        futures = self._admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics],
+                                               request_timeout=self.timeout)
+        out = {}
+        for res, fut in futures.items():
+            try:
+                entries = fut.result(timeout=self.timeout)
+            except Exception as exc:  # noqa: BLE001
+                if self._code(exc) == "UNKNOWN_TOPIC_OR_PART":
+                    continue  # deleted since listed
+                raise AdminError(f"cluster {self.alias!r}: describe configs of {res.name!r}: {self._msg(exc)}") from None
+            out[res.name] = [RawConfigEntry(e.name, e.value, int(e.source), bool(e.is_sensitive)) for e in entries.values()]
+        return out
+
+    def describe_acls(self) -> list[AclBinding]:
+        from confluent_kafka.admin import (
+            AclBindingFilter, AclOperation as KOp, AclPermissionType, ResourcePatternType, ResourceType,
+        )
+
+        if not self.capabilities().acls:
+            raise AdminError(f"cluster {self.alias!r} does not support the ACL APIs")
+        flt = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None, KOp.ANY, AclPermissionType.ANY)
+        try:
+            bindings = self._admin.describe_acls(flt, request_timeout=self.timeout).result(timeout=self.timeout)
+        except Exception as exc:  # noqa: BLE001
+            raise AdminError(f"cluster {self.alias!r}: describe ACLs: {self._msg(exc)}") from None
+        return [_from_kafka_acl(b) for b in bindings]
+
+    # --- writes ----------------------------------------------------------------------------
+    def create_topics(self, specs: Sequence[NewTopicSpec]) -> dict[str, OpResult]:
+        from confluent_kafka.admin import NewTopic
+
+        if not specs:
+            return {}
+        new = [NewTopic(s.name, s.partitions, s.replication_factor, config=dict(s.configs)) for s in specs]
+        return self._wait(self._admin.create_topics(new, operation_timeout=self.timeout, request_timeout=self.timeout),
+                          lambda k: k)
+
+    def create_partitions(self, totals: Mapping[str, int]) -> dict[str, OpResult]:
+        from confluent_kafka.admin import NewPartitions
+
+        if not totals:
+            return {}
+        if not self.capabilities().create_partitions:
+            return {t: OpResult.unsupported(f"cluster {self.alias!r} does not support CreatePartitions") for t in totals}
+        new = [NewPartitions(t, n) for t, n in totals.items()]
+        return self._wait(self._admin.create_partitions(new, operation_timeout=self.timeout, request_timeout=self.timeout),
+                          lambda k: k)
+
+    def alter_configs(self, changes: Sequence[ConfigAlteration]) -> dict[str, OpResult]:
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+        if not changes:
+            return {}
+        if not self.capabilities().alter_configs:
+            return {c.topic: OpResult.unsupported(f"cluster {self.alias!r} does not support IncrementalAlterConfigs")
+                    for c in changes}
+        resources = []
+        for c in changes:
+            ops = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sorted(c.set.items())]
+            ops += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in c.delete]
+            resources.append(ConfigResource(ResourceType.TOPIC, c.topic, incremental_configs=ops))
+        futures = self._admin.incremental_alter_configs(resources, request_timeout=self.timeout)
+        return self._wait(futures, lambda res: res.name)
+
+    def create_acls(self, acls: Sequence[AclBinding]) -> dict[AclBinding, OpResult]:
+        if not acls:
+            return {}
+        if not self.capabilities().acls:
+            return {a: OpResult.unsupported(f"cluster {self.alias!r} does not support the ACL APIs") for a in acls}
+        kacls = {_to_kafka_acl(a): a for a in acls}
+        futures = self._admin.create_acls(list(kacls), request_timeout=self.timeout)
+        return self._wait(futures, lambda k: kacls[k])
+
+    def delete_acls(self, acls: Sequence[AclBinding]) -> dict[AclBinding, OpResult]:
+        if not acls:
+            return {}
+        if not self.capabilities().acls:
+            return {a: OpResult.unsupported(f"cluster {self.alias!r} does not support the ACL APIs") for a in acls}
+        filters = {_to_kafka_acl(a, as_filter=True): a for a in acls}
+        futures = self._admin.delete_acls(list(filters), request_timeout=self.timeout)
+        return self._wait(futures, lambda k: filters[k])
+
+    def delete_topics(self, topics: Sequence[str]) -> dict[str, OpResult]:
+        if not topics:
+            return {}
+        return self._wait(self._admin.delete_topics(list(topics), operation_timeout=self.timeout,
+                                                    request_timeout=self.timeout), lambda k: k)
+
+    # --- records (lease topic) -------------------------------------------------------------
+    def produce(self, topic: str, key: bytes, value: bytes | None) -> int:
+        from confluent_kafka import Producer
+
+        if self._producer is None:
+            self._producer = Producer({**self._conf, "acks": "all", "linger.ms": 0}, logger=_log)
+        box: dict = {}
+
+        def done(err, msg):
+            box["err"], box["offset"] = err, (msg.offset() if msg is not None else None)
+
+        self._producer.produce(topic, value=value, key=key, partition=0, on_delivery=done)
+        self._producer.flush(self.timeout)
+        if "err" not in box:
+            raise AdminError(f"cluster {self.alias!r}: no delivery report from {topic!r} within {self.timeout}s")
+        if box["err"] is not None:
+            raise AdminError(f"cluster {self.alias!r}: write to {topic!r} failed: {self._redact(box['err'].str())}")
+        return int(box["offset"])
+
+    def read_records(self, topic: str, until_offset: int) -> list[Record]:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        consumer = Consumer({**self._conf, "group.id": "reconciler-reader", "enable.auto.commit": False,
+                             "enable.partition.eof": True}, logger=_log)
+        out: list[Record] = []
+        try:
+            consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            deadline = time.monotonic() + self.timeout
+            while time.monotonic() < deadline and (not out or out[-1].offset < until_offset):
+                msg = consumer.poll(0.2)
+                if msg is None or msg.error():
+                    continue
+                out.append(Record(msg.offset(), msg.key(), msg.value()))
+        finally:
+            consumer.close()
+        if not out or out[-1].offset < until_offset:
+            raise AdminError(f"cluster {self.alias!r}: could not read {topic!r} up to offset {until_offset}")
+        return [r for r in out if r.offset <= until_offset]
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(self.timeout)
+            self._producer = None
+
+
+def _to_kafka_acl(a: AclBinding, as_filter: bool = False):
+    from confluent_kafka.admin import (
+        AclBinding as KBinding, AclBindingFilter, AclOperation as KOp, AclPermissionType, ResourcePatternType,
+        ResourceType,
+    )
+
+    cls = AclBindingFilter if as_filter else KBinding
+    return cls(ResourceType.TOPIC, a.topic, ResourcePatternType[a.pattern.value], a.principal, a.host,
+               KOp[a.operation.value], AclPermissionType[a.permission.value])
+
+
+def _from_kafka_acl(b) -> AclBinding:
+    def enum_or(kind, name, default):
+        try:
+            return kind(name)
+        except ValueError:
+            return default
+
+    return AclBinding(b.name, b.principal, b.host, enum_or(AclOperation, b.operation.name, AclOperation.UNKNOWN),
+                      enum_or(AclPermission, b.permission_type.name, AclPermission.UNKNOWN),
+                      enum_or(AclPattern, b.resource_pattern_type.name, AclPattern.UNKNOWN))

@@ -1,0 +1,92 @@
+"""Capability probe: one raw Kafka ApiVersions (api key 18, v0) request over a socket.
+
+librdkafka does not expose which APIs a broker supports, and calling an unsupported one can abort
+the process (Tansu + CreateAcls), so we ask the broker ourselves before any admin call. Request:
+size, api_key, api_version, correlation_id, client_id; v0 has an empty body. Response (header v0):
+correlation_id, error_code, [api_key, min_version, max_version]. A broker that does not speak v0
+answers UNSUPPORTED_VERSION in v0 format with the list anyway, so the list is parsed in both cases.
+TLS (security.protocol SSL / SASL_SSL) is honoured; ApiVersions is allowed before SASL authentication.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import struct
+from typing import Mapping
+
+API_VERSIONS = 18
+UNSUPPORTED_VERSION = 35
+_CLIENT_ID = b"reconciler-probe"
+
+
+class ProbeError(Exception):
+    def __init__(self, message: str, unreachable: bool = False):
+        super().__init__(message)
+        self.unreachable = unreachable  # no bootstrap address accepted a TCP connection
+
+
+def encode_request(correlation_id: int = 1) -> bytes:
+    body = struct.pack(">hhih", API_VERSIONS, 0, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID
+    return struct.pack(">i", len(body)) + body
+
+
+def decode_response(payload: bytes, correlation_id: int = 1) -> dict[int, tuple[int, int]]:
+    if len(payload) < 10:
+        raise ProbeError("short ApiVersions response")
+    corr, error, count = struct.unpack_from(">ihi", payload, 0)
+    if corr != correlation_id:
+        raise ProbeError(f"ApiVersions correlation id {corr} != {correlation_id}")
+    if error not in (0, UNSUPPORTED_VERSION):
+        raise ProbeError(f"ApiVersions error code {error}")
+    if count < 0 or len(payload) < 10 + 6 * count:
+        raise ProbeError("truncated ApiVersions response")
+    out = {}
+    for i in range(count):
+        key, lo, hi = struct.unpack_from(">hhh", payload, 10 + 6 * i)
+        out[key] = (lo, hi)
+    return out
+
+
+def _ssl_context(config: Mapping[str, str]) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=config.get("ssl.ca.location") or None)
+    if config.get("ssl.endpoint.identification.algorithm", "https") == "none":
+        ctx.check_hostname = False
+    if config.get("ssl.certificate.location"):
+        ctx.load_cert_chain(config["ssl.certificate.location"], config.get("ssl.key.location") or None,
+                            config.get("ssl.key.password") or None)
+    return ctx
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ProbeError("connection closed during ApiVersions")
+        buf += chunk
+    return buf
+
+
+def probe_api_versions(bootstrap: str, config: Mapping[str, str] | None = None, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
+    """Ask the first reachable bootstrap broker which API keys it supports. `config`: resolved client config."""
+    config = config or {}
+    protocol = config.get("security.protocol", "PLAINTEXT").upper()
+    errors = []
+    connected = False
+    for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
+        for prefix in ("PLAINTEXT://", "SSL://", "SASL_SSL://", "SASL_PLAINTEXT://", "tcp://"):
+            address = address.removeprefix(prefix)
+        host, _, port = address.rpartition(":")
+        host = host.strip("[]")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout) as raw:
+                connected = True
+                sock = _ssl_context(config).wrap_socket(raw, server_hostname=host) if "SSL" in protocol else raw
+                sock.settimeout(timeout)
+                sock.sendall(encode_request())
+                size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+                return decode_response(_recv_exact(sock, size))
+        except (OSError, ValueError, ProbeError, ssl.SSLError) as exc:
+            errors.append(f"{host}:{port}: {exc}")
+    raise ProbeError("; ".join(errors) or "no bootstrap address", unreachable=not connected)

@@ -1,0 +1,1 @@
+"""Apply: run a plan's actions against the clusters in batches, under a per-cluster lease."""

@@ -1,0 +1,155 @@
+"""Run a plan's actions in batches, one batch per (cluster, action kind) in plan order, and report
+every result. No retries and no rollback: the plan is idempotent, so a run that failed or was
+killed half-way converges when planned and applied again.
+
+Extending: `register_handler(kind)` for new action kinds (the job issue's deploy/stop actions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import Any, Callable, Protocol, Sequence
+
+from reconciler.adapters.base import ClusterAdmin, ConfigAlteration, NewTopicSpec, OpResult, ResultCode
+from reconciler.plan.actions import Action, ActionKind, Plan
+
+BATCH_SIZE = 500
+
+
+@dataclass
+class ApplyContext:
+    """What handlers need: an adapter per cluster, plus room for other adapters (job deployers)."""
+
+    admins: Callable[[str], ClusterAdmin | None]
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[[ApplyContext, str, Sequence[Action]], list[OpResult]]
+HANDLERS: dict[ActionKind, Handler] = {}
+
+
+def register_handler(kind: ActionKind) -> Callable[[Handler], Handler]:
+    def deco(fn: Handler) -> Handler:
+        HANDLERS[kind] = fn
+        return fn
+    return deco
+
+
+def _admin(ctx: ApplyContext, cluster: str) -> ClusterAdmin:
+    admin = ctx.admins(cluster)
+    if admin is None:
+        raise RuntimeError(f"no connection to cluster {cluster!r}")
+    return admin
+
+
+@register_handler(ActionKind.CREATE_TOPIC)
+def _create_topics(ctx, cluster, actions):
+    res = _admin(ctx, cluster).create_topics(
+        [NewTopicSpec(a.topic, a.partitions, a.replication_factor, dict(a.configs)) for a in actions])
+    return [res[a.topic] for a in actions]
+
+
+@register_handler(ActionKind.ADD_PARTITIONS)
+def _add_partitions(ctx, cluster, actions):
+    res = _admin(ctx, cluster).create_partitions({a.topic: a.total for a in actions})
+    return [res[a.topic] for a in actions]
+
+
+def _alter(ctx, cluster, actions, set_: bool):
+    per_topic: dict[str, ConfigAlteration] = {}
+    for a in actions:
+        c = per_topic.get(a.topic, ConfigAlteration(a.topic))
+        per_topic[a.topic] = (ConfigAlteration(a.topic, {**c.set, a.key: a.value}, c.delete) if set_
+                              else ConfigAlteration(a.topic, c.set, c.delete + (a.key,)))
+    res = _admin(ctx, cluster).alter_configs(list(per_topic.values()))
+    return [res[a.topic] for a in actions]
+
+
+@register_handler(ActionKind.SET_CONFIG)
+def _set_configs(ctx, cluster, actions):
+    return _alter(ctx, cluster, actions, True)
+
+
+@register_handler(ActionKind.DELETE_CONFIG)
+def _delete_configs(ctx, cluster, actions):
+    return _alter(ctx, cluster, actions, False)
+
+
+@register_handler(ActionKind.CREATE_ACL)
+def _create_acls(ctx, cluster, actions):
+    res = _admin(ctx, cluster).create_acls([a.acl for a in actions])
+    return [res[a.acl] for a in actions]
+
+
+@register_handler(ActionKind.DELETE_ACL)
+def _delete_acls(ctx, cluster, actions):
+    res = _admin(ctx, cluster).delete_acls([a.acl for a in actions])
+    return [res[a.acl] for a in actions]
+
+
+@register_handler(ActionKind.DELETE_TOPIC)
+def _delete_topics(ctx, cluster, actions):
+    res = _admin(ctx, cluster).delete_topics([a.topic for a in actions])
+    return [res[a.topic] for a in actions]
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    action: Action
+    result: OpResult
+
+
+@dataclass
+class ApplyReport:
+    results: list[ActionResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.result.ok for r in self.results)
+
+    def counts(self) -> dict[str, int]:
+        out = {code.value: 0 for code in ResultCode}
+        for r in self.results:
+            out[r.result.code.value] += 1
+        return out
+
+
+class Progress(Protocol):
+    def batch(self, index: int, total: int, cluster: str, kind: ActionKind, size: int) -> None: ...
+    def result(self, r: ActionResult) -> None: ...
+
+
+class _Silent:
+    def batch(self, *a) -> None: ...
+    def result(self, r: ActionResult) -> None: ...
+
+
+def batches(actions: Sequence[Action], size: int = BATCH_SIZE) -> list[tuple[str, ActionKind, list[Action]]]:
+    out = []
+    for (cluster, kind), group in groupby(actions, key=lambda a: (a.cluster, a.KIND)):
+        items = list(group)
+        out += [(cluster, kind, items[i:i + size]) for i in range(0, len(items), size)]
+    return out
+
+
+def execute(plan: Plan, ctx: ApplyContext, progress: Progress | None = None, batch_size: int = BATCH_SIZE) -> ApplyReport:
+    """Apply every action of `plan` in order, one batch per (cluster, kind) run of actions."""
+    progress = progress or _Silent()
+    report = ApplyReport()
+    todo = batches(plan.actions, batch_size)
+    for i, (cluster, kind, items) in enumerate(todo, 1):
+        progress.batch(i, len(todo), cluster, kind, len(items))
+        handler = HANDLERS.get(kind)
+        if handler is None:
+            results = [OpResult.failed(f"no handler for action kind {kind.value}")] * len(items)
+        else:
+            try:
+                results = handler(ctx, cluster, items)
+            except Exception as exc:  # noqa: BLE001 - an adapter-level failure fails the batch, not the run report
+                results = [OpResult.failed(str(exc))] * len(items)
+        for action, result in zip(items, results):
+            r = ActionResult(action, result)
+            report.results.append(r)
+            progress.result(r)
+    return report

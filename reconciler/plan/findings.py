@@ -1,0 +1,50 @@
+"""Findings: what a plan cannot or will not do, in words, with what the user can do about it.
+
+Errors make `plan` exit 1 and `apply` refuse; warnings and notes are shown but change nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Mapping
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class FindingKind(str, enum.Enum):
+    UNREACHABLE = "unreachable"        # a cluster could not be read
+    UNSUPPORTED = "unsupported"        # the cluster lacks an API the change needs
+    IMPOSSIBLE = "impossible"          # no in-place change exists (partition decrease, replication factor)
+    UNMANAGED = "unmanaged"            # looks like ours, no flow wants it; deleted only with prune
+    PRUNE_DISABLED = "prune-disabled"  # a deletion the topology does not allow
+    RETAINED = "retained"              # would be pruned, kept for safety (disabled flow, still a source)
+    CONFLICT = "conflict"              # two flows want different things of one topic
+    SECURITY = "security"              # e.g. someone else may WRITE a remote topic
+    ACLS_UNKNOWN = "acls-unknown"      # source ACLs could not be read, ACL sync skipped
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    kind: FindingKind
+    cluster: str
+    subject: str
+    message: str
+    hint: str | None = None
+
+    def sort_key(self) -> tuple:
+        order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+        return (order[self.severity], self.cluster, self.kind.value, self.subject, self.message)
+
+    def to_dict(self) -> dict:
+        return {"severity": self.severity.value, "kind": self.kind.value, "cluster": self.cluster,
+                "subject": self.subject, "message": self.message, "hint": self.hint}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Finding":
+        return cls(Severity(d["severity"]), FindingKind(d["kind"]), d["cluster"], d["subject"], d["message"], d.get("hint"))

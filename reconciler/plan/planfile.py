@@ -1,0 +1,88 @@
+"""Saved plans (`plan --out FILE`, `apply FILE`): the plan, the scope and fingerprint of the live
+state it was computed from, and the clusters' connection settings exactly as written in the
+topology (`${ENV_VAR}` references unresolved, so a saved plan never holds a secret).
+
+`apply FILE` re-reads the scoped live state under the lock and refuses the plan when its
+fingerprint changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconciler.plan.actions import FORMAT_VERSION, Plan
+from reconciler.state.live import LiveState
+from reconciler.topology.model import Cluster
+
+KIND = "reconciler-saved-plan"
+
+
+class PlanFileError(Exception):
+    pass
+
+
+@dataclass
+class SavedPlan:
+    plan: Plan
+    clusters: dict[str, Cluster]
+    revision: str | None = None
+    saved_at: float = 0.0
+
+
+def save(path: str | Path, plan: Plan, clusters: dict[str, Cluster], revision: str | None = None) -> None:
+    used = {a: clusters[a] for a in plan.clusters if a in clusters}
+    doc = {
+        "kind": KIND,
+        "format_version": FORMAT_VERSION,
+        "saved_at": time.time(),
+        "revision": revision,
+        "clusters": {a: {"bootstrap_servers": c.bootstrap_servers, "config": dict(c.config),
+                         "replication_principal": c.replication_principal} for a, c in sorted(used.items())},
+        "plan": plan.to_dict(include_scope=True),
+    }
+    tmp = Path(f"{path}.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def is_plan_file(path: str | Path) -> bool:
+    p = Path(path)
+    if not p.is_file():
+        return False
+    try:
+        data = p.read_bytes()
+    except OSError:
+        return False
+    return data.lstrip().startswith(b"{") and KIND.encode() in data
+
+
+def load(path: str | Path) -> SavedPlan:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise PlanFileError(f"{path}: not a readable saved plan: {exc}") from None
+    if doc.get("kind") != KIND:
+        raise PlanFileError(f"{path}: not a saved plan (kind {doc.get('kind')!r})")
+    if doc.get("format_version") != FORMAT_VERSION:
+        raise PlanFileError(f"{path}: saved plan format_version {doc.get('format_version')!r}, this reconciler "
+                            f"reads {FORMAT_VERSION}; plan again with this version")
+    try:
+        clusters = {a: Cluster(a, c["bootstrap_servers"], c.get("config") or {}, {}, c.get("replication_principal"))
+                    for a, c in doc["clusters"].items()}
+        plan = Plan.from_dict(doc["plan"])
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise PlanFileError(f"{path}: damaged saved plan: {exc}") from None
+    return SavedPlan(plan, clusters, doc.get("revision"), doc.get("saved_at", 0.0))
+
+
+def stale_reason(plan: Plan, live: LiveState) -> str | None:
+    """Why the plan no longer matches the clusters, or None when it is fresh."""
+    now = live.fingerprint(plan.scope)
+    if now == plan.fingerprint:
+        return None
+    return ("the clusters changed since this plan was made (live-state fingerprint "
+            f"{plan.fingerprint[:19]}... is now {now[:19]}...); run `reconciler plan` again and apply the new plan")

@@ -1,0 +1,85 @@
+"""Stage (I/O): read every cluster once, in bulk, into a LiveState.
+
+Per cluster: probe capabilities, one metadata request for all topics, describe_configs in
+batches, ACLs once (only when the cluster supports the ACL APIs). Clusters are read in parallel.
+A cluster that cannot be read becomes a ClusterState with `error`, not an exception.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable
+
+from reconciler.adapters.base import AdminError, ClusterAdmin
+from reconciler.state.configs import detect_mode, explicit_configs
+from reconciler.state.live import ClusterState, LiveState, TopicState
+from reconciler.topology.model import Cluster, Topology
+
+AdminFactory = Callable[[Cluster], ClusterAdmin]
+CONFIG_BATCH = 500
+
+
+def read_cluster(admin: ClusterAdmin, config_batch: int = CONFIG_BATCH) -> ClusterState:
+    try:
+        caps = admin.capabilities()
+        metas = admin.list_topics()
+        names = sorted(n for n in metas if not n.startswith("__"))
+        described: dict = {}
+        if caps.describe_configs:
+            for i in range(0, len(names), config_batch):
+                described.update(admin.describe_topic_configs(names[i:i + config_batch]))
+        mode = detect_mode(described)
+        topics = {n: TopicState(n, metas[n].partitions, metas[n].replication_factor,
+                                explicit_configs(described.get(n, []), mode)) for n in names}
+        acls = tuple(sorted(admin.describe_acls())) if caps.acls else None
+    except AdminError as exc:
+        return ClusterState(admin.alias, error=str(exc))
+    return ClusterState(admin.alias, topics, acls, caps, mode)
+
+
+class Connections:
+    """One adapter per cluster for the whole run (read, then apply), closed together."""
+
+    def __init__(self, topology_clusters: dict[str, Cluster], factory: AdminFactory):
+        self._clusters = topology_clusters
+        self._factory = factory
+        self._admins: dict[str, ClusterAdmin] = {}
+        self.errors: dict[str, str] = {}
+
+    def get(self, alias: str) -> ClusterAdmin | None:
+        if alias not in self._admins and alias not in self.errors:
+            try:
+                self._admins[alias] = self._factory(self._clusters[alias])
+            except AdminError as exc:
+                self.errors[alias] = str(exc)
+        return self._admins.get(alias)
+
+    def close(self) -> None:
+        for admin in self._admins.values():
+            admin.close()
+        self._admins.clear()
+
+    def __enter__(self) -> "Connections":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_live(connections: Connections, aliases: Iterable[str]) -> LiveState:
+    aliases = sorted(set(aliases))
+
+    def one(alias: str) -> ClusterState:
+        admin = connections.get(alias)
+        if admin is None:
+            return ClusterState(alias, error=connections.errors[alias])
+        return read_cluster(admin)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(aliases)))) as pool:
+        states = list(pool.map(one, aliases))
+    return LiveState({s.alias: s for s in states})
+
+
+def clusters_of(topology: Topology) -> list[str]:
+    """The clusters a plan reads: every end of an enabled or disabled flow."""
+    return sorted({f.source for f in topology.flows} | {f.target for f in topology.flows})

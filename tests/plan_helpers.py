@@ -1,0 +1,50 @@
+"""Helpers for plan/apply tests: topologies from text, memory clusters, plan + apply in one call."""
+
+from __future__ import annotations
+
+from reconciler.adapters.memory_admin import MemoryCluster, MemoryFactory
+from reconciler.apply.executor import ApplyContext, ApplyReport, execute
+from reconciler.plan.actions import Plan
+from reconciler.plan.diff import diff
+from reconciler.state.desired import desired_state
+from reconciler.state.live import LiveState
+from reconciler.state.read import Connections, clusters_of, read_live
+from reconciler.topology.build import load_topology_text
+from reconciler.topology.model import Topology
+
+
+def topology(flows: str, clusters: dict[str, str] | None = None, extra: str = "") -> Topology:
+    """A topology with clusters (alias -> bootstrap, default two loopback names) and a `flows:` YAML block."""
+    clusters = clusters or {"west": "127.0.0.1:1", "east": "127.0.0.1:2"}
+    lines = ["apiVersion: reconciler/v1", "kind: Topology", "metadata: {name: test}", "clusters:"]
+    for alias, boot in clusters.items():
+        lines.append(f"  {alias}: {{bootstrap_servers: \"{boot}\", replication_principal: \"User:mirror\"}}")
+    return load_topology_text("\n".join(lines) + "\n" + flows + "\n" + extra)
+
+
+class World:
+    """Memory clusters for a topology, and plan/apply against them."""
+
+    def __init__(self, topo: Topology, **cluster_kwargs):
+        self.topology = topo
+        self.factory = MemoryFactory({a: MemoryCluster(a, **cluster_kwargs) for a in topo.clusters})
+
+    def __getitem__(self, alias: str) -> MemoryCluster:
+        return self.factory.clusters[alias]
+
+    def live(self) -> LiveState:
+        with Connections(dict(self.topology.clusters), self.factory) as conns:
+            return read_live(conns, clusters_of(self.topology))
+
+    def plan(self, topo: Topology | None = None) -> Plan:
+        topo = topo or self.topology
+        live = self.live()
+        return diff(desired_state(topo, live), live, topo)
+
+    def apply(self, plan: Plan) -> ApplyReport:
+        with Connections(dict(self.topology.clusters), self.factory) as conns:
+            return execute(plan, ApplyContext(conns.get))
+
+
+def kinds(plan: Plan) -> list[tuple[str, str, str]]:
+    return [(a.cluster, a.KIND.value, a.subject) for a in plan.actions]

@@ -1,0 +1,116 @@
+"""The plan/apply CLI against the memory double: exit codes, formats, confirmation, saved plans."""
+
+import json
+
+import pytest
+
+from reconciler.cli import commands_plan
+from reconciler.cli.main import main
+from tests.plan_helpers import World, topology
+
+TOPO = """apiVersion: reconciler/v1
+kind: Topology
+metadata: {name: cli}
+clusters:
+  west: {bootstrap_servers: "127.0.0.1:1"}
+  east: {bootstrap_servers: "127.0.0.1:2"}
+flows:
+  - {source: west, target: east, topics: {include: ["orders"]}}
+"""
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    path = tmp_path / "t.yaml"
+    path.write_text(TOPO)
+    w = World(topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}"))
+    w["west"].add_topic("orders", 2)
+    monkeypatch.setattr(commands_plan, "admin_factory", w.factory)
+    w.path = str(path)
+    return w
+
+
+def test_detailed_exitcode(world, capsys):
+    assert main(["plan", world.path, "--detailed-exitcode"]) == 2
+    assert main(["plan", world.path]) == 0
+    assert main(["apply", world.path, "--auto-approve"]) == 0
+    assert main(["plan", world.path, "--detailed-exitcode"]) == 0
+    assert "No changes." in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt,marker", [("text", "Plan: 4 to create"), ("markdown", "```diff"), ("json", '"format_version": 1')])
+def test_formats(world, capsys, fmt, marker):
+    main(["plan", world.path, "--format", fmt])
+    assert marker in capsys.readouterr().out
+
+
+def test_confirmation_on_a_terminal(world, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: "no")
+    assert main(["apply", world.path]) == 1
+    assert "Apply cancelled." in capsys.readouterr().err and "west.orders" not in world["east"].topics
+    monkeypatch.setattr("builtins.input", lambda prompt: "yes")
+    assert main(["apply", world.path]) == 0
+    assert "west.orders" in world["east"].topics
+
+
+def test_saved_plan_apply_and_refusals(world, capsys, tmp_path):
+    out = tmp_path / "p.json"
+    assert main(["plan", world.path, "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "reconciler-saved-plan" and doc["plan"]["scope"]["west"] == ["mm2-offset-syncs.east.internal", "orders"]
+    world["west"].topics["orders"].partitions = 3
+    assert main(["apply", str(out), "--auto-approve"]) == 1
+    assert "stale" in capsys.readouterr().err
+    main(["plan", world.path, "--out", str(out)])
+    assert main(["apply", str(out), "--auto-approve"]) == 0
+    assert world["east"].topics["west.orders"].partitions == 3
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kind": "reconciler-saved-plan", "format_version": 1}')
+    assert main(["apply", str(bad), "--auto-approve"]) == 1
+    assert "damaged saved plan" in capsys.readouterr().err
+
+
+def test_impossible_changes_are_findings_not_actions(world, capsys):
+    world["east"].add_topic("west.orders", 5)  # more partitions than the source: never recreated
+    assert main(["apply", world.path, "--auto-approve"]) == 0
+    out = capsys.readouterr().out
+    assert "impossible" in out and "west.orders" in world["east"].topics and world["east"].topics["west.orders"].partitions == 5
+
+
+def test_failed_actions_make_apply_fail(world, capsys, monkeypatch):
+    from reconciler.adapters.base import OpResult
+
+    from reconciler.adapters.memory_admin import MemoryAdmin
+
+    real = MemoryAdmin.create_topics
+
+    def refuse_remote_topics(self, specs):
+        if specs[0].name.startswith("reconciler."):
+            return real(self, specs)  # the lease topic
+        return {s.name: OpResult.failed("POLICY_VIOLATION: no") for s in specs}
+
+    monkeypatch.setattr(MemoryAdmin, "create_topics", refuse_remote_topics)
+    assert main(["apply", world.path, "--auto-approve"]) == 1
+    captured = capsys.readouterr()
+    assert "FAILED: POLICY_VIOLATION: no" in captured.out and "Apply finished with errors" in captured.err
+
+
+def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
+    from reconciler.adapters.base import AdminError
+    from reconciler.adapters.memory_admin import MemoryAdmin
+
+    monkeypatch.setenv("CLI_TOKEN", "tok-9f8e7d6c5b4a")
+    path = tmp_path / "t.yaml"
+    path.write_text(TOPO.replace('east: {bootstrap_servers: "127.0.0.1:2"}',
+                                 'east: {bootstrap_servers: "127.0.0.1:2", config: {sasl.oauthbearer.token: "${CLI_TOKEN}"}}'))
+    w = World(topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}"))
+
+    def leaky(self):
+        raise AdminError(f"cluster {self.alias!r}: auth failed for token tok-9f8e7d6c5b4a")
+
+    monkeypatch.setattr(MemoryAdmin, "list_topics", leaky)
+    monkeypatch.setattr(commands_plan, "admin_factory", w.factory)
+    assert main(["plan", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "auth failed for token ***" in captured.out and "tok-9f8e7d6c5b4a" not in captured.out + captured.err

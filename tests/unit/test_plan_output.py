@@ -1,0 +1,116 @@
+"""Renderers, the JSON shape, saved plans and their staleness check, and secrets never leaking."""
+
+import json
+
+import pytest
+
+from reconciler.plan import planfile
+from reconciler.plan.actions import FORMAT_VERSION, Plan
+from reconciler.render import plan_json, plan_markdown, plan_text
+from reconciler.state.live import AclBinding, AclOperation as Op, AclPermission as Perm
+from tests.plan_helpers import World, topology
+
+FLOW = """flows:
+  - source: west
+    target: east
+    topics: {include: ["orders"]}
+"""
+
+
+@pytest.fixture
+def world():
+    w = World(topology(FLOW, extra="prune: {topics: true}"))
+    w["west"].add_topic("orders", 3, {"retention.ms": "1000"})
+    w["west"].acls.add(AclBinding("orders", "User:alice", "*", Op.READ, Perm.ALLOW))
+    w["east"].add_topic("west.gone", 1)
+    return w
+
+
+def test_text_is_terraform_like(world):
+    text = plan_text.render(world.plan())
+    assert "cluster east:" in text and "  + create topic west.orders (3 partitions" in text
+    assert "        retention.ms = 1000" in text and "      # replicates west:orders (flow west->east)" in text
+    assert "  - DELETE topic west.gone" in text and "WARNING: this plan DELETES 1 thing" in text
+    assert text.rstrip().endswith("Plan: 6 to create, 0 to change, 1 to delete.")
+
+
+def test_json_shape_and_round_trip(world):
+    plan = world.plan()
+    doc = json.loads(plan_json.render(plan))
+    assert doc["format_version"] == FORMAT_VERSION and doc["summary"]["changes"] is True
+    assert set(doc) == {"format_version", "topology", "clusters", "fingerprint", "summary", "actions", "findings"}
+    create = next(a for a in doc["actions"] if a["kind"] == "create_topic" and a["topic"] == "west.orders")
+    assert create == {"kind": "create_topic", "verb": "+", "cluster": "east", "reason": create["reason"],
+                      "topic": "west.orders", "partitions": 3, "replication_factor": -1,
+                      "configs": {"retention.ms": "1000"}, "role": "remote", "description": create["description"]}
+    acl = next(a for a in doc["actions"] if a["kind"] == "create_acl")
+    assert set(acl["acl"]) == {"topic", "principal", "host", "operation", "permission", "pattern"}
+    again = Plan.from_dict(plan.to_dict(include_scope=True))
+    assert again.to_dict(include_scope=True) == plan.to_dict(include_scope=True)
+
+
+def test_markdown_for_pull_requests(world):
+    md = plan_markdown.render(world.plan())
+    assert md.startswith("### Reconciler plan: `test`") and "```diff" in md and "> [!WARNING]" in md
+    assert "- DELETE topic west.gone" in md
+
+
+def test_markdown_is_cut_for_huge_plans(world):
+    for i in range(50):
+        world["west"].add_topic(f"orders{i}", 1)
+    topo = topology(FLOW.replace('"orders"', '"orders.*"'))
+    md = plan_markdown.render(world.plan(topo), max_actions=10)
+    assert "more actions" in md
+
+
+def test_saved_plan_round_trip_and_staleness(world, tmp_path):
+    plan = world.plan()
+    path = tmp_path / "plan.json"
+    planfile.save(path, plan, dict(world.topology.clusters), revision="abc123")
+    assert planfile.is_plan_file(path) and not planfile.is_plan_file(tmp_path)
+    saved = planfile.load(path)
+    assert saved.revision == "abc123" and saved.plan.to_dict() == plan.to_dict()
+    assert set(saved.clusters) == {"east", "west"}
+    assert planfile.stale_reason(saved.plan, world.live()) is None
+    world["east"].add_topic("totally-unrelated", 1)           # outside the plan's scope: still fresh
+    assert planfile.stale_reason(saved.plan, world.live()) is None
+    world["west"].topics["orders"].configs["retention.ms"] = "7"  # inside: stale
+    assert "run `reconciler plan` again" in planfile.stale_reason(saved.plan, world.live())
+
+
+def test_damaged_or_foreign_plan_files_are_refused(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text('{"kind": "something-else"}')
+    with pytest.raises(planfile.PlanFileError):
+        planfile.load(p)
+    p.write_text('{"kind": "reconciler-saved-plan", "format_version": 99}')
+    with pytest.raises(planfile.PlanFileError, match="format_version"):
+        planfile.load(p)
+
+
+def test_secrets_never_reach_plans_or_saved_plans(tmp_path, monkeypatch):
+    monkeypatch.setenv("EAST_SASL_PASSWORD", "hunter2-very-secret")
+    topo_text = """apiVersion: reconciler/v1
+kind: Topology
+clusters:
+  west: {bootstrap_servers: "127.0.0.1:1"}
+  east:
+    bootstrap_servers: "127.0.0.1:2"
+    config: {sasl.username: mirror, sasl.password: "${EAST_SASL_PASSWORD}"}
+""" + FLOW
+    from reconciler.topology.build import load_topology_text
+    topo = load_topology_text(topo_text)
+    w = World(topo)
+    w["west"].add_topic("orders", 1)
+    plan = w.plan()
+    path = tmp_path / "plan.json"
+    planfile.save(path, plan, dict(topo.clusters))
+    outputs = [plan_text.render(plan), plan_json.render(plan), plan_markdown.render(plan), path.read_text()]
+    assert all("hunter2" not in o for o in outputs)
+    assert "${EAST_SASL_PASSWORD}" in path.read_text()
+
+
+def test_summary_of_a_plan_with_errors_does_not_claim_a_match(world):
+    world["west"].reachable = False
+    plan = world.plan()
+    assert plan.summary_line().startswith("Plan incomplete") and "1 error" in plan.summary_line()
