@@ -7,8 +7,11 @@
   replication principal only. The upstream of a multi-hop topic is the previous hop's *desired*
   topic, so a chain converges in one apply.
 * Internal topics (MirrorMaker 2's own choices, apache/kafka MirrorUtils.createSinglePartitionCompactedTopic):
-  `heartbeats` on the target (MirrorHeartbeatConnector writes there; it is then replicated onward
-  as `<alias>.heartbeats`), `<source>.checkpoints.internal` on the target, and offset syncs
+  `heartbeats` on the source (KIP-382: "MM2 emits a heartbeat topic in each source cluster, which is
+  replicated"; the job writes Heartbeat(source, target) there, so `A.heartbeats` on B and
+  `B.A.heartbeats` on C show reachability and hops down a chain; MM2's dedicated driver gets the
+  same effect by running a heartbeat connector for the reverse pair), `<source>.checkpoints.internal`
+  on the target, and offset syncs
   `mm2-offset-syncs.<target>.internal` on the source, or `mm2-offset-syncs.<source>.internal` on
   the target when `offset_syncs.topic_location: target`. All 1 partition, cleanup.policy=compact,
   the flow's replication factor.
@@ -91,7 +94,7 @@ def offset_syncs_placement(flow: Flow) -> tuple[str, str]:
 def internal_topics(flow: Flow) -> list[tuple[str, str, TopicRole, str]]:
     out = []
     if flow.heartbeats.enabled:
-        out.append((flow.target, HEARTBEATS_TOPIC, TopicRole.HEARTBEATS, f"heartbeats emitted by flow {flow.name}"))
+        out.append((flow.source, HEARTBEATS_TOPIC, TopicRole.HEARTBEATS, f"heartbeats emitted by flow {flow.name}"))
     if flow.checkpoints.enabled:
         out.append((flow.target, checkpoints_topic(flow.source), TopicRole.CHECKPOINTS,
                     f"consumer-group checkpoints of flow {flow.name}"))

@@ -88,7 +88,7 @@ def test_plan_apply_converge_and_drift(env):
     code, plan = env.plan_json()
     assert code == 2
     creates = {(a["cluster"], a["topic"]) for a in plan["actions"] if a["kind"] == "create_topic"}
-    assert creates == {("east", "west.orders"), ("east", "west.payments"), ("east", "heartbeats"),
+    assert creates == {("east", "west.orders"), ("east", "west.payments"), ("west", "heartbeats"), ("east", "west.heartbeats"),
                        ("east", "west.checkpoints.internal"), ("west", "mm2-offset-syncs.east.internal")}
     orders = next(a for a in plan["actions"] if a.get("topic") == "west.orders")
     assert orders["partitions"] == 3 and orders["configs"] == {"retention.ms": "3600000"}
@@ -98,9 +98,10 @@ def test_plan_apply_converge_and_drift(env):
     code, out, err = env.run("apply", "TOPO")  # stdin is not a terminal: refuses to ask
     assert code == 1 and "--auto-approve" in err
     code, out, _ = env.run("apply", "TOPO", "--auto-approve")
-    assert code == 0 and "Apply complete: 5 created" in out
+    assert code == 0 and "Apply complete: 6 created" in out
     assert env.configs("east", "west.orders") == {"retention.ms": "3600000"}
-    assert env.configs("east", "heartbeats") == {"cleanup.policy": "compact"}
+    assert env.configs("west", "heartbeats") == {"cleanup.policy": "compact"}
+    assert env.configs("east", "west.heartbeats") == {"cleanup.policy": "compact"}, "replicated with its configs"
 
     code, plan = env.plan_json()
     assert code == 0 and plan["actions"] == []
@@ -218,7 +219,7 @@ def test_apply_killed_half_way_converges_when_run_again(env):
     proc.stdout.close()
     code, out, _ = env.run("apply", "TOPO", "--auto-approve")  # a dead local holder's lease does not block
     assert code == 0, out
-    assert "Apply complete: 203 created" in out  # 500 of 703 were created before the kill
+    assert "Apply complete: 204 created" in out  # 500 of 704 were created before the kill
     code, plan = env.plan_json()
     assert code == 0 and plan["actions"] == []
     assert sum(t.startswith("west.pay") for t in env.admin["east"].list_topics()) == 700

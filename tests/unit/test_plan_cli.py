@@ -38,7 +38,7 @@ def test_detailed_exitcode(world, capsys):
     assert "No changes." in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("fmt,marker", [("text", "Plan: 4 to create"), ("markdown", "```diff"), ("json", '"format_version": 1')])
+@pytest.mark.parametrize("fmt,marker", [("text", "Plan: 5 to create"), ("markdown", "```diff"), ("json", '"format_version": 1')])
 def test_formats(world, capsys, fmt, marker):
     main(["plan", world.path, "--format", fmt])
     assert marker in capsys.readouterr().out
@@ -58,7 +58,7 @@ def test_saved_plan_apply_and_refusals(world, capsys, tmp_path):
     out = tmp_path / "p.json"
     assert main(["plan", world.path, "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
-    assert doc["kind"] == "reconciler-saved-plan" and doc["plan"]["scope"]["west"] == ["mm2-offset-syncs.east.internal", "orders"]
+    assert doc["kind"] == "reconciler-saved-plan" and doc["plan"]["scope"]["west"] == ["heartbeats", "mm2-offset-syncs.east.internal", "orders"]
     world["west"].topics["orders"].partitions = 3
     assert main(["apply", str(out), "--auto-approve"]) == 1
     assert "stale" in capsys.readouterr().err

@@ -36,7 +36,7 @@ def test_remote_topic_copies_partitions_and_filtered_configs():
 def test_internal_topics_follow_mirrormaker2():
     topo = topology(FLOW)
     d = desired_state(topo, live(west=[], east=[]))
-    hb, cp, os_ = d.get("east", "heartbeats"), d.get("east", "west.checkpoints.internal"), d.get("west", "mm2-offset-syncs.east.internal")
+    hb, cp, os_ = d.get("west", "heartbeats"), d.get("east", "west.checkpoints.internal"), d.get("west", "mm2-offset-syncs.east.internal")
     for t in (hb, cp, os_):
         assert t.partitions == 1 and dict(t.configs) == {"cleanup.policy": "compact"}
         assert t.owns_config("cleanup.policy") and not t.owns_config("retention.ms")
@@ -55,7 +55,7 @@ def test_disabled_emitters_want_no_topics():
     topo = topology(FLOW.replace('topics: {include: ["orders", "pay.*"]}',
                                  'topics: {include: ["orders"]}\n    heartbeats: {enabled: false}\n    checkpoints: {enabled: false}'))
     d = desired_state(topo, live(west=[], east=[]))
-    assert d.get("east", "heartbeats") is None and d.get("east", "west.checkpoints.internal") is None
+    assert d.get("west", "heartbeats") is None and d.get("east", "west.checkpoints.internal") is None
 
 
 def test_multi_hop_chain_converges_in_one_plan():

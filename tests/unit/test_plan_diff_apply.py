@@ -36,14 +36,15 @@ def converge(w, plan=None):
 def test_first_plan_creates_everything_in_order(world):
     plan = world.plan()
     assert kinds(plan) == [
-        ("east", "create_topic", "heartbeats"), ("east", "create_topic", "west.checkpoints.internal"),
+        ("east", "create_topic", "west.checkpoints.internal"), ("east", "create_topic", "west.heartbeats"),
         ("east", "create_topic", "west.orders"), ("east", "create_topic", "west.payments"),
+        ("east", "create_acl", "west.heartbeats"),
         ("east", "create_acl", "west.orders"), ("east", "create_acl", "west.orders"),
         ("east", "create_acl", "west.payments"),
-        ("west", "create_topic", "mm2-offset-syncs.east.internal"),
+        ("west", "create_topic", "heartbeats"), ("west", "create_topic", "mm2-offset-syncs.east.internal"),
     ]
     assert all(a.reason for a in plan.actions)
-    assert plan.counts() == {"create": 8, "update": 0, "delete": 0}
+    assert plan.counts() == {"create": 10, "update": 0, "delete": 0}
 
 
 @pytest.mark.parametrize("mode", [ConfigSourceMode.SOURCES, ConfigSourceMode.STORED_ONLY])

@@ -31,7 +31,7 @@ def test_text_is_terraform_like(world):
     assert "cluster east:" in text and "  + create topic west.orders (3 partitions" in text
     assert "        retention.ms = 1000" in text and "      # replicates west:orders (flow west->east)" in text
     assert "  - DELETE topic west.gone" in text and "WARNING: this plan DELETES 1 thing" in text
-    assert text.rstrip().endswith("Plan: 6 to create, 0 to change, 1 to delete.")
+    assert text.rstrip().endswith("Plan: 8 to create, 0 to change, 1 to delete.")
 
 
 def test_json_shape_and_round_trip(world):
