@@ -14,12 +14,17 @@ from typing import Callable
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from reconciler.analysis.expansion import expand
-from reconciler.cli.common import load_validated
+from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.render.graph import mermaid
 from reconciler.topology.model import Topology
+
+
+def cli_main(argv: list[str]) -> int:
+    from reconciler.cli.main import main  # late: the CLI imports this module
+
+    return main(argv)
 
 DEFAULT_TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "demo"
 LOCAL_TOPICS = {"orders": 4, "payments": 2, "inventory.stock": 2, "clickstream": 4, "customers.profiles": 2}
@@ -65,18 +70,26 @@ def step_sample_data(ctx: DemoContext) -> None:
         print(f"  {alias}: {acked} records acknowledged on {', '.join(LOCAL_TOPICS)}")
 
 
-def step_expected_topics(ctx: DemoContext) -> None:
-    exp = expand(ctx.topology, {a: list(LOCAL_TOPICS) for a in ctx.produced})
-    for alias in sorted(ctx.topology.clusters):
-        remote = sorted(exp.remote(alias))
-        print(f"  {alias}: {len(remote)} remote topics: {', '.join(remote) or '-'}")
+def step_plan(ctx: DemoContext) -> None:
+    code = cli_main(["plan", str(ctx.topology_path), "--detailed-exitcode"])
+    if code != EXIT_CHANGES:
+        raise DemoFailed(f"expected a plan with changes (exit 2), got exit {code}")
+
+
+def step_apply(ctx: DemoContext) -> None:
+    if cli_main(["apply", str(ctx.topology_path), "--auto-approve"]) != EXIT_OK:
+        raise DemoFailed("apply failed (see above)")
+    if cli_main(["plan", str(ctx.topology_path), "--detailed-exitcode"]) != EXIT_OK:
+        raise DemoFailed("the plan after apply is not empty")
+    print("  second plan: no changes")
 
 
 STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
     ("validate the demo topology", step_validate),
     ("start the embedded clusters", step_clusters),
     ("produce sample records", step_sample_data),
-    ("expected remote topics (replication graph expanded over the live topics)", step_expected_topics),
+    ("plan: diff the topology against the live clusters", step_plan),
+    ("apply: create remote and internal topics, then plan again", step_apply),
 ]
 
 
