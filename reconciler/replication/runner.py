@@ -1,0 +1,111 @@
+"""Run a replication job locally with spark-submit, as a subprocess tests can SIGKILL.
+
+    job = LocalJob.start(spec, workdir)    # writes the spec, runs spark-submit jobs/mirror_job.py
+    job.kill()                             # SIGKILL the whole process group (JVM + Python driver + workers)
+    job.stop()                             # SIGTERM: clean stop, final status published
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from reconciler.replication.session import REPO_ROOT
+from reconciler.replication.spec import JobSpec
+
+JOB_SCRIPT = REPO_ROOT / "jobs" / "mirror_job.py"
+
+
+def spark_submit() -> Path:
+    import pyspark
+
+    path = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    if not path.exists():
+        raise FileNotFoundError(f"spark-submit not found at {path}")
+    return path
+
+
+def job_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    env = dict(os.environ)
+    env.update({
+        "PYSPARK_PYTHON": python,
+        "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", python),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "SPARK_HOME": str(spark_submit().parent.parent),
+    })
+    env.update(extra or {})
+    return env
+
+
+def command(spec_path: Path, master: str | None = None, max_seconds: float | None = None) -> list[str]:
+    cmd = [str(spark_submit())]
+    if master:
+        cmd += ["--master", master]
+    cmd += ["--conf", "spark.ui.enabled=false", str(JOB_SCRIPT), "--spec", str(spec_path)]
+    if master:
+        cmd += ["--master", master]
+    if max_seconds is not None:
+        cmd += ["--max-seconds", str(max_seconds)]
+    return cmd
+
+
+@dataclass
+class LocalJob:
+    process: subprocess.Popen
+    spec_path: Path
+    log_path: Path
+
+    @classmethod
+    def start(cls, spec: JobSpec, workdir: Path, *, master: str | None = None, max_seconds: float | None = None,
+              env: Mapping[str, str] | None = None, name: str | None = None) -> "LocalJob":
+        workdir.mkdir(parents=True, exist_ok=True)
+        stem = name or spec.flow.replace("->", "-")
+        spec_path = spec.write(workdir / f"{stem}.json")
+        log_path = workdir / f"{stem}.log"
+        log = open(log_path, "ab")
+        proc = subprocess.Popen(command(spec_path, master, max_seconds), stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=job_env(env), start_new_session=True, cwd=str(workdir))
+        return cls(proc, spec_path, log_path)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL everything the job started (a crash: nothing is flushed or closed)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait(30)
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return self.process.poll()
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def wait(self, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return self.process.returncode
+            time.sleep(0.2)
+        return None
