@@ -57,6 +57,7 @@ def producer_config(cluster: ClusterSpec, spec: JobSpec, *, transactional_id: st
     if transactional_id:
         conf["transactional.id"] = transactional_id
         conf["transaction.timeout.ms"] = 60_000
+        conf["message.timeout.ms"] = min(int(conf.get("message.timeout.ms", 60_000)), 60_000)
     return conf
 
 

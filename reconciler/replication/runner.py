@@ -56,6 +56,17 @@ def command(spec_path: Path, master: str | None = None, max_seconds: float | Non
     return cmd
 
 
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            text = (task / "children").read_text().split()
+            out += [int(x) for x in text]
+    except OSError:
+        return out
+    return out
+
+
 @dataclass
 class LocalJob:
     process: subprocess.Popen
@@ -85,11 +96,32 @@ class LocalJob:
             pass
         self.process.wait(30)
 
+    def driver_pids(self) -> list[int]:
+        """The Python driver process(es) spark-submit started (children of its JVM running our script)."""
+        found = []
+        for child in _children(self.process.pid):
+            try:
+                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if any(part.endswith(b"mirror_job.py") for part in cmdline):
+                found.append(child)
+        return found
+
     def stop(self, timeout: float = 60.0) -> int | None:
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return self.process.poll()
+        """Clean stop: SIGTERM the Python driver, which finishes its batch, publishes a final status
+        and stops Spark; SIGKILL the rest if it does not exit within `timeout`."""
+        pids = self.driver_pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        if not pids:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                return self.process.poll()
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:

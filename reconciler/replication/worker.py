@@ -25,6 +25,7 @@ partition looked out of range; per task: latency samples (record age at acknowle
 from __future__ import annotations
 
 import json
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from reconciler.replication.spec import JobSpec, job_group, transactional_id
 from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
 
 OFFSET_BEGINNING = -2
+# Tests only: seconds an exactly-once task waits, records written, before committing.
+_TEST_TXN_DELAY_S = float(os.environ.get("RECONCILER_TEST_TXN_DELAY_MS", "0")) / 1000.0
 LATENCY_SAMPLE_EVERY = 64  # one record in 64 (plus the last of each partition) is timed
 
 
@@ -306,6 +309,8 @@ def _copy_exactly_once(spec: JobSpec, task: dict[str, Any], parts: list[_Partiti
         _read_and_produce(spec, parts, producer, deadline)
         if not _finish_deliveries(spec, parts, producer, summary, flush_timeout=60.0):
             raise RuntimeError(summary["error"] or "delivery failed")
+        if _TEST_TXN_DELAY_S and any(p.count for p in parts):
+            time.sleep(_TEST_TXN_DELAY_S)  # fault-injection hook: widen the window a kill lands in
         moved = [p for p in parts if p.count > 0 or (p.next > p.start >= 0)]
         if not moved:
             producer.abort_transaction(30)  # empty transaction: nothing to commit
