@@ -134,6 +134,9 @@ class ReplicationDriver:
             # cannot commit after we read (its open transaction is aborted).
             fence(self.spec, range(self.spec.parallelism), self.environ)
         self.refresh(first=True)
+        # Replay the offset syncs written before this start (MM2's OffsetSyncStore.start()), so the
+        # syncs this run writes are added with their full history.
+        self.checkpoints.read_syncs(timeout=15)
         now = time.monotonic()
         self._next = {"refresh": now + self.spec.refresh_interval_seconds, "heartbeat": now,
                       "checkpoint": now + self.spec.checkpoints_interval_seconds, "status": now,

@@ -177,6 +177,13 @@ def explicit_configs(entries: Mapping[str, Any]) -> dict[str, str]:
     """
     def source_name(entry: Any) -> str:
         src = getattr(entry, "source", None)
+        if isinstance(src, int):
+            from confluent_kafka.admin import ConfigSource
+
+            try:
+                return ConfigSource(src).name
+            except ValueError:
+                return str(src)
         return getattr(src, "name", str(src))
 
     usable = {n: e for n, e in entries.items() if e.value is not None and not getattr(e, "is_sensitive", False)}
