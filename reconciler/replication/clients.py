@@ -84,6 +84,9 @@ class ClientCache:
                 client = self._clients[key] = factory()
             return client
 
+    def keys(self) -> list[tuple]:
+        return list(self._clients)
+
     def peek(self, key: tuple) -> Any:
         return self._clients.get(key)
 

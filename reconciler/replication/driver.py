@@ -95,6 +95,9 @@ class ReplicationDriver:
         self.last_synced: dict[TP, tuple[int, int]] = {}  # last replicated (up, down), for delayed syncs
         self.delayed_syncs: dict[TP, tuple[int, int]] = {}
         self.slots: dict[TP, int] = {}
+        self.consumer_epoch = 0  # bumped to make workers drop cached consumers (topics deleted, offsets reset)
+        self._failures = 0
+        self.known_topics: set[str] = set()
         self.last_owner: dict[int, str] = {}
         self.lag: dict[TP, _Lag] = {}
         self.plan = PartitionPlan()
@@ -193,7 +196,19 @@ class ReplicationDriver:
         tasks = self.plan_tasks()
         moved = 0
         if tasks:
-            summaries = self.executor.run(self.spec.to_dict(), tasks)
+            try:
+                summaries = self.executor.run(self.spec.to_dict(), tasks)
+            except Exception as exc:  # noqa: BLE001 - e.g. a Python worker died: nothing was committed
+                self._error(f"batch failed: {type(exc).__name__}: {str(exc)[:500]}")
+                self.consumer_epoch += 1
+                self.last_owner.clear()
+                if self.spec.exactly_once:
+                    self._reload_positions(list(self.plan.copy))
+                self.stop_event.wait(min(5.0, 0.5 * (1 + self._failures)))
+                self._failures += 1
+                summaries = []
+            else:
+                self._failures = 0
             moved = self.absorb(summaries)
         self.batches += 1
         self.tick()
@@ -272,6 +287,12 @@ class ReplicationDriver:
                 if slot is not None and 0 <= slot < self.spec.parallelism:
                     self.slots[tp] = slot
             self._assign_slots(list(new))
+        vanished = sorted(self.known_topics - set(source))
+        if vanished:
+            self.consumer_epoch += 1
+            self._error(f"source topics disappeared: {', '.join(vanished)} (their positions are dropped; a topic "
+                        f"created again under the same name is copied from its beginning)")
+        self.known_topics = {t for t, _ in plan.copy}
         gone = [tp for tp in self.positions if tp not in plan.copy]
         for tp in gone:  # topic deleted or no longer matching: forget (positions reload if it returns)
             self.positions.pop(tp, None)
@@ -302,7 +323,8 @@ class ReplicationDriver:
                 "topic": tp[0], "partition": tp[1], "remote": remote, "start": self.positions[tp],
                 "sync_state": self.sync_states.get(tp),
             })
-        return [{"slot": s, "batch": self.batches, "partitions": parts, "last_owner": self.last_owner.get(s)}
+        return [{"slot": s, "batch": self.batches, "partitions": parts, "last_owner": self.last_owner.get(s),
+                 "consumer_epoch": self.consumer_epoch}
                 for s, parts in sorted(by_slot.items())]
 
     def absorb(self, summaries: list[dict[str, Any]]) -> int:
@@ -407,9 +429,11 @@ class ReplicationDriver:
         self._error(f"{tp[0]}[{tp[1]}]: out of range: {reason}; {action}")
         if self.spec.offset_reset == "halt" or low is None:
             self.halted.add(tp)
+            self.consumer_epoch += 1
             return
         self.positions[tp] = low
         self.sync_states.pop(tp, None)
+        self.consumer_epoch += 1
         if not self.spec.exactly_once:
             self.offsets.commit({tp: low})
 

@@ -76,10 +76,17 @@ class _Partition:
             self.last_dr = msg
 
 
-def _consumer(spec: JobSpec):
+def _consumer(spec: JobSpec, epoch: int = 0):
+    """The cached source consumer. The driver bumps `epoch` when source topics disappear or an
+    offset is out of range: librdkafka can crash on a cached consumer whose topic was deleted and
+    recreated, so a fresh one is made."""
     from confluent_kafka import Consumer
 
-    key = ("consumer", spec.source.alias, spec.source.bootstrap_servers, json.dumps(dict(spec.source.config), sort_keys=True))
+    key = ("consumer", spec.source.alias, spec.source.bootstrap_servers,
+           json.dumps(dict(spec.source.config), sort_keys=True), epoch)
+    if clients.CACHE.peek(key) is None:
+        for old in [k for k in clients.CACHE.keys() if k[0] == "consumer" and k != key]:
+            clients.CACHE.drop(old)
     return clients.CACHE.get(key, lambda: Consumer(clients.consumer_config(spec.source, spec)))
 
 
@@ -153,11 +160,11 @@ def _partition_summary(p: _Partition, spec_dict: dict[str, Any]) -> dict[str, An
     }
 
 
-def _read_and_produce(spec: JobSpec, parts: list[_Partition], producer: Any, deadline: float) -> None:
+def _read_and_produce(spec: JobSpec, parts: list[_Partition], producer: Any, deadline: float, epoch: int = 0) -> None:
     """The hot loop: consume from the assigned partitions and produce each record as it comes."""
     from confluent_kafka import KafkaError, TopicPartition
 
-    consumer = _consumer(spec)
+    consumer = _consumer(spec, epoch)
     by_tp = {(p.topic, p.partition): p for p in parts}
     consumer.assign([TopicPartition(p.topic, p.partition, p.start) for p in parts])
     budget = spec.max_records_per_partition
@@ -286,7 +293,7 @@ def _plan_syncs(spec: JobSpec, p: _Partition) -> None:
 def _copy_at_least_once(spec: JobSpec, task: dict[str, Any], parts: list[_Partition], summary: dict[str, Any]) -> None:
     producer = _plain_producer(spec)
     deadline = time.time() + spec.max_batch_ms / 1000.0
-    _read_and_produce(spec, parts, producer, deadline)
+    _read_and_produce(spec, parts, producer, deadline, task.get("consumer_epoch", 0))
     if not _finish_deliveries(spec, parts, producer, summary, flush_timeout=60.0):
         # Positions must not advance past records that were not acknowledged.
         for p in parts:
@@ -306,7 +313,7 @@ def _copy_exactly_once(spec: JobSpec, task: dict[str, Any], parts: list[_Partiti
     deadline = time.time() + spec.max_batch_ms / 1000.0
     producer.begin_transaction()
     try:
-        _read_and_produce(spec, parts, producer, deadline)
+        _read_and_produce(spec, parts, producer, deadline, task.get("consumer_epoch", 0))
         if not _finish_deliveries(spec, parts, producer, summary, flush_timeout=60.0):
             raise RuntimeError(summary["error"] or "delivery failed")
         if _TEST_TXN_DELAY_S and any(p.count for p in parts):
