@@ -141,3 +141,65 @@ class LocalJob:
                 return self.process.returncode
             time.sleep(0.2)
         return None
+
+
+@dataclass
+class StandaloneCluster:
+    """A Spark standalone master and one worker from the pyspark wheel, on loopback (tests, demos)."""
+
+    master_url: str
+    processes: list[subprocess.Popen]
+
+    @classmethod
+    def start(cls, workdir: Path, cores: int = 2, memory: str = "2g", timeout: float = 90.0) -> "StandaloneCluster":
+        from reconciler.dev.brokers import free_port
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        spark_class = str(spark_submit().parent / "spark-class")
+        env = job_env({"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(workdir / "work")})
+        port = free_port()
+        url = f"spark://127.0.0.1:{port}"
+        procs = []
+
+        def launch(name: str, args: list[str]) -> Path:
+            log = workdir / f"{name}.log"
+            procs.append(subprocess.Popen([spark_class, *args], stdout=open(log, "ab"), stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, env=env, start_new_session=True))
+            return log
+
+        cluster = cls(url, procs)
+        try:
+            master_log = launch("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                           "--port", str(port), "--webui-port", str(free_port())])
+            _wait_for_line(master_log, "I have been elected leader", timeout)
+            worker_log = launch("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                           "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+                                           url])
+            _wait_for_line(worker_log, "Successfully registered with master", timeout)
+        except Exception:
+            cluster.stop()
+            raise
+        return cluster
+
+    def stop(self) -> None:
+        for proc in reversed(self.processes):
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def _wait_for_line(log: Path, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if text in log.read_text(errors="replace"):
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"no {text!r} in {log} within {timeout:.0f}s")
