@@ -121,3 +121,39 @@ def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):
         thread.join(30)
     status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
     assert status["state"] == "restart-required" and "delivery" in status["last_error"]
+
+
+def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):
+    """The target broker freezes (SIGSTOP) for a few seconds mid-stream, then resumes."""
+    import os
+    import signal
+    import time
+
+    from tests.integration.mirror_helpers import SequencedProducer, seqs
+
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "stall", 2)
+    spec = spec_for(source, target, topics_include=("stall",), heartbeats_enabled=False, checkpoints_enabled=False)
+    producer = SequencedProducer(source.bootstrap, "stall", 2, 6_000, 1_500.0)
+    producer.start()
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = threading.Thread(target=driver.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: driver.records >= 1_000, 30, what="copying started")
+        os.kill(target.pid, signal.SIGSTOP)
+        time.sleep(4)
+        os.kill(target.pid, signal.SIGCONT)
+        producer.join(30)
+        expected = producer.expected()
+        wait_for(lambda: all(set(expected[p]) <= set(seqs(read_topic(target.bootstrap, "west.stall", 2)[p]))
+                             for p in expected), 90, interval=2, what="everything replicated after the stall")
+    finally:
+        os.kill(target.pid, signal.SIGCONT)
+        driver.stop_event.set()
+        thread.join(60)
+    got = read_topic(target.bootstrap, "west.stall", 2)
+    for p, want in expected.items():
+        s = seqs(got[p])
+        assert set(s) == set(want)
+        assert all(b == a + 1 or b <= a for a, b in zip(s, s[1:])), "records skipped"
