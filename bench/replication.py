@@ -77,7 +77,7 @@ def consume_only(bootstrap: str, n: int, partitions: int) -> float:
     eof = set()
     start = time.perf_counter()
     while got < n or len(eof) < partitions:
-        for m in c.consume(10_000, 1.0):
+        for m in c.consume(10_000, 0) or c.consume(1, 1.0):
             if m.error():
                 if m.error().code() == KafkaError._PARTITION_EOF:
                     eof.add(m.partition())
@@ -86,6 +86,36 @@ def consume_only(bootstrap: str, n: int, partitions: int) -> float:
     rate = got / (time.perf_counter() - start)
     c.close()
     return rate
+
+
+def _consume_share(args) -> tuple[int, float]:
+    bootstrap, partitions, share = args
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume-parallel", "enable.auto.commit": False,
+                  "enable.partition.eof": True, "fetch.max.bytes": 52_428_800,
+                  "max.partition.fetch.bytes": 4_194_304, "queued.max.messages.kbytes": 262_144})
+    c.assign([TopicPartition(TOPIC, p, 0) for p in share])
+    got, eof = 0, set()
+    start = time.perf_counter()
+    while len(eof) < len(share):
+        for m in c.consume(10_000, 0) or c.consume(1, 1.0):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+                continue
+            got += 1
+    took = time.perf_counter() - start
+    c.close()
+    return got, took
+
+
+def consume_parallel(bootstrap: str, partitions: int, processes: int) -> float:
+    """Consume-only with as many client processes as the job has slots (its shape)."""
+    import multiprocessing
+
+    shares = [[p for p in range(partitions) if p % processes == i] for i in range(processes)]
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        results = pool.map(_consume_share, [(bootstrap, partitions, sh) for sh in shares])
+    return sum(n for n, _ in results) / max(t for _, t in results)
 
 
 def baseline(source: str, target: str, n: int, partitions: int) -> float:
@@ -192,7 +222,7 @@ def latency(spark, source: str, target: str, partitions: int, rate: float, secon
                 else:
                     time.sleep(0.2)
                     continue
-            for m in c.consume(1000, 0.1):
+            for m in c.consume(1000, 0) or c.consume(1, 0.1):
                 if not m.error():
                     samples.append(time.time() * 1000 - m.timestamp()[1])
         c.close()
@@ -251,7 +281,8 @@ def main(argv=None) -> int:
     src = start_broker("127.0.0.1", free_port())
     dst = start_broker("127.0.0.1", free_port())
     results: dict = {"records": args.records, "partitions": args.partitions, "size": args.size,
-                     "master": args.master, "cpus": os.cpu_count()}
+                     "master": args.master, "cpus": os.cpu_count(),
+                     "parallelism": args.parallelism, **BATCH}
     spark = None
     try:
         create(src.bootstrap, TOPIC, args.partitions)
@@ -259,7 +290,10 @@ def main(argv=None) -> int:
         results["produce_only"] = produce_only(src.bootstrap, args.records, args.partitions, args.size)
         log("consume-only")
         results["consume_only"] = consume_only(src.bootstrap, args.records, args.partitions)
-        results["limit"] = min(results["produce_only"], results["consume_only"])
+        log(f"consume-only, {args.parallelism} processes")
+        results["consume_parallel"] = consume_parallel(src.bootstrap, args.partitions, args.parallelism)
+        # The job runs `parallelism` consumers at once: its ceiling is the parallel consume rate.
+        results["limit"] = min(results["produce_only"], max(results["consume_only"], results["consume_parallel"]))
         if "baseline" not in skip:
             log("baseline: single-process poll/produce loop")
             results["baseline"] = baseline(src.bootstrap, dst.bootstrap, args.records, args.partitions)
@@ -296,7 +330,9 @@ def report(r: dict) -> None:
     print(f"\nReplication benchmark: {r['records']:,} records x {r['size']} B, {r['partitions']} partitions, "
           f"Spark {r['master']}, {r['cpus']} CPUs, Tansu brokers on loopback")
     print(f"  client limit, produce-only      {rate('produce_only')}")
-    print(f"  client limit, consume-only      {rate('consume_only')}")
+    print(f"  client limit, consume-only      {rate('consume_only')}  (1 consumer)")
+    print(f"  client limit, consume-only      {rate('consume_parallel')}  ({r.get('parallelism', 2)} consumer processes)")
+    print(f"  limit used for the ratios       {r['limit']:>12,.0f} rec/s  (min of produce-only and the best consume-only)")
     print(f"  baseline (poll/produce loop)    {rate('baseline')}")
     print(f"  job at-least-once               {rate('job_alo')}")
     print(f"  job exactly-once                {rate('job_eos')}")

@@ -111,7 +111,7 @@ class CheckpointEmitter:
         n = 0
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            msgs = self._syncs_consumer.consume(10_000, 0.2)
+            msgs = self._syncs_consumer.consume(10_000, 0) or self._syncs_consumer.consume(1, 0.2)
             eof = False
             for m in msgs:
                 if m.error():

@@ -178,7 +178,11 @@ def _read_and_produce(spec: JobSpec, parts: list[_Partition], producer: Any, dea
             remaining = deadline - time.time()
             if remaining <= 0:
                 break
-            msgs = consumer.consume(10_000, min(remaining, 0.1))
+            # Drain what is there without waiting; only when nothing is, wait for the next event
+            # (consume(n, t) waits for n messages or t, which would idle at the end of a batch).
+            msgs = consumer.consume(10_000, 0)
+            if not msgs:
+                msgs = consumer.consume(1, min(remaining, 0.1))
             for m in msgs:
                 err = m.error()
                 p = by_tp.get((m.topic(), m.partition()))

@@ -47,7 +47,7 @@ def read_topic(bootstrap: str, topic: str, partitions: int, *, isolation: str = 
         done: set[int] = set()
         deadline = time.monotonic() + timeout
         while len(done) < partitions and time.monotonic() < deadline:
-            for m in c.consume(10_000, 0.5):
+            for m in c.consume(10_000, 0) or c.consume(1, 0.5):
                 if m.error():
                     if m.error().code() == KafkaError._PARTITION_EOF:
                         done.add(m.partition())

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from reconciler.mirror.records import Checkpoint, Heartbeat
+from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor
 from reconciler.replication.status import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
@@ -141,6 +141,13 @@ def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clust
 
         wait_for(synced, 60, what="group offsets synced to the target")
     assert cp.topic == "west.payments" and cp.partition == 0 and cp.upstream_offset == 123
+    # The offset syncs (MM2 format, on the source cluster): the first record, then at least every
+    # offset_lag_max + 1 downstream offsets, each a true mapping (37 records were there before).
+    syncs = [OffsetSync.deserialize(r.key, r.value)
+             for r in read_topic(source.bootstrap, "mm2-offset-syncs.east.internal", 1)[0]]
+    ups = sorted({(s.upstream_offset, s.downstream_offset) for s in syncs if s.topic == "payments"})
+    assert ups[0] == (0, 37) and all(d - u == 37 for u, d in ups)
+    assert all(b[0] - a[0] <= spec.offset_lag_max + 1 for a, b in zip(ups, ups[1:])) and ups[-1][0] == 499
     # The consumer moved to the target resumes from the synced offset and skips nothing.
     c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "billing-app", "enable.auto.commit": False,
                   "auto.offset.reset": "error"})
