@@ -183,56 +183,18 @@ def _read_and_produce(spec: JobSpec, parts: list[_Partition], producer: Any, dea
             msgs = consumer.consume(10_000, 0)
             if not msgs:
                 msgs = consumer.consume(1, min(remaining, 0.1))
-            for m in msgs:
+            i, n = 0, len(msgs)
+            while i < n:
+                m = msgs[i]
                 err = m.error()
                 p = by_tp.get((m.topic(), m.partition()))
-                if p is None:
-                    continue  # stale: from an earlier assignment of this cached consumer
-                if err is not None:
-                    code = err.code()
-                    if code == EOF:
-                        if not p.paused and not p.eof and m.offset() >= max(p.start, 0):
-                            p.eof = True
-                            p.hw = m.offset()
-                            if p.next < m.offset():
-                                # Read to the end: what lies between is not data (txn markers).
-                                p.next = m.offset()
-                            active -= 1
-                    elif code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                        if p.out_of_range is None and not p.paused:
-                            p.out_of_range = err.str()
-                            p.paused = True
-                            active -= 1
-                    else:
-                        p.error = err.str()  # transient (librdkafka retries); reported
-                    continue
-                if p.paused:
-                    continue
-                off = m.offset()
-                if off < p.next:
-                    continue  # a prefetched record before our start (cached consumer)
-                if p.next < 0:
-                    p.next = off if p.start < 0 else p.start
-                if off != p.next or not p.runs:
-                    p.runs.append([off, 0])
-                p.runs[-1][1] += 1
-                value = m.value()
-                key = m.key()
-                ts = m.timestamp()[1]
-                cb = p.dr if p.count else p.dr_first
-                try:
-                    produce(p.remote, value, key, p.partition, on_delivery=cb, timestamp=ts, headers=m.headers())
-                except BufferError:
-                    poll(0.05)
-                    produce(p.remote, value, key, p.partition, on_delivery=cb, timestamp=ts, headers=m.headers())
-                p.count += 1
-                p.bytes += (len(value) if value else 0) + (len(key) if key else 0)
-                p.next = off + 1
-                if not (p.count & sample_every):
-                    p.ts_samples.append(ts)
-                if p.count >= budget:
-                    p.paused = True
-                    p.ts_samples.append(ts)
+                if p is None or err is not None or p.paused:
+                    i += 1
+                    if p is not None and err is not None:
+                        active -= _on_event(p, m, err, EOF)
+                    continue  # p None: stale, from an earlier assignment of this cached consumer
+                i = _copy_run(p, msgs, i, n, produce, poll, budget, sample_every)
+                if p.paused:  # record budget spent
                     consumer.pause([TopicPartition(p.topic, p.partition)])
                     active -= 1
             poll(0)
@@ -250,6 +212,75 @@ def _read_and_produce(spec: JobSpec, parts: list[_Partition], producer: Any, dea
                 p.hw = high if high >= 0 else None
             except Exception:  # noqa: BLE001
                 p.hw = None
+
+
+def _on_event(p: _Partition, m: Any, err: Any, eof_code: int) -> int:
+    """A consumer event for a partition; returns 1 when the partition is done for this batch."""
+    from confluent_kafka import KafkaError
+
+    code = err.code()
+    if code == eof_code:
+        if not p.paused and not p.eof and m.offset() >= max(p.start, 0):
+            p.eof = True
+            p.hw = m.offset()
+            if p.next < m.offset():
+                p.next = m.offset()  # read to the end: what lies between is not data (txn markers)
+            return 1
+    elif code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+        if p.out_of_range is None and not p.paused:
+            p.out_of_range = err.str()
+            p.paused = True
+            return 1
+    else:
+        p.error = err.str()  # transient (librdkafka retries); reported
+    return 0
+
+
+def _copy_run(p: _Partition, msgs: list, i: int, n: int, produce: Any, poll: Any, budget: int,
+              sample_every: int) -> int:
+    """Copy the records of partition `p` from msgs[i] on, while they are its records; returns the
+    index of the first message not handled. State lives in locals (the hot path)."""
+    topic, part, remote = p.topic, p.partition, p.remote
+    nxt, count, nbytes = p.next, p.count, p.bytes
+    runs, samples, dr, dr_first = p.runs, p.ts_samples, p.dr, p.dr_first
+    run = runs[-1] if runs else None
+    while i < n:
+        m = msgs[i]
+        if m.error() is not None or m.partition() != part or m.topic() != topic:
+            break
+        i += 1
+        off = m.offset()
+        if off < nxt:
+            continue  # a prefetched record before our start (cached consumer)
+        if nxt < 0:
+            nxt = off if p.start < 0 else p.start
+        if off != nxt or run is None:
+            run = [off, 0]
+            runs.append(run)
+        run[1] += 1
+        value = m.value()
+        key = m.key()
+        ts = m.timestamp()[1]
+        cb = dr if count else dr_first
+        try:
+            produce(remote, value, key, part, on_delivery=cb, timestamp=ts, headers=m.headers())
+        except BufferError:
+            poll(0.05)
+            produce(remote, value, key, part, on_delivery=cb, timestamp=ts, headers=m.headers())
+        count += 1
+        if value:
+            nbytes += len(value)
+        if key:
+            nbytes += len(key)
+        nxt = off + 1
+        if not (count & sample_every):
+            samples.append(ts)
+        if count >= budget:
+            samples.append(ts)
+            p.paused = True
+            break
+    p.next, p.count, p.bytes = nxt, count, nbytes
+    return i
 
 
 def _finish_deliveries(spec: JobSpec, parts: list[_Partition], producer: Any, summary: dict[str, Any],
