@@ -1,0 +1,112 @@
+"""librdkafka settings for the job's clients, and a per-process cache of them.
+
+Python workers are reused across Spark tasks (`spark.python.worker.reuse`), so a worker keeps
+its consumer, producers and their connections in `CACHE` (module state survives between tasks;
+the pickled task function's globals do not).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from typing import Any, Callable, Mapping
+
+from reconciler.replication.spec import ClusterSpec, JobSpec, job_group
+
+# Client settings the job owns: a cluster's own `config` may not override these.
+_FORCED_CONSUMER = {
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": True,
+    "auto.offset.reset": "error",  # an out-of-range offset is reported, never silently reset
+}
+
+
+def consumer_config(cluster: ClusterSpec, spec: JobSpec, *, group: str | None = None,
+                    environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "group.id": group or job_group(spec),
+        "isolation.level": "read_committed",
+        "fetch.wait.max.ms": 50,  # an idle partition answers (EOF) within this
+        "fetch.max.bytes": 52_428_800,
+        "max.partition.fetch.bytes": 4_194_304,
+        "queued.max.messages.kbytes": 65_536,
+        "socket.keepalive.enable": True,
+        "client.id": f"reconciler-mirror-{spec.source.alias}-{spec.target.alias}",
+    }
+    conf.update(cluster.client_config(environ))
+    conf.update(_FORCED_CONSUMER)
+    return conf
+
+
+def producer_config(cluster: ClusterSpec, spec: JobSpec, *, transactional_id: str | None = None,
+                    environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "linger.ms": 5,
+        "batch.size": 1_048_576,
+        "batch.num.messages": 100_000,
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576,
+        "message.timeout.ms": 120_000,
+        "socket.keepalive.enable": True,
+        "client.id": f"reconciler-mirror-{spec.source.alias}-{spec.target.alias}",
+    }
+    conf.update(cluster.client_config(environ))
+    conf.update({"enable.idempotence": True, "acks": "all"})
+    if transactional_id:
+        conf["transactional.id"] = transactional_id
+        conf["transaction.timeout.ms"] = 60_000
+        conf["message.timeout.ms"] = min(int(conf.get("message.timeout.ms", 60_000)), 60_000)
+    return conf
+
+
+def admin_config(cluster: ClusterSpec, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return {"socket.keepalive.enable": True, **cluster.client_config(environ)}
+
+
+def process_identity() -> str:
+    """Which worker process this is: a transactional producer is reused only by its own process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class ClientCache:
+    """Clients of one worker process, keyed by whatever identifies their settings."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: dict[tuple, Any] = {}
+
+    def get(self, key: tuple, factory: Callable[[], Any]) -> Any:
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = self._clients[key] = factory()
+            return client
+
+    def keys(self) -> list[tuple]:
+        return list(self._clients)
+
+    def peek(self, key: tuple) -> Any:
+        return self._clients.get(key)
+
+    def put(self, key: tuple, client: Any) -> None:
+        self._clients[key] = client
+
+    def drop(self, key: tuple) -> None:
+        with self._lock:
+            client = self._clients.pop(key, None)
+        if client is not None:
+            close = getattr(client, "close", None)
+            try:
+                if close is not None:
+                    close()
+            except Exception:  # noqa: BLE001 - closing a broken client must not fail the task
+                pass
+
+    def clear(self) -> None:
+        for key in list(self._clients):
+            self.drop(key)
+
+
+CACHE = ClientCache()

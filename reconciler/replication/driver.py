@@ -1,0 +1,483 @@
+"""The driver loop of a replication job: refresh topics, plan a micro-batch, run it, commit, report.
+
+    start: internal topics, topics and partitions (route()), remote topics created, transactional
+           ids fenced (exactly-once), positions loaded
+    loop:  re-read the spec file and rediscover topics/partitions every refresh interval
+           plan one task per slot: its partitions and the offset each starts from
+           run the tasks (Spark: one Spark partition per task, `mapPartitions(worker.run_tasks)`)
+           absorb the summaries: positions, counts, lag, latency, offset syncs, out-of-range
+           at-least-once: write offset syncs, then commit the next offsets on the source cluster
+           heartbeats, checkpoints and status when due
+           sleep `trigger_interval_ms` when the batch copied nothing
+
+Partitions are assigned to slots stickily (a partition keeps its slot, new ones go to the least
+loaded), and exactly-once commits record the slot, so a partition's transactional id is stable
+across batches and restarts.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+from reconciler.replication import clients
+from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
+from reconciler.replication.offsets import OffsetStore, fence
+from reconciler.replication.spec import EXIT_RESTART_REQUIRED, JobSpec
+from reconciler.replication.status import LatencyWindow, RateWindow, StatusPublisher
+from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
+from reconciler.replication.worker import run_tasks
+from reconciler.topology import secrets
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+MAX_FINDINGS = 20
+
+
+class Executor(Protocol):
+    def run(self, spec_dict: dict[str, Any], tasks: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+
+
+class LocalExecutor:
+    """Runs the tasks in this process, one after another (unit tests, debugging)."""
+
+    def run(self, spec_dict: dict[str, Any], tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return list(run_tasks(spec_dict, tasks))
+
+
+class SparkExecutor:
+    """One Spark partition per task; records move inside the Python workers."""
+
+    def __init__(self, spark_context: Any):
+        self.sc = spark_context
+
+    def run(self, spec_dict: dict[str, Any], tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not tasks:
+            return []
+        rdd = self.sc.parallelize(tasks, len(tasks))
+        return rdd.mapPartitions(lambda it: run_tasks(spec_dict, it)).collect()
+
+
+@dataclass
+class _Lag:
+    remote: str
+    next: int
+    end: int | None
+
+
+class ReplicationDriver:
+    def __init__(self, spec: JobSpec | str | Path, executor: Executor, *, environ: Mapping[str, str] | None = None,
+                 install_signal_handlers: bool = False):
+        self.spec_path = None if isinstance(spec, JobSpec) else Path(spec)
+        self.spec = spec if isinstance(spec, JobSpec) else JobSpec.load(spec)
+        self.executor = executor
+        self.environ = environ
+        self.stop_event = threading.Event()
+        self.exit_code = 0
+        self.state = "starting"
+        self.started_at = int(time.time() * 1000)
+        self.records = 0
+        self.bytes = 0
+        self.batches = 0
+        self.errors = 0
+        self.last_error: str | None = None
+        self.findings: list[str] = []
+        self.out_of_range: list[dict[str, Any]] = []
+        self.halted: set[TP] = set()
+        self.positions: dict[TP, int] = {}
+        self.sync_states: dict[TP, list[int]] = {}
+        self.last_synced: dict[TP, tuple[int, int]] = {}  # last replicated (up, down), for delayed syncs
+        self.delayed_syncs: dict[TP, tuple[int, int]] = {}
+        self.slots: dict[TP, int] = {}
+        self.consumer_epoch = 0  # bumped to make workers drop cached consumers (topics deleted, offsets reset)
+        self._failures = 0
+        self.known_topics: set[str] = set()
+        self.last_owner: dict[int, str] = {}
+        self.lag: dict[TP, _Lag] = {}
+        self.plan = PartitionPlan()
+        self.latency = LatencyWindow()
+        self.rate = RateWindow()
+        self._redact = secrets.Redactor()
+        for c in (self.spec.source, self.spec.target):
+            self._redact.add_from(dict(c.config), environ)
+        if install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stop_event.set())
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def _connect(self) -> None:
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient
+
+        spec, env = self.spec, self.environ
+        self.source_admin = AdminClient(clients.admin_config(spec.source, env))
+        self.target_admin = AdminClient(clients.admin_config(spec.target, env))
+        self.topics = TopicManager(spec, self.source_admin, self.target_admin)
+        self.source_producer = Producer(clients.producer_config(spec.source, spec, environ=env))
+        self.target_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
+        self.offsets = OffsetStore(spec, env)
+        self.heartbeats = HeartbeatEmitter(spec, self.source_producer)
+        self.syncs = OffsetSyncWriter(spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer)
+        self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.target_admin, self.target_producer, env)
+        self.status = StatusPublisher(self.target_producer, spec.flow)
+
+    def start(self) -> None:
+        self._connect()
+        errs = self.topics.ensure_internal()
+        for e in errs:
+            self._error(e)
+        if self.spec.exactly_once:
+            # Fence every transactional id the job may use before reading positions, so a zombie
+            # cannot commit after we read (its open transaction is aborted).
+            fence(self.spec, range(self.spec.parallelism), self.environ)
+        self.refresh(first=True)
+        # Replay the offset syncs written before this start (MM2's OffsetSyncStore.start()), so the
+        # syncs this run writes are added with their full history.
+        self.checkpoints.read_syncs(timeout=15)
+        now = time.monotonic()
+        self._next = {"refresh": now + self.spec.refresh_interval_seconds, "heartbeat": now,
+                      "checkpoint": now + self.spec.checkpoints_interval_seconds, "status": now,
+                      "delayed_syncs": now + self.spec.checkpoints_interval_seconds}
+        self.state = "running"
+        self.publish_status()
+
+    def close(self) -> None:
+        for name in ("offsets", "checkpoints"):
+            obj = getattr(self, name, None)
+            if obj is not None:
+                obj.close()
+        for name in ("source_producer", "target_producer"):
+            p = getattr(self, name, None)
+            if p is not None:
+                p.flush(10)
+
+    def run(self, max_batches: int | None = None, max_seconds: float | None = None) -> int:
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        try:
+            self.start()
+            while not self.stop_event.is_set():
+                if max_batches is not None and self.batches >= max_batches:
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                moved = self.step()
+                if self.exit_code:
+                    break
+                if not moved:
+                    self.stop_event.wait(self.spec.trigger_interval_ms / 1000.0)
+            if self.state not in ("restart-required", "failed"):
+                self.state = "stopped"
+        except Exception as exc:
+            self.state = "failed"
+            self._error(f"{type(exc).__name__}: {exc}")
+            log.exception("replication job failed")
+            self.exit_code = self.exit_code or 1
+        finally:
+            try:
+                self.publish_status()
+            except Exception:  # noqa: BLE001
+                pass
+            self.close()
+        return self.exit_code
+
+    # --- one iteration ----------------------------------------------------------------------
+    def step(self) -> bool:
+        now = time.monotonic()
+        if now >= self._next["refresh"]:
+            self._next["refresh"] = now + self.spec.refresh_interval_seconds
+            if self.reload_spec():
+                self.refresh()
+        tasks = self.plan_tasks()
+        moved = 0
+        if tasks:
+            try:
+                summaries = self.executor.run(self.spec.to_dict(), tasks)
+            except Exception as exc:  # noqa: BLE001 - e.g. a Python worker died: nothing was committed
+                self._error(f"batch failed: {type(exc).__name__}: {str(exc)[:500]}")
+                self.consumer_epoch += 1
+                self.last_owner.clear()
+                if self.spec.exactly_once:
+                    self._reload_positions(list(self.plan.copy))
+                self.stop_event.wait(min(5.0, 0.5 * (1 + self._failures)))
+                self._failures += 1
+                summaries = []
+            else:
+                self._failures = 0
+            moved = self.absorb(summaries)
+        self.batches += 1
+        self.tick()
+        return moved > 0
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        spec = self.spec
+        try:
+            if spec.heartbeats_enabled and now >= self._next["heartbeat"]:
+                self._next["heartbeat"] = now + spec.heartbeats_interval_seconds
+                self.heartbeats.emit()
+            if now >= self._next["delayed_syncs"]:
+                self._next["delayed_syncs"] = now + spec.checkpoints_interval_seconds
+                self.flush_delayed_syncs()
+            if spec.checkpoints_enabled and now >= self._next["checkpoint"]:
+                self._next["checkpoint"] = now + spec.checkpoints_interval_seconds
+                self.checkpoints.emit()
+        except Exception as exc:  # noqa: BLE001 - side channels are retried next time
+            self._error(f"{type(exc).__name__}: {exc}")
+        if now >= self._next["status"]:
+            self._next["status"] = now + spec.status_interval_seconds
+            try:
+                self.publish_status()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("cannot publish status: %s", exc)
+
+    # --- spec reload and topic refresh ------------------------------------------------------
+    def reload_spec(self) -> bool:
+        """Re-read the spec file; apply hot-reloadable changes. False if the job must stop."""
+        if self.spec_path is None:
+            return True
+        try:
+            new = JobSpec.load(self.spec_path)
+        except Exception as exc:  # noqa: BLE001 - a half-written or broken file: keep the current spec
+            self._error(f"cannot re-read spec {self.spec_path}: {exc}")
+            return True
+        if new.spec_hash() == self.spec.spec_hash():
+            return True
+        restart = self.spec.restart_fields(new)
+        if restart:
+            self.state = "restart-required"
+            self._error(f"spec changed in fields that need a restart: {', '.join(sorted(restart))}")
+            self.exit_code = EXIT_RESTART_REQUIRED
+            self.stop_event.set()
+            return False
+        log.info("applying new spec %s (changed: %s)", new.spec_hash()[:12], sorted(self.spec.changed_fields(new)))
+        self.spec = new
+        self.topics.spec = new
+        self.checkpoints.update_spec(new)
+        self.heartbeats.spec = new
+        return True
+
+    def refresh(self, first: bool = False) -> None:
+        """Discover source topics/partitions, create missing remote topics, load new positions."""
+        flow = self.spec.to_flow()
+        source = self.topics.describe(self.source_admin, 15)
+        target = self.topics.describe(self.target_admin, 15)
+        plan = plan_partitions(flow, source, target)
+        findings = list(plan.findings)
+        if plan.create:
+            findings += self.topics.create_remote(plan.create)
+            target = self.topics.describe(self.target_admin, 15)
+            plan = plan_partitions(flow, source, target)
+            findings += [f for f in plan.findings if f not in findings]
+        if plan.grow:
+            findings += self.topics.grow_remote(plan.grow)
+        self.findings = findings[-MAX_FINDINGS:]
+        for f in findings:
+            log.warning("%s", f)
+        new = {tp: remote for tp, remote in plan.copy.items() if tp not in self.positions}
+        if new:
+            loaded = self.offsets.load(new)
+            for tp, (offset, slot) in loaded.items():
+                self.positions[tp] = offset if offset is not None else -2
+                if slot is not None and 0 <= slot < self.spec.parallelism:
+                    self.slots[tp] = slot
+            self._assign_slots(list(new))
+        vanished = sorted(self.known_topics - set(source))
+        if vanished:
+            self.consumer_epoch += 1
+            self._error(f"source topics disappeared: {', '.join(vanished)} (their positions are dropped; a topic "
+                        f"created again under the same name is copied from its beginning)")
+        self.known_topics = {t for t, _ in plan.copy}
+        gone = [tp for tp in self.positions if tp not in plan.copy]
+        for tp in gone:  # topic deleted or no longer matching: forget (positions reload if it returns)
+            self.positions.pop(tp, None)
+            self.slots.pop(tp, None)
+            self.lag.pop(tp, None)
+        self.plan = plan
+
+    def _assign_slots(self, tps: list[TP]) -> None:
+        load = {s: 0 for s in range(self.spec.parallelism)}
+        for tp, s in self.slots.items():
+            if s in load and tp in self.positions:
+                load[s] += 1
+        for tp in sorted(tps):
+            if tp in self.slots and self.slots[tp] in load:
+                continue
+            slot = min(load, key=lambda s: (load[s], s))
+            self.slots[tp] = slot
+            load[slot] += 1
+
+    # --- planning and results ---------------------------------------------------------------
+    def plan_tasks(self) -> list[dict[str, Any]]:
+        by_slot: dict[int, list[dict[str, Any]]] = {}
+        for tp, remote in sorted(self.plan.copy.items()):
+            if tp in self.halted or tp not in self.positions:
+                continue
+            slot = self.slots.get(tp, 0)
+            by_slot.setdefault(slot, []).append({
+                "topic": tp[0], "partition": tp[1], "remote": remote, "start": self.positions[tp],
+                "sync_state": self.sync_states.get(tp),
+            })
+        return [{"slot": s, "batch": self.batches, "partitions": parts, "last_owner": self.last_owner.get(s),
+                 "consumer_epoch": self.consumer_epoch}
+                for s, parts in sorted(by_slot.items())]
+
+    def absorb(self, summaries: list[dict[str, Any]]) -> int:
+        moved = 0
+        to_commit: dict[TP, int] = {}
+        latency: list[float] = []
+        silent: list[tuple[TP, dict[str, Any]]] = []
+        for s in summaries:
+            if s.get("process"):
+                self.last_owner[s["slot"]] = s["process"] if not s.get("fatal") else None
+            if s.get("error"):
+                self._error(f"slot {s['slot']}: {s['error']}")
+            latency += s.get("latency_ms", [])
+            for p in s.get("partitions", []):
+                tp = (p["topic"], p["partition"])
+                if p.get("error") and not s.get("error"):
+                    self._error(f"{tp[0]}[{tp[1]}]: {p['error']}")
+                if p.get("out_of_range"):
+                    self._out_of_range(tp, p["start"], p["out_of_range"])
+                    continue
+                if p["count"] == 0 and not p["eof"] and not s.get("error") and p["start"] >= 0:
+                    silent.append((tp, p))
+                nxt = p["next"]
+                if p["count"] > 0 or (nxt >= 0 and nxt != self.positions.get(tp)):
+                    if self.spec.exactly_once and s.get("error"):
+                        continue  # aborted transaction: nothing moved
+                    self.positions[tp] = nxt
+                    to_commit[tp] = nxt
+                self.records += p["count"]
+                self.bytes += p["bytes"]
+                moved += p["count"]
+                if p.get("sync_state") is not None:
+                    self.sync_states[tp] = p["sync_state"]
+                if p["syncs"]:
+                    self.syncs.write(tp[0], tp[1], p["syncs"])
+                    self.delayed_syncs.pop(tp, None)
+                last = p.get("last")
+                if last is not None:
+                    if p["syncs"] and list(p["syncs"][-1]) == list(last):
+                        self.delayed_syncs.pop(tp, None)
+                    else:
+                        self.delayed_syncs[tp] = (last[0], last[1])  # published at the next flush
+                self.lag[tp] = _Lag(p["remote"], self.positions.get(tp, nxt), p.get("hw"))
+        if s_error := [s for s in summaries if s.get("error")]:
+            if self.spec.exactly_once:
+                self._reload_positions([(p["topic"], p["partition"]) for s in s_error for p in s.get("partitions", [])])
+        self.syncs.flush()
+        if not self.spec.exactly_once:
+            self.offsets.commit(to_commit)
+        self.latency.add(latency)
+        self.rate.add(moved)
+        for tp, p in silent:
+            self._check_position(tp, p["start"])
+        return moved
+
+    def flush_delayed_syncs(self) -> None:
+        """MM2 publishes the latest unsynced mapping of each partition at offset commit time."""
+        if not self.delayed_syncs:
+            return
+        delayed, self.delayed_syncs = self.delayed_syncs, {}
+        for (topic, partition), pair in delayed.items():
+            self.syncs.write(topic, partition, [pair])
+        self.syncs.flush()
+
+    def _reload_positions(self, tps: list[TP]) -> None:
+        """After a failed exactly-once batch the target group is the truth (it may have committed)."""
+        wanted = {tp: self.plan.copy[tp] for tp in tps if tp in self.plan.copy}
+        try:
+            for tp, (offset, _slot) in self.offsets.load(wanted).items():
+                self.positions[tp] = offset if offset is not None else -2
+        except Exception as exc:  # noqa: BLE001
+            self._error(f"cannot re-read exactly-once positions: {exc}")
+
+    # --- out of range -----------------------------------------------------------------------
+    def _check_position(self, tp: TP, position: int) -> None:
+        """A partition that answered neither records nor end-of-partition: is the position valid?"""
+        try:
+            low, high = self.offsets.watermarks(*tp)
+            if position < low:
+                self._out_of_range(tp, position, f"offset {position} is below the earliest offset {low} (truncated)",
+                                   low, high)
+                return
+            if position <= high:
+                return
+            end = self.offsets.end_offset(*tp)
+            if end is not None and position > end:
+                self._out_of_range(tp, position, f"offset {position} is past the end {end} (partition recreated?)",
+                                   low, end)
+        except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
+            log.info("cannot check position of %s: %s", tp, exc)
+
+    def _out_of_range(self, tp: TP, position: int, reason: str, low: int | None = None, high: int | None = None) -> None:
+        if low is None:
+            try:
+                low, high = self.offsets.watermarks(*tp)
+            except Exception:  # noqa: BLE001
+                low, high = None, None
+        action = "halted" if self.spec.offset_reset == "halt" else f"reset to earliest offset {low}"
+        event = {"topic": tp[0], "partition": tp[1], "position": position, "low": low, "high": high,
+                 "reason": reason, "action": action, "at": int(time.time() * 1000)}
+        self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
+        self._error(f"{tp[0]}[{tp[1]}]: out of range: {reason}; {action}")
+        if self.spec.offset_reset == "halt" or low is None:
+            self.halted.add(tp)
+            self.consumer_epoch += 1
+            return
+        self.positions[tp] = low
+        self.sync_states.pop(tp, None)
+        self.consumer_epoch += 1
+        if not self.spec.exactly_once:
+            self.offsets.commit({tp: low})
+
+    # --- status -----------------------------------------------------------------------------
+    def _error(self, text: str) -> None:
+        text = self._redact(text)
+        self.errors += 1
+        self.last_error = text
+        log.warning("%s", text)
+
+    def status_record(self) -> dict[str, Any]:
+        lag = []
+        total = 0
+        for (topic, partition), l in sorted(self.lag.items()):
+            value = None if l.end is None or l.next < 0 else max(0, l.end - l.next)
+            total += value or 0
+            lag.append({"topic": topic, "partition": partition, "remote": l.remote, "next": l.next,
+                        "end": l.end, "lag": value})
+        state = self.state
+        if state == "running" and self.halted:
+            state = "degraded"
+        return {
+            "flow": self.spec.flow, "spec_hash": self.spec.spec_hash(), "git_revision": self.spec.git_revision,
+            "delivery": self.spec.delivery, "state": state, "started_at": self.started_at,
+            "heartbeat_at": int(time.time() * 1000), "records": self.records, "bytes": self.bytes,
+            "records_per_second": round(self.rate.rate(), 1), "batches": self.batches,
+            "partitions": len(self.plan.copy), "lag_total": total, "lag": lag,
+            "latency_ms": self.latency.snapshot(), "errors": self.errors, "last_error": self.last_error,
+            "findings": self.findings, "out_of_range": self.out_of_range,
+            "halted": [f"{t}:{p}" for t, p in sorted(self.halted)],
+            "checkpoints_emitted": self.checkpoints.emitted if hasattr(self, "checkpoints") else 0,
+        }
+
+    def publish_status(self) -> None:
+        if hasattr(self, "status"):
+            self.status.publish(self.status_record())
+
+
+def run_job(spec_path: str | Path, executor: Executor, **kw: Any) -> int:
+    driver = ReplicationDriver(spec_path, executor, install_signal_handlers=True)
+    return driver.run(**kw)
+
+
+def configure_logging(level: str = "INFO") -> None:
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+

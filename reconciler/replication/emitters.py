@@ -1,0 +1,226 @@
+"""MirrorMaker 2's side channels, run by the driver: heartbeats, offset syncs and checkpoints.
+
+All three use MM2's binary formats (reconciler.mirror.records) so Java tooling reads them.
+
+* Heartbeats: `Heartbeat(source alias, target alias, now)` to `heartbeats` on the SOURCE cluster,
+  which the flow replicates like any topic (route() always lets heartbeats through), giving
+  `A.heartbeats` on B and `B.A.heartbeats` on C down a chain.
+* Offset syncs: `OffsetSync(source topic, partition, upstream, downstream)` to
+  `mm2-offset-syncs.<alias>.internal`, decided by the workers with MM2's rules.
+* Checkpoints: the committed offsets of the source groups the flow's group filter matches,
+  translated through the offset syncs (MM2's conservative OffsetSyncStore rule), written to
+  `<source>.checkpoints.internal` on the target; optionally committed to the same group on the
+  target while that group has no active members there (sync group offsets).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Mapping
+
+from reconciler.analysis.expansion import route
+from reconciler.mirror.offset_translation import OffsetSyncStore
+from reconciler.mirror.policy import HEARTBEATS_TOPIC, checkpoints_topic
+from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
+from reconciler.replication import clients
+from reconciler.replication.spec import JobSpec, job_group, offset_syncs_topic_name
+
+log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class HeartbeatEmitter:
+    def __init__(self, spec: JobSpec, source_producer: Any):
+        self.spec = spec
+        self.producer = source_producer
+
+    def emit(self) -> None:
+        hb = Heartbeat(self.spec.source.alias, self.spec.target.alias, now_ms())
+        self.producer.produce(HEARTBEATS_TOPIC, hb.record_value(), hb.record_key(), partition=0)
+        self.producer.poll(0)
+
+
+class OffsetSyncWriter:
+    """Writes the syncs the workers decided; `flush()` before source offsets are committed."""
+
+    def __init__(self, spec: JobSpec, producer: Any):
+        self.topic = offset_syncs_topic_name(spec)
+        self.producer = producer
+        self.errors: list[str] = []
+
+    def _dr(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def write(self, topic: str, partition: int, pairs: list[tuple[int, int]] | list[list[int]]) -> None:
+        for up, down in pairs:
+            sync = OffsetSync(topic, partition, up, down)
+            self.producer.produce(self.topic, sync.record_value(), sync.record_key(), partition=0, on_delivery=self._dr)
+
+    def flush(self, timeout: float = 30.0) -> None:
+        self.producer.flush(timeout)
+        if self.errors:
+            errors, self.errors = self.errors, []
+            raise RuntimeError(f"offset syncs not written: {errors[0]}")
+
+
+class CheckpointEmitter:
+    """Reads offset syncs as they come, and emits checkpoints for the flow's consumer groups."""
+
+    def __init__(self, spec: JobSpec, source_admin: Any, target_admin: Any, target_producer: Any,
+                 environ: Mapping[str, str] | None = None):
+        from confluent_kafka import Consumer
+
+        self.spec = spec
+        self.flow = spec.to_flow()
+        self.source_admin = source_admin
+        self.target_admin = target_admin
+        self.producer = target_producer
+        syncs_cluster = spec.source if spec.offset_syncs_on_source else spec.target
+        self._syncs_consumer = Consumer(clients.consumer_config(syncs_cluster, spec, group=job_group(spec) + ".syncs",
+                                                                environ=environ))
+        self._syncs_topic = offset_syncs_topic_name(spec)
+        self._assigned = False
+        self.store = OffsetSyncStore(read_to_end=False)
+        self._last: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self._last_group_sync = 0.0
+        self.emitted = 0
+
+    def update_spec(self, spec: JobSpec) -> None:
+        self.spec = spec
+        self.flow = spec.to_flow()
+
+    def close(self) -> None:
+        try:
+            self._syncs_consumer.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # --- offset syncs ---------------------------------------------------------------------
+    def read_syncs(self, timeout: float = 5.0) -> int:
+        """Read new offset syncs up to the end of the topic; the first full read ends the replay."""
+        from confluent_kafka import KafkaError, TopicPartition
+
+        if not self._assigned:
+            self._syncs_consumer.assign([TopicPartition(self._syncs_topic, 0, -2)])
+            self._assigned = True
+        n = 0
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msgs = self._syncs_consumer.consume(10_000, 0) or self._syncs_consumer.consume(1, 0.2)
+            eof = False
+            for m in msgs:
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        eof = True
+                    continue
+                try:
+                    self.store.add(OffsetSync.deserialize(m.key(), m.value()))
+                    n += 1
+                except RecordFormatError as exc:
+                    log.warning("ignoring a malformed offset sync at offset %d: %s", m.offset(), exc)
+            if eof:
+                if not self.store.read_to_end:
+                    self.store.mark_read_to_end()
+                break
+        return n
+
+    # --- checkpoints ----------------------------------------------------------------------
+    def source_group_offsets(self, timeout: float = 10.0) -> dict[str, dict[tuple[str, int], int]]:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        listed = self.source_admin.list_consumer_groups(request_timeout=timeout).result(timeout)
+        own = job_group(self.spec)
+        groups = sorted(g.group_id for g in listed.valid
+                        if self.flow.groups.matches(g.group_id) and not g.group_id.startswith(own))
+        out: dict[str, dict[tuple[str, int], int]] = {}
+        for group in groups:
+            try:
+                res = self.source_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                                    request_timeout=timeout)[group].result(timeout)
+            except Exception as exc:  # noqa: BLE001 - a group may vanish meanwhile
+                log.info("cannot read offsets of group %s: %s", group, exc)
+                continue
+            offsets = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
+                       if tp.offset >= 0 and tp.error is None}
+            if offsets:
+                out[group] = offsets
+        return out
+
+    def checkpoints(self, group_offsets: Mapping[str, Mapping[tuple[str, int], int]]) -> list[Checkpoint]:
+        out = []
+        for group, offsets in sorted(group_offsets.items()):
+            for (topic, partition), upstream in sorted(offsets.items()):
+                remote = route(self.flow, topic)
+                if remote is None:
+                    continue
+                downstream = self.store.translate_downstream(topic, partition, upstream)
+                if downstream is None:
+                    continue
+                out.append(Checkpoint(group, remote, partition, upstream, downstream, ""))
+        return out
+
+    def emit(self) -> list[Checkpoint]:
+        """One checkpoint round: read syncs, translate, write changed checkpoints; sync groups if due."""
+        self.read_syncs()
+        if not self.store.read_to_end:
+            return []
+        group_offsets = self.source_group_offsets()
+        cps = self.checkpoints(group_offsets)
+        topic = checkpoints_topic(self.spec.source.alias)
+        changed = []
+        for cp in cps:
+            key = (cp.consumer_group_id, cp.topic, cp.partition)
+            if self._last.get(key) == (cp.upstream_offset, cp.downstream_offset):
+                continue
+            self.producer.produce(topic, cp.record_value(), cp.record_key(), partition=0)
+            self._last[key] = (cp.upstream_offset, cp.downstream_offset)
+            changed.append(cp)
+        if changed:
+            left = self.producer.flush(15)
+            if left:
+                raise RuntimeError(f"{left} checkpoints not acknowledged")
+            self.emitted += len(changed)
+        if self.spec.sync_group_offsets and time.monotonic() - self._last_group_sync >= self.spec.sync_group_offsets_interval_seconds:
+            self._last_group_sync = time.monotonic()
+            self.sync_group_offsets(cps)
+        return changed
+
+    def sync_group_offsets(self, cps: list[Checkpoint], timeout: float = 10.0) -> list[str]:
+        """Commit translated offsets to the same groups on the target, for groups with no active
+        member there, never moving a group backwards (MM2's sync.group.offsets)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        by_group: dict[str, list[Checkpoint]] = {}
+        for cp in cps:
+            by_group.setdefault(cp.consumer_group_id, []).append(cp)
+        synced = []
+        for group, group_cps in sorted(by_group.items()):
+            try:
+                desc = self.target_admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout)
+                if desc.members:
+                    continue  # active on the target: the consumers there own their offsets
+            except Exception:  # noqa: BLE001 - unknown group on the target: nothing active
+                pass
+            current: dict[tuple[str, int], int] = {}
+            try:
+                res = self.target_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                                    request_timeout=timeout)[group].result(timeout)
+                current = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions}
+            except Exception:  # noqa: BLE001
+                current = {}
+            tps = [TopicPartition(cp.topic, cp.partition, cp.downstream_offset) for cp in group_cps
+                   if current.get((cp.topic, cp.partition), -1) < cp.downstream_offset]
+            if not tps:
+                continue
+            try:
+                self.target_admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)],
+                                                               request_timeout=timeout)[group].result(timeout)
+                synced.append(group)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
+        return synced

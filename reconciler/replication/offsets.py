@@ -1,0 +1,141 @@
+"""Where the job keeps its source positions.
+
+* at-least-once: the job's group on the SOURCE cluster; the driver commits the next offsets after
+  the workers report every record acknowledged (so a crash re-copies, never skips).
+* exactly-once (KIP-656): the job's group on the TARGET cluster, written only by the workers'
+  transactional producers together with the records (`send_offsets_to_transaction`). The group is
+  the source of truth on restart. Offsets are stored under the REMOTE topic name and partition
+  (remote partition i mirrors source partition i): brokers may drop offsets of topics they do not
+  have (Tansu does), and the remote topic always exists on the target. Commit metadata records
+  the slot (transactional id) that wrote the partition, so its id stays stable across restarts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Iterable, Mapping
+
+from reconciler.replication import clients
+from reconciler.replication.spec import JobSpec, job_group, transactional_id
+
+log = logging.getLogger(__name__)
+
+TP = tuple[str, int]
+
+
+def _retry(what: str, fn, attempts: int = 5, delay: float = 0.5):
+    last: Exception | None = None
+    for i in range(attempts):
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - transient broker errors are retried
+            last = exc
+            log.warning("%s failed (attempt %d/%d): %s", what, i + 1, attempts, exc)
+            time.sleep(delay * (2 ** i))
+    assert last is not None
+    raise last
+
+
+class OffsetStore:
+    """Reads (and, at-least-once, commits) the job's positions: {(topic, partition): next offset}."""
+
+    def __init__(self, spec: JobSpec, environ: Mapping[str, str] | None = None):
+        from confluent_kafka import Consumer
+
+        self.spec = spec
+        self.exactly_once = spec.exactly_once
+        self._source = Consumer(clients.consumer_config(spec.source, spec, environ=environ))
+        self._target = Consumer(clients.consumer_config(spec.target, spec, environ=environ)) if spec.exactly_once else None
+
+    def close(self) -> None:
+        for c in (self._source, self._target):
+            if c is not None:
+                try:
+                    c.close()
+                except Exception:  # noqa: BLE001
+                    pass
+
+    def load(self, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+        """(next offset or None, slot or None) per partition; `partitions` maps (topic, p) -> remote topic."""
+        from confluent_kafka import TopicPartition
+
+        if not partitions:
+            return {}
+        keys = list(partitions)
+        out: dict[TP, tuple[int | None, int | None]] = {k: (None, None) for k in keys}
+        if self.exactly_once:
+            assert self._target is not None
+            tps = [TopicPartition(partitions[k], k[1]) for k in keys]
+            got = _retry("read exactly-once offsets", lambda: self._target.committed(tps, timeout=15))
+            for k, tp in zip(keys, got):
+                if tp.offset >= 0:
+                    slot = None
+                    try:
+                        slot = int(json.loads(tp.metadata or "{}").get("slot"))
+                    except (ValueError, TypeError, AttributeError):
+                        slot = None
+                    out[k] = (tp.offset, slot)
+        # At-least-once positions; for exactly-once they seed partitions the target group lacks
+        # (e.g. a flow switched from at-least-once), instead of copying everything again.
+        tps = [TopicPartition(k[0], k[1]) for k in keys]
+        got = _retry("read source offsets", lambda: self._source.committed(tps, timeout=15))
+        for k, tp in zip(keys, got):
+            if out[k][0] is None and tp.offset >= 0:
+                out[k] = (tp.offset, None)
+        return out
+
+    def commit(self, positions: Mapping[TP, int]) -> None:
+        """at-least-once: commit next offsets on the source cluster (after acknowledgement)."""
+        from confluent_kafka import TopicPartition
+
+        if self.exactly_once or not positions:
+            return
+        tps = [TopicPartition(t, p, o) for (t, p), o in positions.items() if o >= 0]
+        if tps:
+            _retry("commit source offsets", lambda: self._source.commit(offsets=tps, asynchronous=False))
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        from confluent_kafka import TopicPartition
+
+        return self._source.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+
+    def end_offset(self, topic: str, partition: int, timeout: float = 5.0) -> int | None:
+        """The true end of a partition, read to end-of-partition from just before the reported end.
+
+        Needed on brokers whose ListOffsets(latest) is below the end (Tansu reports the base offset
+        of the last batch + 1)."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        low, high = self.watermarks(topic, partition)
+        probe = Consumer(clients.consumer_config(self.spec.source, self.spec, group=job_group(self.spec) + ".probe"))
+        try:
+            probe.assign([TopicPartition(topic, partition, max(low, high - 1))])
+            deadline = time.monotonic() + timeout
+            end = high
+            while time.monotonic() < deadline:
+                m = probe.poll(0.2)
+                if m is None:
+                    continue
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        return max(end, m.offset())
+                    continue
+                end = max(end, m.offset() + 1)
+            return None
+        finally:
+            probe.close()
+
+
+def fence(spec: JobSpec, slots: Iterable[int], environ: Mapping[str, str] | None = None) -> None:
+    """Initialise each slot's transactional id once: aborts a zombie's open transaction and fences it,
+    before the job reads its positions (exactly-once start-up)."""
+    from confluent_kafka import Producer
+
+    for slot in sorted(set(slots)):
+        producer = Producer(clients.producer_config(spec.target, spec, transactional_id=transactional_id(spec, slot),
+                                                    environ=environ))
+        _retry(f"fence {transactional_id(spec, slot)}", lambda: producer.init_transactions(30))
+        producer.flush(5)
+        del producer

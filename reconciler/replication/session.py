@@ -1,0 +1,46 @@
+"""Building the SparkSession of a replication job."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from reconciler.replication.spec import JobSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def spark_conf(spec: JobSpec, master: str | None = None) -> dict[str, str]:
+    """Spark settings for a job: worker reuse (clients are cached per Python worker), no UI by
+    default, the project importable by Python workers, and the spec's own `spark_conf` last."""
+    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    pythonpath = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    conf = {
+        "spark.master": master or spec.master,
+        "spark.app.name": f"mirror {spec.flow}",
+        "spark.python.worker.reuse": "true",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.task.maxFailures": "1",  # the worker never raises; a crash is re-planned by the driver
+        "spark.pyspark.python": python,
+        "spark.executorEnv.PYTHONPATH": pythonpath,
+        "spark.executorEnv.PYSPARK_PYTHON": python,
+        "spark.sql.shuffle.partitions": str(max(1, spec.parallelism)),
+        "spark.driver.memory": "512m",
+        "spark.executor.memory": "512m",
+    }
+    conf.update({str(k): str(v) for k, v in spec.spark_conf.items()})
+    return conf
+
+
+def build_session(spec: JobSpec, master: str | None = None, extra: Mapping[str, str] | None = None) -> Any:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for k, v in {**spark_conf(spec, master), **(extra or {})}.items():
+        builder = builder.config(k, v)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session

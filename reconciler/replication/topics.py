@@ -1,0 +1,204 @@
+"""What to replicate: source topics through `expansion.route`, and the remote topics they need.
+
+`plan_partitions` is pure (source and target topic descriptions in, work and findings out), so
+the partition rules are tested without a broker — including added partitions, which Tansu
+cannot create. `TopicManager` does the I/O with two AdminClients.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from reconciler.analysis.expansion import route
+from reconciler.mirror.policy import HEARTBEATS_TOPIC, checkpoints_topic
+from reconciler.replication.spec import STATUS_TOPIC, JobSpec, offset_syncs_topic_name
+from reconciler.topology.model import Flow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: int
+    topic_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RemoteTopic:
+    source: str
+    remote: str
+    source_partitions: int
+    remote_partitions: int | None  # None: does not exist on the target yet
+
+
+@dataclass
+class PartitionPlan:
+    """Which (source topic, partition) -> remote topic the job copies now, and what it must fix first."""
+
+    copy: dict[tuple[str, int], str] = field(default_factory=dict)
+    create: list[RemoteTopic] = field(default_factory=list)  # remote topics to create
+    grow: list[RemoteTopic] = field(default_factory=list)  # remote topics that need more partitions
+    findings: list[str] = field(default_factory=list)
+
+
+def plan_partitions(flow: Flow, source: Mapping[str, TopicInfo], target: Mapping[str, TopicInfo]) -> PartitionPlan:
+    """Decide the work for the current topic sets: partition i of a routed topic goes to partition i
+    of its remote topic, once the remote topic has that partition."""
+    plan = PartitionPlan()
+    for name in sorted(source):
+        remote = route(flow, name)
+        if remote is None:
+            continue
+        info = source[name]
+        existing = target.get(remote)
+        rt = RemoteTopic(name, remote, info.partitions, existing.partitions if existing else None)
+        if existing is None:
+            plan.create.append(rt)
+            continue
+        if existing.partitions < info.partitions:
+            plan.grow.append(rt)
+            plan.findings.append(
+                f"remote topic {remote} has {existing.partitions} partitions, source {name} has {info.partitions}: "
+                f"partitions {existing.partitions}..{info.partitions - 1} wait until the remote topic has them")
+        elif existing.partitions > info.partitions:
+            plan.findings.append(f"remote topic {remote} has more partitions ({existing.partitions}) than {name} ({info.partitions})")
+        for p in range(min(info.partitions, existing.partitions)):
+            plan.copy[(name, p)] = remote
+    return plan
+
+
+def internal_topics(spec: JobSpec) -> dict[str, list[tuple[str, dict[str, str]]]]:
+    """The job's own topics, per side ("source"/"target"): name and configs when created."""
+    compact = {"cleanup.policy": "compact"}
+    source: list[tuple[str, dict[str, str]]] = []
+    target: list[tuple[str, dict[str, str]]] = [(STATUS_TOPIC, compact)]
+    if spec.heartbeats_enabled:
+        source.append((HEARTBEATS_TOPIC, {"cleanup.policy": "compact"}))
+    if spec.checkpoints_enabled:
+        target.append((checkpoints_topic(spec.source.alias), compact))
+    syncs = (offset_syncs_topic_name(spec), {"cleanup.policy": "compact"})
+    (source if spec.offset_syncs_on_source else target).append(syncs)
+    return {"source": source, "target": target}
+
+
+class TopicManager:
+    """Lists topics on both clusters and creates what the flow needs (remote and internal topics)."""
+
+    def __init__(self, spec: JobSpec, source_admin: Any, target_admin: Any, timeout: float = 15.0):
+        self.spec = spec
+        self.source_admin = source_admin
+        self.target_admin = target_admin
+        self.timeout = timeout
+
+    @staticmethod
+    def describe(admin: Any, timeout: float) -> dict[str, TopicInfo]:
+        md = admin.list_topics(timeout=timeout)
+        out: dict[str, TopicInfo] = {}
+        for name, t in md.topics.items():
+            if t.error is not None:
+                continue
+            out[name] = TopicInfo(name, len(t.partitions))
+        return out
+
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        res = ConfigResource(ResourceType.TOPIC, topic)
+        try:
+            entries = self.source_admin.describe_configs([res], request_timeout=self.timeout)[res].result(self.timeout)
+        except Exception as exc:  # noqa: BLE001 - configs are best effort at creation
+            log.warning("cannot describe configs of %s: %s", topic, exc)
+            return {}
+        return self.spec.to_flow().config_properties.apply(explicit_configs(entries))
+
+    def create_remote(self, topics: list[RemoteTopic]) -> list[str]:
+        """Create missing remote topics with the source's partition count and filtered configs."""
+        from confluent_kafka.admin import NewTopic
+
+        if not topics:
+            return []
+        new = [NewTopic(t.remote, t.source_partitions, self.spec.replication_factor,
+                        config=self.topic_configs(t.source) if self.spec.sync_topic_configs else {})
+               for t in topics]
+        return self._create(self.target_admin, new)
+
+    def grow_remote(self, topics: list[RemoteTopic]) -> list[str]:
+        """Add partitions to remote topics (CreatePartitions); errors are returned as findings."""
+        from confluent_kafka.admin import NewPartitions
+
+        if not topics:
+            return []
+        errors = []
+        futures = self.target_admin.create_partitions([NewPartitions(t.remote, t.source_partitions) for t in topics],
+                                                      request_timeout=self.timeout)
+        for name, fut in futures.items():
+            try:
+                fut.result(self.timeout)
+            except Exception as exc:  # noqa: BLE001 - e.g. UNSUPPORTED_FEATURE on Tansu
+                errors.append(f"cannot add partitions to {name}: {_kafka_error_text(exc)}")
+        return errors
+
+    def ensure_internal(self) -> list[str]:
+        from confluent_kafka.admin import NewTopic
+
+        errors = []
+        for side, admin in (("source", self.source_admin), ("target", self.target_admin)):
+            wanted = internal_topics(self.spec)[side]
+            existing = self.describe(admin, self.timeout)
+            new = [NewTopic(n, 1, self.spec.replication_factor, config=c) for n, c in wanted if n not in existing]
+            errors += self._create(admin, new)
+        return errors
+
+    def _create(self, admin: Any, new: list[Any]) -> list[str]:
+        if not new:
+            return []
+        errors = []
+        for name, fut in admin.create_topics(new, request_timeout=self.timeout).items():
+            try:
+                fut.result(self.timeout)
+                log.info("created topic %s", name)
+            except Exception as exc:  # noqa: BLE001
+                text = _kafka_error_text(exc)
+                if "TOPIC_ALREADY_EXISTS" in text or "already exists" in text:
+                    continue
+                errors.append(f"cannot create topic {name}: {text}")
+        return errors
+
+
+def explicit_configs(entries: Mapping[str, Any]) -> dict[str, str]:
+    """The configs set on a topic (not broker defaults), from a DescribeConfigs answer.
+
+    Kafka labels them DYNAMIC_TOPIC_CONFIG among ~30 defaults. Tansu answers only the configs
+    stored for the topic, all labelled DEFAULT_CONFIG: a short answer without any non-default
+    entry is read that way.
+    """
+    def source_name(entry: Any) -> str:
+        src = getattr(entry, "source", None)
+        if isinstance(src, int):
+            from confluent_kafka.admin import ConfigSource
+
+            try:
+                return ConfigSource(src).name
+            except ValueError:
+                return str(src)
+        return getattr(src, "name", str(src))
+
+    usable = {n: e for n, e in entries.items() if e.value is not None and not getattr(e, "is_sensitive", False)}
+    set_here = {n: e.value for n, e in usable.items() if source_name(e) == "DYNAMIC_TOPIC_CONFIG"}
+    if set_here:
+        return set_here
+    if len(entries) < 20 and all(source_name(e) == "DEFAULT_CONFIG" for e in entries.values()):
+        return {n: e.value for n, e in usable.items()}  # Tansu: only stored configs are listed
+    return {}
+
+
+def _kafka_error_text(exc: Exception) -> str:
+    arg = exc.args[0] if exc.args else exc
+    name = getattr(arg, "name", None)
+    text = getattr(arg, "str", None)
+    if callable(name) and callable(text):
+        return f"{name()}: {text()}"
+    return str(exc)

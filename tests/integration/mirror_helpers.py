@@ -1,0 +1,135 @@
+"""Helpers for the replication job tests: topics, a sequenced producer, reading a topic back."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from reconciler.replication.spec import ClusterSpec, JobSpec
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, config: dict | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, 1, config=config or {})]).values():
+        f.result(15)
+
+
+def spec_for(source, target, *, source_alias="west", target_alias="east", **kw) -> JobSpec:
+    defaults = dict(master="local[2]", parallelism=2, refresh_interval_seconds=1.0, heartbeats_interval_seconds=1.0,
+                    checkpoints_interval_seconds=1.0, status_interval_seconds=1.0, trigger_interval_ms=100)
+    defaults.update(kw)
+    return JobSpec(flow=f"{source_alias}->{target_alias}", source=ClusterSpec(source_alias, source.bootstrap),
+                   target=ClusterSpec(target_alias, target.bootstrap), **defaults)
+
+
+@dataclass
+class Rec:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list | None
+    timestamp: tuple[int, int]
+
+
+def read_topic(bootstrap: str, topic: str, partitions: int, *, isolation: str = "read_uncommitted",
+               timeout: float = 20.0) -> dict[int, list[Rec]]:
+    """Every record of `topic`, per partition, read to end-of-partition."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{time.monotonic_ns()}",
+                  "enable.partition.eof": True, "enable.auto.commit": False, "isolation.level": isolation})
+    out: dict[int, list[Rec]] = {p: [] for p in range(partitions)}
+    try:
+        c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        done: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(done) < partitions and time.monotonic() < deadline:
+            for m in c.consume(10_000, 0) or c.consume(1, 0.5):
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        done.add(m.partition())
+                    continue
+                out[m.partition()].append(Rec(m.partition(), m.offset(), m.key(), m.value(), m.headers(), m.timestamp()))
+        assert len(done) == partitions, f"did not reach the end of {topic}: {sorted(done)}"
+    finally:
+        c.close()
+    return out
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.5, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def count_topic(bootstrap: str, topic: str, partitions: int) -> int:
+    try:
+        return sum(len(v) for v in read_topic(bootstrap, topic, partitions, timeout=10).values())
+    except Exception:  # noqa: BLE001 - topic not there yet
+        return 0
+
+
+class SequencedProducer(threading.Thread):
+    """Produces `total` records round-robin over partitions, value = b"<partition>:<seq>" where
+    seq counts per partition from 0, at about `rate` records/s."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, total: int, rate: float):
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic, self.partitions, self.total, self.rate = bootstrap, topic, partitions, total, rate
+        self.produced = 0
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        try:
+            p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": True})
+            seq = [0] * self.partitions
+            start = time.monotonic()
+            for i in range(self.total):
+                part = i % self.partitions
+                p.produce(self.topic, f"{part}:{seq[part]}".encode(), f"k{seq[part]}".encode(), part,
+                          headers=[("seq", str(seq[part]).encode())])
+                seq[part] += 1
+                self.produced += 1
+                if i % 100 == 0:
+                    p.poll(0)
+                    ahead = (i / self.rate) - (time.monotonic() - start)
+                    if ahead > 0:
+                        time.sleep(ahead)
+            p.flush(30)
+        except Exception as exc:  # noqa: BLE001
+            self.error = exc
+
+    def expected(self) -> dict[int, list[int]]:
+        per = {p: 0 for p in range(self.partitions)}
+        for i in range(self.total):
+            per[i % self.partitions] += 1
+        return {p: list(range(n)) for p, n in per.items()}
+
+
+def seqs(records: list[Rec]) -> list[int]:
+    return [int(r.value.split(b":")[1]) for r in records]
+
+
+def broker_hides_aborted(bootstrap: str, topic: str) -> bool:
+    """Whether a read_committed consumer on this broker skips records of aborted transactions
+    (Kafka does; the Tansu test broker does not)."""
+    create_topic(bootstrap, topic, 1)
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"probe-{topic}"})
+    p.init_transactions(15)
+    p.begin_transaction()
+    p.produce(topic, b"aborted", partition=0)
+    p.flush(10)
+    p.abort_transaction(15)
+    p.begin_transaction()
+    p.produce(topic, b"committed", partition=0)
+    p.commit_transaction(15)
+    values = [r.value for r in read_topic(bootstrap, topic, 1, isolation="read_committed")[0]]
+    return values == [b"committed"]

@@ -1,0 +1,166 @@
+"""Job spec, offset-sync planning, partition planning and status helpers: pure, no broker."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from reconciler.mirror.offset_syncs import PartitionOffsetSyncState
+from reconciler.replication.spec import HOT_RELOADABLE, ClusterSpec, JobSpec, job_group, offset_syncs_topic_name
+from reconciler.replication.status import LatencyWindow, percentiles
+from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
+from reconciler.replication.topics import TopicInfo, explicit_configs, internal_topics, plan_partitions
+from reconciler.topology.build import load_topology_text
+
+TOPOLOGY = """
+apiVersion: reconciler/v1
+kind: Topology
+clusters:
+  west: {bootstrap_servers: "127.0.0.1:1", config: {sasl.password: "${WEST_PASSWORD}", security.protocol: SASL_PLAINTEXT}}
+  east: {bootstrap_servers: "127.0.0.1:2"}
+flows:
+  - source: west
+    target: east
+    topics: {include: ["orders", "pay.*"], exclude: ["pay-secret"]}
+    groups: {include: ["billing-.*"]}
+    delivery: exactly-once
+    offset_syncs: {topic_location: target, lag_max: 50}
+    job: {parallelism: 3, spark_conf: {spark.executor.memory: 1g}}
+"""
+
+
+@pytest.fixture
+def spec() -> JobSpec:
+    topo = load_topology_text(TOPOLOGY)
+    return JobSpec.from_flow(topo, topo.flow("west->east"), git_revision="abc123")
+
+
+def test_from_flow_keeps_settings_and_secret_references(spec):
+    assert spec.flow == "west->east" and spec.exactly_once and spec.parallelism == 3
+    assert spec.topics_include == ("orders", "pay.*") and spec.groups_include == ("billing-.*",)
+    assert spec.source.config["sasl.password"] == "${WEST_PASSWORD}"  # never resolved in a spec
+    assert "${WEST_PASSWORD}" in spec.to_json()
+    assert spec.source.client_config({"WEST_PASSWORD": "s3cret"})["sasl.password"] == "s3cret"
+    assert spec.offset_lag_max == 50 and not spec.offset_syncs_on_source
+    assert spec.spark_conf == {"spark.executor.memory": "1g"}
+
+
+def test_json_round_trip_and_hash(spec):
+    again = JobSpec.from_json(spec.to_json())
+    assert again == spec and again.spec_hash() == spec.spec_hash()
+    assert len(spec.spec_hash()) == 64
+    # Provenance is not behaviour.
+    assert spec.with_(git_revision="other").spec_hash() == spec.spec_hash()
+    assert spec.with_(topics_exclude=()).spec_hash() != spec.spec_hash()
+    with pytest.raises(ValueError, match="unknown job spec fields"):
+        JobSpec.from_dict({**json.loads(spec.to_json()), "surprise": 1})
+
+
+def test_hot_reloadable_fields(spec):
+    hot = spec.with_(topics_include=("orders",), heartbeats_interval_seconds=9.0, sync_group_offsets=True)
+    assert spec.restart_fields(hot) == set()
+    assert spec.changed_fields(hot) == {"topics_include", "heartbeats_interval_seconds", "sync_group_offsets"}
+    cold = spec.with_(delivery="at-least-once", target=ClusterSpec("east", "127.0.0.1:3"))
+    assert spec.restart_fields(cold) == {"delivery", "target"}
+    assert {"delivery", "source", "target", "policy", "parallelism", "master"}.isdisjoint(HOT_RELOADABLE)
+
+
+def test_to_flow_routes_like_the_topology(spec):
+    from reconciler.analysis.expansion import route
+
+    topo = load_topology_text(TOPOLOGY)
+    model = topo.flow("west->east")
+    flow = spec.to_flow()
+    for topic in ["orders", "payments", "pay-secret", "heartbeats", "east.orders", "x.heartbeats", "__consumer_offsets",
+                  "west.checkpoints.internal", "other"]:
+        assert route(flow, topic) == route(model, topic), topic
+
+
+def test_names(spec):
+    assert job_group(spec).startswith("__")  # never matched by a group filter
+    assert offset_syncs_topic_name(spec) == "mm2-offset-syncs.west.internal"  # on the target: named after the source
+    assert offset_syncs_topic_name(spec.with_(offset_syncs_location="source")) == "mm2-offset-syncs.east.internal"
+    sides = internal_topics(spec)
+    assert ("reconciler.status.internal", {"cleanup.policy": "compact"}) in sides["target"]
+    assert any(n == "heartbeats" for n, _ in sides["source"])
+    assert any(n == "west.checkpoints.internal" for n, _ in sides["target"])
+
+
+def test_invalid_values_are_refused(spec):
+    with pytest.raises(ValueError):
+        spec.with_(delivery="at-most-once")
+    with pytest.raises(ValueError):
+        spec.with_(offset_reset="latest")
+
+
+# --- offset sync planning --------------------------------------------------------------------
+@pytest.mark.parametrize("lag", [0, 1, 3, 100])
+def test_plan_run_matches_mm2_record_by_record(lag):
+    rng = random.Random(lag)
+    fast = PartitionOffsetSyncState(lag)
+    slow = PartitionOffsetSyncState(lag)
+    up, down = rng.randrange(0, 50), rng.randrange(0, 50)
+    for _ in range(200):
+        # a run of consecutive records, then a jump (gap, rewind or downstream truncation)
+        n = rng.randrange(1, 40)
+        expected = [(up + i, down + i) for i in range(n) if slow.update(up + i, down + i)]
+        assert plan_run(fast, up, down, n) == expected
+        assert state_to_list(fast) == state_to_list(slow)
+        up += n + rng.choice([0, 0, 0, 1, 5, -3])
+        down += n + rng.choice([0, 0, 0, 2, -10])
+        up, down = max(up, 0), max(down, 0)
+
+
+def test_sync_state_round_trips():
+    s = PartitionOffsetSyncState(7)
+    s.update(10, 20)
+    again = state_from_list(state_to_list(s), 7)
+    assert state_to_list(again) == [10, 20, 20] and again.max_offset_lag == 7
+    assert state_to_list(state_from_list(None, 7)) == [-1, -1, -1]
+
+
+# --- partitions --------------------------------------------------------------------------
+def test_plan_partitions_creates_grows_and_maps_partition_i_to_i(spec):
+    flow = spec.to_flow()
+    source = {"orders": TopicInfo("orders", 4), "payments": TopicInfo("payments", 2), "other": TopicInfo("other", 1),
+              "heartbeats": TopicInfo("heartbeats", 1), "east.orders": TopicInfo("east.orders", 1)}
+    target = {"west.orders": TopicInfo("west.orders", 2), "west.heartbeats": TopicInfo("west.heartbeats", 1)}
+    plan = plan_partitions(flow, source, target)
+    assert [t.remote for t in plan.create] == ["west.payments"]
+    assert [(t.remote, t.remote_partitions, t.source_partitions) for t in plan.grow] == [("west.orders", 2, 4)]
+    # Added source partitions wait for the remote topic to have them; the rest flows i -> i.
+    assert plan.copy == {("heartbeats", 0): "west.heartbeats", ("orders", 0): "west.orders", ("orders", 1): "west.orders"}
+    assert any("partitions 2..3 wait" in f for f in plan.findings)
+    # Once the remote topic grew, the new partitions are copied.
+    target["west.orders"] = TopicInfo("west.orders", 4)
+    target["west.payments"] = TopicInfo("west.payments", 2)
+    plan = plan_partitions(flow, source, target)
+    assert {tp for tp in plan.copy if tp[0] == "orders"} == {("orders", i) for i in range(4)}
+    assert ("east.orders", 0) not in plan.copy  # the cycle rule: east's topics never go back to east
+
+
+class _Entry:
+    def __init__(self, value, source):
+        self.value, self.source, self.is_sensitive = value, source, False
+
+
+def test_explicit_configs_on_kafka_and_tansu():
+    kafka = {f"c{i}": _Entry("x", 5) for i in range(30)}
+    kafka["retention.ms"] = _Entry("1000", 1)  # DYNAMIC_TOPIC_CONFIG
+    assert explicit_configs(kafka) == {"retention.ms": "1000"}
+    assert explicit_configs({f"c{i}": _Entry("x", 5) for i in range(30)}) == {}
+    tansu = {"retention.ms": _Entry("1000", 5), "cleanup.policy": _Entry("compact", 5)}
+    assert explicit_configs(tansu) == {"retention.ms": "1000", "cleanup.policy": "compact"}
+
+
+def test_percentiles():
+    assert percentiles([]) == {"p50": None, "p95": None, "p99": None}
+    p = percentiles(range(1, 101))
+    assert p == {"p50": 50.0, "p95": 95.0, "p99": 99.0}
+    w = LatencyWindow(seconds=10)
+    w.add([5, 1, 3], now=100.0)
+    w.add([1000], now=105.0)
+    assert w.snapshot(now=108.0)["p50"] == 3.0
+    assert w.snapshot(now=112.0) == {"p50": 1000.0, "p95": 1000.0, "p99": 1000.0, "samples": 1}
