@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 from functools import cached_property
 
 # MirrorMaker 2's DefaultTopicFilter / DefaultGroupFilter / DefaultConfigPropertyFilter excludes.
@@ -30,10 +31,14 @@ def _compile_any(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
 
 @dataclass(frozen=True)
 class PatternFilter:
-    """include/exclude full-match patterns; a name passes if some include matches and no exclude does."""
+    """include/exclude full-match patterns; a name passes if some include matches and no exclude does.
+
+    Subclasses name `ALWAYS_EXCLUDED` patterns that no topology can include (MM2's built-in excludes).
+    """
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    ALWAYS_EXCLUDED: ClassVar[tuple[str, ...]] = ()
 
     @cached_property
     def _include(self) -> re.Pattern[str] | None:
@@ -41,7 +46,7 @@ class PatternFilter:
 
     @cached_property
     def _exclude(self) -> re.Pattern[str] | None:
-        return _compile_any(self.exclude)
+        return _compile_any(self.exclude + self.ALWAYS_EXCLUDED)
 
     def matches(self, name: str) -> bool:
         if self._include is None or not self._include.fullmatch(name):
@@ -53,24 +58,14 @@ class PatternFilter:
 class TopicFilter(PatternFilter):
     """Which source topics a flow replicates. MM2's internal-topic excludes always apply on top."""
 
-    @cached_property
-    def _internal(self) -> re.Pattern[str] | None:
-        return _compile_any(DEFAULT_TOPIC_EXCLUDES)
-
-    def matches(self, name: str) -> bool:
-        return not self._internal.fullmatch(name) and super().matches(name)  # type: ignore[union-attr]
+    ALWAYS_EXCLUDED: ClassVar[tuple[str, ...]] = DEFAULT_TOPIC_EXCLUDES
 
 
 @dataclass(frozen=True)
 class GroupFilter(PatternFilter):
     """Which consumer groups get checkpoints (and offset sync) on a flow."""
 
-    @cached_property
-    def _internal(self) -> re.Pattern[str] | None:
-        return _compile_any(DEFAULT_GROUP_EXCLUDES)
-
-    def matches(self, name: str) -> bool:
-        return not self._internal.fullmatch(name) and super().matches(name)  # type: ignore[union-attr]
+    ALWAYS_EXCLUDED: ClassVar[tuple[str, ...]] = DEFAULT_GROUP_EXCLUDES
 
 
 @dataclass(frozen=True)
