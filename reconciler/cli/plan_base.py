@@ -83,7 +83,12 @@ class BaseScope:
     def summary(self) -> str:
         if not self.flows:
             return "no flow is affected: nothing to plan"
-        return f"planning {len(self.flows)} of {len(self.all_flows)} flows: {', '.join(self.flows)}"
+        kept = [f for f in self.flows if f in self.all_flows]
+        removed = [f for f in self.flows if f not in self.all_flows]
+        words = f"planning {len(kept)} of {len(self.all_flows)} flows"
+        if removed:
+            words += f" and {len(removed)} removed flow{'s' if len(removed) != 1 else ''} (their leftovers)"
+        return words + f": {', '.join(self.flows)}"
 
     def text(self) -> str:
         head = f"Changes between {self.rev} ({self.comparison.base.short}) and {self.head_label}:"
