@@ -12,15 +12,15 @@ Where each kind of drift comes from:
 | missing-topic | CreateTopic actions (remote or MM2 internal topic absent) |
 | extra-topic | DeleteTopic actions; `retained` findings (notes) |
 | partitions | AddPartitions actions; `impossible` and `unsupported` findings about a topic's partitions |
-| config | SetConfig / DeleteConfig actions; `unsupported` findings about a topic's config |
-| acl | CreateAcl / DeleteAcl actions; `security` findings |
+| config | SetConfig / DeleteConfig actions; `unsupported` findings about a topic's config; `prune-disabled` findings (a key the source does not set, kept because `prune.configs` is off) |
+| acl | CreateAcl / DeleteAcl actions; `security` findings; `prune-disabled` ACL findings |
 | unmanaged | `unmanaged` findings; MM2 checkpoint / offset-sync topics no enabled flow uses |
 | job | any other action kind whose name mentions a job (the job issue's deploy/update/restart/stop, subject = flow); else the job status record: none, stopped/failed, not updated for `job_stale_seconds`, or a spec hash other than `JobSpec.from_flow(...).spec_hash()` |
 | lag, latency, heartbeat | the job status's `lag_total` and `latency_ms.p99`, and the age of the newest heartbeat in the flow's remote heartbeats topic on the target, against the topology's `slo` |
 | cluster | a cluster that could not be read (an error: exit 1) |
 
 Levels: `error` (something could not be checked), `drift` (counts: exit 2), `note` (shown, not
-counted: capability limits, deletions the topology does not allow, kept topics, revisions).
+counted: capability limits, topics kept for safety, revisions).
 """
 
 from __future__ import annotations
@@ -304,8 +304,8 @@ def _finding_category(f: Finding) -> tuple[Category, Level]:
         if not subject:
             return Category.OTHER, Level.NOTE  # the cluster lacks an API: nothing differs yet
         return (Category.PARTITIONS if "partitions" in f.message else Category.CONFIG), Level.DRIFT
-    if k is FindingKind.PRUNE_DISABLED:
-        return (Category.ACL if f.message.startswith("ACL") else Category.CONFIG), Level.NOTE
+    if k is FindingKind.PRUNE_DISABLED:  # differs from the source; kept only because pruning is off
+        return (Category.ACL if f.message.startswith("ACL") else Category.CONFIG), Level.DRIFT
     if k in (FindingKind.ACLS_UNKNOWN, FindingKind.CONFLICT):
         return (Category.ACL if k is FindingKind.ACLS_UNKNOWN else Category.OTHER), Level.NOTE
     category = Category.JOB if "job" in k.value else Category.OTHER  # kinds added later

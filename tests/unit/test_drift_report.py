@@ -87,6 +87,7 @@ def test_topic_config_partition_and_acl_drift(world):
     east = world["east"]
     del east.topics["west.payments"]                                  # missing remote topic
     east.topics["west.orders"].configs["retention.ms"] = "5"          # config drift
+    east.topics["west.orders"].configs["segment.ms"] = "100"          # a key the source does not set (kept)
     world["west"].topics["orders"].partitions = 4                     # source grew: partitions to add
     east.acls.discard(AclBinding("west.orders", "User:alice", "*", Op.READ, Perm.ALLOW))  # ACL removed by hand
     east.acls.add(AclBinding("west.orders", "User:mallory", "*", Op.WRITE, Perm.ALLOW))   # foreign writer
@@ -98,6 +99,9 @@ def test_topic_config_partition_and_acl_drift(world):
         ("partitions", "east", "west.orders"), ("acl", "east", "west.orders"),
         ("unmanaged", "east", "west.legacy"), ("unmanaged", "east", "north.checkpoints.internal"),
     }
+    configs = sorted(((i.verb or ""), i.message) for i in report.drift if i.category is Category.CONFIG)
+    assert configs[0][0] == "" and "sets segment.ms='100', which west:orders does not; kept" in configs[0][1]
+    assert configs[1][0] == "~"
     acl = [i for i in report.drift if i.category is Category.ACL]
     assert {i.verb for i in acl} == {"+", None}  # the missing READ is an action, the writer a security finding
     assert all(i.flows == ("west->east",) for i in report.drift if i.subject.startswith("west."))
