@@ -89,7 +89,7 @@ def topology_graph(nodes: Sequence[Node], edges: Sequence[Edge], width: int = 64
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
              f'role="img" aria-label="topology graph" class="graph">', "<defs>"]
     for key in ("ok", "drift", "error", "disabled"):
-        parts.append(f'<marker id="arrow-{key}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+        parts.append(f'<marker id="arrow-{key}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="13" markerHeight="13" markerUnits="userSpaceOnUse" '
                      f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{COLORS[key]}"/></marker>')
     parts.append("</defs>")
     labels = []
