@@ -15,7 +15,7 @@ Where each kind of drift comes from:
 | config | SetConfig / DeleteConfig actions; `unsupported` findings about a topic's config; `prune-disabled` findings (a key the source does not set, kept because `prune.configs` is off) |
 | acl | CreateAcl / DeleteAcl actions; `security` findings; `prune-disabled` ACL findings |
 | unmanaged | `unmanaged` findings; MM2 checkpoint / offset-sync topics no enabled flow uses |
-| job | any other action kind whose name mentions a job (the job issue's deploy/update/restart/stop, subject = flow); else the job status record: none, stopped/failed, not updated for `job_stale_seconds`, or a spec hash other than `JobSpec.from_flow(...).spec_hash()` |
+| job | any other action kind whose name mentions a job (the job issue's deploy/update/restart/stop, subject = flow); else the job status record: none, stopped/failed, not updated for `job_stale_seconds`, degraded (halted partitions), or a spec hash other than `JobSpec.from_flow(...).spec_hash()` |
 | lag, latency, heartbeat | the job status's `lag_total` and `latency_ms.p99`, and the age of the newest heartbeat in the flow's remote heartbeats topic on the target, against the topology's `slo` |
 | cluster | a cluster that could not be read (an error: exit 1) |
 
@@ -126,6 +126,7 @@ class JobHealth:
     latency_p99_ms: float | None = None
     errors: int | None = None
     last_error: str | None = None
+    halted: tuple[str, ...] = ()  # "topic:partition" the job stopped copying (state "degraded")
     unknown: str | None = None  # why the status could not be read
 
     @property
@@ -141,7 +142,7 @@ class JobHealth:
                 "git_revision": self.git_revision, "records": self.records,
                 "records_per_second": _round(self.records_per_second), "lag_total": self.lag_total,
                 "latency_p99_ms": _round(self.latency_p99_ms), "errors": self.errors, "last_error": self.last_error,
-                "unknown": self.unknown}
+                "halted": list(self.halted), "unknown": self.unknown}
 
 
 @dataclass(frozen=True)
@@ -370,7 +371,8 @@ def job_health(status: Mapping[str, Any] | None, desired_hash: str | None, now_m
         git_revision=status.get("git_revision"), records=int(records) if records is not None else None,
         records_per_second=_num(status.get("records_per_second")), lag_total=int(lag) if lag is not None else None,
         latency_p99_ms=_num(latency.get("p99")), errors=int(errors) if errors is not None else None,
-        last_error=status.get("last_error") if isinstance(status.get("last_error"), str) else None)
+        last_error=status.get("last_error") if isinstance(status.get("last_error"), str) else None,
+        halted=tuple(str(h) for h in status.get("halted") or () if isinstance(status.get("halted"), list)))
 
 
 def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftItem]:
@@ -392,12 +394,19 @@ def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftIt
         return [item(f"job of flow {flow.name} is not reporting: last status {age} (state {job.state}; "
                      f"a running job reports every few seconds, limit {stale_seconds:.0f}s)",
                      "the job process probably died: check its deployer and restart it (reconciler apply)")]
+    out = []
+    if job.state == "degraded" or job.halted:
+        shown = ", ".join(job.halted[:5]) + (f" and {len(job.halted) - 5} more" if len(job.halted) > 5 else "")
+        out.append(item(f"job of flow {flow.name} is degraded: it stopped copying {len(job.halted)} partition(s)"
+                        + (f" ({shown})" if shown else ""),
+                        "their offsets fell out of the source's range (offset_reset: halt); see the job's status "
+                        "findings, then restart it"))
     if job.spec_current is False:
-        return [item(f"job of flow {flow.name} runs an old spec ({job.spec_hash[:12]}, topology wants "
-                     f"{job.desired_spec_hash[:12]})" + (f", from revision {job.git_revision[:12]}"
-                                                          if job.git_revision else ""),
-                     "apply the topology to update the job")]
-    return []
+        out.append(item(f"job of flow {flow.name} runs an old spec ({job.spec_hash[:12]}, topology wants "
+                        f"{job.desired_spec_hash[:12]})" + (f", from revision {job.git_revision[:12]}"
+                                                             if job.git_revision else ""),
+                        "apply the topology to update the job"))
+    return out
 
 
 def _slo_items(flow: Flow, job: JobHealth, hb_topic: str | None, hb_age: float | None, hb_known: bool,

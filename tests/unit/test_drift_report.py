@@ -129,9 +129,11 @@ def test_job_drift(world):
         "stopped": healthy(topo, "west->east", state="failed", last_error="boom"),
         "stale": healthy(topo, "west->east", heartbeat_at=NOW - 600_000),
         "old spec": healthy(topo, "west->east", spec_hash="0" * 64, git_revision="c0ffee" * 6),
+        "degraded": healthy(topo, "west->east", state="degraded", halted=["orders:1"]),
     }
     words = {"no status": "not running: no status record on east", "stopped": "is down: state failed; last error: boom",
-             "stale": "is not reporting: last status 600s ago", "old spec": "runs an old spec (000000000000"}
+             "stale": "is not reporting: last status 600s ago", "old spec": "runs an old spec (000000000000",
+             "degraded": "is degraded: it stopped copying 1 partition(s) (orders:1)"}
     for case, status in cases.items():
         statuses = {"east->west": healthy(topo, "east->west")}
         if status is not None:
@@ -141,7 +143,7 @@ def test_job_drift(world):
         assert len(jobs) == 1 and jobs[0].flows == ("west->east",) and jobs[0].cluster == "east", case
         assert words[case] in jobs[0].message, (case, jobs[0].message)
     flow = flow_of(report, "west->east")
-    assert flow.job.spec_current is False and flow.job.running
+    assert flow.job.halted == ("orders:1",) and flow.job.running
 
 
 def test_slo_lag_latency_and_heartbeat_age(world):
