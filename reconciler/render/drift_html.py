@@ -52,6 +52,8 @@ footer{color:#656d76;font-size:12px;margin-top:26px}
 .empty{color:#656d76;font-style:italic;padding:8px 0}
 """
 
+#: Rows per cluster table (a first report on a large topology can list tens of thousands of topics).
+MAX_ROWS_PER_CLUSTER = 500
 _STATUS_WORDS = {"in-sync": "IN SYNC", "drift": "DRIFT", "error": "ERROR"}
 _VERB_CLASS = {"+": "v-plus", "~": "v-tilde", "-": "v-minus"}
 
@@ -161,10 +163,15 @@ def _clusters_section(report: DriftReport) -> str:
         out.append(f'<h3>Cluster <code>{_e(c.alias)}</code> {_pill(c.status)}</h3>')
         out.append('<table><thead><tr><th style="width:170px">kind</th><th style="width:260px">subject</th>'
                    '<th>what differs</th></tr></thead><tbody>')
+        budget = MAX_ROWS_PER_CLUSTER
         for flow, items in sorted(per_flow.items(), key=lambda kv: (kv[0] == "", kv[0])):
             label = f"flow {flow}" if flow else "not tied to a flow"
-            out.append(f'<tr class="flowhead"><td colspan="3">{_e(label)}</td></tr>')
-            out.append(_item_rows(items))
+            out.append(f'<tr class="flowhead"><td colspan="3">{_e(label)} ({len(items)})</td></tr>')
+            out.append(_item_rows(items[:max(budget, 0)]))
+            if len(items) > budget:
+                out.append(f'<tr><td colspan="3" class="hint">… and {len(items) - max(budget, 0):,} more '
+                           '(all of them: <code>--format json</code>)</td></tr>')
+            budget -= len(items)
         out.append("</tbody></table>")
     if not any_rows:
         out.append('<p class="empty">Nothing differs: every topic, config, ACL and job matches the topology.</p>')
