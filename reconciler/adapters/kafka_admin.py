@@ -251,6 +251,40 @@ class KafkaAdmin:
             raise AdminError(f"cluster {self.alias!r}: could not read {topic!r} up to offset {until_offset}")
         return [r for r in out if r.offset <= until_offset]
 
+    def read_to_end(self, topic: str) -> list[Record]:
+        """Every record of partition 0 of `topic` (the lease topic), read without writing anything: up to
+        the end-of-partition event, not the high watermark (Tansu reports the last batch's base offset + 1
+        there). [] when the topic does not exist."""
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+        consumer = Consumer({**self._conf, "group.id": "reconciler-reader", "enable.auto.commit": False,
+                             "enable.partition.eof": True}, logger=_log)
+        out: list[Record] = []
+        try:
+            try:
+                md = consumer.list_topics(topic, timeout=self.timeout)
+            except KafkaException as exc:
+                raise AdminError(f"cluster {self.alias!r}: cannot read {topic!r}: {self._msg(exc)}") from None
+            meta = md.topics.get(topic)
+            if meta is None or meta.error is not None or not meta.partitions:
+                return []
+            consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+            deadline = time.monotonic() + self.timeout
+            while True:
+                if time.monotonic() > deadline:
+                    raise AdminError(f"cluster {self.alias!r}: could not read {topic!r} to its end within {self.timeout}s")
+                msg = consumer.poll(0.2)
+                if msg is None:
+                    continue
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        break
+                    continue
+                out.append(Record(msg.offset(), msg.key(), msg.value()))
+        finally:
+            consumer.close()
+        return out
+
     def close(self) -> None:
         if self._producer is not None:
             self._producer.flush(self.timeout)

@@ -197,6 +197,11 @@ class MemoryAdmin:
             raise AdminError(f"cluster {self.alias!r}: could not read {topic!r} up to offset {until_offset}")
         return [Record(i, k, v) for i, (k, v) in enumerate(t.log[: until_offset + 1])]
 
+    def read_to_end(self, topic: str) -> list[Record]:
+        self._check()
+        t = self.cluster.topics.get(topic)
+        return [] if t is None else [Record(i, k, v) for i, (k, v) in enumerate(t.log)]
+
     def close(self) -> None:
         pass
 

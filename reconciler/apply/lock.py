@@ -9,8 +9,10 @@ holder renews from a background thread every ttl/3 and releases with a tombstone
 keeps the topic small. A run killed with SIGKILL holds the lease until it expires (`ttl`,
 default 60 s), except that a claim of a dead process on this same host is ignored at once.
 
-The same topic carries `applied/<cluster>` records: the plan fingerprint, revision and time of
-the last successful apply (drift reports read them).
+The same topic carries `applied/<cluster>` records: the plan fingerprint, the git revision the
+topology came from (commit, author, time, dirty flag), the clusters applied together, and the time
+and owner of the last successful apply. `read_applied` reads the latest one back without writing
+anything (drift reports it as the revision the live state was last reconciled to).
 """
 
 from __future__ import annotations
@@ -115,6 +117,30 @@ class Lease:
     def record_applied(self, info: dict) -> None:
         self.admin.produce(LEASE_TOPIC, f"applied/{self.admin.alias}".encode(),
                            json.dumps({**info, "owner": self.owner, "who": self.who, "at": self.clock()}).encode())
+
+
+APPLIED_PREFIX = b"applied/"
+
+
+def read_applied(admin: ClusterAdmin) -> dict | None:
+    """The latest `applied/<cluster>` record on the cluster, or None (never applied, or compacted away).
+
+    Read-only: takes no lease and creates nothing (a cluster without the lease topic was never applied to).
+    """
+    latest: dict | None = None
+    for r in admin.read_to_end(LEASE_TOPIC):
+        if r.key != APPLIED_PREFIX + admin.alias.encode():
+            continue
+        if r.value is None:
+            latest = None
+            continue
+        try:
+            value = json.loads(r.value)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            latest = value
+    return latest
 
 
 class ClusterLocks:

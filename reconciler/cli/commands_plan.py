@@ -15,13 +15,17 @@ from reconciler.adapters.base import AdminError
 from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.apply.executor import ActionResult, ApplyContext, execute
 from reconciler.apply.lock import ClusterLocks, LockHeld
-from reconciler.apply.revision import topology_revision
-from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.apply.revision import revision_info, revision_label
+from reconciler.cli import plan_base
+from reconciler.cli.common import (
+    EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated, relative_diagnostics,
+)
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan, Verb
 from reconciler.plan.diff import diff
 from reconciler.render import plan_json, plan_markdown, plan_text
 from reconciler.state.desired import desired_state
+from reconciler.state.live import LiveState
 from reconciler.state.read import AdminFactory, Connections, clusters_of, read_live
 from reconciler.topology.model import Cluster, Topology
 from reconciler.topology.secrets import Redactor
@@ -41,6 +45,9 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="FILE", help="save the plan (with a fingerprint of the live state) for `apply FILE`")
     p.add_argument("--detailed-exitcode", action="store_true",
                    help="exit 0 when there are no changes, 2 when there are, 1 on error")
+    add_revision_argument(p)
+    p.add_argument("--base", metavar="REV", help="plan only the flows changed between git revision REV and the "
+                                                 "work tree (or --revision), and say which files and flows changed")
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("apply", help="apply a topology (plan, confirm, apply) or a saved plan file")
@@ -66,25 +73,48 @@ class _Console:
         sys.stderr.flush()
 
 
-def make_plan(topology: Topology, conns: Connections) -> Plan:
-    live = read_live(conns, clusters_of(topology))
+def make_plan(topology: Topology, conns: Connections, live: LiveState | None = None) -> Plan:
+    live = live if live is not None else read_live(conns, clusters_of(topology))
     return diff(desired_state(topology, live), live, topology)
 
 
+def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None) -> str:
+    if args.format == "markdown":
+        return plan_markdown.render(plan, topology=topology, warnings=relative_diagnostics(diags.warnings),
+                                    preface=base.markdown() if base else "")
+    if args.format == "json" and base is not None:
+        import json
+
+        return json.dumps({"base": base.to_dict(), **plan.to_dict()}, indent=2) + "\n"
+    return (base.text() if base else "") + RENDERERS[args.format](plan)
+
+
 def cmd_plan(args) -> int:
-    topology, _ = load_validated(args.paths)
+    topology, diags = load_validated(args.paths, revision=args.revision)
     if topology is None:
         return EXIT_ERROR
     io = _Console(dict(topology.clusters))
+    base = None
+    if args.base:
+        base = plan_base.compare(args.paths, args.base, args.revision)
+        if base is None:
+            return EXIT_ERROR
+        if not base.flows:
+            io.out(plan_base.no_changes(base, args.format), end="")
+            return EXIT_OK
     with Connections(dict(topology.clusters), admin_factory) as conns:
-        plan = make_plan(topology, conns)
-    io.out(RENDERERS[args.format](plan), end="")
+        live = read_live(conns, clusters_of(topology))
+        plan = make_plan(topology, conns, live)
+    if base is not None:
+        plan = base.restrict(plan, topology, live)
+    io.out(_render(args, plan, topology, diags, base), end="")
     if plan.errors:
         if args.out:
             io.err(f"error: the plan has {len(plan.errors)} error(s); not saved to {args.out}")
         return EXIT_ERROR
     if args.out:
-        planfile.save(args.out, plan, dict(topology.clusters), topology_revision(topology.files))
+        git = revision_info(args.paths, args.revision)
+        planfile.save(args.out, plan, dict(topology.clusters), revision_label(git), git=git)
         io.err(f"Saved the plan to {args.out}. Apply exactly this plan with: reconciler apply {args.out}")
     return EXIT_CHANGES if args.detailed_exitcode and plan.has_changes else EXIT_OK
 
@@ -126,12 +156,13 @@ def cmd_apply(args) -> int:
         except planfile.PlanFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        clusters, topology, revision = saved.clusters, None, saved.revision
+        clusters, topology, revision, git = saved.clusters, None, saved.revision, saved.git
     else:
         topology, _ = load_validated(args.paths)
         if topology is None:
             return EXIT_ERROR
-        clusters, revision = dict(topology.clusters), topology_revision(topology.files)
+        git = revision_info(args.paths)
+        clusters, revision = dict(topology.clusters), revision_label(git)
     io = _Console(clusters)
 
     with Connections(clusters, admin_factory) as conns:
@@ -161,7 +192,8 @@ def cmd_apply(args) -> int:
                 report = execute(plan, ApplyContext(conns.get), _TextProgress(io))
                 if report.ok:
                     for lease in locks.leases:
-                        lease.record_applied({"fingerprint": plan.fingerprint, "revision": revision,
+                        lease.record_applied({"fingerprint": plan.fingerprint, "revision": revision, "git": git,
+                                              "clusters": touched,
                                               "actions": sum(1 for a in plan.actions if a.cluster == lease.admin.alias)})
         except LockHeld as exc:
             io.err(f"error: {exc}")

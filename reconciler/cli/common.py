@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import replace
 from typing import Iterable
 
 from reconciler.analysis.hazards import analyse
 from reconciler.topology.build import load_topology
-from reconciler.topology.diagnostics import Diagnostics
+from reconciler.topology.diagnostics import Diagnostic, Diagnostics
 from reconciler.topology.model import Topology
 
 EXIT_OK = 0
@@ -15,9 +17,21 @@ EXIT_ERROR = 1
 EXIT_CHANGES = 2  # Terraform's --detailed-exitcode meaning: success, with changes / drift
 
 
-def load_validated(paths: Iterable[str], quiet_warnings: bool = False) -> tuple[Topology | None, Diagnostics]:
-    """load -> validate -> model -> analyse; prints every diagnostic to stderr. Topology None on errors."""
-    topology, diags = load_topology(paths)
+def load_validated(paths: Iterable[str], quiet_warnings: bool = False,
+                   revision: str | None = None) -> tuple[Topology | None, Diagnostics]:
+    """load -> validate -> model -> analyse; prints every diagnostic to stderr. Topology None on errors.
+
+    With `revision`, the files are read as of that git commit (from git objects, `reconciler.gitops`),
+    paths relative to the working directory; diagnostics then name `FILE@SHORTSHA`.
+    """
+    paths = list(paths)
+    if revision is not None:
+        from reconciler.apply.revision import repo_path_for
+        from reconciler.gitops import load_topology_at
+
+        topology, diags = load_topology_at(repo_path_for(paths), revision, paths, cwd=os.getcwd())
+    else:
+        topology, diags = load_topology(paths)
     if topology is not None:
         analyse(topology, diags)
     shown = diags.errors if quiet_warnings else diags.items
@@ -30,5 +44,22 @@ def load_validated(paths: Iterable[str], quiet_warnings: bool = False) -> tuple[
     return topology, diags
 
 
+def relative_diagnostics(items: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics with file names relative to the working directory (for comments and reports)."""
+    cwd = os.getcwd() + os.sep
+    out = []
+    for d in items:
+        if d.where is not None and d.where.file.startswith(cwd):
+            d = replace(d, where=replace(d.where, file=d.where.file[len(cwd):]))
+        out.append(d)
+    return out
+
+
 def add_paths_argument(parser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="topology files or directories")
+
+
+def add_revision_argument(parser) -> None:
+    parser.add_argument("--revision", metavar="REV",
+                        help="read the topology files as of this git revision (sha, branch, tag, HEAD~2) "
+                             "instead of from the work tree")

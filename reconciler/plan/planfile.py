@@ -31,15 +31,18 @@ class SavedPlan:
     clusters: dict[str, Cluster]
     revision: str | None = None
     saved_at: float = 0.0
+    git: dict | None = None  # RevisionInfo.to_dict() of the topology's commit (reconciler.apply.revision)
 
 
-def save(path: str | Path, plan: Plan, clusters: dict[str, Cluster], revision: str | None = None) -> None:
+def save(path: str | Path, plan: Plan, clusters: dict[str, Cluster], revision: str | None = None,
+         git: dict | None = None) -> None:
     used = {a: clusters[a] for a in plan.clusters if a in clusters}
     doc = {
         "kind": KIND,
         "format_version": FORMAT_VERSION,
         "saved_at": time.time(),
         "revision": revision,
+        "git": git,
         "clusters": {a: {"bootstrap_servers": c.bootstrap_servers, "config": dict(c.config),
                          "replication_principal": c.replication_principal} for a, c in sorted(used.items())},
         "plan": plan.to_dict(include_scope=True),
@@ -76,7 +79,7 @@ def load(path: str | Path) -> SavedPlan:
         plan = Plan.from_dict(doc["plan"])
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise PlanFileError(f"{path}: damaged saved plan: {exc}") from None
-    return SavedPlan(plan, clusters, doc.get("revision"), doc.get("saved_at", 0.0))
+    return SavedPlan(plan, clusters, doc.get("revision"), doc.get("saved_at", 0.0), doc.get("git"))
 
 
 def stale_reason(plan: Plan, live: LiveState) -> str | None:

@@ -1,38 +1,89 @@
-"""Plan -> Markdown for pull-request comments: a summary, a ```diff block per cluster (GitHub colours
-`+`/`-` lines), reasons as comments, findings as a table. Long plans are cut to stay under the
-65,536-character limit of a GitHub comment."""
+"""Plan -> Markdown for pull-request comments.
+
+In order: the summary; what changed since the base revision (`plan --base`, given as `preface`);
+the destructive actions first and loudly (a CAUTION alert and their own section, per cluster);
+the other actions grouped per cluster in ```diff blocks (GitHub colours `+`/`-` lines; `!` marks
+changes), each with its reason; the plan's findings as a table; the topology's validation
+warnings; and the topology graph as a ```mermaid block (GitHub draws it).
+
+Whatever the plan's size, the result fits a GitHub comment (65,536 characters): the action and
+finding lists are cut first (saying how many were left out), then the graph is dropped.
+"""
 
 from __future__ import annotations
 
-from reconciler.plan.actions import Plan
-from reconciler.render.plan_text import deletion_banner
+from typing import Sequence
+
+from reconciler.plan.actions import Action, Plan, Verb
+from reconciler.topology.diagnostics import Diagnostic
+from reconciler.topology.model import Topology
 
 MAX_ACTIONS = 300
 MAX_FINDINGS = 100
+MAX_WARNINGS = 50
+#: GitHub refuses comments over 65,536 characters; leave room for a marker and a footer added by CI.
+MAX_CHARS = 60_000
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(plan: Plan, max_actions: int = MAX_ACTIONS, max_findings: int = MAX_FINDINGS) -> str:
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _diff_lines(a: Action) -> list[str]:
+    mark = "!" if a.VERB is Verb.UPDATE else a.VERB.value
+    out = [f"{mark} {a.describe()}"]
+    out += [f"{mark}     {d}" for d in a.details()]
+    out.append(f"#     {a.reason}")
+    return out
+
+
+def _by_cluster(actions: Sequence[Action]) -> dict[str, list[Action]]:
+    out: dict[str, list[Action]] = {}
+    for a in actions:
+        out.setdefault(a.cluster, []).append(a)
+    return out
+
+
+def _sections(title_fmt: str, actions: Sequence[Action], budget: list[int]) -> list[str]:
+    """One ```diff block per cluster; `budget[0]` is how many more actions may be shown."""
+    out: list[str] = []
+    for cluster, group in _by_cluster(actions).items():
+        if budget[0] <= 0:
+            break
+        out += [title_fmt.format(cluster=cluster, n=_plural(len(group), "action")), "", "```diff"]
+        for a in group[:budget[0]]:
+            out += _diff_lines(a)
+        budget[0] -= min(len(group), budget[0])
+        out += ["```", ""]
+    return out
+
+
+def _render(plan: Plan, max_actions: int, max_findings: int, topology: Topology | None,
+            warnings: Sequence[Diagnostic], preface: str, with_graph: bool) -> str:
     title = f"### Reconciler plan: `{plan.topology}`" if plan.topology else "### Reconciler plan"
     out = [title, "", f"**{plan.summary_line()}**", ""]
-    banner = deletion_banner(plan)
-    if banner:
-        out += ["> [!WARNING]", f"> {banner}", ""]
-    shown = 0
-    for cluster, actions in plan.by_cluster().items():
-        out += [f"#### Cluster `{cluster}` ({len(actions)} action{'s' if len(actions) != 1 else ''})", "", "```diff"]
-        for a in actions:
-            if shown >= max_actions:
-                break
-            shown += 1
-            mark = "!" if a.VERB.value == "~" else a.VERB.value
-            out.append(f"{mark} {a.describe()}")
-            out += [f"{mark}     {d}" for d in a.details()]
-            out.append(f"#     {a.reason}")
-        out += ["```", ""]
+    if preface:
+        out += [preface.rstrip(), ""]
+    destructive = [a for a in plan.actions if a.VERB is Verb.DELETE]
+    others = [a for a in plan.actions if a.VERB is not Verb.DELETE]
+    budget = [max_actions]
+    if destructive:
+        clusters = sorted({a.cluster for a in destructive})
+        out += ["> [!CAUTION]",
+                f"> **This plan DELETES {_plural(len(destructive), 'thing')}** on {', '.join(f'`{c}`' for c in clusters)} "
+                "(pruning is enabled in the topology). Deleted topics lose their records. Review the `-` lines below "
+                "before merging.", ""]
+        out += [f"#### 🛑 Destructive changes ({len(destructive)})", ""]
+        out += _sections("##### Cluster `{cluster}` ({n})", destructive, budget)
+    if others:
+        if destructive:
+            out += [f"#### Other changes ({len(others)})", ""]
+        out += _sections("#### Cluster `{cluster}` ({n})", others, budget)
+    shown = max_actions - budget[0] if plan.actions else 0
     if shown < len(plan.actions):
         out += [f"_… and {len(plan.actions) - shown} more actions; run `reconciler plan` for the full list._", ""]
     if plan.findings:
@@ -44,4 +95,40 @@ def render(plan: Plan, max_actions: int = MAX_ACTIONS, max_findings: int = MAX_F
         if len(plan.findings) > max_findings:
             out.append(f"\n_… and {len(plan.findings) - max_findings} more findings._")
         out.append("")
+    if warnings:
+        out += [f"#### Validation warnings ({len(warnings)})", ""]
+        for d in list(warnings)[:min(MAX_WARNINGS, max(max_findings, 1))]:
+            where = f"`{d.where}` " if d.where else ""
+            hint = f" _({d.hint})_" if d.hint else ""
+            out.append(f"- ⚠️ {where}{_cell(d.message)}{hint}")
+        if len(warnings) > min(MAX_WARNINGS, max(max_findings, 1)):
+            out.append(f"- _… and {len(warnings) - min(MAX_WARNINGS, max(max_findings, 1))} more._")
+        out.append("")
+    if topology is not None:
+        from reconciler.render.graph import mermaid
+
+        if with_graph:
+            out += ["<details open><summary>Topology graph</summary>", "", "```mermaid", mermaid(topology).rstrip(),
+                    "```", "", "</details>", ""]
+        else:
+            out += ["_The topology graph is too large for a comment; run `reconciler graph` to see it._", ""]
     return "\n".join(out)
+
+
+def render(plan: Plan, max_actions: int = MAX_ACTIONS, max_findings: int = MAX_FINDINGS, *,
+           topology: Topology | None = None, warnings: Sequence[Diagnostic] = (), preface: str = "",
+           max_chars: int = MAX_CHARS) -> str:
+    """The comment body. `topology` adds the Mermaid graph; `warnings` are the topology's validation
+    warnings; `preface` is Markdown shown after the summary (what changed since the base revision)."""
+    with_graph = True
+    while True:
+        text = _render(plan, max_actions, max_findings, topology, warnings, preface, with_graph)
+        if len(text) <= max_chars:
+            return text
+        if max_actions > 0 or max_findings > 0:
+            max_actions, max_findings = max_actions // 2, max_findings // 2
+        elif with_graph and topology is not None:
+            with_graph = False
+        else:
+            cut = "\n\n_… cut to fit a comment; run `reconciler plan` for the full plan._\n"
+            return text[: max_chars - len(cut)] + cut

@@ -119,6 +119,8 @@ def test_records_round_trip_with_tombstones(admin, prefix):
     assert second > first
     got = admin.read_records(t, second)
     assert [(r.key, r.value) for r in got] == [(b"k1", b"v1"), (b"k1", None)]
+    assert [(r.key, r.value) for r in admin.read_to_end(t)] == [(b"k1", b"v1"), (b"k1", None)]
+    assert admin.read_to_end(f"{prefix}.missing.internal") == []
 
 
 def test_lease_excludes_a_second_holder(admin):

@@ -51,8 +51,33 @@ def test_json_shape_and_round_trip(world):
 
 def test_markdown_for_pull_requests(world):
     md = plan_markdown.render(world.plan())
-    assert md.startswith("### Reconciler plan: `test`") and "```diff" in md and "> [!WARNING]" in md
+    assert md.startswith("### Reconciler plan: `test`") and "```diff" in md and "> [!CAUTION]" in md
     assert "- DELETE topic west.gone" in md
+
+
+def test_markdown_destructive_first_warnings_and_mermaid(world):
+    from reconciler.topology.diagnostics import Diagnostic, Severity as DSeverity, SourceLocation
+
+    warning = Diagnostic(DSeverity.WARNING, "diamond: records reach east twice", SourceLocation("flows.yaml", 7, 5),
+                         hint="narrow a filter")
+    md = plan_markdown.render(world.plan(), topology=world.topology, warnings=[warning],
+                              preface="**Changes since `main`**")
+    order = [md.index(s) for s in ("**Plan: 8 to create", "**Changes since `main`**", "> [!CAUTION]",
+                                   "#### 🛑 Destructive changes (1)", "- DELETE topic west.gone",
+                                   "#### Other changes (8)", "+ create topic west.orders", "#### Validation warnings (1)",
+                                   "```mermaid")]
+    assert order == sorted(order)
+    assert md.count("DELETE topic west.gone") == 1, "each action once"
+    assert "`flows.yaml:7:5` diamond: records reach east twice _(narrow a filter)_" in md
+    assert 'west -->|"orders (default)"| east' in md
+
+
+def test_markdown_always_fits_a_github_comment(world):
+    for i in range(3000):
+        world["west"].add_topic(f"orders.{i:05d}-with-a-rather-long-name-to-fill-the-comment", 1)
+    topo = topology(FLOW.replace('"orders"', '"orders.*"'))
+    md = plan_markdown.render(world.plan(topo), topology=topo)
+    assert len(md) <= plan_markdown.MAX_CHARS and "more actions" in md and "```mermaid" in md
 
 
 def test_markdown_is_cut_for_huge_plans(world):

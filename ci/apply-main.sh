@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Merge to the main branch: plan from this very commit, save the plan, and apply exactly that plan.
+#
+# `reconciler plan --out` saves the plan with a fingerprint of the live state it was computed from;
+# `reconciler apply PLANFILE` takes the lease on every cluster it changes, refuses the plan if the
+# clusters changed since, applies it, and records the commit (author, time, dirty flag) next to the
+# lease. Nothing is applied when the plan has no changes.
+#
+# Environment:
+#   TOPOLOGY_PATHS  topology files or directories, space-separated (required)
+#   OUT_DIR         where to write plan.json, plan.txt, apply.txt (default ci-out)
+#   RECONCILER      the CLI (default `reconciler`)
+#   ${ENV_VAR}s the topology references, from the CI's secret store
+# Exit: 0 applied (or nothing to apply), 1 the plan or the apply failed.
+set -uo pipefail
+: "${TOPOLOGY_PATHS:?set TOPOLOGY_PATHS to the topology files or directories}"
+OUT_DIR=${OUT_DIR:-ci-out}
+RECONCILER=${RECONCILER:-reconciler}
+read -r -a paths <<< "$TOPOLOGY_PATHS"
+mkdir -p "$OUT_DIR"
+
+# shellcheck disable=SC2086
+$RECONCILER plan "${paths[@]}" --out "$OUT_DIR/plan.json" --detailed-exitcode | tee "$OUT_DIR/plan.txt"
+code=${PIPESTATUS[0]}
+case "$code" in
+  0) echo "No changes: nothing to apply."; exit 0 ;;
+  2) ;;
+  *) echo "error: the plan failed (exit $code); nothing was applied" >&2; exit 1 ;;
+esac
+
+# shellcheck disable=SC2086
+$RECONCILER apply "$OUT_DIR/plan.json" --auto-approve | tee "$OUT_DIR/apply.txt"
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Pull request: plan what the pull request changes in the topology and write the comment body.
+#
+# Runs `reconciler plan --base BASE_REF` (only the flows changed since the base branch, saying which
+# files and flows changed) as Markdown, prefixed with a hidden marker so that CI updates ONE comment
+# per pull request instead of adding one per push. Nothing is applied.
+#
+# Environment:
+#   TOPOLOGY_PATHS  topology files or directories, space-separated (required)
+#   BASE_REF        what the pull request is compared with (default origin/main)
+#   OUT_DIR         where to write plan-comment.md (default ci-out)
+#   RECONCILER      the CLI (default `reconciler`; e.g. `python -m reconciler`)
+#   ${ENV_VAR}s the topology references (cluster credentials), from the CI's secret store
+# Exit: 0 the plan was made (with or without changes), 1 it failed (the comment body says why).
+set -uo pipefail
+: "${TOPOLOGY_PATHS:?set TOPOLOGY_PATHS to the topology files or directories}"
+BASE_REF=${BASE_REF:-origin/main}
+OUT_DIR=${OUT_DIR:-ci-out}
+RECONCILER=${RECONCILER:-reconciler}
+MARKER=${PLAN_COMMENT_MARKER:-<!-- reconciler-plan -->}
+read -r -a paths <<< "$TOPOLOGY_PATHS"
+mkdir -p "$OUT_DIR"
+
+# shellcheck disable=SC2086 # RECONCILER may be a command with arguments
+$RECONCILER plan "${paths[@]}" --base "$BASE_REF" --format markdown --detailed-exitcode \
+  > "$OUT_DIR/plan.md" 2> "$OUT_DIR/plan.err"
+code=$?
+cat "$OUT_DIR/plan.err" >&2
+
+{
+  echo "$MARKER"
+  if [ "$code" -eq 1 ]; then
+    echo "### ❌ Reconciler plan failed"
+    echo
+    echo "The topology does not validate or the clusters could not be read:"
+    echo
+    echo '```'
+    tail -c 30000 "$OUT_DIR/plan.err"
+    echo '```'
+    cat "$OUT_DIR/plan.md"
+  else
+    cat "$OUT_DIR/plan.md"
+  fi
+  echo
+  echo "<sub>Planned at commit \`$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\` against \`$BASE_REF\` by \`reconciler plan --base\`. Updated on every push.</sub>"
+} > "$OUT_DIR/plan-comment.md"
+
+echo "Wrote $OUT_DIR/plan-comment.md (plan exit code $code)" >&2
+[ "$code" -eq 1 ] && exit 1
+exit 0

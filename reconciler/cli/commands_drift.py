@@ -1,0 +1,87 @@
+"""`reconciler drift`: compare the live clusters and jobs with the topology (at a git revision) and report.
+
+Read + diff + report, never apply, never take the lease. Exit 0 no drift, 2 drift, 1 error (an
+invalid topology, an unknown revision, a cluster or job status that could not be read). Reports go to
+stdout in `--format`, or to files with `--out FILE` (repeatable; each file's format follows its
+suffix: .html, .md, .json, .txt, else `--format`), in which case stdout gets the text summary.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Callable
+
+from reconciler.apply.revision import revision_info
+from reconciler.cli import commands_plan
+from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated
+from reconciler.drift import collect as drift_collect
+from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport
+from reconciler.render import drift_html, drift_markdown, drift_text
+from reconciler.topology.connection import redactor_for
+from reconciler.topology.model import Topology
+
+FORMATS = ("text", "json", "markdown", "html")
+SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json",
+            ".txt": "text"}
+
+# Replaced by tests (memory doubles, fake status records); the Kafka readers otherwise.
+status_reader: drift_collect.StatusReader = drift_collect.kafka_status_reader
+heartbeat_reader: drift_collect.HeartbeatReader = drift_collect.kafka_heartbeat_reader
+
+
+def register(sub) -> None:
+    p = sub.add_parser("drift", help="compare the live clusters and jobs with the topology and report the drift "
+                                     "(never applies)")
+    add_paths_argument(p)
+    p.add_argument("--format", choices=FORMATS, default="text")
+    p.add_argument("--out", metavar="FILE", action="append", default=[],
+                   help="write the report to FILE (repeatable; format from the suffix .html/.md/.json/.txt, else "
+                        "--format); stdout then gets the text summary")
+    add_revision_argument(p)
+    p.add_argument("--no-jobs", action="store_true",
+                   help="do not check job status, lag and latency (flows replicated by something that publishes no "
+                        "reconciler status records, e.g. MirrorMaker 2 itself); heartbeats are still checked")
+    p.add_argument("--job-stale-seconds", type=float, default=DEFAULT_JOB_STALE_SECONDS, metavar="SECONDS",
+                   help=f"a job whose last status is older than this is down (default {DEFAULT_JOB_STALE_SECONDS:g})")
+    p.set_defaults(func=cmd_drift)
+
+
+def renderer(fmt: str, topology: Topology) -> Callable[[DriftReport], str]:
+    return {
+        "text": drift_text.render,
+        "json": drift_text.render_json,
+        "markdown": drift_markdown.render,
+        "html": lambda r: drift_html.render(r, topology),
+    }[fmt]
+
+
+def _format_of(path: str, default: str) -> str:
+    return SUFFIXES.get(Path(path).suffix.lower(), default)
+
+
+def cmd_drift(args) -> int:
+    topology, _ = load_validated(args.paths, quiet_warnings=True, revision=args.revision)
+    if topology is None:
+        return EXIT_ERROR
+    redact = redactor_for(topology)
+    revision = revision_info(args.paths, args.revision)
+    readers = drift_collect.Readers(commands_plan.admin_factory, status_reader, heartbeat_reader)
+    report = drift_collect.collect(topology, readers, commands_plan.make_plan, revision=revision,
+                                   check_jobs=not args.no_jobs, job_stale_seconds=args.job_stale_seconds)
+    for path in args.out:
+        text = redact(renderer(_format_of(path, args.format), topology)(report))
+        tmp = Path(f"{path}.tmp{os.getpid()}")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    if args.out:
+        sys.stdout.write(redact(drift_text.render(report)))
+        print(f"Wrote the drift report to {', '.join(args.out)}", file=sys.stderr)
+    else:
+        sys.stdout.write(redact(renderer(args.format, topology)(report)))
+    sys.stdout.flush()
+    if report.errors:
+        return EXIT_ERROR
+    return EXIT_CHANGES if report.has_drift else EXIT_OK

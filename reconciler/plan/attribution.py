@@ -1,0 +1,108 @@
+"""Which flows a plan action or finding is about (pure).
+
+Used to group drift by flow and to limit `plan --base REV` to the flows a change affects.
+
+* An action whose subject is a flow name (the job actions: deploy/update/restart/stop job) is
+  about that flow.
+* A topic the topology wants (a desired topic) is about the flows that produce it
+  (`DesiredTopic.flows`: the remote topic's flow, or every flow sharing an internal topic).
+* Any other topic is attributed by its name, as MirrorMaker 2 names topics: a remote-looking
+  `<alias><sep>...` on cluster C to the flow `alias->C`, `<alias>.checkpoints.internal` on C to
+  `alias->C`, `mm2-offset-syncs.<T>.internal` on C to `C->T` (or `T->C` with offset syncs on the
+  target). Such a flow may no longer exist in the topology (it was removed): its name is still
+  returned, so that a plan limited to a removed flow keeps that flow's leftovers.
+* Anything else (an unreachable cluster, a cluster-wide capability) is about no flow: ().
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_topic
+from reconciler.plan.actions import Action, Plan
+from reconciler.plan.findings import Finding
+from reconciler.state.desired import DesiredState
+from reconciler.topology.model import Topology
+
+_CHECKPOINTS = re.compile(r"^(?P<alias>.+)\.checkpoints\.internal$")
+_OFFSET_SYNCS = re.compile(r"^mm2-offset-syncs\.(?P<alias>.+)\.internal$")
+
+
+def _separators(topology: Topology) -> list[str]:
+    return sorted({f.policy.separator for f in topology.flows if f.policy.kind is PolicyKind.DEFAULT}) or ["."]
+
+
+def flows_of_topic(cluster: str, topic: str, desired: DesiredState | None, topology: Topology) -> tuple[str, ...]:
+    """The flows a topic on `cluster` belongs to (see the module doc); () when none can be told."""
+    if desired is not None:
+        d = desired.get(cluster, topic)
+        if d is not None and d.flows:
+            return tuple(d.flows)
+    names = {f.name for f in topology.flows}
+    m = _CHECKPOINTS.match(topic)
+    if m:
+        return (f"{m['alias']}->{cluster}",) if m["alias"] in topology.clusters else ()
+    m = _OFFSET_SYNCS.match(topic)
+    if m:
+        other = m["alias"]
+        candidates = [f"{cluster}->{other}", f"{other}->{cluster}"]
+        known = [c for c in candidates if c in names]
+        if known:
+            return tuple(known)
+        return (candidates[0],) if other in topology.clusters else ()
+    if is_internal_topic(topic):
+        return ()
+    for sep in _separators(topology):
+        alias = ReplicationPolicy(PolicyKind.DEFAULT, sep).topic_source(topic)
+        if alias in topology.clusters and alias != cluster:
+            return (f"{alias}->{cluster}",)
+    return ()
+
+
+def _flow_subject(subject: str, topology: Topology) -> str | None:
+    if "->" not in subject:
+        return None
+    source, _, target = subject.partition("->")
+    if any(f.name == subject for f in topology.flows) or (source in topology.clusters and target in topology.clusters):
+        return subject
+    return None
+
+
+def action_flows(action: Action, desired: DesiredState | None, topology: Topology) -> tuple[str, ...]:
+    flow = getattr(action, "flow", None)
+    if isinstance(flow, str) and flow:
+        return (flow,)
+    subject = action.subject
+    named = _flow_subject(subject, topology)
+    if named:
+        return (named,)
+    return flows_of_topic(action.cluster, subject, desired, topology) if subject else ()
+
+
+def finding_flows(finding: Finding, desired: DesiredState | None, topology: Topology) -> tuple[str, ...]:
+    if not finding.subject:
+        return ()
+    named = _flow_subject(finding.subject, topology)
+    if named:
+        return (named,)
+    return flows_of_topic(finding.cluster, finding.subject, desired, topology)
+
+
+def restrict(plan: Plan, flows: Iterable[str], desired: DesiredState | None, topology: Topology) -> Plan:
+    """The plan limited to `flows`: their actions, their findings, and findings about no flow
+    (an unreachable cluster, a capability) that concern a cluster one of those flows touches.
+
+    Scope and fingerprint stay the full plan's: a limited plan saved with `--out` is refused as
+    stale when anything the full plan depended on changed.
+    """
+    wanted = set(flows)
+    ends = {a for name in wanted for a in name.split("->", 1)}
+    actions = [a for a in plan.actions if wanted & set(action_flows(a, desired, topology))]
+    findings = []
+    for f in plan.findings:
+        fl = finding_flows(f, desired, topology)
+        if (wanted & set(fl)) or (not fl and f.cluster in ends):
+            findings.append(f)
+    return Plan(actions, findings, list(plan.clusters), {k: list(v) for k, v in plan.scope.items()},
+                plan.fingerprint, plan.topology)

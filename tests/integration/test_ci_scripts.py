@@ -1,0 +1,173 @@
+"""The CI steps, run locally: the exact ci/ scripts the workflows call, against two embedded Tansu
+clusters, in a real temporary git repository of topologies.
+
+main commit -> ci/apply-main.sh applies it; a pull request branch -> ci/plan-pr.sh writes the comment
+body (and applies nothing); merge -> ci/apply-main.sh applies the merge commit and records it next to
+the lease; in sync -> ci/drift.sh exits 0; a manual change on a cluster -> ci/drift.sh exits 2 and
+writes the HTML report. The cluster password comes from the environment, as CI maps it from its
+secret store, and appears in no output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import git
+import pytest
+from confluent_kafka import Producer
+
+from reconciler.adapters.base import ConfigAlteration, NewTopicSpec
+from reconciler.adapters.kafka_admin import KafkaAdmin
+from reconciler.apply.lock import read_applied
+from reconciler.replication.spec import STATUS_TOPIC, JobSpec
+from reconciler.replication.status import StatusPublisher
+from reconciler.topology.build import load_topology
+from reconciler.topology.model import Cluster
+
+pytestmark = pytest.mark.kafka
+
+PROJECT = Path(__file__).resolve().parents[2]
+SECRET = "ci-secret-that-must-not-leak"
+ALICE = git.Actor("Alice Example", "alice@example.com")
+BOB = git.Actor("Bob Builder", "bob@example.com")
+
+TOPOLOGY = """apiVersion: reconciler/v1
+kind: Topology
+metadata: {{name: ci}}
+clusters:
+  west: {{bootstrap_servers: "{west}"}}
+  east:
+    bootstrap_servers: "{east}"
+    config: {{sasl.password: "${{CI_EAST_PASSWORD}}"}}
+flows:
+  - source: west
+    target: east
+    topics: {{include: [{topics}]}}
+    sync: {{acls: false}}
+"""
+
+
+class CI:
+    def __init__(self, clusters, tmp_path: Path):
+        west, east = clusters
+        self.boot = {"west": west.bootstrap, "east": east.bootstrap}
+        self.root = tmp_path / "topology-repo"
+        self.repo = git.Repo.init(self.root, initial_branch="main")
+        with self.repo.config_writer() as cw:
+            cw.set_value("user", "name", "Merge Bot").set_value("user", "email", "merge@example.com")
+        self.out = tmp_path / "ci-out"
+        self.admin = {a: KafkaAdmin(Cluster(a, b)) for a, b in self.boot.items()}
+        self.logs: list[str] = []
+
+    def write(self, topics: str) -> None:
+        path = self.root / "topologies" / "prod" / "topology.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(TOPOLOGY.format(topics=topics, **self.boot))
+
+    def commit(self, message: str, author: git.Actor) -> str:
+        self.repo.index.add(["topologies/prod/topology.yaml"])
+        return self.repo.index.commit(message, author=author, committer=author).hexsha
+
+    def script(self, name: str, **env: str) -> subprocess.CompletedProcess:
+        full = {**os.environ, "TOPOLOGY_PATHS": "topologies/prod", "OUT_DIR": str(self.out),
+                "RECONCILER": f"{sys.executable} -m reconciler", "CI_EAST_PASSWORD": SECRET,
+                "PYTHONPATH": str(PROJECT), **env}
+        done = subprocess.run(["bash", str(PROJECT / "ci" / name)], cwd=self.root, env=full, capture_output=True,
+                              text=True, timeout=300)
+        self.logs += [done.stdout, done.stderr]
+        return done
+
+    def create(self, alias: str, name: str, partitions: int = 1) -> None:
+        assert self.admin[alias].create_topics([NewTopicSpec(name, partitions)])[name].ok
+
+    def job_reports(self) -> None:
+        """What the running job of the flow publishes: its status, on the spec the topology wants."""
+        topo, _ = load_topology([self.root / "topologies" / "prod"])
+        spec = JobSpec.from_flow(topo, topo.flow("west->east"))
+        self.admin["east"].create_topics([NewTopicSpec(STATUS_TOPIC, 1, -1, {"cleanup.policy": "compact"})])
+        producer = Producer({"bootstrap.servers": self.boot["east"]})
+        StatusPublisher(producer, "west->east").publish({
+            "flow": "west->east", "spec_hash": spec.spec_hash(), "state": "running",
+            "heartbeat_at": int(time.time() * 1000), "records": 0, "lag_total": 0, "errors": 0})
+
+
+@pytest.fixture
+def ci(fresh_clusters, tmp_path):
+    c = CI(fresh_clusters, tmp_path)
+    yield c
+    for a in c.admin.values():
+        a.close()
+    outputs = "\n".join(c.logs) + "".join(p.read_text(errors="replace") for p in c.out.glob("*") if p.is_file())
+    assert SECRET not in outputs
+
+
+def test_ci_steps_locally(ci):
+    ci.create("west", "orders", 2)
+    ci.create("west", "payments", 3)
+
+    # main: the first topology is applied on push
+    ci.write('"orders"')
+    first = ci.commit("prod: replicate orders", ALICE)
+    done = ci.script("apply-main.sh")
+    assert done.returncode == 0, done.stderr
+    assert "Apply complete" in done.stdout and (ci.out / "plan.json").is_file()
+    assert "west.orders" in ci.admin["east"].list_topics()
+    assert read_applied(ci.admin["east"])["git"]["commit"] == first
+    assert ci.script("apply-main.sh").stdout.strip().endswith("No changes: nothing to apply.")
+
+    # a pull request adds payments: the comment body shows the change, nothing is applied
+    ci.repo.git.checkout("-b", "add-payments")
+    ci.write('"orders", "payments"')
+    ci.commit("prod: replicate payments too", BOB)
+    done = ci.script("plan-pr.sh", BASE_REF="main")
+    assert done.returncode == 0, done.stderr
+    body = (ci.out / "plan-comment.md").read_text()
+    assert body.startswith("<!-- reconciler-plan -->\n### Reconciler plan: `ci`")
+    assert "**Plan: 1 to create, 0 to change, 0 to delete.**" in body
+    assert "**Changes since `main`" in body and "- flows: ~ west->east (topics.include)" in body
+    assert "+ create topic west.payments (3 partitions" in body and "```mermaid" in body
+    assert "west.payments" not in ci.admin["east"].list_topics(), "planning a pull request applies nothing"
+
+    # an invalid change: the comment says why, and the step fails
+    ci.write('"orders", "pay(ments"')
+    done = ci.script("plan-pr.sh", BASE_REF="main")
+    body = (ci.out / "plan-comment.md").read_text()
+    assert done.returncode == 1 and "### ❌ Reconciler plan failed" in body and "pay(ments" in body
+    ci.repo.git.checkout("--", "topologies/prod/topology.yaml")
+
+    # merge: apply-main plans from the merge commit, saves the plan, applies it under the lease
+    ci.repo.git.checkout("main")
+    ci.repo.git.merge("--no-ff", "add-payments", "-m", "Merge pull request #1 from add-payments")
+    merge = ci.repo.head.commit.hexsha
+    done = ci.script("apply-main.sh")
+    assert done.returncode == 0, done.stderr
+    assert "(lease held)" in done.stdout and "Apply complete: 1 created" in done.stdout
+    saved = json.loads((ci.out / "plan.json").read_text())
+    assert saved["git"]["commit"] == merge and saved["git"]["dirty"] is False
+    rec = read_applied(ci.admin["east"])
+    assert rec["git"]["commit"] == merge and rec["git"]["author"] == "Merge Bot" and rec["git"]["dirty"] is False
+    assert rec["clusters"] == ["east"]
+
+    # scheduled drift: in sync while the job reports on the current spec
+    ci.job_reports()
+    done = ci.script("drift.sh")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "No drift" in done.stdout
+
+    # someone changes a remote topic by hand: drift exits 2 with an HTML report for people
+    ci.admin["east"].alter_configs([ConfigAlteration("west.orders", {"retention.ms": "1000"})])
+    done = ci.script("drift.sh")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (ci.out / "drift.exitcode").read_text().strip() == "2"
+    html = (ci.out / "drift.html").read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<svg" in html and "retention.ms" in html
+    md = (ci.out / "drift.md").read_text()
+    assert "config" in md and f"`{merge[:7]}`" in md, "the revision the clusters were last reconciled to"
+    doc = json.loads((ci.out / "drift.json").read_text())
+    assert doc["status"] == "drift" and doc["summary"]["by_category"] == {"config": 1}
+    assert next(c for c in doc["clusters"] if c["cluster"] == "east")["applied"]["commit"] == merge
