@@ -17,6 +17,7 @@ from reconciler.apply.executor import ActionResult, ApplyContext, execute
 from reconciler.apply.lock import ClusterLocks, LockHeld
 from reconciler.apply.revision import topology_revision
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.jobs.plan import with_jobs
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan, Verb
 from reconciler.plan.diff import diff
@@ -68,7 +69,8 @@ class _Console:
 
 def make_plan(topology: Topology, conns: Connections) -> Plan:
     live = read_live(conns, clusters_of(topology))
-    return diff(desired_state(topology, live), live, topology)
+    plan = diff(desired_state(topology, live), live, topology)
+    return with_jobs(plan, topology, live)  # the replication jobs: deploy / update / restart / stop
 
 
 def cmd_plan(args) -> int:
@@ -99,7 +101,8 @@ class _TextProgress:
     def result(self, r: ActionResult) -> None:
         status = {"ok": "done", "already-done": "done (already)", "unsupported": "UNSUPPORTED",
                   "failed": "FAILED"}[r.result.code.value]
-        msg = f": {r.result.message}" if r.result.message and not r.result.ok else ""
+        show = not r.result.ok or getattr(r.action, "SHOW_RESULT", False)  # e.g. a job's pid
+        msg = f": {r.result.message}" if r.result.message and show else ""
         self.io.out(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}")
 
 
