@@ -72,11 +72,18 @@ def proc_start_time(pid: int) -> int | None:
     return int(text.rpartition(")")[2].split()[19])
 
 
+#: Exit codes of our own children reaped by `process_alive` (pid -> code).
+REAPED: dict[int, int] = {}
+
+
 def process_alive(pid: int, start_time: int | None = None) -> bool:
     """True while `pid` runs (zombies count as dead, and are reaped when they are our children) and,
     if given, is still the process that started at `start_time` (not a reused pid)."""
     try:
-        os.waitpid(pid, os.WNOHANG)
+        done, wstatus = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            code = os.waitstatus_to_exitcode(wstatus)
+            REAPED[pid] = 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says
     except (ChildProcessError, OSError):
         pass
     try:
@@ -160,8 +167,8 @@ class LocalJob:
             try:
                 return int(self.exit_code_path.read_text().strip())
             except (OSError, ValueError):
-                return None
-        return None
+                pass
+        return REAPED.get(self.pid)
 
     def kill(self) -> None:
         """SIGKILL everything the job started (a crash: nothing is flushed or closed)."""
