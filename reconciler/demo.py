@@ -38,6 +38,23 @@ def cli_main(argv: list[str]) -> int:
     return main(argv)
 
 
+def cli_apply(path: Path) -> int:
+    """`reconciler apply PATH --auto-approve`, printing only what it applied (the plan it shows first
+    was just printed by the step before)."""
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            code = cli_main(["apply", str(path), "--auto-approve"])
+    finally:
+        lines = buf.getvalue().splitlines()
+        start = next((i for i, line in enumerate(lines) if line.startswith("Applying ")), 0)
+        print("\n".join(lines[start:]))
+    return code
+
+
 DEFAULT_TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "demo"
 LOCAL_TOPICS = {"orders": 4, "payments": 2, "inventory.stock": 2, "clickstream": 4, "customers.profiles": 2}
 #: Explicit configs of the source topics (copied to remote topics; the drift step changes one by hand).
@@ -59,6 +76,7 @@ class DemoContext:
     backlog: dict[str, dict[str, int]] = field(default_factory=dict)  # source cluster -> topic -> records
     stream: "LiveStream | None" = None
     replicated: int = 0
+    latency: list[float] = field(default_factory=list)  # e2e latency samples of the live stream, all flows
     notes: list[str] = field(default_factory=list)
 
     def bootstrap(self, alias: str) -> str:
@@ -193,7 +211,8 @@ def step_plan(ctx: DemoContext) -> None:
 
 
 def step_apply(ctx: DemoContext) -> None:
-    if cli_main(["apply", str(ctx.topology_path), "--auto-approve"]) != EXIT_OK:
+    print(f"  $ reconciler apply {ctx.topology_path} --auto-approve   # (the plan above, then:)")
+    if cli_apply(ctx.topology_path) != EXIT_OK:
         raise DemoFailed("apply failed (see above)")
     if cli_main(["plan", str(ctx.topology_path), "--detailed-exitcode"]) != EXIT_OK:
         raise DemoFailed("the plan after apply is not empty")
@@ -337,6 +356,7 @@ def step_summary(ctx: DemoContext) -> None:
 
     print("  end-to-end latency of the live stream (produced on the source -> consumed on the target), 8 s ...")
     latency = _latency_probe(ctx)
+    ctx.latency = [v for values in latency.values() for v in values]
     rows = {r["flow"]: r for r in job_rows(ctx.topology)}
     table = [["FLOW", "TOPIC -> REMOTE TOPIC", "SOURCE", "TARGET"]]
     for f in sorted(ctx.topology.active_flows, key=lambda f: f.name):
@@ -366,9 +386,14 @@ def step_summary(ctx: DemoContext) -> None:
     for target, beats in _heartbeats(ctx).items():
         policy = next(f.policy for f in ctx.topology.active_flows if f.target == target)
         reach = reachability(target, beats, policy, now_ms)
-        ups = ", ".join(f"{u.alias} ({u.hops} hop{'s' if u.hops != 1 else ''} via {u.via}, "
-                        f"{u.age_seconds:.0f}s ago)" for u in reach.upstream if u.age_seconds is not None)
-        print(f"    {target}: {ups or 'none'}")
+        for u in reach.upstream:
+            paths = sorted((t.sources.index(u.alias) + 1, t) for t in reach.topics if u.alias in t.sources)
+            hops, first = paths[0]
+            age = f", {first.age_seconds:.0f}s ago" if first.age_seconds is not None else ", none yet"
+            text = f"{hops} hop{'s' if hops != 1 else ''} ({first.topic}{age})"
+            for n, t in paths[1:]:
+                text += f"; also {n} hops via {' -> '.join(reversed(t.sources[:n - 1]))} ({t.topic})"
+            print(f"    {target} <- {u.alias}: {text}")
     print(f"\n  Checkpoints (where group {GROUP} may resume after a failover):")
     for f in _checkpoint_flows(ctx):
         offsets = _checkpoints(ctx, f)
@@ -399,12 +424,12 @@ def step_drift(ctx: DemoContext) -> None:
     print(f"\n  $ reconciler plan {ctx.topology_path}   # the drift report")
     if cli_main(["plan", str(ctx.topology_path), "--detailed-exitcode"]) != EXIT_CHANGES:
         raise DemoFailed("the plan did not show the manual change")
-    print(f"\n  $ reconciler apply {ctx.topology_path} --auto-approve   # put it back")
-    if cli_main(["apply", str(ctx.topology_path), "--auto-approve"]) != EXIT_OK:
+    print(f"\n  $ reconciler apply {ctx.topology_path} --auto-approve   # put it back (the plan above, then:)")
+    if cli_apply(ctx.topology_path) != EXIT_OK:
         raise DemoFailed("apply could not put the change back")
     if cli_main(["plan", str(ctx.topology_path), "--detailed-exitcode"]) != EXIT_OK:
         raise DemoFailed("the plan after the repair is not empty")
-    ctx.notes.append(f"drift found and repaired: {key} on {cluster}:{topic}")
+    ctx.notes.append(f"drift       {key} changed by hand on {cluster}:{topic}: shown by plan, put back by apply")
 
 
 STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
@@ -428,7 +453,7 @@ def _shutdown(ctx: DemoContext) -> list[str]:
         print("\nLeft running (--keep-running): the clusters and the replication jobs.\n"
               f"  reconciler status {ctx.topology_path}    # the jobs\n"
               "  reconciler dev down                   # stop jobs and clusters")
-        return []
+        return ["left running (--keep-running): clusters and jobs; `reconciler dev down` stops them"]
     print("\nStopping the replication jobs (graceful: finish the batch, commit) and the clusters ...")
     done = []
     for flow, res in LocalDeployer().stop_all():
@@ -471,11 +496,18 @@ def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000,
         print(f"demo FAILED after {took:.0f}s; " + "; ".join(stopped), file=sys.stderr)
         return 1
     if ctx.stream is not None and ctx.stream.error:
-        ctx.notes.append(f"the live stream reported: {ctx.stream.error}")
+        ctx.notes.append(f"note        the live stream reported: {ctx.stream.error}")
     flows = ctx.topology.active_flows
-    print(f"\ndemo OK in {took:.0f}s: {len(ctx.topology.clusters)} clusters, {len(flows)} flows, "
-          f"{len(flows)} replication jobs; {ctx.replicated} records on the targets "
-          f"({sum(sum(v.values()) for v in ctx.backlog.values())} backlog + "
-          f"{ctx.stream.produced if ctx.stream else 0} live, replicated); heartbeats and checkpoints downstream; "
-          + "; ".join(ctx.notes + stopped))
+    lat = (f"; live stream end to end p50 {statistics.median(ctx.latency):.0f} ms, p99 {_pct(ctx.latency, 99):.0f} ms"
+           if ctx.latency else "")
+    lines = [
+        f"clusters    {len(ctx.topology.clusters)}: {', '.join(sorted(ctx.topology.clusters))} (local Tansu brokers)",
+        f"jobs        {len(flows)} replication jobs, one per flow, deployed by apply (local deployer, Spark)",
+        f"replicated  {ctx.replicated} records on the targets: a backlog of {ctx.records_per_cluster} per region and "
+        f"a live stream{lat}",
+        f"downstream  heartbeats on every target, checkpoints of group {GROUP} on both regions",
+        *ctx.notes,
+        *(f"end         {x}" for x in stopped),
+    ]
+    print(f"\ndemo OK in {took:.0f}s\n  " + "\n  ".join(lines))
     return 0
