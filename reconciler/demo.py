@@ -387,11 +387,13 @@ def step_summary(ctx: DemoContext) -> None:
         policy = next(f.policy for f in ctx.topology.active_flows if f.target == target)
         reach = reachability(target, beats, policy, now_ms)
         for u in reach.upstream:
-            paths = sorted((t.sources.index(u.alias) + 1, t) for t in reach.topics if u.alias in t.sources)
-            hops, first = paths[0]
-            age = f", {first.age_seconds:.0f}s ago" if first.age_seconds is not None else ", none yet"
-            text = f"{hops} hop{'s' if hops != 1 else ''} ({first.topic}{age})"
-            for n, t in paths[1:]:
+            paths = sorted(((t.sources.index(u.alias) + 1, t) for t in reach.topics if u.alias in t.sources),
+                           key=lambda x: (x[0], x[1].topic))
+            age = f", {u.age_seconds:.0f}s ago" if u.age_seconds is not None else ", none yet"
+            text = f"{u.hops} hop{'s' if u.hops != 1 else ''} ({u.via}{age})"
+            for n, t in paths:
+                if n <= u.hops:
+                    continue
                 text += f"; also {n} hops via {' -> '.join(reversed(t.sources[:n - 1]))} ({t.topic})"
             print(f"    {target} <- {u.alias}: {text}")
     print(f"\n  Checkpoints (where group {GROUP} may resume after a failover):")
