@@ -473,6 +473,7 @@ def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000,
     ctx = DemoContext(Path(topology_path), records_per_cluster, keep_running, wait_timeout)
     started = time.monotonic()
     failed: str | None = None
+    interrupted: str | None = None
     try:
         for i, (title, step) in enumerate(STEPS, 1):
             print(f"\n[{i}/{len(STEPS)}] {title}", flush=True)
@@ -482,7 +483,7 @@ def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000,
                 failed = f"step {i} ({title}): {exc}"
                 break
             except KeyboardInterrupt:
-                failed = f"interrupted (Ctrl-C) at step {i} ({title})"
+                interrupted = f"step {i} ({title})"
                 break
             except Exception as exc:  # the demo must say what failed, not dump a trace
                 failed = f"step {i} ({title}): {type(exc).__name__}: {exc}"
@@ -493,6 +494,9 @@ def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000,
         except KeyboardInterrupt:
             stopped = ["interrupted again while stopping: check `reconciler dev status` and `reconciler status`"]
     took = time.monotonic() - started
+    if interrupted:
+        print(f"\ndemo interrupted (Ctrl-C) at {interrupted} after {took:.0f}s; " + "; ".join(stopped), file=sys.stderr)
+        return 130
     if failed:
         print(f"\ndemo FAILED at {failed}", file=sys.stderr)
         print(f"demo FAILED after {took:.0f}s; " + "; ".join(stopped), file=sys.stderr)
