@@ -279,10 +279,12 @@ def _job_problems(ctx: DemoContext) -> list[str]:
     from reconciler.cli.commands_status import job_rows
 
     return [f"job {r['flow']} is {r['state']}: {r['why'] or r['last_error'] or ''}".rstrip(": ")
-            for r in job_rows(ctx.topology) if r["wanted"] and r["state"] not in ("running", "starting")]
+            for r in job_rows(ctx.topology) if r["wanted"] and r["state"] != "running"]
 
 
 def step_wait(ctx: DemoContext) -> None:
+    from reconciler.deploy.local import LocalDeployer
+
     checks: list[tuple[str, Callable[[DemoContext], list[str]]]] = [
         ("records", _missing_records), ("heartbeats", _missing_heartbeats), ("checkpoints", _missing_checkpoints)]
     started = time.monotonic()
@@ -308,7 +310,7 @@ def step_wait(ctx: DemoContext) -> None:
     except Exception:  # noqa: BLE001
         pass
     raise DemoFailed(f"not everything arrived within {ctx.wait_timeout:.0f}s:\n    " + "\n    ".join(lines)
-                     + "\n    (job logs: $RECONCILER_STATE_DIR/jobs/<source>.<target>/job.log)")
+                     + f"\n    (job logs: {LocalDeployer().dir}/<source>.<target>/job.log)")
 
 
 def _latency_probe(ctx: DemoContext, seconds: float = 8.0) -> dict[str, list[float]]:
