@@ -472,7 +472,13 @@ def _shutdown(ctx: DemoContext) -> list[str]:
 
 def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000, keep_running: bool = False,
         wait_timeout: float = 300.0) -> int:
-    ctx = DemoContext(Path(topology_path), records_per_cluster, keep_running, wait_timeout)
+    topology_path = Path(topology_path)
+    try:  # shown in every command the demo prints: shorter, and what a user would type
+        shown = topology_path.resolve().relative_to(Path.cwd())
+        topology_path = shown
+    except ValueError:
+        pass
+    ctx = DemoContext(topology_path, records_per_cluster, keep_running, wait_timeout)
     started = time.monotonic()
     failed: str | None = None
     interrupted: str | None = None
