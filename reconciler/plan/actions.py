@@ -41,7 +41,7 @@ class Phase(enum.IntEnum):
     CONFIG = 20
     PARTITIONS = 30
     ACL = 40
-    JOB = 50          # deploy/update/restart jobs of flows into this cluster, once its topics exist
+    JOB = 50          # update/restart jobs of flows into this cluster (deploys sort after every cluster)
     STOP_JOB = 75     # before any deletion, so a running job cannot re-create what is deleted
     DELETE_ACL = 80
     DELETE_CONFIG = 85
