@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any
 
 from reconciler.adapters.base import OpResult
 from reconciler.deploy import Deployers
@@ -89,10 +89,3 @@ def fake_backend(board: StatusBoard, *deployers: FakeDeployer) -> JobBackend:
         ds.by_name[d.name] = d
     return JobBackend(ds, board.reader)
 
-
-def running_spec(backend: JobBackend, flow: str, name: str = "local") -> JobSpec:
-    return backend.deployers.get(name).jobs[flow].spec
-
-
-def options_of(d: Deployment) -> Mapping[str, Any]:
-    return d.options

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Mapping
 
 from reconciler.adapters.base import OpResult
 from reconciler.replication.spec import HOT_RELOADABLE, JobSpec
-from reconciler.topology.model import Flow, JobSettings
+from reconciler.topology.model import JobSettings
 
 #: JobSettings fields that change how a deployer runs a job but are not part of the job spec
 #: (so not of its hash): a change to one of them needs a redeploy (restart).
@@ -110,6 +110,3 @@ class Deployer(abc.ABC):
     def stop(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
         """Graceful stop (finish the batch, commit), forced after a timeout."""
 
-
-def flow_options(flow: Flow) -> dict[str, Any]:
-    return deployment_options(flow.job)

@@ -85,7 +85,7 @@ class ProcessDeployer(Deployer):
             spec = None
         stopped = bool(record.get("stopped_at"))
         job = self._job(flow, record)
-        alive = False if stopped and not job.alive() else job.alive()
+        alive = job.alive()
         exit_code = None if alive else job.exit_code()
         if alive:
             detail = ""
