@@ -23,7 +23,7 @@ from reconciler.replication.spec import JobSpec  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spec", required=True, help="job spec JSON file (re-read every refresh interval)")
-    ap.add_argument("--master", help="override the spec's Spark master")
+    ap.add_argument("--master", help="override the spec's Spark master (`inherit`: keep the one spark-submit was given)")
     ap.add_argument("--max-seconds", type=float, help="stop after this long (benchmarks, tests)")
     ap.add_argument("--log-level", default="INFO")
     args = ap.parse_args(argv)

@@ -2,6 +2,9 @@
 
 `broker_factory` starts as many brokers as a test needs; `two_clusters` is the common
 source/target pair. Brokers are in-memory and stopped at the end of the session.
+
+Replication jobs are left out of plans (RECONCILER_JOBS=off) except in tests marked `jobs`:
+the topic tests run against the memory double or brokers no job should be started for.
 """
 
 from __future__ import annotations
@@ -59,6 +62,16 @@ def state_dir(tmp_path, monkeypatch) -> Path:
     d = tmp_path / "state"
     monkeypatch.setenv("RECONCILER_STATE_DIR", str(d))
     return d
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "jobs: plans and applies include replication jobs (RECONCILER_JOBS on)")
+
+
+@pytest.fixture(autouse=True)
+def _jobs_only_where_marked(request, monkeypatch):
+    if request.node.get_closest_marker("jobs") is None:
+        monkeypatch.setenv("RECONCILER_JOBS", "off")
 
 
 def pytest_report_header(config):

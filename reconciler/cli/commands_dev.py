@@ -17,7 +17,7 @@ def register(sub) -> None:
     p = dev_sub.add_parser("up", help="start one broker per loopback cluster of the topology (idempotent)")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.set_defaults(func=cmd_up)
-    p = dev_sub.add_parser("down", help="stop every dev broker started from this state directory")
+    p = dev_sub.add_parser("down", help="stop every dev broker (and local replication job) started from this state directory")
     p.set_defaults(func=cmd_down)
     p = dev_sub.add_parser("status", help="list dev brokers")
     p.set_defaults(func=cmd_status)
@@ -41,6 +41,10 @@ def cmd_up(args) -> int:
 
 
 def cmd_down(args) -> int:
+    from reconciler.deploy.local import LocalDeployer
+
+    for flow, res in LocalDeployer().stop_all():  # the local jobs first: they would only retry against stopped brokers
+        print(f"job {flow}: {res.message}")
     stopped = DevClusters().down()
     for s in stopped:
         print(s.line())

@@ -20,6 +20,7 @@ from reconciler.cli import plan_base
 from reconciler.cli.common import (
     EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated, relative_diagnostics,
 )
+from reconciler.jobs.plan import with_jobs
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan, Verb
 from reconciler.plan.diff import diff
@@ -75,7 +76,8 @@ class _Console:
 
 def make_plan(topology: Topology, conns: Connections, live: LiveState | None = None) -> Plan:
     live = live if live is not None else read_live(conns, clusters_of(topology))
-    return diff(desired_state(topology, live), live, topology)
+    plan = diff(desired_state(topology, live), live, topology)
+    return with_jobs(plan, topology, live)  # the replication jobs: deploy / update / restart / stop
 
 
 def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None) -> str:
@@ -129,7 +131,8 @@ class _TextProgress:
     def result(self, r: ActionResult) -> None:
         status = {"ok": "done", "already-done": "done (already)", "unsupported": "UNSUPPORTED",
                   "failed": "FAILED"}[r.result.code.value]
-        msg = f": {r.result.message}" if r.result.message and not r.result.ok else ""
+        show = not r.result.ok or getattr(r.action, "SHOW_RESULT", False)  # e.g. a job's pid
+        msg = f": {r.result.message}" if r.result.message and show else ""
         self.io.out(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}")
 
 

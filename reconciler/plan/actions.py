@@ -27,6 +27,11 @@ class ActionKind(str, enum.Enum):
     DELETE_ACL = "delete_acl"
     DELETE_CONFIG = "delete_config"
     DELETE_TOPIC = "delete_topic"
+    # Replication jobs (reconciler/plan/job_actions.py)
+    DEPLOY_JOB = "deploy_job"
+    UPDATE_JOB = "update_job"
+    RESTART_JOB = "restart_job"
+    STOP_JOB = "stop_job"
 
 
 class Phase(enum.IntEnum):
@@ -36,6 +41,8 @@ class Phase(enum.IntEnum):
     CONFIG = 20
     PARTITIONS = 30
     ACL = 40
+    JOB = 50          # update/restart jobs of flows into this cluster (deploys sort after every cluster)
+    STOP_JOB = 75     # before any deletion, so a running job cannot re-create what is deleted
     DELETE_ACL = 80
     DELETE_CONFIG = 85
     DELETE_TOPIC = 90
@@ -302,3 +309,7 @@ class Plan:
         return cls([Action.from_dict(a) for a in d["actions"]], [Finding.from_dict(f) for f in d["findings"]],
                    list(d["clusters"]), {k: list(v) for k, v in d.get("scope", {}).items()}, d["fingerprint"],
                    d.get("topology"))
+
+
+# The job action kinds register themselves (kept in their own module; imported last: they build on the above).
+from reconciler.plan import job_actions as _job_actions  # noqa: E402,F401

@@ -10,6 +10,8 @@ from typing import Any, Mapping
 from reconciler.replication.spec import JobSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+#: `--master inherit`: do not set spark.master, use the one spark-submit was started with.
+INHERIT_MASTER = "inherit"
 
 
 def spark_conf(spec: JobSpec, master: str | None = None) -> dict[str, str]:
@@ -32,6 +34,8 @@ def spark_conf(spec: JobSpec, master: str | None = None) -> dict[str, str]:
         "spark.executor.memory": "512m",
     }
     conf.update({str(k): str(v) for k, v in spec.spark_conf.items()})
+    if conf["spark.master"] == INHERIT_MASTER:  # keep the master spark-submit was given (Kubernetes operator)
+        del conf["spark.master"]
     return conf
 
 

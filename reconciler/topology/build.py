@@ -131,6 +131,10 @@ def _stringify(value: Any) -> str:
     return str(value)
 
 
+def _build_job(job: dict) -> JobSettings:
+    return JobSettings(**{**job, "spark_conf": {k: _stringify(v) for k, v in job["spark_conf"].items()}})
+
+
 def _build_flow(raw: dict, where: SourceLocation) -> Flow:
     job = raw["job"]
     return Flow(
@@ -149,7 +153,7 @@ def _build_flow(raw: dict, where: SourceLocation) -> Flow:
         refresh_interval_seconds=raw["refresh_interval_seconds"],
         offset_syncs_location=OffsetSyncsLocation(raw["offset_syncs"]["topic_location"]),
         offset_lag_max=raw["offset_syncs"]["lag_max"],
-        job=JobSettings(**{**job, "spark_conf": {k: _stringify(v) for k, v in job["spark_conf"].items()}}),
+        job=_build_job(job),
         where=where,
     )
 
@@ -189,6 +193,9 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
     if flow.job.deployer == "spark-standalone" and not flow.job.master.startswith("spark://"):
         diags.error(f"flow {flow.name}: deployer spark-standalone needs job.master spark://HOST:PORT, not {flow.job.master!r}",
                     flow.where)
+    if flow.job.deployer == "kubernetes" and not flow.job.image:
+        diags.error(f"flow {flow.name}: deployer kubernetes needs job.image (an image with the project and Spark)",
+                    flow.where, hint="set `job: {image: registry/reconciler:TAG}` in the flow or in `defaults:`")
 
 
 def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], diags: Diagnostics) -> ResidencyRule:
@@ -237,6 +244,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
         slo=Slo(**single.get("slo", {})),
         name=(single.get("metadata") or {}).get("name"),
         files=tuple(dict.fromkeys(d.file for d in docs)),
+        default_job=_build_job(base["job"]),
     )
     return None if diags.errors else topology
 

@@ -33,6 +33,10 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
         "spark_conf": {},
         "namespace": "default",
         "image": None,
+        "service_account": "spark",
+        "secret_name": "reconciler-secrets",
+        "manifests_dir": None,
+        "kubectl_apply": False,
     },
 }
 

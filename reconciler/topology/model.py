@@ -57,6 +57,10 @@ class JobSettings:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     namespace: str = "default"
     image: str | None = None
+    service_account: str = "spark"          # kubernetes: the driver's service account
+    secret_name: str = "reconciler-secrets"  # kubernetes: Secret holding the ${ENV_VAR}s the spec references
+    manifests_dir: str | None = None         # kubernetes: where manifests are rendered ($RECONCILER_STATE_DIR/k8s)
+    kubectl_apply: bool = False              # kubernetes: also `kubectl apply` them
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,7 @@ class Topology:
     slo: Slo = Slo()
     name: str | None = None
     files: tuple[str, ...] = ()
+    default_job: JobSettings | None = None  # `defaults: {job: ...}` merged: where jobs of removed flows were deployed
 
     def flow(self, name: str) -> Flow:
         return next(f for f in self.flows if f.name == name)

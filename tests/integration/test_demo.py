@@ -1,4 +1,6 @@
-"""`reconciler demo` (the README's first command) runs end to end, here on free ports."""
+"""`reconciler demo` (the README's first command) runs end to end, here on free ports: clusters,
+sample data, plan, apply with the replication jobs (4 Spark jobs, local[1]), records, heartbeats
+and checkpoints downstream, the summary, the drift report, and a clean stop of jobs and clusters."""
 
 import re
 import shutil
@@ -6,9 +8,10 @@ import shutil
 import pytest
 
 from reconciler import demo
+from reconciler.deploy.local import LocalDeployer
 from reconciler.dev.brokers import free_port
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.jobs]
 
 
 def test_demo_runs_end_to_end(tmp_path, state_dir, capsys):
@@ -20,9 +23,20 @@ def test_demo_runs_end_to_end(tmp_path, state_dir, capsys):
         text = text.replace(f"127.0.0.1:{port}", f"127.0.0.1:{free_port()}")
     clusters.write_text(text)
 
-    assert demo.run(topo, records_per_cluster=300) == 0
-    out = capsys.readouterr().out
+    try:
+        code = demo.run(topo, records_per_cluster=300, wait_timeout=240)
+    finally:
+        LocalDeployer().stop_all()  # whatever happened, no job outlives the test
+    out, err = capsys.readouterr()
+    print(out, err)
+    assert code == 0, err
     assert "demo OK" in out
     assert "+ create topic eu-west.orders (4 partitions" in out
+    assert re.search(r"\+ deploy job eu-west->analytics \(local local\[1\], spec \w{12}\)", out)
     assert "second plan: no changes" in out
-    assert out.count("stopped pid") == 3, "clusters are stopped at the end"
+    for what in ("records", "heartbeats", "checkpoints"):
+        assert f"{what} arrived downstream after" in out
+    assert re.search(r"eu-west->eu-central +running \(pid \d+, local\[1\]\)", out), "the job table"
+    assert "~ set config retention.ms on eu-west.orders: '3600000' -> '604800000'" in out, "the drift report"
+    assert out.count("stopped cleanly") == 4 and out.count("stopped pid") == 3, "jobs and clusters stopped"
+    assert not [d for d in LocalDeployer().all_deployments() if d.alive]

@@ -107,30 +107,3 @@ def test_exactly_once_survives_sigkill(fresh_clusters, tmp_path):
         print(f"partition {p}: committed {upstream} before the kill, {len(aborted)} aborted records visible, "
               f"metadata {meta}")
         assert aborted == list(range(upstream, upstream + len(aborted))), f"partition {p}: aborted block {aborted[:5]}"
-
-
-def test_runs_on_a_spark_standalone_master(fresh_clusters, tmp_path):
-    from reconciler.replication.runner import StandaloneCluster
-    from tests.integration.mirror_helpers import count_topic
-
-    source, target = fresh_clusters
-    create_topic(source.bootstrap, "standalone", 2)
-    producer = SequencedProducer(source.bootstrap, "standalone", 2, 2_000, 10_000.0)
-    producer.run()
-    cluster = StandaloneCluster.start(tmp_path / "spark")
-    try:
-        spec = spec_for(source, target, topics_include=("standalone",), master=cluster.master_url)
-        job = LocalJob.start(spec, tmp_path / "job")
-        try:
-            wait_for(lambda: count_topic(target.bootstrap, "west.standalone", 2) >= 2_000 or not job.alive(), 150,
-                     what="records replicated through the standalone cluster")
-            assert job.alive(), job.log_tail()
-        finally:
-            assert job.stop() == 0
-        status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
-        assert status["state"] == "stopped" and status["records"] >= 2_000
-        got = read_topic(target.bootstrap, "west.standalone", 2)
-        assert all(seqs(got[p]) == producer.expected()[p] for p in range(2))
-        assert "StandaloneSchedulerBackend" in job.log_path.read_text(errors="replace")
-    finally:
-        cluster.stop()

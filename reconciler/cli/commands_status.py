@@ -1,0 +1,141 @@
+"""`reconciler status PATH...`: every replication job of a topology, as the jobs report themselves.
+
+Per job: the flow, its deployer and where it runs, the state (running, starting, down,
+restart-required, stopped, not deployed, running elsewhere), the spec hash it runs against the
+desired one, lag, latency p50/p99, throughput, records copied and when it was last seen. Jobs the
+topology does not want any more (removed or disabled flows) are listed too.
+
+Exit codes: 0, or with --detailed-exitcode 2 when a job of an enabled flow is not running the
+desired spec (1: the topology is invalid).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from reconciler.apply.revision import topology_revision
+from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.jobs import backend as job_backend
+from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
+from reconciler.topology.connection import redactor_for
+
+
+def register(sub) -> None:
+    p = sub.add_parser("status", help="show every replication job: where, state, spec, lag, latency, throughput")
+    add_paths_argument(p)
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--detailed-exitcode", action="store_true",
+                   help="exit 2 when a job of an enabled flow is not running the desired spec")
+    p.set_defaults(func=cmd_status)
+
+
+def _age(ms: int | None, now_ms: int) -> str:
+    if ms is None:
+        return "never"
+    s = max(0.0, (now_ms - ms) / 1000.0)
+    if s < 120:
+        return f"{s:.0f}s ago"
+    if s < 7200:
+        return f"{s / 60:.0f}m ago"
+    return f"{s / 3600:.0f}h ago"
+
+
+def _ms(v: Any) -> str:
+    return "-" if v is None else f"{v:.0f}ms"
+
+
+def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str, Any]]:
+    backend = backend or job_backend.current() or job_backend.JobBackend()
+    desired = desired_jobs(topology, topology_revision(topology.files))
+    live = read_jobs(topology, backend, desired, now_ms=now_ms)
+    rows = []
+    for flow in sorted(set(desired) | set(live.jobs)):
+        lj: LiveJob = live.jobs.get(flow) or LiveJob(flow, JobState.NOT_DEPLOYED)
+        d = desired.get(flow)
+        dep = lj.deployment
+        st = lj.status or {}
+        fresh = lj.state in (JobState.RUNNING, JobState.ELSEWHERE)
+        lat = st.get("latency_ms") or {}
+        desired_hash = d.spec.spec_hash() if d else None
+        running = st.get("spec_hash") if fresh else None
+        rows.append({
+            "flow": flow,
+            "wanted": d is not None,
+            "deployer": (dep.deployer if dep else d.deployer if d else None),
+            "where": dep.where if dep else ("-" if lj.state is not JobState.ELSEWHERE else "elsewhere"),
+            "state": lj.state.value,
+            "job_state": st.get("state") if fresh else None,
+            "why": lj.why,
+            "desired_hash": desired_hash,
+            "deployed_hash": dep.spec_hash if dep else None,
+            "running_hash": running,
+            "in_sync": bool(d) and running == desired_hash,
+            "lag_total": st.get("lag_total") if fresh else None,
+            "latency_ms": {"p50": lat.get("p50"), "p95": lat.get("p95"), "p99": lat.get("p99")} if fresh else None,
+            "records_per_second": st.get("records_per_second") if fresh else None,
+            "records": st.get("records") if st else None,
+            "errors": st.get("errors") if st else None,
+            "last_error": st.get("last_error") if st else None,
+            "heartbeat_at": st.get("heartbeat_at"),
+            "last_seen": iso(st.get("heartbeat_at")) if st else None,
+            "unreadable": live.unreadable.get(flow.partition("->")[2]),
+        })
+    return rows
+
+
+def _spec_cell(r: dict) -> str:
+    want = (r["desired_hash"] or "")[:8]
+    run = (r["running_hash"] or "")[:8]
+    if not r["wanted"]:
+        return f"{run or '-'} (not wanted)"
+    if not run:
+        return f"- / {want}"
+    if r["running_hash"] == r["desired_hash"]:
+        return f"{run} = desired"
+    if r["deployed_hash"] == r["desired_hash"]:
+        return f"{run} -> {want} (pending)"
+    return f"{run} != {want}"
+
+
+def render_text(rows: list[dict], now_ms: int) -> str:
+    head = ["FLOW", "DEPLOYER", "WHERE", "STATE", "SPEC (running / desired)", "LAG", "P50", "P99", "REC/S",
+            "RECORDS", "LAST SEEN"]
+    table = [head]
+    for r in rows:
+        lat = r["latency_ms"] or {}
+        state = r["state"] + (f" ({r['job_state']})" if r["job_state"] not in (None, "running") else "")
+        table.append([r["flow"], r["deployer"] or "-", r["where"], state, _spec_cell(r),
+                      "-" if r["lag_total"] is None else str(r["lag_total"]), _ms(lat.get("p50")), _ms(lat.get("p99")),
+                      "-" if r["records_per_second"] is None else f"{r['records_per_second']:.0f}",
+                      "-" if r["records"] is None else str(r["records"]), _age(r["heartbeat_at"], now_ms)])
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    notes = [f"  {r['flow']}: {r['why']}" for r in rows if r["why"]]
+    notes += [f"  {r['flow']}: last error: {r['last_error']}" for r in rows
+              if r["last_error"] and r["state"] != "running"]
+    if notes:
+        lines += ["", *notes]
+    wanted = [r for r in rows if r["wanted"]]
+    ok = sum(1 for r in wanted if r["in_sync"])
+    lines += ["", f"{ok} of {len(wanted)} job{'s' if len(wanted) != 1 else ''} run the desired spec."]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_status(args) -> int:
+    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    if topology is None:
+        return EXIT_ERROR
+    redact = redactor_for(topology)
+    now_ms = int(time.time() * 1000)
+    rows = job_rows(topology, now_ms=now_ms)
+    if args.format == "json":
+        text = json.dumps({"format_version": 1, "topology": topology.name, "jobs": rows}, indent=2) + "\n"
+    else:
+        text = render_text(rows, now_ms) if rows else "No flows, no jobs.\n"
+    sys.stdout.write(redact(text))
+    if args.detailed_exitcode and any(r["wanted"] and not r["in_sync"] for r in rows):
+        return EXIT_CHANGES
+    return EXIT_OK

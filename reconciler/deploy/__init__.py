@@ -1,0 +1,45 @@
+"""Job deployers (see reconciler.deploy.base for the interface)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from reconciler.deploy.base import Deployer, Deployment
+from reconciler.deploy.kubernetes import KubernetesDeployer
+from reconciler.deploy.local import LocalDeployer, ProcessDeployer
+from reconciler.deploy.standalone import StandaloneDeployer
+
+DEPLOYER_NAMES = ("local", "spark-standalone", "kubernetes")
+
+
+class Deployers:
+    """The deployers of one run, by name (local and spark-standalone share a state directory)."""
+
+    def __init__(self, root: Path | None = None, kubectl: str | None = None):
+        self.by_name: dict[str, Deployer] = {
+            "local": LocalDeployer(root),
+            "spark-standalone": StandaloneDeployer(root),
+            "kubernetes": KubernetesDeployer(kubectl),
+        }
+
+    def get(self, name: str) -> Deployer:
+        try:
+            return self.by_name[name]
+        except KeyError:
+            raise ValueError(f"unknown job deployer {name!r} (known: {', '.join(DEPLOYER_NAMES)})") from None
+
+    def deployments(self, options: list[Mapping[str, Any]] | None = None) -> list[Deployment]:
+        out: list[Deployment] = []
+        for d in self.by_name.values():
+            out += d.deployments(options)
+        return out
+
+    @staticmethod
+    def family(name: str) -> str:
+        """Deployers that share state: a local job and a spark-standalone job of one flow are the same job."""
+        return "process" if name in ("local", "spark-standalone") else name
+
+
+__all__ = ["Deployer", "Deployers", "Deployment", "KubernetesDeployer", "LocalDeployer", "ProcessDeployer",
+           "StandaloneDeployer", "DEPLOYER_NAMES"]

@@ -1,0 +1,112 @@
+"""The deployer interface: where a replication job runs, and what the deployer knows about it.
+
+One job per flow. A deployer starts a job with a spec (`deploy`), hands hot-reloadable changes to
+the running job (`update`: it rewrites the spec file the job re-reads every refresh interval),
+restarts it with a new spec (`restart`: graceful stop, then start; the job resumes from its
+committed offsets), stops it (`stop`) and says what it deployed (`inspect`, `deployments`).
+
+Every operation is idempotent and checks what runs now, so a plan applied late (or twice) still
+converges: `deploy` of a job that already runs that spec is "already done", `update` of a job
+that is down starts it, `update` with a change that needs a restart restarts it.
+
+Implementations (chosen per flow by `job.deployer`):
+  local            reconciler.deploy.local       detached `spark-submit --master local[N]` per job
+  spark-standalone reconciler.deploy.standalone  `spark-submit --master spark://HOST:PORT`, client mode
+  kubernetes       reconciler.deploy.kubernetes  SparkApplication manifests for the Spark operator
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+from reconciler.adapters.base import OpResult
+from reconciler.replication.spec import HOT_RELOADABLE, JobSpec
+from reconciler.topology.model import JobSettings
+
+#: JobSettings fields that change how a deployer runs a job but are not part of the job spec
+#: (so not of its hash): a change to one of them needs a redeploy (restart).
+DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
+    "local": (),
+    "spark-standalone": (),
+    "kubernetes": ("namespace", "image", "service_account", "secret_name", "manifests_dir", "kubectl_apply"),
+}
+
+
+def deployment_options(job: JobSettings) -> dict[str, Any]:
+    """The deployer-specific settings of a flow's job (JSON-native values)."""
+    return {name: getattr(job, name) for name in DEPLOYMENT_OPTION_FIELDS.get(job.deployer, ())}
+
+
+def restart_hash(spec: JobSpec) -> str:
+    """Hash of the part of a spec a running job cannot take without a restart."""
+    d = {k: v for k, v in spec.to_dict().items() if k not in HOT_RELOADABLE and k != "git_revision"}
+    return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def flow_slug(flow: str) -> str:
+    """A file name for a flow: `eu-west->eu-central` -> `eu-west.eu-central` (aliases never contain '.')."""
+    return flow.replace("->", ".")
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What a deployer knows about one job it deployed."""
+
+    flow: str
+    deployer: str                 # local | spark-standalone | kubernetes
+    where: str                    # for people: "pid 1234, local[1]", "k8s default/mirror-a-to-b"
+    spec: JobSpec | None          # the spec last handed to the job (None: unreadable)
+    alive: bool | None            # the process runs; None: the deployer cannot tell (the status decides)
+    started_at: float | None = None   # epoch seconds it was (re)started or rendered
+    stopped: bool = False         # stopped on purpose (by `stop`): not "down"
+    exit_code: int | None = None  # when it ended and the code is known
+    detail: str = ""              # e.g. "exited with code 3 (restart required)"
+    options: Mapping[str, Any] = field(default_factory=dict)  # deployment_options it was deployed with
+
+    @property
+    def spec_hash(self) -> str | None:
+        return self.spec.spec_hash() if self.spec is not None else None
+
+
+EXIT_MEANINGS = {0: "stopped", 1: "failed", 3: "restart required", 137: "killed (SIGKILL)", 143: "terminated (SIGTERM)"}
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "ended (exit code unknown)"
+    meaning = EXIT_MEANINGS.get(code) or (f"killed by signal {code - 128}" if code > 128 else "failed")
+    return f"exited with code {code} ({meaning})"
+
+
+class Deployer(abc.ABC):
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def inspect(self, flow: str, options: Mapping[str, Any] | None = None) -> Deployment | None:
+        """What this deployer deployed for `flow` (None: nothing)."""
+
+    @abc.abstractmethod
+    def deployments(self, options: list[Mapping[str, Any]] | None = None) -> list[Deployment]:
+        """Every job this deployer knows about (running or not); `options`: the settings in use
+        (e.g. the manifest directories of the topology's flows) where that matters."""
+
+    @abc.abstractmethod
+    def deploy(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
+        """Make the job of `spec.flow` run `spec` (start it; already running it: nothing to do)."""
+
+    @abc.abstractmethod
+    def update(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
+        """Hand a spec that differs only in hot-reloadable fields to the running job, without a restart."""
+
+    @abc.abstractmethod
+    def restart(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
+        """Graceful stop (if it runs), then start with `spec`."""
+
+    @abc.abstractmethod
+    def stop(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
+        """Graceful stop (finish the batch, commit), forced after a timeout."""
+

@@ -1,0 +1,47 @@
+"""The I/O a job plan needs: the deployers, and a reader of the status records jobs publish.
+
+`current()` is what plan/apply use; tests replace `factory` (as they replace
+`commands_plan.admin_factory`). `RECONCILER_JOBS=off` leaves jobs out of plans entirely (topics,
+configs and ACLs only), e.g. where jobs are run by other tooling.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from reconciler.deploy import Deployers
+from reconciler.topology.model import Cluster
+
+#: Status records of every flow reporting to a (target) cluster: flow name -> record.
+StatusReader = Callable[[Cluster], dict[str, dict[str, Any]]]
+
+STATUS_READ_TIMEOUT = 10.0
+
+
+def kafka_status_reader(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    from reconciler.replication.status import read_all_job_status
+
+    return read_all_job_status(cluster, timeout=STATUS_READ_TIMEOUT)
+
+
+@dataclass
+class JobBackend:
+    deployers: Deployers = field(default_factory=Deployers)
+    read_status: StatusReader = kafka_status_reader
+
+
+def jobs_enabled() -> bool:
+    return os.environ.get("RECONCILER_JOBS", "on").strip().lower() not in ("off", "0", "false", "no")
+
+
+def default_factory() -> JobBackend | None:
+    return JobBackend() if jobs_enabled() else None
+
+
+factory: Callable[[], JobBackend | None] = default_factory
+
+
+def current() -> JobBackend | None:
+    return factory()

@@ -1,0 +1,183 @@
+"""Jobs in the plan: desired jobs x live jobs -> actions and findings (`diff_jobs`, pure), and
+`with_jobs`, which reads the live jobs and adds them to a topic plan (used by `make_plan`).
+
+Per enabled flow:
+  not deployed / stopped          -> deploy
+  running, same spec              -> nothing
+  running, only hot fields differ -> update in place (the job re-reads its spec file; no restart)
+  running, other fields differ    -> restart (graceful stop, start; resumes from committed offsets)
+  down / restart-required         -> restart (with the desired spec)
+  deployer or its settings changed-> restart (stop on the old deployer, start on the new)
+  running elsewhere               -> a finding (nothing here can update it)
+Per job no enabled flow wants:
+  flow disabled                   -> stop (`enabled: false` is MM2's "do not replicate")
+  flow removed from the topology  -> stop with `prune: {flows: true}`, else an `unmanaged` finding
+The spec compared is the one the deployer handed to the job (not the hash in its status, which
+lags a hot update by up to one refresh interval), so a plan right after apply is empty.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from reconciler.jobs import backend as job_backend
+from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)
+from reconciler.jobs.state import DesiredJob, JobState, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
+from reconciler.plan.actions import Action, Plan
+from reconciler.plan.findings import Finding, FindingKind, Severity
+from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
+from reconciler.replication.spec import HOT_RELOADABLE, JobSpec
+from reconciler.state.live import LiveState
+from reconciler.topology.model import Topology
+
+
+def _changes(current: JobSpec, desired: JobSpec) -> dict[str, list]:
+    a, b = current.to_dict(), desired.to_dict()
+    return {k: [a.get(k), b[k]] for k in sorted(current.changed_fields(desired))}
+
+
+def _fields(names) -> str:
+    return ", ".join(sorted(names))
+
+
+def _job_action_args(d: DesiredJob) -> dict:
+    return dict(cluster=d.cluster, flow=d.flow, deployer=d.deployer, options=dict(d.options), spec=d.spec.to_dict(),
+                spec_hash=d.spec.spec_hash())
+
+
+def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings: list[Finding]) -> None:
+    state = lj.state if lj else JobState.NOT_DEPLOYED
+    dep = lj.deployment if lj else None
+    moved = next((o for o in (lj.others if lj else ()) if not o.stopped and o.alive is not False), None)
+    args = _job_action_args(d)
+    if state is JobState.UNKNOWN:
+        findings.append(Finding(Severity.WARNING, FindingKind.UNREACHABLE, d.cluster, d.flow,
+                                f"job of flow {d.flow} not planned: {lj.why}",
+                                hint="fix access to the cluster's status topic reconciler.status.internal"))
+        return
+    if state is JobState.ELSEWHERE:
+        if lj.running_hash != d.spec.spec_hash():
+            findings.append(Finding(Severity.WARNING, FindingKind.CONFLICT, d.cluster, d.flow,
+                                    f"a job of flow {d.flow} runs spec {(lj.running_hash or '?')[:12]} (desired "
+                                    f"{d.spec.spec_hash()[:12]}) but was not deployed from this state directory; "
+                                    "it is not changed from here",
+                                    hint="apply from where the job was deployed (same RECONCILER_STATE_DIR), or stop it "
+                                         "there and apply again"))
+        return
+    if state in (JobState.NOT_DEPLOYED, JobState.STOPPED):
+        if moved is not None:
+            out.append(RestartJob(reason=f"the flow's deployer changed from {moved.deployer} to {d.deployer}",
+                                  current_hash=moved.spec_hash, state=state.value, previous_deployer=moved.deployer,
+                                  **args))
+            return
+        reason = (f"no job runs flow {d.flow}" if state is JobState.NOT_DEPLOYED
+                  else f"the job of flow {d.flow} was stopped ({lj.why}) and the flow is enabled")
+        out.append(DeployJob(reason=reason, **args))
+        return
+    current = dep.spec if dep else None
+    changes = _changes(current, d.spec) if current is not None else {}
+    restart_fields = set(changes) - HOT_RELOADABLE
+    if state in (JobState.DOWN, JobState.RESTART_REQUIRED):
+        reason = f"the job is {state.value}: {lj.why}"
+        if changes:
+            reason += f"; and {_fields(changes)} changed"
+        out.append(RestartJob(reason=reason, current_hash=current.spec_hash() if current else None, changes=changes,
+                              state=state.value, previous_deployer=dep.deployer if dep else None, **args))
+        return
+    # running or starting
+    if current is None:
+        out.append(RestartJob(reason=f"the spec the job runs cannot be read ({dep.where})", state=state.value, **args))
+        return
+    if dep.deployer != d.deployer:
+        out.append(RestartJob(reason=f"the flow's deployer changed from {dep.deployer} to {d.deployer}",
+                              current_hash=current.spec_hash(), changes=changes, state=state.value,
+                              previous_deployer=dep.deployer, **args))
+        return
+    option_changes = {k: [dep.options.get(k), v] for k, v in d.options.items()
+                      if dep.options.get(k) != v} if d.deployer == "kubernetes" else {}
+    if option_changes:
+        out.append(RestartJob(reason=f"deployment settings changed: {_fields(option_changes)}",
+                              current_hash=current.spec_hash(), changes={**changes, **option_changes},
+                              state=state.value, **args))
+        return
+    if not changes:
+        return
+    if restart_fields:
+        out.append(RestartJob(reason=f"{_fields(restart_fields)} changed, which a running job cannot take "
+                                     f"without a restart", current_hash=current.spec_hash(), changes=changes,
+                              state=state.value, **args))
+        return
+    out.append(UpdateJob(reason=f"{_fields(changes)} changed: the running job applies it within its refresh "
+                                f"interval ({d.spec.refresh_interval_seconds:g}s), no restart, no data loss",
+                         current_hash=current.spec_hash(), changes=changes, **args))
+
+
+def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings: list[Finding]) -> None:
+    flow = lj.flow
+    source, _, target = flow.partition("->")
+    in_topology = next((f for f in topology.flows if f.name == flow), None)
+    cluster = target if target in topology.clusters else source if source in topology.clusters else ""
+    live_deps = [d for d in ((lj.deployment,) if lj.deployment else ()) + lj.others
+                 if not d.stopped and d.alive is not False]
+    if not live_deps:
+        if lj.state is JobState.ELSEWHERE:
+            why = "is disabled" if in_topology else "is not in the topology"
+            findings.append(Finding(Severity.WARNING, FindingKind.UNMANAGED, cluster or target, flow,
+                                    f"a job of flow {flow} still reports ({lj.why}), but the flow {why}; it was not "
+                                    "deployed from this state directory, so it is left alone",
+                                    hint="stop it where it was started"))
+        return
+    for dep in live_deps:
+        running = f"{dep.deployer}, {dep.where}"
+        args = dict(cluster=cluster, flow=flow, deployer=dep.deployer, options=dict(dep.options),
+                    spec=dep.spec.to_dict() if dep.spec else {}, spec_hash=dep.spec_hash or "", where=dep.where)
+        if in_topology is not None:
+            out.append(StopJob(reason=f"flow {flow} is disabled (enabled: false)", **args))
+        elif not topology.prune.flows:
+            findings.append(Finding(Severity.WARNING, FindingKind.UNMANAGED, cluster or target, flow,
+                                    f"the job of flow {flow} still runs ({running}), but the flow is no longer in the "
+                                    "topology; left running",
+                                    hint="set `prune: {flows: true}` to let apply stop it, disable the flow instead "
+                                         "of removing it, or stop it by hand"))
+        elif not cluster:
+            findings.append(Finding(Severity.WARNING, FindingKind.UNMANAGED, target, flow,
+                                    f"the job of flow {flow} still runs ({running}); neither of its clusters is in the "
+                                    "topology, so apply cannot take a lease for it: left running",
+                                    hint="stop it by hand"))
+        else:
+            out.append(StopJob(reason=f"flow {flow} was removed from the topology (prune.flows is on)", **args))
+
+
+def diff_jobs(topology: Topology, desired: Mapping[str, DesiredJob], live: LiveJobs) -> tuple[list[Action], list[Finding]]:
+    """Pure: what to deploy, update, restart and stop so the jobs match the topology."""
+    actions: list[Action] = []
+    findings: list[Finding] = []
+    for flow, d in sorted(desired.items()):
+        _plan_desired(d, live.jobs.get(flow), actions, findings)
+    for flow, lj in sorted(live.jobs.items()):
+        if flow not in desired:
+            _plan_unwanted(lj, topology, actions, findings)
+    return actions, findings
+
+
+def with_jobs(plan: Plan, topology: Topology, live: LiveState, backend: job_backend.JobBackend | None = None,
+              git_revision: str | None = None) -> Plan:
+    """`plan` plus the job actions and findings (unchanged when jobs are off: RECONCILER_JOBS=off)."""
+    backend = backend if backend is not None else job_backend.current()
+    if backend is None:
+        return plan
+    if git_revision is None:
+        from reconciler.apply.revision import topology_revision
+
+        git_revision = topology_revision(topology.files)
+    desired = desired_jobs(topology, git_revision)
+    skip = {a: c.error for a, c in live.clusters.items() if not c.reachable}
+    jobs = read_jobs(topology, backend, desired, skip)
+    actions, findings = diff_jobs(topology, desired, jobs)
+    if not actions and not findings:
+        return plan
+    return Plan(plan.actions + actions, plan.findings + findings, plan.clusters, plan.scope, plan.fingerprint,
+                plan.topology)
+
+
+__all__ = ["diff_jobs", "with_jobs", "iso"]

@@ -1,0 +1,209 @@
+"""Jobs as state.
+
+Desired (pure): one job per enabled flow, `JobSpec.from_flow`, run by the flow's `job.deployer`
+with its deployer settings.
+
+Live (I/O, once per run): per flow, the latest status record the job published on its target
+cluster (`reconciler.status.internal`, read once per target, in parallel) and what the deployers
+know (the spec they handed to the job, whether its process runs, where). `classify` turns the
+two into a state:
+
+    running            a fresh status (heartbeat within STALE_INTERVALS status intervals, at least
+                       STALE_MIN_SECONDS) saying starting/running/degraded
+    starting           deployed less than START_GRACE_SECONDS ago, process alive, no fresh status yet
+    restart-required   the job said so (its spec changed in a field it cannot take) and exits
+    down               deployed, not stopped on purpose, but the process is gone or the status is stale
+    stopped            stopped on purpose (by the reconciler)
+    not deployed       no deployment, no fresh status
+    running elsewhere  a fresh status, but no deployment known here (started from another state dir)
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from reconciler.deploy import Deployers, Deployment
+from reconciler.deploy.base import deployment_options
+from reconciler.jobs.backend import JobBackend
+from reconciler.replication.spec import JobSpec
+from reconciler.topology.model import Topology
+
+STALE_INTERVALS = 3
+STALE_MIN_SECONDS = 15.0
+#: A job just (re)started has no status until Spark is up: not "down" for this long.
+START_GRACE_SECONDS = float(os.environ.get("RECONCILER_JOB_START_GRACE", "180"))
+LIVE_STATUS_STATES = ("starting", "running", "degraded")
+
+
+class JobState(str, enum.Enum):
+    RUNNING = "running"
+    STARTING = "starting"
+    RESTART_REQUIRED = "restart-required"
+    DOWN = "down"
+    STOPPED = "stopped"
+    NOT_DEPLOYED = "not deployed"
+    ELSEWHERE = "running elsewhere"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class DesiredJob:
+    flow: str
+    cluster: str              # the flow's target: where it reports, whose lease covers it
+    deployer: str
+    options: Mapping[str, Any]
+    spec: JobSpec
+
+
+def desired_jobs(topology: Topology, git_revision: str | None = None) -> dict[str, DesiredJob]:
+    return {f.name: DesiredJob(f.name, f.target, f.job.deployer, deployment_options(f.job),
+                               JobSpec.from_flow(topology, f, git_revision))
+            for f in topology.flows if f.enabled}
+
+
+@dataclass(frozen=True)
+class LiveJob:
+    flow: str
+    state: JobState
+    why: str = ""                             # in words, for reasons and `status`
+    status: Mapping[str, Any] | None = None   # the job's latest status record
+    deployment: Deployment | None = None      # the deployment of the desired deployer family (or the only one)
+    others: tuple[Deployment, ...] = ()       # deployments of this flow by other deployer families
+
+    @property
+    def running_hash(self) -> str | None:
+        return (self.status or {}).get("spec_hash") if self.state in (JobState.RUNNING, JobState.ELSEWHERE) else None
+
+    @property
+    def last_seen_ms(self) -> int | None:
+        return (self.status or {}).get("heartbeat_at")
+
+
+@dataclass
+class LiveJobs:
+    jobs: dict[str, LiveJob] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)  # target cluster -> why its statuses are unknown
+    now_ms: int = 0
+
+
+def iso(epoch_ms: int | float | None) -> str:
+    if epoch_ms is None:
+        return "never"
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_ms / 1000.0))
+
+
+def stale_after_seconds(spec: JobSpec | None) -> float:
+    interval = spec.status_interval_seconds if spec is not None else 3.0
+    return max(STALE_MIN_SECONDS, STALE_INTERVALS * interval)
+
+
+def is_fresh(status: Mapping[str, Any] | None, now_ms: int, stale_after: float) -> bool:
+    if not status or status.get("state") not in LIVE_STATUS_STATES:
+        return False
+    beat = status.get("heartbeat_at")
+    return isinstance(beat, (int, float)) and now_ms - beat <= stale_after * 1000
+
+
+def _last(status: Mapping[str, Any] | None) -> str:
+    if not status:
+        return "no status published"
+    text = f"last status '{status.get('state')}' at {iso(status.get('heartbeat_at'))}"
+    if status.get("state") in ("failed", "restart-required") and status.get("last_error"):
+        text += f": {status['last_error']}"
+    return text
+
+
+def classify(flow: str, status: Mapping[str, Any] | None, dep: Deployment | None, now_ms: int,
+             spec: JobSpec | None = None, start_grace: float = START_GRACE_SECONDS) -> tuple[JobState, str]:
+    """The state of one job from its status record and its deployment (pure)."""
+    stale_after = stale_after_seconds(spec or (dep.spec if dep else None))
+    fresh = is_fresh(status, now_ms, stale_after)
+    if dep is None or (dep.stopped and not dep.alive):
+        if fresh:
+            return JobState.ELSEWHERE, (f"reports from somewhere this state directory did not start it ({_last(status)})")
+        if dep is not None:
+            return JobState.STOPPED, dep.detail
+        return JobState.NOT_DEPLOYED, ""
+    status_of_this_run = status if (status and dep.started_at is not None
+                                    and (status.get("started_at") or 0) >= dep.started_at * 1000 - 5000) else None
+    if dep.alive is False:
+        if status_of_this_run and status_of_this_run.get("state") == "restart-required":
+            return JobState.RESTART_REQUIRED, f"{dep.detail}; {_last(status)}"
+        return JobState.DOWN, f"{dep.detail}; {_last(status)}"
+    if status_of_this_run and status_of_this_run.get("state") == "restart-required":
+        return JobState.RESTART_REQUIRED, _last(status)
+    if fresh:
+        return JobState.RUNNING, ""
+    if (status_of_this_run is None and dep.started_at is not None
+            and now_ms - dep.started_at * 1000 < start_grace * 1000):
+        return JobState.STARTING, f"started at {iso(dep.started_at * 1000)}, no status yet"
+    if dep.alive is True:
+        return JobState.DOWN, f"{dep.where} runs but publishes no status (stale after {stale_after:.0f}s): {_last(status)}"
+    return JobState.DOWN, f"no fresh status (stale after {stale_after:.0f}s): {_last(status)}"
+
+
+def read_statuses(topology: Topology, backend: JobBackend, skip: Mapping[str, str]) -> tuple[dict[str, dict], dict[str, str]]:
+    """Every status record on every target cluster of the topology's flows (in parallel): flow -> record.
+    Clusters in `skip` (could not be read at all) are reported unreadable without trying."""
+    targets = sorted({f.target for f in topology.flows if f.target in topology.clusters})
+    unreadable = {t: skip[t] for t in targets if t in skip}
+    todo = [t for t in targets if t not in skip]
+
+    def one(alias: str):
+        try:
+            return alias, backend.read_status(topology.clusters[alias]), None
+        except Exception as exc:  # noqa: BLE001 - a cluster whose statuses cannot be read is reported, not fatal
+            return alias, {}, f"{type(exc).__name__}: {exc}"
+
+    statuses: dict[str, dict] = {}
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(todo)))) as pool:
+        for alias, found, error in pool.map(one, todo):
+            if error:
+                unreadable[alias] = error
+                continue
+            for flow, record in found.items():
+                if flow.partition("->")[2] == alias:  # a status on the flow's own target only
+                    statuses[flow] = record
+    return statuses, unreadable
+
+
+def read_jobs(topology: Topology, backend: JobBackend, desired: Mapping[str, DesiredJob],
+              skip: Mapping[str, str] | None = None, now_ms: int | None = None) -> LiveJobs:
+    """The live state of every job the topology wants, the deployers know, or that reports."""
+    statuses, unreadable = read_statuses(topology, backend, skip or {})
+    jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
+    k8s_options = [deployment_options(j) for j in jobs if j.deployer == "kubernetes"]
+    deployments = backend.deployers.deployments(k8s_options)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    return assemble(desired, statuses, deployments, unreadable, now_ms)
+
+
+def assemble(desired: Mapping[str, DesiredJob], statuses: Mapping[str, dict], deployments: list[Deployment],
+             unreadable: Mapping[str, str], now_ms: int, start_grace: float = START_GRACE_SECONDS) -> LiveJobs:
+    """Pure: statuses + deployments -> LiveJobs."""
+    by_flow: dict[str, list[Deployment]] = {}
+    for d in deployments:
+        by_flow.setdefault(d.flow, []).append(d)
+    flows = set(desired) | set(by_flow) | set(statuses)
+    jobs: dict[str, LiveJob] = {}
+    for flow in sorted(flows):
+        deps = by_flow.get(flow, [])
+        want = desired.get(flow)
+        family = Deployers.family(want.deployer) if want else None
+        mine = [d for d in deps if family is None or Deployers.family(d.deployer) == family]
+        # Prefer a running deployment, then any: a flow rarely has more than one.
+        mine.sort(key=lambda d: (d.alive is not True, d.stopped))
+        dep = mine[0] if mine else None
+        others = tuple(d for d in deps if d is not dep)
+        target = flow.partition("->")[2]
+        if target in unreadable and (dep is None or dep.alive is not False):
+            state, why = JobState.UNKNOWN, f"statuses on {target} cannot be read: {unreadable[target]}"
+        else:
+            state, why = classify(flow, statuses.get(flow), dep, now_ms, want.spec if want else None, start_grace)
+        jobs[flow] = LiveJob(flow, state, why, statuses.get(flow), dep, others)
+    return LiveJobs(jobs, dict(unreadable), now_ms)

@@ -1,0 +1,172 @@
+"""Plan actions for replication jobs: deploy, update in place, restart, stop.
+
+One job per flow. Each action is attached to the flow's *target* cluster (where the job reports
+its status, and whose lease an apply takes). Order: update and restart run in `Phase.JOB` of the
+target cluster, after its topic and ACL actions and before its deletions (a job whose filter was
+narrowed must have the new spec before its old remote topics are deleted, or it would re-create
+them); stop runs in `Phase.STOP_JOB`, also before the deletions; deploy runs after the actions of
+*every* cluster, so the topics at both ends of a new flow exist before its job starts. Fields are JSON-native so a saved plan carries the exact spec
+to deploy (`spec`, with `${ENV_VAR}` references unresolved: never a secret).
+
+Renderers print them through the generic `describe()` / `details()`; the JSON form has, besides
+`kind`, `verb`, `cluster`, `reason`, `description`: `flow`, `deployer`, `options` (deployer
+settings), `spec` (the job spec), `spec_hash`, and per kind `current_hash`, `changes`
+({field: [current, desired]}), `state` (the job's live state), `previous_deployer`, `where`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from reconciler.plan.actions import Action, ActionKind, Phase, Verb, register
+
+
+def short(spec_hash: str | None) -> str:
+    return spec_hash[:12] if spec_hash else "none"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(json.dumps(v) if not isinstance(v, str) else v for v in value) + "]"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return json.dumps(value) if not isinstance(value, str) else value
+
+
+def where_to_run(deployer: str, spec: dict, options: dict) -> str:
+    if deployer == "kubernetes":
+        return f"kubernetes {options.get('namespace') or 'default'}, image {options.get('image')}"
+    if deployer == "spark-standalone":
+        return f"spark-standalone {spec.get('master')}"
+    return f"{deployer} {spec.get('master')}"
+
+
+@dataclass(frozen=True)
+class JobAction(Action):
+    """Base of the job actions: the flow, where it runs and the spec it should run."""
+
+    SHOW_RESULT: ClassVar[bool] = True  # apply prints what the deployer did (pid, manifest file)
+
+    flow: str = ""
+    deployer: str = ""
+    options: dict = field(default_factory=dict)
+    spec: dict = field(default_factory=dict)
+    spec_hash: str = ""
+
+    @property
+    def subject(self) -> str:
+        return self.flow
+
+    def __hash__(self) -> int:
+        return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
+
+    def job_spec(self):
+        from reconciler.replication.spec import JobSpec
+
+        return JobSpec.from_dict(self.spec)
+
+    def _summary(self) -> list[str]:
+        s = self.spec
+        if not s:
+            return []
+        topics = "include " + _fmt(s.get("topics_include", []))
+        if s.get("topics_exclude"):
+            topics += ", exclude " + _fmt(s["topics_exclude"])
+        return [f"topics: {topics}",
+                f"delivery: {s.get('delivery')}, parallelism {s.get('parallelism')}, "
+                f"refresh every {s.get('refresh_interval_seconds')}s"]
+
+    def _changes(self) -> list[str]:
+        return [f"{k}: {_fmt(v[0])} -> {_fmt(v[1])}" for k, v in sorted(getattr(self, "changes", {}).items())]
+
+
+@register
+@dataclass(frozen=True)
+class DeployJob(JobAction):
+    KIND = ActionKind.DEPLOY_JOB
+    PHASE = Phase.JOB
+    VERB = Verb.CREATE
+
+    def __hash__(self) -> int:
+        return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
+
+    def sort_key(self) -> tuple:
+        return ("\U0010ffff", int(self.PHASE), self.cluster, self.subject, ())  # after every cluster's actions
+
+    def describe(self) -> str:
+        return f"deploy job {self.flow} ({where_to_run(self.deployer, self.spec, self.options)}, spec {short(self.spec_hash)})"
+
+    def details(self) -> list[str]:
+        return self._summary()
+
+
+@register
+@dataclass(frozen=True)
+class UpdateJob(JobAction):
+    """Only hot-reloadable fields differ: the running job gets the new spec and applies it itself."""
+
+    KIND = ActionKind.UPDATE_JOB
+    PHASE = Phase.JOB
+    VERB = Verb.UPDATE
+    current_hash: str = ""
+    changes: dict = field(default_factory=dict)
+
+    def __hash__(self) -> int:
+        return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
+
+    def describe(self) -> str:
+        return (f"update job {self.flow} in place, no restart (spec {short(self.current_hash)} -> "
+                f"{short(self.spec_hash)})")
+
+    def details(self) -> list[str]:
+        return self._changes()
+
+
+@register
+@dataclass(frozen=True)
+class RestartJob(JobAction):
+    """The job is down, or a field it cannot take while running changed: graceful stop, then start."""
+
+    KIND = ActionKind.RESTART_JOB
+    PHASE = Phase.JOB
+    VERB = Verb.UPDATE
+    current_hash: str | None = None
+    changes: dict = field(default_factory=dict)
+    state: str = ""
+    previous_deployer: str | None = None
+
+    def __hash__(self) -> int:
+        return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
+
+    def describe(self) -> str:
+        if self.current_hash and self.current_hash != self.spec_hash:
+            spec = f"spec {short(self.current_hash)} -> {short(self.spec_hash)}"
+        else:
+            spec = f"spec {short(self.spec_hash)}"
+        where = where_to_run(self.deployer, self.spec, self.options)
+        if self.previous_deployer and self.previous_deployer != self.deployer:
+            where = f"{self.previous_deployer} -> {where}"
+        return f"restart job {self.flow} ({where}, {spec})"
+
+    def details(self) -> list[str]:
+        return self._changes() + ["graceful stop, then start; resumes from its committed offsets"]
+
+
+@register
+@dataclass(frozen=True)
+class StopJob(JobAction):
+    KIND = ActionKind.STOP_JOB
+    PHASE = Phase.STOP_JOB
+    VERB = Verb.DELETE
+    where: str = ""
+
+    def __hash__(self) -> int:
+        return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
+
+    def describe(self) -> str:
+        return f"STOP job {self.flow} ({self.deployer}, {self.where}): replication of this flow stops"
+
+    def details(self) -> list[str]:
+        return ["graceful stop: finishes its batch and commits; its topics and offsets are kept"]

@@ -1,0 +1,91 @@
+"""Test doubles for job planning without Spark: a deployer that only records, and status records
+kept in memory (what jobs would publish on their target clusters)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from reconciler.adapters.base import OpResult
+from reconciler.deploy import Deployers
+from reconciler.deploy.base import Deployer, Deployment
+from reconciler.jobs.backend import JobBackend
+from reconciler.replication.spec import JobSpec
+
+
+class FakeDeployer(Deployer):
+    """Deployments in a dict; `calls` records (operation, flow)."""
+
+    def __init__(self, name: str = "local"):
+        self.name = name
+        self.jobs: dict[str, Deployment] = {}
+        self.calls: list[tuple[str, str]] = []
+        self.pid = 1000
+
+    def _start(self, spec: JobSpec, options) -> OpResult:
+        self.pid += 1
+        self.jobs[spec.flow] = Deployment(spec.flow, self.name, f"pid {self.pid}, {spec.master}", spec, True,
+                                          time.time(), options=dict(options or {}))
+        return OpResult.success(f"started pid {self.pid}")
+
+    def inspect(self, flow, options=None):
+        return self.jobs.get(flow)
+
+    def deployments(self, options=None):
+        return list(self.jobs.values())
+
+    def deploy(self, spec, options=None):
+        self.calls.append(("deploy", spec.flow))
+        return self._start(spec, options)
+
+    def update(self, spec, options=None):
+        self.calls.append(("update", spec.flow))
+        self.jobs[spec.flow] = replace(self.jobs[spec.flow], spec=spec)
+        return OpResult.success("handed over")
+
+    def restart(self, spec, options=None):
+        self.calls.append(("restart", spec.flow))
+        return self._start(spec, options)
+
+    def stop(self, flow, options=None):
+        self.calls.append(("stop", flow))
+        self.jobs[flow] = replace(self.jobs[flow], alive=False, stopped=True, detail="stopped by the reconciler")
+        return OpResult.success("stopped")
+
+    # --- test controls ------------------------------------------------------------------------
+    def crash(self, flow: str, detail: str = "process 1001 exited with code 1 (failed)") -> None:
+        self.jobs[flow] = replace(self.jobs[flow], alive=False, exit_code=1, detail=detail)
+
+    def age(self, flow: str, seconds: float) -> None:
+        """Pretend the job was started `seconds` ago (past the start grace period)."""
+        d = self.jobs[flow]
+        self.jobs[flow] = replace(d, started_at=d.started_at - seconds)
+
+
+class StatusBoard:
+    """What the jobs published: target alias -> flow -> status record."""
+
+    def __init__(self):
+        self.records: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def report(self, flow: str, spec: JobSpec | None = None, state: str = "running", age: float = 0.0,
+               **fields: Any) -> None:
+        now = int(time.time() * 1000)
+        target = flow.partition("->")[2]
+        self.records.setdefault(target, {})[flow] = {
+            "flow": flow, "spec_hash": spec.spec_hash() if spec else "0" * 64, "state": state,
+            "started_at": now - int(age * 1000) - 60_000, "heartbeat_at": now - int(age * 1000), "records": 10,
+            "records_per_second": 5.0, "lag_total": 0, "latency_ms": {"p50": 40.0, "p95": 80.0, "p99": 120.0},
+            "errors": 0, "last_error": None, **fields}
+
+    def reader(self, cluster) -> dict[str, dict[str, Any]]:
+        return dict(self.records.get(cluster.alias, {}))
+
+
+def fake_backend(board: StatusBoard, *deployers: FakeDeployer) -> JobBackend:
+    ds = Deployers()
+    for d in deployers or (FakeDeployer("local"),):
+        ds.by_name[d.name] = d
+    return JobBackend(ds, board.reader)
+

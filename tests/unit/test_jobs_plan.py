@@ -1,0 +1,280 @@
+"""Jobs in the plan, without Spark: job states from status + deployment, and plan/apply through the
+CLI against the memory double with a recording deployer (deploy, update in place, restart, stop,
+unmanaged, disabled flows, saved plans)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reconciler.cli import commands_plan
+from reconciler.cli.main import main
+from reconciler.deploy.base import Deployment
+from reconciler.jobs import backend as job_backend
+from reconciler.jobs.state import JobState, classify
+from reconciler.replication.spec import ClusterSpec, JobSpec
+from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
+from tests.plan_helpers import World, topology
+
+TOPO = """apiVersion: reconciler/v1
+kind: Topology
+metadata: {{name: jobs}}
+clusters:
+  west: {{bootstrap_servers: "127.0.0.1:1"}}
+  east: {{bootstrap_servers: "127.0.0.1:2"}}
+defaults:
+  job: {{master: "local[1]", parallelism: 1}}
+flows:
+{flows}
+{extra}
+"""
+FLOW = '  - {{source: west, target: east, topics: {{include: {topics}}}, delivery: {delivery}{more}}}'
+
+
+def spec(**kw) -> JobSpec:
+    return JobSpec("west->east", ClusterSpec("west", "w:1"), ClusterSpec("east", "e:1"), **kw)
+
+
+NOW = 1_700_000_000_000
+
+
+def status(state="running", age=1.0, started_age=60.0, **kw):
+    return {"flow": "west->east", "spec_hash": spec().spec_hash(), "state": state,
+            "heartbeat_at": NOW - int(age * 1000), "started_at": NOW - int(started_age * 1000), **kw}
+
+
+def dep(alive=True, started_age=120.0, stopped=False, detail=""):
+    return Deployment("west->east", "local", "pid 7, local[1]", spec(), alive, NOW / 1000 - started_age, stopped,
+                      None, detail)
+
+
+@pytest.mark.parametrize("st,d,want", [
+    (None, None, JobState.NOT_DEPLOYED),
+    (status(), None, JobState.ELSEWHERE),
+    (status(age=100), None, JobState.NOT_DEPLOYED),
+    (status(), dep(), JobState.RUNNING),
+    (status(age=100), dep(), JobState.DOWN),                       # alive, but its status is stale
+    (status(), dep(alive=False, detail="process 7 exited with code 1 (failed)"), JobState.DOWN),
+    (None, dep(started_age=5), JobState.STARTING),                 # just started: no status yet
+    (None, dep(started_age=500), JobState.DOWN),
+    (status(state="stopped", age=200), dep(alive=False, stopped=True), JobState.STOPPED),
+    (status(state="restart-required", age=1, started_age=60), dep(alive=False, started_age=100), JobState.RESTART_REQUIRED),
+    (status(state="restart-required", age=1, started_age=500), dep(alive=False, started_age=100), JobState.DOWN),
+    (status(age=100), Deployment("west->east", "kubernetes", "k8s default/x", spec(), None, NOW / 1000 - 500),
+     JobState.DOWN),                                                # manifests only: the status decides
+])
+def test_classify(st, d, want):
+    state, why = classify("west->east", st, d, NOW)
+    assert state is want, why
+    if want is JobState.DOWN:
+        assert why
+
+
+def test_stale_means_three_status_intervals_but_at_least_15s():
+    assert classify("west->east", status(age=14), dep(), NOW)[0] is JobState.RUNNING
+    assert classify("west->east", status(age=16), dep(), NOW)[0] is JobState.DOWN
+    slow = spec(status_interval_seconds=10.0)
+    assert classify("west->east", status(age=25), dep(), NOW, slow)[0] is JobState.RUNNING
+    assert classify("west->east", status(age=31), dep(), NOW, slow)[0] is JobState.DOWN
+
+
+# --- through the CLI, against the memory double and a recording deployer ----------------------------
+
+
+class Env:
+    def __init__(self, tmp_path, monkeypatch, capsys):
+        self.path = tmp_path / "t.yaml"
+        self.capsys = capsys
+        self.world = World(topology("flows:\n  - {source: west, target: east}"))
+        self.world["west"].add_topic("orders", 2)
+        self.world["west"].add_topic("refunds", 1)
+        self.board = StatusBoard()
+        self.deployer = FakeDeployer("local")
+        self.backend = fake_backend(self.board, self.deployer)
+        monkeypatch.setattr(commands_plan, "admin_factory", self.world.factory)
+        monkeypatch.setattr(job_backend, "factory", lambda: self.backend)
+        self.write()
+
+    def write(self, topics='["orders"]', delivery="at-least-once", more="", extra="", flows=None) -> None:
+        if flows is None:
+            flows = FLOW.format(topics=topics, delivery=delivery, more=more)
+        self.path.write_text(TOPO.format(flows=flows, extra=extra))
+
+    def plan(self) -> dict:
+        code = main(["plan", str(self.path), "--format", "json", "--detailed-exitcode"])
+        out = json.loads(self.capsys.readouterr().out)
+        out["code"] = code
+        return out
+
+    def jobs(self, plan: dict) -> list[dict]:
+        return [a for a in plan["actions"] if a["kind"].endswith("_job")]
+
+    def apply(self) -> str:
+        assert main(["apply", str(self.path), "--auto-approve"]) == 0
+        return self.capsys.readouterr().out
+
+    def report_running(self) -> None:
+        """The job publishes a fresh status with the spec it was given."""
+        self.board.report("west->east", self.deployer.jobs["west->east"].spec)
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch, capsys):
+    return Env(tmp_path, monkeypatch, capsys)
+
+
+def test_deploy_then_nothing_then_update_in_place(env):
+    plan = env.plan()
+    [deploy] = env.jobs(plan)
+    assert deploy["kind"] == "deploy_job" and deploy["cluster"] == "east" and deploy["reason"] == "no job runs flow west->east"
+    assert deploy["spec"]["topics_include"] == ["orders"] and deploy["spec"]["master"] == "local[1]"
+    assert plan["actions"][-1] == deploy, "jobs start after every topic action"
+    out = env.apply()
+    assert "+ deploy job west->east (local local[1], spec" in out and env.deployer.calls == [("deploy", "west->east")]
+
+    plan = env.plan()  # just started: no status yet, but within the start grace period
+    assert plan["code"] == 0 and plan["actions"] == []
+    env.report_running()
+    assert env.plan()["code"] == 0
+
+    env.write(topics='["orders", "refunds"]')
+    plan = env.plan()
+    [update] = env.jobs(plan)
+    assert update["kind"] == "update_job" and update["changes"] == {"topics_include": [["orders"], ["orders", "refunds"]]}
+    assert "no restart" in update["reason"] and update["current_hash"] == env.deployer.jobs["west->east"].spec_hash
+    assert ("create_topic", "west.refunds") in {(a["kind"], a.get("topic")) for a in plan["actions"]}
+    assert plan["actions"].index(update) > plan["actions"].index(
+        next(a for a in plan["actions"] if a.get("topic") == "west.refunds")), "the new remote topic first"
+    env.apply()
+    assert env.deployer.calls[-1] == ("update", "west->east")
+    assert env.plan()["actions"] == [], "compared with the spec handed to the job, not the (lagging) status"
+
+
+def test_restart_on_a_field_a_running_job_cannot_take(env, capsys):
+    env.apply()
+    env.report_running()
+    env.write(delivery="exactly-once")
+    plan = env.plan()
+    [restart] = env.jobs(plan)
+    assert restart["kind"] == "restart_job" and restart["changes"]["delivery"] == ["at-least-once", "exactly-once"]
+    assert "delivery changed, which a running job cannot take without a restart" == restart["reason"]
+    main(["plan", str(env.path)])
+    text = capsys.readouterr().out
+    assert "~ restart job west->east (local local[1], spec" in text and "delivery: at-least-once -> exactly-once" in text
+    assert "resumes from its committed offsets" in text
+    env.apply()
+    assert env.deployer.calls[-1] == ("restart", "west->east")
+    assert env.deployer.jobs["west->east"].spec.delivery == "exactly-once"
+
+
+def test_a_dead_job_is_restarted_with_the_reason(env):
+    env.apply()
+    env.report_running()
+    env.deployer.crash("west->east", "process 1001 exited with code 1 (failed)")
+    [restart] = env.jobs(env.plan())
+    assert restart["kind"] == "restart_job" and restart["state"] == "down"
+    assert restart["reason"].startswith("the job is down: process 1001 exited with code 1 (failed); last status 'running' at ")
+    env.apply()
+    assert env.deployer.calls[-1] == ("restart", "west->east")
+
+
+def test_a_hung_job_is_down_once_its_status_is_stale(env):
+    env.apply()
+    env.deployer.age("west->east", 600)
+    env.board.report("west->east", env.deployer.jobs["west->east"].spec, age=60)
+    [restart] = env.jobs(env.plan())
+    assert restart["kind"] == "restart_job" and "runs but publishes no status" in restart["reason"]
+
+
+def test_removed_flow_without_prune_is_unmanaged_with_prune_stopped(env, capsys):
+    env.apply()
+    env.report_running()
+    env.write(flows="  []")
+    plan = env.plan()
+    assert env.jobs(plan) == []
+    [f] = [f for f in plan["findings"] if f["subject"] == "west->east"]
+    assert f["kind"] == "unmanaged" and f["severity"] == "warning" and "prune: {flows: true}" in f["hint"]
+    env.apply()
+    assert env.deployer.jobs["west->east"].alive
+
+    env.write(flows="  []", extra="prune: {flows: true}")
+    plan = env.plan()
+    [stop] = env.jobs(plan)
+    assert stop["kind"] == "stop_job" and stop["verb"] == "-" and "prune.flows is on" in stop["reason"]
+    main(["plan", str(env.path)])
+    text = capsys.readouterr().out
+    assert "WARNING: this plan DELETES 1 thing" in text and "- STOP job west->east (local, pid 1001, local[1])" in text
+    env.apply()
+    assert env.deployer.calls[-1] == ("stop", "west->east") and not env.deployer.jobs["west->east"].alive
+    env.board.report("west->east", env.deployer.jobs["west->east"].spec, state="stopped")
+    assert env.plan()["code"] == 0
+
+
+def test_a_disabled_flow_stops_its_job_and_enabling_it_deploys_again(env):
+    env.apply()
+    env.report_running()
+    env.write(more=", enabled: false")
+    [stop] = env.jobs(env.plan())
+    assert stop["kind"] == "stop_job" and stop["reason"] == "flow west->east is disabled (enabled: false)"
+    env.apply()
+    env.board.report("west->east", env.deployer.jobs["west->east"].spec, state="stopped")
+    assert env.plan()["actions"] == []
+    env.write()
+    [deploy] = env.jobs(env.plan())
+    assert deploy["kind"] == "deploy_job" and "was stopped" in deploy["reason"]
+
+
+def test_a_job_running_from_elsewhere_is_not_touched(env):
+    other = JobSpec.from_dict({**json.loads(json.dumps(env.plan()["actions"][-1]["spec"])), "parallelism": 3})
+    env.board.report("west->east", other)
+    plan = env.plan()
+    assert env.jobs(plan) == []
+    [f] = [f for f in plan["findings"] if f["kind"] == "conflict"]
+    assert "not deployed from this state directory" in f["message"]
+
+
+def test_unreadable_statuses_plan_nothing_for_their_jobs(env):
+    def broken(cluster):
+        raise RuntimeError("status topic not readable")
+
+    env.backend.read_status = broken
+    plan = env.plan()
+    assert env.jobs(plan) == []
+    [f] = [f for f in plan["findings"] if f["subject"] == "west->east"]
+    assert "status topic not readable" in f["message"]
+
+
+def test_saved_plan_deploys_exactly_the_planned_spec(env, tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    assert main(["plan", str(env.path), "--out", str(out)]) == 0
+    capsys.readouterr()
+    env.write(topics='["refunds"]')  # the topology moves on; the saved plan is what gets applied
+    assert main(["apply", str(out), "--auto-approve"]) == 0
+    assert env.deployer.jobs["west->east"].spec.topics_include == ("orders",)
+
+
+def test_status_command_lists_every_job(env, capsys):
+    env.apply()
+    env.report_running()
+    assert main(["status", str(env.path)]) == 0
+    out = capsys.readouterr().out
+    assert "west->east" in out and "running" in out and "= desired" in out and "40ms" in out and "120ms" in out
+    assert "1 of 1 job run the desired spec." in out
+    env.write(delivery="exactly-once")
+    assert main(["status", str(env.path), "--detailed-exitcode"]) == 2
+    capsys.readouterr()
+    assert main(["status", str(env.path), "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["jobs"]
+    assert row["state"] == "running" and not row["in_sync"] and row["latency_ms"]["p99"] == 120.0
+
+
+def test_job_changes_apply_after_a_partial_failure(env, monkeypatch):
+    def boom(spec, options=None):
+        raise RuntimeError("spark-submit not found")
+
+    monkeypatch.setattr(env.deployer, "deploy", boom)
+    assert main(["apply", str(env.path), "--auto-approve"]) == 1
+    captured = env.capsys.readouterr()
+    assert "FAILED: RuntimeError: spark-submit not found" in captured.out
+    assert "west.orders" in env.world["east"].topics, "topics are applied even when a job fails"
