@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from reconciler.analysis.expansion import route
 from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
-from reconciler.dev.clusters import DevClusters
+from reconciler.dev.clusters import DevClusters, state_dir
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.render.graph import mermaid
 from reconciler.topology.model import Flow, Topology
@@ -425,15 +425,18 @@ def step_drift(ctx: DemoContext) -> None:
     for fut in admin.incremental_alter_configs([res]).values():
         fut.result(15)
     print(f"  by hand: set {key}={value} on {cluster}:{topic} (the topology says: as on the source)")
-    print(f"\n  $ reconciler plan {ctx.topology_path}   # the drift report")
-    if cli_main(["plan", str(ctx.topology_path), "--detailed-exitcode"]) != EXIT_CHANGES:
-        raise DemoFailed("the plan did not show the manual change")
-    print(f"\n  $ reconciler apply {ctx.topology_path} --auto-approve   # put it back (the plan above, then:)")
+    report = state_dir() / "demo-drift.html"
+    print(f"\n  $ reconciler drift {ctx.topology_path} --out {report}")
+    if cli_main(["drift", str(ctx.topology_path), "--out", str(report)]) != EXIT_CHANGES:
+        raise DemoFailed("the drift report did not show the manual change")
+    print(f"\n  $ reconciler apply {ctx.topology_path} --auto-approve   # put it back")
     if cli_apply(ctx.topology_path) != EXIT_OK:
         raise DemoFailed("apply could not put the change back")
-    if cli_main(["plan", str(ctx.topology_path), "--detailed-exitcode"]) != EXIT_OK:
-        raise DemoFailed("the plan after the repair is not empty")
-    ctx.notes.append(f"drift       {key} changed by hand on {cluster}:{topic}: shown by plan, put back by apply")
+    print(f"\n  $ reconciler drift {ctx.topology_path}")
+    if cli_main(["drift", str(ctx.topology_path)]) != EXIT_OK:
+        raise DemoFailed("drift is still reported after the repair")
+    ctx.notes.append(f"drift       {key} changed by hand on {cluster}:{topic}: reported by drift (HTML: {report}), "
+                     "put back by apply, then in sync")
 
 
 STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
@@ -444,7 +447,7 @@ STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
     ("apply: create remote and internal topics, deploy the replication jobs, plan again", step_apply),
     ("wait until records, heartbeats and checkpoints arrive downstream", step_wait),
     ("what was replicated where", step_summary),
-    ("drift: change a remote topic by hand, see it in the plan, apply puts it back", step_drift),
+    ("drift: change a remote topic by hand, see it in the drift report, apply puts it back", step_drift),
 ]
 
 

@@ -37,6 +37,9 @@ def test_demo_runs_end_to_end(tmp_path, state_dir, capsys):
     for what in ("records", "heartbeats", "checkpoints"):
         assert f"{what} arrived downstream after" in out
     assert re.search(r"eu-west->eu-central +running \(pid \d+, local\[1\]\)", out), "the job table"
-    assert "~ set config retention.ms on eu-west.orders: '3600000' -> '604800000'" in out, "the drift report"
+    assert "DRIFT: 1 item (1 config drift) on 1 cluster, 1 flow." in out, "the drift report"
+    assert "~ set config retention.ms on eu-west.orders: '3600000' -> '604800000'" in out
+    assert "No drift: the clusters and jobs match the topology." in out, "in sync after the repair"
+    assert (state_dir / "demo-drift.html").read_text().startswith("<!DOCTYPE html>")
     assert out.count("stopped cleanly") == 4 and out.count("stopped pid") == 3, "jobs and clusters stopped"
     assert not [d for d in LocalDeployer().all_deployments() if d.alive]
