@@ -308,18 +308,20 @@ class FailoverPlan:
 
 
 def plan_failover(group: str, translated: Mapping[TopicPartition, int], committed: Mapping[TopicPartition, int],
-                  partitions_on_target: Mapping[str, int], allow_rewind: bool = False) -> FailoverPlan:
+                  partitions_on_target: Mapping[str, int] | None, allow_rewind: bool = False) -> FailoverPlan:
     """Decide, per partition, what committing the translated offsets to the target group does.
 
     Like MM2's own group-offset sync (MirrorCheckpointTask.syncGroupOffset), offsets only move
     forward by default: a committed offset ahead of the checkpoint means the group already read
     further on the target, and rewinding it would re-deliver records.
-    `partitions_on_target` maps topic -> partition count on the target cluster.
+    `partitions_on_target` maps topic -> partition count on the target cluster (None: not checked,
+    e.g. by a replication job that created those partitions itself).
+    The replication job's group-offset sync (`sync.group_offsets`) applies this same rule.
     """
     out: list[PartitionFailover] = []
     for tp, offset in sorted(translated.items()):
         current = committed.get(tp)
-        if tp.partition >= partitions_on_target.get(tp.topic, 0):
+        if partitions_on_target is not None and tp.partition >= partitions_on_target.get(tp.topic, 0):
             action = FailoverAction.MISSING
         elif current is None or current < offset:
             action = FailoverAction.COMMIT

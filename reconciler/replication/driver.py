@@ -124,7 +124,7 @@ class ReplicationDriver:
         self.offsets = OffsetStore(spec, env)
         self.heartbeats = HeartbeatEmitter(spec, self.source_producer)
         self.syncs = OffsetSyncWriter(spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer)
-        self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.target_admin, self.target_producer, env)
+        self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.target_producer, env)
         self.status = StatusPublisher(self.target_producer, spec.flow)
 
     def start(self) -> None:

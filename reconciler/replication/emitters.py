@@ -21,6 +21,8 @@ from typing import Any, Mapping
 
 from reconciler.analysis.expansion import route
 from reconciler.mirror.offset_translation import OffsetSyncStore
+from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
+from reconciler.mirror.mirror_client import TopicPartition, plan_failover
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, checkpoints_topic
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
 from reconciler.replication import clients
@@ -71,14 +73,14 @@ class OffsetSyncWriter:
 class CheckpointEmitter:
     """Reads offset syncs as they come, and emits checkpoints for the flow's consumer groups."""
 
-    def __init__(self, spec: JobSpec, source_admin: Any, target_admin: Any, target_producer: Any,
+    def __init__(self, spec: JobSpec, source_admin: Any, target_producer: Any,
                  environ: Mapping[str, str] | None = None):
         from confluent_kafka import Consumer
 
         self.spec = spec
         self.flow = spec.to_flow()
         self.source_admin = source_admin
-        self.target_admin = target_admin
+        self.target_groups = MirrorKafka(spec.target.client_config(environ), timeout=10.0)
         self.producer = target_producer
         syncs_cluster = spec.source if spec.offset_syncs_on_source else spec.target
         self._syncs_consumer = Consumer(clients.consumer_config(syncs_cluster, spec, group=job_group(spec) + ".syncs",
@@ -190,37 +192,25 @@ class CheckpointEmitter:
             self.sync_group_offsets(cps)
         return changed
 
-    def sync_group_offsets(self, cps: list[Checkpoint], timeout: float = 10.0) -> list[str]:
-        """Commit translated offsets to the same groups on the target, for groups with no active
-        member there, never moving a group backwards (MM2's sync.group.offsets)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    def sync_group_offsets(self, cps: list[Checkpoint]) -> list[str]:
+        """Commit translated offsets to the same groups on the target (MM2's sync.group.offsets).
 
-        by_group: dict[str, list[Checkpoint]] = {}
+        The rule is `reconciler failover`'s (`plan_failover`): a group active on the target is left
+        to its consumers, and offsets only move forward. Returns the groups whose offsets moved.
+        """
+        by_group: dict[str, dict[TopicPartition, int]] = {}
         for cp in cps:
-            by_group.setdefault(cp.consumer_group_id, []).append(cp)
+            by_group.setdefault(cp.consumer_group_id, {})[TopicPartition(cp.topic, cp.partition)] = cp.downstream_offset
         synced = []
-        for group, group_cps in sorted(by_group.items()):
+        for group, translated in sorted(by_group.items()):
             try:
-                desc = self.target_admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout)
-                if desc.members:
-                    continue  # active on the target: the consumers there own their offsets
-            except Exception:  # noqa: BLE001 - unknown group on the target: nothing active
-                pass
-            current: dict[tuple[str, int], int] = {}
-            try:
-                res = self.target_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                                    request_timeout=timeout)[group].result(timeout)
-                current = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions}
-            except Exception:  # noqa: BLE001
-                current = {}
-            tps = [TopicPartition(cp.topic, cp.partition, cp.downstream_offset) for cp in group_cps
-                   if current.get((cp.topic, cp.partition), -1) < cp.downstream_offset]
-            if not tps:
-                continue
-            try:
-                self.target_admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)],
-                                                               request_timeout=timeout)[group].result(timeout)
-                synced.append(group)
-            except Exception as exc:  # noqa: BLE001
+                if self.target_groups.group_state(group).active:
+                    continue
+                committed = self.target_groups.committed_offsets(group, translated)
+                commits = plan_failover(group, translated, committed, partitions_on_target=None).commits
+                if commits:
+                    self.target_groups.commit_offsets(group, commits)
+                    synced.append(group)
+            except ClusterIOError as exc:
                 log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
         return synced

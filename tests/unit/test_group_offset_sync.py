@@ -1,0 +1,37 @@
+"""The job's group-offset sync (MM2 sync.group.offsets) follows `reconciler failover`'s rule."""
+
+from reconciler.mirror.mirror_client import GroupState, TopicPartition
+from reconciler.mirror.records import Checkpoint
+from reconciler.replication.emitters import CheckpointEmitter
+from reconciler.replication.spec import ClusterSpec, JobSpec
+
+
+class FakeTargetGroups:
+    def __init__(self, states: dict[str, tuple[str, int]], committed: dict[str, dict[TopicPartition, int]]):
+        self.states, self.committed, self.commits = states, committed, []
+
+    def group_state(self, group):
+        state, members = self.states.get(group, ("DEAD", 0))
+        return GroupState(group, state, members)
+
+    def committed_offsets(self, group, partitions):
+        return {tp: o for tp, o in self.committed.get(group, {}).items() if tp in set(partitions)}
+
+    def commit_offsets(self, group, offsets):
+        self.commits.append((group, dict(offsets)))
+
+
+def test_sync_skips_active_groups_and_never_moves_offsets_backwards():
+    spec = JobSpec(flow="w->e", source=ClusterSpec("w", "127.0.0.1:1"), target=ClusterSpec("e", "127.0.0.1:1"))
+    emitter = CheckpointEmitter(spec, source_admin=None, target_producer=None, environ={})
+    t0, t1 = TopicPartition("w.orders", 0), TopicPartition("w.orders", 1)
+    emitter.target_groups = FakeTargetGroups(
+        states={"busy": ("STABLE", 0),      # Tansu: an active group with an empty member list
+                "idle": ("EMPTY", 0)},
+        committed={"idle": {t0: 5}})
+    cps = [Checkpoint("busy", "w.orders", 0, 10, 9, ""),
+           Checkpoint("idle", "w.orders", 0, 4, 3, ""),   # behind what the group has on the target: kept
+           Checkpoint("idle", "w.orders", 1, 8, 7, ""),   # no offset on the target yet: committed
+           Checkpoint("new", "w.orders", 1, 2, 2, "")]    # unknown on the target (DEAD): committed
+    assert emitter.sync_group_offsets(cps) == ["idle", "new"]
+    assert emitter.target_groups.commits == [("idle", {t1: 7}), ("new", {t1: 2})]
