@@ -151,6 +151,12 @@ def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
     return True
 
 
+def _unlocked(plan: Plan, locked: list[str]) -> str | None:
+    """Why `plan` cannot run under the leases of `locked` clusters (it touches others), or None."""
+    extra = sorted({a.cluster for a in plan.actions} - set(locked))
+    return f"it now also changes {', '.join(extra)}, whose lease is not held; run apply again" if extra else None
+
+
 def cmd_apply(args) -> int:
     saved = None
     if len(args.paths) == 1 and planfile.is_plan_file(args.paths[0]):
@@ -188,6 +194,13 @@ def cmd_apply(args) -> int:
             with ClusterLocks(admins) as locks:
                 live = read_live(conns, plan.clusters)
                 stale = planfile.stale_reason(plan, live)
+                if stale and saved is None and args.auto_approve:
+                    # Nothing to refuse: --auto-approve approved whatever the plan is, so plan again
+                    # from what the lease now protects (Terraform plans under its lock the same way).
+                    plan = make_plan(topology, conns, live)
+                    io.out(f"\nThe clusters changed while planning ({stale}); planned again under the lease:\n")
+                    io.out(plan_text.render(plan), end="")
+                    stale = _unlocked(plan, touched) or (plan.errors and "the new plan has errors")
                 if stale:
                     io.err(f"error: refusing to apply a stale plan: {stale}")
                     return EXIT_ERROR

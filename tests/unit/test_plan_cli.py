@@ -114,3 +114,23 @@ def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
     assert main(["plan", str(path)]) == 1
     captured = capsys.readouterr()
     assert "auth failed for token ***" in captured.out and "tok-9f8e7d6c5b4a" not in captured.out + captured.err
+
+
+def test_auto_approve_plans_again_when_clusters_change_before_the_lease(world, monkeypatch, capsys):
+    """A remote topic created by someone else between the plan and the lease (e.g. the in-flight request of a
+    killed apply): --auto-approve plans again under the lease, since it approved "whatever the plan is"."""
+    real_read = commands_plan.read_live
+    calls = []
+
+    def read_then_change(conns, aliases):
+        calls.append(1)
+        if len(calls) == 2:  # the read under the lease
+            world["east"].add_topic("west.orders", 2)
+        return real_read(conns, aliases)
+
+    monkeypatch.setattr(commands_plan, "read_live", read_then_change)
+    assert main(["apply", world.path, "--auto-approve"]) == 0
+    out = capsys.readouterr().out
+    assert "The clusters changed while planning" in out and "planned again under the lease" in out
+    assert out.count("+ create topic west.orders") == 1, "the second plan no longer creates it"
+    assert main(["plan", world.path, "--detailed-exitcode"]) == 0
