@@ -121,27 +121,25 @@ class MirrorKafka:
         wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
         if not wanted:
             return {}
-        request = [ConsumerGroupTopicPartitions(group, wanted)]
-        try:
-            result = self._admin.list_consumer_group_offsets(request)[group].result(self._timeout)
-        except KafkaException as exc:
-            raise ClusterIOError(f"cannot read committed offsets of group {group!r}: {_reason(exc)}") from None
-        failed = [f"{tp.topic}-{tp.partition}: {tp.error.str()}" for tp in result.topic_partitions if tp.error]
-        if failed:
-            raise ClusterIOError(f"cannot read committed offsets of group {group!r}: {'; '.join(failed)}")
-        return {TopicPartition(tp.topic, tp.partition): tp.offset
-                for tp in result.topic_partitions if tp.offset != _NO_OFFSET}
+        failing = f"cannot read committed offsets of group {group!r}"
+        result = self._offsets_call(self._admin.list_consumer_group_offsets, group, wanted, failing, failing)
+        return {TopicPartition(tp.topic, tp.partition): tp.offset for tp in result if tp.offset != _NO_OFFSET}
 
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         """AlterConsumerGroupOffsets; raises naming every partition the broker refused."""
         if not offsets:
             return
-        request = [ConsumerGroupTopicPartitions(
-            group, [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in sorted(offsets.items())])]
+        wanted = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in sorted(offsets.items())]
+        self._offsets_call(self._admin.alter_consumer_group_offsets, group, wanted,
+                           f"cannot commit offsets of group {group!r}", f"the broker refused offsets of group {group!r}")
+
+    def _offsets_call(self, call, group: str, partitions: list, failing: str, refused: str) -> list:
+        """One group-offsets admin call; raises ClusterIOError for the request or for any refused partition."""
         try:
-            result = self._admin.alter_consumer_group_offsets(request)[group].result(self._timeout)
+            result = call([ConsumerGroupTopicPartitions(group, partitions)])[group].result(self._timeout)
         except KafkaException as exc:
-            raise ClusterIOError(f"cannot commit offsets of group {group!r}: {_reason(exc)}") from None
+            raise ClusterIOError(f"{failing}: {_reason(exc)}") from None
         failed = [f"{tp.topic}-{tp.partition}: {tp.error.str()}" for tp in result.topic_partitions if tp.error]
         if failed:
-            raise ClusterIOError(f"the broker refused offsets of group {group!r}: {'; '.join(failed)}")
+            raise ClusterIOError(f"{refused}: {'; '.join(failed)}")
+        return result.topic_partitions
