@@ -108,7 +108,7 @@ def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -
     config = raw.get("config") if isinstance(raw, dict) else None
     for key, value in (config if isinstance(config, dict) else {}).items():
         if secrets.is_secret_key(str(key)) and not secrets.is_env_reference(_stringify(value)):
-            env_name = re.sub(r"[^A-Z0-9]+", "_", f"{alias}_{key}".upper())
+            env_name = secrets.suggested_env_name(alias, str(key))
             diags.error(f"cluster {alias!r}: {key} is a literal secret", doc.where(path + ("config", key)),
                         hint=f"never commit secrets: write `{key}: ${{{env_name}}}` and set {env_name} in the environment")
 

@@ -23,6 +23,11 @@ def is_env_reference(value: str) -> bool:
     return bool(ENV_REF.fullmatch(value.strip()))
 
 
+def suggested_env_name(alias: str, key: str) -> str:
+    """The variable name we propose for cluster `alias`'s setting `key` (e.g. PRIMARY_SASL_PASSWORD)."""
+    return re.sub(r"[^A-Z0-9]+", "_", f"{alias}_{key}".upper()).strip("_")
+
+
 def references(value: str) -> list[str]:
     return ENV_REF.findall(value)
 
