@@ -23,7 +23,10 @@ def route(flow: Flow, topic: str) -> str | None:
     """
     if is_internal_topic(topic):
         return None
-    if not flow.policy.is_heartbeats_topic(topic) and not flow.topics.matches(topic):
+    if flow.policy.is_heartbeats_topic(topic):
+        if not flow.carries_heartbeats:  # another topic family of the pair carries them (once per pair)
+            return None
+    elif not flow.topics.matches(topic):
         return None
     if flow.policy.is_cycle(topic, flow.target):
         return None

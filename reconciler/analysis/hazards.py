@@ -6,7 +6,7 @@ pushed through `expand`, the same function a plan uses on live topic names.
 
 from __future__ import annotations
 
-from reconciler.analysis.expansion import Expansion, Placement, expand
+from reconciler.analysis.expansion import Expansion, Placement, expand, route
 from reconciler.analysis.witness import examples
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.topology.diagnostics import Diagnostics
@@ -96,8 +96,35 @@ def check_residency(topology: Topology, exp: Expansion, diags: Diagnostics) -> N
             )
 
 
+def check_families(topology: Topology, diags: Diagnostics) -> None:
+    """Topic families of one pair must not select the same topic: judged on the witnesses of every
+    family's include patterns (and the other topics the graph brings to the source), with `route`,
+    the rule the jobs apply. Heartbeats are carried by one family per pair and do not count."""
+    pairs: dict[str, list] = {}
+    for f in topology.flows:
+        if f.family is not None:
+            pairs.setdefault(f.pair, []).append(f)
+    for flows in pairs.values():
+        names = sorted({ex for f in flows for p in f.topics.include for ex in examples(p)})
+        for i, a in enumerate(flows):
+            for b in flows[i + 1:]:
+                both = next((t for t in names if not a.policy.is_heartbeats_topic(t)
+                             and route(a, t) is not None and route(b, t) is not None), None)
+                if both is None:
+                    continue
+                diags.error(
+                    f"topic families {a.name} and {b.name} overlap: both would replicate a topic such as {both!r}, "
+                    "so its records would be copied twice",
+                    b.where,
+                    hint="make their topic filters disjoint (add the other family's patterns to `topics.exclude`), "
+                         f"or merge the families; {a.name} is at {a.where}",
+                    related=(a.where,) if a.where else (),
+                )
+
+
 def analyse(topology: Topology, diags: Diagnostics) -> Expansion:
     """All graph checks; returns the witness expansion (useful for graph rendering)."""
+    check_families(topology, diags)
     exp = expand(topology, witness_topics(topology))
     check_loops(exp, diags)
     check_diamonds(exp, diags)

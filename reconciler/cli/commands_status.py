@@ -21,6 +21,7 @@ from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_a
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
 from reconciler.topology.connection import redactor_for
+from reconciler.topology.model import flow_ends
 
 
 def register(sub) -> None:
@@ -81,7 +82,7 @@ def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str
             "last_error": st.get("last_error") if st else None,
             "heartbeat_at": st.get("heartbeat_at"),
             "last_seen": iso(st.get("heartbeat_at")) if st else None,
-            "unreadable": live.unreadable.get(flow.partition("->")[2]),
+            "unreadable": live.unreadable.get(flow_ends(flow)[1]),
         })
     return rows
 

@@ -38,6 +38,7 @@ import yaml
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.base import Deployer, Deployment, restart_hash
 from reconciler.replication.spec import JobSpec
+from reconciler.topology.model import flow_ends
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
@@ -56,8 +57,9 @@ def manifests_root(options: Mapping[str, Any]) -> Path:
 
 def resource_name(flow: str) -> str:
     """A DNS-1123 name for the flow's SparkApplication; a short hash keeps distinct flows distinct."""
-    source, _, target = flow.partition("->")
-    base = re.sub(r"[^a-z0-9-]+", "-", f"mirror-{source}-to-{target}".lower()).strip("-")
+    source, target, family = flow_ends(flow)
+    readable = f"mirror-{source}-to-{target}" + (f"-{family}" if family else "")
+    base = re.sub(r"[^a-z0-9-]+", "-", readable.lower()).strip("-")
     digest = hashlib.sha256(flow.encode()).hexdigest()[:6]
     return f"{base[:63 - 7].rstrip('-')}-{digest}"
 

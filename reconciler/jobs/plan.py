@@ -28,7 +28,7 @@ from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
 from reconciler.replication.spec import HOT_RELOADABLE, JobSpec
 from reconciler.state.live import LiveState
-from reconciler.topology.model import Topology
+from reconciler.topology.model import Topology, flow_ends
 
 
 def _changes(current: JobSpec, desired: JobSpec) -> dict[str, list]:
@@ -114,7 +114,7 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
 
 def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings: list[Finding]) -> None:
     flow = lj.flow
-    source, _, target = flow.partition("->")
+    source, target, _ = flow_ends(flow)
     in_topology = next((f for f in topology.flows if f.name == flow), None)
     cluster = target if target in topology.clusters else source if source in topology.clusters else ""
     live_deps = [d for d in ((lj.deployment,) if lj.deployment else ()) + lj.others

@@ -31,7 +31,7 @@ from reconciler.deploy import Deployers, Deployment
 from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
 from reconciler.replication.spec import JobSpec
-from reconciler.topology.model import Topology
+from reconciler.topology.model import Topology, flow_ends
 
 STALE_INTERVALS = 3
 STALE_MIN_SECONDS = 15.0
@@ -167,7 +167,7 @@ def read_statuses(topology: Topology, backend: JobBackend, skip: Mapping[str, st
                 unreadable[alias] = error
                 continue
             for flow, record in found.items():
-                if flow.partition("->")[2] == alias:  # a status on the flow's own target only
+                if flow_ends(flow)[1] == alias:  # a status on the flow's own target only
                     statuses[flow] = record
     return statuses, unreadable
 
@@ -200,7 +200,7 @@ def assemble(desired: Mapping[str, DesiredJob], statuses: Mapping[str, dict], de
         mine.sort(key=lambda d: (d.alive is not True, d.stopped))
         dep = mine[0] if mine else None
         others = tuple(d for d in deps if d is not dep)
-        target = flow.partition("->")[2]
+        target = flow_ends(flow)[1]
         if target in unreadable and (dep is None or dep.alive is not False):
             state, why = JobState.UNKNOWN, f"statuses on {target} cannot be read: {unreadable[target]}"
         else:

@@ -23,7 +23,7 @@ from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding
 from reconciler.state.desired import DesiredState
-from reconciler.topology.model import Topology
+from reconciler.topology.model import Topology, flow_ends
 
 _CHECKPOINTS = re.compile(r"^(?P<alias>.+)\.checkpoints\.internal$")
 _OFFSET_SYNCS = re.compile(r"^mm2-offset-syncs\.(?P<alias>.+)\.internal$")
@@ -63,7 +63,7 @@ def flows_of_topic(cluster: str, topic: str, desired: DesiredState | None, topol
 def _flow_subject(subject: str, topology: Topology) -> str | None:
     if "->" not in subject:
         return None
-    source, _, target = subject.partition("->")
+    source, target, _ = flow_ends(subject)
     if any(f.name == subject for f in topology.flows) or (source in topology.clusters and target in topology.clusters):
         return subject
     return None
@@ -97,7 +97,7 @@ def restrict(plan: Plan, flows: Iterable[str], desired: DesiredState | None, top
     stale when anything the full plan depended on changed.
     """
     wanted = set(flows)
-    ends = {a for name in wanted for a in name.split("->", 1)}
+    ends = {a for name in wanted for a in flow_ends(name)[:2]}
     actions = [a for a in plan.actions if wanted & set(action_flows(a, desired, topology))]
     findings = []
     for f in plan.findings:

@@ -26,7 +26,7 @@ from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFi
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.model import (
-    Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, SyncSettings, Topology,
+    Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, SyncSettings, Topology, flow_name,
 )
 
 SPEC_VERSION = 1
@@ -98,6 +98,10 @@ class JobSpec:
     offset_reset: str = "earliest"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     version: int = SPEC_VERSION
+    # Topic families (several named flows of one pair): omitted from the dict when unset, so the
+    # specs (and hashes) of flows without a name are what they were before families existed.
+    family: str | None = None
+    carries_heartbeats: bool = True
     # Not part of the hash: provenance only.
     git_revision: str | None = field(default=None, compare=False)
 
@@ -120,7 +124,7 @@ class JobSpec:
             sync_topic_configs=flow.sync.topic_configs,
             sync_group_offsets=flow.sync.group_offsets,
             sync_group_offsets_interval_seconds=float(flow.sync.group_offsets_interval_seconds),
-            heartbeats_enabled=flow.heartbeats.enabled,
+            heartbeats_enabled=flow.heartbeats.enabled and flow.carries_heartbeats,
             heartbeats_interval_seconds=float(flow.heartbeats.interval_seconds),
             checkpoints_enabled=flow.checkpoints.enabled,
             checkpoints_interval_seconds=float(flow.checkpoints.interval_seconds),
@@ -132,6 +136,8 @@ class JobSpec:
             max_records_per_partition=flow.job.max_records_per_partition,
             trigger_interval_ms=flow.job.trigger_interval_ms,
             spark_conf=dict(sorted(flow.job.spark_conf.items())),
+            family=flow.family,
+            carries_heartbeats=flow.carries_heartbeats,
             git_revision=git_revision,
         )
 
@@ -142,8 +148,9 @@ class JobSpec:
             raise ValueError(f"offset_reset must be one of {OFFSET_RESET_CHOICES}, not {self.offset_reset!r}")
         if self.parallelism < 1:
             raise ValueError("parallelism must be >= 1")
-        if "->" not in self.flow:
-            raise ValueError(f"flow name {self.flow!r} is not '<source>-><target>'")
+        if self.flow != flow_name(self.source.alias, self.target.alias, self.family):
+            raise ValueError(f"flow name {self.flow!r} is not "
+                             f"{flow_name(self.source.alias, self.target.alias, self.family)!r}")
 
     # --- derived views ------------------------------------------------------------------
     @property
@@ -179,6 +186,8 @@ class JobSpec:
             offset_lag_max=self.offset_lag_max,
             job=JobSettings("spec", self.master, self.parallelism, self.max_records_per_partition,
                             self.trigger_interval_ms, dict(self.spark_conf)),
+            family=self.family,
+            carries_heartbeats=self.carries_heartbeats,
         )
 
     @property
@@ -194,6 +203,10 @@ class JobSpec:
         d["source"]["config"] = dict(self.source.config)
         d["target"]["config"] = dict(self.target.config)
         d["spark_conf"] = dict(self.spark_conf)
+        if self.family is None:
+            del d["family"]
+        if self.carries_heartbeats:
+            del d["carries_heartbeats"]
         return d
 
     def to_json(self) -> str:
@@ -244,7 +257,7 @@ class JobSpec:
     # --- hot reload ---------------------------------------------------------------------
     def changed_fields(self, other: "JobSpec") -> set[str]:
         mine, theirs = self.to_dict(), other.to_dict()
-        return {k for k in mine if k != "git_revision" and mine[k] != theirs.get(k)}
+        return {k for k in set(mine) | set(theirs) if k != "git_revision" and mine.get(k) != theirs.get(k)}
 
     def restart_fields(self, other: "JobSpec") -> set[str]:
         """Fields that differ in `other` and cannot be applied to a running job."""
@@ -261,11 +274,11 @@ STATUS_TOPIC = "reconciler.status.internal"
 def job_group(spec: JobSpec) -> str:
     """Consumer group holding the job's source offsets: on the source cluster (at-least-once) or
     on the target cluster (exactly-once, KIP-656). `__` keeps it out of every GroupFilter."""
-    return f"__reconciler.mirror.{spec.source.alias}->{spec.target.alias}"
+    return f"__reconciler.mirror.{spec.flow}"
 
 
 def transactional_id(spec: JobSpec, slot: int) -> str:
-    return f"reconciler.mirror.{spec.source.alias}->{spec.target.alias}.{slot}"
+    return f"reconciler.mirror.{spec.flow}.{slot}"
 
 
 def offset_syncs_topic_name(spec: JobSpec) -> str:

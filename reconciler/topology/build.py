@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -19,7 +19,7 @@ from reconciler.topology.diagnostics import Diagnostics, SourceLocation, Topolog
 from reconciler.topology.loader import Document, load_paths, load_text
 from reconciler.topology.model import (
     Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, Prune, ResidencyRule, Slo,
-    SyncSettings, Topology,
+    SyncSettings, Topology, flow_name,
 )
 from reconciler.topology.schema import validate_document
 from reconciler.topology import secrets
@@ -155,11 +155,12 @@ def _build_flow(raw: dict, where: SourceLocation) -> Flow:
         offset_lag_max=raw["offset_syncs"]["lag_max"],
         job=_build_job(job),
         where=where,
+        family=raw.get("name"),
     )
 
 
 def _check_flow(flow_raw: dict, doc: Document, path: tuple, clusters: Iterable[str],
-                seen: dict[tuple[str, str], SourceLocation], diags: Diagnostics) -> bool:
+                seen: dict[tuple[str, str, str | None], SourceLocation], diags: Diagnostics) -> bool:
     ok = True
     where = doc.where(path)
     for end in ("source", "target"):
@@ -174,13 +175,24 @@ def _check_flow(flow_raw: dict, doc: Document, path: tuple, clusters: Iterable[s
         diags.error(f"flow {source}->{target} replicates a cluster to itself", where,
                     hint="a flow needs two different clusters")
         ok = False
-    elif (source, target) in seen:
-        diags.error(f"duplicate flow {source}->{target}", where,
-                    hint="merge the two flows into one (one flow per source->target pair; combine their topic filters)",
-                    related=(seen[(source, target)],))
-        ok = False
     else:
-        seen[(source, target)] = where
+        family = flow_raw.get("name")
+        same_pair = {k: v for k, v in seen.items() if k[:2] == (source, target)}
+        unnamed = [v for k, v in same_pair.items() if k[2] is None]
+        if (source, target, family) in seen:
+            what = f"topic family {family!r}" if family else "flow"
+            diags.error(f"duplicate {what} {flow_name(source, target, family)}", where,
+                        hint="merge the two flows into one (combine their topic filters), or give each a distinct "
+                             "`name` to split the pair into topic families",
+                        related=(seen[(source, target, family)],))
+            ok = False
+        elif same_pair and (family is None or unnamed):
+            diags.error(f"flow {source}->{target} is defined more than once without a `name` on each", where,
+                        hint="merge them into one flow, or name each (`name: orders`) to split the pair into topic "
+                             "families whose topic filters cannot select the same topic",
+                        related=tuple(same_pair.values()))
+            ok = False
+        seen[(source, target, family)] = where
     return ok
 
 
@@ -196,6 +208,16 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
     if flow.job.deployer == "kubernetes" and not flow.job.image:
         diags.error(f"flow {flow.name}: deployer kubernetes needs job.image (an image with the project and Spark)",
                     flow.where, hint="set `job: {image: registry/reconciler:TAG}` in the flow or in `defaults:`")
+
+
+def _heartbeat_carriers(flows: list[Flow]) -> list[Flow]:
+    """MM2's internal topics are per pair: of a pair's families, only the first enabled one by name
+    replicates (and emits) heartbeats; the others leave them alone."""
+    carrier: dict[str, str] = {}
+    for f in sorted((f for f in flows if f.family is not None), key=lambda f: (not f.enabled, f.family)):
+        carrier.setdefault(f.pair, f.name)
+    return [f if f.family is None or carrier.get(f.pair) == f.name else replace(f, carries_heartbeats=False)
+            for f in flows]
 
 
 def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], diags: Diagnostics) -> ResidencyRule:
@@ -221,7 +243,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     src = _merge_documents(docs, diags)
     for alias, (doc, path) in src.clusters.items():
         _check_secrets(alias, doc, path, diags)
-    seen: dict[tuple[str, str], SourceLocation] = {}
+    seen: dict[tuple[str, str, str | None], SourceLocation] = {}
     flow_ok = [_check_flow(_get(doc, path), doc, path, src.clusters, seen, diags) for doc, path in src.flows]
     if not all(valid) or diags.errors:
         return None
@@ -233,6 +255,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
              for (doc, path), ok in zip(src.flows, flow_ok) if ok]
     for flow in flows:
         _check_effective(flow, clusters, diags)
+    flows = _heartbeat_carriers(flows)
 
     residency = tuple(_build_residency(doc, path, clusters, diags) for doc, path in src.residency)
     single = {k: _get(*v) for k, v in src.singletons.items()}

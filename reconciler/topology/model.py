@@ -11,6 +11,22 @@ from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.topology.diagnostics import SourceLocation
 
 
+#: `<source>-><target>` names a flow; a topic family adds `:<name>` (`west->east:orders`).
+FAMILY_SEPARATOR = ":"
+
+
+def flow_name(source: str, target: str, family: str | None = None) -> str:
+    """The one spelling of a flow's id: jobs, status records, plans and drift all use it."""
+    return f"{source}->{target}" + (f"{FAMILY_SEPARATOR}{family}" if family else "")
+
+
+def flow_ends(name: str) -> tuple[str, str, str | None]:
+    """(source, target, family) of a flow id (aliases never contain '>' or ':')."""
+    source, _, rest = name.partition("->")
+    target, sep, family = rest.partition(FAMILY_SEPARATOR)
+    return source, target, (family if sep else None)
+
+
 class Delivery(str, enum.Enum):
     AT_LEAST_ONCE = "at-least-once"
     EXACTLY_ONCE = "exactly-once"
@@ -84,10 +100,16 @@ class Flow:
     offset_lag_max: int
     job: JobSettings
     where: SourceLocation | None = field(default=None, compare=False)
+    family: str | None = None          # topic family: one of several named flows of a pair
+    carries_heartbeats: bool = True    # False for all but one family of a pair (heartbeats once per pair)
 
     @property
     def name(self) -> str:
-        return f"{self.source}->{self.target}"
+        return flow_name(self.source, self.target, self.family)
+
+    @property
+    def pair(self) -> str:
+        return flow_name(self.source, self.target)
 
 
 @dataclass(frozen=True)
