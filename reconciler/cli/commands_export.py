@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
-from reconciler.interop.mm2_export import export_mm2
+from reconciler.interop.mm2_export import ExportError, export_mm2
 from reconciler.interop.strimzi import export_strimzi
 from reconciler.topology.model import Topology
 
@@ -34,7 +34,11 @@ def cmd_export(args) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR
-    text = EXPORTERS[args.format](topology, " ".join(args.paths))
+    try:
+        text = EXPORTERS[args.format](topology, " ".join(args.paths))
+    except ExportError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_ERROR
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")

@@ -213,7 +213,24 @@ def _flow_values(flow: Flow, eos: ExactlyOnce) -> dict[str, str]:
     return values
 
 
+class ExportError(Exception):
+    """The topology uses something the target format cannot say at all."""
+
+
+def check_exportable(topology: Topology, fmt: str) -> None:
+    """MM2 (and Strimzi, whose connectors are named after the pair) run one flow per pair: topic families
+    cannot be exported; say where the first one is."""
+    named = [f for f in topology.flows if f.family is not None]
+    if named:
+        f = named[0]
+        where = f"{f.where.file}:{f.where.line}" if f.where else "topology"
+        raise ExportError(f"{where}: error: flow {f.name} is a topic family; {fmt} runs one flow per source->target "
+                          f"pair\n  hint: merge the families of {f.pair} into one flow (combine their topic filters) "
+                          "before exporting")
+
+
 def export_mm2(topology: Topology, origin: str) -> str:
+    check_exportable(topology, "MirrorMaker 2")
     eos = exactly_once(topology)
     lines: list[Line] = [
         Line(comment=f"MirrorMaker 2 configuration exported by `reconciler export mm2` from {origin}."),

@@ -25,7 +25,7 @@ import yaml
 
 from reconciler.interop.draft import TopologyDraft
 from reconciler.interop.mm2_export import (
-    client_properties, cluster_ext_values, connector_values, exactly_once, job_ext_values, topology_ext_values,
+    check_exportable, client_properties, cluster_ext_values, connector_values, exactly_once, job_ext_values, topology_ext_values,
 )
 from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties
 from reconciler.interop.mm2_keys import EOS_CONNECTOR_KEY, EOS_WORKER_KEY, JAAS_MODULES
@@ -337,6 +337,7 @@ _Dumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:
 
 
 def export_strimzi(topology: Topology, origin: str) -> str:
+    check_exportable(topology, "Strimzi KafkaMirrorMaker2")
     targets = list(dict.fromkeys(f.target for f in topology.flows))
     head = (f"# KafkaMirrorMaker2 resources exported by `reconciler export strimzi` from {origin}:\n"
             "# one per target cluster (Strimzi runs a resource's mirrors on the target's Connect cluster).\n"

@@ -106,3 +106,15 @@ def test_topologies_without_names_keep_their_job_specs():
     assert "family" not in spec.to_dict() and "carries_heartbeats" not in spec.to_dict()
     assert job_group(spec) == "__reconciler.mirror.west->east"
     assert transactional_id(spec, 1) == "reconciler.mirror.west->east.1"
+
+
+def test_families_cannot_be_exported_to_mm2(tmp_path, capsys):
+    from reconciler.cli.main import main
+
+    f = tmp_path / "t.yaml"
+    f.write_text("apiVersion: reconciler/v1\nkind: Topology\nclusters:\n"
+                 "  west: {bootstrap_servers: 'a:1'}\n  east: {bootstrap_servers: 'b:1'}\n" + FAMILIES)
+    for fmt in ("mm2", "strimzi"):
+        assert main(["export", fmt, str(f)]) == 1
+        err = capsys.readouterr().err
+        assert f"{f}:7: error: flow west->east:orders is a topic family" in err
