@@ -148,8 +148,10 @@ class JobSpec:
             raise ValueError(f"offset_reset must be one of {OFFSET_RESET_CHOICES}, not {self.offset_reset!r}")
         if self.parallelism < 1:
             raise ValueError("parallelism must be >= 1")
-        if self.flow != flow_name(self.source.alias, self.target.alias, self.family):
-            raise ValueError(f"flow name {self.flow!r} is not "
+        if "->" not in self.flow:
+            raise ValueError(f"flow name {self.flow!r} is not '<source>-><target>'")
+        if self.family is not None and self.flow != flow_name(self.source.alias, self.target.alias, self.family):
+            raise ValueError(f"flow name {self.flow!r} of topic family {self.family!r} is not "
                              f"{flow_name(self.source.alias, self.target.alias, self.family)!r}")
 
     # --- derived views ------------------------------------------------------------------
