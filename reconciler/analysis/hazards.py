@@ -6,7 +6,8 @@ pushed through `expand`, the same function a plan uses on live topic names.
 
 from __future__ import annotations
 
-from reconciler.analysis.expansion import Expansion, Placement, expand, route
+from reconciler import settings
+from reconciler.analysis.expansion import KAFKA_MAX_TOPIC_NAME, Expansion, Multiplication, Placement, expand, route
 from reconciler.analysis.witness import examples
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.topology.diagnostics import Diagnostics
@@ -122,10 +123,56 @@ def check_families(topology: Topology, diags: Diagnostics) -> None:
                 )
 
 
-def analyse(topology: Topology, diags: Diagnostics) -> Expansion:
-    """All graph checks; returns the witness expansion (useful for graph rendering)."""
+def multiplication_message(m: Multiplication) -> tuple[str, str]:
+    """(message, hint) for an expansion that passed the bound: shared by validate and plan."""
+    more = "more than " if m.more else ""
+    limit = f"the limit of {m.bound:,} remote topics (RECONCILER_MAX_REMOTE_TOPICS)"
+    if m.cluster_copies > 1:
+        names = ", ".join(m.examples) + (", ..." if m.cluster_copies > len(m.examples) else "")
+        message = (f"replication multiplies topics: each topic on {m.origin_cluster} would reach {m.cluster} as "
+                   f"{more}{m.cluster_copies:,} remote copies: {names} ({more}{m.copies:,} remote copies in all), "
+                   f"which passes {limit}")
+    else:
+        message = (f"replication multiplies topics: each topic on {m.origin_cluster} would be copied along the chain "
+                   f"to {m.clusters:,} clusters ({', '.join(m.chain)}, ...); with every cluster doing the same, "
+                   f"more than {m.bound:,} remote topics, which passes {limit}")
+    hint = ("MM2 re-replicates remote topics along every path the topic filters allow; restrict the flows' filters, "
+            "e.g. exclude remote topics (`topics: {exclude: ['.*[.].*']}`) so only local topics are replicated, "
+            "or raise RECONCILER_MAX_REMOTE_TOPICS if this is intended")
+    return message, hint
+
+
+def check_multiplication(exp: Expansion, diags: Diagnostics, topology: Topology) -> None:
+    m = exp.multiplied
+    if m is not None and not exp.loops:  # a loop is the cause: reported as such
+        message, hint = multiplication_message(m)
+        where = next((f.where for f in topology.active_flows if f.source == m.origin_cluster and f.where), None)
+        diags.error(message, where, hint=hint)
+    reported: set[str] = set()
+    for p in exp.too_long:
+        flow = p.path[-1]
+        if flow.name in reported:
+            continue
+        reported.add(flow.name)
+        diags.error(
+            f"flow {flow.name} would create remote topic names longer than Kafka allows ({KAFKA_MAX_TOPIC_NAME} "
+            f"characters): {p.origin_cluster}:{p.origin_topic!r} via {p.describe_path()} becomes a "
+            f"{len(p.topic):,}-character name ({p.topic[:40]}...)",
+            flow.where,
+            hint="long chains of default-policy flows prefix every hop's alias; exclude remote topics from this flow's "
+                 "filter (`topics: {exclude: ['.*[.].*']}`) or shorten the chain",
+        )
+
+
+def analyse(topology: Topology, diags: Diagnostics, limit: int | None = None) -> Expansion:
+    """All graph checks; returns the witness expansion (useful for graph rendering).
+
+    The expansion stops once it passes `limit` remote placements (RECONCILER_MAX_REMOTE_TOPICS by
+    default): loops and short paths are found first (breadth first), and the multiplication is a finding.
+    """
     check_families(topology, diags)
-    exp = expand(topology, witness_topics(topology))
+    exp = expand(topology, witness_topics(topology), limit=settings.max_remote_topics() if limit is None else limit)
+    check_multiplication(exp, diags, topology)
     check_loops(exp, diags)
     check_diamonds(exp, diags)
     check_residency(topology, exp, diags)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reconciler import __version__
+from reconciler import __version__, settings
 from reconciler.cli import (
     commands_demo, commands_dev, commands_drift, commands_failover, commands_plan, commands_status,
     commands_export, commands_interop, commands_topology,
@@ -33,6 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    bad = settings.errors()
+    if bad:  # malformed RECONCILER_* environment variables: refuse before doing anything
+        for line in bad:
+            print(f"error: {line}", file=sys.stderr)
+        return 1
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
