@@ -24,6 +24,7 @@ _errors: dict[str, str] = {}
 
 def _number(name: str, default: float, what: str, integer: bool, minimum: float,
             environ: Mapping[str, str] | None) -> float:
+    process = environ is None  # only the process environment's mistakes are recorded for check()
     env = os.environ if environ is None else environ
     raw = env.get(name)
     if raw is None or raw.strip() == "":
@@ -34,10 +35,12 @@ def _number(name: str, default: float, what: str, integer: bool, minimum: float,
         value = None
     if value is None or (isinstance(value, float) and not math.isfinite(value)) or value < minimum:
         kind = "a whole number" if integer else "a number"
-        _errors[name] = (f"{name}={raw} is not {kind} >= {minimum:g} ({what}; default {default:g}); "
-                         f"set it to e.g. {name}={default:g} or unset it")
+        if process:
+            _errors[name] = (f"{name}={raw} is not {kind} >= {minimum:g} ({what}; default {default:g}); "
+                             f"set it to e.g. {name}={default:g} or unset it")
         return default
-    _errors.pop(name, None)
+    if process:
+        _errors.pop(name, None)
     return value
 
 
@@ -52,7 +55,9 @@ def count(name: str, default: int, what: str, environ: Mapping[str, str] | None 
 
 
 def errors() -> list[str]:
-    """The malformed settings seen so far, one line each."""
+    """Every malformed setting of the process environment, one line each (settings read at import
+    were recorded then; the ones read later are read here)."""
+    max_remote_topics()
     return [_errors[k] for k in sorted(_errors)]
 
 

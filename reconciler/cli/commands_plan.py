@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Callable
 
+from reconciler import outputs
 from reconciler.adapters.base import AdminError
 from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.apply.executor import ActionResult, ApplyContext, execute
@@ -29,6 +30,7 @@ from reconciler.state.desired import desired_state
 from reconciler.state.live import LiveState
 from reconciler.state.read import AdminFactory, Connections, clusters_of, read_live
 from reconciler.topology.model import Cluster, Topology
+from reconciler.textutil import plural
 from reconciler.topology.secrets import Redactor
 
 RENDERERS: dict[str, Callable[[Plan], str]] = {
@@ -92,6 +94,10 @@ def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseSco
 
 
 def cmd_plan(args) -> int:
+    bad_out = outputs.problems([args.out])
+    if bad_out:
+        print(bad_out[0], file=sys.stderr)
+        return EXIT_ERROR
     topology, diags = load_validated(args.paths, revision=args.revision)
     if topology is None:
         return EXIT_ERROR
@@ -109,10 +115,13 @@ def cmd_plan(args) -> int:
         plan = make_plan(topology, conns, live)
     if base is not None:
         plan = base.restrict(plan, topology, live)
-    io.out(_render(args, plan, topology, diags, base), end="")
+    if args.out and args.format == "text" and not plan.errors:
+        io.out(plan_text.summary(plan), end="")  # Terraform-like: the saved plan is shown by `show`
+    else:
+        io.out(_render(args, plan, topology, diags, base), end="")
     if plan.errors:
         if args.out:
-            io.err(f"error: the plan has {len(plan.errors)} error(s); not saved to {args.out}")
+            io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")
         return EXIT_ERROR
     if args.out:
         git = revision_info(args.paths, args.revision)
@@ -204,7 +213,7 @@ def cmd_apply(args) -> int:
                 if stale:
                     io.err(f"error: refusing to apply a stale plan: {stale}")
                     return EXIT_ERROR
-                io.out(f"\nApplying {len(plan.actions)} actions on {', '.join(touched)} (lease held) ...")
+                io.out(f"\nApplying {plural(len(plan.actions), 'action')} on {', '.join(touched)} (lease held) ...")
                 report = execute(plan, ApplyContext(conns.get), _TextProgress(io))
                 if report.ok:
                     for lease in locks.leases:

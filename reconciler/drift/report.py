@@ -39,6 +39,7 @@ from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.state.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
 from reconciler.topology.model import Flow, Topology
+from reconciler.textutil import plural
 
 FORMAT_VERSION = 1
 #: A job whose status record is older than this is taken to be down (it publishes every few seconds).
@@ -231,7 +232,7 @@ class DriftReport:
 
     def headline(self) -> str:
         if self.errors:
-            head = f"ERROR: {len(self.errors)} thing(s) could not be checked"
+            head = f"ERROR: {plural(len(self.errors), 'thing')} could not be checked"
             if self.drift:
                 head += f"; {len(self.drift)} drift item(s) in what could"
             return head + "."

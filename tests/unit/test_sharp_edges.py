@@ -1,0 +1,147 @@
+"""Issue 12, parts 2 and 3: bad input and awkward command lines end in one located line, exit 1,
+nothing changed; output a person reads (plurals, plans with errors, `plan --out`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reconciler import settings
+from reconciler.cli.main import main
+from reconciler.render import plan_text
+from reconciler.textutil import plural
+from reconciler.topology.loader import MAX_DEPTH, MAX_VALUES
+from tests.helpers import MINIMAL, write
+from tests.plan_helpers import World, topology
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _validate(tmp_path, capsys, text: str) -> tuple[int, str, Path]:
+    f = tmp_path / "t.yaml"
+    f.write_text(text, encoding="utf-8")
+    rc = main(["validate", str(f)])
+    return rc, capsys.readouterr().err, f
+
+
+def test_self_referencing_anchor_is_a_located_error(tmp_path, capsys):
+    rc, err, f = _validate(tmp_path, capsys, "a: &a\n  b: *a\n")
+    assert rc == 1 and f"{f}:1:4: error: an alias refers to the anchor that contains it" in err
+
+
+def test_deep_nesting_names_the_limit(tmp_path, capsys):
+    rc, err, f = _validate(tmp_path, capsys, "x: " + "[" * 10000 + "]" * 10000 + "\n")
+    assert rc == 1 and f"{f}:1:" in err and f"nesting deeper than {MAX_DEPTH} levels (limit)" in err
+
+
+def test_alias_bomb_is_refused_at_the_limit(tmp_path, capsys):
+    text = "\n".join(["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+                     + [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 10)]) + "\n"
+    rc, err, f = _validate(tmp_path, capsys, text)
+    assert rc == 1 and f"{f}:" in err and f"more than {MAX_VALUES:,} values (limit" in err
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999999", "1e999", "'" + "x" * 200 + "'"])
+def test_huge_numbers_are_refused_with_the_limit(tmp_path, capsys, value):
+    text = MINIMAL + f"    replication_factor: {value}\n"
+    rc, err, f = _validate(tmp_path, capsys, text)
+    assert rc == 1 and f"{f}:" in err and "Traceback" not in err
+
+
+def test_huge_integer_names_the_java_long_limit(tmp_path, capsys):
+    rc, err, f = _validate(tmp_path, capsys, MINIMAL + "    replication_factor: 99999999999999999999999\n")
+    assert f"{f}:14:25: error: number too large" in err and "9,223,372,036,854,775,807" in err
+
+
+@pytest.mark.parametrize("pattern,words", [
+    ("(?P<g>orders)", "cannot be one alternative of a filter"),
+    ("orders(?i)", "does not compile"),
+    ("x" * 1001, "limit 1,000"),
+])
+def test_patterns_that_would_fail_later_are_refused_now(tmp_path, capsys, pattern, words):
+    text = MINIMAL.replace('include: ["orders.*", "payments"]', f'include: ["{pattern}"]')
+    rc, err, f = _validate(tmp_path, capsys, text)
+    assert rc == 1 and f"{f}:12:17: error: " in err and words in err
+
+
+@pytest.mark.parametrize("text", ["", "# nothing here\n", "apiVersion"])
+def test_empty_or_truncated_file_is_named(tmp_path, capsys, text):
+    rc, err, f = _validate(tmp_path, capsys, text)
+    assert rc == 1 and f"{f}:1:" in err
+
+
+def test_empty_file_next_to_a_topology_is_a_warning(tmp_path, capsys):
+    write(tmp_path, "t/a.yaml", MINIMAL)
+    write(tmp_path, "t/empty.yaml", "")
+    assert main(["validate", str(tmp_path / "t")]) == 0
+    assert "empty.yaml:1:1: warning: no topology document in this file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["RECONCILER_ADMIN_TIMEOUT", "RECONCILER_LEASE_TTL", "RECONCILER_JOB_START_GRACE",
+                                  "RECONCILER_MAX_REMOTE_TOPICS"])
+def test_non_numeric_environment_variables_are_one_line(tmp_path, name):
+    f = write(tmp_path, "t.yaml", MINIMAL)
+    env = {**os.environ, name: "abc", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "reconciler", "validate", str(f)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == proc.stderr.strip().splitlines()[0]
+    assert proc.stderr.startswith(f"error: {name}=abc is not a ")
+
+
+def test_settings_parse_in_one_place():
+    assert settings.seconds("X_T", 5, "test", environ={"X_T": "2.5"}) == 2.5
+    assert settings.seconds("X_T", 5, "test", environ={"X_T": "nan"}) == 5
+    assert settings.count("X_N", 7, "test", environ={"X_N": "0"}) == 7
+    assert settings.max_remote_topics({"RECONCILER_MAX_REMOTE_TOPICS": "20"}) == 20
+    assert not any(e.startswith("X_") for e in settings.errors())  # only the process environment is recorded
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "{topo}", "--out", "{dir}"],
+    ["drift", "{topo}", "--out", "{dir}/"],
+    ["export", "mm2", "{topo}", "--out", "{dir}"],
+])
+def test_out_pointing_at_a_directory_is_one_line_and_writes_nothing(tmp_path, capsys, argv):
+    topo = write(tmp_path, "t.yaml", MINIMAL)
+    d = tmp_path / "outdir"
+    d.mkdir()
+    rc = main([a.format(topo=topo, dir=d) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 1 and f"error: {d}" in err and "is a directory" in err
+    assert list(d.iterdir()) == []
+
+
+def test_plural_is_one_rule():
+    assert plural(1, "flow") == "1 flow" and plural(2, "flow") == "2 flows" and plural(0, "action") == "0 actions"
+    assert plural(3, "policy") == "3 policies" and plural(1_957, "copy", "copies") == "1,957 copies"
+
+
+FLOW = """flows:
+  - source: west
+    target: east
+    topics: {include: ["orders"]}
+"""
+
+
+def test_plan_with_a_cluster_down_leads_with_the_error_and_lists_no_actions():
+    w = World(topology(FLOW))
+    w["west"].add_topic("orders", 3)
+    w["east"].reachable = False
+    text = plan_text.render(w.plan())
+    first = text.splitlines()[0]
+    assert "Plan incomplete" in first
+    assert "Errors:" in text and "east" in text.split("Errors:")[1].splitlines()[1]
+    assert "+ create" not in text and "not shown" in text
+
+
+def test_plan_summary_counts_per_cluster():
+    w = World(topology(FLOW))
+    w["west"].add_topic("orders", 3)
+    text = plan_text.summary(w.plan())
+    assert "east: + 1" not in text and "  east: " in text and "+ create" not in text
+    assert text.rstrip().splitlines()[-1].startswith("Plan: ")
