@@ -24,6 +24,7 @@ from typing import Callable
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
+from reconciler import logs
 from reconciler.analysis.expansion import route
 from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters, state_dir
@@ -93,14 +94,14 @@ class DemoFailed(Exception):
 def count_records(bootstrap: str, topics: list[str], timeout: float = 20.0) -> dict[str, int]:
     """Records per topic, read to the end of every partition (ListOffsets is not trusted: Tansu
     answers the last batch's base offset there). Missing topics count 0."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     md = admin.list_topics(timeout=10).topics
     tps = [TopicPartition(t, p, 0) for t in topics if t in md and md[t].error is None for p in md[t].partitions]
     out = {t: 0 for t in topics}
     if not tps:
         return out
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "__demo.counter", "enable.partition.eof": True,
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+    c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": "__demo.counter", "enable.partition.eof": True,
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 50}))
     try:
         c.assign(tps)
         pending = {(tp.topic, tp.partition) for tp in tps}
@@ -129,7 +130,7 @@ class LiveStream(threading.Thread):
 
     def run(self) -> None:
         try:
-            producers = {a: Producer({"bootstrap.servers": b, "linger.ms": 5}) for a, b in self.clusters.items()}
+            producers = {a: Producer(logs.client_config({"bootstrap.servers": b, "linger.ms": 5})) for a, b in self.clusters.items()}
             gens = {a: sample_records(a, list(LOCAL_TOPICS), 10**9, seed=1) for a in self.clusters}
             start, n = time.monotonic(), 0
             while not self._halt.is_set():
@@ -177,7 +178,7 @@ def step_sample_data(ctx: DemoContext) -> None:
     sources = sorted({f.source for f in ctx.topology.active_flows})
     for alias in sources:
         bootstrap = ctx.bootstrap(alias)
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
         existing = set(admin.list_topics(timeout=10).topics)
         new = [NewTopic(t, n, 1, config=TOPIC_CONFIGS.get(t, {})) for t, n in LOCAL_TOPICS.items() if t not in existing]
         for fut in admin.create_topics(new).values() if new else ():
@@ -191,7 +192,7 @@ def step_sample_data(ctx: DemoContext) -> None:
             per_topic[r.topic] = per_topic.get(r.topic, 0) + 1
         ctx.backlog[alias] = per_topic
         # A consumer group that has processed part of `payments`: its offsets are checkpointed downstream.
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+        c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False}))
         c.commit(offsets=[TopicPartition(GROUP_TOPIC, p, GROUP_OFFSET) for p in range(LOCAL_TOPICS[GROUP_TOPIC])],
                  asynchronous=False)
         c.close()
@@ -326,8 +327,8 @@ def _latency_probe(ctx: DemoContext, seconds: float = 8.0) -> dict[str, list[flo
                 for _, r in routed(f):
                     remotes.append(r)
                     flows_of[(target, r)] = f.name
-        c = Consumer({"bootstrap.servers": ctx.bootstrap(target), "group.id": "__demo.latency",
-                      "enable.auto.commit": False, "fetch.wait.max.ms": 20})
+        c = Consumer(logs.client_config({"bootstrap.servers": ctx.bootstrap(target), "group.id": "__demo.latency",
+                      "enable.auto.commit": False, "fetch.wait.max.ms": 20}))
         md = c.list_topics(timeout=10).topics
         c.assign([TopicPartition(r, p, OFFSET_END) for r in remotes if r in md for p in md[r].partitions])
         consumers.append((target, c))
@@ -419,7 +420,7 @@ def _print_table(table: list[list[str]]) -> None:
 
 def step_drift(ctx: DemoContext) -> None:
     cluster, topic, key, value = DRIFT
-    admin = AdminClient({"bootstrap.servers": ctx.bootstrap(cluster)})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": ctx.bootstrap(cluster)}))
     res = ConfigResource(ResourceType.TOPIC, topic,
                          incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
     for fut in admin.incremental_alter_configs([res]).values():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reconciler import __version__, settings
+from reconciler import __version__, logs, settings
 from reconciler.cli import (
     commands_demo, commands_dev, commands_drift, commands_failover, commands_plan, commands_status,
     commands_export, commands_interop, commands_topology,
@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Declarative GitOps reconciler for cross-cluster Kafka replication (MirrorMaker 2 semantics).",
     )
     parser.add_argument("--version", action="version", version=f"reconciler {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="show the Kafka clients' own log lines (librdkafka) on stderr; -vv: all of them")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:
@@ -33,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    logs.configure(getattr(args, "verbose", 0))
     bad = settings.errors()
     if bad:  # malformed RECONCILER_* environment variables: refuse before doing anything
         for line in bad:

@@ -145,3 +145,51 @@ def test_plan_summary_counts_per_cluster():
     text = plan_text.summary(w.plan())
     assert "east: + 1" not in text and "  east: " in text and "+ create" not in text
     assert text.rstrip().splitlines()[-1].startswith("Plan: ")
+
+
+def _closed_port() -> int:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there: connections are refused
+    return port
+
+
+def test_status_with_clusters_down_says_so_exits_1_and_prints_no_client_logs(tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("RECONCILER_STATE_DIR", str(tmp_path / "state"))
+    topo = write(tmp_path, "t.yaml", MINIMAL.replace("19092", str(_closed_port())).replace("19093", str(_closed_port())))
+    assert main(["status", str(topo)]) == 1
+    out, err = capfd.readouterr()
+    assert "error: cannot read job statuses on cluster east: Unreachable: cannot connect to" in err
+    assert "%3|" not in err and "rdkafka" not in err
+    assert "never" not in out and "unknown" in out
+
+
+def test_client_logs_go_to_the_reconciler_logger_not_the_terminal(capfd):
+    import logging
+
+    from confluent_kafka import Consumer
+
+    from reconciler import logs
+
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record)
+
+    handler = Keep()
+    logs.CLIENT_LOGGER.addHandler(handler)
+    try:
+        c = Consumer(logs.client_config({"bootstrap.servers": f"127.0.0.1:{_closed_port()}", "group.id": "g"}))
+        for _ in range(20):
+            c.poll(0.1)
+            if seen:
+                break
+        c.close()
+    finally:
+        logs.CLIENT_LOGGER.removeHandler(handler)
+    assert seen and any("Connect" in r.getMessage() or "refused" in r.getMessage() for r in seen)
+    assert "%3|" not in capfd.readouterr().err
