@@ -229,3 +229,31 @@ def load_paths(paths: Iterable[str | Path], diags: Diagnostics) -> list[Document
         report("no topology document in this file (it is empty or holds only comments)", SourceLocation(f, 1, 1),
                hint="a topology file starts with `apiVersion: reconciler/v1` and `kind: Topology`")
     return docs
+
+
+def defines_clusters(path: str | Path) -> bool:
+    """Whether the files under `path` hold a document with a `clusters:` mapping (a topology root on its own).
+
+    A cheap look (PyYAML's safe loader on each file, errors ignored): used only to say how several
+    paths given together are read."""
+    scratch = Diagnostics()
+    for f in topology_files([path], scratch):
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if any(isinstance(d.data, dict) and isinstance(d.data.get("clusters"), dict) and d.data.get("flows") is not None
+               for d in load_text(text, str(f), scratch)):
+            return True
+    return False
+
+
+def separate_roots(paths: Iterable[str | Path]) -> list[str]:
+    """The paths that each define a whole topology (clusters and flows), when more than one does;
+    else []. `reconciler validate topologies/*` passes several such roots; they are merged unless
+    `--each` is given, and the merge is said."""
+    paths = [str(p) for p in paths]
+    if len(paths) < 2:
+        return []
+    roots = [p for p in paths if defines_clusters(p)]
+    return roots if len(roots) > 1 else []

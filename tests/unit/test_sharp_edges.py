@@ -193,3 +193,19 @@ def test_client_logs_go_to_the_reconciler_logger_not_the_terminal(capfd):
         logs.CLIENT_LOGGER.removeHandler(handler)
     assert seen and any("Connect" in r.getMessage() or "refused" in r.getMessage() for r in seen)
     assert "%3|" not in capfd.readouterr().err
+
+
+def test_validate_several_roots_says_they_are_merged_and_each_validates_them_apart(capsys):
+    roots = sorted(str(p) for p in (ROOT / "topologies").iterdir() if p.is_dir())
+    assert main(["validate", *roots]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"note: {len(roots)} paths merged into ONE topology") and "reconciler validate --each" in err
+    assert main(["validate", "--each", *roots]) == 0
+    out = capsys.readouterr().out
+    assert out.count("valid: ") == len(roots) and "1 flow (" in out
+
+
+def test_validate_of_one_topology_split_in_files_is_not_called_merged(capsys):
+    files = sorted(str(p) for p in (ROOT / "topologies" / "demo").glob("*.yaml"))
+    assert main(["validate", *files]) == 0
+    assert "merged" not in capsys.readouterr().err
