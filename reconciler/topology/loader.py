@@ -232,20 +232,21 @@ def load_paths(paths: Iterable[str | Path], diags: Diagnostics) -> list[Document
 
 
 def defines_clusters(path: str | Path) -> bool:
-    """Whether the files under `path` hold a document with a `clusters:` mapping (a topology root on its own).
+    """Whether the files under `path` define clusters and flows (a topology root on its own).
 
     A cheap look (PyYAML's safe loader on each file, errors ignored): used only to say how several
     paths given together are read."""
     scratch = Diagnostics()
+    keys: set[str] = set()
     for f in topology_files([path], scratch):
         try:
             text = f.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if any(isinstance(d.data, dict) and isinstance(d.data.get("clusters"), dict) and d.data.get("flows") is not None
-               for d in load_text(text, str(f), scratch)):
-            return True
-    return False
+        for d in load_text(text, str(f), scratch):
+            if isinstance(d.data, dict):
+                keys.update(k for k in ("clusters", "flows") if d.data.get(k))
+    return keys == {"clusters", "flows"}
 
 
 def separate_roots(paths: Iterable[str | Path]) -> list[str]:
