@@ -30,6 +30,7 @@ from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters, state_dir
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.render.graph import mermaid
+from reconciler.textutil import LiveLine
 from reconciler.topology.model import Flow, Topology
 
 
@@ -79,6 +80,7 @@ class DemoContext:
     replicated: int = 0
     latency: list[float] = field(default_factory=list)  # e2e latency samples of the live stream, all flows
     notes: list[str] = field(default_factory=list)
+    records_seen: tuple[int, int] = (0, 0)  # (records downstream, records expected) at the last count
 
     def bootstrap(self, alias: str) -> str:
         return self.topology.clusters[alias].bootstrap_servers
@@ -226,12 +228,15 @@ def _missing_records(ctx: DemoContext) -> list[str]:
     for f in ctx.topology.active_flows:
         for t, r in routed(f):
             by_target.setdefault(f.target, []).append((f, t, r))
+    seen = expected = 0
     for target, items in sorted(by_target.items()):
         counts = count_records(ctx.bootstrap(target), sorted({r for _, _, r in items}))
         for f, t, r in items:
             want = ctx.backlog.get(f.source, {}).get(t, 0)
+            seen, expected = seen + min(counts[r], want), expected + want
             if counts[r] < want:
                 missing.append(f"{f.name}: {r} on {target} has {counts[r]} of {want} records")
+    ctx.records_seen = (seen, expected)
     return missing
 
 
@@ -283,6 +288,13 @@ def _job_problems(ctx: DemoContext) -> list[str]:
             for r in job_rows(ctx.topology) if r["wanted"] and r["state"] != "running"]
 
 
+def wait_progress(records: tuple[int, int], waiting_for: list[str], elapsed: float, limit: float) -> str:
+    """The live line while the demo waits for data downstream."""
+    seen, expected = records
+    return (f"  waiting for {', '.join(waiting_for)}: {seen:,} of {expected:,} records seen downstream, "
+            f"{elapsed:.0f}s elapsed (time limit {limit:.0f}s)")
+
+
 def step_wait(ctx: DemoContext) -> None:
     from reconciler.deploy.local import LocalDeployer
 
@@ -291,6 +303,7 @@ def step_wait(ctx: DemoContext) -> None:
     started = time.monotonic()
     done: set[str] = set()
     last: dict[str, list[str]] = {}
+    line = LiveLine(sys.stdout)
     while time.monotonic() - started < ctx.wait_timeout:
         for name, check in checks:
             if name in done:
@@ -301,10 +314,14 @@ def step_wait(ctx: DemoContext) -> None:
                 last[name] = [f"{type(exc).__name__}: {exc}"]
             if not last[name]:
                 done.add(name)
+                line.done()
                 print(f"  {name} arrived downstream after {time.monotonic() - started:.0f}s")
         if len(done) == len(checks):
             return
+        line.show(wait_progress(ctx.records_seen, [n for n, _ in checks if n not in done],
+                                time.monotonic() - started, ctx.wait_timeout))
         time.sleep(2)
+    line.done()
     lines = [f"{n}: {m}" for n, _ in checks if n not in done for m in last.get(n, ["not checked"])]
     try:
         lines += _job_problems(ctx)

@@ -10,3 +10,37 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     if n == 1:
         return f"1 {word}"
     return f"{n:,} {many or _IRREGULAR.get(word) or (word + 'es' if word.endswith(('s', 'x', 'ch', 'sh')) else word + 's')}"
+
+
+class LiveLine:
+    """Progress of a wait, on one line: rewritten in place on a terminal (`\\r`), else printed every
+    `every` seconds, so a log file gets a few lines, not thousands. `done()` ends the line."""
+
+    def __init__(self, stream, every: float = 10.0, clock=None):
+        import time
+
+        self.stream = stream
+        self.every = every
+        self.clock = clock or time.monotonic
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self._last = None
+        self._width = 0
+
+    def show(self, text: str) -> None:
+        if self.tty:
+            pad = max(0, self._width - len(text))
+            self.stream.write("\r" + text + " " * pad)
+            self._width = len(text)
+        else:
+            now = self.clock()
+            if self._last is not None and now - self._last < self.every:
+                return
+            self._last = now
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.tty and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0

@@ -209,3 +209,19 @@ def test_validate_of_one_topology_split_in_files_is_not_called_merged(capsys):
     files = sorted(str(p) for p in (ROOT / "topologies" / "demo").glob("*.yaml"))
     assert main(["validate", *files]) == 0
     assert "merged" not in capsys.readouterr().err
+
+
+def test_demo_wait_shows_records_seen_elapsed_and_the_limit():
+    import io
+
+    from reconciler.demo import wait_progress
+    from reconciler.textutil import LiveLine
+
+    text = wait_progress((1234, 16000), ["records", "checkpoints"], 14.2, 300)
+    assert "waiting for records, checkpoints: 1,234 of 16,000 records seen downstream, 14s elapsed (time limit 300s)" in text
+    ticks = iter([0.0, 3.0, 11.0])
+    out = io.StringIO()
+    line = LiveLine(out, every=10.0, clock=lambda: next(ticks))
+    for t in ("a", "b", "c"):
+        line.show(t)
+    assert out.getvalue() == "a\nc\n"  # not a terminal: one line every 10 s, not one per poll
