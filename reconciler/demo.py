@@ -30,7 +30,7 @@ from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters, state_dir
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.render.graph import mermaid
-from reconciler.textutil import LiveLine
+from reconciler.textutil import LIVE_E2E, RECORD_AGE, LiveLine
 from reconciler.topology.model import Flow, Topology
 
 
@@ -374,7 +374,7 @@ def step_summary(ctx: DemoContext) -> None:
     from reconciler.cli.commands_status import job_rows
     from reconciler.mirror.mirror_client import reachability
 
-    print("  end-to-end latency of the live stream (produced on the source -> consumed on the target), 8 s ...")
+    print(f"  {LIVE_E2E} of the live stream (produced on the source -> consumed on the target), 8 s ...")
     latency = _latency_probe(ctx)
     ctx.latency = [v for values in latency.values() for v in values]
     rows = {r["flow"]: r for r in job_rows(ctx.topology)}
@@ -389,7 +389,7 @@ def step_summary(ctx: DemoContext) -> None:
     print("\n  Records (source topic and its remote copy, counted now; the live stream keeps adding):")
     _print_table(table)
 
-    table = [["FLOW", "JOB", "RECORDS COPIED", "REC/S", "LAG", "E2E P50", "E2E P99", "SAMPLES"]]
+    table = [["FLOW", "JOB", "RECORDS COPIED", "REC/S", "LAG", "LIVE E2E P50", "LIVE E2E P99", "SAMPLES"]]
     for f in sorted(ctx.topology.active_flows, key=lambda f: f.name):
         r = rows.get(f.name, {})
         lat = latency.get(f.name, [])
@@ -425,8 +425,9 @@ def step_summary(ctx: DemoContext) -> None:
           "    offset: a consumer that fails over may re-read up to offset_syncs.lag_max records, never skips one)")
     print("\n  $ reconciler status " + str(ctx.topology_path))
     cli_main(["status", str(ctx.topology_path)])
-    print("  (P50/P99 here are the jobs' own figures: record age when the target acknowledged it, over the last\n"
-          "  minute, so they include the backlog produced before the jobs started; E2E above is the live stream)")
+    print(f"  (AGE P50/P99 here are the jobs' own figures, {RECORD_AGE} when the target acknowledged a record over the\n"
+          "  last minute: they include the backlog produced before the jobs started, and are what the topology's\n"
+          f"  slo.max_latency_p99_ms is checked against; LIVE E2E above is the {LIVE_E2E} of fresh records)")
 
 
 def _print_table(table: list[list[str]]) -> None:

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+# One name per latency figure, the same in every output (issue 12):
+#: how old a record is when the target acknowledges it (its source timestamp to the job's write):
+#: MirrorMaker 2's replication-latency-ms. It includes any backlog, so it is what a consumer downstream
+#: sees, and what the topology's `slo.max_latency_p99_ms` is checked against.
+RECORD_AGE = "record age"
+#: produce on the source -> consume on the target for fresh records (measured by the demo only).
+LIVE_E2E = "live end-to-end latency"
+
 _IRREGULAR = {"policy": "policies", "this": "these", "is": "are", "was": "were"}
 
 

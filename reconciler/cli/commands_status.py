@@ -20,7 +20,7 @@ from reconciler.apply.revision import topology_revision
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
-from reconciler.textutil import plural
+from reconciler.textutil import RECORD_AGE, plural
 from reconciler.topology.connection import redactor_for
 from reconciler.topology.model import flow_ends
 
@@ -103,7 +103,7 @@ def _spec_cell(r: dict) -> str:
 
 
 def render_text(rows: list[dict], now_ms: int) -> str:
-    head = ["FLOW", "DEPLOYER", "WHERE", "STATE", "SPEC (running / desired)", "LAG", "P50", "P99", "REC/S",
+    head = ["FLOW", "DEPLOYER", "WHERE", "STATE", "SPEC (running / desired)", "LAG", "AGE P50", "AGE P99", "REC/S",
             "RECORDS", "LAST SEEN"]
     table = [head]
     for r in rows:
@@ -122,6 +122,8 @@ def render_text(rows: list[dict], now_ms: int) -> str:
         lines += ["", *notes]
     wanted = [r for r in rows if r["wanted"]]
     ok = sum(1 for r in wanted if r["in_sync"])
+    lines += ["", f"AGE: {RECORD_AGE} when the target acknowledges a record (backlog included; the figure "
+                  "slo.max_latency_p99_ms is checked against)"]
     lines += ["", f"{ok} of {plural(len(wanted), 'job')} run the desired spec."]
     return "\n".join(lines) + "\n"
 
