@@ -225,3 +225,19 @@ def test_demo_wait_shows_records_seen_elapsed_and_the_limit():
     for t in ("a", "b", "c"):
         line.show(t)
     assert out.getvalue() == "a\nc\n"  # not a terminal: one line every 10 s, not one per poll
+
+
+def test_readme_failover_examples_use_a_group_the_demo_checkpoints():
+    import re
+
+    from reconciler.demo import GROUP
+    from reconciler.topology.build import load_topology
+
+    topo, _ = load_topology([ROOT / "topologies" / "demo"])
+    commands = [line for line in (ROOT / "README.md").read_text().splitlines()
+                if "--group" in line and "topologies/demo" in line]
+    assert commands
+    for line in commands:
+        group = re.search(r"--group (\S+)", line).group(1)
+        assert group == GROUP, line
+        assert any(f.groups.matches(group) for f in topo.flows), line
