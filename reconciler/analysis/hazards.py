@@ -32,6 +32,9 @@ def _flow_refs(p: Placement) -> str:
     return ", ".join(f"{f.name} at {f.where}" for f in p.path if f.where)
 
 
+MAX_LOOPS_REPORTED = 20  # loops and diamonds of one kind shown; past it a count (a mesh has one per cycle)
+
+
 def check_loops(exp: Expansion, diags: Diagnostics) -> None:
     seen: set[tuple[str, ...]] = set()
     for loop in exp.loops:
@@ -40,12 +43,23 @@ def check_loops(exp: Expansion, diags: Diagnostics) -> None:
         if key in seen:
             continue
         seen.add(key)
+        if len(seen) > MAX_LOOPS_REPORTED:
+            continue
         diags.error(
             f"replication loop {loop.describe_path()}: topic {loop.origin_topic!r} would be copied back to "
             f"{loop.cluster!r} forever (identity policy keeps topic names, so the KIP-382 alias rule cannot stop it)",
             loop.path[-1].where,
             hint="use `policy: default` on one of these flows, or make their topic filters disjoint; flows: " + _flow_refs(loop),
             related=tuple(f.where for f in loop.path[:-1] if f.where),
+        )
+    if len(seen) > MAX_LOOPS_REPORTED:
+        first = exp.loops[0]
+        diags.error(
+            f"{len(seen) - MAX_LOOPS_REPORTED:,} more replication loops like the ones above"
+            + ("" if exp.complete else " (counted until the analysis stopped)"),
+            first.path[-1].where,
+            hint="identity-policy flows must not form cycles whose topic filters overlap; use `policy: default` "
+                 "on the flows of the cycle, or make their filters disjoint",
         )
 
 
@@ -64,6 +78,8 @@ def check_diamonds(exp: Expansion, diags: Diagnostics) -> None:
         if key in reported:
             continue
         reported.add(key)
+        if len(reported) > MAX_LOOPS_REPORTED:
+            continue
         (path_a, pa), (path_b, pb) = paths[0], paths[1]
         diags.warning(
             f"diamond: records of {origin}:{topic!r} reach {cluster!r} twice, as {pa.topic!r} via {path_a} "
@@ -72,6 +88,9 @@ def check_diamonds(exp: Expansion, diags: Diagnostics) -> None:
             hint="consumers on that cluster would see duplicate streams; narrow one path's topic filter if that is not intended",
             related=(pa.path[-1].where,) if pa.path[-1].where else (),
         )
+    if len(reported) > MAX_LOOPS_REPORTED:
+        diags.warning(f"{len(reported) - MAX_LOOPS_REPORTED:,} more diamonds like the ones above",
+                      hint="consumers would see duplicate streams; narrow the topic filters of the fan-in flows")
 
 
 def check_residency(topology: Topology, exp: Expansion, diags: Diagnostics) -> None:

@@ -45,6 +45,7 @@ def test_identity_mesh_is_refused_as_a_loop(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "error: replication loop c0 -> c1 -> c0" in err
     assert "multiplies" not in err  # the loop is the cause
+    assert err.count("error: replication loop") == 20 and "more replication loops like the ones above" in err
 
 
 def test_small_mesh_count_is_exact_with_the_shortest_lineages_first():
