@@ -241,3 +241,16 @@ def test_readme_failover_examples_use_a_group_the_demo_checkpoints():
         group = re.search(r"--group (\S+)", line).group(1)
         assert group == GROUP, line
         assert any(f.groups.matches(group) for f in topo.flows), line
+
+
+def test_status_of_a_stopped_job_from_an_earlier_run_does_not_say_never():
+    from reconciler.cli.commands_status import render_text
+
+    row = {"flow": "west->east", "wanted": True, "deployer": "local", "where": "-", "state": "stopped",
+           "job_state": None, "why": "process 4242 exited", "desired_hash": "a" * 12, "deployed_hash": "a" * 12,
+           "running_hash": None, "in_sync": False, "lag_total": None, "latency_ms": None,
+           "records_per_second": None, "records": None, "errors": None, "last_error": None, "heartbeat_at": None,
+           "last_seen": None, "unreadable": None}
+    text = render_text([row], 0)
+    assert "never" not in text and "no status" in text and "0 of 1 job run" in text
+    assert "unknown" in render_text([{**row, "unreadable": "Unreachable: cannot connect"}], 0)
