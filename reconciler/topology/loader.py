@@ -176,6 +176,9 @@ def load_text(text: str, file: str, diags: Diagnostics) -> list[Document]:
             docs.append(_Builder(file, diags).build(node))
     except _Refused as exc:
         diags.error(exc.message, exc.where, hint=exc.hint)
+    except MemoryError:
+        diags.error(f"out of memory reading this file ({len(text):,} characters)", SourceLocation(file, 1, 1),
+                    hint="a topology file is a few hundred lines; check that this is the right file")
     except RecursionError:  # PyYAML's composer recurses once per nesting level
         diags.error(f"nesting deeper than {MAX_DEPTH} levels (limit)", _deepest(text, file),
                     hint="a topology is a few levels deep; check the indentation and brackets")
