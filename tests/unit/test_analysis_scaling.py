@@ -87,3 +87,11 @@ def test_plan_refuses_to_create_more_remote_topics_than_the_bound():
     [f] = [f for f in d.findings if f.kind is FindingKind.MULTIPLIED]
     assert f.severity is Severity.ERROR and "refusing to plan remote topics" in f.message and "RECONCILER_MAX_REMOTE_TOPICS" in f.message
     assert not [t for t in d.all() if t.role is TopicRole.REMOTE]
+
+
+def test_eight_cluster_mesh_counts_the_issues_1957_copies(tmp_path, capsys):
+    f = write(tmp_path, "mesh.yaml", mesh(8))
+    assert main(["validate", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert "each topic on c0 would reach c1 as 1,957 remote copies: c0.a, c2.c0.a, c3.c0.a, ..." in err
+    assert "(13,699 remote copies in all)" in err
