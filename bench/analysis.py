@@ -57,7 +57,9 @@ def run(path: Path) -> tuple[float, int, str]:
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         rc = main(["validate", str(path)])
     elapsed = time.perf_counter() - start
-    first = next((line for line in err.getvalue().splitlines() if "error:" in line or "warning:" in line), "(no finding)")
+    lines = err.getvalue().splitlines()
+    first = next((line for line in lines if "error:" in line), None) or next(
+        (line for line in lines if "warning:" in line), "(no finding)")
     return elapsed, rc, first
 
 
