@@ -63,6 +63,108 @@ def check_loops(exp: Expansion, diags: Diagnostics) -> None:
         )
 
 
+def identity_cycles(topology: Topology, names: list[str]) -> list[tuple[str, tuple]]:
+    """(topic, flows of a cycle) for each example topic that identity-policy flows carry around a cycle.
+
+    Polynomial: per topic, the flows that keep its name (`route` returns it unchanged) form a graph;
+    a strongly connected component with more than one cluster holds a cycle, found by a walk inside it.
+    """
+    found = []
+    for topic in names:
+        keep = [f for f in topology.active_flows if route(f, topic) == topic]
+        for component in _sccs(keep):
+            if len(component) < 2:
+                continue
+            inside = [f for f in keep if f.source in component and f.target in component]
+            cycle = _cycle(inside)
+            if cycle:
+                found.append((topic, cycle))
+    return found
+
+
+def _sccs(flows) -> list[set[str]]:
+    """Tarjan's strongly connected components of the flow graph, iteratively (no recursion limit)."""
+    succ: dict[str, list[str]] = {}
+    for f in flows:
+        succ.setdefault(f.source, []).append(f.target)
+        succ.setdefault(f.target, [])
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[set[str]] = []
+    counter = 0
+    for root in sorted(succ):
+        if root in index:
+            continue
+        work = [(root, iter(succ[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(succ[nxt])))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = set()
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.add(w)
+                    if w == node:
+                        break
+                out.append(comp)
+    return out
+
+
+def _cycle(flows) -> tuple:
+    """One cycle of flows inside a strongly connected set of flows (walk until a cluster repeats)."""
+    out_of: dict[str, list] = {}
+    for f in flows:
+        out_of.setdefault(f.source, []).append(f)
+    if not flows:
+        return ()
+    start = min(out_of)
+    path, seen = [], {start: 0}
+    here = start
+    while True:
+        f = out_of[here][0]
+        path.append(f)
+        if f.target in seen:
+            return tuple(path[seen[f.target]:])
+        seen[f.target] = len(path)
+        here = f.target
+
+
+def check_identity_cycles(topology: Topology, exp: Expansion, names: list[str], diags: Diagnostics) -> None:
+    """When the expansion stopped at the bound, loops it did not reach are found on the graph (SCCs)."""
+    if exp.complete or exp.loops:
+        return
+    for topic, cycle in identity_cycles(topology, names)[:MAX_LOOPS_REPORTED]:
+        path = " -> ".join([cycle[0].source] + [f.target for f in cycle])
+        diags.error(
+            f"replication loop {path}: topic {topic!r} would be copied back to {cycle[0].source!r} forever "
+            "(identity policy keeps topic names, so the KIP-382 alias rule cannot stop it)",
+            cycle[-1].where,
+            hint="use `policy: default` on one of these flows, or make their topic filters disjoint; flows: "
+                 + ", ".join(f"{f.name} at {f.where}" for f in cycle if f.where),
+            related=tuple(f.where for f in cycle[:-1] if f.where),
+        )
+
+
 def check_diamonds(exp: Expansion, diags: Diagnostics) -> None:
     """Fan-out-fan-in: the same origin topic reaches a cluster by two paths (KIP-382 future work)."""
     reported: set[tuple] = set()
@@ -190,8 +292,10 @@ def analyse(topology: Topology, diags: Diagnostics, limit: int | None = None) ->
     default): loops and short paths are found first (breadth first), and the multiplication is a finding.
     """
     check_families(topology, diags)
-    exp = expand(topology, witness_topics(topology), limit=settings.max_remote_topics() if limit is None else limit)
+    witnesses = witness_topics(topology)
+    exp = expand(topology, witnesses, limit=settings.max_remote_topics() if limit is None else limit)
     check_multiplication(exp, diags, topology)
+    check_identity_cycles(topology, exp, sorted({n for names in witnesses.values() for n in names}), diags)
     check_loops(exp, diags)
     check_diamonds(exp, diags)
     check_residency(topology, exp, diags)

@@ -95,3 +95,21 @@ def test_eight_cluster_mesh_counts_the_issues_1957_copies(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "each topic on c0 would reach c1 as 1,957 remote copies: c0.a, c2.c0.a, c3.c0.a, ..." in err
     assert "(13,699 remote copies in all)" in err
+
+
+def test_identity_cycle_beyond_the_bound_is_found_on_the_graph():
+    """A long identity ring inside a default-policy mesh: the expansion stops at the bound before it
+    walks the ring; strongly connected components still find the loop."""
+    aliases = [f"c{i}" for i in range(8)]
+    flows = [(s, t, "default") for s in aliases[:6] for t in aliases[:6] if s != t]
+    ring_ = [f"r{i}" for i in range(12)]
+    flows += [(ring_[i], ring_[(i + 1) % 12], "identity") for i in range(12)] + [("c0", "r0", "default")]
+    lines = ["apiVersion: reconciler/v1", "kind: Topology", "clusters:"]
+    lines += [f"  {a}: {{bootstrap_servers: \"127.0.0.1:{9000 + i}\"}}" for i, a in enumerate(aliases + ring_)]
+    lines += ["flows:"] + [f"  - {{source: {s}, target: {t}, policy: {p}}}" for s, t, p in flows]
+    topo = load_topology_text("\n".join(lines) + "\n")
+    diags = Diagnostics()
+    exp = analyse(topo, diags, limit=50)
+    assert not exp.complete and not exp.loops
+    loops = [d.message for d in diags.errors if d.message.startswith("replication loop r0 -> r1")]
+    assert loops and "-> r11 -> r0: topic" in loops[0]
