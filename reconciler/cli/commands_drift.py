@@ -3,7 +3,7 @@
 Read + diff + report, never apply, never take the lease. Exit 0 no drift, 2 drift, 1 error (an
 invalid topology, an unknown revision, a cluster or job status that could not be read). Reports go to
 stdout in `--format`, or to files with `--out FILE` (repeatable; each file's format follows its
-suffix: .html, .md, .json, .txt, else `--format`), in which case stdout gets the text summary.
+suffix: .html, .md, .json, .txt, .prom, else `--format`), in which case stdout gets the text summary.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from reconciler.cli import commands_plan
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated
 from reconciler.drift import collect as drift_collect
 from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport
-from reconciler.render import drift_html, drift_markdown, drift_text
+from reconciler.render import drift_html, drift_markdown, drift_prometheus, drift_text
 from reconciler.topology.connection import redactor_for
 from reconciler.topology.model import Topology
 
-FORMATS = ("text", "json", "markdown", "html")
+FORMATS = ("text", "json", "markdown", "html", "prometheus")
 SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json",
-            ".txt": "text"}
+            ".txt": "text", ".prom": "prometheus"}
 
 # Replaced by tests (memory doubles, fake status records); the Kafka readers otherwise.
 status_reader: drift_collect.StatusReader = drift_collect.kafka_status_reader
@@ -38,7 +38,7 @@ def register(sub) -> None:
     add_paths_argument(p)
     p.add_argument("--format", choices=FORMATS, default="text")
     p.add_argument("--out", metavar="FILE", action="append", default=[],
-                   help="write the report to FILE (repeatable; format from the suffix .html/.md/.json/.txt, else "
+                   help="write the report to FILE (repeatable; format from the suffix .html/.md/.json/.txt/.prom, else "
                         "--format); stdout then gets the text summary")
     add_revision_argument(p)
     p.add_argument("--no-jobs", action="store_true",
@@ -55,6 +55,7 @@ def renderer(fmt: str, topology: Topology) -> Callable[[DriftReport], str]:
         "json": drift_text.render_json,
         "markdown": drift_markdown.render,
         "html": lambda r: drift_html.render(r, topology),
+        "prometheus": drift_prometheus.render,
     }[fmt]
 
 

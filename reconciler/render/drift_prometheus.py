@@ -1,0 +1,156 @@
+"""The drift report as Prometheus metrics (text exposition format 0.0.4), pure.
+
+For the node exporter's textfile collector (`drift --out /var/lib/node_exporter/drift.prom`) or a
+Pushgateway (`drift --format prometheus | curl --data-binary @- $PUSHGATEWAY/metrics/job/drift`), so the
+scheduled drift job feeds alerting. Every family is a gauge: a drift run is a snapshot, not a process.
+
+| metric | labels | value |
+|---|---|---|
+| `reconciler_drift_status` | status (`in-sync`, `drift`, `error`) | 1 for the report's status, 0 for the others |
+| `reconciler_drift_items` | category, level, cluster | drift/error/note items of that kind on that cluster |
+| `reconciler_drift_generated_timestamp_seconds` | | when the report was made |
+| `reconciler_drift_cluster_reachable` | cluster | 1 if the cluster could be read |
+| `reconciler_drift_applied_info` | cluster, commit, short, who, dirty | 1 per cluster with an `applied/<cluster>` record |
+| `reconciler_drift_applied_timestamp_seconds` | cluster | when the reconciler last applied to the cluster |
+| `reconciler_drift_revision_info` | commit, short | the revision the topology was checked at |
+| `reconciler_drift_slo_threshold` | slo | the topology's `slo:` values that are set |
+| `reconciler_drift_slo_breach` | flow, family, source, target, slo | 1 if the flow breaches that SLO |
+| `reconciler_drift_flow_items` | flow, family, source, target | drift items of the flow |
+| `reconciler_drift_job_up` | flow, family, source, target | 1 if the job reports a running state and is not stale |
+| `reconciler_drift_job_state` | flow, family, source, target, state | 1 for the state the job last reported |
+| `reconciler_drift_job_spec_current` | flow, family, source, target | 1 if the job runs the spec the topology wants |
+| `reconciler_drift_job_status_age_seconds`, `reconciler_drift_job_lag_records`, `reconciler_drift_job_latency_p99_ms`, `reconciler_drift_heartbeat_age_seconds` | flow, family, source, target | as reported (absent when not reported) |
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from reconciler.drift.report import Category, DriftReport, FlowReport, Level
+from reconciler.topology.model import flow_ends
+
+PREFIX = "reconciler_drift"
+STATUSES = ("in-sync", "drift", "error")
+FLOW_LABELS = ("flow", "family", "source", "target")
+#: slo label -> the drift category that reports its breach.
+SLO_CATEGORIES = {"max_lag_records": Category.LAG, "max_latency_p99_ms": Category.LATENCY,
+                  "max_heartbeat_age_seconds": Category.HEARTBEAT}
+
+
+def _seconds(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    try:
+        return dt.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _flow_labels(flow: FlowReport) -> list[str]:
+    _, _, family = flow_ends(flow.name)
+    return [flow.name, family or "", flow.source, flow.target]
+
+
+def _gauge(name: str, doc: str, labels: Iterable[str] = ()) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=list(labels))
+
+
+class DriftCollector(Collector):
+    def __init__(self, report: DriftReport):
+        self.report = report
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        r = self.report
+        status = _gauge("status", "1 for the drift report's status (in-sync, drift, error)", ["status"])
+        for s in STATUSES:
+            status.add_metric([s], 1.0 if r.status() == s else 0.0)
+        yield status
+
+        items = _gauge("items", "Drift report items by category, level and cluster", ["category", "level", "cluster"])
+        counts: dict[tuple[str, str, str], int] = {}
+        for i in r.items:
+            key = (i.category.value, i.level.value, i.cluster)
+            counts[key] = counts.get(key, 0) + 1
+        for c in r.clusters:  # zero for clean clusters, so alerts can compare with 0
+            counts.setdefault((Category.OTHER.value, Level.DRIFT.value, c.alias), 0)
+        for key, n in sorted(counts.items()):
+            items.add_metric(list(key), n)
+        yield items
+
+        generated = _seconds(r.generated_at)
+        if generated is not None:
+            g = _gauge("generated_timestamp_seconds", "When the drift report was made (Unix seconds)")
+            g.add_metric([], generated)
+            yield g
+
+        reachable = _gauge("cluster_reachable", "1 if the cluster could be read", ["cluster"])
+        applied_info = _gauge("applied_info", "The revision the reconciler last applied to the cluster",
+                              ["cluster", "commit", "short", "who", "dirty"])
+        applied_at = _gauge("applied_timestamp_seconds", "When the reconciler last applied to the cluster "
+                                                         "(Unix seconds)", ["cluster"])
+        for c in r.clusters:
+            reachable.add_metric([c.alias], 1.0 if c.reachable else 0.0)
+            if c.applied:
+                a = c.applied
+                applied_info.add_metric([c.alias, a.get("commit") or "", a.get("short") or "", a.get("who") or "",
+                                         "true" if a.get("dirty") else "false"], 1.0)
+                at = _seconds(a.get("applied_at"))
+                if at is not None:
+                    applied_at.add_metric([c.alias], at)
+        yield from (reachable, applied_info, applied_at)
+
+        if r.revision:
+            rev = _gauge("revision_info", "The git revision the topology was checked at", ["commit", "short"])
+            rev.add_metric([str(r.revision.get("commit") or ""), str(r.revision.get("short") or "")], 1.0)
+            yield rev
+
+        thresholds = _gauge("slo_threshold", "The topology's slo: thresholds that are set", ["slo"])
+        for key in SLO_CATEGORIES:
+            value = r.slo.get(key) if r.slo else None
+            if value is not None:
+                thresholds.add_metric([key], float(value))
+        yield thresholds
+
+        breach = _gauge("slo_breach", "1 if the flow breaches the SLO", [*FLOW_LABELS, "slo"])
+        flow_items = _gauge("flow_items", "Drift items of the flow", FLOW_LABELS)
+        up = _gauge("job_up", "1 if the flow's job reports a running state and is not stale", FLOW_LABELS)
+        state = _gauge("job_state", "1 for the state the flow's job last reported", [*FLOW_LABELS, "state"])
+        current = _gauge("job_spec_current", "1 if the job runs the spec the topology wants", FLOW_LABELS)
+        age = _gauge("job_status_age_seconds", "Age of the job's last status record", FLOW_LABELS)
+        lag = _gauge("job_lag_records", "The job's reported lag (records)", FLOW_LABELS)
+        p99 = _gauge("job_latency_p99_ms", "The job's reported p99 replication latency", FLOW_LABELS)
+        hb = _gauge("heartbeat_age_seconds", "Age of the newest heartbeat of the flow on its target", FLOW_LABELS)
+        for f in r.flows:
+            labels = _flow_labels(f)
+            drift_cats = {i.category for i in f.items if i.level is Level.DRIFT}
+            flow_items.add_metric(labels, sum(1 for i in f.items if i.level is Level.DRIFT))
+            if not f.enabled:
+                continue
+            for key, cat in SLO_CATEGORIES.items():
+                if r.slo and r.slo.get(key) is not None:
+                    breach.add_metric([*labels, key], 1.0 if cat in drift_cats else 0.0)
+            if f.heartbeat_age_seconds is not None:
+                hb.add_metric(labels, f.heartbeat_age_seconds)
+            job = f.job
+            if job is None:
+                continue
+            up.add_metric(labels, 1.0 if job.running and not job.stale else 0.0)
+            if job.state:
+                state.add_metric([*labels, job.state], 1.0)
+            if job.spec_current is not None:
+                current.add_metric(labels, 1.0 if job.spec_current else 0.0)
+            for family, value in ((age, job.status_age_seconds), (lag, job.lag_total), (p99, job.latency_p99_ms)):
+                if value is not None:
+                    family.add_metric(labels, float(value))
+        yield from (breach, flow_items, up, state, current, age, lag, p99, hb)
+
+
+def render(report: DriftReport) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DriftCollector(report))
+    return generate_latest(registry).decode("utf-8")
