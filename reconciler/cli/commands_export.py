@@ -14,17 +14,20 @@ from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.interop.mm2_export import ExportError, export_mm2
 from reconciler.interop.strimzi import export_strimzi
+from reconciler.render.alert_rules import export_alerts
 from reconciler.topology.model import Topology
 
 EXPORTERS: dict[str, Callable[[Topology, str], str]] = {
     "mm2": export_mm2,
     "strimzi": export_strimzi,
+    "alerts": export_alerts,  # Prometheus alert rules from the topology's slo: (docs/monitoring.md)
 }
 
 
 def register(sub) -> None:
     p = sub.add_parser("export", help="write the topology as a MirrorMaker 2 properties file or Strimzi "
-                                      "KafkaMirrorMaker2 resources (to run MM2 side by side, or to go back)")
+                                      "KafkaMirrorMaker2 resources (to run MM2 side by side, or to go back), or Prometheus "
+                                      "alert rules from its slo: thresholds")
     p.add_argument("format", choices=sorted(EXPORTERS))
     add_paths_argument(p)
     p.add_argument("--out", metavar="FILE", help="write to FILE (default: stdout)")

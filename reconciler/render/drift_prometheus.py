@@ -37,6 +37,11 @@ from reconciler.topology.model import flow_ends
 PREFIX = "reconciler_drift"
 STATUSES = ("in-sync", "drift", "error")
 FLOW_LABELS = ("flow", "family", "source", "target")
+#: Every family this renderer writes (all gauges: the sample name is the family name).
+FAMILIES = tuple(f"{PREFIX}_{n}" for n in (
+    "status", "items", "generated_timestamp_seconds", "cluster_reachable", "applied_info", "applied_timestamp_seconds",
+    "revision_info", "slo_threshold", "slo_breach", "flow_items", "job_up", "job_state", "job_spec_current",
+    "job_status_age_seconds", "job_lag_records", "job_latency_p99_ms", "heartbeat_age_seconds"))
 #: slo label -> the drift category that reports its breach.
 SLO_CATEGORIES = {"max_lag_records": Category.LAG, "max_latency_p99_ms": Category.LATENCY,
                   "max_heartbeat_age_seconds": Category.HEARTBEAT}
