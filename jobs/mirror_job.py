@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project, whe
 
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
+from reconciler.replication.metrics import metrics_port  # noqa: E402
 from reconciler.replication.spec import JobSpec  # noqa: E402
 
 
@@ -26,13 +27,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--master", help="override the spec's Spark master (`inherit`: keep the one spark-submit was given)")
     ap.add_argument("--max-seconds", type=float, help="stop after this long (benchmarks, tests)")
     ap.add_argument("--log-level", default="INFO")
+    ap.add_argument("--metrics-port", type=int, default=metrics_port(),
+                    help="serve Prometheus metrics on this port (0: off; default $RECONCILER_METRICS_PORT, else off)")
     args = ap.parse_args(argv)
-    configure_logging(args.log_level)
-    logging.getLogger("py4j").setLevel(logging.WARNING)
     spec = JobSpec.load(args.spec)
+    configure_logging(args.log_level, spec)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     session = build_session(spec, args.master)
     try:
         driver = ReplicationDriver(Path(args.spec), SparkExecutor(session.sparkContext), install_signal_handlers=True)
+        if args.metrics_port:
+            driver.metrics.serve(args.metrics_port)
+            logging.getLogger("reconciler.replication").info("metrics on http://0.0.0.0:%d/metrics", args.metrics_port)
         return driver.run(max_seconds=args.max_seconds)
     finally:
         session.stop()

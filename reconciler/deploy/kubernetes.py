@@ -37,6 +37,7 @@ import yaml
 
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.base import Deployer, Deployment, restart_hash
+from reconciler.replication.metrics import KUBERNETES_PORT, PORT_ENV
 from reconciler.replication.spec import JobSpec
 from reconciler.topology.model import flow_ends
 from reconciler.topology.secrets import references
@@ -102,7 +103,10 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
             spark_version = pyspark.__version__
         except ImportError:  # pragma: no cover
             spark_version = "4.0.0"
-    pod_annotations = {"reconciler/restart-hash": restart_hash(spec)[:16]}
+    pod_annotations = {"reconciler/restart-hash": restart_hash(spec)[:16],
+                       # the driver serves the job's metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
+                       "prometheus.io/scrape": "true", "prometheus.io/port": str(KUBERNETES_PORT),
+                       "prometheus.io/path": "/metrics"}
     if restarts:
         pod_annotations["reconciler/restarts"] = str(restarts)
     conf = {
@@ -116,7 +120,8 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
         "cores": 1, "memory": "512m", "serviceAccount": opts["service_account"], "labels": dict(labels),
         "annotations": dict(pod_annotations),
         "volumeMounts": [{"name": "job-spec", "mountPath": SPEC_MOUNT, "readOnly": True}],
-        "env": [{"name": "PYTHONPATH", "value": APP_ROOT}],
+        "env": [{"name": "PYTHONPATH", "value": APP_ROOT}, {"name": PORT_ENV, "value": str(KUBERNETES_PORT)}],
+        "ports": [{"name": "metrics", "containerPort": KUBERNETES_PORT, "protocol": "TCP"}],
     }
     executor: dict[str, Any] = {"instances": spec.parallelism, "cores": 1, "memory": "512m", "labels": dict(labels)}
     if env_refs:

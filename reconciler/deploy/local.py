@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.base import Deployer, Deployment, describe_exit, flow_slug
+from reconciler.replication.metrics import PORT_ENV, free_port
 from reconciler.replication.runner import LocalJob
 from reconciler.replication.spec import JobSpec
 
@@ -71,7 +72,8 @@ class ProcessDeployer(Deployer):
         return LocalJob.attach(record["pid"], d / "spec.json", d / "job.log", record.get("pid_start"), d / "exit_code")
 
     def where(self, record: dict) -> str:
-        return f"pid {record.get('pid')}, {record.get('master')}"
+        metrics = f", metrics http://127.0.0.1:{record['metrics_port']}/metrics" if record.get("metrics_port") else ""
+        return f"pid {record.get('pid')}, {record.get('master')}{metrics}"
 
     # --- what runs ------------------------------------------------------------------------
     def inspect(self, flow: str, options: Mapping[str, Any] | None = None) -> Deployment | None:
@@ -118,11 +120,13 @@ class ProcessDeployer(Deployer):
     def _start(self, spec: JobSpec) -> OpResult:
         d = self.job_dir(spec.flow)
         d.mkdir(parents=True, exist_ok=True)
+        # $RECONCILER_METRICS_PORT=0 turns the jobs' metrics off; otherwise each job gets a free port.
+        port = 0 if {**os.environ, **self.env}.get(PORT_ENV, "").strip() == "0" else free_port()
         job = LocalJob.start(spec, d, master=spec.master, spec_path=d / "spec.json", log_path=d / "job.log",
-                             exit_code_path=d / "exit_code", env=self.env)
+                             exit_code_path=d / "exit_code", env={**self.env, PORT_ENV: str(port)})
         record = {"flow": spec.flow, "deployer": self.name, "pid": job.pid, "pid_start": job.start_time,
                   "master": spec.master, "started_at": time.time(), "spec_hash": spec.spec_hash(),
-                  "log": str(d / "job.log")}
+                  "log": str(d / "job.log"), "metrics_port": port or None}
         self._write_record(spec.flow, record)
         code = job.wait(START_CHECK_SECONDS)
         if code is not None:

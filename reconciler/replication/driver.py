@@ -27,6 +27,7 @@ from typing import Any, Mapping, Protocol
 
 from reconciler.replication import clients
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
+from reconciler.replication.metrics import JobMetrics
 from reconciler.replication.offsets import OffsetStore, fence
 from reconciler.replication.spec import EXIT_RESTART_REQUIRED, JobSpec
 from reconciler.replication.status import LatencyWindow, RateWindow, StatusPublisher
@@ -103,6 +104,7 @@ class ReplicationDriver:
         self.plan = PartitionPlan()
         self.latency = LatencyWindow()
         self.rate = RateWindow()
+        self.metrics = JobMetrics(self.spec.flow)  # served by the job's entry point (jobs/mirror_job.py)
         self._redact = secrets.Redactor()
         for c in (self.spec.source, self.spec.target):
             self._redact.add_from(dict(c.config), environ)
@@ -211,6 +213,7 @@ class ReplicationDriver:
                 self._failures = 0
             moved = self.absorb(summaries)
         self.batches += 1
+        self.metrics.observe(self, summaries)  # the same summaries and counters as the status record
         self.tick()
         return moved > 0
 
@@ -477,7 +480,17 @@ def run_job(spec_path: str | Path, executor: Executor, **kw: Any) -> int:
     return driver.run(**kw)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def configure_logging(level: str = "INFO", spec: JobSpec | None = None,
+                      environ: Mapping[str, str] | None = None) -> None:
+    """The job's log lines on stderr: human lines, or one JSON object per line with the flow as a field when
+    RECONCILER_LOG_FORMAT=json; the spec's secrets are redacted either way in JSON (reconciler.logs)."""
+    from reconciler import logs
+
+    redact = secrets.Redactor()
+    if spec is not None:
+        for c in (spec.source, spec.target):
+            redact.add_from(dict(c.config), environ)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logs.formatter(spec.flow if spec else None, redact, environ))
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[handler], force=True)
 

@@ -12,9 +12,11 @@ the metrics come from the same numbers. `serve(port)` exposes them over HTTP (pr
 
 from __future__ import annotations
 
+import os
+import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
@@ -37,6 +39,11 @@ class MetricDef:
     labels: tuple[str, ...]
     doc: str
     mm2: str | None = None  # MirrorMaker 2's JMX attribute it follows
+
+    @property
+    def family(self) -> str:
+        """The family name a scrape parses to (an Info is exposed as the gauge `<name>_info`)."""
+        return f"{self.name}_info" if self.kind == "info" else self.name
 
     @property
     def series(self) -> tuple[str, ...]:
@@ -83,6 +90,29 @@ JOB_STATES = ("starting", "running", "degraded", "stopping", "stopped", "failed"
 def exported_series() -> frozenset[str]:
     """Every sample name a job's scrape can show (dashboards and alert rules may only name these)."""
     return frozenset(s for m in METRICS for s in m.series)
+
+
+#: The environment variable the deployers hand a job its metrics port in (0 or unset: no HTTP server).
+PORT_ENV = "RECONCILER_METRICS_PORT"
+#: The port of a job's metrics on Kubernetes (9404: the JMX exporter's port in Strimzi, where MM2 is scraped).
+KUBERNETES_PORT = 9404
+
+
+def metrics_port(environ: Mapping[str, str] | None = None) -> int:
+    """The job's metrics port from $RECONCILER_METRICS_PORT (0: off)."""
+    env = os.environ if environ is None else environ
+    raw = (env.get(PORT_ENV) or "0").strip()
+    if not raw.isdigit() or int(raw) > 65535:
+        raise SystemExit(f"{PORT_ENV}={raw} is not a port number (0-65535, 0: no metrics); set it to e.g. "
+                         f"{PORT_ENV}={KUBERNETES_PORT} or unset it")
+    return int(raw)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free right now (the local deployer's choice for a job's metrics)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
 
 
 def flow_labels(flow: str) -> dict[str, str]:
