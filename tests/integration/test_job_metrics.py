@@ -53,12 +53,15 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
                                                        "kafka_connect_mirror_source_connector_record_count_total",
                                                        topic="west.orders") >= 600 else None)(scrape(port)),
                          60, what="record counts scraped")
+        driver.stop_event.set()
+        thread.join(60)
+        assert not thread.is_alive()
+        final = scrape(port)  # after the last batch: the same moment as the final status record
     finally:
         driver.stop_event.set()
         thread.join(60)
         server.shutdown()
         spark.stop()
-    assert not thread.is_alive()
     # every family of the catalog is registered (names are what dashboards and alert rules use)
     assert {m.family for m in METRICS} <= set(found)
     counts = found["kafka_connect_mirror_source_connector_record_count"]
@@ -68,8 +71,10 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     assert {k: sample.labels[k] for k in ("flow", "family", "source", "target")} == {
         "flow": "west->east", "family": "", "source": "west", "target": "east"}
     status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
-    assert total(counts, "kafka_connect_mirror_source_connector_record_count_total") == status["records"]
-    byte_total = total(found["kafka_connect_mirror_source_connector_byte_count"],
+    assert status["state"] == "stopped"
+    assert total(final["kafka_connect_mirror_source_connector_record_count"],
+                 "kafka_connect_mirror_source_connector_record_count_total") == status["records"] >= 600
+    byte_total = total(final["kafka_connect_mirror_source_connector_byte_count"],
                        "kafka_connect_mirror_source_connector_byte_count_total")
     assert byte_total == status["bytes"] > 0
     lat = found["kafka_connect_mirror_source_connector_replication_latency_ms"]
