@@ -85,3 +85,36 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     info = found["mirror_job_info"][0]
     assert info.name == "mirror_job_info" and info.labels["spec_hash"] == spec.spec_hash()
     assert total(found["mirror_offset_syncs"], "mirror_offset_syncs_total", topic="west.orders") > 0
+
+
+@pytest.mark.jobs
+def test_the_local_deployer_gives_each_job_a_metrics_port_that_status_shows(fresh_clusters, tmp_path, capsys,
+                                                                           state_dir):
+    from reconciler.deploy.local import LocalDeployer
+    from tests.integration.test_jobs_apply import Env, _produce
+
+    env = Env(fresh_clusters, tmp_path, capsys)
+    create_topic(env.west, "orders", 2)
+    _produce(env.west, "orders", 300)
+    env.write(topics='["orders"]')
+    try:
+        env.apply()
+        port = env.record()["metrics_port"]
+        assert isinstance(port, int) and port > 0
+        wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 300, 120, what=f"orders replicated ({env.log()})")
+        found = wait_for(lambda: (lambda f: f if total(f.get("kafka_connect_mirror_source_connector_record_count", []),
+                                                       "kafka_connect_mirror_source_connector_record_count_total",
+                                                       topic="west.orders") >= 300 else None)(_try_scrape(port)),
+                         60, what="the job's metrics endpoint")
+        assert total(found["mirror_job_state"], "mirror_job_state", state="running", flow="west->east") == 1
+        code, out = env.run("status", "TOPO")
+        assert f"metrics http://127.0.0.1:{port}/metrics" in out
+    finally:
+        LocalDeployer().stop_all()
+
+
+def _try_scrape(port: int) -> dict:
+    try:
+        return scrape(port)
+    except OSError:  # the job is still starting its HTTP server
+        return {}
