@@ -30,9 +30,10 @@ from reconciler.topology.model import JobSettings
 #: JobSettings fields that change how a deployer runs a job but are not part of the job spec
 #: (so not of its hash): a change to one of them needs a redeploy (restart).
 DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
-    "local": (),
-    "spark-standalone": (),
-    "kubernetes": ("namespace", "image", "service_account", "secret_name", "manifests_dir", "kubectl_apply"),
+    "local": ("metrics_port",),
+    "spark-standalone": ("metrics_port",),
+    "kubernetes": ("namespace", "image", "service_account", "secret_name", "manifests_dir", "kubectl_apply",
+                   "metrics_port"),
 }
 
 

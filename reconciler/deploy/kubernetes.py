@@ -46,7 +46,7 @@ API_VERSION = "sparkoperator.k8s.io/v1beta2"
 SPEC_MOUNT = "/etc/reconciler"
 APP_ROOT = "/opt/reconciler"
 DEFAULTS = {"namespace": "default", "image": None, "service_account": "spark", "secret_name": "reconciler-secrets",
-            "manifests_dir": None, "kubectl_apply": False}
+            "manifests_dir": None, "kubectl_apply": False, "metrics_port": KUBERNETES_PORT}
 
 
 def manifests_root(options: Mapping[str, Any]) -> Path:
@@ -103,10 +103,11 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
             spark_version = pyspark.__version__
         except ImportError:  # pragma: no cover
             spark_version = "4.0.0"
-    pod_annotations = {"reconciler/restart-hash": restart_hash(spec)[:16],
-                       # the driver serves the job's metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
-                       "prometheus.io/scrape": "true", "prometheus.io/port": str(KUBERNETES_PORT),
-                       "prometheus.io/path": "/metrics"}
+    pod_annotations = {"reconciler/restart-hash": restart_hash(spec)[:16]}
+    port = int(opts["metrics_port"])
+    if port:  # the driver serves the job's metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
+        pod_annotations.update({"prometheus.io/scrape": "true", "prometheus.io/port": str(port),
+                                "prometheus.io/path": "/metrics"})
     if restarts:
         pod_annotations["reconciler/restarts"] = str(restarts)
     conf = {
@@ -120,9 +121,10 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
         "cores": 1, "memory": "512m", "serviceAccount": opts["service_account"], "labels": dict(labels),
         "annotations": dict(pod_annotations),
         "volumeMounts": [{"name": "job-spec", "mountPath": SPEC_MOUNT, "readOnly": True}],
-        "env": [{"name": "PYTHONPATH", "value": APP_ROOT}, {"name": PORT_ENV, "value": str(KUBERNETES_PORT)}],
-        "ports": [{"name": "metrics", "containerPort": KUBERNETES_PORT, "protocol": "TCP"}],
+        "env": [{"name": "PYTHONPATH", "value": APP_ROOT}, {"name": PORT_ENV, "value": str(port)}],
     }
+    if port:
+        driver["ports"] = [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
     executor: dict[str, Any] = {"instances": spec.parallelism, "cores": 1, "memory": "512m", "labels": dict(labels)}
     if env_refs:
         driver["envSecretKeyRefs"] = env_refs

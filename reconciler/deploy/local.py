@@ -117,11 +117,13 @@ class ProcessDeployer(Deployer):
         return out
 
     # --- changes --------------------------------------------------------------------------
-    def _start(self, spec: JobSpec) -> OpResult:
+    def _start(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
         d = self.job_dir(spec.flow)
         d.mkdir(parents=True, exist_ok=True)
-        # $RECONCILER_METRICS_PORT=0 turns the jobs' metrics off; otherwise each job gets a free port.
-        port = 0 if {**os.environ, **self.env}.get(PORT_ENV, "").strip() == "0" else free_port()
+        # job.metrics_port: that port (0: none); unset: a free port, unless $RECONCILER_METRICS_PORT=0 here.
+        port = (options or {}).get("metrics_port")
+        if port is None:
+            port = 0 if {**os.environ, **self.env}.get(PORT_ENV, "").strip() == "0" else free_port()
         job = LocalJob.start(spec, d, master=spec.master, spec_path=d / "spec.json", log_path=d / "job.log",
                              exit_code_path=d / "exit_code", env={**self.env, PORT_ENV: str(port)})
         record = {"flow": spec.flow, "deployer": self.name, "pid": job.pid, "pid_start": job.start_time,
@@ -154,12 +156,12 @@ class ProcessDeployer(Deployer):
             if current is not None and current.spec_hash() == spec.spec_hash():
                 return OpResult.already(f"already running this spec, {self.where(record)}")
             return self.update(spec, options)
-        return self._start(spec)
+        return self._start(spec, options)
 
     def update(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
         record, job = self._running(spec.flow)
         if job is None:
-            return self._start(spec)
+            return self._start(spec, options)
         current = _load(job.spec_path)
         if current is None or current.restart_fields(spec):
             return self.restart(spec, options)
@@ -176,7 +178,7 @@ class ProcessDeployer(Deployer):
                 stopped = describe_exit(code)
         else:
             stopped = None
-        res = self._start(spec)
+        res = self._start(spec, options)
         if stopped and res.ok:
             return OpResult.success(f"old job {stopped}; {res.message}")
         return res

@@ -10,6 +10,8 @@ workers' environment): see docs/jobs.md.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.local import ProcessDeployer
 from reconciler.replication.spec import JobSpec
@@ -19,10 +21,11 @@ class StandaloneDeployer(ProcessDeployer):
     name = "spark-standalone"
 
     def where(self, record: dict) -> str:
-        return f"{record.get('master')}, driver pid {record.get('pid')}"
+        metrics = f", metrics http://127.0.0.1:{record['metrics_port']}/metrics" if record.get("metrics_port") else ""
+        return f"{record.get('master')}, driver pid {record.get('pid')}{metrics}"
 
-    def _start(self, spec: JobSpec) -> OpResult:
+    def _start(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
         if not spec.master.startswith("spark://"):
             return OpResult.failed(f"flow {spec.flow}: the spark-standalone deployer needs a spark://HOST:PORT "
                                    f"master, not {spec.master!r}")
-        return super()._start(spec)
+        return super()._start(spec, options)

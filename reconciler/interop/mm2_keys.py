@@ -124,7 +124,7 @@ JOB_FIELD_KINDS: dict[str, Kind] = {
     "deployer": Kind.STRING, "master": Kind.STRING, "max_records_per_partition": Kind.INT,
     "trigger_interval_ms": Kind.INT, "namespace": Kind.STRING, "image": Kind.STRING,
     "service_account": Kind.STRING, "secret_name": Kind.STRING, "manifests_dir": Kind.STRING,
-    "kubectl_apply": Kind.BOOL,
+    "kubectl_apply": Kind.BOOL, "metrics_port": Kind.INT,
 }
 SLO_KINDS: dict[str, Kind] = {"max_lag_records": Kind.INT, "max_heartbeat_age_seconds": Kind.SECONDS,
                               "max_latency_p99_ms": Kind.SECONDS}

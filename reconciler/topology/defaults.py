@@ -37,6 +37,7 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
         "secret_name": "reconciler-secrets",
         "manifests_dir": None,
         "kubectl_apply": False,
+        "metrics_port": None,
     },
 }
 

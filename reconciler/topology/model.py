@@ -77,6 +77,7 @@ class JobSettings:
     secret_name: str = "reconciler-secrets"  # kubernetes: Secret holding the ${ENV_VAR}s the spec references
     manifests_dir: str | None = None         # kubernetes: where manifests are rendered ($RECONCILER_STATE_DIR/k8s)
     kubectl_apply: bool = False              # kubernetes: also `kubectl apply` them
+    metrics_port: int | None = None          # the job's Prometheus port; None: the deployer picks, 0: none
 
 
 @dataclass(frozen=True)

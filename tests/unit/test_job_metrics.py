@@ -80,3 +80,19 @@ def test_catalog_and_port_setting():
     assert metrics_port({}) == 0 and metrics_port({"RECONCILER_METRICS_PORT": "9404"}) == 9404
     with pytest.raises(SystemExit, match="RECONCILER_METRICS_PORT=x is not a port number"):
         metrics_port({"RECONCILER_METRICS_PORT": "x"})
+
+
+def test_metrics_port_is_a_job_setting_handed_to_the_deployer(tmp_path):
+    from reconciler.cli.main import main
+    from reconciler.deploy.base import deployment_options
+    from tests.plan_helpers import topology
+
+    topo = topology("flows:\n  - {source: west, target: east, job: {metrics_port: 9500}}\n"
+                    "  - {source: east, target: west}")
+    assert deployment_options(topo.flows[0].job) == {"metrics_port": 9500}
+    assert deployment_options(topo.flows[1].job) == {"metrics_port": None}  # the deployer picks
+    bad = tmp_path / "t.yaml"
+    bad.write_text("apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: t}\nclusters:\n"
+                   "  west: {bootstrap_servers: \"127.0.0.1:1\"}\n  east: {bootstrap_servers: \"127.0.0.1:2\"}\n"
+                   "flows:\n  - {source: west, target: east, job: {metrics_port: 70000}}\n")
+    assert main(["validate", str(bad)]) == 1

@@ -177,3 +177,17 @@ def test_render_needs_an_image():
     with pytest.raises(ValueError, match="needs job.image"):
         render(spec, {})
     assert KubernetesDeployer().deploy(spec, {"manifests_dir": "/nonexistent/x"}).code.value == "failed"
+
+
+def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
+    topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
+    spec = JobSpec.from_flow(topo, topo.flows[0])
+    _, app = render(spec, {"image": "img:1"})
+    driver = app["spec"]["driver"]
+    assert driver["ports"] == [{"name": "metrics", "containerPort": 9404, "protocol": "TCP"}]
+    assert {"name": "RECONCILER_METRICS_PORT", "value": "9404"} in driver["env"]
+    assert driver["annotations"]["prometheus.io/scrape"] == "true" and driver["annotations"]["prometheus.io/port"] == "9404"
+    _, app = render(spec, {"image": "img:1", "metrics_port": 0})
+    driver = app["spec"]["driver"]
+    assert "ports" not in driver and "prometheus.io/scrape" not in driver["annotations"]
+    assert {"name": "RECONCILER_METRICS_PORT", "value": "0"} in driver["env"]
