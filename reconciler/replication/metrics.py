@@ -137,7 +137,7 @@ class JobMetrics:
             else:
                 fam = Info(m.name, m.doc, m.labels, registry=self.registry)
             self.families[m.name] = fam
-        self._seen_out_of_range: list[int] = []
+        self._seen_out_of_range: list[dict[str, Any]] = []  # the events counted (held: identity compare)
         self._errors = 0
         self._checkpoints = 0
         self.get(f"{OWN}_job_start_time_seconds").set(time.time())
@@ -176,10 +176,10 @@ class JobMetrics:
                 self.get(f"{OWN}_partition_lag_records", topic=lag.remote, partition=partition).set(
                     max(0, lag.end - lag.next))
         for event in driver.out_of_range:
-            if id(event) not in self._seen_out_of_range:
+            if not any(event is seen for seen in self._seen_out_of_range):
                 remote = driver.plan.copy.get((event["topic"], event["partition"]), event["topic"])
                 self.get(f"{OWN}_out_of_range", topic=remote, partition=event["partition"]).inc()
-        self._seen_out_of_range = [id(e) for e in driver.out_of_range]
+        self._seen_out_of_range = list(driver.out_of_range)
         self._advance(f"{OWN}_errors", "_errors", driver.errors)
         self._advance(f"{CHECKPOINT}_checkpoints", "_checkpoints",
                       getattr(getattr(driver, "checkpoints", None), "emitted", 0))
