@@ -21,7 +21,7 @@ from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_a
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
 from reconciler.topology.connection import redactor_for
-from reconciler.topology.model import flow_ends
+from reconciler.contract.flow_id import flow_ends
 
 
 def register(sub) -> None:

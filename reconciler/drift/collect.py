@@ -32,7 +32,7 @@ MakePlan = Callable[[Topology, Connections, LiveState], Plan]
 
 def kafka_status_reader(cluster: Cluster) -> Mapping[str, Mapping[str, Any]]:
     """Every flow's latest status record on a (target) cluster."""
-    from reconciler.replication.status import read_all_job_status
+    from reconciler.contract.status import read_all_job_status
 
     return read_all_job_status(cluster)
 

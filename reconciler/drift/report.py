@@ -530,7 +530,7 @@ def build_report(topology: Topology, live: LiveState, plan: Plan, *,
                 if desired_spec_hashes is not None:
                     want = desired_spec_hashes.get(flow.name)
                 else:
-                    from reconciler.replication.spec import JobSpec
+                    from reconciler.contract.spec import JobSpec
 
                     want = JobSpec.from_flow(topology, flow).spec_hash()
                 unknown = job_status_errors.get(flow.target) or (None if target.reachable else "cluster unreachable")

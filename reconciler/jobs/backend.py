@@ -21,7 +21,7 @@ STATUS_READ_TIMEOUT = 10.0
 
 
 def kafka_status_reader(cluster: Cluster) -> dict[str, dict[str, Any]]:
-    from reconciler.replication.status import read_all_job_status
+    from reconciler.contract.status import read_all_job_status
 
     return read_all_job_status(cluster, timeout=STATUS_READ_TIMEOUT)
 

@@ -26,9 +26,11 @@ from reconciler.jobs.state import DesiredJob, JobState, LiveJob, LiveJobs, desir
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
-from reconciler.replication.spec import HOT_RELOADABLE, JobSpec
+from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.spec import JobSpec, restart_fields_of
 from reconciler.state.live import LiveState
-from reconciler.topology.model import Topology, flow_ends
+from reconciler.contract.flow_id import flow_ends
+from reconciler.topology.model import Topology
 
 
 def _changes(current: JobSpec, desired: JobSpec) -> dict[str, list]:
@@ -76,7 +78,7 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
         return
     current = dep.spec if dep else None
     changes = _changes(current, d.spec) if current is not None else {}
-    restart_fields = set(changes) - HOT_RELOADABLE
+    restart_fields = restart_fields_of(changes)
     if state in (JobState.DOWN, JobState.RESTART_REQUIRED):
         reason = f"the job is {state.value}: {lj.why}"
         if changes:
@@ -94,7 +96,7 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
                               previous_deployer=dep.deployer, **args))
         return
     option_changes = {k: [dep.options.get(k), v] for k, v in d.options.items()
-                      if dep.options.get(k) != v} if d.deployer == "kubernetes" else {}
+                      if dep.options.get(k) != v} if d.deployer == KUBERNETES else {}
     if option_changes:
         out.append(RestartJob(reason=f"deployment settings changed: {_fields(option_changes)}",
                               current_hash=current.spec_hash(), changes={**changes, **option_changes},

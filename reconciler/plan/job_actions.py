@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from reconciler.contract.deployers import KUBERNETES, SPARK_STANDALONE
 from reconciler.plan.actions import Action, ActionKind, Phase, Verb, register
 
 
@@ -36,9 +37,9 @@ def _fmt(value: Any) -> str:
 
 
 def where_to_run(deployer: str, spec: dict, options: dict) -> str:
-    if deployer == "kubernetes":
+    if deployer == KUBERNETES:
         return f"kubernetes {options.get('namespace') or 'default'}, image {options.get('image')}"
-    if deployer == "spark-standalone":
+    if deployer == SPARK_STANDALONE:
         return f"spark-standalone {spec.get('master')}"
     return f"{deployer} {spec.get('master')}"
 
@@ -63,7 +64,7 @@ class JobAction(Action):
         return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
 
     def job_spec(self):
-        from reconciler.replication.spec import JobSpec
+        from reconciler.contract.spec import JobSpec
 
         return JobSpec.from_dict(self.spec)
 

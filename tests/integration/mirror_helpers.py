@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from reconciler.replication.spec import ClusterSpec, JobSpec
+from reconciler.contract.spec import ClusterSpec, JobSpec
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, config: dict | None = None) -> None:

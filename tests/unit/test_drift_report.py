@@ -18,7 +18,7 @@ from reconciler.drift.report import Category, Level, build_report, heartbeat_top
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
 from reconciler.render import drift_html, drift_markdown, drift_text
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.spec import JobSpec
 from reconciler.state.live import AclBinding, AclOperation as Op, AclPermission as Perm
 from tests.plan_helpers import World, topology
 

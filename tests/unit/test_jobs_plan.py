@@ -13,7 +13,7 @@ from reconciler.cli.main import main
 from reconciler.deploy.base import Deployment
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, classify
-from reconciler.replication.spec import ClusterSpec, JobSpec
+from reconciler.contract.spec import ClusterSpec, JobSpec
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, topology
 

@@ -19,7 +19,7 @@ from reconciler.deploy import Deployers
 from reconciler.deploy.kubernetes import KubernetesDeployer, render, resource_name
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.backend import JobBackend
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.spec import JobSpec
 from tests.job_helpers import StatusBoard
 from tests.plan_helpers import World, topology
 
