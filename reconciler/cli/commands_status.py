@@ -49,7 +49,7 @@ def _ms(v: Any) -> str:
 
 
 def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str, Any]]:
-    backend = backend or job_backend.current() or job_backend.JobBackend()
+    backend = backend or job_backend.JobBackend()
     desired = desired_jobs(topology, topology_revision(topology.files))
     live = read_jobs(topology, backend, desired, now_ms=now_ms)
     rows = []
@@ -131,7 +131,7 @@ def cmd_status(args) -> int:
         return EXIT_ERROR
     redact = redactor_for(topology)
     now_ms = int(time.time() * 1000)
-    rows = job_rows(topology, now_ms=now_ms)
+    rows = job_rows(topology, args.backend.jobs_or_default(), now_ms=now_ms)
     if args.format == "json":
         text = json.dumps({"format_version": 1, "topology": topology.name, "jobs": rows}, indent=2) + "\n"
     else:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from reconciler import __version__
+from reconciler.operations.backend import Backend
 from reconciler.cli import (
     commands_demo, commands_dev, commands_drift, commands_failover, commands_plan, commands_status,
     commands_export, commands_interop, commands_topology,
@@ -30,9 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, backend: Backend | None = None) -> int:
+    """Run one command; `backend` (default: the real one) is every outside dependency it has."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.backend = backend if backend is not None else Backend.default()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

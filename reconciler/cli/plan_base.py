@@ -16,7 +16,7 @@ from reconciler.apply.revision import repo_path_for
 from reconciler.gitops import RevisionComparison, RevisionError, compare_with_base
 from reconciler.plan.actions import Plan
 from reconciler.plan.attribution import restrict
-from reconciler.state.desired import desired_state
+from reconciler.state.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
 from reconciler.topology.model import Topology
 
@@ -39,8 +39,8 @@ class BaseScope:
             return f"the work tree (HEAD {head.short}{', with uncommitted changes' if head.dirty else ''})"
         return f"{head.short}"
 
-    def restrict(self, plan: Plan, topology: Topology, live: LiveState) -> Plan:
-        return restrict(plan, self.flows, desired_state(topology, live), topology)
+    def restrict(self, plan: Plan, topology: Topology, live: LiveState, desired: DesiredState | None = None) -> Plan:
+        return restrict(plan, self.flows, desired if desired is not None else desired_state(topology, live), topology)
 
     def to_dict(self) -> dict:
         c = self.comparison

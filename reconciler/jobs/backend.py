@@ -1,8 +1,8 @@
 """The I/O a job plan needs: the deployers, and a reader of the status records jobs publish.
 
-`current()` is what plan/apply use; tests replace `factory` (as they replace
-`commands_plan.admin_factory`). `RECONCILER_JOBS=off` leaves jobs out of plans entirely (topics,
-configs and ACLs only), e.g. where jobs are run by other tooling.
+It is part of the operations' Backend (reconciler.operations.backend), which tests pass in.
+`RECONCILER_JOBS=off` leaves jobs out of plans entirely (topics, configs and ACLs only), e.g. where
+jobs are run by other tooling.
 """
 
 from __future__ import annotations
@@ -39,9 +39,3 @@ def jobs_enabled() -> bool:
 def default_factory() -> JobBackend | None:
     return JobBackend() if jobs_enabled() else None
 
-
-factory: Callable[[], JobBackend | None] = default_factory
-
-
-def current() -> JobBackend | None:
-    return factory()

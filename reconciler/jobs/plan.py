@@ -1,5 +1,5 @@
 """Jobs in the plan: desired jobs x live jobs -> actions and findings (`diff_jobs`, pure), and
-`with_jobs`, which reads the live jobs and adds them to a topic plan (used by `make_plan`).
+`with_jobs`, which reads the live jobs and adds them to a topic plan (used by reconciler.operations.plan).
 
 Per enabled flow:
   not deployed / stopped          -> deploy
@@ -163,9 +163,9 @@ def diff_jobs(topology: Topology, desired: Mapping[str, DesiredJob], live: LiveJ
 
 
 def with_jobs(plan: Plan, topology: Topology, live: LiveState, backend: job_backend.JobBackend | None = None,
-              git_revision: str | None = None) -> Plan:
-    """`plan` plus the job actions and findings (unchanged when jobs are off: RECONCILER_JOBS=off)."""
-    backend = backend if backend is not None else job_backend.current()
+              git_revision: str | None = None, statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None,
+              now_ms: int | None = None) -> Plan:
+    """`plan` plus the job actions and findings (unchanged when jobs are off: `backend` None)."""
     if backend is None:
         return plan
     if git_revision is None:
@@ -174,7 +174,7 @@ def with_jobs(plan: Plan, topology: Topology, live: LiveState, backend: job_back
         git_revision = topology_revision(topology.files)
     desired = desired_jobs(topology, git_revision)
     skip = {a: c.error for a, c in live.clusters.items() if not c.reachable}
-    jobs = read_jobs(topology, backend, desired, skip)
+    jobs = read_jobs(topology, backend, desired, skip, now_ms=now_ms, statuses=statuses)
     actions, findings = diff_jobs(topology, desired, jobs)
     if not actions and not findings:
         return plan

@@ -175,9 +175,11 @@ def read_statuses(topology: Topology, backend: JobBackend, skip: Mapping[str, st
 
 
 def read_jobs(topology: Topology, backend: JobBackend, desired: Mapping[str, DesiredJob],
-              skip: Mapping[str, str] | None = None, now_ms: int | None = None) -> LiveJobs:
-    """The live state of every job the topology wants, the deployers know, or that reports."""
-    statuses, unreadable = read_statuses(topology, backend, skip or {})
+              skip: Mapping[str, str] | None = None, now_ms: int | None = None,
+              statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None) -> LiveJobs:
+    """The live state of every job the topology wants, the deployers know, or that reports.
+    `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
+    statuses, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
     jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
     k8s_options = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
     deployments = backend.deployers.deployments(k8s_options)
