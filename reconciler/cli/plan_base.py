@@ -133,7 +133,7 @@ def no_changes(scope: BaseScope, fmt: str) -> str:
     if fmt == "json":
         import json
 
-        return json.dumps({"base": scope.to_dict(), "format_version": 1, "summary": {
+        return json.dumps({"base": scope.to_dict(), "format_version": 1, "format_minor": 1, "summary": {
             "create": 0, "update": 0, "delete": 0, "findings": 0, "errors": 0, "changes": False},
             "actions": [], "findings": [], "message": what + " Nothing to plan."}, indent=2) + "\n"
     if fmt == "markdown":

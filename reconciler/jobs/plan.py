@@ -26,6 +26,7 @@ from reconciler.jobs.state import DesiredJob, JobState, LiveJob, LiveJobs, desir
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
+from reconciler.plan.reasons import ReasonKind
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.spec import JobSpec, restart_fields_of
 from reconciler.state.live import LiveState
@@ -55,7 +56,8 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
     if state is JobState.UNKNOWN:
         findings.append(Finding(Severity.WARNING, FindingKind.UNREACHABLE, d.cluster, d.flow,
                                 f"job of flow {d.flow} not planned: {lj.why}",
-                                hint="fix access to the cluster's status topic reconciler.status.internal"))
+                                hint="fix access to the cluster's status topic reconciler.status.internal",
+                                why=ReasonKind.JOB_STATUS_UNKNOWN))
         return
     if state is JobState.ELSEWHERE:
         if lj.running_hash != d.spec.spec_hash():
@@ -70,11 +72,11 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
         if moved is not None:
             out.append(RestartJob(reason=f"the flow's deployer changed from {moved.deployer} to {d.deployer}",
                                   current_hash=moved.spec_hash, state=state.value, previous_deployer=moved.deployer,
-                                  **args))
+                                  why=ReasonKind.JOB_DEPLOYMENT, **args))
             return
         reason = (f"no job runs flow {d.flow}" if state is JobState.NOT_DEPLOYED
                   else f"the job of flow {d.flow} was stopped ({lj.why}) and the flow is enabled")
-        out.append(DeployJob(reason=reason, **args))
+        out.append(DeployJob(reason=reason, why=None if state is JobState.NOT_DEPLOYED else ReasonKind.JOB_DOWN, **args))
         return
     current = dep.spec if dep else None
     changes = _changes(current, d.spec) if current is not None else {}
@@ -84,7 +86,8 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
         if changes:
             reason += f"; and {_fields(changes)} changed"
         out.append(RestartJob(reason=reason, current_hash=current.spec_hash() if current else None, changes=changes,
-                              state=state.value, previous_deployer=dep.deployer if dep else None, **args))
+                              state=state.value, previous_deployer=dep.deployer if dep else None,
+                              why=ReasonKind.JOB_DOWN, **args))
         return
     # running or starting
     if current is None:
@@ -93,14 +96,14 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
     if dep.deployer != d.deployer:
         out.append(RestartJob(reason=f"the flow's deployer changed from {dep.deployer} to {d.deployer}",
                               current_hash=current.spec_hash(), changes=changes, state=state.value,
-                              previous_deployer=dep.deployer, **args))
+                              previous_deployer=dep.deployer, why=ReasonKind.JOB_DEPLOYMENT, **args))
         return
     option_changes = {k: [dep.options.get(k), v] for k, v in d.options.items()
                       if dep.options.get(k) != v} if d.deployer == KUBERNETES else {}
     if option_changes:
         out.append(RestartJob(reason=f"deployment settings changed: {_fields(option_changes)}",
                               current_hash=current.spec_hash(), changes={**changes, **option_changes},
-                              state=state.value, **args))
+                              state=state.value, why=ReasonKind.JOB_DEPLOYMENT, **args))
         return
     if not changes:
         return

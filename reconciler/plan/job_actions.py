@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from reconciler.contract.deployers import KUBERNETES, SPARK_STANDALONE
 from reconciler.plan.actions import Action, ActionKind, Phase, Verb, register
+from reconciler.plan.reasons import ReasonKind
 
 
 def short(spec_hash: str | None) -> str:
@@ -55,6 +56,11 @@ class JobAction(Action):
     options: dict = field(default_factory=dict)
     spec: dict = field(default_factory=dict)
     spec_hash: str = ""
+    why: ReasonKind | None = None  # what this one is about, when not the kind's default (a restart of a down job)
+
+    @property
+    def reason_kind(self) -> ReasonKind:
+        return self.why or self.REASON_KIND
 
     @property
     def subject(self) -> str:
@@ -87,6 +93,7 @@ class JobAction(Action):
 @dataclass(frozen=True)
 class DeployJob(JobAction):
     KIND = ActionKind.DEPLOY_JOB
+    REASON_KIND = ReasonKind.JOB_MISSING
     PHASE = Phase.JOB
     VERB = Verb.CREATE
 
@@ -109,6 +116,7 @@ class UpdateJob(JobAction):
     """Only hot-reloadable fields differ: the running job gets the new spec and applies it itself."""
 
     KIND = ActionKind.UPDATE_JOB
+    REASON_KIND = ReasonKind.JOB_STALE_SPEC
     PHASE = Phase.JOB
     VERB = Verb.UPDATE
     current_hash: str = ""
@@ -131,6 +139,7 @@ class RestartJob(JobAction):
     """The job is down, or a field it cannot take while running changed: graceful stop, then start."""
 
     KIND = ActionKind.RESTART_JOB
+    REASON_KIND = ReasonKind.JOB_STALE_SPEC
     PHASE = Phase.JOB
     VERB = Verb.UPDATE
     current_hash: str | None = None
@@ -159,6 +168,7 @@ class RestartJob(JobAction):
 @dataclass(frozen=True)
 class StopJob(JobAction):
     KIND = ActionKind.STOP_JOB
+    REASON_KIND = ReasonKind.JOB_UNWANTED
     PHASE = Phase.STOP_JOB
     VERB = Verb.DELETE
     where: str = ""

@@ -14,6 +14,7 @@ import pytest
 
 
 from reconciler.cli.main import main
+from reconciler.plan.reasons import ReasonKind
 from reconciler.drift.report import Category, Level, build_report, heartbeat_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
@@ -187,9 +188,11 @@ def test_unreachable_cluster_is_an_error(world):
 
 @dataclass(frozen=True)
 class DeployJob(Action):
-    """Stands in for the job issue's actions: a kind the drift code has never heard of, subject = flow."""
+    """Stands in for the job issue's actions: a kind the drift code has never heard of, subject = flow; drift
+    goes by its typed reason kind."""
 
     KIND = SimpleNamespace(value="deploy_job")  # type: ignore[assignment]
+    REASON_KIND = ReasonKind.JOB_MISSING
     PHASE = Phase.ACL
     VERB = Verb.CREATE
     flow: str = ""
