@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None, backend: Backend | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.backend = backend if backend is not None else Backend.default()
+    args.run_command = lambda more: main(more, backend)  # for commands that run others (demo)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -332,7 +332,3 @@ class Plan:
         return cls([Action.from_dict(a) for a in d["actions"]], [Finding.from_dict(f) for f in d["findings"]],
                    list(d["clusters"]), {k: list(v) for k, v in d.get("scope", {}).items()}, d["fingerprint"],
                    d.get("topology"))
-
-
-# The job action kinds register themselves (kept in their own module; imported last: they build on the above).
-from reconciler.plan import job_actions as _job_actions  # noqa: E402,F401

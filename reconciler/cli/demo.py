@@ -32,10 +32,15 @@ from reconciler.render.graph import mermaid
 from reconciler.topology.model import Flow, Topology
 
 
-def cli_main(argv: list[str]) -> int:
-    from reconciler.cli.main import main  # late: the CLI imports this module
+#: Runs one CLI command (argv -> exit code): `main` with this run's backend, handed in by `run`
+#: (the demo drives the CLI; importing cli.main here would be a cycle: main registers the demo).
+_cli: Callable[[list[str]], int] | None = None
 
-    return main(argv)
+
+def cli_main(argv: list[str]) -> int:
+    if _cli is None:
+        raise RuntimeError("the demo runs CLI commands only inside demo.run(..., cli=...)")
+    return _cli(argv)
 
 
 def cli_apply(path: Path) -> int:
@@ -474,7 +479,10 @@ def _shutdown(ctx: DemoContext) -> list[str]:
 
 
 def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000, keep_running: bool = False,
-        wait_timeout: float = 300.0) -> int:
+        wait_timeout: float = 300.0, *, cli: Callable[[list[str]], int]) -> int:
+    """`cli` runs one CLI command (argv -> exit code): `reconciler.cli.main.main` bound to a backend."""
+    global _cli
+    _cli = cli
     topology_path = Path(topology_path)
     try:  # shown in every command the demo prints: shorter, and what a user would type
         shown = topology_path.resolve().relative_to(Path.cwd())
