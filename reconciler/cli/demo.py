@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
+from reconciler.adapters.read_to_end import read_to_end
 from reconciler.analysis.expansion import route
 from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters, state_dir
@@ -108,15 +109,12 @@ def count_records(bootstrap: str, topics: list[str], timeout: float = 20.0) -> d
                   "enable.auto.commit": False, "fetch.wait.max.ms": 50})
     try:
         c.assign(tps)
-        pending = {(tp.topic, tp.partition) for tp in tps}
-        deadline = time.monotonic() + timeout
-        while pending and time.monotonic() < deadline:
-            for m in c.consume(10_000, 0.5):
-                if m.error():
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        pending.discard((m.topic(), m.partition()))
-                    continue
-                out[m.topic()] += 1
+
+        def count(m) -> None:
+            out[m.topic()] += 1
+
+        read_to_end(c, timeout, count, partitions=[(tp.topic, tp.partition) for tp in tps], batch=10_000,
+                    poll_seconds=0.5)
     finally:
         c.close()
     return out

@@ -102,7 +102,9 @@ def _client_config(cluster_config: Any) -> dict[str, Any]:
 
 def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str, dict[str, Any]]:
     """Latest status of every flow that reports to this (target) cluster: flow name -> status."""
-    from confluent_kafka import Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
+
+    from reconciler.adapters.read_to_end import read_to_end
 
     conf = _client_config(cluster_config)
     conf.update({"group.id": "__reconciler.status-reader", "enable.auto.commit": False,
@@ -116,25 +118,19 @@ def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str,
             return out
         parts = sorted(t.partitions)
         consumer.assign([TopicPartition(STATUS_TOPIC, p, -2) for p in parts])
-        pending = set(parts)
-        deadline = time.monotonic() + timeout
-        while pending and time.monotonic() < deadline:
-            m = consumer.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    pending.discard(m.partition())
-                continue
+
+        def latest(m) -> None:
             if m.key() is None:
-                continue
+                return
             if m.value() is None:
                 out.pop(m.key().decode(), None)
-                continue
+                return
             try:
                 out[m.key().decode()] = json.loads(m.value())
             except ValueError:
-                continue
+                pass
+
+        read_to_end(consumer, timeout, latest, partitions=[(STATUS_TOPIC, p) for p in parts], poll_seconds=0.5)
     finally:
         consumer.close()
     return out
