@@ -36,11 +36,9 @@ DEFAULT_TIMEOUT = float(os.environ.get("RECONCILER_ADMIN_TIMEOUT", "15"))
 def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The resolved librdkafka config for `cluster`; raises AdminError naming unset variables (never values)."""
     try:
-        conf = secrets.resolve_config(cluster.config, environ)
-        bootstrap = secrets.resolve(cluster.bootstrap_servers, environ)
+        return secrets.client_settings(cluster.bootstrap_servers, cluster.config, environ)
     except secrets.UnresolvedReference as exc:
         raise AdminError(f"cluster {cluster.alias!r}: environment variable(s) {', '.join(exc.names)} not set") from None
-    return {**conf, "bootstrap.servers": bootstrap}
 
 
 class KafkaAdmin:

@@ -67,7 +67,7 @@ class ClusterSpec:
 
     def client_config(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """librdkafka settings with references resolved (raises secrets.UnresolvedReference)."""
-        return secrets.resolve_config({"bootstrap.servers": self.bootstrap_servers, **self.config}, environ)
+        return secrets.client_settings(self.bootstrap_servers, self.config, environ)
 
 
 @dataclass(frozen=True)
