@@ -61,7 +61,7 @@ def cli_apply(path: Path) -> int:
     return code
 
 
-DEFAULT_TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "demo"
+DEFAULT_TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "demo"
 LOCAL_TOPICS = {"orders": 4, "payments": 2, "inventory.stock": 2, "clickstream": 4, "customers.profiles": 2}
 #: Explicit configs of the source topics (copied to remote topics; the drift step changes one by hand).
 TOPIC_CONFIGS = {"orders": {"retention.ms": "604800000"}}
