@@ -26,11 +26,13 @@ from reconciler.contract.flow_id import FlowId
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
+from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.model import (
     Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, SyncSettings, Topology,
 )
 
 SPEC_VERSION = 1
+_FLOW = BUILTIN_FLOW_DEFAULTS
 EXIT_RESTART_REQUIRED = 3
 
 #: JobSpec fields a running job applies without a restart (the rest need one).
@@ -75,30 +77,31 @@ class JobSpec:
     flow: str  # "<source>-><target>"
     source: ClusterSpec
     target: ClusterSpec
-    delivery: str = Delivery.AT_LEAST_ONCE.value
-    policy: str = PolicyKind.DEFAULT.value
-    separator: str = "."
-    topics_include: tuple[str, ...] = (".*",)
-    topics_exclude: tuple[str, ...] = ()
-    groups_include: tuple[str, ...] = (".*",)
-    groups_exclude: tuple[str, ...] = ()
-    config_properties_exclude: tuple[str, ...] = ConfigPropertyFilter().exclude
-    replication_factor: int = -1
-    sync_topic_configs: bool = True
-    sync_group_offsets: bool = False
-    sync_group_offsets_interval_seconds: float = 60.0
-    heartbeats_enabled: bool = True
-    heartbeats_interval_seconds: float = 5.0
-    checkpoints_enabled: bool = True
-    checkpoints_interval_seconds: float = 5.0
-    refresh_interval_seconds: float = 5.0
-    offset_syncs_location: str = OffsetSyncsLocation.SOURCE.value
-    offset_lag_max: int = 100
+    # Defaults: the flow defaults of topology/defaults.py (their one home), not restated here.
+    delivery: str = _FLOW["delivery"]
+    policy: str = _FLOW["policy"]
+    separator: str = _FLOW["separator"]
+    topics_include: tuple[str, ...] = tuple(_FLOW["topics"]["include"])
+    topics_exclude: tuple[str, ...] = tuple(_FLOW["topics"]["exclude"])
+    groups_include: tuple[str, ...] = tuple(_FLOW["groups"]["include"])
+    groups_exclude: tuple[str, ...] = tuple(_FLOW["groups"]["exclude"])
+    config_properties_exclude: tuple[str, ...] = tuple(_FLOW["config_properties"]["exclude"])
+    replication_factor: int = _FLOW["replication_factor"]
+    sync_topic_configs: bool = _FLOW["sync"]["topic_configs"]
+    sync_group_offsets: bool = _FLOW["sync"]["group_offsets"]
+    sync_group_offsets_interval_seconds: float = float(_FLOW["sync"]["group_offsets_interval_seconds"])
+    heartbeats_enabled: bool = _FLOW["heartbeats"]["enabled"]
+    heartbeats_interval_seconds: float = float(_FLOW["heartbeats"]["interval_seconds"])
+    checkpoints_enabled: bool = _FLOW["checkpoints"]["enabled"]
+    checkpoints_interval_seconds: float = float(_FLOW["checkpoints"]["interval_seconds"])
+    refresh_interval_seconds: float = float(_FLOW["refresh_interval_seconds"])
+    offset_syncs_location: str = _FLOW["offset_syncs"]["topic_location"]
+    offset_lag_max: int = _FLOW["offset_syncs"]["lag_max"]
     # --- engine -------------------------------------------------------------------------
-    master: str = "local[2]"
-    parallelism: int = 2
-    max_records_per_partition: int = 50_000
-    trigger_interval_ms: int = 200
+    master: str = _FLOW["job"]["master"]
+    parallelism: int = _FLOW["job"]["parallelism"]
+    max_records_per_partition: int = _FLOW["job"]["max_records_per_partition"]
+    trigger_interval_ms: int = _FLOW["job"]["trigger_interval_ms"]
     max_batch_ms: int = 1_000
     status_interval_seconds: float = 3.0
     offset_reset: str = "earliest"
