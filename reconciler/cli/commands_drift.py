@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from reconciler import outputs
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated
 from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport
 from reconciler.operations.drift import drift
@@ -55,6 +56,10 @@ def _format_of(path: str, default: str) -> str:
 
 
 def cmd_drift(args) -> int:
+    bad_out = outputs.problems(args.out)
+    if bad_out:
+        print(bad_out[0], file=sys.stderr)
+        return EXIT_ERROR
     topology, _ = load_validated(args.paths, quiet_warnings=True, revision=args.revision)
     if topology is None:
         return EXIT_ERROR

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.interop.mm2_export import ExportError, export_mm2
 from reconciler.interop.strimzi import export_strimzi
@@ -31,6 +32,10 @@ def register(sub) -> None:
 
 
 def cmd_export(args) -> int:
+    bad_out = outputs.problems([args.out])
+    if bad_out:
+        print(bad_out[0], file=sys.stderr)
+        return EXIT_ERROR
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
+from reconciler import outputs
 from reconciler.apply.executor import ActionResult
 from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
@@ -23,6 +24,7 @@ from reconciler.plan.actions import Plan, Verb
 from reconciler.render import plan_json, plan_markdown, plan_text
 from reconciler.state.read import Connections
 from reconciler.topology.model import Cluster, Topology
+from reconciler.textutil import plural
 from reconciler.topology.secrets import Redactor
 
 RENDERERS: dict[str, Callable[[Plan], str]] = {
@@ -76,6 +78,10 @@ def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseSco
 
 
 def cmd_plan(args) -> int:
+    bad_out = outputs.problems([args.out])
+    if bad_out:
+        print(bad_out[0], file=sys.stderr)
+        return EXIT_ERROR
     topology, diags = load_validated(args.paths, revision=args.revision)
     if topology is None:
         return EXIT_ERROR
@@ -94,10 +100,13 @@ def cmd_plan(args) -> int:
         plan = plan_of(obs, backend)
     if base is not None:
         plan = base.restrict(plan, topology, obs.live, obs.desired)
-    io.out(_render(args, plan, topology, diags, base), end="")
+    if args.out and args.format == "text" and not plan.errors:
+        io.out(plan_text.summary(plan), end="")  # Terraform-like: the saved plan is shown by `show`
+    else:
+        io.out(_render(args, plan, topology, diags, base), end="")
     if plan.errors:
         if args.out:
-            io.err(f"error: the plan has {len(plan.errors)} error(s); not saved to {args.out}")
+            io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")
         return EXIT_ERROR
     if args.out:
         git = backend.git(args.paths, args.revision)

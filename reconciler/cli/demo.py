@@ -24,12 +24,14 @@ from typing import Callable
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
+from reconciler import logs
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.analysis.expansion import route
 from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters, state_dir
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.render.graph import mermaid
+from reconciler.textutil import LIVE_E2E, RECORD_AGE, LiveLine
 from reconciler.topology.model import Flow, Topology
 
 
@@ -84,6 +86,7 @@ class DemoContext:
     replicated: int = 0
     latency: list[float] = field(default_factory=list)  # e2e latency samples of the live stream, all flows
     notes: list[str] = field(default_factory=list)
+    records_seen: tuple[int, int] = (0, 0)  # (records downstream, records expected) at the last count
 
     def bootstrap(self, alias: str) -> str:
         return self.topology.clusters[alias].bootstrap_servers
@@ -99,14 +102,14 @@ class DemoFailed(Exception):
 def count_records(bootstrap: str, topics: list[str], timeout: float = 20.0) -> dict[str, int]:
     """Records per topic, read to the end of every partition (ListOffsets is not trusted: Tansu
     answers the last batch's base offset there). Missing topics count 0."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     md = admin.list_topics(timeout=10).topics
     tps = [TopicPartition(t, p, 0) for t in topics if t in md and md[t].error is None for p in md[t].partitions]
     out = {t: 0 for t in topics}
     if not tps:
         return out
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "__demo.counter", "enable.partition.eof": True,
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+    c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": "__demo.counter", "enable.partition.eof": True,
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 50}))
     try:
         c.assign(tps)
 
@@ -132,7 +135,7 @@ class LiveStream(threading.Thread):
 
     def run(self) -> None:
         try:
-            producers = {a: Producer({"bootstrap.servers": b, "linger.ms": 5}) for a, b in self.clusters.items()}
+            producers = {a: Producer(logs.client_config({"bootstrap.servers": b, "linger.ms": 5})) for a, b in self.clusters.items()}
             gens = {a: sample_records(a, list(LOCAL_TOPICS), 10**9, seed=1) for a in self.clusters}
             start, n = time.monotonic(), 0
             while not self._halt.is_set():
@@ -180,7 +183,7 @@ def step_sample_data(ctx: DemoContext) -> None:
     sources = sorted({f.source for f in ctx.topology.active_flows})
     for alias in sources:
         bootstrap = ctx.bootstrap(alias)
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
         existing = set(admin.list_topics(timeout=10).topics)
         new = [NewTopic(t, n, 1, config=TOPIC_CONFIGS.get(t, {})) for t, n in LOCAL_TOPICS.items() if t not in existing]
         for fut in admin.create_topics(new).values() if new else ():
@@ -194,7 +197,7 @@ def step_sample_data(ctx: DemoContext) -> None:
             per_topic[r.topic] = per_topic.get(r.topic, 0) + 1
         ctx.backlog[alias] = per_topic
         # A consumer group that has processed part of `payments`: its offsets are checkpointed downstream.
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+        c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False}))
         c.commit(offsets=[TopicPartition(GROUP_TOPIC, p, GROUP_OFFSET) for p in range(LOCAL_TOPICS[GROUP_TOPIC])],
                  asynchronous=False)
         c.close()
@@ -228,12 +231,15 @@ def _missing_records(ctx: DemoContext) -> list[str]:
     for f in ctx.topology.active_flows:
         for t, r in routed(f):
             by_target.setdefault(f.target, []).append((f, t, r))
+    seen = expected = 0
     for target, items in sorted(by_target.items()):
         counts = count_records(ctx.bootstrap(target), sorted({r for _, _, r in items}))
         for f, t, r in items:
             want = ctx.backlog.get(f.source, {}).get(t, 0)
+            seen, expected = seen + min(counts[r], want), expected + want
             if counts[r] < want:
                 missing.append(f"{f.name}: {r} on {target} has {counts[r]} of {want} records")
+    ctx.records_seen = (seen, expected)
     return missing
 
 
@@ -285,6 +291,13 @@ def _job_problems(ctx: DemoContext) -> list[str]:
             for r in job_rows(ctx.topology) if r["wanted"] and r["state"] != "running"]
 
 
+def wait_progress(records: tuple[int, int], waiting_for: list[str], elapsed: float, limit: float) -> str:
+    """The live line while the demo waits for data downstream."""
+    seen, expected = records
+    return (f"  waiting for {', '.join(waiting_for)}: {seen:,} of {expected:,} records seen downstream, "
+            f"{elapsed:.0f}s elapsed (time limit {limit:.0f}s)")
+
+
 def step_wait(ctx: DemoContext) -> None:
     from reconciler.deploy.local import LocalDeployer
 
@@ -293,6 +306,7 @@ def step_wait(ctx: DemoContext) -> None:
     started = time.monotonic()
     done: set[str] = set()
     last: dict[str, list[str]] = {}
+    line = LiveLine(sys.stdout)
     while time.monotonic() - started < ctx.wait_timeout:
         for name, check in checks:
             if name in done:
@@ -303,10 +317,14 @@ def step_wait(ctx: DemoContext) -> None:
                 last[name] = [f"{type(exc).__name__}: {exc}"]
             if not last[name]:
                 done.add(name)
+                line.done()
                 print(f"  {name} arrived downstream after {time.monotonic() - started:.0f}s")
         if len(done) == len(checks):
             return
+        line.show(wait_progress(ctx.records_seen, [n for n, _ in checks if n not in done],
+                                time.monotonic() - started, ctx.wait_timeout))
         time.sleep(2)
+    line.done()
     lines = [f"{n}: {m}" for n, _ in checks if n not in done for m in last.get(n, ["not checked"])]
     try:
         lines += _job_problems(ctx)
@@ -329,8 +347,8 @@ def _latency_probe(ctx: DemoContext, seconds: float = 8.0) -> dict[str, list[flo
                 for _, r in routed(f):
                     remotes.append(r)
                     flows_of[(target, r)] = f.name
-        c = Consumer({"bootstrap.servers": ctx.bootstrap(target), "group.id": "__demo.latency",
-                      "enable.auto.commit": False, "fetch.wait.max.ms": 20})
+        c = Consumer(logs.client_config({"bootstrap.servers": ctx.bootstrap(target), "group.id": "__demo.latency",
+                      "enable.auto.commit": False, "fetch.wait.max.ms": 20}))
         md = c.list_topics(timeout=10).topics
         c.assign([TopicPartition(r, p, OFFSET_END) for r in remotes if r in md for p in md[r].partitions])
         consumers.append((target, c))
@@ -359,7 +377,7 @@ def step_summary(ctx: DemoContext) -> None:
     from reconciler.cli.commands_status import job_rows
     from reconciler.mirror.mirror_client import reachability
 
-    print("  end-to-end latency of the live stream (produced on the source -> consumed on the target), 8 s ...")
+    print(f"  {LIVE_E2E} of the live stream (produced on the source -> consumed on the target), 8 s ...")
     latency = _latency_probe(ctx)
     ctx.latency = [v for values in latency.values() for v in values]
     rows = {r["flow"]: r for r in job_rows(ctx.topology)}
@@ -374,7 +392,7 @@ def step_summary(ctx: DemoContext) -> None:
     print("\n  Records (source topic and its remote copy, counted now; the live stream keeps adding):")
     _print_table(table)
 
-    table = [["FLOW", "JOB", "RECORDS COPIED", "REC/S", "LAG", "E2E P50", "E2E P99", "SAMPLES"]]
+    table = [["FLOW", "JOB", "RECORDS COPIED", "REC/S", "LAG", "LIVE E2E P50", "LIVE E2E P99", "SAMPLES"]]
     for f in sorted(ctx.topology.active_flows, key=lambda f: f.name):
         r = rows.get(f.name, {})
         lat = latency.get(f.name, [])
@@ -410,8 +428,9 @@ def step_summary(ctx: DemoContext) -> None:
           "    offset: a consumer that fails over may re-read up to offset_syncs.lag_max records, never skips one)")
     print("\n  $ reconciler status " + str(ctx.topology_path))
     cli_main(["status", str(ctx.topology_path)])
-    print("  (P50/P99 here are the jobs' own figures: record age when the target acknowledged it, over the last\n"
-          "  minute, so they include the backlog produced before the jobs started; E2E above is the live stream)")
+    print(f"  (AGE P50/P99 here are the jobs' own figures, {RECORD_AGE} when the target acknowledged a record over the\n"
+          "  last minute: they include the backlog produced before the jobs started, and are what the topology's\n"
+          f"  slo.max_latency_p99_ms is checked against; LIVE E2E above is the {LIVE_E2E} of fresh records)")
 
 
 def _print_table(table: list[list[str]]) -> None:
@@ -422,7 +441,7 @@ def _print_table(table: list[list[str]]) -> None:
 
 def step_drift(ctx: DemoContext) -> None:
     cluster, topic, key, value = DRIFT
-    admin = AdminClient({"bootstrap.servers": ctx.bootstrap(cluster)})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": ctx.bootstrap(cluster)}))
     res = ConfigResource(ResourceType.TOPIC, topic,
                          incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
     for fut in admin.incremental_alter_configs([res]).values():

@@ -24,6 +24,7 @@ import time
 from collections import deque
 from typing import Any, Iterable, Mapping
 
+from reconciler import logs
 from reconciler.contract.spec import STATUS_TOPIC
 
 
@@ -109,7 +110,7 @@ def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str,
     conf = _client_config(cluster_config)
     conf.update({"group.id": "__reconciler.status-reader", "enable.auto.commit": False,
                  "enable.partition.eof": True, "auto.offset.reset": "earliest"})
-    consumer = Consumer(conf)
+    consumer = Consumer(logs.client_config(conf))
     out: dict[str, dict[str, Any]] = {}
     try:
         md = consumer.list_topics(STATUS_TOPIC, timeout=timeout)

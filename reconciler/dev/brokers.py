@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler import logs
+
 LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
 
 
@@ -75,7 +77,7 @@ def answers_kafka(bootstrap: str, timeout: float = 3.0) -> bool:
     from confluent_kafka.admin import AdminClient
     from confluent_kafka import KafkaException
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)}))
     try:
         admin.list_topics(timeout=timeout)
         return True

@@ -40,6 +40,7 @@ from reconciler.plan.reasons import ReasonKind
 from reconciler.state.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
 from reconciler.topology.model import Flow, Topology
+from reconciler.textutil import RECORD_AGE, plural
 
 FORMAT_VERSION = 1
 #: A job whose status record is older than this is taken to be down (it publishes every few seconds).
@@ -232,7 +233,7 @@ class DriftReport:
 
     def headline(self) -> str:
         if self.errors:
-            head = f"ERROR: {len(self.errors)} thing(s) could not be checked"
+            head = f"ERROR: {plural(len(self.errors), 'thing')} could not be checked"
             if self.drift:
                 head += f"; {len(self.drift)} drift item(s) in what could"
             return head + "."
@@ -424,8 +425,8 @@ def _slo_items(flow: Flow, job: JobHealth, hb_topic: str | None, hb_age: float |
              "raise the job's parallelism or max_records_per_partition, or check the target cluster")
     if job.running and slo.max_latency_p99_ms is not None and job.latency_p99_ms is not None \
             and job.latency_p99_ms > slo.max_latency_p99_ms:
-        item(Category.LATENCY, f"flow {flow.name} replicates with p99 latency {job.latency_p99_ms:,.0f} ms "
-                               f"(SLO {slo.max_latency_p99_ms:,.0f} ms)",
+        item(Category.LATENCY, f"flow {flow.name}: records reach the target with p99 {RECORD_AGE} "
+                               f"{job.latency_p99_ms:,.0f} ms (SLO max_latency_p99_ms {slo.max_latency_p99_ms:,.0f} ms)",
              "lower the job's trigger_interval_ms or raise its parallelism")
     if flow.heartbeats.enabled and slo.max_heartbeat_age_seconds is not None and hb_known and hb_topic:
         if hb_age is None:

@@ -18,11 +18,23 @@ from reconciler.topology.model import Cluster
 StatusReader = Callable[[Cluster], dict[str, dict[str, Any]]]
 
 STATUS_READ_TIMEOUT = 10.0
+CONNECT_TIMEOUT = 3.0  # a cluster that takes no TCP connection within this is unreachable
+
+
+class Unreachable(Exception):
+    """No bootstrap broker of the cluster takes a connection: its statuses are not even tried."""
 
 
 def kafka_status_reader(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    from reconciler.adapters.probe import ProbeError, probe_api_versions
     from reconciler.contract.status import read_all_job_status
+    from reconciler.topology.connection import client_config
 
+    try:  # a quick TCP + ApiVersions probe: a cluster that is down answers in milliseconds, not after timeouts
+        probe_api_versions(cluster.bootstrap_servers, client_config(cluster), timeout=CONNECT_TIMEOUT)
+    except ProbeError as exc:
+        if exc.unreachable:
+            raise Unreachable(f"cannot connect to {exc}") from None
     return read_all_job_status(cluster, timeout=STATUS_READ_TIMEOUT)
 
 

@@ -21,7 +21,7 @@ two into a state:
 from __future__ import annotations
 
 import enum
-import os
+from reconciler import settings
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,7 +38,7 @@ from reconciler.topology.model import Topology
 STALE_INTERVALS = 3
 STALE_MIN_SECONDS = 15.0
 #: A job just (re)started has no status until Spark is up: not "down" for this long.
-START_GRACE_SECONDS = float(os.environ.get("RECONCILER_JOB_START_GRACE", "180"))
+START_GRACE_SECONDS = settings.seconds("RECONCILER_JOB_START_GRACE", 180, "seconds a new job may run before it must report status")
 LIVE_STATUS_STATES = ("starting", "running", "degraded")
 
 

@@ -20,6 +20,7 @@ from reconciler.plan import planfile
 from reconciler.plan.actions import Plan
 from reconciler.render import plan_text
 from reconciler.state.read import Connections, read_live
+from reconciler.textutil import plural
 from reconciler.topology.model import Cluster, Topology
 
 
@@ -88,7 +89,7 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
                 if stale:
                     ui.err(f"error: refusing to apply a stale plan: {stale}")
                     return ApplyOutcome(False)
-                ui.out(f"\nApplying {len(plan.actions)} actions on {', '.join(touched)} (lease held) ...")
+                ui.out(f"\nApplying {plural(len(plan.actions), 'action')} on {', '.join(touched)} (lease held) ...")
                 report = execute(plan, ApplyContext(conns.get, {"jobs": backend.jobs_or_default()}), ui.progress)
                 if report.ok:
                     for lease in locks.leases:

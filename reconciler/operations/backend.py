@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
 from reconciler.jobs.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
@@ -20,12 +21,6 @@ from reconciler.topology.model import Cluster
 
 HeartbeatReader = Callable[[Cluster, ReplicationPolicy], Mapping[str, Heartbeat | None]]
 GitReader = Callable[[Iterable[str], "str | None"], "dict | None"]
-
-
-def kafka_admin_factory(cluster: Cluster):
-    from reconciler.adapters.kafka_admin import KafkaAdmin
-
-    return KafkaAdmin(cluster)
 
 
 def kafka_heartbeat_reader(cluster: Cluster, policy: ReplicationPolicy) -> Mapping[str, Heartbeat | None]:
@@ -45,7 +40,7 @@ def git_revision_info(paths: Iterable[str], revision: str | None = None) -> dict
 
 @dataclass
 class Backend:
-    admin_factory: AdminFactory = kafka_admin_factory
+    admin_factory: AdminFactory = KafkaAdmin
     #: The job deployers and status reader; None leaves jobs out of plans (RECONCILER_JOBS=off).
     jobs: JobBackend | None = None
     #: Status records of a (target) cluster; None: the job backend's reader (or Kafka's when jobs are off).

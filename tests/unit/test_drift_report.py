@@ -158,7 +158,7 @@ def test_slo_lag_latency_and_heartbeat_age(world):
         ("lag", ("west->east",)), ("heartbeat", ("west->east",)), ("latency", ("east->west",))}
     text = {i.category.value: i.message for i in report.drift}
     assert "5,400 records behind (SLO 1,000)" in text["lag"] and "95.0s old (SLO 30s)" in text["heartbeat"]
-    assert "p99 latency 900 ms (SLO 500 ms)" in text["latency"]
+    assert "p99 record age 900 ms (SLO max_latency_p99_ms 500 ms)" in text["latency"]
     assert flow_of(report, "west->east").heartbeat_age_seconds == 95.0
     assert flow_of(report, "west->east").job.lag_total == 5_400
     # without SLOs nothing is judged

@@ -136,3 +136,19 @@ def test_auto_approve_plans_again_when_clusters_change_before_the_lease(world, m
     assert "The clusters changed while planning" in out and "planned again under the lease" in out
     assert out.count("+ create topic west.orders") == 1, "the second plan no longer creates it"
     assert main(["plan", world.path, "--detailed-exitcode"], world.backend()) == 0
+
+
+def test_plan_out_prints_a_summary_not_the_whole_plan(world, capsys, tmp_path):
+    out = tmp_path / "p.json"
+    assert main(["plan", world.path, "--out", str(out)], world.backend()) == 0
+    captured = capsys.readouterr()
+    assert "+ create topic" not in captured.out and "  east: + " in captured.out
+    assert captured.out.rstrip().splitlines()[-1].startswith("Plan: ") and "Saved the plan" in captured.err
+
+
+def test_plan_with_a_cluster_down_leads_with_the_error_and_lists_no_actions(world, capsys):
+    world["east"].reachable = False
+    assert main(["plan", world.path], world.backend()) == 1
+    out = capsys.readouterr().out
+    assert "Plan incomplete" in out.splitlines()[0] and out.splitlines()[2] == "Errors:"
+    assert "+ " not in out and "deploy" not in out.split("Errors:")[0]
