@@ -37,9 +37,10 @@ import yaml
 
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.base import Deployer, Deployment, restart_hash
-from reconciler.replication.metrics import KUBERNETES_PORT, PORT_ENV
-from reconciler.replication.spec import JobSpec
-from reconciler.topology.model import flow_ends
+from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV
+from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.spec import JobSpec
+from reconciler.contract.flow_id import flow_ends
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
@@ -170,7 +171,7 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
 
 
 class KubernetesDeployer(Deployer):
-    name = "kubernetes"
+    name = KUBERNETES
 
     def __init__(self, kubectl: str | None = None):
         self.kubectl = kubectl or os.environ.get("RECONCILER_KUBECTL", "kubectl")

@@ -14,11 +14,12 @@ from typing import Any, Mapping
 
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.local import ProcessDeployer
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.deployers import SPARK_STANDALONE
+from reconciler.contract.spec import JobSpec
 
 
 class StandaloneDeployer(ProcessDeployer):
-    name = "spark-standalone"
+    name = SPARK_STANDALONE
 
     def where(self, record: dict) -> str:
         metrics = f", metrics http://127.0.0.1:{record['metrics_port']}/metrics" if record.get("metrics_port") else ""

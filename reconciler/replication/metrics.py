@@ -12,14 +12,13 @@ the metrics come from the same numbers. `serve(port)` exposes them over HTTP (pr
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
+from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV, free_port, metrics_port  # noqa: F401 (re-exported)
 from reconciler.topology.model import flow_ends
 
 SOURCE = "kafka_connect_mirror_source_connector"
@@ -90,29 +89,6 @@ JOB_STATES = ("starting", "running", "degraded", "stopping", "stopped", "failed"
 def exported_series() -> frozenset[str]:
     """Every sample name a job's scrape can show (dashboards and alert rules may only name these)."""
     return frozenset(s for m in METRICS for s in m.series)
-
-
-#: The environment variable the deployers hand a job its metrics port in (0 or unset: no HTTP server).
-PORT_ENV = "RECONCILER_METRICS_PORT"
-#: The port of a job's metrics on Kubernetes (9404: the JMX exporter's port in Strimzi, where MM2 is scraped).
-KUBERNETES_PORT = 9404
-
-
-def metrics_port(environ: Mapping[str, str] | None = None) -> int:
-    """The job's metrics port from $RECONCILER_METRICS_PORT (0: off)."""
-    env = os.environ if environ is None else environ
-    raw = (env.get(PORT_ENV) or "0").strip()
-    if not raw.isdigit() or int(raw) > 65535:
-        raise SystemExit(f"{PORT_ENV}={raw} is not a port number (0-65535, 0: no metrics); set it to e.g. "
-                         f"{PORT_ENV}={KUBERNETES_PORT} or unset it")
-    return int(raw)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free right now (the local deployer's choice for a job's metrics)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def flow_labels(flow: str) -> dict[str, str]:

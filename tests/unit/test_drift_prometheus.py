@@ -67,11 +67,11 @@ def test_drift_and_slo_breaches_as_metrics(world):
 
 
 def test_drift_command_writes_prometheus(cli, capsys, tmp_path):
-    assert main(["drift", cli.path, "--format", "prometheus"]) == 2
+    assert main(["drift", cli.path, "--format", "prometheus"], cli.cli) == 2
     found = samples(capsys.readouterr().out)
     assert value(found, "reconciler_drift_status", status="drift") == 1
     out = tmp_path / "textfile" / "drift.prom"
-    assert main(["drift", cli.path, "--out", str(out), "--out", str(tmp_path / "drift.json")]) == 2
+    assert main(["drift", cli.path, "--out", str(out), "--out", str(tmp_path / "drift.json")], cli.cli) == 2
     by_category = json.loads((tmp_path / "drift.json").read_text())["summary"]["by_category"]
     found = samples(out.read_text())
     assert sum(s.value for s in found["reconciler_drift_items"] if s.labels["category"] == "missing-topic"

@@ -1,0 +1,33 @@
+"""The metrics port contract between the deployers and a replication job (docs/monitoring.md).
+
+A deployer hands the job its Prometheus port in $RECONCILER_METRICS_PORT (0: no HTTP server); the job's
+entry point serves `reconciler.replication.metrics` there.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Mapping
+
+#: The environment variable the deployers hand a job its metrics port in (0 or unset: no HTTP server).
+PORT_ENV = "RECONCILER_METRICS_PORT"
+#: The port of a job's metrics on Kubernetes (9404: the JMX exporter's port in Strimzi, where MM2 is scraped).
+KUBERNETES_PORT = 9404
+
+
+def metrics_port(environ: Mapping[str, str] | None = None) -> int:
+    """The job's metrics port from $RECONCILER_METRICS_PORT (0: off)."""
+    env = os.environ if environ is None else environ
+    raw = (env.get(PORT_ENV) or "0").strip()
+    if not raw.isdigit() or int(raw) > 65535:
+        raise SystemExit(f"{PORT_ENV}={raw} is not a port number (0-65535, 0: no metrics); set it to e.g. "
+                         f"{PORT_ENV}={KUBERNETES_PORT} or unset it")
+    return int(raw)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free right now (the local deployer's choice for a job's metrics)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
