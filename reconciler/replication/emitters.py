@@ -19,11 +19,12 @@ import logging
 import time
 from typing import Any, Mapping
 
-from reconciler.analysis.expansion import route
+from reconciler.analysis.expansion import checkpoint_route
+from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata
 from reconciler.mirror.offset_translation import OffsetSyncStore
 from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
 from reconciler.mirror.mirror_client import TopicPartition, plan_failover
-from reconciler.mirror.policy import HEARTBEATS_TOPIC, checkpoints_topic
+from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
 from reconciler.replication import clients
 from reconciler.replication.spec import JobSpec, job_group, offset_syncs_topic_name
@@ -88,7 +89,7 @@ class CheckpointEmitter:
         self._syncs_topic = offset_syncs_topic_name(spec)
         self._assigned = False
         self.store = OffsetSyncStore(read_to_end=False)
-        self._last: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self.checkpoint_store = CheckpointStore()
         self._last_group_sync = 0.0
         self.emitted = 0
 
@@ -132,7 +133,7 @@ class CheckpointEmitter:
         return n
 
     # --- checkpoints ----------------------------------------------------------------------
-    def source_group_offsets(self, timeout: float = 10.0) -> dict[str, dict[tuple[str, int], int]]:
+    def source_group_offsets(self, timeout: float = 10.0) -> dict[str, dict[tuple[str, int], OffsetAndMetadata]]:
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         listed = self.source_admin.list_consumer_groups(request_timeout=timeout).result(timeout)
@@ -147,23 +148,26 @@ class CheckpointEmitter:
             except Exception as exc:  # noqa: BLE001 - a group may vanish meanwhile
                 log.info("cannot read offsets of group %s: %s", group, exc)
                 continue
-            offsets = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
-                       if tp.offset >= 0 and tp.error is None}
+            offsets = {(tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
+                       for tp in res.topic_partitions if tp.offset >= 0 and tp.error is None}
             if offsets:
                 out[group] = offsets
         return out
 
-    def checkpoints(self, group_offsets: Mapping[str, Mapping[tuple[str, int], int]]) -> list[Checkpoint]:
+    def checkpoints(self, group_offsets: Mapping[str, Mapping[tuple[str, int], OffsetAndMetadata | int]]) -> list[Checkpoint]:
+        """MirrorCheckpointTask.checkpoint: translated offsets, the upstream commit metadata kept."""
         out = []
         for group, offsets in sorted(group_offsets.items()):
-            for (topic, partition), upstream in sorted(offsets.items()):
-                remote = route(self.flow, topic)
+            for (topic, partition), committed in sorted(offsets.items()):
+                if isinstance(committed, int):
+                    committed = OffsetAndMetadata(committed)
+                remote = checkpoint_route(self.flow, topic)
                 if remote is None:
                     continue
-                downstream = self.store.translate_downstream(topic, partition, upstream)
+                downstream = self.store.translate_downstream(topic, partition, committed.offset)
                 if downstream is None:
                     continue
-                out.append(Checkpoint(group, remote, partition, upstream, downstream, ""))
+                out.append(Checkpoint(group, remote, partition, committed.offset, downstream, committed.metadata))
         return out
 
     def emit(self) -> list[Checkpoint]:
@@ -173,20 +177,18 @@ class CheckpointEmitter:
             return []
         group_offsets = self.source_group_offsets()
         cps = self.checkpoints(group_offsets)
-        topic = checkpoints_topic(self.spec.source.alias)
-        changed = []
-        for cp in cps:
-            key = (cp.consumer_group_id, cp.topic, cp.partition)
-            if self._last.get(key) == (cp.upstream_offset, cp.downstream_offset):
-                continue
+        topic = self.flow.policy.checkpoints_topic(self.spec.source.alias)
+        # MirrorCheckpointTask.checkpointIsMoreRecent: never move a checkpoint backwards unless the
+        # upstream group itself rewound; repeats are not re-emitted.
+        changed = self.checkpoint_store.select(cps)
+        for cp in changed:
             self.producer.produce(topic, cp.record_value(), cp.record_key(), partition=0)
-            self._last[key] = (cp.upstream_offset, cp.downstream_offset)
-            changed.append(cp)
         if changed:
             left = self.producer.flush(15)
             if left:
                 raise RuntimeError(f"{left} checkpoints not acknowledged")
             self.emitted += len(changed)
+            self.checkpoint_store.update(changed)
         if self.spec.sync_group_offsets and time.monotonic() - self._last_group_sync >= self.spec.sync_group_offsets_interval_seconds:
             self._last_group_sync = time.monotonic()
             self.sync_group_offsets(cps)

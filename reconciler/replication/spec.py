@@ -72,6 +72,7 @@ class JobSpec:
     delivery: str = Delivery.AT_LEAST_ONCE.value
     policy: str = PolicyKind.DEFAULT.value
     separator: str = "."
+    internal_separator: bool = True
     topics_include: tuple[str, ...] = (".*",)
     topics_exclude: tuple[str, ...] = ()
     groups_include: tuple[str, ...] = (".*",)
@@ -115,6 +116,7 @@ class JobSpec:
             delivery=flow.delivery.value,
             policy=flow.policy.kind.value,
             separator=flow.policy.separator,
+            internal_separator=flow.policy.internal_separator,
             topics_include=tuple(flow.topics.include),
             topics_exclude=tuple(flow.topics.exclude),
             groups_include=tuple(flow.groups.include),
@@ -175,7 +177,7 @@ class JobSpec:
             enabled=True,
             topics=TopicFilter(tuple(self.topics_include), tuple(self.topics_exclude)),
             groups=GroupFilter(tuple(self.groups_include), tuple(self.groups_exclude)),
-            policy=ReplicationPolicy(PolicyKind(self.policy), self.separator),
+            policy=ReplicationPolicy(PolicyKind(self.policy), self.separator, self.internal_separator),
             delivery=Delivery(self.delivery),
             replication_factor=self.replication_factor,
             config_properties=ConfigPropertyFilter(tuple(self.config_properties_exclude)),
@@ -209,6 +211,8 @@ class JobSpec:
             del d["family"]
         if self.carries_heartbeats:
             del d["carries_heartbeats"]
+        if self.internal_separator:  # Kafka's default; left out so older specs keep their hash
+            del d["internal_separator"]
         return d
 
     def to_json(self) -> str:
@@ -286,6 +290,5 @@ def transactional_id(spec: JobSpec, slot: int) -> str:
 def offset_syncs_topic_name(spec: JobSpec) -> str:
     """MM2's naming: on the source cluster the topic is named after the target alias, on the target
     cluster after the source alias (MirrorSourceConfig.offsetSyncsTopic), so flows never share one."""
-    from reconciler.mirror.policy import offset_syncs_topic
-
-    return offset_syncs_topic(spec.target.alias if spec.offset_syncs_on_source else spec.source.alias)
+    policy = spec.to_flow().policy
+    return policy.offset_syncs_topic(spec.target.alias if spec.offset_syncs_on_source else spec.source.alias)

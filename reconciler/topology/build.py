@@ -168,7 +168,7 @@ def _build_flow(raw: dict, where: SourceLocation) -> Flow:
         enabled=raw["enabled"],
         topics=TopicFilter(tuple(raw["topics"].get("include", [])), tuple(raw["topics"].get("exclude", []))),
         groups=GroupFilter(tuple(raw["groups"].get("include", [])), tuple(raw["groups"].get("exclude", []))),
-        policy=ReplicationPolicy(PolicyKind(raw["policy"]), raw["separator"]),
+        policy=ReplicationPolicy(PolicyKind(raw["policy"]), raw["separator"], raw["internal_separator"]),
         delivery=Delivery(raw["delivery"]),
         replication_factor=raw["replication_factor"],
         config_properties=ConfigPropertyFilter(tuple(raw["config_properties"].get("exclude", []))),

@@ -16,6 +16,7 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
     "groups": {"include": [".*"], "exclude": []},
     "policy": "default",
     "separator": ".",
+    "internal_separator": True,
     "delivery": "at-least-once",
     "replication_factor": -1,
     "config_properties": {"exclude": list(DEFAULT_CONFIG_PROPERTY_EXCLUDES)},

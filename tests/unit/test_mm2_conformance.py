@@ -1,0 +1,189 @@
+"""Conformance with Apache Kafka's MirrorMaker 2 (issue 11), each test derived from the Kafka source
+(connect/mirror and connect/mirror-client, trunk of late 2024) named in its docstring."""
+
+from reconciler.analysis.expansion import checkpoint_route, route
+from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata, checkpoint_is_more_recent
+from reconciler.mirror.filters import TopicFilter
+from reconciler.mirror.offset_translation import OffsetSyncStore
+from reconciler.mirror.policy import (
+    Mm2InternalKind, PolicyKind, ReplicationPolicy, is_internal_topic, known_policies, parse_mm2_internal_topic,
+)
+from reconciler.mirror.records import Checkpoint, OffsetSync
+from reconciler.replication.emitters import CheckpointEmitter
+from reconciler.replication.spec import ClusterSpec, JobSpec, offset_syncs_topic_name
+
+DEFAULT = ReplicationPolicy()
+IDENTITY = ReplicationPolicy(PolicyKind.IDENTITY)
+
+
+def _spec(**kw) -> JobSpec:
+    return JobSpec(flow="source1->target2", source=ClusterSpec("source1", "127.0.0.1:1"),
+                   target=ClusterSpec("target2", "127.0.0.1:1"), **kw)
+
+
+# --- item 2: checkpoints never move backwards ----------------------------------------------------
+
+def test_checkpoint_emitted_only_when_downstream_advances_or_upstream_rewinds():
+    """MirrorCheckpointTask.checkpointIsMoreRecent: first checkpoint, upstream rewind, or downstream advance."""
+    last = Checkpoint("g", "source1.t", 0, 13, 6)
+    assert checkpoint_is_more_recent(None, last)
+    assert not checkpoint_is_more_recent(last, Checkpoint("g", "source1.t", 0, 13, 5)), "downstream rewind"
+    assert not checkpoint_is_more_recent(last, Checkpoint("g", "source1.t", 0, 13, 6)), "repeat"
+    assert not checkpoint_is_more_recent(last, Checkpoint("g", "source1.t", 0, 14, 6)), "same downstream"
+    assert checkpoint_is_more_recent(last, Checkpoint("g", "source1.t", 0, 14, 7)), "downstream advanced"
+    assert checkpoint_is_more_recent(last, Checkpoint("g", "source1.t", 0, 2, 1)), "upstream group rewound"
+
+
+def test_checkpoint_records_monotonic_if_store_rewinds():
+    """MirrorCheckpointTaskTest.testCheckpointRecordsMonotonicIfStoreRewinds: when the offset-sync store
+    translates the same upstream offset to an earlier downstream offset (13->5 after 13->6, as seen),
+    no checkpoint is emitted; only an upstream rewind of the group moves the checkpoint back."""
+    store = CheckpointStore()
+    first = store.select([Checkpoint("g", "source1.t", 0, 13, 6)])
+    assert first == [Checkpoint("g", "source1.t", 0, 13, 6)]
+    store.update(first)
+    assert store.select([Checkpoint("g", "source1.t", 0, 13, 5)]) == []
+    rewound = Checkpoint("g", "source1.t", 0, 3, 2)
+    assert store.select([rewound]) == [rewound]
+    store.update([rewound])
+    assert store.get("g", "source1.t", 0) == rewound
+
+
+def test_checkpoint_store_seeded_from_written_checkpoints_keeps_monotonic_across_restart():
+    """CheckpointStore (KAFKA-15905): the last checkpoint per partition is read back at start, later records
+    win, so a restarted task does not re-emit a checkpoint older than one it already wrote."""
+    store = CheckpointStore()
+    store.load([Checkpoint("g", "source1.t", 0, 10, 4), Checkpoint("g", "source1.t", 0, 13, 6)])
+    assert len(store) == 1
+    assert store.select([Checkpoint("g", "source1.t", 0, 13, 5)]) == []
+
+
+# --- item 3: upstream commit metadata --------------------------------------------------------------
+
+def test_checkpoint_carries_the_upstream_commit_metadata():
+    """MirrorCheckpointTask.checkpoint: `new Checkpoint(group, renameTopicPartition(tp), upstreamOffset,
+    downstreamOffset, offsetAndMetadata.metadata())` — the metadata is copied, not emptied."""
+    emitter = CheckpointEmitter(_spec(), source_admin=None, target_producer=None, environ={})
+    emitter.store = OffsetSyncStore()
+    emitter.store.add(OffsetSync("topic3", 0, 10, 20))
+    cps = emitter.checkpoints({"app": {("topic3", 0): OffsetAndMetadata(10, "streams-state-v1")}})
+    assert cps == [Checkpoint("app", "source1.topic3", 0, 10, 20, "streams-state-v1")]
+    assert Checkpoint.deserialize(cps[0].record_key(), cps[0].record_value()).metadata == "streams-state-v1"
+    emitter.close()
+
+
+# --- item 4: topics that came from the target are renamed back ---------------------------------------
+
+def test_downstream_topic_renaming():
+    """MirrorCheckpointTaskTest.testDownstreamTopicRenaming (MirrorCheckpointTask.renameTopicPartition)."""
+    flow = _spec().to_flow()
+    assert checkpoint_route(flow, "topic3") == "source1.topic3"
+    assert checkpoint_route(flow, "target2.topic3") == "topic3"
+    assert checkpoint_route(flow, "source6.topic7") == "source1.source6.topic7"
+    assert route(flow, "target2.topic3") is None, "the records themselves are still not replicated (isCycle)"
+
+
+def test_checkpoints_for_a_topic_that_came_from_the_target_are_emitted():
+    """MirrorCheckpointTask.checkpointsForGroup filters by the topic filter only (shouldCheckpointTopic),
+    not by isCycle: a group reading `target2.topic5` on source1 is checkpointed as `topic5`."""
+    emitter = CheckpointEmitter(_spec(), source_admin=None, target_producer=None, environ={})
+    emitter.store = OffsetSyncStore()
+    emitter.store.add(OffsetSync("target2.topic5", 1, 7, 3))
+    assert emitter.checkpoints({"g": {("target2.topic5", 1): 7}}) == [Checkpoint("g", "topic5", 1, 7, 3, "")]
+    emitter.close()
+
+
+# --- item 5: names ending in the separator -----------------------------------------------------------
+
+def test_topic_source_of_a_name_ending_in_the_separator_is_none():
+    """DefaultReplicationPolicy.topicSource: `topic.split(separatorPattern)` drops trailing empty strings,
+    so `a.` has one part and is a local topic."""
+    assert DEFAULT.topic_source("a.") is None
+    assert DEFAULT.upstream_topic("a.") is None
+    assert DEFAULT.topic_source("a.b.") == "a" and DEFAULT.upstream_topic("a.b.") == "b."
+    assert DEFAULT.topic_source(".a") == "" and DEFAULT.topic_source("a..b") == "a"
+    assert ReplicationPolicy(separator="__").topic_source("a__") is None
+
+
+def test_local_topic_named_after_the_target_and_the_separator_is_replicated():
+    """MirrorSourceConnector.isCycle with topicSource("target2.") == null: not a cycle, so replicated."""
+    flow = _spec().to_flow()
+    assert not DEFAULT.is_cycle("target2.", "target2")
+    assert route(flow, "target2.") == "source1.target2."
+
+
+# --- item 6: small policy differences ----------------------------------------------------------------
+
+def test_replica_topics_are_not_internal_but_excluded_by_the_default_topic_filter():
+    """ReplicationPolicy.isInternalTopic knows `__*`, `.*`, `*.internal`, `*-internal` and MM2's own topics;
+    `.replica` is only in DefaultTopicFilter's default excludes."""
+    assert not DEFAULT.is_internal_topic("x.replica")
+    assert not is_internal_topic("x.replica")
+    assert not TopicFilter((".*",)).matches("x.replica")
+
+
+def test_identity_policy_upstream_topic_and_heartbeat_suffix_match():
+    """IdentityReplicationPolicy.upstreamTopic returns the topic itself; looksLikeHeartbeat is
+    `topic.endsWith(heartbeatsTopic())`, so `myheartbeats` is formatted like a heartbeat topic."""
+    assert IDENTITY.upstream_topic("orders") == "orders"
+    assert IDENTITY.original_topic("orders") == "orders"
+    assert IDENTITY.format_remote_topic("a", "myheartbeats") == "a.myheartbeats"
+    assert not IDENTITY.is_heartbeats_topic("myheartbeats")
+    assert IDENTITY.is_heartbeats_topic("b.a.heartbeats")
+
+
+def test_identity_policy_source_cluster_alias():
+    """IdentityReplicationPolicy `source.cluster.alias`: topicSource returns it for non-heartbeat topics,
+    so isCycle refuses a flow back into that alias."""
+    policy = ReplicationPolicy(PolicyKind.IDENTITY, source_cluster_alias="west")
+    assert policy.topic_source("orders") == "west"
+    assert policy.is_cycle("orders", "west") and not policy.is_cycle("orders", "east")
+    assert IDENTITY.topic_source("orders") is None
+
+
+# --- item 1: internal topic names use the separator -----------------------------------------------------
+
+def test_internal_topic_names_follow_the_separator_by_default():
+    """DefaultReplicationPolicyTest.testOffsetSyncsTopic / testCheckpointsTopic:
+    `replication.policy.internal.topic.separator.enabled` defaults to true."""
+    sep = ReplicationPolicy(separator="__")
+    assert sep.checkpoints_topic("CLUSTER") == "CLUSTER__checkpoints__internal"
+    assert sep.offset_syncs_topic("CLUSTER") == "mm2-offset-syncs__CLUSTER__internal"
+    dotted = ReplicationPolicy(separator="__", internal_separator=False)
+    assert dotted.checkpoints_topic("CLUSTER") == "CLUSTER.checkpoints.internal"
+    assert dotted.offset_syncs_topic("CLUSTER") == "mm2-offset-syncs.CLUSTER.internal"
+    assert DEFAULT.checkpoints_topic("CLUSTER") == "CLUSTER.checkpoints.internal"
+    assert sep.heartbeats_topic() == "heartbeats"
+
+
+def test_internal_topic_with_separator():
+    """DefaultReplicationPolicyTest.testInternalTopic with separator `__`."""
+    sep = ReplicationPolicy(separator="__")
+    assert sep.is_internal_topic("__consumer_offsets")
+    assert sep.is_internal_topic(".hiddentopic")
+    assert sep.is_internal_topic("mm2-offsets.CLUSTER.internal")
+    assert sep.is_internal_topic("mm2-offsets-CLUSTER-internal")
+    assert not sep.is_internal_topic("mm2-offsets_CLUSTER_internal")
+    assert sep.is_internal_topic("mm2-offset-syncs__CLUSTER__internal")
+    assert sep.is_checkpoints_topic("CLUSTER__checkpoints__internal")
+    assert sep.checkpoints_source("CLUSTER__checkpoints__internal") == "CLUSTER"
+
+
+def test_internal_topics_are_recognised_under_every_policy_of_the_topology():
+    flows = [_spec(separator="__").to_flow(), _spec().to_flow()]
+    policies = known_policies(flows)
+    m = parse_mm2_internal_topic("west__checkpoints__internal", policies)
+    assert m is not None and m.kind is Mm2InternalKind.CHECKPOINTS and m.alias == "west"
+    m = parse_mm2_internal_topic("mm2-offset-syncs.east.internal", policies)
+    assert m is not None and m.kind is Mm2InternalKind.OFFSET_SYNCS and m.alias == "east"
+    assert parse_mm2_internal_topic("orders", policies) is None
+
+
+def test_job_spec_carries_the_internal_separator_choice():
+    spec = _spec(separator="__")
+    assert offset_syncs_topic_name(spec.with_(offset_syncs_location="source")) == "mm2-offset-syncs__target2__internal"
+    assert "internal_separator" not in spec.to_dict(), "Kafka's default is left out, keeping older spec hashes"
+    legacy = spec.with_(internal_separator=False)
+    assert legacy.to_dict()["internal_separator"] is False
+    assert JobSpec.from_dict(legacy.to_dict()) == legacy
+    assert offset_syncs_topic_name(legacy.with_(offset_syncs_location="source")) == "mm2-offset-syncs.target2.internal"
