@@ -24,10 +24,10 @@ def route(flow: Flow, topic: str) -> str | None:
     """
     if flow.policy.is_internal_topic(topic):
         return None
-    if flow.policy.is_heartbeats_topic(topic):
+    if flow.policy.is_heartbeats_topic(topic) and flow.heartbeats.replicate:
         if not flow.carries_heartbeats:  # another topic family of the pair carries them (once per pair)
             return None
-    elif not flow.topics.matches(topic):
+    elif not flow.topics.matches(topic):  # MirrorSourceConnector.shouldReplicateTopic
         return None
     if flow.policy.is_cycle(topic, flow.target):
         return None

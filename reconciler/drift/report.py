@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 

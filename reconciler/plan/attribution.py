@@ -16,7 +16,6 @@ Used to group drift by flow and to limit `plan --base REV` to the flows a change
 
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
 from reconciler.mirror.policy import (

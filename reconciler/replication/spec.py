@@ -26,7 +26,7 @@ from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFi
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.model import (
-    Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, SyncSettings, Topology, flow_name,
+    Cluster, Delivery, Emitter, Flow, Heartbeats, HeartbeatsLocation, JobSettings, OffsetSyncsLocation, SyncSettings, Topology, flow_name,
 )
 
 SPEC_VERSION = 1
@@ -84,6 +84,8 @@ class JobSpec:
     sync_group_offsets_interval_seconds: float = 60.0
     heartbeats_enabled: bool = True
     heartbeats_interval_seconds: float = 5.0
+    heartbeats_location: str = HeartbeatsLocation.SOURCE.value
+    heartbeats_replication_enabled: bool = True
     checkpoints_enabled: bool = True
     checkpoints_interval_seconds: float = 5.0
     refresh_interval_seconds: float = 5.0
@@ -128,6 +130,8 @@ class JobSpec:
             sync_group_offsets_interval_seconds=float(flow.sync.group_offsets_interval_seconds),
             heartbeats_enabled=flow.heartbeats.enabled and flow.carries_heartbeats,
             heartbeats_interval_seconds=float(flow.heartbeats.interval_seconds),
+            heartbeats_location=flow.heartbeats.location.value,
+            heartbeats_replication_enabled=flow.heartbeats.replicate,
             checkpoints_enabled=flow.checkpoints.enabled,
             checkpoints_interval_seconds=float(flow.checkpoints.interval_seconds),
             refresh_interval_seconds=float(flow.refresh_interval_seconds),
@@ -183,7 +187,8 @@ class JobSpec:
             config_properties=ConfigPropertyFilter(tuple(self.config_properties_exclude)),
             sync=SyncSettings(self.sync_topic_configs, False, self.sync_group_offsets,
                               self.sync_group_offsets_interval_seconds),
-            heartbeats=Emitter(self.heartbeats_enabled, self.heartbeats_interval_seconds),
+            heartbeats=Heartbeats(self.heartbeats_enabled, self.heartbeats_interval_seconds,
+                                  HeartbeatsLocation(self.heartbeats_location), self.heartbeats_replication_enabled),
             checkpoints=Emitter(self.checkpoints_enabled, self.checkpoints_interval_seconds),
             refresh_interval_seconds=self.refresh_interval_seconds,
             offset_syncs_location=OffsetSyncsLocation(self.offset_syncs_location),
@@ -193,6 +198,10 @@ class JobSpec:
             family=self.family,
             carries_heartbeats=self.carries_heartbeats,
         )
+
+    @property
+    def heartbeats_on_source(self) -> bool:
+        return self.heartbeats_location == HeartbeatsLocation.SOURCE.value
 
     @property
     def offset_syncs_on_source(self) -> bool:
@@ -211,8 +220,11 @@ class JobSpec:
             del d["family"]
         if self.carries_heartbeats:
             del d["carries_heartbeats"]
-        if self.internal_separator:  # Kafka's default; left out so older specs keep their hash
-            del d["internal_separator"]
+        # Fields added by issue 11 are left out at their defaults, so older specs keep their hash.
+        for name, default in (("internal_separator", True), ("heartbeats_location", HeartbeatsLocation.SOURCE.value),
+                              ("heartbeats_replication_enabled", True)):
+            if d[name] == default:
+                del d[name]
         return d
 
     def to_json(self) -> str:

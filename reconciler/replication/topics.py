@@ -76,7 +76,7 @@ def internal_topics(spec: JobSpec) -> dict[str, list[tuple[str, dict[str, str]]]
     source: list[tuple[str, dict[str, str]]] = []
     target: list[tuple[str, dict[str, str]]] = [(STATUS_TOPIC, compact)]
     if spec.heartbeats_enabled:
-        source.append((HEARTBEATS_TOPIC, {"cleanup.policy": "compact"}))
+        (source if spec.heartbeats_on_source else target).append((HEARTBEATS_TOPIC, {"cleanup.policy": "compact"}))
     if spec.checkpoints_enabled:
         target.append((spec.to_flow().policy.checkpoints_topic(spec.source.alias), compact))
     syncs = (offset_syncs_topic_name(spec), {"cleanup.policy": "compact"})

@@ -30,7 +30,7 @@ from reconciler.mirror.filters import ConfigPropertyFilter
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.state.live import AclBinding, AclOperation, AclPattern, AclPermission, LiveState
-from reconciler.topology.model import Flow, OffsetSyncsLocation, Topology
+from reconciler.topology.model import Flow, HeartbeatsLocation, OffsetSyncsLocation, Topology
 
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
 
@@ -96,7 +96,8 @@ def offset_syncs_placement(flow: Flow) -> tuple[str, str]:
 def internal_topics(flow: Flow) -> list[tuple[str, str, TopicRole, str]]:
     out = []
     if flow.heartbeats.enabled:
-        out.append((flow.source, HEARTBEATS_TOPIC, TopicRole.HEARTBEATS, f"heartbeats emitted by flow {flow.name}"))
+        where = flow.source if flow.heartbeats.location is HeartbeatsLocation.SOURCE else flow.target
+        out.append((where, HEARTBEATS_TOPIC, TopicRole.HEARTBEATS, f"heartbeats emitted by flow {flow.name}"))
     if flow.checkpoints.enabled:
         out.append((flow.target, flow.policy.checkpoints_topic(flow.source), TopicRole.CHECKPOINTS,
                     f"consumer-group checkpoints of flow {flow.name}"))

@@ -18,7 +18,7 @@ from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation, TopologyError
 from reconciler.topology.loader import Document, load_paths, load_text
 from reconciler.topology.model import (
-    Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, Prune, ResidencyRule, Slo,
+    Cluster, Delivery, Emitter, Flow, Heartbeats, JobSettings, OffsetSyncsLocation, Prune, ResidencyRule, Slo,
     SyncSettings, Topology, flow_name,
 )
 from reconciler.topology.schema import validate_document
@@ -173,7 +173,7 @@ def _build_flow(raw: dict, where: SourceLocation) -> Flow:
         replication_factor=raw["replication_factor"],
         config_properties=ConfigPropertyFilter(tuple(raw["config_properties"].get("exclude", []))),
         sync=SyncSettings(**raw["sync"]),
-        heartbeats=Emitter(**raw["heartbeats"]),
+        heartbeats=Heartbeats(**raw["heartbeats"]),
         checkpoints=Emitter(**raw["checkpoints"]),
         refresh_interval_seconds=raw["refresh_interval_seconds"],
         offset_syncs_location=OffsetSyncsLocation(raw["offset_syncs"]["topic_location"]),

@@ -21,7 +21,7 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
     "replication_factor": -1,
     "config_properties": {"exclude": list(DEFAULT_CONFIG_PROPERTY_EXCLUDES)},
     "sync": {"topic_configs": True, "acls": True, "group_offsets": False, "group_offsets_interval_seconds": 60},
-    "heartbeats": {"enabled": True, "interval_seconds": 5},
+    "heartbeats": {"enabled": True, "interval_seconds": 5, "location": "source", "replicate": True},
     "checkpoints": {"enabled": True, "interval_seconds": 5},
     "refresh_interval_seconds": 5,
     "offset_syncs": {"topic_location": "source", "lag_max": 100},

@@ -187,3 +187,59 @@ def test_job_spec_carries_the_internal_separator_choice():
     assert legacy.to_dict()["internal_separator"] is False
     assert JobSpec.from_dict(legacy.to_dict()) == legacy
     assert offset_syncs_topic_name(legacy.with_(offset_syncs_location="source")) == "mm2-offset-syncs.target2.internal"
+
+
+# --- item 7/8: heartbeats options ---------------------------------------------------------------------
+
+def test_heartbeats_replication_disabled_leaves_heartbeat_topics_to_the_topic_filter():
+    """MirrorSourceConnector.shouldReplicateTopic: `(topicFilter.shouldReplicateTopic(topic) ||
+    (heartbeatsReplicationEnabled && replicationPolicy.isHeartbeatsTopic(topic))) && !isInternalTopic && !isCycle`."""
+    only_orders = _spec(topics_include=("orders",))
+    assert route(only_orders.to_flow(), "heartbeats") == "source1.heartbeats"
+    off = only_orders.with_(heartbeats_replication_enabled=False)
+    assert route(off.to_flow(), "heartbeats") is None
+    assert route(_spec(heartbeats_replication_enabled=False).to_flow(), "heartbeats") == "source1.heartbeats", \
+        "the default filter `.*` still matches `heartbeats`, as in Kafka"
+    assert off.to_dict()["heartbeats_replication_enabled"] is False and JobSpec.from_dict(off.to_dict()) == off
+
+
+def test_heartbeats_location_target_is_kafkas_placement():
+    """MirrorHeartbeatTask.poll produces `heartbeats` records through the connector's producer, which
+    MirrorMakerConfig points at the target cluster: with `location: target` the job writes them there."""
+    from reconciler.replication.topics import internal_topics as internal_topic_specs
+    from reconciler.state.desired import internal_topics
+    from reconciler.topology.model import HeartbeatsLocation
+
+    kafka = _spec(heartbeats_location="target")
+    assert not kafka.heartbeats_on_source and _spec().heartbeats_on_source
+    assert kafka.to_flow().heartbeats.location is HeartbeatsLocation.TARGET
+    wanted = {(cluster, name) for cluster, name, *_ in internal_topics(kafka.to_flow())}
+    assert ("target2", "heartbeats") in wanted and ("source1", "heartbeats") not in wanted
+    assert ("source1", "heartbeats") in {(c, n) for c, n, *_ in internal_topics(_spec().to_flow())}
+    specs = internal_topic_specs(kafka)
+    assert "heartbeats" in [t for t, _ in specs["target"]] and "heartbeats" not in [t for t, _ in specs["source"]]
+    assert "heartbeats_location" not in _spec().to_dict()
+
+
+def test_topology_options_reach_the_model_the_desired_state_and_the_job_spec(tmp_path):
+    """Schema, defaults, model, desired state and job spec agree on the issue-11 options."""
+    from reconciler.state.desired import internal_topics
+    from reconciler.topology.build import load_topology
+    from tests.helpers import MINIMAL, write
+
+    text = MINIMAL + """\
+    separator: "__"
+    internal_separator: false
+    heartbeats: {location: target, replicate: false}
+"""
+    topology, diags = load_topology([write(tmp_path, "t.yaml", text)])
+    assert not diags.errors, diags.errors
+    flow = topology.flows[0]
+    assert flow.policy == ReplicationPolicy(separator="__", internal_separator=False)
+    wanted = {(c, n) for c, n, *_ in internal_topics(flow)}
+    assert wanted == {("east", "heartbeats"), ("east", "west.checkpoints.internal"), ("west", "mm2-offset-syncs.east.internal")}
+    spec = JobSpec.from_flow(topology, flow)
+    assert (spec.internal_separator, spec.heartbeats_location, spec.heartbeats_replication_enabled) == (False, "target", False)
+    default, _ = load_topology([write(tmp_path, "d.yaml", MINIMAL + '    separator: "__"\n')])
+    assert {n for _, n, *_ in internal_topics(default.flows[0])} == {
+        "heartbeats", "west__checkpoints__internal", "mm2-offset-syncs__east__internal"}
