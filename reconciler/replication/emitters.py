@@ -4,12 +4,16 @@ All three use MM2's binary formats (reconciler.mirror.records) so Java tooling r
 
 * Heartbeats: `Heartbeat(source alias, target alias, now)` to `heartbeats` on the SOURCE cluster,
   which the flow replicates like any topic (route() always lets heartbeats through), giving
-  `A.heartbeats` on B and `B.A.heartbeats` on C down a chain.
+  `A.heartbeats` on B and `B.A.heartbeats` on C down a chain; or, with `heartbeats.location: target`,
+  on the TARGET cluster as Kafka's MirrorHeartbeatConnector does (docs/mm2-differences.md).
 * Offset syncs: `OffsetSync(source topic, partition, upstream, downstream)` to
   `mm2-offset-syncs.<alias>.internal`, decided by the workers with MM2's rules.
 * Checkpoints: the committed offsets of the source groups the flow's group filter matches,
   translated through the offset syncs (MM2's conservative OffsetSyncStore rule), written to
-  `<source>.checkpoints.internal` on the target; optionally committed to the same group on the
+  `<source>.checkpoints.internal` on the target (named by the flow's ReplicationPolicy), only when they
+  move forward or the upstream group rewinds (MirrorCheckpointTask.checkpointIsMoreRecent), with the
+  upstream commit metadata; the checkpoints already written are read back at start (CheckpointStore);
+  optionally committed to the same group on the
   target while that group has no active members there (sync group offsets).
 """
 
@@ -81,6 +85,7 @@ class CheckpointEmitter:
         self.spec = spec
         self.flow = spec.to_flow()
         self.source_admin = source_admin
+        self.environ = environ
         self.target_groups = MirrorKafka(spec.target.client_config(environ), timeout=10.0)
         self.producer = target_producer
         syncs_cluster = spec.source if spec.offset_syncs_on_source else spec.target
@@ -90,6 +95,7 @@ class CheckpointEmitter:
         self._assigned = False
         self.store = OffsetSyncStore(read_to_end=False)
         self.checkpoint_store = CheckpointStore()
+        self._checkpoints_loaded = False
         self._last_group_sync = 0.0
         self.emitted = 0
 
@@ -108,6 +114,9 @@ class CheckpointEmitter:
         """Read new offset syncs up to the end of the topic; the first full read ends the replay."""
         from confluent_kafka import KafkaError, TopicPartition
 
+        if not self._checkpoints_loaded:  # MirrorCheckpointTask.start: the CheckpointStore first
+            self._checkpoints_loaded = True
+            self.load_checkpoints()
         if not self._assigned:
             self._syncs_consumer.assign([TopicPartition(self._syncs_topic, 0, -2)])
             self._assigned = True
@@ -169,6 +178,43 @@ class CheckpointEmitter:
                     continue
                 out.append(Checkpoint(group, remote, partition, committed.offset, downstream, committed.metadata))
         return out
+
+    def load_checkpoints(self, timeout: float = 30.0) -> bool:
+        """MirrorCheckpointTask.start: read the checkpoints already written (CheckpointStore) before the
+        offset syncs; when that works, the sync replay keeps history (offsets older than the last
+        replayed sync still translate) and the store keeps checkpoints monotonic across the restart."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition as KafkaTopicPartition
+
+        topic = self.flow.policy.checkpoints_topic(self.spec.source.alias)
+        consumer = Consumer(clients.consumer_config(self.spec.target, self.spec,
+                                                    group=job_group(self.spec) + ".checkpoints", environ=self.environ))
+        found: list[Checkpoint] = []
+        try:
+            meta = consumer.list_topics(timeout=10)  # all topics: never auto-creates the checkpoints topic
+            if topic in meta.topics and meta.topics[topic].error is None:
+                consumer.assign([KafkaTopicPartition(topic, p, -2) for p in meta.topics[topic].partitions])
+                left = set(meta.topics[topic].partitions)
+                deadline = time.monotonic() + timeout
+                while left and time.monotonic() < deadline:
+                    for m in consumer.consume(10_000, 0.5):
+                        if m.error():
+                            if m.error().code() == KafkaError._PARTITION_EOF:
+                                left.discard(m.partition())
+                            continue
+                        try:
+                            found.append(Checkpoint.deserialize(m.key(), m.value()))
+                        except RecordFormatError as exc:
+                            log.warning("ignoring a malformed checkpoint at offset %d: %s", m.offset(), exc)
+                if left:
+                    return False
+            self.checkpoint_store.load(cp for cp in found if self.flow.groups.matches(cp.consumer_group_id))
+            self.store.keep_history_during_replay()
+            return True
+        except Exception as exc:  # noqa: BLE001 - Kafka falls back to reading the syncs to the end first
+            log.warning("cannot read %s; checkpoints start from the offset syncs alone: %s", topic, exc)
+            return False
+        finally:
+            consumer.close()
 
     def emit(self) -> list[Checkpoint]:
         """One checkpoint round: read syncs, translate, write changed checkpoints; sync groups if due."""

@@ -72,3 +72,32 @@ def test_separator_internal_names_and_monotonic_checkpoints_with_metadata(fresh_
     syncs = [OffsetSync.deserialize(r.key, r.value)
              for r in read_topic(source.bootstrap, "mm2-offset-syncs__east__internal", 1)[0]]
     assert any(s.topic == "ledger" for s in syncs)
+
+
+def test_a_restarted_job_reads_its_checkpoints_and_never_moves_them_backwards(fresh_clusters, spark):  # noqa: F811
+    """MirrorCheckpointTask.start reads the CheckpointStore before the offset syncs: after a restart the
+    checkpoints already written are the baseline, and a group committed before the last replayed sync
+    still gets a checkpoint (OffsetSyncStore.start(false))."""
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "ledger", 1)
+    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2})
+    for i in range(200):
+        p.produce("ledger", f"{i}".encode(), partition=0)
+        if i % 30 == 0:
+            p.flush(10)
+    p.flush(10)
+    _commit(source.bootstrap, "ledger-app", 150, "")
+    spec = spec_for(source, target, topics_include=("ledger",), groups_include=("ledger-.*",), offset_lag_max=10)
+    with RunningJob(spec, spark):
+        wait_for(lambda: _checkpoints(target.bootstrap, "west.checkpoints.internal", "ledger-app"), 120,
+                 what="a first checkpoint")
+    before = _checkpoints(target.bootstrap, "west.checkpoints.internal", "ledger-app")
+    _commit(source.bootstrap, "ledger-app", 40, "")  # the group rewinds upstream, behind the last sync
+    with RunningJob(spec, spark) as driver:
+        wait_for(lambda: getattr(driver, "checkpoints", None) is not None and len(driver.checkpoints.checkpoint_store) >= 1,
+                 60, what="the checkpoints already written read back")
+        wait_for(lambda: any(c.upstream_offset == 40 for c in _checkpoints(target.bootstrap, "west.checkpoints.internal",
+                                                                             "ledger-app")), 90,
+                 what="the rewound group's checkpoint after the restart")
+    after = _checkpoints(target.bootstrap, "west.checkpoints.internal", "ledger-app")
+    assert after[: len(before)] == before and after[-1].upstream_offset == 40

@@ -243,3 +243,20 @@ def test_topology_options_reach_the_model_the_desired_state_and_the_job_spec(tmp
     default, _ = load_topology([write(tmp_path, "d.yaml", MINIMAL + '    separator: "__"\n')])
     assert {n for _, n, *_ in internal_topics(default.flows[0])} == {
         "heartbeats", "west__checkpoints__internal", "mm2-offset-syncs__east__internal"}
+
+
+def test_past_offset_translation_after_a_restart_that_read_its_checkpoints():
+    """OffsetSyncStore.start(initializationMustReadToEnd) (KAFKA-15905, OffsetSyncStoreTest
+    testPastOffsetTranslationWithoutInitializationReadToEnd): without the checkpoints, the replay keeps
+    only the last sync per partition, so an older offset cannot be translated; with them, it can."""
+    syncs = [OffsetSync("t", 0, up, up + 100) for up in (0, 10, 20, 30, 40)]
+    conservative = OffsetSyncStore(read_to_end=False)
+    conservative.add_all(syncs)
+    conservative.mark_read_to_end()
+    assert conservative.translate_downstream("t", 0, 15) is None
+    restarted = OffsetSyncStore(read_to_end=False)
+    restarted.keep_history_during_replay()
+    restarted.add_all(syncs)
+    restarted.mark_read_to_end()
+    assert restarted.translate_downstream("t", 0, 15) is not None
+    assert restarted.translate_downstream("t", 0, 40) == 140
