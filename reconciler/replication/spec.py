@@ -35,6 +35,7 @@ EXIT_RESTART_REQUIRED = 3
 #: JobSpec fields a running job applies without a restart (the rest need one).
 HOT_RELOADABLE: frozenset[str] = frozenset({
     "topics_include", "topics_exclude", "groups_include", "groups_exclude",
+    "topics_builtin_exclude", "groups_builtin_exclude",
     "config_properties_exclude", "replication_factor",
     "sync_topic_configs", "sync_group_offsets", "sync_group_offsets_interval_seconds",
     "heartbeats_enabled", "heartbeats_interval_seconds",
@@ -77,6 +78,8 @@ class JobSpec:
     topics_exclude: tuple[str, ...] = ()
     groups_include: tuple[str, ...] = (".*",)
     groups_exclude: tuple[str, ...] = ()
+    topics_builtin_exclude: tuple[str, ...] | None = None
+    groups_builtin_exclude: tuple[str, ...] | None = None
     config_properties_exclude: tuple[str, ...] = ConfigPropertyFilter().exclude
     replication_factor: int = -1
     sync_topic_configs: bool = True
@@ -123,6 +126,8 @@ class JobSpec:
             topics_exclude=tuple(flow.topics.exclude),
             groups_include=tuple(flow.groups.include),
             groups_exclude=tuple(flow.groups.exclude),
+            topics_builtin_exclude=flow.topics.builtin_exclude,
+            groups_builtin_exclude=flow.groups.builtin_exclude,
             config_properties_exclude=tuple(flow.config_properties.exclude),
             replication_factor=flow.replication_factor,
             sync_topic_configs=flow.sync.topic_configs,
@@ -179,8 +184,8 @@ class JobSpec:
             source=self.source.alias,
             target=self.target.alias,
             enabled=True,
-            topics=TopicFilter(tuple(self.topics_include), tuple(self.topics_exclude)),
-            groups=GroupFilter(tuple(self.groups_include), tuple(self.groups_exclude)),
+            topics=TopicFilter(tuple(self.topics_include), tuple(self.topics_exclude), self.topics_builtin_exclude),
+            groups=GroupFilter(tuple(self.groups_include), tuple(self.groups_exclude), self.groups_builtin_exclude),
             policy=ReplicationPolicy(PolicyKind(self.policy), self.separator, self.internal_separator),
             delivery=Delivery(self.delivery),
             replication_factor=self.replication_factor,
@@ -222,7 +227,8 @@ class JobSpec:
             del d["carries_heartbeats"]
         # Fields added by issue 11 are left out at their defaults, so older specs keep their hash.
         for name, default in (("internal_separator", True), ("heartbeats_location", HeartbeatsLocation.SOURCE.value),
-                              ("heartbeats_replication_enabled", True)):
+                              ("heartbeats_replication_enabled", True), ("topics_builtin_exclude", None),
+                              ("groups_builtin_exclude", None)):
             if d[name] == default:
                 del d[name]
         return d

@@ -160,14 +160,21 @@ def _build_job(job: dict) -> JobSettings:
     return JobSettings(**{**job, "spark_conf": {k: _stringify(v) for k, v in job["spark_conf"].items()}})
 
 
+def _builtin(raw: dict) -> tuple[str, ...] | None:
+    """`builtin_exclude` replaces MM2's built-in excludes (as setting `topics.exclude` does in Kafka)."""
+    return None if raw.get("builtin_exclude") is None else tuple(raw["builtin_exclude"])
+
+
 def _build_flow(raw: dict, where: SourceLocation) -> Flow:
     job = raw["job"]
     return Flow(
         source=raw["source"],
         target=raw["target"],
         enabled=raw["enabled"],
-        topics=TopicFilter(tuple(raw["topics"].get("include", [])), tuple(raw["topics"].get("exclude", []))),
-        groups=GroupFilter(tuple(raw["groups"].get("include", [])), tuple(raw["groups"].get("exclude", []))),
+        topics=TopicFilter(tuple(raw["topics"].get("include", [])), tuple(raw["topics"].get("exclude", [])),
+                           _builtin(raw["topics"])),
+        groups=GroupFilter(tuple(raw["groups"].get("include", [])), tuple(raw["groups"].get("exclude", [])),
+                           _builtin(raw["groups"])),
         policy=ReplicationPolicy(PolicyKind(raw["policy"]), raw["separator"], raw["internal_separator"]),
         delivery=Delivery(raw["delivery"]),
         replication_factor=raw["replication_factor"],

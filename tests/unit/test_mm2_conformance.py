@@ -260,3 +260,24 @@ def test_past_offset_translation_after_a_restart_that_read_its_checkpoints():
     restarted.mark_read_to_end()
     assert restarted.translate_downstream("t", 0, 15) is not None
     assert restarted.translate_downstream("t", 0, 40) == 140
+
+
+def test_builtin_excludes_are_replaceable_like_kafkas_topics_exclude_default(tmp_path):
+    """DefaultTopicFilter / DefaultGroupFilter: `topics.exclude` defaults to `.*[\\-\\.]internal, .*\\.replica, __.*`
+    and `groups.exclude` to `console-consumer-.*, connect-.*, __.*`; a user value replaces the default."""
+    from reconciler.mirror.filters import GroupFilter
+    from reconciler.topology.build import load_topology
+    from tests.helpers import MINIMAL, write
+
+    assert not TopicFilter((".*",)).matches("x.replica")
+    assert TopicFilter((".*",), (), ()).matches("x.replica")
+    assert GroupFilter((".*",), (), ("__.*",)).matches("connect-app")
+    text = MINIMAL.replace('include: ["orders.*", "payments"]', 'include: [".*"]\n      builtin_exclude: ["__.*"]')
+    topology, diags = load_topology([write(tmp_path, "t.yaml", text)])
+    assert not diags.errors, diags.errors
+    flow = topology.flows[0]
+    assert flow.topics.matches("orders.replica") and not flow.topics.matches("__x")
+    spec = JobSpec.from_flow(topology, flow)
+    assert JobSpec.from_dict(spec.to_dict()) == spec and spec.to_flow().topics == flow.topics
+    assert route(flow, "west.checkpoints.internal") is None, "internal topics stay out (isInternalTopic)"
+    assert "topics_builtin_exclude" not in _spec().to_dict()
