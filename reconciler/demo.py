@@ -30,6 +30,7 @@ from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters, state_dir
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.render.graph import mermaid
+from reconciler.resources import demo_topology
 from reconciler.textutil import LIVE_E2E, RECORD_AGE, LiveLine
 from reconciler.topology.model import Flow, Topology
 
@@ -57,7 +58,7 @@ def cli_apply(path: Path) -> int:
     return code
 
 
-DEFAULT_TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "demo"
+DEFAULT_TOPOLOGY = demo_topology()
 LOCAL_TOPICS = {"orders": 4, "payments": 2, "inventory.stock": 2, "clickstream": 4, "customers.profiles": 2}
 #: Explicit configs of the source topics (copied to remote topics; the drift step changes one by hand).
 TOPIC_CONFIGS = {"orders": {"retention.ms": "604800000"}}

