@@ -281,3 +281,22 @@ def test_builtin_excludes_are_replaceable_like_kafkas_topics_exclude_default(tmp
     assert JobSpec.from_dict(spec.to_dict()) == spec and spec.to_flow().topics == flow.topics
     assert route(flow, "west.checkpoints.internal") is None, "internal topics stay out (isInternalTopic)"
     assert "topics_builtin_exclude" not in _spec().to_dict()
+
+
+def test_mm2_properties_import_and_export_carry_the_new_keys():
+    """`replication.policy.internal.topic.separator.enabled` (DefaultReplicationPolicy) and
+    `heartbeats.replication.enabled` (MirrorSourceConfig) map to `internal_separator` / `heartbeats.replicate`."""
+    from reconciler.interop.draft import to_yaml, validate
+    from reconciler.interop.mm2_export import flow_settings
+    from reconciler.interop.mm2_import import import_mm2_text
+
+    text = ("clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\na->b.enabled = true\n"
+            "replication.policy.separator = __\nreplication.policy.internal.topic.separator.enabled = false\n"
+            "a->b.heartbeats.replication.enabled = false\n")
+    draft = import_mm2_text(text, "mm2.properties")
+    topology, diags = validate(to_yaml(draft, "mm2.properties"), "imported.yaml")
+    assert topology is not None, diags.render()
+    [flow] = topology.flows
+    assert flow.policy.checkpoints_topic("a") == "a.checkpoints.internal" and not flow.heartbeats.replicate
+    settings = flow_settings(flow)
+    assert settings[("internal_separator",)] is False and settings[("heartbeats", "replicate")] is False
