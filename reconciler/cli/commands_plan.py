@@ -8,27 +8,21 @@ Exit codes (Terraform's): plan --detailed-exitcode: 0 no changes, 2 changes, 1 e
 from __future__ import annotations
 
 import sys
-import time
 from typing import Callable
 
 from reconciler import outputs
-from reconciler.adapters.base import AdminError
-from reconciler.adapters.kafka_admin import KafkaAdmin
-from reconciler.apply.executor import ActionResult, ApplyContext, execute
-from reconciler.apply.lock import ClusterLocks, LockHeld
-from reconciler.apply.revision import revision_info, revision_label
+from reconciler.apply.executor import ActionResult
+from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
 from reconciler.cli.common import (
     EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated, relative_diagnostics,
 )
-from reconciler.jobs.plan import with_jobs
+from reconciler.operations.apply import ApplyRequest, apply
+from reconciler.operations.plan import observe_for_plan, plan_of
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan, Verb
-from reconciler.plan.diff import diff
 from reconciler.render import plan_json, plan_markdown, plan_text
-from reconciler.state.desired import desired_state
-from reconciler.state.live import LiveState
-from reconciler.state.read import AdminFactory, Connections, clusters_of, read_live
+from reconciler.state.read import Connections
 from reconciler.topology.model import Cluster, Topology
 from reconciler.textutil import plural
 from reconciler.topology.secrets import Redactor
@@ -36,10 +30,6 @@ from reconciler.topology.secrets import Redactor
 RENDERERS: dict[str, Callable[[Plan], str]] = {
     "text": plan_text.render, "json": plan_json.render, "markdown": plan_markdown.render,
 }
-
-# Replaced by tests with a MemoryFactory; the real thing otherwise.
-admin_factory: AdminFactory = KafkaAdmin
-
 
 def register(sub) -> None:
     p = sub.add_parser("plan", help="diff the topology against the live clusters and show the plan")
@@ -76,12 +66,6 @@ class _Console:
         sys.stderr.flush()
 
 
-def make_plan(topology: Topology, conns: Connections, live: LiveState | None = None) -> Plan:
-    live = live if live is not None else read_live(conns, clusters_of(topology))
-    plan = diff(desired_state(topology, live), live, topology)
-    return with_jobs(plan, topology, live)  # the replication jobs: deploy / update / restart / stop
-
-
 def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None) -> str:
     if args.format == "markdown":
         return plan_markdown.render(plan, topology=topology, warnings=relative_diagnostics(diags.warnings),
@@ -110,11 +94,12 @@ def cmd_plan(args) -> int:
         if not base.flows:
             io.out(plan_base.no_changes(base, args.format), end="")
             return EXIT_OK
-    with Connections(dict(topology.clusters), admin_factory) as conns:
-        live = read_live(conns, clusters_of(topology))
-        plan = make_plan(topology, conns, live)
+    backend = args.backend
+    with Connections(dict(topology.clusters), backend.admin_factory) as conns:
+        obs = observe_for_plan(topology, conns, backend)
+        plan = plan_of(obs, backend)
     if base is not None:
-        plan = base.restrict(plan, topology, live)
+        plan = base.restrict(plan, topology, obs.live, obs.desired)
     if args.out and args.format == "text" and not plan.errors:
         io.out(plan_text.summary(plan), end="")  # Terraform-like: the saved plan is shown by `show`
     else:
@@ -124,7 +109,7 @@ def cmd_plan(args) -> int:
             io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")
         return EXIT_ERROR
     if args.out:
-        git = revision_info(args.paths, args.revision)
+        git = backend.git(args.paths, args.revision)
         planfile.save(args.out, plan, dict(topology.clusters), revision_label(git), git=git)
         io.err(f"Saved the plan to {args.out}. Apply exactly this plan with: reconciler apply {args.out}")
     return EXIT_CHANGES if args.detailed_exitcode and plan.has_changes else EXIT_OK
@@ -145,6 +130,18 @@ class _TextProgress:
         self.io.out(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}")
 
 
+class _ApplyUI:
+    """The console side of `reconciler.operations.apply`."""
+
+    def __init__(self, io: _Console, auto_approve: bool):
+        self.io, self.auto_approve = io, auto_approve
+        self.progress = _TextProgress(io)
+        self.out, self.err = io.out, io.err
+
+    def confirm(self, plan: Plan) -> bool:
+        return _confirm(self.io, plan, self.auto_approve)
+
+
 def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
     if auto_approve:
         return True
@@ -160,13 +157,8 @@ def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
     return True
 
 
-def _unlocked(plan: Plan, locked: list[str]) -> str | None:
-    """Why `plan` cannot run under the leases of `locked` clusters (it touches others), or None."""
-    extra = sorted({a.cluster for a in plan.actions} - set(locked))
-    return f"it now also changes {', '.join(extra)}, whose lease is not held; run apply again" if extra else None
-
-
 def cmd_apply(args) -> int:
+    backend = args.backend
     saved = None
     if len(args.paths) == 1 and planfile.is_plan_file(args.paths[0]):
         try:
@@ -174,62 +166,22 @@ def cmd_apply(args) -> int:
         except planfile.PlanFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        clusters, topology, revision, git = saved.clusters, None, saved.revision, saved.git
+        request = ApplyRequest(saved.clusters, None, saved.plan, saved.revision, saved.git, args.auto_approve)
     else:
         topology, _ = load_validated(args.paths)
         if topology is None:
             return EXIT_ERROR
-        git = revision_info(args.paths)
-        clusters, revision = dict(topology.clusters), revision_label(git)
-    io = _Console(clusters)
-
-    with Connections(clusters, admin_factory) as conns:
-        plan = saved.plan if saved else make_plan(topology, conns)
-        io.out(plan_text.render(plan), end="")
-        if plan.errors:
-            io.err("error: the plan has errors (see above); nothing was applied")
-            return EXIT_ERROR
-        if not plan.actions:
-            return EXIT_OK
-        if not _confirm(io, plan, args.auto_approve):
-            return EXIT_ERROR
-        touched = sorted({a.cluster for a in plan.actions})
-        admins = [conns.get(a) for a in touched]
-        if any(a is None for a in admins):
-            io.err("error: " + "; ".join(conns.errors.values()))
-            return EXIT_ERROR
-        started = time.monotonic()
-        try:
-            with ClusterLocks(admins) as locks:
-                live = read_live(conns, plan.clusters)
-                stale = planfile.stale_reason(plan, live)
-                if stale and saved is None and args.auto_approve:
-                    # Nothing to refuse: --auto-approve approved whatever the plan is, so plan again
-                    # from what the lease now protects (Terraform plans under its lock the same way).
-                    plan = make_plan(topology, conns, live)
-                    io.out(f"\nThe clusters changed while planning ({stale}); planned again under the lease:\n")
-                    io.out(plan_text.render(plan), end="")
-                    stale = _unlocked(plan, touched) or (plan.errors and "the new plan has errors")
-                if stale:
-                    io.err(f"error: refusing to apply a stale plan: {stale}")
-                    return EXIT_ERROR
-                io.out(f"\nApplying {plural(len(plan.actions), 'action')} on {', '.join(touched)} (lease held) ...")
-                report = execute(plan, ApplyContext(conns.get), _TextProgress(io))
-                if report.ok:
-                    for lease in locks.leases:
-                        lease.record_applied({"fingerprint": plan.fingerprint, "revision": revision, "git": git,
-                                              "clusters": touched,
-                                              "actions": sum(1 for a in plan.actions if a.cluster == lease.admin.alias)})
-        except LockHeld as exc:
-            io.err(f"error: {exc}")
-            return EXIT_ERROR
-        except AdminError as exc:
-            io.err(f"error: {exc}")
-            return EXIT_ERROR
+        git = backend.git(args.paths)
+        request = ApplyRequest(dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve)
+    io = _Console(dict(request.clusters))
+    outcome = apply(request, backend, _ApplyUI(io, args.auto_approve))
+    report = outcome.report
+    if report is None:
+        return EXIT_OK if outcome.ok else EXIT_ERROR
     counts = report.counts()
     verbs = {v: sum(1 for r in report.results if r.result.ok and r.action.VERB is v) for v in Verb}
     line = (f"{verbs[Verb.CREATE]} created, {verbs[Verb.UPDATE]} changed, {verbs[Verb.DELETE]} deleted "
-            f"in {time.monotonic() - started:.1f}s")
+            f"in {outcome.seconds:.1f}s")
     if report.ok:
         io.out(f"\nApply complete: {line}.")
         return EXIT_OK

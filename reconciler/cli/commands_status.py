@@ -22,7 +22,7 @@ from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
 from reconciler.textutil import RECORD_AGE, plural
 from reconciler.topology.connection import redactor_for
-from reconciler.topology.model import flow_ends
+from reconciler.contract.flow_id import flow_ends
 
 
 def register(sub) -> None:
@@ -50,7 +50,7 @@ def _ms(v: Any) -> str:
 
 
 def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str, Any]]:
-    backend = backend or job_backend.current() or job_backend.JobBackend()
+    backend = backend or job_backend.JobBackend()
     desired = desired_jobs(topology, topology_revision(topology.files))
     live = read_jobs(topology, backend, desired, now_ms=now_ms)
     rows = []
@@ -139,7 +139,7 @@ def cmd_status(args) -> int:
         return EXIT_ERROR
     redact = redactor_for(topology)
     now_ms = int(time.time() * 1000)
-    rows = job_rows(topology, now_ms=now_ms)
+    rows = job_rows(topology, args.backend.jobs_or_default(), now_ms=now_ms)
     unreadable = unreadable_clusters(rows)
     for alias, why in unreadable.items():  # lead with it: the table below cannot say what runs there
         print(f"error: cannot read job statuses on cluster {alias}: {why}", file=sys.stderr)

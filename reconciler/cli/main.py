@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from reconciler import __version__, logs, settings
+from reconciler.operations.backend import Backend
 from reconciler.cli import (
     commands_demo, commands_dev, commands_drift, commands_failover, commands_plan, commands_status,
     commands_env, commands_export, commands_interop, commands_show, commands_topology,
@@ -32,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, backend: Backend | None = None) -> int:
+    """Run one command; `backend` (default: the real one) is every outside dependency it has."""
     parser = build_parser()
     args = parser.parse_args(argv)
     logs.configure(getattr(args, "verbose", 0))
@@ -41,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in bad:
             print(f"error: {line}", file=sys.stderr)
         return 1
+    args.backend = backend if backend is not None else Backend.default()
+    args.run_command = lambda more: main(more, backend)  # for commands that run others (demo)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -37,8 +37,9 @@ import yaml
 
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.base import Deployer, Deployment, restart_hash
-from reconciler.replication.spec import JobSpec
-from reconciler.topology.model import flow_ends
+from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.spec import JobSpec
+from reconciler.contract.flow_id import flow_ends
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
@@ -162,7 +163,7 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
 
 
 class KubernetesDeployer(Deployer):
-    name = "kubernetes"
+    name = KUBERNETES
 
     def __init__(self, kubectl: str | None = None):
         self.kubectl = kubectl or os.environ.get("RECONCILER_KUBECTL", "kubectl")

@@ -30,8 +30,10 @@ from typing import Any, Mapping
 from reconciler.deploy import Deployers, Deployment
 from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
-from reconciler.replication.spec import JobSpec
-from reconciler.topology.model import Topology, flow_ends
+from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.spec import JobSpec
+from reconciler.contract.flow_id import flow_ends
+from reconciler.topology.model import Topology
 
 STALE_INTERVALS = 3
 STALE_MIN_SECONDS = 15.0
@@ -173,11 +175,13 @@ def read_statuses(topology: Topology, backend: JobBackend, skip: Mapping[str, st
 
 
 def read_jobs(topology: Topology, backend: JobBackend, desired: Mapping[str, DesiredJob],
-              skip: Mapping[str, str] | None = None, now_ms: int | None = None) -> LiveJobs:
-    """The live state of every job the topology wants, the deployers know, or that reports."""
-    statuses, unreadable = read_statuses(topology, backend, skip or {})
+              skip: Mapping[str, str] | None = None, now_ms: int | None = None,
+              statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None) -> LiveJobs:
+    """The live state of every job the topology wants, the deployers know, or that reports.
+    `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
+    statuses, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
     jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
-    k8s_options = [deployment_options(j) for j in jobs if j.deployer == "kubernetes"]
+    k8s_options = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
     deployments = backend.deployers.deployments(k8s_options)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     return assemble(desired, statuses, deployments, unreadable, now_ms)

@@ -24,7 +24,8 @@ from reconciler.mirror.policy import (
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding
 from reconciler.state.desired import DesiredState
-from reconciler.topology.model import Topology, flow_ends
+from reconciler.contract.flow_id import FlowId, flow_ends, flow_name
+from reconciler.topology.model import Topology
 
 
 
@@ -42,10 +43,10 @@ def flows_of_topic(cluster: str, topic: str, desired: DesiredState | None, topol
     policies = known_policies(topology.flows)
     m = parse_mm2_internal_topic(topic, policies)
     if m is not None and m.kind is Mm2InternalKind.CHECKPOINTS:
-        return (f"{m.alias}->{cluster}",) if m.alias in topology.clusters else ()
+        return (flow_name(m.alias, cluster),) if m.alias in topology.clusters else ()
     if m is not None:
         other = m.alias
-        candidates = [f"{cluster}->{other}", f"{other}->{cluster}"]
+        candidates = [flow_name(cluster, other), flow_name(other, cluster)]
         known = [c for c in candidates if c in names]
         if known:
             return tuple(known)
@@ -55,12 +56,12 @@ def flows_of_topic(cluster: str, topic: str, desired: DesiredState | None, topol
     for sep in _separators(topology):
         alias = ReplicationPolicy(PolicyKind.DEFAULT, sep).topic_source(topic)
         if alias in topology.clusters and alias != cluster:
-            return (f"{alias}->{cluster}",)
+            return (flow_name(alias, cluster),)
     return ()
 
 
 def _flow_subject(subject: str, topology: Topology) -> str | None:
-    if "->" not in subject:
+    if not FlowId.looks_like(subject):
         return None
     source, target, _ = flow_ends(subject)
     if any(f.name == subject for f in topology.flows) or (source in topology.clusters and target in topology.clusters):

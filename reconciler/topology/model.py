@@ -8,23 +8,11 @@ from typing import Mapping
 
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.contract.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flow_name  # noqa: F401
 from reconciler.topology.diagnostics import SourceLocation
 
 
-#: `<source>-><target>` names a flow; a topic family adds `:<name>` (`west->east:orders`).
-FAMILY_SEPARATOR = ":"
-
-
-def flow_name(source: str, target: str, family: str | None = None) -> str:
-    """The one spelling of a flow's id: jobs, status records, plans and drift all use it."""
-    return f"{source}->{target}" + (f"{FAMILY_SEPARATOR}{family}" if family else "")
-
-
-def flow_ends(name: str) -> tuple[str, str, str | None]:
-    """(source, target, family) of a flow id (aliases never contain '>' or ':')."""
-    source, _, rest = name.partition("->")
-    target, sep, family = rest.partition(FAMILY_SEPARATOR)
-    return source, target, (family if sep else None)
+# The flow id has one home: reconciler.contract.flow_id (re-exported here for the model's users).
 
 
 class Delivery(str, enum.Enum):
@@ -124,8 +112,12 @@ class Flow:
     carries_heartbeats: bool = True    # False for all but one family of a pair (heartbeats once per pair)
 
     @property
+    def id(self) -> FlowId:
+        return FlowId(self.source, self.target, self.family)
+
+    @property
     def name(self) -> str:
-        return flow_name(self.source, self.target, self.family)
+        return str(self.id)
 
     @property
     def pair(self) -> str:

@@ -46,6 +46,14 @@ def resolve(value: str, environ: Mapping[str, str] | None = None) -> str:
     return ENV_REF.sub(lambda m: env[m.group(1)], value)
 
 
+def client_settings(bootstrap_servers: str, config: Mapping[str, str],
+                    environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The one resolution path of a cluster's client settings: librdkafka `bootstrap.servers` + config
+    with every reference resolved; raises UnresolvedReference naming all missing variables at once.
+    Callers turn that one error type into their own words (a topology diagnostic, an AdminError)."""
+    return resolve_config({**config, "bootstrap.servers": bootstrap_servers}, environ)
+
+
 def resolve_config(config: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Resolve every reference; raises UnresolvedReference naming all missing variables at once."""
     missing: list[str] = []

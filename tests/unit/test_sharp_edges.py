@@ -214,7 +214,7 @@ def test_validate_of_one_topology_split_in_files_is_not_called_merged(capsys):
 def test_demo_wait_shows_records_seen_elapsed_and_the_limit():
     import io
 
-    from reconciler.demo import wait_progress
+    from reconciler.cli.demo import wait_progress
     from reconciler.textutil import LiveLine
 
     text = wait_progress((1234, 16000), ["records", "checkpoints"], 14.2, 300)
@@ -230,7 +230,7 @@ def test_demo_wait_shows_records_seen_elapsed_and_the_limit():
 def test_readme_failover_examples_use_a_group_the_demo_checkpoints():
     import re
 
-    from reconciler.demo import GROUP
+    from reconciler.cli.demo import GROUP
     from reconciler.topology.build import load_topology
 
     topo, _ = load_topology([ROOT / "topologies" / "demo"])

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from reconciler import logs
+from reconciler.adapters.read_to_end import read_to_end
 from reconciler.analysis.expansion import route
 from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters, state_dir
@@ -35,10 +36,15 @@ from reconciler.textutil import LIVE_E2E, RECORD_AGE, LiveLine
 from reconciler.topology.model import Flow, Topology
 
 
-def cli_main(argv: list[str]) -> int:
-    from reconciler.cli.main import main  # late: the CLI imports this module
+#: Runs one CLI command (argv -> exit code): `main` with this run's backend, handed in by `run`
+#: (the demo drives the CLI; importing cli.main here would be a cycle: main registers the demo).
+_cli: Callable[[list[str]], int] | None = None
 
-    return main(argv)
+
+def cli_main(argv: list[str]) -> int:
+    if _cli is None:
+        raise RuntimeError("the demo runs CLI commands only inside demo.run(..., cli=...)")
+    return _cli(argv)
 
 
 def cli_apply(path: Path) -> int:
@@ -107,15 +113,12 @@ def count_records(bootstrap: str, topics: list[str], timeout: float = 20.0) -> d
                   "enable.auto.commit": False, "fetch.wait.max.ms": 50}))
     try:
         c.assign(tps)
-        pending = {(tp.topic, tp.partition) for tp in tps}
-        deadline = time.monotonic() + timeout
-        while pending and time.monotonic() < deadline:
-            for m in c.consume(10_000, 0.5):
-                if m.error():
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        pending.discard((m.topic(), m.partition()))
-                    continue
-                out[m.topic()] += 1
+
+        def count(m) -> None:
+            out[m.topic()] += 1
+
+        read_to_end(c, timeout, count, partitions=[(tp.topic, tp.partition) for tp in tps], batch=10_000,
+                    poll_seconds=0.5)
     finally:
         c.close()
     return out
@@ -494,7 +497,10 @@ def _shutdown(ctx: DemoContext) -> list[str]:
 
 
 def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000, keep_running: bool = False,
-        wait_timeout: float = 300.0) -> int:
+        wait_timeout: float = 300.0, *, cli: Callable[[list[str]], int]) -> int:
+    """`cli` runs one CLI command (argv -> exit code): `reconciler.cli.main.main` bound to a backend."""
+    global _cli
+    _cli = cli
     topology_path = Path(topology_path)
     try:  # shown in every command the demo prints: shorter, and what a user would type
         shown = topology_path.resolve().relative_to(Path.cwd())
