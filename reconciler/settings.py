@@ -54,6 +54,21 @@ def count(name: str, default: int, what: str, environ: Mapping[str, str] | None 
     return int(_number(name, default, what, True, 1, environ))
 
 
+def duration(text: str) -> float:
+    """A duration given on the command line: `90`, `90s`, `5m`, `1h` (seconds, minutes, hours); >= 0.
+    Raises ValueError with a message that says what is accepted."""
+    raw = text.strip().lower()
+    unit = {"s": 1, "m": 60, "h": 3600}.get(raw[-1:], None)
+    number = raw[:-1] if unit else raw
+    try:
+        value = float(number) * (unit or 1)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{text!r} is not a duration: use seconds or a number with s, m or h (e.g. 90s, 5m)")
+    return value
+
+
 def errors() -> list[str]:
     """Every malformed setting of the process environment, one line each (settings read at import
     were recorded then; the ones read later are read here)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable, Mapping
 
-from reconciler.mirror.policy import is_internal_topic
+
 from reconciler.topology.model import Flow, Topology
 
 
@@ -22,16 +22,31 @@ def route(flow: Flow, topic: str) -> str | None:
     MM2's rules: internal topics never; heartbeats always; otherwise the topic filter; and never
     to a cluster whose alias is already in the topic's lineage (KIP-382 cycle detection).
     """
-    if is_internal_topic(topic):
+    if flow.policy.is_internal_topic(topic):
         return None
-    if flow.policy.is_heartbeats_topic(topic):
+    if flow.policy.is_heartbeats_topic(topic) and flow.heartbeats.replicate:
         if not flow.carries_heartbeats:  # another topic family of the pair carries them (once per pair)
             return None
-    elif not flow.topics.matches(topic):
+    elif not flow.topics.matches(topic):  # MirrorSourceConnector.shouldReplicateTopic
         return None
     if flow.policy.is_cycle(topic, flow.target):
         return None
     return flow.policy.format_remote_topic(flow.source, topic)
+
+
+def checkpoint_route(flow: Flow, topic: str) -> str | None:
+    """The topic, as named on the target, that a checkpoint of a group's offset on `topic` names.
+
+    MirrorCheckpointTask.shouldCheckpointTopic (the topic filter) and renameTopicPartition: a topic
+    that came from the target (`B.t` in a flow A->B) is renamed back to its original name `t`
+    (test `testDownstreamTopicRenaming`); any other topic to its remote name.
+    """
+    policy = flow.policy
+    if policy.is_internal_topic(topic) or not flow.topics.matches(topic):
+        return None
+    if policy.topic_source(topic) == flow.target:
+        return policy.original_topic(topic)
+    return policy.format_remote_topic(flow.source, topic)
 
 
 KAFKA_MAX_TOPIC_NAME = 249  # Kafka's limit on topic names (org.apache.kafka.common.internals.Topic.MAX_NAME_LENGTH)

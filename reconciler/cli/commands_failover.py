@@ -14,7 +14,7 @@ import time
 from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.mirror import mirror_client as mc
-from reconciler.mirror.policy import ReplicationPolicy, checkpoints_topic
+from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.render import mirror as render
 from reconciler.topology.connection import check_references, client_config, redactor_for
 from reconciler.topology.model import Topology
@@ -101,12 +101,12 @@ def _run(args, body) -> int:
 def _translation(args, topology: Topology, target: MirrorKafka) -> render.Translation:
     policy = _flow_policy(topology, args.source, args.target)
     try:
-        scan = mc.translate_offsets(target, args.source, args.group)
+        scan = mc.translate_offsets(target, args.source, args.group, policy)
     except mc.NoCheckpointsTopic:
-        raise _Refused(f"cluster {args.target!r} has no topic {checkpoints_topic(args.source)}: "
+        raise _Refused(f"cluster {args.target!r} has no topic {policy.checkpoints_topic(args.source)}: "
                        f"no flow {args.source}->{args.target} has emitted checkpoints there") from None
     if not scan.checkpoints:
-        raise _Refused(f"no checkpoints for group {args.group!r} in {checkpoints_topic(args.source)} on "
+        raise _Refused(f"no checkpoints for group {args.group!r} in {policy.checkpoints_topic(args.source)} on "
                        f"{args.target!r}: the group is not replicated by the flow (groups filter) or has not "
                        f"committed offsets on {args.source!r} yet")
     return render.Translation(args.group, args.source, args.target, policy, scan)

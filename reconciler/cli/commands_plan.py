@@ -7,10 +7,11 @@ Exit codes (Terraform's): plan --detailed-exitcode: 0 no changes, 2 changes, 1 e
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Callable
 
-from reconciler import outputs
+from reconciler import outputs, settings
 from reconciler.apply.executor import ActionResult
 from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
@@ -45,7 +46,11 @@ def register(sub) -> None:
 
     p = sub.add_parser("apply", help="apply a topology (plan, confirm, apply) or a saved plan file")
     p.add_argument("paths", nargs="+", metavar="PATH", help="topology files or directories, or one saved plan file")
-    p.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--auto-approve", action="store_true",
+                   help="do not ask for confirmation (a saved plan file needs none: it is the approval)")
+    p.add_argument("--lock-timeout", type=_duration, default=0.0, metavar="DURATION",
+                   help="wait this long (e.g. 90s, 5m) for a cluster's lease held by another apply, instead of "
+                        "failing at once")
     p.set_defaults(func=cmd_apply)
 
 
@@ -147,7 +152,7 @@ def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
         return True
     if not sys.stdin.isatty():
         io.err("error: refusing to ask for confirmation: stdin is not a terminal. "
-               "Review the plan and run again with --auto-approve (or apply a saved plan file with --auto-approve).")
+               "Review the plan and run again with --auto-approve, or save it with `plan --out FILE` and `apply FILE`.")
         return False
     n = len(plan.actions)
     answer = input(f"\nApply these {n} action{'s' if n != 1 else ''}? Only 'yes' will be accepted: ")
@@ -155,6 +160,13 @@ def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
         io.err("Apply cancelled.")
         return False
     return True
+
+
+def _duration(text: str) -> float:
+    try:
+        return settings.duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def cmd_apply(args) -> int:
@@ -166,15 +178,17 @@ def cmd_apply(args) -> int:
         except planfile.PlanFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        request = ApplyRequest(saved.clusters, None, saved.plan, saved.revision, saved.git, args.auto_approve)
+        # The plan file is the approval (Terraform applies a saved plan without asking again).
+        request = ApplyRequest(saved.clusters, None, saved.plan, saved.revision, saved.git, True, args.lock_timeout)
     else:
         topology, _ = load_validated(args.paths)
         if topology is None:
             return EXIT_ERROR
         git = backend.git(args.paths)
-        request = ApplyRequest(dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve)
+        request = ApplyRequest(dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve,
+                               args.lock_timeout)
     io = _Console(dict(request.clusters))
-    outcome = apply(request, backend, _ApplyUI(io, args.auto_approve))
+    outcome = apply(request, backend, _ApplyUI(io, request.auto_approve))
     report = outcome.report
     if report is None:
         return EXIT_OK if outcome.ok else EXIT_ERROR

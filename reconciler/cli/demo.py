@@ -262,8 +262,8 @@ def _heartbeats(ctx: DemoContext) -> dict[str, dict]:
 
 def _missing_heartbeats(ctx: DemoContext) -> list[str]:
     beats = _heartbeats(ctx)
-    return [f"{f.name}: no heartbeat on {f.target}:{f.source}.heartbeats" for f in ctx.topology.active_flows
-            if f.heartbeats.enabled and beats[f.target].get(f"{f.source}.heartbeats") is None]
+    return [f"{f.name}: no heartbeat on {f.target}:{f.policy.format_remote_topic(f.source, 'heartbeats')}" for f in ctx.topology.active_flows
+            if f.heartbeats.enabled and beats[f.target].get(f.policy.format_remote_topic(f.source, "heartbeats")) is None]
 
 
 def _checkpoint_flows(ctx: DemoContext) -> list[Flow]:
@@ -275,13 +275,13 @@ def _checkpoints(ctx: DemoContext, flow: Flow):
     from reconciler.mirror.mirror_client import NoCheckpointsTopic, translate_offsets
 
     try:
-        return translate_offsets(_mirror_reader(ctx, flow.target), flow.source, GROUP).offsets()
+        return translate_offsets(_mirror_reader(ctx, flow.target), flow.source, GROUP, flow.policy).offsets()
     except NoCheckpointsTopic:
         return {}
 
 
 def _missing_checkpoints(ctx: DemoContext) -> list[str]:
-    return [f"{f.name}: no checkpoint of group {GROUP} in {f.target}:{f.source}.checkpoints.internal"
+    return [f"{f.name}: no checkpoint of group {GROUP} in {f.target}:{f.policy.checkpoints_topic(f.source)}"
             for f in _checkpoint_flows(ctx) if not _checkpoints(ctx, f)]
 
 

@@ -9,12 +9,12 @@ from reconciler import __version__, logs, settings
 from reconciler.operations.backend import Backend
 from reconciler.cli import (
     commands_demo, commands_dev, commands_drift, commands_failover, commands_plan, commands_status,
-    commands_env, commands_export, commands_interop, commands_show, commands_topology,
+    commands_env, commands_export, commands_interop, commands_lock, commands_show, commands_topology,
 )
 
 COMMAND_MODULES = [
     commands_topology, commands_plan, commands_status, commands_drift, commands_dev, commands_demo, commands_failover,
-    commands_interop, commands_export, commands_env, commands_show,
+    commands_interop, commands_export, commands_env, commands_show, commands_lock,
 ]
 
 

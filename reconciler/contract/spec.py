@@ -28,7 +28,8 @@ from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.model import (
-    Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, SyncSettings, Topology,
+    Cluster, Delivery, Emitter, Flow, Heartbeats, HeartbeatsLocation, JobSettings, OffsetSyncsLocation, SyncSettings,
+    Topology,
 )
 
 SPEC_VERSION = 1
@@ -38,6 +39,7 @@ EXIT_RESTART_REQUIRED = 3
 #: JobSpec fields a running job applies without a restart (the rest need one).
 HOT_RELOADABLE: frozenset[str] = frozenset({
     "topics_include", "topics_exclude", "groups_include", "groups_exclude",
+    "topics_builtin_exclude", "groups_builtin_exclude",
     "config_properties_exclude", "replication_factor",
     "sync_topic_configs", "sync_group_offsets", "sync_group_offsets_interval_seconds",
     "heartbeats_enabled", "heartbeats_interval_seconds",
@@ -81,10 +83,13 @@ class JobSpec:
     delivery: str = _FLOW["delivery"]
     policy: str = _FLOW["policy"]
     separator: str = _FLOW["separator"]
+    internal_separator: bool = _FLOW["internal_separator"]
     topics_include: tuple[str, ...] = tuple(_FLOW["topics"]["include"])
     topics_exclude: tuple[str, ...] = tuple(_FLOW["topics"]["exclude"])
     groups_include: tuple[str, ...] = tuple(_FLOW["groups"]["include"])
     groups_exclude: tuple[str, ...] = tuple(_FLOW["groups"]["exclude"])
+    topics_builtin_exclude: tuple[str, ...] | None = None  # None: MM2's built-in excludes
+    groups_builtin_exclude: tuple[str, ...] | None = None
     config_properties_exclude: tuple[str, ...] = tuple(_FLOW["config_properties"]["exclude"])
     replication_factor: int = _FLOW["replication_factor"]
     sync_topic_configs: bool = _FLOW["sync"]["topic_configs"]
@@ -92,6 +97,8 @@ class JobSpec:
     sync_group_offsets_interval_seconds: float = float(_FLOW["sync"]["group_offsets_interval_seconds"])
     heartbeats_enabled: bool = _FLOW["heartbeats"]["enabled"]
     heartbeats_interval_seconds: float = float(_FLOW["heartbeats"]["interval_seconds"])
+    heartbeats_location: str = _FLOW["heartbeats"]["location"]
+    heartbeats_replication_enabled: bool = _FLOW["heartbeats"]["replicate"]
     checkpoints_enabled: bool = _FLOW["checkpoints"]["enabled"]
     checkpoints_interval_seconds: float = float(_FLOW["checkpoints"]["interval_seconds"])
     refresh_interval_seconds: float = float(_FLOW["refresh_interval_seconds"])
@@ -124,10 +131,13 @@ class JobSpec:
             delivery=flow.delivery.value,
             policy=flow.policy.kind.value,
             separator=flow.policy.separator,
+            internal_separator=flow.policy.internal_separator,
             topics_include=tuple(flow.topics.include),
             topics_exclude=tuple(flow.topics.exclude),
             groups_include=tuple(flow.groups.include),
             groups_exclude=tuple(flow.groups.exclude),
+            topics_builtin_exclude=flow.topics.builtin_exclude,
+            groups_builtin_exclude=flow.groups.builtin_exclude,
             config_properties_exclude=tuple(flow.config_properties.exclude),
             replication_factor=flow.replication_factor,
             sync_topic_configs=flow.sync.topic_configs,
@@ -135,6 +145,8 @@ class JobSpec:
             sync_group_offsets_interval_seconds=float(flow.sync.group_offsets_interval_seconds),
             heartbeats_enabled=flow.heartbeats.enabled and flow.carries_heartbeats,
             heartbeats_interval_seconds=float(flow.heartbeats.interval_seconds),
+            heartbeats_location=flow.heartbeats.location.value,
+            heartbeats_replication_enabled=flow.heartbeats.replicate,
             checkpoints_enabled=flow.checkpoints.enabled,
             checkpoints_interval_seconds=float(flow.checkpoints.interval_seconds),
             refresh_interval_seconds=float(flow.refresh_interval_seconds),
@@ -182,15 +194,16 @@ class JobSpec:
             source=self.source.alias,
             target=self.target.alias,
             enabled=True,
-            topics=TopicFilter(tuple(self.topics_include), tuple(self.topics_exclude)),
-            groups=GroupFilter(tuple(self.groups_include), tuple(self.groups_exclude)),
-            policy=ReplicationPolicy(PolicyKind(self.policy), self.separator),
+            topics=TopicFilter(tuple(self.topics_include), tuple(self.topics_exclude), self.topics_builtin_exclude),
+            groups=GroupFilter(tuple(self.groups_include), tuple(self.groups_exclude), self.groups_builtin_exclude),
+            policy=ReplicationPolicy(PolicyKind(self.policy), self.separator, self.internal_separator),
             delivery=Delivery(self.delivery),
             replication_factor=self.replication_factor,
             config_properties=ConfigPropertyFilter(tuple(self.config_properties_exclude)),
             sync=SyncSettings(self.sync_topic_configs, False, self.sync_group_offsets,
                               self.sync_group_offsets_interval_seconds),
-            heartbeats=Emitter(self.heartbeats_enabled, self.heartbeats_interval_seconds),
+            heartbeats=Heartbeats(self.heartbeats_enabled, self.heartbeats_interval_seconds,
+                                  HeartbeatsLocation(self.heartbeats_location), self.heartbeats_replication_enabled),
             checkpoints=Emitter(self.checkpoints_enabled, self.checkpoints_interval_seconds),
             refresh_interval_seconds=self.refresh_interval_seconds,
             offset_syncs_location=OffsetSyncsLocation(self.offset_syncs_location),
@@ -200,6 +213,10 @@ class JobSpec:
             family=self.family,
             carries_heartbeats=self.carries_heartbeats,
         )
+
+    @property
+    def heartbeats_on_source(self) -> bool:
+        return self.heartbeats_location == HeartbeatsLocation.SOURCE.value
 
     @property
     def offset_syncs_on_source(self) -> bool:
@@ -218,6 +235,12 @@ class JobSpec:
             del d["family"]
         if self.carries_heartbeats:
             del d["carries_heartbeats"]
+        # Fields added by issue 11 are left out at their defaults, so older specs keep their hash.
+        for name, default in (("internal_separator", True), ("heartbeats_location", HeartbeatsLocation.SOURCE.value),
+                              ("heartbeats_replication_enabled", True), ("topics_builtin_exclude", None),
+                              ("groups_builtin_exclude", None)):
+            if d[name] == default:
+                del d[name]
         return d
 
     def to_json(self) -> str:
@@ -304,6 +327,5 @@ def transactional_id(spec: JobSpec, slot: int) -> str:
 def offset_syncs_topic_name(spec: JobSpec) -> str:
     """MM2's naming: on the source cluster the topic is named after the target alias, on the target
     cluster after the source alias (MirrorSourceConfig.offsetSyncsTopic), so flows never share one."""
-    from reconciler.mirror.policy import offset_syncs_topic
-
-    return offset_syncs_topic(spec.target.alias if spec.offset_syncs_on_source else spec.source.alias)
+    policy = spec.to_flow().policy
+    return policy.offset_syncs_topic(spec.target.alias if spec.offset_syncs_on_source else spec.source.alias)

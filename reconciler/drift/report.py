@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from reconciler.mirror.policy import HEARTBEATS_TOPIC
+from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.attribution import action_flows, finding_flows, flows_of_topic
@@ -322,7 +321,6 @@ def _finding_item(f: Finding, desired: DesiredState | None, topology: Topology) 
 
 # --- topics nobody manages, beyond what the plan says ---------------------------------------------
 
-_MM2_INTERNAL = re.compile(r"^(.+\.checkpoints\.internal|mm2-offset-syncs\..+\.internal)$")
 
 
 def _unmanaged_internal(topology: Topology, live: LiveState, desired: DesiredState,
@@ -330,11 +328,12 @@ def _unmanaged_internal(topology: Topology, live: LiveState, desired: DesiredSta
     """MM2 checkpoint and offset-sync topics that no enabled flow of the topology uses (the plan never
     touches internal topics, so it does not list them): left behind by a removed or renamed flow."""
     out = []
+    policies = known_policies(topology.flows)
     for alias, c in sorted(live.clusters.items()):
         if not c.reachable:
             continue
         for name in sorted(c.topics):
-            if not _MM2_INTERNAL.match(name) or desired.get(alias, name) is not None or (alias, name) in mentioned:
+            if parse_mm2_internal_topic(name, policies) is None or desired.get(alias, name) is not None or (alias, name) in mentioned:
                 continue
             flows = flows_of_topic(alias, name, None, topology)
             owner = f" (flow {flows[0]} is not an enabled flow of the topology)" if flows else ""

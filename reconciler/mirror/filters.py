@@ -33,12 +33,18 @@ def _compile_any(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
 class PatternFilter:
     """include/exclude full-match patterns; a name passes if some include matches and no exclude does.
 
-    Subclasses name `ALWAYS_EXCLUDED` patterns that no topology can include (MM2's built-in excludes).
+    Subclasses name `ALWAYS_EXCLUDED`, MM2's built-in excludes (the defaults of `topics.exclude` /
+    `groups.exclude`), applied on top of `exclude` unless `builtin_exclude` replaces them.
     """
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    builtin_exclude: tuple[str, ...] | None = None  # None: ALWAYS_EXCLUDED
     ALWAYS_EXCLUDED: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def builtin(self) -> tuple[str, ...]:
+        return self.ALWAYS_EXCLUDED if self.builtin_exclude is None else self.builtin_exclude
 
     @cached_property
     def _include(self) -> re.Pattern[str] | None:
@@ -46,7 +52,7 @@ class PatternFilter:
 
     @cached_property
     def _exclude(self) -> re.Pattern[str] | None:
-        return _compile_any(self.exclude + self.ALWAYS_EXCLUDED)
+        return _compile_any(self.exclude + self.builtin)
 
     def matches(self, name: str) -> bool:
         if self._include is None or not self._include.fullmatch(name):

@@ -21,10 +21,9 @@ import enum
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol, Sequence
 
-from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, checkpoints_topic, is_internal_topic
+from reconciler.mirror.policy import DEFAULT_POLICY, PolicyKind, ReplicationPolicy
 from reconciler.mirror.records import Checkpoint, Heartbeat, RecordFormatError
 
-CHECKPOINTS_TOPIC_SUFFIX = ".checkpoints.internal"
 
 #: A raw record as read from a topic: (key, value), either may be None.
 RawRecord = tuple[bytes | None, bytes | None]
@@ -44,14 +43,14 @@ class TopicPartition:
 # --- topic names: heartbeats, checkpoints, hops ------------------------------------------------
 
 
-def is_checkpoints_topic(topic: str) -> bool:
-    """ReplicationPolicy.isCheckpointsTopic: `<alias>.checkpoints.internal`."""
-    return topic.endswith(CHECKPOINTS_TOPIC_SUFFIX) and len(topic) > len(CHECKPOINTS_TOPIC_SUFFIX)
+def is_checkpoints_topic(topic: str, policy: ReplicationPolicy = DEFAULT_POLICY) -> bool:
+    """ReplicationPolicy.isCheckpointsTopic: `<alias><sep>checkpoints<sep>internal`."""
+    return policy.is_checkpoints_topic(topic)
 
 
-def checkpoints_source(topic: str) -> str | None:
+def checkpoints_source(topic: str, policy: ReplicationPolicy = DEFAULT_POLICY) -> str | None:
     """The source cluster alias whose groups a checkpoints topic describes."""
-    return topic[: -len(CHECKPOINTS_TOPIC_SUFFIX)] if is_checkpoints_topic(topic) else None
+    return policy.checkpoints_source(topic)
 
 
 def heartbeat_topics(topics: Iterable[str], policy: ReplicationPolicy) -> frozenset[str]:
@@ -59,9 +58,9 @@ def heartbeat_topics(topics: Iterable[str], policy: ReplicationPolicy) -> frozen
     return frozenset(t for t in topics if policy.is_heartbeats_topic(t))
 
 
-def checkpoint_topics(topics: Iterable[str]) -> frozenset[str]:
+def checkpoint_topics(topics: Iterable[str], policy: ReplicationPolicy = DEFAULT_POLICY) -> frozenset[str]:
     """MirrorClient.checkpointTopics."""
-    return frozenset(t for t in topics if is_checkpoints_topic(t))
+    return frozenset(t for t in topics if policy.is_checkpoints_topic(t))
 
 
 def all_sources(topic: str, policy: ReplicationPolicy) -> tuple[str, ...]:
@@ -102,7 +101,7 @@ def remote_topics(topics: Iterable[str], policy: ReplicationPolicy, source: str 
     """MirrorClient.remoteTopics: replicated topics (internal ones excluded), optionally from one source."""
     return frozenset(
         t for t in topics
-        if not is_internal_topic(t) and (src := policy.topic_source(t)) is not None and (source is None or src == source)
+        if not policy.is_internal_topic(t) and (src := policy.topic_source(t)) is not None and (source is None or src == source)
     )
 
 
@@ -359,13 +358,14 @@ class NoCheckpointsTopic(LookupError):
 HEARTBEAT_TAIL = 64
 
 
-def translate_offsets(target: ClusterReader, source_alias: str, group: str) -> CheckpointScan:
+def translate_offsets(target: ClusterReader, source_alias: str, group: str,
+                      policy: ReplicationPolicy = DEFAULT_POLICY) -> CheckpointScan:
     """RemoteClusterUtils.translateOffsets: where `group` of `source_alias` may resume on `target`.
 
     Reads `<source>.checkpoints.internal` on the target to its end; the result's `offsets()` are
     keyed by the topics as named on the target.
     """
-    topic = checkpoints_topic(source_alias)
+    topic = policy.checkpoints_topic(source_alias)
     partitions = target.topics().get(topic)
     if not partitions:
         raise NoCheckpointsTopic(topic)

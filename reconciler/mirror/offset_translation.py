@@ -82,7 +82,15 @@ class OffsetSyncStore:
 
     def __init__(self, *, read_to_end: bool = True) -> None:
         self._read_to_end = read_to_end
+        self._initialization_must_read_to_end = True
         self._syncs: dict[tuple[str, int], list[OffsetSync]] = {}
+
+    def keep_history_during_replay(self) -> None:
+        """OffsetSyncStore.start(initializationMustReadToEnd=false), which MirrorCheckpointTask uses when
+        its CheckpointStore was read: the replayed syncs keep their history, so offsets older than the
+        last replayed sync still translate after a restart (the checkpoint store keeps checkpoints
+        monotonic instead)."""
+        self._initialization_must_read_to_end = False
 
     @property
     def read_to_end(self) -> bool:
@@ -97,7 +105,8 @@ class OffsetSyncStore:
         key = (sync.topic, sync.partition)
         current = self._syncs.get(key)
         # An upstream rewind (topic recreated or truncated) invalidates every older sync.
-        if current is None or not self._read_to_end or sync.upstream_offset < current[0].upstream_offset:
+        only_last = not self._read_to_end and self._initialization_must_read_to_end
+        if current is None or only_last or sync.upstream_offset < current[0].upstream_offset:
             self._syncs[key] = [sync] * SYNCS_PER_PARTITION
         else:
             self._syncs[key] = _updated(current, sync)

@@ -42,6 +42,7 @@ class ApplyRequest:
     revision: str | None = None
     git: Mapping[str, Any] | None = None
     auto_approve: bool = False
+    lock_timeout: float = 0.0              # seconds to wait for a lease held elsewhere (0: fail at once)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,11 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
             return ApplyOutcome(False)
         started = time.monotonic()
         try:
-            with ClusterLocks(admins) as locks:
+            def waiting(held: LockHeld, left: float) -> None:
+                ui.err(f"waiting for the lease on {held.cluster}: held by {held.holder.get('who', '?')} "
+                       f"({left:.0f}s left of --lock-timeout)")
+
+            with ClusterLocks(admins, timeout=request.lock_timeout, on_wait=waiting) as locks:
                 live = read_live(conns, plan.clusters)
                 stale = planfile.stale_reason(plan, live)
                 if stale and saved is None and request.auto_approve:

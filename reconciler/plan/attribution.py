@@ -16,18 +16,17 @@ Used to group drift by flow and to limit `plan --base REV` to the flows a change
 
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
-from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_topic
+from reconciler.mirror.policy import (
+    Mm2InternalKind, PolicyKind, ReplicationPolicy, is_internal_topic_any, known_policies, parse_mm2_internal_topic,
+)
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding
 from reconciler.state.desired import DesiredState
 from reconciler.contract.flow_id import FlowId, flow_ends, flow_name
 from reconciler.topology.model import Topology
 
-_CHECKPOINTS = re.compile(r"^(?P<alias>.+)\.checkpoints\.internal$")
-_OFFSET_SYNCS = re.compile(r"^mm2-offset-syncs\.(?P<alias>.+)\.internal$")
 
 
 def _separators(topology: Topology) -> list[str]:
@@ -41,18 +40,18 @@ def flows_of_topic(cluster: str, topic: str, desired: DesiredState | None, topol
         if d is not None and d.flows:
             return tuple(d.flows)
     names = {f.name for f in topology.flows}
-    m = _CHECKPOINTS.match(topic)
-    if m:
-        return (flow_name(m["alias"], cluster),) if m["alias"] in topology.clusters else ()
-    m = _OFFSET_SYNCS.match(topic)
-    if m:
-        other = m["alias"]
+    policies = known_policies(topology.flows)
+    m = parse_mm2_internal_topic(topic, policies)
+    if m is not None and m.kind is Mm2InternalKind.CHECKPOINTS:
+        return (flow_name(m.alias, cluster),) if m.alias in topology.clusters else ()
+    if m is not None:
+        other = m.alias
         candidates = [flow_name(cluster, other), flow_name(other, cluster)]
         known = [c for c in candidates if c in names]
         if known:
             return tuple(known)
         return (candidates[0],) if other in topology.clusters else ()
-    if is_internal_topic(topic):
+    if is_internal_topic_any(topic, policies):
         return ()
     for sep in _separators(topology):
         alias = ReplicationPolicy(PolicyKind.DEFAULT, sep).topic_source(topic)

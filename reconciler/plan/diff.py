@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_topic
+from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_topic_any, known_policies
 from reconciler.plan.actions import (
     Action, AddPartitions, CreateAcl, CreateTopic, DeleteAcl, DeleteConfig, DeleteTopic, Plan, SetConfig,
 )
@@ -141,7 +141,7 @@ def _separators(topology: Topology) -> list[str]:
 
 def _remote_source(name: str, cluster: str, topology: Topology, separators: list[str]) -> str | None:
     """The alias a topic claims to come from (`<alias><sep>...`), when it is another cluster of the topology."""
-    if is_internal_topic(name):
+    if is_internal_topic_any(name, known_policies(topology.flows)):
         return None
     for sep in separators:
         alias = ReplicationPolicy(PolicyKind.DEFAULT, sep).topic_source(name)

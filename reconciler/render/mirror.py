@@ -13,7 +13,7 @@ from typing import Sequence
 from reconciler.mirror.mirror_client import (
     CheckpointScan, FailoverPlan, GroupState, Reachability, upstream_topic_name,
 )
-from reconciler.mirror.policy import ReplicationPolicy, checkpoints_topic
+from reconciler.mirror.policy import ReplicationPolicy
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -51,7 +51,7 @@ def translation_json(t: Translation) -> dict:
         "group": t.group,
         "source": t.source,
         "target": t.target,
-        "checkpoints_topic": checkpoints_topic(t.source),
+        "checkpoints_topic": t.policy.checkpoints_topic(t.source),
         "skipped_records": t.scan.skipped,
         "offsets": [
             {"topic": tp.topic, "partition": tp.partition, "offset": c.downstream_offset,
@@ -64,7 +64,7 @@ def translation_json(t: Translation) -> dict:
 
 def translation_text(t: Translation) -> str:
     head = (f"group {t.group}: offsets on {t.target} translated from {t.source} "
-            f"(checkpoints in {checkpoints_topic(t.source)} on {t.target})\n")
+            f"(checkpoints in {t.policy.checkpoints_topic(t.source)} on {t.target})\n")
     rows = [(o["topic"], o["partition"], o["offset"], o["upstream_topic"], o["upstream_offset"])
             for o in translation_json(t)["offsets"]]
     body = table([f"TOPIC ({t.target})", "PARTITION", "OFFSET", f"UPSTREAM TOPIC ({t.source})", "UPSTREAM OFFSET"], rows)

@@ -124,7 +124,7 @@ class ReplicationDriver:
         self.source_producer = Producer(clients.producer_config(spec.source, spec, environ=env))
         self.target_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
         self.offsets = OffsetStore(spec, env)
-        self.heartbeats = HeartbeatEmitter(spec, self.source_producer)
+        self.heartbeats = HeartbeatEmitter(spec, self.source_producer if spec.heartbeats_on_source else self.target_producer)
         self.syncs = OffsetSyncWriter(spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer)
         self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.target_producer, env)
         self.status = StatusPublisher(self.target_producer, spec.flow)

@@ -4,12 +4,16 @@ All three use MM2's binary formats (reconciler.mirror.records) so Java tooling r
 
 * Heartbeats: `Heartbeat(source alias, target alias, now)` to `heartbeats` on the SOURCE cluster,
   which the flow replicates like any topic (route() always lets heartbeats through), giving
-  `A.heartbeats` on B and `B.A.heartbeats` on C down a chain.
+  `A.heartbeats` on B and `B.A.heartbeats` on C down a chain; or, with `heartbeats.location: target`,
+  on the TARGET cluster as Kafka's MirrorHeartbeatConnector does (docs/mm2-differences.md).
 * Offset syncs: `OffsetSync(source topic, partition, upstream, downstream)` to
   `mm2-offset-syncs.<alias>.internal`, decided by the workers with MM2's rules.
 * Checkpoints: the committed offsets of the source groups the flow's group filter matches,
   translated through the offset syncs (MM2's conservative OffsetSyncStore rule), written to
-  `<source>.checkpoints.internal` on the target; optionally committed to the same group on the
+  `<source>.checkpoints.internal` on the target (named by the flow's ReplicationPolicy), only when they
+  move forward or the upstream group rewinds (MirrorCheckpointTask.checkpointIsMoreRecent), with the
+  upstream commit metadata; the checkpoints already written are read back at start (CheckpointStore);
+  optionally committed to the same group on the
   target while that group has no active members there (sync group offsets).
 """
 
@@ -19,11 +23,12 @@ import logging
 import time
 from typing import Any, Mapping
 
-from reconciler.analysis.expansion import route
+from reconciler.analysis.expansion import checkpoint_route
+from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata
 from reconciler.mirror.offset_translation import OffsetSyncStore
 from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
 from reconciler.mirror.mirror_client import TopicPartition, plan_failover
-from reconciler.mirror.policy import HEARTBEATS_TOPIC, checkpoints_topic
+from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
 from reconciler.replication import clients
 from reconciler.replication.spec import JobSpec, job_group, offset_syncs_topic_name
@@ -80,6 +85,7 @@ class CheckpointEmitter:
         self.spec = spec
         self.flow = spec.to_flow()
         self.source_admin = source_admin
+        self.environ = environ
         self.target_groups = MirrorKafka(spec.target.client_config(environ), timeout=10.0)
         self.producer = target_producer
         syncs_cluster = spec.source if spec.offset_syncs_on_source else spec.target
@@ -88,7 +94,8 @@ class CheckpointEmitter:
         self._syncs_topic = offset_syncs_topic_name(spec)
         self._assigned = False
         self.store = OffsetSyncStore(read_to_end=False)
-        self._last: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self.checkpoint_store = CheckpointStore()
+        self._checkpoints_loaded = False
         self._last_group_sync = 0.0
         self.emitted = 0
 
@@ -107,6 +114,9 @@ class CheckpointEmitter:
         """Read new offset syncs up to the end of the topic; the first full read ends the replay."""
         from confluent_kafka import KafkaError, TopicPartition
 
+        if not self._checkpoints_loaded:  # MirrorCheckpointTask.start: the CheckpointStore first
+            self._checkpoints_loaded = True
+            self.load_checkpoints()
         if not self._assigned:
             self._syncs_consumer.assign([TopicPartition(self._syncs_topic, 0, -2)])
             self._assigned = True
@@ -132,7 +142,7 @@ class CheckpointEmitter:
         return n
 
     # --- checkpoints ----------------------------------------------------------------------
-    def source_group_offsets(self, timeout: float = 10.0) -> dict[str, dict[tuple[str, int], int]]:
+    def source_group_offsets(self, timeout: float = 10.0) -> dict[str, dict[tuple[str, int], OffsetAndMetadata]]:
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         listed = self.source_admin.list_consumer_groups(request_timeout=timeout).result(timeout)
@@ -147,24 +157,64 @@ class CheckpointEmitter:
             except Exception as exc:  # noqa: BLE001 - a group may vanish meanwhile
                 log.info("cannot read offsets of group %s: %s", group, exc)
                 continue
-            offsets = {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions
-                       if tp.offset >= 0 and tp.error is None}
+            offsets = {(tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
+                       for tp in res.topic_partitions if tp.offset >= 0 and tp.error is None}
             if offsets:
                 out[group] = offsets
         return out
 
-    def checkpoints(self, group_offsets: Mapping[str, Mapping[tuple[str, int], int]]) -> list[Checkpoint]:
+    def checkpoints(self, group_offsets: Mapping[str, Mapping[tuple[str, int], OffsetAndMetadata | int]]) -> list[Checkpoint]:
+        """MirrorCheckpointTask.checkpoint: translated offsets, the upstream commit metadata kept."""
         out = []
         for group, offsets in sorted(group_offsets.items()):
-            for (topic, partition), upstream in sorted(offsets.items()):
-                remote = route(self.flow, topic)
+            for (topic, partition), committed in sorted(offsets.items()):
+                if isinstance(committed, int):
+                    committed = OffsetAndMetadata(committed)
+                remote = checkpoint_route(self.flow, topic)
                 if remote is None:
                     continue
-                downstream = self.store.translate_downstream(topic, partition, upstream)
+                downstream = self.store.translate_downstream(topic, partition, committed.offset)
                 if downstream is None:
                     continue
-                out.append(Checkpoint(group, remote, partition, upstream, downstream, ""))
+                out.append(Checkpoint(group, remote, partition, committed.offset, downstream, committed.metadata))
         return out
+
+    def load_checkpoints(self, timeout: float = 30.0) -> bool:
+        """MirrorCheckpointTask.start: read the checkpoints already written (CheckpointStore) before the
+        offset syncs; when that works, the sync replay keeps history (offsets older than the last
+        replayed sync still translate) and the store keeps checkpoints monotonic across the restart."""
+        from confluent_kafka import Consumer, KafkaError, TopicPartition as KafkaTopicPartition
+
+        topic = self.flow.policy.checkpoints_topic(self.spec.source.alias)
+        consumer = Consumer(clients.consumer_config(self.spec.target, self.spec,
+                                                    group=job_group(self.spec) + ".checkpoints", environ=self.environ))
+        found: list[Checkpoint] = []
+        try:
+            meta = consumer.list_topics(timeout=10)  # all topics: never auto-creates the checkpoints topic
+            if topic in meta.topics and meta.topics[topic].error is None:
+                consumer.assign([KafkaTopicPartition(topic, p, -2) for p in meta.topics[topic].partitions])
+                left = set(meta.topics[topic].partitions)
+                deadline = time.monotonic() + timeout
+                while left and time.monotonic() < deadline:
+                    for m in consumer.consume(10_000, 0.5):
+                        if m.error():
+                            if m.error().code() == KafkaError._PARTITION_EOF:
+                                left.discard(m.partition())
+                            continue
+                        try:
+                            found.append(Checkpoint.deserialize(m.key(), m.value()))
+                        except RecordFormatError as exc:
+                            log.warning("ignoring a malformed checkpoint at offset %d: %s", m.offset(), exc)
+                if left:
+                    return False
+            self.checkpoint_store.load(cp for cp in found if self.flow.groups.matches(cp.consumer_group_id))
+            self.store.keep_history_during_replay()
+            return True
+        except Exception as exc:  # noqa: BLE001 - Kafka falls back to reading the syncs to the end first
+            log.warning("cannot read %s; checkpoints start from the offset syncs alone: %s", topic, exc)
+            return False
+        finally:
+            consumer.close()
 
     def emit(self) -> list[Checkpoint]:
         """One checkpoint round: read syncs, translate, write changed checkpoints; sync groups if due."""
@@ -173,20 +223,18 @@ class CheckpointEmitter:
             return []
         group_offsets = self.source_group_offsets()
         cps = self.checkpoints(group_offsets)
-        topic = checkpoints_topic(self.spec.source.alias)
-        changed = []
-        for cp in cps:
-            key = (cp.consumer_group_id, cp.topic, cp.partition)
-            if self._last.get(key) == (cp.upstream_offset, cp.downstream_offset):
-                continue
+        topic = self.flow.policy.checkpoints_topic(self.spec.source.alias)
+        # MirrorCheckpointTask.checkpointIsMoreRecent: never move a checkpoint backwards unless the
+        # upstream group itself rewound; repeats are not re-emitted.
+        changed = self.checkpoint_store.select(cps)
+        for cp in changed:
             self.producer.produce(topic, cp.record_value(), cp.record_key(), partition=0)
-            self._last[key] = (cp.upstream_offset, cp.downstream_offset)
-            changed.append(cp)
         if changed:
             left = self.producer.flush(15)
             if left:
                 raise RuntimeError(f"{left} checkpoints not acknowledged")
             self.emitted += len(changed)
+            self.checkpoint_store.update(changed)
         if self.spec.sync_group_offsets and time.monotonic() - self._last_group_sync >= self.spec.sync_group_offsets_interval_seconds:
             self._last_group_sync = time.monotonic()
             self.sync_group_offsets(cps)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from reconciler.analysis.expansion import route
-from reconciler.mirror.policy import HEARTBEATS_TOPIC, checkpoints_topic
+from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.replication.spec import STATUS_TOPIC, JobSpec, offset_syncs_topic_name
 from reconciler.topology.model import Flow
 
@@ -76,9 +76,9 @@ def internal_topics(spec: JobSpec) -> dict[str, list[tuple[str, dict[str, str]]]
     source: list[tuple[str, dict[str, str]]] = []
     target: list[tuple[str, dict[str, str]]] = [(STATUS_TOPIC, compact)]
     if spec.heartbeats_enabled:
-        source.append((HEARTBEATS_TOPIC, {"cleanup.policy": "compact"}))
+        (source if spec.heartbeats_on_source else target).append((HEARTBEATS_TOPIC, {"cleanup.policy": "compact"}))
     if spec.checkpoints_enabled:
-        target.append((checkpoints_topic(spec.source.alias), compact))
+        target.append((spec.to_flow().policy.checkpoints_topic(spec.source.alias), compact))
     syncs = (offset_syncs_topic_name(spec), {"cleanup.policy": "compact"})
     (source if spec.offset_syncs_on_source else target).append(syncs)
     return {"source": source, "target": target}

@@ -27,10 +27,10 @@ from reconciler import settings
 from reconciler.analysis.expansion import Placement, expand
 from reconciler.analysis.hazards import multiplication_message
 from reconciler.mirror.filters import ConfigPropertyFilter
-from reconciler.mirror.policy import HEARTBEATS_TOPIC, checkpoints_topic, offset_syncs_topic
+from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.state.live import AclBinding, AclOperation, AclPattern, AclPermission, LiveState
-from reconciler.topology.model import Flow, OffsetSyncsLocation, Topology
+from reconciler.topology.model import Flow, HeartbeatsLocation, OffsetSyncsLocation, Topology
 
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
 
@@ -89,16 +89,17 @@ class DesiredState:
 def offset_syncs_placement(flow: Flow) -> tuple[str, str]:
     """(cluster, topic) of a flow's offset-syncs topic, as MirrorSourceConfig.offsetSyncsTopic() names it."""
     if flow.offset_syncs_location is OffsetSyncsLocation.TARGET:
-        return flow.target, offset_syncs_topic(flow.source)
-    return flow.source, offset_syncs_topic(flow.target)
+        return flow.target, flow.policy.offset_syncs_topic(flow.source)
+    return flow.source, flow.policy.offset_syncs_topic(flow.target)
 
 
 def internal_topics(flow: Flow) -> list[tuple[str, str, TopicRole, str]]:
     out = []
     if flow.heartbeats.enabled:
-        out.append((flow.source, HEARTBEATS_TOPIC, TopicRole.HEARTBEATS, f"heartbeats emitted by flow {flow.name}"))
+        where = flow.source if flow.heartbeats.location is HeartbeatsLocation.SOURCE else flow.target
+        out.append((where, HEARTBEATS_TOPIC, TopicRole.HEARTBEATS, f"heartbeats emitted by flow {flow.name}"))
     if flow.checkpoints.enabled:
-        out.append((flow.target, checkpoints_topic(flow.source), TopicRole.CHECKPOINTS,
+        out.append((flow.target, flow.policy.checkpoints_topic(flow.source), TopicRole.CHECKPOINTS,
                     f"consumer-group checkpoints of flow {flow.name}"))
     cluster, name = offset_syncs_placement(flow)
     out.append((cluster, name, TopicRole.OFFSET_SYNCS, f"offset syncs of flow {flow.name}"))

@@ -18,7 +18,7 @@ from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation, TopologyError
 from reconciler.topology.loader import Document, load_paths, load_text
 from reconciler.topology.model import (
-    Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, Prune, ResidencyRule, Slo,
+    Cluster, Delivery, Emitter, Flow, Heartbeats, JobSettings, OffsetSyncsLocation, Prune, ResidencyRule, Slo,
     SyncSettings, Topology, flow_name,
 )
 from reconciler.topology.schema import validate_document
@@ -160,20 +160,27 @@ def _build_job(job: dict) -> JobSettings:
     return JobSettings(**{**job, "spark_conf": {k: _stringify(v) for k, v in job["spark_conf"].items()}})
 
 
+def _builtin(raw: dict) -> tuple[str, ...] | None:
+    """`builtin_exclude` replaces MM2's built-in excludes (as setting `topics.exclude` does in Kafka)."""
+    return None if raw.get("builtin_exclude") is None else tuple(raw["builtin_exclude"])
+
+
 def _build_flow(raw: dict, where: SourceLocation) -> Flow:
     job = raw["job"]
     return Flow(
         source=raw["source"],
         target=raw["target"],
         enabled=raw["enabled"],
-        topics=TopicFilter(tuple(raw["topics"].get("include", [])), tuple(raw["topics"].get("exclude", []))),
-        groups=GroupFilter(tuple(raw["groups"].get("include", [])), tuple(raw["groups"].get("exclude", []))),
-        policy=ReplicationPolicy(PolicyKind(raw["policy"]), raw["separator"]),
+        topics=TopicFilter(tuple(raw["topics"].get("include", [])), tuple(raw["topics"].get("exclude", [])),
+                           _builtin(raw["topics"])),
+        groups=GroupFilter(tuple(raw["groups"].get("include", [])), tuple(raw["groups"].get("exclude", [])),
+                           _builtin(raw["groups"])),
+        policy=ReplicationPolicy(PolicyKind(raw["policy"]), raw["separator"], raw["internal_separator"]),
         delivery=Delivery(raw["delivery"]),
         replication_factor=raw["replication_factor"],
         config_properties=ConfigPropertyFilter(tuple(raw["config_properties"].get("exclude", []))),
         sync=SyncSettings(**raw["sync"]),
-        heartbeats=Emitter(**raw["heartbeats"]),
+        heartbeats=Heartbeats(**raw["heartbeats"]),
         checkpoints=Emitter(**raw["checkpoints"]),
         refresh_interval_seconds=raw["refresh_interval_seconds"],
         offset_syncs_location=OffsetSyncsLocation(raw["offset_syncs"]["topic_location"]),

@@ -51,6 +51,26 @@ class Emitter:
     interval_seconds: float
 
 
+class HeartbeatsLocation(str, enum.Enum):
+    """Where a flow source->target writes its heartbeats: SOURCE (KIP-382's text, our default) or
+    TARGET (Kafka's MirrorHeartbeatConnector, which produces to the target cluster)."""
+
+    SOURCE = "source"
+    TARGET = "target"
+
+
+@dataclass(frozen=True)
+class Heartbeats(Emitter):
+    """Heartbeats: also where they are written and whether heartbeat topics are always replicated
+    (Kafka's `heartbeats.replication.enabled`; when false, only the topic filter decides)."""
+
+    location: HeartbeatsLocation = HeartbeatsLocation.SOURCE
+    replicate: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "location", HeartbeatsLocation(self.location))
+
+
 @dataclass(frozen=True)
 class JobSettings:
     deployer: str
@@ -82,7 +102,7 @@ class Flow:
     replication_factor: int
     config_properties: ConfigPropertyFilter
     sync: SyncSettings
-    heartbeats: Emitter
+    heartbeats: Heartbeats
     checkpoints: Emitter
     refresh_interval_seconds: float
     offset_syncs_location: OffsetSyncsLocation

@@ -36,9 +36,10 @@ def test_identity_policy_keeps_names_but_prefixes_heartbeats():
 def test_internal_topic_names():
     assert checkpoints_topic("west") == "west.checkpoints.internal"
     assert offset_syncs_topic("east") == "mm2-offset-syncs.east.internal"
-    for name in ("__consumer_offsets", "west.checkpoints.internal", "connect-offsets-internal", "x.replica"):
+    for name in ("__consumer_offsets", "west.checkpoints.internal", "connect-offsets-internal"):
         assert is_internal_topic(name), name
     assert not is_internal_topic("orders")
+    assert not is_internal_topic("x.replica"), "Kafka: only DefaultTopicFilter excludes .replica"
 
 
 def test_topic_filter_full_match_and_internal_excludes():
