@@ -21,10 +21,17 @@ from typing import TYPE_CHECKING, Callable, Mapping, Protocol
 
 from reconciler.replication import clients
 from reconciler.replication.offsets import fence
-from reconciler.replication.spec import Delivery, JobSpec, transactional_id
+from reconciler.replication.spec import JobSpec, transactional_id
 from reconciler.replication.tasks import TP, CopyTask, TaskResult
-from reconciler.replication.worker import _Partition, finish_deliveries, group_metadata, plain_producer, \
-    read_and_produce, txn_producer
+from reconciler.replication.worker import (
+    PartitionCopy,
+    finish_deliveries,
+    group_metadata,
+    plain_producer,
+    read_and_produce,
+    txn_producer,
+)
+from reconciler.topology.model import Delivery
 
 if TYPE_CHECKING:
     from reconciler.replication.offsets import OffsetStore
@@ -43,7 +50,7 @@ class DeliveryMode(Protocol):
     def load(self, store: "OffsetStore", partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
         """(next offset or None, slot or None) per partition."""
 
-    def copy(self, spec: JobSpec, task: CopyTask, parts: list[_Partition], result: TaskResult) -> None:
+    def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
         """Worker: copy the task's partitions and make the batch durable (or roll it back)."""
 
     def commit(self, store: "OffsetStore", positions: Mapping[TP, int]) -> None:
@@ -62,7 +69,7 @@ class AtLeastOnce:
     def load(self, store: "OffsetStore", partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
         return store.source_positions(partitions, {tp: (None, None) for tp in partitions})
 
-    def copy(self, spec: JobSpec, task: CopyTask, parts: list[_Partition], result: TaskResult) -> None:
+    def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
         producer = plain_producer(spec)
         read_and_produce(spec, parts, producer, time.time() + spec.max_batch_ms / 1000.0, task.consumer_epoch)
         if not finish_deliveries(spec, parts, producer, result, FLUSH_TIMEOUT_S):
@@ -89,7 +96,7 @@ class ExactlyOnce:
         # from at-least-once), instead of copying everything again.
         return store.source_positions(partitions, store.target_positions(partitions))
 
-    def copy(self, spec: JobSpec, task: CopyTask, parts: list[_Partition], result: TaskResult) -> None:
+    def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
         from confluent_kafka import KafkaException, TopicPartition
 
         txn_id = transactional_id(spec, task.slot)

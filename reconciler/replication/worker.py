@@ -42,7 +42,7 @@ LATENCY_SAMPLE_EVERY = 64  # one record in 64 (plus the last of each partition) 
 
 
 @dataclass
-class _Partition:
+class PartitionCopy:
     topic: str
     partition: int
     remote: str
@@ -66,7 +66,7 @@ class _Partition:
     last_pair: tuple[int, int] | None = None  # last replicated (upstream, downstream)
 
     @classmethod
-    def of(cls, t: PartitionTask) -> "_Partition":
+    def of(cls, t: PartitionTask) -> "PartitionCopy":
         return cls(t.topic, t.partition, t.remote, t.start, t.sync_state, new_sync_state=t.sync_state)
 
     def roll_back(self) -> None:
@@ -149,14 +149,14 @@ def group_metadata(spec: JobSpec):
 class CopyMode(Protocol):
     """The worker side of a delivery mode (see delivery.py): copy one task's partitions."""
 
-    def copy(self, spec: JobSpec, task: CopyTask, parts: list[_Partition], result: TaskResult) -> None: ...
+    def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None: ...
 
 
 def copy_task(spec: JobSpec, task: CopyTask, mode: CopyMode) -> TaskResult:
     """Copy one slot's partitions for one micro-batch; never raises."""
     started = time.time()
     result = TaskResult(task.slot, clients.process_identity())
-    parts = [_Partition.of(t) for t in task.partitions]
+    parts = [PartitionCopy.of(t) for t in task.partitions]
     try:
         mode.copy(spec, task, parts, result)
     except Exception as exc:  # noqa: BLE001 - reported to the driver
@@ -173,7 +173,7 @@ def run_tasks(spec: JobSpec, tasks: Iterable[CopyTask], mode: CopyMode) -> Itera
         yield copy_task(spec, task, mode)
 
 
-def read_and_produce(spec: JobSpec, parts: list[_Partition], producer: Any, deadline: float, epoch: int = 0) -> None:
+def read_and_produce(spec: JobSpec, parts: list[PartitionCopy], producer: Any, deadline: float, epoch: int = 0) -> None:
     """The hot loop: consume from the assigned partitions and produce each record as it comes."""
     from confluent_kafka import KafkaError, TopicPartition
 
@@ -227,7 +227,7 @@ def read_and_produce(spec: JobSpec, parts: list[_Partition], producer: Any, dead
                 p.hw = None
 
 
-def _on_event(p: _Partition, m: Any, err: Any, eof_code: int) -> int:
+def _on_event(p: PartitionCopy, m: Any, err: Any, eof_code: int) -> int:
     """A consumer event for a partition; returns 1 when the partition is done for this batch."""
     from confluent_kafka import KafkaError
 
@@ -249,7 +249,7 @@ def _on_event(p: _Partition, m: Any, err: Any, eof_code: int) -> int:
     return 0
 
 
-def _copy_run(p: _Partition, msgs: list, i: int, n: int, produce: Any, poll: Any, budget: int,
+def _copy_run(p: PartitionCopy, msgs: list, i: int, n: int, produce: Any, poll: Any, budget: int,
               sample_every: int) -> int:
     """Copy the records of partition `p` from msgs[i] on, while they are its records; returns the
     index of the first message not handled. State lives in locals (the hot path)."""
@@ -296,7 +296,7 @@ def _copy_run(p: _Partition, msgs: list, i: int, n: int, produce: Any, poll: Any
     return i
 
 
-def finish_deliveries(spec: JobSpec, parts: list[_Partition], producer: Any, result: TaskResult,
+def finish_deliveries(spec: JobSpec, parts: list[PartitionCopy], producer: Any, result: TaskResult,
                       flush_timeout: float) -> bool:
     """Wait for every acknowledgement; compute latency samples and offset syncs. False on any failure."""
     left = producer.flush(flush_timeout)
@@ -316,7 +316,7 @@ def finish_deliveries(spec: JobSpec, parts: list[_Partition], producer: Any, res
     return ok
 
 
-def _plan_syncs(spec: JobSpec, p: _Partition) -> None:
+def _plan_syncs(spec: JobSpec, p: PartitionCopy) -> None:
     state = state_from_list(p.sync_state, spec.offset_lag_max)
     first_down = p.first_dr.offset() if p.first_dr is not None else None
     last_down = p.last_dr.offset()
