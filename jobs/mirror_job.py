@@ -13,7 +13,10 @@ import logging
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the project, when not installed
+for _root in Path(__file__).resolve().parents:  # the project, when run from a checkout that is not installed
+    if (_root / "reconciler" / "__init__.py").is_file():
+        sys.path.insert(0, str(_root))
+        break
 
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402

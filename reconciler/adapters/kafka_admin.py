@@ -9,7 +9,7 @@ supported: ACL calls and CreatePartitions are never sent to a cluster that lacks
 from __future__ import annotations
 
 import logging
-import os
+from reconciler import settings
 import time
 from typing import Mapping, Sequence
 
@@ -17,6 +17,7 @@ from reconciler.adapters.base import (
     AdminError, ConfigAlteration, NewTopicSpec, OpResult, Record, TopicMeta,
 )
 from reconciler.adapters.probe import ProbeError, probe_api_versions
+from reconciler.adapters.read_to_end import read_to_end as read_partitions_to_end
 from reconciler.state.configs import RawConfigEntry
 from reconciler.state.live import (
     API_DESCRIBE_CONFIGS, API_INCREMENTAL_ALTER_CONFIGS, AclBinding, AclOperation, AclPattern, AclPermission,
@@ -29,17 +30,15 @@ _log = logging.getLogger("reconciler.kafka")
 _log.addHandler(logging.NullHandler())
 _log.propagate = False
 
-DEFAULT_TIMEOUT = float(os.environ.get("RECONCILER_ADMIN_TIMEOUT", "15"))
+DEFAULT_TIMEOUT = settings.seconds("RECONCILER_ADMIN_TIMEOUT", 15, "seconds an admin call to a cluster may take")
 
 
 def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The resolved librdkafka config for `cluster`; raises AdminError naming unset variables (never values)."""
     try:
-        conf = secrets.resolve_config(cluster.config, environ)
-        bootstrap = secrets.resolve(cluster.bootstrap_servers, environ)
+        return secrets.client_settings(cluster.bootstrap_servers, cluster.config, environ)
     except secrets.UnresolvedReference as exc:
         raise AdminError(f"cluster {cluster.alias!r}: environment variable(s) {', '.join(exc.names)} not set") from None
-    return {**conf, "bootstrap.servers": bootstrap}
 
 
 class KafkaAdmin:
@@ -255,7 +254,7 @@ class KafkaAdmin:
         """Every record of partition 0 of `topic` (the lease topic), read without writing anything: up to
         the end-of-partition event, not the high watermark (Tansu reports the last batch's base offset + 1
         there). [] when the topic does not exist."""
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
         consumer = Consumer({**self._conf, "group.id": "reconciler-reader", "enable.auto.commit": False,
                              "enable.partition.eof": True}, logger=_log)
@@ -269,18 +268,9 @@ class KafkaAdmin:
             if meta is None or meta.error is not None or not meta.partitions:
                 return []
             consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-            deadline = time.monotonic() + self.timeout
-            while True:
-                if time.monotonic() > deadline:
-                    raise AdminError(f"cluster {self.alias!r}: could not read {topic!r} to its end within {self.timeout}s")
-                msg = consumer.poll(0.2)
-                if msg is None:
-                    continue
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        break
-                    continue
-                out.append(Record(msg.offset(), msg.key(), msg.value()))
+            record = lambda msg: out.append(Record(msg.offset(), msg.key(), msg.value()))  # noqa: E731
+            if read_partitions_to_end(consumer, self.timeout, record, partitions=[(topic, 0)]):
+                raise AdminError(f"cluster {self.alias!r}: could not read {topic!r} to its end within {self.timeout}s")
         finally:
             consumer.close()
         return out

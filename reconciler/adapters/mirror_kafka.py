@@ -10,7 +10,6 @@ batch + 1 there, which would cut a read short (docs/test-brokers.md).
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Iterable, Mapping
 
@@ -18,6 +17,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from reconciler.adapters.read_to_end import read_to_end
 from reconciler.mirror.mirror_client import GroupState, RawRecord, TopicPartition
 
 #: librdkafka's OFFSET_INVALID: the group has no committed offset for the partition.
@@ -84,24 +84,18 @@ class MirrorKafka:
             return []
         consumer = self._consumer()
         by_partition: dict[int, list[RawRecord]] = {p: [] for p in starts}
-        pending = set(starts)
-        deadline = time.monotonic() + self._timeout
+
+        def fail(err) -> None:
+            raise ClusterIOError(f"cannot read {topic}: {err.str()}")
+
         try:
             consumer.assign([KafkaTopicPartition(topic, p, start) for p, start in starts.items()])
-            while pending:
-                if time.monotonic() > deadline:
-                    raise ClusterIOError(f"timed out after {self._timeout:.0f}s reading {topic} "
-                                         f"(partitions {sorted(pending)} did not reach their end)")
-                msg = consumer.poll(0.2)
-                if msg is None:
-                    continue
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition())
-                        continue
-                    raise ClusterIOError(f"cannot read {topic}: {err.str()}")
-                by_partition[msg.partition()].append((msg.key(), msg.value()))
+            pending = read_to_end(consumer, self._timeout,
+                                  lambda msg: by_partition[msg.partition()].append((msg.key(), msg.value())),
+                                  partitions=[(topic, p) for p in starts], on_error=fail)
+            if pending:
+                raise ClusterIOError(f"timed out after {self._timeout:.0f}s reading {topic} "
+                                     f"(partitions {sorted(p for _, p in pending)} did not reach their end)")
         finally:
             consumer.close()
         return [r for p in sorted(by_partition) for r in by_partition[p]]

@@ -20,6 +20,8 @@ from __future__ import annotations
 import getpass
 import json
 import os
+
+from reconciler import settings
 import socket
 import threading
 import time
@@ -31,7 +33,7 @@ from reconciler.adapters.base import AdminError, ClusterAdmin, NewTopicSpec
 from reconciler.dev.brokers import pid_alive
 
 LEASE_TOPIC = "reconciler.lease.internal"
-DEFAULT_TTL = float(os.environ.get("RECONCILER_LEASE_TTL", "60"))
+DEFAULT_TTL = settings.seconds("RECONCILER_LEASE_TTL", 60, "seconds an apply lease lives without renewal")
 
 
 class LockHeld(Exception):
@@ -41,7 +43,9 @@ class LockHeld(Exception):
         super().__init__(
             f"cluster {cluster!r} is locked by another apply: {holder.get('who', '?')} (owner {holder.get('owner', '?')}), "
             f"since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(holder.get('acquired_at', 0)))}, "
-            f"expires in {left}s unless renewed. Wait for that apply to finish (a dead one's lease expires by itself).")
+            f"expires in {left}s unless renewed. Wait for that apply to finish (a dead one's lease expires by itself; "
+            f"`apply --lock-timeout 2m` waits for it; if it was killed, `reconciler force-unlock PATH... --cluster "
+            f"{cluster} {holder.get('owner', '?')}` removes it now).")
 
 
 def _user() -> str:
@@ -143,24 +147,79 @@ def read_applied(admin: ClusterAdmin) -> dict | None:
     return latest
 
 
+def live_claims(admin: ClusterAdmin, now: float | None = None) -> dict[str, dict]:
+    """The unexpired lease claims on the cluster, by owner id (the LOCK_ID of `force-unlock`). Read-only."""
+    now = time.time() if now is None else now
+    claims: dict[str, dict] = {}
+    for r in admin.read_to_end(LEASE_TOPIC):
+        if not r.key or not r.key.startswith(b"lease/"):
+            continue
+        owner = r.key[len(b"lease/"):].decode(errors="replace")
+        if r.value is None:
+            claims.pop(owner, None)
+            continue
+        try:
+            claim = json.loads(r.value)
+        except ValueError:
+            continue
+        if isinstance(claim, dict):
+            claims[owner] = claim
+    return {o: c for o, c in claims.items() if c.get("expires_at", 0) > now}
+
+
+def force_unlock(admin: ClusterAdmin, owner: str) -> dict | None:
+    """Withdraw the lease claim `owner` on the cluster (a tombstone, as its holder would on release) and
+    return the claim, or None when no live claim has that id. For a lease left by a killed apply on
+    another host; an apply that is still running loses its exclusivity, so check first (Terraform's
+    force-unlock carries the same warning)."""
+    claim = live_claims(admin).get(owner)
+    if claim is not None:
+        admin.produce(LEASE_TOPIC, f"lease/{owner}".encode(), None)
+    return claim
+
+
 class ClusterLocks:
     """Leases on several clusters, taken in alias order (all released if any one is held elsewhere)
-    and renewed by a background thread while the `with` block runs."""
+    and renewed by a background thread while the `with` block runs.
 
-    def __init__(self, admins: Sequence[ClusterAdmin], ttl: float = DEFAULT_TTL):
+    With `timeout` > 0 a lease held elsewhere is waited for (retried every `poll` seconds, `on_wait`
+    told who holds it and how long is left) instead of failing at once: Terraform's `-lock-timeout`."""
+
+    def __init__(self, admins: Sequence[ClusterAdmin], ttl: float = DEFAULT_TTL, *, timeout: float = 0.0,
+                 poll: float = 2.0, on_wait: Callable[[LockHeld, float], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
         owner = uuid.uuid4().hex
         self.ttl = ttl
+        self.timeout, self.poll, self.on_wait, self._clock, self._sleep = timeout, poll, on_wait, clock, sleep
         self.leases = [Lease(a, ttl, owner) for a in sorted(admins, key=lambda a: a.alias)]
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> "ClusterLocks":
+    def _acquire_all(self) -> None:
         try:
             for lease in self.leases:
                 lease.acquire()
         except BaseException:
-            self.release()
+            for lease in self.leases:
+                try:
+                    lease.release()
+                except AdminError:
+                    pass
             raise
+
+    def __enter__(self) -> "ClusterLocks":
+        deadline = self._clock() + max(0.0, self.timeout)
+        while True:
+            try:
+                self._acquire_all()
+                break
+            except LockHeld as held:
+                left = deadline - self._clock()
+                if left <= 0:
+                    raise
+                if self.on_wait is not None:
+                    self.on_wait(held, left)
+                self._sleep(min(self.poll, left))
         self._thread = threading.Thread(target=self._renew_loop, name="reconciler-lease", daemon=True)
         self._thread.start()
         return self

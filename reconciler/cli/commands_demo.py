@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reconciler import demo
+from reconciler.cli import demo
 
 
 def register(sub) -> None:
@@ -14,4 +14,5 @@ def register(sub) -> None:
     p.add_argument("--keep-running", action="store_true", help="leave clusters and replication jobs running at the end")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds to wait for records, heartbeats and checkpoints downstream (default 300)")
-    p.set_defaults(func=lambda args: demo.run(args.topology, args.records, args.keep_running, args.timeout))
+    p.set_defaults(func=lambda args: demo.run(args.topology, args.records, args.keep_running, args.timeout,
+                                              cli=args.run_command))

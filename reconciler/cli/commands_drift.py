@@ -13,11 +13,10 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from reconciler.apply.revision import revision_info
-from reconciler.cli import commands_plan
+from reconciler import outputs
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated
-from reconciler.drift import collect as drift_collect
 from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport
+from reconciler.operations.drift import drift
 from reconciler.render import drift_html, drift_markdown, drift_text
 from reconciler.topology.connection import redactor_for
 from reconciler.topology.model import Topology
@@ -25,11 +24,6 @@ from reconciler.topology.model import Topology
 FORMATS = ("text", "json", "markdown", "html")
 SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json",
             ".txt": "text"}
-
-# Replaced by tests (memory doubles, fake status records); the Kafka readers otherwise.
-status_reader: drift_collect.StatusReader = drift_collect.kafka_status_reader
-heartbeat_reader: drift_collect.HeartbeatReader = drift_collect.kafka_heartbeat_reader
-
 
 def register(sub) -> None:
     p = sub.add_parser("drift", help="compare the live clusters and jobs with the topology and report the drift "
@@ -62,14 +56,18 @@ def _format_of(path: str, default: str) -> str:
 
 
 def cmd_drift(args) -> int:
+    bad_out = outputs.problems(args.out)
+    if bad_out:
+        print(bad_out[0], file=sys.stderr)
+        return EXIT_ERROR
     topology, _ = load_validated(args.paths, quiet_warnings=True, revision=args.revision)
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)
-    revision = revision_info(args.paths, args.revision)
-    readers = drift_collect.Readers(commands_plan.admin_factory, status_reader, heartbeat_reader)
-    report = drift_collect.collect(topology, readers, commands_plan.make_plan, revision=revision,
-                                   check_jobs=not args.no_jobs, job_stale_seconds=args.job_stale_seconds)
+    backend = args.backend
+    revision = backend.git(args.paths, args.revision)
+    report = drift(topology, backend, revision=revision, check_jobs=not args.no_jobs,
+                   job_stale_seconds=args.job_stale_seconds)
     for path in args.out:
         text = redact(renderer(_format_of(path, args.format), topology)(report))
         tmp = Path(f"{path}.tmp{os.getpid()}")

@@ -7,37 +7,30 @@ Exit codes (Terraform's): plan --detailed-exitcode: 0 no changes, 2 changes, 1 e
 
 from __future__ import annotations
 
+import argparse
 import sys
-import time
 from typing import Callable
 
-from reconciler.adapters.base import AdminError
-from reconciler.adapters.kafka_admin import KafkaAdmin
-from reconciler.apply.executor import ActionResult, ApplyContext, execute
-from reconciler.apply.lock import ClusterLocks, LockHeld
-from reconciler.apply.revision import revision_info, revision_label
+from reconciler import outputs, settings
+from reconciler.apply.executor import ActionResult
+from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
 from reconciler.cli.common import (
     EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated, relative_diagnostics,
 )
-from reconciler.jobs.plan import with_jobs
+from reconciler.operations.apply import ApplyRequest, apply
+from reconciler.operations.plan import observe_for_plan, plan_of
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan, Verb
-from reconciler.plan.diff import diff
 from reconciler.render import plan_json, plan_markdown, plan_text
-from reconciler.state.desired import desired_state
-from reconciler.state.live import LiveState
-from reconciler.state.read import AdminFactory, Connections, clusters_of, read_live
+from reconciler.state.read import Connections
 from reconciler.topology.model import Cluster, Topology
+from reconciler.textutil import plural
 from reconciler.topology.secrets import Redactor
 
 RENDERERS: dict[str, Callable[[Plan], str]] = {
     "text": plan_text.render, "json": plan_json.render, "markdown": plan_markdown.render,
 }
-
-# Replaced by tests with a MemoryFactory; the real thing otherwise.
-admin_factory: AdminFactory = KafkaAdmin
-
 
 def register(sub) -> None:
     p = sub.add_parser("plan", help="diff the topology against the live clusters and show the plan")
@@ -53,7 +46,11 @@ def register(sub) -> None:
 
     p = sub.add_parser("apply", help="apply a topology (plan, confirm, apply) or a saved plan file")
     p.add_argument("paths", nargs="+", metavar="PATH", help="topology files or directories, or one saved plan file")
-    p.add_argument("--auto-approve", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--auto-approve", action="store_true",
+                   help="do not ask for confirmation (a saved plan file needs none: it is the approval)")
+    p.add_argument("--lock-timeout", type=_duration, default=0.0, metavar="DURATION",
+                   help="wait this long (e.g. 90s, 5m) for a cluster's lease held by another apply, instead of "
+                        "failing at once")
     p.set_defaults(func=cmd_apply)
 
 
@@ -74,12 +71,6 @@ class _Console:
         sys.stderr.flush()
 
 
-def make_plan(topology: Topology, conns: Connections, live: LiveState | None = None) -> Plan:
-    live = live if live is not None else read_live(conns, clusters_of(topology))
-    plan = diff(desired_state(topology, live), live, topology)
-    return with_jobs(plan, topology, live)  # the replication jobs: deploy / update / restart / stop
-
-
 def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None) -> str:
     if args.format == "markdown":
         return plan_markdown.render(plan, topology=topology, warnings=relative_diagnostics(diags.warnings),
@@ -92,6 +83,10 @@ def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseSco
 
 
 def cmd_plan(args) -> int:
+    bad_out = outputs.problems([args.out])
+    if bad_out:
+        print(bad_out[0], file=sys.stderr)
+        return EXIT_ERROR
     topology, diags = load_validated(args.paths, revision=args.revision)
     if topology is None:
         return EXIT_ERROR
@@ -104,18 +99,22 @@ def cmd_plan(args) -> int:
         if not base.flows:
             io.out(plan_base.no_changes(base, args.format), end="")
             return EXIT_OK
-    with Connections(dict(topology.clusters), admin_factory) as conns:
-        live = read_live(conns, clusters_of(topology))
-        plan = make_plan(topology, conns, live)
+    backend = args.backend
+    with Connections(dict(topology.clusters), backend.admin_factory) as conns:
+        obs = observe_for_plan(topology, conns, backend)
+        plan = plan_of(obs, backend)
     if base is not None:
-        plan = base.restrict(plan, topology, live)
-    io.out(_render(args, plan, topology, diags, base), end="")
+        plan = base.restrict(plan, topology, obs.live, obs.desired)
+    if args.out and args.format == "text" and not plan.errors:
+        io.out(plan_text.summary(plan), end="")  # Terraform-like: the saved plan is shown by `show`
+    else:
+        io.out(_render(args, plan, topology, diags, base), end="")
     if plan.errors:
         if args.out:
-            io.err(f"error: the plan has {len(plan.errors)} error(s); not saved to {args.out}")
+            io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")
         return EXIT_ERROR
     if args.out:
-        git = revision_info(args.paths, args.revision)
+        git = backend.git(args.paths, args.revision)
         planfile.save(args.out, plan, dict(topology.clusters), revision_label(git), git=git)
         io.err(f"Saved the plan to {args.out}. Apply exactly this plan with: reconciler apply {args.out}")
     return EXIT_CHANGES if args.detailed_exitcode and plan.has_changes else EXIT_OK
@@ -136,12 +135,24 @@ class _TextProgress:
         self.io.out(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}")
 
 
+class _ApplyUI:
+    """The console side of `reconciler.operations.apply`."""
+
+    def __init__(self, io: _Console, auto_approve: bool):
+        self.io, self.auto_approve = io, auto_approve
+        self.progress = _TextProgress(io)
+        self.out, self.err = io.out, io.err
+
+    def confirm(self, plan: Plan) -> bool:
+        return _confirm(self.io, plan, self.auto_approve)
+
+
 def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
     if auto_approve:
         return True
     if not sys.stdin.isatty():
         io.err("error: refusing to ask for confirmation: stdin is not a terminal. "
-               "Review the plan and run again with --auto-approve (or apply a saved plan file with --auto-approve).")
+               "Review the plan and run again with --auto-approve, or save it with `plan --out FILE` and `apply FILE`.")
         return False
     n = len(plan.actions)
     answer = input(f"\nApply these {n} action{'s' if n != 1 else ''}? Only 'yes' will be accepted: ")
@@ -151,13 +162,15 @@ def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
     return True
 
 
-def _unlocked(plan: Plan, locked: list[str]) -> str | None:
-    """Why `plan` cannot run under the leases of `locked` clusters (it touches others), or None."""
-    extra = sorted({a.cluster for a in plan.actions} - set(locked))
-    return f"it now also changes {', '.join(extra)}, whose lease is not held; run apply again" if extra else None
+def _duration(text: str) -> float:
+    try:
+        return settings.duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def cmd_apply(args) -> int:
+    backend = args.backend
     saved = None
     if len(args.paths) == 1 and planfile.is_plan_file(args.paths[0]):
         try:
@@ -165,62 +178,24 @@ def cmd_apply(args) -> int:
         except planfile.PlanFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-        clusters, topology, revision, git = saved.clusters, None, saved.revision, saved.git
+        # The plan file is the approval (Terraform applies a saved plan without asking again).
+        request = ApplyRequest(saved.clusters, None, saved.plan, saved.revision, saved.git, True, args.lock_timeout)
     else:
         topology, _ = load_validated(args.paths)
         if topology is None:
             return EXIT_ERROR
-        git = revision_info(args.paths)
-        clusters, revision = dict(topology.clusters), revision_label(git)
-    io = _Console(clusters)
-
-    with Connections(clusters, admin_factory) as conns:
-        plan = saved.plan if saved else make_plan(topology, conns)
-        io.out(plan_text.render(plan), end="")
-        if plan.errors:
-            io.err("error: the plan has errors (see above); nothing was applied")
-            return EXIT_ERROR
-        if not plan.actions:
-            return EXIT_OK
-        if not _confirm(io, plan, args.auto_approve):
-            return EXIT_ERROR
-        touched = sorted({a.cluster for a in plan.actions})
-        admins = [conns.get(a) for a in touched]
-        if any(a is None for a in admins):
-            io.err("error: " + "; ".join(conns.errors.values()))
-            return EXIT_ERROR
-        started = time.monotonic()
-        try:
-            with ClusterLocks(admins) as locks:
-                live = read_live(conns, plan.clusters)
-                stale = planfile.stale_reason(plan, live)
-                if stale and saved is None and args.auto_approve:
-                    # Nothing to refuse: --auto-approve approved whatever the plan is, so plan again
-                    # from what the lease now protects (Terraform plans under its lock the same way).
-                    plan = make_plan(topology, conns, live)
-                    io.out(f"\nThe clusters changed while planning ({stale}); planned again under the lease:\n")
-                    io.out(plan_text.render(plan), end="")
-                    stale = _unlocked(plan, touched) or (plan.errors and "the new plan has errors")
-                if stale:
-                    io.err(f"error: refusing to apply a stale plan: {stale}")
-                    return EXIT_ERROR
-                io.out(f"\nApplying {len(plan.actions)} actions on {', '.join(touched)} (lease held) ...")
-                report = execute(plan, ApplyContext(conns.get), _TextProgress(io))
-                if report.ok:
-                    for lease in locks.leases:
-                        lease.record_applied({"fingerprint": plan.fingerprint, "revision": revision, "git": git,
-                                              "clusters": touched,
-                                              "actions": sum(1 for a in plan.actions if a.cluster == lease.admin.alias)})
-        except LockHeld as exc:
-            io.err(f"error: {exc}")
-            return EXIT_ERROR
-        except AdminError as exc:
-            io.err(f"error: {exc}")
-            return EXIT_ERROR
+        git = backend.git(args.paths)
+        request = ApplyRequest(dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve,
+                               args.lock_timeout)
+    io = _Console(dict(request.clusters))
+    outcome = apply(request, backend, _ApplyUI(io, request.auto_approve))
+    report = outcome.report
+    if report is None:
+        return EXIT_OK if outcome.ok else EXIT_ERROR
     counts = report.counts()
     verbs = {v: sum(1 for r in report.results if r.result.ok and r.action.VERB is v) for v in Verb}
     line = (f"{verbs[Verb.CREATE]} created, {verbs[Verb.UPDATE]} changed, {verbs[Verb.DELETE]} deleted "
-            f"in {time.monotonic() - started:.1f}s")
+            f"in {outcome.seconds:.1f}s")
     if report.ok:
         io.out(f"\nApply complete: {line}.")
         return EXIT_OK

@@ -20,7 +20,9 @@ from reconciler.apply.revision import topology_revision
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
+from reconciler.textutil import RECORD_AGE, plural
 from reconciler.topology.connection import redactor_for
+from reconciler.contract.flow_id import flow_ends
 
 
 def register(sub) -> None:
@@ -32,9 +34,9 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_status)
 
 
-def _age(ms: int | None, now_ms: int) -> str:
+def _age(ms: int | None, now_ms: int, unreadable: bool = False) -> str:
     if ms is None:
-        return "never"
+        return "unknown" if unreadable else "no status"
     s = max(0.0, (now_ms - ms) / 1000.0)
     if s < 120:
         return f"{s:.0f}s ago"
@@ -48,7 +50,7 @@ def _ms(v: Any) -> str:
 
 
 def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str, Any]]:
-    backend = backend or job_backend.current() or job_backend.JobBackend()
+    backend = backend or job_backend.JobBackend()
     desired = desired_jobs(topology, topology_revision(topology.files))
     live = read_jobs(topology, backend, desired, now_ms=now_ms)
     rows = []
@@ -81,7 +83,7 @@ def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str
             "last_error": st.get("last_error") if st else None,
             "heartbeat_at": st.get("heartbeat_at"),
             "last_seen": iso(st.get("heartbeat_at")) if st else None,
-            "unreadable": live.unreadable.get(flow.partition("->")[2]),
+            "unreadable": live.unreadable.get(flow_ends(flow)[1]),
         })
     return rows
 
@@ -101,7 +103,7 @@ def _spec_cell(r: dict) -> str:
 
 
 def render_text(rows: list[dict], now_ms: int) -> str:
-    head = ["FLOW", "DEPLOYER", "WHERE", "STATE", "SPEC (running / desired)", "LAG", "P50", "P99", "REC/S",
+    head = ["FLOW", "DEPLOYER", "WHERE", "STATE", "SPEC (running / desired)", "LAG", "AGE P50", "AGE P99", "REC/S",
             "RECORDS", "LAST SEEN"]
     table = [head]
     for r in rows:
@@ -110,7 +112,7 @@ def render_text(rows: list[dict], now_ms: int) -> str:
         table.append([r["flow"], r["deployer"] or "-", r["where"], state, _spec_cell(r),
                       "-" if r["lag_total"] is None else str(r["lag_total"]), _ms(lat.get("p50")), _ms(lat.get("p99")),
                       "-" if r["records_per_second"] is None else f"{r['records_per_second']:.0f}",
-                      "-" if r["records"] is None else str(r["records"]), _age(r["heartbeat_at"], now_ms)])
+                      "-" if r["records"] is None else str(r["records"]), _age(r["heartbeat_at"], now_ms, bool(r["unreadable"]))])
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
     notes = [f"  {r['flow']}: {r['why']}" for r in rows if r["why"]]
@@ -120,8 +122,15 @@ def render_text(rows: list[dict], now_ms: int) -> str:
         lines += ["", *notes]
     wanted = [r for r in rows if r["wanted"]]
     ok = sum(1 for r in wanted if r["in_sync"])
-    lines += ["", f"{ok} of {len(wanted)} job{'s' if len(wanted) != 1 else ''} run the desired spec."]
+    lines += ["", f"AGE: {RECORD_AGE} when the target acknowledges a record (backlog included; the figure "
+                  "slo.max_latency_p99_ms is checked against)"]
+    lines += ["", f"{ok} of {plural(len(wanted), 'job')} run the desired spec."]
     return "\n".join(lines) + "\n"
+
+
+def unreadable_clusters(rows: list[dict]) -> dict[str, str]:
+    """target cluster -> why its job statuses could not be read (from the rows of `job_rows`)."""
+    return {flow_ends(r["flow"])[1]: r["unreadable"] for r in rows if r["unreadable"]}
 
 
 def cmd_status(args) -> int:
@@ -130,12 +139,19 @@ def cmd_status(args) -> int:
         return EXIT_ERROR
     redact = redactor_for(topology)
     now_ms = int(time.time() * 1000)
-    rows = job_rows(topology, now_ms=now_ms)
+    rows = job_rows(topology, args.backend.jobs_or_default(), now_ms=now_ms)
+    unreadable = unreadable_clusters(rows)
+    for alias, why in unreadable.items():  # lead with it: the table below cannot say what runs there
+        print(f"error: cannot read job statuses on cluster {alias}: {why}", file=sys.stderr)
     if args.format == "json":
         text = json.dumps({"format_version": 1, "topology": topology.name, "jobs": rows}, indent=2) + "\n"
     else:
         text = render_text(rows, now_ms) if rows else "No flows, no jobs.\n"
     sys.stdout.write(redact(text))
+    if unreadable:
+        print(f"error: {plural(len(unreadable), 'cluster')} could not be read; job states that depend on them are unknown "
+              "where they depend on them (run with -v for the Kafka clients' own log lines)", file=sys.stderr)
+        return EXIT_ERROR
     if args.detailed_exitcode and any(r["wanted"] and not r["in_sync"] for r in rows):
         return EXIT_CHANGES
     return EXIT_OK

@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reconciler import __version__
+from reconciler import __version__, logs, settings
+from reconciler.operations.backend import Backend
 from reconciler.cli import (
     commands_demo, commands_dev, commands_drift, commands_failover, commands_plan, commands_status,
-    commands_topology,
+    commands_env, commands_export, commands_interop, commands_lock, commands_show, commands_topology,
 )
 
 COMMAND_MODULES = [
     commands_topology, commands_plan, commands_status, commands_drift, commands_dev, commands_demo, commands_failover,
+    commands_interop, commands_export, commands_env, commands_show, commands_lock,
 ]
 
 
@@ -22,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Declarative GitOps reconciler for cross-cluster Kafka replication (MirrorMaker 2 semantics).",
     )
     parser.add_argument("--version", action="version", version=f"reconciler {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="show the Kafka clients' own log lines (librdkafka) on stderr; -vv: all of them")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:
@@ -29,9 +33,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, backend: Backend | None = None) -> int:
+    """Run one command; `backend` (default: the real one) is every outside dependency it has."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    logs.configure(getattr(args, "verbose", 0))
+    bad = settings.errors()
+    if bad:  # malformed RECONCILER_* environment variables: refuse before doing anything
+        for line in bad:
+            print(f"error: {line}", file=sys.stderr)
+        return 1
+    args.backend = backend if backend is not None else Backend.default()
+    args.run_command = lambda more: main(more, backend)  # for commands that run others (demo)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -16,7 +16,7 @@ from reconciler.apply.revision import repo_path_for
 from reconciler.gitops import RevisionComparison, RevisionError, compare_with_base
 from reconciler.plan.actions import Plan
 from reconciler.plan.attribution import restrict
-from reconciler.state.desired import desired_state
+from reconciler.state.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
 from reconciler.topology.model import Topology
 
@@ -39,8 +39,8 @@ class BaseScope:
             return f"the work tree (HEAD {head.short}{', with uncommitted changes' if head.dirty else ''})"
         return f"{head.short}"
 
-    def restrict(self, plan: Plan, topology: Topology, live: LiveState) -> Plan:
-        return restrict(plan, self.flows, desired_state(topology, live), topology)
+    def restrict(self, plan: Plan, topology: Topology, live: LiveState, desired: DesiredState | None = None) -> Plan:
+        return restrict(plan, self.flows, desired if desired is not None else desired_state(topology, live), topology)
 
     def to_dict(self) -> dict:
         c = self.comparison
@@ -133,7 +133,7 @@ def no_changes(scope: BaseScope, fmt: str) -> str:
     if fmt == "json":
         import json
 
-        return json.dumps({"base": scope.to_dict(), "format_version": 1, "summary": {
+        return json.dumps({"base": scope.to_dict(), "format_version": 1, "format_minor": 1, "summary": {
             "create": 0, "update": 0, "delete": 0, "findings": 0, "errors": 0, "changes": False},
             "actions": [], "findings": [], "message": what + " Nothing to plan."}, indent=2) + "\n"
     if fmt == "markdown":

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from reconciler.contract.deployers import DEPLOYER_NAMES, KUBERNETES, LOCAL, SPARK_STANDALONE, deployer_family
 from reconciler.deploy.base import Deployer, Deployment
 from reconciler.deploy.kubernetes import KubernetesDeployer
 from reconciler.deploy.local import LocalDeployer, ProcessDeployer
 from reconciler.deploy.standalone import StandaloneDeployer
-
-DEPLOYER_NAMES = ("local", "spark-standalone", "kubernetes")
 
 
 class Deployers:
@@ -18,9 +17,9 @@ class Deployers:
 
     def __init__(self, root: Path | None = None, kubectl: str | None = None):
         self.by_name: dict[str, Deployer] = {
-            "local": LocalDeployer(root),
-            "spark-standalone": StandaloneDeployer(root),
-            "kubernetes": KubernetesDeployer(kubectl),
+            LOCAL: LocalDeployer(root),
+            SPARK_STANDALONE: StandaloneDeployer(root),
+            KUBERNETES: KubernetesDeployer(kubectl),
         }
 
     def get(self, name: str) -> Deployer:
@@ -38,7 +37,7 @@ class Deployers:
     @staticmethod
     def family(name: str) -> str:
         """Deployers that share state: a local job and a spark-standalone job of one flow are the same job."""
-        return "process" if name in ("local", "spark-standalone") else name
+        return deployer_family(name)
 
 
 __all__ = ["Deployer", "Deployers", "Deployment", "KubernetesDeployer", "LocalDeployer", "ProcessDeployer",

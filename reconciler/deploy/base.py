@@ -18,22 +18,15 @@ Implementations (chosen per flow by `job.deployer`):
 from __future__ import annotations
 
 import abc
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from reconciler.adapters.base import OpResult
-from reconciler.replication.spec import HOT_RELOADABLE, JobSpec
+from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS
+from reconciler.contract.flow_id import FlowId, flow_ends
+from reconciler.contract.spec import JobSpec
 from reconciler.topology.model import JobSettings
-
-#: JobSettings fields that change how a deployer runs a job but are not part of the job spec
-#: (so not of its hash): a change to one of them needs a redeploy (restart).
-DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
-    "local": (),
-    "spark-standalone": (),
-    "kubernetes": ("namespace", "image", "service_account", "secret_name", "manifests_dir", "kubectl_apply"),
-}
 
 
 def deployment_options(job: JobSettings) -> dict[str, Any]:
@@ -43,13 +36,12 @@ def deployment_options(job: JobSettings) -> dict[str, Any]:
 
 def restart_hash(spec: JobSpec) -> str:
     """Hash of the part of a spec a running job cannot take without a restart."""
-    d = {k: v for k, v in spec.to_dict().items() if k not in HOT_RELOADABLE and k != "git_revision"}
-    return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return spec.restart_hash()
 
 
 def flow_slug(flow: str) -> str:
     """A file name for a flow: `eu-west->eu-central` -> `eu-west.eu-central` (aliases never contain '.')."""
-    return flow.replace("->", ".")
+    return FlowId(*flow_ends(flow)).slug()
 
 
 @dataclass(frozen=True)

@@ -37,14 +37,28 @@ import yaml
 
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.base import Deployer, Deployment, restart_hash
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.spec import JobSpec
+from reconciler.contract.flow_id import flow_ends
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
 SPEC_MOUNT = "/etc/reconciler"
 APP_ROOT = "/opt/reconciler"
-DEFAULTS = {"namespace": "default", "image": None, "service_account": "spark", "secret_name": "reconciler-secrets",
+DEFAULTS = {"namespace": "default", "image": None, "service_account": "spark-operator-spark", "secret_name": "reconciler-secrets",
             "manifests_dir": None, "kubectl_apply": False}
+
+
+def secret_env(refs: Mapping[str, Mapping[str, str]]) -> list[dict[str, Any]]:
+    """Container `env` entries that read each variable from its Secret key (fresh dicts: no YAML anchors)."""
+    return [{"name": n, "valueFrom": {"secretKeyRef": {"name": r["name"], "key": r["key"]}}} for n, r in refs.items()]
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """Rendered manifests never use YAML anchors/aliases: kubectl, Argo CD and reviewers read them as written."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def manifests_root(options: Mapping[str, Any]) -> Path:
@@ -56,8 +70,9 @@ def manifests_root(options: Mapping[str, Any]) -> Path:
 
 def resource_name(flow: str) -> str:
     """A DNS-1123 name for the flow's SparkApplication; a short hash keeps distinct flows distinct."""
-    source, _, target = flow.partition("->")
-    base = re.sub(r"[^a-z0-9-]+", "-", f"mirror-{source}-to-{target}".lower()).strip("-")
+    source, target, family = flow_ends(flow)
+    readable = f"mirror-{source}-to-{target}" + (f"-{family}" if family else "")
+    base = re.sub(r"[^a-z0-9-]+", "-", readable.lower()).strip("-")
     digest = hashlib.sha256(flow.encode()).hexdigest()[:6]
     return f"{base[:63 - 7].rstrip('-')}-{digest}"
 
@@ -117,9 +132,9 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
         "env": [{"name": "PYTHONPATH", "value": APP_ROOT}],
     }
     executor: dict[str, Any] = {"instances": spec.parallelism, "cores": 1, "memory": "512m", "labels": dict(labels)}
-    if env_refs:
-        driver["envSecretKeyRefs"] = env_refs
-        executor["envSecretKeyRefs"] = dict(env_refs)
+    if env_refs:  # `env` with valueFrom.secretKeyRef (the operator's envSecretKeyRefs is deprecated)
+        driver["env"] += secret_env(env_refs)
+        executor["env"] = secret_env(env_refs)
     config_map = {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": f"{name}-spec", "namespace": ns, "labels": dict(labels), "annotations": dict(flow_note)},
@@ -148,7 +163,7 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
 
 
 class KubernetesDeployer(Deployer):
-    name = "kubernetes"
+    name = KUBERNETES
 
     def __init__(self, kubectl: str | None = None):
         self.kubectl = kubectl or os.environ.get("RECONCILER_KUBECTL", "kubectl")
@@ -243,7 +258,7 @@ class KubernetesDeployer(Deployer):
             return OpResult.failed(str(exc))
         path.parent.mkdir(parents=True, exist_ok=True)
         text = (f"# Rendered by the reconciler for flow {spec.flow}; `reconciler apply` rewrites this file.\n"
-                + yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False))
+                + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False))
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text)
         tmp.replace(path)

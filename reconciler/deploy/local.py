@@ -10,7 +10,7 @@ Everything about a job lives in `$RECONCILER_STATE_DIR/jobs/<source>.<target>/`:
 The process runs in its own session, so it survives the CLI that started it and a Ctrl-C in that
 terminal. Stop is graceful: SIGTERM to the Python driver, which finishes its batch, commits,
 publishes a final status and stops Spark; everything is SIGKILLed if it has not ended after
-`stop_timeout` seconds. `reconciler.replication.runner.LocalJob` does the process work.
+`stop_timeout` seconds. `reconciler.deploy.process.LocalJob` does the process work.
 
 The `spark-standalone` deployer (reconciler.deploy.standalone) is this one with a `spark://`
 master: in client mode the driver is a local process as well.
@@ -27,8 +27,9 @@ from typing import Any, Mapping
 
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.base import Deployer, Deployment, describe_exit, flow_slug
-from reconciler.replication.runner import LocalJob
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.deployers import LOCAL
+from reconciler.contract.spec import JobSpec
+from reconciler.deploy.process import LocalJob
 
 #: Seconds to wait after starting a job for an immediate failure (bad spark-submit, bad spec).
 START_CHECK_SECONDS = 1.5
@@ -42,7 +43,7 @@ def state_root() -> Path:
 class ProcessDeployer(Deployer):
     """Jobs as local spark-submit processes (the driver runs here; executors wherever the master says)."""
 
-    name = "local"
+    name = LOCAL
 
     def __init__(self, root: Path | None = None, stop_timeout: float = STOP_TIMEOUT_SECONDS,
                  env: Mapping[str, str] | None = None):
@@ -212,4 +213,4 @@ def _iso(epoch: float) -> str:
 
 
 class LocalDeployer(ProcessDeployer):
-    name = "local"
+    name = LOCAL

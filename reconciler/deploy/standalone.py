@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from reconciler.adapters.base import OpResult
 from reconciler.deploy.local import ProcessDeployer
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.deployers import SPARK_STANDALONE
+from reconciler.contract.spec import JobSpec
 
 
 class StandaloneDeployer(ProcessDeployer):
-    name = "spark-standalone"
+    name = SPARK_STANDALONE
 
     def where(self, record: dict) -> str:
         return f"{record.get('master')}, driver pid {record.get('pid')}"

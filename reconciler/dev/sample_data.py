@@ -15,6 +15,8 @@ from typing import Iterator
 
 from confluent_kafka import Producer
 
+from reconciler import logs
+
 SKUS = [f"sku-{i:04d}" for i in range(200)]
 CURRENCIES = ["EUR", "EUR", "EUR", "GBP", "CHF"]
 
@@ -57,7 +59,7 @@ def sample_records(region: str, topics: list[str], count: int, seed: int = 0) ->
 
 def produce(bootstrap: str, records: Iterator[SampleRecord], config: dict | None = None) -> int:
     """Produce and wait for every ack; returns how many were acknowledged without error."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True, **(config or {})})
+    producer = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True, **(config or {})}))
     failed = 0
 
     def on_delivery(err, _msg):

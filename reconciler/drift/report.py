@@ -36,9 +36,11 @@ from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.attribution import action_flows, finding_flows, flows_of_topic
 from reconciler.plan.findings import Finding, FindingKind, Severity
+from reconciler.plan.reasons import ReasonKind
 from reconciler.state.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
 from reconciler.topology.model import Flow, Topology
+from reconciler.textutil import RECORD_AGE, plural
 
 FORMAT_VERSION = 1
 #: A job whose status record is older than this is taken to be down (it publishes every few seconds).
@@ -77,10 +79,10 @@ CATEGORY_TITLES = {
     Category.CLUSTER: "unreadable clusters", Category.REVISION: "revisions", Category.OTHER: "other",
 }
 
-_ACTION_CATEGORIES = {
-    "create_topic": Category.MISSING_TOPIC, "delete_topic": Category.EXTRA_TOPIC,
-    "add_partitions": Category.PARTITIONS, "set_config": Category.CONFIG, "delete_config": Category.CONFIG,
-    "create_acl": Category.ACL, "delete_acl": Category.ACL,
+#: The drift category of what an action is about (every job reason is Category.JOB).
+_REASON_CATEGORIES = {
+    ReasonKind.TOPIC_MISSING: Category.MISSING_TOPIC, ReasonKind.TOPIC_EXTRA: Category.EXTRA_TOPIC,
+    ReasonKind.PARTITIONS: Category.PARTITIONS, ReasonKind.CONFIG: Category.CONFIG, ReasonKind.ACL: Category.ACL,
 }
 
 
@@ -231,7 +233,7 @@ class DriftReport:
 
     def headline(self) -> str:
         if self.errors:
-            head = f"ERROR: {len(self.errors)} thing(s) could not be checked"
+            head = f"ERROR: {plural(len(self.errors), 'thing')} could not be checked"
             if self.drift:
                 head += f"; {len(self.drift)} drift item(s) in what could"
             return head + "."
@@ -282,8 +284,8 @@ def iso_ms(ms: float | None) -> str | None:
 
 
 def _action_item(a: Action, desired: DesiredState | None, topology: Topology) -> DriftItem:
-    kind = a.KIND.value
-    category = _ACTION_CATEGORIES.get(kind) or (Category.JOB if "job" in kind else Category.OTHER)
+    rk = a.reason_kind
+    category = _REASON_CATEGORIES.get(rk) or (Category.JOB if rk.is_job else Category.OTHER)
     return DriftItem(category, Level.DRIFT, a.cluster, action_flows(a, desired, topology), a.subject,
                      a.describe(), "`reconciler apply` makes this change", a.VERB.value, a.to_dict(), a.reason)
 
@@ -304,12 +306,12 @@ def _finding_category(f: Finding) -> tuple[Category, Level]:
     if k is FindingKind.UNSUPPORTED:
         if not subject:
             return Category.OTHER, Level.NOTE  # the cluster lacks an API: nothing differs yet
-        return (Category.PARTITIONS if "partitions" in f.message else Category.CONFIG), Level.DRIFT
+        return (Category.PARTITIONS if f.reason_kind is ReasonKind.PARTITIONS else Category.CONFIG), Level.DRIFT
     if k is FindingKind.PRUNE_DISABLED:  # differs from the source; kept only because pruning is off
-        return (Category.ACL if f.message.startswith("ACL") else Category.CONFIG), Level.DRIFT
+        return (Category.ACL if f.reason_kind is ReasonKind.ACL else Category.CONFIG), Level.DRIFT
     if k in (FindingKind.ACLS_UNKNOWN, FindingKind.CONFLICT):
         return (Category.ACL if k is FindingKind.ACLS_UNKNOWN else Category.OTHER), Level.NOTE
-    category = Category.JOB if "job" in k.value else Category.OTHER  # kinds added later
+    category = Category.OTHER
     return category, (Level.DRIFT if f.severity is Severity.WARNING else Level.NOTE)
 
 
@@ -423,8 +425,8 @@ def _slo_items(flow: Flow, job: JobHealth, hb_topic: str | None, hb_age: float |
              "raise the job's parallelism or max_records_per_partition, or check the target cluster")
     if job.running and slo.max_latency_p99_ms is not None and job.latency_p99_ms is not None \
             and job.latency_p99_ms > slo.max_latency_p99_ms:
-        item(Category.LATENCY, f"flow {flow.name} replicates with p99 latency {job.latency_p99_ms:,.0f} ms "
-                               f"(SLO {slo.max_latency_p99_ms:,.0f} ms)",
+        item(Category.LATENCY, f"flow {flow.name}: records reach the target with p99 {RECORD_AGE} "
+                               f"{job.latency_p99_ms:,.0f} ms (SLO max_latency_p99_ms {slo.max_latency_p99_ms:,.0f} ms)",
              "lower the job's trigger_interval_ms or raise its parallelism")
     if flow.heartbeats.enabled and slo.max_heartbeat_age_seconds is not None and hb_known and hb_topic:
         if hb_age is None:
@@ -530,7 +532,7 @@ def build_report(topology: Topology, live: LiveState, plan: Plan, *,
                 if desired_spec_hashes is not None:
                     want = desired_spec_hashes.get(flow.name)
                 else:
-                    from reconciler.replication.spec import JobSpec
+                    from reconciler.contract.spec import JobSpec
 
                     want = JobSpec.from_flow(topology, flow).spec_hash()
                 unknown = job_status_errors.get(flow.target) or (None if target.reachable else "cluster unreachable")

@@ -1,8 +1,8 @@
 """The I/O a job plan needs: the deployers, and a reader of the status records jobs publish.
 
-`current()` is what plan/apply use; tests replace `factory` (as they replace
-`commands_plan.admin_factory`). `RECONCILER_JOBS=off` leaves jobs out of plans entirely (topics,
-configs and ACLs only), e.g. where jobs are run by other tooling.
+It is part of the operations' Backend (reconciler.operations.backend), which tests pass in.
+`RECONCILER_JOBS=off` leaves jobs out of plans entirely (topics, configs and ACLs only), e.g. where
+jobs are run by other tooling.
 """
 
 from __future__ import annotations
@@ -18,11 +18,23 @@ from reconciler.topology.model import Cluster
 StatusReader = Callable[[Cluster], dict[str, dict[str, Any]]]
 
 STATUS_READ_TIMEOUT = 10.0
+CONNECT_TIMEOUT = 3.0  # a cluster that takes no TCP connection within this is unreachable
+
+
+class Unreachable(Exception):
+    """No bootstrap broker of the cluster takes a connection: its statuses are not even tried."""
 
 
 def kafka_status_reader(cluster: Cluster) -> dict[str, dict[str, Any]]:
-    from reconciler.replication.status import read_all_job_status
+    from reconciler.adapters.probe import ProbeError, probe_api_versions
+    from reconciler.contract.status import read_all_job_status
+    from reconciler.topology.connection import client_config
 
+    try:  # a quick TCP + ApiVersions probe: a cluster that is down answers in milliseconds, not after timeouts
+        probe_api_versions(cluster.bootstrap_servers, client_config(cluster), timeout=CONNECT_TIMEOUT)
+    except ProbeError as exc:
+        if exc.unreachable:
+            raise Unreachable(f"cannot connect to {exc}") from None
     return read_all_job_status(cluster, timeout=STATUS_READ_TIMEOUT)
 
 
@@ -39,9 +51,3 @@ def jobs_enabled() -> bool:
 def default_factory() -> JobBackend | None:
     return JobBackend() if jobs_enabled() else None
 
-
-factory: Callable[[], JobBackend | None] = default_factory
-
-
-def current() -> JobBackend | None:
-    return factory()

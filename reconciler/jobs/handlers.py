@@ -18,7 +18,7 @@ from reconciler.plan.job_actions import JobAction
 
 
 def _deployers(ctx: ApplyContext) -> Deployers:
-    backend = ctx.extras.get("jobs") or job_backend.current() or job_backend.JobBackend()
+    backend = ctx.extras.get("jobs") or job_backend.JobBackend()
     return backend.deployers
 
 

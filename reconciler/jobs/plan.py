@@ -1,5 +1,5 @@
 """Jobs in the plan: desired jobs x live jobs -> actions and findings (`diff_jobs`, pure), and
-`with_jobs`, which reads the live jobs and adds them to a topic plan (used by `make_plan`).
+`with_jobs`, which reads the live jobs and adds them to a topic plan (used by reconciler.operations.plan).
 
 Per enabled flow:
   not deployed / stopped          -> deploy
@@ -26,8 +26,11 @@ from reconciler.jobs.state import DesiredJob, JobState, LiveJob, LiveJobs, desir
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
-from reconciler.replication.spec import HOT_RELOADABLE, JobSpec
+from reconciler.plan.reasons import ReasonKind
+from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.spec import JobSpec, restart_fields_of
 from reconciler.state.live import LiveState
+from reconciler.contract.flow_id import flow_ends
 from reconciler.topology.model import Topology
 
 
@@ -53,7 +56,8 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
     if state is JobState.UNKNOWN:
         findings.append(Finding(Severity.WARNING, FindingKind.UNREACHABLE, d.cluster, d.flow,
                                 f"job of flow {d.flow} not planned: {lj.why}",
-                                hint="fix access to the cluster's status topic reconciler.status.internal"))
+                                hint="fix access to the cluster's status topic reconciler.status.internal",
+                                why=ReasonKind.JOB_STATUS_UNKNOWN))
         return
     if state is JobState.ELSEWHERE:
         if lj.running_hash != d.spec.spec_hash():
@@ -68,21 +72,22 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
         if moved is not None:
             out.append(RestartJob(reason=f"the flow's deployer changed from {moved.deployer} to {d.deployer}",
                                   current_hash=moved.spec_hash, state=state.value, previous_deployer=moved.deployer,
-                                  **args))
+                                  why=ReasonKind.JOB_DEPLOYMENT, **args))
             return
         reason = (f"no job runs flow {d.flow}" if state is JobState.NOT_DEPLOYED
                   else f"the job of flow {d.flow} was stopped ({lj.why}) and the flow is enabled")
-        out.append(DeployJob(reason=reason, **args))
+        out.append(DeployJob(reason=reason, why=None if state is JobState.NOT_DEPLOYED else ReasonKind.JOB_DOWN, **args))
         return
     current = dep.spec if dep else None
     changes = _changes(current, d.spec) if current is not None else {}
-    restart_fields = set(changes) - HOT_RELOADABLE
+    restart_fields = restart_fields_of(changes)
     if state in (JobState.DOWN, JobState.RESTART_REQUIRED):
         reason = f"the job is {state.value}: {lj.why}"
         if changes:
             reason += f"; and {_fields(changes)} changed"
         out.append(RestartJob(reason=reason, current_hash=current.spec_hash() if current else None, changes=changes,
-                              state=state.value, previous_deployer=dep.deployer if dep else None, **args))
+                              state=state.value, previous_deployer=dep.deployer if dep else None,
+                              why=ReasonKind.JOB_DOWN, **args))
         return
     # running or starting
     if current is None:
@@ -91,14 +96,14 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
     if dep.deployer != d.deployer:
         out.append(RestartJob(reason=f"the flow's deployer changed from {dep.deployer} to {d.deployer}",
                               current_hash=current.spec_hash(), changes=changes, state=state.value,
-                              previous_deployer=dep.deployer, **args))
+                              previous_deployer=dep.deployer, why=ReasonKind.JOB_DEPLOYMENT, **args))
         return
     option_changes = {k: [dep.options.get(k), v] for k, v in d.options.items()
-                      if dep.options.get(k) != v} if d.deployer == "kubernetes" else {}
+                      if dep.options.get(k) != v} if d.deployer == KUBERNETES else {}
     if option_changes:
         out.append(RestartJob(reason=f"deployment settings changed: {_fields(option_changes)}",
                               current_hash=current.spec_hash(), changes={**changes, **option_changes},
-                              state=state.value, **args))
+                              state=state.value, why=ReasonKind.JOB_DEPLOYMENT, **args))
         return
     if not changes:
         return
@@ -114,7 +119,7 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
 
 def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings: list[Finding]) -> None:
     flow = lj.flow
-    source, _, target = flow.partition("->")
+    source, target, _ = flow_ends(flow)
     in_topology = next((f for f in topology.flows if f.name == flow), None)
     cluster = target if target in topology.clusters else source if source in topology.clusters else ""
     live_deps = [d for d in ((lj.deployment,) if lj.deployment else ()) + lj.others
@@ -161,9 +166,9 @@ def diff_jobs(topology: Topology, desired: Mapping[str, DesiredJob], live: LiveJ
 
 
 def with_jobs(plan: Plan, topology: Topology, live: LiveState, backend: job_backend.JobBackend | None = None,
-              git_revision: str | None = None) -> Plan:
-    """`plan` plus the job actions and findings (unchanged when jobs are off: RECONCILER_JOBS=off)."""
-    backend = backend if backend is not None else job_backend.current()
+              git_revision: str | None = None, statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None,
+              now_ms: int | None = None) -> Plan:
+    """`plan` plus the job actions and findings (unchanged when jobs are off: `backend` None)."""
     if backend is None:
         return plan
     if git_revision is None:
@@ -172,7 +177,7 @@ def with_jobs(plan: Plan, topology: Topology, live: LiveState, backend: job_back
         git_revision = topology_revision(topology.files)
     desired = desired_jobs(topology, git_revision)
     skip = {a: c.error for a, c in live.clusters.items() if not c.reachable}
-    jobs = read_jobs(topology, backend, desired, skip)
+    jobs = read_jobs(topology, backend, desired, skip, now_ms=now_ms, statuses=statuses)
     actions, findings = diff_jobs(topology, desired, jobs)
     if not actions and not findings:
         return plan

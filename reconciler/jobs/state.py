@@ -21,7 +21,7 @@ two into a state:
 from __future__ import annotations
 
 import enum
-import os
+from reconciler import settings
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,13 +30,15 @@ from typing import Any, Mapping
 from reconciler.deploy import Deployers, Deployment
 from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.spec import JobSpec
+from reconciler.contract.flow_id import flow_ends
 from reconciler.topology.model import Topology
 
 STALE_INTERVALS = 3
 STALE_MIN_SECONDS = 15.0
 #: A job just (re)started has no status until Spark is up: not "down" for this long.
-START_GRACE_SECONDS = float(os.environ.get("RECONCILER_JOB_START_GRACE", "180"))
+START_GRACE_SECONDS = settings.seconds("RECONCILER_JOB_START_GRACE", 180, "seconds a new job may run before it must report status")
 LIVE_STATUS_STATES = ("starting", "running", "degraded")
 
 
@@ -167,17 +169,19 @@ def read_statuses(topology: Topology, backend: JobBackend, skip: Mapping[str, st
                 unreadable[alias] = error
                 continue
             for flow, record in found.items():
-                if flow.partition("->")[2] == alias:  # a status on the flow's own target only
+                if flow_ends(flow)[1] == alias:  # a status on the flow's own target only
                     statuses[flow] = record
     return statuses, unreadable
 
 
 def read_jobs(topology: Topology, backend: JobBackend, desired: Mapping[str, DesiredJob],
-              skip: Mapping[str, str] | None = None, now_ms: int | None = None) -> LiveJobs:
-    """The live state of every job the topology wants, the deployers know, or that reports."""
-    statuses, unreadable = read_statuses(topology, backend, skip or {})
+              skip: Mapping[str, str] | None = None, now_ms: int | None = None,
+              statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None) -> LiveJobs:
+    """The live state of every job the topology wants, the deployers know, or that reports.
+    `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
+    statuses, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
     jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
-    k8s_options = [deployment_options(j) for j in jobs if j.deployer == "kubernetes"]
+    k8s_options = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
     deployments = backend.deployers.deployments(k8s_options)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     return assemble(desired, statuses, deployments, unreadable, now_ms)
@@ -200,7 +204,7 @@ def assemble(desired: Mapping[str, DesiredJob], statuses: Mapping[str, dict], de
         mine.sort(key=lambda d: (d.alive is not True, d.stopped))
         dep = mine[0] if mine else None
         others = tuple(d for d in deps if d is not dep)
-        target = flow.partition("->")[2]
+        target = flow_ends(flow)[1]
         if target in unreadable and (dep is None or dep.alive is not False):
             state, why = JobState.UNKNOWN, f"statuses on {target} cannot be read: {unreadable[target]}"
         else:

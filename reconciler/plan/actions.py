@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from reconciler.plan.findings import Finding, Severity
+from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import AclBinding
 
 FORMAT_VERSION = 1
+#: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings.
+FORMAT_MINOR = 1
 
 
 class ActionKind(str, enum.Enum):
@@ -61,9 +64,15 @@ class Action:
     KIND: ClassVar[ActionKind]
     PHASE: ClassVar[Phase]
     VERB: ClassVar[Verb]
+    REASON_KIND: ClassVar[ReasonKind] = ReasonKind.OTHER
 
     cluster: str
     reason: str
+
+    @property
+    def reason_kind(self) -> ReasonKind:
+        """What the action is about (typed; `reason` is the same in words, for people)."""
+        return self.REASON_KIND
 
     @property
     def subject(self) -> str:
@@ -86,6 +95,8 @@ class Action:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.KIND.value, "verb": self.VERB.value}
         for f in dataclasses.fields(self):
+            if f.name == "why":  # the instance reason kind of job actions: written as reason_kind
+                continue
             value = getattr(self, f.name)
             if isinstance(value, AclBinding):
                 value = value.to_dict()
@@ -93,6 +104,7 @@ class Action:
                 value = dict(value)
             out[f.name] = value
         out["description"] = self.describe()
+        out["reason_kind"] = self.reason_kind.value
         return out
 
     @classmethod
@@ -100,6 +112,9 @@ class Action:
         kind = ACTION_TYPES[ActionKind(d["kind"])]
         kwargs = {}
         for f in dataclasses.fields(kind):
+            if f.name == "why":
+                kwargs[f.name] = ReasonKind(d["reason_kind"]) if d.get("reason_kind") else None
+                continue
             value = d[f.name]
             if f.name == "acl":
                 value = AclBinding.from_dict(value)
@@ -121,6 +136,7 @@ def register(cls: type[Action]) -> type[Action]:
 @dataclass(frozen=True)
 class CreateTopic(Action):
     KIND = ActionKind.CREATE_TOPIC
+    REASON_KIND = ReasonKind.TOPIC_MISSING
     PHASE = Phase.CREATE
     VERB = Verb.CREATE
     topic: str = ""
@@ -141,6 +157,7 @@ class CreateTopic(Action):
 @dataclass(frozen=True)
 class SetConfig(Action):
     KIND = ActionKind.SET_CONFIG
+    REASON_KIND = ReasonKind.CONFIG
     PHASE = Phase.CONFIG
     VERB = Verb.UPDATE
     topic: str = ""
@@ -160,6 +177,7 @@ class SetConfig(Action):
 @dataclass(frozen=True)
 class AddPartitions(Action):
     KIND = ActionKind.ADD_PARTITIONS
+    REASON_KIND = ReasonKind.PARTITIONS
     PHASE = Phase.PARTITIONS
     VERB = Verb.UPDATE
     topic: str = ""
@@ -192,6 +210,7 @@ class _AclAction(Action):
 @dataclass(frozen=True)
 class CreateAcl(_AclAction):
     KIND = ActionKind.CREATE_ACL
+    REASON_KIND = ReasonKind.ACL
     PHASE = Phase.ACL
     VERB = Verb.CREATE
     LABEL = "create"
@@ -201,6 +220,7 @@ class CreateAcl(_AclAction):
 @dataclass(frozen=True)
 class DeleteAcl(_AclAction):
     KIND = ActionKind.DELETE_ACL
+    REASON_KIND = ReasonKind.ACL
     PHASE = Phase.DELETE_ACL
     VERB = Verb.DELETE
     LABEL = "DELETE"
@@ -210,6 +230,7 @@ class DeleteAcl(_AclAction):
 @dataclass(frozen=True)
 class DeleteConfig(Action):
     KIND = ActionKind.DELETE_CONFIG
+    REASON_KIND = ReasonKind.CONFIG
     PHASE = Phase.DELETE_CONFIG
     VERB = Verb.DELETE
     topic: str = ""
@@ -227,6 +248,7 @@ class DeleteConfig(Action):
 @dataclass(frozen=True)
 class DeleteTopic(Action):
     KIND = ActionKind.DELETE_TOPIC
+    REASON_KIND = ReasonKind.TOPIC_EXTRA
     PHASE = Phase.DELETE_TOPIC
     VERB = Verb.DELETE
     topic: str = ""
@@ -290,6 +312,7 @@ class Plan:
     def to_dict(self, include_scope: bool = False) -> dict[str, Any]:
         out = {
             "format_version": FORMAT_VERSION,
+            "format_minor": FORMAT_MINOR,
             "topology": self.topology,
             "clusters": list(self.clusters),
             "fingerprint": self.fingerprint,
@@ -309,7 +332,3 @@ class Plan:
         return cls([Action.from_dict(a) for a in d["actions"]], [Finding.from_dict(f) for f in d["findings"]],
                    list(d["clusters"]), {k: list(v) for k, v in d.get("scope", {}).items()}, d["fingerprint"],
                    d.get("topology"))
-
-
-# The job action kinds register themselves (kept in their own module; imported last: they build on the above).
-from reconciler.plan import job_actions as _job_actions  # noqa: E402,F401

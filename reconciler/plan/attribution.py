@@ -23,6 +23,7 @@ from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding
 from reconciler.state.desired import DesiredState
+from reconciler.contract.flow_id import FlowId, flow_ends, flow_name
 from reconciler.topology.model import Topology
 
 _CHECKPOINTS = re.compile(r"^(?P<alias>.+)\.checkpoints\.internal$")
@@ -42,11 +43,11 @@ def flows_of_topic(cluster: str, topic: str, desired: DesiredState | None, topol
     names = {f.name for f in topology.flows}
     m = _CHECKPOINTS.match(topic)
     if m:
-        return (f"{m['alias']}->{cluster}",) if m["alias"] in topology.clusters else ()
+        return (flow_name(m["alias"], cluster),) if m["alias"] in topology.clusters else ()
     m = _OFFSET_SYNCS.match(topic)
     if m:
         other = m["alias"]
-        candidates = [f"{cluster}->{other}", f"{other}->{cluster}"]
+        candidates = [flow_name(cluster, other), flow_name(other, cluster)]
         known = [c for c in candidates if c in names]
         if known:
             return tuple(known)
@@ -56,14 +57,14 @@ def flows_of_topic(cluster: str, topic: str, desired: DesiredState | None, topol
     for sep in _separators(topology):
         alias = ReplicationPolicy(PolicyKind.DEFAULT, sep).topic_source(topic)
         if alias in topology.clusters and alias != cluster:
-            return (f"{alias}->{cluster}",)
+            return (flow_name(alias, cluster),)
     return ()
 
 
 def _flow_subject(subject: str, topology: Topology) -> str | None:
-    if "->" not in subject:
+    if not FlowId.looks_like(subject):
         return None
-    source, _, target = subject.partition("->")
+    source, target, _ = flow_ends(subject)
     if any(f.name == subject for f in topology.flows) or (source in topology.clusters and target in topology.clusters):
         return subject
     return None
@@ -97,7 +98,7 @@ def restrict(plan: Plan, flows: Iterable[str], desired: DesiredState | None, top
     stale when anything the full plan depended on changed.
     """
     wanted = set(flows)
-    ends = {a for name in wanted for a in name.split("->", 1)}
+    ends = {a for name in wanted for a in flow_ends(name)[:2]}
     actions = [a for a in plan.actions if wanted & set(action_flows(a, desired, topology))]
     findings = []
     for f in plan.findings:

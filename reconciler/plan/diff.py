@@ -20,6 +20,7 @@ from reconciler.plan.actions import (
     Action, AddPartitions, CreateAcl, CreateTopic, DeleteAcl, DeleteConfig, DeleteTopic, Plan, SetConfig,
 )
 from reconciler.plan.findings import Finding, FindingKind, Severity
+from reconciler.plan.reasons import ReasonKind
 from reconciler.state.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.state.live import AclOperation, AclPattern, AclPermission, ClusterState, LiveState
 from reconciler.topology.model import Topology
@@ -31,8 +32,8 @@ class _Out:
     findings: list[Finding] = field(default_factory=list)
 
     def find(self, severity: Severity, kind: FindingKind, cluster: str, subject: str, message: str,
-             hint: str | None = None) -> None:
-        self.findings.append(Finding(severity, kind, cluster, subject, message, hint))
+             hint: str | None = None, why: ReasonKind | None = None) -> None:
+        self.findings.append(Finding(severity, kind, cluster, subject, message, hint, why))
 
 
 def _create(t: DesiredTopic, out: _Out) -> None:
@@ -52,7 +53,7 @@ def _partitions(t: DesiredTopic, live_partitions: int, c: ClusterState, out: _Ou
                      f"{where} has {live_partitions} partitions but needs {t.partitions}; "
                      f"cluster {t.cluster} does not support CreatePartitions",
                      hint="add the partitions with the platform's own tooling; records of the new source partitions "
-                          "cannot be replicated until then")
+                          "cannot be replicated until then", why=ReasonKind.PARTITIONS)
     elif t.partitions < live_partitions and t.role is TopicRole.REMOTE:
         out.find(Severity.WARNING, FindingKind.IMPOSSIBLE, t.cluster, t.name,
                  f"{where} has {live_partitions} partitions, more than its source's {t.partitions}; "
@@ -78,7 +79,7 @@ def _configs(t: DesiredTopic, live_configs: dict, c: ClusterState, prune: bool, 
             if not c.capabilities.alter_configs:
                 out.find(Severity.WARNING, FindingKind.UNSUPPORTED, t.cluster, t.name,
                          f"{t.cluster}:{t.name} should have {key}={value}; cluster {t.cluster} does not support "
-                         "IncrementalAlterConfigs")
+                         "IncrementalAlterConfigs", why=ReasonKind.CONFIG)
                 continue
             out.actions.append(SetConfig(t.cluster, f"{src} sets {key}={value}", t.name, key, value,
                                          live_configs.get(key)))
@@ -91,7 +92,7 @@ def _configs(t: DesiredTopic, live_configs: dict, c: ClusterState, prune: bool, 
         else:
             out.find(Severity.INFO, FindingKind.PRUNE_DISABLED, t.cluster, t.name,
                      f"{t.cluster}:{t.name} sets {key}={live_configs[key]!r}, which {src} does not; kept",
-                     hint="set `prune: {configs: true}` to remove configs the source no longer sets")
+                     hint="set `prune: {configs: true}` to remove configs the source no longer sets", why=ReasonKind.CONFIG)
 
 
 def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None, prune: bool, out: _Out) -> None:
@@ -117,7 +118,7 @@ def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None,
         else:
             out.find(Severity.INFO, FindingKind.PRUNE_DISABLED, t.cluster, t.name,
                      f"ACL {a.describe()} is not granted on {src}; kept",
-                     hint="set `prune: {acls: true}` to remove ACLs the source does not grant")
+                     hint="set `prune: {acls: true}` to remove ACLs the source does not grant", why=ReasonKind.ACL)
 
 
 def _capability_findings(cluster: str, c: ClusterState, topics: list[DesiredTopic], out: _Out) -> None:
@@ -127,10 +128,11 @@ def _capability_findings(cluster: str, c: ClusterState, topics: list[DesiredTopi
                  f"ACL sync for {len(acl_topics)} topic(s) on {cluster} skipped: the cluster does not support the ACL "
                  f"APIs (DescribeAcls, CreateAcls, DeleteAcls)"
                  + (f"; probe: {c.capabilities.probe_error}" if c.capabilities.probe_error else ""),
-                 hint="manage these ACLs with the platform's tooling, or set `sync.acls: false` on the flows into it")
+                 hint="manage these ACLs with the platform's tooling, or set `sync.acls: false` on the flows into it",
+                 why=ReasonKind.ACL)
     if any(t.manage_configs for t in topics) and not c.capabilities.describe_configs:
         out.find(Severity.WARNING, FindingKind.UNSUPPORTED, cluster, "",
-                 f"cluster {cluster} does not support DescribeConfigs: topic configs are not compared")
+                 f"cluster {cluster} does not support DescribeConfigs: topic configs are not compared", why=ReasonKind.CONFIG)
 
 
 def _separators(topology: Topology) -> list[str]:

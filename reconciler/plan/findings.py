@@ -9,6 +9,8 @@ import enum
 from dataclasses import dataclass
 from typing import Mapping
 
+from reconciler.plan.reasons import ReasonKind
+
 
 class Severity(str, enum.Enum):
     ERROR = "error"
@@ -26,6 +28,7 @@ class FindingKind(str, enum.Enum):
     CONFLICT = "conflict"              # two flows want different things of one topic
     SECURITY = "security"              # e.g. someone else may WRITE a remote topic
     ACLS_UNKNOWN = "acls-unknown"      # source ACLs could not be read, ACL sync skipped
+    MULTIPLIED = "multiplied"          # filters multiply topics along paths past RECONCILER_MAX_REMOTE_TOPICS
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,11 @@ class Finding:
     subject: str
     message: str
     hint: str | None = None
+    why: ReasonKind | None = None  # what it is about, when the kind alone does not say (see reason_kind)
+
+    @property
+    def reason_kind(self) -> ReasonKind:
+        return self.why or _DEFAULT_REASONS.get(self.kind, ReasonKind.OTHER)
 
     def sort_key(self) -> tuple:
         order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -43,8 +51,23 @@ class Finding:
 
     def to_dict(self) -> dict:
         return {"severity": self.severity.value, "kind": self.kind.value, "cluster": self.cluster,
-                "subject": self.subject, "message": self.message, "hint": self.hint}
+                "subject": self.subject, "message": self.message, "hint": self.hint,
+                "reason_kind": self.reason_kind.value}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Finding":
-        return cls(Severity(d["severity"]), FindingKind(d["kind"]), d["cluster"], d["subject"], d["message"], d.get("hint"))
+        return cls(Severity(d["severity"]), FindingKind(d["kind"]), d["cluster"], d["subject"], d["message"], d.get("hint"),
+                   ReasonKind(d["reason_kind"]) if d.get("reason_kind") else None)
+
+
+_DEFAULT_REASONS: dict[FindingKind, ReasonKind] = {
+    FindingKind.UNREACHABLE: ReasonKind.CLUSTER,
+    FindingKind.UNSUPPORTED: ReasonKind.CLUSTER,
+    FindingKind.IMPOSSIBLE: ReasonKind.PARTITIONS,
+    FindingKind.UNMANAGED: ReasonKind.TOPIC_EXTRA,
+    FindingKind.PRUNE_DISABLED: ReasonKind.CONFIG,
+    FindingKind.RETAINED: ReasonKind.TOPIC_EXTRA,
+    FindingKind.CONFLICT: ReasonKind.CONFLICT,
+    FindingKind.SECURITY: ReasonKind.ACL,
+    FindingKind.ACLS_UNKNOWN: ReasonKind.ACL,
+}

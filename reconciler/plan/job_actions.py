@@ -20,7 +20,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from reconciler.contract.deployers import KUBERNETES, SPARK_STANDALONE
 from reconciler.plan.actions import Action, ActionKind, Phase, Verb, register
+from reconciler.plan.reasons import ReasonKind
 
 
 def short(spec_hash: str | None) -> str:
@@ -36,9 +38,9 @@ def _fmt(value: Any) -> str:
 
 
 def where_to_run(deployer: str, spec: dict, options: dict) -> str:
-    if deployer == "kubernetes":
+    if deployer == KUBERNETES:
         return f"kubernetes {options.get('namespace') or 'default'}, image {options.get('image')}"
-    if deployer == "spark-standalone":
+    if deployer == SPARK_STANDALONE:
         return f"spark-standalone {spec.get('master')}"
     return f"{deployer} {spec.get('master')}"
 
@@ -54,6 +56,11 @@ class JobAction(Action):
     options: dict = field(default_factory=dict)
     spec: dict = field(default_factory=dict)
     spec_hash: str = ""
+    why: ReasonKind | None = None  # what this one is about, when not the kind's default (a restart of a down job)
+
+    @property
+    def reason_kind(self) -> ReasonKind:
+        return self.why or self.REASON_KIND
 
     @property
     def subject(self) -> str:
@@ -63,7 +70,7 @@ class JobAction(Action):
         return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
 
     def job_spec(self):
-        from reconciler.replication.spec import JobSpec
+        from reconciler.contract.spec import JobSpec
 
         return JobSpec.from_dict(self.spec)
 
@@ -86,6 +93,7 @@ class JobAction(Action):
 @dataclass(frozen=True)
 class DeployJob(JobAction):
     KIND = ActionKind.DEPLOY_JOB
+    REASON_KIND = ReasonKind.JOB_MISSING
     PHASE = Phase.JOB
     VERB = Verb.CREATE
 
@@ -108,6 +116,7 @@ class UpdateJob(JobAction):
     """Only hot-reloadable fields differ: the running job gets the new spec and applies it itself."""
 
     KIND = ActionKind.UPDATE_JOB
+    REASON_KIND = ReasonKind.JOB_STALE_SPEC
     PHASE = Phase.JOB
     VERB = Verb.UPDATE
     current_hash: str = ""
@@ -130,6 +139,7 @@ class RestartJob(JobAction):
     """The job is down, or a field it cannot take while running changed: graceful stop, then start."""
 
     KIND = ActionKind.RESTART_JOB
+    REASON_KIND = ReasonKind.JOB_STALE_SPEC
     PHASE = Phase.JOB
     VERB = Verb.UPDATE
     current_hash: str | None = None
@@ -158,6 +168,7 @@ class RestartJob(JobAction):
 @dataclass(frozen=True)
 class StopJob(JobAction):
     KIND = ActionKind.STOP_JOB
+    REASON_KIND = ReasonKind.JOB_UNWANTED
     PHASE = Phase.STOP_JOB
     VERB = Verb.DELETE
     where: str = ""

@@ -181,7 +181,7 @@ def _clusters_section(report: DriftReport) -> str:
 def _flows_table(report: DriftReport) -> str:
     if not report.flows:
         return ""
-    head = ["flow", "status", "job", "spec", "lag", "p99 latency", "heartbeat age", "records copied", "errors"]
+    head = ["flow", "status", "job", "spec", "lag", "p99 record age", "heartbeat age", "records copied", "errors"]
     rows = []
     for f in report.flows:
         name, _, job_state, spec, lag, p99, hb = flow_row(f)

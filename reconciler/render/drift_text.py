@@ -50,7 +50,7 @@ def flow_row(f: FlowReport) -> tuple:
             _num(f.heartbeat_age_seconds, "s"))
 
 
-FLOW_HEADERS = ["FLOW", "STATUS", "JOB", "SPEC", "LAG", "P99 LATENCY", "HEARTBEAT AGE"]
+FLOW_HEADERS = ["FLOW", "STATUS", "JOB", "SPEC", "LAG", "P99 RECORD AGE", "HEARTBEAT AGE"]
 
 
 def render(report: DriftReport) -> str:

@@ -17,7 +17,7 @@ def _cluster_label(topology: Topology, alias: str) -> str:
 
 
 def _edge_label(flow: Flow) -> str:
-    topics = ", ".join(flow.topics.include)
+    topics = (f"{flow.family}: " if flow.family else "") + ", ".join(flow.topics.include)
     extras = [flow.policy.kind.value]
     if flow.delivery.value == "exactly-once":
         extras.append("exactly-once")

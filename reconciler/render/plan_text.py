@@ -3,19 +3,44 @@
 from __future__ import annotations
 
 from reconciler.plan.actions import Plan, Verb
-from reconciler.plan.findings import Severity
+from reconciler.plan.findings import Finding, Severity
+from reconciler.textutil import plural
 
 
 def deletion_banner(plan: Plan) -> str | None:
     n = sum(1 for a in plan.actions if a.VERB is Verb.DELETE)
     if not n:
         return None
-    return f"WARNING: this plan DELETES {n} thing{'s' if n != 1 else ''} (pruning is enabled in the topology); review the lines marked '-'."
+    return f"WARNING: this plan DELETES {plural(n, 'thing')} (pruning is enabled in the topology); review the lines marked '-'."
+
+
+def _finding_lines(findings: list[Finding]) -> list[str]:
+    lines = []
+    for f in findings:
+        where = f"{f.cluster}" + (f":{f.subject}" if f.subject else "")
+        mark = {Severity.ERROR: "x", Severity.WARNING: "!", Severity.INFO: "i"}[f.severity]
+        lines.append(f"  {mark} {f.severity.value} [{f.kind.value}] {where}: {f.message}")
+        if f.hint:
+            lines.append(f"      hint: {f.hint}")
+    return lines
 
 
 def render(plan: Plan) -> str:
+    """The plan for a terminal. With errors it leads with them and lists no actions: they were
+    computed from incomplete state (e.g. a cluster that could not be read) and none can be applied."""
     lines: list[str] = []
     name = f" for topology {plan.topology}" if plan.topology else ""
+    if plan.errors:
+        lines.append(f"Reconciler plan{name}: {plan.summary_line()}")
+        lines += ["", "Errors:"] + _finding_lines([f for f in plan.findings if f.severity is Severity.ERROR])
+        others = [f for f in plan.findings if f.severity is not Severity.ERROR]
+        if others:
+            lines += ["", "Other findings:"] + _finding_lines(others)
+        if plan.actions:
+            lines += ["", f"{plural(len(plan.actions), 'action')} planned from the state that could be read "
+                          f"{'is' if len(plan.actions) == 1 else 'are'} not shown: they may depend on what could not "
+                          "be read. Fix the errors and plan again (`--format json` lists them)."]
+        return "\n".join(lines) + "\n"
     if plan.actions:
         lines.append(f"Reconciler plan{name}: the following actions would be applied.")
         banner = deletion_banner(plan)
@@ -28,12 +53,24 @@ def render(plan: Plan) -> str:
                 lines += [f"        {d}" for d in a.details()]
                 lines.append(f"      # {a.reason}")
     if plan.findings:
-        lines += ["", "Findings:"]
-        for f in plan.findings:
-            where = f"{f.cluster}" + (f":{f.subject}" if f.subject else "")
-            mark = {Severity.ERROR: "x", Severity.WARNING: "!", Severity.INFO: "i"}[f.severity]
-            lines.append(f"  {mark} {f.severity.value} [{f.kind.value}] {where}: {f.message}")
-            if f.hint:
-                lines.append(f"      hint: {f.hint}")
+        lines += ["", "Findings:"] + _finding_lines(plan.findings)
     lines += ["", plan.summary_line()]
     return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def summary(plan: Plan) -> str:
+    """What `plan --out FILE` prints (Terraform-like): the counts per cluster, not every action."""
+    lines: list[str] = []
+    banner = deletion_banner(plan)
+    if banner:
+        lines.append(banner)
+    for cluster, actions in plan.by_cluster().items():
+        counts: dict[str, int] = {}
+        for a in actions:
+            counts[a.VERB.value] = counts.get(a.VERB.value, 0) + 1
+        lines.append(f"  {cluster}: " + ", ".join(f"{v} {n}" for v, n in counts.items()))
+    warnings = [f for f in plan.findings if f.severity is Severity.WARNING]
+    if warnings:
+        lines.append(f"  {plural(len(warnings), 'warning')} (plan without --out to see them)")
+    lines.append(plan.summary_line())
+    return "\n".join(lines) + "\n"

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any, Mapping
 
 from reconciler.replication.spec import JobSpec
+from reconciler.resources import import_root
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 #: `--master inherit`: do not set spark.master, use the one spark-submit was started with.
 INHERIT_MASTER = "inherit"
 
@@ -18,7 +17,7 @@ def spark_conf(spec: JobSpec, master: str | None = None) -> dict[str, str]:
     """Spark settings for a job: worker reuse (clients are cached per Python worker), no UI by
     default, the project importable by Python workers, and the spec's own `spark_conf` last."""
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
-    pythonpath = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    pythonpath = os.pathsep.join(p for p in (str(import_root()), os.environ.get("PYTHONPATH", "")) if p)
     conf = {
         "spark.master": master or spec.master,
         "spark.app.name": f"mirror {spec.flow}",

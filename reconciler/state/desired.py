@@ -23,7 +23,9 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Mapping, NamedTuple
 
+from reconciler import settings
 from reconciler.analysis.expansion import Placement, expand
+from reconciler.analysis.hazards import multiplication_message
 from reconciler.mirror.filters import ConfigPropertyFilter
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, checkpoints_topic, offset_syncs_topic
 from reconciler.plan.findings import Finding, FindingKind, Severity
@@ -223,7 +225,9 @@ def _remote_topic(cluster: str, name: str, placements: list[Placement], up: _Ups
                         flow.sync.topic_configs, flow.config_properties, acls, flows, first.upstream, reason)
 
 
-def desired_state(topology: Topology, live: LiveState) -> DesiredState:
+def desired_state(topology: Topology, live: LiveState, max_remote_topics: int | None = None) -> DesiredState:
+    """What the topology wants; refuses (an error finding, no remote topics) past `max_remote_topics`
+    remote topics (RECONCILER_MAX_REMOTE_TOPICS by default): MM2 would re-replicate along every path."""
     state = DesiredState()
     flows = topology.active_flows
     _add_internal(state, flows)
@@ -236,7 +240,13 @@ def desired_state(topology: Topology, live: LiveState) -> DesiredState:
         if t.role is TopicRole.HEARTBEATS and t.name not in live.cluster(t.cluster).topics:
             local.setdefault(t.cluster, []).append(t.name)
 
-    exp = expand(topology, local, flows)
+    limit = settings.max_remote_topics() if max_remote_topics is None else max_remote_topics
+    exp = expand(topology, local, flows, limit=limit)
+    if exp.multiplied is not None:
+        message, hint = multiplication_message(exp.multiplied)
+        state.findings.append(Finding(Severity.ERROR, FindingKind.MULTIPLIED, exp.multiplied.origin_cluster, "",
+                                      f"refusing to plan remote topics: {message}", hint=hint))
+        return state
     todo = []
     for cluster, per_topic in exp.topics.items():
         for name, placements in per_topic.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -19,7 +19,7 @@ from reconciler.topology.diagnostics import Diagnostics, SourceLocation, Topolog
 from reconciler.topology.loader import Document, load_paths, load_text
 from reconciler.topology.model import (
     Cluster, Delivery, Emitter, Flow, JobSettings, OffsetSyncsLocation, Prune, ResidencyRule, Slo,
-    SyncSettings, Topology,
+    SyncSettings, Topology, flow_name,
 )
 from reconciler.topology.schema import validate_document
 from reconciler.topology import secrets
@@ -95,12 +95,37 @@ def _check_patterns(doc: Document, diags: Diagnostics) -> None:
                     _check_regex(pattern, doc.where(base + (section, key, i)), diags)
 
 
+MAX_PATTERN_CHARS = 1_000  # a topic/group/config pattern; longer ones are refused (pattern complexity limit)
+
+
 def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> None:
+    """A pattern compiles alone *and* as one alternative of a filter (filters join their patterns
+    with `|`, so named groups and global inline flags such as `(?i)` fail there)."""
+    hint = "patterns are full-match Python/Java-style regular expressions; escape dots as \\\\. in YAML double quotes"
+    if not isinstance(pattern, str):
+        return  # the schema reports the type
+    if len(pattern) > MAX_PATTERN_CHARS:
+        diags.error(f"pattern of {len(pattern):,} characters (limit {MAX_PATTERN_CHARS:,})", where,
+                    hint="split it into several patterns, or use a shorter prefix pattern")
+        return
     try:
         re.compile(pattern)
     except re.error as exc:
-        diags.error(f"pattern {pattern!r} does not compile: {exc.msg}", where,
-                    hint="patterns are full-match Python/Java-style regular expressions; escape dots as \\\\. in YAML double quotes")
+        diags.error(f"pattern {pattern!r} does not compile: {exc.msg}", where, hint=hint)
+        return
+    except (RecursionError, OverflowError, MemoryError, ValueError) as exc:
+        diags.error(f"pattern {pattern[:60]!r} is too complex to compile ({type(exc).__name__})", where,
+                    hint="use a simpler pattern: fewer nested groups and smaller repetition counts")
+        return
+    try:
+        re.compile(f"(?:{pattern})|(?:{pattern})")
+    except re.error as exc:
+        diags.error(f"pattern {pattern!r} cannot be one alternative of a filter: {exc.msg}", where,
+                    hint="a filter joins its patterns with `|`: do not use named groups `(?P<name>...)` "
+                         "or global flags such as `(?i)` (write `[Oo]rders` instead)")
+    except (RecursionError, OverflowError, MemoryError, ValueError) as exc:
+        diags.error(f"pattern {pattern[:60]!r} is too complex to compile ({type(exc).__name__})", where,
+                    hint="use a simpler pattern: fewer nested groups and smaller repetition counts")
 
 
 def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
@@ -108,7 +133,7 @@ def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -
     config = raw.get("config") if isinstance(raw, dict) else None
     for key, value in (config if isinstance(config, dict) else {}).items():
         if secrets.is_secret_key(str(key)) and not secrets.is_env_reference(_stringify(value)):
-            env_name = re.sub(r"[^A-Z0-9]+", "_", f"{alias}_{key}".upper())
+            env_name = secrets.suggested_env_name(alias, str(key))
             diags.error(f"cluster {alias!r}: {key} is a literal secret", doc.where(path + ("config", key)),
                         hint=f"never commit secrets: write `{key}: ${{{env_name}}}` and set {env_name} in the environment")
 
@@ -155,11 +180,12 @@ def _build_flow(raw: dict, where: SourceLocation) -> Flow:
         offset_lag_max=raw["offset_syncs"]["lag_max"],
         job=_build_job(job),
         where=where,
+        family=raw.get("name"),
     )
 
 
 def _check_flow(flow_raw: dict, doc: Document, path: tuple, clusters: Iterable[str],
-                seen: dict[tuple[str, str], SourceLocation], diags: Diagnostics) -> bool:
+                seen: dict[tuple[str, str, str | None], SourceLocation], diags: Diagnostics) -> bool:
     ok = True
     where = doc.where(path)
     for end in ("source", "target"):
@@ -174,13 +200,24 @@ def _check_flow(flow_raw: dict, doc: Document, path: tuple, clusters: Iterable[s
         diags.error(f"flow {source}->{target} replicates a cluster to itself", where,
                     hint="a flow needs two different clusters")
         ok = False
-    elif (source, target) in seen:
-        diags.error(f"duplicate flow {source}->{target}", where,
-                    hint="merge the two flows into one (one flow per source->target pair; combine their topic filters)",
-                    related=(seen[(source, target)],))
-        ok = False
     else:
-        seen[(source, target)] = where
+        family = flow_raw.get("name")
+        same_pair = {k: v for k, v in seen.items() if k[:2] == (source, target)}
+        unnamed = [v for k, v in same_pair.items() if k[2] is None]
+        if (source, target, family) in seen:
+            what = f"topic family {family!r}" if family else "flow"
+            diags.error(f"duplicate {what} {flow_name(source, target, family)}", where,
+                        hint="merge the two flows into one (combine their topic filters), or give each a distinct "
+                             "`name` to split the pair into topic families",
+                        related=(seen[(source, target, family)],))
+            ok = False
+        elif same_pair and (family is None or unnamed):
+            diags.error(f"flow {source}->{target} is defined more than once without a `name` on each", where,
+                        hint="merge them into one flow, or name each (`name: orders`) to split the pair into topic "
+                             "families whose topic filters cannot select the same topic",
+                        related=tuple(same_pair.values()))
+            ok = False
+        seen[(source, target, family)] = where
     return ok
 
 
@@ -196,6 +233,16 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
     if flow.job.deployer == "kubernetes" and not flow.job.image:
         diags.error(f"flow {flow.name}: deployer kubernetes needs job.image (an image with the project and Spark)",
                     flow.where, hint="set `job: {image: registry/reconciler:TAG}` in the flow or in `defaults:`")
+
+
+def _heartbeat_carriers(flows: list[Flow]) -> list[Flow]:
+    """MM2's internal topics are per pair: of a pair's families, only the first enabled one by name
+    replicates (and emits) heartbeats; the others leave them alone."""
+    carrier: dict[str, str] = {}
+    for f in sorted((f for f in flows if f.family is not None), key=lambda f: (not f.enabled, f.family)):
+        carrier.setdefault(f.pair, f.name)
+    return [f if f.family is None or carrier.get(f.pair) == f.name else replace(f, carries_heartbeats=False)
+            for f in flows]
 
 
 def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], diags: Diagnostics) -> ResidencyRule:
@@ -221,7 +268,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     src = _merge_documents(docs, diags)
     for alias, (doc, path) in src.clusters.items():
         _check_secrets(alias, doc, path, diags)
-    seen: dict[tuple[str, str], SourceLocation] = {}
+    seen: dict[tuple[str, str, str | None], SourceLocation] = {}
     flow_ok = [_check_flow(_get(doc, path), doc, path, src.clusters, seen, diags) for doc, path in src.flows]
     if not all(valid) or diags.errors:
         return None
@@ -233,6 +280,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
              for (doc, path), ok in zip(src.flows, flow_ok) if ok]
     for flow in flows:
         _check_effective(flow, clusters, diags)
+    flows = _heartbeat_carriers(flows)
 
     residency = tuple(_build_residency(doc, path, clusters, diags) for doc, path in src.residency)
     single = {k: _get(*v) for k, v in src.singletons.items()}

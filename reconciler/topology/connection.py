@@ -1,6 +1,8 @@
 """Client settings for a cluster, at the edge where a command connects.
 
-This is the only place `${ENV_VAR}` references in cluster settings are resolved: validation
+Resolution itself has one path, `secrets.client_settings` (one error type, UnresolvedReference),
+also used by the admin adapter and the job's ClusterSpec; this module is where a command turns a
+missing variable into a topology diagnostic. Validation
 does not need the variables, a command that connects does, and reports every missing one at
 the cluster's position in the topology.
 """
@@ -15,14 +17,11 @@ from reconciler.topology.model import Cluster, Topology
 
 
 def _unresolved(cluster: Cluster, environ: Mapping[str, str] | None) -> list[str]:
-    raw = {"bootstrap_servers": cluster.bootstrap_servers, **cluster.config}
-    missing: list[str] = []
-    for value in raw.values():
-        try:
-            secrets.resolve(str(value), environ)
-        except secrets.UnresolvedReference as exc:
-            missing += exc.names
-    return sorted(set(missing))
+    try:
+        secrets.client_settings(cluster.bootstrap_servers, cluster.config, environ)
+    except secrets.UnresolvedReference as exc:
+        return list(exc.names)
+    return []
 
 
 def check_references(topology: Topology, aliases: Iterable[str] | None = None,
@@ -41,13 +40,12 @@ def check_references(topology: Topology, aliases: Iterable[str] | None = None,
 
 def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """librdkafka settings (bootstrap.servers + config) with references resolved; TopologyError if any is unset."""
-    missing = _unresolved(cluster, environ)
-    if missing:
+    try:
+        return secrets.client_settings(cluster.bootstrap_servers, cluster.config, environ)
+    except secrets.UnresolvedReference as exc:
         diags = Diagnostics()
-        diags.error(f"cluster {cluster.alias!r} needs environment variables {', '.join(missing)}", cluster.where)
-        raise TopologyError(diags)
-    resolved = secrets.resolve_config({"bootstrap.servers": cluster.bootstrap_servers, **cluster.config}, environ)
-    return resolved
+        diags.error(f"cluster {cluster.alias!r} needs environment variables {', '.join(exc.names)}", cluster.where)
+        raise TopologyError(diags) from None
 
 
 def redactor_for(topology: Topology, environ: Mapping[str, str] | None = None) -> secrets.Redactor:

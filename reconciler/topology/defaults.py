@@ -33,7 +33,7 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
         "spark_conf": {},
         "namespace": "default",
         "image": None,
-        "service_account": "spark",
+        "service_account": "spark-operator-spark",  # the kubeflow spark-operator chart's, release spark-operator
         "secret_name": "reconciler-secrets",
         "manifests_dir": None,
         "kubectl_apply": False,

@@ -44,58 +44,144 @@ class Document:
         return self.key_positions.get(tuple(path)) or self.where(path)
 
 
-def _loc(file: str, node: yaml.Node) -> SourceLocation:
-    return SourceLocation(file, node.start_mark.line + 1, node.start_mark.column + 1)
+def _loc(file: str, node: yaml.Node | yaml.Mark) -> SourceLocation:
+    mark = node.start_mark if isinstance(node, yaml.Node) else node
+    return SourceLocation(file, mark.line + 1, mark.column + 1)
+
+
+# Limits on what one YAML document may make us build (issue 12: no traceback, no runaway memory).
+MAX_DEPTH = 64             # nesting of mappings/sequences; a topology needs about 6
+MAX_VALUES = 200_000       # values after expanding aliases (a "billion laughs" document grows without bound)
+MAX_INT = 2**63 - 1        # Kafka configs and counts are Java longs
+MAX_SCALAR_CHARS = 100_000  # one string or number
+
+
+class _Refused(Exception):
+    """The document passes one of the limits: reported once, at `where`, and the document is dropped."""
+
+    def __init__(self, message: str, where: SourceLocation, hint: str):
+        super().__init__(message)
+        self.message, self.where, self.hint = message, where, hint
 
 
 class _Builder:
-    """Turns a composed node tree into Python values, recording positions and duplicate keys."""
+    """Turns a composed node tree into Python values, recording positions and duplicate keys.
+
+    Aliases are expanded (as PyYAML does) but counted: past MAX_VALUES the document is refused, and
+    an alias to a node that contains it (a self-referencing anchor) is an error, not a recursion.
+    """
 
     def __init__(self, file: str, diags: Diagnostics):
         self.file = file
         self.diags = diags
         self.constructor = yaml.constructor.SafeConstructor()
         self.doc = Document(file, None)
+        self.built = 0
+        self.open: set[int] = set()  # ids of the collection nodes being built (the current path)
 
     def build(self, node: yaml.Node) -> Document:
         self.doc.data = self._value(node, ())
         return self.doc
 
+    def _scalar(self, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode) and len(node.value) > MAX_SCALAR_CHARS:
+            raise _Refused(f"value of {len(node.value):,} characters (limit {MAX_SCALAR_CHARS:,})", _loc(self.file, node),
+                           "a topology value is a name, a pattern or a number; shorten it")
+        try:
+            value = self.constructor.construct_object(node, deep=True)
+        except (ValueError, OverflowError, TypeError) as exc:  # e.g. int('9'*5000), timestamp 2026-13-45
+            raise _Refused(f"cannot read value {str(getattr(node, 'value', ''))[:40]!r}: {exc}", _loc(self.file, node),
+                           "quote it if it is meant as a string") from None
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and abs(value) > MAX_INT:
+            raise _Refused(f"number too large: {str(node.value)[:40]} (limit {MAX_INT:,}, a Java long)", _loc(self.file, node),
+                           "use a smaller number, or quote it if it is meant as a string")
+        if isinstance(value, float) and not (abs(value) <= MAX_INT):  # inf, nan and beyond a long
+            raise _Refused(f"number out of range: {str(node.value)[:40]} (limit {MAX_INT:,})", _loc(self.file, node),
+                           "use a finite number, or quote it if it is meant as a string")
+        return value
+
     def _value(self, node: yaml.Node, path: Path_) -> Any:
+        self.built += 1
+        if self.built > MAX_VALUES:
+            raise _Refused(f"the document expands to more than {MAX_VALUES:,} values (limit; YAML aliases "
+                           "referring to aliases multiply, as in a 'billion laughs' document)", _loc(self.file, node),
+                           "write the values out, or use fewer nested aliases")
+        if len(path) > MAX_DEPTH:
+            raise _Refused(f"nesting deeper than {MAX_DEPTH} levels (limit)", _loc(self.file, node),
+                           "a topology is a few levels deep; check the indentation and brackets")
         self.doc.positions[path] = _loc(self.file, node)
-        if isinstance(node, yaml.MappingNode):
-            self.constructor.flatten_mapping(node)  # YAML merge keys (<<)
-            out: dict[Any, Any] = {}
-            first_seen: dict[Any, SourceLocation] = {}
-            for key_node, value_node in node.value:
-                key = self.constructor.construct_object(key_node, deep=True)
-                key = key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
-                key_loc = _loc(self.file, key_node)
-                if key in first_seen:
-                    self.diags.error(
-                        f"duplicate key {key!r} (first defined at line {first_seen[key].line})",
-                        key_loc,
-                        hint="YAML keeps only one of them; remove or rename one",
-                        related=(first_seen[key],),
-                    )
-                    continue
-                first_seen[key] = key_loc
-                self.doc.key_positions[path + (key,)] = key_loc
-                out[key] = self._value(value_node, path + (key,))
-            return out
-        if isinstance(node, yaml.SequenceNode):
+        if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            return self._scalar(node)
+        if id(node) in self.open:
+            raise _Refused("an alias refers to the anchor that contains it (a self-referencing structure)",
+                           _loc(self.file, node), "YAML anchors must not contain their own alias; write the value out")
+        self.open.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path)
             return [self._value(item, path + (i,)) for i, item in enumerate(node.value)]
-        return self.constructor.construct_object(node, deep=True)
+        finally:
+            self.open.discard(id(node))
+
+    def _mapping(self, node: yaml.MappingNode, path: Path_) -> dict:
+        self.constructor.flatten_mapping(node)  # YAML merge keys (<<)
+        out: dict[Any, Any] = {}
+        first_seen: dict[Any, SourceLocation] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _Refused("a mapping key must be a plain name, not a list or mapping", _loc(self.file, key_node),
+                               "write the key as a plain string")
+            key = self._scalar(key_node)
+            key = key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
+            key_loc = _loc(self.file, key_node)
+            if key in first_seen:
+                self.diags.error(
+                    f"duplicate key {key!r} (first defined at line {first_seen[key].line})",
+                    key_loc,
+                    hint="YAML keeps only one of them; remove or rename one",
+                    related=(first_seen[key],),
+                )
+                continue
+            first_seen[key] = key_loc
+            self.doc.key_positions[path + (key,)] = key_loc
+            out[key] = self._value(value_node, path + (key,))
+        return out
+
+
+def _deepest(text: str, file: str) -> SourceLocation:
+    """Where the nesting of `text` first passes MAX_DEPTH (the event parser does not recurse)."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return _loc(file, event.start_mark)
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        pass
+    return SourceLocation(file, 1, 1)
 
 
 def load_text(text: str, file: str, diags: Diagnostics) -> list[Document]:
-    """All documents in one YAML text; syntax errors become diagnostics."""
+    """All documents in one YAML text; syntax errors and passed limits become diagnostics."""
     docs: list[Document] = []
     try:
         for node in yaml.compose_all(text, Loader=yaml.SafeLoader):
             if node is None:
                 continue
             docs.append(_Builder(file, diags).build(node))
+    except _Refused as exc:
+        diags.error(exc.message, exc.where, hint=exc.hint)
+    except MemoryError:
+        diags.error(f"out of memory reading this file ({len(text):,} characters)", SourceLocation(file, 1, 1),
+                    hint="a topology file is a few hundred lines; check that this is the right file")
+    except RecursionError:  # PyYAML's composer recurses once per nesting level
+        diags.error(f"nesting deeper than {MAX_DEPTH} levels (limit)", _deepest(text, file),
+                    hint="a topology is a few levels deep; check the indentation and brackets")
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = SourceLocation(file, mark.line + 1, mark.column + 1) if mark else SourceLocation(file, 1, 1)
@@ -126,12 +212,52 @@ def topology_files(paths: Iterable[str | Path], diags: Diagnostics) -> list[Path
 
 
 def load_paths(paths: Iterable[str | Path], diags: Diagnostics) -> list[Document]:
+    """Every document of every file. A file without any document (empty, only comments, truncated
+    before its first key) is named: an error when no file holds a document, else a warning."""
     docs: list[Document] = []
+    empty: list[str] = []
     for f in topology_files(paths, diags):
         try:
             text = f.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             diags.error(f"cannot read file: {exc}", SourceLocation(str(f), 1, 1))
             continue
-        docs.extend(load_text(text, str(f), diags))
+        before = len(diags.errors)
+        found = load_text(text, str(f), diags)
+        if not found and len(diags.errors) == before:
+            empty.append(str(f))
+        docs.extend(found)
+    for f in empty:
+        report = diags.warning if docs else diags.error
+        report("no topology document in this file (it is empty or holds only comments)", SourceLocation(f, 1, 1),
+               hint="a topology file starts with `apiVersion: reconciler/v1` and `kind: Topology`")
     return docs
+
+
+def defines_clusters(path: str | Path) -> bool:
+    """Whether the files under `path` define clusters and flows (a topology root on its own).
+
+    A cheap look (PyYAML's safe loader on each file, errors ignored): used only to say how several
+    paths given together are read."""
+    scratch = Diagnostics()
+    keys: set[str] = set()
+    for f in topology_files([path], scratch):
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for d in load_text(text, str(f), scratch):
+            if isinstance(d.data, dict):
+                keys.update(k for k in ("clusters", "flows") if d.data.get(k))
+    return keys == {"clusters", "flows"}
+
+
+def separate_roots(paths: Iterable[str | Path]) -> list[str]:
+    """The paths that each define a whole topology (clusters and flows), when more than one does;
+    else []. `reconciler validate topologies/*` passes several such roots; they are merged unless
+    `--each` is given, and the merge is said."""
+    paths = [str(p) for p in paths]
+    if len(paths) < 2:
+        return []
+    roots = [p for p in paths if defines_clusters(p)]
+    return roots if len(roots) > 1 else []

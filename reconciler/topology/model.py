@@ -8,7 +8,11 @@ from typing import Mapping
 
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.contract.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flow_name  # noqa: F401
 from reconciler.topology.diagnostics import SourceLocation
+
+
+# The flow id has one home: reconciler.contract.flow_id (re-exported here for the model's users).
 
 
 class Delivery(str, enum.Enum):
@@ -84,10 +88,20 @@ class Flow:
     offset_lag_max: int
     job: JobSettings
     where: SourceLocation | None = field(default=None, compare=False)
+    family: str | None = None          # topic family: one of several named flows of a pair
+    carries_heartbeats: bool = True    # False for all but one family of a pair (heartbeats once per pair)
+
+    @property
+    def id(self) -> FlowId:
+        return FlowId(self.source, self.target, self.family)
 
     @property
     def name(self) -> str:
-        return f"{self.source}->{self.target}"
+        return str(self.id)
+
+    @property
+    def pair(self) -> str:
+        return flow_name(self.source, self.target)
 
 
 @dataclass(frozen=True)

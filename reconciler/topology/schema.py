@@ -6,21 +6,20 @@ import difflib
 import json
 import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from reconciler.topology.diagnostics import Diagnostics
+from reconciler.resources import schema_path
 from reconciler.topology.loader import Document
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "topology.schema.json"
 
 
 @lru_cache(maxsize=1)
 def validator() -> Draft202012Validator:
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema = json.loads(schema_path().read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 
@@ -83,4 +82,4 @@ def validate_document(doc: Document, diags: Diagnostics) -> bool:
 
 
 def schema_json() -> dict[str, Any]:
-    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return json.loads(schema_path().read_text(encoding="utf-8"))

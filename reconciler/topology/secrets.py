@@ -23,6 +23,11 @@ def is_env_reference(value: str) -> bool:
     return bool(ENV_REF.fullmatch(value.strip()))
 
 
+def suggested_env_name(alias: str, key: str) -> str:
+    """The variable name we propose for cluster `alias`'s setting `key` (e.g. PRIMARY_SASL_PASSWORD)."""
+    return re.sub(r"[^A-Z0-9]+", "_", f"{alias}_{key}".upper()).strip("_")
+
+
 def references(value: str) -> list[str]:
     return ENV_REF.findall(value)
 
@@ -39,6 +44,14 @@ def resolve(value: str, environ: Mapping[str, str] | None = None) -> str:
     if missing:
         raise UnresolvedReference(missing)
     return ENV_REF.sub(lambda m: env[m.group(1)], value)
+
+
+def client_settings(bootstrap_servers: str, config: Mapping[str, str],
+                    environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The one resolution path of a cluster's client settings: librdkafka `bootstrap.servers` + config
+    with every reference resolved; raises UnresolvedReference naming all missing variables at once.
+    Callers turn that one error type into their own words (a topology diagnostic, an AdminError)."""
+    return resolve_config({**config, "bootstrap.servers": bootstrap_servers}, environ)
 
 
 def resolve_config(config: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:

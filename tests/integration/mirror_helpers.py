@@ -6,10 +6,11 @@ import threading
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from reconciler.replication.spec import ClusterSpec, JobSpec
+from reconciler.adapters.read_to_end import read_to_end
+from reconciler.contract.spec import ClusterSpec, JobSpec
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, config: dict | None = None) -> None:
@@ -44,16 +45,11 @@ def read_topic(bootstrap: str, topic: str, partitions: int, *, isolation: str = 
     out: dict[int, list[Rec]] = {p: [] for p in range(partitions)}
     try:
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        done: set[int] = set()
-        deadline = time.monotonic() + timeout
-        while len(done) < partitions and time.monotonic() < deadline:
-            for m in c.consume(10_000, 0) or c.consume(1, 0.5):
-                if m.error():
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        done.add(m.partition())
-                    continue
-                out[m.partition()].append(Rec(m.partition(), m.offset(), m.key(), m.value(), m.headers(), m.timestamp()))
-        assert len(done) == partitions, f"did not reach the end of {topic}: {sorted(done)}"
+        pending = read_to_end(
+            c, timeout, lambda m: out[m.partition()].append(Rec(m.partition(), m.offset(), m.key(), m.value(),
+                                                                m.headers(), m.timestamp())),
+            partitions=[(topic, p) for p in range(partitions)], batch=10_000, poll_seconds=0.5)
+        assert not pending, f"did not reach the end of {topic}: {sorted(p for _, p in pending)} still pending"
     finally:
         c.close()
     return out

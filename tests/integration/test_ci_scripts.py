@@ -24,8 +24,8 @@ from confluent_kafka import Producer
 from reconciler.adapters.base import ConfigAlteration, NewTopicSpec
 from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.apply.lock import read_applied
-from reconciler.replication.spec import STATUS_TOPIC, JobSpec
-from reconciler.replication.status import StatusPublisher
+from reconciler.contract.spec import STATUS_TOPIC, JobSpec
+from reconciler.contract.status import StatusPublisher
 from reconciler.topology.build import load_topology
 from reconciler.topology.model import Cluster
 

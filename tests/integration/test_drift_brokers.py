@@ -19,8 +19,8 @@ from reconciler.adapters.base import ConfigAlteration, NewTopicSpec
 from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.cli.main import main
 from reconciler.mirror.records import Heartbeat
-from reconciler.replication.spec import STATUS_TOPIC, JobSpec
-from reconciler.replication.status import StatusPublisher
+from reconciler.contract.spec import STATUS_TOPIC, JobSpec
+from reconciler.contract.status import StatusPublisher
 from reconciler.topology.build import load_topology
 from reconciler.topology.model import Cluster
 

@@ -16,7 +16,7 @@ import pytest
 
 from reconciler.cli.main import main
 from reconciler.deploy.local import LocalDeployer
-from reconciler.replication.status import read_job_status
+from reconciler.contract.status import read_job_status
 from tests.integration.mirror_helpers import (
     SequencedProducer, count_topic, create_topic, read_topic, seqs, wait_for,
 )
@@ -186,7 +186,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
 
 
 def test_spark_standalone_deployer_runs_a_job_on_a_master_and_worker(fresh_clusters, tmp_path, capsys, state_dir):
-    from reconciler.replication.runner import StandaloneCluster
+    from reconciler.deploy.process import StandaloneCluster
 
     cluster = StandaloneCluster.start(tmp_path / "spark")
     env = Env(fresh_clusters, tmp_path, capsys, deployer="spark-standalone", master=cluster.master_url)

@@ -8,7 +8,7 @@ import json
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from reconciler.replication.runner import LocalJob
+from reconciler.deploy.process import LocalJob
 from reconciler.replication.spec import job_group
 from reconciler.replication.status import read_job_status
 from tests.integration.mirror_helpers import (

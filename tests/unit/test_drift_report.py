@@ -12,13 +12,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from reconciler.cli import commands_drift, commands_plan
+
 from reconciler.cli.main import main
+from reconciler.plan.reasons import ReasonKind
 from reconciler.drift.report import Category, Level, build_report, heartbeat_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
 from reconciler.render import drift_html, drift_markdown, drift_text
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.spec import JobSpec
 from reconciler.state.live import AclBinding, AclOperation as Op, AclPermission as Perm
 from tests.plan_helpers import World, topology
 
@@ -157,7 +158,7 @@ def test_slo_lag_latency_and_heartbeat_age(world):
         ("lag", ("west->east",)), ("heartbeat", ("west->east",)), ("latency", ("east->west",))}
     text = {i.category.value: i.message for i in report.drift}
     assert "5,400 records behind (SLO 1,000)" in text["lag"] and "95.0s old (SLO 30s)" in text["heartbeat"]
-    assert "p99 latency 900 ms (SLO 500 ms)" in text["latency"]
+    assert "p99 record age 900 ms (SLO max_latency_p99_ms 500 ms)" in text["latency"]
     assert flow_of(report, "west->east").heartbeat_age_seconds == 95.0
     assert flow_of(report, "west->east").job.lag_total == 5_400
     # without SLOs nothing is judged
@@ -187,9 +188,11 @@ def test_unreachable_cluster_is_an_error(world):
 
 @dataclass(frozen=True)
 class DeployJob(Action):
-    """Stands in for the job issue's actions: a kind the drift code has never heard of, subject = flow."""
+    """Stands in for the job issue's actions: a kind the drift code has never heard of, subject = flow; drift
+    goes by its typed reason kind."""
 
     KIND = SimpleNamespace(value="deploy_job")  # type: ignore[assignment]
+    REASON_KIND = ReasonKind.JOB_MISSING
     PHASE = Phase.ACL
     VERB = Verb.CREATE
     flow: str = ""
@@ -278,36 +281,35 @@ def cli(tmp_path, monkeypatch):
     path.write_text(TOPO)
     w = World(topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}"))
     w["west"].add_topic("orders", 2)
-    monkeypatch.setattr(commands_plan, "admin_factory", w.factory)
     from reconciler.topology.build import load_topology
 
     topo, _ = load_topology([path])
     w.statuses = {"west->east": healthy(topo, "west->east")}
-    monkeypatch.setattr(commands_drift, "status_reader", lambda cluster: dict(w.statuses))
-    monkeypatch.setattr(commands_drift, "heartbeat_reader", lambda cluster, policy: beats(topo).get(cluster.alias, {}))
+    w.cli = w.backend(status_reader=lambda cluster: dict(w.statuses),
+                      read_heartbeats=lambda cluster, policy: beats(topo).get(cluster.alias, {}))
     monkeypatch.setattr("time.time", lambda: NOW / 1000)
     w.path = str(path)
     return w
 
 
 def test_drift_command_exit_codes_and_outputs(cli, capsys, tmp_path):
-    assert main(["drift", cli.path]) == 2  # nothing applied yet: missing topics
+    assert main(["drift", cli.path], cli.cli) == 2  # nothing applied yet: missing topics
     assert "missing-topic" in capsys.readouterr().out
-    assert main(["apply", cli.path, "--auto-approve"]) == 0
+    assert main(["apply", cli.path, "--auto-approve"], cli.cli) == 0
     capsys.readouterr()
-    assert main(["drift", cli.path]) == 0
+    assert main(["drift", cli.path], cli.cli) == 0
     assert "No drift" in capsys.readouterr().out
     cli.statuses = {}
-    assert main(["drift", cli.path, "--format", "json"]) == 2
+    assert main(["drift", cli.path, "--format", "json"], cli.cli) == 2
     assert json.loads(capsys.readouterr().out)["summary"]["by_category"] == {"job": 1}
-    assert main(["drift", cli.path, "--no-jobs"]) == 0
+    assert main(["drift", cli.path, "--no-jobs"], cli.cli) == 0
     capsys.readouterr()
     outs = [tmp_path / "r.html", tmp_path / "r.md", tmp_path / "r.json"]
-    assert main(["drift", cli.path, *[a for p in outs for a in ("--out", str(p))]]) == 2
+    assert main(["drift", cli.path, *[a for p in outs for a in ("--out", str(p))]], cli.cli) == 2
     out = capsys.readouterr().out
     assert out.startswith("Drift report for topology cli")
     assert outs[0].read_text().startswith("<!DOCTYPE html>") and outs[1].read_text().startswith("### Drift report")
     assert json.loads(outs[2].read_text())["status"] == "drift"
     cli["east"].reachable = False
-    assert main(["drift", cli.path]) == 1
+    assert main(["drift", cli.path], cli.cli) == 1
     assert "could not be read" in capsys.readouterr().out

@@ -8,12 +8,10 @@ import json
 
 import pytest
 
-from reconciler.cli import commands_plan
 from reconciler.cli.main import main
 from reconciler.deploy.base import Deployment
-from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, classify
-from reconciler.replication.spec import ClusterSpec, JobSpec
+from reconciler.contract.spec import ClusterSpec, JobSpec
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, topology
 
@@ -92,8 +90,7 @@ class Env:
         self.board = StatusBoard()
         self.deployer = FakeDeployer("local")
         self.backend = fake_backend(self.board, self.deployer)
-        monkeypatch.setattr(commands_plan, "admin_factory", self.world.factory)
-        monkeypatch.setattr(job_backend, "factory", lambda: self.backend)
+        self.cli = self.world.backend(self.backend)  # what the CLI runs against
         self.write()
 
     def write(self, topics='["orders"]', delivery="at-least-once", more="", extra="", flows=None) -> None:
@@ -102,7 +99,7 @@ class Env:
         self.path.write_text(TOPO.format(flows=flows, extra=extra))
 
     def plan(self) -> dict:
-        code = main(["plan", str(self.path), "--format", "json", "--detailed-exitcode"])
+        code = main(["plan", str(self.path), "--format", "json", "--detailed-exitcode"], self.cli)
         out = json.loads(self.capsys.readouterr().out)
         out["code"] = code
         return out
@@ -111,7 +108,7 @@ class Env:
         return [a for a in plan["actions"] if a["kind"].endswith("_job")]
 
     def apply(self) -> str:
-        assert main(["apply", str(self.path), "--auto-approve"]) == 0
+        assert main(["apply", str(self.path), "--auto-approve"], self.cli) == 0
         return self.capsys.readouterr().out
 
     def report_running(self) -> None:
@@ -159,7 +156,7 @@ def test_restart_on_a_field_a_running_job_cannot_take(env, capsys):
     [restart] = env.jobs(plan)
     assert restart["kind"] == "restart_job" and restart["changes"]["delivery"] == ["at-least-once", "exactly-once"]
     assert "delivery changed, which a running job cannot take without a restart" == restart["reason"]
-    main(["plan", str(env.path)])
+    main(["plan", str(env.path)], env.cli)
     text = capsys.readouterr().out
     assert "~ restart job west->east (local local[1], spec" in text and "delivery: at-least-once -> exactly-once" in text
     assert "resumes from its committed offsets" in text
@@ -202,7 +199,7 @@ def test_removed_flow_without_prune_is_unmanaged_with_prune_stopped(env, capsys)
     plan = env.plan()
     [stop] = env.jobs(plan)
     assert stop["kind"] == "stop_job" and stop["verb"] == "-" and "prune.flows is on" in stop["reason"]
-    main(["plan", str(env.path)])
+    main(["plan", str(env.path)], env.cli)
     text = capsys.readouterr().out
     assert "WARNING: this plan DELETES 1 thing" in text and "- STOP job west->east (local, pid 1001, local[1])" in text
     env.apply()
@@ -247,24 +244,24 @@ def test_unreadable_statuses_plan_nothing_for_their_jobs(env):
 
 def test_saved_plan_deploys_exactly_the_planned_spec(env, tmp_path, capsys):
     out = tmp_path / "plan.json"
-    assert main(["plan", str(env.path), "--out", str(out)]) == 0
+    assert main(["plan", str(env.path), "--out", str(out)], env.cli) == 0
     capsys.readouterr()
     env.write(topics='["refunds"]')  # the topology moves on; the saved plan is what gets applied
-    assert main(["apply", str(out), "--auto-approve"]) == 0
+    assert main(["apply", str(out), "--auto-approve"], env.cli) == 0
     assert env.deployer.jobs["west->east"].spec.topics_include == ("orders",)
 
 
 def test_status_command_lists_every_job(env, capsys):
     env.apply()
     env.report_running()
-    assert main(["status", str(env.path)]) == 0
+    assert main(["status", str(env.path)], env.cli) == 0
     out = capsys.readouterr().out
     assert "west->east" in out and "running" in out and "= desired" in out and "40ms" in out and "120ms" in out
     assert "1 of 1 job run the desired spec." in out
     env.write(delivery="exactly-once")
-    assert main(["status", str(env.path), "--detailed-exitcode"]) == 2
+    assert main(["status", str(env.path), "--detailed-exitcode"], env.cli) == 2
     capsys.readouterr()
-    assert main(["status", str(env.path), "--format", "json"]) == 0
+    assert main(["status", str(env.path), "--format", "json"], env.cli) == 0
     [row] = json.loads(capsys.readouterr().out)["jobs"]
     assert row["state"] == "running" and not row["in_sync"] and row["latency_ms"]["p99"] == 120.0
 
@@ -274,7 +271,7 @@ def test_job_changes_apply_after_a_partial_failure(env, monkeypatch):
         raise RuntimeError("spark-submit not found")
 
     monkeypatch.setattr(env.deployer, "deploy", boom)
-    assert main(["apply", str(env.path), "--auto-approve"]) == 1
+    assert main(["apply", str(env.path), "--auto-approve"], env.cli) == 1
     captured = env.capsys.readouterr()
     assert "FAILED: RuntimeError: spark-submit not found" in captured.out
     assert "west.orders" in env.world["east"].topics, "topics are applied even when a job fails"

@@ -13,13 +13,11 @@ import stat
 import pytest
 import yaml
 
-from reconciler.cli import commands_plan
 from reconciler.cli.main import main
 from reconciler.deploy import Deployers
 from reconciler.deploy.kubernetes import KubernetesDeployer, render, resource_name
-from reconciler.jobs import backend as job_backend
 from reconciler.jobs.backend import JobBackend
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.spec import JobSpec
 from tests.job_helpers import StatusBoard
 from tests.plan_helpers import World, topology
 
@@ -63,8 +61,7 @@ class K8sEnv:
         self.world["west"].add_topic("orders", 2)
         self.board = StatusBoard()
         self.backend = JobBackend(Deployers(tmp_path / "state", kubectl=str(kubectl)), self.board.reader)
-        monkeypatch.setattr(commands_plan, "admin_factory", self.world.factory)
-        monkeypatch.setattr(job_backend, "factory", lambda: self.backend)
+        self.cli = self.world.backend(self.backend)  # what the CLI runs against
         self.path = tmp_path / "t.yaml"
         self.write()
 
@@ -72,11 +69,11 @@ class K8sEnv:
         self.path.write_text(TOPO.format(dir=self.dir, topics=topics, delivery=delivery, kubectl=kubectl, extra=extra))
 
     def jobs(self) -> list[dict]:
-        main(["plan", str(self.path), "--format", "json"])
+        main(["plan", str(self.path), "--format", "json"], self.cli)
         return [a for a in json.loads(self.capsys.readouterr().out)["actions"] if a["kind"].endswith("_job")]
 
     def apply(self) -> str:
-        assert main(["apply", str(self.path), "--auto-approve"]) == 0, self.capsys.readouterr()
+        assert main(["apply", str(self.path), "--auto-approve"], self.cli) == 0, self.capsys.readouterr()
         out = self.capsys.readouterr().out
         assert SECRET not in out
         return out
@@ -85,6 +82,7 @@ class K8sEnv:
         path = self.dir / f"{resource_name('west->east')}.yaml"
         text = path.read_text()
         cm, app = list(yaml.safe_load_all(text))
+        assert not re.search(r"[&*]id\d+", text), "rendered manifests use no YAML anchors or aliases"
         return cm, app, text
 
 
@@ -117,9 +115,12 @@ def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
     assert s["restartPolicy"]["type"] == "Always" and re.fullmatch(r"\d+\.\d+\.\d+.*", s["sparkVersion"])
     assert s["volumes"] == [{"name": "job-spec", "configMap": {"name": cm["metadata"]["name"]}}]
     assert s["driver"]["volumeMounts"] == [{"name": "job-spec", "mountPath": "/etc/reconciler", "readOnly": True}]
-    assert s["driver"]["serviceAccount"] == "spark" and s["executor"]["instances"] == 3
+    assert s["driver"]["serviceAccount"] == "spark-operator-spark" and s["executor"]["instances"] == 3
     ref = {"EAST_PASSWORD": {"name": "reconciler-secrets", "key": "EAST_PASSWORD"}}
-    assert s["driver"]["envSecretKeyRefs"] == ref and s["executor"]["envSecretKeyRefs"] == ref
+    assert "envSecretKeyRefs" not in s["driver"] and "envSecretKeyRefs" not in s["executor"]
+    for pod in (s["driver"], s["executor"]):
+        secret_env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in pod["env"] if "valueFrom" in e}
+        assert secret_env == ref
     assert all(isinstance(v, str) for v in s["sparkConf"].values())
     assert not k8s.kubectl_log.exists(), "kubectl only when asked"
 

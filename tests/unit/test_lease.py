@@ -98,3 +98,50 @@ def test_applied_record_is_written_next_to_the_lease():
     lease.record_applied({"revision": "abc", "fingerprint": "sha256:x"})
     key, value = mc.topics[LEASE_TOPIC].log[-1]
     assert key == b"applied/east" and b'"revision": "abc"' in value
+
+
+def test_lock_timeout_waits_for_the_holder_then_takes_the_lease():
+    """Terraform's -lock-timeout: a held lease is retried until it is released or the timeout passes."""
+    mc = MemoryCluster("east")
+    holder = Lease(MemoryAdmin(mc), who="alice@ci pid 1")
+    holder.acquire()
+    now, waits = [0.0], []
+
+    def sleep(seconds):  # the holder finishes while we wait
+        now[0] += seconds
+        if now[0] >= 4:
+            holder.release()
+
+    locks = ClusterLocks([MemoryAdmin(mc)], timeout=30, poll=2, clock=lambda: now[0], sleep=sleep,
+                         on_wait=lambda held, left: waits.append((held.holder["who"], left)))
+    with locks:
+        assert all(lease.held for lease in locks.leases)
+    assert [w[0] for w in waits] == ["alice@ci pid 1", "alice@ci pid 1"] and waits[0][1] == 30
+
+
+def test_lock_timeout_gives_up_with_the_holder_named():
+    mc = MemoryCluster("east")
+    Lease(MemoryAdmin(mc), who="alice@ci pid 1").acquire()
+    now = [0.0]
+    locks = ClusterLocks([MemoryAdmin(mc)], timeout=5, poll=2, clock=lambda: now[0],
+                         sleep=lambda s: now.__setitem__(0, now[0] + s))
+    with pytest.raises(LockHeld, match="alice@ci pid 1"):
+        locks.__enter__()
+    assert now[0] == 5
+    assert not any(lease.held for lease in locks.leases)
+
+
+def test_force_unlock_withdraws_exactly_the_named_claim():
+    from reconciler.apply.lock import force_unlock, live_claims
+
+    mc = MemoryCluster("east")
+    stuck = Lease(MemoryAdmin(mc), who="killed@other-host pid 9")
+    stuck.acquire()  # its process died on another host: the claim would live until it expires
+    assert list(live_claims(MemoryAdmin(mc))) == [stuck.owner]
+    assert force_unlock(MemoryAdmin(mc), "not-an-owner") is None
+    claim = force_unlock(MemoryAdmin(mc), stuck.owner)
+    assert claim is not None and claim["who"] == "killed@other-host pid 9"
+    assert live_claims(MemoryAdmin(mc)) == {}
+    fresh = Lease(MemoryAdmin(mc))
+    fresh.acquire()
+    assert fresh.held

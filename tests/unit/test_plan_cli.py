@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from reconciler.cli import commands_plan
 from reconciler.cli.main import main
 from tests.plan_helpers import World, topology
 
@@ -25,55 +24,54 @@ def world(tmp_path, monkeypatch):
     path.write_text(TOPO)
     w = World(topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}"))
     w["west"].add_topic("orders", 2)
-    monkeypatch.setattr(commands_plan, "admin_factory", w.factory)
     w.path = str(path)
     return w
 
 
 def test_detailed_exitcode(world, capsys):
-    assert main(["plan", world.path, "--detailed-exitcode"]) == 2
-    assert main(["plan", world.path]) == 0
-    assert main(["apply", world.path, "--auto-approve"]) == 0
-    assert main(["plan", world.path, "--detailed-exitcode"]) == 0
+    assert main(["plan", world.path, "--detailed-exitcode"], world.backend()) == 2
+    assert main(["plan", world.path], world.backend()) == 0
+    assert main(["apply", world.path, "--auto-approve"], world.backend()) == 0
+    assert main(["plan", world.path, "--detailed-exitcode"], world.backend()) == 0
     assert "No changes." in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("fmt,marker", [("text", "Plan: 5 to create"), ("markdown", "```diff"), ("json", '"format_version": 1')])
 def test_formats(world, capsys, fmt, marker):
-    main(["plan", world.path, "--format", fmt])
+    main(["plan", world.path, "--format", fmt], world.backend())
     assert marker in capsys.readouterr().out
 
 
 def test_confirmation_on_a_terminal(world, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("builtins.input", lambda prompt: "no")
-    assert main(["apply", world.path]) == 1
+    assert main(["apply", world.path], world.backend()) == 1
     assert "Apply cancelled." in capsys.readouterr().err and "west.orders" not in world["east"].topics
     monkeypatch.setattr("builtins.input", lambda prompt: "yes")
-    assert main(["apply", world.path]) == 0
+    assert main(["apply", world.path], world.backend()) == 0
     assert "west.orders" in world["east"].topics
 
 
 def test_saved_plan_apply_and_refusals(world, capsys, tmp_path):
     out = tmp_path / "p.json"
-    assert main(["plan", world.path, "--out", str(out)]) == 0
+    assert main(["plan", world.path, "--out", str(out)], world.backend()) == 0
     doc = json.loads(out.read_text())
     assert doc["kind"] == "reconciler-saved-plan" and doc["plan"]["scope"]["west"] == ["heartbeats", "mm2-offset-syncs.east.internal", "orders"]
     world["west"].topics["orders"].partitions = 3
-    assert main(["apply", str(out), "--auto-approve"]) == 1
+    assert main(["apply", str(out), "--auto-approve"], world.backend()) == 1
     assert "stale" in capsys.readouterr().err
-    main(["plan", world.path, "--out", str(out)])
-    assert main(["apply", str(out), "--auto-approve"]) == 0
+    main(["plan", world.path, "--out", str(out)], world.backend())
+    assert main(["apply", str(out), "--auto-approve"], world.backend()) == 0
     assert world["east"].topics["west.orders"].partitions == 3
     bad = tmp_path / "bad.json"
     bad.write_text('{"kind": "reconciler-saved-plan", "format_version": 1}')
-    assert main(["apply", str(bad), "--auto-approve"]) == 1
+    assert main(["apply", str(bad), "--auto-approve"], world.backend()) == 1
     assert "damaged saved plan" in capsys.readouterr().err
 
 
 def test_impossible_changes_are_findings_not_actions(world, capsys):
     world["east"].add_topic("west.orders", 5)  # more partitions than the source: never recreated
-    assert main(["apply", world.path, "--auto-approve"]) == 0
+    assert main(["apply", world.path, "--auto-approve"], world.backend()) == 0
     out = capsys.readouterr().out
     assert "impossible" in out and "west.orders" in world["east"].topics and world["east"].topics["west.orders"].partitions == 5
 
@@ -91,7 +89,7 @@ def test_failed_actions_make_apply_fail(world, capsys, monkeypatch):
         return {s.name: OpResult.failed("POLICY_VIOLATION: no") for s in specs}
 
     monkeypatch.setattr(MemoryAdmin, "create_topics", refuse_remote_topics)
-    assert main(["apply", world.path, "--auto-approve"]) == 1
+    assert main(["apply", world.path, "--auto-approve"], world.backend()) == 1
     captured = capsys.readouterr()
     assert "FAILED: POLICY_VIOLATION: no" in captured.out and "Apply finished with errors" in captured.err
 
@@ -110,8 +108,7 @@ def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
         raise AdminError(f"cluster {self.alias!r}: auth failed for token tok-9f8e7d6c5b4a")
 
     monkeypatch.setattr(MemoryAdmin, "list_topics", leaky)
-    monkeypatch.setattr(commands_plan, "admin_factory", w.factory)
-    assert main(["plan", str(path)]) == 1
+    assert main(["plan", str(path)], w.backend()) == 1
     captured = capsys.readouterr()
     assert "auth failed for token ***" in captured.out and "tok-9f8e7d6c5b4a" not in captured.out + captured.err
 
@@ -119,18 +116,39 @@ def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
 def test_auto_approve_plans_again_when_clusters_change_before_the_lease(world, monkeypatch, capsys):
     """A remote topic created by someone else between the plan and the lease (e.g. the in-flight request of a
     killed apply): --auto-approve plans again under the lease, since it approved "whatever the plan is"."""
-    real_read = commands_plan.read_live
-    calls = []
+    from reconciler.apply.lock import LEASE_TOPIC
 
-    def read_then_change(conns, aliases):
-        calls.append(1)
-        if len(calls) == 2:  # the read under the lease
-            world["east"].add_topic("west.orders", 2)
-        return real_read(conns, aliases)
+    def admins(cluster):
+        admin = world.factory(cluster)
+        if cluster.alias == "east":
+            real_list = admin.list_topics
 
-    monkeypatch.setattr(commands_plan, "read_live", read_then_change)
-    assert main(["apply", world.path, "--auto-approve"]) == 0
+            def list_then_change():
+                if LEASE_TOPIC in world["east"].topics and "west.orders" not in world["east"].topics:
+                    world["east"].add_topic("west.orders", 2)  # someone else, once the lease is held
+                return real_list()
+
+            admin.list_topics = list_then_change
+        return admin
+
+    assert main(["apply", world.path, "--auto-approve"], world.backend(admin_factory=admins)) == 0
     out = capsys.readouterr().out
     assert "The clusters changed while planning" in out and "planned again under the lease" in out
     assert out.count("+ create topic west.orders") == 1, "the second plan no longer creates it"
-    assert main(["plan", world.path, "--detailed-exitcode"]) == 0
+    assert main(["plan", world.path, "--detailed-exitcode"], world.backend()) == 0
+
+
+def test_plan_out_prints_a_summary_not_the_whole_plan(world, capsys, tmp_path):
+    out = tmp_path / "p.json"
+    assert main(["plan", world.path, "--out", str(out)], world.backend()) == 0
+    captured = capsys.readouterr()
+    assert "+ create topic" not in captured.out and "  east: + " in captured.out
+    assert captured.out.rstrip().splitlines()[-1].startswith("Plan: ") and "Saved the plan" in captured.err
+
+
+def test_plan_with_a_cluster_down_leads_with_the_error_and_lists_no_actions(world, capsys):
+    world["east"].reachable = False
+    assert main(["plan", world.path], world.backend()) == 1
+    out = capsys.readouterr().out
+    assert "Plan incomplete" in out.splitlines()[0] and out.splitlines()[2] == "Errors:"
+    assert "+ " not in out and "deploy" not in out.split("Errors:")[0]

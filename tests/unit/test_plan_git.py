@@ -16,8 +16,9 @@ import pytest
 from reconciler.adapters.memory_admin import MemoryFactory
 from reconciler.apply.lock import LEASE_TOPIC, read_applied
 from reconciler.adapters.memory_admin import MemoryAdmin
-from reconciler.cli import commands_drift, commands_plan
+
 from reconciler.cli.main import main
+from tests.plan_helpers import memory_backend
 
 ALICE = git.Actor("Alice Example", "alice@example.com")
 
@@ -79,15 +80,15 @@ def repo(tmp_path, monkeypatch):
     r.v2 = r.commit("v2: payments, west->north", {f"{PATH}/flows.yaml": FLOWS_V2})
     monkeypatch.chdir(r.root)
     r.factory = MemoryFactory()
-    monkeypatch.setattr(commands_plan, "admin_factory", r.factory)
+    r.backend = memory_backend(r.factory)
     for alias, topics in {"west": {"orders": 2, "payments": 1}, "east": {"audit": 1}}.items():
         for name, n in topics.items():
             r.factory(type("C", (), {"alias": alias})()).cluster.add_topic(name, n)
     return r
 
 
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main(list(argv))
+def run(repo, capsys, *argv) -> tuple[int, str, str]:
+    code = main(list(argv), repo.backend)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -97,7 +98,7 @@ def created(plan_json: dict) -> set[tuple[str, str]]:
 
 
 def test_plan_base_between_two_commits_limits_the_plan(repo, capsys):
-    code, out, _ = run(capsys, "plan", PATH, "--base", repo.v1[:10], "--revision", repo.v2, "--detailed-exitcode")
+    code, out, _ = run(repo, capsys, "plan", PATH, "--base", repo.v1[:10], "--revision", repo.v2, "--detailed-exitcode")
     assert code == 2
     head = out.split("\n\n")[0]
     assert f"Changes between {repo.v1[:10]} ({repo.v1[:7]}) and {repo.v2[:7]}:" in head
@@ -107,37 +108,37 @@ def test_plan_base_between_two_commits_limits_the_plan(repo, capsys):
     assert "east.audit" not in out, "east->west did not change: not planned"
     assert "west.payments" in out and "cluster north:" in out
 
-    code, out, _ = run(capsys, "plan", PATH, "--base", repo.v1, "--format", "json")
+    code, out, _ = run(repo, capsys, "plan", PATH, "--base", repo.v1, "--format", "json")
     doc = json.loads(out)
     assert doc["base"]["planned_flows"] == ["west->east", "west->north"]
     assert doc["base"]["files"]["modified"] == [f"{PATH}/flows.yaml"] and doc["base"]["head"]["worktree"] is True
     assert doc["base"]["changes"]["flows"][0] == {"flow": "west->east", "change": "changed", "settings": ["topics.include"]}
     assert ("west", "east.audit") not in created(doc) and ("east", "west.payments") in created(doc)
-    full = json.loads(run(capsys, "plan", PATH, "--format", "json")[1])
+    full = json.loads(run(repo, capsys, "plan", PATH, "--format", "json")[1])
     assert ("west", "east.audit") in created(full) and created(doc) < created(full)
 
-    code, out, _ = run(capsys, "plan", PATH, "--base", repo.v1, "--format", "markdown")
+    code, out, _ = run(repo, capsys, "plan", PATH, "--base", repo.v1, "--format", "markdown")
     assert f"**Changes since `{repo.v1}` (`{repo.v1[:7]}`)** in the work tree (HEAD {repo.v2[:7]})" in out
     assert "- flows: ~ west->east (topics.include); + west->north" in out and "```mermaid" in out
 
 
 def test_plan_base_without_changes_says_so(repo, capsys):
-    code, out, _ = run(capsys, "plan", PATH, "--base", "HEAD", "--detailed-exitcode")
+    code, out, _ = run(repo, capsys, "plan", PATH, "--base", "HEAD", "--detailed-exitcode")
     assert code == 0 and out.rstrip().endswith(f"No topology changes between HEAD ({repo.v2[:7]}) and the work tree "
                                                f"(HEAD {repo.v2[:7]}). Nothing to plan.")
     assert repo.factory.clusters["west"].topics.keys() == {"orders", "payments"}, "nothing was read or changed"
-    code, out, _ = run(capsys, "plan", PATH, "--base", "HEAD", "--format", "json")
+    code, out, _ = run(repo, capsys, "plan", PATH, "--base", "HEAD", "--format", "json")
     assert json.loads(out)["summary"]["changes"] is False
     # a comment-only edit changes a file but no flow
     repo.write(f"{PATH}/flows.yaml", "# reviewed\n" + FLOWS_V2)
-    code, out, _ = run(capsys, "plan", PATH, "--base", "HEAD")
+    code, out, _ = run(repo, capsys, "plan", PATH, "--base", "HEAD")
     assert code == 0 and "1 topology file(s) changed since HEAD" in out and "no flow is affected" in out
 
 
 def test_plan_base_against_uncommitted_edits_and_a_removed_flow(repo, capsys):
-    assert run(capsys, "apply", PATH, "--auto-approve")[0] == 0
+    assert run(repo, capsys, "apply", PATH, "--auto-approve")[0] == 0
     repo.write(f"{PATH}/flows.yaml", FLOWS_V3)  # not committed: east->west removed
-    code, out, _ = run(capsys, "plan", PATH, "--base", "HEAD")
+    code, out, _ = run(repo, capsys, "plan", PATH, "--base", "HEAD")
     assert code == 0
     assert "and the work tree (HEAD " in out and "with uncommitted changes" in out
     assert "flows: - east->west" in out and "Planning 0 of 2 flows and 1 removed flow (their leftovers): east->west." in out
@@ -147,16 +148,16 @@ def test_plan_base_against_uncommitted_edits_and_a_removed_flow(repo, capsys):
 
 
 def test_plan_revision_reads_an_old_commit(repo, capsys):
-    code, out, _ = run(capsys, "plan", PATH, "--revision", repo.v1, "--format", "json")
+    code, out, _ = run(repo, capsys, "plan", PATH, "--revision", repo.v1, "--format", "json")
     assert code == 0
     assert created(json.loads(out)) == {("east", "west.orders"), ("west", "east.audit"), ("west", "heartbeats"),
                                         ("east", "heartbeats"), ("east", "west.heartbeats"), ("west", "east.heartbeats"),
                                         ("east", "west.checkpoints.internal"), ("west", "east.checkpoints.internal"),
                                         ("west", "mm2-offset-syncs.east.internal"),
                                         ("east", "mm2-offset-syncs.west.internal")}
-    code, _, err = run(capsys, "plan", PATH, "--revision", "no-such-rev")
+    code, _, err = run(repo, capsys, "plan", PATH, "--revision", "no-such-rev")
     assert code == 1 and "unknown revision 'no-such-rev'" in err
-    code, _, err = run(capsys, "plan", PATH, "--base", "no-such-rev")
+    code, _, err = run(repo, capsys, "plan", PATH, "--base", "no-such-rev")
     assert code == 1 and "--base no-such-rev: unknown revision" in err
 
 
@@ -165,7 +166,7 @@ def applied(repo, alias: str) -> dict:
 
 
 def test_apply_records_the_git_revision(repo, capsys):
-    assert run(capsys, "apply", PATH, "--auto-approve")[0] == 0
+    assert run(repo, capsys, "apply", PATH, "--auto-approve")[0] == 0
     rec = applied(repo, "east")
     assert rec["revision"] == repo.v2 and rec["clusters"] == ["east", "north", "west"]
     assert rec["git"]["commit"] == repo.v2 and rec["git"]["author"] == "Alice Example"
@@ -175,7 +176,7 @@ def test_apply_records_the_git_revision(repo, capsys):
     # an uncommitted topology edit is applied: the record says dirty
     repo.write(f"{PATH}/flows.yaml", FLOWS_V2.replace('"payments"', '"payments", "refunds"'))
     repo.factory.clusters["west"].add_topic("refunds", 1)
-    assert run(capsys, "apply", PATH, "--auto-approve")[0] == 0
+    assert run(repo, capsys, "apply", PATH, "--auto-approve")[0] == 0
     assert applied(repo, "east")["git"]["dirty"] is True and applied(repo, "east")["revision"] == repo.v2 + "-dirty"
     assert applied(repo, "west")["revision"] == repo.v2, "west was not changed by that apply"
 
@@ -184,24 +185,22 @@ def test_apply_records_the_git_revision(repo, capsys):
     repo.write(f"{PATH}/flows.yaml", FLOWS_V2.replace('["orders"]}', '["orders", "orders-late"]}'))
     repo.v3 = repo.commit("v3: orders-late to north", {f"{PATH}/flows.yaml": (repo.root / PATH / "flows.yaml").read_text()})
     planfile = repo.root.parent / "plan.json"
-    assert run(capsys, "plan", PATH, "--revision", repo.v3[:8], "--out", str(planfile))[0] == 0
+    assert run(repo, capsys, "plan", PATH, "--revision", repo.v3[:8], "--out", str(planfile))[0] == 0
     assert json.loads(planfile.read_text())["git"]["commit"] == repo.v3
-    assert run(capsys, "apply", str(planfile), "--auto-approve")[0] == 0
+    assert run(repo, capsys, "apply", str(planfile), "--auto-approve")[0] == 0
     assert applied(repo, "north")["git"]["commit"] == repo.v3 and applied(repo, "north")["git"]["dirty"] is False
     assert repo.factory.clusters["north"].topics["reconciler.lease.internal"] is repo.factory.clusters["north"].topics[LEASE_TOPIC]
 
 
 def test_drift_reports_the_reconciled_revision_and_reads_old_revisions(repo, capsys, monkeypatch):
-    monkeypatch.setattr(commands_drift, "status_reader", lambda cluster: {})
-    monkeypatch.setattr(commands_drift, "heartbeat_reader", lambda cluster, policy: {})
-    assert run(capsys, "apply", PATH, "--auto-approve")[0] == 0
-    code, out, _ = run(capsys, "drift", PATH, "--no-jobs", "--format", "json")
+    assert run(repo, capsys, "apply", PATH, "--auto-approve")[0] == 0
+    code, out, _ = run(repo, capsys, "drift", PATH, "--no-jobs", "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["status"] == "in-sync" and doc["revision"]["commit"] == repo.v2
     east = next(c for c in doc["clusters"] if c["cluster"] == "east")
     assert east["applied"]["commit"] == repo.v2 and east["applied"]["author"] == "Alice Example"
     # as of v1 the live clusters have too much: west.payments and the north flow are not in v1
-    code, out, _ = run(capsys, "drift", PATH, "--no-jobs", "--revision", repo.v1)
+    code, out, _ = run(repo, capsys, "drift", PATH, "--no-jobs", "--revision", repo.v1)
     assert code == 2
     assert f"topology revision: {repo.v1[:7]} \"v1\" by Alice Example" in out
     assert "east:west.payments looks replicated from west but no enabled flow wants it" in out

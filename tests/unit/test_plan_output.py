@@ -38,11 +38,14 @@ def test_json_shape_and_round_trip(world):
     plan = world.plan()
     doc = json.loads(plan_json.render(plan))
     assert doc["format_version"] == FORMAT_VERSION and doc["summary"]["changes"] is True
-    assert set(doc) == {"format_version", "topology", "clusters", "fingerprint", "summary", "actions", "findings"}
+    assert set(doc) == {"format_version", "format_minor", "topology", "clusters", "fingerprint", "summary", "actions",
+                        "findings"}
+    assert doc["format_minor"] == 1 and all("reason_kind" in x for x in doc["actions"] + doc["findings"])
     create = next(a for a in doc["actions"] if a["kind"] == "create_topic" and a["topic"] == "west.orders")
     assert create == {"kind": "create_topic", "verb": "+", "cluster": "east", "reason": create["reason"],
                       "topic": "west.orders", "partitions": 3, "replication_factor": -1,
-                      "configs": {"retention.ms": "1000"}, "role": "remote", "description": create["description"]}
+                      "configs": {"retention.ms": "1000"}, "role": "remote", "description": create["description"],
+                      "reason_kind": "topic-missing"}
     acl = next(a for a in doc["actions"] if a["kind"] == "create_acl")
     assert set(acl["acl"]) == {"topic", "principal", "host", "operation", "permission", "pattern"}
     again = Plan.from_dict(plan.to_dict(include_scope=True))
@@ -139,3 +142,20 @@ def test_summary_of_a_plan_with_errors_does_not_claim_a_match(world):
     world["west"].reachable = False
     plan = world.plan()
     assert plan.summary_line().startswith("Plan incomplete") and "1 error" in plan.summary_line()
+
+
+def test_every_action_and_finding_says_what_it_is_about_as_a_type():
+    from reconciler.plan.actions import ACTION_TYPES
+    from reconciler.plan.findings import Finding, FindingKind, Severity
+    from reconciler.plan.job_actions import RestartJob
+    from reconciler.plan.reasons import ReasonKind
+
+    assert all("REASON_KIND" in vars(cls) for cls in ACTION_TYPES.values()), "each action kind names its default"
+    down = RestartJob("east", "the job is failed: exit 1", flow="west->east", why=ReasonKind.JOB_DOWN)
+    assert down.reason_kind is ReasonKind.JOB_DOWN and down.to_dict()["reason_kind"] == "job-down"
+    assert "why" not in down.to_dict() and RestartJob.from_dict(down.to_dict()) == down
+    old = {k: v for k, v in down.to_dict().items() if k != "reason_kind"}  # a plan saved before minor 1
+    assert RestartJob.from_dict(old).reason_kind is ReasonKind.JOB_STALE_SPEC
+    f = Finding(Severity.INFO, FindingKind.PRUNE_DISABLED, "east", "t", "ACL x is not granted; kept", why=ReasonKind.ACL)
+    assert Finding.from_dict(f.to_dict()) == f and f.to_dict()["reason_kind"] == "acl"
+    assert Finding(Severity.ERROR, FindingKind.UNREACHABLE, "east", "", "down").reason_kind is ReasonKind.CLUSTER

@@ -164,3 +164,15 @@ def test_percentiles():
     w.add([1000], now=105.0)
     assert w.snapshot(now=108.0)["p50"] == 3.0
     assert w.snapshot(now=112.0) == {"p50": 1000.0, "p95": 1000.0, "p99": 1000.0, "samples": 1}
+
+
+def test_job_spec_defaults_are_the_flow_defaults():
+    """topology/defaults.py is the one home of flow defaults: a spec built from a flow that sets nothing
+    equals a spec that states nothing (so the same hash)."""
+    from reconciler.contract.spec import ClusterSpec as CS, JobSpec as JS
+    from tests.plan_helpers import topology
+
+    topo = topology("flows:\n  - {source: west, target: east}")
+    built = JS.from_flow(topo, topo.flows[0])
+    bare = JS(built.flow, CS.from_cluster(topo.clusters["west"]), CS.from_cluster(topo.clusters["east"]))
+    assert built == bare and built.spec_hash() == bare.spec_hash()

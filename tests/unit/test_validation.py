@@ -143,7 +143,7 @@ defaults:
 def test_cli_validate_exit_codes_and_format(tmp_path, capsys):
     good = write(tmp_path, "good.yaml", MINIMAL)
     assert main(["validate", str(good)]) == 0
-    assert "valid: 2 clusters, 1 flows" in capsys.readouterr().out
+    assert "valid: 2 clusters, 1 flow (" in capsys.readouterr().out
     bad = write(tmp_path, "bad.yaml", MINIMAL.replace("target: east", "target: nowhere"))
     assert main(["validate", str(bad)]) == 1
     err = capsys.readouterr().err

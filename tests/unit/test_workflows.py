@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -58,14 +61,70 @@ def test_workflows_call_only_scripts_that_exist():
             assert not calls, f"{name}: CLI calls belong in ci/ scripts: {calls}"
 
 
-def test_secrets_come_from_the_secret_store_as_environment_variables():
+def test_secrets_come_from_the_secret_store_only_into_the_steps_that_need_them():
     for name in NEW:
         text = (ROOT / ".github" / "workflows" / name).read_text()
-        env = load(ROOT / ".github" / "workflows" / name)["jobs"]
-        job_env = next(iter(env.values()))["env"]
-        secret_vars = {k: v for k, v in job_env.items() if "secrets." in str(v)}
-        assert secret_vars and all(re.fullmatch(r"\$\{\{ secrets\.\w+ \}\}", v) for v in secret_vars.values())
+        doc = load(ROOT / ".github" / "workflows" / name)
+        for job in doc["jobs"].values():
+            assert not any("secrets." in str(v) for v in (job.get("env") or {}).values()), f"{name}: job-wide secret"
+            steps = [s for s in job["steps"] if any("secrets." in str(v) for v in (s.get("env") or {}).values())]
+            assert steps and all("ci/" in s.get("run", "") for s in steps), f"{name}: secrets outside the ci/ step"
+            for step in steps:
+                secret_vars = {k: v for k, v in step["env"].items() if "secrets." in str(v)}
+                assert all(re.fullmatch(r"\$\{\{ secrets\.(\w+) \}\}", v) and v.split(".")[1].split(" ")[0] == k
+                           for k, v in secret_vars.items()), secret_vars
         assert "toJSON(secrets)" not in text
+
+
+def test_secret_names_match_the_example_topology_references():
+    """The names the workflows map are the `${...}` references of the example topology they document."""
+    from reconciler.cli.commands_env import variable_uses
+    from reconciler.topology.build import load_topology
+
+    topology, _ = load_topology([str(ROOT / "topologies" / "dr-active-passive")])
+    wanted = {u.name for u in variable_uses(topology)}
+    assert wanted
+    for name in NEW:
+        doc = load(ROOT / ".github" / "workflows" / name)
+        mapped = {k for job in doc["jobs"].values() for s in job["steps"] for k, v in (s.get("env") or {}).items()
+                  if "secrets." in str(v)}
+        assert mapped == wanted, name
+
+
+def test_workflows_are_hardened():
+    for path in WORKFLOWS:
+        doc = load(path)
+        assert "permissions" in doc, f"{path.name}: no top-level permissions"
+        for job in doc["jobs"].values():
+            for step in job["steps"]:
+                if "uses" in step:
+                    assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), f"{path.name}: {step['uses']} not pinned"
+        for line in path.read_text().splitlines():
+            if "uses:" in line:
+                assert re.search(r"@[0-9a-f]{40}  # v\d+\.\d+\.\d+$", line), f"{path.name}: pin without version comment"
+    apply = load(ROOT / ".github" / "workflows" / "apply.yml")
+    job = apply["jobs"]["apply"]
+    assert job["environment"] and apply["concurrency"]["cancel-in-progress"] is False
+    checkout = next(s for s in job["steps"] if "actions/checkout@" in s.get("uses", ""))
+    assert checkout["with"]["ref"] == "main"  # a newer queued run replaces an older one: it applies the latest main
+
+
+def _bin(name: str) -> str:
+    path = Path(sys.executable).parent / name
+    return str(path) if path.exists() else (shutil.which(name) or pytest.fail(f"{name} not installed: pip install -e .[test]"))
+
+
+def test_actionlint_passes_on_every_workflow():
+    env = {**os.environ, "PATH": f"{Path(_bin('shellcheck')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    r = subprocess.run([_bin("actionlint"), "-no-color", *map(str, WORKFLOWS)], capture_output=True, text=True, env=env,
+                       cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_shellcheck_passes_on_every_script():
+    scripts = sorted([*(ROOT / "ci").glob("*.sh"), *(ROOT / "scripts").glob("*.sh"), ROOT / ".ci" / "run"])
+    r = subprocess.run([_bin("shellcheck"), "-x", *map(str, scripts)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_comment_and_issue_markers_match_the_scripts():
@@ -79,3 +138,20 @@ def test_ci_scripts_are_valid_bash():
     for script in sorted((ROOT / "ci").glob("*.sh")):
         assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0, script.name
         assert script.read_text().startswith("#!/usr/bin/env bash"), script.name
+
+
+def test_env_command_lists_and_checks_the_variables_a_topology_needs(capsys, monkeypatch):
+    from reconciler.cli.main import main
+
+    path = str(ROOT / "topologies" / "dr-active-passive")
+    for name in ("PRIMARY_BOOTSTRAP", "PRIMARY_MIRROR_PASSWORD", "DR_BOOTSTRAP", "DR_MIRROR_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PRIMARY_BOOTSTRAP", "127.0.0.1:9092")
+    assert main(["env", path]) == 0
+    out = capsys.readouterr().out
+    assert "PRIMARY_MIRROR_PASSWORD" in out and "NOT SET" in out and "primary.sasl.password" in out
+    assert main(["env", path, "--check", "--names"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.split() == ["DR_BOOTSTRAP", "DR_MIRROR_PASSWORD", "PRIMARY_BOOTSTRAP", "PRIMARY_MIRROR_PASSWORD"]
+    assert "3 variables the topology needs are not set: DR_BOOTSTRAP, DR_MIRROR_PASSWORD, PRIMARY_MIRROR_PASSWORD" \
+        in captured.err

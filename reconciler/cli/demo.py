@@ -21,21 +21,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
+from reconciler import logs
+from reconciler.adapters.read_to_end import read_to_end
 from reconciler.analysis.expansion import route
 from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters, state_dir
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.render.graph import mermaid
+from reconciler.resources import demo_topology
+from reconciler.textutil import LIVE_E2E, RECORD_AGE, LiveLine
 from reconciler.topology.model import Flow, Topology
 
 
-def cli_main(argv: list[str]) -> int:
-    from reconciler.cli.main import main  # late: the CLI imports this module
+#: Runs one CLI command (argv -> exit code): `main` with this run's backend, handed in by `run`
+#: (the demo drives the CLI; importing cli.main here would be a cycle: main registers the demo).
+_cli: Callable[[list[str]], int] | None = None
 
-    return main(argv)
+
+def cli_main(argv: list[str]) -> int:
+    if _cli is None:
+        raise RuntimeError("the demo runs CLI commands only inside demo.run(..., cli=...)")
+    return _cli(argv)
 
 
 def cli_apply(path: Path) -> int:
@@ -55,7 +64,7 @@ def cli_apply(path: Path) -> int:
     return code
 
 
-DEFAULT_TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "demo"
+DEFAULT_TOPOLOGY = demo_topology()
 LOCAL_TOPICS = {"orders": 4, "payments": 2, "inventory.stock": 2, "clickstream": 4, "customers.profiles": 2}
 #: Explicit configs of the source topics (copied to remote topics; the drift step changes one by hand).
 TOPIC_CONFIGS = {"orders": {"retention.ms": "604800000"}}
@@ -78,6 +87,7 @@ class DemoContext:
     replicated: int = 0
     latency: list[float] = field(default_factory=list)  # e2e latency samples of the live stream, all flows
     notes: list[str] = field(default_factory=list)
+    records_seen: tuple[int, int] = (0, 0)  # (records downstream, records expected) at the last count
 
     def bootstrap(self, alias: str) -> str:
         return self.topology.clusters[alias].bootstrap_servers
@@ -93,25 +103,22 @@ class DemoFailed(Exception):
 def count_records(bootstrap: str, topics: list[str], timeout: float = 20.0) -> dict[str, int]:
     """Records per topic, read to the end of every partition (ListOffsets is not trusted: Tansu
     answers the last batch's base offset there). Missing topics count 0."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     md = admin.list_topics(timeout=10).topics
     tps = [TopicPartition(t, p, 0) for t in topics if t in md and md[t].error is None for p in md[t].partitions]
     out = {t: 0 for t in topics}
     if not tps:
         return out
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "__demo.counter", "enable.partition.eof": True,
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+    c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": "__demo.counter", "enable.partition.eof": True,
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 50}))
     try:
         c.assign(tps)
-        pending = {(tp.topic, tp.partition) for tp in tps}
-        deadline = time.monotonic() + timeout
-        while pending and time.monotonic() < deadline:
-            for m in c.consume(10_000, 0.5):
-                if m.error():
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        pending.discard((m.topic(), m.partition()))
-                    continue
-                out[m.topic()] += 1
+
+        def count(m) -> None:
+            out[m.topic()] += 1
+
+        read_to_end(c, timeout, count, partitions=[(tp.topic, tp.partition) for tp in tps], batch=10_000,
+                    poll_seconds=0.5)
     finally:
         c.close()
     return out
@@ -129,7 +136,7 @@ class LiveStream(threading.Thread):
 
     def run(self) -> None:
         try:
-            producers = {a: Producer({"bootstrap.servers": b, "linger.ms": 5}) for a, b in self.clusters.items()}
+            producers = {a: Producer(logs.client_config({"bootstrap.servers": b, "linger.ms": 5})) for a, b in self.clusters.items()}
             gens = {a: sample_records(a, list(LOCAL_TOPICS), 10**9, seed=1) for a in self.clusters}
             start, n = time.monotonic(), 0
             while not self._halt.is_set():
@@ -177,7 +184,7 @@ def step_sample_data(ctx: DemoContext) -> None:
     sources = sorted({f.source for f in ctx.topology.active_flows})
     for alias in sources:
         bootstrap = ctx.bootstrap(alias)
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
         existing = set(admin.list_topics(timeout=10).topics)
         new = [NewTopic(t, n, 1, config=TOPIC_CONFIGS.get(t, {})) for t, n in LOCAL_TOPICS.items() if t not in existing]
         for fut in admin.create_topics(new).values() if new else ():
@@ -191,7 +198,7 @@ def step_sample_data(ctx: DemoContext) -> None:
             per_topic[r.topic] = per_topic.get(r.topic, 0) + 1
         ctx.backlog[alias] = per_topic
         # A consumer group that has processed part of `payments`: its offsets are checkpointed downstream.
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+        c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False}))
         c.commit(offsets=[TopicPartition(GROUP_TOPIC, p, GROUP_OFFSET) for p in range(LOCAL_TOPICS[GROUP_TOPIC])],
                  asynchronous=False)
         c.close()
@@ -225,12 +232,15 @@ def _missing_records(ctx: DemoContext) -> list[str]:
     for f in ctx.topology.active_flows:
         for t, r in routed(f):
             by_target.setdefault(f.target, []).append((f, t, r))
+    seen = expected = 0
     for target, items in sorted(by_target.items()):
         counts = count_records(ctx.bootstrap(target), sorted({r for _, _, r in items}))
         for f, t, r in items:
             want = ctx.backlog.get(f.source, {}).get(t, 0)
+            seen, expected = seen + min(counts[r], want), expected + want
             if counts[r] < want:
                 missing.append(f"{f.name}: {r} on {target} has {counts[r]} of {want} records")
+    ctx.records_seen = (seen, expected)
     return missing
 
 
@@ -282,6 +292,13 @@ def _job_problems(ctx: DemoContext) -> list[str]:
             for r in job_rows(ctx.topology) if r["wanted"] and r["state"] != "running"]
 
 
+def wait_progress(records: tuple[int, int], waiting_for: list[str], elapsed: float, limit: float) -> str:
+    """The live line while the demo waits for data downstream."""
+    seen, expected = records
+    return (f"  waiting for {', '.join(waiting_for)}: {seen:,} of {expected:,} records seen downstream, "
+            f"{elapsed:.0f}s elapsed (time limit {limit:.0f}s)")
+
+
 def step_wait(ctx: DemoContext) -> None:
     from reconciler.deploy.local import LocalDeployer
 
@@ -290,6 +307,7 @@ def step_wait(ctx: DemoContext) -> None:
     started = time.monotonic()
     done: set[str] = set()
     last: dict[str, list[str]] = {}
+    line = LiveLine(sys.stdout)
     while time.monotonic() - started < ctx.wait_timeout:
         for name, check in checks:
             if name in done:
@@ -300,10 +318,14 @@ def step_wait(ctx: DemoContext) -> None:
                 last[name] = [f"{type(exc).__name__}: {exc}"]
             if not last[name]:
                 done.add(name)
+                line.done()
                 print(f"  {name} arrived downstream after {time.monotonic() - started:.0f}s")
         if len(done) == len(checks):
             return
+        line.show(wait_progress(ctx.records_seen, [n for n, _ in checks if n not in done],
+                                time.monotonic() - started, ctx.wait_timeout))
         time.sleep(2)
+    line.done()
     lines = [f"{n}: {m}" for n, _ in checks if n not in done for m in last.get(n, ["not checked"])]
     try:
         lines += _job_problems(ctx)
@@ -326,8 +348,8 @@ def _latency_probe(ctx: DemoContext, seconds: float = 8.0) -> dict[str, list[flo
                 for _, r in routed(f):
                     remotes.append(r)
                     flows_of[(target, r)] = f.name
-        c = Consumer({"bootstrap.servers": ctx.bootstrap(target), "group.id": "__demo.latency",
-                      "enable.auto.commit": False, "fetch.wait.max.ms": 20})
+        c = Consumer(logs.client_config({"bootstrap.servers": ctx.bootstrap(target), "group.id": "__demo.latency",
+                      "enable.auto.commit": False, "fetch.wait.max.ms": 20}))
         md = c.list_topics(timeout=10).topics
         c.assign([TopicPartition(r, p, OFFSET_END) for r in remotes if r in md for p in md[r].partitions])
         consumers.append((target, c))
@@ -356,7 +378,7 @@ def step_summary(ctx: DemoContext) -> None:
     from reconciler.cli.commands_status import job_rows
     from reconciler.mirror.mirror_client import reachability
 
-    print("  end-to-end latency of the live stream (produced on the source -> consumed on the target), 8 s ...")
+    print(f"  {LIVE_E2E} of the live stream (produced on the source -> consumed on the target), 8 s ...")
     latency = _latency_probe(ctx)
     ctx.latency = [v for values in latency.values() for v in values]
     rows = {r["flow"]: r for r in job_rows(ctx.topology)}
@@ -371,7 +393,7 @@ def step_summary(ctx: DemoContext) -> None:
     print("\n  Records (source topic and its remote copy, counted now; the live stream keeps adding):")
     _print_table(table)
 
-    table = [["FLOW", "JOB", "RECORDS COPIED", "REC/S", "LAG", "E2E P50", "E2E P99", "SAMPLES"]]
+    table = [["FLOW", "JOB", "RECORDS COPIED", "REC/S", "LAG", "LIVE E2E P50", "LIVE E2E P99", "SAMPLES"]]
     for f in sorted(ctx.topology.active_flows, key=lambda f: f.name):
         r = rows.get(f.name, {})
         lat = latency.get(f.name, [])
@@ -407,8 +429,9 @@ def step_summary(ctx: DemoContext) -> None:
           "    offset: a consumer that fails over may re-read up to offset_syncs.lag_max records, never skips one)")
     print("\n  $ reconciler status " + str(ctx.topology_path))
     cli_main(["status", str(ctx.topology_path)])
-    print("  (P50/P99 here are the jobs' own figures: record age when the target acknowledged it, over the last\n"
-          "  minute, so they include the backlog produced before the jobs started; E2E above is the live stream)")
+    print(f"  (AGE P50/P99 here are the jobs' own figures, {RECORD_AGE} when the target acknowledged a record over the\n"
+          "  last minute: they include the backlog produced before the jobs started, and are what the topology's\n"
+          f"  slo.max_latency_p99_ms is checked against; LIVE E2E above is the {LIVE_E2E} of fresh records)")
 
 
 def _print_table(table: list[list[str]]) -> None:
@@ -419,7 +442,7 @@ def _print_table(table: list[list[str]]) -> None:
 
 def step_drift(ctx: DemoContext) -> None:
     cluster, topic, key, value = DRIFT
-    admin = AdminClient({"bootstrap.servers": ctx.bootstrap(cluster)})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": ctx.bootstrap(cluster)}))
     res = ConfigResource(ResourceType.TOPIC, topic,
                          incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
     for fut in admin.incremental_alter_configs([res]).values():
@@ -474,7 +497,10 @@ def _shutdown(ctx: DemoContext) -> list[str]:
 
 
 def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000, keep_running: bool = False,
-        wait_timeout: float = 300.0) -> int:
+        wait_timeout: float = 300.0, *, cli: Callable[[list[str]], int]) -> int:
+    """`cli` runs one CLI command (argv -> exit code): `reconciler.cli.main.main` bound to a backend."""
+    global _cli
+    _cli = cli
     topology_path = Path(topology_path)
     try:  # shown in every command the demo prints: shorter, and what a user would type
         shown = topology_path.resolve().relative_to(Path.cwd())

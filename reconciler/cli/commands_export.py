@@ -1,0 +1,53 @@
+"""`reconciler export FORMAT PATH... [--out FILE]`: a topology in another tool's format.
+
+`EXPORTERS` maps a format to a function (validated Topology, origin text) -> file text. Other
+helpers add their formats to the same dict.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+from reconciler import outputs
+from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.interop.mm2_export import ExportError, export_mm2
+from reconciler.interop.strimzi import export_strimzi
+from reconciler.topology.model import Topology
+
+EXPORTERS: dict[str, Callable[[Topology, str], str]] = {
+    "mm2": export_mm2,
+    "strimzi": export_strimzi,
+}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="write the topology as a MirrorMaker 2 properties file or Strimzi "
+                                      "KafkaMirrorMaker2 resources (to run MM2 side by side, or to go back)")
+    p.add_argument("format", choices=sorted(EXPORTERS))
+    add_paths_argument(p)
+    p.add_argument("--out", metavar="FILE", help="write to FILE (default: stdout)")
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_export(args) -> int:
+    bad_out = outputs.problems([args.out])
+    if bad_out:
+        print(bad_out[0], file=sys.stderr)
+        return EXIT_ERROR
+    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    if topology is None:
+        return EXIT_ERROR
+    try:
+        text = EXPORTERS[args.format](topology, " ".join(args.paths))
+    except ExportError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_ERROR
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

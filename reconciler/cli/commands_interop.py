@@ -1,0 +1,70 @@
+"""`reconciler import mm2|strimzi FILE [--out DIR]`: a MirrorMaker 2 configuration -> a topology.
+
+Writes DIR/topology.yaml (or prints the YAML), lists on stderr every key it could not express (with
+its line) and the environment variables to set. Malformed input: `FILE:LINE: error: ...`, exit 1,
+nothing written. The result is validated with the project's own validator before it is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from reconciler.cli.common import EXIT_ERROR, EXIT_OK
+from reconciler.interop.draft import TopologyDraft, to_yaml, validate
+from reconciler.interop.mm2_import import import_mm2_text
+from reconciler.interop.properties import PropertiesError
+from reconciler.interop.strimzi import import_strimzi_text
+
+IMPORTERS = {"mm2": import_mm2_text, "strimzi": import_strimzi_text}
+
+
+def register(sub) -> None:
+    p = sub.add_parser("import", help="convert a MirrorMaker 2 properties file or a Strimzi KafkaMirrorMaker2 "
+                                      "resource into a topology")
+    p.add_argument("format", choices=sorted(IMPORTERS), help="mm2: connect-mirror-maker.sh properties; "
+                                                             "strimzi: KafkaMirrorMaker2 YAML")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--out", metavar="DIR", help="write DIR/topology.yaml (default: print the topology)")
+    p.set_defaults(func=cmd_import)
+
+
+def _report(draft: TopologyDraft) -> None:
+    for note in draft.notes:
+        print(note.render(), file=sys.stderr)
+    if draft.env_vars:
+        print("set these environment variables before plan/apply (the topology references them):", file=sys.stderr)
+        for v in draft.env_vars:
+            print(f"  {v.name}: {v.source}", file=sys.stderr)
+
+
+def cmd_import(args) -> int:
+    path = Path(args.file)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"{path}:1: error: cannot read file: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        draft = IMPORTERS[args.format](text, str(path))
+    except PropertiesError as exc:
+        print(exc.render(), file=sys.stderr)
+        return EXIT_ERROR
+    out_file = Path(args.out) / "topology.yaml" if args.out else None
+    yaml_text = to_yaml(draft, str(path))
+    topology, diags = validate(yaml_text, str(out_file or "<imported topology>"))
+    if topology is None:
+        print(diags.render(), file=sys.stderr)
+        print(f"{path}:1: error: the imported topology does not validate (above); nothing was written", file=sys.stderr)
+        return EXIT_ERROR
+    _report(draft)
+    if diags.warnings:
+        print(diags.render(), file=sys.stderr)
+    if out_file is None:
+        sys.stdout.write(yaml_text)
+    else:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        out_file.write_text(yaml_text, encoding="utf-8")
+        print(f"wrote {out_file}: {len(topology.clusters)} clusters, {len(topology.flows)} flows, "
+              f"{len(draft.notes)} warning{'s' if len(draft.notes) != 1 else ''}", file=sys.stderr)
+    return EXIT_OK

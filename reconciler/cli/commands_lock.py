@@ -1,0 +1,64 @@
+"""`reconciler force-unlock PATH... --cluster ALIAS LOCK_ID`: remove a lease left by a killed apply.
+
+A lease held by an apply that died on another host lives until it expires (RECONCILER_LEASE_TTL,
+60 s by default; one of a dead process on this host is ignored at once). The error an apply prints
+names the holder and its LOCK_ID; this withdraws exactly that claim, after asking (Terraform's
+force-unlock). Removing the lease of an apply that is still running lets another one interleave
+with it, so look before you force.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from reconciler.apply.lock import force_unlock, live_claims
+from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+
+
+def register(sub) -> None:
+    p = sub.add_parser("force-unlock", help="remove an apply lease left on a cluster by a killed apply")
+    add_paths_argument(p)
+    p.add_argument("--cluster", required=True, metavar="ALIAS", help="the cluster whose lease to remove")
+    p.add_argument("lock_id", metavar="LOCK_ID", help="the lease's owner id, as the refused apply printed it")
+    p.add_argument("--force", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(func=cmd_force_unlock)
+
+
+def cmd_force_unlock(args) -> int:
+    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    if topology is None:
+        return EXIT_ERROR
+    cluster = topology.clusters.get(args.cluster)
+    if cluster is None:
+        print(f"error: no cluster {args.cluster!r} in the topology (clusters: {', '.join(sorted(topology.clusters))})",
+              file=sys.stderr)
+        return EXIT_ERROR
+    admin = args.backend.admin_factory(cluster)
+    try:
+        claims = live_claims(admin)
+        claim = claims.get(args.lock_id)
+        if claim is None:
+            held = "; ".join(f"{owner} by {c.get('who', '?')}" for owner, c in sorted(claims.items())) or "none"
+            print(f"error: cluster {args.cluster!r} has no live lease {args.lock_id!r} (live leases: {held})",
+                  file=sys.stderr)
+            return EXIT_ERROR
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(claim.get("acquired_at", 0)))
+        print(f"Lease {args.lock_id} on {args.cluster}: held by {claim.get('who', '?')} since {since}.")
+        if not args.force:
+            if not sys.stdin.isatty():
+                print("error: refusing to ask for confirmation: stdin is not a terminal; run again with --force",
+                      file=sys.stderr)
+                return EXIT_ERROR
+            answer = input("Remove it? An apply that still runs would lose its exclusivity. Only 'yes' will be "
+                           "accepted: ")
+            if answer.strip() != "yes":
+                print("Force-unlock cancelled.", file=sys.stderr)
+                return EXIT_ERROR
+        force_unlock(admin, args.lock_id)
+        print(f"Removed the lease {args.lock_id} on {args.cluster}.")
+        return EXIT_OK
+    finally:
+        close = getattr(admin, "close", None)
+        if close is not None:
+            close()

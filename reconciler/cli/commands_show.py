@@ -1,0 +1,43 @@
+"""`reconciler show PLANFILE`: a saved plan (`plan --out`) as text or JSON, without contacting any cluster
+(Terraform's `show`): what a reviewer reads before `apply PLANFILE`, which applies exactly that plan."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from reconciler.cli.common import EXIT_ERROR, EXIT_OK
+from reconciler.plan import planfile
+from reconciler.render import plan_json, plan_text
+
+
+def register(sub) -> None:
+    p = sub.add_parser("show", help="show a saved plan file (from `plan --out`) without contacting the clusters")
+    p.add_argument("planfile", metavar="PLANFILE")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.set_defaults(func=cmd_show)
+
+
+def cmd_show(args) -> int:
+    if not planfile.is_plan_file(args.planfile):
+        print(f"error: {args.planfile}: not a saved plan (make one with `reconciler plan PATH... --out FILE`)",
+              file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        saved = planfile.load(args.planfile)
+    except planfile.PlanFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.format == "json":
+        doc = json.loads(plan_json.render(saved.plan))
+        doc["saved"] = {"revision": saved.revision, "saved_at": saved.saved_at, "git": saved.git,
+                        "clusters": sorted(saved.clusters)}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return EXIT_OK
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(saved.saved_at)) if saved.saved_at else "unknown time"
+    print(f"Saved plan {args.planfile}: made at {when}" + (f" from {saved.revision}" if saved.revision else "")
+          + f", clusters {', '.join(sorted(saved.clusters))}.")
+    print(f"`reconciler apply {args.planfile}` applies exactly this plan (refused if the clusters changed since).\n")
+    sys.stdout.write(plan_text.render(saved.plan))
+    return EXIT_OK

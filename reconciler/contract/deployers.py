@@ -1,0 +1,26 @@
+"""Deployer names: the one list of the ways a job can be run, and what each one keeps apart."""
+
+from __future__ import annotations
+
+LOCAL = "local"
+SPARK_STANDALONE = "spark-standalone"
+KUBERNETES = "kubernetes"
+
+DEPLOYER_NAMES: tuple[str, ...] = (LOCAL, SPARK_STANDALONE, KUBERNETES)
+DEFAULT_DEPLOYER = LOCAL
+
+#: Deployers that run the job as a process on this machine and share one state directory.
+PROCESS_DEPLOYERS: frozenset[str] = frozenset({LOCAL, SPARK_STANDALONE})
+
+#: JobSettings fields that change how a deployer runs a job but are not part of the job spec
+#: (so not of its hash): a change to one of them needs a redeploy (restart).
+DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
+    LOCAL: (),
+    SPARK_STANDALONE: (),
+    KUBERNETES: ("namespace", "image", "service_account", "secret_name", "manifests_dir", "kubectl_apply"),
+}
+
+
+def deployer_family(name: str) -> str:
+    """Deployers that share state: a local job and a spark-standalone job of one flow are the same job."""
+    return "process" if name in PROCESS_DEPLOYERS else name

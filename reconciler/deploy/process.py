@@ -1,0 +1,301 @@
+"""Run a replication job locally with spark-submit, as a subprocess tests can SIGKILL.
+
+    job = LocalJob.start(spec, workdir)    # writes the spec, runs spark-submit jobs/mirror_job.py
+    job.kill()                             # SIGKILL the whole process group (JVM + Python driver + workers)
+    job.stop()                             # SIGTERM: clean stop, final status published
+    LocalJob.attach(pid, spec_path, log)   # a job started by an earlier process (the local deployer)
+
+The job runs in its own session (process group = its pid), so it outlives the process that
+started it and a Ctrl-C in that terminal does not reach it. With `exit_code_path` the command is
+wrapped in `/bin/sh` that writes spark-submit's exit code there, so whoever looks later can tell
+"stopped" (0) from "failed" (1) and "restart required" (3).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from reconciler.contract.flow_id import FlowId, flow_ends
+from reconciler.contract.spec import JobSpec
+from reconciler.resources import import_root, job_script
+
+
+
+def spark_submit() -> Path:
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise FileNotFoundError("the replication job needs Spark, which is not installed here: install the "
+                                "[spark] extra (pip install 'kafka-replication-reconciler[spark]')") from exc
+
+    path = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    if not path.exists():
+        raise FileNotFoundError(f"spark-submit not found at {path}")
+    return path
+
+
+def job_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    python = os.environ.get("PYSPARK_PYTHON", sys.executable)
+    env = dict(os.environ)
+    env.update({
+        "PYSPARK_PYTHON": python,
+        "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", python),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(import_root()), os.environ.get("PYTHONPATH", "")) if p),
+        "SPARK_HOME": str(spark_submit().parent.parent),
+    })
+    env.update(extra or {})
+    return env
+
+
+def command(spec_path: Path, master: str | None = None, max_seconds: float | None = None) -> list[str]:
+    cmd = [str(spark_submit())]
+    if master:
+        cmd += ["--master", master]
+    cmd += ["--conf", "spark.ui.enabled=false", str(job_script()), "--spec", str(spec_path)]
+    if master:
+        cmd += ["--master", master]
+    if max_seconds is not None:
+        cmd += ["--max-seconds", str(max_seconds)]
+    return cmd
+
+
+def proc_start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot, /proc/PID/stat field 22): with the pid it
+    identifies a process across pid reuse. None when there is no such process."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(text.rpartition(")")[2].split()[19])
+
+
+#: Exit codes of our own children reaped by `process_alive` (pid -> code).
+REAPED: dict[int, int] = {}
+
+
+def process_alive(pid: int, start_time: int | None = None) -> bool:
+    """True while `pid` runs (zombies count as dead, and are reaped when they are our children) and,
+    if given, is still the process that started at `start_time` (not a reused pid)."""
+    try:
+        done, wstatus = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            code = os.waitstatus_to_exitcode(wstatus)
+            REAPED[pid] = 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says
+    except (ChildProcessError, OSError):
+        pass
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return False
+    if fields[0] == "Z":
+        return False
+    return start_time is None or int(fields[19]) == start_time
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            text = (task / "children").read_text().split()
+            out += [int(x) for x in text]
+    except OSError:
+        return out
+    return out
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+@dataclass
+class LocalJob:
+    process: subprocess.Popen | None  # None when attached to a job another process started
+    spec_path: Path
+    log_path: Path
+    pid: int = 0
+    start_time: int | None = None
+    exit_code_path: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.process is not None and not self.pid:
+            self.pid = self.process.pid
+        if self.start_time is None:
+            self.start_time = proc_start_time(self.pid)
+
+    @classmethod
+    def start(cls, spec: JobSpec, workdir: Path, *, master: str | None = None, max_seconds: float | None = None,
+              env: Mapping[str, str] | None = None, name: str | None = None, spec_path: Path | None = None,
+              log_path: Path | None = None, exit_code_path: Path | None = None) -> "LocalJob":
+        workdir.mkdir(parents=True, exist_ok=True)
+        stem = name or FlowId(*flow_ends(spec.flow)).slug("-")
+        spec_path = spec.write(spec_path or workdir / f"{stem}.json")
+        log_path = log_path or workdir / f"{stem}.log"
+        cmd = command(spec_path, master, max_seconds)
+        if exit_code_path is not None:
+            exit_code_path.unlink(missing_ok=True)
+            cmd = ["/bin/sh", "-c", '"$0" "$@"; rc=$?; echo $rc > "$EXIT_CODE_FILE"; exit $rc', *cmd]
+            env = {**(env or {}), "EXIT_CODE_FILE": str(exit_code_path)}
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=job_env(env), start_new_session=True, cwd=str(workdir))
+        return cls(proc, spec_path, log_path, exit_code_path=exit_code_path)
+
+    @classmethod
+    def attach(cls, pid: int, spec_path: Path, log_path: Path, start_time: int | None = None,
+               exit_code_path: Path | None = None) -> "LocalJob":
+        """A job started earlier (by another process): stop, kill and watch it by pid."""
+        return cls(None, spec_path, log_path, pid, start_time, exit_code_path)
+
+    def alive(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        return process_alive(self.pid, self.start_time)
+
+    def exit_code(self) -> int | None:
+        """The exit code, once the job has ended and it is known (our child, or written by the wrapper)."""
+        if self.process is not None and self.process.poll() is not None:
+            return self.process.returncode
+        if self.exit_code_path is not None:
+            try:
+                return int(self.exit_code_path.read_text().strip())
+            except (OSError, ValueError):
+                pass
+        return REAPED.get(self.pid)
+
+    def kill(self) -> None:
+        """SIGKILL everything the job started (a crash: nothing is flushed or closed)."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.wait(30)
+
+    def driver_pids(self) -> list[int]:
+        """The Python driver process(es) spark-submit started (descendants running our script)."""
+        found = []
+        for child in _descendants(self.pid):
+            try:
+                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if any(part.endswith(b"mirror_job.py") for part in cmdline) and not any(
+                    part.endswith(b"spark-submit") or part == b"org.apache.spark.deploy.SparkSubmit" for part in cmdline):
+                found.append(child)
+        return found
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """Clean stop: SIGTERM the Python driver, which finishes its batch, commits, publishes a final
+        status and stops Spark; SIGKILL the rest if it does not exit within `timeout`."""
+        if not self.alive():
+            return self.exit_code()
+        pids = self.driver_pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        if not pids:
+            try:
+                os.killpg(self.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                return self.exit_code()
+        code = self.wait(timeout)
+        if code is None and self.alive():
+            self.kill()
+            return None
+        return code if code is not None else self.exit_code()
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to `timeout` for the job to end; its exit code (None if still running or unknown)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                if self.process is not None:
+                    return self.process.wait()
+                for _ in range(10):  # the wrapper writes the code just before it exits
+                    if self.exit_code() is not None:
+                        break
+                    time.sleep(0.05)
+                return self.exit_code()
+            time.sleep(0.2)
+        return None
+
+
+@dataclass
+class StandaloneCluster:
+    """A Spark standalone master and one worker from the pyspark wheel, on loopback (tests, demos)."""
+
+    master_url: str
+    processes: list[subprocess.Popen]
+
+    @classmethod
+    def start(cls, workdir: Path, cores: int = 2, memory: str = "2g", timeout: float = 90.0) -> "StandaloneCluster":
+        from reconciler.dev.brokers import free_port
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        spark_class = str(spark_submit().parent / "spark-class")
+        env = job_env({"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(workdir / "work")})
+        port = free_port()
+        url = f"spark://127.0.0.1:{port}"
+        procs = []
+
+        def launch(name: str, args: list[str]) -> Path:
+            log = workdir / f"{name}.log"
+            procs.append(subprocess.Popen([spark_class, *args], stdout=open(log, "ab"), stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, env=env, start_new_session=True))
+            return log
+
+        cluster = cls(url, procs)
+        try:
+            master_log = launch("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                           "--port", str(port), "--webui-port", str(free_port())])
+            _wait_for_line(master_log, "I have been elected leader", timeout)
+            worker_log = launch("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                           "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+                                           url])
+            _wait_for_line(worker_log, "Successfully registered with master", timeout)
+        except Exception:
+            cluster.stop()
+            raise
+        return cluster
+
+    def stop(self) -> None:
+        for proc in reversed(self.processes):
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def _wait_for_line(log: Path, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if text in log.read_text(errors="replace"):
+                return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"no {text!r} in {log} within {timeout:.0f}s")

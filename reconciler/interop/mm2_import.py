@@ -1,0 +1,433 @@
+"""Import (pure): MirrorMaker 2 properties -> TopologyDraft.
+
+Precedence is MM2's (MirrorMakerConfig): a flow-level `A->B.key` beats a cluster-level `A.key`,
+which beats a top-level `key`. Connector keys (topics, emit.*, sync.*, ...) are read per flow or at
+the top level (MM2 ignores them at cluster level: we say so); client keys (security, SASL, SSL) per
+cluster or at the top level; `exactly.once.source.support` is a Connect worker key, read per flow,
+on the target cluster or at the top level.
+
+Unset keys take MM2's defaults (the import behaves as the MM2 file did); values equal to our
+defaults are then left out of the YAML (`draft.factor`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.interop.draft import ClusterDraft, EnvNames, FlowDraft, Note, ResidencyDraft, Setting, TopologyDraft, is_env_name
+from reconciler.interop.mm2_keys import (
+    BY_SPELLING, CONNECTOR_KEYS, DELIVERY_SETTING, ENV_PROVIDER_CLASS, EOS_CONNECTOR_KEY, EOS_WORKER_KEY, EXT,
+    JOB_FIELD_KINDS, MM2_REFRESH_DEFAULT, NOT_EXPRESSIBLE, POLICY_CLASSES, PRUNE_KEYS, REFRESH_KEYS,
+    REFRESH_SETTING, SAME_CLIENT_KEYS, SLO_KINDS, Kind, Mm2Key, is_client_key,
+)
+from reconciler.interop.properties import PropertiesError, Property, parse_properties
+from reconciler.topology import secrets
+
+_REF = re.compile(r"\$\{(?P<provider>[A-Za-z0-9_.-]+):(?P<body>[^}]*)\}")
+K8S_PROVIDER = "k8s-secret"  # internal: the Strimzi importer's secret references, `${k8s-secret:SECRET:KEY}`
+
+
+@dataclass
+class _Scopes:
+    """The properties sorted by where MM2 applies them (last occurrence wins, as in Java)."""
+
+    top: dict[str, Property] = field(default_factory=dict)
+    cluster: dict[str, dict[str, Property]] = field(default_factory=dict)
+    flow: dict[tuple[str, str], dict[str, Property]] = field(default_factory=dict)
+
+
+class _Context:
+    def __init__(self, draft: TopologyDraft, providers: dict[str, str]):
+        self.draft = draft
+        self.env = EnvNames(draft)
+        self.providers = providers  # alias -> class
+
+    def note(self, prop: Property | None, key: str, message: str, action: str) -> None:
+        self.draft.notes.append(Note(prop.where if prop else None, key, message, action))
+
+
+def _error(prop: Property, message: str, hint: str | None = None) -> PropertiesError:
+    return PropertiesError(prop.file, prop.line, message, hint)
+
+
+def _parse_value(prop: Property, kind: Kind) -> Any:
+    text = prop.value.strip()
+    if kind is Kind.LIST:
+        return tuple(p.strip() for p in text.split(",") if p.strip())
+    if kind is Kind.BOOL:
+        if text.lower() not in ("true", "false"):
+            raise _error(prop, f"{prop.key} must be true or false, not {text!r}")
+        return text.lower() == "true"
+    if kind is Kind.INT:
+        try:
+            return int(text)
+        except ValueError:
+            raise _error(prop, f"{prop.key} must be an integer, not {text!r}") from None
+    if kind is Kind.SECONDS:
+        try:
+            value = float(text)
+        except ValueError:
+            raise _error(prop, f"{prop.key} must be a number of seconds, not {text!r}") from None
+        return int(value) if value.is_integer() else value
+    if kind is Kind.POLICY:
+        if text not in POLICY_CLASSES:
+            return None
+        return POLICY_CLASSES[text]
+    if kind is Kind.LOCATION:
+        if text not in ("source", "target"):
+            raise _error(prop, f"{prop.key} must be source or target, not {text!r}")
+        return text
+    return text
+
+
+def _scopes(props: list[Property], aliases: list[str], ctx: _Context) -> _Scopes:
+    s = _Scopes()
+    by_length = sorted(aliases, key=len, reverse=True)
+    for p in props:
+        if p.key == "clusters" or p.key.startswith("config.providers"):
+            continue
+        if "->" in p.key:
+            src, _, tail = p.key.partition("->")
+            tgt = next((a for a in by_length if tail.startswith(a + ".")), None)
+            if src in aliases and tgt is not None:
+                s.flow.setdefault((src, tgt), {})[tail[len(tgt) + 1:]] = p
+            else:
+                ctx.note(p, p.key, "this flow names a cluster not in `clusters`",
+                         "add the cluster to `clusters` or remove the line")
+            continue
+        alias = next((a for a in by_length if p.key.startswith(a + ".")), None)
+        if alias is not None:
+            s.cluster.setdefault(alias, {})[p.key[len(alias) + 1:]] = p
+        else:
+            s.top[p.key] = p
+    return s
+
+
+# --- references and secrets ---------------------------------------------------------------------
+
+def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -> str:
+    """MM2 config-provider references -> `${VAR}`: env provider kept by name, others become variables."""
+    def repl(m: re.Match) -> str:
+        provider, body = m.group("provider"), m.group("body")
+        cls = ctx.providers.get(provider, "")
+        if provider == K8S_PROVIDER:
+            secret, _, skey = body.partition(":")
+            if is_env_name(skey):
+                return "${" + ctx.env.known(skey, f"key {skey!r} of Kubernetes Secret {secret!r}") + "}"
+            name = ctx.env.add(secrets.suggested_env_name(alias, key), f"key {skey!r} of Kubernetes Secret {secret!r}")
+            return "${" + name + "}"
+        if cls == ENV_PROVIDER_CLASS or (not cls and provider == "env"):
+            return "${" + ctx.env.known(body, f"as for MirrorMaker 2 (referenced at {prop.where})") + "}"
+        name = ctx.env.add(secrets.suggested_env_name(alias, key),
+                           f"what MM2's config provider {provider!r} resolved `${{{provider}:{body}}}` to ({prop.where})")
+        ctx.note(prop, prop.key, f"config provider reference ${{{provider}:...}} cannot be resolved by the jobs",
+                 f"set {name} to its value (the topology references ${{{name}}})")
+        return "${" + name + "}"
+    return _REF.sub(repl, value)
+
+
+def _secret(value: str, alias: str, key: str, prop: Property, ctx: _Context) -> str:
+    mapped = _map_refs(value, alias, key, prop, ctx)
+    if mapped != value or secrets.is_env_reference(mapped):
+        return mapped
+    name = ctx.env.add(secrets.suggested_env_name(alias, key),
+                       f"the literal {key} that was at {prop.where} (move it to your secret store)")
+    return "${" + name + "}"
+
+
+_JAAS = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);?\s*$", re.S)
+_JAAS_OPT = re.compile(r'(?P<k>[\w.-]+)\s*=\s*(?:"(?P<q>(?:[^"\\]|\\.)*)"|(?P<b>[^\s;]+))')
+
+
+def _jaas(value: str, alias: str, prop: Property, ctx: _Context, out: dict[str, str]) -> None:
+    m = _JAAS.match(value)
+    module = m.group("module") if m else ""
+    if not m or not (module.endswith("PlainLoginModule") or module.endswith("ScramLoginModule")):
+        ctx.note(prop, prop.key, f"JAAS login module {module or '(unreadable)'} has no librdkafka equivalent here",
+                 "configure SASL/OAUTHBEARER or GSSAPI with librdkafka keys in clusters." + alias + ".config")
+        return
+    opts = {o.group("k"): (o.group("q") if o.group("q") is not None else o.group("b"))
+            for o in _JAAS_OPT.finditer(m.group("opts"))}
+    if "username" in opts:
+        out["sasl.username"] = _map_refs(opts["username"], alias, "sasl.username", prop, ctx)
+    if "password" in opts:
+        out["sasl.password"] = _secret(opts["password"], alias, "sasl.password", prop, ctx)
+    for extra in sorted(set(opts) - {"username", "password"}):
+        ctx.note(prop, prop.key, f"JAAS option {extra!r} is not mapped", "check whether your brokers need it")
+
+
+def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> dict[str, str]:
+    """Java client settings -> librdkafka settings (secrets become `${VAR}`)."""
+    out: dict[str, str] = {}
+    get = lambda k: entries[k].value.strip() if k in entries else None  # noqa: E731
+    done: set[str] = set()
+    for key in SAME_CLIENT_KEYS:
+        if key in entries:
+            value = entries[key].value.strip()
+            out[key] = (_secret(value, alias, key, entries[key], ctx) if secrets.is_secret_key(key)
+                        else _map_refs(value, alias, key, entries[key], ctx))
+            done.add(key)
+    if "sasl.mechanism" in entries:
+        out["sasl.mechanisms"] = get("sasl.mechanism")
+        done.add("sasl.mechanism")
+    if "sasl.jaas.config" in entries:
+        _jaas(entries["sasl.jaas.config"].value, alias, entries["sasl.jaas.config"], ctx, out)
+        done.add("sasl.jaas.config")
+    if "ssl.endpoint.identification.algorithm" in entries:
+        out["ssl.endpoint.identification.algorithm"] = get("ssl.endpoint.identification.algorithm") or "none"
+        done.add("ssl.endpoint.identification.algorithm")
+    ts_type = (get("ssl.truststore.type") or "JKS").upper()
+    if "ssl.truststore.certificates" in entries:
+        out["ssl.ca.pem"] = _map_refs(get("ssl.truststore.certificates"), alias, "ssl.ca.pem",
+                                      entries["ssl.truststore.certificates"], ctx)
+    if "ssl.truststore.location" in entries:
+        p = entries["ssl.truststore.location"]
+        if ts_type == "PEM":
+            out["ssl.ca.location"] = _map_refs(p.value.strip(), alias, "ssl.ca.location", p, ctx)
+        else:
+            ctx.note(p, p.key, f"a {ts_type} truststore cannot be read by librdkafka",
+                     f"convert it to PEM (keytool -exportcert -rfc) and set clusters.{alias}.config.ssl.ca.location")
+    done |= {"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates", "ssl.truststore.password"}
+    ks_type = (get("ssl.keystore.type") or "JKS").upper()
+    if "ssl.keystore.location" in entries:
+        p = entries["ssl.keystore.location"]
+        if ks_type == "PKCS12":
+            out["ssl.keystore.location"] = _map_refs(p.value.strip(), alias, "ssl.keystore.location", p, ctx)
+            if "ssl.keystore.password" in entries:
+                out["ssl.keystore.password"] = _secret(get("ssl.keystore.password"), alias, "ssl.keystore.password",
+                                                       entries["ssl.keystore.password"], ctx)
+        elif ks_type == "PEM":
+            path = _map_refs(p.value.strip(), alias, "ssl.certificate.location", p, ctx)
+            out["ssl.certificate.location"] = path
+            out["ssl.key.location"] = path
+        else:
+            ctx.note(p, p.key, "a JKS keystore cannot be read by librdkafka",
+                     f"convert it to PKCS12 (keytool -importkeystore -deststoretype PKCS12) and set "
+                     f"clusters.{alias}.config.ssl.keystore.location / ssl.keystore.password")
+    if "ssl.keystore.certificate.chain" in entries:
+        p = entries["ssl.keystore.certificate.chain"]
+        out["ssl.certificate.pem"] = _map_refs(p.value.strip(), alias, "ssl.certificate.pem", p, ctx)
+    if "ssl.keystore.key" in entries:
+        p = entries["ssl.keystore.key"]
+        out["ssl.key.pem"] = _secret(p.value.strip(), alias, "ssl.key.pem", p, ctx)
+    done |= {"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.certificate.chain",
+             "ssl.keystore.key"}
+    for key, p in entries.items():
+        if key not in done:
+            ctx.note(p, p.key, "client setting not mapped to librdkafka",
+                     f"add the librdkafka equivalent to clusters.{alias}.config if you need it")
+    return out
+
+
+# --- flows ---------------------------------------------------------------------------------------
+
+def _lookup(spelling_list: tuple[str, ...], *scopes: dict[str, Property]) -> Property | None:
+    for scope in scopes:
+        for spelling in spelling_list:
+            if spelling in scope:
+                return scope[spelling]
+    return None
+
+
+def _connector_setting(k: Mm2Key, flow_scope: dict[str, Property], top: dict[str, Property], ctx: _Context) -> Any:
+    prop = _lookup(k.spellings, flow_scope, top)
+    if prop is None:
+        return k.mm2_default
+    value = _parse_value(prop, k.kind)
+    if k.kind is Kind.POLICY and value is None:
+        ctx.note(prop, prop.key, f"replication policy {prop.value.strip()!r} is not supported",
+                 "only DefaultReplicationPolicy and IdentityReplicationPolicy are; the default policy was used")
+        return k.mm2_default
+    if k.kind is Kind.SECONDS and value <= 0:
+        if k.setting[-1] == "interval_seconds" and k.setting[0] in ("heartbeats", "checkpoints"):
+            return ("disable",)
+        ctx.note(prop, prop.key, f"a non-positive interval ({value}) is not supported", "MM2's default was used")
+        return k.mm2_default
+    return value
+
+
+def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft:
+    fs = scopes.flow.get((source, target), {})
+    settings: dict[Setting, Any] = {}
+    for k in CONNECTOR_KEYS:
+        value = _connector_setting(k, fs, scopes.top, ctx)
+        if value == ("disable",):
+            settings[(k.setting[0], "enabled")] = False
+            continue
+        settings[k.setting] = value
+    for k in CONNECTOR_KEYS:  # an explicit `enabled` wins over a disabling interval
+        if k.setting[-1] == "enabled" and _lookup(k.spellings, fs, scopes.top) is not None:
+            settings[k.setting] = _connector_setting(k, fs, scopes.top, ctx)
+    refresh = []
+    for key in REFRESH_KEYS:
+        prop = _lookup((key,), fs, scopes.top)
+        refresh.append(_parse_value(prop, Kind.SECONDS) if prop else MM2_REFRESH_DEFAULT)
+    if refresh[0] != refresh[1]:
+        ctx.note(_lookup(REFRESH_KEYS, fs, scopes.top), "refresh.*.interval.seconds",
+                 f"flow {source}->{target}: topics and groups are refreshed together here",
+                 f"the smaller interval ({min(refresh)} s) was used for both")
+    settings[REFRESH_SETTING] = min(refresh)
+    worker = _lookup((EOS_WORKER_KEY,), fs, scopes.cluster.get(target, {}), scopes.top)
+    connector = _lookup((EOS_CONNECTOR_KEY,), fs, scopes.top)
+    eos = bool(worker and worker.value.strip().lower() == "enabled") or \
+        bool(connector and connector.value.strip().lower() == "required")
+    settings[DELIVERY_SETTING] = "exactly-once" if eos else "at-least-once"
+    for key, prop in {**{k: p for k, p in scopes.top.items() if k.startswith(EXT + "job.")},
+                      **{k: p for k, p in fs.items() if k.startswith(EXT + "job.")}}.items():
+        field_name = key[len(EXT + "job."):]
+        if field_name.startswith("spark_conf."):
+            settings[("job", "spark_conf", field_name[len("spark_conf."):])] = prop.value.strip()
+        elif field_name in JOB_FIELD_KINDS:
+            settings[("job", field_name)] = _parse_value(prop, JOB_FIELD_KINDS[field_name])
+        else:
+            ctx.note(prop, prop.key, "unknown job setting", f"job settings are {', '.join(JOB_FIELD_KINDS)}")
+    enabled_prop = fs.get("enabled")
+    enabled = _parse_value(enabled_prop, Kind.BOOL) if enabled_prop else False
+    for key, prop in fs.items():
+        if key == "enabled" or key in BY_SPELLING or key in REFRESH_KEYS or key.startswith(EXT + "job."):
+            continue
+        if key in (EOS_WORKER_KEY, EOS_CONNECTOR_KEY):
+            continue
+        _unexpressible(prop, key, ctx, f"flow {source}->{target}")
+    return FlowDraft(source, target, enabled, settings)
+
+
+def _unexpressible(prop: Property, key: str, ctx: _Context, scope: str) -> None:
+    if key in NOT_EXPRESSIBLE:
+        ctx.note(prop, prop.key, f"not expressible in a topology ({scope})", NOT_EXPRESSIBLE[key])
+    elif key.startswith("strimzi."):
+        name = prop.key.replace(".strimzi.", ".", 1).removeprefix("strimzi.")
+        ctx.note(prop, name, f"Strimzi field, not expressible ({scope})",
+                 "jobs run where the topology's `job:` settings say (deployer, master, parallelism); drop it")
+    elif key.startswith(("consumer.", "producer.", "admin.", "source.cluster.", "target.cluster.",
+                         "source.admin.", "target.admin.", "offset-syncs.")):
+        ctx.note(prop, prop.key, f"per-client overrides are not expressible ({scope})",
+                 "jobs use one librdkafka config per cluster: put what you need in clusters.<alias>.config")
+    else:
+        ctx.note(prop, prop.key, f"unknown key, not imported ({scope})", "check whether you still need it")
+
+
+# --- the whole file ------------------------------------------------------------------------------
+
+def _ext_top(scopes: _Scopes, ctx: _Context) -> None:
+    d = ctx.draft
+    rules: dict[str, dict[str, Property]] = {}
+    for key, prop in scopes.top.items():
+        if not key.startswith(EXT) or key.startswith(EXT + "job."):
+            continue
+        rest = key[len(EXT):]
+        if rest == "metadata.name":
+            d.name = prop.value.strip()
+        elif rest == "metadata.description":
+            d.description = prop.value
+        elif rest.startswith("prune.") and rest[len("prune."):] in PRUNE_KEYS:
+            d.prune[rest[len("prune."):]] = _parse_value(prop, Kind.BOOL)
+        elif rest.startswith("slo.") and rest[len("slo."):] in SLO_KINDS:
+            d.slo[rest[len("slo."):]] = _parse_value(prop, SLO_KINDS[rest[len("slo."):]])
+        elif rest.startswith("policies.residency."):
+            name, _, attr = rest[len("policies.residency."):].rpartition(".")
+            rules.setdefault(name, {})[attr] = prop
+        else:
+            ctx.note(prop, prop.key, "unknown reconciler extension key", "check its spelling")
+    for name, attrs in rules.items():
+        missing = [a for a in ("topics", "tag", "allowed") if a not in attrs]
+        if missing:
+            any_prop = next(iter(attrs.values()))
+            raise _error(any_prop, f"residency rule {name!r} lacks {', '.join(EXT + 'policies.residency.' + name + '.' + m for m in missing)}")
+        d.residency.append(ResidencyDraft(name, _parse_value(attrs["topics"], Kind.LIST), attrs["tag"].value.strip(),
+                                          _parse_value(attrs["allowed"], Kind.LIST)))
+
+
+def _cluster(alias: str, scopes: _Scopes, ctx: _Context, clusters_prop: Property) -> ClusterDraft:
+    own = scopes.cluster.get(alias, {})
+    boot = own.get("bootstrap.servers")
+    if boot is None:
+        raise _error(clusters_prop, f"cluster {alias!r} has no {alias}.bootstrap.servers",
+                     hint=f"add `{alias}.bootstrap.servers = host:port`")
+    client = {k: p for k, p in scopes.top.items() if is_client_key(k)}
+    client.update({k: p for k, p in own.items() if is_client_key(k)})
+    config = _client_config(alias, client, ctx)
+    tags: dict[str, str] = {}
+    principal = None
+    for key, prop in own.items():
+        if key == "bootstrap.servers" or is_client_key(key) or key == EOS_WORKER_KEY:
+            continue
+        if key.startswith(EXT + "tags."):
+            tags[key[len(EXT + "tags."):]] = prop.value.strip()
+        elif key == EXT + "replication_principal":
+            principal = prop.value.strip()
+        elif key.startswith(EXT + "config."):
+            lib_key = key[len(EXT + "config."):]
+            value = prop.value.strip()
+            config[lib_key] = (_secret(value, alias, lib_key, prop, ctx) if secrets.is_secret_key(lib_key)
+                               else _map_refs(value, alias, lib_key, prop, ctx))
+        elif key in BY_SPELLING or key in REFRESH_KEYS:
+            ctx.note(prop, prop.key, "MM2 applies connector settings at cluster level to no flow",
+                     f"to set it for flows out of or into {alias}, write `{alias}->TARGET.{key}` or a top-level `{key}`")
+        else:
+            _unexpressible(prop, key, ctx, f"cluster {alias}")
+    bootstrap = _map_refs(boot.value.strip(), alias, "bootstrap.servers", boot, ctx)
+    return ClusterDraft(alias, bootstrap, dict(sorted(config.items())), tags, principal)
+
+
+def _providers(props: list[Property]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for p in props:
+        m = re.fullmatch(r"config\.providers\.([^.]+)\.class", p.key)
+        if m:
+            out[m.group(1)] = p.value.strip()
+    return out
+
+
+def import_properties(props: list[Property], file: str) -> TopologyDraft:
+    """MM2 properties -> draft; PropertiesError (FILE:LINE) for what cannot be read at all."""
+    last = {p.key: p for p in props}
+    clusters_prop = last.get("clusters")
+    if clusters_prop is None:
+        raise PropertiesError(file, 1, "no `clusters` key: this is not a MirrorMaker 2 file",
+                              hint="MM2 files start with `clusters = A, B` and `A.bootstrap.servers = ...`")
+    aliases = list(_parse_value(clusters_prop, Kind.LIST))
+    for alias in aliases:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", alias):
+            raise _error(clusters_prop, f"cluster alias {alias!r} cannot be a topology cluster name",
+                         hint="aliases use letters, digits, '-' and '_' (a dot would make remote topic names ambiguous); rename it")
+    draft = TopologyDraft(name=None, clusters=[], flows=[])
+    ctx = _Context(draft, _providers(props))
+    seen: dict[str, Property] = {}
+    for p in props:
+        if p.key in seen and seen[p.key].value != p.value:
+            ctx.note(seen[p.key], p.key, f"set again at line {p.line}", "MM2 uses the last value; remove one of them")
+        seen[p.key] = p
+    scopes = _scopes(list(last.values()), aliases, ctx)
+    for key, prop in scopes.top.items():
+        if key.startswith(EXT) or key in BY_SPELLING or key in REFRESH_KEYS or is_client_key(key):
+            continue
+        if key in (EOS_WORKER_KEY, EOS_CONNECTOR_KEY):
+            continue
+        _unexpressible(prop, key, ctx, "top level")
+    _ext_top(scopes, ctx)
+    draft.clusters = [_cluster(a, scopes, ctx, clusters_prop) for a in aliases]
+    for (source, target), fs in sorted(scopes.flow.items(), key=lambda kv: min(p.line for p in kv[1].values())):
+        if source == target:
+            raise _error(next(iter(fs.values())), f"flow {source}->{target} replicates a cluster to itself")
+        if "enabled" not in fs:
+            ctx.note(next(iter(fs.values())), f"{source}->{target}.*",
+                     f"settings for flow {source}->{target}, which is not enabled (`{source}->{target}.enabled` unset)",
+                     f"set `{source}->{target}.enabled = true` to replicate it; nothing was imported for it")
+            continue
+        draft.flows.append(_flow(source, target, scopes, ctx))
+    draft.notes.sort(key=_note_order)
+    return draft
+
+
+def _note_order(note: Note) -> tuple[str, int]:
+    if note.where is None:
+        return ("\uffff", 0)
+    file, _, line = note.where.rpartition(":")
+    return (file, int(line) if line.isdigit() else 0)
+
+
+def import_mm2_text(text: str, file: str) -> TopologyDraft:
+    return import_properties(parse_properties(text, file), file)

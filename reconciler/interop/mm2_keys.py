@@ -1,0 +1,135 @@
+"""The MirrorMaker 2 keys we map, with MM2's own defaults (apache/kafka connect/mirror, 3.x), in one
+table read by both directions: import (`mm2_import`) and export (`mm2_export`, `strimzi`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
+from reconciler.interop.draft import Setting
+
+
+class Kind(str, enum.Enum):
+    LIST = "list"          # comma-separated (MM2 ConfigDef LIST: split on ',', trimmed)
+    BOOL = "bool"
+    INT = "int"
+    SECONDS = "seconds"    # a positive number of seconds
+    STRING = "string"
+    POLICY = "policy"      # replication.policy.class
+    LOCATION = "location"  # offset-syncs.topic.location
+
+
+@dataclass(frozen=True)
+class Mm2Key:
+    key: str
+    setting: Setting
+    kind: Kind
+    mm2_default: Any                  # MM2's default, in our setting's terms
+    legacy: tuple[str, ...] = ()      # older spellings MM2 still reads (topics.blacklist, ...)
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        return (self.key,) + self.legacy
+
+
+DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+POLICY_CLASSES = {
+    DEFAULT_POLICY_CLASS: "default", "DefaultReplicationPolicy": "default",
+    IDENTITY_POLICY_CLASS: "identity", "IdentityReplicationPolicy": "identity",
+}
+
+#: Connector-level keys: MM2 reads them at the top level or per flow (`A->B.key`, which wins).
+CONNECTOR_KEYS: tuple[Mm2Key, ...] = (
+    Mm2Key("topics", ("topics", "include"), Kind.LIST, (".*",)),
+    Mm2Key("topics.exclude", ("topics", "exclude"), Kind.LIST, (), ("topics.blacklist",)),
+    Mm2Key("groups", ("groups", "include"), Kind.LIST, (".*",)),
+    Mm2Key("groups.exclude", ("groups", "exclude"), Kind.LIST, (), ("groups.blacklist",)),
+    Mm2Key("replication.policy.class", ("policy",), Kind.POLICY, "default"),
+    Mm2Key("replication.policy.separator", ("separator",), Kind.STRING, "."),
+    Mm2Key("replication.factor", ("replication_factor",), Kind.INT, 2),
+    Mm2Key("config.properties.exclude", ("config_properties", "exclude"), Kind.LIST,
+           tuple(DEFAULT_CONFIG_PROPERTY_EXCLUDES), ("config.properties.blacklist",)),
+    Mm2Key("sync.topic.configs.enabled", ("sync", "topic_configs"), Kind.BOOL, True),
+    Mm2Key("sync.topic.acls.enabled", ("sync", "acls"), Kind.BOOL, True),
+    Mm2Key("sync.group.offsets.enabled", ("sync", "group_offsets"), Kind.BOOL, False),
+    Mm2Key("sync.group.offsets.interval.seconds", ("sync", "group_offsets_interval_seconds"), Kind.SECONDS, 60),
+    Mm2Key("emit.heartbeats.enabled", ("heartbeats", "enabled"), Kind.BOOL, True),
+    Mm2Key("emit.heartbeats.interval.seconds", ("heartbeats", "interval_seconds"), Kind.SECONDS, 1),
+    Mm2Key("emit.checkpoints.enabled", ("checkpoints", "enabled"), Kind.BOOL, True),
+    Mm2Key("emit.checkpoints.interval.seconds", ("checkpoints", "interval_seconds"), Kind.SECONDS, 60),
+    Mm2Key("offset-syncs.topic.location", ("offset_syncs", "topic_location"), Kind.LOCATION, "source"),
+    Mm2Key("offset.lag.max", ("offset_syncs", "lag_max"), Kind.INT, 100),
+    Mm2Key("tasks.max", ("job", "parallelism"), Kind.INT, 1),
+)
+BY_SPELLING = {s: k for k in CONNECTOR_KEYS for s in k.spellings}
+
+#: Our single refresh interval stands for both of MM2's.
+REFRESH_KEYS = ("refresh.topics.interval.seconds", "refresh.groups.interval.seconds")
+REFRESH_SETTING: Setting = ("refresh_interval_seconds",)
+MM2_REFRESH_DEFAULT = 600
+
+#: Exactly-once (KIP-618 for Connect, used by MM2): the worker setting on the target cluster, and the
+#: connector setting `exactly.once.support=required` on a flow.
+EOS_WORKER_KEY = "exactly.once.source.support"
+EOS_CONNECTOR_KEY = "exactly.once.support"
+DELIVERY_SETTING: Setting = ("delivery",)
+
+#: Keys MM2 knows that the topology cannot express, and what to do about each.
+NOT_EXPRESSIBLE: dict[str, str] = {
+    "heartbeats.topic.replication.factor": "internal topics get the flow's replication_factor; drop it",
+    "checkpoints.topic.replication.factor": "internal topics get the flow's replication_factor; drop it",
+    "offset-syncs.topic.replication.factor": "internal topics get the flow's replication_factor; drop it",
+    "offset.storage.replication.factor": "jobs keep their offsets in a consumer group, not in Connect topics; drop it",
+    "config.storage.replication.factor": "jobs have no Connect config topic; drop it",
+    "status.storage.replication.factor": "jobs publish status to reconciler.status.internal; drop it",
+    "offset.storage.topic": "jobs keep their offsets in a consumer group, not in Connect topics; drop it",
+    "config.storage.topic": "jobs have no Connect config topic; drop it",
+    "status.storage.topic": "jobs have no Connect status topic; drop it",
+    "sync.topic.configs.interval.seconds": "configs are synced by `reconciler apply` and checked by `drift`; drop it",
+    "sync.topic.acls.interval.seconds": "ACLs are synced by `reconciler apply` and checked by `drift`; drop it",
+    "emit.offset-syncs.enabled": "jobs always write offset syncs (checkpoints need them); drop it",
+    "replication.policy.internal.topic.separator.enabled": "internal topic names follow MM2's defaults; drop it",
+    "dedicated.mode.enable.internal.rest": "jobs need no Connect REST; drop it",
+    "topic.filter.class": "only the default topic filter (topics / topics.exclude) is supported; rewrite it as patterns",
+    "group.filter.class": "only the default group filter (groups / groups.exclude) is supported; rewrite it as patterns",
+    "config.property.filter.class": "only config.properties.exclude is supported; rewrite it as patterns",
+    "key.converter": "jobs copy bytes as they are (MM2's ByteArrayConverter); drop it",
+    "value.converter": "jobs copy bytes as they are (MM2's ByteArrayConverter); drop it",
+    "header.converter": "jobs copy headers as they are; drop it",
+    "emit.checkpoints.enabled.for.groups": "use groups / groups.exclude",
+    "admin.timeout.ms": "not configurable; drop it",
+    "consumer.poll.timeout.ms": "jobs read in micro-batches (job.trigger_interval_ms); drop it",
+}
+
+#: Java client keys with the same name and meaning in librdkafka.
+SAME_CLIENT_KEYS = ("security.protocol", "client.id", "sasl.kerberos.service.name", "ssl.key.password",
+                    "ssl.cipher.suites")
+CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
+
+JAAS_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+ENV_PROVIDER_CLASS = "org.apache.kafka.common.config.provider.EnvVarConfigProvider"
+
+#: Our extension keys (`reconciler.*`) hold what MM2 has no key for, so that export -> import is lossless.
+EXT = "reconciler."
+JOB_FIELD_KINDS: dict[str, Kind] = {
+    "deployer": Kind.STRING, "master": Kind.STRING, "max_records_per_partition": Kind.INT,
+    "trigger_interval_ms": Kind.INT, "namespace": Kind.STRING, "image": Kind.STRING,
+    "service_account": Kind.STRING, "secret_name": Kind.STRING, "manifests_dir": Kind.STRING,
+    "kubectl_apply": Kind.BOOL,
+}
+SLO_KINDS: dict[str, Kind] = {"max_lag_records": Kind.INT, "max_heartbeat_age_seconds": Kind.SECONDS,
+                              "max_latency_p99_ms": Kind.SECONDS}
+PRUNE_KEYS = ("topics", "configs", "acls", "flows")
+
+
+def is_client_key(key: str) -> bool:
+    return key.startswith(CLIENT_PREFIXES) or key in SAME_CLIENT_KEYS

@@ -1,0 +1,346 @@
+"""Strimzi `KafkaMirrorMaker2` resources <-> MirrorMaker 2 properties (pure).
+
+Import turns each resource into the MM2 properties Strimzi would hand to MM2's connectors (with the
+YAML line of every value) and then uses the MM2 mapping (`mm2_import`), so both formats follow one
+table. Both shapes are read:
+* `kafka.strimzi.io/v1beta2` with `spec.clusters` (alias, bootstrapServers, tls, authentication,
+  config), `spec.connectCluster` and `spec.mirrors[]` naming `sourceCluster` and `targetCluster`;
+* the newer shape (Strimzi proposal 115, the `v1` API): `spec.target` given once (alias,
+  bootstrapServers, groupId, ..., tls, authentication, config) and `spec.mirrors[].source` (a cluster).
+Secret references (`passwordSecret`, `certificateAndKey`, `trustedCertificates`) become `${VAR}`:
+the Secret's key when it is a valid variable name (our kubernetes deployer's convention: one key per
+variable), else a generated name; the import lists which Secret and key each variable comes from.
+
+Export writes the v1beta2 shape (what running Strimzi operators accept), one resource per target
+cluster (Strimzi runs all mirrors of a resource on the target's Connect cluster). Settings MM2 has no
+key for ride in the annotation `reconciler.dev/properties` (`reconciler.*` properties).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from reconciler.interop.draft import TopologyDraft
+from reconciler.interop.mm2_export import (
+    check_exportable, client_properties, cluster_ext_values, connector_values, exactly_once, job_ext_values, topology_ext_values,
+)
+from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties
+from reconciler.interop.mm2_keys import EOS_CONNECTOR_KEY, EOS_WORKER_KEY, JAAS_MODULES
+from reconciler.interop.properties import PropertiesError, Property, format_property, parse_properties
+from reconciler.topology import secrets
+from reconciler.topology.diagnostics import Diagnostics
+from reconciler.topology.loader import Document, load_text
+from reconciler.topology.model import Cluster, Topology
+
+ANNOTATION = "reconciler.dev/properties"
+API_VERSIONS = ("kafka.strimzi.io/v1beta2", "kafka.strimzi.io/v1")
+AUTH_MECHANISMS = {"scram-sha-512": "SCRAM-SHA-512", "scram-sha-256": "SCRAM-SHA-256", "plain": "PLAIN"}
+CHECKPOINT_KEYS = ("emit.checkpoints.enabled", "emit.checkpoints.interval.seconds", "sync.group.offsets.enabled",
+                   "sync.group.offsets.interval.seconds", "refresh.groups.interval.seconds")
+HEARTBEAT_KEYS = ("emit.heartbeats.enabled", "emit.heartbeats.interval.seconds")
+POLICY_KEYS = ("replication.policy.class", "replication.policy.separator")
+PATTERN_KEYS = {"topics": "topicsPattern", "topics.exclude": "topicsExcludePattern", "groups": "groupsPattern",
+                "groups.exclude": "groupsExcludePattern"}
+LEGACY_PATTERNS = {"topicsBlacklistPattern": "topics.exclude", "groupsBlacklistPattern": "groups.exclude"}
+
+
+# --- import --------------------------------------------------------------------------------------
+
+def _str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+class _Reader:
+    def __init__(self, doc: Document):
+        self.doc = doc
+        self.props: list[Property] = []
+
+    def line(self, path: tuple) -> int:
+        return self.doc.where(path).line
+
+    def add(self, key: str, value: Any, path: tuple) -> None:
+        self.props.append(Property(key, _str(value), self.doc.file, self.line(path)))
+
+    def error(self, path: tuple, message: str, hint: str | None = None) -> PropertiesError:
+        return PropertiesError(self.doc.file, self.line(path), message, hint)
+
+    def ref(self, secret: Any, key: Any) -> str:
+        return "${" + f"{K8S_PROVIDER}:{secret}:{key}" + "}"
+
+    def cluster(self, c: Any, path: tuple) -> str:
+        if not isinstance(c, dict) or not isinstance(c.get("alias"), str):
+            raise self.error(path, "a cluster needs an `alias`")
+        alias = c["alias"]
+        if "bootstrapServers" not in c:
+            raise self.error(path, f"cluster {alias!r} has no bootstrapServers")
+        self.add(f"{alias}.bootstrap.servers", c["bootstrapServers"], path + ("bootstrapServers",))
+        tls = c.get("tls")
+        auth = c.get("authentication") if isinstance(c.get("authentication"), dict) else None
+        sasl = auth is not None and auth.get("type") in AUTH_MECHANISMS
+        if sasl:
+            self.add(f"{alias}.security.protocol", "SASL_SSL" if tls is not None else "SASL_PLAINTEXT",
+                     path + ("authentication",))
+        elif tls is not None:
+            self.add(f"{alias}.security.protocol", "SSL", path + ("tls",))
+        for i, cert in enumerate((tls or {}).get("trustedCertificates") or [] if isinstance(tls, dict) else []):
+            p = path + ("tls", "trustedCertificates", i)
+            if i == 0:
+                self.add(f"{alias}.ssl.truststore.type", "PEM", p)
+                self.add(f"{alias}.ssl.truststore.certificates",
+                         self.ref(cert.get("secretName"), cert.get("certificate") or cert.get("pattern")), p)
+            else:
+                self.add(f"{alias}.strimzi.tls.trustedCertificates[{i}]", "", p)
+        if auth is not None:
+            p = path + ("authentication",)
+            kind = auth.get("type")
+            if sasl:
+                pw = auth.get("passwordSecret") or {}
+                self.add(f"{alias}.sasl.mechanism", AUTH_MECHANISMS[kind], p + ("type",))
+                user = auth.get("username", "")
+                module = JAAS_MODULES[AUTH_MECHANISMS[kind]]
+                self.add(f"{alias}.sasl.jaas.config", f'{module} required username="{user}" password="'
+                         + self.ref(pw.get("secretName"), pw.get("password")) + '";', p)
+            elif kind == "tls":
+                ck = auth.get("certificateAndKey") or {}
+                self.add(f"{alias}.ssl.keystore.type", "PEM", p)
+                self.add(f"{alias}.ssl.keystore.certificate.chain", self.ref(ck.get("secretName"), ck.get("certificate")), p)
+                self.add(f"{alias}.ssl.keystore.key", self.ref(ck.get("secretName"), ck.get("key")), p)
+            else:
+                self.add(f"{alias}.strimzi.authentication.type", kind, p)
+        for key, value in (c.get("config") or {}).items():
+            self.add(f"{alias}.{key}", value, path + ("config", key))
+        for key in sorted(set(c) - {"alias", "bootstrapServers", "tls", "authentication", "config"}):
+            self.add(f"{alias}.strimzi.{key}", c[key], path + (key,))
+        return alias
+
+    def mirror(self, m: dict, path: tuple, source: str, target: str) -> None:
+        flow = f"{source}->{target}"
+        state = ((m.get("sourceConnector") or {}).get("state") or "running") if isinstance(m.get("sourceConnector"), dict) else "running"
+        self.add(f"{flow}.enabled", "false" if state in ("paused", "stopped") else "true", path)
+        for ours, field_name in PATTERN_KEYS.items():
+            if field_name in m:
+                self.add(f"{flow}.{ours}", m[field_name], path + (field_name,))
+        for field_name, ours in LEGACY_PATTERNS.items():
+            if field_name in m and PATTERN_KEYS[ours] not in m:
+                self.add(f"{flow}.{ours}", m[field_name], path + (field_name,))
+        seen: dict[str, tuple[str, tuple]] = {}
+        for connector in ("sourceConnector", "checkpointConnector", "heartbeatConnector"):
+            spec = m.get(connector)
+            if not isinstance(spec, dict):
+                continue
+            if "tasksMax" in spec:
+                if connector == "sourceConnector":
+                    self.add(f"{flow}.tasks.max", spec["tasksMax"], path + (connector, "tasksMax"))
+                else:
+                    self.add(f"{flow}.strimzi.{connector}.tasksMax", spec["tasksMax"], path + (connector, "tasksMax"))
+            for key, value in (spec.get("config") or {}).items():
+                p = path + (connector, "config", key)
+                if key in seen and seen[key][0] != _str(value):
+                    raise self.error(p, f"{key} is {_str(value)!r} here but {seen[key][0]!r} in another connector of "
+                                        f"mirror {flow}", hint="one flow has one value per setting: make them equal")
+                seen[key] = (_str(value), p)
+                self.add(f"{flow}.{key}", value, p)
+        for key in sorted(set(m) - {"sourceCluster", "targetCluster", "source", "sourceConnector", "checkpointConnector",
+                                    "heartbeatConnector", *PATTERN_KEYS.values(), *LEGACY_PATTERNS}):
+            self.add(f"{flow}.strimzi.{key}", m[key], path + (key,))
+
+    def annotation(self, text: str, path: tuple) -> None:
+        base = self.line(path)
+        for p in parse_properties(text, self.doc.file):
+            self.props.append(Property(p.key, p.value, p.file, base + p.line))
+
+    def resource(self, aliases: list[str]) -> None:
+        data = self.doc.data
+        if data.get("apiVersion") not in API_VERSIONS:
+            raise self.error(("apiVersion",), f"apiVersion {data.get('apiVersion')!r} is not one of {', '.join(API_VERSIONS)}")
+        spec = data.get("spec")
+        if not isinstance(spec, dict):
+            raise self.error(("spec",), "KafkaMirrorMaker2 has no spec")
+        ann = ((data.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+        if isinstance(ann, str):
+            self.annotation(ann, ("metadata", "annotations", ANNOTATION))
+        target_alias = None
+        if isinstance(spec.get("target"), dict):
+            target_alias = self.cluster(spec["target"], ("spec", "target"))
+            aliases.append(target_alias)
+        for i, c in enumerate(spec.get("clusters") or []):
+            aliases.append(self.cluster(c, ("spec", "clusters", i)))
+        for i, m in enumerate(spec.get("mirrors") or []):
+            path = ("spec", "mirrors", i)
+            if not isinstance(m, dict):
+                raise self.error(path, "a mirror is a mapping")
+            if isinstance(m.get("source"), dict):
+                source = self.cluster(m["source"], path + ("source",))
+                aliases.append(source)
+            else:
+                source = m.get("sourceCluster")
+            target = target_alias or m.get("targetCluster") or spec.get("connectCluster")
+            if not source or not target:
+                raise self.error(path, "a mirror needs a source (sourceCluster or source) and a target "
+                                       "(targetCluster, connectCluster or spec.target)")
+            self.mirror(m, path, source, target)
+        for key in sorted(set(spec) - {"clusters", "connectCluster", "target", "mirrors"}):
+            self.add(f"strimzi.spec.{key}", spec[key], ("spec", key))
+
+
+def import_strimzi_text(text: str, file: str) -> TopologyDraft:
+    diags = Diagnostics()
+    docs = load_text(text, file, diags)
+    if diags.errors:
+        e = diags.errors[0]
+        raise PropertiesError(file, e.where.line if e.where else 1, e.message, e.hint)
+    props: list[Property] = []
+    aliases: list[str] = []
+    found = 0
+    for doc in docs:
+        if not isinstance(doc.data, dict) or doc.data.get("kind") != "KafkaMirrorMaker2":
+            continue
+        found += 1
+        reader = _Reader(doc)
+        reader.resource(aliases)
+        props += reader.props
+    if not found:
+        raise PropertiesError(file, 1, "no KafkaMirrorMaker2 resource in this file",
+                              hint="pass the YAML of a `kind: KafkaMirrorMaker2` resource (kafka.strimzi.io/v1beta2 or v1)")
+    ordered = list(dict.fromkeys(aliases))
+    first_line = props[0].line if props else 1
+    props.insert(0, Property("clusters", ", ".join(ordered), file, first_line))
+    return import_properties(_first_cluster_definition(props), file)
+
+
+def _first_cluster_definition(props: list[Property]) -> list[Property]:
+    """A cluster named in several resources keeps its first definition (Java keeps the last: not wanted here)."""
+    seen: dict[str, Property] = {}
+    out = []
+    for p in props:
+        if "->" not in p.key and p.key in seen and not p.key.startswith("reconciler.") and "." in p.key:
+            continue
+        seen.setdefault(p.key, p)
+        out.append(p)
+    return out
+
+
+# --- export --------------------------------------------------------------------------------------
+
+def _k8s_name(text: str) -> str:
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63] or "mirror"
+
+
+def _secret_key(value: str) -> str | None:
+    """The variable of a value that is exactly one `${VAR}` reference, else None."""
+    return secrets.references(value)[0] if secrets.is_env_reference(value) else None
+
+
+def _cluster_spec(cluster: Cluster, secret_name: str, connect_config: dict[str, str]) -> tuple[dict, dict[str, str]]:
+    """A KafkaMirrorMaker2 cluster entry, and the librdkafka settings it cannot hold."""
+    cfg = dict(cluster.config)
+    spec: dict[str, Any] = {"alias": cluster.alias, "bootstrapServers": cluster.bootstrap_servers}
+    protocol = cfg.pop("security.protocol", "PLAINTEXT").upper()
+    if protocol in ("SSL", "SASL_SSL"):
+        tls: dict[str, Any] = {"trustedCertificates": []}
+        ca = _secret_key(cfg.get("ssl.ca.pem", ""))
+        if ca:
+            cfg.pop("ssl.ca.pem")
+            tls["trustedCertificates"] = [{"secretName": secret_name, "certificate": ca}]
+        spec["tls"] = tls
+    mechanism = (cfg.get("sasl.mechanisms") or cfg.get("sasl.mechanism") or "").upper()
+    auth_type = {v: k for k, v in AUTH_MECHANISMS.items()}.get(mechanism)
+    password = _secret_key(cfg.get("sasl.password", ""))
+    if protocol.startswith("SASL") and auth_type and password and "sasl.username" in cfg:
+        spec["authentication"] = {"type": auth_type, "username": cfg.pop("sasl.username"),
+                                  "passwordSecret": {"secretName": secret_name, "password": password}}
+        cfg.pop("sasl.password")
+        cfg.pop("sasl.mechanisms", None)
+        cfg.pop("sasl.mechanism", None)
+    elif protocol == "SSL" and _secret_key(cfg.get("ssl.certificate.pem", "")) and _secret_key(cfg.get("ssl.key.pem", "")):
+        spec["authentication"] = {"type": "tls", "certificateAndKey": {
+            "secretName": secret_name, "certificate": _secret_key(cfg.pop("ssl.certificate.pem")),
+            "key": _secret_key(cfg.pop("ssl.key.pem"))}}
+    elif protocol not in ("PLAINTEXT", "SSL"):
+        cfg["security.protocol"] = protocol  # not expressible in Strimzi's fields: carried in the annotation
+    if "ssl.endpoint.identification.algorithm" in cfg:
+        java, _ = client_properties(Cluster(cluster.alias, "", {"ssl.endpoint.identification.algorithm":
+                                                               cfg.pop("ssl.endpoint.identification.algorithm")}))
+        connect_config.update(java)
+    if connect_config:
+        spec["config"] = dict(connect_config)
+    return spec, cfg
+
+
+def _connector_configs(values: dict[str, str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    source, checkpoint, heartbeat = {}, {}, {}
+    for key, value in values.items():
+        if key in CHECKPOINT_KEYS:
+            checkpoint[key] = value
+        elif key in HEARTBEAT_KEYS:
+            heartbeat[key] = value
+        else:
+            source[key] = value
+        if key in POLICY_KEYS:
+            checkpoint[key] = heartbeat[key] = value
+    return source, checkpoint, heartbeat
+
+
+def _resource(topology: Topology, target: str, origin: str) -> dict:
+    eos = exactly_once(topology)
+    flows = [f for f in topology.flows if f.target == target]
+    secret_name = (topology.default_job.secret_name if topology.default_job else None) or "reconciler-secrets"
+    ext: dict[str, str] = dict(topology_ext_values(topology))
+    clusters = []
+    for alias in [target] + list(dict.fromkeys(f.source for f in flows)):
+        cluster = topology.clusters[alias]
+        connect = {EOS_WORKER_KEY: "enabled"} if alias == target and target in eos.worker_enabled else {}
+        spec, leftovers = _cluster_spec(cluster, secret_name, connect)
+        clusters.append(spec)
+        ext.update({f"{alias}.{k}": v for k, v in cluster_ext_values(cluster, leftovers).items()})
+    mirrors = []
+    for f in flows:
+        values = connector_values(f)
+        if f.name in eos.required:
+            values[EOS_CONNECTOR_KEY] = "required"
+        mirror: dict[str, Any] = {"sourceCluster": f.source, "targetCluster": target}
+        for ours, field_name in PATTERN_KEYS.items():
+            if ours in values:
+                mirror[field_name] = values.pop(ours)
+        tasks = int(values.pop("tasks.max", "1"))
+        source_cfg, checkpoint_cfg, heartbeat_cfg = _connector_configs(values)
+        connector: dict[str, Any] = {"tasksMax": tasks}
+        if not f.enabled:
+            connector["state"] = "stopped"
+        if source_cfg:
+            connector["config"] = source_cfg
+        mirror["sourceConnector"] = connector
+        if checkpoint_cfg:
+            mirror["checkpointConnector"] = {"config": checkpoint_cfg}
+        if heartbeat_cfg:
+            mirror["heartbeatConnector"] = {"config": heartbeat_cfg}
+        mirrors.append(mirror)
+        ext.update({f"{f.name}.{k}": v for k, v in job_ext_values(f).items()})
+    metadata: dict[str, Any] = {"name": _k8s_name(f"{topology.name or 'reconciler'}-to-{target}")}
+    if ext:
+        metadata["annotations"] = {ANNOTATION: "\n".join(format_property(k, v) for k, v in ext.items()) + "\n"}
+    return {"apiVersion": "kafka.strimzi.io/v1beta2", "kind": "KafkaMirrorMaker2", "metadata": metadata,
+            "spec": {"replicas": 1, "connectCluster": target, "clusters": clusters, "mirrors": mirrors}}
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s,
+                                                             style="|" if "\n" in s else None))
+
+
+def export_strimzi(topology: Topology, origin: str) -> str:
+    check_exportable(topology, "Strimzi KafkaMirrorMaker2")
+    targets = list(dict.fromkeys(f.target for f in topology.flows))
+    head = (f"# KafkaMirrorMaker2 resources exported by `reconciler export strimzi` from {origin}:\n"
+            "# one per target cluster (Strimzi runs a resource's mirrors on the target's Connect cluster).\n"
+            "# Secrets: the Secret named in passwordSecret/trustedCertificates holds one key per variable.\n")
+    docs = [yaml.dump(_resource(topology, t, origin), Dumper=_Dumper, sort_keys=False, width=120) for t in targets]
+    return head + "---\n".join(docs)

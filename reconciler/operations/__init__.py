@@ -1,0 +1,12 @@
+"""Operations: what each command does, between the CLI (arguments, rendering) and the pure stages.
+
+    backend   Backend: every dependency an operation has on the outside world (cluster admins,
+              job deployers and status reader, heartbeat reader, git, clock), passed in like
+              Terraform's backend; tests pass an in-memory one instead of patching module globals
+    observe   read the clusters, job statuses, heartbeats and applied records once -> Observation
+    plan      desired state (once) + topic/ACL diff + job diff over an Observation -> Plan
+    apply     lease, re-read, stale check, re-plan under the lease, execute, record
+    drift     a view of the plan and the observation -> DriftReport
+
+Data flows one way: topology -> observe -> plan -> (apply | drift) -> render (in the CLI).
+"""

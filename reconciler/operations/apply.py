@@ -1,0 +1,107 @@
+"""Apply: plan (or take a saved plan), confirm, lease, re-read, stale check, re-plan under the lease,
+execute, record what was applied.
+
+The operation talks to the person through an `ApplyUI` (the CLI's console: redacted output, the
+confirmation prompt, progress lines) and returns an `ApplyOutcome`; it never prints by itself.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol
+
+from reconciler.adapters.base import AdminError
+from reconciler.apply.executor import ApplyContext, ApplyReport, Progress, execute
+from reconciler.apply.lock import ClusterLocks, LockHeld
+from reconciler.operations.backend import Backend
+from reconciler.operations.plan import make_plan
+from reconciler.plan import planfile
+from reconciler.plan.actions import Plan
+from reconciler.render import plan_text
+from reconciler.state.read import Connections, read_live
+from reconciler.textutil import plural
+from reconciler.topology.model import Cluster, Topology
+
+
+class ApplyUI(Protocol):
+    progress: Progress
+
+    def out(self, text: str = "", end: str = "\n") -> None: ...
+
+    def err(self, text: str) -> None: ...
+
+    def confirm(self, plan: Plan) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ApplyRequest:
+    clusters: Mapping[str, Cluster]
+    topology: Topology | None = None       # None: apply exactly `saved`
+    saved: Plan | None = None
+    revision: str | None = None
+    git: Mapping[str, Any] | None = None
+    auto_approve: bool = False
+    lock_timeout: float = 0.0              # seconds to wait for a lease held elsewhere (0: fail at once)
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    ok: bool
+    report: ApplyReport | None = None      # None: nothing was executed (no changes, refused, error)
+    seconds: float = 0.0
+
+
+def unlocked(plan: Plan, locked: list[str]) -> str | None:
+    """Why `plan` cannot run under the leases of `locked` clusters (it touches others), or None."""
+    extra = sorted({a.cluster for a in plan.actions} - set(locked))
+    return f"it now also changes {', '.join(extra)}, whose lease is not held; run apply again" if extra else None
+
+
+def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
+    topology, saved = request.topology, request.saved
+    with Connections(dict(request.clusters), backend.admin_factory) as conns:
+        plan = saved if saved is not None else make_plan(topology, conns, backend)
+        ui.out(plan_text.render(plan), end="")
+        if plan.errors:
+            ui.err("error: the plan has errors (see above); nothing was applied")
+            return ApplyOutcome(False)
+        if not plan.actions:
+            return ApplyOutcome(True)
+        if not ui.confirm(plan):
+            return ApplyOutcome(False)
+        touched = sorted({a.cluster for a in plan.actions})
+        admins = [conns.get(a) for a in touched]
+        if any(a is None for a in admins):
+            ui.err("error: " + "; ".join(conns.errors.values()))
+            return ApplyOutcome(False)
+        started = time.monotonic()
+        try:
+            def waiting(held: LockHeld, left: float) -> None:
+                ui.err(f"waiting for the lease on {held.cluster}: held by {held.holder.get('who', '?')} "
+                       f"({left:.0f}s left of --lock-timeout)")
+
+            with ClusterLocks(admins, timeout=request.lock_timeout, on_wait=waiting) as locks:
+                live = read_live(conns, plan.clusters)
+                stale = planfile.stale_reason(plan, live)
+                if stale and saved is None and request.auto_approve:
+                    # Nothing to refuse: --auto-approve approved whatever the plan is, so plan again
+                    # from what the lease now protects (Terraform plans under its lock the same way).
+                    plan = make_plan(topology, conns, backend, live)
+                    ui.out(f"\nThe clusters changed while planning ({stale}); planned again under the lease:\n")
+                    ui.out(plan_text.render(plan), end="")
+                    stale = unlocked(plan, touched) or (plan.errors and "the new plan has errors")
+                if stale:
+                    ui.err(f"error: refusing to apply a stale plan: {stale}")
+                    return ApplyOutcome(False)
+                ui.out(f"\nApplying {plural(len(plan.actions), 'action')} on {', '.join(touched)} (lease held) ...")
+                report = execute(plan, ApplyContext(conns.get, {"jobs": backend.jobs_or_default()}), ui.progress)
+                if report.ok:
+                    for lease in locks.leases:
+                        lease.record_applied({"fingerprint": plan.fingerprint, "revision": request.revision,
+                                              "git": request.git, "clusters": touched,
+                                              "actions": sum(1 for a in plan.actions if a.cluster == lease.admin.alias)})
+        except (LockHeld, AdminError) as exc:
+            ui.err(f"error: {exc}")
+            return ApplyOutcome(False)
+    return ApplyOutcome(report.ok, report, time.monotonic() - started)

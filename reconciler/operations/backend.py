@@ -1,0 +1,65 @@
+"""The Backend: every outside dependency of an operation, as one object passed in.
+
+Like Terraform's backend: the CLI builds the real one (`Backend.default()`: librdkafka admins, the
+job deployers unless RECONCILER_JOBS=off, Kafka readers of status records and heartbeats, git, the
+wall clock); tests build one over the in-memory admin double (`adapters/memory_admin.py`, which
+passes the same contract suite as the real adapter) and recording deployers.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
+from reconciler.jobs.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
+from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.mirror.records import Heartbeat
+from reconciler.state.read import AdminFactory
+from reconciler.topology.model import Cluster
+
+HeartbeatReader = Callable[[Cluster, ReplicationPolicy], Mapping[str, Heartbeat | None]]
+GitReader = Callable[[Iterable[str], "str | None"], "dict | None"]
+
+
+def kafka_heartbeat_reader(cluster: Cluster, policy: ReplicationPolicy) -> Mapping[str, Heartbeat | None]:
+    """The newest heartbeat of every heartbeat topic on a cluster (MirrorClient.heartbeatTopics)."""
+    from reconciler.adapters.mirror_kafka import MirrorKafka
+    from reconciler.mirror.mirror_client import latest_heartbeats
+    from reconciler.topology.connection import client_config
+
+    return latest_heartbeats(MirrorKafka(client_config(cluster), timeout=15.0), policy)
+
+
+def git_revision_info(paths: Iterable[str], revision: str | None = None) -> dict | None:
+    from reconciler.apply.revision import revision_info
+
+    return revision_info(paths, revision)
+
+
+@dataclass
+class Backend:
+    admin_factory: AdminFactory = KafkaAdmin
+    #: The job deployers and status reader; None leaves jobs out of plans (RECONCILER_JOBS=off).
+    jobs: JobBackend | None = None
+    #: Status records of a (target) cluster; None: the job backend's reader (or Kafka's when jobs are off).
+    status_reader: StatusReader | None = None
+    read_heartbeats: HeartbeatReader = kafka_heartbeat_reader
+    git: Callable[..., Any] = git_revision_info
+    clock: Callable[[], float] = field(default=time.time)
+
+    def read_status(self, cluster: Cluster) -> Mapping[str, Mapping[str, Any]]:
+        """Every flow's latest status record on a (target) cluster: one reader for plan, status and drift."""
+        if self.status_reader is not None:
+            return self.status_reader(cluster)
+        return (self.jobs.read_status if self.jobs is not None else kafka_status_reader)(cluster)
+
+    @classmethod
+    def default(cls) -> "Backend":
+        """The real outside world."""
+        return cls(jobs=default_factory())
+
+    def jobs_or_default(self) -> JobBackend:
+        """The job backend, or one with the real deployers when jobs are off (status, apply of a saved plan)."""
+        return self.jobs if self.jobs is not None else JobBackend(read_status=self.read_status)  # type: ignore[arg-type]

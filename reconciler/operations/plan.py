@@ -1,0 +1,35 @@
+"""Plan: the desired state (computed once, in observe) diffed against the observation, plus the jobs.
+
+`plan_of(observation, backend)` is pure apart from the deployers' view of their jobs (a local
+listing; the status records come from the observation). `make_plan` reads and plans in one step.
+"""
+
+from __future__ import annotations
+
+from reconciler.jobs.plan import with_jobs
+from reconciler.operations.backend import Backend
+from reconciler.operations.observe import Observation, observe
+from reconciler.plan.actions import Plan
+from reconciler.plan.diff import diff
+from reconciler.state.live import LiveState
+from reconciler.state.read import Connections
+from reconciler.topology.model import Topology
+
+
+def plan_of(obs: Observation, backend: Backend) -> Plan:
+    plan = diff(obs.desired, obs.live, obs.topology)
+    if backend.jobs is None:
+        return plan
+    statuses = (obs.statuses.records, obs.statuses.unreadable()) if obs.statuses is not None else None
+    # the replication jobs: deploy / update / restart / stop
+    return with_jobs(plan, obs.topology, obs.live, backend.jobs, statuses=statuses)
+
+
+def observe_for_plan(topology: Topology, conns: Connections, backend: Backend, live: LiveState | None = None,
+                     **more: bool) -> Observation:
+    """What a plan reads: the clusters, and the job statuses when jobs are planned."""
+    return observe(topology, conns, backend, live=live, statuses=backend.jobs is not None, **more)
+
+
+def make_plan(topology: Topology, conns: Connections, backend: Backend, live: LiveState | None = None) -> Plan:
+    return plan_of(observe_for_plan(topology, conns, backend, live), backend)

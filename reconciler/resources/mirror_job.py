@@ -1,0 +1,1 @@
+../../jobs/mirror_job.py
