@@ -1,21 +1,30 @@
 """Replication benchmark: client limit, hand-written baseline, and the Spark job in both modes.
 
-    python bench/replication.py [--records 1000000] [--partitions 8] [--size 100] [--master local[2]]
+    python bench/replication.py                      # every scenario, 3 repetitions (~15 min)
+    python bench/replication.py --scenario throughput --repeat 5 --json out.json
 
-Starts two Tansu brokers (source, target) on loopback and, on those same brokers, measures:
+Each scenario starts two fresh Tansu brokers (source, target) on loopback and measures, on those
+same brokers:
 
-1. the client limit: produce-only rate (one tuned confluent-kafka producer writing the source
-   topic) and consume-only rate (one tuned consumer reading it back);
-2. the baseline a user would write: one process, `consumer.poll()` -> `producer.produce()`, with
-   periodic async commits (default client settings);
-3. the replication job (ReplicationDriver + Spark, Python workers copying), at-least-once and
-   exactly-once, copying the same backlog; the rate counts from the first copied batch to the
-   last record, so Spark's start-up is not included (it is printed separately);
-4. end-to-end latency (source produce timestamp -> consumed on the target) while a producer
-   writes a steady --latency-rate records/s through the at-least-once job.
+throughput  8 partitions x --records of --size bytes: the client limit (produce-only, and
+            consume-only with one and with --parallelism processes), the baseline a user writes
+            (one process, poll -> produce, async commits), the job at-least-once and exactly-once
+            (rate from the first copied batch to the last record; Spark start-up is not in it),
+            and CPU-seconds per million records of the job (driver + Spark JVM + Python workers,
+            read from /proc) against the baseline's (its process CPU time).
+scale       the same backlog spread over 512 partitions in 50 topics, at-least-once, against the
+            8-partition figure of the same repetition (when both scenarios run).
+size        1 KB and 10 KB records (--size-mb per case): limit and job at-least-once in MB/s.
+latency     produce timestamp -> visible on the target (read_committed for exactly-once) at a
+            steady 10,000 and 50,000 records/s, both modes: p50/p95/p99.
+startup     time from the driver's start to the first record visible on the target (a new job,
+            Spark already running; the Spark session start is printed apart), and from a
+            restart (old driver stopped) to records flowing again.
 
-Prints a table with records/s and the ratios job/baseline, job/limit, exactly-once/at-least-once,
-and latency p50/p99; `--json FILE` also writes the numbers.
+Every figure is measured --repeat times (default 3); the report prints the median and min-max,
+and every ratio (job/baseline, job/limit, exactly-once/at-least-once, CPU per record) is computed
+within ONE repetition, then its median reported. The header says what it ran on (cores, load
+average, Python, confluent-kafka, librdkafka, PySpark, Java) and `--json FILE` writes it all.
 """
 
 from __future__ import annotations
@@ -23,10 +32,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
+import statistics
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -36,71 +49,113 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
-from reconciler.replication.spec import ClusterSpec, JobSpec  # noqa: E402
-from reconciler.replication.status import percentiles  # noqa: E402
 
-TOPIC = "bench-src"
+try:  # the job contract moves to reconciler.contract (issue 9); accept either home
+    from reconciler.contract.spec import ClusterSpec, JobSpec  # type: ignore[import-not-found]  # noqa: E402
+except ImportError:  # pragma: no cover - before the move
+    from reconciler.replication.spec import ClusterSpec, JobSpec  # noqa: E402
+
+SCENARIOS = ("throughput", "scale", "size", "latency", "startup")
+CONSUMER_TUNED = {"enable.auto.commit": False, "enable.partition.eof": True, "fetch.max.bytes": 52_428_800,
+                  "max.partition.fetch.bytes": 4_194_304, "queued.max.messages.kbytes": 262_144}
 
 
 def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def create(bootstrap: str, name: str, partitions: int) -> None:
+def percentiles(samples: list[float], points=(50, 95, 99)) -> dict[str, float | None]:
+    """Nearest-rank percentiles (None when there are no samples)."""
+    data = sorted(samples)
+    out: dict[str, float | None] = {}
+    for pt in points:
+        out[f"p{pt}"] = float(data[max(1, -(-len(data) * pt // 100)) - 1]) if data else None
+    return out
+
+
+# ---------------------------------------------------------------- CPU accounting (/proc, Linux)
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(name))
+    return kids
+
+
+def _cpu_of(pid: int) -> float:
+    """utime + stime + waited-for children's times of one process, in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / _TICK
+
+
+def tree_cpu(exclude: set[int]) -> float:
+    """CPU seconds of this process and its live descendants (the Spark JVM and its Python
+    workers), leaving out the brokers. Workers that exit and are reaped count through their
+    parent's children-times; the job's Python workers are long-lived (reused) in any case."""
+    kids = _children()
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        if pid in exclude:
+            continue
+        total += _cpu_of(pid)
+        todo.extend(kids.get(pid, ()))
+    return total
+
+
+# ---------------------------------------------------------------- Kafka helpers
+
+def create(bootstrap: str, topics: dict[str, int]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
-        f.result(30)
+    for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
+        f.result(60)
 
 
-def produce_only(bootstrap: str, n: int, partitions: int, size: int) -> float:
+def produce_only(bootstrap: str, topics: list[tuple[str, int]], n: int, size: int) -> float:
+    """Tuned producer writing n records round-robin over (topic, partition): records/s."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
                   "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
                   "enable.idempotence": True})
     value = b"x" * size
+    k = len(topics)
     start = time.perf_counter()
     for i in range(n):
-        try:
-            p.produce(TOPIC, value, None, i % partitions)
-        except BufferError:
-            p.poll(0.05)
-            p.produce(TOPIC, value, None, i % partitions)
-    p.flush(120)
+        topic, part = topics[i % k]
+        while True:
+            try:
+                p.produce(topic, value, None, part)
+                break
+            except BufferError:
+                p.poll(0.05)
+    p.flush(300)
     return n / (time.perf_counter() - start)
 
 
-def consume_only(bootstrap: str, n: int, partitions: int) -> float:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume-only", "enable.auto.commit": False,
-                  "enable.partition.eof": True, "fetch.max.bytes": 52_428_800,
-                  "max.partition.fetch.bytes": 4_194_304, "queued.max.messages.kbytes": 262_144})
-    c.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
-    got = 0
-    eof = set()
-    start = time.perf_counter()
-    while got < n or len(eof) < partitions:
-        for m in c.consume(10_000, 0) or c.consume(1, 1.0):
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
-                continue
-            got += 1
-    rate = got / (time.perf_counter() - start)
-    c.close()
-    return rate
-
-
 def _consume_share(args) -> tuple[int, float]:
-    bootstrap, partitions, share = args
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-consume-parallel", "enable.auto.commit": False,
-                  "enable.partition.eof": True, "fetch.max.bytes": 52_428_800,
-                  "max.partition.fetch.bytes": 4_194_304, "queued.max.messages.kbytes": 262_144})
-    c.assign([TopicPartition(TOPIC, p, 0) for p in share])
+    bootstrap, share, group = args
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, **CONSUMER_TUNED})
+    c.assign([TopicPartition(t, p, 0) for t, p in share])
     got, eof = 0, set()
     start = time.perf_counter()
     while len(eof) < len(share):
         for m in c.consume(10_000, 0) or c.consume(1, 1.0):
             if m.error():
                 if m.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
+                    eof.add((m.topic(), m.partition()))
                 continue
             got += 1
     took = time.perf_counter() - start
@@ -108,25 +163,28 @@ def _consume_share(args) -> tuple[int, float]:
     return got, took
 
 
-def consume_parallel(bootstrap: str, partitions: int, processes: int) -> float:
-    """Consume-only with as many client processes as the job has slots (its shape)."""
+def consume(bootstrap: str, tps: list[tuple[str, int]], processes: int) -> float:
+    """Consume-only records/s with `processes` client processes (1: in this process)."""
+    if processes == 1:
+        got, took = _consume_share((bootstrap, tps, "bench-consume-1"))
+        return got / took
     import multiprocessing
 
-    shares = [[p for p in range(partitions) if p % processes == i] for i in range(processes)]
+    shares = [tps[i::processes] for i in range(processes)]
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        results = pool.map(_consume_share, [(bootstrap, partitions, sh) for sh in shares])
+        results = pool.map(_consume_share, [(bootstrap, sh, f"bench-consume-{processes}") for sh in shares])
     return sum(n for n, _ in results) / max(t for _, t in results)
 
 
-def baseline(source: str, target: str, n: int, partitions: int) -> float:
-    """What a user writes: poll one record, produce it, commit now and then."""
-    create(target, "baseline-copy", partitions)
+def baseline(source: str, target: str, tps: list[tuple[str, int]], n: int, exclude: set[int]) -> tuple[float, float]:
+    """What a user writes: poll one record, produce it, commit now and then. (records/s, CPU s)."""
+    create(target, {"baseline-copy": max(p for _, p in tps) + 1})
     c = Consumer({"bootstrap.servers": source, "group.id": "bench-baseline", "auto.offset.reset": "earliest",
                   "enable.auto.commit": False})
     p = Producer({"bootstrap.servers": target, "enable.idempotence": True})
-    c.assign([TopicPartition(TOPIC, i, 0) for i in range(partitions)])
+    c.assign([TopicPartition(t, i, 0) for t, i in tps])
     copied = 0
-    start = time.perf_counter()
+    cpu0, start = tree_cpu(exclude), time.perf_counter()
     while copied < n:
         msg = c.poll(1.0)
         if msg is None or msg.error():
@@ -147,44 +205,47 @@ def baseline(source: str, target: str, n: int, partitions: int) -> float:
         c.commit(asynchronous=False)
     except Exception:  # noqa: BLE001 - nothing new to commit
         pass
-    rate = copied / (time.perf_counter() - start)
+    rate, cpu = copied / (time.perf_counter() - start), tree_cpu(exclude) - cpu0
     c.close()
-    return rate
+    return rate, cpu
 
+
+# ---------------------------------------------------------------- the job
 
 # Backlog-friendly batches (a batch ends earlier when its partitions are caught up, so this does
 # not change latency at a steady rate); the spec defaults are 1 s and 50,000.
 BATCH = {"max_batch_ms": 5_000, "max_records_per_partition": 500_000}
 
 
-def job_spec(source: str, target: str, alias: str, delivery: str, master: str, parallelism: int) -> JobSpec:
+def job_spec(source: str, target: str, alias: str, delivery: str, include: tuple[str, ...], opts) -> JobSpec:
     return JobSpec(flow=f"{alias}->target", source=ClusterSpec(alias, source), target=ClusterSpec("target", target),
-                   topics_include=(TOPIC,), delivery=delivery, master=master, parallelism=parallelism,
+                   topics_include=include, delivery=delivery, master=opts.master, parallelism=opts.parallelism,
                    heartbeats_interval_seconds=5, checkpoints_interval_seconds=5, refresh_interval_seconds=5,
                    status_interval_seconds=2, trigger_interval_ms=50, **BATCH)
 
 
-def run_job(spark, spec: JobSpec, n: int) -> tuple[float, float]:
-    """Copy the backlog; returns (records/s from the first batch on, seconds to the first batch)."""
+def run_job(spark, spec: JobSpec, n: int, exclude: set[int]) -> dict[str, float]:
+    """Copy a backlog of n records: records/s from the first batch on, seconds before it, and the
+    CPU seconds (driver + JVM + workers) spent from the first batch on."""
     driver = ReplicationDriver(spec, SparkExecutor(spark.sparkContext))
     t0 = time.perf_counter()
     driver.start()
     first = None
     try:
         while driver.records < n:
-            before = time.perf_counter()
+            before, cpu_before = time.perf_counter(), tree_cpu(exclude)
             driver.step()
             if first is None and driver.records > 0:
-                first = (before, driver.records)
+                first = (before, cpu_before)
             if driver.last_error and driver.errors > 20:
                 raise RuntimeError(driver.last_error)
-        end = time.perf_counter()
+        end, cpu_end = time.perf_counter(), tree_cpu(exclude)
     finally:
         driver.stop_event.set()
         driver.close()
     assert first is not None
     # The first batch includes worker start-up; count it in full (conservative).
-    return n / (end - first[0]), first[0] - t0
+    return {"rate": n / (end - first[0]), "startup_s": first[0] - t0, "cpu_s": cpu_end - first[1]}
 
 
 def warm_up(spark, parallelism: int) -> None:
@@ -197,158 +258,332 @@ def warm_up(spark, parallelism: int) -> None:
     spark.sparkContext.parallelize(range(parallelism * 4), parallelism * 2).mapPartitions(touch).collect()
 
 
-def latency(spark, source: str, target: str, partitions: int, rate: float, seconds: float, master: str,
-            parallelism: int) -> dict:
-    topic = "bench-latency"
-    create(source, topic, partitions)
-    spec = job_spec(source, target, "lat", "at-least-once", master, parallelism).with_(topics_include=(topic,))
-    driver = ReplicationDriver(spec, SparkExecutor(spark.sparkContext))
-    thread = threading.Thread(target=driver.run, daemon=True)
-    thread.start()
-    # consumer on the target, measuring now - produce timestamp
-    samples: list[float] = []
-    stop = threading.Event()
+class Clusters:
+    """Two fresh brokers and a Spark session for one scenario repetition; stopped on exit."""
 
-    def consume():
-        c = Consumer({"bootstrap.servers": target, "group.id": "bench-latency", "enable.auto.commit": False,
-                      "fetch.wait.max.ms": 10})
+    def __init__(self, opts):
+        self.opts = opts
+        self.src = start_broker("127.0.0.1", free_port())
+        self.dst = start_broker("127.0.0.1", free_port())
+        self.exclude = {self.src.pid, self.dst.pid}
+        self._spark = None
+        self.spark_start_s: float | None = None
+
+    @property
+    def spark(self):
+        if self._spark is None:
+            t = time.perf_counter()
+            self._spark = build_session(job_spec(self.src.bootstrap, self.dst.bootstrap, "x", "at-least-once",
+                                                 (".*",), self.opts), self.opts.master)
+            warm_up(self._spark, self.opts.parallelism)
+            self.spark_start_s = time.perf_counter() - t
+        return self._spark
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._spark is not None:
+            self._spark.stop()
+        stop_pid(self.src.pid)
+        stop_pid(self.dst.pid)
+
+
+# ---------------------------------------------------------------- scenarios (one repetition each)
+
+def limit(c: Clusters, tps, n: int, size: int) -> dict[str, float]:
+    out = {"produce_only": produce_only(c.src.bootstrap, tps, n, size),
+           "consume_1": consume(c.src.bootstrap, tps, 1),
+           "consume_parallel": consume(c.src.bootstrap, tps, c.opts.parallelism)}
+    # The job runs `parallelism` consumers at once: its ceiling is the best consume rate.
+    out["limit"] = min(out["produce_only"], max(out["consume_1"], out["consume_parallel"]))
+    return out
+
+
+def scenario_throughput(opts) -> dict[str, float]:
+    n, parts = opts.records, 8
+    with Clusters(opts) as c:
+        create(c.src.bootstrap, {"bench-src": parts})
+        tps = [("bench-src", p) for p in range(parts)]
+        r = limit(c, tps, n, opts.size)
+        r["baseline"], base_cpu = baseline(c.src.bootstrap, c.dst.bootstrap, tps, n, c.exclude)
+        r["baseline_cpu_s_per_m"] = base_cpu * 1e6 / n
+        for mode, key in (("at-least-once", "alo"), ("exactly-once", "eos")):
+            log(f"  job {mode}")
+            j = run_job(c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, key, mode, ("bench-src",), opts), n,
+                        c.exclude)
+            r[f"job_{key}"], r[f"job_{key}_cpu_s_per_m"] = j["rate"], j["cpu_s"] * 1e6 / n
+        r["alo_x_baseline"] = r["job_alo"] / r["baseline"]
+        r["alo_pct_limit"] = 100 * r["job_alo"] / r["limit"]
+        r["eos_pct_alo"] = 100 * r["job_eos"] / r["job_alo"]
+        r["cpu_alo_x_baseline"] = r["job_alo_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
+        r["cpu_eos_x_baseline"] = r["job_eos_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
+        r["spark_start_s"] = c.spark_start_s or 0.0
+    return r
+
+
+def scenario_scale(opts) -> dict[str, float]:
+    """512 partitions over 50 topics (12 of 11 partitions, 38 of 10), and the 8-partition job
+    on the same brokers in the same repetition, so the ratio shares the machine's state."""
+    n = opts.records
+    topics = {f"bench-scale-{i:02d}": (11 if i < 12 else 10) for i in range(50)}
+    with Clusters(opts) as c:
+        create(c.src.bootstrap, {**topics, "bench-src": 8})
+        wide = [(t, p) for t, k in topics.items() for p in range(k)]
+        produce_only(c.src.bootstrap, wide, n, opts.size)
+        produce_only(c.src.bootstrap, [("bench-src", p) for p in range(8)], n, opts.size)
+        r = {"partitions": float(len(wide))}
+        r["job_alo_8"] = run_job(c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, "eight", "at-least-once",
+                                                   ("bench-src",), opts), n, c.exclude)["rate"]
+        r["job_alo_512"] = run_job(c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, "wide", "at-least-once",
+                                                     ("bench-scale-.*",), opts), n, c.exclude)["rate"]
+        r["pct_of_8"] = 100 * r["job_alo_512"] / r["job_alo_8"]
+    return r
+
+
+def scenario_size(opts) -> dict[str, float]:
+    r: dict[str, float] = {}
+    for size in (1_000, 10_000):
+        n = max(1_000, int(opts.size_mb * 1e6 / size))
+        with Clusters(opts) as c:
+            create(c.src.bootstrap, {"bench-src": 8})
+            tps = [("bench-src", p) for p in range(8)]
+            lim = limit(c, tps, n, size)
+            j = run_job(c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, "size", "at-least-once",
+                                          ("bench-src",), opts), n, c.exclude)
+            tag = f"{size // 1000}k"
+            r[f"limit_mb_s_{tag}"] = lim["limit"] * size / 1e6
+            r[f"job_alo_mb_s_{tag}"] = j["rate"] * size / 1e6
+            r[f"pct_limit_{tag}"] = 100 * j["rate"] / lim["limit"]
+    return r
+
+
+class TargetReader:
+    """Reads the target's remote topic in a thread: latency samples (now - produce timestamp)
+    and a count of records seen."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int):
+        self.samples: list[float] = []
+        self.count = 0
+        self.stop = threading.Event()
+        self._args = (bootstrap, topic, partitions)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        bootstrap, topic, partitions = self._args
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-reader-{topic}",
+                      "enable.auto.commit": False, "fetch.wait.max.ms": 10, "isolation.level": "read_committed"})
         assigned = False
-        while not stop.is_set():
+        while not self.stop.is_set():
             if not assigned:
-                md = c.list_topics(timeout=5)
-                if f"lat.{topic}" in md.topics:
-                    c.assign([TopicPartition(f"lat.{topic}", p, 0) for p in range(partitions)])
+                if topic in c.list_topics(timeout=5).topics:
+                    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
                     assigned = True
                 else:
-                    time.sleep(0.2)
-                    continue
-            for m in c.consume(1000, 0) or c.consume(1, 0.1):
+                    time.sleep(0.1)
+                continue
+            for m in c.consume(1000, 0) or c.consume(1, 0.05):
                 if not m.error():
-                    samples.append(time.time() * 1000 - m.timestamp()[1])
+                    self.samples.append(time.time() * 1000 - m.timestamp()[1])
+                    self.count += 1
         c.close()
 
-    reader = threading.Thread(target=consume, daemon=True)
-    reader.start()
-    # warm-up until the job copies, then a steady stream
-    p = Producer({"bootstrap.servers": source, "linger.ms": 1})
-    deadline = time.monotonic() + 90
-    while driver.records == 0 and time.monotonic() < deadline:
-        p.produce(topic, b"w" * 100, None, 0)
-        p.flush(5)
-        time.sleep(0.2)
-    time.sleep(2)
-    samples.clear()
-    start = time.monotonic()
-    i = 0
-    while time.monotonic() - start < seconds:
-        p.produce(topic, b"x" * 100, None, i % partitions)
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+
+def steady(producer: Producer, topic: str, partitions: int, rate: float, seconds: float,
+           until: Callable[[], bool] | None = None) -> int:
+    """Produce at a steady rate for `seconds` (or until `until()`); returns the count."""
+    start, i = time.monotonic(), 0
+    while time.monotonic() - start < seconds and not (until and i % 100 == 0 and until()):
+        try:
+            producer.produce(topic, b"x" * 100, None, i % partitions)
+        except BufferError:
+            producer.poll(0.05)
+            continue
         i += 1
         if i % 100 == 0:
-            p.poll(0)
+            producer.poll(0)
             ahead = i / rate - (time.monotonic() - start)
             if ahead > 0:
                 time.sleep(ahead)
-    p.flush(30)
-    time.sleep(3)
-    stop.set()
-    reader.join(10)
-    driver.stop_event.set()
-    thread.join(60)
-    pct = percentiles(samples, (50, 95, 99))
-    return {"produced": i, "measured": len(samples), "rate": i / seconds, **pct,
-            "job_p99_at_ack": driver.latency.snapshot()["p99"]}
+    return i
+
+
+def scenario_latency(opts) -> dict[str, float]:
+    r: dict[str, float] = {}
+    parts = 8
+    with Clusters(opts) as c:
+        for mode, key in (("at-least-once", "alo"), ("exactly-once", "eos")):
+            for rate in opts.latency_rates:
+                alias, topic = f"lat{key}{int(rate)}", f"bench-lat-{key}-{int(rate)}"
+                create(c.src.bootstrap, {topic: parts})
+                spec = job_spec(c.src.bootstrap, c.dst.bootstrap, alias, mode, (topic,), opts)
+                driver = ReplicationDriver(spec, SparkExecutor(c.spark.sparkContext))
+                thread = threading.Thread(target=driver.run, daemon=True)
+                thread.start()
+                reader = TargetReader(c.dst.bootstrap, f"{alias}.{topic}", parts)
+                p = Producer({"bootstrap.servers": c.src.bootstrap, "linger.ms": 1})
+                try:
+                    # warm-up until records flow through, then a steady stream
+                    steady(p, topic, parts, 200, 90, until=lambda: reader.count > 0)
+                    steady(p, topic, parts, rate, 2)
+                    p.flush(10)
+                    time.sleep(1)
+                    reader.samples.clear()
+                    log(f"  latency {mode} at {rate:,.0f} rec/s for {opts.latency_seconds:.0f}s")
+                    sent = steady(p, topic, parts, rate, opts.latency_seconds)
+                    p.flush(30)
+                    time.sleep(3)
+                finally:
+                    reader.close()
+                    driver.stop_event.set()
+                    thread.join(60)
+                pct = percentiles(reader.samples)
+                tag = f"{key}_{int(rate)}"
+                r[f"rate_{tag}"] = sent / opts.latency_seconds
+                for k, v in pct.items():
+                    r[f"{k}_ms_{tag}"] = v if v is not None else float("nan")
+    return r
+
+
+def scenario_startup(opts) -> dict[str, float]:
+    """A trickle of 1,000 records/s into a new topic: driver start -> first record on the target;
+    then the driver is stopped and a new one started on the same spec: restart -> the target's
+    count grows again."""
+    parts, topic, alias = 8, "bench-start", "start"
+    r: dict[str, float] = {}
+    with Clusters(opts) as c:
+        spark = c.spark
+        r["spark_session_start_s"] = c.spark_start_s or 0.0
+        create(c.src.bootstrap, {topic: parts})
+        spec = job_spec(c.src.bootstrap, c.dst.bootstrap, alias, opts.startup_delivery, (topic,), opts)
+        reader = TargetReader(c.dst.bootstrap, f"{alias}.{topic}", parts)
+        stop = threading.Event()
+        p = Producer({"bootstrap.servers": c.src.bootstrap, "linger.ms": 1})
+        trickle = threading.Thread(target=lambda: steady(p, topic, parts, 1_000, 600, until=stop.is_set), daemon=True)
+        trickle.start()
+        try:
+            for phase in ("first_record_s", "restart_flowing_s"):
+                seen = reader.count
+                driver = ReplicationDriver(spec, SparkExecutor(spark.sparkContext))
+                t0 = time.perf_counter()
+                thread = threading.Thread(target=driver.run, daemon=True)
+                thread.start()
+                while reader.count == seen and time.perf_counter() - t0 < 120:
+                    time.sleep(0.01)
+                r[phase] = time.perf_counter() - t0
+                time.sleep(1)
+                driver.stop_event.set()
+                thread.join(60)
+        finally:
+            stop.set()
+            trickle.join(10)
+            reader.close()
+    return r
+
+
+RUNNERS: dict[str, Callable[[Any], dict[str, float]]] = {
+    "throughput": scenario_throughput, "scale": scenario_scale, "size": scenario_size,
+    "latency": scenario_latency, "startup": scenario_startup}
+
+
+# ---------------------------------------------------------------- environment and report
+
+def environment(opts) -> dict[str, Any]:
+    import confluent_kafka
+    import pyspark
+
+    try:
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20).stderr.splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        java = "unknown"
+    return {"date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
+            "loadavg_start": os.getloadavg(), "python": platform.python_version(),
+            "confluent_kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0],
+            "pyspark": pyspark.__version__, "java": java, "platform": platform.platform(),
+            "master": opts.master, "parallelism": opts.parallelism, "records": opts.records, "size": opts.size,
+            "repeat": opts.repeat, **BATCH}
+
+
+def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    keys = [k for k in runs[0] if all(k in r for r in runs)]
+    out = {}
+    for k in keys:
+        vals = [r[k] for r in runs if r[k] == r[k]]  # drop NaN
+        if vals:
+            out[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+    return out
+
+
+TARGETS = {  # key: (label, comparison, target) for the lines the issue sets targets on
+    "alo_x_baseline": ("job at-least-once / baseline", ">=", 2.0),
+    "alo_pct_limit": ("job at-least-once, % of the client limit", ">=", 75),
+    "eos_pct_alo": ("exactly-once, % of at-least-once", ">=", 90),
+    "cpu_alo_x_baseline": ("CPU per record, job at-least-once / baseline", "<=", 1.0),
+    "cpu_eos_x_baseline": ("CPU per record, job exactly-once / baseline", "<=", 1.0),
+    "pct_of_8": ("512 partitions / 8 partitions, %", ">=", 80),
+    "pct_limit_1k": ("1 KB records, % of the limit (MB/s)", ">=", 70),
+    "pct_limit_10k": ("10 KB records, % of the limit (MB/s)", ">=", 70),
+    "p99_ms_alo_10000": ("p99 ms at 10k rec/s, at-least-once", "<=", 250),
+    "p99_ms_eos_10000": ("p99 ms at 10k rec/s, exactly-once", "<=", 250),
+    "p99_ms_alo_50000": ("p99 ms at 50k rec/s, at-least-once", "<=", 1000),
+    "p99_ms_eos_50000": ("p99 ms at 50k rec/s, exactly-once", "<=", 1000),
+}
+
+
+def report(env: dict[str, Any], results: dict[str, dict[str, dict[str, float]]]) -> None:
+    print(f"\nReplication benchmark, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
+          f"{env['loadavg_start'][0]:.1f}), Python {env['python']}, confluent-kafka {env['confluent_kafka']} "
+          f"(librdkafka {env['librdkafka']}), PySpark {env['pyspark']} {env['master']}, {env['java']}; "
+          f"Tansu brokers on loopback; median [min-max] of {env['repeat']} repetitions")
+    for scenario, figures in results.items():
+        print(f"\n  {scenario}")
+        for key, s in figures.items():
+            line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
+            if key in TARGETS:
+                label, cmp, target = TARGETS[key]
+                ok = s["median"] >= target if cmp == ">=" else s["median"] <= target
+                line += f"   {label}: target {cmp} {target:g} {'MET' if ok else 'MISSED'}"
+            print(line)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=1_000_000)
-    ap.add_argument("--partitions", type=int, default=8)
-    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--scenario", action="append", choices=SCENARIOS + ("all",),
+                    help="scenario to run (repeatable; default all)")
+    ap.add_argument("--repeat", type=int, default=3, help="repetitions of every figure (default 3)")
+    ap.add_argument("--records", type=int, default=1_000_000, help="backlog for throughput and scale")
+    ap.add_argument("--size", type=int, default=100, help="record size for throughput and scale (bytes)")
+    ap.add_argument("--size-mb", type=float, default=100, help="megabytes per case in the size scenario")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--parallelism", type=int, default=2)
-    ap.add_argument("--latency-rate", type=float, default=10_000)
-    ap.add_argument("--latency-seconds", type=float, default=20)
+    ap.add_argument("--latency-rates", type=float, nargs="+", default=[10_000, 50_000])
+    ap.add_argument("--latency-seconds", type=float, default=15)
+    ap.add_argument("--startup-delivery", default="at-least-once", choices=("at-least-once", "exactly-once"))
     ap.add_argument("--max-batch-ms", type=int, default=BATCH["max_batch_ms"])
     ap.add_argument("--max-records-per-partition", type=int, default=BATCH["max_records_per_partition"])
-    ap.add_argument("--skip", default="", help="comma list of phases to skip: baseline,alo,eos,latency")
-    ap.add_argument("--json", help="write the results to this file")
-    args = ap.parse_args(argv)
-    skip = set(filter(None, args.skip.split(",")))
-    BATCH.update(max_batch_ms=args.max_batch_ms, max_records_per_partition=args.max_records_per_partition)
+    ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
+    opts = ap.parse_args(argv)
+    scenarios = [s for s in SCENARIOS if not opts.scenario or "all" in opts.scenario or s in opts.scenario]
+    BATCH.update(max_batch_ms=opts.max_batch_ms, max_records_per_partition=opts.max_records_per_partition)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-
-    src = start_broker("127.0.0.1", free_port())
-    dst = start_broker("127.0.0.1", free_port())
-    results: dict = {"records": args.records, "partitions": args.partitions, "size": args.size,
-                     "master": args.master, "cpus": os.cpu_count(),
-                     "parallelism": args.parallelism, **BATCH}
-    spark = None
-    try:
-        create(src.bootstrap, TOPIC, args.partitions)
-        log(f"produce-only: {args.records} records of {args.size} bytes on {args.partitions} partitions")
-        results["produce_only"] = produce_only(src.bootstrap, args.records, args.partitions, args.size)
-        log("consume-only")
-        results["consume_only"] = consume_only(src.bootstrap, args.records, args.partitions)
-        log(f"consume-only, {args.parallelism} processes")
-        results["consume_parallel"] = consume_parallel(src.bootstrap, args.partitions, args.parallelism)
-        # The job runs `parallelism` consumers at once: its ceiling is the parallel consume rate.
-        results["limit"] = min(results["produce_only"], max(results["consume_only"], results["consume_parallel"]))
-        if "baseline" not in skip:
-            log("baseline: single-process poll/produce loop")
-            results["baseline"] = baseline(src.bootstrap, dst.bootstrap, args.records, args.partitions)
-        spark = build_session(job_spec(src.bootstrap, dst.bootstrap, "x", "at-least-once", args.master,
-                                       args.parallelism), args.master)
-        warm_up(spark, args.parallelism)
-        for mode, alias, key in (("at-least-once", "alo", "alo"), ("exactly-once", "eos", "eos")):
-            if key in skip:
-                continue
-            log(f"job {mode}")
-            rate, startup = run_job(spark, job_spec(src.bootstrap, dst.bootstrap, alias, mode, args.master,
-                                                    args.parallelism), args.records)
-            results[f"job_{key}"] = rate
-            results[f"job_{key}_startup_s"] = startup
-        if "latency" not in skip:
-            log(f"latency at {args.latency_rate:.0f} records/s for {args.latency_seconds:.0f}s")
-            results["latency"] = latency(spark, src.bootstrap, dst.bootstrap, args.partitions, args.latency_rate,
-                                         args.latency_seconds, args.master, args.parallelism)
-    finally:
-        if spark is not None:
-            spark.stop()
-        stop_pid(src.pid)
-        stop_pid(dst.pid)
-    report(results)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    env = environment(opts)
+    runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
+    for i in range(opts.repeat):
+        for s in scenarios:
+            log(f"{s}, repetition {i + 1}/{opts.repeat}")
+            runs[s].append(RUNNERS[s](opts))
+    summary = {s: summarise(r) for s, r in runs.items() if r}
+    env["loadavg_end"] = os.getloadavg()
+    report(env, summary)
+    if opts.json:
+        Path(opts.json).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
     return 0
-
-
-def report(r: dict) -> None:
-    def rate(key):
-        return f"{r[key]:>12,.0f} rec/s" if key in r else "       (skipped)"
-
-    print(f"\nReplication benchmark: {r['records']:,} records x {r['size']} B, {r['partitions']} partitions, "
-          f"Spark {r['master']}, {r['cpus']} CPUs, Tansu brokers on loopback")
-    print(f"  client limit, produce-only      {rate('produce_only')}")
-    print(f"  client limit, consume-only      {rate('consume_only')}  (1 consumer)")
-    print(f"  client limit, consume-only      {rate('consume_parallel')}  ({r.get('parallelism', 2)} consumer processes)")
-    print(f"  limit used for the ratios       {r['limit']:>12,.0f} rec/s  (min of produce-only and the best consume-only)")
-    print(f"  baseline (poll/produce loop)    {rate('baseline')}")
-    print(f"  job at-least-once               {rate('job_alo')}")
-    print(f"  job exactly-once                {rate('job_eos')}")
-    limit = r["limit"]
-    for key, label in (("job_alo", "at-least-once"), ("job_eos", "exactly-once")):
-        if key in r:
-            base = f"{r[key] / r['baseline']:.2f}x baseline (target >= 1.5)" if "baseline" in r else ""
-            print(f"  {label:<14} = {base}, {100 * r[key] / limit:.0f}% of the limit (target >= 70%)")
-    if "job_alo" in r and "job_eos" in r:
-        print(f"  exactly-once / at-least-once = {100 * r['job_eos'] / r['job_alo']:.0f}% (target >= 80%)")
-    if "latency" in r:
-        lat = r["latency"]
-        print(f"  end-to-end latency at {lat['rate']:,.0f} rec/s: p50 {lat['p50']:.0f} ms, p95 {lat['p95']:.0f} ms, "
-              f"p99 {lat['p99']:.0f} ms (target p99 <= 1000 ms; {lat['measured']:,} records measured)")
-    if "job_alo_startup_s" in r:
-        print(f"  (job start-up before the first batch, not in the rates: {r['job_alo_startup_s']:.1f}s)")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
     loop:  re-read the spec file and rediscover topics/partitions every refresh interval
            plan one task per slot: its partitions and the offset each starts from
            run the tasks (Spark: one Spark partition per task, `mapPartitions(worker.run_tasks)`)
-           absorb the summaries: positions, counts, lag, latency, offset syncs, out-of-range
+           absorb the task results: positions, counts, lag, latency, offset syncs, out-of-range
            at-least-once: write offset syncs, then commit the next offsets on the source cluster
            heartbeats, checkpoints and status when due
            sleep `trigger_interval_ms` when the batch copied nothing
@@ -27,29 +27,30 @@ from typing import Any, Mapping, Protocol
 
 from reconciler.replication import clients
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
+from reconciler.replication.delivery import DeliveryMode, mode_of
 from reconciler.replication.metrics import JobMetrics
-from reconciler.replication.offsets import OffsetStore, fence
+from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.spec import EXIT_RESTART_REQUIRED, JobSpec
 from reconciler.replication.status import LatencyWindow, RateWindow, StatusPublisher
 from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
+from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
 from reconciler.replication.worker import run_tasks
 from reconciler.topology import secrets
 
 log = logging.getLogger(__name__)
 
-TP = tuple[str, int]
 MAX_FINDINGS = 20
 
 
 class Executor(Protocol):
-    def run(self, spec_dict: dict[str, Any], tasks: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+    def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]: ...
 
 
 class LocalExecutor:
     """Runs the tasks in this process, one after another (unit tests, debugging)."""
 
-    def run(self, spec_dict: dict[str, Any], tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return list(run_tasks(spec_dict, tasks))
+    def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
+        return list(run_tasks(spec, tasks, mode))
 
 
 class SparkExecutor:
@@ -58,11 +59,11 @@ class SparkExecutor:
     def __init__(self, spark_context: Any):
         self.sc = spark_context
 
-    def run(self, spec_dict: dict[str, Any], tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         if not tasks:
             return []
         rdd = self.sc.parallelize(tasks, len(tasks))
-        return rdd.mapPartitions(lambda it: run_tasks(spec_dict, it)).collect()
+        return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
 
 
 @dataclass
@@ -112,6 +113,10 @@ class ReplicationDriver:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop_event.set())
 
+    @property
+    def mode(self) -> DeliveryMode:
+        return mode_of(self.spec)
+
     # --- lifecycle --------------------------------------------------------------------------
     def _connect(self) -> None:
         from confluent_kafka import Producer
@@ -123,7 +128,7 @@ class ReplicationDriver:
         self.topics = TopicManager(spec, self.source_admin, self.target_admin)
         self.source_producer = Producer(clients.producer_config(spec.source, spec, environ=env))
         self.target_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
-        self.offsets = OffsetStore(spec, env)
+        self.offsets = OffsetStore(spec, self.mode, env)
         self.heartbeats = HeartbeatEmitter(spec, self.source_producer if spec.heartbeats_on_source else self.target_producer)
         self.syncs = OffsetSyncWriter(spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer)
         self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.target_producer, env)
@@ -134,10 +139,7 @@ class ReplicationDriver:
         errs = self.topics.ensure_internal()
         for e in errs:
             self._error(e)
-        if self.spec.exactly_once:
-            # Fence every transactional id the job may use before reading positions, so a zombie
-            # cannot commit after we read (its open transaction is aborted).
-            fence(self.spec, range(self.spec.parallelism), self.environ)
+        self.mode.prepare(self.spec, self.environ)
         self.refresh(first=True)
         # Replay the offset syncs written before this start (MM2's OffsetSyncStore.start()), so the
         # syncs this run writes are added with their full history.
@@ -199,21 +201,20 @@ class ReplicationDriver:
         moved = 0
         if tasks:
             try:
-                summaries = self.executor.run(self.spec.to_dict(), tasks)
+                results = self.executor.run(self.spec, tasks, self.mode)
             except Exception as exc:  # noqa: BLE001 - e.g. a Python worker died: nothing was committed
                 self._error(f"batch failed: {type(exc).__name__}: {str(exc)[:500]}")
                 self.consumer_epoch += 1
                 self.last_owner.clear()
-                if self.spec.exactly_once:
-                    self._reload_positions(list(self.plan.copy))
+                self.mode.recover(self._reload_positions, list(self.plan.copy))
                 self.stop_event.wait(min(5.0, 0.5 * (1 + self._failures)))
                 self._failures += 1
-                summaries = []
+                results = []
             else:
                 self._failures = 0
-            moved = self.absorb(summaries)
+            moved = self.absorb(results)
         self.batches += 1
-        self.metrics.observe(self, summaries)  # the same summaries and counters as the status record
+        self.metrics.observe(self, results)  # the same task results and counters as the status record
         self.tick()
         return moved > 0
 
@@ -316,71 +317,64 @@ class ReplicationDriver:
             load[slot] += 1
 
     # --- planning and results ---------------------------------------------------------------
-    def plan_tasks(self) -> list[dict[str, Any]]:
-        by_slot: dict[int, list[dict[str, Any]]] = {}
+    def plan_tasks(self) -> list[CopyTask]:
+        by_slot: dict[int, list[PartitionTask]] = {}
         for tp, remote in sorted(self.plan.copy.items()):
             if tp in self.halted or tp not in self.positions:
                 continue
-            slot = self.slots.get(tp, 0)
-            by_slot.setdefault(slot, []).append({
-                "topic": tp[0], "partition": tp[1], "remote": remote, "start": self.positions[tp],
-                "sync_state": self.sync_states.get(tp),
-            })
-        return [{"slot": s, "batch": self.batches, "partitions": parts, "last_owner": self.last_owner.get(s),
-                 "consumer_epoch": self.consumer_epoch}
+            by_slot.setdefault(self.slots.get(tp, 0), []).append(
+                PartitionTask(tp[0], tp[1], remote, self.positions[tp], self.sync_states.get(tp)))
+        return [CopyTask(s, self.batches, tuple(parts), self.last_owner.get(s), self.consumer_epoch)
                 for s, parts in sorted(by_slot.items())]
 
-    def absorb(self, summaries: list[dict[str, Any]]) -> int:
+    def absorb(self, results: list[TaskResult]) -> int:
         moved = 0
         to_commit: dict[TP, int] = {}
         latency: list[float] = []
-        silent: list[tuple[TP, dict[str, Any]]] = []
-        for s in summaries:
-            if s.get("process"):
-                self.last_owner[s["slot"]] = s["process"] if not s.get("fatal") else None
-            if s.get("error"):
-                self._error(f"slot {s['slot']}: {s['error']}")
-            latency += s.get("latency_ms", [])
-            for p in s.get("partitions", []):
-                tp = (p["topic"], p["partition"])
-                if p.get("error") and not s.get("error"):
-                    self._error(f"{tp[0]}[{tp[1]}]: {p['error']}")
-                if p.get("out_of_range"):
-                    self._out_of_range(tp, p["start"], p["out_of_range"])
+        silent: list[PartitionResult] = []
+        failed: list[TP] = []
+        for r in results:
+            if r.process:
+                self.last_owner[r.slot] = r.process if not r.fatal else None
+            if r.error:
+                self._error(f"slot {r.slot}: {r.error}")
+                failed += [p.tp for p in r.partitions]
+            latency += r.latency_ms
+            advances = not r.error  # a failed task rolled back (or aborted) its partitions
+            for p in r.partitions:
+                tp = p.tp
+                if p.error and not r.error:
+                    self._error(f"{tp[0]}[{tp[1]}]: {p.error}")
+                if p.out_of_range:
+                    self._out_of_range(tp, p.start, p.out_of_range)
                     continue
-                if p["count"] == 0 and not p["eof"] and not s.get("error") and p["start"] >= 0:
-                    silent.append((tp, p))
-                nxt = p["next"]
-                if p["count"] > 0 or (nxt >= 0 and nxt != self.positions.get(tp)):
-                    if self.spec.exactly_once and s.get("error"):
-                        continue  # aborted transaction: nothing moved
-                    self.positions[tp] = nxt
-                    to_commit[tp] = nxt
-                self.records += p["count"]
-                self.bytes += p["bytes"]
-                moved += p["count"]
-                if p.get("sync_state") is not None:
-                    self.sync_states[tp] = p["sync_state"]
-                if p["syncs"]:
-                    self.syncs.write(tp[0], tp[1], p["syncs"])
+                if p.count == 0 and not p.eof and not r.error and p.start >= 0:
+                    silent.append(p)
+                if advances and (p.count > 0 or (p.next >= 0 and p.next != self.positions.get(tp))):
+                    self.positions[tp] = p.next
+                    to_commit[tp] = p.next
+                self.records += p.count
+                self.bytes += p.bytes
+                moved += p.count
+                if p.sync_state is not None:
+                    self.sync_states[tp] = p.sync_state
+                if p.syncs:
+                    self.syncs.write(tp[0], tp[1], p.syncs)
                     self.delayed_syncs.pop(tp, None)
-                last = p.get("last")
-                if last is not None:
-                    if p["syncs"] and list(p["syncs"][-1]) == list(last):
+                if p.last is not None:
+                    if p.syncs and tuple(p.syncs[-1]) == tuple(p.last):
                         self.delayed_syncs.pop(tp, None)
                     else:
-                        self.delayed_syncs[tp] = (last[0], last[1])  # published at the next flush
-                self.lag[tp] = _Lag(p["remote"], self.positions.get(tp, nxt), p.get("hw"))
-        if s_error := [s for s in summaries if s.get("error")]:
-            if self.spec.exactly_once:
-                self._reload_positions([(p["topic"], p["partition"]) for s in s_error for p in s.get("partitions", [])])
+                        self.delayed_syncs[tp] = (p.last[0], p.last[1])  # published at the next flush
+                self.lag[tp] = _Lag(p.remote, self.positions.get(tp, p.next), p.hw)
+        if failed:
+            self.mode.recover(self._reload_positions, failed)
         self.syncs.flush()
-        if not self.spec.exactly_once:
-            self.offsets.commit(to_commit)
+        self.offsets.commit(to_commit)
         self.latency.add(latency)
         self.rate.add(moved)
-        for tp, p in silent:
-            self._check_position(tp, p["start"])
+        for p in silent:
+            self._check_position(p.tp, p.start)
         return moved
 
     def flush_delayed_syncs(self) -> None:
@@ -437,8 +431,7 @@ class ReplicationDriver:
         self.positions[tp] = low
         self.sync_states.pop(tp, None)
         self.consumer_epoch += 1
-        if not self.spec.exactly_once:
-            self.offsets.commit({tp: low})
+        self.offsets.commit({tp: low})  # at-least-once; exactly-once commits inside transactions
 
     # --- status -----------------------------------------------------------------------------
     def _error(self, text: str) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV, free_port, metrics_port  # noqa: F401 (re-exported)
+from reconciler.replication.tasks import TaskResult
 from reconciler.topology.model import flow_ends
 
 SOURCE = "kafka_connect_mirror_source_connector"
@@ -122,24 +123,24 @@ class JobMetrics:
         return self.families[name].labels(**self.flow, **{k: str(v) for k, v in extra.items()})
 
     # --- the hook -------------------------------------------------------------------------
-    def observe(self, driver: Any, summaries: Iterable[dict[str, Any]]) -> None:
-        """One micro-batch: the summaries the driver absorbed and the driver's state after absorbing them."""
+    def observe(self, driver: Any, results: Iterable[TaskResult]) -> None:
+        """One micro-batch: the task results the driver absorbed and the driver's state after absorbing them."""
         spec = driver.spec
         latencies: list[float] = []
-        for s in summaries:
-            latencies += s.get("latency_ms", [])
-            aborted = bool(spec.exactly_once and s.get("error"))
-            if aborted and s.get("partitions"):
+        for r in results:
+            latencies += r.latency_ms
+            aborted = bool(spec.exactly_once and r.error)
+            if aborted and r.partitions:
                 self.get(f"{OWN}_transaction_aborts").inc()
-            for p in s.get("partitions", []):
-                if p.get("out_of_range") or aborted:
+            for p in r.partitions:
+                if p.out_of_range or aborted:
                     continue  # the driver counts none of these records either (absorb)
-                tp = {"topic": p["remote"], "partition": p["partition"]}
-                if p["count"]:
-                    self.get(f"{SOURCE}_record_count", **tp).inc(p["count"])
-                    self.get(f"{SOURCE}_byte_count", **tp).inc(p["bytes"])
-                if p.get("syncs"):
-                    self.get(f"{OWN}_offset_syncs", **tp).inc(len(p["syncs"]))
+                tp = {"topic": p.remote, "partition": p.partition}
+                if p.count:
+                    self.get(f"{SOURCE}_record_count", **tp).inc(p.count)
+                    self.get(f"{SOURCE}_byte_count", **tp).inc(p.bytes)
+                if p.syncs:
+                    self.get(f"{OWN}_offset_syncs", **tp).inc(len(p.syncs))
         hist = self.get(f"{SOURCE}_replication_latency_ms")
         for ms in latencies:
             hist.observe(ms)

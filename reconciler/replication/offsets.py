@@ -15,14 +15,17 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from reconciler.replication import clients
 from reconciler.replication.spec import JobSpec, job_group, transactional_id
+from reconciler.replication.tasks import TP
+
+if TYPE_CHECKING:
+    from reconciler.replication.delivery import DeliveryMode
 
 log = logging.getLogger(__name__)
 
-TP = tuple[str, int]
 
 
 def _retry(what: str, fn, attempts: int = 5, delay: float = 0.5):
@@ -39,15 +42,17 @@ def _retry(what: str, fn, attempts: int = 5, delay: float = 0.5):
 
 
 class OffsetStore:
-    """Reads (and, at-least-once, commits) the job's positions: {(topic, partition): next offset}."""
+    """Reads (and, at-least-once, commits) the job's positions: {(topic, partition): next offset}.
+    Which group is the truth is the delivery mode's call (delivery.py)."""
 
-    def __init__(self, spec: JobSpec, environ: Mapping[str, str] | None = None):
+    def __init__(self, spec: JobSpec, mode: "DeliveryMode", environ: Mapping[str, str] | None = None):
         from confluent_kafka import Consumer
 
         self.spec = spec
-        self.exactly_once = spec.exactly_once
+        self.environ = environ
+        self.mode = mode
         self._source = Consumer(clients.consumer_config(spec.source, spec, environ=environ))
-        self._target = Consumer(clients.consumer_config(spec.target, spec, environ=environ)) if spec.exactly_once else None
+        self._target: Any = None  # made on first use (exactly-once only)
 
     def close(self) -> None:
         for c in (self._source, self._target):
@@ -59,26 +64,40 @@ class OffsetStore:
 
     def load(self, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
         """(next offset or None, slot or None) per partition; `partitions` maps (topic, p) -> remote topic."""
-        from confluent_kafka import TopicPartition
+        return self.mode.load(self, partitions) if partitions else {}
 
-        if not partitions:
-            return {}
+    def commit(self, positions: Mapping[TP, int]) -> None:
+        if positions:
+            self.mode.commit(self, positions)
+
+    def target_positions(self, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+        """The job's group on the target (exactly-once), stored under the remote topic, with the
+        slot from the commit metadata."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        if self._target is None:
+            self._target = Consumer(clients.consumer_config(self.spec.target, self.spec, environ=self.environ))
         keys = list(partitions)
         out: dict[TP, tuple[int | None, int | None]] = {k: (None, None) for k in keys}
-        if self.exactly_once:
-            assert self._target is not None
-            tps = [TopicPartition(partitions[k], k[1]) for k in keys]
-            got = _retry("read exactly-once offsets", lambda: self._target.committed(tps, timeout=15))
-            for k, tp in zip(keys, got):
-                if tp.offset >= 0:
+        tps = [TopicPartition(partitions[k], k[1]) for k in keys]
+        got = _retry("read exactly-once offsets", lambda: self._target.committed(tps, timeout=15))
+        for k, tp in zip(keys, got):
+            if tp.offset >= 0:
+                slot = None
+                try:
+                    slot = int(json.loads(tp.metadata or "{}").get("slot"))
+                except (ValueError, TypeError, AttributeError):
                     slot = None
-                    try:
-                        slot = int(json.loads(tp.metadata or "{}").get("slot"))
-                    except (ValueError, TypeError, AttributeError):
-                        slot = None
-                    out[k] = (tp.offset, slot)
-        # At-least-once positions; for exactly-once they seed partitions the target group lacks
-        # (e.g. a flow switched from at-least-once), instead of copying everything again.
+                out[k] = (tp.offset, slot)
+        return out
+
+    def source_positions(self, partitions: Mapping[TP, str],
+                         known: dict[TP, tuple[int | None, int | None]]) -> dict[TP, tuple[int | None, int | None]]:
+        """The job's group on the source, for the partitions `known` has no offset for."""
+        from confluent_kafka import TopicPartition
+
+        keys = list(partitions)
+        out = {k: known.get(k, (None, None)) for k in keys}
         tps = [TopicPartition(k[0], k[1]) for k in keys]
         got = _retry("read source offsets", lambda: self._source.committed(tps, timeout=15))
         for k, tp in zip(keys, got):
@@ -86,12 +105,10 @@ class OffsetStore:
                 out[k] = (tp.offset, None)
         return out
 
-    def commit(self, positions: Mapping[TP, int]) -> None:
+    def commit_source(self, positions: Mapping[TP, int]) -> None:
         """at-least-once: commit next offsets on the source cluster (after acknowledgement)."""
         from confluent_kafka import TopicPartition
 
-        if self.exactly_once or not positions:
-            return
         tps = [TopicPartition(t, p, o) for (t, p), o in positions.items() if o >= 0]
         if tps:
             _retry("commit source offsets", lambda: self._source.commit(offsets=tps, asynchronous=False))

@@ -9,15 +9,17 @@ the base offset of the last batch + 1, which would strand the tail of an idle pa
 Every record is written to the same partition of the remote topic with its key, value, headers
 and timestamp. Then:
 
-* at-least-once: the producer is flushed and every delivery checked; the summary tells the
+What happens after the copy is the delivery mode's (delivery.py, one object per mode):
+
+* at-least-once: the producer is flushed and every delivery checked; the result tells the
   driver the next offset per partition, and the driver commits them on the source cluster;
 * exactly-once (KIP-656): the records and the next source offsets (in the job's group on the
   TARGET cluster) are written in one transaction by the slot's transactional producer
   (`transactional.id` stable per slot, which the driver keeps stable per partition), so a zombie
   task with the same id is fenced and its open transaction aborted.
 
-The function never raises: errors come back in the summary so that the driver can report them,
-re-read committed positions and retry. A summary carries per partition: next offset, counts,
+The function never raises: errors come back in the `TaskResult` (tasks.py) so that the driver can
+report them, re-read committed positions and retry. A result carries per partition: next offset, counts,
 bytes, the end offset seen, offset-sync decisions (MM2 rules, see sync_plan), and whether the
 partition looked out of range; per task: latency samples (record age at acknowledgement).
 """
@@ -25,24 +27,22 @@ partition looked out of range; per task: latency samples (record age at acknowle
 from __future__ import annotations
 
 import json
-import os
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Protocol
 
 from reconciler.replication import clients
-from reconciler.replication.spec import JobSpec, job_group, transactional_id
+from reconciler.replication.spec import JobSpec, job_group
 from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
+from reconciler.replication.tasks import CopyTask, PartitionResult, PartitionTask, TaskResult
 
 OFFSET_BEGINNING = -2
-# Tests only: seconds an exactly-once task waits, records written, before committing.
-_TEST_TXN_DELAY_S = float(os.environ.get("RECONCILER_TEST_TXN_DELAY_MS", "0")) / 1000.0
 LATENCY_SAMPLE_EVERY = 64  # one record in 64 (plus the last of each partition) is timed
 
 
 @dataclass
-class _Partition:
+class PartitionCopy:
     topic: str
     partition: int
     remote: str
@@ -61,6 +61,26 @@ class _Partition:
     last_dr: Any = None
     dr_errors: list[str] = field(default_factory=list)
     ts_samples: list[int] = field(default_factory=list)
+    syncs: list[tuple[int, int]] = field(default_factory=list)  # offset syncs planned after acknowledgement
+    new_sync_state: list[int] | None = None
+    last_pair: tuple[int, int] | None = None  # last replicated (upstream, downstream)
+
+    @classmethod
+    def of(cls, t: PartitionTask) -> "PartitionCopy":
+        return cls(t.topic, t.partition, t.remote, t.start, t.sync_state, new_sync_state=t.sync_state)
+
+    def roll_back(self) -> None:
+        """Nothing of this batch counts (unacknowledged, or an aborted transaction): positions stay."""
+        self.next = self.start
+        self.count = 0
+        self.syncs = []
+        self.new_sync_state = self.sync_state
+        self.last_pair = None
+
+    def result(self) -> PartitionResult:
+        return PartitionResult(self.topic, self.partition, self.remote, self.start, self.next, self.count, self.bytes,
+                               self.eof, self.hw, self.out_of_range, self.error, self.syncs, self.new_sync_state,
+                               self.last_pair)
 
     def dr_first(self, err: Any, msg: Any) -> None:
         if err is not None:
@@ -90,14 +110,14 @@ def _consumer(spec: JobSpec, epoch: int = 0):
     return clients.CACHE.get(key, lambda: Consumer(clients.consumer_config(spec.source, spec)))
 
 
-def _plain_producer(spec: JobSpec):
+def plain_producer(spec: JobSpec):
     from confluent_kafka import Producer
 
     key = ("producer", spec.target.alias, spec.target.bootstrap_servers, json.dumps(dict(spec.target.config), sort_keys=True))
     return clients.CACHE.get(key, lambda: Producer(clients.producer_config(spec.target, spec)))
 
 
-def _txn_producer(spec: JobSpec, txn_id: str, last_owner: str | None):
+def txn_producer(spec: JobSpec, txn_id: str, last_owner: str | None):
     """The slot's transactional producer, reused only if this process was the last to use the id.
 
     Another process that took the id since has fenced ours; re-initialising costs one
@@ -117,7 +137,7 @@ def _txn_producer(spec: JobSpec, txn_id: str, last_owner: str | None):
     return producer
 
 
-def _group_metadata(spec: JobSpec):
+def group_metadata(spec: JobSpec):
     """Consumer-group metadata of the job's offsets group on the target (send_offsets_to_transaction)."""
     from confluent_kafka import Consumer
 
@@ -126,41 +146,34 @@ def _group_metadata(spec: JobSpec):
     return consumer.consumer_group_metadata()
 
 
-def copy_task(spec_dict: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
+class CopyMode(Protocol):
+    """The worker side of a delivery mode (see delivery.py): copy one task's partitions."""
+
+    def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None: ...
+
+
+def copy_task(spec: JobSpec, task: CopyTask, mode: CopyMode) -> TaskResult:
     """Copy one slot's partitions for one micro-batch; never raises."""
     started = time.time()
-    summary: dict[str, Any] = {
-        "slot": task["slot"], "process": clients.process_identity(), "error": None, "fatal": False,
-        "partitions": [], "latency_ms": [], "committed": False,
-    }
+    result = TaskResult(task.slot, clients.process_identity())
+    parts = [PartitionCopy.of(t) for t in task.partitions]
     try:
-        spec = JobSpec.from_dict(spec_dict)
-        parts = [_Partition(p["topic"], p["partition"], p["remote"], p["start"], p.get("sync_state"))
-                 for p in task["partitions"]]
-        if spec.exactly_once:
-            _copy_exactly_once(spec, task, parts, summary)
-        else:
-            _copy_at_least_once(spec, task, parts, summary)
+        mode.copy(spec, task, parts, result)
     except Exception as exc:  # noqa: BLE001 - reported to the driver
-        summary["error"] = f"{type(exc).__name__}: {exc}"
-        summary["traceback"] = traceback.format_exc(limit=8)
-        parts = locals().get("parts", [])
-    summary["partitions"] = [_partition_summary(p, spec_dict) for p in parts] if parts else []
-    summary["duration_ms"] = int((time.time() - started) * 1000)
-    return summary
+        result.error = f"{type(exc).__name__}: {exc}"
+        result.traceback = traceback.format_exc(limit=8)
+    result.partitions = [p.result() for p in parts]
+    result.duration_ms = int((time.time() - started) * 1000)
+    return result
 
 
-def _partition_summary(p: _Partition, spec_dict: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "topic": p.topic, "partition": p.partition, "remote": p.remote, "start": p.start,
-        "next": p.next, "count": p.count, "bytes": p.bytes, "eof": p.eof, "hw": p.hw,
-        "out_of_range": p.out_of_range, "error": p.error,
-        "syncs": getattr(p, "syncs", []), "sync_state": getattr(p, "new_sync_state", p.sync_state),
-        "last": getattr(p, "last_pair", None),
-    }
+def run_tasks(spec: JobSpec, tasks: Iterable[CopyTask], mode: CopyMode) -> Iterator[TaskResult]:
+    """mapPartitions body: one result per task."""
+    for task in tasks:
+        yield copy_task(spec, task, mode)
 
 
-def _read_and_produce(spec: JobSpec, parts: list[_Partition], producer: Any, deadline: float, epoch: int = 0) -> None:
+def read_and_produce(spec: JobSpec, parts: list[PartitionCopy], producer: Any, deadline: float, epoch: int = 0) -> None:
     """The hot loop: consume from the assigned partitions and produce each record as it comes."""
     from confluent_kafka import KafkaError, TopicPartition
 
@@ -214,7 +227,7 @@ def _read_and_produce(spec: JobSpec, parts: list[_Partition], producer: Any, dea
                 p.hw = None
 
 
-def _on_event(p: _Partition, m: Any, err: Any, eof_code: int) -> int:
+def _on_event(p: PartitionCopy, m: Any, err: Any, eof_code: int) -> int:
     """A consumer event for a partition; returns 1 when the partition is done for this batch."""
     from confluent_kafka import KafkaError
 
@@ -236,7 +249,7 @@ def _on_event(p: _Partition, m: Any, err: Any, eof_code: int) -> int:
     return 0
 
 
-def _copy_run(p: _Partition, msgs: list, i: int, n: int, produce: Any, poll: Any, budget: int,
+def _copy_run(p: PartitionCopy, msgs: list, i: int, n: int, produce: Any, poll: Any, budget: int,
               sample_every: int) -> int:
     """Copy the records of partition `p` from msgs[i] on, while they are its records; returns the
     index of the first message not handled. State lives in locals (the hot path)."""
@@ -283,27 +296,27 @@ def _copy_run(p: _Partition, msgs: list, i: int, n: int, produce: Any, poll: Any
     return i
 
 
-def _finish_deliveries(spec: JobSpec, parts: list[_Partition], producer: Any, summary: dict[str, Any],
-                       flush_timeout: float) -> bool:
+def finish_deliveries(spec: JobSpec, parts: list[PartitionCopy], producer: Any, result: TaskResult,
+                      flush_timeout: float) -> bool:
     """Wait for every acknowledgement; compute latency samples and offset syncs. False on any failure."""
     left = producer.flush(flush_timeout)
     now_ms = int(time.time() * 1000)
     ok = left == 0
     if not ok:
-        summary["error"] = f"{left} records not acknowledged within {flush_timeout:.0f}s"
+        result.error = f"{left} records not acknowledged within {flush_timeout:.0f}s"
     for p in parts:
         if p.dr_errors:
             ok = False
             p.error = f"delivery failed: {p.dr_errors[0]}" + (f" (+{len(p.dr_errors) - 1} more)" if len(p.dr_errors) > 1 else "")
-        summary["latency_ms"].extend(now_ms - ts for ts in p.ts_samples)
+        result.latency_ms.extend(now_ms - ts for ts in p.ts_samples)
         if p.count and p.last_dr is not None and ok:
             _plan_syncs(spec, p)
-    if not ok and not summary["error"]:
-        summary["error"] = next(p.error for p in parts if p.error)
+    if not ok and not result.error:
+        result.error = next(p.error for p in parts if p.error)
     return ok
 
 
-def _plan_syncs(spec: JobSpec, p: _Partition) -> None:
+def _plan_syncs(spec: JobSpec, p: PartitionCopy) -> None:
     state = state_from_list(p.sync_state, spec.offset_lag_max)
     first_down = p.first_dr.offset() if p.first_dr is not None else None
     last_down = p.last_dr.offset()
@@ -320,71 +333,6 @@ def _plan_syncs(spec: JobSpec, p: _Partition) -> None:
         for up0, n in p.runs:
             syncs += plan_run(state, up0, down, n)
             down += n
-    p.syncs = syncs  # type: ignore[attr-defined]
-    p.new_sync_state = state_to_list(state)  # type: ignore[attr-defined]
-    p.last_pair = (p.runs[-1][0] + p.runs[-1][1] - 1, last_down)  # type: ignore[attr-defined]
-
-
-def _copy_at_least_once(spec: JobSpec, task: dict[str, Any], parts: list[_Partition], summary: dict[str, Any]) -> None:
-    producer = _plain_producer(spec)
-    deadline = time.time() + spec.max_batch_ms / 1000.0
-    _read_and_produce(spec, parts, producer, deadline, task.get("consumer_epoch", 0))
-    if not _finish_deliveries(spec, parts, producer, summary, flush_timeout=60.0):
-        # Positions must not advance past records that were not acknowledged.
-        for p in parts:
-            p.next = p.start
-            p.count = 0
-            p.syncs = []  # type: ignore[attr-defined]
-            p.new_sync_state = p.sync_state  # type: ignore[attr-defined]
-            p.last_pair = None  # type: ignore[attr-defined]
-
-
-def _copy_exactly_once(spec: JobSpec, task: dict[str, Any], parts: list[_Partition], summary: dict[str, Any]) -> None:
-    from confluent_kafka import KafkaException, TopicPartition
-
-    txn_id = transactional_id(spec, task["slot"])
-    summary["transactional_id"] = txn_id
-    producer = _txn_producer(spec, txn_id, task.get("last_owner"))
-    deadline = time.time() + spec.max_batch_ms / 1000.0
-    producer.begin_transaction()
-    try:
-        _read_and_produce(spec, parts, producer, deadline, task.get("consumer_epoch", 0))
-        if not _finish_deliveries(spec, parts, producer, summary, flush_timeout=60.0):
-            raise RuntimeError(summary["error"] or "delivery failed")
-        if _TEST_TXN_DELAY_S and any(p.count for p in parts):
-            time.sleep(_TEST_TXN_DELAY_S)  # fault-injection hook: widen the window a kill lands in
-        moved = [p for p in parts if p.count > 0 or (p.next > p.start >= 0)]
-        if not moved:
-            producer.abort_transaction(30)  # empty transaction: nothing to commit
-            return
-        offsets = [TopicPartition(p.remote, p.partition, p.next,
-                                  metadata=json.dumps({"slot": task["slot"], "topic": p.topic,
-                                                       "down": p.last_dr.offset() + 1 if p.last_dr is not None else None},
-                                                      separators=(",", ":")))
-                   for p in moved]
-        producer.send_offsets_to_transaction(offsets, _group_metadata(spec), 30)
-        producer.commit_transaction(60)
-        summary["committed"] = True
-    except Exception as exc:  # noqa: BLE001
-        summary["error"] = summary["error"] or f"{type(exc).__name__}: {exc}"
-        fatal = isinstance(exc, KafkaException) and (exc.args[0].fatal() or "FENCED" in exc.args[0].name())
-        try:
-            if not fatal:
-                producer.abort_transaction(30)
-        except Exception:  # noqa: BLE001
-            fatal = True
-        if fatal:
-            summary["fatal"] = True
-            clients.CACHE.drop(("txn", spec.target.bootstrap_servers, txn_id))
-        for p in parts:  # nothing of this transaction is visible: positions stay
-            p.next = p.start
-            p.count = 0
-            p.syncs = []  # type: ignore[attr-defined]
-            p.new_sync_state = p.sync_state  # type: ignore[attr-defined]
-            p.last_pair = None  # type: ignore[attr-defined]
-
-
-def run_tasks(spec_dict: dict[str, Any], tasks: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """mapPartitions body: one summary per task."""
-    for task in tasks:
-        yield copy_task(spec_dict, task)
+    p.syncs = syncs
+    p.new_sync_state = state_to_list(state)
+    p.last_pair = (p.runs[-1][0] + p.runs[-1][1] - 1, last_down)

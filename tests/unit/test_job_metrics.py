@@ -1,4 +1,4 @@
-"""JobMetrics.observe on the per-task summaries the driver absorbs (driver state injected as a plain object):
+"""JobMetrics.observe on the typed task results the driver absorbs (driver state injected as a plain object):
 counts per target partition, exactly-once aborts, out-of-range events counted once, family labels, the port."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler.replication.metrics import METRICS, JobMetrics, exported_series, metrics_port
+from reconciler.replication.tasks import PartitionResult, TaskResult
 
 
 def driver(exactly_once=False, **kw):
@@ -21,8 +22,8 @@ def driver(exactly_once=False, **kw):
 
 
 def part(count, nbytes=10, **kw):
-    return {"topic": "orders", "partition": 0, "remote": "west.orders", "start": 0, "next": count, "count": count,
-            "bytes": nbytes, "syncs": [[0, 0]] if count else [], **kw}
+    return PartitionResult(topic="orders", partition=0, remote="west.orders", start=0, next=count, count=count,
+                           bytes=nbytes, syncs=[(0, 0)] if count else [], **kw)
 
 
 def samples(m: JobMetrics) -> dict[str, float]:
@@ -42,9 +43,9 @@ def value(m, name, **labels):
 def test_counts_syncs_checkpoints_and_state():
     m = JobMetrics("west->east:payments")
     d = driver(lag={("orders", 0): SimpleNamespace(remote="west.orders", next=5, end=12)})
-    m.observe(d, [{"slot": 0, "partitions": [part(5, 50)], "latency_ms": [10, 30]}])
+    m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(5, 50)], latency_ms=[10, 30])])
     d.checkpoints.emitted, d.errors = 4, 1
-    m.observe(d, [{"slot": 0, "partitions": [part(3, 30)], "latency_ms": [20]}])
+    m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(3, 30)], latency_ms=[20])])
     labels = dict(flow="west->east:payments", family="payments", source="west", target="east")
     assert value(m, "kafka_connect_mirror_source_connector_record_count_total", topic="west.orders", partition="0",
                  **labels) == 8
@@ -63,7 +64,7 @@ def test_aborted_transactions_and_out_of_range_count_once():
     m = JobMetrics("west->east")
     event = {"topic": "orders", "partition": 0, "position": 9}
     d = driver(exactly_once=True, out_of_range=[event], halted={("orders", 0)}, _failures=1)
-    m.observe(d, [{"slot": 0, "error": "KafkaException: boom", "partitions": [part(0)]}])
+    m.observe(d, [TaskResult(slot=0, process="p", error="KafkaException: boom", partitions=[part(0)])])
     m.observe(d, [])  # the same event is still listed: not counted again
     assert value(m, "mirror_transaction_aborts_total") == 1
     assert value(m, "mirror_out_of_range_total", topic="west.orders", partition="0") == 1

@@ -1,0 +1,70 @@
+"""What the driver hands a Spark task and what the task hands back: typed, picklable values.
+
+One `CopyTask` per slot and micro-batch (the slot's partitions with their start positions); one
+`TaskResult` back, with a `PartitionResult` per partition. The job spec travels beside them as the
+`JobSpec` itself (frozen, picklable), never as a dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class PartitionTask:
+    topic: str
+    partition: int
+    remote: str
+    start: int  # next upstream offset to copy; < 0: from the beginning
+    sync_state: list[int] | None = None  # the offset-sync state of this partition (see offset_syncs)
+
+    @property
+    def tp(self) -> TP:
+        return (self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    slot: int
+    batch: int
+    partitions: tuple[PartitionTask, ...]
+    last_owner: str | None = None  # process that used this slot's transactional id last
+    consumer_epoch: int = 0  # bumped by the driver to make workers drop cached consumers
+
+
+@dataclass
+class PartitionResult:
+    topic: str
+    partition: int
+    remote: str
+    start: int
+    next: int
+    count: int = 0
+    bytes: int = 0
+    eof: bool = False
+    hw: int | None = None
+    out_of_range: str | None = None
+    error: str | None = None
+    syncs: list[tuple[int, int]] = field(default_factory=list)  # (upstream, downstream) offset syncs to write
+    sync_state: list[int] | None = None
+    last: tuple[int, int] | None = None  # last replicated (upstream, downstream) pair
+
+    @property
+    def tp(self) -> TP:
+        return (self.topic, self.partition)
+
+
+@dataclass
+class TaskResult:
+    slot: int
+    process: str
+    error: str | None = None
+    fatal: bool = False  # the slot's producer is unusable (fenced): the next task makes a new one
+    committed: bool = False
+    partitions: list[PartitionResult] = field(default_factory=list)
+    latency_ms: list[int] = field(default_factory=list)
+    duration_ms: int = 0
+    transactional_id: str | None = None
+    traceback: str | None = None

@@ -1,0 +1,38 @@
+"""The job's typed seams: tasks and results travel pickled to Spark workers, the delivery mode is
+one object per mode, and a rolled-back partition reports no progress."""
+
+from __future__ import annotations
+
+import pickle
+
+from reconciler.replication.delivery import AtLeastOnce, ExactlyOnce, mode_of
+from reconciler.replication.spec import ClusterSpec, JobSpec
+from reconciler.replication.tasks import CopyTask, PartitionTask, TaskResult
+from reconciler.replication.worker import PartitionCopy
+
+
+def spec(delivery: str) -> JobSpec:
+    return JobSpec(flow="west->east", source=ClusterSpec("west", "w:9092", {"client.id": "x"}),
+                   target=ClusterSpec("east", "e:9092"), delivery=delivery)
+
+
+def test_one_mode_object_per_delivery_and_it_travels_with_the_spec():
+    assert isinstance(mode_of(spec("at-least-once")), AtLeastOnce)
+    assert isinstance(mode_of(spec("exactly-once")), ExactlyOnce)
+    s = spec("exactly-once")
+    task = CopyTask(1, 7, (PartitionTask("orders", 3, "west.orders", 42, [1, 2]),), "host:1", 2)
+    again = pickle.loads(pickle.dumps((s, task, mode_of(s))))
+    assert again[0] == s and again[1] == task and isinstance(again[2], ExactlyOnce)
+    assert again[1].partitions[0].tp == ("orders", 3)
+
+
+def test_a_rolled_back_partition_reports_its_start_and_its_old_sync_state():
+    p = PartitionCopy.of(PartitionTask("orders", 0, "west.orders", 10, [5]))
+    p.next, p.count, p.syncs, p.new_sync_state, p.last_pair = 25, 15, [(24, 100)], [24], (24, 100)
+    done = p.result()
+    assert (done.next, done.count, done.syncs, done.sync_state, done.last) == (25, 15, [(24, 100)], [24], (24, 100))
+    p.roll_back()
+    back = p.result()
+    assert (back.next, back.count, back.syncs, back.sync_state, back.last) == (10, 0, [], [5], None)
+    result = TaskResult(0, "host:1", error="delivery failed", partitions=[back])
+    assert result.partitions[0].tp == ("orders", 0) and not result.committed
