@@ -26,7 +26,7 @@ from reconciler.cli.main import main
 
 def topology(aliases: list[str], pairs: list[tuple[str, str]], policy: str = "default") -> str:
     lines = ["apiVersion: reconciler/v1", "kind: Topology", "metadata: {name: bench}", "clusters:"]
-    lines += [f"  {a}: {{bootstrap_servers: \"127.0.0.1:{9000 + i}\"}}" for i, a in enumerate(aliases)]
+    lines += [f'  {a}: {{bootstrap_servers: "127.0.0.1:{9000 + i}"}}' for i, a in enumerate(aliases)]
     lines += ["flows:"]
     extra = "" if policy == "default" else f", policy: {policy}"
     lines += [f"  - {{source: {s}, target: {t}{extra}}}" for s, t in pairs]
@@ -59,7 +59,8 @@ def run(path: Path) -> tuple[float, int, str]:
     elapsed = time.perf_counter() - start
     lines = err.getvalue().splitlines()
     first = next((line for line in lines if "error:" in line), None) or next(
-        (line for line in lines if "warning:" in line), "(no finding)")
+        (line for line in lines if "warning:" in line), "(no finding)"
+    )
     return elapsed, rc, first
 
 
@@ -77,8 +78,10 @@ def main_(argv: list[str] | None = None) -> int:
             for _ in range(args.repeat):
                 t, rc, first = run(path)
                 times.append(t)
-            print(f"{title}: median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}, "
-                  f"{args.repeat} runs), exit {rc}")
+            print(
+                f"{title}: median {statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f}, "
+                f"{args.repeat} runs), exit {rc}"
+            )
             print(f"    {first[:220]}")
     return 0
 

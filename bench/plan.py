@@ -32,12 +32,15 @@ from reconciler.topology.build import load_topology_text
 def make_topology(n_clusters: int, bootstraps: list[str]):
     aliases = [f"c{i}" for i in range(n_clusters)]
     lines = ["apiVersion: reconciler/v1", "kind: Topology", "metadata: {name: bench}", "clusters:"]
-    lines += [f"  {a}: {{bootstrap_servers: \"{b}\", replication_principal: \"User:mirror\"}}" for a, b in zip(aliases, bootstraps)]
+    lines += [
+        f'  {a}: {{bootstrap_servers: "{b}", replication_principal: "User:mirror"}}'
+        for a, b in zip(aliases, bootstraps)
+    ]
     lines += ["flows:"]
     for s in aliases:
         for t in aliases:
             if s != t:
-                lines.append(f"  - {{source: {s}, target: {t}, topics: {{include: [\"app\\\\..*\"]}}}}")
+                lines.append(f'  - {{source: {s}, target: {t}, topics: {{include: ["app\\\\..*"]}}}}')
     return load_topology_text("\n".join(lines) + "\n")
 
 
@@ -95,13 +98,15 @@ def setup(args):
     for alias, ss in specs.items():
         admin = KafkaAdmin(topology.clusters[alias])
         for i in range(0, len(ss), 1000):
-            res = admin.create_topics(ss[i:i + 1000])
+            res = admin.create_topics(ss[i : i + 1000])
             bad = [r for r in res.values() if not r.ok]
             if bad:
                 raise SystemExit(f"setup failed on {alias}: {bad[0].message}")
         admin.close()
-    print(f"# created {args.topics} source topics on {args.clusters} Tansu brokers in {time.perf_counter() - t:.1f}s",
-          file=sys.stderr)
+    print(
+        f"# created {args.topics} source topics on {args.clusters} Tansu brokers in {time.perf_counter() - t:.1f}s",
+        file=sys.stderr,
+    )
     return topology, KafkaAdmin, lambda: [stop_pid(b.pid) for b in brokers]
 
 
@@ -126,11 +131,18 @@ def main(argv=None) -> int:
                 with Connections(dict(topology.clusters), factory) as conns:
                     report = execute(plan, ApplyContext(conns.get))
                 if not report.ok:
-                    raise SystemExit("apply failed: " + next(r.result.message for r in report.results if not r.result.ok))
+                    raise SystemExit(
+                        "apply failed: " + next(r.result.message for r in report.results if not r.result.ok)
+                    )
                 print(f"# applied {len(plan.actions)} actions in {time.perf_counter() - t:.1f}s", file=sys.stderr)
             runs = [run_plan(topology, factory)[0] for _ in range(args.repeat)]
-            row = {"backend": args.backend, "scenario": scenario, "clusters": args.clusters,
-                   "flows": len(topology.flows), "source_topics": args.topics}
+            row = {
+                "backend": args.backend,
+                "scenario": scenario,
+                "clusters": args.clusters,
+                "flows": len(topology.flows),
+                "source_topics": args.topics,
+            }
             for key in ("read_s", "desired_s", "diff_s", "render_s", "pure_s"):
                 row[key] = round(statistics.median(r[key] for r in runs), 3)
             row["live_topics"], row["actions"] = runs[-1]["live_topics"], runs[-1]["actions"]
@@ -141,11 +153,15 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(results, indent=1))
     else:
-        print(f"{'backend':8} {'scenario':10} {'live topics':>11} {'actions':>8} {'reads s':>8} {'desired s':>9} "
-              f"{'diff s':>7} {'render s':>8} {'pure s':>7}")
+        print(
+            f"{'backend':8} {'scenario':10} {'live topics':>11} {'actions':>8} {'reads s':>8} {'desired s':>9} "
+            f"{'diff s':>7} {'render s':>8} {'pure s':>7}"
+        )
         for r in results:
-            print(f"{r['backend']:8} {r['scenario']:10} {r['live_topics']:>11} {r['actions']:>8} {r['read_s']:>8.3f} "
-                  f"{r['desired_s']:>9.3f} {r['diff_s']:>7.3f} {r['render_s']:>8.3f} {r['pure_s']:>7.3f}")
+            print(
+                f"{r['backend']:8} {r['scenario']:10} {r['live_topics']:>11} {r['actions']:>8} {r['read_s']:>8.3f} "
+                f"{r['desired_s']:>9.3f} {r['diff_s']:>7.3f} {r['render_s']:>8.3f} {r['pure_s']:>7.3f}"
+            )
     return 0
 
 

@@ -38,8 +38,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -56,8 +57,13 @@ except ImportError:  # pragma: no cover - before the move
     from reconciler.replication.spec import ClusterSpec, JobSpec  # noqa: E402
 
 SCENARIOS = ("throughput", "scale", "size", "latency", "startup")
-CONSUMER_TUNED = {"enable.auto.commit": False, "enable.partition.eof": True, "fetch.max.bytes": 52_428_800,
-                  "max.partition.fetch.bytes": 4_194_304, "queued.max.messages.kbytes": 262_144}
+CONSUMER_TUNED = {
+    "enable.auto.commit": False,
+    "enable.partition.eof": True,
+    "fetch.max.bytes": 52_428_800,
+    "max.partition.fetch.bytes": 4_194_304,
+    "queued.max.messages.kbytes": 262_144,
+}
 
 
 def log(msg: str) -> None:
@@ -119,6 +125,7 @@ def tree_cpu(exclude: set[int]) -> float:
 
 # ---------------------------------------------------------------- Kafka helpers
 
+
 def create(bootstrap: str, topics: dict[str, int]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
@@ -127,9 +134,16 @@ def create(bootstrap: str, topics: dict[str, int]) -> None:
 
 def produce_only(bootstrap: str, topics: list[tuple[str, int]], n: int, size: int) -> float:
     """Tuned producer writing n records round-robin over (topic, partition): records/s."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
-                  "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
-                  "enable.idempotence": True})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+            "enable.idempotence": True,
+        }
+    )
     value = b"x" * size
     k = len(topics)
     start = time.perf_counter()
@@ -179,8 +193,14 @@ def consume(bootstrap: str, tps: list[tuple[str, int]], processes: int) -> float
 def baseline(source: str, target: str, tps: list[tuple[str, int]], n: int, exclude: set[int]) -> tuple[float, float]:
     """What a user writes: poll one record, produce it, commit now and then. (records/s, CPU s)."""
     create(target, {"baseline-copy": max(p for _, p in tps) + 1})
-    c = Consumer({"bootstrap.servers": source, "group.id": "bench-baseline", "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": source,
+            "group.id": "bench-baseline",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     p = Producer({"bootstrap.servers": target, "enable.idempotence": True})
     c.assign([TopicPartition(t, i, 0) for t, i in tps])
     copied = 0
@@ -191,8 +211,14 @@ def baseline(source: str, target: str, tps: list[tuple[str, int]], n: int, exclu
             continue
         while True:
             try:
-                p.produce("baseline-copy", msg.value(), msg.key(), msg.partition(),
-                          timestamp=msg.timestamp()[1], headers=msg.headers())
+                p.produce(
+                    "baseline-copy",
+                    msg.value(),
+                    msg.key(),
+                    msg.partition(),
+                    timestamp=msg.timestamp()[1],
+                    headers=msg.headers(),
+                )
                 break
             except BufferError:
                 p.poll(0.1)
@@ -218,10 +244,21 @@ BATCH = {"max_batch_ms": 5_000, "max_records_per_partition": 500_000}
 
 
 def job_spec(source: str, target: str, alias: str, delivery: str, include: tuple[str, ...], opts) -> JobSpec:
-    return JobSpec(flow=f"{alias}->target", source=ClusterSpec(alias, source), target=ClusterSpec("target", target),
-                   topics_include=include, delivery=delivery, master=opts.master, parallelism=opts.parallelism,
-                   heartbeats_interval_seconds=5, checkpoints_interval_seconds=5, refresh_interval_seconds=5,
-                   status_interval_seconds=2, trigger_interval_ms=50, **BATCH)
+    return JobSpec(
+        flow=f"{alias}->target",
+        source=ClusterSpec(alias, source),
+        target=ClusterSpec("target", target),
+        topics_include=include,
+        delivery=delivery,
+        master=opts.master,
+        parallelism=opts.parallelism,
+        heartbeats_interval_seconds=5,
+        checkpoints_interval_seconds=5,
+        refresh_interval_seconds=5,
+        status_interval_seconds=2,
+        trigger_interval_ms=50,
+        **BATCH,
+    )
 
 
 def run_job(spark, spec: JobSpec, n: int, exclude: set[int]) -> dict[str, float]:
@@ -250,6 +287,7 @@ def run_job(spark, spec: JobSpec, n: int, exclude: set[int]) -> dict[str, float]
 
 def warm_up(spark, parallelism: int) -> None:
     """Start the Python workers and import the job's modules once (a running job has them)."""
+
     def touch(it):
         import reconciler.replication.worker  # noqa: F401
 
@@ -273,8 +311,10 @@ class Clusters:
     def spark(self):
         if self._spark is None:
             t = time.perf_counter()
-            self._spark = build_session(job_spec(self.src.bootstrap, self.dst.bootstrap, "x", "at-least-once",
-                                                 (".*",), self.opts), self.opts.master)
+            self._spark = build_session(
+                job_spec(self.src.bootstrap, self.dst.bootstrap, "x", "at-least-once", (".*",), self.opts),
+                self.opts.master,
+            )
             warm_up(self._spark, self.opts.parallelism)
             self.spark_start_s = time.perf_counter() - t
         return self._spark
@@ -291,10 +331,13 @@ class Clusters:
 
 # ---------------------------------------------------------------- scenarios (one repetition each)
 
+
 def limit(c: Clusters, tps, n: int, size: int) -> dict[str, float]:
-    out = {"produce_only": produce_only(c.src.bootstrap, tps, n, size),
-           "consume_1": consume(c.src.bootstrap, tps, 1),
-           "consume_parallel": consume(c.src.bootstrap, tps, c.opts.parallelism)}
+    out = {
+        "produce_only": produce_only(c.src.bootstrap, tps, n, size),
+        "consume_1": consume(c.src.bootstrap, tps, 1),
+        "consume_parallel": consume(c.src.bootstrap, tps, c.opts.parallelism),
+    }
     # The job runs `parallelism` consumers at once: its ceiling is the best consume rate.
     out["limit"] = min(out["produce_only"], max(out["consume_1"], out["consume_parallel"]))
     return out
@@ -310,8 +353,9 @@ def scenario_throughput(opts) -> dict[str, float]:
         r["baseline_cpu_s_per_m"] = base_cpu * 1e6 / n
         for mode, key in (("at-least-once", "alo"), ("exactly-once", "eos")):
             log(f"  job {mode}")
-            j = run_job(c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, key, mode, ("bench-src",), opts), n,
-                        c.exclude)
+            j = run_job(
+                c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, key, mode, ("bench-src",), opts), n, c.exclude
+            )
             r[f"job_{key}"], r[f"job_{key}_cpu_s_per_m"] = j["rate"], j["cpu_s"] * 1e6 / n
         r["alo_x_baseline"] = r["job_alo"] / r["baseline"]
         r["alo_pct_limit"] = 100 * r["job_alo"] / r["limit"]
@@ -333,10 +377,18 @@ def scenario_scale(opts) -> dict[str, float]:
         produce_only(c.src.bootstrap, wide, n, opts.size)
         produce_only(c.src.bootstrap, [("bench-src", p) for p in range(8)], n, opts.size)
         r = {"partitions": float(len(wide))}
-        r["job_alo_8"] = run_job(c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, "eight", "at-least-once",
-                                                   ("bench-src",), opts), n, c.exclude)["rate"]
-        r["job_alo_512"] = run_job(c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, "wide", "at-least-once",
-                                                     ("bench-scale-.*",), opts), n, c.exclude)["rate"]
+        r["job_alo_8"] = run_job(
+            c.spark,
+            job_spec(c.src.bootstrap, c.dst.bootstrap, "eight", "at-least-once", ("bench-src",), opts),
+            n,
+            c.exclude,
+        )["rate"]
+        r["job_alo_512"] = run_job(
+            c.spark,
+            job_spec(c.src.bootstrap, c.dst.bootstrap, "wide", "at-least-once", ("bench-scale-.*",), opts),
+            n,
+            c.exclude,
+        )["rate"]
         r["pct_of_8"] = 100 * r["job_alo_512"] / r["job_alo_8"]
     return r
 
@@ -349,8 +401,12 @@ def scenario_size(opts) -> dict[str, float]:
             create(c.src.bootstrap, {"bench-src": 8})
             tps = [("bench-src", p) for p in range(8)]
             lim = limit(c, tps, n, size)
-            j = run_job(c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, "size", "at-least-once",
-                                          ("bench-src",), opts), n, c.exclude)
+            j = run_job(
+                c.spark,
+                job_spec(c.src.bootstrap, c.dst.bootstrap, "size", "at-least-once", ("bench-src",), opts),
+                n,
+                c.exclude,
+            )
             tag = f"{size // 1000}k"
             r[f"limit_mb_s_{tag}"] = lim["limit"] * size / 1e6
             r[f"job_alo_mb_s_{tag}"] = j["rate"] * size / 1e6
@@ -372,8 +428,15 @@ class TargetReader:
 
     def _run(self) -> None:
         bootstrap, topic, partitions = self._args
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-reader-{topic}",
-                      "enable.auto.commit": False, "fetch.wait.max.ms": 10, "isolation.level": "read_committed"})
+        c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-reader-{topic}",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 10,
+                "isolation.level": "read_committed",
+            }
+        )
         assigned = False
         while not self.stop.is_set():
             if not assigned:
@@ -394,8 +457,14 @@ class TargetReader:
         self.thread.join(10)
 
 
-def steady(producer: Producer, topic: str, partitions: int, rate: float, seconds: float,
-           until: Callable[[], bool] | None = None) -> int:
+def steady(
+    producer: Producer,
+    topic: str,
+    partitions: int,
+    rate: float,
+    seconds: float,
+    until: Callable[[], bool] | None = None,
+) -> int:
     """Produce at a steady rate for `seconds` (or until `until()`); returns the count."""
     start, i = time.monotonic(), 0
     while time.monotonic() - start < seconds and not (until and i % 100 == 0 and until()):
@@ -429,7 +498,7 @@ def scenario_latency(opts) -> dict[str, float]:
                 p = Producer({"bootstrap.servers": c.src.bootstrap, "linger.ms": 1})
                 try:
                     # warm-up until records flow through, then a steady stream
-                    steady(p, topic, parts, 200, 90, until=lambda: reader.count > 0)
+                    steady(p, topic, parts, 200, 90, until=lambda reader=reader: reader.count > 0)
                     steady(p, topic, parts, rate, 2)
                     p.flush(10)
                     time.sleep(1)
@@ -487,11 +556,16 @@ def scenario_startup(opts) -> dict[str, float]:
 
 
 RUNNERS: dict[str, Callable[[Any], dict[str, float]]] = {
-    "throughput": scenario_throughput, "scale": scenario_scale, "size": scenario_size,
-    "latency": scenario_latency, "startup": scenario_startup}
+    "throughput": scenario_throughput,
+    "scale": scenario_scale,
+    "size": scenario_size,
+    "latency": scenario_latency,
+    "startup": scenario_startup,
+}
 
 
 # ---------------------------------------------------------------- environment and report
+
 
 def environment(opts) -> dict[str, Any]:
     import confluent_kafka
@@ -501,12 +575,23 @@ def environment(opts) -> dict[str, Any]:
         java = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20).stderr.splitlines()[0]
     except (OSError, IndexError, subprocess.TimeoutExpired):
         java = "unknown"
-    return {"date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
-            "loadavg_start": os.getloadavg(), "python": platform.python_version(),
-            "confluent_kafka": confluent_kafka.version()[0], "librdkafka": confluent_kafka.libversion()[0],
-            "pyspark": pyspark.__version__, "java": java, "platform": platform.platform(),
-            "master": opts.master, "parallelism": opts.parallelism, "records": opts.records, "size": opts.size,
-            "repeat": opts.repeat, **BATCH}
+    return {
+        "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "loadavg_start": os.getloadavg(),
+        "python": platform.python_version(),
+        "confluent_kafka": confluent_kafka.version()[0],
+        "librdkafka": confluent_kafka.libversion()[0],
+        "pyspark": pyspark.__version__,
+        "java": java,
+        "platform": platform.platform(),
+        "master": opts.master,
+        "parallelism": opts.parallelism,
+        "records": opts.records,
+        "size": opts.size,
+        "repeat": opts.repeat,
+        **BATCH,
+    }
 
 
 def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -536,10 +621,12 @@ TARGETS = {  # key: (label, comparison, target) for the lines the issue sets tar
 
 
 def report(env: dict[str, Any], results: dict[str, dict[str, dict[str, float]]]) -> None:
-    print(f"\nReplication benchmark, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
-          f"{env['loadavg_start'][0]:.1f}), Python {env['python']}, confluent-kafka {env['confluent_kafka']} "
-          f"(librdkafka {env['librdkafka']}), PySpark {env['pyspark']} {env['master']}, {env['java']}; "
-          f"Tansu brokers on loopback; median [min-max] of {env['repeat']} repetitions")
+    print(
+        f"\nReplication benchmark, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
+        f"{env['loadavg_start'][0]:.1f}), Python {env['python']}, confluent-kafka {env['confluent_kafka']} "
+        f"(librdkafka {env['librdkafka']}), PySpark {env['pyspark']} {env['master']}, {env['java']}; "
+        f"Tansu brokers on loopback; median [min-max] of {env['repeat']} repetitions"
+    )
     for scenario, figures in results.items():
         print(f"\n  {scenario}")
         for key, s in figures.items():
@@ -553,8 +640,9 @@ def report(env: dict[str, Any], results: dict[str, dict[str, dict[str, float]]])
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenario", action="append", choices=SCENARIOS + ("all",),
-                    help="scenario to run (repeatable; default all)")
+    ap.add_argument(
+        "--scenario", action="append", choices=SCENARIOS + ("all",), help="scenario to run (repeatable; default all)"
+    )
     ap.add_argument("--repeat", type=int, default=3, help="repetitions of every figure (default 3)")
     ap.add_argument("--records", type=int, default=1_000_000, help="backlog for throughput and scale")
     ap.add_argument("--size", type=int, default=100, help="record size for throughput and scale (bytes)")

@@ -19,19 +19,25 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
         break
 
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
-from reconciler.replication.session import build_session  # noqa: E402
 from reconciler.replication.metrics import metrics_port  # noqa: E402
+from reconciler.replication.session import build_session  # noqa: E402
 from reconciler.replication.spec import JobSpec  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spec", required=True, help="job spec JSON file (re-read every refresh interval)")
-    ap.add_argument("--master", help="override the spec's Spark master (`inherit`: keep the one spark-submit was given)")
+    ap.add_argument(
+        "--master", help="override the spec's Spark master (`inherit`: keep the one spark-submit was given)"
+    )
     ap.add_argument("--max-seconds", type=float, help="stop after this long (benchmarks, tests)")
     ap.add_argument("--log-level", default="INFO")
-    ap.add_argument("--metrics-port", type=int, default=metrics_port(),
-                    help="serve Prometheus metrics on this port (0: off; default $RECONCILER_METRICS_PORT, else off)")
+    ap.add_argument(
+        "--metrics-port",
+        type=int,
+        default=metrics_port(),
+        help="serve Prometheus metrics on this port (0: off; default $RECONCILER_METRICS_PORT, else off)",
+    )
     args = ap.parse_args(argv)
     spec = JobSpec.load(args.spec)
     configure_logging(args.log_level, spec)

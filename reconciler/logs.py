@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 CLIENT_LOGGER = logging.getLogger("reconciler.kafka")
 CLIENT_LOGGER.addHandler(logging.NullHandler())
@@ -52,9 +53,12 @@ class JsonFormatter(logging.Formatter):
         import json
 
         doc: dict[str, Any] = {
-            "ts": dt.datetime.fromtimestamp(record.created, dt.timezone.utc).isoformat(timespec="milliseconds")
+            "ts": dt.datetime.fromtimestamp(record.created, dt.UTC)
+            .isoformat(timespec="milliseconds")
             .replace("+00:00", "Z"),
-            "level": record.levelname.lower(), "logger": record.name, "message": record.getMessage(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
         }
         if self.flow is not None:
             doc["flow"] = self.flow
@@ -86,7 +90,9 @@ def log_format(environ: Mapping[str, str] | None = None) -> str:
     return "json" if env.get(LOG_FORMAT_ENV, "").strip().lower() == "json" else "text"
 
 
-def formatter(flow: str | None = None, redact: Any = None, environ: Mapping[str, str] | None = None) -> logging.Formatter:
+def formatter(
+    flow: str | None = None, redact: Any = None, environ: Mapping[str, str] | None = None
+) -> logging.Formatter:
     """The formatter of the process' log lines: JSON when RECONCILER_LOG_FORMAT=json, human lines otherwise."""
     if log_format(environ) == "json":
         return JsonFormatter(flow, redact)

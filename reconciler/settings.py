@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 _errors: dict[str, str] = {}
 
 
-def _number(name: str, default: float, what: str, integer: bool, minimum: float,
-            environ: Mapping[str, str] | None) -> float:
+def _number(
+    name: str, default: float, what: str, integer: bool, minimum: float, environ: Mapping[str, str] | None
+) -> float:
     process = environ is None  # only the process environment's mistakes are recorded for check()
     env = os.environ if environ is None else environ
     raw = env.get(name)
@@ -36,8 +37,10 @@ def _number(name: str, default: float, what: str, integer: bool, minimum: float,
     if value is None or (isinstance(value, float) and not math.isfinite(value)) or value < minimum:
         kind = "a whole number" if integer else "a number"
         if process:
-            _errors[name] = (f"{name}={raw} is not {kind} >= {minimum:g} ({what}; default {default:g}); "
-                             f"set it to e.g. {name}={default:g} or unset it")
+            _errors[name] = (
+                f"{name}={raw} is not {kind} >= {minimum:g} ({what}; default {default:g}); "
+                f"set it to e.g. {name}={default:g} or unset it"
+            )
         return default
     if process:
         _errors.pop(name, None)
@@ -78,5 +81,9 @@ def errors() -> list[str]:
 
 def max_remote_topics(environ: Mapping[str, str] | None = None) -> int:
     """How many remote topics a topology may make before validate and plan refuse (read on each call)."""
-    return count("RECONCILER_MAX_REMOTE_TOPICS", 10_000,
-                 "how many remote topics validate and plan accept before refusing", environ)
+    return count(
+        "RECONCILER_MAX_REMOTE_TOPICS",
+        10_000,
+        "how many remote topics validate and plan accept before refusing",
+        environ,
+    )

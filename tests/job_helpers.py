@@ -8,11 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler.adapters.base import OpResult
+from reconciler.contract.flow_id import flow_ends
+from reconciler.contract.spec import JobSpec
 from reconciler.deploy import Deployers
 from reconciler.deploy.base import Deployer, Deployment
 from reconciler.jobs.backend import JobBackend
-from reconciler.contract.flow_id import flow_ends
-from reconciler.contract.spec import JobSpec
 
 
 class FakeDeployer(Deployer):
@@ -26,8 +26,9 @@ class FakeDeployer(Deployer):
 
     def _start(self, spec: JobSpec, options) -> OpResult:
         self.pid += 1
-        self.jobs[spec.flow] = Deployment(spec.flow, self.name, f"pid {self.pid}, {spec.master}", spec, True,
-                                          time.time(), options=dict(options or {}))
+        self.jobs[spec.flow] = Deployment(
+            spec.flow, self.name, f"pid {self.pid}, {spec.master}", spec, True, time.time(), options=dict(options or {})
+        )
         return OpResult.success(f"started pid {self.pid}")
 
     def inspect(self, flow, options=None):
@@ -70,15 +71,25 @@ class StatusBoard:
     def __init__(self):
         self.records: dict[str, dict[str, dict[str, Any]]] = {}
 
-    def report(self, flow: str, spec: JobSpec | None = None, state: str = "running", age: float = 0.0,
-               **fields: Any) -> None:
+    def report(
+        self, flow: str, spec: JobSpec | None = None, state: str = "running", age: float = 0.0, **fields: Any
+    ) -> None:
         now = int(time.time() * 1000)
         target = flow_ends(flow)[1]
         self.records.setdefault(target, {})[flow] = {
-            "flow": flow, "spec_hash": spec.spec_hash() if spec else "0" * 64, "state": state,
-            "started_at": now - int(age * 1000) - 60_000, "heartbeat_at": now - int(age * 1000), "records": 10,
-            "records_per_second": 5.0, "lag_total": 0, "latency_ms": {"p50": 40.0, "p95": 80.0, "p99": 120.0},
-            "errors": 0, "last_error": None, **fields}
+            "flow": flow,
+            "spec_hash": spec.spec_hash() if spec else "0" * 64,
+            "state": state,
+            "started_at": now - int(age * 1000) - 60_000,
+            "heartbeat_at": now - int(age * 1000),
+            "records": 10,
+            "records_per_second": 5.0,
+            "lag_total": 0,
+            "latency_ms": {"p50": 40.0, "p95": 80.0, "p99": 120.0},
+            "errors": 0,
+            "last_error": None,
+            **fields,
+        }
 
     def reader(self, cluster) -> dict[str, dict[str, Any]]:
         return dict(self.records.get(cluster.alias, {}))
@@ -89,4 +100,3 @@ def fake_backend(board: StatusBoard, *deployers: FakeDeployer) -> JobBackend:
     for d in deployers or (FakeDeployer("local"),):
         ds.by_name[d.name] = d
     return JobBackend(ds, board.reader)
-

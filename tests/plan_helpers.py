@@ -29,7 +29,7 @@ def topology(flows: str, clusters: dict[str, str] | None = None, extra: str = ""
     clusters = clusters or {"west": "127.0.0.1:1", "east": "127.0.0.1:2"}
     lines = ["apiVersion: reconciler/v1", "kind: Topology", "metadata: {name: test}", "clusters:"]
     for alias, boot in clusters.items():
-        lines.append(f"  {alias}: {{bootstrap_servers: \"{boot}\", replication_principal: \"User:mirror\"}}")
+        lines.append(f'  {alias}: {{bootstrap_servers: "{boot}", replication_principal: "User:mirror"}}')
     return load_topology_text("\n".join(lines) + "\n" + flows + "\n" + extra)
 
 

@@ -8,8 +8,9 @@ the executor reports each result. Operations a cluster does not support return
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol
 
 from reconciler.state.configs import RawConfigEntry
 from reconciler.state.live import AclBinding, Capabilities
@@ -21,7 +22,7 @@ class AdminError(Exception):
 
 class ResultCode(str, enum.Enum):
     OK = "ok"
-    ALREADY_DONE = "already-done"   # e.g. topic already exists: idempotent success
+    ALREADY_DONE = "already-done"  # e.g. topic already exists: idempotent success
     UNSUPPORTED = "unsupported"
     FAILED = "failed"
 
@@ -36,19 +37,19 @@ class OpResult:
         return self.code in (ResultCode.OK, ResultCode.ALREADY_DONE)
 
     @classmethod
-    def success(cls, message: str = "") -> "OpResult":
+    def success(cls, message: str = "") -> OpResult:
         return cls(ResultCode.OK, message)
 
     @classmethod
-    def already(cls, message: str) -> "OpResult":
+    def already(cls, message: str) -> OpResult:
         return cls(ResultCode.ALREADY_DONE, message)
 
     @classmethod
-    def unsupported(cls, message: str) -> "OpResult":
+    def unsupported(cls, message: str) -> OpResult:
         return cls(ResultCode.UNSUPPORTED, message)
 
     @classmethod
-    def failed(cls, message: str) -> "OpResult":
+    def failed(cls, message: str) -> OpResult:
         return cls(ResultCode.FAILED, message)
 
 

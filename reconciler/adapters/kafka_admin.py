@@ -9,18 +9,28 @@ supported: ACL calls and CreatePartitions are never sent to a cluster that lacks
 from __future__ import annotations
 
 import logging
-from reconciler import settings
 import time
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
+from reconciler import settings
 from reconciler.adapters.base import (
-    AdminError, ConfigAlteration, NewTopicSpec, OpResult, Record, TopicMeta,
+    AdminError,
+    ConfigAlteration,
+    NewTopicSpec,
+    OpResult,
+    Record,
+    TopicMeta,
 )
 from reconciler.adapters.probe import ProbeError, probe_api_versions
 from reconciler.adapters.read_to_end import read_to_end as read_partitions_to_end
 from reconciler.state.configs import RawConfigEntry
 from reconciler.state.live import (
-    API_DESCRIBE_CONFIGS, API_INCREMENTAL_ALTER_CONFIGS, AclBinding, AclOperation, AclPattern, AclPermission,
+    API_DESCRIBE_CONFIGS,
+    API_INCREMENTAL_ALTER_CONFIGS,
+    AclBinding,
+    AclOperation,
+    AclPattern,
+    AclPermission,
     Capabilities,
 )
 from reconciler.topology import secrets
@@ -92,15 +102,20 @@ class KafkaAdmin:
     def capabilities(self) -> Capabilities:
         if self._caps is None:
             try:
-                self._caps = Capabilities(probe_api_versions(self._conf["bootstrap.servers"], self._conf,
-                                                             timeout=min(self.timeout, 10.0)))
+                self._caps = Capabilities(
+                    probe_api_versions(self._conf["bootstrap.servers"], self._conf, timeout=min(self.timeout, 10.0))
+                )
             except ProbeError as exc:
                 if exc.unreachable:
-                    raise AdminError(f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: "
-                                     f"{self._redact(str(exc))}") from None
+                    raise AdminError(
+                        f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: "
+                        f"{self._redact(str(exc))}"
+                    ) from None
                 # Without an answer, assume only what every Kafka since 2.3 has; never ACLs or CreatePartitions.
-                self._caps = Capabilities({API_DESCRIBE_CONFIGS: (0, 0), API_INCREMENTAL_ALTER_CONFIGS: (0, 0)},
-                                          probe_error=self._redact(str(exc)))
+                self._caps = Capabilities(
+                    {API_DESCRIBE_CONFIGS: (0, 0), API_INCREMENTAL_ALTER_CONFIGS: (0, 0)},
+                    probe_error=self._redact(str(exc)),
+                )
         return self._caps
 
     def list_topics(self) -> dict[str, TopicMeta]:
@@ -109,7 +124,9 @@ class KafkaAdmin:
         try:
             md = self._admin.list_topics(timeout=self.timeout)
         except KafkaException as exc:
-            raise AdminError(f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: {self._msg(exc)}") from None
+            raise AdminError(
+                f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: {self._msg(exc)}"
+            ) from None
         out = {}
         for name, tm in md.topics.items():
             if tm.error is not None or not tm.partitions:
@@ -123,8 +140,9 @@ class KafkaAdmin:
 
         if not topics:
             return {}
-        futures = self._admin.describe_configs([ConfigResource(ResourceType.TOPIC, t) for t in topics],
-                                               request_timeout=self.timeout)
+        futures = self._admin.describe_configs(
+            [ConfigResource(ResourceType.TOPIC, t) for t in topics], request_timeout=self.timeout
+        )
         out = {}
         for res, fut in futures.items():
             try:
@@ -132,18 +150,30 @@ class KafkaAdmin:
             except Exception as exc:  # noqa: BLE001
                 if self._code(exc) == "UNKNOWN_TOPIC_OR_PART":
                     continue  # deleted since listed
-                raise AdminError(f"cluster {self.alias!r}: describe configs of {res.name!r}: {self._msg(exc)}") from None
-            out[res.name] = [RawConfigEntry(e.name, e.value, int(e.source), bool(e.is_sensitive)) for e in entries.values()]
+                raise AdminError(
+                    f"cluster {self.alias!r}: describe configs of {res.name!r}: {self._msg(exc)}"
+                ) from None
+            out[res.name] = [
+                RawConfigEntry(e.name, e.value, int(e.source), bool(e.is_sensitive)) for e in entries.values()
+            ]
         return out
 
     def describe_acls(self) -> list[AclBinding]:
         from confluent_kafka.admin import (
-            AclBindingFilter, AclOperation as KOp, AclPermissionType, ResourcePatternType, ResourceType,
+            AclBindingFilter,
+            AclPermissionType,
+            ResourcePatternType,
+            ResourceType,
+        )
+        from confluent_kafka.admin import (
+            AclOperation as KOp,
         )
 
         if not self.capabilities().acls:
             raise AdminError(f"cluster {self.alias!r} does not support the ACL APIs")
-        flt = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None, KOp.ANY, AclPermissionType.ANY)
+        flt = AclBindingFilter(
+            ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None, KOp.ANY, AclPermissionType.ANY
+        )
         try:
             bindings = self._admin.describe_acls(flt, request_timeout=self.timeout).result(timeout=self.timeout)
         except Exception as exc:  # noqa: BLE001
@@ -157,8 +187,9 @@ class KafkaAdmin:
         if not specs:
             return {}
         new = [NewTopic(s.name, s.partitions, s.replication_factor, config=dict(s.configs)) for s in specs]
-        return self._wait(self._admin.create_topics(new, operation_timeout=self.timeout, request_timeout=self.timeout),
-                          lambda k: k)
+        return self._wait(
+            self._admin.create_topics(new, operation_timeout=self.timeout, request_timeout=self.timeout), lambda k: k
+        )
 
     def create_partitions(self, totals: Mapping[str, int]) -> dict[str, OpResult]:
         from confluent_kafka.admin import NewPartitions
@@ -166,10 +197,14 @@ class KafkaAdmin:
         if not totals:
             return {}
         if not self.capabilities().create_partitions:
-            return {t: OpResult.unsupported(f"cluster {self.alias!r} does not support CreatePartitions") for t in totals}
+            return {
+                t: OpResult.unsupported(f"cluster {self.alias!r} does not support CreatePartitions") for t in totals
+            }
         new = [NewPartitions(t, n) for t, n in totals.items()]
-        return self._wait(self._admin.create_partitions(new, operation_timeout=self.timeout, request_timeout=self.timeout),
-                          lambda k: k)
+        return self._wait(
+            self._admin.create_partitions(new, operation_timeout=self.timeout, request_timeout=self.timeout),
+            lambda k: k,
+        )
 
     def alter_configs(self, changes: Sequence[ConfigAlteration]) -> dict[str, OpResult]:
         from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
@@ -177,8 +212,10 @@ class KafkaAdmin:
         if not changes:
             return {}
         if not self.capabilities().alter_configs:
-            return {c.topic: OpResult.unsupported(f"cluster {self.alias!r} does not support IncrementalAlterConfigs")
-                    for c in changes}
+            return {
+                c.topic: OpResult.unsupported(f"cluster {self.alias!r} does not support IncrementalAlterConfigs")
+                for c in changes
+            }
         resources = []
         for c in changes:
             ops = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sorted(c.set.items())]
@@ -208,8 +245,10 @@ class KafkaAdmin:
     def delete_topics(self, topics: Sequence[str]) -> dict[str, OpResult]:
         if not topics:
             return {}
-        return self._wait(self._admin.delete_topics(list(topics), operation_timeout=self.timeout,
-                                                    request_timeout=self.timeout), lambda k: k)
+        return self._wait(
+            self._admin.delete_topics(list(topics), operation_timeout=self.timeout, request_timeout=self.timeout),
+            lambda k: k,
+        )
 
     # --- records (lease topic) -------------------------------------------------------------
     def produce(self, topic: str, key: bytes, value: bytes | None) -> int:
@@ -233,8 +272,10 @@ class KafkaAdmin:
     def read_records(self, topic: str, until_offset: int) -> list[Record]:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        consumer = Consumer({**self._conf, "group.id": "reconciler-reader", "enable.auto.commit": False,
-                             "enable.partition.eof": True}, logger=_log)
+        consumer = Consumer(
+            {**self._conf, "group.id": "reconciler-reader", "enable.auto.commit": False, "enable.partition.eof": True},
+            logger=_log,
+        )
         out: list[Record] = []
         try:
             consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
@@ -256,8 +297,10 @@ class KafkaAdmin:
         there). [] when the topic does not exist."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-        consumer = Consumer({**self._conf, "group.id": "reconciler-reader", "enable.auto.commit": False,
-                             "enable.partition.eof": True}, logger=_log)
+        consumer = Consumer(
+            {**self._conf, "group.id": "reconciler-reader", "enable.auto.commit": False, "enable.partition.eof": True},
+            logger=_log,
+        )
         out: list[Record] = []
         try:
             try:
@@ -283,13 +326,28 @@ class KafkaAdmin:
 
 def _to_kafka_acl(a: AclBinding, as_filter: bool = False):
     from confluent_kafka.admin import (
-        AclBinding as KBinding, AclBindingFilter, AclOperation as KOp, AclPermissionType, ResourcePatternType,
+        AclBinding as KBinding,
+    )
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclPermissionType,
+        ResourcePatternType,
         ResourceType,
+    )
+    from confluent_kafka.admin import (
+        AclOperation as KOp,
     )
 
     cls = AclBindingFilter if as_filter else KBinding
-    return cls(ResourceType.TOPIC, a.topic, ResourcePatternType[a.pattern.value], a.principal, a.host,
-               KOp[a.operation.value], AclPermissionType[a.permission.value])
+    return cls(
+        ResourceType.TOPIC,
+        a.topic,
+        ResourcePatternType[a.pattern.value],
+        a.principal,
+        a.host,
+        KOp[a.operation.value],
+        AclPermissionType[a.permission.value],
+    )
 
 
 def _from_kafka_acl(b) -> AclBinding:
@@ -299,6 +357,11 @@ def _from_kafka_acl(b) -> AclBinding:
         except ValueError:
             return default
 
-    return AclBinding(b.name, b.principal, b.host, enum_or(AclOperation, b.operation.name, AclOperation.UNKNOWN),
-                      enum_or(AclPermission, b.permission_type.name, AclPermission.UNKNOWN),
-                      enum_or(AclPattern, b.resource_pattern_type.name, AclPattern.UNKNOWN))
+    return AclBinding(
+        b.name,
+        b.principal,
+        b.host,
+        enum_or(AclOperation, b.operation.name, AclOperation.UNKNOWN),
+        enum_or(AclPermission, b.permission_type.name, AclPermission.UNKNOWN),
+        enum_or(AclPattern, b.resource_pattern_type.name, AclPattern.UNKNOWN),
+    )

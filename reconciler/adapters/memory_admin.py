@@ -9,8 +9,8 @@ be real Kafka's (`SOURCES`: every config with its source) or Tansu's (`STORED_ON
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 from reconciler.adapters.base import AdminError, ConfigAlteration, NewTopicSpec, OpResult, Record, TopicMeta
 from reconciler.state.configs import ConfigSource, RawConfigEntry
@@ -18,10 +18,18 @@ from reconciler.state.live import AclBinding, Capabilities, ConfigSourceMode
 
 # What a real broker lists for a topic with no overrides (a representative subset, incl. the marker keys).
 BROKER_TOPIC_DEFAULTS = {
-    "cleanup.policy": "delete", "compression.type": "producer", "delete.retention.ms": "86400000",
-    "file.delete.delay.ms": "60000", "index.interval.bytes": "4096", "max.message.bytes": "1048588",
-    "min.insync.replicas": "1", "retention.bytes": "-1", "retention.ms": "604800000",
-    "segment.bytes": "1073741824", "segment.index.bytes": "10485760", "segment.ms": "604800000",
+    "cleanup.policy": "delete",
+    "compression.type": "producer",
+    "delete.retention.ms": "86400000",
+    "file.delete.delay.ms": "60000",
+    "index.interval.bytes": "4096",
+    "max.message.bytes": "1048588",
+    "min.insync.replicas": "1",
+    "retention.bytes": "-1",
+    "retention.ms": "604800000",
+    "segment.bytes": "1073741824",
+    "segment.index.bytes": "10485760",
+    "segment.ms": "604800000",
 }
 
 
@@ -56,7 +64,9 @@ class MemoryCluster:
         self.writes += 1
 
     # convenience for tests: set up a cluster by hand, as an operator would
-    def add_topic(self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None, rf: int | None = None) -> None:
+    def add_topic(
+        self, name: str, partitions: int = 1, configs: Mapping[str, str] | None = None, rf: int | None = None
+    ) -> None:
         self.topics[name] = _Topic(partitions, rf or self.default_replication_factor, dict(configs or {}))
 
 
@@ -88,8 +98,12 @@ class MemoryAdmin:
             if self.cluster.config_mode is ConfigSourceMode.STORED_ONLY:
                 out[name] = [RawConfigEntry(k, v, ConfigSource.DEFAULT_CONFIG) for k, v in t.configs.items()]
             else:
-                entries = {k: RawConfigEntry(k, v, ConfigSource.DEFAULT_CONFIG) for k, v in BROKER_TOPIC_DEFAULTS.items()}
-                entries.update({k: RawConfigEntry(k, v, ConfigSource.DYNAMIC_TOPIC_CONFIG) for k, v in t.configs.items()})
+                entries = {
+                    k: RawConfigEntry(k, v, ConfigSource.DEFAULT_CONFIG) for k, v in BROKER_TOPIC_DEFAULTS.items()
+                }
+                entries.update(
+                    {k: RawConfigEntry(k, v, ConfigSource.DYNAMIC_TOPIC_CONFIG) for k, v in t.configs.items()}
+                )
                 out[name] = list(entries.values())
         return out
 
@@ -127,7 +141,9 @@ class MemoryAdmin:
             if t is None:
                 out[name] = OpResult.failed("UNKNOWN_TOPIC_OR_PART: topic does not exist")
             elif total <= t.partitions:
-                out[name] = OpResult.failed(f"INVALID_PARTITIONS: topic has {t.partitions} partitions, cannot set {total}")
+                out[name] = OpResult.failed(
+                    f"INVALID_PARTITIONS: topic has {t.partitions} partitions, cannot set {total}"
+                )
             else:
                 t.partitions = total
                 out[name] = OpResult.success()

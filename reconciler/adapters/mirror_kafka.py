@@ -11,7 +11,7 @@ batch + 1 there, which would cut a read short (docs/test-brokers.md).
 from __future__ import annotations
 
 import uuid
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -61,9 +61,16 @@ class MirrorKafka:
     def _consumer(self) -> Consumer:
         # assign() only: the group id is required by the client but never joined or committed to.
         # A short fetch wait makes the final, empty fetch that signals the end return at once.
-        return Consumer({**self._config, "group.id": f"reconciler-mirror-client-{uuid.uuid4().hex[:8]}",
-                         "enable.auto.commit": False, "enable.partition.eof": True,
-                         "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50})
+        return Consumer(
+            {
+                **self._config,
+                "group.id": f"reconciler-mirror-client-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": 50,
+            }
+        )
 
     def _starts(self, topic: str, partitions: int, tail: int | None) -> dict[int, int]:
         """Explicit start offsets (a logical 'beginning' costs librdkafka an extra half second)."""
@@ -90,12 +97,18 @@ class MirrorKafka:
 
         try:
             consumer.assign([KafkaTopicPartition(topic, p, start) for p, start in starts.items()])
-            pending = read_to_end(consumer, self._timeout,
-                                  lambda msg: by_partition[msg.partition()].append((msg.key(), msg.value())),
-                                  partitions=[(topic, p) for p in starts], on_error=fail)
+            pending = read_to_end(
+                consumer,
+                self._timeout,
+                lambda msg: by_partition[msg.partition()].append((msg.key(), msg.value())),
+                partitions=[(topic, p) for p in starts],
+                on_error=fail,
+            )
             if pending:
-                raise ClusterIOError(f"timed out after {self._timeout:.0f}s reading {topic} "
-                                     f"(partitions {sorted(p for _, p in pending)} did not reach their end)")
+                raise ClusterIOError(
+                    f"timed out after {self._timeout:.0f}s reading {topic} "
+                    f"(partitions {sorted(p for _, p in pending)} did not reach their end)"
+                )
         finally:
             consumer.close()
         return [r for p in sorted(by_partition) for r in by_partition[p]]
@@ -124,8 +137,13 @@ class MirrorKafka:
         if not offsets:
             return
         wanted = [KafkaTopicPartition(tp.topic, tp.partition, offset) for tp, offset in sorted(offsets.items())]
-        self._offsets_call(self._admin.alter_consumer_group_offsets, group, wanted,
-                           f"cannot commit offsets of group {group!r}", f"the broker refused offsets of group {group!r}")
+        self._offsets_call(
+            self._admin.alter_consumer_group_offsets,
+            group,
+            wanted,
+            f"cannot commit offsets of group {group!r}",
+            f"the broker refused offsets of group {group!r}",
+        )
 
     def _offsets_call(self, call, group: str, partitions: list, failing: str, refused: str) -> list:
         """One group-offsets admin call; raises ClusterIOError for the request or for any refused partition."""

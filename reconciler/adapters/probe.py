@@ -13,7 +13,7 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
-from typing import Mapping
+from collections.abc import Mapping
 
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
@@ -53,8 +53,11 @@ def _ssl_context(config: Mapping[str, str]) -> ssl.SSLContext:
     if config.get("ssl.endpoint.identification.algorithm", "https") == "none":
         ctx.check_hostname = False
     if config.get("ssl.certificate.location"):
-        ctx.load_cert_chain(config["ssl.certificate.location"], config.get("ssl.key.location") or None,
-                            config.get("ssl.key.password") or None)
+        ctx.load_cert_chain(
+            config["ssl.certificate.location"],
+            config.get("ssl.key.location") or None,
+            config.get("ssl.key.password") or None,
+        )
     return ctx
 
 
@@ -68,7 +71,9 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return buf
 
 
-def probe_api_versions(bootstrap: str, config: Mapping[str, str] | None = None, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
+def probe_api_versions(
+    bootstrap: str, config: Mapping[str, str] | None = None, timeout: float = 5.0
+) -> dict[int, tuple[int, int]]:
     """Ask the first reachable bootstrap broker which API keys it supports. `config`: resolved client config."""
     config = config or {}
     protocol = config.get("security.protocol", "PLAINTEXT").upper()

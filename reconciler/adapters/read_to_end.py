@@ -11,12 +11,20 @@ error (default: ignored; raise from it to stop).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 
-def read_to_end(consumer: Any, timeout: float, on_record: Callable[[Any], None], *,
-                partitions: Iterable[tuple[str, int]], on_error: Callable[[Any], None] | None = None,
-                poll_seconds: float = 0.2, batch: int = 1) -> set[tuple[str, int]]:
+def read_to_end(
+    consumer: Any,
+    timeout: float,
+    on_record: Callable[[Any], None],
+    *,
+    partitions: Iterable[tuple[str, int]],
+    on_error: Callable[[Any], None] | None = None,
+    poll_seconds: float = 0.2,
+    batch: int = 1,
+) -> set[tuple[str, int]]:
     from confluent_kafka import KafkaError
 
     pending = set(partitions)

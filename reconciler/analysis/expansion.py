@@ -8,10 +8,9 @@ applies (`route`), so what the plan expects is what the jobs do.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterable, Mapping
-
 
 from reconciler.topology.model import Flow, Topology
 
@@ -63,7 +62,7 @@ class Placement:
     topic: str
     origin_cluster: str
     origin_topic: str
-    parent: "Placement | None" = None
+    parent: Placement | None = None
     flow: Flow | None = None
 
     @cached_property
@@ -101,14 +100,14 @@ class Multiplication:
 
     origin_cluster: str
     origin_topic: str
-    copies: int            # remote copies of the origin topic counted (exact unless `more`)
-    more: bool             # counting stopped at the cap: there are more
-    cluster: str           # the cluster that receives the most copies
+    copies: int  # remote copies of the origin topic counted (exact unless `more`)
+    more: bool  # counting stopped at the cap: there are more
+    cluster: str  # the cluster that receives the most copies
     cluster_copies: int
     examples: tuple[str, ...]  # a few remote names on `cluster`, shortest lineage first
     bound: int
-    placements: int        # remote placements the expansion held when it stopped (> bound)
-    clusters: int          # clusters the origin topic reaches
+    placements: int  # remote placements the expansion held when it stopped (> bound)
+    clusters: int  # clusters the origin topic reaches
     chain: tuple[str, ...]  # "name on cluster" for the first clusters reached, shortest lineage first
 
 
@@ -130,7 +129,9 @@ class Expansion:
         return self.multiplied is None
 
     def remote(self, cluster: str) -> dict[str, list[Placement]]:
-        return {t: [p for p in ps if p.path] for t, ps in self.topics.get(cluster, {}).items() if any(p.path for p in ps)}
+        return {
+            t: [p for p in ps if p.path] for t, ps in self.topics.get(cluster, {}).items() if any(p.path for p in ps)
+        }
 
     def placements(self) -> Iterable[Placement]:
         for per_topic in self.topics.values():
@@ -152,8 +153,9 @@ def _step(here: Placement, flow: Flow) -> Placement | None:
     return Placement(flow.target, remote, here.origin_cluster, here.origin_topic, here, flow)
 
 
-def count_copies(out_of: Mapping[str, list[Flow]], origin: Placement,
-                 cap: int) -> tuple[dict[str, int], dict[str, list[Placement]], bool]:
+def count_copies(
+    out_of: Mapping[str, list[Flow]], origin: Placement, cap: int
+) -> tuple[dict[str, int], dict[str, list[Placement]], bool]:
     """The remote copies of one origin topic per cluster, counted breadth first until `cap` copies.
 
     Returns (cluster -> copies, cluster -> the first few placements, i.e. the shortest lineages,
@@ -185,13 +187,30 @@ def count_copies(out_of: Mapping[str, list[Flow]], origin: Placement,
 def _multiplication(out_of: Mapping[str, list[Flow]], origin: Placement, limit: int, total: int) -> Multiplication:
     counts, kept, more = count_copies(out_of, origin, max(limit, 1) * 5)
     cluster = max(sorted(counts), key=lambda c: counts[c])
-    chain = tuple(f"{p.topic} on {p.cluster}" for p in sorted((ps[0] for ps in kept.values()), key=lambda p: p.hops)[:3])
-    return Multiplication(origin.origin_cluster, origin.origin_topic, sum(counts.values()), more, cluster,
-                          counts[cluster], tuple(p.topic for p in kept[cluster]), limit, total, len(counts), chain)
+    chain = tuple(
+        f"{p.topic} on {p.cluster}" for p in sorted((ps[0] for ps in kept.values()), key=lambda p: p.hops)[:3]
+    )
+    return Multiplication(
+        origin.origin_cluster,
+        origin.origin_topic,
+        sum(counts.values()),
+        more,
+        cluster,
+        counts[cluster],
+        tuple(p.topic for p in kept[cluster]),
+        limit,
+        total,
+        len(counts),
+        chain,
+    )
 
 
-def expand(topology: Topology, local_topics: Mapping[str, Iterable[str]], flows: Iterable[Flow] | None = None,
-           limit: int | None = None) -> Expansion:
+def expand(
+    topology: Topology,
+    local_topics: Mapping[str, Iterable[str]],
+    flows: Iterable[Flow] | None = None,
+    limit: int | None = None,
+) -> Expansion:
     """Unroll replication from `local_topics` (cluster -> names) through the enabled flows to a fixpoint.
 
     A lineage that would bring records back to a cluster they already passed through is a loop

@@ -49,7 +49,8 @@ def check_loops(exp: Expansion, diags: Diagnostics) -> None:
             f"replication loop {loop.describe_path()}: topic {loop.origin_topic!r} would be copied back to "
             f"{loop.cluster!r} forever (identity policy keeps topic names, so the KIP-382 alias rule cannot stop it)",
             loop.path[-1].where,
-            hint="use `policy: default` on one of these flows, or make their topic filters disjoint; flows: " + _flow_refs(loop),
+            hint="use `policy: default` on one of these flows, or make their topic filters disjoint; flows: "
+            + _flow_refs(loop),
             related=tuple(f.where for f in loop.path[:-1] if f.where),
         )
     if len(seen) > MAX_LOOPS_REPORTED:
@@ -59,7 +60,7 @@ def check_loops(exp: Expansion, diags: Diagnostics) -> None:
             + ("" if exp.complete else " (counted until the analysis stopped)"),
             first.path[-1].where,
             hint="identity-policy flows must not form cycles whose topic filters overlap; use `policy: default` "
-                 "on the flows of the cycle, or make their filters disjoint",
+            "on the flows of the cycle, or make their filters disjoint",
         )
 
 
@@ -144,7 +145,7 @@ def _cycle(flows) -> tuple:
         f = out_of[here][0]
         path.append(f)
         if f.target in seen:
-            return tuple(path[seen[f.target]:])
+            return tuple(path[seen[f.target] :])
         seen[f.target] = len(path)
         here = f.target
 
@@ -160,7 +161,7 @@ def check_identity_cycles(topology: Topology, exp: Expansion, names: list[str], 
             "(identity policy keeps topic names, so the KIP-382 alias rule cannot stop it)",
             cycle[-1].where,
             hint="use `policy: default` on one of these flows, or make their topic filters disjoint; flows: "
-                 + ", ".join(f"{f.name} at {f.where}" for f in cycle if f.where),
+            + ", ".join(f"{f.name} at {f.where}" for f in cycle if f.where),
             related=tuple(f.where for f in cycle[:-1] if f.where),
         )
 
@@ -191,8 +192,10 @@ def check_diamonds(exp: Expansion, diags: Diagnostics) -> None:
             related=(pa.path[-1].where,) if pa.path[-1].where else (),
         )
     if len(reported) > MAX_LOOPS_REPORTED:
-        diags.warning(f"{len(reported) - MAX_LOOPS_REPORTED:,} more diamonds like the ones above",
-                      hint="consumers would see duplicate streams; narrow the topic filters of the fan-in flows")
+        diags.warning(
+            f"{len(reported) - MAX_LOOPS_REPORTED:,} more diamonds like the ones above",
+            hint="consumers would see duplicate streams; narrow the topic filters of the fan-in flows",
+        )
 
 
 def check_residency(topology: Topology, exp: Expansion, diags: Diagnostics) -> None:
@@ -229,9 +232,15 @@ def check_families(topology: Topology, diags: Diagnostics) -> None:
     for flows in pairs.values():
         names = sorted({ex for f in flows for p in f.topics.include for ex in examples(p)})
         for i, a in enumerate(flows):
-            for b in flows[i + 1:]:
-                both = next((t for t in names if not a.policy.is_heartbeats_topic(t)
-                             and route(a, t) is not None and route(b, t) is not None), None)
+            for b in flows[i + 1 :]:
+                both = next(
+                    (
+                        t
+                        for t in names
+                        if not a.policy.is_heartbeats_topic(t) and route(a, t) is not None and route(b, t) is not None
+                    ),
+                    None,
+                )
                 if both is None:
                     continue
                 diags.error(
@@ -239,7 +248,7 @@ def check_families(topology: Topology, diags: Diagnostics) -> None:
                     "so its records would be copied twice",
                     b.where,
                     hint="make their topic filters disjoint (add the other family's patterns to `topics.exclude`), "
-                         f"or merge the families; {a.name} is at {a.where}",
+                    f"or merge the families; {a.name} is at {a.where}",
                     related=(a.where,) if a.where else (),
                 )
 
@@ -250,16 +259,22 @@ def multiplication_message(m: Multiplication) -> tuple[str, str]:
     limit = f"the limit of {m.bound:,} remote topics (RECONCILER_MAX_REMOTE_TOPICS)"
     if m.cluster_copies > 1:
         names = ", ".join(m.examples) + (", ..." if m.cluster_copies > len(m.examples) else "")
-        message = (f"replication multiplies topics: each topic on {m.origin_cluster} would reach {m.cluster} as "
-                   f"{more}{m.cluster_copies:,} remote copies: {names} ({more}{m.copies:,} remote copies in all), "
-                   f"which passes {limit}")
+        message = (
+            f"replication multiplies topics: each topic on {m.origin_cluster} would reach {m.cluster} as "
+            f"{more}{m.cluster_copies:,} remote copies: {names} ({more}{m.copies:,} remote copies in all), "
+            f"which passes {limit}"
+        )
     else:
-        message = (f"replication multiplies topics: each topic on {m.origin_cluster} would be copied along the chain "
-                   f"to {m.clusters:,} clusters ({', '.join(m.chain)}, ...); with every cluster doing the same, "
-                   f"more than {m.bound:,} remote topics, which passes {limit}")
-    hint = ("MM2 re-replicates remote topics along every path the topic filters allow; restrict the flows' filters, "
-            "e.g. exclude remote topics (`topics: {exclude: ['.*[.].*']}`) so only local topics are replicated, "
-            "or raise RECONCILER_MAX_REMOTE_TOPICS if this is intended")
+        message = (
+            f"replication multiplies topics: each topic on {m.origin_cluster} would be copied along the chain "
+            f"to {m.clusters:,} clusters ({', '.join(m.chain)}, ...); with every cluster doing the same, "
+            f"more than {m.bound:,} remote topics, which passes {limit}"
+        )
+    hint = (
+        "MM2 re-replicates remote topics along every path the topic filters allow; restrict the flows' filters, "
+        "e.g. exclude remote topics (`topics: {exclude: ['.*[.].*']}`) so only local topics are replicated, "
+        "or raise RECONCILER_MAX_REMOTE_TOPICS if this is intended"
+    )
     return message, hint
 
 
@@ -281,7 +296,7 @@ def check_multiplication(exp: Expansion, diags: Diagnostics, topology: Topology)
             f"{len(p.topic):,}-character name ({p.topic[:40]}...)",
             flow.where,
             hint="long chains of default-policy flows prefix every hop's alias; exclude remote topics from this flow's "
-                 "filter (`topics: {exclude: ['.*[.].*']}`) or shorten the chain",
+            "filter (`topics: {exclude: ['.*[.].*']}`) or shorten the chain",
         )
 
 

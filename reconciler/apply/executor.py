@@ -7,9 +7,10 @@ Extending: `register_handler(kind)` for new action kinds (the job issue's deploy
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from reconciler.adapters.base import ClusterAdmin, ConfigAlteration, NewTopicSpec, OpResult, ResultCode
 from reconciler.plan.actions import Action, ActionKind, Plan
@@ -33,6 +34,7 @@ def register_handler(kind: ActionKind) -> Callable[[Handler], Handler]:
     def deco(fn: Handler) -> Handler:
         HANDLERS[kind] = fn
         return fn
+
     return deco
 
 
@@ -46,7 +48,8 @@ def _admin(ctx: ApplyContext, cluster: str) -> ClusterAdmin:
 @register_handler(ActionKind.CREATE_TOPIC)
 def _create_topics(ctx, cluster, actions):
     res = _admin(ctx, cluster).create_topics(
-        [NewTopicSpec(a.topic, a.partitions, a.replication_factor, dict(a.configs)) for a in actions])
+        [NewTopicSpec(a.topic, a.partitions, a.replication_factor, dict(a.configs)) for a in actions]
+    )
     return [res[a.topic] for a in actions]
 
 
@@ -60,8 +63,11 @@ def _alter(ctx, cluster, actions, set_: bool):
     per_topic: dict[str, ConfigAlteration] = {}
     for a in actions:
         c = per_topic.get(a.topic, ConfigAlteration(a.topic))
-        per_topic[a.topic] = (ConfigAlteration(a.topic, {**c.set, a.key: a.value}, c.delete) if set_
-                              else ConfigAlteration(a.topic, c.set, c.delete + (a.key,)))
+        per_topic[a.topic] = (
+            ConfigAlteration(a.topic, {**c.set, a.key: a.value}, c.delete)
+            if set_
+            else ConfigAlteration(a.topic, c.set, c.delete + (a.key,))
+        )
     res = _admin(ctx, cluster).alter_configs(list(per_topic.values()))
     return [res[a.topic] for a in actions]
 
@@ -129,11 +135,13 @@ def batches(actions: Sequence[Action], size: int = BATCH_SIZE) -> list[tuple[str
     out = []
     for (cluster, kind), group in groupby(actions, key=lambda a: (a.cluster, a.KIND)):
         items = list(group)
-        out += [(cluster, kind, items[i:i + size]) for i in range(0, len(items), size)]
+        out += [(cluster, kind, items[i : i + size]) for i in range(0, len(items), size)]
     return out
 
 
-def execute(plan: Plan, ctx: ApplyContext, progress: Progress | None = None, batch_size: int = BATCH_SIZE) -> ApplyReport:
+def execute(
+    plan: Plan, ctx: ApplyContext, progress: Progress | None = None, batch_size: int = BATCH_SIZE
+) -> ApplyReport:
     """Apply every action of `plan` in order, one batch per (cluster, kind) run of actions."""
     progress = progress or _Silent()
     report = ApplyReport()

@@ -20,15 +20,14 @@ from __future__ import annotations
 import getpass
 import json
 import os
-
-from reconciler import settings
 import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
+from reconciler import settings
 from reconciler.adapters.base import AdminError, ClusterAdmin, NewTopicSpec
 from reconciler.dev.brokers import pid_alive
 
@@ -45,7 +44,8 @@ class LockHeld(Exception):
             f"since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(holder.get('acquired_at', 0)))}, "
             f"expires in {left}s unless renewed. Wait for that apply to finish (a dead one's lease expires by itself; "
             f"`apply --lock-timeout 2m` waits for it; if it was killed, `reconciler force-unlock PATH... --cluster "
-            f"{cluster} {holder.get('owner', '?')}` removes it now).")
+            f"{cluster} {holder.get('owner', '?')}` removes it now)."
+        )
 
 
 def _user() -> str:
@@ -62,8 +62,12 @@ def ensure_lease_topic(admin: ClusterAdmin) -> None:
 
 
 def _dead_local_process(claim: dict) -> bool:
-    return claim.get("host") == socket.gethostname() and isinstance(claim.get("pid"), int) \
-        and claim["pid"] != os.getpid() and not pid_alive(claim["pid"])
+    return (
+        claim.get("host") == socket.gethostname()
+        and isinstance(claim.get("pid"), int)
+        and claim["pid"] != os.getpid()
+        and not pid_alive(claim["pid"])
+    )
 
 
 @dataclass
@@ -84,9 +88,17 @@ class Lease:
 
     def _value(self, op: str) -> bytes:
         now = self.clock()
-        return json.dumps({"op": op, "owner": self.owner, "who": self.who, "host": socket.gethostname(),
-                           "pid": os.getpid(), "acquired_at": self._acquired_at or now,
-                           "expires_at": now + self.ttl}).encode()
+        return json.dumps(
+            {
+                "op": op,
+                "owner": self.owner,
+                "who": self.who,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "acquired_at": self._acquired_at or now,
+                "expires_at": now + self.ttl,
+            }
+        ).encode()
 
     def acquire(self) -> None:
         ensure_lease_topic(self.admin)
@@ -100,8 +112,11 @@ class Lease:
                 claims.pop(r.key, None)
             else:
                 claims[r.key] = json.loads(r.value)
-        rivals = [v for k, v in claims.items()
-                  if k != self._key and v.get("expires_at", 0) > now and not _dead_local_process(v)]
+        rivals = [
+            v
+            for k, v in claims.items()
+            if k != self._key and v.get("expires_at", 0) > now and not _dead_local_process(v)
+        ]
         if rivals:
             self.admin.produce(LEASE_TOPIC, self._key, None)
             raise LockHeld(self.admin.alias, min(rivals, key=lambda v: v.get("acquired_at", 0)))
@@ -119,8 +134,11 @@ class Lease:
                 self.admin.produce(LEASE_TOPIC, self._key, None)
 
     def record_applied(self, info: dict) -> None:
-        self.admin.produce(LEASE_TOPIC, f"applied/{self.admin.alias}".encode(),
-                           json.dumps({**info, "owner": self.owner, "who": self.who, "at": self.clock()}).encode())
+        self.admin.produce(
+            LEASE_TOPIC,
+            f"applied/{self.admin.alias}".encode(),
+            json.dumps({**info, "owner": self.owner, "who": self.who, "at": self.clock()}).encode(),
+        )
 
 
 APPLIED_PREFIX = b"applied/"
@@ -154,7 +172,7 @@ def live_claims(admin: ClusterAdmin, now: float | None = None) -> dict[str, dict
     for r in admin.read_to_end(LEASE_TOPIC):
         if not r.key or not r.key.startswith(b"lease/"):
             continue
-        owner = r.key[len(b"lease/"):].decode(errors="replace")
+        owner = r.key[len(b"lease/") :].decode(errors="replace")
         if r.value is None:
             claims.pop(owner, None)
             continue
@@ -185,9 +203,17 @@ class ClusterLocks:
     With `timeout` > 0 a lease held elsewhere is waited for (retried every `poll` seconds, `on_wait`
     told who holds it and how long is left) instead of failing at once: Terraform's `-lock-timeout`."""
 
-    def __init__(self, admins: Sequence[ClusterAdmin], ttl: float = DEFAULT_TTL, *, timeout: float = 0.0,
-                 poll: float = 2.0, on_wait: Callable[[LockHeld, float], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        admins: Sequence[ClusterAdmin],
+        ttl: float = DEFAULT_TTL,
+        *,
+        timeout: float = 0.0,
+        poll: float = 2.0,
+        on_wait: Callable[[LockHeld, float], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         owner = uuid.uuid4().hex
         self.ttl = ttl
         self.timeout, self.poll, self.on_wait, self._clock, self._sleep = timeout, poll, on_wait, clock, sleep
@@ -207,7 +233,7 @@ class ClusterLocks:
                     pass
             raise
 
-    def __enter__(self) -> "ClusterLocks":
+    def __enter__(self) -> ClusterLocks:
         deadline = self._clock() + max(0.0, self.timeout)
         while True:
             try:

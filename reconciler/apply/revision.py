@@ -10,8 +10,8 @@ saved plans and apply records for older readers: `<sha>` or `<sha>-dirty`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 
 def repo_path_for(paths: Iterable[str]) -> Path:

@@ -12,7 +12,12 @@ def register(sub) -> None:
     p.add_argument("--topology", type=Path, default=demo.DEFAULT_TOPOLOGY, help="demo topology directory")
     p.add_argument("--records", type=int, default=2000, help="sample records produced per source cluster")
     p.add_argument("--keep-running", action="store_true", help="leave clusters and replication jobs running at the end")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds to wait for records, heartbeats and checkpoints downstream (default 300)")
-    p.set_defaults(func=lambda args: demo.run(args.topology, args.records, args.keep_running, args.timeout,
-                                              cli=args.run_command))
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds to wait for records, heartbeats and checkpoints downstream (default 300)",
+    )
+    p.set_defaults(
+        func=lambda args: demo.run(args.topology, args.records, args.keep_running, args.timeout, cli=args.run_command)
+    )

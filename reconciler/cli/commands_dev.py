@@ -17,7 +17,9 @@ def register(sub) -> None:
     p = dev_sub.add_parser("up", help="start one broker per loopback cluster of the topology (idempotent)")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.set_defaults(func=cmd_up)
-    p = dev_sub.add_parser("down", help="stop every dev broker (and local replication job) started from this state directory")
+    p = dev_sub.add_parser(
+        "down", help="stop every dev broker (and local replication job) started from this state directory"
+    )
     p.set_defaults(func=cmd_down)
     p = dev_sub.add_parser("status", help="list dev brokers")
     p.set_defaults(func=cmd_status)

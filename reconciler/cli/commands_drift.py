@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from reconciler import outputs
-from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated
+from reconciler.cli.common import (
+    EXIT_CHANGES,
+    EXIT_ERROR,
+    EXIT_OK,
+    add_paths_argument,
+    add_revision_argument,
+    load_validated,
+)
 from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport
 from reconciler.operations.drift import drift
 from reconciler.render import drift_html, drift_markdown, drift_prometheus, drift_text
@@ -22,23 +29,45 @@ from reconciler.topology.connection import redactor_for
 from reconciler.topology.model import Topology
 
 FORMATS = ("text", "json", "markdown", "html", "prometheus")
-SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".json": "json",
-            ".txt": "text", ".prom": "prometheus"}
+SUFFIXES = {
+    ".html": "html",
+    ".htm": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".json": "json",
+    ".txt": "text",
+    ".prom": "prometheus",
+}
+
 
 def register(sub) -> None:
-    p = sub.add_parser("drift", help="compare the live clusters and jobs with the topology and report the drift "
-                                     "(never applies)")
+    p = sub.add_parser(
+        "drift", help="compare the live clusters and jobs with the topology and report the drift (never applies)"
+    )
     add_paths_argument(p)
     p.add_argument("--format", choices=FORMATS, default="text")
-    p.add_argument("--out", metavar="FILE", action="append", default=[],
-                   help="write the report to FILE (repeatable; format from the suffix .html/.md/.json/.txt/.prom, else "
-                        "--format); stdout then gets the text summary")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="write the report to FILE (repeatable; format from the suffix .html/.md/.json/.txt/.prom, else "
+        "--format); stdout then gets the text summary",
+    )
     add_revision_argument(p)
-    p.add_argument("--no-jobs", action="store_true",
-                   help="do not check job status, lag and latency (flows replicated by something that publishes no "
-                        "reconciler status records, e.g. MirrorMaker 2 itself); heartbeats are still checked")
-    p.add_argument("--job-stale-seconds", type=float, default=DEFAULT_JOB_STALE_SECONDS, metavar="SECONDS",
-                   help=f"a job whose last status is older than this is down (default {DEFAULT_JOB_STALE_SECONDS:g})")
+    p.add_argument(
+        "--no-jobs",
+        action="store_true",
+        help="do not check job status, lag and latency (flows replicated by something that publishes no "
+        "reconciler status records, e.g. MirrorMaker 2 itself); heartbeats are still checked",
+    )
+    p.add_argument(
+        "--job-stale-seconds",
+        type=float,
+        default=DEFAULT_JOB_STALE_SECONDS,
+        metavar="SECONDS",
+        help=f"a job whose last status is older than this is down (default {DEFAULT_JOB_STALE_SECONDS:g})",
+    )
     p.set_defaults(func=cmd_drift)
 
 
@@ -67,8 +96,9 @@ def cmd_drift(args) -> int:
     redact = redactor_for(topology)
     backend = args.backend
     revision = backend.git(args.paths, args.revision)
-    report = drift(topology, backend, revision=revision, check_jobs=not args.no_jobs,
-                   job_stale_seconds=args.job_stale_seconds)
+    report = drift(
+        topology, backend, revision=revision, check_jobs=not args.no_jobs, job_stale_seconds=args.job_stale_seconds
+    )
     for path in args.out:
         text = redact(renderer(_format_of(path, args.format), topology)(report))
         tmp = Path(f"{path}.tmp{os.getpid()}")

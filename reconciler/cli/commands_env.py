@@ -58,7 +58,10 @@ def cmd_env(args) -> int:
             print("The topology references no environment variables.")
     missing = [n for n in names if n not in os.environ]
     if args.check and missing:
-        print(f"error: {plural(len(missing), 'variable')} the topology needs "
-              f"{'is' if len(missing) == 1 else 'are'} not set: {', '.join(missing)}", file=sys.stderr)
+        print(
+            f"error: {plural(len(missing), 'variable')} the topology needs "
+            f"{'is' if len(missing) == 1 else 'are'} not set: {', '.join(missing)}",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     return EXIT_OK

@@ -7,8 +7,8 @@ helpers add their formats to the same dict.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
@@ -25,9 +25,12 @@ EXPORTERS: dict[str, Callable[[Topology, str], str]] = {
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="write the topology as a MirrorMaker 2 properties file or Strimzi "
-                                      "KafkaMirrorMaker2 resources (to run MM2 side by side, or to go back), or Prometheus "
-                                      "alert rules from its slo: thresholds")
+    p = sub.add_parser(
+        "export",
+        help="write the topology as a MirrorMaker 2 properties file or Strimzi "
+        "KafkaMirrorMaker2 resources (to run MM2 side by side, or to go back), or Prometheus "
+        "alert rules from its slo: thresholds",
+    )
     p.add_argument("format", choices=sorted(EXPORTERS))
     add_paths_argument(p)
     p.add_argument("--out", metavar="FILE", help="write to FILE (default: stdout)")

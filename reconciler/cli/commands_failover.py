@@ -29,13 +29,20 @@ def register(sub) -> None:
     _add_group_arguments(p)
     p.set_defaults(func=cmd_translate)
 
-    p = sub.add_parser("failover", help="move a consumer group from SOURCE to TARGET with translated offsets "
-                                        "(dry run unless --apply)")
+    p = sub.add_parser(
+        "failover", help="move a consumer group from SOURCE to TARGET with translated offsets (dry run unless --apply)"
+    )
     _add_group_arguments(p)
-    p.add_argument("--apply", action="store_true",
-                   help="commit the translated offsets to the group on TARGET (refused while the group is active there)")
-    p.add_argument("--allow-rewind", action="store_true",
-                   help="also move offsets the group already committed further on TARGET back to the translation")
+    p.add_argument(
+        "--apply",
+        action="store_true",
+        help="commit the translated offsets to the group on TARGET (refused while the group is active there)",
+    )
+    p.add_argument(
+        "--allow-rewind",
+        action="store_true",
+        help="also move offsets the group already committed further on TARGET back to the translation",
+    )
     p.set_defaults(func=cmd_failover)
 
     p = sub.add_parser("reachability", help="upstream clusters of CLUSTER, hop counts and heartbeat age")
@@ -73,14 +80,18 @@ def _connect(topology: Topology, alias: str, timeout: float) -> MirrorKafka:
 def _check_aliases(topology: Topology, *aliases: str) -> None:
     for alias in aliases:
         if alias not in topology.clusters:
-            raise _Refused(f"cluster {alias!r} is not in the topology (clusters: {', '.join(sorted(topology.clusters))})")
+            raise _Refused(
+                f"cluster {alias!r} is not in the topology (clusters: {', '.join(sorted(topology.clusters))})"
+            )
 
 
 def _flow_policy(topology: Topology, source: str, target: str) -> ReplicationPolicy:
     flow = next((f for f in topology.flows if (f.source, f.target) == (source, target)), None)
     if flow is None:
-        print(f"warning: no flow {source}->{target} in the topology; assuming the default replication policy",
-              file=sys.stderr)
+        print(
+            f"warning: no flow {source}->{target} in the topology; assuming the default replication policy",
+            file=sys.stderr,
+        )
         return ReplicationPolicy()
     return flow.policy
 
@@ -103,12 +114,16 @@ def _translation(args, topology: Topology, target: MirrorKafka) -> render.Transl
     try:
         scan = mc.translate_offsets(target, args.source, args.group, policy)
     except mc.NoCheckpointsTopic:
-        raise _Refused(f"cluster {args.target!r} has no topic {policy.checkpoints_topic(args.source)}: "
-                       f"no flow {args.source}->{args.target} has emitted checkpoints there") from None
+        raise _Refused(
+            f"cluster {args.target!r} has no topic {policy.checkpoints_topic(args.source)}: "
+            f"no flow {args.source}->{args.target} has emitted checkpoints there"
+        ) from None
     if not scan.checkpoints:
-        raise _Refused(f"no checkpoints for group {args.group!r} in {policy.checkpoints_topic(args.source)} on "
-                       f"{args.target!r}: the group is not replicated by the flow (groups filter) or has not "
-                       f"committed offsets on {args.source!r} yet")
+        raise _Refused(
+            f"no checkpoints for group {args.group!r} in {policy.checkpoints_topic(args.source)} on "
+            f"{args.target!r}: the group is not replicated by the flow (groups filter) or has not "
+            f"committed offsets on {args.source!r} yet"
+        )
     return render.Translation(args.group, args.source, args.target, policy, scan)
 
 
@@ -152,11 +167,15 @@ def cmd_failover(args) -> int:
 def _refusal(args, state: mc.GroupState, plan: mc.FailoverPlan) -> str | None:
     """Why --apply may not commit (None when it may)."""
     if state.active:
-        return (f"group {args.group!r} is active on {args.target!r} (state {state.state}, {state.members} member(s)): "
-                f"stop its consumers there before moving its offsets")
+        return (
+            f"group {args.group!r} is active on {args.target!r} (state {state.state}, {state.members} member(s)): "
+            f"stop its consumers there before moving its offsets"
+        )
     if plan.missing:
-        return (f"{len(plan.missing)} partition(s) do not exist on {args.target!r} "
-                f"({', '.join(map(str, plan.missing))}): replicate the topics before failing over")
+        return (
+            f"{len(plan.missing)} partition(s) do not exist on {args.target!r} "
+            f"({', '.join(map(str, plan.missing))}): replicate the topics before failing over"
+        )
     return None
 
 
@@ -164,20 +183,29 @@ def _conclude(args, plan: mc.FailoverPlan, refusal: str | None, applied: bool) -
     n = len(plan.commits)
     kept = sum(p.action is mc.FailoverAction.KEEP_AHEAD for p in plan.partitions)
     if kept:
-        print(f"note: {kept} partition(s) already committed further on {args.target} are kept "
-              "(--allow-rewind moves them back)", file=sys.stderr)
+        print(
+            f"note: {kept} partition(s) already committed further on {args.target} are kept "
+            "(--allow-rewind moves them back)",
+            file=sys.stderr,
+        )
     if not args.apply:
         if refusal:
             print(f"note: --apply would be refused: {refusal}", file=sys.stderr)
-        print(f"dry run: {n} offset(s) would be committed to group {args.group} on {args.target}; "
-              "nothing was changed (use --apply)", file=sys.stderr)
+        print(
+            f"dry run: {n} offset(s) would be committed to group {args.group} on {args.target}; "
+            "nothing was changed (use --apply)",
+            file=sys.stderr,
+        )
         return EXIT_OK
     if refusal:
         print(f"error: refusing to fail over: {refusal}; nothing was changed", file=sys.stderr)
         return EXIT_ERROR
-    print(f"committed {n} offset(s) to group {args.group} on {args.target}" if applied
-          else f"nothing to commit: group {args.group} on {args.target} is already at or past the translated offsets",
-          file=sys.stderr)
+    print(
+        f"committed {n} offset(s) to group {args.group} on {args.target}"
+        if applied
+        else f"nothing to commit: group {args.group} on {args.target} is already at or past the translated offsets",
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 
@@ -187,8 +215,12 @@ def cmd_reachability(args) -> int:
         policy = mc.policy_between([f.policy for f in topology.flows])
         latest = mc.latest_heartbeats(cluster, policy)
         report = mc.reachability(args.cluster, latest, policy, int(time.time() * 1000))
-        _emit(args, redact, render.reachability_text(report, topology.slo.max_heartbeat_age_seconds),
-              render.reachability_json(report))
+        _emit(
+            args,
+            redact,
+            render.reachability_text(report, topology.slo.max_heartbeat_age_seconds),
+            render.reachability_json(report),
+        )
         return EXIT_OK
 
     return _run(args, body)

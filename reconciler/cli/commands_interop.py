@@ -20,10 +20,14 @@ IMPORTERS = {"mm2": import_mm2_text, "strimzi": import_strimzi_text}
 
 
 def register(sub) -> None:
-    p = sub.add_parser("import", help="convert a MirrorMaker 2 properties file or a Strimzi KafkaMirrorMaker2 "
-                                      "resource into a topology")
-    p.add_argument("format", choices=sorted(IMPORTERS), help="mm2: connect-mirror-maker.sh properties; "
-                                                             "strimzi: KafkaMirrorMaker2 YAML")
+    p = sub.add_parser(
+        "import", help="convert a MirrorMaker 2 properties file or a Strimzi KafkaMirrorMaker2 resource into a topology"
+    )
+    p.add_argument(
+        "format",
+        choices=sorted(IMPORTERS),
+        help="mm2: connect-mirror-maker.sh properties; strimzi: KafkaMirrorMaker2 YAML",
+    )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--out", metavar="DIR", help="write DIR/topology.yaml (default: print the topology)")
     p.set_defaults(func=cmd_import)
@@ -65,6 +69,9 @@ def cmd_import(args) -> int:
     else:
         out_file.parent.mkdir(parents=True, exist_ok=True)
         out_file.write_text(yaml_text, encoding="utf-8")
-        print(f"wrote {out_file}: {len(topology.clusters)} clusters, {len(topology.flows)} flows, "
-              f"{len(draft.notes)} warning{'s' if len(draft.notes) != 1 else ''}", file=sys.stderr)
+        print(
+            f"wrote {out_file}: {len(topology.clusters)} clusters, {len(topology.flows)} flows, "
+            f"{len(draft.notes)} warning{'s' if len(draft.notes) != 1 else ''}",
+            file=sys.stderr,
+        )
     return EXIT_OK

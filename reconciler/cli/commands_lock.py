@@ -31,8 +31,10 @@ def cmd_force_unlock(args) -> int:
         return EXIT_ERROR
     cluster = topology.clusters.get(args.cluster)
     if cluster is None:
-        print(f"error: no cluster {args.cluster!r} in the topology (clusters: {', '.join(sorted(topology.clusters))})",
-              file=sys.stderr)
+        print(
+            f"error: no cluster {args.cluster!r} in the topology (clusters: {', '.join(sorted(topology.clusters))})",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     admin = args.backend.admin_factory(cluster)
     try:
@@ -40,18 +42,23 @@ def cmd_force_unlock(args) -> int:
         claim = claims.get(args.lock_id)
         if claim is None:
             held = "; ".join(f"{owner} by {c.get('who', '?')}" for owner, c in sorted(claims.items())) or "none"
-            print(f"error: cluster {args.cluster!r} has no live lease {args.lock_id!r} (live leases: {held})",
-                  file=sys.stderr)
+            print(
+                f"error: cluster {args.cluster!r} has no live lease {args.lock_id!r} (live leases: {held})",
+                file=sys.stderr,
+            )
             return EXIT_ERROR
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(claim.get("acquired_at", 0)))
         print(f"Lease {args.lock_id} on {args.cluster}: held by {claim.get('who', '?')} since {since}.")
         if not args.force:
             if not sys.stdin.isatty():
-                print("error: refusing to ask for confirmation: stdin is not a terminal; run again with --force",
-                      file=sys.stderr)
+                print(
+                    "error: refusing to ask for confirmation: stdin is not a terminal; run again with --force",
+                    file=sys.stderr,
+                )
                 return EXIT_ERROR
-            answer = input("Remove it? An apply that still runs would lose its exclusivity. Only 'yes' will be "
-                           "accepted: ")
+            answer = input(
+                "Remove it? An apply that still runs would lose its exclusivity. Only 'yes' will be accepted: "
+            )
             if answer.strip() != "yes":
                 print("Force-unlock cancelled.", file=sys.stderr)
                 return EXIT_ERROR

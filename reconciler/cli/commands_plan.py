@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from reconciler import outputs, settings
 from reconciler.apply.executor import ActionResult
 from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
 from reconciler.cli.common import (
-    EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated, relative_diagnostics,
+    EXIT_CHANGES,
+    EXIT_ERROR,
+    EXIT_OK,
+    add_paths_argument,
+    add_revision_argument,
+    load_validated,
+    relative_diagnostics,
 )
 from reconciler.operations.apply import ApplyRequest, apply
 from reconciler.operations.plan import observe_for_plan, plan_of
@@ -24,33 +30,52 @@ from reconciler.plan import planfile
 from reconciler.plan.actions import Plan, Verb
 from reconciler.render import plan_json, plan_markdown, plan_text
 from reconciler.state.read import Connections
-from reconciler.topology.model import Cluster, Topology
 from reconciler.textutil import plural
+from reconciler.topology.model import Cluster, Topology
 from reconciler.topology.secrets import Redactor
 
 RENDERERS: dict[str, Callable[[Plan], str]] = {
-    "text": plan_text.render, "json": plan_json.render, "markdown": plan_markdown.render,
+    "text": plan_text.render,
+    "json": plan_json.render,
+    "markdown": plan_markdown.render,
 }
+
 
 def register(sub) -> None:
     p = sub.add_parser("plan", help="diff the topology against the live clusters and show the plan")
     add_paths_argument(p)
     p.add_argument("--format", choices=sorted(RENDERERS), default="text")
-    p.add_argument("--out", metavar="FILE", help="save the plan (with a fingerprint of the live state) for `apply FILE`")
-    p.add_argument("--detailed-exitcode", action="store_true",
-                   help="exit 0 when there are no changes, 2 when there are, 1 on error")
+    p.add_argument(
+        "--out", metavar="FILE", help="save the plan (with a fingerprint of the live state) for `apply FILE`"
+    )
+    p.add_argument(
+        "--detailed-exitcode",
+        action="store_true",
+        help="exit 0 when there are no changes, 2 when there are, 1 on error",
+    )
     add_revision_argument(p)
-    p.add_argument("--base", metavar="REV", help="plan only the flows changed between git revision REV and the "
-                                                 "work tree (or --revision), and say which files and flows changed")
+    p.add_argument(
+        "--base",
+        metavar="REV",
+        help="plan only the flows changed between git revision REV and the "
+        "work tree (or --revision), and say which files and flows changed",
+    )
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("apply", help="apply a topology (plan, confirm, apply) or a saved plan file")
     p.add_argument("paths", nargs="+", metavar="PATH", help="topology files or directories, or one saved plan file")
-    p.add_argument("--auto-approve", action="store_true",
-                   help="do not ask for confirmation (a saved plan file needs none: it is the approval)")
-    p.add_argument("--lock-timeout", type=_duration, default=0.0, metavar="DURATION",
-                   help="wait this long (e.g. 90s, 5m) for a cluster's lease held by another apply, instead of "
-                        "failing at once")
+    p.add_argument(
+        "--auto-approve",
+        action="store_true",
+        help="do not ask for confirmation (a saved plan file needs none: it is the approval)",
+    )
+    p.add_argument(
+        "--lock-timeout",
+        type=_duration,
+        default=0.0,
+        metavar="DURATION",
+        help="wait this long (e.g. 90s, 5m) for a cluster's lease held by another apply, instead of failing at once",
+    )
     p.set_defaults(func=cmd_apply)
 
 
@@ -73,8 +98,12 @@ class _Console:
 
 def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None) -> str:
     if args.format == "markdown":
-        return plan_markdown.render(plan, topology=topology, warnings=relative_diagnostics(diags.warnings),
-                                    preface=base.markdown() if base else "")
+        return plan_markdown.render(
+            plan,
+            topology=topology,
+            warnings=relative_diagnostics(diags.warnings),
+            preface=base.markdown() if base else "",
+        )
     if args.format == "json" and base is not None:
         import json
 
@@ -128,8 +157,9 @@ class _TextProgress:
         self.io.out(f"[{index}/{total}] {cluster}: {kind.value.replace('_', ' ')} x{size}")
 
     def result(self, r: ActionResult) -> None:
-        status = {"ok": "done", "already-done": "done (already)", "unsupported": "UNSUPPORTED",
-                  "failed": "FAILED"}[r.result.code.value]
+        status = {"ok": "done", "already-done": "done (already)", "unsupported": "UNSUPPORTED", "failed": "FAILED"}[
+            r.result.code.value
+        ]
         show = not r.result.ok or getattr(r.action, "SHOW_RESULT", False)  # e.g. a job's pid
         msg = f": {r.result.message}" if r.result.message and show else ""
         self.io.out(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}")
@@ -151,8 +181,10 @@ def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
     if auto_approve:
         return True
     if not sys.stdin.isatty():
-        io.err("error: refusing to ask for confirmation: stdin is not a terminal. "
-               "Review the plan and run again with --auto-approve, or save it with `plan --out FILE` and `apply FILE`.")
+        io.err(
+            "error: refusing to ask for confirmation: stdin is not a terminal. "
+            "Review the plan and run again with --auto-approve, or save it with `plan --out FILE` and `apply FILE`."
+        )
         return False
     n = len(plan.actions)
     answer = input(f"\nApply these {n} action{'s' if n != 1 else ''}? Only 'yes' will be accepted: ")
@@ -185,8 +217,9 @@ def cmd_apply(args) -> int:
         if topology is None:
             return EXIT_ERROR
         git = backend.git(args.paths)
-        request = ApplyRequest(dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve,
-                               args.lock_timeout)
+        request = ApplyRequest(
+            dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve, args.lock_timeout
+        )
     io = _Console(dict(request.clusters))
     outcome = apply(request, backend, _ApplyUI(io, request.auto_approve))
     report = outcome.report
@@ -194,11 +227,15 @@ def cmd_apply(args) -> int:
         return EXIT_OK if outcome.ok else EXIT_ERROR
     counts = report.counts()
     verbs = {v: sum(1 for r in report.results if r.result.ok and r.action.VERB is v) for v in Verb}
-    line = (f"{verbs[Verb.CREATE]} created, {verbs[Verb.UPDATE]} changed, {verbs[Verb.DELETE]} deleted "
-            f"in {outcome.seconds:.1f}s")
+    line = (
+        f"{verbs[Verb.CREATE]} created, {verbs[Verb.UPDATE]} changed, {verbs[Verb.DELETE]} deleted "
+        f"in {outcome.seconds:.1f}s"
+    )
     if report.ok:
         io.out(f"\nApply complete: {line}.")
         return EXIT_OK
-    io.err(f"\nApply finished with errors: {line}; {counts['failed']} failed, {counts['unsupported']} unsupported. "
-           "Fix the cause and run apply again: it only does what is still missing.")
+    io.err(
+        f"\nApply finished with errors: {line}; {counts['failed']} failed, {counts['unsupported']} unsupported. "
+        "Fix the cause and run apply again: it only does what is still missing."
+    )
     return EXIT_ERROR

@@ -21,8 +21,10 @@ def register(sub) -> None:
 
 def cmd_show(args) -> int:
     if not planfile.is_plan_file(args.planfile):
-        print(f"error: {args.planfile}: not a saved plan (make one with `reconciler plan PATH... --out FILE`)",
-              file=sys.stderr)
+        print(
+            f"error: {args.planfile}: not a saved plan (make one with `reconciler plan PATH... --out FILE`)",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     try:
         saved = planfile.load(args.planfile)
@@ -31,13 +33,20 @@ def cmd_show(args) -> int:
         return EXIT_ERROR
     if args.format == "json":
         doc = json.loads(plan_json.render(saved.plan))
-        doc["saved"] = {"revision": saved.revision, "saved_at": saved.saved_at, "git": saved.git,
-                        "clusters": sorted(saved.clusters)}
+        doc["saved"] = {
+            "revision": saved.revision,
+            "saved_at": saved.saved_at,
+            "git": saved.git,
+            "clusters": sorted(saved.clusters),
+        }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return EXIT_OK
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(saved.saved_at)) if saved.saved_at else "unknown time"
-    print(f"Saved plan {args.planfile}: made at {when}" + (f" from {saved.revision}" if saved.revision else "")
-          + f", clusters {', '.join(sorted(saved.clusters))}.")
+    print(
+        f"Saved plan {args.planfile}: made at {when}"
+        + (f" from {saved.revision}" if saved.revision else "")
+        + f", clusters {', '.join(sorted(saved.clusters))}."
+    )
     print(f"`reconciler apply {args.planfile}` applies exactly this plan (refused if the clusters changed since).\n")
     sys.stdout.write(plan_text.render(saved.plan))
     return EXIT_OK

@@ -18,19 +18,22 @@ from typing import Any
 
 from reconciler.apply.revision import topology_revision
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.contract.flow_id import flow_ends
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
 from reconciler.textutil import RECORD_AGE, plural
 from reconciler.topology.connection import redactor_for
-from reconciler.contract.flow_id import flow_ends
 
 
 def register(sub) -> None:
     p = sub.add_parser("status", help="show every replication job: where, state, spec, lag, latency, throughput")
     add_paths_argument(p)
     p.add_argument("--format", choices=["text", "json"], default="text")
-    p.add_argument("--detailed-exitcode", action="store_true",
-                   help="exit 2 when a job of an enabled flow is not running the desired spec")
+    p.add_argument(
+        "--detailed-exitcode",
+        action="store_true",
+        help="exit 2 when a job of an enabled flow is not running the desired spec",
+    )
     p.set_defaults(func=cmd_status)
 
 
@@ -63,28 +66,30 @@ def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str
         lat = st.get("latency_ms") or {}
         desired_hash = d.spec.spec_hash() if d else None
         running = st.get("spec_hash") if fresh else None
-        rows.append({
-            "flow": flow,
-            "wanted": d is not None,
-            "deployer": (dep.deployer if dep else d.deployer if d else None),
-            "where": dep.where if dep else ("-" if lj.state is not JobState.ELSEWHERE else "elsewhere"),
-            "state": lj.state.value,
-            "job_state": st.get("state") if fresh else None,
-            "why": lj.why,
-            "desired_hash": desired_hash,
-            "deployed_hash": dep.spec_hash if dep else None,
-            "running_hash": running,
-            "in_sync": bool(d) and running == desired_hash,
-            "lag_total": st.get("lag_total") if fresh else None,
-            "latency_ms": {"p50": lat.get("p50"), "p95": lat.get("p95"), "p99": lat.get("p99")} if fresh else None,
-            "records_per_second": st.get("records_per_second") if fresh else None,
-            "records": st.get("records") if st else None,
-            "errors": st.get("errors") if st else None,
-            "last_error": st.get("last_error") if st else None,
-            "heartbeat_at": st.get("heartbeat_at"),
-            "last_seen": iso(st.get("heartbeat_at")) if st else None,
-            "unreadable": live.unreadable.get(flow_ends(flow)[1]),
-        })
+        rows.append(
+            {
+                "flow": flow,
+                "wanted": d is not None,
+                "deployer": (dep.deployer if dep else d.deployer if d else None),
+                "where": dep.where if dep else ("-" if lj.state is not JobState.ELSEWHERE else "elsewhere"),
+                "state": lj.state.value,
+                "job_state": st.get("state") if fresh else None,
+                "why": lj.why,
+                "desired_hash": desired_hash,
+                "deployed_hash": dep.spec_hash if dep else None,
+                "running_hash": running,
+                "in_sync": bool(d) and running == desired_hash,
+                "lag_total": st.get("lag_total") if fresh else None,
+                "latency_ms": {"p50": lat.get("p50"), "p95": lat.get("p95"), "p99": lat.get("p99")} if fresh else None,
+                "records_per_second": st.get("records_per_second") if fresh else None,
+                "records": st.get("records") if st else None,
+                "errors": st.get("errors") if st else None,
+                "last_error": st.get("last_error") if st else None,
+                "heartbeat_at": st.get("heartbeat_at"),
+                "last_seen": iso(st.get("heartbeat_at")) if st else None,
+                "unreadable": live.unreadable.get(flow_ends(flow)[1]),
+            }
+        )
     return rows
 
 
@@ -103,27 +108,53 @@ def _spec_cell(r: dict) -> str:
 
 
 def render_text(rows: list[dict], now_ms: int) -> str:
-    head = ["FLOW", "DEPLOYER", "WHERE", "STATE", "SPEC (running / desired)", "LAG", "AGE P50", "AGE P99", "REC/S",
-            "RECORDS", "LAST SEEN"]
+    head = [
+        "FLOW",
+        "DEPLOYER",
+        "WHERE",
+        "STATE",
+        "SPEC (running / desired)",
+        "LAG",
+        "AGE P50",
+        "AGE P99",
+        "REC/S",
+        "RECORDS",
+        "LAST SEEN",
+    ]
     table = [head]
     for r in rows:
         lat = r["latency_ms"] or {}
         state = r["state"] + (f" ({r['job_state']})" if r["job_state"] not in (None, "running") else "")
-        table.append([r["flow"], r["deployer"] or "-", r["where"], state, _spec_cell(r),
-                      "-" if r["lag_total"] is None else str(r["lag_total"]), _ms(lat.get("p50")), _ms(lat.get("p99")),
-                      "-" if r["records_per_second"] is None else f"{r['records_per_second']:.0f}",
-                      "-" if r["records"] is None else str(r["records"]), _age(r["heartbeat_at"], now_ms, bool(r["unreadable"]))])
+        table.append(
+            [
+                r["flow"],
+                r["deployer"] or "-",
+                r["where"],
+                state,
+                _spec_cell(r),
+                "-" if r["lag_total"] is None else str(r["lag_total"]),
+                _ms(lat.get("p50")),
+                _ms(lat.get("p99")),
+                "-" if r["records_per_second"] is None else f"{r['records_per_second']:.0f}",
+                "-" if r["records"] is None else str(r["records"]),
+                _age(r["heartbeat_at"], now_ms, bool(r["unreadable"])),
+            ]
+        )
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
     notes = [f"  {r['flow']}: {r['why']}" for r in rows if r["why"]]
-    notes += [f"  {r['flow']}: last error: {r['last_error']}" for r in rows
-              if r["last_error"] and r["state"] != "running"]
+    notes += [
+        f"  {r['flow']}: last error: {r['last_error']}" for r in rows if r["last_error"] and r["state"] != "running"
+    ]
     if notes:
         lines += ["", *notes]
     wanted = [r for r in rows if r["wanted"]]
     ok = sum(1 for r in wanted if r["in_sync"])
-    lines += ["", f"AGE: {RECORD_AGE} when the target acknowledges a record (backlog included; the figure "
-                  "slo.max_latency_p99_ms is checked against)"]
+    lines += [
+        "",
+        f"AGE: {RECORD_AGE} when the target acknowledges a record (backlog included; the figure "
+        "slo.max_latency_p99_ms is checked against)",
+    ]
     lines += ["", f"{ok} of {plural(len(wanted), 'job')} run the desired spec."]
     return "\n".join(lines) + "\n"
 
@@ -149,8 +180,11 @@ def cmd_status(args) -> int:
         text = render_text(rows, now_ms) if rows else "No flows, no jobs.\n"
     sys.stdout.write(redact(text))
     if unreadable:
-        print(f"error: {plural(len(unreadable), 'cluster')} could not be read; job states that depend on them are unknown "
-              "where they depend on them (run with -v for the Kafka clients' own log lines)", file=sys.stderr)
+        print(
+            f"error: {plural(len(unreadable), 'cluster')} could not be read; job states that depend on them are unknown "
+            "where they depend on them (run with -v for the Kafka clients' own log lines)",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     if args.detailed_exitcode and any(r["wanted"] and not r["in_sync"] for r in rows):
         return EXIT_CHANGES

@@ -13,8 +13,11 @@ from reconciler.topology.loader import separate_roots
 def register(sub) -> None:
     p = sub.add_parser("validate", help="check topology files: schema, semantics, loops, diamonds, policies")
     add_paths_argument(p)
-    p.add_argument("--each", action="store_true",
-                   help="validate every PATH as its own topology (default: all paths are merged into one)")
+    p.add_argument(
+        "--each",
+        action="store_true",
+        help="validate every PATH as its own topology (default: all paths are merged into one)",
+    )
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("graph", help="print the topology as a Mermaid or DOT graph")
@@ -29,9 +32,12 @@ def cmd_validate(args) -> int:
         return EXIT_ERROR if EXIT_ERROR in results else EXIT_OK
     roots = separate_roots(args.paths)
     if roots:
-        print(f"note: {plural(len(args.paths), 'path')} merged into ONE topology ({len(roots)} of them define "
-              "clusters and flows of their own); to validate each on its own: reconciler validate --each "
-              + " ".join(args.paths), file=sys.stderr)
+        print(
+            f"note: {plural(len(args.paths), 'path')} merged into ONE topology ({len(roots)} of them define "
+            "clusters and flows of their own); to validate each on its own: reconciler validate --each "
+            + " ".join(args.paths),
+            file=sys.stderr,
+        )
     return _validate_one(args.paths)
 
 
@@ -40,8 +46,11 @@ def _validate_one(paths: list[str]) -> int:
     if topology is None:
         return EXIT_ERROR
     warn = len(diags.warnings)
-    print(f"valid: {plural(len(topology.clusters), 'cluster')}, {plural(len(topology.flows), 'flow')}"
-          + (f", {plural(warn, 'warning')}" if warn else "") + f" ({', '.join(topology.files)})")
+    print(
+        f"valid: {plural(len(topology.clusters), 'cluster')}, {plural(len(topology.flows), 'flow')}"
+        + (f", {plural(warn, 'warning')}" if warn else "")
+        + f" ({', '.join(topology.files)})"
+    )
     return EXIT_OK
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import replace
-from typing import Iterable
 
 from reconciler.analysis.hazards import analyse
 from reconciler.topology.build import load_topology
@@ -17,8 +17,9 @@ EXIT_ERROR = 1
 EXIT_CHANGES = 2  # Terraform's --detailed-exitcode meaning: success, with changes / drift
 
 
-def load_validated(paths: Iterable[str], quiet_warnings: bool = False,
-                   revision: str | None = None) -> tuple[Topology | None, Diagnostics]:
+def load_validated(
+    paths: Iterable[str], quiet_warnings: bool = False, revision: str | None = None
+) -> tuple[Topology | None, Diagnostics]:
     """load -> validate -> model -> analyse; prints every diagnostic to stderr. Topology None on errors.
 
     With `revision`, the files are read as of that git commit (from git objects, `reconciler.gitops`),
@@ -50,7 +51,7 @@ def relative_diagnostics(items: Iterable[Diagnostic]) -> list[Diagnostic]:
     out = []
     for d in items:
         if d.where is not None and d.where.file.startswith(cwd):
-            d = replace(d, where=replace(d.where, file=d.where.file[len(cwd):]))
+            d = replace(d, where=replace(d.where, file=d.where.file[len(cwd) :]))
         out.append(d)
     return out
 
@@ -60,6 +61,8 @@ def add_paths_argument(parser) -> None:
 
 
 def add_revision_argument(parser) -> None:
-    parser.add_argument("--revision", metavar="REV",
-                        help="read the topology files as of this git revision (sha, branch, tag, HEAD~2) "
-                             "instead of from the work tree")
+    parser.add_argument(
+        "--revision",
+        metavar="REV",
+        help="read the topology files as of this git revision (sha, branch, tag, HEAD~2) instead of from the work tree",
+    )

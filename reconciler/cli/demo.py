@@ -17,9 +17,9 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
@@ -34,7 +34,6 @@ from reconciler.render.graph import mermaid
 from reconciler.resources import demo_topology
 from reconciler.textutil import LIVE_E2E, RECORD_AGE, LiveLine
 from reconciler.topology.model import Flow, Topology
-
 
 #: Runs one CLI command (argv -> exit code): `main` with this run's backend, handed in by `run`
 #: (the demo drives the CLI; importing cli.main here would be a cycle: main registers the demo).
@@ -68,10 +67,10 @@ DEFAULT_TOPOLOGY = demo_topology()
 LOCAL_TOPICS = {"orders": 4, "payments": 2, "inventory.stock": 2, "clickstream": 4, "customers.profiles": 2}
 #: Explicit configs of the source topics (copied to remote topics; the drift step changes one by hand).
 TOPIC_CONFIGS = {"orders": {"retention.ms": "604800000"}}
-GROUP = "billing-app"          # a consumer group on each region's `payments`, checkpointed downstream
+GROUP = "billing-app"  # a consumer group on each region's `payments`, checkpointed downstream
 GROUP_TOPIC = "payments"
-GROUP_OFFSET = 10              # the group has processed this many records of each partition
-LIVE_RATE = 50.0               # records/s per source cluster while the demo runs
+GROUP_OFFSET = 10  # the group has processed this many records of each partition
+LIVE_RATE = 50.0  # records/s per source cluster while the demo runs
 DRIFT = ("eu-central", "eu-west.orders", "retention.ms", "3600000")
 
 
@@ -83,7 +82,7 @@ class DemoContext:
     wait_timeout: float = 300.0
     topology: Topology | None = None
     backlog: dict[str, dict[str, int]] = field(default_factory=dict)  # source cluster -> topic -> records
-    stream: "LiveStream | None" = None
+    stream: LiveStream | None = None
     replicated: int = 0
     latency: list[float] = field(default_factory=list)  # e2e latency samples of the live stream, all flows
     notes: list[str] = field(default_factory=list)
@@ -109,16 +108,26 @@ def count_records(bootstrap: str, topics: list[str], timeout: float = 20.0) -> d
     out = {t: 0 for t in topics}
     if not tps:
         return out
-    c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": "__demo.counter", "enable.partition.eof": True,
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 50}))
+    c = Consumer(
+        logs.client_config(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "__demo.counter",
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 50,
+            }
+        )
+    )
     try:
         c.assign(tps)
 
         def count(m) -> None:
             out[m.topic()] += 1
 
-        read_to_end(c, timeout, count, partitions=[(tp.topic, tp.partition) for tp in tps], batch=10_000,
-                    poll_seconds=0.5)
+        read_to_end(
+            c, timeout, count, partitions=[(tp.topic, tp.partition) for tp in tps], batch=10_000, poll_seconds=0.5
+        )
     finally:
         c.close()
     return out
@@ -136,7 +145,10 @@ class LiveStream(threading.Thread):
 
     def run(self) -> None:
         try:
-            producers = {a: Producer(logs.client_config({"bootstrap.servers": b, "linger.ms": 5})) for a, b in self.clusters.items()}
+            producers = {
+                a: Producer(logs.client_config({"bootstrap.servers": b, "linger.ms": 5}))
+                for a, b in self.clusters.items()
+            }
             gens = {a: sample_records(a, list(LOCAL_TOPICS), 10**9, seed=1) for a in self.clusters}
             start, n = time.monotonic(), 0
             while not self._halt.is_set():
@@ -198,12 +210,18 @@ def step_sample_data(ctx: DemoContext) -> None:
             per_topic[r.topic] = per_topic.get(r.topic, 0) + 1
         ctx.backlog[alias] = per_topic
         # A consumer group that has processed part of `payments`: its offsets are checkpointed downstream.
-        c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False}))
-        c.commit(offsets=[TopicPartition(GROUP_TOPIC, p, GROUP_OFFSET) for p in range(LOCAL_TOPICS[GROUP_TOPIC])],
-                 asynchronous=False)
+        c = Consumer(
+            logs.client_config({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
+        )
+        c.commit(
+            offsets=[TopicPartition(GROUP_TOPIC, p, GROUP_OFFSET) for p in range(LOCAL_TOPICS[GROUP_TOPIC])],
+            asynchronous=False,
+        )
         c.close()
-        print(f"  {alias}: {acked} records on {', '.join(LOCAL_TOPICS)}; group {GROUP} committed "
-              f"{GROUP_TOPIC} at offset {GROUP_OFFSET}")
+        print(
+            f"  {alias}: {acked} records on {', '.join(LOCAL_TOPICS)}; group {GROUP} committed "
+            f"{GROUP_TOPIC} at offset {GROUP_OFFSET}"
+        )
     ctx.stream = LiveStream({a: ctx.bootstrap(a) for a in sources}, LIVE_RATE)
     ctx.stream.start()
     print(f"  live stream: {LIVE_RATE:.0f} records/s per region from now on")
@@ -262,13 +280,19 @@ def _heartbeats(ctx: DemoContext) -> dict[str, dict]:
 
 def _missing_heartbeats(ctx: DemoContext) -> list[str]:
     beats = _heartbeats(ctx)
-    return [f"{f.name}: no heartbeat on {f.target}:{f.policy.format_remote_topic(f.source, 'heartbeats')}" for f in ctx.topology.active_flows
-            if f.heartbeats.enabled and beats[f.target].get(f.policy.format_remote_topic(f.source, "heartbeats")) is None]
+    return [
+        f"{f.name}: no heartbeat on {f.target}:{f.policy.format_remote_topic(f.source, 'heartbeats')}"
+        for f in ctx.topology.active_flows
+        if f.heartbeats.enabled and beats[f.target].get(f.policy.format_remote_topic(f.source, "heartbeats")) is None
+    ]
 
 
 def _checkpoint_flows(ctx: DemoContext) -> list[Flow]:
-    return [f for f in ctx.topology.active_flows
-            if f.checkpoints.enabled and f.groups.matches(GROUP) and route(f, GROUP_TOPIC)]
+    return [
+        f
+        for f in ctx.topology.active_flows
+        if f.checkpoints.enabled and f.groups.matches(GROUP) and route(f, GROUP_TOPIC)
+    ]
 
 
 def _checkpoints(ctx: DemoContext, flow: Flow):
@@ -281,29 +305,40 @@ def _checkpoints(ctx: DemoContext, flow: Flow):
 
 
 def _missing_checkpoints(ctx: DemoContext) -> list[str]:
-    return [f"{f.name}: no checkpoint of group {GROUP} in {f.target}:{f.policy.checkpoints_topic(f.source)}"
-            for f in _checkpoint_flows(ctx) if not _checkpoints(ctx, f)]
+    return [
+        f"{f.name}: no checkpoint of group {GROUP} in {f.target}:{f.policy.checkpoints_topic(f.source)}"
+        for f in _checkpoint_flows(ctx)
+        if not _checkpoints(ctx, f)
+    ]
 
 
 def _job_problems(ctx: DemoContext) -> list[str]:
     from reconciler.cli.commands_status import job_rows
 
-    return [f"job {r['flow']} is {r['state']}: {r['why'] or r['last_error'] or ''}".rstrip(": ")
-            for r in job_rows(ctx.topology) if r["wanted"] and r["state"] != "running"]
+    return [
+        f"job {r['flow']} is {r['state']}: {r['why'] or r['last_error'] or ''}".rstrip(": ")
+        for r in job_rows(ctx.topology)
+        if r["wanted"] and r["state"] != "running"
+    ]
 
 
 def wait_progress(records: tuple[int, int], waiting_for: list[str], elapsed: float, limit: float) -> str:
     """The live line while the demo waits for data downstream."""
     seen, expected = records
-    return (f"  waiting for {', '.join(waiting_for)}: {seen:,} of {expected:,} records seen downstream, "
-            f"{elapsed:.0f}s elapsed (time limit {limit:.0f}s)")
+    return (
+        f"  waiting for {', '.join(waiting_for)}: {seen:,} of {expected:,} records seen downstream, "
+        f"{elapsed:.0f}s elapsed (time limit {limit:.0f}s)"
+    )
 
 
 def step_wait(ctx: DemoContext) -> None:
     from reconciler.deploy.local import LocalDeployer
 
     checks: list[tuple[str, Callable[[DemoContext], list[str]]]] = [
-        ("records", _missing_records), ("heartbeats", _missing_heartbeats), ("checkpoints", _missing_checkpoints)]
+        ("records", _missing_records),
+        ("heartbeats", _missing_heartbeats),
+        ("checkpoints", _missing_checkpoints),
+    ]
     started = time.monotonic()
     done: set[str] = set()
     last: dict[str, list[str]] = {}
@@ -322,8 +357,11 @@ def step_wait(ctx: DemoContext) -> None:
                 print(f"  {name} arrived downstream after {time.monotonic() - started:.0f}s")
         if len(done) == len(checks):
             return
-        line.show(wait_progress(ctx.records_seen, [n for n, _ in checks if n not in done],
-                                time.monotonic() - started, ctx.wait_timeout))
+        line.show(
+            wait_progress(
+                ctx.records_seen, [n for n, _ in checks if n not in done], time.monotonic() - started, ctx.wait_timeout
+            )
+        )
         time.sleep(2)
     line.done()
     lines = [f"{n}: {m}" for n, _ in checks if n not in done for m in last.get(n, ["not checked"])]
@@ -331,8 +369,11 @@ def step_wait(ctx: DemoContext) -> None:
         lines += _job_problems(ctx)
     except Exception:  # noqa: BLE001
         pass
-    raise DemoFailed(f"not everything arrived within {ctx.wait_timeout:.0f}s:\n    " + "\n    ".join(lines)
-                     + f"\n    (job logs: {LocalDeployer().dir}/<source>.<target>/job.log)")
+    raise DemoFailed(
+        f"not everything arrived within {ctx.wait_timeout:.0f}s:\n    "
+        + "\n    ".join(lines)
+        + f"\n    (job logs: {LocalDeployer().dir}/<source>.<target>/job.log)"
+    )
 
 
 def _latency_probe(ctx: DemoContext, seconds: float = 8.0) -> dict[str, list[float]]:
@@ -348,8 +389,16 @@ def _latency_probe(ctx: DemoContext, seconds: float = 8.0) -> dict[str, list[flo
                 for _, r in routed(f):
                     remotes.append(r)
                     flows_of[(target, r)] = f.name
-        c = Consumer(logs.client_config({"bootstrap.servers": ctx.bootstrap(target), "group.id": "__demo.latency",
-                      "enable.auto.commit": False, "fetch.wait.max.ms": 20}))
+        c = Consumer(
+            logs.client_config(
+                {
+                    "bootstrap.servers": ctx.bootstrap(target),
+                    "group.id": "__demo.latency",
+                    "enable.auto.commit": False,
+                    "fetch.wait.max.ms": 20,
+                }
+            )
+        )
         md = c.list_topics(timeout=10).topics
         c.assign([TopicPartition(r, p, OFFSET_END) for r in remotes if r in md for p in md[r].partitions])
         consumers.append((target, c))
@@ -388,7 +437,9 @@ def step_summary(ctx: DemoContext) -> None:
         target_counts = count_records(ctx.bootstrap(f.target), [r for _, r in pairs])
         source_counts = count_records(ctx.bootstrap(f.source), [t for t, _ in pairs])
         for i, (t, r) in enumerate(pairs):
-            table.append([f.name if i == 0 else "", f"{t} -> {f.target}:{r}", str(source_counts[t]), str(target_counts[r])])
+            table.append(
+                [f.name if i == 0 else "", f"{t} -> {f.target}:{r}", str(source_counts[t]), str(target_counts[r])]
+            )
             ctx.replicated += target_counts[r]
     print("\n  Records (source topic and its remote copy, counted now; the live stream keeps adding):")
     _print_table(table)
@@ -397,11 +448,18 @@ def step_summary(ctx: DemoContext) -> None:
     for f in sorted(ctx.topology.active_flows, key=lambda f: f.name):
         r = rows.get(f.name, {})
         lat = latency.get(f.name, [])
-        table.append([f.name, f"{r.get('state')} ({r.get('where')})", str(r.get("records")),
-                      "-" if r.get("records_per_second") is None else f"{r['records_per_second']:.0f}",
-                      "-" if r.get("lag_total") is None else str(r["lag_total"]),
-                      f"{statistics.median(lat):.0f} ms" if lat else "-", f"{_pct(lat, 99):.0f} ms" if lat else "-",
-                      str(len(lat))])
+        table.append(
+            [
+                f.name,
+                f"{r.get('state')} ({r.get('where')})",
+                str(r.get("records")),
+                "-" if r.get("records_per_second") is None else f"{r['records_per_second']:.0f}",
+                "-" if r.get("lag_total") is None else str(r["lag_total"]),
+                f"{statistics.median(lat):.0f} ms" if lat else "-",
+                f"{_pct(lat, 99):.0f} ms" if lat else "-",
+                str(len(lat)),
+            ]
+        )
     print("\n  Jobs:")
     _print_table(table)
 
@@ -411,27 +469,35 @@ def step_summary(ctx: DemoContext) -> None:
         policy = next(f.policy for f in ctx.topology.active_flows if f.target == target)
         reach = reachability(target, beats, policy, now_ms)
         for u in reach.upstream:
-            paths = sorted(((t.sources.index(u.alias) + 1, t) for t in reach.topics if u.alias in t.sources),
-                           key=lambda x: (x[0], x[1].topic))
+            paths = sorted(
+                ((t.sources.index(u.alias) + 1, t) for t in reach.topics if u.alias in t.sources),
+                key=lambda x: (x[0], x[1].topic),
+            )
             age = f", {u.age_seconds:.0f}s ago" if u.age_seconds is not None else ", none yet"
             text = f"{u.hops} hop{'s' if u.hops != 1 else ''} ({u.via}{age})"
             for n, t in paths:
                 if n <= u.hops:
                     continue
-                text += f"; also {n} hops via {' -> '.join(reversed(t.sources[:n - 1]))} ({t.topic})"
+                text += f"; also {n} hops via {' -> '.join(reversed(t.sources[: n - 1]))} ({t.topic})"
             print(f"    {target} <- {u.alias}: {text}")
     print(f"\n  Checkpoints (where group {GROUP} may resume after a failover):")
     for f in _checkpoint_flows(ctx):
         offsets = _checkpoints(ctx, f)
         where = ", ".join(f"{tp} at {o}" for tp, o in sorted(offsets.items()))
-        print(f"    {f.name}: on {f.target}: {where or 'none'} (committed on {f.source}: {GROUP_TOPIC} at {GROUP_OFFSET})")
-    print("    (MirrorMaker 2 translates conservatively, from the newest offset sync at or before the committed\n"
-          "    offset: a consumer that fails over may re-read up to offset_syncs.lag_max records, never skips one)")
+        print(
+            f"    {f.name}: on {f.target}: {where or 'none'} (committed on {f.source}: {GROUP_TOPIC} at {GROUP_OFFSET})"
+        )
+    print(
+        "    (MirrorMaker 2 translates conservatively, from the newest offset sync at or before the committed\n"
+        "    offset: a consumer that fails over may re-read up to offset_syncs.lag_max records, never skips one)"
+    )
     print("\n  $ reconciler status " + str(ctx.topology_path))
     cli_main(["status", str(ctx.topology_path)])
-    print(f"  (AGE P50/P99 here are the jobs' own figures, {RECORD_AGE} when the target acknowledged a record over the\n"
-          "  last minute: they include the backlog produced before the jobs started, and are what the topology's\n"
-          f"  slo.max_latency_p99_ms is checked against; LIVE E2E above is the {LIVE_E2E} of fresh records)")
+    print(
+        f"  (AGE P50/P99 here are the jobs' own figures, {RECORD_AGE} when the target acknowledged a record over the\n"
+        "  last minute: they include the backlog produced before the jobs started, and are what the topology's\n"
+        f"  slo.max_latency_p99_ms is checked against; LIVE E2E above is the {LIVE_E2E} of fresh records)"
+    )
 
 
 def _print_table(table: list[list[str]]) -> None:
@@ -443,8 +509,11 @@ def _print_table(table: list[list[str]]) -> None:
 def step_drift(ctx: DemoContext) -> None:
     cluster, topic, key, value = DRIFT
     admin = AdminClient(logs.client_config({"bootstrap.servers": ctx.bootstrap(cluster)}))
-    res = ConfigResource(ResourceType.TOPIC, topic,
-                         incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    res = ConfigResource(
+        ResourceType.TOPIC,
+        topic,
+        incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)],
+    )
     for fut in admin.incremental_alter_configs([res]).values():
         fut.result(15)
     print(f"  by hand: set {key}={value} on {cluster}:{topic} (the topology says: as on the source)")
@@ -458,8 +527,10 @@ def step_drift(ctx: DemoContext) -> None:
     print(f"\n  $ reconciler drift {ctx.topology_path}")
     if cli_main(["drift", str(ctx.topology_path)]) != EXIT_OK:
         raise DemoFailed("drift is still reported after the repair")
-    ctx.notes.append(f"drift       {key} changed by hand on {cluster}:{topic}: reported by drift (HTML: {report}), "
-                     "put back by apply, then in sync")
+    ctx.notes.append(
+        f"drift       {key} changed by hand on {cluster}:{topic}: reported by drift (HTML: {report}), "
+        "put back by apply, then in sync"
+    )
 
 
 STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
@@ -480,9 +551,11 @@ def _shutdown(ctx: DemoContext) -> list[str]:
     if ctx.stream is not None:
         ctx.stream.stop()
     if ctx.keep_running:
-        print("\nLeft running (--keep-running): the clusters and the replication jobs.\n"
-              f"  reconciler status {ctx.topology_path}    # the jobs\n"
-              "  reconciler dev down                   # stop jobs and clusters")
+        print(
+            "\nLeft running (--keep-running): the clusters and the replication jobs.\n"
+            f"  reconciler status {ctx.topology_path}    # the jobs\n"
+            "  reconciler dev down                   # stop jobs and clusters"
+        )
         return ["left running (--keep-running): clusters and jobs; `reconciler dev down` stops them"]
     print("\nStopping the replication jobs (graceful: finish the batch, commit) and the clusters ...")
     done = []
@@ -492,12 +565,20 @@ def _shutdown(ctx: DemoContext) -> list[str]:
     clusters = DevClusters().down()
     for status in clusters:
         print("  " + status.line())
-    return [f"stopped {len(done)} job{'s' if len(done) != 1 else ''} and {len(clusters)} cluster"
-            f"{'s' if len(clusters) != 1 else ''}"]
+    return [
+        f"stopped {len(done)} job{'s' if len(done) != 1 else ''} and {len(clusters)} cluster"
+        f"{'s' if len(clusters) != 1 else ''}"
+    ]
 
 
-def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000, keep_running: bool = False,
-        wait_timeout: float = 300.0, *, cli: Callable[[list[str]], int]) -> int:
+def run(
+    topology_path: Path = DEFAULT_TOPOLOGY,
+    records_per_cluster: int = 2000,
+    keep_running: bool = False,
+    wait_timeout: float = 300.0,
+    *,
+    cli: Callable[[list[str]], int],
+) -> int:
     """`cli` runs one CLI command (argv -> exit code): `reconciler.cli.main.main` bound to a backend."""
     global _cli
     _cli = cli
@@ -541,8 +622,11 @@ def run(topology_path: Path = DEFAULT_TOPOLOGY, records_per_cluster: int = 2000,
     if ctx.stream is not None and ctx.stream.error:
         ctx.notes.append(f"note        the live stream reported: {ctx.stream.error}")
     flows = ctx.topology.active_flows
-    lat = (f"; live stream end to end p50 {statistics.median(ctx.latency):.0f} ms, p99 {_pct(ctx.latency, 99):.0f} ms"
-           if ctx.latency else "")
+    lat = (
+        f"; live stream end to end p50 {statistics.median(ctx.latency):.0f} ms, p99 {_pct(ctx.latency, 99):.0f} ms"
+        if ctx.latency
+        else ""
+    )
     lines = [
         f"clusters    {len(ctx.topology.clusters)}: {', '.join(sorted(ctx.topology.clusters))} (local Tansu brokers)",
         f"jobs        {len(flows)} replication jobs, one per flow, deployed by apply (local deployer, Spark)",

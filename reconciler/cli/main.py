@@ -6,15 +6,35 @@ import argparse
 import sys
 
 from reconciler import __version__, logs, settings
-from reconciler.operations.backend import Backend
 from reconciler.cli import (
-    commands_demo, commands_dev, commands_drift, commands_failover, commands_plan, commands_status,
-    commands_env, commands_export, commands_interop, commands_lock, commands_show, commands_topology,
+    commands_demo,
+    commands_dev,
+    commands_drift,
+    commands_env,
+    commands_export,
+    commands_failover,
+    commands_interop,
+    commands_lock,
+    commands_plan,
+    commands_show,
+    commands_status,
+    commands_topology,
 )
+from reconciler.operations.backend import Backend
 
 COMMAND_MODULES = [
-    commands_topology, commands_plan, commands_status, commands_drift, commands_dev, commands_demo, commands_failover,
-    commands_interop, commands_export, commands_env, commands_show, commands_lock,
+    commands_topology,
+    commands_plan,
+    commands_status,
+    commands_drift,
+    commands_dev,
+    commands_demo,
+    commands_failover,
+    commands_interop,
+    commands_export,
+    commands_env,
+    commands_show,
+    commands_lock,
 ]
 
 
@@ -24,8 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Declarative GitOps reconciler for cross-cluster Kafka replication (MirrorMaker 2 semantics).",
     )
     parser.add_argument("--version", action="version", version=f"reconciler {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="show the Kafka clients' own log lines (librdkafka) on stderr; -vv: all of them")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="show the Kafka clients' own log lines (librdkafka) on stderr; -vv: all of them",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from reconciler.apply.revision import repo_path_for
 from reconciler.gitops import RevisionComparison, RevisionError, compare_with_base
@@ -61,21 +61,36 @@ class BaseScope:
         c = self.comparison
         out: list[tuple[str, str]] = []
         files = c.files
-        file_words = [f"{_MARK['added']} {f}" for f in files.added] + [f"{_MARK['modified']} {f}" for f in files.modified] \
+        file_words = (
+            [f"{_MARK['added']} {f}" for f in files.added]
+            + [f"{_MARK['modified']} {f}" for f in files.modified]
             + [f"{_MARK['deleted']} {f}" for f in files.deleted]
+        )
         out.append(("files", ", ".join(file_words) if file_words else "none"))
         changes = c.changes
         if changes is None:
             out.append(("flows", "the topology at the base revision is invalid: every flow is planned"))
         else:
             if changes.flows:
-                out.append(("flows", "; ".join(
-                    f"{_MARK[f.kind.value]} {f.name}" + (f" ({', '.join(f.settings)})" if f.settings else "")
-                    for f in changes.flows)))
+                out.append(
+                    (
+                        "flows",
+                        "; ".join(
+                            f"{_MARK[f.kind.value]} {f.name}" + (f" ({', '.join(f.settings)})" if f.settings else "")
+                            for f in changes.flows
+                        ),
+                    )
+                )
             if changes.clusters:
-                out.append(("clusters", "; ".join(
-                    f"{_MARK[k.kind.value]} {k.alias}" + (f" ({', '.join(k.settings)})" if k.settings else "")
-                    for k in changes.clusters)))
+                out.append(
+                    (
+                        "clusters",
+                        "; ".join(
+                            f"{_MARK[k.kind.value]} {k.alias}" + (f" ({', '.join(k.settings)})" if k.settings else "")
+                            for k in changes.clusters
+                        ),
+                    )
+                )
             if changes.settings:
                 out.append(("settings", ", ".join(changes.settings)))
         return out
@@ -98,8 +113,12 @@ class BaseScope:
     def markdown(self) -> str:
         out = [f"**Changes since `{self.rev}` (`{self.comparison.base.short}`)** in {self.head_label}:", ""]
         out += [f"- {label}: {_md_words(words)}" for label, words in self.lines()]
-        out += ["", f"_{self.summary()[0].upper() + self.summary()[1:]}; the rest of the topology is not part of "
-                    "this plan._" if self.flows else f"_{self.summary()}._"]
+        out += [
+            "",
+            f"_{self.summary()[0].upper() + self.summary()[1:]}; the rest of the topology is not part of this plan._"
+            if self.flows
+            else f"_{self.summary()}._",
+        ]
         return "\n".join(out) + "\n"
 
 
@@ -126,16 +145,34 @@ def no_changes(scope: BaseScope, fmt: str) -> str:
     if files.empty:
         what = f"No topology changes between {scope.rev} ({scope.comparison.base.short}) and {scope.head_label}."
     else:
-        what = (f"{len(files.files)} topology file(s) changed since {scope.rev} ({scope.comparison.base.short}), "
-                "but no flow is affected" + (f" (settings changed: {', '.join(scope.comparison.changes.settings)})"
-                                              if scope.comparison.changes and scope.comparison.changes.settings else "")
-                + ".")
+        what = (
+            f"{len(files.files)} topology file(s) changed since {scope.rev} ({scope.comparison.base.short}), "
+            "but no flow is affected"
+            + (
+                f" (settings changed: {', '.join(scope.comparison.changes.settings)})"
+                if scope.comparison.changes and scope.comparison.changes.settings
+                else ""
+            )
+            + "."
+        )
     if fmt == "json":
         import json
 
-        return json.dumps({"base": scope.to_dict(), "format_version": 1, "format_minor": 1, "summary": {
-            "create": 0, "update": 0, "delete": 0, "findings": 0, "errors": 0, "changes": False},
-            "actions": [], "findings": [], "message": what + " Nothing to plan."}, indent=2) + "\n"
+        return (
+            json.dumps(
+                {
+                    "base": scope.to_dict(),
+                    "format_version": 1,
+                    "format_minor": 1,
+                    "summary": {"create": 0, "update": 0, "delete": 0, "findings": 0, "errors": 0, "changes": False},
+                    "actions": [],
+                    "findings": [],
+                    "message": what + " Nothing to plan.",
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     if fmt == "markdown":
         return f"### Reconciler plan\n\n**{what} Nothing to plan.**\n\n" + scope.markdown()
     return scope.text() + what + " Nothing to plan.\n"

@@ -17,8 +17,15 @@ PROCESS_DEPLOYERS: frozenset[str] = frozenset({LOCAL, SPARK_STANDALONE})
 DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
     LOCAL: ("metrics_port",),
     SPARK_STANDALONE: ("metrics_port",),
-    KUBERNETES: ("namespace", "image", "service_account", "secret_name", "manifests_dir", "kubectl_apply",
-                 "metrics_port"),
+    KUBERNETES: (
+        "namespace",
+        "image",
+        "service_account",
+        "secret_name",
+        "manifests_dir",
+        "kubectl_apply",
+        "metrics_port",
+    ),
 }
 
 

@@ -26,7 +26,7 @@ class FlowId:
         return f"{self.source}{ARROW}{self.target}" + (f"{FAMILY_SEPARATOR}{self.name}" if self.name else "")
 
     @classmethod
-    def parse(cls, text: str) -> "FlowId":
+    def parse(cls, text: str) -> FlowId:
         """The FlowId of `text`; ValueError when it is not `<source>-><target>[:<name>]`."""
         source, arrow, rest = text.partition(ARROW)
         target, sep, name = rest.partition(FAMILY_SEPARATOR)
@@ -40,7 +40,7 @@ class FlowId:
         return ARROW in text
 
     @property
-    def pair(self) -> "FlowId":
+    def pair(self) -> FlowId:
         """The flow id of the source/target pair, without the family name."""
         return FlowId(self.source, self.target)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Mapping
+from collections.abc import Mapping
 
 #: The environment variable the deployers hand a job its metrics port in (0 or unset: no HTTP server).
 PORT_ENV = "RECONCILER_METRICS_PORT"
@@ -21,8 +21,10 @@ def metrics_port(environ: Mapping[str, str] | None = None) -> int:
     env = os.environ if environ is None else environ
     raw = (env.get(PORT_ENV) or "0").strip()
     if not raw.isdigit() or int(raw) > 65535:
-        raise SystemExit(f"{PORT_ENV}={raw} is not a port number (0-65535, 0: no metrics); set it to e.g. "
-                         f"{PORT_ENV}={KUBERNETES_PORT} or unset it")
+        raise SystemExit(
+            f"{PORT_ENV}={raw} is not a port number (0-65535, 0: no metrics); set it to e.g. "
+            f"{PORT_ENV}={KUBERNETES_PORT} or unset it"
+        )
     return int(raw)
 
 

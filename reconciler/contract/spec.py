@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from reconciler.contract.flow_id import FlowId
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
@@ -28,7 +29,15 @@ from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.model import (
-    Cluster, Delivery, Emitter, Flow, Heartbeats, HeartbeatsLocation, JobSettings, OffsetSyncsLocation, SyncSettings,
+    Cluster,
+    Delivery,
+    Emitter,
+    Flow,
+    Heartbeats,
+    HeartbeatsLocation,
+    JobSettings,
+    OffsetSyncsLocation,
+    SyncSettings,
     Topology,
 )
 
@@ -37,22 +46,38 @@ _FLOW = BUILTIN_FLOW_DEFAULTS
 EXIT_RESTART_REQUIRED = 3
 
 #: JobSpec fields a running job applies without a restart (the rest need one).
-HOT_RELOADABLE: frozenset[str] = frozenset({
-    "topics_include", "topics_exclude", "groups_include", "groups_exclude",
-    "topics_builtin_exclude", "groups_builtin_exclude",
-    "config_properties_exclude", "replication_factor",
-    "sync_topic_configs", "sync_group_offsets", "sync_group_offsets_interval_seconds",
-    "heartbeats_enabled", "heartbeats_interval_seconds",
-    "checkpoints_enabled", "checkpoints_interval_seconds",
-    "refresh_interval_seconds", "offset_lag_max",
-    "max_records_per_partition", "trigger_interval_ms", "max_batch_ms", "status_interval_seconds",
-    "offset_reset",
-})
+HOT_RELOADABLE: frozenset[str] = frozenset(
+    {
+        "topics_include",
+        "topics_exclude",
+        "groups_include",
+        "groups_exclude",
+        "topics_builtin_exclude",
+        "groups_builtin_exclude",
+        "config_properties_exclude",
+        "replication_factor",
+        "sync_topic_configs",
+        "sync_group_offsets",
+        "sync_group_offsets_interval_seconds",
+        "heartbeats_enabled",
+        "heartbeats_interval_seconds",
+        "checkpoints_enabled",
+        "checkpoints_interval_seconds",
+        "refresh_interval_seconds",
+        "offset_lag_max",
+        "max_records_per_partition",
+        "trigger_interval_ms",
+        "max_batch_ms",
+        "status_interval_seconds",
+        "offset_reset",
+    }
+)
 
 
 def restart_fields_of(changed: Iterable[str]) -> set[str]:
     """The "needs a restart" rule: of the changed JobSpec fields, those a running job cannot take."""
     return {name for name in changed if name not in HOT_RELOADABLE and name != "git_revision"}
+
 
 #: What a job does when its next offset is outside the source partition (truncated/recreated):
 #: "earliest" resumes at the earliest available offset, "halt" stops that partition; both report it.
@@ -66,7 +91,7 @@ class ClusterSpec:
     config: Mapping[str, str] = field(default_factory=dict)  # `${ENV_VAR}` references unresolved
 
     @classmethod
-    def from_cluster(cls, cluster: Cluster) -> "ClusterSpec":
+    def from_cluster(cls, cluster: Cluster) -> ClusterSpec:
         return cls(cluster.alias, cluster.bootstrap_servers, dict(sorted(cluster.config.items())))
 
     def client_config(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -123,7 +148,7 @@ class JobSpec:
 
     # --- construction -------------------------------------------------------------------
     @classmethod
-    def from_flow(cls, topology: Topology, flow: Flow, git_revision: str | None = None) -> "JobSpec":
+    def from_flow(cls, topology: Topology, flow: Flow, git_revision: str | None = None) -> JobSpec:
         return cls(
             flow=flow.name,
             source=ClusterSpec.from_cluster(topology.clusters[flow.source]),
@@ -172,8 +197,10 @@ class JobSpec:
         if not FlowId.looks_like(self.flow):
             raise ValueError(f"flow name {self.flow!r} is not '<source>-><target>'")
         if self.family is not None and self.flow != str(FlowId(self.source.alias, self.target.alias, self.family)):
-            raise ValueError(f"flow name {self.flow!r} of topic family {self.family!r} is not "
-                             f"{str(FlowId(self.source.alias, self.target.alias, self.family))!r}")
+            raise ValueError(
+                f"flow name {self.flow!r} of topic family {self.family!r} is not "
+                f"{str(FlowId(self.source.alias, self.target.alias, self.family))!r}"
+            )
 
     # --- derived views ------------------------------------------------------------------
     @property
@@ -200,16 +227,27 @@ class JobSpec:
             delivery=Delivery(self.delivery),
             replication_factor=self.replication_factor,
             config_properties=ConfigPropertyFilter(tuple(self.config_properties_exclude)),
-            sync=SyncSettings(self.sync_topic_configs, False, self.sync_group_offsets,
-                              self.sync_group_offsets_interval_seconds),
-            heartbeats=Heartbeats(self.heartbeats_enabled, self.heartbeats_interval_seconds,
-                                  HeartbeatsLocation(self.heartbeats_location), self.heartbeats_replication_enabled),
+            sync=SyncSettings(
+                self.sync_topic_configs, False, self.sync_group_offsets, self.sync_group_offsets_interval_seconds
+            ),
+            heartbeats=Heartbeats(
+                self.heartbeats_enabled,
+                self.heartbeats_interval_seconds,
+                HeartbeatsLocation(self.heartbeats_location),
+                self.heartbeats_replication_enabled,
+            ),
             checkpoints=Emitter(self.checkpoints_enabled, self.checkpoints_interval_seconds),
             refresh_interval_seconds=self.refresh_interval_seconds,
             offset_syncs_location=OffsetSyncsLocation(self.offset_syncs_location),
             offset_lag_max=self.offset_lag_max,
-            job=JobSettings("spec", self.master, self.parallelism, self.max_records_per_partition,
-                            self.trigger_interval_ms, dict(self.spark_conf)),
+            job=JobSettings(
+                "spec",
+                self.master,
+                self.parallelism,
+                self.max_records_per_partition,
+                self.trigger_interval_ms,
+                dict(self.spark_conf),
+            ),
             family=self.family,
             carries_heartbeats=self.carries_heartbeats,
         )
@@ -236,9 +274,13 @@ class JobSpec:
         if self.carries_heartbeats:
             del d["carries_heartbeats"]
         # Fields added by issue 11 are left out at their defaults, so older specs keep their hash.
-        for name, default in (("internal_separator", True), ("heartbeats_location", HeartbeatsLocation.SOURCE.value),
-                              ("heartbeats_replication_enabled", True), ("topics_builtin_exclude", None),
-                              ("groups_builtin_exclude", None)):
+        for name, default in (
+            ("internal_separator", True),
+            ("heartbeats_location", HeartbeatsLocation.SOURCE.value),
+            ("heartbeats_replication_enabled", True),
+            ("topics_builtin_exclude", None),
+            ("groups_builtin_exclude", None),
+        ):
             if d[name] == default:
                 del d[name]
         return d
@@ -247,7 +289,7 @@ class JobSpec:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "JobSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> JobSpec:
         data = dict(data)
         version = data.get("version", SPEC_VERSION)
         if version != SPEC_VERSION:
@@ -267,11 +309,11 @@ class JobSpec:
         return cls(**data)
 
     @classmethod
-    def from_json(cls, text: str) -> "JobSpec":
+    def from_json(cls, text: str) -> JobSpec:
         return cls.from_dict(json.loads(text))
 
     @classmethod
-    def load(cls, path: str | Path) -> "JobSpec":
+    def load(cls, path: str | Path) -> JobSpec:
         return cls.from_json(Path(path).read_text())
 
     def write(self, path: str | Path) -> Path:
@@ -289,11 +331,11 @@ class JobSpec:
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     # --- hot reload ---------------------------------------------------------------------
-    def changed_fields(self, other: "JobSpec") -> set[str]:
+    def changed_fields(self, other: JobSpec) -> set[str]:
         mine, theirs = self.to_dict(), other.to_dict()
         return {k for k in set(mine) | set(theirs) if k != "git_revision" and mine.get(k) != theirs.get(k)}
 
-    def restart_fields(self, other: "JobSpec") -> set[str]:
+    def restart_fields(self, other: JobSpec) -> set[str]:
         """Fields that differ in `other` and cannot be applied to a running job."""
         return restart_fields_of(self.changed_fields(other))
 
@@ -306,7 +348,7 @@ class JobSpec:
     def flow_id(self) -> FlowId:
         return FlowId.parse(self.flow)
 
-    def with_(self, **changes: Any) -> "JobSpec":
+    def with_(self, **changes: Any) -> JobSpec:
         return replace(self, **changes)
 
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from reconciler import logs
 from reconciler.contract.spec import STATUS_TOPIC
@@ -87,7 +88,9 @@ class StatusPublisher:
         self.topic = topic
 
     def publish(self, status: Mapping[str, Any], flush_timeout: float = 5.0) -> None:
-        self.producer.produce(self.topic, json.dumps(status, sort_keys=True).encode(), self.flow_name.encode(), partition=0)
+        self.producer.produce(
+            self.topic, json.dumps(status, sort_keys=True).encode(), self.flow_name.encode(), partition=0
+        )
         self.producer.flush(flush_timeout)
 
 
@@ -108,8 +111,14 @@ def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str,
     from reconciler.adapters.read_to_end import read_to_end
 
     conf = _client_config(cluster_config)
-    conf.update({"group.id": "__reconciler.status-reader", "enable.auto.commit": False,
-                 "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+    conf.update(
+        {
+            "group.id": "__reconciler.status-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer = Consumer(logs.client_config(conf))
     out: dict[str, dict[str, Any]] = {}
     try:

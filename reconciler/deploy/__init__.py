@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from reconciler.contract.deployers import DEPLOYER_NAMES, KUBERNETES, LOCAL, SPARK_STANDALONE, deployer_family
 from reconciler.deploy.base import Deployer, Deployment
@@ -40,5 +41,13 @@ class Deployers:
         return deployer_family(name)
 
 
-__all__ = ["Deployer", "Deployers", "Deployment", "KubernetesDeployer", "LocalDeployer", "ProcessDeployer",
-           "StandaloneDeployer", "DEPLOYER_NAMES"]
+__all__ = [
+    "Deployer",
+    "Deployers",
+    "Deployment",
+    "KubernetesDeployer",
+    "LocalDeployer",
+    "ProcessDeployer",
+    "StandaloneDeployer",
+    "DEPLOYER_NAMES",
+]

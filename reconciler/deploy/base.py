@@ -18,9 +18,9 @@ Implementations (chosen per flow by `job.deployer`):
 from __future__ import annotations
 
 import abc
-import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS
@@ -49,14 +49,14 @@ class Deployment:
     """What a deployer knows about one job it deployed."""
 
     flow: str
-    deployer: str                 # local | spark-standalone | kubernetes
-    where: str                    # for people: "pid 1234, local[1]", "k8s default/mirror-a-to-b"
-    spec: JobSpec | None          # the spec last handed to the job (None: unreadable)
-    alive: bool | None            # the process runs; None: the deployer cannot tell (the status decides)
-    started_at: float | None = None   # epoch seconds it was (re)started or rendered
-    stopped: bool = False         # stopped on purpose (by `stop`): not "down"
+    deployer: str  # local | spark-standalone | kubernetes
+    where: str  # for people: "pid 1234, local[1]", "k8s default/mirror-a-to-b"
+    spec: JobSpec | None  # the spec last handed to the job (None: unreadable)
+    alive: bool | None  # the process runs; None: the deployer cannot tell (the status decides)
+    started_at: float | None = None  # epoch seconds it was (re)started or rendered
+    stopped: bool = False  # stopped on purpose (by `stop`): not "down"
     exit_code: int | None = None  # when it ended and the code is known
-    detail: str = ""              # e.g. "exited with code 3 (restart required)"
+    detail: str = ""  # e.g. "exited with code 3 (restart required)"
     options: Mapping[str, Any] = field(default_factory=dict)  # deployment_options it was deployed with
 
     @property
@@ -101,4 +101,3 @@ class Deployer(abc.ABC):
     @abc.abstractmethod
     def stop(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
         """Graceful stop (finish the batch, commit), forced after a timeout."""
-

@@ -30,25 +30,32 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
 from reconciler.adapters.base import OpResult
-from reconciler.deploy.base import Deployer, Deployment, restart_hash
-from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV
 from reconciler.contract.deployers import KUBERNETES
-from reconciler.contract.spec import JobSpec
 from reconciler.contract.flow_id import flow_ends
+from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV
+from reconciler.contract.spec import JobSpec
+from reconciler.deploy.base import Deployer, Deployment, restart_hash
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
 SPEC_MOUNT = "/etc/reconciler"
 APP_ROOT = "/opt/reconciler"
-DEFAULTS = {"namespace": "default", "image": None, "service_account": "spark-operator-spark", "secret_name": "reconciler-secrets",
-            "manifests_dir": None, "kubectl_apply": False,
-            "metrics_port": KUBERNETES_PORT}
+DEFAULTS = {
+    "namespace": "default",
+    "image": None,
+    "service_account": "spark-operator-spark",
+    "secret_name": "reconciler-secrets",
+    "manifests_dir": None,
+    "kubectl_apply": False,
+    "metrics_port": KUBERNETES_PORT,
+}
 
 
 def secret_env(refs: Mapping[str, Mapping[str, str]]) -> list[dict[str, Any]]:
@@ -76,7 +83,7 @@ def resource_name(flow: str) -> str:
     readable = f"mirror-{source}-to-{target}" + (f"-{family}" if family else "")
     base = re.sub(r"[^a-z0-9-]+", "-", readable.lower()).strip("-")
     digest = hashlib.sha256(flow.encode()).hexdigest()[:6]
-    return f"{base[:63 - 7].rstrip('-')}-{digest}"
+    return f"{base[: 63 - 7].rstrip('-')}-{digest}"
 
 
 def secret_references(spec: JobSpec) -> list[str]:
@@ -96,16 +103,27 @@ def secret_references(spec: JobSpec) -> list[str]:
     return sorted(names)
 
 
-def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | None = None, restarts: int = 0,
-           spark_version: str | None = None) -> list[dict[str, Any]]:
+def render(
+    spec: JobSpec,
+    options: Mapping[str, Any],
+    *,
+    deployed_at: float | None = None,
+    restarts: int = 0,
+    spark_version: str | None = None,
+) -> list[dict[str, Any]]:
     """The ConfigMap and SparkApplication of one job, as plain dicts (YAML-ready)."""
     opts = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
     if not opts["image"]:
-        raise ValueError(f"flow {spec.flow}: the kubernetes deployer needs job.image (an image with the project installed)")
+        raise ValueError(
+            f"flow {spec.flow}: the kubernetes deployer needs job.image (an image with the project installed)"
+        )
     name = resource_name(spec.flow)
     ns = opts["namespace"]
-    labels = {"app.kubernetes.io/name": "reconciler-mirror", "app.kubernetes.io/managed-by": "reconciler",
-              "app.kubernetes.io/instance": name}
+    labels = {
+        "app.kubernetes.io/name": "reconciler-mirror",
+        "app.kubernetes.io/managed-by": "reconciler",
+        "app.kubernetes.io/instance": name,
+    }
     flow_note = {"reconciler/flow": spec.flow, "reconciler/spec-hash": spec.spec_hash()}
     if spec.git_revision:
         flow_note["reconciler/git-revision"] = spec.git_revision
@@ -120,8 +138,9 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
     pod_annotations = {"reconciler/restart-hash": restart_hash(spec)[:16]}
     port = int(opts["metrics_port"])
     if port:  # the driver serves the job's metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
-        pod_annotations.update({"prometheus.io/scrape": "true", "prometheus.io/port": str(port),
-                                "prometheus.io/path": "/metrics"})
+        pod_annotations.update(
+            {"prometheus.io/scrape": "true", "prometheus.io/port": str(port), "prometheus.io/path": "/metrics"}
+        )
     if restarts:
         pod_annotations["reconciler/restarts"] = str(restarts)
     conf = {
@@ -132,7 +151,10 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
         **{str(k): str(v) for k, v in spec.spark_conf.items()},
     }
     driver: dict[str, Any] = {
-        "cores": 1, "memory": "512m", "serviceAccount": opts["service_account"], "labels": dict(labels),
+        "cores": 1,
+        "memory": "512m",
+        "serviceAccount": opts["service_account"],
+        "labels": dict(labels),
         "annotations": dict(pod_annotations),
         "volumeMounts": [{"name": "job-spec", "mountPath": SPEC_MOUNT, "readOnly": True}],
         "env": [{"name": "PYTHONPATH", "value": APP_ROOT}, {"name": PORT_ENV, "value": str(port)}],
@@ -144,7 +166,8 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
         driver["env"] += secret_env(env_refs)
         executor["env"] = secret_env(env_refs)
     config_map = {
-        "apiVersion": "v1", "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
         "metadata": {"name": f"{name}-spec", "namespace": ns, "labels": dict(labels), "annotations": dict(flow_note)},
         "data": {"spec.json": spec.to_json() + "\n"},
     }
@@ -152,11 +175,15 @@ def render(spec: JobSpec, options: Mapping[str, Any], *, deployed_at: float | No
     if deployed_at is not None:
         app_annotations["reconciler/deployed-at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deployed_at))
     app = {
-        "apiVersion": API_VERSION, "kind": "SparkApplication",
+        "apiVersion": API_VERSION,
+        "kind": "SparkApplication",
         "metadata": {"name": name, "namespace": ns, "labels": dict(labels), "annotations": app_annotations},
         "spec": {
-            "type": "Python", "pythonVersion": "3", "mode": "cluster",
-            "image": opts["image"], "imagePullPolicy": "IfNotPresent",
+            "type": "Python",
+            "pythonVersion": "3",
+            "mode": "cluster",
+            "image": opts["image"],
+            "imagePullPolicy": "IfNotPresent",
             "mainApplicationFile": f"local://{APP_ROOT}/jobs/mirror_job.py",
             "arguments": ["--spec", f"{SPEC_MOUNT}/spec.json", "--master", "inherit"],
             "sparkVersion": spark_version,
@@ -214,15 +241,20 @@ class KubernetesDeployer(Deployer):
             if state is not None:
                 alive = state in ("RUNNING", "SUBMITTED", "PENDING_RERUN", "INVALIDATING", "SUCCEEDING")
                 detail = f"SparkApplication state {state}"
-        return Deployment(flow, self.name, f"k8s {ns}/{name}", spec, alive, path.stat().st_mtime, False, None,
-                          detail, options)
+        return Deployment(
+            flow, self.name, f"k8s {ns}/{name}", spec, alive, path.stat().st_mtime, False, None, detail, options
+        )
 
     def _app_state(self, ns: str, name: str) -> str | None:
         if shutil.which(self.kubectl) is None:
             return None
         try:
-            out = subprocess.run([self.kubectl, "get", "sparkapplication", name, "-n", ns, "-o", "json"],
-                                 capture_output=True, text=True, timeout=30)
+            out = subprocess.run(
+                [self.kubectl, "get", "sparkapplication", name, "-n", ns, "-o", "json"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         if out.returncode != 0:
@@ -265,8 +297,10 @@ class KubernetesDeployer(Deployer):
         except ValueError as exc:
             return OpResult.failed(str(exc))
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = (f"# Rendered by the reconciler for flow {spec.flow}; `reconciler apply` rewrites this file.\n"
-                + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False))
+        text = (
+            f"# Rendered by the reconciler for flow {spec.flow}; `reconciler apply` rewrites this file.\n"
+            + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
+        )
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text)
         tmp.replace(path)
@@ -290,7 +324,11 @@ class KubernetesDeployer(Deployer):
 
     def deploy(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
         current = self.inspect(spec.flow, options)
-        if current is not None and current.spec_hash == spec.spec_hash() and dict(current.options) == dict(options or {}):
+        if (
+            current is not None
+            and current.spec_hash == spec.spec_hash()
+            and dict(current.options) == dict(options or {})
+        ):
             return OpResult.already(f"manifest already renders this spec ({self.path(spec.flow, options or {})})")
         return self._write(spec, options or {}, restart=False)
 

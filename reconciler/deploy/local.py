@@ -21,15 +21,16 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from reconciler.adapters.base import OpResult
-from reconciler.deploy.base import Deployer, Deployment, describe_exit, flow_slug
-from reconciler.contract.metrics import PORT_ENV, free_port
 from reconciler.contract.deployers import LOCAL
+from reconciler.contract.metrics import PORT_ENV, free_port
 from reconciler.contract.spec import JobSpec
+from reconciler.deploy.base import Deployer, Deployment, describe_exit, flow_slug
 from reconciler.deploy.process import LocalJob
 
 #: Seconds to wait after starting a job for an immediate failure (bad spark-submit, bad spec).
@@ -46,8 +47,9 @@ class ProcessDeployer(Deployer):
 
     name = LOCAL
 
-    def __init__(self, root: Path | None = None, stop_timeout: float = STOP_TIMEOUT_SECONDS,
-                 env: Mapping[str, str] | None = None):
+    def __init__(
+        self, root: Path | None = None, stop_timeout: float = STOP_TIMEOUT_SECONDS, env: Mapping[str, str] | None = None
+    ):
         self.dir = (root or state_root()) / "jobs"
         self.stop_timeout = stop_timeout
         self.env = dict(env or {})
@@ -96,8 +98,17 @@ class ProcessDeployer(Deployer):
             detail = f"stopped by the reconciler at {_iso(record['stopped_at'])}"
         else:
             detail = f"process {record.get('pid')} {describe_exit(exit_code)}"
-        return Deployment(flow, record.get("deployer", self.name), self.where(record), spec, alive,
-                          record.get("started_at"), stopped and not alive, exit_code, detail)
+        return Deployment(
+            flow,
+            record.get("deployer", self.name),
+            self.where(record),
+            spec,
+            alive,
+            record.get("started_at"),
+            stopped and not alive,
+            exit_code,
+            detail,
+        )
 
     def deployments(self, options: list[Mapping[str, Any]] | None = None) -> list[Deployment]:
         return [d for d in self.all_deployments() if d.deployer == self.name]
@@ -125,16 +136,32 @@ class ProcessDeployer(Deployer):
         port = (options or {}).get("metrics_port")
         if port is None:
             port = 0 if {**os.environ, **self.env}.get(PORT_ENV, "").strip() == "0" else free_port()
-        job = LocalJob.start(spec, d, master=spec.master, spec_path=d / "spec.json", log_path=d / "job.log",
-                             exit_code_path=d / "exit_code", env={**self.env, PORT_ENV: str(port)})
-        record = {"flow": spec.flow, "deployer": self.name, "pid": job.pid, "pid_start": job.start_time,
-                  "master": spec.master, "started_at": time.time(), "spec_hash": spec.spec_hash(),
-                  "log": str(d / "job.log"), "metrics_port": port or None}
+        job = LocalJob.start(
+            spec,
+            d,
+            master=spec.master,
+            spec_path=d / "spec.json",
+            log_path=d / "job.log",
+            exit_code_path=d / "exit_code",
+            env={**self.env, PORT_ENV: str(port)},
+        )
+        record = {
+            "flow": spec.flow,
+            "deployer": self.name,
+            "pid": job.pid,
+            "pid_start": job.start_time,
+            "master": spec.master,
+            "started_at": time.time(),
+            "spec_hash": spec.spec_hash(),
+            "log": str(d / "job.log"),
+            "metrics_port": port or None,
+        }
         self._write_record(spec.flow, record)
         code = job.wait(START_CHECK_SECONDS)
         if code is not None:
-            return OpResult.failed(f"job {spec.flow} {describe_exit(code)} right after the start; "
-                                   f"see {d / 'job.log'}:\n{job.log_tail(15)}")
+            return OpResult.failed(
+                f"job {spec.flow} {describe_exit(code)} right after the start; see {d / 'job.log'}:\n{job.log_tail(15)}"
+            )
         return OpResult.success(f"started, {self.where(record)}")
 
     def _running(self, flow: str) -> tuple[dict | None, LocalJob | None]:

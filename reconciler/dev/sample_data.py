@@ -10,8 +10,8 @@ import json
 import random
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from confluent_kafka import Producer
 
@@ -38,20 +38,32 @@ def sample_records(region: str, topics: list[str], count: int, seed: int = 0) ->
         order_id = f"{region}-o{rnd.randrange(10_000):05d}"
         body: dict
         if topic.startswith("orders"):
-            body = {"order_id": order_id, "customer": f"c{rnd.randrange(5000)}", "sku": rnd.choice(SKUS),
-                    "qty": rnd.randint(1, 5), "status": rnd.choice(["created", "paid", "shipped"])}
+            body = {
+                "order_id": order_id,
+                "customer": f"c{rnd.randrange(5000)}",
+                "sku": rnd.choice(SKUS),
+                "qty": rnd.randint(1, 5),
+                "status": rnd.choice(["created", "paid", "shipped"]),
+            }
             key = order_id
         elif topic.startswith("payments"):
-            body = {"payment_id": uuid.UUID(int=rnd.getrandbits(128)).hex[:12], "order_id": order_id,
-                    "amount": round(rnd.uniform(5, 500), 2), "currency": rnd.choice(CURRENCIES)}
+            body = {
+                "payment_id": uuid.UUID(int=rnd.getrandbits(128)).hex[:12],
+                "order_id": order_id,
+                "amount": round(rnd.uniform(5, 500), 2),
+                "currency": rnd.choice(CURRENCIES),
+            }
             key = order_id
         elif topic.startswith("inventory"):
             sku = rnd.choice(SKUS)
             body = {"sku": sku, "warehouse": f"{region}-wh{rnd.randint(1, 3)}", "delta": rnd.randint(-5, 20)}
             key = sku
         else:
-            body = {"session": f"s{rnd.randrange(100_000)}", "page": rnd.choice(["/", "/cart", "/checkout", "/p"]),
-                    "ms": rnd.randint(5, 900)}
+            body = {
+                "session": f"s{rnd.randrange(100_000)}",
+                "page": rnd.choice(["/", "/cart", "/checkout", "/p"]),
+                "ms": rnd.randint(5, 900),
+            }
             key = body["session"]
         headers = (("trace-id", uuid.UUID(int=rnd.getrandbits(128)).hex.encode()), ("origin", region.encode()))
         yield SampleRecord(topic, key.encode(), json.dumps(body).encode(), headers, int(time.time() * 1000))
@@ -59,7 +71,11 @@ def sample_records(region: str, topics: list[str], count: int, seed: int = 0) ->
 
 def produce(bootstrap: str, records: Iterator[SampleRecord], config: dict | None = None) -> int:
     """Produce and wait for every ack; returns how many were acknowledged without error."""
-    producer = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True, **(config or {})}))
+    producer = Producer(
+        logs.client_config(
+            {"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True, **(config or {})}
+        )
+    )
     failed = 0
 
     def on_delivery(err, _msg):
@@ -70,8 +86,14 @@ def produce(bootstrap: str, records: Iterator[SampleRecord], config: dict | None
     for r in records:
         while True:
             try:
-                producer.produce(r.topic, key=r.key, value=r.value, headers=list(r.headers),
-                                 timestamp=r.timestamp_ms, on_delivery=on_delivery)
+                producer.produce(
+                    r.topic,
+                    key=r.key,
+                    value=r.value,
+                    headers=list(r.headers),
+                    timestamp=r.timestamp_ms,
+                    on_delivery=on_delivery,
+                )
                 break
             except BufferError:
                 producer.poll(0.1)

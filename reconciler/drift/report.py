@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
@@ -38,8 +39,8 @@ from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
-from reconciler.topology.model import Flow, Topology
 from reconciler.textutil import RECORD_AGE, plural
+from reconciler.topology.model import Flow, Topology
 
 FORMAT_VERSION = 1
 #: A job whose status record is older than this is taken to be down (it publishes every few seconds).
@@ -71,17 +72,28 @@ class Level(str, enum.Enum):
 
 
 CATEGORY_TITLES = {
-    Category.MISSING_TOPIC: "missing topics", Category.EXTRA_TOPIC: "extra topics",
-    Category.PARTITIONS: "partition drift", Category.CONFIG: "config drift", Category.ACL: "ACL drift",
-    Category.UNMANAGED: "unmanaged topics", Category.JOB: "job drift", Category.LAG: "lag over SLO",
-    Category.LATENCY: "latency over SLO", Category.HEARTBEAT: "heartbeat age over SLO",
-    Category.CLUSTER: "unreadable clusters", Category.REVISION: "revisions", Category.OTHER: "other",
+    Category.MISSING_TOPIC: "missing topics",
+    Category.EXTRA_TOPIC: "extra topics",
+    Category.PARTITIONS: "partition drift",
+    Category.CONFIG: "config drift",
+    Category.ACL: "ACL drift",
+    Category.UNMANAGED: "unmanaged topics",
+    Category.JOB: "job drift",
+    Category.LAG: "lag over SLO",
+    Category.LATENCY: "latency over SLO",
+    Category.HEARTBEAT: "heartbeat age over SLO",
+    Category.CLUSTER: "unreadable clusters",
+    Category.REVISION: "revisions",
+    Category.OTHER: "other",
 }
 
 #: The drift category of what an action is about (every job reason is Category.JOB).
 _REASON_CATEGORIES = {
-    ReasonKind.TOPIC_MISSING: Category.MISSING_TOPIC, ReasonKind.TOPIC_EXTRA: Category.EXTRA_TOPIC,
-    ReasonKind.PARTITIONS: Category.PARTITIONS, ReasonKind.CONFIG: Category.CONFIG, ReasonKind.ACL: Category.ACL,
+    ReasonKind.TOPIC_MISSING: Category.MISSING_TOPIC,
+    ReasonKind.TOPIC_EXTRA: Category.EXTRA_TOPIC,
+    ReasonKind.PARTITIONS: Category.PARTITIONS,
+    ReasonKind.CONFIG: Category.CONFIG,
+    ReasonKind.ACL: Category.ACL,
 }
 
 
@@ -103,10 +115,18 @@ class DriftItem:
         return (self.cluster, order[self.level], self.flows, self.category.value, self.subject, self.message)
 
     def to_dict(self) -> dict:
-        return {"category": self.category.value, "level": self.level.value, "cluster": self.cluster,
-                "flows": list(self.flows), "subject": self.subject, "message": self.message, "hint": self.hint,
-                "verb": self.verb, "reason": self.reason,
-                "action": dict(self.action) if self.action is not None else None}
+        return {
+            "category": self.category.value,
+            "level": self.level.value,
+            "cluster": self.cluster,
+            "flows": list(self.flows),
+            "subject": self.subject,
+            "message": self.message,
+            "hint": self.hint,
+            "verb": self.verb,
+            "reason": self.reason,
+            "action": dict(self.action) if self.action is not None else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -137,13 +157,25 @@ class JobHealth:
         return self.spec_hash == self.desired_spec_hash
 
     def to_dict(self) -> dict:
-        return {"reported": self.reported, "state": self.state, "running": self.running, "stale": self.stale,
-                "status_age_seconds": _round(self.status_age_seconds), "spec_hash": self.spec_hash,
-                "desired_spec_hash": self.desired_spec_hash, "spec_current": self.spec_current,
-                "git_revision": self.git_revision, "records": self.records,
-                "records_per_second": _round(self.records_per_second), "lag_total": self.lag_total,
-                "latency_p99_ms": _round(self.latency_p99_ms), "errors": self.errors, "last_error": self.last_error,
-                "halted": list(self.halted), "unknown": self.unknown}
+        return {
+            "reported": self.reported,
+            "state": self.state,
+            "running": self.running,
+            "stale": self.stale,
+            "status_age_seconds": _round(self.status_age_seconds),
+            "spec_hash": self.spec_hash,
+            "desired_spec_hash": self.desired_spec_hash,
+            "spec_current": self.spec_current,
+            "git_revision": self.git_revision,
+            "records": self.records,
+            "records_per_second": _round(self.records_per_second),
+            "lag_total": self.lag_total,
+            "latency_p99_ms": _round(self.latency_p99_ms),
+            "errors": self.errors,
+            "last_error": self.last_error,
+            "halted": list(self.halted),
+            "unknown": self.unknown,
+        }
 
 
 @dataclass(frozen=True)
@@ -167,10 +199,16 @@ class FlowReport:
         return "ok" if self.enabled else "disabled"
 
     def to_dict(self) -> dict:
-        return {"flow": self.name, "source": self.source, "target": self.target, "enabled": self.enabled,
-                "status": self.status, "job": self.job.to_dict() if self.job else None,
-                "heartbeat": {"topic": self.heartbeat_topic, "age_seconds": _round(self.heartbeat_age_seconds)},
-                "drift": sum(1 for i in self.items if i.level is Level.DRIFT)}
+        return {
+            "flow": self.name,
+            "source": self.source,
+            "target": self.target,
+            "enabled": self.enabled,
+            "status": self.status,
+            "job": self.job.to_dict() if self.job else None,
+            "heartbeat": {"topic": self.heartbeat_topic, "age_seconds": _round(self.heartbeat_age_seconds)},
+            "drift": sum(1 for i in self.items if i.level is Level.DRIFT),
+        }
 
 
 @dataclass(frozen=True)
@@ -188,9 +226,14 @@ class ClusterReport:
         return "drift" if any(i.level is Level.DRIFT for i in self.items) else "ok"
 
     def to_dict(self) -> dict:
-        return {"cluster": self.alias, "reachable": self.reachable, "error": self.error, "status": self.status,
-                "applied": dict(self.applied) if self.applied else None,
-                "drift": sum(1 for i in self.items if i.level is Level.DRIFT)}
+        return {
+            "cluster": self.alias,
+            "reachable": self.reachable,
+            "error": self.error,
+            "status": self.status,
+            "applied": dict(self.applied) if self.applied else None,
+            "drift": sum(1 for i in self.items if i.level is Level.DRIFT),
+        }
 
 
 @dataclass(frozen=True)
@@ -241,8 +284,10 @@ class DriftReport:
         words = ", ".join(f"{n} {CATEGORY_TITLES[Category(c)]}" for c, n in self.counts().items())
         flows = sum(1 for f in self.flows if f.status == "drift")
         clusters = sum(1 for c in self.clusters if c.status == "drift")
-        return (f"DRIFT: {len(self.drift)} item{'s' if len(self.drift) != 1 else ''} ({words}) "
-                f"on {clusters} cluster{'s' if clusters != 1 else ''}, {flows} flow{'s' if flows != 1 else ''}.")
+        return (
+            f"DRIFT: {len(self.drift)} item{'s' if len(self.drift) != 1 else ''} ({words}) "
+            f"on {clusters} cluster{'s' if clusters != 1 else ''}, {flows} flow{'s' if flows != 1 else ''}."
+        )
 
     def by_cluster(self) -> dict[str, dict[str, list[DriftItem]]]:
         """cluster -> flow name ('' for none) -> items, items in sort order."""
@@ -259,8 +304,13 @@ class DriftReport:
             "generated_at": self.generated_at,
             "revision": dict(self.revision) if self.revision else None,
             "status": self.status(),
-            "summary": {"drift": len(self.drift), "errors": len(self.errors), "notes": len(self.notes),
-                        "by_category": self.counts(), "headline": self.headline()},
+            "summary": {
+                "drift": len(self.drift),
+                "errors": len(self.errors),
+                "notes": len(self.notes),
+                "by_category": self.counts(),
+                "headline": self.headline(),
+            },
             "slo": dict(self.slo),
             "plan": dict(self.plan),
             "clusters": [c.to_dict() for c in self.clusters],
@@ -276,7 +326,7 @@ def _round(x: float | None, digits: int = 3) -> float | None:
 def iso_ms(ms: float | None) -> str | None:
     if ms is None:
         return None
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 # --- plan -> items -------------------------------------------------------------------------------
@@ -285,8 +335,18 @@ def iso_ms(ms: float | None) -> str | None:
 def _action_item(a: Action, desired: DesiredState | None, topology: Topology) -> DriftItem:
     rk = a.reason_kind
     category = _REASON_CATEGORIES.get(rk) or (Category.JOB if rk.is_job else Category.OTHER)
-    return DriftItem(category, Level.DRIFT, a.cluster, action_flows(a, desired, topology), a.subject,
-                     a.describe(), "`reconciler apply` makes this change", a.VERB.value, a.to_dict(), a.reason)
+    return DriftItem(
+        category,
+        Level.DRIFT,
+        a.cluster,
+        action_flows(a, desired, topology),
+        a.subject,
+        a.describe(),
+        "`reconciler apply` makes this change",
+        a.VERB.value,
+        a.to_dict(),
+        a.reason,
+    )
 
 
 def _finding_category(f: Finding) -> tuple[Category, Level]:
@@ -322,9 +382,9 @@ def _finding_item(f: Finding, desired: DesiredState | None, topology: Topology) 
 # --- topics nobody manages, beyond what the plan says ---------------------------------------------
 
 
-
-def _unmanaged_internal(topology: Topology, live: LiveState, desired: DesiredState,
-                        mentioned: set[tuple[str, str]]) -> list[DriftItem]:
+def _unmanaged_internal(
+    topology: Topology, live: LiveState, desired: DesiredState, mentioned: set[tuple[str, str]]
+) -> list[DriftItem]:
     """MM2 checkpoint and offset-sync topics that no enabled flow of the topology uses (the plan never
     touches internal topics, so it does not list them): left behind by a removed or renamed flow."""
     out = []
@@ -333,14 +393,26 @@ def _unmanaged_internal(topology: Topology, live: LiveState, desired: DesiredSta
         if not c.reachable:
             continue
         for name in sorted(c.topics):
-            if parse_mm2_internal_topic(name, policies) is None or desired.get(alias, name) is not None or (alias, name) in mentioned:
+            if (
+                parse_mm2_internal_topic(name, policies) is None
+                or desired.get(alias, name) is not None
+                or (alias, name) in mentioned
+            ):
                 continue
             flows = flows_of_topic(alias, name, None, topology)
             owner = f" (flow {flows[0]} is not an enabled flow of the topology)" if flows else ""
-            out.append(DriftItem(Category.UNMANAGED, Level.DRIFT, alias, flows, name,
-                                 f"{alias}:{name} is a MirrorMaker 2 internal topic no enabled flow uses{owner}",
-                                 "delete it by hand once no MirrorMaker 2 or job uses it (the reconciler never "
-                                 "deletes internal topics)"))
+            out.append(
+                DriftItem(
+                    Category.UNMANAGED,
+                    Level.DRIFT,
+                    alias,
+                    flows,
+                    name,
+                    f"{alias}:{name} is a MirrorMaker 2 internal topic no enabled flow uses{owner}",
+                    "delete it by hand once no MirrorMaker 2 or job uses it (the reconciler never "
+                    "deletes internal topics)",
+                )
+            )
     return out
 
 
@@ -351,8 +423,13 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def job_health(status: Mapping[str, Any] | None, desired_hash: str | None, now_ms: int,
-               stale_seconds: float, unknown: str | None = None) -> JobHealth:
+def job_health(
+    status: Mapping[str, Any] | None,
+    desired_hash: str | None,
+    now_ms: int,
+    stale_seconds: float,
+    unknown: str | None = None,
+) -> JobHealth:
     if unknown is not None:
         return JobHealth(False, desired_spec_hash=desired_hash, unknown=unknown)
     if status is None:
@@ -366,14 +443,22 @@ def job_health(status: Mapping[str, Any] | None, desired_hash: str | None, now_m
     records = _num(status.get("records"))
     errors = _num(status.get("errors"))
     return JobHealth(
-        True, state=state if isinstance(state, str) else None,
-        running=isinstance(state, str) and state not in DOWN_STATES and not stale, stale=stale,
-        status_age_seconds=age, spec_hash=status.get("spec_hash"), desired_spec_hash=desired_hash,
-        git_revision=status.get("git_revision"), records=int(records) if records is not None else None,
-        records_per_second=_num(status.get("records_per_second")), lag_total=int(lag) if lag is not None else None,
-        latency_p99_ms=_num(latency.get("p99")), errors=int(errors) if errors is not None else None,
+        True,
+        state=state if isinstance(state, str) else None,
+        running=isinstance(state, str) and state not in DOWN_STATES and not stale,
+        stale=stale,
+        status_age_seconds=age,
+        spec_hash=status.get("spec_hash"),
+        desired_spec_hash=desired_hash,
+        git_revision=status.get("git_revision"),
+        records=int(records) if records is not None else None,
+        records_per_second=_num(status.get("records_per_second")),
+        lag_total=int(lag) if lag is not None else None,
+        latency_p99_ms=_num(latency.get("p99")),
+        errors=int(errors) if errors is not None else None,
         last_error=status.get("last_error") if isinstance(status.get("last_error"), str) else None,
-        halted=tuple(str(h) for h in status.get("halted") or () if isinstance(status.get("halted"), list)))
+        halted=tuple(str(h) for h in status.get("halted") or () if isinstance(status.get("halted"), list)),
+    )
 
 
 def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftItem]:
@@ -381,60 +466,102 @@ def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftIt
         return DriftItem(Category.JOB, level, flow.target, (flow.name,), flow.name, message, hint)
 
     if job.unknown is not None:
-        return [item(f"job status of flow {flow.name} could not be read on {flow.target}: {job.unknown}", None,
-                     Level.ERROR)]
+        return [
+            item(f"job status of flow {flow.name} could not be read on {flow.target}: {job.unknown}", None, Level.ERROR)
+        ]
     if not job.reported:
-        return [item(f"job of flow {flow.name} is not running: no status record on {flow.target}",
-                     "deploy the flow's job (reconciler apply), or check its deployer's logs")]
+        return [
+            item(
+                f"job of flow {flow.name} is not running: no status record on {flow.target}",
+                "deploy the flow's job (reconciler apply), or check its deployer's logs",
+            )
+        ]
     if job.state in DOWN_STATES:
         why = f"; last error: {job.last_error}" if job.last_error else ""
-        return [item(f"job of flow {flow.name} is down: state {job.state}{why}",
-                     "restart the job (reconciler apply), and check its logs")]
+        return [
+            item(
+                f"job of flow {flow.name} is down: state {job.state}{why}",
+                "restart the job (reconciler apply), and check its logs",
+            )
+        ]
     if job.stale:
         age = "never" if job.status_age_seconds is None else f"{job.status_age_seconds:.0f}s ago"
-        return [item(f"job of flow {flow.name} is not reporting: last status {age} (state {job.state}; "
-                     f"a running job reports every few seconds, limit {stale_seconds:.0f}s)",
-                     "the job process probably died: check its deployer and restart it (reconciler apply)")]
+        return [
+            item(
+                f"job of flow {flow.name} is not reporting: last status {age} (state {job.state}; "
+                f"a running job reports every few seconds, limit {stale_seconds:.0f}s)",
+                "the job process probably died: check its deployer and restart it (reconciler apply)",
+            )
+        ]
     out = []
     if job.state == "degraded" or job.halted:
         shown = ", ".join(job.halted[:5]) + (f" and {len(job.halted) - 5} more" if len(job.halted) > 5 else "")
-        out.append(item(f"job of flow {flow.name} is degraded: it stopped copying {len(job.halted)} partition(s)"
-                        + (f" ({shown})" if shown else ""),
-                        "their offsets fell out of the source's range (offset_reset: halt); see the job's status "
-                        "findings, then restart it"))
+        out.append(
+            item(
+                f"job of flow {flow.name} is degraded: it stopped copying {len(job.halted)} partition(s)"
+                + (f" ({shown})" if shown else ""),
+                "their offsets fell out of the source's range (offset_reset: halt); see the job's status "
+                "findings, then restart it",
+            )
+        )
     if job.spec_current is False:
-        out.append(item(f"job of flow {flow.name} runs an old spec ({job.spec_hash[:12]}, topology wants "
-                        f"{job.desired_spec_hash[:12]})" + (f", from revision {job.git_revision[:12]}"
-                                                             if job.git_revision else ""),
-                        "apply the topology to update the job"))
+        out.append(
+            item(
+                f"job of flow {flow.name} runs an old spec ({job.spec_hash[:12]}, topology wants "
+                f"{job.desired_spec_hash[:12]})"
+                + (f", from revision {job.git_revision[:12]}" if job.git_revision else ""),
+                "apply the topology to update the job",
+            )
+        )
     return out
 
 
-def _slo_items(flow: Flow, job: JobHealth, hb_topic: str | None, hb_age: float | None, hb_known: bool,
-               topology: Topology) -> list[DriftItem]:
+def _slo_items(
+    flow: Flow, job: JobHealth, hb_topic: str | None, hb_age: float | None, hb_known: bool, topology: Topology
+) -> list[DriftItem]:
     slo = topology.slo
     out = []
 
     def item(category: Category, message: str, hint: str) -> None:
         out.append(DriftItem(category, Level.DRIFT, flow.target, (flow.name,), flow.name, message, hint))
 
-    if job.running and slo.max_lag_records is not None and job.lag_total is not None \
-            and job.lag_total > slo.max_lag_records:
-        item(Category.LAG, f"flow {flow.name} is {job.lag_total:,} records behind (SLO {slo.max_lag_records:,})",
-             "raise the job's parallelism or max_records_per_partition, or check the target cluster")
-    if job.running and slo.max_latency_p99_ms is not None and job.latency_p99_ms is not None \
-            and job.latency_p99_ms > slo.max_latency_p99_ms:
-        item(Category.LATENCY, f"flow {flow.name}: records reach the target with p99 {RECORD_AGE} "
-                               f"{job.latency_p99_ms:,.0f} ms (SLO max_latency_p99_ms {slo.max_latency_p99_ms:,.0f} ms)",
-             "lower the job's trigger_interval_ms or raise its parallelism")
+    if (
+        job.running
+        and slo.max_lag_records is not None
+        and job.lag_total is not None
+        and job.lag_total > slo.max_lag_records
+    ):
+        item(
+            Category.LAG,
+            f"flow {flow.name} is {job.lag_total:,} records behind (SLO {slo.max_lag_records:,})",
+            "raise the job's parallelism or max_records_per_partition, or check the target cluster",
+        )
+    if (
+        job.running
+        and slo.max_latency_p99_ms is not None
+        and job.latency_p99_ms is not None
+        and job.latency_p99_ms > slo.max_latency_p99_ms
+    ):
+        item(
+            Category.LATENCY,
+            f"flow {flow.name}: records reach the target with p99 {RECORD_AGE} "
+            f"{job.latency_p99_ms:,.0f} ms (SLO max_latency_p99_ms {slo.max_latency_p99_ms:,.0f} ms)",
+            "lower the job's trigger_interval_ms or raise its parallelism",
+        )
     if flow.heartbeats.enabled and slo.max_heartbeat_age_seconds is not None and hb_known and hb_topic:
         if hb_age is None:
-            item(Category.HEARTBEAT, f"no heartbeat from {flow.source} in {flow.target}:{hb_topic}",
-                 "heartbeats are emitted by the flow's job; check that it runs")
+            item(
+                Category.HEARTBEAT,
+                f"no heartbeat from {flow.source} in {flow.target}:{hb_topic}",
+                "heartbeats are emitted by the flow's job; check that it runs",
+            )
         elif hb_age > slo.max_heartbeat_age_seconds:
-            item(Category.HEARTBEAT, f"newest heartbeat from {flow.source} in {flow.target}:{hb_topic} is "
-                                     f"{hb_age:,.1f}s old (SLO {slo.max_heartbeat_age_seconds:g}s)",
-                 "the flow's job is stalled or down, or the path from the source is broken")
+            item(
+                Category.HEARTBEAT,
+                f"newest heartbeat from {flow.source} in {flow.target}:{hb_topic} is "
+                f"{hb_age:,.1f}s old (SLO {slo.max_heartbeat_age_seconds:g}s)",
+                "the flow's job is stalled or down, or the path from the source is broken",
+            )
     return out
 
 
@@ -472,11 +599,17 @@ def applied_view(record: Mapping[str, Any] | None) -> dict | None:
 
 def _revision_items(alias: str, applied: dict | None, revision: Mapping[str, Any] | None) -> list[DriftItem]:
     if applied is None:
-        return [DriftItem(Category.REVISION, Level.NOTE, alias, (), "",
-                          f"no apply by the reconciler is recorded on {alias}")]
+        return [
+            DriftItem(
+                Category.REVISION, Level.NOTE, alias, (), "", f"no apply by the reconciler is recorded on {alias}"
+            )
+        ]
     where = f"{applied['short'] or 'an unknown revision'}" + (" (dirty work tree)" if applied["dirty"] else "")
-    msg = f"{alias} was last reconciled to {where}" + (f" by {applied['who']}" if applied.get("who") else "") + (
-        f" at {applied['applied_at']}" if applied.get("applied_at") else "")
+    msg = (
+        f"{alias} was last reconciled to {where}"
+        + (f" by {applied['who']}" if applied.get("who") else "")
+        + (f" at {applied['applied_at']}" if applied.get("applied_at") else "")
+    )
     if revision and applied.get("commit") and applied["commit"] != revision.get("commit"):
         msg += f"; the topology checked is at {revision.get('short')}"
     return [DriftItem(Category.REVISION, Level.NOTE, alias, (), "", msg)]
@@ -485,18 +618,23 @@ def _revision_items(alias: str, applied: dict | None, revision: Mapping[str, Any
 # --- the report ------------------------------------------------------------------------------------
 
 
-def build_report(topology: Topology, live: LiveState, plan: Plan, *,
-                 desired: DesiredState | None = None,
-                 job_statuses: Mapping[str, Mapping[str, Any]] | None = None,
-                 job_status_errors: Mapping[str, str] | None = None,
-                 desired_spec_hashes: Mapping[str, str] | None = None,
-                 heartbeats: Mapping[str, Mapping[str, Heartbeat | None]] | None = None,
-                 heartbeat_errors: Mapping[str, str] | None = None,
-                 applied: Mapping[str, Mapping[str, Any] | None] | None = None,
-                 revision: Mapping[str, Any] | None = None,
-                 now_ms: int = 0,
-                 job_stale_seconds: float = DEFAULT_JOB_STALE_SECONDS,
-                 check_jobs: bool = True) -> DriftReport:
+def build_report(
+    topology: Topology,
+    live: LiveState,
+    plan: Plan,
+    *,
+    desired: DesiredState | None = None,
+    job_statuses: Mapping[str, Mapping[str, Any]] | None = None,
+    job_status_errors: Mapping[str, str] | None = None,
+    desired_spec_hashes: Mapping[str, str] | None = None,
+    heartbeats: Mapping[str, Mapping[str, Heartbeat | None]] | None = None,
+    heartbeat_errors: Mapping[str, str] | None = None,
+    applied: Mapping[str, Mapping[str, Any] | None] | None = None,
+    revision: Mapping[str, Any] | None = None,
+    now_ms: int = 0,
+    job_stale_seconds: float = DEFAULT_JOB_STALE_SECONDS,
+    check_jobs: bool = True,
+) -> DriftReport:
     """Everything in one pure function.
 
     `job_statuses`: flow name -> the latest status its job published (flows absent: no record);
@@ -543,9 +681,16 @@ def build_report(topology: Topology, live: LiveState, plan: Plan, *,
                 hb = heartbeats[flow.target].get(hb_topic)
                 hb_age = None if hb is None else max(0.0, (now_ms - hb.timestamp) / 1000)
             elif flow.target in heartbeat_errors and target.reachable:
-                flow_items.append(DriftItem(Category.HEARTBEAT, Level.NOTE, flow.target, (flow.name,), flow.name,
-                                            f"heartbeats on {flow.target} could not be read: "
-                                            f"{heartbeat_errors[flow.target]}"))
+                flow_items.append(
+                    DriftItem(
+                        Category.HEARTBEAT,
+                        Level.NOTE,
+                        flow.target,
+                        (flow.name,),
+                        flow.name,
+                        f"heartbeats on {flow.target} could not be read: {heartbeat_errors[flow.target]}",
+                    )
+                )
             flow_items += _slo_items(flow, job or JobHealth(False), hb_topic, hb_age, hb_known, topology)
         items += flow_items
         flows.append(FlowReport(flow.name, flow.source, flow.target, flow.enabled, job, hb_topic, hb_age))
@@ -559,17 +704,35 @@ def build_report(topology: Topology, live: LiveState, plan: Plan, *,
         clusters.append(ClusterReport(alias, c.reachable, c.error, view))
 
     items = sorted(items, key=lambda i: i.sort_key())
-    flows = [FlowReport(f.name, f.source, f.target, f.enabled, f.job, f.heartbeat_topic, f.heartbeat_age_seconds,
-                        tuple(i for i in items if f.name in i.flows)) for f in flows]
-    clusters = [ClusterReport(c.alias, c.reachable, c.error, c.applied, tuple(i for i in items if i.cluster == c.alias))
-                for c in clusters]
+    flows = [
+        FlowReport(
+            f.name,
+            f.source,
+            f.target,
+            f.enabled,
+            f.job,
+            f.heartbeat_topic,
+            f.heartbeat_age_seconds,
+            tuple(i for i in items if f.name in i.flows),
+        )
+        for f in flows
+    ]
+    clusters = [
+        ClusterReport(c.alias, c.reachable, c.error, c.applied, tuple(i for i in items if i.cluster == c.alias))
+        for c in clusters
+    ]
     slo = topology.slo
     return DriftReport(
         topology=topology.name,
         generated_at=iso_ms(now_ms) or "",
         revision=dict(revision) if revision else None,
-        slo={"max_lag_records": slo.max_lag_records, "max_heartbeat_age_seconds": slo.max_heartbeat_age_seconds,
-             "max_latency_p99_ms": slo.max_latency_p99_ms},
-        clusters=tuple(clusters), flows=tuple(flows), items=tuple(items),
+        slo={
+            "max_lag_records": slo.max_lag_records,
+            "max_heartbeat_age_seconds": slo.max_heartbeat_age_seconds,
+            "max_latency_p99_ms": slo.max_latency_p99_ms,
+        },
+        clusters=tuple(clusters),
+        flows=tuple(flows),
+        items=tuple(items),
         plan=plan.to_dict()["summary"],
     )

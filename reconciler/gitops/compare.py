@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from reconciler.gitops.revision import (
-    ChangeSet, RevisionInfo, changed_since, describe_revision, describe_worktree, load_topology_at, load_topology_head,
+    ChangeSet,
+    RevisionInfo,
+    changed_since,
+    describe_revision,
+    describe_worktree,
+    load_topology_at,
+    load_topology_head,
 )
 from reconciler.gitops.topology_diff import TopologyChanges, diff_topologies
 from reconciler.topology.diagnostics import Diagnostics
@@ -41,9 +47,13 @@ class RevisionComparison:
         return tuple(sorted(f.name for f in self.new.flows)) if self.new is not None else ()
 
 
-def compare_with_base(repo_path: str | os.PathLike, base_rev: str, paths: Iterable[str | os.PathLike],
-                      head_rev: str | None = None,
-                      cwd: str | os.PathLike | None = None) -> tuple[RevisionComparison, Diagnostics]:
+def compare_with_base(
+    repo_path: str | os.PathLike,
+    base_rev: str,
+    paths: Iterable[str | os.PathLike],
+    head_rev: str | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> tuple[RevisionComparison, Diagnostics]:
     """Compare the topology at `base_rev` with `head_rev` (default: the work tree).
 
     The returned Diagnostics are the head topology's (what a plan acts on); the base's are kept in
@@ -55,6 +65,7 @@ def compare_with_base(repo_path: str | os.PathLike, base_rev: str, paths: Iterab
     old, base_diags = load_topology_at(repo_path, base_rev, paths, cwd)
     new, diags = load_topology_head(repo_path, paths, head_rev, cwd)
     head = describe_worktree(repo_path, paths, cwd) if head_rev is None else describe_revision(repo_path, head_rev)
-    comparison = RevisionComparison(describe_revision(repo_path, base_rev), head, head_rev is None, files, old, new,
-                                    base_diags)
+    comparison = RevisionComparison(
+        describe_revision(repo_path, base_rev), head, head_rev is None, files, old, new, base_diags
+    )
     return comparison, diags

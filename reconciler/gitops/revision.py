@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Mapping
 
 import git
 from gitdb.exc import BadName, BadObject
@@ -88,7 +88,9 @@ def _root(repo: git.Repo) -> Path:
     return Path(repo.working_tree_dir).resolve()  # type: ignore[arg-type]
 
 
-def repo_relative(repo: git.Repo, paths: Iterable[str | os.PathLike], cwd: str | os.PathLike | None = None) -> list[str]:
+def repo_relative(
+    repo: git.Repo, paths: Iterable[str | os.PathLike], cwd: str | os.PathLike | None = None
+) -> list[str]:
     """Posix paths relative to the repository root ('' is the root itself)."""
     root = _root(repo)
     base = Path(cwd).resolve() if cwd is not None else root
@@ -111,7 +113,9 @@ def _describe(repo: git.Repo, commit: git.Commit, dirty: bool) -> RevisionInfo:
         author=commit.author.name or "",
         email=commit.author.email or "",
         time_iso=commit.committed_datetime.isoformat(),
-        message_subject=(commit.message if isinstance(commit.message, str) else commit.message.decode()).split("\n", 1)[0].strip(),
+        message_subject=(commit.message if isinstance(commit.message, str) else commit.message.decode())
+        .split("\n", 1)[0]
+        .strip(),
         dirty=dirty,
     )
 
@@ -122,8 +126,9 @@ def describe_revision(repo_path: str | os.PathLike, rev: str) -> RevisionInfo:
     return _describe(repo, resolve_commit(repo, rev), dirty=False)
 
 
-def describe_worktree(repo_path: str | os.PathLike, paths: Iterable[str | os.PathLike] | None = None,
-                      cwd: str | os.PathLike | None = None) -> RevisionInfo:
+def describe_worktree(
+    repo_path: str | os.PathLike, paths: Iterable[str | os.PathLike] | None = None, cwd: str | os.PathLike | None = None
+) -> RevisionInfo:
     """HEAD and whether the work tree differs from it (only within `paths`, when given)."""
     repo = open_repo(repo_path)
     try:
@@ -131,8 +136,9 @@ def describe_worktree(repo_path: str | os.PathLike, paths: Iterable[str | os.Pat
     except ValueError:
         raise RevisionError(f"the repository at {repo.working_tree_dir} has no commits yet") from None
     scopes = repo_relative(repo, paths, cwd) if paths is not None else [""]
-    dirty = any(repo.is_dirty(index=True, working_tree=True, untracked_files=True, path=scope or None)
-                for scope in scopes)
+    dirty = any(
+        repo.is_dirty(index=True, working_tree=True, untracked_files=True, path=scope or None) for scope in scopes
+    )
     return _describe(repo, head, dirty)
 
 
@@ -143,30 +149,38 @@ def _sort_key(path: str) -> tuple[str, ...]:
     return PurePosixPath(path).parts  # the order loader.topology_files gives the same files on disk
 
 
-def _blobs_at(commit: git.Commit, rel_paths: Iterable[str], label: str,
-              diags: Diagnostics) -> list[tuple[str, git.Blob]]:
+def _blobs_at(
+    commit: git.Commit, rel_paths: Iterable[str], label: str, diags: Diagnostics
+) -> list[tuple[str, git.Blob]]:
     """Expand files and directories of a commit like loader.topology_files expands them on disk."""
     out: list[tuple[str, git.Blob]] = []
     for rel in rel_paths:
         try:
             obj = commit.tree / rel if rel else commit.tree
         except KeyError:
-            diags.error(f"no such file or directory at {label}: {rel}", SourceLocation(f"{rel}@{label}", 1, 1),
-                        hint="the path did not exist in that commit; check the revision and the paths")
+            diags.error(
+                f"no such file or directory at {label}: {rel}",
+                SourceLocation(f"{rel}@{label}", 1, 1),
+                hint="the path did not exist in that commit; check the revision and the paths",
+            )
             continue
         if obj.type == "blob":
             out.append((rel, obj))
             continue
         if obj.type != "tree":  # a submodule: its files are not in this repository's objects
-            diags.error(f"{rel} at {label} is a {obj.type}, not a file or directory",
-                        SourceLocation(f"{rel}@{label}", 1, 1))
+            diags.error(
+                f"{rel} at {label} is a {obj.type}, not a file or directory", SourceLocation(f"{rel}@{label}", 1, 1)
+            )
             continue
-        found = sorted(((b.path, b) for b in obj.traverse()
-                        if b.type == "blob" and PurePosixPath(b.path).suffix in YAML_SUFFIXES),
-                       key=lambda pb: _sort_key(pb[0]))
+        found = sorted(
+            ((b.path, b) for b in obj.traverse() if b.type == "blob" and PurePosixPath(b.path).suffix in YAML_SUFFIXES),
+            key=lambda pb: _sort_key(pb[0]),
+        )
         if not found:
-            diags.error(f"no .yaml/.yml files in directory {rel or '.'} at {label}",
-                        SourceLocation(f"{rel or '.'}@{label}", 1, 1))
+            diags.error(
+                f"no .yaml/.yml files in directory {rel or '.'} at {label}",
+                SourceLocation(f"{rel or '.'}@{label}", 1, 1),
+            )
         out.extend(found)
     return out
 
@@ -185,8 +199,9 @@ def _documents_at(repo: git.Repo, commit: git.Commit, rel_paths: list[str], diag
     return docs
 
 
-def load_topology_at(repo_path: str | os.PathLike, rev: str, paths: Iterable[str | os.PathLike],
-                     cwd: str | os.PathLike | None = None) -> tuple[Topology | None, Diagnostics]:
+def load_topology_at(
+    repo_path: str | os.PathLike, rev: str, paths: Iterable[str | os.PathLike], cwd: str | os.PathLike | None = None
+) -> tuple[Topology | None, Diagnostics]:
     """The topology in `paths` as of `rev`, straight from git objects; None (with errors) if invalid."""
     diags = Diagnostics()
     try:
@@ -221,17 +236,24 @@ class ChangeSet:
         return not self.files
 
     def to_dict(self) -> dict:
-        return {"base": self.base, "head": self.head or "worktree", "added": list(self.added),
-                "modified": list(self.modified), "deleted": list(self.deleted)}
+        return {
+            "base": self.base,
+            "head": self.head or "worktree",
+            "added": list(self.added),
+            "modified": list(self.modified),
+            "deleted": list(self.deleted),
+        }
 
 
 def diff_snapshots(base: str, head: str | None, old: Snapshot, new: Snapshot) -> ChangeSet:
     """Pure: compare two path -> content-id maps."""
+
     def ordered(names: Iterable[str]) -> tuple[str, ...]:
         return tuple(sorted(names, key=_sort_key))
 
     return ChangeSet(
-        base, head,
+        base,
+        head,
         added=ordered(new.keys() - old.keys()),
         modified=ordered(p for p in old.keys() & new.keys() if old[p] != new[p]),
         deleted=ordered(old.keys() - new.keys()),
@@ -261,8 +283,11 @@ def snapshot_worktree(repo: git.Repo, rel_paths: Iterable[str]) -> dict[str, str
         if p.is_file():
             files = [p]
         elif p.is_dir():
-            files = [f for f in p.rglob("*") if f.suffix in YAML_SUFFIXES and f.is_file() and ".git" not in
-                     f.relative_to(root).parts]
+            files = [
+                f
+                for f in p.rglob("*")
+                if f.suffix in YAML_SUFFIXES and f.is_file() and ".git" not in f.relative_to(root).parts
+            ]
         else:
             files = []
         for f in files:
@@ -270,8 +295,13 @@ def snapshot_worktree(repo: git.Repo, rel_paths: Iterable[str]) -> dict[str, str
     return out
 
 
-def changed_since(repo_path: str | os.PathLike, base_rev: str, paths: Iterable[str | os.PathLike],
-                  head_rev: str | None = None, cwd: str | os.PathLike | None = None) -> ChangeSet:
+def changed_since(
+    repo_path: str | os.PathLike,
+    base_rev: str,
+    paths: Iterable[str | os.PathLike],
+    head_rev: str | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> ChangeSet:
     """Topology files that differ between `base_rev` and `head_rev` (default: the work tree)."""
     repo = open_repo(repo_path)
     rel_paths = repo_relative(repo, paths, cwd)
@@ -283,8 +313,12 @@ def changed_since(repo_path: str | os.PathLike, base_rev: str, paths: Iterable[s
     return diff_snapshots(short_sha(repo, base), short_sha(repo, head), old, snapshot_at(repo, head, rel_paths))
 
 
-def load_topology_head(repo_path: str | os.PathLike, paths: Iterable[str | os.PathLike], head_rev: str | None = None,
-                       cwd: str | os.PathLike | None = None) -> tuple[Topology | None, Diagnostics]:
+def load_topology_head(
+    repo_path: str | os.PathLike,
+    paths: Iterable[str | os.PathLike],
+    head_rev: str | None = None,
+    cwd: str | os.PathLike | None = None,
+) -> tuple[Topology | None, Diagnostics]:
     """The topology at `head_rev`, or from the work tree (the files on disk) when it is None."""
     if head_rev is not None:
         return load_topology_at(repo_path, head_rev, paths, cwd)

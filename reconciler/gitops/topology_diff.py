@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from reconciler.topology.model import Flow, Topology
 
@@ -55,8 +56,9 @@ class TopologyChanges:
     def to_dict(self) -> dict:
         return {
             "flows": [{"flow": f.name, "change": f.kind.value, "settings": list(f.settings)} for f in self.flows],
-            "clusters": [{"cluster": c.alias, "change": c.kind.value, "settings": list(c.settings)}
-                         for c in self.clusters],
+            "clusters": [
+                {"cluster": c.alias, "change": c.kind.value, "settings": list(c.settings)} for c in self.clusters
+            ],
             "settings": list(self.settings),
             "affected_flows": list(self.affected_flows),
         }
@@ -70,11 +72,18 @@ def changed_settings(old: Any, new: Any, prefix: str = "") -> tuple[str, ...]:
     if old == new:
         return ()
     if dataclasses.is_dataclass(old) and type(old) is type(new):
-        return tuple(path for f in dataclasses.fields(old) if f.compare
-                     for path in changed_settings(getattr(old, f.name), getattr(new, f.name), _join(prefix, f.name)))
+        return tuple(
+            path
+            for f in dataclasses.fields(old)
+            if f.compare
+            for path in changed_settings(getattr(old, f.name), getattr(new, f.name), _join(prefix, f.name))
+        )
     if isinstance(old, Mapping) and isinstance(new, Mapping):
-        return tuple(path for key in sorted(old.keys() | new.keys(), key=str)
-                     for path in changed_settings(old.get(key), new.get(key), _join(prefix, str(key))))
+        return tuple(
+            path
+            for key in sorted(old.keys() | new.keys(), key=str)
+            for path in changed_settings(old.get(key), new.get(key), _join(prefix, str(key)))
+        )
     return (prefix,)
 
 
@@ -103,8 +112,11 @@ def diff_topologies(old: Topology, new: Topology) -> TopologyChanges:
     old_flows, new_flows = _flows_by_name(old.flows), _flows_by_name(new.flows)
     flows = tuple(FlowChange(*c) for c in _keyed_changes(old_flows, new_flows))
     clusters = tuple(ClusterChange(*c) for c in _keyed_changes(old.clusters, new.clusters))
-    wide = tuple(s for field in ("residency", "prune", "slo", "name")
-                 for s in changed_settings(getattr(old, field), getattr(new, field), field))
+    wide = tuple(
+        s
+        for field in ("residency", "prune", "slo", "name")
+        for s in changed_settings(getattr(old, field), getattr(new, field), field)
+    )
 
     affected = {f.name for f in flows}
     touched = {c.alias for c in clusters}

@@ -6,8 +6,9 @@ loader and analysis on it (no rule is re-implemented here).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -170,8 +171,12 @@ def to_data(draft: TopologyDraft) -> dict[str, Any]:
         flows.append(entry)
     doc["flows"] = flows
     if draft.residency:
-        doc["policies"] = {"residency": [{"name": r.name, "topics": list(r.topics), "tag": r.tag,
-                                          "allowed": list(r.allowed)} for r in draft.residency]}
+        doc["policies"] = {
+            "residency": [
+                {"name": r.name, "topics": list(r.topics), "tag": r.tag, "allowed": list(r.allowed)}
+                for r in draft.residency
+            ]
+        }
     if draft.prune:
         doc["prune"] = dict(draft.prune)
     if draft.slo:
@@ -180,8 +185,9 @@ def to_data(draft: TopologyDraft) -> dict[str, Any]:
 
 
 def to_yaml(draft: TopologyDraft, origin: str) -> str:
-    body = yaml.dump(to_data(draft), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120,
-                     allow_unicode=True)
+    body = yaml.dump(
+        to_data(draft), Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120, allow_unicode=True
+    )
     return "\n".join(_header(draft, origin)) + "\n" + body
 
 

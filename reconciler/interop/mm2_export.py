@@ -13,9 +13,21 @@ from typing import Any
 
 from reconciler.interop.draft import Setting, builtin_default
 from reconciler.interop.mm2_keys import (
-    CONNECTOR_KEYS, DEFAULT_POLICY_CLASS, DELIVERY_SETTING, ENV_PROVIDER_CLASS, EOS_CONNECTOR_KEY, EOS_WORKER_KEY,
-    EXT, IDENTITY_POLICY_CLASS, JAAS_MODULES, JOB_FIELD_KINDS, MM2_REFRESH_DEFAULT, REFRESH_KEYS, REFRESH_SETTING,
-    SAME_CLIENT_KEYS, Kind,
+    CONNECTOR_KEYS,
+    DEFAULT_POLICY_CLASS,
+    DELIVERY_SETTING,
+    ENV_PROVIDER_CLASS,
+    EOS_CONNECTOR_KEY,
+    EOS_WORKER_KEY,
+    EXT,
+    IDENTITY_POLICY_CLASS,
+    JAAS_MODULES,
+    JOB_FIELD_KINDS,
+    MM2_REFRESH_DEFAULT,
+    REFRESH_KEYS,
+    REFRESH_SETTING,
+    SAME_CLIENT_KEYS,
+    Kind,
 )
 from reconciler.interop.properties import format_property
 from reconciler.topology import secrets
@@ -38,13 +50,17 @@ class Line:
 def flow_settings(flow: Flow) -> dict[Setting, Any]:
     """A flow's effective settings in the topology's terms (the inverse of the import's FlowDraft)."""
     s: dict[Setting, Any] = {
-        ("topics", "include"): tuple(flow.topics.include), ("topics", "exclude"): tuple(flow.topics.exclude),
-        ("groups", "include"): tuple(flow.groups.include), ("groups", "exclude"): tuple(flow.groups.exclude),
-        ("policy",): flow.policy.kind.value, ("separator",): flow.policy.separator,
+        ("topics", "include"): tuple(flow.topics.include),
+        ("topics", "exclude"): tuple(flow.topics.exclude),
+        ("groups", "include"): tuple(flow.groups.include),
+        ("groups", "exclude"): tuple(flow.groups.exclude),
+        ("policy",): flow.policy.kind.value,
+        ("separator",): flow.policy.separator,
         ("internal_separator",): flow.policy.internal_separator,
         ("replication_factor",): flow.replication_factor,
         ("config_properties", "exclude"): tuple(flow.config_properties.exclude),
-        ("sync", "topic_configs"): flow.sync.topic_configs, ("sync", "acls"): flow.sync.acls,
+        ("sync", "topic_configs"): flow.sync.topic_configs,
+        ("sync", "acls"): flow.sync.acls,
         ("sync", "group_offsets"): flow.sync.group_offsets,
         ("sync", "group_offsets_interval_seconds"): flow.sync.group_offsets_interval_seconds,
         ("heartbeats", "enabled"): flow.heartbeats.enabled,
@@ -115,8 +131,9 @@ def env_refs(value: str) -> str:
 
 
 def uses_references(topology: Topology) -> bool:
-    return any(secrets.references(v) for c in topology.clusters.values()
-               for v in [c.bootstrap_servers, *c.config.values()])
+    return any(
+        secrets.references(v) for c in topology.clusters.values() for v in [c.bootstrap_servers, *c.config.values()]
+    )
 
 
 def _jaas_quote(value: str) -> str:
@@ -136,7 +153,9 @@ def client_properties(cluster: Cluster) -> tuple[dict[str, str], dict[str, str]]
     user, password = cfg.pop("sasl.username", None), cfg.pop("sasl.password", None)
     if user is not None or password is not None:
         module = JAAS_MODULES.get((mechanism or "PLAIN").upper(), JAAS_MODULES["PLAIN"])
-        opts = "".join(f' {k}="{_jaas_quote(v)}"' for k, v in (("username", user), ("password", password)) if v is not None)
+        opts = "".join(
+            f' {k}="{_jaas_quote(v)}"' for k, v in (("username", user), ("password", password)) if v is not None
+        )
         java["sasl.jaas.config"] = f"{module} required{opts};"
     if "ssl.endpoint.identification.algorithm" in cfg:
         v = cfg.pop("ssl.endpoint.identification.algorithm")
@@ -194,8 +213,8 @@ def topology_ext_values(topology: Topology) -> dict[str, str]:
 class ExactlyOnce:
     """How the flows' delivery is said in MM2: the worker setting per target, or `required` per flow."""
 
-    worker_enabled: frozenset[str]   # target aliases whose every flow is exactly-once
-    required: frozenset[str]         # flow names that need `exactly.once.support = required`
+    worker_enabled: frozenset[str]  # target aliases whose every flow is exactly-once
+    required: frozenset[str]  # flow names that need `exactly.once.support = required`
 
 
 def exactly_once(topology: Topology) -> ExactlyOnce:
@@ -203,8 +222,9 @@ def exactly_once(topology: Topology) -> ExactlyOnce:
     for f in topology.flows:
         targets.setdefault(f.target, []).append(f)
     enabled = frozenset(t for t, fs in targets.items() if all(f.delivery is Delivery.EXACTLY_ONCE for f in fs))
-    required = frozenset(f.name for f in topology.flows
-                         if f.delivery is Delivery.EXACTLY_ONCE and f.target not in enabled)
+    required = frozenset(
+        f.name for f in topology.flows if f.delivery is Delivery.EXACTLY_ONCE and f.target not in enabled
+    )
     return ExactlyOnce(enabled, required)
 
 
@@ -226,9 +246,11 @@ def check_exportable(topology: Topology, fmt: str) -> None:
     if named:
         f = named[0]
         where = f"{f.where.file}:{f.where.line}" if f.where else "topology"
-        raise ExportError(f"{where}: error: flow {f.name} is a topic family; {fmt} runs one flow per source->target "
-                          f"pair\n  hint: merge the families of {f.pair} into one flow (combine their topic filters) "
-                          "before exporting")
+        raise ExportError(
+            f"{where}: error: flow {f.name} is a topic family; {fmt} runs one flow per source->target "
+            f"pair\n  hint: merge the families of {f.pair} into one flow (combine their topic filters) "
+            "before exporting"
+        )
 
 
 def export_mm2(topology: Topology, origin: str) -> str:
@@ -237,16 +259,24 @@ def export_mm2(topology: Topology, origin: str) -> str:
     lines: list[Line] = [
         Line(comment=f"MirrorMaker 2 configuration exported by `reconciler export mm2` from {origin}."),
         Line(comment="Run it with: connect-mirror-maker.sh THIS_FILE"),
-        Line(comment=f"Keys under `{EXT}` carry settings MM2 has no key for (MM2 ignores them); "
-                     "`reconciler import mm2` reads them back."),
+        Line(
+            comment=f"Keys under `{EXT}` carry settings MM2 has no key for (MM2 ignores them); "
+            "`reconciler import mm2` reads them back."
+        ),
         Line("clusters", ", ".join(topology.clusters)),
     ]
     if uses_references(topology):
-        lines += [Line(comment="${env:VAR}: values the topology takes from environment variables"),
-                  Line("config.providers", "env"), Line("config.providers.env.class", ENV_PROVIDER_CLASS)]
+        lines += [
+            Line(comment="${env:VAR}: values the topology takes from environment variables"),
+            Line("config.providers", "env"),
+            Line("config.providers.env.class", ENV_PROVIDER_CLASS),
+        ]
     for alias, cluster in topology.clusters.items():
-        lines += [Line(), Line(comment=f"--- cluster {alias}"),
-                  Line(f"{alias}.bootstrap.servers", env_refs(cluster.bootstrap_servers))]
+        lines += [
+            Line(),
+            Line(comment=f"--- cluster {alias}"),
+            Line(f"{alias}.bootstrap.servers", env_refs(cluster.bootstrap_servers)),
+        ]
         java, leftovers = client_properties(cluster)
         lines += [Line(f"{alias}.{k}", env_refs(v)) for k, v in java.items()]
         if alias in eos.worker_enabled:
@@ -263,10 +293,18 @@ def export_mm2(topology: Topology, origin: str) -> str:
         lines += [Line(), Line(comment="--- settings of every flow")]
         lines += [Line(k, v) for k, v in common.items()]
     for f in topology.flows:
-        lines += [Line(), Line(comment=f"--- flow {f.name}"), Line(f"{f.name}.enabled", "true" if f.enabled else "false")]
+        lines += [
+            Line(),
+            Line(comment=f"--- flow {f.name}"),
+            Line(f"{f.name}.enabled", "true" if f.enabled else "false"),
+        ]
         if f.name in eos.required:
-            lines.append(Line(comment=f"exactly-once needs `{f.target}.{EOS_WORKER_KEY} = enabled` in MM2, which makes "
-                                      f"every flow into {f.target} exactly-once"))
+            lines.append(
+                Line(
+                    comment=f"exactly-once needs `{f.target}.{EOS_WORKER_KEY} = enabled` in MM2, which makes "
+                    f"every flow into {f.target} exactly-once"
+                )
+            )
         lines += [Line(f"{f.name}.{k}", v) for k, v in per_flow[f.name].items() if k not in common]
     ext = topology_ext_values(topology)
     if ext:

@@ -16,11 +16,36 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.interop.draft import ClusterDraft, EnvNames, FlowDraft, Note, ResidencyDraft, Setting, TopologyDraft, is_env_name
+from reconciler.interop.draft import (
+    ClusterDraft,
+    EnvNames,
+    FlowDraft,
+    Note,
+    ResidencyDraft,
+    Setting,
+    TopologyDraft,
+    is_env_name,
+)
 from reconciler.interop.mm2_keys import (
-    BY_SPELLING, CONNECTOR_KEYS, DELIVERY_SETTING, ENV_PROVIDER_CLASS, EOS_CONNECTOR_KEY, EOS_WORKER_KEY, EXT,
-    JOB_FIELD_KINDS, MM2_REFRESH_DEFAULT, NOT_EXPRESSIBLE, POLICY_CLASSES, PRUNE_KEYS, REFRESH_KEYS,
-    REFRESH_SETTING, SAME_CLIENT_KEYS, SLO_KINDS, Kind, Mm2Key, is_client_key,
+    BY_SPELLING,
+    CONNECTOR_KEYS,
+    DELIVERY_SETTING,
+    ENV_PROVIDER_CLASS,
+    EOS_CONNECTOR_KEY,
+    EOS_WORKER_KEY,
+    EXT,
+    JOB_FIELD_KINDS,
+    MM2_REFRESH_DEFAULT,
+    NOT_EXPRESSIBLE,
+    POLICY_CLASSES,
+    PRUNE_KEYS,
+    REFRESH_KEYS,
+    REFRESH_SETTING,
+    SAME_CLIENT_KEYS,
+    SLO_KINDS,
+    Kind,
+    Mm2Key,
+    is_client_key,
 )
 from reconciler.interop.properties import PropertiesError, Property, parse_properties
 from reconciler.topology import secrets
@@ -92,14 +117,18 @@ def _scopes(props: list[Property], aliases: list[str], ctx: _Context) -> _Scopes
             src, _, tail = p.key.partition("->")
             tgt = next((a for a in by_length if tail.startswith(a + ".")), None)
             if src in aliases and tgt is not None:
-                s.flow.setdefault((src, tgt), {})[tail[len(tgt) + 1:]] = p
+                s.flow.setdefault((src, tgt), {})[tail[len(tgt) + 1 :]] = p
             else:
-                ctx.note(p, p.key, "this flow names a cluster not in `clusters`",
-                         "add the cluster to `clusters` or remove the line")
+                ctx.note(
+                    p,
+                    p.key,
+                    "this flow names a cluster not in `clusters`",
+                    "add the cluster to `clusters` or remove the line",
+                )
             continue
         alias = next((a for a in by_length if p.key.startswith(a + ".")), None)
         if alias is not None:
-            s.cluster.setdefault(alias, {})[p.key[len(alias) + 1:]] = p
+            s.cluster.setdefault(alias, {})[p.key[len(alias) + 1 :]] = p
         else:
             s.top[p.key] = p
     return s
@@ -107,8 +136,10 @@ def _scopes(props: list[Property], aliases: list[str], ctx: _Context) -> _Scopes
 
 # --- references and secrets ---------------------------------------------------------------------
 
+
 def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -> str:
     """MM2 config-provider references -> `${VAR}`: env provider kept by name, others become variables."""
+
     def repl(m: re.Match) -> str:
         provider, body = m.group("provider"), m.group("body")
         cls = ctx.providers.get(provider, "")
@@ -120,11 +151,18 @@ def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -
             return "${" + name + "}"
         if cls == ENV_PROVIDER_CLASS or (not cls and provider == "env"):
             return "${" + ctx.env.known(body, f"as for MirrorMaker 2 (referenced at {prop.where})") + "}"
-        name = ctx.env.add(secrets.suggested_env_name(alias, key),
-                           f"what MM2's config provider {provider!r} resolved `${{{provider}:{body}}}` to ({prop.where})")
-        ctx.note(prop, prop.key, f"config provider reference ${{{provider}:...}} cannot be resolved by the jobs",
-                 f"set {name} to its value (the topology references ${{{name}}})")
+        name = ctx.env.add(
+            secrets.suggested_env_name(alias, key),
+            f"what MM2's config provider {provider!r} resolved `${{{provider}:{body}}}` to ({prop.where})",
+        )
+        ctx.note(
+            prop,
+            prop.key,
+            f"config provider reference ${{{provider}:...}} cannot be resolved by the jobs",
+            f"set {name} to its value (the topology references ${{{name}}})",
+        )
         return "${" + name + "}"
+
     return _REF.sub(repl, value)
 
 
@@ -132,12 +170,16 @@ def _secret(value: str, alias: str, key: str, prop: Property, ctx: _Context) -> 
     mapped = _map_refs(value, alias, key, prop, ctx)
     if mapped != value or secrets.is_env_reference(mapped):
         return mapped
-    name = ctx.env.add(secrets.suggested_env_name(alias, key),
-                       f"the literal {key} that was at {prop.where} (move it to your secret store)")
+    name = ctx.env.add(
+        secrets.suggested_env_name(alias, key),
+        f"the literal {key} that was at {prop.where} (move it to your secret store)",
+    )
     return "${" + name + "}"
 
 
-_JAAS = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);?\s*$", re.S)
+_JAAS = re.compile(
+    r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)\s*(?P<opts>.*?);?\s*$", re.S
+)
 _JAAS_OPT = re.compile(r'(?P<k>[\w.-]+)\s*=\s*(?:"(?P<q>(?:[^"\\]|\\.)*)"|(?P<b>[^\s;]+))')
 
 
@@ -145,11 +187,17 @@ def _jaas(value: str, alias: str, prop: Property, ctx: _Context, out: dict[str, 
     m = _JAAS.match(value)
     module = m.group("module") if m else ""
     if not m or not (module.endswith("PlainLoginModule") or module.endswith("ScramLoginModule")):
-        ctx.note(prop, prop.key, f"JAAS login module {module or '(unreadable)'} has no librdkafka equivalent here",
-                 "configure SASL/OAUTHBEARER or GSSAPI with librdkafka keys in clusters." + alias + ".config")
+        ctx.note(
+            prop,
+            prop.key,
+            f"JAAS login module {module or '(unreadable)'} has no librdkafka equivalent here",
+            "configure SASL/OAUTHBEARER or GSSAPI with librdkafka keys in clusters." + alias + ".config",
+        )
         return
-    opts = {o.group("k"): (o.group("q") if o.group("q") is not None else o.group("b"))
-            for o in _JAAS_OPT.finditer(m.group("opts"))}
+    opts = {
+        o.group("k"): (o.group("q") if o.group("q") is not None else o.group("b"))
+        for o in _JAAS_OPT.finditer(m.group("opts"))
+    }
     if "username" in opts:
         out["sasl.username"] = _map_refs(opts["username"], alias, "sasl.username", prop, ctx)
     if "password" in opts:
@@ -166,8 +214,11 @@ def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> d
     for key in SAME_CLIENT_KEYS:
         if key in entries:
             value = entries[key].value.strip()
-            out[key] = (_secret(value, alias, key, entries[key], ctx) if secrets.is_secret_key(key)
-                        else _map_refs(value, alias, key, entries[key], ctx))
+            out[key] = (
+                _secret(value, alias, key, entries[key], ctx)
+                if secrets.is_secret_key(key)
+                else _map_refs(value, alias, key, entries[key], ctx)
+            )
             done.add(key)
     if "sasl.mechanism" in entries:
         out["sasl.mechanisms"] = get("sasl.mechanism")
@@ -180,15 +231,20 @@ def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> d
         done.add("ssl.endpoint.identification.algorithm")
     ts_type = (get("ssl.truststore.type") or "JKS").upper()
     if "ssl.truststore.certificates" in entries:
-        out["ssl.ca.pem"] = _map_refs(get("ssl.truststore.certificates"), alias, "ssl.ca.pem",
-                                      entries["ssl.truststore.certificates"], ctx)
+        out["ssl.ca.pem"] = _map_refs(
+            get("ssl.truststore.certificates"), alias, "ssl.ca.pem", entries["ssl.truststore.certificates"], ctx
+        )
     if "ssl.truststore.location" in entries:
         p = entries["ssl.truststore.location"]
         if ts_type == "PEM":
             out["ssl.ca.location"] = _map_refs(p.value.strip(), alias, "ssl.ca.location", p, ctx)
         else:
-            ctx.note(p, p.key, f"a {ts_type} truststore cannot be read by librdkafka",
-                     f"convert it to PEM (keytool -exportcert -rfc) and set clusters.{alias}.config.ssl.ca.location")
+            ctx.note(
+                p,
+                p.key,
+                f"a {ts_type} truststore cannot be read by librdkafka",
+                f"convert it to PEM (keytool -exportcert -rfc) and set clusters.{alias}.config.ssl.ca.location",
+            )
     done |= {"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates", "ssl.truststore.password"}
     ks_type = (get("ssl.keystore.type") or "JKS").upper()
     if "ssl.keystore.location" in entries:
@@ -196,32 +252,47 @@ def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> d
         if ks_type == "PKCS12":
             out["ssl.keystore.location"] = _map_refs(p.value.strip(), alias, "ssl.keystore.location", p, ctx)
             if "ssl.keystore.password" in entries:
-                out["ssl.keystore.password"] = _secret(get("ssl.keystore.password"), alias, "ssl.keystore.password",
-                                                       entries["ssl.keystore.password"], ctx)
+                out["ssl.keystore.password"] = _secret(
+                    get("ssl.keystore.password"), alias, "ssl.keystore.password", entries["ssl.keystore.password"], ctx
+                )
         elif ks_type == "PEM":
             path = _map_refs(p.value.strip(), alias, "ssl.certificate.location", p, ctx)
             out["ssl.certificate.location"] = path
             out["ssl.key.location"] = path
         else:
-            ctx.note(p, p.key, "a JKS keystore cannot be read by librdkafka",
-                     f"convert it to PKCS12 (keytool -importkeystore -deststoretype PKCS12) and set "
-                     f"clusters.{alias}.config.ssl.keystore.location / ssl.keystore.password")
+            ctx.note(
+                p,
+                p.key,
+                "a JKS keystore cannot be read by librdkafka",
+                f"convert it to PKCS12 (keytool -importkeystore -deststoretype PKCS12) and set "
+                f"clusters.{alias}.config.ssl.keystore.location / ssl.keystore.password",
+            )
     if "ssl.keystore.certificate.chain" in entries:
         p = entries["ssl.keystore.certificate.chain"]
         out["ssl.certificate.pem"] = _map_refs(p.value.strip(), alias, "ssl.certificate.pem", p, ctx)
     if "ssl.keystore.key" in entries:
         p = entries["ssl.keystore.key"]
         out["ssl.key.pem"] = _secret(p.value.strip(), alias, "ssl.key.pem", p, ctx)
-    done |= {"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.certificate.chain",
-             "ssl.keystore.key"}
+    done |= {
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+    }
     for key, p in entries.items():
         if key not in done:
-            ctx.note(p, p.key, "client setting not mapped to librdkafka",
-                     f"add the librdkafka equivalent to clusters.{alias}.config if you need it")
+            ctx.note(
+                p,
+                p.key,
+                "client setting not mapped to librdkafka",
+                f"add the librdkafka equivalent to clusters.{alias}.config if you need it",
+            )
     return out
 
 
 # --- flows ---------------------------------------------------------------------------------------
+
 
 def _lookup(spelling_list: tuple[str, ...], *scopes: dict[str, Property]) -> Property | None:
     for scope in scopes:
@@ -237,8 +308,12 @@ def _connector_setting(k: Mm2Key, flow_scope: dict[str, Property], top: dict[str
         return k.mm2_default
     value = _parse_value(prop, k.kind)
     if k.kind is Kind.POLICY and value is None:
-        ctx.note(prop, prop.key, f"replication policy {prop.value.strip()!r} is not supported",
-                 "only DefaultReplicationPolicy and IdentityReplicationPolicy are; the default policy was used")
+        ctx.note(
+            prop,
+            prop.key,
+            f"replication policy {prop.value.strip()!r} is not supported",
+            "only DefaultReplicationPolicy and IdentityReplicationPolicy are; the default policy was used",
+        )
         return k.mm2_default
     if k.kind is Kind.SECONDS and value <= 0:
         if k.setting[-1] == "interval_seconds" and k.setting[0] in ("heartbeats", "checkpoints"):
@@ -265,20 +340,26 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
         prop = _lookup((key,), fs, scopes.top)
         refresh.append(_parse_value(prop, Kind.SECONDS) if prop else MM2_REFRESH_DEFAULT)
     if refresh[0] != refresh[1]:
-        ctx.note(_lookup(REFRESH_KEYS, fs, scopes.top), "refresh.*.interval.seconds",
-                 f"flow {source}->{target}: topics and groups are refreshed together here",
-                 f"the smaller interval ({min(refresh)} s) was used for both")
+        ctx.note(
+            _lookup(REFRESH_KEYS, fs, scopes.top),
+            "refresh.*.interval.seconds",
+            f"flow {source}->{target}: topics and groups are refreshed together here",
+            f"the smaller interval ({min(refresh)} s) was used for both",
+        )
     settings[REFRESH_SETTING] = min(refresh)
     worker = _lookup((EOS_WORKER_KEY,), fs, scopes.cluster.get(target, {}), scopes.top)
     connector = _lookup((EOS_CONNECTOR_KEY,), fs, scopes.top)
-    eos = bool(worker and worker.value.strip().lower() == "enabled") or \
-        bool(connector and connector.value.strip().lower() == "required")
+    eos = bool(worker and worker.value.strip().lower() == "enabled") or bool(
+        connector and connector.value.strip().lower() == "required"
+    )
     settings[DELIVERY_SETTING] = "exactly-once" if eos else "at-least-once"
-    for key, prop in {**{k: p for k, p in scopes.top.items() if k.startswith(EXT + "job.")},
-                      **{k: p for k, p in fs.items() if k.startswith(EXT + "job.")}}.items():
-        field_name = key[len(EXT + "job."):]
+    for key, prop in {
+        **{k: p for k, p in scopes.top.items() if k.startswith(EXT + "job.")},
+        **{k: p for k, p in fs.items() if k.startswith(EXT + "job.")},
+    }.items():
+        field_name = key[len(EXT + "job.") :]
         if field_name.startswith("spark_conf."):
-            settings[("job", "spark_conf", field_name[len("spark_conf."):])] = prop.value.strip()
+            settings[("job", "spark_conf", field_name[len("spark_conf.") :])] = prop.value.strip()
         elif field_name in JOB_FIELD_KINDS:
             settings[("job", field_name)] = _parse_value(prop, JOB_FIELD_KINDS[field_name])
         else:
@@ -299,17 +380,36 @@ def _unexpressible(prop: Property, key: str, ctx: _Context, scope: str) -> None:
         ctx.note(prop, prop.key, f"not expressible in a topology ({scope})", NOT_EXPRESSIBLE[key])
     elif key.startswith("strimzi."):
         name = prop.key.replace(".strimzi.", ".", 1).removeprefix("strimzi.")
-        ctx.note(prop, name, f"Strimzi field, not expressible ({scope})",
-                 "jobs run where the topology's `job:` settings say (deployer, master, parallelism); drop it")
-    elif key.startswith(("consumer.", "producer.", "admin.", "source.cluster.", "target.cluster.",
-                         "source.admin.", "target.admin.", "offset-syncs.")):
-        ctx.note(prop, prop.key, f"per-client overrides are not expressible ({scope})",
-                 "jobs use one librdkafka config per cluster: put what you need in clusters.<alias>.config")
+        ctx.note(
+            prop,
+            name,
+            f"Strimzi field, not expressible ({scope})",
+            "jobs run where the topology's `job:` settings say (deployer, master, parallelism); drop it",
+        )
+    elif key.startswith(
+        (
+            "consumer.",
+            "producer.",
+            "admin.",
+            "source.cluster.",
+            "target.cluster.",
+            "source.admin.",
+            "target.admin.",
+            "offset-syncs.",
+        )
+    ):
+        ctx.note(
+            prop,
+            prop.key,
+            f"per-client overrides are not expressible ({scope})",
+            "jobs use one librdkafka config per cluster: put what you need in clusters.<alias>.config",
+        )
     else:
         ctx.note(prop, prop.key, f"unknown key, not imported ({scope})", "check whether you still need it")
 
 
 # --- the whole file ------------------------------------------------------------------------------
+
 
 def _ext_top(scopes: _Scopes, ctx: _Context) -> None:
     d = ctx.draft
@@ -317,17 +417,17 @@ def _ext_top(scopes: _Scopes, ctx: _Context) -> None:
     for key, prop in scopes.top.items():
         if not key.startswith(EXT) or key.startswith(EXT + "job."):
             continue
-        rest = key[len(EXT):]
+        rest = key[len(EXT) :]
         if rest == "metadata.name":
             d.name = prop.value.strip()
         elif rest == "metadata.description":
             d.description = prop.value
-        elif rest.startswith("prune.") and rest[len("prune."):] in PRUNE_KEYS:
-            d.prune[rest[len("prune."):]] = _parse_value(prop, Kind.BOOL)
-        elif rest.startswith("slo.") and rest[len("slo."):] in SLO_KINDS:
-            d.slo[rest[len("slo."):]] = _parse_value(prop, SLO_KINDS[rest[len("slo."):]])
+        elif rest.startswith("prune.") and rest[len("prune.") :] in PRUNE_KEYS:
+            d.prune[rest[len("prune.") :]] = _parse_value(prop, Kind.BOOL)
+        elif rest.startswith("slo.") and rest[len("slo.") :] in SLO_KINDS:
+            d.slo[rest[len("slo.") :]] = _parse_value(prop, SLO_KINDS[rest[len("slo.") :]])
         elif rest.startswith("policies.residency."):
-            name, _, attr = rest[len("policies.residency."):].rpartition(".")
+            name, _, attr = rest[len("policies.residency.") :].rpartition(".")
             rules.setdefault(name, {})[attr] = prop
         else:
             ctx.note(prop, prop.key, "unknown reconciler extension key", "check its spelling")
@@ -335,17 +435,29 @@ def _ext_top(scopes: _Scopes, ctx: _Context) -> None:
         missing = [a for a in ("topics", "tag", "allowed") if a not in attrs]
         if missing:
             any_prop = next(iter(attrs.values()))
-            raise _error(any_prop, f"residency rule {name!r} lacks {', '.join(EXT + 'policies.residency.' + name + '.' + m for m in missing)}")
-        d.residency.append(ResidencyDraft(name, _parse_value(attrs["topics"], Kind.LIST), attrs["tag"].value.strip(),
-                                          _parse_value(attrs["allowed"], Kind.LIST)))
+            raise _error(
+                any_prop,
+                f"residency rule {name!r} lacks {', '.join(EXT + 'policies.residency.' + name + '.' + m for m in missing)}",
+            )
+        d.residency.append(
+            ResidencyDraft(
+                name,
+                _parse_value(attrs["topics"], Kind.LIST),
+                attrs["tag"].value.strip(),
+                _parse_value(attrs["allowed"], Kind.LIST),
+            )
+        )
 
 
 def _cluster(alias: str, scopes: _Scopes, ctx: _Context, clusters_prop: Property) -> ClusterDraft:
     own = scopes.cluster.get(alias, {})
     boot = own.get("bootstrap.servers")
     if boot is None:
-        raise _error(clusters_prop, f"cluster {alias!r} has no {alias}.bootstrap.servers",
-                     hint=f"add `{alias}.bootstrap.servers = host:port`")
+        raise _error(
+            clusters_prop,
+            f"cluster {alias!r} has no {alias}.bootstrap.servers",
+            hint=f"add `{alias}.bootstrap.servers = host:port`",
+        )
     client = {k: p for k, p in scopes.top.items() if is_client_key(k)}
     client.update({k: p for k, p in own.items() if is_client_key(k)})
     config = _client_config(alias, client, ctx)
@@ -355,17 +467,24 @@ def _cluster(alias: str, scopes: _Scopes, ctx: _Context, clusters_prop: Property
         if key == "bootstrap.servers" or is_client_key(key) or key == EOS_WORKER_KEY:
             continue
         if key.startswith(EXT + "tags."):
-            tags[key[len(EXT + "tags."):]] = prop.value.strip()
+            tags[key[len(EXT + "tags.") :]] = prop.value.strip()
         elif key == EXT + "replication_principal":
             principal = prop.value.strip()
         elif key.startswith(EXT + "config."):
-            lib_key = key[len(EXT + "config."):]
+            lib_key = key[len(EXT + "config.") :]
             value = prop.value.strip()
-            config[lib_key] = (_secret(value, alias, lib_key, prop, ctx) if secrets.is_secret_key(lib_key)
-                               else _map_refs(value, alias, lib_key, prop, ctx))
+            config[lib_key] = (
+                _secret(value, alias, lib_key, prop, ctx)
+                if secrets.is_secret_key(lib_key)
+                else _map_refs(value, alias, lib_key, prop, ctx)
+            )
         elif key in BY_SPELLING or key in REFRESH_KEYS:
-            ctx.note(prop, prop.key, "MM2 applies connector settings at cluster level to no flow",
-                     f"to set it for flows out of or into {alias}, write `{alias}->TARGET.{key}` or a top-level `{key}`")
+            ctx.note(
+                prop,
+                prop.key,
+                "MM2 applies connector settings at cluster level to no flow",
+                f"to set it for flows out of or into {alias}, write `{alias}->TARGET.{key}` or a top-level `{key}`",
+            )
         else:
             _unexpressible(prop, key, ctx, f"cluster {alias}")
     bootstrap = _map_refs(boot.value.strip(), alias, "bootstrap.servers", boot, ctx)
@@ -386,13 +505,20 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
     last = {p.key: p for p in props}
     clusters_prop = last.get("clusters")
     if clusters_prop is None:
-        raise PropertiesError(file, 1, "no `clusters` key: this is not a MirrorMaker 2 file",
-                              hint="MM2 files start with `clusters = A, B` and `A.bootstrap.servers = ...`")
+        raise PropertiesError(
+            file,
+            1,
+            "no `clusters` key: this is not a MirrorMaker 2 file",
+            hint="MM2 files start with `clusters = A, B` and `A.bootstrap.servers = ...`",
+        )
     aliases = list(_parse_value(clusters_prop, Kind.LIST))
     for alias in aliases:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", alias):
-            raise _error(clusters_prop, f"cluster alias {alias!r} cannot be a topology cluster name",
-                         hint="aliases use letters, digits, '-' and '_' (a dot would make remote topic names ambiguous); rename it")
+            raise _error(
+                clusters_prop,
+                f"cluster alias {alias!r} cannot be a topology cluster name",
+                hint="aliases use letters, digits, '-' and '_' (a dot would make remote topic names ambiguous); rename it",
+            )
     draft = TopologyDraft(name=None, clusters=[], flows=[])
     ctx = _Context(draft, _providers(props))
     seen: dict[str, Property] = {}
@@ -413,9 +539,12 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
         if source == target:
             raise _error(next(iter(fs.values())), f"flow {source}->{target} replicates a cluster to itself")
         if "enabled" not in fs:
-            ctx.note(next(iter(fs.values())), f"{source}->{target}.*",
-                     f"settings for flow {source}->{target}, which is not enabled (`{source}->{target}.enabled` unset)",
-                     f"set `{source}->{target}.enabled = true` to replicate it; nothing was imported for it")
+            ctx.note(
+                next(iter(fs.values())),
+                f"{source}->{target}.*",
+                f"settings for flow {source}->{target}, which is not enabled (`{source}->{target}.enabled` unset)",
+                f"set `{source}->{target}.enabled = true` to replicate it; nothing was imported for it",
+            )
             continue
         draft.flows.append(_flow(source, target, scopes, ctx))
     draft.notes.sort(key=_note_order)

@@ -8,17 +8,17 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
 from reconciler.interop.draft import Setting
+from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
 
 
 class Kind(str, enum.Enum):
-    LIST = "list"          # comma-separated (MM2 ConfigDef LIST: split on ',', trimmed)
+    LIST = "list"  # comma-separated (MM2 ConfigDef LIST: split on ',', trimmed)
     BOOL = "bool"
     INT = "int"
-    SECONDS = "seconds"    # a positive number of seconds
+    SECONDS = "seconds"  # a positive number of seconds
     STRING = "string"
-    POLICY = "policy"      # replication.policy.class
+    POLICY = "policy"  # replication.policy.class
     LOCATION = "location"  # offset-syncs.topic.location
 
 
@@ -27,8 +27,8 @@ class Mm2Key:
     key: str
     setting: Setting
     kind: Kind
-    mm2_default: Any                  # MM2's default, in our setting's terms
-    legacy: tuple[str, ...] = ()      # older spellings MM2 still reads (topics.blacklist, ...)
+    mm2_default: Any  # MM2's default, in our setting's terms
+    legacy: tuple[str, ...] = ()  # older spellings MM2 still reads (topics.blacklist, ...)
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -38,8 +38,10 @@ class Mm2Key:
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
 POLICY_CLASSES = {
-    DEFAULT_POLICY_CLASS: "default", "DefaultReplicationPolicy": "default",
-    IDENTITY_POLICY_CLASS: "identity", "IdentityReplicationPolicy": "identity",
+    DEFAULT_POLICY_CLASS: "default",
+    "DefaultReplicationPolicy": "default",
+    IDENTITY_POLICY_CLASS: "identity",
+    "IdentityReplicationPolicy": "identity",
 }
 
 #: Connector-level keys: MM2 reads them at the top level or per flow (`A->B.key`, which wins).
@@ -53,8 +55,13 @@ CONNECTOR_KEYS: tuple[Mm2Key, ...] = (
     Mm2Key("replication.policy.internal.topic.separator.enabled", ("internal_separator",), Kind.BOOL, True),
     Mm2Key("heartbeats.replication.enabled", ("heartbeats", "replicate"), Kind.BOOL, True),
     Mm2Key("replication.factor", ("replication_factor",), Kind.INT, 2),
-    Mm2Key("config.properties.exclude", ("config_properties", "exclude"), Kind.LIST,
-           tuple(DEFAULT_CONFIG_PROPERTY_EXCLUDES), ("config.properties.blacklist",)),
+    Mm2Key(
+        "config.properties.exclude",
+        ("config_properties", "exclude"),
+        Kind.LIST,
+        tuple(DEFAULT_CONFIG_PROPERTY_EXCLUDES),
+        ("config.properties.blacklist",),
+    ),
     Mm2Key("sync.topic.configs.enabled", ("sync", "topic_configs"), Kind.BOOL, True),
     Mm2Key("sync.topic.acls.enabled", ("sync", "acls"), Kind.BOOL, True),
     Mm2Key("sync.group.offsets.enabled", ("sync", "group_offsets"), Kind.BOOL, False),
@@ -107,8 +114,13 @@ NOT_EXPRESSIBLE: dict[str, str] = {
 }
 
 #: Java client keys with the same name and meaning in librdkafka.
-SAME_CLIENT_KEYS = ("security.protocol", "client.id", "sasl.kerberos.service.name", "ssl.key.password",
-                    "ssl.cipher.suites")
+SAME_CLIENT_KEYS = (
+    "security.protocol",
+    "client.id",
+    "sasl.kerberos.service.name",
+    "ssl.key.password",
+    "ssl.cipher.suites",
+)
 CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
 
 JAAS_MODULES = {
@@ -122,13 +134,23 @@ ENV_PROVIDER_CLASS = "org.apache.kafka.common.config.provider.EnvVarConfigProvid
 #: Our extension keys (`reconciler.*`) hold what MM2 has no key for, so that export -> import is lossless.
 EXT = "reconciler."
 JOB_FIELD_KINDS: dict[str, Kind] = {
-    "deployer": Kind.STRING, "master": Kind.STRING, "max_records_per_partition": Kind.INT,
-    "trigger_interval_ms": Kind.INT, "namespace": Kind.STRING, "image": Kind.STRING,
-    "service_account": Kind.STRING, "secret_name": Kind.STRING, "manifests_dir": Kind.STRING,
-    "kubectl_apply": Kind.BOOL, "metrics_port": Kind.INT,
+    "deployer": Kind.STRING,
+    "master": Kind.STRING,
+    "max_records_per_partition": Kind.INT,
+    "trigger_interval_ms": Kind.INT,
+    "namespace": Kind.STRING,
+    "image": Kind.STRING,
+    "service_account": Kind.STRING,
+    "secret_name": Kind.STRING,
+    "manifests_dir": Kind.STRING,
+    "kubectl_apply": Kind.BOOL,
+    "metrics_port": Kind.INT,
 }
-SLO_KINDS: dict[str, Kind] = {"max_lag_records": Kind.INT, "max_heartbeat_age_seconds": Kind.SECONDS,
-                              "max_latency_p99_ms": Kind.SECONDS}
+SLO_KINDS: dict[str, Kind] = {
+    "max_lag_records": Kind.INT,
+    "max_heartbeat_age_seconds": Kind.SECONDS,
+    "max_latency_p99_ms": Kind.SECONDS,
+}
 PRUNE_KEYS = ("topics", "configs", "acls", "flows")
 
 

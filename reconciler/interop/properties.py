@@ -65,10 +65,14 @@ def _unescape(raw: str, file: str, line: int) -> str:
             break  # a lone trailing backslash (only possible at end of input): Java drops it
         c = raw[i]
         if c == "u":
-            digits = raw[i + 1:i + 5]
+            digits = raw[i + 1 : i + 5]
             if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                raise PropertiesError(file, line, f"malformed \\uXXXX escape: \\u{digits}",
-                                      hint="a \\u escape needs exactly four hex digits, e.g. \\u00e9; write \\\\u for a literal backslash-u")
+                raise PropertiesError(
+                    file,
+                    line,
+                    f"malformed \\uXXXX escape: \\u{digits}",
+                    hint="a \\u escape needs exactly four hex digits, e.g. \\u00e9; write \\\\u for a literal backslash-u",
+                )
             out.append(chr(int(digits, 16)))
             i += 5
             continue
@@ -123,8 +127,12 @@ def parse_properties(text: str, file: str) -> list[Property]:
         raw_key, raw_value = _split_key(logical)
         key = _unescape(raw_key, file, start + 1)
         if not key:
-            raise PropertiesError(file, start + 1, f"no key before the value {logical.strip()[:40]!r}",
-                                  hint="an entry is `key = value`; escape a leading '=' or ':' in a key as \\= or \\:")
+            raise PropertiesError(
+                file,
+                start + 1,
+                f"no key before the value {logical.strip()[:40]!r}",
+                hint="an entry is `key = value`; escape a leading '=' or ':' in a key as \\= or \\:",
+            )
         out.append(Property(key, _unescape(raw_value, file, start + 1), file, start + 1))
     return out
 
@@ -140,7 +148,7 @@ def _escape(text: str, is_key: bool) -> str:
             out.append("\\" + c)
         elif c == " " and (is_key or idx == 0):
             out.append("\\ ")
-        elif ord(c) < 0x20 or ord(c) > 0x7e:
+        elif ord(c) < 0x20 or ord(c) > 0x7E:
             out.append(f"\\u{ord(c):04x}")
         else:
             out.append(c)

@@ -25,7 +25,13 @@ import yaml
 
 from reconciler.interop.draft import TopologyDraft
 from reconciler.interop.mm2_export import (
-    check_exportable, client_properties, cluster_ext_values, connector_values, exactly_once, job_ext_values, topology_ext_values,
+    check_exportable,
+    client_properties,
+    cluster_ext_values,
+    connector_values,
+    exactly_once,
+    job_ext_values,
+    topology_ext_values,
 )
 from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties
 from reconciler.interop.mm2_keys import EOS_CONNECTOR_KEY, EOS_WORKER_KEY, JAAS_MODULES
@@ -38,16 +44,26 @@ from reconciler.topology.model import Cluster, Topology
 ANNOTATION = "reconciler.dev/properties"
 API_VERSIONS = ("kafka.strimzi.io/v1beta2", "kafka.strimzi.io/v1")
 AUTH_MECHANISMS = {"scram-sha-512": "SCRAM-SHA-512", "scram-sha-256": "SCRAM-SHA-256", "plain": "PLAIN"}
-CHECKPOINT_KEYS = ("emit.checkpoints.enabled", "emit.checkpoints.interval.seconds", "sync.group.offsets.enabled",
-                   "sync.group.offsets.interval.seconds", "refresh.groups.interval.seconds")
+CHECKPOINT_KEYS = (
+    "emit.checkpoints.enabled",
+    "emit.checkpoints.interval.seconds",
+    "sync.group.offsets.enabled",
+    "sync.group.offsets.interval.seconds",
+    "refresh.groups.interval.seconds",
+)
 HEARTBEAT_KEYS = ("emit.heartbeats.enabled", "emit.heartbeats.interval.seconds")
 POLICY_KEYS = ("replication.policy.class", "replication.policy.separator")
-PATTERN_KEYS = {"topics": "topicsPattern", "topics.exclude": "topicsExcludePattern", "groups": "groupsPattern",
-                "groups.exclude": "groupsExcludePattern"}
+PATTERN_KEYS = {
+    "topics": "topicsPattern",
+    "topics.exclude": "topicsExcludePattern",
+    "groups": "groupsPattern",
+    "groups.exclude": "groupsExcludePattern",
+}
 LEGACY_PATTERNS = {"topicsBlacklistPattern": "topics.exclude", "groupsBlacklistPattern": "groups.exclude"}
 
 
 # --- import --------------------------------------------------------------------------------------
+
 
 def _str(value: Any) -> str:
     if isinstance(value, bool):
@@ -83,16 +99,22 @@ class _Reader:
         auth = c.get("authentication") if isinstance(c.get("authentication"), dict) else None
         sasl = auth is not None and auth.get("type") in AUTH_MECHANISMS
         if sasl:
-            self.add(f"{alias}.security.protocol", "SASL_SSL" if tls is not None else "SASL_PLAINTEXT",
-                     path + ("authentication",))
+            self.add(
+                f"{alias}.security.protocol",
+                "SASL_SSL" if tls is not None else "SASL_PLAINTEXT",
+                path + ("authentication",),
+            )
         elif tls is not None:
             self.add(f"{alias}.security.protocol", "SSL", path + ("tls",))
         for i, cert in enumerate((tls or {}).get("trustedCertificates") or [] if isinstance(tls, dict) else []):
             p = path + ("tls", "trustedCertificates", i)
             if i == 0:
                 self.add(f"{alias}.ssl.truststore.type", "PEM", p)
-                self.add(f"{alias}.ssl.truststore.certificates",
-                         self.ref(cert.get("secretName"), cert.get("certificate") or cert.get("pattern")), p)
+                self.add(
+                    f"{alias}.ssl.truststore.certificates",
+                    self.ref(cert.get("secretName"), cert.get("certificate") or cert.get("pattern")),
+                    p,
+                )
             else:
                 self.add(f"{alias}.strimzi.tls.trustedCertificates[{i}]", "", p)
         if auth is not None:
@@ -103,12 +125,19 @@ class _Reader:
                 self.add(f"{alias}.sasl.mechanism", AUTH_MECHANISMS[kind], p + ("type",))
                 user = auth.get("username", "")
                 module = JAAS_MODULES[AUTH_MECHANISMS[kind]]
-                self.add(f"{alias}.sasl.jaas.config", f'{module} required username="{user}" password="'
-                         + self.ref(pw.get("secretName"), pw.get("password")) + '";', p)
+                self.add(
+                    f"{alias}.sasl.jaas.config",
+                    f'{module} required username="{user}" password="'
+                    + self.ref(pw.get("secretName"), pw.get("password"))
+                    + '";',
+                    p,
+                )
             elif kind == "tls":
                 ck = auth.get("certificateAndKey") or {}
                 self.add(f"{alias}.ssl.keystore.type", "PEM", p)
-                self.add(f"{alias}.ssl.keystore.certificate.chain", self.ref(ck.get("secretName"), ck.get("certificate")), p)
+                self.add(
+                    f"{alias}.ssl.keystore.certificate.chain", self.ref(ck.get("secretName"), ck.get("certificate")), p
+                )
                 self.add(f"{alias}.ssl.keystore.key", self.ref(ck.get("secretName"), ck.get("key")), p)
             else:
                 self.add(f"{alias}.strimzi.authentication.type", kind, p)
@@ -120,7 +149,11 @@ class _Reader:
 
     def mirror(self, m: dict, path: tuple, source: str, target: str) -> None:
         flow = f"{source}->{target}"
-        state = ((m.get("sourceConnector") or {}).get("state") or "running") if isinstance(m.get("sourceConnector"), dict) else "running"
+        state = (
+            ((m.get("sourceConnector") or {}).get("state") or "running")
+            if isinstance(m.get("sourceConnector"), dict)
+            else "running"
+        )
         self.add(f"{flow}.enabled", "false" if state in ("paused", "stopped") else "true", path)
         for ours, field_name in PATTERN_KEYS.items():
             if field_name in m:
@@ -141,12 +174,26 @@ class _Reader:
             for key, value in (spec.get("config") or {}).items():
                 p = path + (connector, "config", key)
                 if key in seen and seen[key][0] != _str(value):
-                    raise self.error(p, f"{key} is {_str(value)!r} here but {seen[key][0]!r} in another connector of "
-                                        f"mirror {flow}", hint="one flow has one value per setting: make them equal")
+                    raise self.error(
+                        p,
+                        f"{key} is {_str(value)!r} here but {seen[key][0]!r} in another connector of mirror {flow}",
+                        hint="one flow has one value per setting: make them equal",
+                    )
                 seen[key] = (_str(value), p)
                 self.add(f"{flow}.{key}", value, p)
-        for key in sorted(set(m) - {"sourceCluster", "targetCluster", "source", "sourceConnector", "checkpointConnector",
-                                    "heartbeatConnector", *PATTERN_KEYS.values(), *LEGACY_PATTERNS}):
+        for key in sorted(
+            set(m)
+            - {
+                "sourceCluster",
+                "targetCluster",
+                "source",
+                "sourceConnector",
+                "checkpointConnector",
+                "heartbeatConnector",
+                *PATTERN_KEYS.values(),
+                *LEGACY_PATTERNS,
+            }
+        ):
             self.add(f"{flow}.strimzi.{key}", m[key], path + (key,))
 
     def annotation(self, text: str, path: tuple) -> None:
@@ -157,7 +204,9 @@ class _Reader:
     def resource(self, aliases: list[str]) -> None:
         data = self.doc.data
         if data.get("apiVersion") not in API_VERSIONS:
-            raise self.error(("apiVersion",), f"apiVersion {data.get('apiVersion')!r} is not one of {', '.join(API_VERSIONS)}")
+            raise self.error(
+                ("apiVersion",), f"apiVersion {data.get('apiVersion')!r} is not one of {', '.join(API_VERSIONS)}"
+            )
         spec = data.get("spec")
         if not isinstance(spec, dict):
             raise self.error(("spec",), "KafkaMirrorMaker2 has no spec")
@@ -181,8 +230,11 @@ class _Reader:
                 source = m.get("sourceCluster")
             target = target_alias or m.get("targetCluster") or spec.get("connectCluster")
             if not source or not target:
-                raise self.error(path, "a mirror needs a source (sourceCluster or source) and a target "
-                                       "(targetCluster, connectCluster or spec.target)")
+                raise self.error(
+                    path,
+                    "a mirror needs a source (sourceCluster or source) and a target "
+                    "(targetCluster, connectCluster or spec.target)",
+                )
             self.mirror(m, path, source, target)
         for key in sorted(set(spec) - {"clusters", "connectCluster", "target", "mirrors"}):
             self.add(f"strimzi.spec.{key}", spec[key], ("spec", key))
@@ -205,8 +257,12 @@ def import_strimzi_text(text: str, file: str) -> TopologyDraft:
         reader.resource(aliases)
         props += reader.props
     if not found:
-        raise PropertiesError(file, 1, "no KafkaMirrorMaker2 resource in this file",
-                              hint="pass the YAML of a `kind: KafkaMirrorMaker2` resource (kafka.strimzi.io/v1beta2 or v1)")
+        raise PropertiesError(
+            file,
+            1,
+            "no KafkaMirrorMaker2 resource in this file",
+            hint="pass the YAML of a `kind: KafkaMirrorMaker2` resource (kafka.strimzi.io/v1beta2 or v1)",
+        )
     ordered = list(dict.fromkeys(aliases))
     first_line = props[0].line if props else 1
     props.insert(0, Property("clusters", ", ".join(ordered), file, first_line))
@@ -226,6 +282,7 @@ def _first_cluster_definition(props: list[Property]) -> list[Property]:
 
 
 # --- export --------------------------------------------------------------------------------------
+
 
 def _k8s_name(text: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63] or "mirror"
@@ -252,20 +309,37 @@ def _cluster_spec(cluster: Cluster, secret_name: str, connect_config: dict[str, 
     auth_type = {v: k for k, v in AUTH_MECHANISMS.items()}.get(mechanism)
     password = _secret_key(cfg.get("sasl.password", ""))
     if protocol.startswith("SASL") and auth_type and password and "sasl.username" in cfg:
-        spec["authentication"] = {"type": auth_type, "username": cfg.pop("sasl.username"),
-                                  "passwordSecret": {"secretName": secret_name, "password": password}}
+        spec["authentication"] = {
+            "type": auth_type,
+            "username": cfg.pop("sasl.username"),
+            "passwordSecret": {"secretName": secret_name, "password": password},
+        }
         cfg.pop("sasl.password")
         cfg.pop("sasl.mechanisms", None)
         cfg.pop("sasl.mechanism", None)
-    elif protocol == "SSL" and _secret_key(cfg.get("ssl.certificate.pem", "")) and _secret_key(cfg.get("ssl.key.pem", "")):
-        spec["authentication"] = {"type": "tls", "certificateAndKey": {
-            "secretName": secret_name, "certificate": _secret_key(cfg.pop("ssl.certificate.pem")),
-            "key": _secret_key(cfg.pop("ssl.key.pem"))}}
+    elif (
+        protocol == "SSL"
+        and _secret_key(cfg.get("ssl.certificate.pem", ""))
+        and _secret_key(cfg.get("ssl.key.pem", ""))
+    ):
+        spec["authentication"] = {
+            "type": "tls",
+            "certificateAndKey": {
+                "secretName": secret_name,
+                "certificate": _secret_key(cfg.pop("ssl.certificate.pem")),
+                "key": _secret_key(cfg.pop("ssl.key.pem")),
+            },
+        }
     elif protocol not in ("PLAINTEXT", "SSL"):
         cfg["security.protocol"] = protocol  # not expressible in Strimzi's fields: carried in the annotation
     if "ssl.endpoint.identification.algorithm" in cfg:
-        java, _ = client_properties(Cluster(cluster.alias, "", {"ssl.endpoint.identification.algorithm":
-                                                               cfg.pop("ssl.endpoint.identification.algorithm")}))
+        java, _ = client_properties(
+            Cluster(
+                cluster.alias,
+                "",
+                {"ssl.endpoint.identification.algorithm": cfg.pop("ssl.endpoint.identification.algorithm")},
+            )
+        )
         connect_config.update(java)
     if connect_config:
         spec["config"] = dict(connect_config)
@@ -324,23 +398,30 @@ def _resource(topology: Topology, target: str, origin: str) -> dict:
     metadata: dict[str, Any] = {"name": _k8s_name(f"{topology.name or 'reconciler'}-to-{target}")}
     if ext:
         metadata["annotations"] = {ANNOTATION: "\n".join(format_property(k, v) for k, v in ext.items()) + "\n"}
-    return {"apiVersion": "kafka.strimzi.io/v1beta2", "kind": "KafkaMirrorMaker2", "metadata": metadata,
-            "spec": {"replicas": 1, "connectCluster": target, "clusters": clusters, "mirrors": mirrors}}
+    return {
+        "apiVersion": "kafka.strimzi.io/v1beta2",
+        "kind": "KafkaMirrorMaker2",
+        "metadata": metadata,
+        "spec": {"replicas": 1, "connectCluster": target, "clusters": clusters, "mirrors": mirrors},
+    }
 
 
 class _Dumper(yaml.SafeDumper):
     pass
 
 
-_Dumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s,
-                                                             style="|" if "\n" in s else None))
+_Dumper.add_representer(
+    str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None)
+)
 
 
 def export_strimzi(topology: Topology, origin: str) -> str:
     check_exportable(topology, "Strimzi KafkaMirrorMaker2")
     targets = list(dict.fromkeys(f.target for f in topology.flows))
-    head = (f"# KafkaMirrorMaker2 resources exported by `reconciler export strimzi` from {origin}:\n"
-            "# one per target cluster (Strimzi runs a resource's mirrors on the target's Connect cluster).\n"
-            "# Secrets: the Secret named in passwordSecret/trustedCertificates holds one key per variable.\n")
+    head = (
+        f"# KafkaMirrorMaker2 resources exported by `reconciler export strimzi` from {origin}:\n"
+        "# one per target cluster (Strimzi runs a resource's mirrors on the target's Connect cluster).\n"
+        "# Secrets: the Secret named in passwordSecret/trustedCertificates holds one key per variable.\n"
+    )
     docs = [yaml.dump(_resource(topology, t, origin), Dumper=_Dumper, sort_keys=False, width=120) for t in targets]
     return head + "---\n".join(docs)

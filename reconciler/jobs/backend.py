@@ -8,8 +8,9 @@ jobs are run by other tooling.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from reconciler.deploy import Deployers
 from reconciler.topology.model import Cluster
@@ -50,4 +51,3 @@ def jobs_enabled() -> bool:
 
 def default_factory() -> JobBackend | None:
     return JobBackend() if jobs_enabled() else None
-

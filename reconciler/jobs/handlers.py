@@ -6,8 +6,8 @@ several jobs costs one graceful-stop wait, not one per job.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Sequence
 
 from reconciler.adapters.base import OpResult
 from reconciler.apply.executor import ApplyContext, register_handler
@@ -22,8 +22,9 @@ def _deployers(ctx: ApplyContext) -> Deployers:
     return backend.deployers
 
 
-def _each(ctx: ApplyContext, actions: Sequence[JobAction],
-          fn: Callable[[Deployers, JobAction], OpResult]) -> list[OpResult]:
+def _each(
+    ctx: ApplyContext, actions: Sequence[JobAction], fn: Callable[[Deployers, JobAction], OpResult]
+) -> list[OpResult]:
     deployers = _deployers(ctx)
 
     def one(a: JobAction) -> OpResult:

@@ -18,8 +18,11 @@ lags a hot update by up to one refresh interval), so a plan right after apply is
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
+from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.flow_id import flow_ends
+from reconciler.contract.spec import JobSpec, restart_fields_of
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)
 from reconciler.jobs.state import DesiredJob, JobState, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
@@ -27,10 +30,7 @@ from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
 from reconciler.plan.reasons import ReasonKind
-from reconciler.contract.deployers import KUBERNETES
-from reconciler.contract.spec import JobSpec, restart_fields_of
 from reconciler.state.live import LiveState
-from reconciler.contract.flow_id import flow_ends
 from reconciler.topology.model import Topology
 
 
@@ -44,8 +44,14 @@ def _fields(names) -> str:
 
 
 def _job_action_args(d: DesiredJob) -> dict:
-    return dict(cluster=d.cluster, flow=d.flow, deployer=d.deployer, options=dict(d.options), spec=d.spec.to_dict(),
-                spec_hash=d.spec.spec_hash())
+    return dict(
+        cluster=d.cluster,
+        flow=d.flow,
+        deployer=d.deployer,
+        options=dict(d.options),
+        spec=d.spec.to_dict(),
+        spec_hash=d.spec.spec_hash(),
+    )
 
 
 def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings: list[Finding]) -> None:
@@ -54,29 +60,55 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
     moved = next((o for o in (lj.others if lj else ()) if not o.stopped and o.alive is not False), None)
     args = _job_action_args(d)
     if state is JobState.UNKNOWN:
-        findings.append(Finding(Severity.WARNING, FindingKind.UNREACHABLE, d.cluster, d.flow,
-                                f"job of flow {d.flow} not planned: {lj.why}",
-                                hint="fix access to the cluster's status topic reconciler.status.internal",
-                                why=ReasonKind.JOB_STATUS_UNKNOWN))
+        findings.append(
+            Finding(
+                Severity.WARNING,
+                FindingKind.UNREACHABLE,
+                d.cluster,
+                d.flow,
+                f"job of flow {d.flow} not planned: {lj.why}",
+                hint="fix access to the cluster's status topic reconciler.status.internal",
+                why=ReasonKind.JOB_STATUS_UNKNOWN,
+            )
+        )
         return
     if state is JobState.ELSEWHERE:
         if lj.running_hash != d.spec.spec_hash():
-            findings.append(Finding(Severity.WARNING, FindingKind.CONFLICT, d.cluster, d.flow,
-                                    f"a job of flow {d.flow} runs spec {(lj.running_hash or '?')[:12]} (desired "
-                                    f"{d.spec.spec_hash()[:12]}) but was not deployed from this state directory; "
-                                    "it is not changed from here",
-                                    hint="apply from where the job was deployed (same RECONCILER_STATE_DIR), or stop it "
-                                         "there and apply again"))
+            findings.append(
+                Finding(
+                    Severity.WARNING,
+                    FindingKind.CONFLICT,
+                    d.cluster,
+                    d.flow,
+                    f"a job of flow {d.flow} runs spec {(lj.running_hash or '?')[:12]} (desired "
+                    f"{d.spec.spec_hash()[:12]}) but was not deployed from this state directory; "
+                    "it is not changed from here",
+                    hint="apply from where the job was deployed (same RECONCILER_STATE_DIR), or stop it "
+                    "there and apply again",
+                )
+            )
         return
     if state in (JobState.NOT_DEPLOYED, JobState.STOPPED):
         if moved is not None:
-            out.append(RestartJob(reason=f"the flow's deployer changed from {moved.deployer} to {d.deployer}",
-                                  current_hash=moved.spec_hash, state=state.value, previous_deployer=moved.deployer,
-                                  why=ReasonKind.JOB_DEPLOYMENT, **args))
+            out.append(
+                RestartJob(
+                    reason=f"the flow's deployer changed from {moved.deployer} to {d.deployer}",
+                    current_hash=moved.spec_hash,
+                    state=state.value,
+                    previous_deployer=moved.deployer,
+                    why=ReasonKind.JOB_DEPLOYMENT,
+                    **args,
+                )
+            )
             return
-        reason = (f"no job runs flow {d.flow}" if state is JobState.NOT_DEPLOYED
-                  else f"the job of flow {d.flow} was stopped ({lj.why}) and the flow is enabled")
-        out.append(DeployJob(reason=reason, why=None if state is JobState.NOT_DEPLOYED else ReasonKind.JOB_DOWN, **args))
+        reason = (
+            f"no job runs flow {d.flow}"
+            if state is JobState.NOT_DEPLOYED
+            else f"the job of flow {d.flow} was stopped ({lj.why}) and the flow is enabled"
+        )
+        out.append(
+            DeployJob(reason=reason, why=None if state is JobState.NOT_DEPLOYED else ReasonKind.JOB_DOWN, **args)
+        )
         return
     current = dep.spec if dep else None
     changes = _changes(current, d.spec) if current is not None else {}
@@ -85,36 +117,74 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
         reason = f"the job is {state.value}: {lj.why}"
         if changes:
             reason += f"; and {_fields(changes)} changed"
-        out.append(RestartJob(reason=reason, current_hash=current.spec_hash() if current else None, changes=changes,
-                              state=state.value, previous_deployer=dep.deployer if dep else None,
-                              why=ReasonKind.JOB_DOWN, **args))
+        out.append(
+            RestartJob(
+                reason=reason,
+                current_hash=current.spec_hash() if current else None,
+                changes=changes,
+                state=state.value,
+                previous_deployer=dep.deployer if dep else None,
+                why=ReasonKind.JOB_DOWN,
+                **args,
+            )
+        )
         return
     # running or starting
     if current is None:
         out.append(RestartJob(reason=f"the spec the job runs cannot be read ({dep.where})", state=state.value, **args))
         return
     if dep.deployer != d.deployer:
-        out.append(RestartJob(reason=f"the flow's deployer changed from {dep.deployer} to {d.deployer}",
-                              current_hash=current.spec_hash(), changes=changes, state=state.value,
-                              previous_deployer=dep.deployer, why=ReasonKind.JOB_DEPLOYMENT, **args))
+        out.append(
+            RestartJob(
+                reason=f"the flow's deployer changed from {dep.deployer} to {d.deployer}",
+                current_hash=current.spec_hash(),
+                changes=changes,
+                state=state.value,
+                previous_deployer=dep.deployer,
+                why=ReasonKind.JOB_DEPLOYMENT,
+                **args,
+            )
+        )
         return
-    option_changes = {k: [dep.options.get(k), v] for k, v in d.options.items()
-                      if dep.options.get(k) != v} if d.deployer == KUBERNETES else {}
+    option_changes = (
+        {k: [dep.options.get(k), v] for k, v in d.options.items() if dep.options.get(k) != v}
+        if d.deployer == KUBERNETES
+        else {}
+    )
     if option_changes:
-        out.append(RestartJob(reason=f"deployment settings changed: {_fields(option_changes)}",
-                              current_hash=current.spec_hash(), changes={**changes, **option_changes},
-                              state=state.value, why=ReasonKind.JOB_DEPLOYMENT, **args))
+        out.append(
+            RestartJob(
+                reason=f"deployment settings changed: {_fields(option_changes)}",
+                current_hash=current.spec_hash(),
+                changes={**changes, **option_changes},
+                state=state.value,
+                why=ReasonKind.JOB_DEPLOYMENT,
+                **args,
+            )
+        )
         return
     if not changes:
         return
     if restart_fields:
-        out.append(RestartJob(reason=f"{_fields(restart_fields)} changed, which a running job cannot take "
-                                     f"without a restart", current_hash=current.spec_hash(), changes=changes,
-                              state=state.value, **args))
+        out.append(
+            RestartJob(
+                reason=f"{_fields(restart_fields)} changed, which a running job cannot take without a restart",
+                current_hash=current.spec_hash(),
+                changes=changes,
+                state=state.value,
+                **args,
+            )
+        )
         return
-    out.append(UpdateJob(reason=f"{_fields(changes)} changed: the running job applies it within its refresh "
-                                f"interval ({d.spec.refresh_interval_seconds:g}s), no restart, no data loss",
-                         current_hash=current.spec_hash(), changes=changes, **args))
+    out.append(
+        UpdateJob(
+            reason=f"{_fields(changes)} changed: the running job applies it within its refresh "
+            f"interval ({d.spec.refresh_interval_seconds:g}s), no restart, no data loss",
+            current_hash=current.spec_hash(),
+            changes=changes,
+            **args,
+        )
+    )
 
 
 def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings: list[Finding]) -> None:
@@ -122,38 +192,69 @@ def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings:
     source, target, _ = flow_ends(flow)
     in_topology = next((f for f in topology.flows if f.name == flow), None)
     cluster = target if target in topology.clusters else source if source in topology.clusters else ""
-    live_deps = [d for d in ((lj.deployment,) if lj.deployment else ()) + lj.others
-                 if not d.stopped and d.alive is not False]
+    live_deps = [
+        d for d in ((lj.deployment,) if lj.deployment else ()) + lj.others if not d.stopped and d.alive is not False
+    ]
     if not live_deps:
         if lj.state is JobState.ELSEWHERE:
             why = "is disabled" if in_topology else "is not in the topology"
-            findings.append(Finding(Severity.WARNING, FindingKind.UNMANAGED, cluster or target, flow,
-                                    f"a job of flow {flow} still reports ({lj.why}), but the flow {why}; it was not "
-                                    "deployed from this state directory, so it is left alone",
-                                    hint="stop it where it was started"))
+            findings.append(
+                Finding(
+                    Severity.WARNING,
+                    FindingKind.UNMANAGED,
+                    cluster or target,
+                    flow,
+                    f"a job of flow {flow} still reports ({lj.why}), but the flow {why}; it was not "
+                    "deployed from this state directory, so it is left alone",
+                    hint="stop it where it was started",
+                )
+            )
         return
     for dep in live_deps:
         running = f"{dep.deployer}, {dep.where}"
-        args = dict(cluster=cluster, flow=flow, deployer=dep.deployer, options=dict(dep.options),
-                    spec=dep.spec.to_dict() if dep.spec else {}, spec_hash=dep.spec_hash or "", where=dep.where)
+        args = dict(
+            cluster=cluster,
+            flow=flow,
+            deployer=dep.deployer,
+            options=dict(dep.options),
+            spec=dep.spec.to_dict() if dep.spec else {},
+            spec_hash=dep.spec_hash or "",
+            where=dep.where,
+        )
         if in_topology is not None:
             out.append(StopJob(reason=f"flow {flow} is disabled (enabled: false)", **args))
         elif not topology.prune.flows:
-            findings.append(Finding(Severity.WARNING, FindingKind.UNMANAGED, cluster or target, flow,
-                                    f"the job of flow {flow} still runs ({running}), but the flow is no longer in the "
-                                    "topology; left running",
-                                    hint="set `prune: {flows: true}` to let apply stop it, disable the flow instead "
-                                         "of removing it, or stop it by hand"))
+            findings.append(
+                Finding(
+                    Severity.WARNING,
+                    FindingKind.UNMANAGED,
+                    cluster or target,
+                    flow,
+                    f"the job of flow {flow} still runs ({running}), but the flow is no longer in the "
+                    "topology; left running",
+                    hint="set `prune: {flows: true}` to let apply stop it, disable the flow instead "
+                    "of removing it, or stop it by hand",
+                )
+            )
         elif not cluster:
-            findings.append(Finding(Severity.WARNING, FindingKind.UNMANAGED, target, flow,
-                                    f"the job of flow {flow} still runs ({running}); neither of its clusters is in the "
-                                    "topology, so apply cannot take a lease for it: left running",
-                                    hint="stop it by hand"))
+            findings.append(
+                Finding(
+                    Severity.WARNING,
+                    FindingKind.UNMANAGED,
+                    target,
+                    flow,
+                    f"the job of flow {flow} still runs ({running}); neither of its clusters is in the "
+                    "topology, so apply cannot take a lease for it: left running",
+                    hint="stop it by hand",
+                )
+            )
         else:
             out.append(StopJob(reason=f"flow {flow} was removed from the topology (prune.flows is on)", **args))
 
 
-def diff_jobs(topology: Topology, desired: Mapping[str, DesiredJob], live: LiveJobs) -> tuple[list[Action], list[Finding]]:
+def diff_jobs(
+    topology: Topology, desired: Mapping[str, DesiredJob], live: LiveJobs
+) -> tuple[list[Action], list[Finding]]:
     """Pure: what to deploy, update, restart and stop so the jobs match the topology."""
     actions: list[Action] = []
     findings: list[Finding] = []
@@ -165,9 +266,15 @@ def diff_jobs(topology: Topology, desired: Mapping[str, DesiredJob], live: LiveJ
     return actions, findings
 
 
-def with_jobs(plan: Plan, topology: Topology, live: LiveState, backend: job_backend.JobBackend | None = None,
-              git_revision: str | None = None, statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None,
-              now_ms: int | None = None) -> Plan:
+def with_jobs(
+    plan: Plan,
+    topology: Topology,
+    live: LiveState,
+    backend: job_backend.JobBackend | None = None,
+    git_revision: str | None = None,
+    statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None,
+    now_ms: int | None = None,
+) -> Plan:
     """`plan` plus the job actions and findings (unchanged when jobs are off: `backend` None)."""
     if backend is None:
         return plan
@@ -181,8 +288,9 @@ def with_jobs(plan: Plan, topology: Topology, live: LiveState, backend: job_back
     actions, findings = diff_jobs(topology, desired, jobs)
     if not actions and not findings:
         return plan
-    return Plan(plan.actions + actions, plan.findings + findings, plan.clusters, plan.scope, plan.fingerprint,
-                plan.topology)
+    return Plan(
+        plan.actions + actions, plan.findings + findings, plan.clusters, plan.scope, plan.fingerprint, plan.topology
+    )
 
 
 __all__ = ["diff_jobs", "with_jobs", "iso"]

@@ -21,24 +21,27 @@ two into a state:
 from __future__ import annotations
 
 import enum
-from reconciler import settings
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
+from reconciler import settings
+from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.flow_id import flow_ends
+from reconciler.contract.spec import JobSpec
 from reconciler.deploy import Deployers, Deployment
 from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
-from reconciler.contract.deployers import KUBERNETES
-from reconciler.contract.spec import JobSpec
-from reconciler.contract.flow_id import flow_ends
 from reconciler.topology.model import Topology
 
 STALE_INTERVALS = 3
 STALE_MIN_SECONDS = 15.0
 #: A job just (re)started has no status until Spark is up: not "down" for this long.
-START_GRACE_SECONDS = settings.seconds("RECONCILER_JOB_START_GRACE", 180, "seconds a new job may run before it must report status")
+START_GRACE_SECONDS = settings.seconds(
+    "RECONCILER_JOB_START_GRACE", 180, "seconds a new job may run before it must report status"
+)
 LIVE_STATUS_STATES = ("starting", "running", "degraded")
 
 
@@ -56,26 +59,30 @@ class JobState(str, enum.Enum):
 @dataclass(frozen=True)
 class DesiredJob:
     flow: str
-    cluster: str              # the flow's target: where it reports, whose lease covers it
+    cluster: str  # the flow's target: where it reports, whose lease covers it
     deployer: str
     options: Mapping[str, Any]
     spec: JobSpec
 
 
 def desired_jobs(topology: Topology, git_revision: str | None = None) -> dict[str, DesiredJob]:
-    return {f.name: DesiredJob(f.name, f.target, f.job.deployer, deployment_options(f.job),
-                               JobSpec.from_flow(topology, f, git_revision))
-            for f in topology.flows if f.enabled}
+    return {
+        f.name: DesiredJob(
+            f.name, f.target, f.job.deployer, deployment_options(f.job), JobSpec.from_flow(topology, f, git_revision)
+        )
+        for f in topology.flows
+        if f.enabled
+    }
 
 
 @dataclass(frozen=True)
 class LiveJob:
     flow: str
     state: JobState
-    why: str = ""                             # in words, for reasons and `status`
-    status: Mapping[str, Any] | None = None   # the job's latest status record
-    deployment: Deployment | None = None      # the deployment of the desired deployer family (or the only one)
-    others: tuple[Deployment, ...] = ()       # deployments of this flow by other deployer families
+    why: str = ""  # in words, for reasons and `status`
+    status: Mapping[str, Any] | None = None  # the job's latest status record
+    deployment: Deployment | None = None  # the deployment of the desired deployer family (or the only one)
+    others: tuple[Deployment, ...] = ()  # deployments of this flow by other deployer families
 
     @property
     def running_hash(self) -> str | None:
@@ -120,19 +127,30 @@ def _last(status: Mapping[str, Any] | None) -> str:
     return text
 
 
-def classify(flow: str, status: Mapping[str, Any] | None, dep: Deployment | None, now_ms: int,
-             spec: JobSpec | None = None, start_grace: float = START_GRACE_SECONDS) -> tuple[JobState, str]:
+def classify(
+    flow: str,
+    status: Mapping[str, Any] | None,
+    dep: Deployment | None,
+    now_ms: int,
+    spec: JobSpec | None = None,
+    start_grace: float = START_GRACE_SECONDS,
+) -> tuple[JobState, str]:
     """The state of one job from its status record and its deployment (pure)."""
     stale_after = stale_after_seconds(spec or (dep.spec if dep else None))
     fresh = is_fresh(status, now_ms, stale_after)
     if dep is None or (dep.stopped and not dep.alive):
         if fresh:
-            return JobState.ELSEWHERE, (f"reports from somewhere this state directory did not start it ({_last(status)})")
+            return JobState.ELSEWHERE, (
+                f"reports from somewhere this state directory did not start it ({_last(status)})"
+            )
         if dep is not None:
             return JobState.STOPPED, dep.detail
         return JobState.NOT_DEPLOYED, ""
-    status_of_this_run = status if (status and dep.started_at is not None
-                                    and (status.get("started_at") or 0) >= dep.started_at * 1000 - 5000) else None
+    status_of_this_run = (
+        status
+        if (status and dep.started_at is not None and (status.get("started_at") or 0) >= dep.started_at * 1000 - 5000)
+        else None
+    )
     if dep.alive is False:
         if status_of_this_run and status_of_this_run.get("state") == "restart-required":
             return JobState.RESTART_REQUIRED, f"{dep.detail}; {_last(status)}"
@@ -141,15 +159,23 @@ def classify(flow: str, status: Mapping[str, Any] | None, dep: Deployment | None
         return JobState.RESTART_REQUIRED, _last(status)
     if fresh:
         return JobState.RUNNING, ""
-    if (status_of_this_run is None and dep.started_at is not None
-            and now_ms - dep.started_at * 1000 < start_grace * 1000):
+    if (
+        status_of_this_run is None
+        and dep.started_at is not None
+        and now_ms - dep.started_at * 1000 < start_grace * 1000
+    ):
         return JobState.STARTING, f"started at {iso(dep.started_at * 1000)}, no status yet"
     if dep.alive is True:
-        return JobState.DOWN, f"{dep.where} runs but publishes no status (stale after {stale_after:.0f}s): {_last(status)}"
+        return (
+            JobState.DOWN,
+            f"{dep.where} runs but publishes no status (stale after {stale_after:.0f}s): {_last(status)}",
+        )
     return JobState.DOWN, f"no fresh status (stale after {stale_after:.0f}s): {_last(status)}"
 
 
-def read_statuses(topology: Topology, backend: JobBackend, skip: Mapping[str, str]) -> tuple[dict[str, dict], dict[str, str]]:
+def read_statuses(
+    topology: Topology, backend: JobBackend, skip: Mapping[str, str]
+) -> tuple[dict[str, dict], dict[str, str]]:
     """Every status record on every target cluster of the topology's flows (in parallel): flow -> record.
     Clusters in `skip` (could not be read at all) are reported unreadable without trying."""
     targets = sorted({f.target for f in topology.flows if f.target in topology.clusters})
@@ -174,9 +200,14 @@ def read_statuses(topology: Topology, backend: JobBackend, skip: Mapping[str, st
     return statuses, unreadable
 
 
-def read_jobs(topology: Topology, backend: JobBackend, desired: Mapping[str, DesiredJob],
-              skip: Mapping[str, str] | None = None, now_ms: int | None = None,
-              statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None) -> LiveJobs:
+def read_jobs(
+    topology: Topology,
+    backend: JobBackend,
+    desired: Mapping[str, DesiredJob],
+    skip: Mapping[str, str] | None = None,
+    now_ms: int | None = None,
+    statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None,
+) -> LiveJobs:
     """The live state of every job the topology wants, the deployers know, or that reports.
     `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
     statuses, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
@@ -187,8 +218,14 @@ def read_jobs(topology: Topology, backend: JobBackend, desired: Mapping[str, Des
     return assemble(desired, statuses, deployments, unreadable, now_ms)
 
 
-def assemble(desired: Mapping[str, DesiredJob], statuses: Mapping[str, dict], deployments: list[Deployment],
-             unreadable: Mapping[str, str], now_ms: int, start_grace: float = START_GRACE_SECONDS) -> LiveJobs:
+def assemble(
+    desired: Mapping[str, DesiredJob],
+    statuses: Mapping[str, dict],
+    deployments: list[Deployment],
+    unreadable: Mapping[str, str],
+    now_ms: int,
+    start_grace: float = START_GRACE_SECONDS,
+) -> LiveJobs:
     """Pure: statuses + deployments -> LiveJobs."""
     by_flow: dict[str, list[Deployment]] = {}
     for d in deployments:

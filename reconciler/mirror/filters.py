@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
 from functools import cached_property
+from typing import ClassVar
 
 # MirrorMaker 2's DefaultTopicFilter / DefaultGroupFilter / DefaultConfigPropertyFilter excludes.
 DEFAULT_TOPIC_EXCLUDES: tuple[str, ...] = (r".*[\-\.]internal", r".*\.replica", r"__.*")

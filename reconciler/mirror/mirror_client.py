@@ -18,12 +18,12 @@ Differences from Java, all deliberate:
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 from reconciler.mirror.policy import DEFAULT_POLICY, PolicyKind, ReplicationPolicy
 from reconciler.mirror.records import Checkpoint, Heartbeat, RecordFormatError
-
 
 #: A raw record as read from a topic: (key, value), either may be None.
 RawRecord = tuple[bytes | None, bytes | None]
@@ -100,8 +100,11 @@ def replication_hops(topics: Iterable[str], upstream_alias: str, policy: Replica
 def remote_topics(topics: Iterable[str], policy: ReplicationPolicy, source: str | None = None) -> frozenset[str]:
     """MirrorClient.remoteTopics: replicated topics (internal ones excluded), optionally from one source."""
     return frozenset(
-        t for t in topics
-        if not policy.is_internal_topic(t) and (src := policy.topic_source(t)) is not None and (source is None or src == source)
+        t
+        for t in topics
+        if not policy.is_internal_topic(t)
+        and (src := policy.topic_source(t)) is not None
+        and (source is None or src == source)
     )
 
 
@@ -222,8 +225,9 @@ def _age(timestamp_ms: int | None, now_ms: int) -> float | None:
     return None if timestamp_ms is None else max(0.0, (now_ms - timestamp_ms) / 1000.0)
 
 
-def reachability(cluster: str, latest: Mapping[str, Heartbeat | None], policy: ReplicationPolicy,
-                 now_ms: int) -> Reachability:
+def reachability(
+    cluster: str, latest: Mapping[str, Heartbeat | None], policy: ReplicationPolicy, now_ms: int
+) -> Reachability:
     """Upstream clusters with hop counts (MirrorClient.replicationHops) and heartbeat ages.
 
     `latest` maps each heartbeat topic on `cluster` to its freshest heartbeat (None if empty).
@@ -231,7 +235,8 @@ def reachability(cluster: str, latest: Mapping[str, Heartbeat | None], policy: R
     still carries heartbeats from it, data from it is still flowing here.
     """
     topics = tuple(
-        HeartbeatTopic(t, all_sources(t, policy), hb, _age(hb.timestamp if hb else None, now_ms)) for t, hb in sorted(latest.items())
+        HeartbeatTopic(t, all_sources(t, policy), hb, _age(hb.timestamp if hb else None, now_ms))
+        for t, hb in sorted(latest.items())
     )
     upstream: list[Upstream] = []
     for alias in sorted({a for t in topics for a in t.sources}):
@@ -268,15 +273,14 @@ class GroupState:
         return self.members > 0 or self.state not in INACTIVE_GROUP_STATES
 
 
-
 class FailoverAction(str, enum.Enum):
     """How one partition's committed offset on the target is handled."""
 
-    COMMIT = "commit"          # no committed offset yet, or it is behind the translation: move forward
-    UNCHANGED = "unchanged"    # already at the translated offset
+    COMMIT = "commit"  # no committed offset yet, or it is behind the translation: move forward
+    UNCHANGED = "unchanged"  # already at the translated offset
     KEEP_AHEAD = "keep-ahead"  # committed offset is ahead; never rewound without allow_rewind
-    REWIND = "rewind"          # committed offset is ahead and allow_rewind was given
-    MISSING = "missing"        # the topic or partition does not exist on the target: blocks apply
+    REWIND = "rewind"  # committed offset is ahead and allow_rewind was given
+    MISSING = "missing"  # the topic or partition does not exist on the target: blocks apply
 
 
 @dataclass(frozen=True)
@@ -306,8 +310,13 @@ class FailoverPlan:
         return tuple(p.partition for p in self.partitions if p.action is FailoverAction.MISSING)
 
 
-def plan_failover(group: str, translated: Mapping[TopicPartition, int], committed: Mapping[TopicPartition, int],
-                  partitions_on_target: Mapping[str, int] | None, allow_rewind: bool = False) -> FailoverPlan:
+def plan_failover(
+    group: str,
+    translated: Mapping[TopicPartition, int],
+    committed: Mapping[TopicPartition, int],
+    partitions_on_target: Mapping[str, int] | None,
+    allow_rewind: bool = False,
+) -> FailoverPlan:
     """Decide, per partition, what committing the translated offsets to the target group does.
 
     Like MM2's own group-offset sync (MirrorCheckpointTask.syncGroupOffset), offsets only move
@@ -358,8 +367,9 @@ class NoCheckpointsTopic(LookupError):
 HEARTBEAT_TAIL = 64
 
 
-def translate_offsets(target: ClusterReader, source_alias: str, group: str,
-                      policy: ReplicationPolicy = DEFAULT_POLICY) -> CheckpointScan:
+def translate_offsets(
+    target: ClusterReader, source_alias: str, group: str, policy: ReplicationPolicy = DEFAULT_POLICY
+) -> CheckpointScan:
     """RemoteClusterUtils.translateOffsets: where `group` of `source_alias` may resume on `target`.
 
     Reads `<source>.checkpoints.internal` on the target to its end; the result's `offsets()` are
@@ -372,9 +382,11 @@ def translate_offsets(target: ClusterReader, source_alias: str, group: str,
     return latest_checkpoints(target.read_all(topic, partitions), group)
 
 
-def latest_heartbeats(cluster: ClusterReader, policy: ReplicationPolicy,
-                      tail: int = HEARTBEAT_TAIL) -> dict[str, Heartbeat | None]:
+def latest_heartbeats(
+    cluster: ClusterReader, policy: ReplicationPolicy, tail: int = HEARTBEAT_TAIL
+) -> dict[str, Heartbeat | None]:
     """The freshest heartbeat of every heartbeat topic on `cluster` (None where none decodes)."""
     topics = cluster.topics()
-    return {t: latest_heartbeat(cluster.read_tail(t, topics[t], tail))[0]
-            for t in sorted(heartbeat_topics(topics, policy))}
+    return {
+        t: latest_heartbeat(cluster.read_tail(t, topics[t], tail))[0] for t in sorted(heartbeat_topics(topics, policy))
+    }

@@ -53,9 +53,7 @@ def _updated(original: list[OffsetSync], sync: OffsetSync) -> list[OffsetSync]:
             is_recent = _invariant_b(syncs[previous], old, previous, current)
             separated_from_previous = _invariant_c(syncs[previous], old, previous)
             following = current + 1
-            separated_from_next = (
-                following >= SYNCS_PER_PARTITION or _invariant_c(old, syncs[following], current)
-            )
+            separated_from_next = following >= SYNCS_PER_PARTITION or _invariant_c(old, syncs[following], current)
             successor = replacement_index + 1
             duplicate = successor < SYNCS_PER_PARTITION and old is original[successor]
             promote = is_recent and separated_from_previous and separated_from_next

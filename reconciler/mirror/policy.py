@@ -8,8 +8,9 @@ match what Java tooling such as RemoteClusterUtils expects.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 HEARTBEATS_TOPIC = "heartbeats"
 
@@ -70,7 +71,7 @@ class ReplicationPolicy:
         if self.kind is PolicyKind.IDENTITY and not self._looks_like_heartbeat(topic):
             return topic  # IdentityReplicationPolicy.upstreamTopic
         source = self._default_topic_source(topic)
-        return None if source is None else topic[len(source) + len(self.separator):]
+        return None if source is None else topic[len(source) + len(self.separator) :]
 
     def original_topic(self, topic: str) -> str:
         upstream = self.upstream_topic(topic)
@@ -117,7 +118,7 @@ class ReplicationPolicy:
         head = OFFSET_SYNCS_TOPIC_PREFIX + self._internal_sep
         if not (topic.startswith(head) and topic.endswith(self._internal_suffix)):
             return None
-        alias = topic[len(head): -len(self._internal_suffix)]
+        alias = topic[len(head) : -len(self._internal_suffix)]
         return alias or None
 
     def is_mm2_internal_topic(self, topic: str) -> bool:
@@ -193,7 +194,9 @@ def known_policies(flows: Iterable[Any]) -> tuple[ReplicationPolicy, ...]:
     return tuple(seen)
 
 
-def parse_mm2_internal_topic(topic: str, policies: Iterable[ReplicationPolicy] = (DEFAULT_POLICY,)) -> Mm2InternalTopic | None:
+def parse_mm2_internal_topic(
+    topic: str, policies: Iterable[ReplicationPolicy] = (DEFAULT_POLICY,)
+) -> Mm2InternalTopic | None:
     """`<alias><sep>checkpoints<sep>internal` or `mm2-offset-syncs<sep><alias><sep>internal` under any of `policies`."""
     for policy in policies:
         if (alias := policy.checkpoints_source(topic)) is not None:

@@ -8,8 +8,9 @@ confirmation prompt, progress lines) and returns an `ApplyOutcome`; it never pri
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 from reconciler.adapters.base import AdminError
 from reconciler.apply.executor import ApplyContext, ApplyReport, Progress, execute
@@ -37,18 +38,18 @@ class ApplyUI(Protocol):
 @dataclass(frozen=True)
 class ApplyRequest:
     clusters: Mapping[str, Cluster]
-    topology: Topology | None = None       # None: apply exactly `saved`
+    topology: Topology | None = None  # None: apply exactly `saved`
     saved: Plan | None = None
     revision: str | None = None
     git: Mapping[str, Any] | None = None
     auto_approve: bool = False
-    lock_timeout: float = 0.0              # seconds to wait for a lease held elsewhere (0: fail at once)
+    lock_timeout: float = 0.0  # seconds to wait for a lease held elsewhere (0: fail at once)
 
 
 @dataclass(frozen=True)
 class ApplyOutcome:
     ok: bool
-    report: ApplyReport | None = None      # None: nothing was executed (no changes, refused, error)
+    report: ApplyReport | None = None  # None: nothing was executed (no changes, refused, error)
     seconds: float = 0.0
 
 
@@ -77,9 +78,12 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
             return ApplyOutcome(False)
         started = time.monotonic()
         try:
+
             def waiting(held: LockHeld, left: float) -> None:
-                ui.err(f"waiting for the lease on {held.cluster}: held by {held.holder.get('who', '?')} "
-                       f"({left:.0f}s left of --lock-timeout)")
+                ui.err(
+                    f"waiting for the lease on {held.cluster}: held by {held.holder.get('who', '?')} "
+                    f"({left:.0f}s left of --lock-timeout)"
+                )
 
             with ClusterLocks(admins, timeout=request.lock_timeout, on_wait=waiting) as locks:
                 live = read_live(conns, plan.clusters)
@@ -98,9 +102,15 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
                 report = execute(plan, ApplyContext(conns.get, {"jobs": backend.jobs_or_default()}), ui.progress)
                 if report.ok:
                     for lease in locks.leases:
-                        lease.record_applied({"fingerprint": plan.fingerprint, "revision": request.revision,
-                                              "git": request.git, "clusters": touched,
-                                              "actions": sum(1 for a in plan.actions if a.cluster == lease.admin.alias)})
+                        lease.record_applied(
+                            {
+                                "fingerprint": plan.fingerprint,
+                                "revision": request.revision,
+                                "git": request.git,
+                                "clusters": touched,
+                                "actions": sum(1 for a in plan.actions if a.cluster == lease.admin.alias),
+                            }
+                        )
         except (LockHeld, AdminError) as exc:
             ui.err(f"error: {exc}")
             return ApplyOutcome(False)

@@ -9,8 +9,9 @@ passes the same contract suite as the real adapter) and recording deployers.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
 from reconciler.jobs.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
@@ -56,7 +57,7 @@ class Backend:
         return (self.jobs.read_status if self.jobs is not None else kafka_status_reader)(cluster)
 
     @classmethod
-    def default(cls) -> "Backend":
+    def default(cls) -> Backend:
         """The real outside world."""
         return cls(jobs=default_factory())
 

@@ -7,7 +7,8 @@ the pure `reconciler.drift.report.build_report`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport, build_report
 from reconciler.operations.backend import Backend
@@ -17,8 +18,14 @@ from reconciler.state.read import Connections
 from reconciler.topology.model import Topology
 
 
-def drift_view(obs: Observation, backend: Backend, *, revision: Mapping[str, Any] | None = None,
-               check_jobs: bool = True, job_stale_seconds: float = DEFAULT_JOB_STALE_SECONDS) -> DriftReport:
+def drift_view(
+    obs: Observation,
+    backend: Backend,
+    *,
+    revision: Mapping[str, Any] | None = None,
+    check_jobs: bool = True,
+    job_stale_seconds: float = DEFAULT_JOB_STALE_SECONDS,
+) -> DriftReport:
     """Pure over the observation (plus the deployers' listing the job plan asks for)."""
     topology, live = obs.topology, obs.live
     plan = plan_of(obs, backend)
@@ -27,17 +34,38 @@ def drift_view(obs: Observation, backend: Backend, *, revision: Mapping[str, Any
     if check_jobs and obs.statuses is not None:
         targets = set(heartbeat_targets(topology, live))  # the reachable targets of active flows
         status_errors = {a: message(e) for a, e in obs.statuses.errors.items() if a in targets}
-        statuses = {flow: s for flow, s in obs.statuses.records.items()
-                    if any(f.name == flow and f.target in targets for f in topology.flows)}
-    return build_report(topology, live, plan, desired=obs.desired, job_statuses=statuses,
-                        job_status_errors=status_errors, heartbeats=obs.heartbeats,
-                        heartbeat_errors=obs.heartbeat_errors, applied=obs.applied, revision=revision,
-                        now_ms=obs.now_ms, job_stale_seconds=job_stale_seconds, check_jobs=check_jobs)
+        statuses = {
+            flow: s
+            for flow, s in obs.statuses.records.items()
+            if any(f.name == flow and f.target in targets for f in topology.flows)
+        }
+    return build_report(
+        topology,
+        live,
+        plan,
+        desired=obs.desired,
+        job_statuses=statuses,
+        job_status_errors=status_errors,
+        heartbeats=obs.heartbeats,
+        heartbeat_errors=obs.heartbeat_errors,
+        applied=obs.applied,
+        revision=revision,
+        now_ms=obs.now_ms,
+        job_stale_seconds=job_stale_seconds,
+        check_jobs=check_jobs,
+    )
 
 
-def drift(topology: Topology, backend: Backend, *, revision: Mapping[str, Any] | None = None, check_jobs: bool = True,
-          job_stale_seconds: float = DEFAULT_JOB_STALE_SECONDS) -> DriftReport:
+def drift(
+    topology: Topology,
+    backend: Backend,
+    *,
+    revision: Mapping[str, Any] | None = None,
+    check_jobs: bool = True,
+    job_stale_seconds: float = DEFAULT_JOB_STALE_SECONDS,
+) -> DriftReport:
     with Connections(dict(topology.clusters), backend.admin_factory) as conns:
-        obs = observe(topology, conns, backend, statuses=check_jobs or backend.jobs is not None, heartbeats=True,
-                      applied=True)
+        obs = observe(
+            topology, conns, backend, statuses=check_jobs or backend.jobs is not None, heartbeats=True, applied=True
+        )
         return drift_view(obs, backend, revision=revision, check_jobs=check_jobs, job_stale_seconds=job_stale_seconds)

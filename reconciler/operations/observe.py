@@ -9,9 +9,10 @@ the live state, and shared by plan and drift.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from reconciler.adapters.base import AdminError
 from reconciler.apply.lock import read_applied
@@ -89,8 +90,16 @@ def heartbeat_targets(topology: Topology, live: LiveState) -> list[str]:
     return sorted({f.target for f in topology.active_flows if live.cluster(f.target).reachable})
 
 
-def observe(topology: Topology, conns: Connections, backend: Backend, *, live: LiveState | None = None,
-            statuses: bool = False, heartbeats: bool = False, applied: bool = False) -> Observation:
+def observe(
+    topology: Topology,
+    conns: Connections,
+    backend: Backend,
+    *,
+    live: LiveState | None = None,
+    statuses: bool = False,
+    heartbeats: bool = False,
+    applied: bool = False,
+) -> Observation:
     """Read the live clusters (unless `live` is given) and whichever other parts are asked for."""
     live = live if live is not None else read_live(conns, clusters_of(topology))
     obs = Observation(topology, live, desired_state(topology, live), now_ms=int(backend.clock() * 1000))

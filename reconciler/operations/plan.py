@@ -25,8 +25,9 @@ def plan_of(obs: Observation, backend: Backend) -> Plan:
     return with_jobs(plan, obs.topology, obs.live, backend.jobs, statuses=statuses)
 
 
-def observe_for_plan(topology: Topology, conns: Connections, backend: Backend, live: LiveState | None = None,
-                     **more: bool) -> Observation:
+def observe_for_plan(
+    topology: Topology, conns: Connections, backend: Backend, live: LiveState | None = None, **more: bool
+) -> Observation:
     """What a plan reads: the clusters, and the job statuses when jobs are planned."""
     return observe(topology, conns, backend, live=live, statuses=backend.jobs is not None, **more)
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from reconciler.plan.findings import Finding, Severity
 from reconciler.plan.reasons import ReasonKind
@@ -44,8 +45,8 @@ class Phase(enum.IntEnum):
     CONFIG = 20
     PARTITIONS = 30
     ACL = 40
-    JOB = 50          # update/restart jobs of flows into this cluster (deploys sort after every cluster)
-    STOP_JOB = 75     # before any deletion, so a running job cannot re-create what is deleted
+    JOB = 50  # update/restart jobs of flows into this cluster (deploys sort after every cluster)
+    STOP_JOB = 75  # before any deletion, so a running job cannot re-create what is deleted
     DELETE_ACL = 80
     DELETE_CONFIG = 85
     DELETE_TOPIC = 90
@@ -108,7 +109,7 @@ class Action:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Action":
+    def from_dict(cls, d: Mapping[str, Any]) -> Action:
         kind = ACTION_TYPES[ActionKind(d["kind"])]
         kwargs = {}
         for f in dataclasses.fields(kind):
@@ -316,8 +317,12 @@ class Plan:
             "topology": self.topology,
             "clusters": list(self.clusters),
             "fingerprint": self.fingerprint,
-            "summary": {**self.counts(), "findings": len(self.findings), "errors": len(self.errors),
-                        "changes": self.has_changes},
+            "summary": {
+                **self.counts(),
+                "findings": len(self.findings),
+                "errors": len(self.errors),
+                "changes": self.has_changes,
+            },
             "actions": [a.to_dict() for a in self.actions],
             "findings": [f.to_dict() for f in self.findings],
         }
@@ -326,9 +331,14 @@ class Plan:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Plan":
+    def from_dict(cls, d: Mapping[str, Any]) -> Plan:
         if d.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"plan format_version {d.get('format_version')!r} is not {FORMAT_VERSION}")
-        return cls([Action.from_dict(a) for a in d["actions"]], [Finding.from_dict(f) for f in d["findings"]],
-                   list(d["clusters"]), {k: list(v) for k, v in d.get("scope", {}).items()}, d["fingerprint"],
-                   d.get("topology"))
+        return cls(
+            [Action.from_dict(a) for a in d["actions"]],
+            [Finding.from_dict(f) for f in d["findings"]],
+            list(d["clusters"]),
+            {k: list(v) for k, v in d.get("scope", {}).items()},
+            d["fingerprint"],
+            d.get("topology"),
+        )

@@ -16,17 +16,21 @@ Used to group drift by flow and to limit `plan --base REV` to the flows a change
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
+from reconciler.contract.flow_id import FlowId, flow_ends, flow_name
 from reconciler.mirror.policy import (
-    Mm2InternalKind, PolicyKind, ReplicationPolicy, is_internal_topic_any, known_policies, parse_mm2_internal_topic,
+    Mm2InternalKind,
+    PolicyKind,
+    ReplicationPolicy,
+    is_internal_topic_any,
+    known_policies,
+    parse_mm2_internal_topic,
 )
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding
 from reconciler.state.desired import DesiredState
-from reconciler.contract.flow_id import FlowId, flow_ends, flow_name
 from reconciler.topology.model import Topology
-
 
 
 def _separators(topology: Topology) -> list[str]:
@@ -104,5 +108,11 @@ def restrict(plan: Plan, flows: Iterable[str], desired: DesiredState | None, top
         fl = finding_flows(f, desired, topology)
         if (wanted & set(fl)) or (not fl and f.cluster in ends):
             findings.append(f)
-    return Plan(actions, findings, list(plan.clusters), {k: list(v) for k, v in plan.scope.items()},
-                plan.fingerprint, plan.topology)
+    return Plan(
+        actions,
+        findings,
+        list(plan.clusters),
+        {k: list(v) for k, v in plan.scope.items()},
+        plan.fingerprint,
+        plan.topology,
+    )

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_topic_any, known_policies
 from reconciler.plan.actions import (
-    Action, AddPartitions, CreateAcl, CreateTopic, DeleteAcl, DeleteConfig, DeleteTopic, Plan, SetConfig,
+    Action,
+    AddPartitions,
+    CreateAcl,
+    CreateTopic,
+    DeleteAcl,
+    DeleteConfig,
+    DeleteTopic,
+    Plan,
+    SetConfig,
 )
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.reasons import ReasonKind
@@ -31,14 +39,24 @@ class _Out:
     actions: list[Action] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
 
-    def find(self, severity: Severity, kind: FindingKind, cluster: str, subject: str, message: str,
-             hint: str | None = None, why: ReasonKind | None = None) -> None:
+    def find(
+        self,
+        severity: Severity,
+        kind: FindingKind,
+        cluster: str,
+        subject: str,
+        message: str,
+        hint: str | None = None,
+        why: ReasonKind | None = None,
+    ) -> None:
         self.findings.append(Finding(severity, kind, cluster, subject, message, hint, why))
 
 
 def _create(t: DesiredTopic, out: _Out) -> None:
     configs = tuple(sorted(t.configs.items())) if t.manage_configs else ()
-    out.actions.append(CreateTopic(t.cluster, t.reason, t.name, t.partitions, t.replication_factor, configs, t.role.value))
+    out.actions.append(
+        CreateTopic(t.cluster, t.reason, t.name, t.partitions, t.replication_factor, configs, t.role.value)
+    )
 
 
 def _partitions(t: DesiredTopic, live_partitions: int, c: ClusterState, out: _Out) -> None:
@@ -46,28 +64,45 @@ def _partitions(t: DesiredTopic, live_partitions: int, c: ClusterState, out: _Ou
     if t.partitions > live_partitions:
         if c.capabilities.create_partitions:
             src = f"{t.upstream[0]}:{t.upstream[1]}" if t.upstream else "MirrorMaker 2"
-            out.actions.append(AddPartitions(t.cluster, f"{src} has {t.partitions} partitions", t.name,
-                                             live_partitions, t.partitions))
+            out.actions.append(
+                AddPartitions(t.cluster, f"{src} has {t.partitions} partitions", t.name, live_partitions, t.partitions)
+            )
         else:
-            out.find(Severity.WARNING, FindingKind.UNSUPPORTED, t.cluster, t.name,
-                     f"{where} has {live_partitions} partitions but needs {t.partitions}; "
-                     f"cluster {t.cluster} does not support CreatePartitions",
-                     hint="add the partitions with the platform's own tooling; records of the new source partitions "
-                          "cannot be replicated until then", why=ReasonKind.PARTITIONS)
+            out.find(
+                Severity.WARNING,
+                FindingKind.UNSUPPORTED,
+                t.cluster,
+                t.name,
+                f"{where} has {live_partitions} partitions but needs {t.partitions}; "
+                f"cluster {t.cluster} does not support CreatePartitions",
+                hint="add the partitions with the platform's own tooling; records of the new source partitions "
+                "cannot be replicated until then",
+                why=ReasonKind.PARTITIONS,
+            )
     elif t.partitions < live_partitions and t.role is TopicRole.REMOTE:
-        out.find(Severity.WARNING, FindingKind.IMPOSSIBLE, t.cluster, t.name,
-                 f"{where} has {live_partitions} partitions, more than its source's {t.partitions}; "
-                 "Kafka cannot remove partitions",
-                 hint="the extra partitions stay empty and can be ignored; to match exactly, delete the remote topic "
-                      "(losing its records) and let the next apply recreate it")
+        out.find(
+            Severity.WARNING,
+            FindingKind.IMPOSSIBLE,
+            t.cluster,
+            t.name,
+            f"{where} has {live_partitions} partitions, more than its source's {t.partitions}; "
+            "Kafka cannot remove partitions",
+            hint="the extra partitions stay empty and can be ignored; to match exactly, delete the remote topic "
+            "(losing its records) and let the next apply recreate it",
+        )
 
 
 def _replication_factor(t: DesiredTopic, live_rf: int, out: _Out) -> None:
     if t.replication_factor != -1 and live_rf != t.replication_factor:
-        out.find(Severity.WARNING, FindingKind.IMPOSSIBLE, t.cluster, t.name,
-                 f"{t.cluster}:{t.name} has replication factor {live_rf}, the flow wants {t.replication_factor}; "
-                 "a replication factor cannot be changed by an admin API call",
-                 hint="reassign the partitions with kafka-reassign-partitions.sh (or your platform's tooling)")
+        out.find(
+            Severity.WARNING,
+            FindingKind.IMPOSSIBLE,
+            t.cluster,
+            t.name,
+            f"{t.cluster}:{t.name} has replication factor {live_rf}, the flow wants {t.replication_factor}; "
+            "a replication factor cannot be changed by an admin API call",
+            hint="reassign the partitions with kafka-reassign-partitions.sh (or your platform's tooling)",
+        )
 
 
 def _configs(t: DesiredTopic, live_configs: dict, c: ClusterState, prune: bool, out: _Out) -> None:
@@ -77,22 +112,38 @@ def _configs(t: DesiredTopic, live_configs: dict, c: ClusterState, prune: bool, 
     for key, value in sorted(t.configs.items()):
         if live_configs.get(key) != value:
             if not c.capabilities.alter_configs:
-                out.find(Severity.WARNING, FindingKind.UNSUPPORTED, t.cluster, t.name,
-                         f"{t.cluster}:{t.name} should have {key}={value}; cluster {t.cluster} does not support "
-                         "IncrementalAlterConfigs", why=ReasonKind.CONFIG)
+                out.find(
+                    Severity.WARNING,
+                    FindingKind.UNSUPPORTED,
+                    t.cluster,
+                    t.name,
+                    f"{t.cluster}:{t.name} should have {key}={value}; cluster {t.cluster} does not support "
+                    "IncrementalAlterConfigs",
+                    why=ReasonKind.CONFIG,
+                )
                 continue
-            out.actions.append(SetConfig(t.cluster, f"{src} sets {key}={value}", t.name, key, value,
-                                         live_configs.get(key)))
+            out.actions.append(
+                SetConfig(t.cluster, f"{src} sets {key}={value}", t.name, key, value, live_configs.get(key))
+            )
     for key in sorted(set(live_configs) - set(t.configs)):
         if not t.owns_config(key):
             continue
         if prune:
-            out.actions.append(DeleteConfig(t.cluster, f"{src} does not set {key} (prune.configs is on)",
-                                            t.name, key, live_configs[key]))
+            out.actions.append(
+                DeleteConfig(
+                    t.cluster, f"{src} does not set {key} (prune.configs is on)", t.name, key, live_configs[key]
+                )
+            )
         else:
-            out.find(Severity.INFO, FindingKind.PRUNE_DISABLED, t.cluster, t.name,
-                     f"{t.cluster}:{t.name} sets {key}={live_configs[key]!r}, which {src} does not; kept",
-                     hint="set `prune: {configs: true}` to remove configs the source no longer sets", why=ReasonKind.CONFIG)
+            out.find(
+                Severity.INFO,
+                FindingKind.PRUNE_DISABLED,
+                t.cluster,
+                t.name,
+                f"{t.cluster}:{t.name} sets {key}={live_configs[key]!r}, which {src} does not; kept",
+                hint="set `prune: {configs: true}` to remove configs the source no longer sets",
+                why=ReasonKind.CONFIG,
+            )
 
 
 def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None, prune: bool, out: _Out) -> None:
@@ -101,38 +152,70 @@ def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None,
     have = {a for a in live_acls.get(t.name, ()) if a.pattern is AclPattern.LITERAL}
     src = f"{t.upstream[0]}:{t.upstream[1]}" if t.upstream else "the flow"
     for a in sorted(t.acls - have):
-        why = ("only the replication principal may write remote topics" if a.operation is AclOperation.WRITE
-               else f"ACL sync from {src}")
+        why = (
+            "only the replication principal may write remote topics"
+            if a.operation is AclOperation.WRITE
+            else f"ACL sync from {src}"
+        )
         out.actions.append(CreateAcl(t.cluster, why, a))
     for a in sorted(have - t.acls):
-        foreign_writer = (a.permission is AclPermission.ALLOW and a.operation in (AclOperation.WRITE, AclOperation.ALL)
-                          and a.principal != writer)
+        foreign_writer = (
+            a.permission is AclPermission.ALLOW
+            and a.operation in (AclOperation.WRITE, AclOperation.ALL)
+            and a.principal != writer
+        )
         if prune:
-            why = ("nobody but the replication principal may write a remote topic" if foreign_writer
-                   else f"not granted on {src} (prune.acls is on)")
+            why = (
+                "nobody but the replication principal may write a remote topic"
+                if foreign_writer
+                else f"not granted on {src} (prune.acls is on)"
+            )
             out.actions.append(DeleteAcl(t.cluster, why, a))
         elif foreign_writer:
-            out.find(Severity.WARNING, FindingKind.SECURITY, t.cluster, t.name,
-                     f"{a.principal} may {a.operation.value} remote topic {t.cluster}:{t.name}; only the replication "
-                     "principal should write it", hint="set `prune: {acls: true}` to let apply remove this ACL")
+            out.find(
+                Severity.WARNING,
+                FindingKind.SECURITY,
+                t.cluster,
+                t.name,
+                f"{a.principal} may {a.operation.value} remote topic {t.cluster}:{t.name}; only the replication "
+                "principal should write it",
+                hint="set `prune: {acls: true}` to let apply remove this ACL",
+            )
         else:
-            out.find(Severity.INFO, FindingKind.PRUNE_DISABLED, t.cluster, t.name,
-                     f"ACL {a.describe()} is not granted on {src}; kept",
-                     hint="set `prune: {acls: true}` to remove ACLs the source does not grant", why=ReasonKind.ACL)
+            out.find(
+                Severity.INFO,
+                FindingKind.PRUNE_DISABLED,
+                t.cluster,
+                t.name,
+                f"ACL {a.describe()} is not granted on {src}; kept",
+                hint="set `prune: {acls: true}` to remove ACLs the source does not grant",
+                why=ReasonKind.ACL,
+            )
 
 
 def _capability_findings(cluster: str, c: ClusterState, topics: list[DesiredTopic], out: _Out) -> None:
     acl_topics = [t for t in topics if t.acls]
     if acl_topics and c.acls is None:
-        out.find(Severity.WARNING, FindingKind.UNSUPPORTED, cluster, "",
-                 f"ACL sync for {len(acl_topics)} topic(s) on {cluster} skipped: the cluster does not support the ACL "
-                 f"APIs (DescribeAcls, CreateAcls, DeleteAcls)"
-                 + (f"; probe: {c.capabilities.probe_error}" if c.capabilities.probe_error else ""),
-                 hint="manage these ACLs with the platform's tooling, or set `sync.acls: false` on the flows into it",
-                 why=ReasonKind.ACL)
+        out.find(
+            Severity.WARNING,
+            FindingKind.UNSUPPORTED,
+            cluster,
+            "",
+            f"ACL sync for {len(acl_topics)} topic(s) on {cluster} skipped: the cluster does not support the ACL "
+            f"APIs (DescribeAcls, CreateAcls, DeleteAcls)"
+            + (f"; probe: {c.capabilities.probe_error}" if c.capabilities.probe_error else ""),
+            hint="manage these ACLs with the platform's tooling, or set `sync.acls: false` on the flows into it",
+            why=ReasonKind.ACL,
+        )
     if any(t.manage_configs for t in topics) and not c.capabilities.describe_configs:
-        out.find(Severity.WARNING, FindingKind.UNSUPPORTED, cluster, "",
-                 f"cluster {cluster} does not support DescribeConfigs: topic configs are not compared", why=ReasonKind.CONFIG)
+        out.find(
+            Severity.WARNING,
+            FindingKind.UNSUPPORTED,
+            cluster,
+            "",
+            f"cluster {cluster} does not support DescribeConfigs: topic configs are not compared",
+            why=ReasonKind.CONFIG,
+        )
 
 
 def _separators(topology: Topology) -> list[str]:
@@ -150,7 +233,9 @@ def _remote_source(name: str, cluster: str, topology: Topology, separators: list
     return None
 
 
-def _prune_topics(topology: Topology, desired: DesiredState, live: LiveState, scope: dict[str, set[str]], out: _Out) -> None:
+def _prune_topics(
+    topology: Topology, desired: DesiredState, live: LiveState, scope: dict[str, set[str]], out: _Out
+) -> None:
     separators = _separators(topology)
     upstreams = {t.upstream for t in desired.all() if t.upstream}
     disabled = {(f.source, f.target) for f in topology.flows if not f.enabled}
@@ -168,26 +253,58 @@ def _prune_topics(topology: Topology, desired: DesiredState, live: LiveState, sc
             scope.setdefault(cluster, set()).add(name)
             where = f"{cluster}:{name}"
             if (src, cluster) in disabled:
-                out.find(Severity.INFO, FindingKind.RETAINED, cluster, name,
-                         f"{where} belongs to disabled flow {src}->{cluster}; kept while the flow is disabled")
+                out.find(
+                    Severity.INFO,
+                    FindingKind.RETAINED,
+                    cluster,
+                    name,
+                    f"{where} belongs to disabled flow {src}->{cluster}; kept while the flow is disabled",
+                )
             elif (cluster, name) in upstreams:
-                out.find(Severity.INFO, FindingKind.RETAINED, cluster, name,
-                         f"{where} is no longer replicated from {src} but still feeds a flow out of {cluster}; kept")
+                out.find(
+                    Severity.INFO,
+                    FindingKind.RETAINED,
+                    cluster,
+                    name,
+                    f"{where} is no longer replicated from {src} but still feeds a flow out of {cluster}; kept",
+                )
             elif blind:
-                out.find(Severity.INFO, FindingKind.RETAINED, cluster, name,
-                         f"{where} looks unwanted, but nothing is pruned while {', '.join(blind)} cannot be read")
+                out.find(
+                    Severity.INFO,
+                    FindingKind.RETAINED,
+                    cluster,
+                    name,
+                    f"{where} looks unwanted, but nothing is pruned while {', '.join(blind)} cannot be read",
+                )
             elif (src, cluster) not in enabled and not (topology.prune.topics and topology.prune.flows):
-                out.find(Severity.WARNING, FindingKind.UNMANAGED, cluster, name,
-                         f"{where} looks replicated from {src}, but there is no flow {src}->{cluster}; left alone",
-                         hint="the topics of a flow removed from the topology are deleted only with "
-                              "`prune: {topics: true, flows: true}`; or delete it by hand")
+                out.find(
+                    Severity.WARNING,
+                    FindingKind.UNMANAGED,
+                    cluster,
+                    name,
+                    f"{where} looks replicated from {src}, but there is no flow {src}->{cluster}; left alone",
+                    hint="the topics of a flow removed from the topology are deleted only with "
+                    "`prune: {topics: true, flows: true}`; or delete it by hand",
+                )
             elif topology.prune.topics:
-                out.actions.append(DeleteTopic(cluster, f"no enabled flow replicates it from {src} (prune.topics is on)",
-                                               name, c.topics[name].partitions))
+                out.actions.append(
+                    DeleteTopic(
+                        cluster,
+                        f"no enabled flow replicates it from {src} (prune.topics is on)",
+                        name,
+                        c.topics[name].partitions,
+                    )
+                )
             else:
-                out.find(Severity.WARNING, FindingKind.UNMANAGED, cluster, name,
-                         f"{where} looks replicated from {src} but no enabled flow wants it; it would be deleted with "
-                         "`prune: {topics: true}`", hint="delete it by hand, or enable prune.topics to let apply delete it")
+                out.find(
+                    Severity.WARNING,
+                    FindingKind.UNMANAGED,
+                    cluster,
+                    name,
+                    f"{where} looks replicated from {src} but no enabled flow wants it; it would be deleted with "
+                    "`prune: {topics: true}`",
+                    hint="delete it by hand, or enable prune.topics to let apply delete it",
+                )
 
 
 def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
@@ -196,8 +313,14 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
     for alias, c in sorted(live.clusters.items()):
         scope.setdefault(alias, set())
         if not c.reachable:
-            out.find(Severity.ERROR, FindingKind.UNREACHABLE, alias, "", f"cluster {alias} could not be read: {c.error}",
-                     hint="check bootstrap_servers, credentials (${ENV_VAR}s) and network; nothing can be planned for it")
+            out.find(
+                Severity.ERROR,
+                FindingKind.UNREACHABLE,
+                alias,
+                "",
+                f"cluster {alias} could not be read: {c.error}",
+                hint="check bootstrap_servers, credentials (${ENV_VAR}s) and network; nothing can be planned for it",
+            )
     for cluster in sorted(desired.topics):
         c = live.cluster(cluster)
         if not c.reachable:
@@ -218,4 +341,6 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
             _acls(t, c, acls, writer, topology.prune.acls, out)  # ACLs may exist before their topic does
     _prune_topics(topology, desired, live, scope, out)
     scope_lists = {k: sorted(v) for k, v in sorted(scope.items())}
-    return Plan(out.actions, out.findings, sorted(live.clusters), scope_lists, live.fingerprint(scope_lists), topology.name)
+    return Plan(
+        out.actions, out.findings, sorted(live.clusters), scope_lists, live.fingerprint(scope_lists), topology.name
+    )

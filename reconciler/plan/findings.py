@@ -6,8 +6,8 @@ Errors make `plan` exit 1 and `apply` refuse; warnings and notes are shown but c
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from reconciler.plan.reasons import ReasonKind
 
@@ -19,16 +19,16 @@ class Severity(str, enum.Enum):
 
 
 class FindingKind(str, enum.Enum):
-    UNREACHABLE = "unreachable"        # a cluster could not be read
-    UNSUPPORTED = "unsupported"        # the cluster lacks an API the change needs
-    IMPOSSIBLE = "impossible"          # no in-place change exists (partition decrease, replication factor)
-    UNMANAGED = "unmanaged"            # looks like ours, no flow wants it; deleted only with prune
+    UNREACHABLE = "unreachable"  # a cluster could not be read
+    UNSUPPORTED = "unsupported"  # the cluster lacks an API the change needs
+    IMPOSSIBLE = "impossible"  # no in-place change exists (partition decrease, replication factor)
+    UNMANAGED = "unmanaged"  # looks like ours, no flow wants it; deleted only with prune
     PRUNE_DISABLED = "prune-disabled"  # a deletion the topology does not allow
-    RETAINED = "retained"              # would be pruned, kept for safety (disabled flow, still a source)
-    CONFLICT = "conflict"              # two flows want different things of one topic
-    SECURITY = "security"              # e.g. someone else may WRITE a remote topic
-    ACLS_UNKNOWN = "acls-unknown"      # source ACLs could not be read, ACL sync skipped
-    MULTIPLIED = "multiplied"          # filters multiply topics along paths past RECONCILER_MAX_REMOTE_TOPICS
+    RETAINED = "retained"  # would be pruned, kept for safety (disabled flow, still a source)
+    CONFLICT = "conflict"  # two flows want different things of one topic
+    SECURITY = "security"  # e.g. someone else may WRITE a remote topic
+    ACLS_UNKNOWN = "acls-unknown"  # source ACLs could not be read, ACL sync skipped
+    MULTIPLIED = "multiplied"  # filters multiply topics along paths past RECONCILER_MAX_REMOTE_TOPICS
 
 
 @dataclass(frozen=True)
@@ -50,14 +50,27 @@ class Finding:
         return (order[self.severity], self.cluster, self.kind.value, self.subject, self.message)
 
     def to_dict(self) -> dict:
-        return {"severity": self.severity.value, "kind": self.kind.value, "cluster": self.cluster,
-                "subject": self.subject, "message": self.message, "hint": self.hint,
-                "reason_kind": self.reason_kind.value}
+        return {
+            "severity": self.severity.value,
+            "kind": self.kind.value,
+            "cluster": self.cluster,
+            "subject": self.subject,
+            "message": self.message,
+            "hint": self.hint,
+            "reason_kind": self.reason_kind.value,
+        }
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "Finding":
-        return cls(Severity(d["severity"]), FindingKind(d["kind"]), d["cluster"], d["subject"], d["message"], d.get("hint"),
-                   ReasonKind(d["reason_kind"]) if d.get("reason_kind") else None)
+    def from_dict(cls, d: Mapping) -> Finding:
+        return cls(
+            Severity(d["severity"]),
+            FindingKind(d["kind"]),
+            d["cluster"],
+            d["subject"],
+            d["message"],
+            d.get("hint"),
+            ReasonKind(d["reason_kind"]) if d.get("reason_kind") else None,
+        )
 
 
 _DEFAULT_REASONS: dict[FindingKind, ReasonKind] = {

@@ -81,9 +81,11 @@ class JobAction(Action):
         topics = "include " + _fmt(s.get("topics_include", []))
         if s.get("topics_exclude"):
             topics += ", exclude " + _fmt(s["topics_exclude"])
-        return [f"topics: {topics}",
-                f"delivery: {s.get('delivery')}, parallelism {s.get('parallelism')}, "
-                f"refresh every {s.get('refresh_interval_seconds')}s"]
+        return [
+            f"topics: {topics}",
+            f"delivery: {s.get('delivery')}, parallelism {s.get('parallelism')}, "
+            f"refresh every {s.get('refresh_interval_seconds')}s",
+        ]
 
     def _changes(self) -> list[str]:
         return [f"{k}: {_fmt(v[0])} -> {_fmt(v[1])}" for k, v in sorted(getattr(self, "changes", {}).items())]
@@ -126,8 +128,9 @@ class UpdateJob(JobAction):
         return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
 
     def describe(self) -> str:
-        return (f"update job {self.flow} in place, no restart (spec {short(self.current_hash)} -> "
-                f"{short(self.spec_hash)})")
+        return (
+            f"update job {self.flow} in place, no restart (spec {short(self.current_hash)} -> {short(self.spec_hash)})"
+        )
 
     def details(self) -> list[str]:
         return self._changes()

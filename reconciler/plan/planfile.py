@@ -34,8 +34,9 @@ class SavedPlan:
     git: dict | None = None  # RevisionInfo.to_dict() of the topology's commit (reconciler.apply.revision)
 
 
-def save(path: str | Path, plan: Plan, clusters: dict[str, Cluster], revision: str | None = None,
-         git: dict | None = None) -> None:
+def save(
+    path: str | Path, plan: Plan, clusters: dict[str, Cluster], revision: str | None = None, git: dict | None = None
+) -> None:
     used = {a: clusters[a] for a in plan.clusters if a in clusters}
     doc = {
         "kind": KIND,
@@ -43,8 +44,14 @@ def save(path: str | Path, plan: Plan, clusters: dict[str, Cluster], revision: s
         "saved_at": time.time(),
         "revision": revision,
         "git": git,
-        "clusters": {a: {"bootstrap_servers": c.bootstrap_servers, "config": dict(c.config),
-                         "replication_principal": c.replication_principal} for a, c in sorted(used.items())},
+        "clusters": {
+            a: {
+                "bootstrap_servers": c.bootstrap_servers,
+                "config": dict(c.config),
+                "replication_principal": c.replication_principal,
+            }
+            for a, c in sorted(used.items())
+        },
         "plan": plan.to_dict(include_scope=True),
     }
     tmp = Path(f"{path}.tmp{os.getpid()}")
@@ -71,11 +78,15 @@ def load(path: str | Path) -> SavedPlan:
     if doc.get("kind") != KIND:
         raise PlanFileError(f"{path}: not a saved plan (kind {doc.get('kind')!r})")
     if doc.get("format_version") != FORMAT_VERSION:
-        raise PlanFileError(f"{path}: saved plan format_version {doc.get('format_version')!r}, this reconciler "
-                            f"reads {FORMAT_VERSION}; plan again with this version")
+        raise PlanFileError(
+            f"{path}: saved plan format_version {doc.get('format_version')!r}, this reconciler "
+            f"reads {FORMAT_VERSION}; plan again with this version"
+        )
     try:
-        clusters = {a: Cluster(a, c["bootstrap_servers"], c.get("config") or {}, {}, c.get("replication_principal"))
-                    for a, c in doc["clusters"].items()}
+        clusters = {
+            a: Cluster(a, c["bootstrap_servers"], c.get("config") or {}, {}, c.get("replication_principal"))
+            for a, c in doc["clusters"].items()
+        }
         plan = Plan.from_dict(doc["plan"])
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise PlanFileError(f"{path}: damaged saved plan: {exc}") from None
@@ -87,5 +98,7 @@ def stale_reason(plan: Plan, live: LiveState) -> str | None:
     now = live.fingerprint(plan.scope)
     if now == plan.fingerprint:
         return None
-    return ("the clusters changed since this plan was made (live-state fingerprint "
-            f"{plan.fingerprint[:19]}... is now {now[:19]}...); run `reconciler plan` again and apply the new plan")
+    return (
+        "the clusters changed since this plan was made (live-state fingerprint "
+        f"{plan.fingerprint[:19]}... is now {now[:19]}...); run `reconciler plan` again and apply the new plan"
+    )

@@ -11,19 +11,19 @@ import enum
 
 
 class ReasonKind(str, enum.Enum):
-    TOPIC_MISSING = "topic-missing"      # a remote/internal topic the topology wants does not exist
-    TOPIC_EXTRA = "topic-extra"          # a topic exists that no flow wants (prune, unmanaged, retained)
-    PARTITIONS = "partitions"            # partition count (or replication factor) differs
-    CONFIG = "config"                    # a topic config differs
-    ACL = "acl"                          # an ACL differs, or ACLs could not be compared
-    CLUSTER = "cluster"                  # the cluster itself: unreachable, lacks an API
-    JOB_MISSING = "job-missing"          # no job runs an enabled flow
-    JOB_DOWN = "job-down"                # the job is down, failed or asks for a restart
-    JOB_STALE_SPEC = "job-stale-spec"    # the job runs another spec than the topology's
-    JOB_DEPLOYMENT = "job-deployment"    # the flow's deployer or its settings changed
-    JOB_UNWANTED = "job-unwanted"        # a job runs a flow the topology no longer has
+    TOPIC_MISSING = "topic-missing"  # a remote/internal topic the topology wants does not exist
+    TOPIC_EXTRA = "topic-extra"  # a topic exists that no flow wants (prune, unmanaged, retained)
+    PARTITIONS = "partitions"  # partition count (or replication factor) differs
+    CONFIG = "config"  # a topic config differs
+    ACL = "acl"  # an ACL differs, or ACLs could not be compared
+    CLUSTER = "cluster"  # the cluster itself: unreachable, lacks an API
+    JOB_MISSING = "job-missing"  # no job runs an enabled flow
+    JOB_DOWN = "job-down"  # the job is down, failed or asks for a restart
+    JOB_STALE_SPEC = "job-stale-spec"  # the job runs another spec than the topology's
+    JOB_DEPLOYMENT = "job-deployment"  # the flow's deployer or its settings changed
+    JOB_UNWANTED = "job-unwanted"  # a job runs a flow the topology no longer has
     JOB_STATUS_UNKNOWN = "job-status-unknown"  # the job's status records could not be read
-    CONFLICT = "conflict"                # two wants disagree (flows on one topic, a job deployed elsewhere)
+    CONFLICT = "conflict"  # two wants disagree (flows on one topic, a job deployed elsewhere)
     OTHER = "other"
 
     @property

@@ -21,7 +21,8 @@ in sync); `PrometheusRule` wraps the same groups for the Prometheus operator.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import yaml
 
@@ -35,8 +36,13 @@ DEFAULT_SLO = Slo(max_lag_records=10_000, max_heartbeat_age_seconds=120, max_lat
 
 
 def _rule(alert: str, expr: str, for_: str, severity: str, summary: str, description: str) -> dict[str, Any]:
-    return {"alert": alert, "expr": expr, "for": for_, "labels": {"severity": severity},
-            "annotations": {"summary": summary, "description": description}}
+    return {
+        "alert": alert,
+        "expr": expr,
+        "for": for_,
+        "labels": {"severity": severity},
+        "annotations": {"summary": summary, "description": description},
+    }
 
 
 def _num(x: float) -> str:
@@ -47,53 +53,109 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
     """The rule groups: SLO rules for the thresholds that are set, job and drift rules always."""
     slo_rules: list[dict[str, Any]] = []
     if slo.max_lag_records is not None:
-        slo_rules.append(_rule(
-            "MirrorLagHigh", f"sum by ({BY}) ({OWN}_partition_lag_records) > {_num(slo.max_lag_records)}", "5m",
-            "warning", "Replication lag of {{ $labels.flow }} is over the SLO",
-            f"{{{{ $value }}}} records behind (slo.max_lag_records {_num(slo.max_lag_records)})."))
+        slo_rules.append(
+            _rule(
+                "MirrorLagHigh",
+                f"sum by ({BY}) ({OWN}_partition_lag_records) > {_num(slo.max_lag_records)}",
+                "5m",
+                "warning",
+                "Replication lag of {{ $labels.flow }} is over the SLO",
+                f"{{{{ $value }}}} records behind (slo.max_lag_records {_num(slo.max_lag_records)}).",
+            )
+        )
     if slo.max_latency_p99_ms is not None:
-        slo_rules.append(_rule(
-            "MirrorLatencyP99High",
-            f"histogram_quantile(0.99, sum by ({BY}, le) (rate({SOURCE}_replication_latency_ms_bucket[5m]))) "
-            f"> {_num(slo.max_latency_p99_ms)}", "5m", "warning",
-            "p99 replication latency of {{ $labels.flow }} is over the SLO",
-            f"p99 {{{{ $value }}}} ms (slo.max_latency_p99_ms {_num(slo.max_latency_p99_ms)})."))
+        slo_rules.append(
+            _rule(
+                "MirrorLatencyP99High",
+                f"histogram_quantile(0.99, sum by ({BY}, le) (rate({SOURCE}_replication_latency_ms_bucket[5m]))) "
+                f"> {_num(slo.max_latency_p99_ms)}",
+                "5m",
+                "warning",
+                "p99 replication latency of {{ $labels.flow }} is over the SLO",
+                f"p99 {{{{ $value }}}} ms (slo.max_latency_p99_ms {_num(slo.max_latency_p99_ms)}).",
+            )
+        )
     if slo.max_heartbeat_age_seconds is not None:
-        slo_rules.append(_rule(
-            "MirrorHeartbeatStale",
-            f"max by ({BY}) ({drift.PREFIX}_heartbeat_age_seconds) > {_num(slo.max_heartbeat_age_seconds)}", "0m",
-            "critical", "Heartbeats of {{ $labels.flow }} are not arriving on {{ $labels.target }}",
-            f"Newest heartbeat {{{{ $value }}}}s old (slo.max_heartbeat_age_seconds "
-            f"{_num(slo.max_heartbeat_age_seconds)}); from the scheduled `reconciler drift --format prometheus`."))
+        slo_rules.append(
+            _rule(
+                "MirrorHeartbeatStale",
+                f"max by ({BY}) ({drift.PREFIX}_heartbeat_age_seconds) > {_num(slo.max_heartbeat_age_seconds)}",
+                "0m",
+                "critical",
+                "Heartbeats of {{ $labels.flow }} are not arriving on {{ $labels.target }}",
+                f"Newest heartbeat {{{{ $value }}}}s old (slo.max_heartbeat_age_seconds "
+                f"{_num(slo.max_heartbeat_age_seconds)}); from the scheduled `reconciler drift --format prometheus`.",
+            )
+        )
     job_rules = [
-        _rule("MirrorJobDown", f'max by ({BY}) ({OWN}_job_state{{state=~"running|degraded"}}) < 1', "2m", "critical",
-              "Replication job {{ $labels.flow }} is not running",
-              "The job reports neither running nor degraded; `reconciler status` shows why."),
-        _rule("MirrorJobStalled", f"time() - max by ({BY}) ({OWN}_job_last_batch_timestamp_seconds) > 300", "0m",
-              "critical", "Replication job {{ $labels.flow }} has not finished a micro-batch for 5 minutes",
-              "The driver is alive but not copying (Spark stuck, brokers unreachable)."),
-        _rule("MirrorOutOfRange", f"increase({OWN}_out_of_range_total[15m]) > 0", "0m", "warning",
-              "{{ $labels.topic }}[{{ $labels.partition }}] of {{ $labels.flow }} went out of range",
-              "The source partition was truncated or recreated: records may have been skipped (see the job status)."),
-        _rule("MirrorTransactionAborts", f"sum by ({BY}) (increase({OWN}_transaction_aborts_total[15m])) > 3", "0m",
-              "warning", "Exactly-once transactions of {{ $labels.flow }} keep aborting",
-              "Batches are retried; look at the job's last error."),
+        _rule(
+            "MirrorJobDown",
+            f'max by ({BY}) ({OWN}_job_state{{state=~"running|degraded"}}) < 1',
+            "2m",
+            "critical",
+            "Replication job {{ $labels.flow }} is not running",
+            "The job reports neither running nor degraded; `reconciler status` shows why.",
+        ),
+        _rule(
+            "MirrorJobStalled",
+            f"time() - max by ({BY}) ({OWN}_job_last_batch_timestamp_seconds) > 300",
+            "0m",
+            "critical",
+            "Replication job {{ $labels.flow }} has not finished a micro-batch for 5 minutes",
+            "The driver is alive but not copying (Spark stuck, brokers unreachable).",
+        ),
+        _rule(
+            "MirrorOutOfRange",
+            f"increase({OWN}_out_of_range_total[15m]) > 0",
+            "0m",
+            "warning",
+            "{{ $labels.topic }}[{{ $labels.partition }}] of {{ $labels.flow }} went out of range",
+            "The source partition was truncated or recreated: records may have been skipped (see the job status).",
+        ),
+        _rule(
+            "MirrorTransactionAborts",
+            f"sum by ({BY}) (increase({OWN}_transaction_aborts_total[15m])) > 3",
+            "0m",
+            "warning",
+            "Exactly-once transactions of {{ $labels.flow }} keep aborting",
+            "Batches are retried; look at the job's last error.",
+        ),
     ]
     for flow in flows:
-        job_rules.append(_rule(
-            "MirrorJobMissing", f'absent({OWN}_job_start_time_seconds{{flow="{flow}"}})', "5m", "critical",
-            f"No replication job of flow {flow} is scraped",
-            "The flow is enabled in the topology but Prometheus sees no job; run `reconciler apply` or check the "
-            "scrape config."))
+        job_rules.append(
+            _rule(
+                "MirrorJobMissing",
+                f'absent({OWN}_job_start_time_seconds{{flow="{flow}"}})',
+                "5m",
+                "critical",
+                f"No replication job of flow {flow} is scraped",
+                "The flow is enabled in the topology but Prometheus sees no job; run `reconciler apply` or check the "
+                "scrape config.",
+            )
+        )
     drift_rules = [
-        _rule("TopologyDrift", f'{drift.PREFIX}_status{{status="drift"}} == 1', "0m", "warning",
-              "The clusters and jobs drifted from the topology",
-              "Run `reconciler drift` for the items and `reconciler plan` / `apply` to fix them."),
-        _rule("DriftCheckFailed", f'{drift.PREFIX}_status{{status="error"}} == 1', "0m", "warning",
-              "The scheduled drift check could not read a cluster or a job status", "Run `reconciler drift`."),
+        _rule(
+            "TopologyDrift",
+            f'{drift.PREFIX}_status{{status="drift"}} == 1',
+            "0m",
+            "warning",
+            "The clusters and jobs drifted from the topology",
+            "Run `reconciler drift` for the items and `reconciler plan` / `apply` to fix them.",
+        ),
+        _rule(
+            "DriftCheckFailed",
+            f'{drift.PREFIX}_status{{status="error"}} == 1',
+            "0m",
+            "warning",
+            "The scheduled drift check could not read a cluster or a job status",
+            "Run `reconciler drift`.",
+        ),
     ]
-    return [{"name": f"{name}.slo", "rules": slo_rules}, {"name": f"{name}.jobs", "rules": job_rules},
-            {"name": f"{name}.drift", "rules": drift_rules}]
+    return [
+        {"name": f"{name}.slo", "rules": slo_rules},
+        {"name": f"{name}.jobs", "rules": job_rules},
+        {"name": f"{name}.drift", "rules": drift_rules},
+    ]
 
 
 def _dump(doc: Any) -> str:
@@ -108,13 +170,20 @@ def render_rules(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") 
     return HEADER + _dump({"groups": groups(slo, flows, name)})
 
 
-def render_prometheus_rule(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler",
-                           namespace: str = "monitoring") -> str:
+def render_prometheus_rule(
+    slo: Slo, flows: Iterable[str] = (), name: str = "reconciler", namespace: str = "monitoring"
+) -> str:
     """The same groups as a Prometheus operator `PrometheusRule`."""
-    doc = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-           "metadata": {"name": f"{name}-alerts", "namespace": namespace,
-                        "labels": {"app.kubernetes.io/name": "reconciler-mirror", "role": "alert-rules"}},
-           "spec": {"groups": groups(slo, flows, name)}}
+    doc = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": f"{name}-alerts",
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "reconciler-mirror", "role": "alert-rules"},
+        },
+        "spec": {"groups": groups(slo, flows, name)},
+    }
     return HEADER + _dump(doc)
 
 

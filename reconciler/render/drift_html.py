@@ -8,8 +8,8 @@ drift per cluster (grouped by flow), flows and jobs, clusters and their applied 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from html import escape
-from typing import Iterable
 
 from reconciler.drift.report import CATEGORY_TITLES, Category, DriftItem, DriftReport, FlowReport, Level
 from reconciler.render import svg
@@ -67,13 +67,18 @@ def _pill(status: str, words: str | None = None) -> str:
 
 
 def _card(key: str, value: str, detail: str = "", tone: str = "") -> str:
-    return (f'<div class="card"><div class="k">{_e(key)}</div><div class="v {tone}">{_e(value)}</div>'
-            f'<div class="d">{_e(detail)}</div></div>')
+    return (
+        f'<div class="card"><div class="k">{_e(key)}</div><div class="v {tone}">{_e(value)}</div>'
+        f'<div class="d">{_e(detail)}</div></div>'
+    )
 
 
 def _graph(report: DriftReport, topology: Topology | None) -> str:
-    aliases = sorted(set(topology.clusters) if topology else {c.alias for c in report.clusters}
-                     | {a for f in report.flows for a in (f.source, f.target)})
+    aliases = sorted(
+        set(topology.clusters)
+        if topology
+        else {c.alias for c in report.clusters} | {a for f in report.flows for a in (f.source, f.target)}
+    )
     clusters = {c.alias: c for c in report.clusters}
     nodes = []
     for alias in aliases:
@@ -88,10 +93,18 @@ def _graph(report: DriftReport, topology: Topology | None) -> str:
         nodes.append(svg.Node(alias, alias, sub, c.status if c.status in svg.COLORS else "drift", tip + f": {sub}"))
     edges = []
     for f in report.flows:
-        edges.append(svg.Edge(f.source, f.target, _edge_label(f), f.status if f.status in svg.COLORS else "drift",
-                              dashed=not f.enabled, tooltip=f"{f.name}: {f.status}"))
+        edges.append(
+            svg.Edge(
+                f.source,
+                f.target,
+                _edge_label(f),
+                f.status if f.status in svg.COLORS else "drift",
+                dashed=not f.enabled,
+                tooltip=f"{f.name}: {f.status}",
+            )
+        )
     legend = svg.legend({"ok": "in sync", "drift": "drift", "error": "error / unreadable", "disabled": "disabled flow"})
-    return svg.topology_graph(nodes, edges) + f'<div>{legend}</div>'
+    return svg.topology_graph(nodes, edges) + f"<div>{legend}</div>"
 
 
 def _edge_label(f: FlowReport) -> str:
@@ -121,15 +134,24 @@ def _charts(report: DriftReport) -> str:
             return svg.Bar(f.name, None, "no job status")
         if not job.running:
             return svg.Bar(f.name, None, f"job {job.state or 'down'}" + (" (stale)" if job.stale else ""))
-        return svg.Bar(f.name, job.lag_total, "no lag reported") if job.lag_total is not None else \
-            svg.Bar(f.name, None, "no lag reported")
+        return (
+            svg.Bar(f.name, job.lag_total, "no lag reported")
+            if job.lag_total is not None
+            else svg.Bar(f.name, None, "no lag reported")
+        )
 
-    out = ['<h3>Replication lag per flow (records)</h3>',
-           svg.bar_chart([lag_bar(f) for f in enabled], report.slo.get("max_lag_records"))]
-    hb = [svg.Bar(f.name, f.heartbeat_age_seconds, "no heartbeat" if f.heartbeat_topic else "heartbeats disabled")
-          for f in enabled]
-    out += ['<h3>Age of the newest heartbeat on the target (seconds)</h3>',
-            svg.bar_chart(hb, report.slo.get("max_heartbeat_age_seconds"), unit="s")]
+    out = [
+        "<h3>Replication lag per flow (records)</h3>",
+        svg.bar_chart([lag_bar(f) for f in enabled], report.slo.get("max_lag_records")),
+    ]
+    hb = [
+        svg.Bar(f.name, f.heartbeat_age_seconds, "no heartbeat" if f.heartbeat_topic else "heartbeats disabled")
+        for f in enabled
+    ]
+    out += [
+        "<h3>Age of the newest heartbeat on the target (seconds)</h3>",
+        svg.bar_chart(hb, report.slo.get("max_heartbeat_age_seconds"), unit="s"),
+    ]
     return "".join(out)
 
 
@@ -144,9 +166,11 @@ def _item_rows(items: Iterable[DriftItem]) -> str:
     for i in items:
         status = {Level.ERROR: "error", Level.DRIFT: "drift", Level.NOTE: "note"}[i.level]
         hint = f'<div class="hint">{_e(i.reason or i.hint)}</div>' if (i.reason or i.hint) else ""
-        rows.append(f"<tr><td>{_pill(status, CATEGORY_TITLES[i.category] if i.level is not Level.NOTE else 'note')}</td>"
-                    f"<td>{f'<code>{_e(i.subject)}</code>' if i.subject else '-'}</td>"
-                    f"<td>{_verb(i)}{_e(i.message)}{hint}</td></tr>")
+        rows.append(
+            f"<tr><td>{_pill(status, CATEGORY_TITLES[i.category] if i.level is not Level.NOTE else 'note')}</td>"
+            f"<td>{f'<code>{_e(i.subject)}</code>' if i.subject else '-'}</td>"
+            f"<td>{_verb(i)}{_e(i.message)}{hint}</td></tr>"
+        )
     return "".join(rows)
 
 
@@ -155,22 +179,28 @@ def _clusters_section(report: DriftReport) -> str:
     groups = report.by_cluster()
     any_rows = False
     for c in report.clusters:
-        per_flow = {flow: [i for i in items if i.level is not Level.NOTE] for flow, items in groups.get(c.alias, {}).items()}
+        per_flow = {
+            flow: [i for i in items if i.level is not Level.NOTE] for flow, items in groups.get(c.alias, {}).items()
+        }
         per_flow = {k: v for k, v in per_flow.items() if v}
         if not per_flow:
             continue
         any_rows = True
-        out.append(f'<h3>Cluster <code>{_e(c.alias)}</code> {_pill(c.status)}</h3>')
-        out.append('<table><thead><tr><th style="width:170px">kind</th><th style="width:260px">subject</th>'
-                   '<th>what differs</th></tr></thead><tbody>')
+        out.append(f"<h3>Cluster <code>{_e(c.alias)}</code> {_pill(c.status)}</h3>")
+        out.append(
+            '<table><thead><tr><th style="width:170px">kind</th><th style="width:260px">subject</th>'
+            "<th>what differs</th></tr></thead><tbody>"
+        )
         budget = MAX_ROWS_PER_CLUSTER
         for flow, items in sorted(per_flow.items(), key=lambda kv: (kv[0] == "", kv[0])):
             label = f"flow {flow}" if flow else "not tied to a flow"
             out.append(f'<tr class="flowhead"><td colspan="3">{_e(label)} ({len(items)})</td></tr>')
-            out.append(_item_rows(items[:max(budget, 0)]))
+            out.append(_item_rows(items[: max(budget, 0)]))
             if len(items) > budget:
-                out.append(f'<tr><td colspan="3" class="hint">… and {len(items) - max(budget, 0):,} more '
-                           '(all of them: <code>--format json</code>)</td></tr>')
+                out.append(
+                    f'<tr><td colspan="3" class="hint">… and {len(items) - max(budget, 0):,} more '
+                    "(all of them: <code>--format json</code>)</td></tr>"
+                )
             budget -= len(items)
         out.append("</tbody></table>")
     if not any_rows:
@@ -188,11 +218,18 @@ def _flows_table(report: DriftReport) -> str:
         job = f.job
         records = f"{job.records:,}" if job and job.records is not None else "-"
         errors = f"{job.errors:,}" if job and job.errors is not None else "-"
-        rows.append(f"<tr><td><code>{_e(name)}</code></td><td>{_pill(f.status)}</td><td>{_e(job_state)}</td>"
-                    f"<td>{_e(spec)}</td><td class=num>{_e(lag)}</td><td class=num>{_e(p99)}</td>"
-                    f"<td class=num>{_e(hb)}</td><td class=num>{_e(records)}</td><td class=num>{_e(errors)}</td></tr>")
-    return ("<h2>Flows and jobs</h2><table><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
-            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+        rows.append(
+            f"<tr><td><code>{_e(name)}</code></td><td>{_pill(f.status)}</td><td>{_e(job_state)}</td>"
+            f"<td>{_e(spec)}</td><td class=num>{_e(lag)}</td><td class=num>{_e(p99)}</td>"
+            f"<td class=num>{_e(hb)}</td><td class=num>{_e(records)}</td><td class=num>{_e(errors)}</td></tr>"
+        )
+    return (
+        "<h2>Flows and jobs</h2><table><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
 
 
 def _clusters_table(report: DriftReport) -> str:
@@ -208,44 +245,90 @@ def _clusters_table(report: DriftReport) -> str:
             rev, subject, by = ("<i>no apply recorded</i>" if c.reachable else "-"), "", ""
             applied = _e(c.error) if c.error else "-"
         drift = sum(1 for i in c.items if i.level is Level.DRIFT)
-        rows.append(f"<tr><td><code>{_e(c.alias)}</code></td><td>{_pill(c.status)}</td><td class=num>{drift}</td>"
-                    f"<td>{rev} {subject}<div class='hint'>{by}</div></td><td>{applied}</td></tr>")
-    return ("<h2>Clusters and the revision they were last reconciled to</h2><table><thead><tr><th>cluster</th>"
-            "<th>status</th><th>drift</th><th>last applied revision</th><th>applied</th></tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
+        rows.append(
+            f"<tr><td><code>{_e(c.alias)}</code></td><td>{_pill(c.status)}</td><td class=num>{drift}</td>"
+            f"<td>{rev} {subject}<div class='hint'>{by}</div></td><td>{applied}</td></tr>"
+        )
+    return (
+        "<h2>Clusters and the revision they were last reconciled to</h2><table><thead><tr><th>cluster</th>"
+        "<th>status</th><th>drift</th><th>last applied revision</th><th>applied</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
 
 
 def render(report: DriftReport, topology: Topology | None = None) -> str:
     status = report.status()
     rev = report.revision
-    rev_words = (f"{rev.get('short')} “{rev.get('message_subject', '')}” by {rev.get('author')}"
-                 + (" + uncommitted changes" if rev.get("dirty") else "")) if rev else "not in git"
+    rev_words = (
+        (
+            f"{rev.get('short')} “{rev.get('message_subject', '')}” by {rev.get('author')}"
+            + (" + uncommitted changes" if rev.get("dirty") else "")
+        )
+        if rev
+        else "not in git"
+    )
     title = f"Drift report: {report.topology}" if report.topology else "Drift report"
     enabled = [f for f in report.flows if f.enabled]
     flows_drift = sum(1 for f in report.flows if f.status in ("drift", "error"))
     running = sum(1 for f in enabled if f.job is not None and f.job.running)
     reachable = sum(1 for c in report.clusters if c.reachable)
-    applied = sorted({(c.applied["short"], c.applied.get("applied_at") or "") for c in report.clusters if c.applied},
-                     key=lambda x: x[1])
+    applied = sorted(
+        {(c.applied["short"], c.applied.get("applied_at") or "") for c in report.clusters if c.applied},
+        key=lambda x: x[1],
+    )
     last = applied[-1] if applied else None
     n = len(report.drift)
-    cards = "".join([
-        _card("drift items", str(n), ", ".join(f"{v} {CATEGORY_TITLES[Category(k)]}" for k, v in report.counts().items())
-              or "nothing differs", "bad" if n else "good"),
-        _card("clusters", f"{reachable}/{len(report.clusters)}", "readable", "good" if reachable == len(report.clusters) else "bad"),
-        _card("flows", f"{len(report.flows) - flows_drift}/{len(report.flows)}", "in sync (or disabled)",
-              "good" if not flows_drift else "warn"),
-        _card("jobs running", f"{running}/{len(enabled)}", "of enabled flows", "good" if running == len(enabled) else "warn"),
-        _card("last reconciled to", last[0] if last else "never", f"applied {last[1]}" if last else "no apply recorded"),
-    ])
+    cards = "".join(
+        [
+            _card(
+                "drift items",
+                str(n),
+                ", ".join(f"{v} {CATEGORY_TITLES[Category(k)]}" for k, v in report.counts().items())
+                or "nothing differs",
+                "bad" if n else "good",
+            ),
+            _card(
+                "clusters",
+                f"{reachable}/{len(report.clusters)}",
+                "readable",
+                "good" if reachable == len(report.clusters) else "bad",
+            ),
+            _card(
+                "flows",
+                f"{len(report.flows) - flows_drift}/{len(report.flows)}",
+                "in sync (or disabled)",
+                "good" if not flows_drift else "warn",
+            ),
+            _card(
+                "jobs running",
+                f"{running}/{len(enabled)}",
+                "of enabled flows",
+                "good" if running == len(enabled) else "warn",
+            ),
+            _card(
+                "last reconciled to",
+                last[0] if last else "never",
+                f"applied {last[1]}" if last else "no apply recorded",
+            ),
+        ]
+    )
     notes = report.notes
     notes_html = ""
     if notes:
-        notes_html = (f"<details><summary>Notes ({len(notes)}): capabilities, kept topics, revisions</summary><table><tbody>"
-                      + "".join(f"<tr><td><code>{_e(i.cluster)}</code></td><td>{_e(i.message)}</td></tr>" for i in notes)
-                      + "</tbody></table></details>")
-    slo = ", ".join(f"{k.replace('_', ' ')} {v:,}" if isinstance(v, int) else f"{k.replace('_', ' ')} {v:g}"
-                    for k, v in report.slo.items() if v is not None) or "no SLOs set (topology key slo:)"
+        notes_html = (
+            f"<details><summary>Notes ({len(notes)}): capabilities, kept topics, revisions</summary><table><tbody>"
+            + "".join(f"<tr><td><code>{_e(i.cluster)}</code></td><td>{_e(i.message)}</td></tr>" for i in notes)
+            + "</tbody></table></details>"
+        )
+    slo = (
+        ", ".join(
+            f"{k.replace('_', ' ')} {v:,}" if isinstance(v, int) else f"{k.replace('_', ' ')} {v:g}"
+            for k, v in report.slo.items()
+            if v is not None
+        )
+        or "no SLOs set (topology key slo:)"
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{_e(title)}</title><style>{CSS}</style></head>

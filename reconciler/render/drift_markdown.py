@@ -18,36 +18,58 @@ def _cell(text) -> str:
 
 def _render(report: DriftReport, max_items: int) -> str:
     title = f"### Drift report: `{report.topology}`" if report.topology else "### Drift report"
-    out = [title, "", f"**{report.headline()}**", "",
-           f"Checked {report.generated_at} against topology revision {revision_words(report.revision)}.", ""]
+    out = [
+        title,
+        "",
+        f"**{report.headline()}**",
+        "",
+        f"Checked {report.generated_at} against topology revision {revision_words(report.revision)}.",
+        "",
+    ]
     out += ["| cluster | status | drift items | last reconciled to |", "|---|---|---:|---|"]
     for c in report.clusters:
         a = c.applied
-        applied = (f"`{a['short']}`{' (dirty)' if a['dirty'] else ''} by {a.get('who') or '?'} at {a.get('applied_at') or '?'}"
-                   if a else ("no apply recorded" if c.reachable else _cell(c.error)))
-        out.append(f"| `{c.alias}` | {_STATUS[c.status]} | {sum(1 for i in c.items if i.level is Level.DRIFT)} | {applied} |")
+        applied = (
+            f"`{a['short']}`{' (dirty)' if a['dirty'] else ''} by {a.get('who') or '?'} at {a.get('applied_at') or '?'}"
+            if a
+            else ("no apply recorded" if c.reachable else _cell(c.error))
+        )
+        out.append(
+            f"| `{c.alias}` | {_STATUS[c.status]} | {sum(1 for i in c.items if i.level is Level.DRIFT)} | {applied} |"
+        )
     out.append("")
     shown = 0
     for c in report.clusters:
         items = [i for i in c.items if i.level is not Level.NOTE]
         if not items:
             continue
-        out += [f"#### Cluster `{c.alias}`", "", "| | what | flow | subject | details | what to do |", "|---|---|---|---|---|---|"]
+        out += [
+            f"#### Cluster `{c.alias}`",
+            "",
+            "| | what | flow | subject | details | what to do |",
+            "|---|---|---|---|---|---|",
+        ]
         for i in items:
             if shown >= max_items:
                 break
             shown += 1
             flows = ", ".join(f"`{f}`" for f in i.flows) or "-"
             verb = f"`{i.verb}` " if i.verb else ""
-            out.append(f"| {_ICON[i.level]} | {i.category.value} | {flows} | {_cell(i.subject) if i.subject else '-'} | "
-                       f"{verb}{_cell(i.message)}{' _(' + _cell(i.reason) + ')_' if i.reason else ''} | {_cell(i.hint or '')} |")
+            out.append(
+                f"| {_ICON[i.level]} | {i.category.value} | {flows} | {_cell(i.subject) if i.subject else '-'} | "
+                f"{verb}{_cell(i.message)}{' _(' + _cell(i.reason) + ')_' if i.reason else ''} | {_cell(i.hint or '')} |"
+            )
         out.append("")
     total = len(report.drift) + len(report.errors)
     if shown < total:
         out += [f"_… and {total - shown} more; see the HTML report or `reconciler drift`._", ""]
     if report.flows:
-        out += ["#### Flows", "", "| " + " | ".join(h.lower() for h in FLOW_HEADERS) + " |",
-                "|" + "---|" * len(FLOW_HEADERS)]
+        out += [
+            "#### Flows",
+            "",
+            "| " + " | ".join(h.lower() for h in FLOW_HEADERS) + " |",
+            "|" + "---|" * len(FLOW_HEADERS),
+        ]
         for f in report.flows:
             row = list(flow_row(f))
             row[0], row[1] = f"`{row[0]}`", _STATUS.get(f.status, f.status)

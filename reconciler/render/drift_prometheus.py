@@ -25,7 +25,7 @@ scheduled drift job feeds alerting. Every family is a gauge: a drift run is a sn
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -38,13 +38,34 @@ PREFIX = "reconciler_drift"
 STATUSES = ("in-sync", "drift", "error")
 FLOW_LABELS = ("flow", "family", "source", "target")
 #: Every family this renderer writes (all gauges: the sample name is the family name).
-FAMILIES = tuple(f"{PREFIX}_{n}" for n in (
-    "status", "items", "generated_timestamp_seconds", "cluster_reachable", "applied_info", "applied_timestamp_seconds",
-    "revision_info", "slo_threshold", "slo_breach", "flow_items", "job_up", "job_state", "job_spec_current",
-    "job_status_age_seconds", "job_lag_records", "job_latency_p99_ms", "heartbeat_age_seconds"))
+FAMILIES = tuple(
+    f"{PREFIX}_{n}"
+    for n in (
+        "status",
+        "items",
+        "generated_timestamp_seconds",
+        "cluster_reachable",
+        "applied_info",
+        "applied_timestamp_seconds",
+        "revision_info",
+        "slo_threshold",
+        "slo_breach",
+        "flow_items",
+        "job_up",
+        "job_state",
+        "job_spec_current",
+        "job_status_age_seconds",
+        "job_lag_records",
+        "job_latency_p99_ms",
+        "heartbeat_age_seconds",
+    )
+)
 #: slo label -> the drift category that reports its breach.
-SLO_CATEGORIES = {"max_lag_records": Category.LAG, "max_latency_p99_ms": Category.LATENCY,
-                  "max_heartbeat_age_seconds": Category.HEARTBEAT}
+SLO_CATEGORIES = {
+    "max_lag_records": Category.LAG,
+    "max_latency_p99_ms": Category.LATENCY,
+    "max_heartbeat_age_seconds": Category.HEARTBEAT,
+}
 
 
 def _seconds(iso: str | None) -> float | None:
@@ -94,16 +115,28 @@ class DriftCollector(Collector):
             yield g
 
         reachable = _gauge("cluster_reachable", "1 if the cluster could be read", ["cluster"])
-        applied_info = _gauge("applied_info", "The revision the reconciler last applied to the cluster",
-                              ["cluster", "commit", "short", "who", "dirty"])
-        applied_at = _gauge("applied_timestamp_seconds", "When the reconciler last applied to the cluster "
-                                                         "(Unix seconds)", ["cluster"])
+        applied_info = _gauge(
+            "applied_info",
+            "The revision the reconciler last applied to the cluster",
+            ["cluster", "commit", "short", "who", "dirty"],
+        )
+        applied_at = _gauge(
+            "applied_timestamp_seconds", "When the reconciler last applied to the cluster (Unix seconds)", ["cluster"]
+        )
         for c in r.clusters:
             reachable.add_metric([c.alias], 1.0 if c.reachable else 0.0)
             if c.applied:
                 a = c.applied
-                applied_info.add_metric([c.alias, a.get("commit") or "", a.get("short") or "", a.get("who") or "",
-                                         "true" if a.get("dirty") else "false"], 1.0)
+                applied_info.add_metric(
+                    [
+                        c.alias,
+                        a.get("commit") or "",
+                        a.get("short") or "",
+                        a.get("who") or "",
+                        "true" if a.get("dirty") else "false",
+                    ],
+                    1.0,
+                )
                 at = _seconds(a.get("applied_at"))
                 if at is not None:
                     applied_at.add_metric([c.alias], at)

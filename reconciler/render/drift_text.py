@@ -18,7 +18,9 @@ def revision_words(rev) -> str:
     if not rev:
         return "(not in a git repository)"
     dirty = ", with uncommitted changes" if rev.get("dirty") else ""
-    return f"{rev.get('short')} \"{rev.get('message_subject', '')}\" by {rev.get('author')} ({rev.get('time_iso')}{dirty})"
+    return (
+        f'{rev.get("short")} "{rev.get("message_subject", "")}" by {rev.get("author")} ({rev.get("time_iso")}{dirty})'
+    )
 
 
 def _item_line(i: DriftItem) -> str:
@@ -45,9 +47,15 @@ def flow_row(f: FlowReport) -> tuple:
     else:
         state = (job.state or "?") + (" (stale)" if job.stale else "")
         spec = {True: "current", False: "OLD", None: "-"}[job.spec_current]
-    return (f.name, f.status.upper() if f.status in ("drift", "error") else f.status, state, spec,
-            _num(job.lag_total if job else None), _num(job.latency_p99_ms if job else None, " ms"),
-            _num(f.heartbeat_age_seconds, "s"))
+    return (
+        f.name,
+        f.status.upper() if f.status in ("drift", "error") else f.status,
+        state,
+        spec,
+        _num(job.lag_total if job else None),
+        _num(job.latency_p99_ms if job else None, " ms"),
+        _num(f.heartbeat_age_seconds, "s"),
+    )
 
 
 FLOW_HEADERS = ["FLOW", "STATUS", "JOB", "SPEC", "LAG", "P99 RECORD AGE", "HEARTBEAT AGE"]
@@ -55,8 +63,13 @@ FLOW_HEADERS = ["FLOW", "STATUS", "JOB", "SPEC", "LAG", "P99 RECORD AGE", "HEART
 
 def render(report: DriftReport) -> str:
     name = f" for topology {report.topology}" if report.topology else ""
-    lines = [f"Drift report{name}, {report.generated_at}",
-             f"topology revision: {revision_words(report.revision)}", "", report.headline(), ""]
+    lines = [
+        f"Drift report{name}, {report.generated_at}",
+        f"topology revision: {revision_words(report.revision)}",
+        "",
+        report.headline(),
+        "",
+    ]
     for cluster in report.clusters:
         groups = report.by_cluster().get(cluster.alias, {})
         shown = {flow: [i for i in items if i.level is not Level.NOTE] for flow, items in groups.items()}
@@ -65,8 +78,11 @@ def render(report: DriftReport) -> str:
             head += f" ({cluster.error})"
         a = cluster.applied
         if a:
-            head += f"; last reconciled to {a['short']}{' (dirty)' if a['dirty'] else ''}" + (
-                f" at {a['applied_at']}" if a.get("applied_at") else "") + (f" by {a['who']}" if a.get("who") else "")
+            head += (
+                f"; last reconciled to {a['short']}{' (dirty)' if a['dirty'] else ''}"
+                + (f" at {a['applied_at']}" if a.get("applied_at") else "")
+                + (f" by {a['who']}" if a.get("who") else "")
+            )
         elif cluster.reachable:
             head += "; no apply recorded"
         lines.append(head)
@@ -91,5 +107,7 @@ def render(report: DriftReport) -> str:
         lines += [f"  i {i.cluster}: {i.message}" for i in notes]
         lines.append("")
     slo = {k: v for k, v in report.slo.items() if v is not None}
-    lines.append("SLO: " + (", ".join(f"{k}={v}" for k, v in slo.items()) if slo else "none set (`slo:` in the topology)"))
+    lines.append(
+        "SLO: " + (", ".join(f"{k}={v}" for k, v in slo.items()) if slo else "none set (`slo:` in the topology)")
+    )
     return "\n".join(lines) + "\n"

@@ -46,7 +46,7 @@ def dot(topology: Topology) -> str:
         label = _cluster_label(topology, alias).replace("<br/>", "\\n").replace('"', '\\"')
         lines.append(f'  "{alias}" [label="{label}"];')
     for flow in topology.flows:
-        style = ', style=dashed' if not flow.enabled else ""
+        style = ", style=dashed" if not flow.enabled else ""
         label = _edge_label(flow).replace("\\", "\\\\").replace('"', '\\"')
         lines.append(f'  "{flow.source}" -> "{flow.target}" [label="{label}"{style}];')
     lines.append("}")

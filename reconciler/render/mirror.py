@@ -7,11 +7,15 @@ JSON-ready data; the JSON shapes are documented in docs/failover.md.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from reconciler.mirror.mirror_client import (
-    CheckpointScan, FailoverPlan, GroupState, Reachability, upstream_topic_name,
+    CheckpointScan,
+    FailoverPlan,
+    GroupState,
+    Reachability,
+    upstream_topic_name,
 )
 from reconciler.mirror.policy import ReplicationPolicy
 
@@ -28,7 +32,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 def _iso(ms: int | None) -> str | None:
     if ms is None:
         return None
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _seconds(age: float | None) -> str | None:
@@ -54,26 +58,40 @@ def translation_json(t: Translation) -> dict:
         "checkpoints_topic": t.policy.checkpoints_topic(t.source),
         "skipped_records": t.scan.skipped,
         "offsets": [
-            {"topic": tp.topic, "partition": tp.partition, "offset": c.downstream_offset,
-             "upstream_topic": upstream_topic_name(tp.topic, t.source, t.target, t.policy),
-             "upstream_offset": c.upstream_offset, "metadata": c.metadata}
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "offset": c.downstream_offset,
+                "upstream_topic": upstream_topic_name(tp.topic, t.source, t.target, t.policy),
+                "upstream_offset": c.upstream_offset,
+                "metadata": c.metadata,
+            }
             for tp, c in sorted(t.scan.checkpoints.items())
         ],
     }
 
 
 def translation_text(t: Translation) -> str:
-    head = (f"group {t.group}: offsets on {t.target} translated from {t.source} "
-            f"(checkpoints in {t.policy.checkpoints_topic(t.source)} on {t.target})\n")
-    rows = [(o["topic"], o["partition"], o["offset"], o["upstream_topic"], o["upstream_offset"])
-            for o in translation_json(t)["offsets"]]
-    body = table([f"TOPIC ({t.target})", "PARTITION", "OFFSET", f"UPSTREAM TOPIC ({t.source})", "UPSTREAM OFFSET"], rows)
+    head = (
+        f"group {t.group}: offsets on {t.target} translated from {t.source} "
+        f"(checkpoints in {t.policy.checkpoints_topic(t.source)} on {t.target})\n"
+    )
+    rows = [
+        (o["topic"], o["partition"], o["offset"], o["upstream_topic"], o["upstream_offset"])
+        for o in translation_json(t)["offsets"]
+    ]
+    body = table(
+        [f"TOPIC ({t.target})", "PARTITION", "OFFSET", f"UPSTREAM TOPIC ({t.source})", "UPSTREAM OFFSET"], rows
+    )
     return head + body + _skipped_note(t.scan)
 
 
 def _skipped_note(scan: CheckpointScan) -> str:
-    return f"note: {scan.skipped} record(s) in the checkpoints topic were not MM2 checkpoints and were skipped\n" \
-        if scan.skipped else ""
+    return (
+        f"note: {scan.skipped} record(s) in the checkpoints topic were not MM2 checkpoints and were skipped\n"
+        if scan.skipped
+        else ""
+    )
 
 
 @dataclass(frozen=True)
@@ -94,8 +112,13 @@ def failover_json(f: Failover) -> dict:
         "group_active": f.group_state.active,
         "applied": f.applied,
         "partitions": [
-            {"topic": p.partition.topic, "partition": p.partition.partition, "translated": p.translated,
-             "committed": p.committed, "action": p.action.value}
+            {
+                "topic": p.partition.topic,
+                "partition": p.partition.partition,
+                "translated": p.translated,
+                "committed": p.committed,
+                "action": p.action.value,
+            }
             for p in f.plan.partitions
         ],
     }
@@ -104,11 +127,14 @@ def failover_json(f: Failover) -> dict:
 def failover_text(f: Failover) -> str:
     t = f.translation
     gs = f.group_state
-    lines = [f"failover of group {t.group} from {t.source} to {t.target}",
-             f"group {t.group} on {t.target}: state {gs.state}, {gs.members} member(s) reported"
-             + (" -> ACTIVE" if gs.active else "")]
-    rows = [(p.partition.topic, p.partition.partition, p.translated, p.committed, p.action.value)
-            for p in f.plan.partitions]
+    lines = [
+        f"failover of group {t.group} from {t.source} to {t.target}",
+        f"group {t.group} on {t.target}: state {gs.state}, {gs.members} member(s) reported"
+        + (" -> ACTIVE" if gs.active else ""),
+    ]
+    rows = [
+        (p.partition.topic, p.partition.partition, p.translated, p.committed, p.action.value) for p in f.plan.partitions
+    ]
     body = table([f"TOPIC ({t.target})", "PARTITION", "TRANSLATED", "COMMITTED", "ACTION"], rows)
     return "\n".join(lines) + "\n" + body + _skipped_note(t.scan)
 
@@ -117,15 +143,23 @@ def reachability_json(r: Reachability) -> dict:
     return {
         "cluster": r.cluster,
         "upstream": [
-            {"cluster": u.alias, "hops": u.hops, "via": u.via, "last_heartbeat": _iso(u.last_heartbeat_ms),
-             "age_seconds": u.age_seconds}
+            {
+                "cluster": u.alias,
+                "hops": u.hops,
+                "via": u.via,
+                "last_heartbeat": _iso(u.last_heartbeat_ms),
+                "age_seconds": u.age_seconds,
+            }
             for u in r.upstream
         ],
         "heartbeat_topics": [
-            {"topic": h.topic, "sources": list(h.sources),
-             "last_heartbeat": _iso(h.latest.timestamp) if h.latest else None,
-             "heartbeat": f"{h.latest.source_cluster_alias}->{h.latest.target_cluster_alias}" if h.latest else None,
-             "age_seconds": h.age_seconds}
+            {
+                "topic": h.topic,
+                "sources": list(h.sources),
+                "last_heartbeat": _iso(h.latest.timestamp) if h.latest else None,
+                "heartbeat": f"{h.latest.source_cluster_alias}->{h.latest.target_cluster_alias}" if h.latest else None,
+                "age_seconds": h.age_seconds,
+            }
             for h in r.topics
         ],
     }
@@ -133,6 +167,7 @@ def reachability_json(r: Reachability) -> dict:
 
 def reachability_text(r: Reachability, max_age_seconds: float | None = None) -> str:
     """Upstream clusters first (what operators ask), then the heartbeat topics behind them."""
+
     def status(age: float | None) -> str:
         if age is None:
             return "no heartbeat"
@@ -143,11 +178,23 @@ def reachability_text(r: Reachability, max_age_seconds: float | None = None) -> 
     else:
         head = f"cluster {r.cluster}: upstream clusters from heartbeats\n" + table(
             ["UPSTREAM", "HOPS", "VIA", "LAST HEARTBEAT", "AGE", "STATUS"],
-            [(u.alias, u.hops, u.via, _iso(u.last_heartbeat_ms), _seconds(u.age_seconds), status(u.age_seconds))
-             for u in r.upstream])
+            [
+                (u.alias, u.hops, u.via, _iso(u.last_heartbeat_ms), _seconds(u.age_seconds), status(u.age_seconds))
+                for u in r.upstream
+            ],
+        )
     if not r.topics:
         return head
-    topics = table(["HEARTBEAT TOPIC", "PATH", "LAST HEARTBEAT", "AGE"],
-                   [(h.topic, " -> ".join([*reversed(h.sources), r.cluster]) if h.sources else "(local)",
-                     _iso(h.latest.timestamp) if h.latest else None, _seconds(h.age_seconds)) for h in r.topics])
+    topics = table(
+        ["HEARTBEAT TOPIC", "PATH", "LAST HEARTBEAT", "AGE"],
+        [
+            (
+                h.topic,
+                " -> ".join([*reversed(h.sources), r.cluster]) if h.sources else "(local)",
+                _iso(h.latest.timestamp) if h.latest else None,
+                _seconds(h.age_seconds),
+            )
+            for h in r.topics
+        ],
+    )
     return head + "\n" + topics

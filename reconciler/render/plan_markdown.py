@@ -12,7 +12,7 @@ finding lists are cut first (saying how many were left out), then the graph is d
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from reconciler.plan.actions import Action, Plan, Verb
 from reconciler.topology.diagnostics import Diagnostic
@@ -55,15 +55,22 @@ def _sections(title_fmt: str, actions: Sequence[Action], budget: list[int]) -> l
         if budget[0] <= 0:
             break
         out += [title_fmt.format(cluster=cluster, n=_plural(len(group), "action")), "", "```diff"]
-        for a in group[:budget[0]]:
+        for a in group[: budget[0]]:
             out += _diff_lines(a)
         budget[0] -= min(len(group), budget[0])
         out += ["```", ""]
     return out
 
 
-def _render(plan: Plan, max_actions: int, max_findings: int, topology: Topology | None,
-            warnings: Sequence[Diagnostic], preface: str, with_graph: bool) -> str:
+def _render(
+    plan: Plan,
+    max_actions: int,
+    max_findings: int,
+    topology: Topology | None,
+    warnings: Sequence[Diagnostic],
+    preface: str,
+    with_graph: bool,
+) -> str:
     title = f"### Reconciler plan: `{plan.topology}`" if plan.topology else "### Reconciler plan"
     out = [title, "", f"**{plan.summary_line()}**", ""]
     if preface:
@@ -73,10 +80,13 @@ def _render(plan: Plan, max_actions: int, max_findings: int, topology: Topology 
     budget = [max_actions]
     if destructive:
         clusters = sorted({a.cluster for a in destructive})
-        out += ["> [!CAUTION]",
-                f"> **This plan DELETES {_plural(len(destructive), 'thing')}** on {', '.join(f'`{c}`' for c in clusters)} "
-                "(pruning is enabled in the topology). Deleted topics lose their records. Review the `-` lines below "
-                "before merging.", ""]
+        out += [
+            "> [!CAUTION]",
+            f"> **This plan DELETES {_plural(len(destructive), 'thing')}** on {', '.join(f'`{c}`' for c in clusters)} "
+            "(pruning is enabled in the topology). Deleted topics lose their records. Review the `-` lines below "
+            "before merging.",
+            "",
+        ]
         out += [f"#### 🛑 Destructive changes ({len(destructive)})", ""]
         out += _sections("##### Cluster `{cluster}` ({n})", destructive, budget)
     if others:
@@ -91,13 +101,15 @@ def _render(plan: Plan, max_actions: int, max_findings: int, topology: Topology 
         icon = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
         for f in plan.findings[:max_findings]:
             where = f"`{f.cluster}`" + (f" `{f.subject}`" if f.subject else "")
-            out.append(f"| {icon[f.severity.value]} | {f.kind.value} | {where} | {_cell(f.message)} | {_cell(f.hint or '')} |")
+            out.append(
+                f"| {icon[f.severity.value]} | {f.kind.value} | {where} | {_cell(f.message)} | {_cell(f.hint or '')} |"
+            )
         if len(plan.findings) > max_findings:
             out.append(f"\n_… and {len(plan.findings) - max_findings} more findings._")
         out.append("")
     if warnings:
         out += [f"#### Validation warnings ({len(warnings)})", ""]
-        for d in list(warnings)[:min(MAX_WARNINGS, max(max_findings, 1))]:
+        for d in list(warnings)[: min(MAX_WARNINGS, max(max_findings, 1))]:
             where = f"`{d.where}` " if d.where else ""
             hint = f" _({d.hint})_" if d.hint else ""
             out.append(f"- ⚠️ {where}{_cell(d.message)}{hint}")
@@ -108,16 +120,31 @@ def _render(plan: Plan, max_actions: int, max_findings: int, topology: Topology 
         from reconciler.render.graph import mermaid
 
         if with_graph:
-            out += ["<details open><summary>Topology graph</summary>", "", "```mermaid", mermaid(topology).rstrip(),
-                    "```", "", "</details>", ""]
+            out += [
+                "<details open><summary>Topology graph</summary>",
+                "",
+                "```mermaid",
+                mermaid(topology).rstrip(),
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
         else:
             out += ["_The topology graph is too large for a comment; run `reconciler graph` to see it._", ""]
     return "\n".join(out)
 
 
-def render(plan: Plan, max_actions: int = MAX_ACTIONS, max_findings: int = MAX_FINDINGS, *,
-           topology: Topology | None = None, warnings: Sequence[Diagnostic] = (), preface: str = "",
-           max_chars: int = MAX_CHARS) -> str:
+def render(
+    plan: Plan,
+    max_actions: int = MAX_ACTIONS,
+    max_findings: int = MAX_FINDINGS,
+    *,
+    topology: Topology | None = None,
+    warnings: Sequence[Diagnostic] = (),
+    preface: str = "",
+    max_chars: int = MAX_CHARS,
+) -> str:
     """The comment body. `topology` adds the Mermaid graph; `warnings` are the topology's validation
     warnings; `preface` is Markdown shown after the summary (what changed since the base revision)."""
     with_graph = True

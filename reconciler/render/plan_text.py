@@ -37,9 +37,12 @@ def render(plan: Plan) -> str:
         if others:
             lines += ["", "Other findings:"] + _finding_lines(others)
         if plan.actions:
-            lines += ["", f"{plural(len(plan.actions), 'action')} planned from the state that could be read "
-                          f"{'is' if len(plan.actions) == 1 else 'are'} not shown: they may depend on what could not "
-                          "be read. Fix the errors and plan again (`--format json` lists them)."]
+            lines += [
+                "",
+                f"{plural(len(plan.actions), 'action')} planned from the state that could be read "
+                f"{'is' if len(plan.actions) == 1 else 'are'} not shown: they may depend on what could not "
+                "be read. Fix the errors and plan again (`--format json` lists them).",
+            ]
         return "\n".join(lines) + "\n"
     if plan.actions:
         lines.append(f"Reconciler plan{name}: the following actions would be applied.")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from reconciler.replication.spec import ClusterSpec, JobSpec, job_group
 
@@ -23,8 +24,9 @@ _FORCED_CONSUMER = {
 }
 
 
-def consumer_config(cluster: ClusterSpec, spec: JobSpec, *, group: str | None = None,
-                    environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def consumer_config(
+    cluster: ClusterSpec, spec: JobSpec, *, group: str | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "group.id": group or job_group(spec),
         "isolation.level": "read_committed",
@@ -40,8 +42,13 @@ def consumer_config(cluster: ClusterSpec, spec: JobSpec, *, group: str | None = 
     return conf
 
 
-def producer_config(cluster: ClusterSpec, spec: JobSpec, *, transactional_id: str | None = None,
-                    environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def producer_config(
+    cluster: ClusterSpec,
+    spec: JobSpec,
+    *,
+    transactional_id: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "linger.ms": 5,
         "batch.size": 1_048_576,

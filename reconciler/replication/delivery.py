@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Callable, Mapping, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from reconciler.replication import clients
 from reconciler.replication.offsets import fence
@@ -47,13 +48,13 @@ class DeliveryMode(Protocol):
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         """Driver start, before positions are read."""
 
-    def load(self, store: "OffsetStore", partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+    def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
         """(next offset or None, slot or None) per partition."""
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
         """Worker: copy the task's partitions and make the batch durable (or roll it back)."""
 
-    def commit(self, store: "OffsetStore", positions: Mapping[TP, int]) -> None:
+    def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         """Driver: record positions the batch (or an out-of-range reset) moved to."""
 
     def recover(self, reload: Callable[[list[TP]], None], tps: list[TP]) -> None:
@@ -66,7 +67,7 @@ class AtLeastOnce:
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         return None
 
-    def load(self, store: "OffsetStore", partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+    def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
         return store.source_positions(partitions, {tp: (None, None) for tp in partitions})
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
@@ -76,7 +77,7 @@ class AtLeastOnce:
             for p in parts:  # positions must not advance past records that were not acknowledged
                 p.roll_back()
 
-    def commit(self, store: "OffsetStore", positions: Mapping[TP, int]) -> None:
+    def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         store.commit_source(positions)
 
     def recover(self, reload: Callable[[list[TP]], None], tps: list[TP]) -> None:
@@ -91,7 +92,7 @@ class ExactlyOnce:
         # cannot commit after we read (its open transaction is aborted).
         fence(spec, range(spec.parallelism), environ)
 
-    def load(self, store: "OffsetStore", partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+    def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
         # The target group first; the source group seeds partitions it lacks (e.g. a flow switched
         # from at-least-once), instead of copying everything again.
         return store.source_positions(partitions, store.target_positions(partitions))
@@ -113,11 +114,22 @@ class ExactlyOnce:
             if not moved:
                 producer.abort_transaction(30)  # empty transaction: nothing to commit
                 return
-            offsets = [TopicPartition(p.remote, p.partition, p.next,
-                                      metadata=json.dumps({"slot": task.slot, "topic": p.topic,
-                                                           "down": p.last_dr.offset() + 1 if p.last_dr is not None else None},
-                                                          separators=(",", ":")))
-                       for p in moved]
+            offsets = [
+                TopicPartition(
+                    p.remote,
+                    p.partition,
+                    p.next,
+                    metadata=json.dumps(
+                        {
+                            "slot": task.slot,
+                            "topic": p.topic,
+                            "down": p.last_dr.offset() + 1 if p.last_dr is not None else None,
+                        },
+                        separators=(",", ":"),
+                    ),
+                )
+                for p in moved
+            ]
             producer.send_offsets_to_transaction(offsets, group_metadata(spec), 30)
             producer.commit_transaction(60)
             result.committed = True
@@ -135,7 +147,7 @@ class ExactlyOnce:
             for p in parts:  # nothing of this transaction is visible: positions stay
                 p.roll_back()
 
-    def commit(self, store: "OffsetStore", positions: Mapping[TP, int]) -> None:
+    def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         return None  # committed inside each transaction by the worker
 
     def recover(self, reload: Callable[[list[TP]], None], tps: list[TP]) -> None:

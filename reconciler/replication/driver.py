@@ -21,19 +21,20 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 from reconciler.replication import clients
-from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.replication.delivery import DeliveryMode, mode_of
+from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.replication.metrics import JobMetrics
 from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.spec import EXIT_RESTART_REQUIRED, JobSpec
 from reconciler.replication.status import LatencyWindow, RateWindow, StatusPublisher
-from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
+from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
 from reconciler.replication.worker import run_tasks
 from reconciler.topology import secrets
 
@@ -74,8 +75,14 @@ class _Lag:
 
 
 class ReplicationDriver:
-    def __init__(self, spec: JobSpec | str | Path, executor: Executor, *, environ: Mapping[str, str] | None = None,
-                 install_signal_handlers: bool = False):
+    def __init__(
+        self,
+        spec: JobSpec | str | Path,
+        executor: Executor,
+        *,
+        environ: Mapping[str, str] | None = None,
+        install_signal_handlers: bool = False,
+    ):
         self.spec_path = None if isinstance(spec, JobSpec) else Path(spec)
         self.spec = spec if isinstance(spec, JobSpec) else JobSpec.load(spec)
         self.executor = executor
@@ -129,8 +136,12 @@ class ReplicationDriver:
         self.source_producer = Producer(clients.producer_config(spec.source, spec, environ=env))
         self.target_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
         self.offsets = OffsetStore(spec, self.mode, env)
-        self.heartbeats = HeartbeatEmitter(spec, self.source_producer if spec.heartbeats_on_source else self.target_producer)
-        self.syncs = OffsetSyncWriter(spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer)
+        self.heartbeats = HeartbeatEmitter(
+            spec, self.source_producer if spec.heartbeats_on_source else self.target_producer
+        )
+        self.syncs = OffsetSyncWriter(
+            spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer
+        )
         self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.target_producer, env)
         self.status = StatusPublisher(self.target_producer, spec.flow)
 
@@ -145,9 +156,13 @@ class ReplicationDriver:
         # syncs this run writes are added with their full history.
         self.checkpoints.read_syncs(timeout=15)
         now = time.monotonic()
-        self._next = {"refresh": now + self.spec.refresh_interval_seconds, "heartbeat": now,
-                      "checkpoint": now + self.spec.checkpoints_interval_seconds, "status": now,
-                      "delayed_syncs": now + self.spec.checkpoints_interval_seconds}
+        self._next = {
+            "refresh": now + self.spec.refresh_interval_seconds,
+            "heartbeat": now,
+            "checkpoint": now + self.spec.checkpoints_interval_seconds,
+            "status": now,
+            "delayed_syncs": now + self.spec.checkpoints_interval_seconds,
+        }
         self.state = "running"
         self.publish_status()
 
@@ -294,8 +309,10 @@ class ReplicationDriver:
         vanished = sorted(self.known_topics - set(source))
         if vanished:
             self.consumer_epoch += 1
-            self._error(f"source topics disappeared: {', '.join(vanished)} (their positions are dropped; a topic "
-                        f"created again under the same name is copied from its beginning)")
+            self._error(
+                f"source topics disappeared: {', '.join(vanished)} (their positions are dropped; a topic "
+                f"created again under the same name is copied from its beginning)"
+            )
         self.known_topics = {t for t, _ in plan.copy}
         gone = [tp for tp in self.positions if tp not in plan.copy]
         for tp in gone:  # topic deleted or no longer matching: forget (positions reload if it returns)
@@ -323,9 +340,12 @@ class ReplicationDriver:
             if tp in self.halted or tp not in self.positions:
                 continue
             by_slot.setdefault(self.slots.get(tp, 0), []).append(
-                PartitionTask(tp[0], tp[1], remote, self.positions[tp], self.sync_states.get(tp)))
-        return [CopyTask(s, self.batches, tuple(parts), self.last_owner.get(s), self.consumer_epoch)
-                for s, parts in sorted(by_slot.items())]
+                PartitionTask(tp[0], tp[1], remote, self.positions[tp], self.sync_states.get(tp))
+            )
+        return [
+            CopyTask(s, self.batches, tuple(parts), self.last_owner.get(s), self.consumer_epoch)
+            for s, parts in sorted(by_slot.items())
+        ]
 
     def absorb(self, results: list[TaskResult]) -> int:
         moved = 0
@@ -401,27 +421,39 @@ class ReplicationDriver:
         try:
             low, high = self.offsets.watermarks(*tp)
             if position < low:
-                self._out_of_range(tp, position, f"offset {position} is below the earliest offset {low} (truncated)",
-                                   low, high)
+                self._out_of_range(
+                    tp, position, f"offset {position} is below the earliest offset {low} (truncated)", low, high
+                )
                 return
             if position <= high:
                 return
             end = self.offsets.end_offset(*tp)
             if end is not None and position > end:
-                self._out_of_range(tp, position, f"offset {position} is past the end {end} (partition recreated?)",
-                                   low, end)
+                self._out_of_range(
+                    tp, position, f"offset {position} is past the end {end} (partition recreated?)", low, end
+                )
         except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
             log.info("cannot check position of %s: %s", tp, exc)
 
-    def _out_of_range(self, tp: TP, position: int, reason: str, low: int | None = None, high: int | None = None) -> None:
+    def _out_of_range(
+        self, tp: TP, position: int, reason: str, low: int | None = None, high: int | None = None
+    ) -> None:
         if low is None:
             try:
                 low, high = self.offsets.watermarks(*tp)
             except Exception:  # noqa: BLE001
                 low, high = None, None
         action = "halted" if self.spec.offset_reset == "halt" else f"reset to earliest offset {low}"
-        event = {"topic": tp[0], "partition": tp[1], "position": position, "low": low, "high": high,
-                 "reason": reason, "action": action, "at": int(time.time() * 1000)}
+        event = {
+            "topic": tp[0],
+            "partition": tp[1],
+            "position": position,
+            "low": low,
+            "high": high,
+            "reason": reason,
+            "action": action,
+            "at": int(time.time() * 1000),
+        }
         self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
         self._error(f"{tp[0]}[{tp[1]}]: out of range: {reason}; {action}")
         if self.spec.offset_reset == "halt" or low is None:
@@ -443,22 +475,42 @@ class ReplicationDriver:
     def status_record(self) -> dict[str, Any]:
         lag = []
         total = 0
-        for (topic, partition), l in sorted(self.lag.items()):
-            value = None if l.end is None or l.next < 0 else max(0, l.end - l.next)
+        for (topic, partition), pos in sorted(self.lag.items()):
+            value = None if pos.end is None or pos.next < 0 else max(0, pos.end - pos.next)
             total += value or 0
-            lag.append({"topic": topic, "partition": partition, "remote": l.remote, "next": l.next,
-                        "end": l.end, "lag": value})
+            lag.append(
+                {
+                    "topic": topic,
+                    "partition": partition,
+                    "remote": pos.remote,
+                    "next": pos.next,
+                    "end": pos.end,
+                    "lag": value,
+                }
+            )
         state = self.state
         if state == "running" and self.halted:
             state = "degraded"
         return {
-            "flow": self.spec.flow, "spec_hash": self.spec.spec_hash(), "git_revision": self.spec.git_revision,
-            "delivery": self.spec.delivery, "state": state, "started_at": self.started_at,
-            "heartbeat_at": int(time.time() * 1000), "records": self.records, "bytes": self.bytes,
-            "records_per_second": round(self.rate.rate(), 1), "batches": self.batches,
-            "partitions": len(self.plan.copy), "lag_total": total, "lag": lag,
-            "latency_ms": self.latency.snapshot(), "errors": self.errors, "last_error": self.last_error,
-            "findings": self.findings, "out_of_range": self.out_of_range,
+            "flow": self.spec.flow,
+            "spec_hash": self.spec.spec_hash(),
+            "git_revision": self.spec.git_revision,
+            "delivery": self.spec.delivery,
+            "state": state,
+            "started_at": self.started_at,
+            "heartbeat_at": int(time.time() * 1000),
+            "records": self.records,
+            "bytes": self.bytes,
+            "records_per_second": round(self.rate.rate(), 1),
+            "batches": self.batches,
+            "partitions": len(self.plan.copy),
+            "lag_total": total,
+            "lag": lag,
+            "latency_ms": self.latency.snapshot(),
+            "errors": self.errors,
+            "last_error": self.last_error,
+            "findings": self.findings,
+            "out_of_range": self.out_of_range,
             "halted": [f"{t}:{p}" for t, p in sorted(self.halted)],
             "checkpoints_emitted": self.checkpoints.emitted if hasattr(self, "checkpoints") else 0,
         }
@@ -473,8 +525,9 @@ def run_job(spec_path: str | Path, executor: Executor, **kw: Any) -> int:
     return driver.run(**kw)
 
 
-def configure_logging(level: str = "INFO", spec: JobSpec | None = None,
-                      environ: Mapping[str, str] | None = None) -> None:
+def configure_logging(
+    level: str = "INFO", spec: JobSpec | None = None, environ: Mapping[str, str] | None = None
+) -> None:
     """The job's log lines on stderr: human lines, or one JSON object per line with the flow as a field when
     RECONCILER_LOG_FORMAT=json; the spec's secrets are redacted either way in JSON (reconciler.logs)."""
     from reconciler import logs
@@ -486,4 +539,3 @@ def configure_logging(level: str = "INFO", spec: JobSpec | None = None,
     handler = logging.StreamHandler()
     handler.setFormatter(logs.formatter(spec.flow if spec else None, redact, environ))
     logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[handler], force=True)
-

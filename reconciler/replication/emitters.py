@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
+from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
 from reconciler.analysis.expansion import checkpoint_route
 from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata
-from reconciler.mirror.offset_translation import OffsetSyncStore
-from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
 from reconciler.mirror.mirror_client import TopicPartition, plan_failover
+from reconciler.mirror.offset_translation import OffsetSyncStore
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
 from reconciler.replication import clients
@@ -78,8 +79,9 @@ class OffsetSyncWriter:
 class CheckpointEmitter:
     """Reads offset syncs as they come, and emits checkpoints for the flow's consumer groups."""
 
-    def __init__(self, spec: JobSpec, source_admin: Any, target_producer: Any,
-                 environ: Mapping[str, str] | None = None):
+    def __init__(
+        self, spec: JobSpec, source_admin: Any, target_producer: Any, environ: Mapping[str, str] | None = None
+    ):
         from confluent_kafka import Consumer
 
         self.spec = spec
@@ -89,8 +91,9 @@ class CheckpointEmitter:
         self.target_groups = MirrorKafka(spec.target.client_config(environ), timeout=10.0)
         self.producer = target_producer
         syncs_cluster = spec.source if spec.offset_syncs_on_source else spec.target
-        self._syncs_consumer = Consumer(clients.consumer_config(syncs_cluster, spec, group=job_group(spec) + ".syncs",
-                                                                environ=environ))
+        self._syncs_consumer = Consumer(
+            clients.consumer_config(syncs_cluster, spec, group=job_group(spec) + ".syncs", environ=environ)
+        )
         self._syncs_topic = offset_syncs_topic_name(spec)
         self._assigned = False
         self.store = OffsetSyncStore(read_to_end=False)
@@ -147,23 +150,30 @@ class CheckpointEmitter:
 
         listed = self.source_admin.list_consumer_groups(request_timeout=timeout).result(timeout)
         own = job_group(self.spec)
-        groups = sorted(g.group_id for g in listed.valid
-                        if self.flow.groups.matches(g.group_id) and not g.group_id.startswith(own))
+        groups = sorted(
+            g.group_id for g in listed.valid if self.flow.groups.matches(g.group_id) and not g.group_id.startswith(own)
+        )
         out: dict[str, dict[tuple[str, int], int]] = {}
         for group in groups:
             try:
-                res = self.source_admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                                    request_timeout=timeout)[group].result(timeout)
+                res = self.source_admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group)], request_timeout=timeout
+                )[group].result(timeout)
             except Exception as exc:  # noqa: BLE001 - a group may vanish meanwhile
                 log.info("cannot read offsets of group %s: %s", group, exc)
                 continue
-            offsets = {(tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
-                       for tp in res.topic_partitions if tp.offset >= 0 and tp.error is None}
+            offsets = {
+                (tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
+                for tp in res.topic_partitions
+                if tp.offset >= 0 and tp.error is None
+            }
             if offsets:
                 out[group] = offsets
         return out
 
-    def checkpoints(self, group_offsets: Mapping[str, Mapping[tuple[str, int], OffsetAndMetadata | int]]) -> list[Checkpoint]:
+    def checkpoints(
+        self, group_offsets: Mapping[str, Mapping[tuple[str, int], OffsetAndMetadata | int]]
+    ) -> list[Checkpoint]:
         """MirrorCheckpointTask.checkpoint: translated offsets, the upstream commit metadata kept."""
         out = []
         for group, offsets in sorted(group_offsets.items()):
@@ -183,11 +193,15 @@ class CheckpointEmitter:
         """MirrorCheckpointTask.start: read the checkpoints already written (CheckpointStore) before the
         offset syncs; when that works, the sync replay keeps history (offsets older than the last
         replayed sync still translate) and the store keeps checkpoints monotonic across the restart."""
-        from confluent_kafka import Consumer, KafkaError, TopicPartition as KafkaTopicPartition
+        from confluent_kafka import Consumer, KafkaError
+        from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         topic = self.flow.policy.checkpoints_topic(self.spec.source.alias)
-        consumer = Consumer(clients.consumer_config(self.spec.target, self.spec,
-                                                    group=job_group(self.spec) + ".checkpoints", environ=self.environ))
+        consumer = Consumer(
+            clients.consumer_config(
+                self.spec.target, self.spec, group=job_group(self.spec) + ".checkpoints", environ=self.environ
+            )
+        )
         found: list[Checkpoint] = []
         try:
             meta = consumer.list_topics(timeout=10)  # all topics: never auto-creates the checkpoints topic
@@ -235,7 +249,10 @@ class CheckpointEmitter:
                 raise RuntimeError(f"{left} checkpoints not acknowledged")
             self.emitted += len(changed)
             self.checkpoint_store.update(changed)
-        if self.spec.sync_group_offsets and time.monotonic() - self._last_group_sync >= self.spec.sync_group_offsets_interval_seconds:
+        if (
+            self.spec.sync_group_offsets
+            and time.monotonic() - self._last_group_sync >= self.spec.sync_group_offsets_interval_seconds
+        ):
             self._last_group_sync = time.monotonic()
             self.sync_group_offsets(cps)
         return changed

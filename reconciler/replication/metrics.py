@@ -13,8 +13,9 @@ the metrics come from the same numbers. `serve(port)` exposes them over HTTP (pr
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
@@ -34,8 +35,8 @@ LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000,
 
 @dataclass(frozen=True)
 class MetricDef:
-    name: str          # the family name (counters without `_total`, as prometheus_client takes them)
-    kind: str          # counter, gauge, histogram, info
+    name: str  # the family name (counters without `_total`, as prometheus_client takes them)
+    kind: str  # counter, gauge, histogram, info
     labels: tuple[str, ...]
     doc: str
     mm2: str | None = None  # MirrorMaker 2's JMX attribute it follows
@@ -48,38 +49,80 @@ class MetricDef:
     @property
     def series(self) -> tuple[str, ...]:
         """The sample names a scrape shows (what PromQL names)."""
-        return {"counter": (f"{self.name}_total",),
-                "histogram": (f"{self.name}_bucket", f"{self.name}_count", f"{self.name}_sum"),
-                "info": (f"{self.name}_info",)}.get(self.kind, (self.name,))
+        return {
+            "counter": (f"{self.name}_total",),
+            "histogram": (f"{self.name}_bucket", f"{self.name}_count", f"{self.name}_sum"),
+            "info": (f"{self.name}_info",),
+        }.get(self.kind, (self.name,))
 
 
 METRICS: tuple[MetricDef, ...] = (
-    MetricDef(f"{SOURCE}_record_count", "counter", PARTITION_LABELS, "Records replicated to the target partition",
-              "kafka.connect.mirror:type=MirrorSourceConnector record-count"),
-    MetricDef(f"{SOURCE}_byte_count", "counter", PARTITION_LABELS, "Bytes replicated to the target partition",
-              "kafka.connect.mirror:type=MirrorSourceConnector byte-count"),
-    MetricDef(f"{SOURCE}_replication_latency_ms", "histogram", FLOW_LABELS,
-              "Time from a record's timestamp to its acknowledgement by the target (ms)",
-              "kafka.connect.mirror:type=MirrorSourceConnector replication-latency-ms"),
-    MetricDef(f"{SOURCE}_record_age_ms", "gauge", (*FLOW_LABELS, "stat"),
-              "Age of the records of the last batch at acknowledgement: stat=min, max, avg (ms)",
-              "kafka.connect.mirror:type=MirrorSourceConnector record-age-ms-{min,max,avg}"),
-    MetricDef(f"{CHECKPOINT}_checkpoints", "counter", FLOW_LABELS, "Checkpoints emitted to the target",
-              "kafka.connect.mirror:type=MirrorCheckpointConnector (checkpoint records)"),
-    MetricDef(f"{OWN}_partition_lag_records", "gauge", PARTITION_LABELS,
-              "Records in the source partition not replicated yet (source end offset - next offset)"),
+    MetricDef(
+        f"{SOURCE}_record_count",
+        "counter",
+        PARTITION_LABELS,
+        "Records replicated to the target partition",
+        "kafka.connect.mirror:type=MirrorSourceConnector record-count",
+    ),
+    MetricDef(
+        f"{SOURCE}_byte_count",
+        "counter",
+        PARTITION_LABELS,
+        "Bytes replicated to the target partition",
+        "kafka.connect.mirror:type=MirrorSourceConnector byte-count",
+    ),
+    MetricDef(
+        f"{SOURCE}_replication_latency_ms",
+        "histogram",
+        FLOW_LABELS,
+        "Time from a record's timestamp to its acknowledgement by the target (ms)",
+        "kafka.connect.mirror:type=MirrorSourceConnector replication-latency-ms",
+    ),
+    MetricDef(
+        f"{SOURCE}_record_age_ms",
+        "gauge",
+        (*FLOW_LABELS, "stat"),
+        "Age of the records of the last batch at acknowledgement: stat=min, max, avg (ms)",
+        "kafka.connect.mirror:type=MirrorSourceConnector record-age-ms-{min,max,avg}",
+    ),
+    MetricDef(
+        f"{CHECKPOINT}_checkpoints",
+        "counter",
+        FLOW_LABELS,
+        "Checkpoints emitted to the target",
+        "kafka.connect.mirror:type=MirrorCheckpointConnector (checkpoint records)",
+    ),
+    MetricDef(
+        f"{OWN}_partition_lag_records",
+        "gauge",
+        PARTITION_LABELS,
+        "Records in the source partition not replicated yet (source end offset - next offset)",
+    ),
     MetricDef(f"{OWN}_offset_syncs", "counter", PARTITION_LABELS, "Offset syncs written for the partition"),
-    MetricDef(f"{OWN}_out_of_range", "counter", PARTITION_LABELS,
-              "Out-of-range events (source truncated or recreated) of the partition"),
-    MetricDef(f"{OWN}_transaction_aborts", "counter", FLOW_LABELS,
-              "Exactly-once batches whose transaction was aborted"),
+    MetricDef(
+        f"{OWN}_out_of_range",
+        "counter",
+        PARTITION_LABELS,
+        "Out-of-range events (source truncated or recreated) of the partition",
+    ),
+    MetricDef(
+        f"{OWN}_transaction_aborts", "counter", FLOW_LABELS, "Exactly-once batches whose transaction was aborted"
+    ),
     MetricDef(f"{OWN}_errors", "counter", FLOW_LABELS, "Errors the job reported (its status record's `errors`)"),
     MetricDef(f"{OWN}_batches", "counter", FLOW_LABELS, "Micro-batches run"),
-    MetricDef(f"{OWN}_batch_failures", "counter", FLOW_LABELS,
-              "Micro-batches whose tasks failed and were retried (task restarts)"),
+    MetricDef(
+        f"{OWN}_batch_failures",
+        "counter",
+        FLOW_LABELS,
+        "Micro-batches whose tasks failed and were retried (task restarts)",
+    ),
     MetricDef(f"{OWN}_job_state", "gauge", (*FLOW_LABELS, "state"), "1 for the job's current state"),
-    MetricDef(f"{OWN}_job_start_time_seconds", "gauge", FLOW_LABELS,
-              "When this job process started; changes() of it counts restarts"),
+    MetricDef(
+        f"{OWN}_job_start_time_seconds",
+        "gauge",
+        FLOW_LABELS,
+        "When this job process started; changes() of it counts restarts",
+    ),
     MetricDef(f"{OWN}_job_last_batch_timestamp_seconds", "gauge", FLOW_LABELS, "When the last micro-batch ended"),
     MetricDef(f"{OWN}_job", "info", FLOW_LABELS, "The spec the job runs: spec_hash, git_revision, delivery"),
 )
@@ -145,21 +188,26 @@ class JobMetrics:
         for ms in latencies:
             hist.observe(ms)
         if latencies:
-            for stat, value in (("min", min(latencies)), ("max", max(latencies)),
-                                ("avg", sum(latencies) / len(latencies))):
+            for stat, value in (
+                ("min", min(latencies)),
+                ("max", max(latencies)),
+                ("avg", sum(latencies) / len(latencies)),
+            ):
                 self.get(f"{SOURCE}_record_age_ms", stat=stat).set(value)
-        for (topic, partition), lag in list(driver.lag.items()):
+        for (_topic, partition), lag in list(driver.lag.items()):
             if lag.end is not None and lag.next >= 0:
                 self.get(f"{OWN}_partition_lag_records", topic=lag.remote, partition=partition).set(
-                    max(0, lag.end - lag.next))
+                    max(0, lag.end - lag.next)
+                )
         for event in driver.out_of_range:
             if not any(event is seen for seen in self._seen_out_of_range):
                 remote = driver.plan.copy.get((event["topic"], event["partition"]), event["topic"])
                 self.get(f"{OWN}_out_of_range", topic=remote, partition=event["partition"]).inc()
         self._seen_out_of_range = list(driver.out_of_range)
         self._advance(f"{OWN}_errors", "_errors", driver.errors)
-        self._advance(f"{CHECKPOINT}_checkpoints", "_checkpoints",
-                      getattr(getattr(driver, "checkpoints", None), "emitted", 0))
+        self._advance(
+            f"{CHECKPOINT}_checkpoints", "_checkpoints", getattr(getattr(driver, "checkpoints", None), "emitted", 0)
+        )
         if getattr(driver, "_failures", 0):  # this batch's tasks failed (reset by the next good batch)
             self.get(f"{OWN}_batch_failures").inc()
         self.get(f"{OWN}_batches").inc()
@@ -171,8 +219,9 @@ class JobMetrics:
         for s in JOB_STATES:
             self.get(f"{OWN}_job_state", state=s).set(1.0 if s == state else 0.0)
         spec = driver.spec
-        self.get(f"{OWN}_job").info({"spec_hash": spec.spec_hash(), "git_revision": spec.git_revision or "",
-                                     "delivery": str(spec.delivery)})
+        self.get(f"{OWN}_job").info(
+            {"spec_hash": spec.spec_hash(), "git_revision": spec.git_revision or "", "delivery": str(spec.delivery)}
+        )
 
     def _advance(self, name: str, attr: str, total: int) -> None:
         before = getattr(self, attr)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from reconciler.replication import clients
 from reconciler.replication.spec import JobSpec, job_group, transactional_id
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-
 def _retry(what: str, fn, attempts: int = 5, delay: float = 0.5):
     last: Exception | None = None
     for i in range(attempts):
@@ -36,7 +36,7 @@ def _retry(what: str, fn, attempts: int = 5, delay: float = 0.5):
         except Exception as exc:  # noqa: BLE001 - transient broker errors are retried
             last = exc
             log.warning("%s failed (attempt %d/%d): %s", what, i + 1, attempts, exc)
-            time.sleep(delay * (2 ** i))
+            time.sleep(delay * (2**i))
     assert last is not None
     raise last
 
@@ -45,7 +45,7 @@ class OffsetStore:
     """Reads (and, at-least-once, commits) the job's positions: {(topic, partition): next offset}.
     Which group is the truth is the delivery mode's call (delivery.py)."""
 
-    def __init__(self, spec: JobSpec, mode: "DeliveryMode", environ: Mapping[str, str] | None = None):
+    def __init__(self, spec: JobSpec, mode: DeliveryMode, environ: Mapping[str, str] | None = None):
         from confluent_kafka import Consumer
 
         self.spec = spec
@@ -91,8 +91,9 @@ class OffsetStore:
                 out[k] = (tp.offset, slot)
         return out
 
-    def source_positions(self, partitions: Mapping[TP, str],
-                         known: dict[TP, tuple[int | None, int | None]]) -> dict[TP, tuple[int | None, int | None]]:
+    def source_positions(
+        self, partitions: Mapping[TP, str], known: dict[TP, tuple[int | None, int | None]]
+    ) -> dict[TP, tuple[int | None, int | None]]:
         """The job's group on the source, for the partitions `known` has no offset for."""
         from confluent_kafka import TopicPartition
 
@@ -151,8 +152,9 @@ def fence(spec: JobSpec, slots: Iterable[int], environ: Mapping[str, str] | None
     from confluent_kafka import Producer
 
     for slot in sorted(set(slots)):
-        producer = Producer(clients.producer_config(spec.target, spec, transactional_id=transactional_id(spec, slot),
-                                                    environ=environ))
-        _retry(f"fence {transactional_id(spec, slot)}", lambda: producer.init_transactions(30))
+        producer = Producer(
+            clients.producer_config(spec.target, spec, transactional_id=transactional_id(spec, slot), environ=environ)
+        )
+        _retry(f"fence {transactional_id(spec, slot)}", lambda p=producer: p.init_transactions(30))
         producer.flush(5)
         del producer

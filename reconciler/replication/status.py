@@ -2,5 +2,10 @@
 
 from reconciler.contract.status import *  # noqa: F401,F403
 from reconciler.contract.status import (  # noqa: F401
-    LatencyWindow, RateWindow, StatusPublisher, percentiles, read_all_job_status, read_job_status,
+    LatencyWindow,
+    RateWindow,
+    StatusPublisher,
+    percentiles,
+    read_all_job_status,
+    read_job_status,
 )

@@ -8,8 +8,9 @@ cannot create. `TopicManager` does the I/O with two AdminClients.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from reconciler.analysis.expansion import route
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
@@ -62,9 +63,12 @@ def plan_partitions(flow: Flow, source: Mapping[str, TopicInfo], target: Mapping
             plan.grow.append(rt)
             plan.findings.append(
                 f"remote topic {remote} has {existing.partitions} partitions, source {name} has {info.partitions}: "
-                f"partitions {existing.partitions}..{info.partitions - 1} wait until the remote topic has them")
+                f"partitions {existing.partitions}..{info.partitions - 1} wait until the remote topic has them"
+            )
         elif existing.partitions > info.partitions:
-            plan.findings.append(f"remote topic {remote} has more partitions ({existing.partitions}) than {name} ({info.partitions})")
+            plan.findings.append(
+                f"remote topic {remote} has more partitions ({existing.partitions}) than {name} ({info.partitions})"
+            )
         for p in range(min(info.partitions, existing.partitions)):
             plan.copy[(name, p)] = remote
     return plan
@@ -120,9 +124,15 @@ class TopicManager:
 
         if not topics:
             return []
-        new = [NewTopic(t.remote, t.source_partitions, self.spec.replication_factor,
-                        config=self.topic_configs(t.source) if self.spec.sync_topic_configs else {})
-               for t in topics]
+        new = [
+            NewTopic(
+                t.remote,
+                t.source_partitions,
+                self.spec.replication_factor,
+                config=self.topic_configs(t.source) if self.spec.sync_topic_configs else {},
+            )
+            for t in topics
+        ]
         return self._create(self.target_admin, new)
 
     def grow_remote(self, topics: list[RemoteTopic]) -> list[str]:
@@ -132,8 +142,9 @@ class TopicManager:
         if not topics:
             return []
         errors = []
-        futures = self.target_admin.create_partitions([NewPartitions(t.remote, t.source_partitions) for t in topics],
-                                                      request_timeout=self.timeout)
+        futures = self.target_admin.create_partitions(
+            [NewPartitions(t.remote, t.source_partitions) for t in topics], request_timeout=self.timeout
+        )
         for name, fut in futures.items():
             try:
                 fut.result(self.timeout)
@@ -175,6 +186,7 @@ def explicit_configs(entries: Mapping[str, Any]) -> dict[str, str]:
     stored for the topic, all labelled DEFAULT_CONFIG: a short answer without any non-default
     entry is read that way.
     """
+
     def source_name(entry: Any) -> str:
         src = getattr(entry, "source", None)
         if isinstance(src, int):

@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Protocol
 
 from reconciler.replication import clients
 from reconciler.replication.spec import JobSpec, job_group
@@ -66,7 +67,7 @@ class PartitionCopy:
     last_pair: tuple[int, int] | None = None  # last replicated (upstream, downstream)
 
     @classmethod
-    def of(cls, t: PartitionTask) -> "PartitionCopy":
+    def of(cls, t: PartitionTask) -> PartitionCopy:
         return cls(t.topic, t.partition, t.remote, t.start, t.sync_state, new_sync_state=t.sync_state)
 
     def roll_back(self) -> None:
@@ -78,9 +79,22 @@ class PartitionCopy:
         self.last_pair = None
 
     def result(self) -> PartitionResult:
-        return PartitionResult(self.topic, self.partition, self.remote, self.start, self.next, self.count, self.bytes,
-                               self.eof, self.hw, self.out_of_range, self.error, self.syncs, self.new_sync_state,
-                               self.last_pair)
+        return PartitionResult(
+            self.topic,
+            self.partition,
+            self.remote,
+            self.start,
+            self.next,
+            self.count,
+            self.bytes,
+            self.eof,
+            self.hw,
+            self.out_of_range,
+            self.error,
+            self.syncs,
+            self.new_sync_state,
+            self.last_pair,
+        )
 
     def dr_first(self, err: Any, msg: Any) -> None:
         if err is not None:
@@ -102,8 +116,13 @@ def _consumer(spec: JobSpec, epoch: int = 0):
     recreated, so a fresh one is made."""
     from confluent_kafka import Consumer
 
-    key = ("consumer", spec.source.alias, spec.source.bootstrap_servers,
-           json.dumps(dict(spec.source.config), sort_keys=True), epoch)
+    key = (
+        "consumer",
+        spec.source.alias,
+        spec.source.bootstrap_servers,
+        json.dumps(dict(spec.source.config), sort_keys=True),
+        epoch,
+    )
     if clients.CACHE.peek(key) is None:
         for old in [k for k in clients.CACHE.keys() if k[0] == "consumer" and k != key]:
             clients.CACHE.drop(old)
@@ -113,7 +132,12 @@ def _consumer(spec: JobSpec, epoch: int = 0):
 def plain_producer(spec: JobSpec):
     from confluent_kafka import Producer
 
-    key = ("producer", spec.target.alias, spec.target.bootstrap_servers, json.dumps(dict(spec.target.config), sort_keys=True))
+    key = (
+        "producer",
+        spec.target.alias,
+        spec.target.bootstrap_servers,
+        json.dumps(dict(spec.target.config), sort_keys=True),
+    )
     return clients.CACHE.get(key, lambda: Producer(clients.producer_config(spec.target, spec)))
 
 
@@ -249,8 +273,9 @@ def _on_event(p: PartitionCopy, m: Any, err: Any, eof_code: int) -> int:
     return 0
 
 
-def _copy_run(p: PartitionCopy, msgs: list, i: int, n: int, produce: Any, poll: Any, budget: int,
-              sample_every: int) -> int:
+def _copy_run(
+    p: PartitionCopy, msgs: list, i: int, n: int, produce: Any, poll: Any, budget: int, sample_every: int
+) -> int:
     """Copy the records of partition `p` from msgs[i] on, while they are its records; returns the
     index of the first message not handled. State lives in locals (the hot path)."""
     topic, part, remote = p.topic, p.partition, p.remote
@@ -296,8 +321,9 @@ def _copy_run(p: PartitionCopy, msgs: list, i: int, n: int, produce: Any, poll: 
     return i
 
 
-def finish_deliveries(spec: JobSpec, parts: list[PartitionCopy], producer: Any, result: TaskResult,
-                      flush_timeout: float) -> bool:
+def finish_deliveries(
+    spec: JobSpec, parts: list[PartitionCopy], producer: Any, result: TaskResult, flush_timeout: float
+) -> bool:
     """Wait for every acknowledgement; compute latency samples and offset syncs. False on any failure."""
     left = producer.flush(flush_timeout)
     now_ms = int(time.time() * 1000)
@@ -307,7 +333,9 @@ def finish_deliveries(spec: JobSpec, parts: list[PartitionCopy], producer: Any, 
     for p in parts:
         if p.dr_errors:
             ok = False
-            p.error = f"delivery failed: {p.dr_errors[0]}" + (f" (+{len(p.dr_errors) - 1} more)" if len(p.dr_errors) > 1 else "")
+            p.error = f"delivery failed: {p.dr_errors[0]}" + (
+                f" (+{len(p.dr_errors) - 1} more)" if len(p.dr_errors) > 1 else ""
+            )
         result.latency_ms.extend(now_ms - ts for ts in p.ts_samples)
         if p.count and p.last_dr is not None and ok:
             _plan_syncs(spec, p)

@@ -19,8 +19,10 @@ def _path(*parts: str) -> Path:
     """A real file-system path (wheels are installed unpacked, so the traversable is one)."""
     path = Path(str(resources.files(_PACKAGE).joinpath(*parts)))
     if not path.exists():
-        raise FileNotFoundError(f"{'/'.join(parts)} is missing from the installed package at {path}; "
-                                "reinstall the package (pip install --force-reinstall kafka-replication-reconciler)")
+        raise FileNotFoundError(
+            f"{'/'.join(parts)} is missing from the installed package at {path}; "
+            "reinstall the package (pip install --force-reinstall kafka-replication-reconciler)"
+        )
     return path
 
 

@@ -14,8 +14,8 @@ DEFAULT_CONFIG. The rule, decided once per cluster from all topics it described:
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from reconciler.state.live import ConfigSourceMode
 

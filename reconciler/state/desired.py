@@ -20,8 +20,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping, NamedTuple
+from typing import NamedTuple
 
 from reconciler import settings
 from reconciler.analysis.expansion import Placement, expand
@@ -99,8 +100,14 @@ def internal_topics(flow: Flow) -> list[tuple[str, str, TopicRole, str]]:
         where = flow.source if flow.heartbeats.location is HeartbeatsLocation.SOURCE else flow.target
         out.append((where, HEARTBEATS_TOPIC, TopicRole.HEARTBEATS, f"heartbeats emitted by flow {flow.name}"))
     if flow.checkpoints.enabled:
-        out.append((flow.target, flow.policy.checkpoints_topic(flow.source), TopicRole.CHECKPOINTS,
-                    f"consumer-group checkpoints of flow {flow.name}"))
+        out.append(
+            (
+                flow.target,
+                flow.policy.checkpoints_topic(flow.source),
+                TopicRole.CHECKPOINTS,
+                f"consumer-group checkpoints of flow {flow.name}",
+            )
+        )
     cluster, name = offset_syncs_placement(flow)
     out.append((cluster, name, TopicRole.OFFSET_SYNCS, f"offset syncs of flow {flow.name}"))
     return out
@@ -113,8 +120,22 @@ def _add_internal(state: DesiredState, flows: tuple[Flow, ...]) -> None:
             if have is not None:
                 state.add(replace(have, flows=have.flows + (flow.name,), reason=f"{have.reason}; {reason}"))
                 continue
-            state.add(DesiredTopic(cluster, name, role, 1, flow.replication_factor, dict(INTERNAL_TOPIC_CONFIGS), True,
-                                   None, None, (flow.name,), None, reason + " (MM2: 1 partition, compacted)"))
+            state.add(
+                DesiredTopic(
+                    cluster,
+                    name,
+                    role,
+                    1,
+                    flow.replication_factor,
+                    dict(INTERNAL_TOPIC_CONFIGS),
+                    True,
+                    None,
+                    None,
+                    (flow.name,),
+                    None,
+                    reason + " (MM2: 1 partition, compacted)",
+                )
+            )
 
 
 def _upstream_name(p: Placement) -> str:
@@ -201,8 +222,9 @@ def _source(p: Placement, name: str, up: _Upstream, topology: Topology, state: D
     return _Source(p, flow, upstream, partitions, configs, acls)
 
 
-def _remote_topic(cluster: str, name: str, placements: list[Placement], up: _Upstream, topology: Topology,
-                  state: DesiredState) -> DesiredTopic | None:
+def _remote_topic(
+    cluster: str, name: str, placements: list[Placement], up: _Upstream, topology: Topology, state: DesiredState
+) -> DesiredTopic | None:
     """One remote topic from its lineages; several only when identity-policy flows write one topic (a conflict)."""
     sources = [s for s in (_source(p, name, up, topology, state) for p in placements) if s is not None]
     if not sources:
@@ -210,20 +232,42 @@ def _remote_topic(cluster: str, name: str, placements: list[Placement], up: _Ups
     first = sources[0]
     partitions, acls = first.partitions, first.acls
     if len({(s.partitions, tuple(sorted(s.configs.items()))) for s in sources}) > 1:
-        state.findings.append(Finding(
-            Severity.WARNING, FindingKind.CONFLICT, cluster, name,
-            f"{cluster}:{name} is written by several flows with different sources ("
-            + ", ".join(f"{s.upstream[0]}:{s.upstream[1]} with {s.partitions} partitions" for s in sources) + ")",
-            hint="use the default replication policy (it keeps remote topics apart), or make the topic filters disjoint"))
+        state.findings.append(
+            Finding(
+                Severity.WARNING,
+                FindingKind.CONFLICT,
+                cluster,
+                name,
+                f"{cluster}:{name} is written by several flows with different sources ("
+                + ", ".join(f"{s.upstream[0]}:{s.upstream[1]} with {s.partitions} partitions" for s in sources)
+                + ")",
+                hint="use the default replication policy (it keeps remote topics apart), or make the topic filters disjoint",
+            )
+        )
         partitions = max(s.partitions for s in sources)
     if len(sources) > 1 and all(s.acls is not None for s in sources):
         acls = frozenset().union(*(s.acls for s in sources))
     p, flow = first.placement, first.flow
-    reason = (f"replicates {first.upstream[0]}:{first.upstream[1]} (flow {flow.name})" if p.hops == 1
-              else f"replicates {p.origin_cluster}:{p.origin_topic} via {p.describe_path()}")
+    reason = (
+        f"replicates {first.upstream[0]}:{first.upstream[1]} (flow {flow.name})"
+        if p.hops == 1
+        else f"replicates {p.origin_cluster}:{p.origin_topic} via {p.describe_path()}"
+    )
     flows = tuple(dict.fromkeys(s.flow.name for s in sources))
-    return DesiredTopic(cluster, name, TopicRole.REMOTE, partitions, flow.replication_factor, first.configs,
-                        flow.sync.topic_configs, flow.config_properties, acls, flows, first.upstream, reason)
+    return DesiredTopic(
+        cluster,
+        name,
+        TopicRole.REMOTE,
+        partitions,
+        flow.replication_factor,
+        first.configs,
+        flow.sync.topic_configs,
+        flow.config_properties,
+        acls,
+        flows,
+        first.upstream,
+        reason,
+    )
 
 
 def desired_state(topology: Topology, live: LiveState, max_remote_topics: int | None = None) -> DesiredState:
@@ -245,8 +289,16 @@ def desired_state(topology: Topology, live: LiveState, max_remote_topics: int | 
     exp = expand(topology, local, flows, limit=limit)
     if exp.multiplied is not None:
         message, hint = multiplication_message(exp.multiplied)
-        state.findings.append(Finding(Severity.ERROR, FindingKind.MULTIPLIED, exp.multiplied.origin_cluster, "",
-                                      f"refusing to plan remote topics: {message}", hint=hint))
+        state.findings.append(
+            Finding(
+                Severity.ERROR,
+                FindingKind.MULTIPLIED,
+                exp.multiplied.origin_cluster,
+                "",
+                f"refusing to plan remote topics: {message}",
+                hint=hint,
+            )
+        )
         return state
     todo = []
     for cluster, per_topic in exp.topics.items():
@@ -267,8 +319,14 @@ def desired_state(topology: Topology, live: LiveState, max_remote_topics: int | 
     for alias in sorted(up.unreadable_acls):
         c = live.cluster(alias)
         why = "it does not support the ACL APIs" if c.reachable else "it could not be read"
-        state.findings.append(Finding(
-            Severity.WARNING, FindingKind.ACLS_UNKNOWN, alias, "",
-            f"ACL sync from {alias} skipped: its ACLs cannot be read ({why})",
-            hint="ACLs of remote topics replicated from it are left as they are; set `sync.acls: false` on its flows to silence this"))
+        state.findings.append(
+            Finding(
+                Severity.WARNING,
+                FindingKind.ACLS_UNKNOWN,
+                alias,
+                "",
+                f"ACL sync from {alias} skipped: its ACLs cannot be read ({why})",
+                hint="ACLs of remote topics replicated from it are left as they are; set `sync.acls: false` on its flows to silence this",
+            )
+        )
     return state

@@ -10,8 +10,8 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 # Kafka API keys the reconciler cares about (Kafka protocol guide, "Api Keys").
 API_DESCRIBE_ACLS = 29
@@ -62,26 +62,40 @@ class AclBinding:
     pattern: AclPattern = AclPattern.LITERAL
 
     def describe(self) -> str:
-        return f"{self.permission.value} {self.principal} {self.operation.value} on topic {self.topic}" + (
-            f" from {self.host}" if self.host != "*" else "") + (
-            f" ({self.pattern.value.lower()})" if self.pattern is not AclPattern.LITERAL else "")
+        return (
+            f"{self.permission.value} {self.principal} {self.operation.value} on topic {self.topic}"
+            + (f" from {self.host}" if self.host != "*" else "")
+            + (f" ({self.pattern.value.lower()})" if self.pattern is not AclPattern.LITERAL else "")
+        )
 
     def to_dict(self) -> dict:
-        return {"topic": self.topic, "principal": self.principal, "host": self.host,
-                "operation": self.operation.value, "permission": self.permission.value, "pattern": self.pattern.value}
+        return {
+            "topic": self.topic,
+            "principal": self.principal,
+            "host": self.host,
+            "operation": self.operation.value,
+            "permission": self.permission.value,
+            "pattern": self.pattern.value,
+        }
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "AclBinding":
-        return cls(d["topic"], d["principal"], d["host"], AclOperation(d["operation"]), AclPermission(d["permission"]),
-                   AclPattern(d.get("pattern", "LITERAL")))
+    def from_dict(cls, d: Mapping) -> AclBinding:
+        return cls(
+            d["topic"],
+            d["principal"],
+            d["host"],
+            AclOperation(d["operation"]),
+            AclPermission(d["permission"]),
+            AclPattern(d.get("pattern", "LITERAL")),
+        )
 
 
 class ConfigSourceMode(str, enum.Enum):
     """How a broker labels describe_configs entries; decides which entries are 'explicitly set'."""
 
-    SOURCES = "sources"      # real Kafka: every config listed, explicit ones have source DYNAMIC_TOPIC_CONFIG
+    SOURCES = "sources"  # real Kafka: every config listed, explicit ones have source DYNAMIC_TOPIC_CONFIG
     STORED_ONLY = "stored-only"  # Tansu: only stored configs listed, all labelled DEFAULT_CONFIG
-    UNKNOWN = "unknown"      # no topic described yet
+    UNKNOWN = "unknown"  # no topic described yet
 
 
 @dataclass(frozen=True)
@@ -113,17 +127,27 @@ class Capabilities:
         return self.has(API_DESCRIBE_CONFIGS)
 
     @classmethod
-    def all_supported(cls) -> "Capabilities":
-        keys = (API_DESCRIBE_ACLS, API_CREATE_ACLS, API_DELETE_ACLS, API_DESCRIBE_CONFIGS, API_CREATE_PARTITIONS,
-                API_INCREMENTAL_ALTER_CONFIGS)
+    def all_supported(cls) -> Capabilities:
+        keys = (
+            API_DESCRIBE_ACLS,
+            API_CREATE_ACLS,
+            API_DELETE_ACLS,
+            API_DESCRIBE_CONFIGS,
+            API_CREATE_PARTITIONS,
+            API_INCREMENTAL_ALTER_CONFIGS,
+        )
         return cls({k: (0, 1) for k in keys})
 
-    def without(self, *api_keys: int) -> "Capabilities":
+    def without(self, *api_keys: int) -> Capabilities:
         return Capabilities({k: v for k, v in self.api_versions.items() if k not in api_keys}, self.probe_error)
 
     def summary(self) -> dict[str, bool]:
-        return {"acls": self.acls, "create_partitions": self.create_partitions,
-                "alter_configs": self.alter_configs, "describe_configs": self.describe_configs}
+        return {
+            "acls": self.acls,
+            "create_partitions": self.create_partitions,
+            "alter_configs": self.alter_configs,
+            "describe_configs": self.describe_configs,
+        }
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ A cluster that cannot be read becomes a ClusterState with `error`, not an except
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable
 
 from reconciler.adapters.base import AdminError, ClusterAdmin
 from reconciler.state.configs import detect_mode, explicit_configs
@@ -27,10 +27,14 @@ def read_cluster(admin: ClusterAdmin, config_batch: int = CONFIG_BATCH) -> Clust
         described: dict = {}
         if caps.describe_configs:
             for i in range(0, len(names), config_batch):
-                described.update(admin.describe_topic_configs(names[i:i + config_batch]))
+                described.update(admin.describe_topic_configs(names[i : i + config_batch]))
         mode = detect_mode(described)
-        topics = {n: TopicState(n, metas[n].partitions, metas[n].replication_factor,
-                                explicit_configs(described.get(n, []), mode)) for n in names}
+        topics = {
+            n: TopicState(
+                n, metas[n].partitions, metas[n].replication_factor, explicit_configs(described.get(n, []), mode)
+            )
+            for n in names
+        }
         acls = tuple(sorted(admin.describe_acls())) if caps.acls else None
     except AdminError as exc:
         return ClusterState(admin.alias, error=str(exc))
@@ -59,7 +63,7 @@ class Connections:
             admin.close()
         self._admins.clear()
 
-    def __enter__(self) -> "Connections":
+    def __enter__(self) -> Connections:
         return self
 
     def __exit__(self, *exc) -> None:

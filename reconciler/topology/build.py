@@ -8,25 +8,42 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
+from reconciler.topology import secrets
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation, TopologyError
 from reconciler.topology.loader import Document, load_paths, load_text
 from reconciler.topology.model import (
-    Cluster, Delivery, Emitter, Flow, Heartbeats, JobSettings, OffsetSyncsLocation, Prune, ResidencyRule, Slo,
-    SyncSettings, Topology, flow_name,
+    Cluster,
+    Delivery,
+    Emitter,
+    Flow,
+    Heartbeats,
+    JobSettings,
+    OffsetSyncsLocation,
+    Prune,
+    ResidencyRule,
+    Slo,
+    SyncSettings,
+    Topology,
+    flow_name,
 )
 from reconciler.topology.schema import validate_document
-from reconciler.topology import secrets
 
 SINGLETON_SECTIONS = ("defaults", "prune", "slo", "metadata")
-PATTERN_LISTS = (("topics", "include"), ("topics", "exclude"), ("groups", "include"), ("groups", "exclude"),
-                 ("config_properties", "exclude"))
+PATTERN_LISTS = (
+    ("topics", "include"),
+    ("topics", "exclude"),
+    ("groups", "include"),
+    ("groups", "exclude"),
+    ("config_properties", "exclude"),
+)
 
 
 @dataclass
@@ -48,9 +65,12 @@ def _merge_documents(docs: list[Document], diags: Diagnostics) -> _Sources:
             path = ("clusters", alias)
             if alias in src.clusters:
                 first_doc, first_path = src.clusters[alias]
-                diags.error(f"cluster {alias!r} is defined twice", doc.where_key(path),
-                            hint="define each cluster once across all topology files",
-                            related=(first_doc.where_key(first_path),))
+                diags.error(
+                    f"cluster {alias!r} is defined twice",
+                    doc.where_key(path),
+                    hint="define each cluster once across all topology files",
+                    related=(first_doc.where_key(first_path),),
+                )
                 continue
             src.clusters[alias] = (doc, path)
         flows = data.get("flows")
@@ -61,9 +81,12 @@ def _merge_documents(docs: list[Document], diags: Diagnostics) -> _Sources:
             if section in data:
                 if section in src.singletons:
                     first_doc, first_path = src.singletons[section]
-                    diags.error(f"`{section}` is defined in more than one document", doc.where_key((section,)),
-                                hint=f"keep a single `{section}` block for the whole topology",
-                                related=(first_doc.where_key(first_path),))
+                    diags.error(
+                        f"`{section}` is defined in more than one document",
+                        doc.where_key((section,)),
+                        hint=f"keep a single `{section}` block for the whole topology",
+                        related=(first_doc.where_key(first_path),),
+                    )
                     continue
                 src.singletons[section] = (doc, (section,))
         policies = data.get("policies")
@@ -105,8 +128,11 @@ def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> Non
     if not isinstance(pattern, str):
         return  # the schema reports the type
     if len(pattern) > MAX_PATTERN_CHARS:
-        diags.error(f"pattern of {len(pattern):,} characters (limit {MAX_PATTERN_CHARS:,})", where,
-                    hint="split it into several patterns, or use a shorter prefix pattern")
+        diags.error(
+            f"pattern of {len(pattern):,} characters (limit {MAX_PATTERN_CHARS:,})",
+            where,
+            hint="split it into several patterns, or use a shorter prefix pattern",
+        )
         return
     try:
         re.compile(pattern)
@@ -114,18 +140,27 @@ def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> Non
         diags.error(f"pattern {pattern!r} does not compile: {exc.msg}", where, hint=hint)
         return
     except (RecursionError, OverflowError, MemoryError, ValueError) as exc:
-        diags.error(f"pattern {pattern[:60]!r} is too complex to compile ({type(exc).__name__})", where,
-                    hint="use a simpler pattern: fewer nested groups and smaller repetition counts")
+        diags.error(
+            f"pattern {pattern[:60]!r} is too complex to compile ({type(exc).__name__})",
+            where,
+            hint="use a simpler pattern: fewer nested groups and smaller repetition counts",
+        )
         return
     try:
         re.compile(f"(?:{pattern})|(?:{pattern})")
     except re.error as exc:
-        diags.error(f"pattern {pattern!r} cannot be one alternative of a filter: {exc.msg}", where,
-                    hint="a filter joins its patterns with `|`: do not use named groups `(?P<name>...)` "
-                         "or global flags such as `(?i)` (write `[Oo]rders` instead)")
+        diags.error(
+            f"pattern {pattern!r} cannot be one alternative of a filter: {exc.msg}",
+            where,
+            hint="a filter joins its patterns with `|`: do not use named groups `(?P<name>...)` "
+            "or global flags such as `(?i)` (write `[Oo]rders` instead)",
+        )
     except (RecursionError, OverflowError, MemoryError, ValueError) as exc:
-        diags.error(f"pattern {pattern[:60]!r} is too complex to compile ({type(exc).__name__})", where,
-                    hint="use a simpler pattern: fewer nested groups and smaller repetition counts")
+        diags.error(
+            f"pattern {pattern[:60]!r} is too complex to compile ({type(exc).__name__})",
+            where,
+            hint="use a simpler pattern: fewer nested groups and smaller repetition counts",
+        )
 
 
 def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
@@ -134,8 +169,11 @@ def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -
     for key, value in (config if isinstance(config, dict) else {}).items():
         if secrets.is_secret_key(str(key)) and not secrets.is_env_reference(_stringify(value)):
             env_name = secrets.suggested_env_name(alias, str(key))
-            diags.error(f"cluster {alias!r}: {key} is a literal secret", doc.where(path + ("config", key)),
-                        hint=f"never commit secrets: write `{key}: ${{{env_name}}}` and set {env_name} in the environment")
+            diags.error(
+                f"cluster {alias!r}: {key} is a literal secret",
+                doc.where(path + ("config", key)),
+                hint=f"never commit secrets: write `{key}: ${{{env_name}}}` and set {env_name} in the environment",
+            )
 
 
 def _build_cluster(alias: str, doc: Document, path: tuple) -> Cluster:
@@ -171,10 +209,12 @@ def _build_flow(raw: dict, where: SourceLocation) -> Flow:
         source=raw["source"],
         target=raw["target"],
         enabled=raw["enabled"],
-        topics=TopicFilter(tuple(raw["topics"].get("include", [])), tuple(raw["topics"].get("exclude", [])),
-                           _builtin(raw["topics"])),
-        groups=GroupFilter(tuple(raw["groups"].get("include", [])), tuple(raw["groups"].get("exclude", [])),
-                           _builtin(raw["groups"])),
+        topics=TopicFilter(
+            tuple(raw["topics"].get("include", [])), tuple(raw["topics"].get("exclude", [])), _builtin(raw["topics"])
+        ),
+        groups=GroupFilter(
+            tuple(raw["groups"].get("include", [])), tuple(raw["groups"].get("exclude", [])), _builtin(raw["groups"])
+        ),
         policy=ReplicationPolicy(PolicyKind(raw["policy"]), raw["separator"], raw["internal_separator"]),
         delivery=Delivery(raw["delivery"]),
         replication_factor=raw["replication_factor"],
@@ -191,21 +231,30 @@ def _build_flow(raw: dict, where: SourceLocation) -> Flow:
     )
 
 
-def _check_flow(flow_raw: dict, doc: Document, path: tuple, clusters: Iterable[str],
-                seen: dict[tuple[str, str, str | None], SourceLocation], diags: Diagnostics) -> bool:
+def _check_flow(
+    flow_raw: dict,
+    doc: Document,
+    path: tuple,
+    clusters: Iterable[str],
+    seen: dict[tuple[str, str, str | None], SourceLocation],
+    diags: Diagnostics,
+) -> bool:
     ok = True
     where = doc.where(path)
     for end in ("source", "target"):
         alias = flow_raw[end]
         if alias not in clusters:
             close = difflib.get_close_matches(alias, list(clusters), n=1)  # noqa: B023
-            hint = f"did you mean {close[0]!r}?" if close else f"known clusters: {', '.join(sorted(clusters)) or 'none'}"
+            hint = (
+                f"did you mean {close[0]!r}?" if close else f"known clusters: {', '.join(sorted(clusters)) or 'none'}"
+            )
             diags.error(f"flow {end} {alias!r} is not a defined cluster", doc.where(path + (end,)), hint=hint)
             ok = False
     source, target = flow_raw["source"], flow_raw["target"]
     if source == target:
-        diags.error(f"flow {source}->{target} replicates a cluster to itself", where,
-                    hint="a flow needs two different clusters")
+        diags.error(
+            f"flow {source}->{target} replicates a cluster to itself", where, hint="a flow needs two different clusters"
+        )
         ok = False
     else:
         family = flow_raw.get("name")
@@ -213,16 +262,22 @@ def _check_flow(flow_raw: dict, doc: Document, path: tuple, clusters: Iterable[s
         unnamed = [v for k, v in same_pair.items() if k[2] is None]
         if (source, target, family) in seen:
             what = f"topic family {family!r}" if family else "flow"
-            diags.error(f"duplicate {what} {flow_name(source, target, family)}", where,
-                        hint="merge the two flows into one (combine their topic filters), or give each a distinct "
-                             "`name` to split the pair into topic families",
-                        related=(seen[(source, target, family)],))
+            diags.error(
+                f"duplicate {what} {flow_name(source, target, family)}",
+                where,
+                hint="merge the two flows into one (combine their topic filters), or give each a distinct "
+                "`name` to split the pair into topic families",
+                related=(seen[(source, target, family)],),
+            )
             ok = False
         elif same_pair and (family is None or unnamed):
-            diags.error(f"flow {source}->{target} is defined more than once without a `name` on each", where,
-                        hint="merge them into one flow, or name each (`name: orders`) to split the pair into topic "
-                             "families whose topic filters cannot select the same topic",
-                        related=tuple(same_pair.values()))
+            diags.error(
+                f"flow {source}->{target} is defined more than once without a `name` on each",
+                where,
+                hint="merge them into one flow, or name each (`name: orders`) to split the pair into topic "
+                "families whose topic filters cannot select the same topic",
+                related=tuple(same_pair.values()),
+            )
             ok = False
         seen[(source, target, family)] = where
     return ok
@@ -232,14 +287,22 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
     sep = flow.policy.separator
     for alias in (flow.source, flow.target):
         if flow.policy.kind is PolicyKind.DEFAULT and sep in alias:
-            diags.error(f"cluster alias {alias!r} contains the separator {sep!r} of flow {flow.name}", flow.where,
-                        hint="remote topic names would be ambiguous; rename the cluster or choose another separator")
+            diags.error(
+                f"cluster alias {alias!r} contains the separator {sep!r} of flow {flow.name}",
+                flow.where,
+                hint="remote topic names would be ambiguous; rename the cluster or choose another separator",
+            )
     if flow.job.deployer == "spark-standalone" and not flow.job.master.startswith("spark://"):
-        diags.error(f"flow {flow.name}: deployer spark-standalone needs job.master spark://HOST:PORT, not {flow.job.master!r}",
-                    flow.where)
+        diags.error(
+            f"flow {flow.name}: deployer spark-standalone needs job.master spark://HOST:PORT, not {flow.job.master!r}",
+            flow.where,
+        )
     if flow.job.deployer == "kubernetes" and not flow.job.image:
-        diags.error(f"flow {flow.name}: deployer kubernetes needs job.image (an image with the project and Spark)",
-                    flow.where, hint="set `job: {image: registry/reconciler:TAG}` in the flow or in `defaults:`")
+        diags.error(
+            f"flow {flow.name}: deployer kubernetes needs job.image (an image with the project and Spark)",
+            flow.where,
+            hint="set `job: {image: registry/reconciler:TAG}` in the flow or in `defaults:`",
+        )
 
 
 def _heartbeat_carriers(flows: list[Flow]) -> list[Flow]:
@@ -248,8 +311,9 @@ def _heartbeat_carriers(flows: list[Flow]) -> list[Flow]:
     carrier: dict[str, str] = {}
     for f in sorted((f for f in flows if f.family is not None), key=lambda f: (not f.enabled, f.family)):
         carrier.setdefault(f.pair, f.name)
-    return [f if f.family is None or carrier.get(f.pair) == f.name else replace(f, carries_heartbeats=False)
-            for f in flows]
+    return [
+        f if f.family is None or carrier.get(f.pair) == f.name else replace(f, carries_heartbeats=False) for f in flows
+    ]
 
 
 def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], diags: Diagnostics) -> ResidencyRule:
@@ -257,10 +321,14 @@ def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], d
     for i, pattern in enumerate(raw["topics"]):
         _check_regex(pattern, doc.where(path + ("topics", i)), diags)
     if clusters and not any(raw["tag"] in c.tags for c in clusters.values()):
-        diags.warning(f"policy {raw['name']!r}: no cluster has tag {raw['tag']!r}, so no flow may carry its topics",
-                      doc.where(path + ("tag",)), hint=f"tag the clusters, e.g. `tags: {{{raw['tag']}: {raw['allowed'][0]}}}`")
-    return ResidencyRule(raw["name"], PatternFilter(tuple(raw["topics"])), raw["tag"], tuple(raw["allowed"]),
-                         doc.where(path))
+        diags.warning(
+            f"policy {raw['name']!r}: no cluster has tag {raw['tag']!r}, so no flow may carry its topics",
+            doc.where(path + ("tag",)),
+            hint=f"tag the clusters, e.g. `tags: {{{raw['tag']}: {raw['allowed'][0]}}}`",
+        )
+    return ResidencyRule(
+        raw["name"], PatternFilter(tuple(raw["topics"])), raw["tag"], tuple(raw["allowed"]), doc.where(path)
+    )
 
 
 def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
@@ -283,8 +351,9 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     clusters = {alias: _build_cluster(alias, doc, path) for alias, (doc, path) in src.clusters.items()}
     defaults_raw = _get(*src.singletons["defaults"]) if "defaults" in src.singletons else {}
     base = merge(BUILTIN_FLOW_DEFAULTS, defaults_raw)
-    flows = [_build_flow(merge(base, _get(doc, path)), doc.where(path))
-             for (doc, path), ok in zip(src.flows, flow_ok) if ok]
+    flows = [
+        _build_flow(merge(base, _get(doc, path)), doc.where(path)) for (doc, path), ok in zip(src.flows, flow_ok) if ok
+    ]
     for flow in flows:
         _check_effective(flow, clusters, diags)
     flows = _heartbeat_carriers(flows)

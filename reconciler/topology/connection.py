@@ -9,7 +9,7 @@ the cluster's position in the topology.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from reconciler.topology import secrets
 from reconciler.topology.diagnostics import Diagnostics, TopologyError
@@ -24,17 +24,21 @@ def _unresolved(cluster: Cluster, environ: Mapping[str, str] | None) -> list[str
     return []
 
 
-def check_references(topology: Topology, aliases: Iterable[str] | None = None,
-                     environ: Mapping[str, str] | None = None) -> Diagnostics:
+def check_references(
+    topology: Topology, aliases: Iterable[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Diagnostics:
     """An error per cluster (of `aliases`, default all) whose settings reference unset variables."""
     diags = Diagnostics()
     for alias in sorted(aliases if aliases is not None else topology.clusters):
         cluster = topology.clusters[alias]
         missing = _unresolved(cluster, environ)
         if missing:
-            diags.error(f"cluster {alias!r} needs environment variable{'s' if len(missing) > 1 else ''} "
-                        f"{', '.join(missing)}, which {'are' if len(missing) > 1 else 'is'} not set",
-                        cluster.where, hint=f"export {missing[0]}=... (e.g. from your CI's secret store) and run again")
+            diags.error(
+                f"cluster {alias!r} needs environment variable{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(missing)}, which {'are' if len(missing) > 1 else 'is'} not set",
+                cluster.where,
+                hint=f"export {missing[0]}=... (e.g. from your CI's secret store) and run again",
+            )
     return diags
 
 

@@ -42,6 +42,7 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
     },
 }
 
+
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Deep-merge `override` into a copy of `base` (dicts merge key by key, everything else replaces)."""
     out = copy.deepcopy(base)

@@ -59,15 +59,25 @@ class Diagnostics:
 
     items: list[Diagnostic] = field(default_factory=list)
 
-    def error(self, message: str, where: SourceLocation | None = None, hint: str | None = None,
-              related: tuple[SourceLocation, ...] = ()) -> None:
+    def error(
+        self,
+        message: str,
+        where: SourceLocation | None = None,
+        hint: str | None = None,
+        related: tuple[SourceLocation, ...] = (),
+    ) -> None:
         self.items.append(Diagnostic(Severity.ERROR, message, where, hint, related))
 
-    def warning(self, message: str, where: SourceLocation | None = None, hint: str | None = None,
-                related: tuple[SourceLocation, ...] = ()) -> None:
+    def warning(
+        self,
+        message: str,
+        where: SourceLocation | None = None,
+        hint: str | None = None,
+        related: tuple[SourceLocation, ...] = (),
+    ) -> None:
         self.items.append(Diagnostic(Severity.WARNING, message, where, hint, related))
 
-    def extend(self, other: "Diagnostics") -> None:
+    def extend(self, other: Diagnostics) -> None:
         self.items.extend(other.items)
 
     @property

@@ -7,9 +7,10 @@ keys are errors instead of PyYAML's silent last-one-wins.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 import yaml.constructor
@@ -50,9 +51,9 @@ def _loc(file: str, node: yaml.Node | yaml.Mark) -> SourceLocation:
 
 
 # Limits on what one YAML document may make us build (issue 12: no traceback, no runaway memory).
-MAX_DEPTH = 64             # nesting of mappings/sequences; a topology needs about 6
-MAX_VALUES = 200_000       # values after expanding aliases (a "billion laughs" document grows without bound)
-MAX_INT = 2**63 - 1        # Kafka configs and counts are Java longs
+MAX_DEPTH = 64  # nesting of mappings/sequences; a topology needs about 6
+MAX_VALUES = 200_000  # values after expanding aliases (a "billion laughs" document grows without bound)
+MAX_INT = 2**63 - 1  # Kafka configs and counts are Java longs
 MAX_SCALAR_CHARS = 100_000  # one string or number
 
 
@@ -85,38 +86,59 @@ class _Builder:
 
     def _scalar(self, node: yaml.Node) -> Any:
         if isinstance(node, yaml.ScalarNode) and len(node.value) > MAX_SCALAR_CHARS:
-            raise _Refused(f"value of {len(node.value):,} characters (limit {MAX_SCALAR_CHARS:,})", _loc(self.file, node),
-                           "a topology value is a name, a pattern or a number; shorten it")
+            raise _Refused(
+                f"value of {len(node.value):,} characters (limit {MAX_SCALAR_CHARS:,})",
+                _loc(self.file, node),
+                "a topology value is a name, a pattern or a number; shorten it",
+            )
         try:
             value = self.constructor.construct_object(node, deep=True)
         except (ValueError, OverflowError, TypeError) as exc:  # e.g. int('9'*5000), timestamp 2026-13-45
-            raise _Refused(f"cannot read value {str(getattr(node, 'value', ''))[:40]!r}: {exc}", _loc(self.file, node),
-                           "quote it if it is meant as a string") from None
+            raise _Refused(
+                f"cannot read value {str(getattr(node, 'value', ''))[:40]!r}: {exc}",
+                _loc(self.file, node),
+                "quote it if it is meant as a string",
+            ) from None
         if isinstance(value, bool):
             return value
         if isinstance(value, int) and abs(value) > MAX_INT:
-            raise _Refused(f"number too large: {str(node.value)[:40]} (limit {MAX_INT:,}, a Java long)", _loc(self.file, node),
-                           "use a smaller number, or quote it if it is meant as a string")
+            raise _Refused(
+                f"number too large: {str(node.value)[:40]} (limit {MAX_INT:,}, a Java long)",
+                _loc(self.file, node),
+                "use a smaller number, or quote it if it is meant as a string",
+            )
         if isinstance(value, float) and not (abs(value) <= MAX_INT):  # inf, nan and beyond a long
-            raise _Refused(f"number out of range: {str(node.value)[:40]} (limit {MAX_INT:,})", _loc(self.file, node),
-                           "use a finite number, or quote it if it is meant as a string")
+            raise _Refused(
+                f"number out of range: {str(node.value)[:40]} (limit {MAX_INT:,})",
+                _loc(self.file, node),
+                "use a finite number, or quote it if it is meant as a string",
+            )
         return value
 
     def _value(self, node: yaml.Node, path: Path_) -> Any:
         self.built += 1
         if self.built > MAX_VALUES:
-            raise _Refused(f"the document expands to more than {MAX_VALUES:,} values (limit; YAML aliases "
-                           "referring to aliases multiply, as in a 'billion laughs' document)", _loc(self.file, node),
-                           "write the values out, or use fewer nested aliases")
+            raise _Refused(
+                f"the document expands to more than {MAX_VALUES:,} values (limit; YAML aliases "
+                "referring to aliases multiply, as in a 'billion laughs' document)",
+                _loc(self.file, node),
+                "write the values out, or use fewer nested aliases",
+            )
         if len(path) > MAX_DEPTH:
-            raise _Refused(f"nesting deeper than {MAX_DEPTH} levels (limit)", _loc(self.file, node),
-                           "a topology is a few levels deep; check the indentation and brackets")
+            raise _Refused(
+                f"nesting deeper than {MAX_DEPTH} levels (limit)",
+                _loc(self.file, node),
+                "a topology is a few levels deep; check the indentation and brackets",
+            )
         self.doc.positions[path] = _loc(self.file, node)
         if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
             return self._scalar(node)
         if id(node) in self.open:
-            raise _Refused("an alias refers to the anchor that contains it (a self-referencing structure)",
-                           _loc(self.file, node), "YAML anchors must not contain their own alias; write the value out")
+            raise _Refused(
+                "an alias refers to the anchor that contains it (a self-referencing structure)",
+                _loc(self.file, node),
+                "YAML anchors must not contain their own alias; write the value out",
+            )
         self.open.add(id(node))
         try:
             if isinstance(node, yaml.MappingNode):
@@ -131,8 +153,11 @@ class _Builder:
         first_seen: dict[Any, SourceLocation] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
-                raise _Refused("a mapping key must be a plain name, not a list or mapping", _loc(self.file, key_node),
-                               "write the key as a plain string")
+                raise _Refused(
+                    "a mapping key must be a plain name, not a list or mapping",
+                    _loc(self.file, key_node),
+                    "write the key as a plain string",
+                )
             key = self._scalar(key_node)
             key = key if isinstance(key, (str, int, float, bool)) or key is None else str(key)
             key_loc = _loc(self.file, key_node)
@@ -177,17 +202,25 @@ def load_text(text: str, file: str, diags: Diagnostics) -> list[Document]:
     except _Refused as exc:
         diags.error(exc.message, exc.where, hint=exc.hint)
     except MemoryError:
-        diags.error(f"out of memory reading this file ({len(text):,} characters)", SourceLocation(file, 1, 1),
-                    hint="a topology file is a few hundred lines; check that this is the right file")
+        diags.error(
+            f"out of memory reading this file ({len(text):,} characters)",
+            SourceLocation(file, 1, 1),
+            hint="a topology file is a few hundred lines; check that this is the right file",
+        )
     except RecursionError:  # PyYAML's composer recurses once per nesting level
-        diags.error(f"nesting deeper than {MAX_DEPTH} levels (limit)", _deepest(text, file),
-                    hint="a topology is a few levels deep; check the indentation and brackets")
+        diags.error(
+            f"nesting deeper than {MAX_DEPTH} levels (limit)",
+            _deepest(text, file),
+            hint="a topology is a few levels deep; check the indentation and brackets",
+        )
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = SourceLocation(file, mark.line + 1, mark.column + 1) if mark else SourceLocation(file, 1, 1)
         problem = exc.problem or str(exc)
         ctx = f" ({exc.context})" if exc.context else ""
-        diags.error(f"YAML syntax error: {problem}{ctx}", where, hint="check indentation and quoting around this position")
+        diags.error(
+            f"YAML syntax error: {problem}{ctx}", where, hint="check indentation and quoting around this position"
+        )
     except yaml.YAMLError as exc:  # pragma: no cover - non-marked errors are rare
         diags.error(f"YAML error: {exc}", SourceLocation(file, 1, 1))
     return docs
@@ -206,8 +239,11 @@ def topology_files(paths: Iterable[str | Path], diags: Diagnostics) -> list[Path
         elif p.is_file():
             files.append(p)
         else:
-            diags.error(f"no such file or directory: {p}", SourceLocation(str(p), 1, 1),
-                        hint="pass topology files or directories that hold them")
+            diags.error(
+                f"no such file or directory: {p}",
+                SourceLocation(str(p), 1, 1),
+                hint="pass topology files or directories that hold them",
+            )
     return files
 
 
@@ -229,8 +265,11 @@ def load_paths(paths: Iterable[str | Path], diags: Diagnostics) -> list[Document
         docs.extend(found)
     for f in empty:
         report = diags.warning if docs else diags.error
-        report("no topology document in this file (it is empty or holds only comments)", SourceLocation(f, 1, 1),
-               hint="a topology file starts with `apiVersion: reconciler/v1` and `kind: Topology`")
+        report(
+            "no topology document in this file (it is empty or holds only comments)",
+            SourceLocation(f, 1, 1),
+            hint="a topology file starts with `apiVersion: reconciler/v1` and `kind: Topology`",
+        )
     return docs
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
+from reconciler.contract.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flow_name  # noqa: F401
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
-from reconciler.contract.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flow_name  # noqa: F401
 from reconciler.topology.diagnostics import SourceLocation
-
 
 # The flow id has one home: reconciler.contract.flow_id (re-exported here for the model's users).
 
@@ -81,11 +80,11 @@ class JobSettings:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     namespace: str = "default"
     image: str | None = None
-    service_account: str = "spark"          # kubernetes: the driver's service account
+    service_account: str = "spark"  # kubernetes: the driver's service account
     secret_name: str = "reconciler-secrets"  # kubernetes: Secret holding the ${ENV_VAR}s the spec references
-    manifests_dir: str | None = None         # kubernetes: where manifests are rendered ($RECONCILER_STATE_DIR/k8s)
-    kubectl_apply: bool = False              # kubernetes: also `kubectl apply` them
-    metrics_port: int | None = None          # the job's Prometheus port; None: the deployer picks, 0: none
+    manifests_dir: str | None = None  # kubernetes: where manifests are rendered ($RECONCILER_STATE_DIR/k8s)
+    kubectl_apply: bool = False  # kubernetes: also `kubectl apply` them
+    metrics_port: int | None = None  # the job's Prometheus port; None: the deployer picks, 0: none
 
 
 @dataclass(frozen=True)
@@ -109,8 +108,8 @@ class Flow:
     offset_lag_max: int
     job: JobSettings
     where: SourceLocation | None = field(default=None, compare=False)
-    family: str | None = None          # topic family: one of several named flows of a pair
-    carries_heartbeats: bool = True    # False for all but one family of a pair (heartbeats once per pair)
+    family: str | None = None  # topic family: one of several named flows of a pair
+    carries_heartbeats: bool = True  # False for all but one family of a pair (heartbeats once per pair)
 
     @property
     def id(self) -> FlowId:

@@ -11,10 +11,9 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from reconciler.topology.diagnostics import Diagnostics
 from reconciler.resources import schema_path
+from reconciler.topology.diagnostics import Diagnostics
 from reconciler.topology.loader import Document
-
 
 
 @lru_cache(maxsize=1)
@@ -48,23 +47,31 @@ def _report(err: ValidationError, doc: Document, diags: Diagnostics) -> None:
         return
     if err.validator == "propertyNames":
         name = err.instance
-        diags.error(f"invalid name {name!r} in {at}: {err.message}", doc.where_key(path + (name,)),
-                    hint="cluster aliases use letters, digits, '-' and '_' (no dots: the dot separates remote-topic prefixes)")
+        diags.error(
+            f"invalid name {name!r} in {at}: {err.message}",
+            doc.where_key(path + (name,)),
+            hint="cluster aliases use letters, digits, '-' and '_' (no dots: the dot separates remote-topic prefixes)",
+        )
         return
     if err.validator == "required":
         missing = re.findall(r"'([^']+)' is a required property", err.message)
         diags.error(f"{at} is missing required key {missing[0] if missing else err.message!r}", doc.where(path))
         return
     if err.validator == "enum":
-        diags.error(f"{at}: {err.instance!r} is not one of {', '.join(map(repr, err.validator_value))}", doc.where(path),
-                    hint=_did_you_mean(str(err.instance), [str(v) for v in err.validator_value]))
+        diags.error(
+            f"{at}: {err.instance!r} is not one of {', '.join(map(repr, err.validator_value))}",
+            doc.where(path),
+            hint=_did_you_mean(str(err.instance), [str(v) for v in err.validator_value]),
+        )
         return
     if err.validator == "const":
         diags.error(f"{at} must be {err.validator_value!r}, not {err.instance!r}", doc.where(path))
         return
     if err.validator == "type":
-        diags.error(f"{at} must be of type {err.validator_value}, not {type(err.instance).__name__} ({err.instance!r})",
-                    doc.where(path))
+        diags.error(
+            f"{at} must be of type {err.validator_value}, not {type(err.instance).__name__} ({err.instance!r})",
+            doc.where(path),
+        )
         return
     diags.error(f"{at}: {err.message}", doc.where(path))
 
@@ -72,8 +79,11 @@ def _report(err: ValidationError, doc: Document, diags: Diagnostics) -> None:
 def validate_document(doc: Document, diags: Diagnostics) -> bool:
     """Report every schema error of one document; True when it is valid."""
     if not isinstance(doc.data, dict):
-        diags.error("a topology document must be a mapping with apiVersion, kind, clusters and flows", doc.where(()),
-                    hint="start the file with `apiVersion: reconciler/v1` and `kind: Topology`")
+        diags.error(
+            "a topology document must be a mapping with apiVersion, kind, clusters and flows",
+            doc.where(()),
+            hint="start the file with `apiVersion: reconciler/v1` and `kind: Topology`",
+        )
         return False
     errors = sorted(validator().iter_errors(doc.data), key=lambda e: (doc.where(tuple(e.absolute_path)), e.message))
     for err in errors:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _SECRET_KEY = re.compile(r"(password|secret|token|credentials?|jaas|api\.?key|private\.key|user\.info)", re.I)
@@ -46,8 +46,9 @@ def resolve(value: str, environ: Mapping[str, str] | None = None) -> str:
     return ENV_REF.sub(lambda m: env[m.group(1)], value)
 
 
-def client_settings(bootstrap_servers: str, config: Mapping[str, str],
-                    environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def client_settings(
+    bootstrap_servers: str, config: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The one resolution path of a cluster's client settings: librdkafka `bootstrap.servers` + config
     with every reference resolved; raises UnresolvedReference naming all missing variables at once.
     Callers turn that one error type into their own words (a topology diagnostic, an AdminError)."""

@@ -37,7 +37,9 @@ def backend(request):
         return kind, MemoryAdmin(MemoryCluster("memory"))
     if kind == "memory-tansu":
         caps = Capabilities.all_supported().without(API_CREATE_PARTITIONS, API_DELETE_ACLS)
-        return kind, MemoryAdmin(MemoryCluster("memory-tansu", capabilities=caps, config_mode=ConfigSourceMode.STORED_ONLY))
+        return kind, MemoryAdmin(
+            MemoryCluster("memory-tansu", capabilities=caps, config_mode=ConfigSourceMode.STORED_ONLY)
+        )
     if kind == "tansu":
         broker = request.getfixturevalue("contract_broker")
         return kind, KafkaAdmin(Cluster("tansu", broker.bootstrap))

@@ -61,8 +61,11 @@ def test_create_list_and_create_again(admin, prefix):
 
 
 def test_explicit_configs_are_exactly_what_was_set(admin, prefix):
-    create(admin, NewTopicSpec(f"{prefix}.set", 1, configs={"retention.ms": "3600000", "cleanup.policy": "compact"}),
-           NewTopicSpec(f"{prefix}.plain", 1))
+    create(
+        admin,
+        NewTopicSpec(f"{prefix}.set", 1, configs={"retention.ms": "3600000", "cleanup.policy": "compact"}),
+        NewTopicSpec(f"{prefix}.plain", 1),
+    )
     got = explicit(admin, f"{prefix}.set", f"{prefix}.plain")
     assert got == {f"{prefix}.set": {"retention.ms": "3600000", "cleanup.policy": "compact"}, f"{prefix}.plain": {}}
 

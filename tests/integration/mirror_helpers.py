@@ -20,11 +20,22 @@ def create_topic(bootstrap: str, name: str, partitions: int, config: dict | None
 
 
 def spec_for(source, target, *, source_alias="west", target_alias="east", **kw) -> JobSpec:
-    defaults = dict(master="local[2]", parallelism=2, refresh_interval_seconds=1.0, heartbeats_interval_seconds=1.0,
-                    checkpoints_interval_seconds=1.0, status_interval_seconds=1.0, trigger_interval_ms=100)
+    defaults = dict(
+        master="local[2]",
+        parallelism=2,
+        refresh_interval_seconds=1.0,
+        heartbeats_interval_seconds=1.0,
+        checkpoints_interval_seconds=1.0,
+        status_interval_seconds=1.0,
+        trigger_interval_ms=100,
+    )
     defaults.update(kw)
-    return JobSpec(flow=f"{source_alias}->{target_alias}", source=ClusterSpec(source_alias, source.bootstrap),
-                   target=ClusterSpec(target_alias, target.bootstrap), **defaults)
+    return JobSpec(
+        flow=f"{source_alias}->{target_alias}",
+        source=ClusterSpec(source_alias, source.bootstrap),
+        target=ClusterSpec(target_alias, target.bootstrap),
+        **defaults,
+    )
 
 
 @dataclass
@@ -37,18 +48,32 @@ class Rec:
     timestamp: tuple[int, int]
 
 
-def read_topic(bootstrap: str, topic: str, partitions: int, *, isolation: str = "read_uncommitted",
-               timeout: float = 20.0) -> dict[int, list[Rec]]:
+def read_topic(
+    bootstrap: str, topic: str, partitions: int, *, isolation: str = "read_uncommitted", timeout: float = 20.0
+) -> dict[int, list[Rec]]:
     """Every record of `topic`, per partition, read to end-of-partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{time.monotonic_ns()}",
-                  "enable.partition.eof": True, "enable.auto.commit": False, "isolation.level": isolation})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"verify-{time.monotonic_ns()}",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+    )
     out: dict[int, list[Rec]] = {p: [] for p in range(partitions)}
     try:
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         pending = read_to_end(
-            c, timeout, lambda m: out[m.partition()].append(Rec(m.partition(), m.offset(), m.key(), m.value(),
-                                                                m.headers(), m.timestamp())),
-            partitions=[(topic, p) for p in range(partitions)], batch=10_000, poll_seconds=0.5)
+            c,
+            timeout,
+            lambda m: out[m.partition()].append(
+                Rec(m.partition(), m.offset(), m.key(), m.value(), m.headers(), m.timestamp())
+            ),
+            partitions=[(topic, p) for p in range(partitions)],
+            batch=10_000,
+            poll_seconds=0.5,
+        )
         assert not pending, f"did not reach the end of {topic}: {sorted(p for _, p in pending)} still pending"
     finally:
         c.close()
@@ -90,8 +115,13 @@ class SequencedProducer(threading.Thread):
             start = time.monotonic()
             for i in range(self.total):
                 part = i % self.partitions
-                p.produce(self.topic, f"{part}:{seq[part]}".encode(), f"k{seq[part]}".encode(), part,
-                          headers=[("seq", str(seq[part]).encode())])
+                p.produce(
+                    self.topic,
+                    f"{part}:{seq[part]}".encode(),
+                    f"k{seq[part]}".encode(),
+                    part,
+                    headers=[("seq", str(seq[part]).encode())],
+                )
                 seq[part] += 1
                 self.produced += 1
                 if i % 100 == 0:

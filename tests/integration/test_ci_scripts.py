@@ -74,11 +74,18 @@ class CI:
         return self.repo.index.commit(message, author=author, committer=author).hexsha
 
     def script(self, name: str, **env: str) -> subprocess.CompletedProcess:
-        full = {**os.environ, "TOPOLOGY_PATHS": "topologies/prod", "OUT_DIR": str(self.out),
-                "RECONCILER": f"{sys.executable} -m reconciler", "CI_EAST_PASSWORD": SECRET,
-                "PYTHONPATH": str(PROJECT), **env}
-        done = subprocess.run(["bash", str(PROJECT / "ci" / name)], cwd=self.root, env=full, capture_output=True,
-                              text=True, timeout=300)
+        full = {
+            **os.environ,
+            "TOPOLOGY_PATHS": "topologies/prod",
+            "OUT_DIR": str(self.out),
+            "RECONCILER": f"{sys.executable} -m reconciler",
+            "CI_EAST_PASSWORD": SECRET,
+            "PYTHONPATH": str(PROJECT),
+            **env,
+        }
+        done = subprocess.run(
+            ["bash", str(PROJECT / "ci" / name)], cwd=self.root, env=full, capture_output=True, text=True, timeout=300
+        )
         self.logs += [done.stdout, done.stderr]
         return done
 
@@ -91,9 +98,17 @@ class CI:
         spec = JobSpec.from_flow(topo, topo.flow("west->east"))
         self.admin["east"].create_topics([NewTopicSpec(STATUS_TOPIC, 1, -1, {"cleanup.policy": "compact"})])
         producer = Producer({"bootstrap.servers": self.boot["east"]})
-        StatusPublisher(producer, "west->east").publish({
-            "flow": "west->east", "spec_hash": spec.spec_hash(), "state": "running",
-            "heartbeat_at": int(time.time() * 1000), "records": 0, "lag_total": 0, "errors": 0})
+        StatusPublisher(producer, "west->east").publish(
+            {
+                "flow": "west->east",
+                "spec_hash": spec.spec_hash(),
+                "state": "running",
+                "heartbeat_at": int(time.time() * 1000),
+                "records": 0,
+                "lag_total": 0,
+                "errors": 0,
+            }
+        )
 
 
 @pytest.fixture

@@ -15,7 +15,10 @@ pytestmark = pytest.mark.kafka
 
 
 def _topology(tmp_path, ports, host="127.0.0.1"):
-    return write(tmp_path, "t.yaml", f"""\
+    return write(
+        tmp_path,
+        "t.yaml",
+        f"""\
         apiVersion: reconciler/v1
         kind: Topology
         clusters:
@@ -23,7 +26,8 @@ def _topology(tmp_path, ports, host="127.0.0.1"):
           east: {{bootstrap_servers: "127.0.0.1:{ports[1]}"}}
         flows:
           - {{source: west, target: east}}
-        """)
+        """,
+    )
 
 
 def test_dev_up_is_idempotent_answers_kafka_and_down_stops(tmp_path, state_dir, capsys):

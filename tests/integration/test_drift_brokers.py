@@ -18,9 +18,9 @@ from confluent_kafka import Producer
 from reconciler.adapters.base import ConfigAlteration, NewTopicSpec
 from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.cli.main import main
-from reconciler.mirror.records import Heartbeat
 from reconciler.contract.spec import STATUS_TOPIC, JobSpec
 from reconciler.contract.status import StatusPublisher
+from reconciler.mirror.records import Heartbeat
 from reconciler.topology.build import load_topology
 from reconciler.topology.model import Cluster
 
@@ -66,9 +66,17 @@ class Env:
         """A status record as the flow's job publishes it on the target."""
         spec = JobSpec.from_flow(self.topology, self.topology.flow("west->east"))
         self.create("east", STATUS_TOPIC, 1, {"cleanup.policy": "compact"})
-        record = {"flow": "west->east", "spec_hash": spec.spec_hash(), "state": "running",
-                  "heartbeat_at": int(time.time() * 1000), "records": 42, "lag_total": 3,
-                  "latency_ms": {"p50": 4.0, "p95": 8.0, "p99": 12.0, "samples": 40}, "errors": 0, **fields}
+        record = {
+            "flow": "west->east",
+            "spec_hash": spec.spec_hash(),
+            "state": "running",
+            "heartbeat_at": int(time.time() * 1000),
+            "records": 42,
+            "lag_total": 3,
+            "latency_ms": {"p50": 4.0, "p95": 8.0, "p99": 12.0, "samples": 40},
+            "errors": 0,
+            **fields,
+        }
         StatusPublisher(self.producer, "west->east").publish(record)
 
     def heartbeat(self, age_seconds: float) -> None:
@@ -98,13 +106,19 @@ def test_drift_of_each_kind_on_embedded_clusters(env):
     env.create("west", "pay-small", 1)
     env.create("west", "pay-wide", 3)
     env.create("east", "west.pay-small", 2)  # made by hand, with more partitions than its source
-    env.create("east", "west.pay-wide", 1)   # made by hand, with fewer (Tansu cannot add partitions)
+    env.create("east", "west.pay-wide", 1)  # made by hand, with fewer (Tansu cannot add partitions)
 
     code, doc = env.drift()
     assert code == 2 and doc["status"] == "drift"
     drifted = drift_of(doc)
-    assert {("missing-topic", "west.orders"), ("missing-topic", "west.payments"), ("missing-topic", "heartbeats"),
-            ("partitions", "west.pay-small"), ("partitions", "west.pay-wide"), ("job", "west->east")} <= drifted
+    assert {
+        ("missing-topic", "west.orders"),
+        ("missing-topic", "west.payments"),
+        ("missing-topic", "heartbeats"),
+        ("partitions", "west.pay-small"),
+        ("partitions", "west.pay-wide"),
+        ("job", "west->east"),
+    } <= drifted
     assert next(c for c in doc["clusters"] if c["cluster"] == "east")["applied"] is None
 
     assert main(["apply", str(env.path), "--auto-approve"]) == 0
@@ -115,8 +129,11 @@ def test_drift_of_each_kind_on_embedded_clusters(env):
     env.heartbeat(age_seconds=120)
     code, doc = env.drift()
     assert code == 2
-    assert drift_of(doc) == {("partitions", "west.pay-small"), ("partitions", "west.pay-wide"),
-                             ("heartbeat", "west->east")}
+    assert drift_of(doc) == {
+        ("partitions", "west.pay-small"),
+        ("partitions", "west.pay-wide"),
+        ("heartbeat", "west->east"),
+    }
     flow = doc["flows"][0]
     assert flow["job"]["running"] and flow["job"]["spec_current"] and flow["heartbeat"]["age_seconds"] > 100
     applied = next(c for c in doc["clusters"] if c["cluster"] == "east")["applied"]
@@ -145,8 +162,12 @@ def test_drift_of_each_kind_on_embedded_clusters(env):
     time.sleep(1)
     code, doc = env.drift()
     assert code == 2
-    assert drift_of(doc) == {("config", "west.orders"), ("missing-topic", "west.payments"),
-                             ("unmanaged", "west.legacy"), ("unmanaged", "north.checkpoints.internal")}
+    assert drift_of(doc) == {
+        ("config", "west.orders"),
+        ("missing-topic", "west.payments"),
+        ("unmanaged", "west.legacy"),
+        ("unmanaged", "north.checkpoints.internal"),
+    }
     config = next(i for i in doc["items"] if i["category"] == "config")
     assert config["action"]["current"] == "60000" and config["action"]["value"] == "3600000"
     assert config["flows"] == ["west->east"]
@@ -161,8 +182,11 @@ def test_drift_of_each_kind_on_embedded_clusters(env):
     for fields, expected in checks:
         env.status(**fields)
         code, doc = env.drift()
-        jobs = {(i["category"], i["subject"]) for i in doc["items"]
-                if i["level"] == "drift" and i["category"] in ("job", "lag", "latency")}
+        jobs = {
+            (i["category"], i["subject"])
+            for i in doc["items"]
+            if i["level"] == "drift" and i["category"] in ("job", "lag", "latency")
+        }
         assert code == 2 and jobs == expected, (fields, jobs)
 
     # text and HTML of the same state, to files; stdout is the text summary

@@ -70,7 +70,10 @@ def replicated(two_clusters, tmp_path):
     records = [Checkpoint(group, remote, 0, 6, 6 - SKIP), Checkpoint("other", remote, 0, 19, 16)]
     records += [Checkpoint(group, remote, p, u, u - SKIP, "meta") for p, u in upstream.items()]
     produce(east.bootstrap, checkpoints, [(0, c.record_key(), c.record_value()) for c in records])
-    topology = write(tmp_path, "t.yaml", f"""\
+    topology = write(
+        tmp_path,
+        "t.yaml",
+        f"""\
         apiVersion: reconciler/v1
         kind: Topology
         clusters:
@@ -78,7 +81,8 @@ def replicated(two_clusters, tmp_path):
           {b}: {{bootstrap_servers: "{east.bootstrap}"}}
         flows:
           - {{source: {a}, target: {b}, groups: {{include: ["billing-.*"]}}}}
-        """)
+        """,
+    )
     return dict(a=a, b=b, group=group, remote=remote, upstream=upstream, east=east.bootstrap, topology=str(topology))
 
 
@@ -92,8 +96,10 @@ def test_translate_prints_the_latest_checkpoint_per_partition(replicated, capsys
     assert main(args + ["--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["checkpoints_topic"] == f"{r['a']}.checkpoints.internal"
-    assert [(o["topic"], o["partition"], o["offset"], o["upstream_topic"], o["upstream_offset"], o["metadata"])
-            for o in data["offsets"]] == [(r["remote"], 0, 9, "orders", 12, "meta"), (r["remote"], 1, 4, "orders", 7, "meta")]
+    assert [
+        (o["topic"], o["partition"], o["offset"], o["upstream_topic"], o["upstream_offset"], o["metadata"])
+        for o in data["offsets"]
+    ] == [(r["remote"], 0, 9, "orders", 12, "meta"), (r["remote"], 1, 4, "orders", 7, "meta")]
 
 
 def test_translate_explains_missing_checkpoints(replicated, capsys):
@@ -102,7 +108,10 @@ def test_translate_explains_missing_checkpoints(replicated, capsys):
     assert main(base + ["--group", "billing-nobody"]) == 1
     assert "no checkpoints for group 'billing-nobody'" in capsys.readouterr().err
     # the other direction has no checkpoints topic at all
-    assert main(["offsets", "translate", "--group", r["group"], "--source", r["b"], "--target", r["a"], r["topology"]]) == 1
+    assert (
+        main(["offsets", "translate", "--group", r["group"], "--source", r["b"], "--target", r["a"], r["topology"]])
+        == 1
+    )
     err = capsys.readouterr().err
     assert f"has no topic {r['b']}.checkpoints.internal" in err and f"no flow {r['b']}->{r['a']}" in err
     assert main(base + ["--group", r["group"], "--target", "nowhere"]) == 1
@@ -126,8 +135,15 @@ def test_failover_commits_translated_offsets_and_the_group_resumes_without_skipp
 
     # the migrated consumer starts on B exactly where the checkpoint put it: it sees every record
     # the group had not yet consumed on A (offsets >= the upstream offsets), none skipped
-    consumer = Consumer({"bootstrap.servers": r["east"], "group.id": r["group"], "enable.auto.commit": False,
-                         "auto.offset.reset": "latest", **FAST_GROUP})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": r["east"],
+            "group.id": r["group"],
+            "enable.auto.commit": False,
+            "auto.offset.reset": "latest",
+            **FAST_GROUP,
+        }
+    )
     consumer.subscribe([r["remote"]])
     seen: dict[int, list[tuple[int, bytes]]] = {0: [], 1: []}
     expected = {p: [value(p, i) for i in range(u, RECORDS)] for p, u in r["upstream"].items()}
@@ -150,8 +166,15 @@ def test_failover_commits_translated_offsets_and_the_group_resumes_without_skipp
 
 def test_failover_refuses_while_the_group_is_active_on_the_target(replicated, capsys):
     r = replicated
-    consumer = Consumer({"bootstrap.servers": r["east"], "group.id": r["group"], "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", **FAST_GROUP})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": r["east"],
+            "group.id": r["group"],
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            **FAST_GROUP,
+        }
+    )
     assigned: list = []
     consumer.subscribe([r["remote"]], on_assign=lambda c, ps: assigned.extend(ps))
     try:
@@ -173,7 +196,10 @@ def test_failover_refuses_while_the_group_is_active_on_the_target(replicated, ca
 
 def test_commands_need_the_target_clusters_variables(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("NOWHERE_BOOTSTRAP", raising=False)
-    topology = write(tmp_path, "t.yaml", """\
+    topology = write(
+        tmp_path,
+        "t.yaml",
+        """\
         apiVersion: reconciler/v1
         kind: Topology
         clusters:
@@ -181,7 +207,8 @@ def test_commands_need_the_target_clusters_variables(tmp_path, capsys, monkeypat
           b: {bootstrap_servers: "${NOWHERE_BOOTSTRAP}"}
         flows:
           - {source: a, target: b}
-        """)
+        """,
+    )
     assert main(["offsets", "translate", "--group", "g", "--source", "a", "--target", "b", str(topology)]) == 1
     assert "NOWHERE_BOOTSTRAP" in capsys.readouterr().err
 
@@ -200,7 +227,10 @@ def test_reachability_shows_upstream_clusters_hops_and_heartbeat_age(broker_fact
     for topic, heartbeats in topics.items():
         create_topic(c.bootstrap, topic, 1)
         produce(c.bootstrap, topic, [(0, h.record_key(), h.record_value()) for h in heartbeats])
-    topology = write(tmp_path, "t.yaml", f"""\
+    topology = write(
+        tmp_path,
+        "t.yaml",
+        f"""\
         apiVersion: reconciler/v1
         kind: Topology
         clusters:
@@ -211,7 +241,8 @@ def test_reachability_shows_upstream_clusters_hops_and_heartbeat_age(broker_fact
           - {{source: {a}, target: {b}}}
           - {{source: {b}, target: {cc}}}
         slo: {{max_heartbeat_age_seconds: 2.5}}
-        """)
+        """,
+    )
     assert main(["reachability", "--cluster", cc, str(topology), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     up = {u["cluster"]: u for u in data["upstream"]}
@@ -229,7 +260,10 @@ def test_reachability_shows_upstream_clusters_hops_and_heartbeat_age(broker_fact
 
 
 def test_an_unreachable_target_is_an_error_not_a_crash(tmp_path, capsys):
-    topology = write(tmp_path, "t.yaml", """\
+    topology = write(
+        tmp_path,
+        "t.yaml",
+        """\
         apiVersion: reconciler/v1
         kind: Topology
         clusters:
@@ -237,6 +271,7 @@ def test_an_unreachable_target_is_an_error_not_a_crash(tmp_path, capsys):
           b: {bootstrap_servers: "127.0.0.1:1"}
         flows:
           - {source: a, target: b}
-        """)
+        """,
+    )
     assert main(["reachability", "--cluster", "b", "--timeout", "1", str(topology)]) == 1
     assert "error: cannot list topics" in capsys.readouterr().err

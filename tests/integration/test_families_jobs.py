@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from reconciler.deploy.local import LocalDeployer
 from reconciler.contract.status import read_job_status
+from reconciler.deploy.local import LocalDeployer
 from tests.integration.mirror_helpers import count_topic, create_topic, wait_for
 from tests.integration.test_jobs_apply import Env, _produce
 
@@ -29,7 +29,9 @@ def test_two_families_replicate_through_two_jobs(fresh_clusters, tmp_path, capsy
     try:
         deploys = env.job_actions()
         assert sorted((a["kind"], a["flow"]) for a in deploys) == [
-            ("deploy_job", "west->east:orders"), ("deploy_job", "west->east:payments")]
+            ("deploy_job", "west->east:orders"),
+            ("deploy_job", "west->east:payments"),
+        ]
         out = env.apply()
         assert "+ deploy job west->east:orders (local" in out and "+ deploy job west->east:payments (local" in out
         wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 300, 180, what="family orders replicated")
@@ -40,8 +42,11 @@ def test_two_families_replicate_through_two_jobs(fresh_clusters, tmp_path, capsy
 
         hashes = {a["flow"]: a["spec_hash"] for a in deploys}
         for flow in hashes:
-            got = wait_for(lambda: status(flow) if status(flow).get("state") == "running" else None, 60,
-                           what=f"status of {flow}")
+            got = wait_for(
+                lambda flow=flow: status(flow) if status(flow).get("state") == "running" else None,
+                60,
+                what=f"status of {flow}",
+            )
             assert got["spec_hash"] == hashes[flow]
         records = {flow: LocalDeployer().job_dir(flow) for flow in hashes}
         assert records["west->east:orders"] != records["west->east:payments"]

@@ -49,10 +49,22 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     thread.start()
     try:
         wait_for(lambda: count_topic(target.bootstrap, "west.orders", 3) >= 600, 120, what="orders replicated")
-        found = wait_for(lambda: (lambda f: f if total(f.get("kafka_connect_mirror_source_connector_record_count", []),
-                                                       "kafka_connect_mirror_source_connector_record_count_total",
-                                                       topic="west.orders") >= 600 else None)(scrape(port)),
-                         60, what="record counts scraped")
+        found = wait_for(
+            lambda: (
+                lambda f: (
+                    f
+                    if total(
+                        f.get("kafka_connect_mirror_source_connector_record_count", []),
+                        "kafka_connect_mirror_source_connector_record_count_total",
+                        topic="west.orders",
+                    )
+                    >= 600
+                    else None
+                )
+            )(scrape(port)),
+            60,
+            what="record counts scraped",
+        )
         driver.stop_event.set()
         thread.join(60)
         assert not thread.is_alive()
@@ -69,17 +81,33 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     assert per_partition == {"0": 200.0, "1": 200.0, "2": 200.0}
     sample = next(s for s in counts if s.labels["topic"] == "west.orders")
     assert {k: sample.labels[k] for k in ("flow", "family", "source", "target")} == {
-        "flow": "west->east", "family": "", "source": "west", "target": "east"}
+        "flow": "west->east",
+        "family": "",
+        "source": "west",
+        "target": "east",
+    }
     status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
     assert status["state"] == "stopped"
-    assert total(final["kafka_connect_mirror_source_connector_record_count"],
-                 "kafka_connect_mirror_source_connector_record_count_total") == status["records"] >= 600
-    byte_total = total(final["kafka_connect_mirror_source_connector_byte_count"],
-                       "kafka_connect_mirror_source_connector_byte_count_total")
+    assert (
+        total(
+            final["kafka_connect_mirror_source_connector_record_count"],
+            "kafka_connect_mirror_source_connector_record_count_total",
+        )
+        == status["records"]
+        >= 600
+    )
+    byte_total = total(
+        final["kafka_connect_mirror_source_connector_byte_count"],
+        "kafka_connect_mirror_source_connector_byte_count_total",
+    )
     assert byte_total == status["bytes"] > 0
     lat = found["kafka_connect_mirror_source_connector_replication_latency_ms"]
     assert total(lat, "kafka_connect_mirror_source_connector_replication_latency_ms_count") > 0
-    lag = {s.labels["partition"]: s.value for s in found["mirror_partition_lag_records"] if s.labels["topic"] == "west.orders"}
+    lag = {
+        s.labels["partition"]: s.value
+        for s in found["mirror_partition_lag_records"]
+        if s.labels["topic"] == "west.orders"
+    }
     assert lag == {"0": 0.0, "1": 0.0, "2": 0.0}
     assert total(found["mirror_job_state"], "mirror_job_state", state="running") == 1
     info = found["mirror_job_info"][0]
@@ -88,8 +116,9 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
 
 
 @pytest.mark.jobs
-def test_the_local_deployer_gives_each_job_a_metrics_port_that_status_shows(fresh_clusters, tmp_path, capsys,
-                                                                           state_dir):
+def test_the_local_deployer_gives_each_job_a_metrics_port_that_status_shows(
+    fresh_clusters, tmp_path, capsys, state_dir
+):
     from reconciler.deploy.local import LocalDeployer
     from tests.integration.test_jobs_apply import Env, _produce
 
@@ -102,10 +131,22 @@ def test_the_local_deployer_gives_each_job_a_metrics_port_that_status_shows(fres
         port = env.record()["metrics_port"]
         assert isinstance(port, int) and port > 0
         wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 300, 120, what=f"orders replicated ({env.log()})")
-        found = wait_for(lambda: (lambda f: f if total(f.get("kafka_connect_mirror_source_connector_record_count", []),
-                                                       "kafka_connect_mirror_source_connector_record_count_total",
-                                                       topic="west.orders") >= 300 else None)(_try_scrape(port)),
-                         60, what="the job's metrics endpoint")
+        found = wait_for(
+            lambda: (
+                lambda f: (
+                    f
+                    if total(
+                        f.get("kafka_connect_mirror_source_connector_record_count", []),
+                        "kafka_connect_mirror_source_connector_record_count_total",
+                        topic="west.orders",
+                    )
+                    >= 300
+                    else None
+                )
+            )(_try_scrape(port)),
+            60,
+            what="the job's metrics endpoint",
+        )
         assert total(found["mirror_job_state"], "mirror_job_state", state="running", flow="west->east") == 1
         code, out = env.run("status", "TOPO")
         assert f"metrics http://127.0.0.1:{port}/metrics" in out

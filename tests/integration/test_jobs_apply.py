@@ -15,10 +15,15 @@ import signal
 import pytest
 
 from reconciler.cli.main import main
-from reconciler.deploy.local import LocalDeployer
 from reconciler.contract.status import read_job_status
+from reconciler.deploy.local import LocalDeployer
 from tests.integration.mirror_helpers import (
-    SequencedProducer, count_topic, create_topic, read_topic, seqs, wait_for,
+    SequencedProducer,
+    count_topic,
+    create_topic,
+    read_topic,
+    seqs,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.jobs]
@@ -53,8 +58,11 @@ class Env:
 
     def write(self, topics='["orders", "payments"]', delivery="at-least-once", flows=None, extra="") -> None:
         flows = FLOW.format(topics=topics, delivery=delivery) if flows is None else flows
-        self.path.write_text(TOPOLOGY.format(west=self.west, east=self.east, deployer=self.deployer,
-                                             master=self.master, flows=flows, extra=extra))
+        self.path.write_text(
+            TOPOLOGY.format(
+                west=self.west, east=self.east, deployer=self.deployer, master=self.master, flows=flows, extra=extra
+            )
+        )
 
     def run(self, *args) -> tuple[int, str]:
         code = main([a if a != "TOPO" else str(self.path) for a in args])
@@ -64,7 +72,7 @@ class Env:
 
     def plan(self) -> dict:
         code, out = self.run("plan", "TOPO", "--format", "json", "--detailed-exitcode")
-        plan = json.loads(out[:out.rindex("}") + 1])
+        plan = json.loads(out[: out.rindex("}") + 1])
         plan["code"] = code
         return plan
 
@@ -114,8 +122,11 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         assert "+ deploy job west->east (local local[1], spec" in out and "started, pid" in out
         first = env.record()
         assert env.plan()["code"] == 0, "a job that is starting is not planned again"
-        wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 1000, 120,
-                 what=f"orders replicated (job log: {env.log()})")
+        wait_for(
+            lambda: count_topic(env.east, "west.orders", 2) >= 1000,
+            120,
+            what=f"orders replicated (job log: {env.log()})",
+        )
         status = wait_for(lambda: env.status() if env.status().get("state") == "running" else None, 30, what="status")
         assert status["spec_hash"] == deploy["spec_hash"]
         assert env.plan()["code"] == 0
@@ -152,20 +163,31 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         got = wait_for(all_arrived, 150, interval=2, what=f"every payment after the restart (log: {env.log()})")
         for p in expected:  # nothing lost, in order (at-least-once may repeat records after a crash, not here)
             assert list(dict.fromkeys(seqs(got[p]))) == expected[p], f"partition {p}"
-        status = wait_for(lambda: env.status() if env.status().get("spec_hash") == restart["spec_hash"] else None, 30,
-                          what="restarted job status")
+        status = wait_for(
+            lambda: env.status() if env.status().get("spec_hash") == restart["spec_hash"] else None,
+            30,
+            what="restarted job status",
+        )
         assert status["delivery"] == "exactly-once"
 
         # --- killed: the next plan restarts it -----------------------------------------------------------
         os.killpg(env.record()["pid"], signal.SIGKILL)
-        wait_for(lambda: not os.path.exists(f"/proc/{env.record()['pid']}") or
-                 open(f"/proc/{env.record()['pid']}/stat").read().split(") ")[1].startswith("Z"), 10, what="job dead")
+        wait_for(
+            lambda: (
+                not os.path.exists(f"/proc/{env.record()['pid']}")
+                or open(f"/proc/{env.record()['pid']}/stat").read().split(") ")[1].startswith("Z")
+            ),
+            10,
+            what="job dead",
+        )
         [restart] = env.job_actions()
         assert restart["kind"] == "restart_job" and restart["state"] == "down", restart
         assert restart["reason"].startswith(f"the job is down: process {env.record()['pid']} "), restart
         env.apply()
         _produce(env.west, "refunds", 10)
-        wait_for(lambda: count_topic(env.east, "west.refunds", 1) >= 60, 120, what="replicating again after the restart")
+        wait_for(
+            lambda: count_topic(env.east, "west.refunds", 1) >= 60, 120, what="replicating again after the restart"
+        )
 
         # --- the flow removed: unmanaged without pruning, stopped with it ----------------------------------
         env.write(flows="  []")
@@ -197,8 +219,11 @@ def test_spark_standalone_deployer_runs_a_job_on_a_master_and_worker(fresh_clust
         env.write(topics='["orders"]')
         out = env.apply()
         assert f"+ deploy job west->east (spark-standalone {cluster.master_url}" in out
-        wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 2_000, 150,
-                 what=f"records replicated through the standalone cluster (log: {env.log()})")
+        wait_for(
+            lambda: count_topic(env.east, "west.orders", 2) >= 2_000,
+            150,
+            what=f"records replicated through the standalone cluster (log: {env.log()})",
+        )
         got = read_topic(env.east, "west.orders", 2)
         assert all(seqs(got[p]) == producer.expected()[p] for p in range(2))
         assert "StandaloneSchedulerBackend" in env.log()

@@ -20,7 +20,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
 
 def _checkpoints(bootstrap: str, topic: str, group: str) -> list[Checkpoint]:
-    cons = Consumer({"bootstrap.servers": bootstrap, "group.id": f"cp-{time.monotonic_ns()}", "enable.partition.eof": True})
+    cons = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"cp-{time.monotonic_ns()}", "enable.partition.eof": True}
+    )
     cons.assign([TopicPartition(topic, 0, 0)])
     out = []
     while True:
@@ -54,23 +56,30 @@ def test_separator_internal_names_and_monotonic_checkpoints_with_metadata(fresh_
             p.flush(10)
     p.flush(10)
     kept1 = _commit(source.bootstrap, "ledger-app", 120, "streams:v1")
-    spec = spec_for(source, target, separator="__", topics_include=("ledger",), groups_include=("ledger-.*",),
-                    offset_lag_max=10)
+    spec = spec_for(
+        source, target, separator="__", topics_include=("ledger",), groups_include=("ledger-.*",), offset_lag_max=10
+    )
     cp_topic = "west__checkpoints__internal"
     with RunningJob(spec, spark):
-        first = wait_for(lambda: _checkpoints(target.bootstrap, cp_topic, "ledger-app"), 120,
-                         what=f"a checkpoint in {cp_topic}")
+        first = wait_for(
+            lambda: _checkpoints(target.bootstrap, cp_topic, "ledger-app"), 120, what=f"a checkpoint in {cp_topic}"
+        )
         kept2 = _commit(source.bootstrap, "ledger-app", 250, "streams:v2")
-        wait_for(lambda: any(c.upstream_offset == 250 for c in _checkpoints(target.bootstrap, cp_topic, "ledger-app")),
-                 90, what="the checkpoint of the advanced group")
+        wait_for(
+            lambda: any(c.upstream_offset == 250 for c in _checkpoints(target.bootstrap, cp_topic, "ledger-app")),
+            90,
+            what="the checkpoint of the advanced group",
+        )
     cps = _checkpoints(target.bootstrap, cp_topic, "ledger-app")
     assert first[0].topic == "west__ledger" and first[0].upstream_offset == 120 and first[0].metadata == kept1
     assert cps[-1].upstream_offset == 250 and cps[-1].metadata == kept2
     downstream = [c.downstream_offset for c in cps]
     assert downstream == sorted(downstream), f"checkpoints moved backwards: {downstream}"
     assert len({(c.upstream_offset, c.downstream_offset) for c in cps}) == len(cps), "a repeated checkpoint was emitted"
-    syncs = [OffsetSync.deserialize(r.key, r.value)
-             for r in read_topic(source.bootstrap, "mm2-offset-syncs__east__internal", 1)[0]]
+    syncs = [
+        OffsetSync.deserialize(r.key, r.value)
+        for r in read_topic(source.bootstrap, "mm2-offset-syncs__east__internal", 1)[0]
+    ]
     assert any(s.topic == "ledger" for s in syncs)
 
 
@@ -89,15 +98,26 @@ def test_a_restarted_job_reads_its_checkpoints_and_never_moves_them_backwards(fr
     _commit(source.bootstrap, "ledger-app", 150, "")
     spec = spec_for(source, target, topics_include=("ledger",), groups_include=("ledger-.*",), offset_lag_max=10)
     with RunningJob(spec, spark):
-        wait_for(lambda: _checkpoints(target.bootstrap, "west.checkpoints.internal", "ledger-app"), 120,
-                 what="a first checkpoint")
+        wait_for(
+            lambda: _checkpoints(target.bootstrap, "west.checkpoints.internal", "ledger-app"),
+            120,
+            what="a first checkpoint",
+        )
     before = _checkpoints(target.bootstrap, "west.checkpoints.internal", "ledger-app")
     _commit(source.bootstrap, "ledger-app", 40, "")  # the group rewinds upstream, behind the last sync
     with RunningJob(spec, spark) as driver:
-        wait_for(lambda: getattr(driver, "checkpoints", None) is not None and len(driver.checkpoints.checkpoint_store) >= 1,
-                 60, what="the checkpoints already written read back")
-        wait_for(lambda: any(c.upstream_offset == 40 for c in _checkpoints(target.bootstrap, "west.checkpoints.internal",
-                                                                             "ledger-app")), 90,
-                 what="the rewound group's checkpoint after the restart")
+        wait_for(
+            lambda: getattr(driver, "checkpoints", None) is not None and len(driver.checkpoints.checkpoint_store) >= 1,
+            60,
+            what="the checkpoints already written read back",
+        )
+        wait_for(
+            lambda: any(
+                c.upstream_offset == 40
+                for c in _checkpoints(target.bootstrap, "west.checkpoints.internal", "ledger-app")
+            ),
+            90,
+            what="the rewound group's checkpoint after the restart",
+        )
     after = _checkpoints(target.bootstrap, "west.checkpoints.internal", "ledger-app")
     assert after[: len(before)] == before and after[-1].upstream_offset == 40

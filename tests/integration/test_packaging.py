@@ -41,8 +41,12 @@ PACKAGED = {
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist),
-                    str(ROOT)], check=True, capture_output=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     (whl,) = dist.glob("*.whl")
     return whl
 
@@ -52,10 +56,15 @@ def venv(wheel, tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("venv")
     subprocess.run([sys.executable, "-m", "venv", str(home)], check=True, capture_output=True)
     py = home / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
-                   capture_output=True)
-    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True, capture_output=True
+    )
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     (Path(site) / "zz_borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return home
 
@@ -69,8 +78,14 @@ def _env(venv: Path, **extra: str) -> dict[str, str]:
 
 
 def _run(venv: Path, cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(venv / "bin" / "reconciler"), *args], cwd=cwd, env=_env(venv, **env),
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(venv / "bin" / "reconciler"), *args],
+        cwd=cwd,
+        env=_env(venv, **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_wheel_carries_the_schema_job_and_demo_as_files(wheel):
@@ -81,7 +96,8 @@ def test_wheel_carries_the_schema_job_and_demo_as_files(wheel):
             assert z.read(packaged) == top_level.read_bytes(), f"{packaged} differs from {top_level}"
         assert "reconciler/py.typed" in names
         meta = email.parser.Parser().parsestr(
-            z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode())
+            z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        )
     requires = meta.get_all("Requires-Dist")
     base = sorted(r.split(">")[0].split("<")[0].strip().lower() for r in requires if "extra ==" not in r)
     # no pyspark to validate a file; prometheus-client (pure Python) for drift --format prometheus / export alerts
@@ -92,9 +108,19 @@ def test_wheel_carries_the_schema_job_and_demo_as_files(wheel):
 
 
 def test_installed_reconciler_is_the_wheel_not_the_checkout(venv, tmp_path):
-    out = subprocess.run([str(venv / "bin" / "python"), "-c", "import reconciler, reconciler.resources as r; "
-                          "print(reconciler.__file__); print(r.schema_path()); print(r.job_script())"],
-                         cwd=tmp_path, env=_env(venv), capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import reconciler, reconciler.resources as r; "
+            "print(reconciler.__file__); print(r.schema_path()); print(r.job_script())",
+        ],
+        cwd=tmp_path,
+        env=_env(venv),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert all(line.startswith(str(venv)) for line in out), out
     assert not any(Path(line).is_symlink() for line in out[1:])
 
@@ -102,8 +128,16 @@ def test_installed_reconciler_is_the_wheel_not_the_checkout(venv, tmp_path):
 def test_validate_plan_and_a_job_from_the_installed_package(venv, fresh_clusters, tmp_path, state_dir):
     west, east = (b.bootstrap for b in fresh_clusters)
     topo = tmp_path / "topology.yaml"
-    topo.write_text(TOPOLOGY.format(west=west, east=east, deployer="local", master="local[1]", extra="",
-                                    flows="  - {source: west, target: east, topics: {include: [orders]}}"))
+    topo.write_text(
+        TOPOLOGY.format(
+            west=west,
+            east=east,
+            deployer="local",
+            master="local[1]",
+            extra="",
+            flows="  - {source: west, target: east, topics: {include: [orders]}}",
+        )
+    )
     create_topic(west, "orders", 2)
     _produce(west, "orders", 200)
 
@@ -111,14 +145,28 @@ def test_validate_plan_and_a_job_from_the_installed_package(venv, fresh_clusters
     assert r.returncode == 0, r.stdout + r.stderr
     assert "valid: 2 clusters, 1 flow" in r.stdout
 
-    r = _run(venv, tmp_path, "plan", str(topo), "--detailed-exitcode", RECONCILER_JOBS="on",
-             RECONCILER_STATE_DIR=str(state_dir))
+    r = _run(
+        venv,
+        tmp_path,
+        "plan",
+        str(topo),
+        "--detailed-exitcode",
+        RECONCILER_JOBS="on",
+        RECONCILER_STATE_DIR=str(state_dir),
+    )
     assert r.returncode == 2, r.stdout + r.stderr
     assert "west.orders" in r.stdout and "deploy job west->east" in r.stdout
 
     try:
-        r = _run(venv, tmp_path, "apply", str(topo), "--auto-approve", RECONCILER_JOBS="on",
-                 RECONCILER_STATE_DIR=str(state_dir))
+        r = _run(
+            venv,
+            tmp_path,
+            "apply",
+            str(topo),
+            "--auto-approve",
+            RECONCILER_JOBS="on",
+            RECONCILER_STATE_DIR=str(state_dir),
+        )
         assert r.returncode == 0, r.stdout + r.stderr
         wait_for(lambda: count_topic(east, "west.orders", 2) >= 200, 180, what="records replicated by the job")
         pid = json.loads((LocalDeployer().job_dir("west->east") / "job.json").read_text())["pid"]
@@ -144,13 +192,26 @@ def test_validate_and_plan_need_no_extras(venv, fresh_clusters, tmp_path, state_
     """`pip install kafka-replication-reconciler` (no [spark], no [dev]) validates and plans, jobs included."""
     west, east = (b.bootstrap for b in fresh_clusters)
     topo = tmp_path / "topology.yaml"
-    topo.write_text(TOPOLOGY.format(west=west, east=east, deployer="local", master="local[1]", extra="",
-                                    flows="  - {source: west, target: east, topics: {include: [orders]}}"))
+    topo.write_text(
+        TOPOLOGY.format(
+            west=west,
+            east=east,
+            deployer="local",
+            master="local[1]",
+            extra="",
+            flows="  - {source: west, target: east, topics: {include: [orders]}}",
+        )
+    )
     create_topic(west, "orders", 1)
     for args in (["validate", str(topo)], ["plan", str(topo), "--detailed-exitcode"]):
-        r = subprocess.run([str(venv / "bin" / "python"), "-c", BLOCK_EXTRAS, *args], cwd=tmp_path,
-                           env=_env(venv, RECONCILER_JOBS="on", RECONCILER_STATE_DIR=str(state_dir)),
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", BLOCK_EXTRAS, *args],
+            cwd=tmp_path,
+            env=_env(venv, RECONCILER_JOBS="on", RECONCILER_STATE_DIR=str(state_dir)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode in (0, 2), r.stdout + r.stderr
         assert "Traceback" not in r.stderr
     assert "deploy job west->east" in r.stdout

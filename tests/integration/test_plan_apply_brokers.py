@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import json
+import re
 import time
 
 import pytest
@@ -89,8 +89,14 @@ def test_plan_apply_converge_and_drift(env):
     code, plan = env.plan_json()
     assert code == 2
     creates = {(a["cluster"], a["topic"]) for a in plan["actions"] if a["kind"] == "create_topic"}
-    assert creates == {("east", "west.orders"), ("east", "west.payments"), ("west", "heartbeats"), ("east", "west.heartbeats"),
-                       ("east", "west.checkpoints.internal"), ("west", "mm2-offset-syncs.east.internal")}
+    assert creates == {
+        ("east", "west.orders"),
+        ("east", "west.payments"),
+        ("west", "heartbeats"),
+        ("east", "west.heartbeats"),
+        ("east", "west.checkpoints.internal"),
+        ("west", "mm2-offset-syncs.east.internal"),
+    }
     orders = next(a for a in plan["actions"] if a.get("topic") == "west.orders")
     assert orders["partitions"] == 3 and orders["configs"] == {"retention.ms": "3600000"}
     kinds = {f["kind"] for f in plan["findings"]}
@@ -108,11 +114,17 @@ def test_plan_apply_converge_and_drift(env):
     assert code == 0 and plan["actions"] == []
 
     # a config changed by hand on a remote topic shows up and is put back
-    env.admin["east"].alter_configs([__import__("reconciler.adapters.base", fromlist=["x"]).ConfigAlteration(
-        "west.orders", {"retention.ms": "60000"})])
+    env.admin["east"].alter_configs(
+        [
+            __import__("reconciler.adapters.base", fromlist=["x"]).ConfigAlteration(
+                "west.orders", {"retention.ms": "60000"}
+            )
+        ]
+    )
     code, plan = env.plan_json()
     assert code == 2 and [(a["kind"], a["key"], a["current"], a["value"]) for a in plan["actions"]] == [
-        ("set_config", "retention.ms", "60000", "3600000")]
+        ("set_config", "retention.ms", "60000", "3600000")
+    ]
     assert env.run("apply", "TOPO", "--auto-approve")[0] == 0
     assert env.configs("east", "west.orders") == {"retention.ms": "3600000"}
 
@@ -121,7 +133,8 @@ def test_plan_apply_converge_and_drift(env):
     env.create("west", "not-matching", 1)
     code, plan = env.plan_json()
     assert code == 2 and [(a["kind"], a["topic"], a["partitions"]) for a in plan["actions"]] == [
-        ("create_topic", "west.payments-eu", 4)]
+        ("create_topic", "west.payments-eu", 4)
+    ]
     assert env.run("apply", "TOPO", "--auto-approve")[0] == 0
 
     # pruning off: an unwanted remote-looking topic is reported, never deleted
@@ -146,8 +159,9 @@ def test_saved_plan_applies_once_and_stale_plans_are_refused(env):
     code, _, err = env.run("plan", "TOPO", "--out", str(plan_file), "--detailed-exitcode")
     assert code == 2 and "reconciler apply" in err
 
-    env.admin["west"].alter_configs([__import__("reconciler.adapters.base", fromlist=["x"]).ConfigAlteration(
-        "orders", {"retention.ms": "7200000"})])
+    env.admin["west"].alter_configs(
+        [__import__("reconciler.adapters.base", fromlist=["x"]).ConfigAlteration("orders", {"retention.ms": "7200000"})]
+    )
     code, _, err = env.run("apply", str(plan_file), "--auto-approve")
     assert code == 1 and "stale plan" in err and "run `reconciler plan` again" in err
     assert "west.orders" not in env.admin["east"].list_topics()
@@ -210,8 +224,13 @@ def test_apply_killed_half_way_converges_when_run_again(env):
     for i in range(0, 700, 350):
         res = env.admin["west"].create_topics([NewTopicSpec(f"pay{j}", 1) for j in range(i, i + 350)])
         assert all(r.ok for r in res.values())
-    proc = subprocess.Popen([sys.executable, "-m", "reconciler", "apply", str(env.topo), "--auto-approve"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "apply", str(env.topo), "--auto-approve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ},
+    )
     for line in proc.stdout:
         if line.startswith("[2/"):
             proc.send_signal(signal.SIGKILL)  # killed after the first batch: no release, lease left behind

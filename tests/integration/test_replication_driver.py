@@ -7,7 +7,6 @@ import threading
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from reconciler.replication.driver import LocalExecutor, ReplicationDriver
 from reconciler.replication.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
@@ -53,8 +52,14 @@ def test_halt_policy_stops_the_partition(fresh_clusters):
     source, target = fresh_clusters
     create_topic(source.bootstrap, "ledger2", 1)
     _produce(source.bootstrap, "ledger2", [b"x"] * 10)
-    spec = spec_for(source, target, topics_include=("ledger2",), offset_reset="halt", heartbeats_enabled=False,
-                    checkpoints_enabled=False)
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("ledger2",),
+        offset_reset="halt",
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+    )
     c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
     c.commit(offsets=[TopicPartition("ledger2", 0, 99)], asynchronous=False)
     c.close()
@@ -71,8 +76,15 @@ def test_zombie_with_the_same_transactional_id_is_fenced(fresh_clusters):
     source, target = fresh_clusters
     create_topic(source.bootstrap, "txns", 1)
     _produce(source.bootstrap, "txns", [b"r%d" % i for i in range(20)])
-    spec = spec_for(source, target, topics_include=("txns",), delivery="exactly-once", parallelism=1,
-                    heartbeats_enabled=False, checkpoints_enabled=False)
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("txns",),
+        delivery="exactly-once",
+        parallelism=1,
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+    )
     create_topic(target.bootstrap, "west.txns", 1)
     # A zombie task of an earlier run: same transactional id, a transaction open with records in it.
     zombie = Producer({"bootstrap.servers": target.bootstrap, "transactional.id": transactional_id(spec, 0)})
@@ -146,8 +158,14 @@ def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):
         os.kill(target.pid, signal.SIGCONT)
         producer.join(30)
         expected = producer.expected()
-        wait_for(lambda: all(set(expected[p]) <= set(seqs(read_topic(target.bootstrap, "west.stall", 2)[p]))
-                             for p in expected), 90, interval=2, what="everything replicated after the stall")
+        wait_for(
+            lambda: all(
+                set(expected[p]) <= set(seqs(read_topic(target.bootstrap, "west.stall", 2)[p])) for p in expected
+            ),
+            90,
+            interval=2,
+            what="everything replicated after the stall",
+        )
     finally:
         os.kill(target.pid, signal.SIGCONT)
         driver.stop_event.set()

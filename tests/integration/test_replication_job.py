@@ -23,8 +23,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 def spark():
     from reconciler.replication.session import build_session
 
-    session = build_session(spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})),
-                            master="local[2]")
+    session = build_session(
+        spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})), master="local[2]"
+    )
     yield session
     session.stop()
 
@@ -61,7 +62,7 @@ def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spa
         sent.append((part, key, value, headers or None, ts))
     p.flush(30)
     spec = spec_for(source, target, topics_include=("orders", "late-.*"))
-    with RunningJob(spec, spark) as driver:
+    with RunningJob(spec, spark):
         wait_for(lambda: count_topic(target.bootstrap, "west.orders", 3) >= 3000, 120, what="orders replicated")
         # A topic created while the job runs is replicated within the refresh interval.
         create_topic(source.bootstrap, "late-topic", 2)
@@ -69,9 +70,15 @@ def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spa
             p.produce("late-topic", f"late-{i}".encode(), partition=i % 2)
         p.flush(10)
         wait_for(lambda: count_topic(target.bootstrap, "west.late-topic", 2) >= 20, 60, what="new topic replicated")
-        status = wait_for(lambda: (read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow) or {})
-                          if (read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow) or {}).get("records", 0) >= 3020
-                          else None, 30, what="status")
+        status = wait_for(
+            lambda: (
+                (read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow) or {})
+                if (read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow) or {}).get("records", 0) >= 3020
+                else None
+            ),
+            30,
+            what="status",
+        )
     got = read_topic(target.bootstrap, "west.orders", 3)
     for part in range(3):
         want = [(k, v, h, ts) for pp, k, v, h, ts in sent if pp == part]
@@ -79,7 +86,9 @@ def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spa
         assert have == want, f"partition {part} differs"
     assert status["spec_hash"] == spec.spec_hash()
     assert status["state"] == "running" and status["errors"] == 0, status["last_error"]
-    assert status["latency_ms"]["p99"] is not None and {"lag", "records", "bytes", "started_at", "heartbeat_at"} <= set(status)
+    assert status["latency_ms"]["p99"] is not None and {"lag", "records", "bytes", "started_at", "heartbeat_at"} <= set(
+        status
+    )
     # Created with the source's partitions and configs, less MM2's excluded properties.
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
     md = admin.list_topics(timeout=10)
@@ -108,15 +117,27 @@ def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clust
     # downstream offsets differ from upstream ones by pre-filling the remote topic.
     create_topic(target.bootstrap, "west.payments", 1)
     q = Producer({"bootstrap.servers": target.bootstrap})
-    for i in range(37):
+    for _ in range(37):
         q.produce("west.payments", b"pre-existing", partition=0)
     q.flush(10)
-    spec = spec_for(source, target, topics_include=("payments",), groups_include=("billing-.*",), offset_lag_max=10,
-                    sync_group_offsets=True, sync_group_offsets_interval_seconds=1.0)
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("payments",),
+        groups_include=("billing-.*",),
+        offset_lag_max=10,
+        sync_group_offsets=True,
+        sync_group_offsets_interval_seconds=1.0,
+    )
 
     def checkpoint():
-        cons = Consumer({"bootstrap.servers": target.bootstrap, "group.id": f"cp-{time.monotonic_ns()}",
-                         "enable.partition.eof": True})
+        cons = Consumer(
+            {
+                "bootstrap.servers": target.bootstrap,
+                "group.id": f"cp-{time.monotonic_ns()}",
+                "enable.partition.eof": True,
+            }
+        )
         cons.assign([TopicPartition("west.checkpoints.internal", 0, 0)])
         found = None
         while True:
@@ -136,21 +157,31 @@ def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clust
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         def synced():
-            res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("billing-app")])["billing-app"].result(10)
+            res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("billing-app")])[
+                "billing-app"
+            ].result(10)
             return [tp.offset for tp in res.topic_partitions if tp.topic == "west.payments" and tp.offset >= 0]
 
         wait_for(synced, 60, what="group offsets synced to the target")
     assert cp.topic == "west.payments" and cp.partition == 0 and cp.upstream_offset == 123
     # The offset syncs (MM2 format, on the source cluster): the first record, then at least every
     # offset_lag_max + 1 downstream offsets, each a true mapping (37 records were there before).
-    syncs = [OffsetSync.deserialize(r.key, r.value)
-             for r in read_topic(source.bootstrap, "mm2-offset-syncs.east.internal", 1)[0]]
+    syncs = [
+        OffsetSync.deserialize(r.key, r.value)
+        for r in read_topic(source.bootstrap, "mm2-offset-syncs.east.internal", 1)[0]
+    ]
     ups = sorted({(s.upstream_offset, s.downstream_offset) for s in syncs if s.topic == "payments"})
     assert ups[0] == (0, 37) and all(d - u == 37 for u, d in ups)
     assert all(b[0] - a[0] <= spec.offset_lag_max + 1 for a, b in zip(ups, ups[1:])) and ups[-1][0] == 499
     # The consumer moved to the target resumes from the synced offset and skips nothing.
-    c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "billing-app", "enable.auto.commit": False,
-                  "auto.offset.reset": "error"})
+    c = Consumer(
+        {
+            "bootstrap.servers": target.bootstrap,
+            "group.id": "billing-app",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "error",
+        }
+    )
     c.subscribe(["west.payments"])
     first = None
     deadline = time.monotonic() + 30

@@ -12,7 +12,13 @@ from reconciler.deploy.process import LocalJob
 from reconciler.replication.spec import job_group
 from reconciler.replication.status import read_job_status
 from tests.integration.mirror_helpers import (
-    SequencedProducer, broker_hides_aborted, create_topic, read_topic, seqs, spec_for, wait_for,
+    SequencedProducer,
+    broker_hides_aborted,
+    create_topic,
+    read_topic,
+    seqs,
+    spec_for,
+    wait_for,
 )
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -25,8 +31,9 @@ RATE = 3_000.0
 def _run_with_kill(source, target, tmp_path, delivery: str):
     topic = f"events-{delivery}"
     create_topic(source.bootstrap, topic, PARTITIONS)
-    spec = spec_for(source, target, topics_include=(topic,), delivery=delivery, max_batch_ms=500,
-                    max_records_per_partition=2_000)
+    spec = spec_for(
+        source, target, topics_include=(topic,), delivery=delivery, max_batch_ms=500, max_records_per_partition=2_000
+    )
     producer = SequencedProducer(source.bootstrap, topic, PARTITIONS, TOTAL, RATE)
     producer.start()
     # Exactly-once: hold each transaction open a while so the kill lands inside one.
@@ -95,7 +102,7 @@ def test_exactly_once_survives_sigkill(fresh_clusters, tmp_path):
         # sequence up to the committed offset, and the restarted job resumed exactly there.
         upstream, meta = committed.get(p, (-1001, {}))
         if upstream < 0:
-            assert seqs(records)[-len(want):] == want
+            assert seqs(records)[-len(want) :] == want
             continue
         # (Commit metadata would give the downstream offset; Tansu does not keep it, so count.)
         before, after = records[:upstream], records[upstream:]
@@ -104,6 +111,8 @@ def test_exactly_once_survives_sigkill(fresh_clusters, tmp_path):
         resumed = len(tail) - (len(want) - upstream)
         assert resumed >= 0 and tail[resumed:] == want[upstream:], f"partition {p}: resumed sequence"
         aborted = tail[:resumed]  # the killed transaction's records, if it had written any
-        print(f"partition {p}: committed {upstream} before the kill, {len(aborted)} aborted records visible, "
-              f"metadata {meta}")
+        print(
+            f"partition {p}: committed {upstream} before the kill, {len(aborted)} aborted records visible, "
+            f"metadata {meta}"
+        )
         assert aborted == list(range(upstream, upstream + len(aborted))), f"partition {p}: aborted block {aborted[:5]}"

@@ -18,10 +18,15 @@ flows:
 
 
 def test_identity_cycle_with_overlapping_filters_is_refused(tmp_path, capsys):
-    f = write(tmp_path, "t.yaml", HEAD + """\
+    f = write(
+        tmp_path,
+        "t.yaml",
+        HEAD
+        + """\
   - {source: a, target: b, policy: identity, topics: {include: ["orders.*"]}}
   - {source: b, target: a, policy: identity, topics: {include: ["orders\\\\.eu"]}}
-""")
+""",
+    )
     assert main(["validate", str(f)]) == 1
     err = capsys.readouterr().err
     assert f"{f}:10:5: error: replication loop a -> b -> a: topic 'orders.eu'" in err
@@ -29,29 +34,42 @@ def test_identity_cycle_with_overlapping_filters_is_refused(tmp_path, capsys):
 
 
 def test_identity_cycle_with_disjoint_filters_is_fine(tmp_path):
-    f = write(tmp_path, "t.yaml", HEAD + """\
+    f = write(
+        tmp_path,
+        "t.yaml",
+        HEAD
+        + """\
   - {source: a, target: b, policy: identity, topics: {include: ["orders.*"]}}
   - {source: b, target: a, policy: identity, topics: {include: ["payments"]}}
-""")
+""",
+    )
     assert diagnose(f).ok
 
 
 def test_three_hop_identity_cycle_is_refused(tmp_path):
-    f = write(tmp_path, "t.yaml", HEAD + """\
+    f = write(
+        tmp_path,
+        "t.yaml",
+        HEAD
+        + """\
   - {source: a, target: b, policy: identity, topics: {include: [".*"]}}
   - {source: b, target: d, policy: identity, topics: {include: [".*"]}}
   - {source: d, target: a, policy: identity, topics: {include: ["orders"]}}
-""")
+""",
+    )
     lines = rendered_errors(diagnose(f))
     assert len(lines) == 1 and "replication loop" in lines[0] and "-> a:" in lines[0]
 
 
 def test_default_policy_cycle_is_legal_and_expands_with_the_alias_rule():
-    topo = load_topology_text(HEAD + """\
+    topo = load_topology_text(
+        HEAD
+        + """\
   - {source: a, target: b}
   - {source: b, target: a}
   - {source: b, target: c}
-""")
+"""
+    )
     exp = expand(topo, {"a": ["orders", "heartbeats"], "b": ["orders"]})
     assert not exp.loops
     assert set(exp.topics["a"]) == {"orders", "heartbeats", "b.orders"}
@@ -68,11 +86,16 @@ def test_internal_topics_never_expand():
 
 
 def test_diamond_is_a_warning_with_both_paths(tmp_path):
-    f = write(tmp_path, "t.yaml", HEAD + """\
+    f = write(
+        tmp_path,
+        "t.yaml",
+        HEAD
+        + """\
   - {source: a, target: b, topics: {include: ["clicks"]}}
   - {source: a, target: d, topics: {include: ["clicks"]}}
   - {source: b, target: d, topics: {include: [".*"]}}
-""")
+""",
+    )
     diags = diagnose(f)
     assert diags.ok
     [warning] = diags.warnings
@@ -81,13 +104,18 @@ def test_diamond_is_a_warning_with_both_paths(tmp_path):
 
 
 def test_residency_violation_names_flow_and_rule(tmp_path):
-    f = write(tmp_path, "t.yaml", HEAD + """\
+    f = write(
+        tmp_path,
+        "t.yaml",
+        HEAD
+        + """\
   - {source: a, target: b, topics: {include: [".*"]}}
   - {source: b, target: c, topics: {include: ["a\\\\..*"]}}
 policies:
   residency:
     - {name: gdpr, topics: ["customers\\\\..*"], tag: region, allowed: [eu]}
-""")
+""",
+    )
     diags = diagnose(f)
     [error] = diags.errors
     assert error.message.startswith("flow b->c violates policy 'gdpr': topic 'customers.")
@@ -96,12 +124,17 @@ policies:
 
 
 def test_residency_respected_when_filter_excludes(tmp_path):
-    f = write(tmp_path, "t.yaml", HEAD + """\
+    f = write(
+        tmp_path,
+        "t.yaml",
+        HEAD
+        + """\
   - {source: a, target: c, topics: {include: [".*"], exclude: ["customers\\\\..*"]}}
 policies:
   residency:
     - {name: gdpr, topics: ["customers\\\\..*"], tag: region, allowed: [eu]}
-""")
+""",
+    )
     assert diagnose(f).ok
 
 

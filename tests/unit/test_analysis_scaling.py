@@ -75,8 +75,12 @@ def test_long_names_past_kafkas_limit_are_not_followed():
 
 
 def _live(**clusters):
-    return LiveState({a: ClusterState(a, {t.name: t for t in topics}, acls=(), capabilities=Capabilities.all_supported())
-                      for a, topics in clusters.items()})
+    return LiveState(
+        {
+            a: ClusterState(a, {t.name: t for t in topics}, acls=(), capabilities=Capabilities.all_supported())
+            for a, topics in clusters.items()
+        }
+    )
 
 
 def test_plan_refuses_to_create_more_remote_topics_than_the_bound():
@@ -85,7 +89,11 @@ def test_plan_refuses_to_create_more_remote_topics_than_the_bound():
     assert any(t.role is TopicRole.REMOTE for t in desired_state(topo, live).all())
     d = desired_state(topo, live, max_remote_topics=5)
     [f] = [f for f in d.findings if f.kind is FindingKind.MULTIPLIED]
-    assert f.severity is Severity.ERROR and "refusing to plan remote topics" in f.message and "RECONCILER_MAX_REMOTE_TOPICS" in f.message
+    assert (
+        f.severity is Severity.ERROR
+        and "refusing to plan remote topics" in f.message
+        and "RECONCILER_MAX_REMOTE_TOPICS" in f.message
+    )
     assert not [t for t in d.all() if t.role is TopicRole.REMOTE]
 
 
@@ -105,7 +113,7 @@ def test_identity_cycle_beyond_the_bound_is_found_on_the_graph():
     ring_ = [f"r{i}" for i in range(12)]
     flows += [(ring_[i], ring_[(i + 1) % 12], "identity") for i in range(12)] + [("c0", "r0", "default")]
     lines = ["apiVersion: reconciler/v1", "kind: Topology", "clusters:"]
-    lines += [f"  {a}: {{bootstrap_servers: \"127.0.0.1:{9000 + i}\"}}" for i, a in enumerate(aliases + ring_)]
+    lines += [f'  {a}: {{bootstrap_servers: "127.0.0.1:{9000 + i}"}}' for i, a in enumerate(aliases + ring_)]
     lines += ["flows:"] + [f"  - {{source: {s}, target: {t}, policy: {p}}}" for s, t, p in flows]
     topo = load_topology_text("\n".join(lines) + "\n")
     diags = Diagnostics()

@@ -92,10 +92,16 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _importers(prefixes: tuple[str, ...], of: str) -> list[str]:
-    graph = {m: _imports(p, top_level_only=False) for m, p in
-             {_module_name(p): p for p in PACKAGE.rglob("*.py")}.items()}
-    return sorted(f"{m} imports {i}" for m, imports in graph.items() if m.startswith(prefixes)
-                  for i in imports if i == of or i.startswith(of + "."))
+    graph = {
+        m: _imports(p, top_level_only=False) for m, p in {_module_name(p): p for p in PACKAGE.rglob("*.py")}.items()
+    }
+    return sorted(
+        f"{m} imports {i}"
+        for m, imports in graph.items()
+        if m.startswith(prefixes)
+        for i in imports
+        if i == of or i.startswith(of + ".")
+    )
 
 
 def test_no_import_cycles():
@@ -104,21 +110,35 @@ def test_no_import_cycles():
 
 def test_only_the_cli_imports_the_cli():
     # reconciler/__main__.py (`python -m reconciler`) is the CLI's own entry point.
-    outside = [line for line in _importers(("reconciler",), "reconciler.cli")
-               if not line.startswith(("reconciler.cli", "reconciler.__main__ "))]
+    outside = [
+        line
+        for line in _importers(("reconciler",), "reconciler.cli")
+        if not line.startswith(("reconciler.cli", "reconciler.__main__ "))
+    ]
     assert outside == []
 
 
 def test_planning_does_not_depend_on_the_job_runtime():
-    planning = ("reconciler.plan", "reconciler.jobs", "reconciler.deploy", "reconciler.contract",
-                "reconciler.operations")
+    planning = (
+        "reconciler.plan",
+        "reconciler.jobs",
+        "reconciler.deploy",
+        "reconciler.contract",
+        "reconciler.operations",
+    )
     assert _importers(planning, "reconciler.replication") == []
     # The deployers find spark-submit and the Spark version inside the pyspark wheel (a function-level
     # import, to locate files); nothing at module level, and nothing in plan/ or jobs/.
     graph = _graph_all(top_level_only=True)
-    assert sorted(m for m in graph if m.startswith(planning) and any(i.split(".")[0] == "pyspark" for i in graph[m])) == []
-    assert [line for line in _importers(("reconciler.plan", "reconciler.jobs", "reconciler.contract",
-                                         "reconciler.operations"), "pyspark")] == []
+    assert (
+        sorted(m for m in graph if m.startswith(planning) and any(i.split(".")[0] == "pyspark" for i in graph[m])) == []
+    )
+    assert [
+        line
+        for line in _importers(
+            ("reconciler.plan", "reconciler.jobs", "reconciler.contract", "reconciler.operations"), "pyspark"
+        )
+    ] == []
 
 
 def _graph_all(top_level_only: bool) -> dict[str, set[str]]:

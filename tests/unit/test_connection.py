@@ -30,9 +30,13 @@ def test_client_config_resolves_and_redactor_hides_secrets():
     topo = load_topology_text(TOPO, "t.yaml")
     env = {"WEST_BOOTSTRAP": "10.0.0.1:9093", "WEST_PW": "p4ssw0rd!"}
     cfg = client_config(topo.clusters["west"], env)
-    assert cfg == {"bootstrap.servers": "10.0.0.1:9093", "security.protocol": "SASL_SSL",
-                   "sasl.username": "mirror", "sasl.password": "p4ssw0rd!"}
+    assert cfg == {
+        "bootstrap.servers": "10.0.0.1:9093",
+        "security.protocol": "SASL_SSL",
+        "sasl.username": "mirror",
+        "sasl.password": "p4ssw0rd!",
+    }
     assert topo.clusters["west"].config["sasl.password"] == "${WEST_PW}", "the model keeps references"
-    assert redactor_for(topo, env)(f"auth failed for {cfg}") .count("p4ssw0rd!") == 0
+    assert redactor_for(topo, env)(f"auth failed for {cfg}").count("p4ssw0rd!") == 0
     with pytest.raises(TopologyError):
         client_config(topo.clusters["west"], {})

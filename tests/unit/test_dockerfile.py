@@ -18,7 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _hadolint() -> str:
     path = Path(sys.executable).parent / "hadolint"
-    return str(path) if path.exists() else (shutil.which("hadolint") or pytest.fail("hadolint missing: pip install -e .[test]"))
+    return (
+        str(path)
+        if path.exists()
+        else (shutil.which("hadolint") or pytest.fail("hadolint missing: pip install -e .[test]"))
+    )
 
 
 def test_hadolint_passes():

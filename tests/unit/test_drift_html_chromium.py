@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from reconciler.render import drift_html
-from reconciler.state.live import AclBinding, AclOperation as Op, AclPermission as Perm
+from reconciler.state.live import AclBinding
+from reconciler.state.live import AclOperation as Op
+from reconciler.state.live import AclPermission as Perm
 from tests.plan_helpers import World, topology
 from tests.unit.test_drift_report import FLOWS, SLO, healthy, report_of
 
@@ -31,9 +33,20 @@ def chromium_binary() -> str | None:
 def run_chromium(binary: str, tmp: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
     profile.mkdir()
-    cmd = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-dev-shm-usage", f"--user-data-dir={profile}", *args]
+    cmd = [
+        binary,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
@@ -41,14 +54,21 @@ def run_chromium(binary: str, tmp: Path, *args: str) -> subprocess.CompletedProc
 def chromium() -> str:
     binary = chromium_binary()
     if binary is None:
-        pytest.skip("no Chromium binary (chromium, chromium-browser, google-chrome) on PATH: "
-                    "install Debian's `chromium` (scripts/test.sh does when it can) to check the HTML report renders")
+        pytest.skip(
+            "no Chromium binary (chromium, chromium-browser, google-chrome) on PATH: "
+            "install Debian's `chromium` (scripts/test.sh does when it can) to check the HTML report renders"
+        )
     return binary
 
 
 def test_html_report_renders_in_headless_chromium(chromium, tmp_path):
-    w = World(topology(FLOWS.replace("flows:\n", "flows:\n  - {source: west, target: north, enabled: false}\n"),
-                       {"west": "127.0.0.1:1", "east": "127.0.0.1:2", "north": "127.0.0.1:3"}, extra=SLO))
+    w = World(
+        topology(
+            FLOWS.replace("flows:\n", "flows:\n  - {source: west, target: north, enabled: false}\n"),
+            {"west": "127.0.0.1:1", "east": "127.0.0.1:2", "north": "127.0.0.1:3"},
+            extra=SLO,
+        )
+    )
     w["west"].add_topic("orders", 3)
     w["west"].add_topic("payments", 2)
     w["east"].add_topic("audit", 1)
@@ -71,8 +91,17 @@ def test_html_report_renders_in_headless_chromium(chromium, tmp_path):
     dom = run_chromium(chromium, tmp_path, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     html = dom.stdout
-    for text in ("DRIFT", "Drift report: test", "Topology", "Replication lag per flow", "west.payments",
-                 "west.legacy", "job of flow east-&gt;west is not running", "4,321", "Flows and jobs"):
+    for text in (
+        "DRIFT",
+        "Drift report: test",
+        "Topology",
+        "Replication lag per flow",
+        "west.payments",
+        "west.legacy",
+        "job of flow east-&gt;west is not running",
+        "4,321",
+        "Flows and jobs",
+    ):
         assert text in html, text
     assert html.count('class="cluster cluster-') == 3 and 'class="flow flow-drift"' in html
     assert 'class="flow flow-disabled"' in html and 'class="bar bar-over"' in html

@@ -9,7 +9,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from reconciler.cli.main import main
 from reconciler.mirror.records import Heartbeat
 from reconciler.render import drift_prometheus
-from tests.unit.test_drift_report import NOW, beats, cli, healthy, report_of, world  # noqa: F401 (fixtures)
+from tests.unit import test_drift_report as drift_cases
+from tests.unit.test_drift_report import NOW, beats, healthy, report_of
+
+# the drift report's fixtures, shared with its tests
+world = drift_cases.world
+cli = drift_cases.cli
 
 
 def samples(text: str) -> dict[str, list]:
@@ -28,8 +33,9 @@ def value(found: dict, name: str, **labels) -> float:
 
 def test_in_sync_report_as_metrics(world):
     applied = {"east": {"revision": "a" * 40, "at": NOW / 1000 - 60, "who": "ci@runner"}}
-    found = samples(drift_prometheus.render(report_of(world, applied=applied, revision={"commit": "c" * 40,
-                                                                                          "short": "ccccccc"})))
+    found = samples(
+        drift_prometheus.render(report_of(world, applied=applied, revision={"commit": "c" * 40, "short": "ccccccc"}))
+    )
     assert value(found, "reconciler_drift_status", status="in-sync") == 1
     assert value(found, "reconciler_drift_status", status="drift") == 0
     assert value(found, "reconciler_drift_job_up", flow="west->east", source="west", target="east", family="") == 1
@@ -48,8 +54,10 @@ def test_in_sync_report_as_metrics(world):
 def test_drift_and_slo_breaches_as_metrics(world):
     topo = world.topology
     del world["east"].topics["west.payments"]
-    statuses = {"west->east": healthy(topo, "west->east", lag_total=5_400),
-                "east->west": healthy(topo, "east->west", state="failed")}
+    statuses = {
+        "west->east": healthy(topo, "west->east", lag_total=5_400),
+        "east->west": healthy(topo, "east->west", state="failed"),
+    }
     hb = beats(topo)
     hb["east"]["west.heartbeats"] = Heartbeat("west", "east", NOW - 95_000)
     found = samples(drift_prometheus.render(report_of(world, statuses=statuses, hb=hb)))
@@ -74,5 +82,11 @@ def test_drift_command_writes_prometheus(cli, capsys, tmp_path):
     assert main(["drift", cli.path, "--out", str(out), "--out", str(tmp_path / "drift.json")], cli.cli) == 2
     by_category = json.loads((tmp_path / "drift.json").read_text())["summary"]["by_category"]
     found = samples(out.read_text())
-    assert sum(s.value for s in found["reconciler_drift_items"] if s.labels["category"] == "missing-topic"
-               and s.labels["level"] == "drift") == by_category["missing-topic"]
+    assert (
+        sum(
+            s.value
+            for s in found["reconciler_drift_items"]
+            if s.labels["category"] == "missing-topic" and s.labels["level"] == "drift"
+        )
+        == by_category["missing-topic"]
+    )

@@ -12,15 +12,16 @@ from types import SimpleNamespace
 
 import pytest
 
-
 from reconciler.cli.main import main
-from reconciler.plan.reasons import ReasonKind
+from reconciler.contract.spec import JobSpec
 from reconciler.drift.report import Category, Level, build_report, heartbeat_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
+from reconciler.plan.reasons import ReasonKind
 from reconciler.render import drift_html, drift_markdown, drift_text
-from reconciler.contract.spec import JobSpec
-from reconciler.state.live import AclBinding, AclOperation as Op, AclPermission as Perm
+from reconciler.state.live import AclBinding
+from reconciler.state.live import AclOperation as Op
+from reconciler.state.live import AclPermission as Perm
 from tests.plan_helpers import World, topology
 
 NOW = 1_800_000_000_000
@@ -36,9 +37,17 @@ def spec_hash(topo, flow: str) -> str:
 
 
 def healthy(topo, flow: str, **overrides) -> dict:
-    return {"flow": flow, "state": "running", "heartbeat_at": NOW - 2_000, "spec_hash": spec_hash(topo, flow),
-            "records": 10, "lag_total": 0, "latency_ms": {"p50": 5.0, "p95": 9.0, "p99": 12.0, "samples": 9},
-            "errors": 0, **overrides}
+    return {
+        "flow": flow,
+        "state": "running",
+        "heartbeat_at": NOW - 2_000,
+        "spec_hash": spec_hash(topo, flow),
+        "records": 10,
+        "lag_total": 0,
+        "latency_ms": {"p50": 5.0, "p95": 9.0, "p99": 12.0, "samples": 9},
+        "errors": 0,
+        **overrides,
+    }
 
 
 def beats(topo, age_ms: int = 1_000) -> dict:
@@ -53,8 +62,16 @@ def report_of(w: World, topo=None, statuses=None, hb=None, applied=None, **kw):
     live = w.live()
     plan = w.plan(topo)
     statuses = statuses if statuses is not None else {f.name: healthy(topo, f.name) for f in topo.active_flows}
-    return build_report(topo, live, plan, job_statuses=statuses, heartbeats=hb if hb is not None else beats(topo),
-                        applied=applied or {}, now_ms=NOW, **kw)
+    return build_report(
+        topo,
+        live,
+        plan,
+        job_statuses=statuses,
+        heartbeats=hb if hb is not None else beats(topo),
+        applied=applied or {},
+        now_ms=NOW,
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -86,19 +103,22 @@ def test_in_sync_is_no_drift(world):
 
 def test_topic_config_partition_and_acl_drift(world):
     east = world["east"]
-    del east.topics["west.payments"]                                  # missing remote topic
-    east.topics["west.orders"].configs["retention.ms"] = "5"          # config drift
-    east.topics["west.orders"].configs["segment.ms"] = "100"          # a key the source does not set (kept)
-    world["west"].topics["orders"].partitions = 4                     # source grew: partitions to add
+    del east.topics["west.payments"]  # missing remote topic
+    east.topics["west.orders"].configs["retention.ms"] = "5"  # config drift
+    east.topics["west.orders"].configs["segment.ms"] = "100"  # a key the source does not set (kept)
+    world["west"].topics["orders"].partitions = 4  # source grew: partitions to add
     east.acls.discard(AclBinding("west.orders", "User:alice", "*", Op.READ, Perm.ALLOW))  # ACL removed by hand
-    east.acls.add(AclBinding("west.orders", "User:mallory", "*", Op.WRITE, Perm.ALLOW))   # foreign writer
-    east.add_topic("west.legacy", 1)                                  # no flow wants it
-    east.add_topic("north.checkpoints.internal", 1)                   # MM2 leftovers of no flow
+    east.acls.add(AclBinding("west.orders", "User:mallory", "*", Op.WRITE, Perm.ALLOW))  # foreign writer
+    east.add_topic("west.legacy", 1)  # no flow wants it
+    east.add_topic("north.checkpoints.internal", 1)  # MM2 leftovers of no flow
     report = report_of(world)
     assert kinds(report) == {
-        ("missing-topic", "east", "west.payments"), ("config", "east", "west.orders"),
-        ("partitions", "east", "west.orders"), ("acl", "east", "west.orders"),
-        ("unmanaged", "east", "west.legacy"), ("unmanaged", "east", "north.checkpoints.internal"),
+        ("missing-topic", "east", "west.payments"),
+        ("config", "east", "west.orders"),
+        ("partitions", "east", "west.orders"),
+        ("acl", "east", "west.orders"),
+        ("unmanaged", "east", "west.legacy"),
+        ("unmanaged", "east", "north.checkpoints.internal"),
     }
     configs = sorted(((i.verb or ""), i.message) for i in report.drift if i.category is Category.CONFIG)
     assert configs[0][0] == "" and "sets segment.ms='100', which west:orders does not; kept" in configs[0][1]
@@ -132,9 +152,13 @@ def test_job_drift(world):
         "old spec": healthy(topo, "west->east", spec_hash="0" * 64, git_revision="c0ffee" * 6),
         "degraded": healthy(topo, "west->east", state="degraded", halted=["orders:1"]),
     }
-    words = {"no status": "not running: no status record on east", "stopped": "is down: state failed; last error: boom",
-             "stale": "is not reporting: last status 600s ago", "old spec": "runs an old spec (000000000000",
-             "degraded": "is degraded: it stopped copying 1 partition(s) (orders:1)"}
+    words = {
+        "no status": "not running: no status record on east",
+        "stopped": "is down: state failed; last error: boom",
+        "stale": "is not reporting: last status 600s ago",
+        "old spec": "runs an old spec (000000000000",
+        "degraded": "is degraded: it stopped copying 1 partition(s) (orders:1)",
+    }
     for case, status in cases.items():
         statuses = {"east->west": healthy(topo, "east->west")}
         if status is not None:
@@ -149,13 +173,18 @@ def test_job_drift(world):
 
 def test_slo_lag_latency_and_heartbeat_age(world):
     topo = world.topology
-    statuses = {"west->east": healthy(topo, "west->east", lag_total=5_400),
-                "east->west": healthy(topo, "east->west", latency_ms={"p99": 900.0})}
+    statuses = {
+        "west->east": healthy(topo, "west->east", lag_total=5_400),
+        "east->west": healthy(topo, "east->west", latency_ms={"p99": 900.0}),
+    }
     hb = beats(topo)
     hb["east"]["west.heartbeats"] = Heartbeat("west", "east", NOW - 95_000)
     report = report_of(world, statuses=statuses, hb=hb)
     assert {(i.category.value, i.flows) for i in report.drift} == {
-        ("lag", ("west->east",)), ("heartbeat", ("west->east",)), ("latency", ("east->west",))}
+        ("lag", ("west->east",)),
+        ("heartbeat", ("west->east",)),
+        ("latency", ("east->west",)),
+    }
     text = {i.category.value: i.message for i in report.drift}
     assert "5,400 records behind (SLO 1,000)" in text["lag"] and "95.0s old (SLO 30s)" in text["heartbeat"]
     assert "p99 record age 900 ms (SLO max_latency_p99_ms 500 ms)" in text["latency"]
@@ -208,43 +237,90 @@ class DeployJob(Action):
 def test_job_actions_of_the_plan_are_job_drift(world):
     live = world.live()
     plan = world.plan()
-    plan = Plan([*plan.actions, DeployJob("east", "no job runs flow west->east", "west->east")], plan.findings,
-                plan.clusters, plan.scope, plan.fingerprint, plan.topology)
+    plan = Plan(
+        [*plan.actions, DeployJob("east", "no job runs flow west->east", "west->east")],
+        plan.findings,
+        plan.clusters,
+        plan.scope,
+        plan.fingerprint,
+        plan.topology,
+    )
     report = build_report(world.topology, live, plan, job_statuses={}, heartbeats=beats(world.topology), now_ms=NOW)
     jobs = [i for i in report.drift if i.category is Category.JOB and "west->east" in i.flows]
-    assert [(i.verb, i.message, i.action["kind"]) for i in jobs] == [("+", "deploy job west->east", "deploy_job")], \
+    assert [(i.verb, i.message, i.action["kind"]) for i in jobs] == [("+", "deploy job west->east", "deploy_job")], (
         "the action replaces the status-derived 'not running' item"
+    )
     assert any(i.category is Category.JOB and i.flows == ("east->west",) and i.verb is None for i in report.drift)
 
 
 def test_applied_revision_is_reported(world):
-    applied = {"east": {"fingerprint": "sha256:x", "revision": "a" * 40, "at": NOW / 1000 - 60, "who": "ci@runner",
-                        "clusters": ["east", "west"], "actions": 3,
-                        "git": {"commit": "a" * 40, "short": "aaaaaaa", "author": "Alice", "email": "a@x",
-                                "time_iso": "2026-01-05T10:00:00+01:00", "message_subject": "add payments",
-                                "dirty": False}},
-               "west": {"revision": "b" * 40 + "-dirty", "at": NOW / 1000}}  # an older record: no `git`
+    applied = {
+        "east": {
+            "fingerprint": "sha256:x",
+            "revision": "a" * 40,
+            "at": NOW / 1000 - 60,
+            "who": "ci@runner",
+            "clusters": ["east", "west"],
+            "actions": 3,
+            "git": {
+                "commit": "a" * 40,
+                "short": "aaaaaaa",
+                "author": "Alice",
+                "email": "a@x",
+                "time_iso": "2026-01-05T10:00:00+01:00",
+                "message_subject": "add payments",
+                "dirty": False,
+            },
+        },
+        "west": {"revision": "b" * 40 + "-dirty", "at": NOW / 1000},
+    }  # an older record: no `git`
     report = report_of(world, applied=applied, revision={"commit": "c" * 40, "short": "ccccccc"})
     east, west = (next(c for c in report.clusters if c.alias == a) for a in ("east", "west"))
     assert east.applied["short"] == "aaaaaaa" and east.applied["author"] == "Alice" and not east.applied["dirty"]
     assert east.applied["clusters"] == ["east", "west"] and east.applied["applied_at"].endswith("Z")
     assert west.applied["commit"] == "b" * 40 and west.applied["dirty"] is True
     notes = [i.message for i in report.notes if i.category is Category.REVISION]
-    assert any("east was last reconciled to aaaaaaa by ci@runner" in m and "topology checked is at ccccccc" in m
-               for m in notes)
+    assert any(
+        "east was last reconciled to aaaaaaa by ci@runner" in m and "topology checked is at ccccccc" in m for m in notes
+    )
 
 
 def test_json_shape(world):
     del world["east"].topics["west.payments"]
     doc = json.loads(drift_text.render_json(report_of(world)))
-    assert set(doc) == {"format_version", "kind", "topology", "generated_at", "revision", "status", "summary", "slo",
-                        "plan", "clusters", "flows", "items"}
+    assert set(doc) == {
+        "format_version",
+        "kind",
+        "topology",
+        "generated_at",
+        "revision",
+        "status",
+        "summary",
+        "slo",
+        "plan",
+        "clusters",
+        "flows",
+        "items",
+    }
     assert doc["status"] == "drift" and doc["summary"]["by_category"] == {"missing-topic": 1}
     item = next(i for i in doc["items"] if i["level"] == "drift")
-    assert set(item) == {"category", "level", "cluster", "flows", "subject", "message", "hint", "verb", "reason", "action"}
+    assert set(item) == {
+        "category",
+        "level",
+        "cluster",
+        "flows",
+        "subject",
+        "message",
+        "hint",
+        "verb",
+        "reason",
+        "action",
+    }
     assert item["action"]["kind"] == "create_topic" and item["flows"] == ["west->east"]
     flow = doc["flows"][0]
-    assert flow["flow"] == "west->east" and flow["job"]["spec_current"] is True and flow["heartbeat"]["age_seconds"] == 1.0
+    assert (
+        flow["flow"] == "west->east" and flow["job"]["spec_current"] is True and flow["heartbeat"]["age_seconds"] == 1.0
+    )
 
 
 def test_text_markdown_and_html(world):
@@ -279,14 +355,16 @@ flows:
 def cli(tmp_path, monkeypatch):
     path = tmp_path / "t.yaml"
     path.write_text(TOPO)
-    w = World(topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}"))
+    w = World(topology('flows:\n  - {source: west, target: east, topics: {include: ["orders"]}}'))
     w["west"].add_topic("orders", 2)
     from reconciler.topology.build import load_topology
 
     topo, _ = load_topology([path])
     w.statuses = {"west->east": healthy(topo, "west->east")}
-    w.cli = w.backend(status_reader=lambda cluster: dict(w.statuses),
-                      read_heartbeats=lambda cluster, policy: beats(topo).get(cluster.alias, {}))
+    w.cli = w.backend(
+        status_reader=lambda cluster: dict(w.statuses),
+        read_heartbeats=lambda cluster, policy: beats(topo).get(cluster.alias, {}),
+    )
     monkeypatch.setattr("time.time", lambda: NOW / 1000)
     w.path = str(path)
     return w

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from reconciler.analysis.hazards import analyse
-from reconciler.jobs.state import desired_jobs
 from reconciler.contract.spec import JobSpec, job_group, transactional_id
+from reconciler.jobs.state import desired_jobs
 from reconciler.state.desired import TopicRole
 from reconciler.topology.diagnostics import Diagnostics, TopologyError
 from reconciler.topology.model import flow_ends, flow_name
@@ -45,7 +45,7 @@ def test_two_families_are_two_jobs_with_their_own_names_groups_and_transactions(
     assert [f.name for f in topo.flows] == ["west->east:orders", "west->east:rest", "east->west"]
     jobs = desired_jobs(topo)
     orders, rest = jobs["west->east:orders"].spec, jobs["west->east:rest"].spec
-    assert (orders.parallelism, rest.parallelism) == (4, 2)                   # own settings
+    assert (orders.parallelism, rest.parallelism) == (4, 2)  # own settings
     assert job_group(orders) == "__reconciler.mirror.west->east:orders" != job_group(rest)
     assert transactional_id(orders, 0) != transactional_id(rest, 0)
     assert JobSpec.from_json(orders.to_json()) == orders
@@ -67,6 +67,7 @@ def test_families_plan_internal_topics_once_per_pair_and_name_the_family():
     # one heartbeats copy, one checkpoints topic and one offset-syncs topic for the pair
     assert ("east", "west.heartbeats") in creates
     from reconciler.state.desired import desired_state
+
     state = desired_state(topo, world.live())
     internal = [t for t in state.all() if t.role is not TopicRole.REMOTE and t.cluster in ("west", "east")]
     names = sorted((t.cluster, t.name) for t in internal)
@@ -79,7 +80,7 @@ def test_families_plan_internal_topics_once_per_pair_and_name_the_family():
 
 
 def test_overlapping_families_are_refused_naming_both_and_a_topic():
-    text = FAMILIES.replace('], exclude: [', ', ')  # rest now includes orders.* too
+    text = FAMILIES.replace("], exclude: [", ", ")  # rest now includes orders.* too
     assert text != FAMILIES
     diags = analysed(text)
     [err] = diags.errors
@@ -88,12 +89,17 @@ def test_overlapping_families_are_refused_naming_both_and_a_topic():
     assert err.where.line == 13 and err.related[0].line == 8  # the second family; the first as related
 
 
-@pytest.mark.parametrize("flows, message", [
-    ("flows:\n  - {source: west, target: east}\n  - {source: west, target: east}\n", "duplicate flow west->east"),
-    ("flows:\n  - {source: west, target: east, name: a}\n  - {source: west, target: east}\n", "without a `name`"),
-    ("flows:\n  - {source: west, target: east, name: a}\n  - {source: west, target: east, name: a}\n",
-     "duplicate topic family 'a'"),
-])
+@pytest.mark.parametrize(
+    "flows, message",
+    [
+        ("flows:\n  - {source: west, target: east}\n  - {source: west, target: east}\n", "duplicate flow west->east"),
+        ("flows:\n  - {source: west, target: east, name: a}\n  - {source: west, target: east}\n", "without a `name`"),
+        (
+            "flows:\n  - {source: west, target: east, name: a}\n  - {source: west, target: east, name: a}\n",
+            "duplicate topic family 'a'",
+        ),
+    ],
+)
 def test_pairs_need_distinct_family_names(flows, message):
     with pytest.raises(TopologyError) as exc:
         topology(flows)
@@ -112,8 +118,10 @@ def test_families_cannot_be_exported_to_mm2(tmp_path, capsys):
     from reconciler.cli.main import main
 
     f = tmp_path / "t.yaml"
-    f.write_text("apiVersion: reconciler/v1\nkind: Topology\nclusters:\n"
-                 "  west: {bootstrap_servers: 'a:1'}\n  east: {bootstrap_servers: 'b:1'}\n" + FAMILIES)
+    f.write_text(
+        "apiVersion: reconciler/v1\nkind: Topology\nclusters:\n"
+        "  west: {bootstrap_servers: 'a:1'}\n  east: {bootstrap_servers: 'b:1'}\n" + FAMILIES
+    )
     for fmt in ("mm2", "strimzi"):
         assert main(["export", fmt, str(f)]) == 1
         err = capsys.readouterr().err

@@ -21,18 +21,53 @@ SEED = int(os.environ.get("RECONCILER_FUZZ_SEED", "12"))
 CASES = 300
 
 HOSTILE_VALUES = [
-    "&a [*a]", "*nope", "99999999999999999999999999", "1e999", "-.inf", ".nan", "'" + "x" * 300 + "'",
-    "[" * 200 + "]" * 200, "{a: " * 80 + "1" + "}" * 80, "\"(?P<g>a)\"", "\"(?i)orders\"", "\"a{99999999999}\"",
-    "\"(\"", "\"[z-a]\"", "\"" + "(" * 120 + "a" + ")" * 120 + "\"", "!!python/object:os.system ls", "~", "null",
-    "true", "[]", "{}", "2026-13-45", "0x" + "f" * 40, "<<: *m", "\"\\uD800\"", "!!binary AAAA", "? [a]\n  : b",
-    "'" + "9" * 5000 + "'", "9" * 5000,
+    "&a [*a]",
+    "*nope",
+    "99999999999999999999999999",
+    "1e999",
+    "-.inf",
+    ".nan",
+    "'" + "x" * 300 + "'",
+    "[" * 200 + "]" * 200,
+    "{a: " * 80 + "1" + "}" * 80,
+    '"(?P<g>a)"',
+    '"(?i)orders"',
+    '"a{99999999999}"',
+    '"("',
+    '"[z-a]"',
+    '"' + "(" * 120 + "a" + ")" * 120 + '"',
+    "!!python/object:os.system ls",
+    "~",
+    "null",
+    "true",
+    "[]",
+    "{}",
+    "2026-13-45",
+    "0x" + "f" * 40,
+    "<<: *m",
+    '"\\uD800"',
+    "!!binary AAAA",
+    "? [a]\n  : b",
+    "'" + "9" * 5000 + "'",
+    "9" * 5000,
 ]
 HOSTILE_DOCS = [
-    "", "# only a comment\n", "---\n---\n", "a: &a\n  b: *a\n",
-    "\n".join(["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
-              + [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 9)]) + "\n",
-    "x: " + "[" * 5000 + "]" * 5000 + "\n", "- " * 3000 + "a\n", "apiVersion: reconciler/v1\nkind: Topology\n",
-    "\t\tbad: tabs\n", "key: [unclosed\n", "\x00\x01binary", "{" * 100,
+    "",
+    "# only a comment\n",
+    "---\n---\n",
+    "a: &a\n  b: *a\n",
+    "\n".join(
+        ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+        + [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    )
+    + "\n",
+    "x: " + "[" * 5000 + "]" * 5000 + "\n",
+    "- " * 3000 + "a\n",
+    "apiVersion: reconciler/v1\nkind: Topology\n",
+    "\t\tbad: tabs\n",
+    "key: [unclosed\n",
+    "\x00\x01binary",
+    "{" * 100,
 ]
 
 

@@ -13,7 +13,13 @@ import git
 import pytest
 
 from reconciler.gitops import (
-    ChangeKind, FlowChange, RevisionError, changed_since, compare_with_base, describe_revision, describe_worktree,
+    ChangeKind,
+    FlowChange,
+    RevisionError,
+    changed_since,
+    compare_with_base,
+    describe_revision,
+    describe_worktree,
     load_topology_at,
 )
 
@@ -66,10 +72,14 @@ class Repo:
 @pytest.fixture
 def repo(tmp_path) -> Repo:
     r = Repo(tmp_path / "repo")
-    r.commit("topology v1", {"topologies/demo/clusters.yaml": CLUSTERS_V1, "topologies/demo/flows.yaml": FLOWS_V1,
-                             "README.md": "hello\n"})
-    r.commit("topology v2: payments, east->north\n\nlonger body", {"topologies/demo/clusters.yaml": CLUSTERS_V2,
-                                                                   "topologies/demo/flows.yaml": FLOWS_V2})
+    r.commit(
+        "topology v1",
+        {"topologies/demo/clusters.yaml": CLUSTERS_V1, "topologies/demo/flows.yaml": FLOWS_V1, "README.md": "hello\n"},
+    )
+    r.commit(
+        "topology v2: payments, east->north\n\nlonger body",
+        {"topologies/demo/clusters.yaml": CLUSTERS_V2, "topologies/demo/flows.yaml": FLOWS_V2},
+    )
     return r
 
 
@@ -83,19 +93,28 @@ def flow_names(topology) -> set[str]:
 
 def test_load_the_topology_at_each_revision_without_touching_the_work_tree(repo):
     repo.write({"topologies/demo/flows.yaml": "garbage: [\n"})  # an uncommitted, broken edit
-    for rev, flows in [("HEAD~1", {"west->east"}), ("HEAD", {"west->east", "east->north"}),
-                       (repo.git.head.commit.parents[0].hexsha, {"west->east"})]:
+    for rev, flows in [
+        ("HEAD~1", {"west->east"}),
+        ("HEAD", {"west->east", "east->north"}),
+        (repo.git.head.commit.parents[0].hexsha, {"west->east"}),
+    ]:
         topology, diags = load_topology_at(repo.root, rev, ["topologies/demo"])
         assert diags.ok and flow_names(topology) == flows
-        assert topology.files == (f"topologies/demo/clusters.yaml@{short(repo, rev)}",
-                                  f"topologies/demo/flows.yaml@{short(repo, rev)}")
+        assert topology.files == (
+            f"topologies/demo/clusters.yaml@{short(repo, rev)}",
+            f"topologies/demo/flows.yaml@{short(repo, rev)}",
+        )
     assert (repo.root / "topologies/demo/flows.yaml").read_text() == "garbage: [\n", "work tree untouched"
     assert repo.git.head.commit.message.startswith("topology v2")
 
 
 def test_single_files_paths_relative_to_a_directory_and_absolute_paths(repo):
-    topology, diags = load_topology_at(repo.root, "HEAD", [repo.root / "topologies/demo/clusters.yaml",
-                                                            "flows.yaml"], cwd=repo.root / "topologies/demo")
+    topology, diags = load_topology_at(
+        repo.root,
+        "HEAD",
+        [repo.root / "topologies/demo/clusters.yaml", "flows.yaml"],
+        cwd=repo.root / "topologies/demo",
+    )
     assert diags.ok and flow_names(topology) == {"west->east", "east->north"}
     with pytest.raises(RevisionError, match="outside the repository"):
         changed_since(repo.root, "HEAD", ["/"])
@@ -125,28 +144,42 @@ def test_unknown_revisions_and_paths_missing_at_a_revision_are_diagnostics(repo)
 
 def test_changed_files_between_two_commits(repo):
     first = repo.git.head.commit.parents[0].hexsha
-    third = repo.commit("v3: extra file, drop clusters", {"topologies/demo/extra.yaml": FLOWS_V1,
-                                                          "topologies/demo/clusters.yaml": None})
+    third = repo.commit(
+        "v3: extra file, drop clusters", {"topologies/demo/extra.yaml": FLOWS_V1, "topologies/demo/clusters.yaml": None}
+    )
     changes = changed_since(repo.root, first, ["topologies"], head_rev="HEAD~1")
     assert (changes.added, changes.modified, changes.deleted) == (
-        (), ("topologies/demo/clusters.yaml", "topologies/demo/flows.yaml"), ())
+        (),
+        ("topologies/demo/clusters.yaml", "topologies/demo/flows.yaml"),
+        (),
+    )
     changes = changed_since(repo.root, "HEAD~1", ["topologies"], head_rev=third)
     assert (changes.added, changes.modified, changes.deleted) == (
-        ("topologies/demo/extra.yaml",), (), ("topologies/demo/clusters.yaml",))
+        ("topologies/demo/extra.yaml",),
+        (),
+        ("topologies/demo/clusters.yaml",),
+    )
     assert changes.to_dict()["head"] == short(repo, third)
     assert changed_since(repo.root, "HEAD", ["topologies"], head_rev="HEAD").empty
 
 
 def test_changed_files_between_a_commit_and_the_uncommitted_work_tree(repo):
     assert changed_since(repo.root, "HEAD", ["topologies/demo"]).empty
-    repo.write({"topologies/demo/flows.yaml": FLOWS_V3,          # modified, not staged
-                "topologies/demo/new.yml": CLUSTERS_V1,           # untracked
-                "topologies/demo/notes.txt": "not a topology",   # not YAML: ignored in directories
-                "topologies/demo/clusters.yaml": None})          # deleted
+    repo.write(
+        {
+            "topologies/demo/flows.yaml": FLOWS_V3,  # modified, not staged
+            "topologies/demo/new.yml": CLUSTERS_V1,  # untracked
+            "topologies/demo/notes.txt": "not a topology",  # not YAML: ignored in directories
+            "topologies/demo/clusters.yaml": None,
+        }
+    )  # deleted
     changes = changed_since(repo.root, "HEAD", ["topologies/demo"])
     assert changes.head is None and changes.to_dict()["head"] == "worktree"
     assert (changes.added, changes.modified, changes.deleted) == (
-        ("topologies/demo/new.yml",), ("topologies/demo/flows.yaml",), ("topologies/demo/clusters.yaml",))
+        ("topologies/demo/new.yml",),
+        ("topologies/demo/flows.yaml",),
+        ("topologies/demo/clusters.yaml",),
+    )
     assert changes.files == ("topologies/demo/clusters.yaml", "topologies/demo/flows.yaml", "topologies/demo/new.yml")
     # the same edits seen from the older commit
     older = changed_since(repo.root, "HEAD~1", ["topologies/demo"])
@@ -157,7 +190,12 @@ def test_describe_worktree_records_the_commit_and_a_dirty_flag(repo):
     info = describe_worktree(repo.root)
     head = repo.git.head.commit
     assert (info.commit, info.author, info.email, info.message_subject, info.dirty) == (
-        head.hexsha, "Alice Example", "alice@example.com", "topology v2: payments, east->north", False)
+        head.hexsha,
+        "Alice Example",
+        "alice@example.com",
+        "topology v2: payments, east->north",
+        False,
+    )
     assert head.hexsha.startswith(info.short) and len(info.short) >= 7
     assert info.time_iso == head.committed_datetime.isoformat()
     assert info.to_dict()["commit"] == head.hexsha and info.label() == info.short
@@ -187,14 +225,21 @@ def test_compare_with_base_says_which_files_and_flows_changed(repo):
     comparison, diags = compare_with_base(repo.root, base, ["topologies/demo"], head_rev="HEAD")
     assert diags.ok and not comparison.head_is_worktree
     assert comparison.files.modified == ("topologies/demo/clusters.yaml", "topologies/demo/flows.yaml")
-    assert comparison.changes.flows == (FlowChange("east->north", ChangeKind.ADDED),
-                                        FlowChange("west->east", ChangeKind.CHANGED, ("topics.include",)))
+    assert comparison.changes.flows == (
+        FlowChange("east->north", ChangeKind.ADDED),
+        FlowChange("west->east", ChangeKind.CHANGED, ("topics.include",)),
+    )
     assert [c.alias for c in comparison.changes.clusters] == ["north"]
     assert comparison.affected_flows() == ("east->north", "west->east")
 
     # against the work tree, with an uncommitted change to one flow's job settings
-    repo.write({"topologies/demo/flows.yaml": FLOWS_V2.replace("{source: east, target: north}",
-                                                               "{source: east, target: north, job: {parallelism: 7}}")})
+    repo.write(
+        {
+            "topologies/demo/flows.yaml": FLOWS_V2.replace(
+                "{source: east, target: north}", "{source: east, target: north, job: {parallelism: 7}}"
+            )
+        }
+    )
     comparison, diags = compare_with_base(repo.root, "HEAD", ["topologies/demo"])
     assert diags.ok and comparison.head_is_worktree and comparison.head.dirty
     assert comparison.files.modified == ("topologies/demo/flows.yaml",)

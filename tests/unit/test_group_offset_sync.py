@@ -26,12 +26,17 @@ def test_sync_skips_active_groups_and_never_moves_offsets_backwards():
     emitter = CheckpointEmitter(spec, source_admin=None, target_producer=None, environ={})
     t0, t1 = TopicPartition("w.orders", 0), TopicPartition("w.orders", 1)
     emitter.target_groups = FakeTargetGroups(
-        states={"busy": ("STABLE", 0),      # Tansu: an active group with an empty member list
-                "idle": ("EMPTY", 0)},
-        committed={"idle": {t0: 5}})
-    cps = [Checkpoint("busy", "w.orders", 0, 10, 9, ""),
-           Checkpoint("idle", "w.orders", 0, 4, 3, ""),   # behind what the group has on the target: kept
-           Checkpoint("idle", "w.orders", 1, 8, 7, ""),   # no offset on the target yet: committed
-           Checkpoint("new", "w.orders", 1, 2, 2, "")]    # unknown on the target (DEAD): committed
+        states={
+            "busy": ("STABLE", 0),  # Tansu: an active group with an empty member list
+            "idle": ("EMPTY", 0),
+        },
+        committed={"idle": {t0: 5}},
+    )
+    cps = [
+        Checkpoint("busy", "w.orders", 0, 10, 9, ""),
+        Checkpoint("idle", "w.orders", 0, 4, 3, ""),  # behind what the group has on the target: kept
+        Checkpoint("idle", "w.orders", 1, 8, 7, ""),  # no offset on the target yet: committed
+        Checkpoint("new", "w.orders", 1, 2, 2, ""),
+    ]  # unknown on the target (DEAD): committed
     assert emitter.sync_group_offsets(cps) == ["idle", "new"]
     assert emitter.target_groups.commits == [("idle", {t1: 7}), ("new", {t1: 2})]

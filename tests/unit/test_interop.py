@@ -36,23 +36,26 @@ def imported(fmt: str, text: str, file: str = "in") -> tuple[Topology, object]:
 
 # --- Java properties syntax ----------------------------------------------------------------------
 
+
 def test_properties_separators_continuations_comments_escapes():
-    text = ("# comment\n"
-            "  ! bang comment \\\n"
-            "a=1\n"
-            "b : 2\n"
-            "c  3\n"
-            "d\\=e\\:f\\ g = x\n"
-            "list = one, \\\n"
-            "       two, \\\n"
-            "   three\n"
-            "even = ends with two\\\\\n"
-            "next = line\n"
-            "uni = caf\\u00e9\\tx\\n\n"
-            "\r\n"
-            "crlf = yes\r\n"
-            "empty\n"
-            "lead = \\  space\n")
+    text = (
+        "# comment\n"
+        "  ! bang comment \\\n"
+        "a=1\n"
+        "b : 2\n"
+        "c  3\n"
+        "d\\=e\\:f\\ g = x\n"
+        "list = one, \\\n"
+        "       two, \\\n"
+        "   three\n"
+        "even = ends with two\\\\\n"
+        "next = line\n"
+        "uni = caf\\u00e9\\tx\\n\n"
+        "\r\n"
+        "crlf = yes\r\n"
+        "empty\n"
+        "lead = \\  space\n"
+    )
     props = parse_properties(text, "f.properties")
     got = {p.key: (p.value, p.line) for p in props}
     assert got["a"] == ("1", 3)
@@ -69,11 +72,14 @@ def test_properties_separators_continuations_comments_escapes():
     assert "bang" not in " ".join(got)  # a comment ending in a backslash does not continue
 
 
-@pytest.mark.parametrize("text, line, message", [
-    ("a = 1\nb = \\u12G4\n", 2, "malformed \\uXXXX"),
-    ("a = 1\n\n= value\n", 3, "no key"),
-    ("x = \\u00", 1, "malformed"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("a = 1\nb = \\u12G4\n", 2, "malformed \\uXXXX"),
+        ("a = 1\n\n= value\n", 3, "no key"),
+        ("x = \\u00", 1, "malformed"),
+    ],
+)
 def test_properties_malformed_lines_name_file_and_line(text, line, message):
     with pytest.raises(PropertiesError) as exc:
         parse_properties(text, "mm2.properties")
@@ -81,10 +87,16 @@ def test_properties_malformed_lines_name_file_and_line(text, line, message):
     assert message in exc.value.message
 
 
-@pytest.mark.parametrize("key, value", [
-    ("a->b.topics", r"orders, payments\..*"), ("k:=", " lead and trail "), ("#x", "!y"), ("u", "café\t\n"),
-    ("sasl.jaas.config", 'x required username="a" password="${env:P}";'),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("a->b.topics", r"orders, payments\..*"),
+        ("k:=", " lead and trail "),
+        ("#x", "!y"),
+        ("u", "café\t\n"),
+        ("sasl.jaas.config", 'x required username="a" password="${env:P}";'),
+    ],
+)
 def test_format_property_reads_back(key, value):
     [p] = parse_properties(format_property(key, value) + "\n", "f")
     assert (p.key, p.value) == (key, value)
@@ -92,17 +104,26 @@ def test_format_property_reads_back(key, value):
 
 # --- MM2 import ----------------------------------------------------------------------------------
 
+
 def test_import_full_mm2_file_maps_every_key():
     topo, draft = imported("mm2", (FILES / "full.properties").read_text(), "full.properties")
     assert list(topo.clusters) == ["primary", "backup", "analytics"]  # `clusters` continued over two lines
     primary = topo.clusters["primary"]
     assert primary.bootstrap_servers == "kafka-1.primary:9092,kafka-2.primary:9092"
-    assert primary.config == {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
-                              "sasl.username": "mirror", "sasl.password": "${PRIMARY_SASL_PASSWORD}",
-                              "ssl.ca.location": "/etc/kafka/ca.pem"}
+    assert primary.config == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "mirror",
+        "sasl.password": "${PRIMARY_SASL_PASSWORD}",
+        "ssl.ca.location": "/etc/kafka/ca.pem",
+    }
     # `:` and whitespace separators; ${env:VAR} mapped to ${VAR}
-    assert topo.clusters["backup"].config == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
-                                              "sasl.username": "mm2", "sasl.password": "${BACKUP_PW}"}
+    assert topo.clusters["backup"].config == {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": "mm2",
+        "sasl.password": "${BACKUP_PW}",
+    }
     # ${file:...} becomes a generated variable, reported
     assert topo.clusters["analytics"].config["ssl.keystore.password"] == "${ANALYTICS_SSL_KEYSTORE_PASSWORD}"
     assert [v.name for v in draft.env_vars] == ["PRIMARY_SASL_PASSWORD", "BACKUP_PW", "ANALYTICS_SSL_KEYSTORE_PASSWORD"]
@@ -113,8 +134,8 @@ def test_import_full_mm2_file_maps_every_key():
     assert set(flows) == {"primary->backup", "primary->analytics", "backup->primary"}
     pb = flows["primary->backup"]
     assert pb.enabled and not flows["backup->primary"].enabled
-    assert pb.topics.include == ("orders", r"payments\..*", "café")       # \\ and \u escapes
-    assert pb.topics.exclude == (r".*\.tmp",)                              # legacy topics.blacklist
+    assert pb.topics.include == ("orders", r"payments\..*", "café")  # \\ and \u escapes
+    assert pb.topics.exclude == (r".*\.tmp",)  # legacy topics.blacklist
     assert pb.groups.include == ("billing-.*",) and pb.groups.exclude == ("billing-test",)
     assert pb.policy.kind is PolicyKind.IDENTITY and pb.policy.separator == "_"
     assert pb.replication_factor == 3
@@ -126,12 +147,12 @@ def test_import_full_mm2_file_maps_every_key():
     assert pb.offset_syncs_location is OffsetSyncsLocation.TARGET and pb.offset_lag_max == 500
     assert pb.config_properties.exclude == (r"min\.insync\.replicas", r"retention\.bytes")
     assert pb.job.parallelism == 4
-    assert pb.delivery is Delivery.EXACTLY_ONCE                            # backup.exactly.once.source.support
-    pa = flows["primary->analytics"]                                       # flow-level beats top-level
+    assert pb.delivery is Delivery.EXACTLY_ONCE  # backup.exactly.once.source.support
+    pa = flows["primary->analytics"]  # flow-level beats top-level
     assert pa.topics.include == ("clicks",) and pa.groups.exclude == ("analytics-tmp-.*",)
     assert not pa.checkpoints.enabled and pa.job.parallelism == 2
     assert pa.policy.kind is PolicyKind.DEFAULT and pa.policy.separator == "."
-    assert pa.delivery is Delivery.EXACTLY_ONCE                            # exactly.once.support = required
+    assert pa.delivery is Delivery.EXACTLY_ONCE  # exactly.once.support = required
     assert flows["backup->primary"].delivery is Delivery.AT_LEAST_ONCE
     notes = {n.key: n for n in draft.notes}
     assert notes["checkpoints.topic.replication.factor"].where == "full.properties:50"
@@ -152,23 +173,28 @@ def test_import_unset_keys_take_mm2_defaults_and_ours_are_left_out():
 
 
 def test_import_precedence_and_spellings():
-    text = "\n".join([
-        "clusters = a, b",
-        "security.protocol = SASL_SSL",            # top-level client setting: every cluster
-        "sasl.mechanism = PLAIN",
-        "a.bootstrap.servers = a:9092",
-        "b.bootstrap.servers = b:9092",
-        "b.security.protocol = SASL_PLAINTEXT",    # cluster-level beats top-level
-        "topics = x",
-        "topics.exclude = new",
-        "topics.blacklist = old",                  # the new spelling wins
-        "a.emit.heartbeats.enabled = false",       # MM2 ignores connector keys at cluster level
-        "a->b.enabled = true",
-        "a->b.topics = y",                         # flow-level beats top-level
-        "a.producer.linger.ms = 5",
-        "c->a.enabled = true",                     # unknown cluster
-        "config.properties.blacklist = x\\.y",     # legacy spelling
-    ]) + "\n"
+    text = (
+        "\n".join(
+            [
+                "clusters = a, b",
+                "security.protocol = SASL_SSL",  # top-level client setting: every cluster
+                "sasl.mechanism = PLAIN",
+                "a.bootstrap.servers = a:9092",
+                "b.bootstrap.servers = b:9092",
+                "b.security.protocol = SASL_PLAINTEXT",  # cluster-level beats top-level
+                "topics = x",
+                "topics.exclude = new",
+                "topics.blacklist = old",  # the new spelling wins
+                "a.emit.heartbeats.enabled = false",  # MM2 ignores connector keys at cluster level
+                "a->b.enabled = true",
+                "a->b.topics = y",  # flow-level beats top-level
+                "a.producer.linger.ms = 5",
+                "c->a.enabled = true",  # unknown cluster
+                "config.properties.blacklist = x\\.y",  # legacy spelling
+            ]
+        )
+        + "\n"
+    )
     topo, draft = imported("mm2", text, "p.properties")
     assert topo.clusters["a"].config["security.protocol"] == "SASL_SSL"
     assert topo.clusters["b"].config == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN"}
@@ -182,17 +208,30 @@ def test_import_precedence_and_spellings():
     assert where["c->a.enabled"] == "p.properties:14"
 
 
-@pytest.mark.parametrize("text, line, message", [
-    ("clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = yes\n", 4,
-     "a->b.enabled must be true or false"),
-    ("clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\ntasks.max = many\n", 5,
-     "tasks.max must be an integer"),
-    ("clusters = a, b\na.bootstrap.servers = a:1\n", 1, "no b.bootstrap.servers"),
-    ("a.bootstrap.servers = a:1\n", 1, "no `clusters` key"),
-    ("clusters = a.b\n", 1, "cannot be a topology cluster name"),
-    ("clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n"
-     "offset-syncs.topic.location = elsewhere\n", 5, "source or target"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        (
+            "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = yes\n",
+            4,
+            "a->b.enabled must be true or false",
+        ),
+        (
+            "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\ntasks.max = many\n",
+            5,
+            "tasks.max must be an integer",
+        ),
+        ("clusters = a, b\na.bootstrap.servers = a:1\n", 1, "no b.bootstrap.servers"),
+        ("a.bootstrap.servers = a:1\n", 1, "no `clusters` key"),
+        ("clusters = a.b\n", 1, "cannot be a topology cluster name"),
+        (
+            "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n"
+            "offset-syncs.topic.location = elsewhere\n",
+            5,
+            "source or target",
+        ),
+    ],
+)
 def test_import_malformed_mm2_is_file_line_error(text, line, message):
     with pytest.raises(PropertiesError) as exc:
         import_mm2_text(text, "m.properties")
@@ -202,8 +241,10 @@ def test_import_malformed_mm2_is_file_line_error(text, line, message):
 
 def test_cli_import_malformed_exits_1_and_writes_nothing(tmp_path, capsys):
     src = tmp_path / "mm2.properties"
-    src.write_text("clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n"
-                   "a->b.enabled = true\nemit.heartbeats.enabled = maybe\n")
+    src.write_text(
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n"
+        "a->b.enabled = true\nemit.heartbeats.enabled = maybe\n"
+    )
     out = tmp_path / "out"
     assert main(["import", "mm2", str(src), "--out", str(out)]) == 1
     err = capsys.readouterr().err
@@ -222,8 +263,10 @@ def test_cli_import_writes_a_topology_that_validates(tmp_path, capsys):
 
 def test_import_refuses_a_result_that_does_not_validate(tmp_path, capsys):
     src = tmp_path / "loop.properties"
-    src.write_text("clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n"
-                   "replication.policy.class = IdentityReplicationPolicy\na->b.enabled = true\nb->a.enabled = true\n")
+    src.write_text(
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\n"
+        "replication.policy.class = IdentityReplicationPolicy\na->b.enabled = true\nb->a.enabled = true\n"
+    )
     assert main(["import", "mm2", str(src)]) == 1
     err = capsys.readouterr().err
     assert "replication loop" in err and "nothing was written" in err
@@ -231,27 +274,37 @@ def test_import_refuses_a_result_that_does_not_validate(tmp_path, capsys):
 
 # --- Strimzi import ------------------------------------------------------------------------------
 
+
 def test_import_strimzi_v1beta2():
     topo, draft = imported("strimzi", (FILES / "strimzi_v1beta2.yaml").read_text(), "mm2.yaml")
     a = topo.clusters["cluster-a"]
     assert a.bootstrap_servers == "cluster-a-kafka-bootstrap:9093"
-    assert a.config == {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "mm2-user",
-                        "sasl.password": "${CLUSTER_A_SASL_PASSWORD}", "ssl.ca.pem": "${CLUSTER_A_SSL_CA_PEM}"}
+    assert a.config == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": "mm2-user",
+        "sasl.password": "${CLUSTER_A_SASL_PASSWORD}",
+        "ssl.ca.pem": "${CLUSTER_A_SSL_CA_PEM}",
+    }
     sources = {v.name: v.source for v in draft.env_vars}
     assert sources["CLUSTER_A_SASL_PASSWORD"] == "key 'password' of Kubernetes Secret 'mm2-user'"
     assert "cluster-a-cluster-ca-cert" in sources["CLUSTER_A_SSL_CA_PEM"]
     [flow] = topo.flows
     assert flow.name == "cluster-a->cluster-b"
     assert flow.topics.include == (r"orders|payments\..*",) and flow.topics.exclude == (".*-tmp",)
-    assert flow.groups.exclude == ("console-.*",)                       # groupsBlacklistPattern
+    assert flow.groups.exclude == ("console-.*",)  # groupsBlacklistPattern
     assert flow.job.parallelism == 3 and flow.replication_factor == -1
     assert not flow.sync.acls and flow.sync.group_offsets
     assert flow.refresh_interval_seconds == 60 and flow.checkpoints.interval_seconds == 10
     assert flow.heartbeats.interval_seconds == 5
-    assert flow.delivery is Delivery.EXACTLY_ONCE                        # connect cluster's worker config
+    assert flow.delivery is Delivery.EXACTLY_ONCE  # connect cluster's worker config
     keys = {n.key for n in draft.notes}
-    assert {"cluster-b.config.storage.replication.factor", "spec.replicas", "spec.version",
-            "cluster-a->cluster-b.checkpointConnector.tasksMax"} <= keys
+    assert {
+        "cluster-b.config.storage.replication.factor",
+        "spec.replicas",
+        "spec.version",
+        "cluster-a->cluster-b.checkpointConnector.tasksMax",
+    } <= keys
 
 
 def test_import_strimzi_newer_shape_target_given_once():
@@ -260,9 +313,12 @@ def test_import_strimzi_newer_shape_target_given_once():
     flows = {f.name: f for f in topo.flows}
     assert set(flows) == {"cluster-a->cluster-c", "cluster-b->cluster-c"}
     assert flows["cluster-a->cluster-c"].topics.include == (r"a\..*",)
-    assert not flows["cluster-b->cluster-c"].enabled                    # sourceConnector.state: stopped
-    assert topo.clusters["cluster-a"].config == {"security.protocol": "SSL", "ssl.certificate.pem": "${CLUSTER_A_SSL_CERTIFICATE_PEM}",
-                                                 "ssl.key.pem": "${CLUSTER_A_SSL_KEY_PEM}"}
+    assert not flows["cluster-b->cluster-c"].enabled  # sourceConnector.state: stopped
+    assert topo.clusters["cluster-a"].config == {
+        "security.protocol": "SSL",
+        "ssl.certificate.pem": "${CLUSTER_A_SSL_CERTIFICATE_PEM}",
+        "ssl.key.pem": "${CLUSTER_A_SSL_KEY_PEM}",
+    }
     assert any(n.key == "cluster-c.groupId" for n in draft.notes)
 
 
@@ -278,18 +334,21 @@ def test_import_strimzi_malformed_is_file_line_error():
 
 # --- round trip on every example topology --------------------------------------------------------
 
+
 def _seeded_world(topology: Topology) -> World:
     world = World(topology)
     for alias, names in witness_topics(topology).items():
         for i, name in enumerate(names):
-            world[alias].add_topic(name, partitions=1 + i % 3, configs={"retention.ms": "86400000",
-                                                                        "min.insync.replicas": "2"})
+            world[alias].add_topic(
+                name, partitions=1 + i % 3, configs={"retention.ms": "86400000", "min.insync.replicas": "2"}
+            )
     return world
 
 
 def _jobs(topology: Topology) -> dict:
-    return {name: (j.cluster, j.deployer, dict(j.options), j.spec.spec_hash())
-            for name, j in desired_jobs(topology).items()}
+    return {
+        name: (j.cluster, j.deployer, dict(j.options), j.spec.spec_hash()) for name, j in desired_jobs(topology).items()
+    }
 
 
 @pytest.mark.parametrize("fmt", sorted(set(EXPORTERS) & set(IMPORTERS)))  # formats that round-trip (not alerts)
@@ -306,9 +365,19 @@ def test_export_then_import_plans_identically(example, fmt):
     assert before.actions, "the seeded clusters must give the plan something to do"
     assert plan_json.render(after) == plan_json.render(before)
     assert _jobs(back) == _jobs(original)
-    assert (back.residency, back.prune, back.slo, back.name) == (original.residency, original.prune, original.slo, original.name)
-    assert {a: (c.bootstrap_servers, dict(c.config), dict(c.tags), c.replication_principal) for a, c in back.clusters.items()} \
-        == {a: (c.bootstrap_servers, dict(c.config), dict(c.tags), c.replication_principal) for a, c in original.clusters.items()}
+    assert (back.residency, back.prune, back.slo, back.name) == (
+        original.residency,
+        original.prune,
+        original.slo,
+        original.name,
+    )
+    assert {
+        a: (c.bootstrap_servers, dict(c.config), dict(c.tags), c.replication_principal)
+        for a, c in back.clusters.items()
+    } == {
+        a: (c.bootstrap_servers, dict(c.config), dict(c.tags), c.replication_principal)
+        for a, c in original.clusters.items()
+    }
 
 
 def test_export_mm2_says_what_mm2_needs():

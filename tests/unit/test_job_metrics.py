@@ -14,16 +14,38 @@ from reconciler.replication.tasks import PartitionResult, TaskResult
 
 
 def driver(exactly_once=False, **kw):
-    spec = SimpleNamespace(exactly_once=exactly_once, spec_hash=lambda: "abc", git_revision="deadbeef",
-                           delivery="exactly-once" if exactly_once else "at-least-once")
-    base = dict(spec=spec, lag={}, out_of_range=[], errors=0, checkpoints=SimpleNamespace(emitted=0), state="running",
-                halted=set(), plan=SimpleNamespace(copy={("orders", 0): "west.orders"}), _failures=0)
+    spec = SimpleNamespace(
+        exactly_once=exactly_once,
+        spec_hash=lambda: "abc",
+        git_revision="deadbeef",
+        delivery="exactly-once" if exactly_once else "at-least-once",
+    )
+    base = dict(
+        spec=spec,
+        lag={},
+        out_of_range=[],
+        errors=0,
+        checkpoints=SimpleNamespace(emitted=0),
+        state="running",
+        halted=set(),
+        plan=SimpleNamespace(copy={("orders", 0): "west.orders"}),
+        _failures=0,
+    )
     return SimpleNamespace(**{**base, **kw})
 
 
 def part(count, nbytes=10, **kw):
-    return PartitionResult(topic="orders", partition=0, remote="west.orders", start=0, next=count, count=count,
-                           bytes=nbytes, syncs=[(0, 0)] if count else [], **kw)
+    return PartitionResult(
+        topic="orders",
+        partition=0,
+        remote="west.orders",
+        start=0,
+        next=count,
+        count=count,
+        bytes=nbytes,
+        syncs=[(0, 0)] if count else [],
+        **kw,
+    )
 
 
 def samples(m: JobMetrics) -> dict[str, float]:
@@ -35,7 +57,9 @@ def samples(m: JobMetrics) -> dict[str, float]:
 
 
 def value(m, name, **labels):
-    hits = [v for (n, ls), v in samples(m).items() if n == name and all(dict(ls).get(k) == x for k, x in labels.items())]
+    hits = [
+        v for (n, ls), v in samples(m).items() if n == name and all(dict(ls).get(k) == x for k, x in labels.items())
+    ]
     assert len(hits) == 1, (name, labels)
     return hits[0]
 
@@ -47,8 +71,12 @@ def test_counts_syncs_checkpoints_and_state():
     d.checkpoints.emitted, d.errors = 4, 1
     m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(3, 30)], latency_ms=[20])])
     labels = dict(flow="west->east:payments", family="payments", source="west", target="east")
-    assert value(m, "kafka_connect_mirror_source_connector_record_count_total", topic="west.orders", partition="0",
-                 **labels) == 8
+    assert (
+        value(
+            m, "kafka_connect_mirror_source_connector_record_count_total", topic="west.orders", partition="0", **labels
+        )
+        == 8
+    )
     assert value(m, "kafka_connect_mirror_source_connector_byte_count_total", topic="west.orders") == 80
     assert value(m, "kafka_connect_mirror_source_connector_replication_latency_ms_count") == 3
     assert value(m, "kafka_connect_mirror_source_connector_record_age_ms", stat="max") == 20
@@ -88,12 +116,15 @@ def test_metrics_port_is_a_job_setting_handed_to_the_deployer(tmp_path):
     from reconciler.deploy.base import deployment_options
     from tests.plan_helpers import topology
 
-    topo = topology("flows:\n  - {source: west, target: east, job: {metrics_port: 9500}}\n"
-                    "  - {source: east, target: west}")
+    topo = topology(
+        "flows:\n  - {source: west, target: east, job: {metrics_port: 9500}}\n  - {source: east, target: west}"
+    )
     assert deployment_options(topo.flows[0].job) == {"metrics_port": 9500}
     assert deployment_options(topo.flows[1].job) == {"metrics_port": None}  # the deployer picks
     bad = tmp_path / "t.yaml"
-    bad.write_text("apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: t}\nclusters:\n"
-                   "  west: {bootstrap_servers: \"127.0.0.1:1\"}\n  east: {bootstrap_servers: \"127.0.0.1:2\"}\n"
-                   "flows:\n  - {source: west, target: east, job: {metrics_port: 70000}}\n")
+    bad.write_text(
+        "apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: t}\nclusters:\n"
+        '  west: {bootstrap_servers: "127.0.0.1:1"}\n  east: {bootstrap_servers: "127.0.0.1:2"}\n'
+        "flows:\n  - {source: west, target: east, job: {metrics_port: 70000}}\n"
+    )
     assert main(["validate", str(bad)]) == 1

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from reconciler.cli.main import main
+from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.deploy.base import Deployment
 from reconciler.jobs.state import JobState, classify
-from reconciler.contract.spec import ClusterSpec, JobSpec
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, topology
 
@@ -27,7 +27,7 @@ flows:
 {flows}
 {extra}
 """
-FLOW = '  - {{source: west, target: east, topics: {{include: {topics}}}, delivery: {delivery}{more}}}'
+FLOW = "  - {{source: west, target: east, topics: {{include: {topics}}}, delivery: {delivery}{more}}}"
 
 
 def spec(**kw) -> JobSpec:
@@ -38,30 +38,47 @@ NOW = 1_700_000_000_000
 
 
 def status(state="running", age=1.0, started_age=60.0, **kw):
-    return {"flow": "west->east", "spec_hash": spec().spec_hash(), "state": state,
-            "heartbeat_at": NOW - int(age * 1000), "started_at": NOW - int(started_age * 1000), **kw}
+    return {
+        "flow": "west->east",
+        "spec_hash": spec().spec_hash(),
+        "state": state,
+        "heartbeat_at": NOW - int(age * 1000),
+        "started_at": NOW - int(started_age * 1000),
+        **kw,
+    }
 
 
 def dep(alive=True, started_age=120.0, stopped=False, detail=""):
-    return Deployment("west->east", "local", "pid 7, local[1]", spec(), alive, NOW / 1000 - started_age, stopped,
-                      None, detail)
+    return Deployment(
+        "west->east", "local", "pid 7, local[1]", spec(), alive, NOW / 1000 - started_age, stopped, None, detail
+    )
 
 
-@pytest.mark.parametrize("st,d,want", [
-    (None, None, JobState.NOT_DEPLOYED),
-    (status(), None, JobState.ELSEWHERE),
-    (status(age=100), None, JobState.NOT_DEPLOYED),
-    (status(), dep(), JobState.RUNNING),
-    (status(age=100), dep(), JobState.DOWN),                       # alive, but its status is stale
-    (status(), dep(alive=False, detail="process 7 exited with code 1 (failed)"), JobState.DOWN),
-    (None, dep(started_age=5), JobState.STARTING),                 # just started: no status yet
-    (None, dep(started_age=500), JobState.DOWN),
-    (status(state="stopped", age=200), dep(alive=False, stopped=True), JobState.STOPPED),
-    (status(state="restart-required", age=1, started_age=60), dep(alive=False, started_age=100), JobState.RESTART_REQUIRED),
-    (status(state="restart-required", age=1, started_age=500), dep(alive=False, started_age=100), JobState.DOWN),
-    (status(age=100), Deployment("west->east", "kubernetes", "k8s default/x", spec(), None, NOW / 1000 - 500),
-     JobState.DOWN),                                                # manifests only: the status decides
-])
+@pytest.mark.parametrize(
+    "st,d,want",
+    [
+        (None, None, JobState.NOT_DEPLOYED),
+        (status(), None, JobState.ELSEWHERE),
+        (status(age=100), None, JobState.NOT_DEPLOYED),
+        (status(), dep(), JobState.RUNNING),
+        (status(age=100), dep(), JobState.DOWN),  # alive, but its status is stale
+        (status(), dep(alive=False, detail="process 7 exited with code 1 (failed)"), JobState.DOWN),
+        (None, dep(started_age=5), JobState.STARTING),  # just started: no status yet
+        (None, dep(started_age=500), JobState.DOWN),
+        (status(state="stopped", age=200), dep(alive=False, stopped=True), JobState.STOPPED),
+        (
+            status(state="restart-required", age=1, started_age=60),
+            dep(alive=False, started_age=100),
+            JobState.RESTART_REQUIRED,
+        ),
+        (status(state="restart-required", age=1, started_age=500), dep(alive=False, started_age=100), JobState.DOWN),
+        (
+            status(age=100),
+            Deployment("west->east", "kubernetes", "k8s default/x", spec(), None, NOW / 1000 - 500),
+            JobState.DOWN,
+        ),  # manifests only: the status decides
+    ],
+)
 def test_classify(st, d, want):
     state, why = classify("west->east", st, d, NOW)
     assert state is want, why
@@ -124,7 +141,11 @@ def env(tmp_path, monkeypatch, capsys):
 def test_deploy_then_nothing_then_update_in_place(env):
     plan = env.plan()
     [deploy] = env.jobs(plan)
-    assert deploy["kind"] == "deploy_job" and deploy["cluster"] == "east" and deploy["reason"] == "no job runs flow west->east"
+    assert (
+        deploy["kind"] == "deploy_job"
+        and deploy["cluster"] == "east"
+        and deploy["reason"] == "no job runs flow west->east"
+    )
     assert deploy["spec"]["topics_include"] == ["orders"] and deploy["spec"]["master"] == "local[1]"
     assert plan["actions"][-1] == deploy, "jobs start after every topic action"
     out = env.apply()
@@ -138,11 +159,14 @@ def test_deploy_then_nothing_then_update_in_place(env):
     env.write(topics='["orders", "refunds"]')
     plan = env.plan()
     [update] = env.jobs(plan)
-    assert update["kind"] == "update_job" and update["changes"] == {"topics_include": [["orders"], ["orders", "refunds"]]}
+    assert update["kind"] == "update_job" and update["changes"] == {
+        "topics_include": [["orders"], ["orders", "refunds"]]
+    }
     assert "no restart" in update["reason"] and update["current_hash"] == env.deployer.jobs["west->east"].spec_hash
     assert ("create_topic", "west.refunds") in {(a["kind"], a.get("topic")) for a in plan["actions"]}
     assert plan["actions"].index(update) > plan["actions"].index(
-        next(a for a in plan["actions"] if a.get("topic") == "west.refunds")), "the new remote topic first"
+        next(a for a in plan["actions"] if a.get("topic") == "west.refunds")
+    ), "the new remote topic first"
     env.apply()
     assert env.deployer.calls[-1] == ("update", "west->east")
     assert env.plan()["actions"] == [], "compared with the spec handed to the job, not the (lagging) status"
@@ -158,7 +182,9 @@ def test_restart_on_a_field_a_running_job_cannot_take(env, capsys):
     assert "delivery changed, which a running job cannot take without a restart" == restart["reason"]
     main(["plan", str(env.path)], env.cli)
     text = capsys.readouterr().out
-    assert "~ restart job west->east (local local[1], spec" in text and "delivery: at-least-once -> exactly-once" in text
+    assert (
+        "~ restart job west->east (local local[1], spec" in text and "delivery: at-least-once -> exactly-once" in text
+    )
     assert "resumes from its committed offsets" in text
     env.apply()
     assert env.deployer.calls[-1] == ("restart", "west->east")
@@ -171,7 +197,9 @@ def test_a_dead_job_is_restarted_with_the_reason(env):
     env.deployer.crash("west->east", "process 1001 exited with code 1 (failed)")
     [restart] = env.jobs(env.plan())
     assert restart["kind"] == "restart_job" and restart["state"] == "down"
-    assert restart["reason"].startswith("the job is down: process 1001 exited with code 1 (failed); last status 'running' at ")
+    assert restart["reason"].startswith(
+        "the job is down: process 1001 exited with code 1 (failed); last status 'running' at "
+    )
     env.apply()
     assert env.deployer.calls[-1] == ("restart", "west->east")
 

@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from reconciler.cli.main import main
+from reconciler.contract.spec import JobSpec
 from reconciler.deploy import Deployers
 from reconciler.deploy.kubernetes import KubernetesDeployer, render, resource_name
 from reconciler.jobs.backend import JobBackend
-from reconciler.contract.spec import JobSpec
 from tests.job_helpers import StatusBoard
 from tests.plan_helpers import World, topology
 
@@ -52,12 +52,15 @@ class K8sEnv:
         self.kubectl_log = tmp_path / "kubectl.log"
         kubectl = tmp_path / "bin" / "kubectl"
         kubectl.parent.mkdir()
-        kubectl.write_text(f'#!/bin/sh\necho "$@" >> {self.kubectl_log}\n'
-                           'if [ "$1" = get ]; then echo \'{"status": {"applicationState": {"state": "RUNNING"}}}\'; '
-                           'else echo "sparkapplication.sparkoperator.k8s.io/x configured"; fi\n')
+        kubectl.write_text(
+            f'#!/bin/sh\necho "$@" >> {self.kubectl_log}\n'
+            'if [ "$1" = get ]; then echo \'{"status": {"applicationState": {"state": "RUNNING"}}}\'; '
+            'else echo "sparkapplication.sparkoperator.k8s.io/x configured"; fi\n'
+        )
         kubectl.chmod(kubectl.stat().st_mode | stat.S_IEXEC)
-        self.world = World(topology("flows:\n  - {source: west, target: east}",
-                                    {"west": "west-kafka:9092", "east": "east-kafka:9092"}))
+        self.world = World(
+            topology("flows:\n  - {source: west, target: east}", {"west": "west-kafka:9092", "east": "east-kafka:9092"})
+        )
         self.world["west"].add_topic("orders", 2)
         self.board = StatusBoard()
         self.backend = JobBackend(Deployers(tmp_path / "state", kubectl=str(kubectl)), self.board.reader)
@@ -93,7 +96,10 @@ def k8s(tmp_path, monkeypatch, capsys):
 
 def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
     [deploy] = k8s.jobs()
-    assert deploy["kind"] == "deploy_job" and "kubernetes replication, image registry.example/reconciler:1.4.0" in deploy["description"]
+    assert (
+        deploy["kind"] == "deploy_job"
+        and "kubernetes replication, image registry.example/reconciler:1.4.0" in deploy["description"]
+    )
     out = k8s.apply()
     assert "rendered" in out
     cm, app, text = k8s.manifest()
@@ -187,7 +193,10 @@ def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
     driver = app["spec"]["driver"]
     assert driver["ports"] == [{"name": "metrics", "containerPort": 9404, "protocol": "TCP"}]
     assert {"name": "RECONCILER_METRICS_PORT", "value": "9404"} in driver["env"]
-    assert driver["annotations"]["prometheus.io/scrape"] == "true" and driver["annotations"]["prometheus.io/port"] == "9404"
+    assert (
+        driver["annotations"]["prometheus.io/scrape"] == "true"
+        and driver["annotations"]["prometheus.io/port"] == "9404"
+    )
     _, app = render(spec, {"image": "img:1", "metrics_port": 0})
     driver = app["spec"]["driver"]
     assert "ports" not in driver and "prometheus.io/scrape" not in driver["annotations"]

@@ -62,7 +62,9 @@ def test_lease_of_a_dead_process_on_this_host_is_taken_over_at_once():
     dead.wait()
     ghost = Lease(MemoryAdmin(mc), ttl=600)
     ghost._value_orig = ghost._value
-    ghost._value = lambda op: ghost._value_orig(op).replace(f'"pid": {os.getpid()}'.encode(), f'"pid": {dead.pid}'.encode())
+    ghost._value = lambda op: ghost._value_orig(op).replace(
+        f'"pid": {os.getpid()}'.encode(), f'"pid": {dead.pid}'.encode()
+    )
     ghost.acquire()  # "killed" right after: never released
     fresh = Lease(MemoryAdmin(mc))
     fresh.acquire()
@@ -112,8 +114,14 @@ def test_lock_timeout_waits_for_the_holder_then_takes_the_lease():
         if now[0] >= 4:
             holder.release()
 
-    locks = ClusterLocks([MemoryAdmin(mc)], timeout=30, poll=2, clock=lambda: now[0], sleep=sleep,
-                         on_wait=lambda held, left: waits.append((held.holder["who"], left)))
+    locks = ClusterLocks(
+        [MemoryAdmin(mc)],
+        timeout=30,
+        poll=2,
+        clock=lambda: now[0],
+        sleep=sleep,
+        on_wait=lambda held, left: waits.append((held.holder["who"], left)),
+    )
     with locks:
         assert all(lease.held for lease in locks.leases)
     assert [w[0] for w in waits] == ["alice@ci pid 1", "alice@ci pid 1"] and waits[0][1] == 30
@@ -123,8 +131,9 @@ def test_lock_timeout_gives_up_with_the_holder_named():
     mc = MemoryCluster("east")
     Lease(MemoryAdmin(mc), who="alice@ci pid 1").acquire()
     now = [0.0]
-    locks = ClusterLocks([MemoryAdmin(mc)], timeout=5, poll=2, clock=lambda: now[0],
-                         sleep=lambda s: now.__setitem__(0, now[0] + s))
+    locks = ClusterLocks(
+        [MemoryAdmin(mc)], timeout=5, poll=2, clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s)
+    )
     with pytest.raises(LockHeld, match="alice@ci pid 1"):
         locks.__enter__()
     assert now[0] == 5

@@ -27,10 +27,15 @@ def emit(environ: dict, *records) -> list[str]:
 
 
 def test_json_lines_carry_the_flow_and_never_a_secret():
-    lines = [json.loads(line) for line in emit({"RECONCILER_LOG_FORMAT": "json"},
-                                               ("cannot connect with password s3cr3t-pw", {}),
-                                               ("copied", {"extra": {"records": 42, "topic": "orders"}}))
-             if line.startswith("{")]
+    lines = [
+        json.loads(line)
+        for line in emit(
+            {"RECONCILER_LOG_FORMAT": "json"},
+            ("cannot connect with password s3cr3t-pw", {}),
+            ("copied", {"extra": {"records": 42, "topic": "orders"}}),
+        )
+        if line.startswith("{")
+    ]
     assert [d["message"] for d in lines] == ["cannot connect with password ***", "copied", "batch failed"]
     assert all(d["flow"] == "west->east:payments" and d["logger"] == "reconciler.replication.driver" for d in lines)
     assert lines[0]["level"] == "warning" and lines[0]["ts"].endswith("Z")

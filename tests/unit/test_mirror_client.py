@@ -12,8 +12,18 @@ from reconciler.render import mirror as render
 
 DEFAULT = ReplicationPolicy()
 IDENTITY = ReplicationPolicy(PolicyKind.IDENTITY)
-TOPICS_ON_C = ["heartbeats", "B.heartbeats", "B.A.heartbeats", "A.heartbeats", "orders", "B.orders",
-               "A.checkpoints.internal", "B.checkpoints.internal", "mm2-offset-syncs.C.internal", "__consumer_offsets"]
+TOPICS_ON_C = [
+    "heartbeats",
+    "B.heartbeats",
+    "B.A.heartbeats",
+    "A.heartbeats",
+    "orders",
+    "B.orders",
+    "A.checkpoints.internal",
+    "B.checkpoints.internal",
+    "mm2-offset-syncs.C.internal",
+    "__consumer_offsets",
+]
 
 
 def cp(group, topic, partition, upstream, downstream, metadata=""):
@@ -72,20 +82,24 @@ def test_latest_checkpoint_per_partition_of_the_group_wins_and_is_keyed_by_the_r
         cp("g", "A.orders", 1, 5, 5),
         (b"garbage", b"\x00\x00"),
         cp("g", "A.orders", 0, 20, 17, "m"),  # later in the log: replaces the first
-        cp("g", "payments", 0, 3, 3),          # a topic that came from the target keeps its name
+        cp("g", "payments", 0, 3, 3),  # a topic that came from the target keeps its name
     ]
     scan = mc.latest_checkpoints(records, "g")
     assert scan.skipped == 1
-    assert scan.offsets() == {TopicPartition("A.orders", 0): 17, TopicPartition("A.orders", 1): 5,
-                              TopicPartition("payments", 0): 3}
+    assert scan.offsets() == {
+        TopicPartition("A.orders", 0): 17,
+        TopicPartition("A.orders", 1): 5,
+        TopicPartition("payments", 0): 3,
+    }
     assert scan.checkpoints[TopicPartition("A.orders", 0)].upstream_offset == 20
     assert mc.latest_checkpoints(records, "nobody").offsets() == {}
 
 
 def test_a_checkpoint_tombstone_removes_the_key():
     key, _ = cp("g", "A.orders", 0, 1, 1)
-    scan = mc.latest_checkpoints([cp("g", "A.orders", 0, 1, 1), cp("g", "A.orders", 1, 1, 1), (key, None),
-                                  (b"bad", None)], "g")
+    scan = mc.latest_checkpoints(
+        [cp("g", "A.orders", 0, 1, 1), cp("g", "A.orders", 1, 1, 1), (key, None), (b"bad", None)], "g"
+    )
     assert scan.offsets() == {TopicPartition("A.orders", 1): 1}
     assert scan.skipped == 1
 
@@ -115,10 +129,16 @@ class FakeCluster:
 
 
 def test_translate_offsets_reads_the_source_checkpoints_topic_on_the_target():
-    target = FakeCluster({"A.checkpoints.internal": [[cp("g", "A.orders", 0, 10, 8)], [cp("g", "A.orders", 1, 4, 4)]],
-                          "Z.checkpoints.internal": [[cp("g", "Z.orders", 0, 1, 1)]]})
-    assert mc.translate_offsets(target, "A", "g").offsets() == {TopicPartition("A.orders", 0): 8,
-                                                                 TopicPartition("A.orders", 1): 4}
+    target = FakeCluster(
+        {
+            "A.checkpoints.internal": [[cp("g", "A.orders", 0, 10, 8)], [cp("g", "A.orders", 1, 4, 4)]],
+            "Z.checkpoints.internal": [[cp("g", "Z.orders", 0, 1, 1)]],
+        }
+    )
+    assert mc.translate_offsets(target, "A", "g").offsets() == {
+        TopicPartition("A.orders", 0): 8,
+        TopicPartition("A.orders", 1): 4,
+    }
     with pytest.raises(mc.NoCheckpointsTopic):
         mc.translate_offsets(target, "B", "g")
 
@@ -128,13 +148,15 @@ def test_translate_offsets_reads_the_source_checkpoints_topic_on_the_target():
 
 def test_reachability_reports_shortest_hops_and_the_freshest_heartbeat_on_any_path():
     now = 1_000_000
-    cluster = FakeCluster({
-        "heartbeats": [[hb("B", "C", now - 1000)]],
-        "B.heartbeats": [[hb("A", "B", now - 9000), hb("A", "B", now - 2000)]],
-        "B.A.heartbeats": [[hb("X", "A", now - 5000)], [hb("X", "A", now - 4000)]],
-        "A.heartbeats": [[]],
-        "orders": [[]],
-    })
+    cluster = FakeCluster(
+        {
+            "heartbeats": [[hb("B", "C", now - 1000)]],
+            "B.heartbeats": [[hb("A", "B", now - 9000), hb("A", "B", now - 2000)]],
+            "B.A.heartbeats": [[hb("X", "A", now - 5000)], [hb("X", "A", now - 4000)]],
+            "A.heartbeats": [[]],
+            "orders": [[]],
+        }
+    )
     latest = mc.latest_heartbeats(cluster, DEFAULT)
     assert set(latest) == {"heartbeats", "B.heartbeats", "B.A.heartbeats", "A.heartbeats"}
     assert latest["A.heartbeats"] is None and latest["B.heartbeats"].timestamp == now - 2000
@@ -161,24 +183,39 @@ def test_latest_heartbeat_ignores_garbage_and_picks_the_newest_timestamp():
 # --- failover -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("state,members,active", [
-    ("EMPTY", 0, False), ("DEAD", 0, False), ("STABLE", 0, True), ("EMPTY", 1, True),
-    ("PREPARING_REBALANCE", 0, True), ("UNKNOWN", 0, True),
-])
+@pytest.mark.parametrize(
+    "state,members,active",
+    [
+        ("EMPTY", 0, False),
+        ("DEAD", 0, False),
+        ("STABLE", 0, True),
+        ("EMPTY", 1, True),
+        ("PREPARING_REBALANCE", 0, True),
+        ("UNKNOWN", 0, True),
+    ],
+)
 def test_group_is_active_unless_provably_empty(state, members, active):
     assert GroupState("g", state, members).active is active
 
 
 def test_failover_plan_moves_forward_never_backwards_unless_allowed():
-    t = {TopicPartition("A.o", 0): 10, TopicPartition("A.o", 1): 20, TopicPartition("A.o", 2): 30,
-         TopicPartition("A.o", 3): 40, TopicPartition("A.gone", 0): 1}
+    t = {
+        TopicPartition("A.o", 0): 10,
+        TopicPartition("A.o", 1): 20,
+        TopicPartition("A.o", 2): 30,
+        TopicPartition("A.o", 3): 40,
+        TopicPartition("A.gone", 0): 1,
+    }
     committed = {TopicPartition("A.o", 1): 15, TopicPartition("A.o", 2): 30, TopicPartition("A.o", 3): 45}
     plan = mc.plan_failover("g", t, committed, {"A.o": 4})
     actions = {p.partition: p.action for p in plan.partitions}
-    assert actions == {TopicPartition("A.o", 0): FailoverAction.COMMIT, TopicPartition("A.o", 1): FailoverAction.COMMIT,
-                       TopicPartition("A.o", 2): FailoverAction.UNCHANGED,
-                       TopicPartition("A.o", 3): FailoverAction.KEEP_AHEAD,
-                       TopicPartition("A.gone", 0): FailoverAction.MISSING}
+    assert actions == {
+        TopicPartition("A.o", 0): FailoverAction.COMMIT,
+        TopicPartition("A.o", 1): FailoverAction.COMMIT,
+        TopicPartition("A.o", 2): FailoverAction.UNCHANGED,
+        TopicPartition("A.o", 3): FailoverAction.KEEP_AHEAD,
+        TopicPartition("A.gone", 0): FailoverAction.MISSING,
+    }
     assert plan.commits == {TopicPartition("A.o", 0): 10, TopicPartition("A.o", 1): 20}
     assert plan.missing == (TopicPartition("A.gone", 0),)
     rewind = mc.plan_failover("g", t, committed, {"A.o": 4, "A.gone": 1}, allow_rewind=True)

@@ -20,20 +20,24 @@ from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordF
 HEARTBEAT = Heartbeat("us-west", "us-east", 1_700_000_000_000)
 # KEY_SCHEMA = {sourceClusterAlias: STRING, targetClusterAlias: STRING}, no version header
 HEARTBEAT_KEY = (
-    b"\x00\x07" b"us-west"  # len("us-west") = 7
-    b"\x00\x07" b"us-east"
+    b"\x00\x07"
+    b"us-west"  # len("us-west") = 7
+    b"\x00\x07"
+    b"us-east"
 )
 # HEADER_SCHEMA {version: INT16} = 0, then VALUE_SCHEMA_V0 {timestamp: INT64}
 # 1_700_000_000_000 = 0x0000_018B_CFE5_6800
-HEARTBEAT_VALUE = b"\x00\x00" b"\x00\x00\x01\x8b\xcf\xe5\x68\x00"
+HEARTBEAT_VALUE = b"\x00\x00\x00\x00\x01\x8b\xcf\xe5\x68\x00"
 
 # --- Checkpoint ----------------------------------------------------------------------------
 
 CHECKPOINT = Checkpoint("group-1", "us-west.orders", 3, 1000, 998, "meta")
 # KEY_SCHEMA = {group: STRING, topic: STRING, partition: INT32}, no version header
 CHECKPOINT_KEY = (
-    b"\x00\x07" b"group-1"
-    b"\x00\x0e" b"us-west.orders"  # 14 bytes
+    b"\x00\x07"
+    b"group-1"
+    b"\x00\x0e"
+    b"us-west.orders"  # 14 bytes
     b"\x00\x00\x00\x03"  # partition 3
 )
 # version 0, then VALUE_SCHEMA_V0 = {upstreamOffset: INT64, offset: INT64, metadata: STRING}
@@ -41,16 +45,17 @@ CHECKPOINT_VALUE = (
     b"\x00\x00"  # version 0
     b"\x00\x00\x00\x00\x00\x00\x03\xe8"  # upstreamOffset 1000 = 0x3e8
     b"\x00\x00\x00\x00\x00\x00\x03\xe6"  # offset (downstream) 998 = 0x3e6
-    b"\x00\x04" b"meta"
+    b"\x00\x04"
+    b"meta"
 )
 
 # --- OffsetSync ----------------------------------------------------------------------------
 
 OFFSET_SYNC = OffsetSync("orders", 3, 1000, 998)
 # KEY_SCHEMA = {topic: STRING, partition: INT32}
-OFFSET_SYNC_KEY = b"\x00\x06" b"orders" b"\x00\x00\x00\x03"
+OFFSET_SYNC_KEY = b"\x00\x06orders\x00\x00\x00\x03"
 # VALUE_SCHEMA = {upstreamOffset: INT64, offset: INT64} -- no version header at all
-OFFSET_SYNC_VALUE = b"\x00\x00\x00\x00\x00\x00\x03\xe8" b"\x00\x00\x00\x00\x00\x00\x03\xe6"
+OFFSET_SYNC_VALUE = b"\x00\x00\x00\x00\x00\x00\x03\xe8\x00\x00\x00\x00\x00\x00\x03\xe6"
 
 CASES = [
     pytest.param(HEARTBEAT, HEARTBEAT_KEY, HEARTBEAT_VALUE, id="heartbeat"),
@@ -87,18 +92,14 @@ def test_only_heartbeat_and_checkpoint_values_carry_a_version_header():
 def test_unicode_lengths_count_utf8_bytes_not_characters():
     record = Checkpoint("grüppe", "🚀", 0, 0, 0, "グ")
     # "grüppe": ü is c3 bc, so 7 bytes; "🚀" is 4 bytes; "グ" is 3 bytes
-    assert record.record_key() == (
-        b"\x00\x07" b"gr\xc3\xbcppe"
-        b"\x00\x04" b"\xf0\x9f\x9a\x80"
-        b"\x00\x00\x00\x00"
-    )
-    assert record.record_value().endswith(b"\x00\x03" b"\xe3\x82\xb0")
+    assert record.record_key() == (b"\x00\x07gr\xc3\xbcppe\x00\x04\xf0\x9f\x9a\x80\x00\x00\x00\x00")
+    assert record.record_value().endswith(b"\x00\x03\xe3\x82\xb0")
     assert Checkpoint.deserialize(record.record_key(), record.record_value()) == record
 
 
 def test_negative_numbers_are_twos_complement():
     record = Checkpoint("g", "t", -1, -2, -1, "")
-    assert record.record_key() == b"\x00\x01g" b"\x00\x01t" b"\xff\xff\xff\xff"
+    assert record.record_key() == b"\x00\x01g\x00\x01t\xff\xff\xff\xff"
     assert record.record_value() == (
         b"\x00\x00"
         b"\xff\xff\xff\xff\xff\xff\xff\xfe"  # -2
@@ -122,7 +123,9 @@ def test_round_trip_of_varied_records():
         text = lambda: "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 20)))  # noqa: E731
         records = [
             Heartbeat(text(), text(), rng.randrange(-(2**63), 2**63)),
-            Checkpoint(text(), text(), rng.randrange(-(2**31), 2**31), rng.randrange(2**63), rng.randrange(2**63), text()),
+            Checkpoint(
+                text(), text(), rng.randrange(-(2**31), 2**31), rng.randrange(2**63), rng.randrange(2**63), text()
+            ),
             OffsetSync(text(), rng.randrange(2**31), rng.randrange(2**63), rng.randrange(2**63)),
         ]
         for record in records:
@@ -217,7 +220,7 @@ def test_negative_string_length_is_rejected():
 
 def test_invalid_utf8_is_rejected():
     with pytest.raises(RecordFormatError, match="'topic' is not UTF-8"):
-        OffsetSync.deserialize(b"\x00\x01\xff" b"\x00\x00\x00\x00", OFFSET_SYNC_VALUE)
+        OffsetSync.deserialize(b"\x00\x01\xff\x00\x00\x00\x00", OFFSET_SYNC_VALUE)
 
 
 @pytest.mark.parametrize("bad", [None, "text", 42])

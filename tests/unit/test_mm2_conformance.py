@@ -6,7 +6,12 @@ from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata, ch
 from reconciler.mirror.filters import TopicFilter
 from reconciler.mirror.offset_translation import OffsetSyncStore
 from reconciler.mirror.policy import (
-    Mm2InternalKind, PolicyKind, ReplicationPolicy, is_internal_topic, known_policies, parse_mm2_internal_topic,
+    Mm2InternalKind,
+    PolicyKind,
+    ReplicationPolicy,
+    is_internal_topic,
+    known_policies,
+    parse_mm2_internal_topic,
 )
 from reconciler.mirror.records import Checkpoint, OffsetSync
 from reconciler.replication.emitters import CheckpointEmitter
@@ -17,11 +22,16 @@ IDENTITY = ReplicationPolicy(PolicyKind.IDENTITY)
 
 
 def _spec(**kw) -> JobSpec:
-    return JobSpec(flow="source1->target2", source=ClusterSpec("source1", "127.0.0.1:1"),
-                   target=ClusterSpec("target2", "127.0.0.1:1"), **kw)
+    return JobSpec(
+        flow="source1->target2",
+        source=ClusterSpec("source1", "127.0.0.1:1"),
+        target=ClusterSpec("target2", "127.0.0.1:1"),
+        **kw,
+    )
 
 
 # --- item 2: checkpoints never move backwards ----------------------------------------------------
+
 
 def test_checkpoint_emitted_only_when_downstream_advances_or_upstream_rewinds():
     """MirrorCheckpointTask.checkpointIsMoreRecent: first checkpoint, upstream rewind, or downstream advance."""
@@ -60,6 +70,7 @@ def test_checkpoint_store_seeded_from_written_checkpoints_keeps_monotonic_across
 
 # --- item 3: upstream commit metadata --------------------------------------------------------------
 
+
 def test_checkpoint_carries_the_upstream_commit_metadata():
     """MirrorCheckpointTask.checkpoint: `new Checkpoint(group, renameTopicPartition(tp), upstreamOffset,
     downstreamOffset, offsetAndMetadata.metadata())` — the metadata is copied, not emptied."""
@@ -73,6 +84,7 @@ def test_checkpoint_carries_the_upstream_commit_metadata():
 
 
 # --- item 4: topics that came from the target are renamed back ---------------------------------------
+
 
 def test_downstream_topic_renaming():
     """MirrorCheckpointTaskTest.testDownstreamTopicRenaming (MirrorCheckpointTask.renameTopicPartition)."""
@@ -95,6 +107,7 @@ def test_checkpoints_for_a_topic_that_came_from_the_target_are_emitted():
 
 # --- item 5: names ending in the separator -----------------------------------------------------------
 
+
 def test_topic_source_of_a_name_ending_in_the_separator_is_none():
     """DefaultReplicationPolicy.topicSource: `topic.split(separatorPattern)` drops trailing empty strings,
     so `a.` has one part and is a local topic."""
@@ -113,6 +126,7 @@ def test_local_topic_named_after_the_target_and_the_separator_is_replicated():
 
 
 # --- item 6: small policy differences ----------------------------------------------------------------
+
 
 def test_replica_topics_are_not_internal_but_excluded_by_the_default_topic_filter():
     """ReplicationPolicy.isInternalTopic knows `__*`, `.*`, `*.internal`, `*-internal` and MM2's own topics;
@@ -142,6 +156,7 @@ def test_identity_policy_source_cluster_alias():
 
 
 # --- item 1: internal topic names use the separator -----------------------------------------------------
+
 
 def test_internal_topic_names_follow_the_separator_by_default():
     """DefaultReplicationPolicyTest.testOffsetSyncsTopic / testCheckpointsTopic:
@@ -191,6 +206,7 @@ def test_job_spec_carries_the_internal_separator_choice():
 
 # --- item 7/8: heartbeats options ---------------------------------------------------------------------
 
+
 def test_heartbeats_replication_disabled_leaves_heartbeat_topics_to_the_topic_filter():
     """MirrorSourceConnector.shouldReplicateTopic: `(topicFilter.shouldReplicateTopic(topic) ||
     (heartbeatsReplicationEnabled && replicationPolicy.isHeartbeatsTopic(topic))) && !isInternalTopic && !isCycle`."""
@@ -198,8 +214,9 @@ def test_heartbeats_replication_disabled_leaves_heartbeat_topics_to_the_topic_fi
     assert route(only_orders.to_flow(), "heartbeats") == "source1.heartbeats"
     off = only_orders.with_(heartbeats_replication_enabled=False)
     assert route(off.to_flow(), "heartbeats") is None
-    assert route(_spec(heartbeats_replication_enabled=False).to_flow(), "heartbeats") == "source1.heartbeats", \
+    assert route(_spec(heartbeats_replication_enabled=False).to_flow(), "heartbeats") == "source1.heartbeats", (
         "the default filter `.*` still matches `heartbeats`, as in Kafka"
+    )
     assert off.to_dict()["heartbeats_replication_enabled"] is False and JobSpec.from_dict(off.to_dict()) == off
 
 
@@ -227,22 +244,36 @@ def test_topology_options_reach_the_model_the_desired_state_and_the_job_spec(tmp
     from reconciler.topology.build import load_topology
     from tests.helpers import MINIMAL, write
 
-    text = MINIMAL + """\
+    text = (
+        MINIMAL
+        + """\
     separator: "__"
     internal_separator: false
     heartbeats: {location: target, replicate: false}
 """
+    )
     topology, diags = load_topology([write(tmp_path, "t.yaml", text)])
     assert not diags.errors, diags.errors
     flow = topology.flows[0]
     assert flow.policy == ReplicationPolicy(separator="__", internal_separator=False)
     wanted = {(c, n) for c, n, *_ in internal_topics(flow)}
-    assert wanted == {("east", "heartbeats"), ("east", "west.checkpoints.internal"), ("west", "mm2-offset-syncs.east.internal")}
+    assert wanted == {
+        ("east", "heartbeats"),
+        ("east", "west.checkpoints.internal"),
+        ("west", "mm2-offset-syncs.east.internal"),
+    }
     spec = JobSpec.from_flow(topology, flow)
-    assert (spec.internal_separator, spec.heartbeats_location, spec.heartbeats_replication_enabled) == (False, "target", False)
+    assert (spec.internal_separator, spec.heartbeats_location, spec.heartbeats_replication_enabled) == (
+        False,
+        "target",
+        False,
+    )
     default, _ = load_topology([write(tmp_path, "d.yaml", MINIMAL + '    separator: "__"\n')])
     assert {n for _, n, *_ in internal_topics(default.flows[0])} == {
-        "heartbeats", "west__checkpoints__internal", "mm2-offset-syncs__east__internal"}
+        "heartbeats",
+        "west__checkpoints__internal",
+        "mm2-offset-syncs__east__internal",
+    }
 
 
 def test_past_offset_translation_after_a_restart_that_read_its_checkpoints():
@@ -290,9 +321,11 @@ def test_mm2_properties_import_and_export_carry_the_new_keys():
     from reconciler.interop.mm2_export import flow_settings
     from reconciler.interop.mm2_import import import_mm2_text
 
-    text = ("clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\na->b.enabled = true\n"
-            "replication.policy.separator = __\nreplication.policy.internal.topic.separator.enabled = false\n"
-            "a->b.heartbeats.replication.enabled = false\n")
+    text = (
+        "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\na->b.enabled = true\n"
+        "replication.policy.separator = __\nreplication.policy.internal.topic.separator.enabled = false\n"
+        "a->b.heartbeats.replication.enabled = false\n"
+    )
     draft = import_mm2_text(text, "mm2.properties")
     topology, diags = validate(to_yaml(draft, "mm2.properties"), "imported.yaml")
     assert topology is not None, diags.render()

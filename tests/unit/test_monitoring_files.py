@@ -18,8 +18,20 @@ from reconciler.replication.metrics import exported_series
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "deploy" / "monitoring"
 KNOWN = exported_series() | set(drift_prometheus.FAMILIES)
-FUNCTIONS = {"sum", "max", "min", "avg", "rate", "increase", "histogram_quantile", "absent", "time", "changes",
-             "label_values", "count"}
+FUNCTIONS = {
+    "sum",
+    "max",
+    "min",
+    "avg",
+    "rate",
+    "increase",
+    "histogram_quantile",
+    "absent",
+    "time",
+    "changes",
+    "label_values",
+    "count",
+}
 KEYWORDS = {"by", "without", "on", "ignoring", "and", "or", "unless", "bool"}
 
 
@@ -38,14 +50,14 @@ def balanced(expr: str) -> bool:
 def metric_names(expr: str) -> set[str]:
     """The metric names a PromQL expression selects (functions, keywords, label lists and matchers removed)."""
     e = re.sub(r'"[^"]*"', '""', expr)
-    e = re.sub(r"\{[^}]*\}", "", e)             # label matchers
-    e = re.sub(r"\[[^\]]*\]", "", e)            # range selectors
+    e = re.sub(r"\{[^}]*\}", "", e)  # label matchers
+    e = re.sub(r"\[[^\]]*\]", "", e)  # range selectors
     e = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", "", e)  # grouping label lists
     e = e.replace("$__rate_interval", "")
     names = set()
     for m in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", e):
         word = m.group(0)
-        rest = e[m.end():].lstrip()
+        rest = e[m.end() :].lstrip()
         if word in KEYWORDS or (word in FUNCTIONS and rest.startswith("(")):
             continue
         names.add(word)
@@ -77,7 +89,9 @@ def test_static_rules_and_prometheus_rule_are_the_rendered_defaults():
     crd = yaml.safe_load((MONITORING / "prometheusrule.yaml").read_text())
     assert crd["kind"] == "PrometheusRule" and crd["apiVersion"] == "monitoring.coreos.com/v1"
     assert crd["spec"]["groups"] == rules["groups"]
-    assert (MONITORING / "prometheusrule.yaml").read_text() == alert_rules.render_prometheus_rule(alert_rules.DEFAULT_SLO)
+    assert (MONITORING / "prometheusrule.yaml").read_text() == alert_rules.render_prometheus_rule(
+        alert_rules.DEFAULT_SLO
+    )
     alerts = {r["alert"] for g in rules["groups"] for r in g["rules"]}
     assert {"MirrorLagHigh", "MirrorLatencyP99High", "MirrorHeartbeatStale", "MirrorJobDown"} <= alerts
 

@@ -42,8 +42,11 @@ class _UI:
 def test_observe_reads_each_part_once_and_only_when_asked():
     w = world()
     reads: list[str] = []
-    backend = w.backend(status_reader=lambda c: reads.append(f"status {c.alias}") or {},
-                        read_heartbeats=lambda c, p: reads.append(f"heartbeats {c.alias}") or {}, clock=lambda: NOW)
+    backend = w.backend(
+        status_reader=lambda c: reads.append(f"status {c.alias}") or {},
+        read_heartbeats=lambda c, p: reads.append(f"heartbeats {c.alias}") or {},
+        clock=lambda: NOW,
+    )
     with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
         bare = observe(w.topology, conns, backend)
         assert reads == [] and bare.statuses is None and bare.now_ms == int(NOW * 1000)

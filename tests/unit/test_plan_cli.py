@@ -22,7 +22,7 @@ flows:
 def world(tmp_path, monkeypatch):
     path = tmp_path / "t.yaml"
     path.write_text(TOPO)
-    w = World(topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}"))
+    w = World(topology('flows:\n  - {source: west, target: east, topics: {include: ["orders"]}}'))
     w["west"].add_topic("orders", 2)
     w.path = str(path)
     return w
@@ -36,7 +36,9 @@ def test_detailed_exitcode(world, capsys):
     assert "No changes." in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("fmt,marker", [("text", "Plan: 5 to create"), ("markdown", "```diff"), ("json", '"format_version": 1')])
+@pytest.mark.parametrize(
+    "fmt,marker", [("text", "Plan: 5 to create"), ("markdown", "```diff"), ("json", '"format_version": 1')]
+)
 def test_formats(world, capsys, fmt, marker):
     main(["plan", world.path, "--format", fmt], world.backend())
     assert marker in capsys.readouterr().out
@@ -56,7 +58,11 @@ def test_saved_plan_apply_and_refusals(world, capsys, tmp_path):
     out = tmp_path / "p.json"
     assert main(["plan", world.path, "--out", str(out)], world.backend()) == 0
     doc = json.loads(out.read_text())
-    assert doc["kind"] == "reconciler-saved-plan" and doc["plan"]["scope"]["west"] == ["heartbeats", "mm2-offset-syncs.east.internal", "orders"]
+    assert doc["kind"] == "reconciler-saved-plan" and doc["plan"]["scope"]["west"] == [
+        "heartbeats",
+        "mm2-offset-syncs.east.internal",
+        "orders",
+    ]
     world["west"].topics["orders"].partitions = 3
     assert main(["apply", str(out), "--auto-approve"], world.backend()) == 1
     assert "stale" in capsys.readouterr().err
@@ -73,12 +79,15 @@ def test_impossible_changes_are_findings_not_actions(world, capsys):
     world["east"].add_topic("west.orders", 5)  # more partitions than the source: never recreated
     assert main(["apply", world.path, "--auto-approve"], world.backend()) == 0
     out = capsys.readouterr().out
-    assert "impossible" in out and "west.orders" in world["east"].topics and world["east"].topics["west.orders"].partitions == 5
+    assert (
+        "impossible" in out
+        and "west.orders" in world["east"].topics
+        and world["east"].topics["west.orders"].partitions == 5
+    )
 
 
 def test_failed_actions_make_apply_fail(world, capsys, monkeypatch):
     from reconciler.adapters.base import OpResult
-
     from reconciler.adapters.memory_admin import MemoryAdmin
 
     real = MemoryAdmin.create_topics
@@ -100,9 +109,13 @@ def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setenv("CLI_TOKEN", "tok-9f8e7d6c5b4a")
     path = tmp_path / "t.yaml"
-    path.write_text(TOPO.replace('east: {bootstrap_servers: "127.0.0.1:2"}',
-                                 'east: {bootstrap_servers: "127.0.0.1:2", config: {sasl.oauthbearer.token: "${CLI_TOKEN}"}}'))
-    w = World(topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}"))
+    path.write_text(
+        TOPO.replace(
+            'east: {bootstrap_servers: "127.0.0.1:2"}',
+            'east: {bootstrap_servers: "127.0.0.1:2", config: {sasl.oauthbearer.token: "${CLI_TOKEN}"}}',
+        )
+    )
+    w = World(topology('flows:\n  - {source: west, target: east, topics: {include: ["orders"]}}'))
 
     def leaky(self):
         raise AdminError(f"cluster {self.alias!r}: auth failed for token tok-9f8e7d6c5b4a")

@@ -3,14 +3,29 @@
 from reconciler.mirror.filters import ConfigPropertyFilter
 from reconciler.state.desired import TopicRole, desired_state, synced_acls
 from reconciler.state.live import (
-    AclBinding, AclOperation as Op, AclPattern, AclPermission as Perm, Capabilities, ClusterState, LiveState, TopicState,
+    AclBinding,
+    AclPattern,
+    Capabilities,
+    ClusterState,
+    LiveState,
+    TopicState,
+)
+from reconciler.state.live import (
+    AclOperation as Op,
+)
+from reconciler.state.live import (
+    AclPermission as Perm,
 )
 from tests.plan_helpers import topology
 
 
 def live(**clusters):
-    return LiveState({a: ClusterState(a, {t.name: t for t in topics}, acls=(), capabilities=Capabilities.all_supported())
-                      for a, topics in clusters.items()})
+    return LiveState(
+        {
+            a: ClusterState(a, {t.name: t for t in topics}, acls=(), capabilities=Capabilities.all_supported())
+            for a, topics in clusters.items()
+        }
+    )
 
 
 FLOW = """flows:
@@ -22,8 +37,13 @@ FLOW = """flows:
 
 def test_remote_topic_copies_partitions_and_filtered_configs():
     topo = topology(FLOW)
-    ls = live(west=[TopicState("orders", 6, 1, {"retention.ms": "1000", "min.insync.replicas": "2"}),
-                    TopicState("other", 1, 1)], east=[])
+    ls = live(
+        west=[
+            TopicState("orders", 6, 1, {"retention.ms": "1000", "min.insync.replicas": "2"}),
+            TopicState("other", 1, 1),
+        ],
+        east=[],
+    )
     d = desired_state(topo, ls)
     t = d.get("east", "west.orders")
     assert t.role is TopicRole.REMOTE and t.partitions == 6
@@ -36,7 +56,11 @@ def test_remote_topic_copies_partitions_and_filtered_configs():
 def test_internal_topics_follow_mirrormaker2():
     topo = topology(FLOW)
     d = desired_state(topo, live(west=[], east=[]))
-    hb, cp, os_ = d.get("west", "heartbeats"), d.get("east", "west.checkpoints.internal"), d.get("west", "mm2-offset-syncs.east.internal")
+    hb, cp, os_ = (
+        d.get("west", "heartbeats"),
+        d.get("east", "west.checkpoints.internal"),
+        d.get("west", "mm2-offset-syncs.east.internal"),
+    )
     for t in (hb, cp, os_):
         assert t.partitions == 1 and dict(t.configs) == {"cleanup.policy": "compact"}
         assert t.owns_config("cleanup.policy") and not t.owns_config("retention.ms")
@@ -44,25 +68,36 @@ def test_internal_topics_follow_mirrormaker2():
 
 
 def test_offset_syncs_on_target_are_named_after_the_source():
-    topo = topology(FLOW.replace('topics: {include: ["orders", "pay.*"]}',
-                                 'topics: {include: ["orders"]}\n    offset_syncs: {topic_location: target}'))
+    topo = topology(
+        FLOW.replace(
+            'topics: {include: ["orders", "pay.*"]}',
+            'topics: {include: ["orders"]}\n    offset_syncs: {topic_location: target}',
+        )
+    )
     d = desired_state(topo, live(west=[], east=[]))
     assert d.get("east", "mm2-offset-syncs.west.internal") is not None
     assert d.get("west", "mm2-offset-syncs.east.internal") is None
 
 
 def test_disabled_emitters_want_no_topics():
-    topo = topology(FLOW.replace('topics: {include: ["orders", "pay.*"]}',
-                                 'topics: {include: ["orders"]}\n    heartbeats: {enabled: false}\n    checkpoints: {enabled: false}'))
+    topo = topology(
+        FLOW.replace(
+            'topics: {include: ["orders", "pay.*"]}',
+            'topics: {include: ["orders"]}\n    heartbeats: {enabled: false}\n    checkpoints: {enabled: false}',
+        )
+    )
     d = desired_state(topo, live(west=[], east=[]))
     assert d.get("west", "heartbeats") is None and d.get("east", "west.checkpoints.internal") is None
 
 
 def test_multi_hop_chain_converges_in_one_plan():
-    topo = topology("""flows:
+    topo = topology(
+        """flows:
   - {source: a, target: b, topics: {include: ["orders"]}}
   - {source: b, target: c, topics: {include: [".*orders"]}, config_properties: {exclude: ["segment\\\\.ms"]}}
-""", clusters={"a": "h:1", "b": "h:2", "c": "h:3"})
+""",
+        clusters={"a": "h:1", "b": "h:2", "c": "h:3"},
+    )
     d = desired_state(topo, live(a=[TopicState("orders", 4, 1, {"retention.ms": "5", "segment.ms": "7"})], b=[], c=[]))
     mid, end = d.get("b", "a.orders"), d.get("c", "b.a.orders")
     assert mid.partitions == end.partitions == 4
@@ -84,18 +119,25 @@ def test_heartbeats_are_replicated_onward_but_never_back():
 
 
 def test_config_sync_off_leaves_configs_unmanaged():
-    topo = topology(FLOW.replace('topics: {include: ["orders", "pay.*"]}',
-                                 'topics: {include: ["orders"]}\n    sync: {topic_configs: false}'))
-    t = desired_state(topo, live(west=[TopicState("orders", 1, 1, {"retention.ms": "1"})], east=[])).get("east", "west.orders")
+    topo = topology(
+        FLOW.replace(
+            'topics: {include: ["orders", "pay.*"]}', 'topics: {include: ["orders"]}\n    sync: {topic_configs: false}'
+        )
+    )
+    t = desired_state(topo, live(west=[TopicState("orders", 1, 1, {"retention.ms": "1"})], east=[])).get(
+        "east", "west.orders"
+    )
     assert not t.manage_configs and not t.owns_config("retention.ms")
 
 
 def test_acl_sync_rules():
-    up = [AclBinding("orders", "User:alice", "*", Op.READ, Perm.ALLOW),
-          AclBinding("orders", "User:bob", "*", Op.ALL, Perm.ALLOW),
-          AclBinding("orders", "User:carol", "*", Op.WRITE, Perm.ALLOW),
-          AclBinding("orders", "User:eve", "*", Op.READ, Perm.DENY),
-          AclBinding("orders", "User:pre", "*", Op.READ, Perm.ALLOW, AclPattern.PREFIXED)]
+    up = [
+        AclBinding("orders", "User:alice", "*", Op.READ, Perm.ALLOW),
+        AclBinding("orders", "User:bob", "*", Op.ALL, Perm.ALLOW),
+        AclBinding("orders", "User:carol", "*", Op.WRITE, Perm.ALLOW),
+        AclBinding("orders", "User:eve", "*", Op.READ, Perm.DENY),
+        AclBinding("orders", "User:pre", "*", Op.READ, Perm.ALLOW, AclPattern.PREFIXED),
+    ]
     got = synced_acls("west.orders", up, "User:mirror")
     assert got == {
         AclBinding("west.orders", "User:alice", "*", Op.READ, Perm.ALLOW),
@@ -107,8 +149,12 @@ def test_acl_sync_rules():
 
 def test_unreadable_source_acls_are_a_finding_not_a_guess():
     topo = topology(FLOW)
-    ls = LiveState({"west": ClusterState("west", {"orders": TopicState("orders", 1, 1)}, acls=None),
-                    "east": ClusterState("east", {}, acls=(), capabilities=Capabilities.all_supported())})
+    ls = LiveState(
+        {
+            "west": ClusterState("west", {"orders": TopicState("orders", 1, 1)}, acls=None),
+            "east": ClusterState("east", {}, acls=(), capabilities=Capabilities.all_supported()),
+        }
+    )
     d = desired_state(topo, ls)
     assert d.get("east", "west.orders").acls is None
     assert [f.kind.value for f in d.findings] == ["acls-unknown"]
@@ -125,10 +171,13 @@ def test_config_filter_default_excludes_are_mm2s():
 
 
 def test_identity_policy_fan_in_is_a_conflict():
-    topo = topology("""flows:
+    topo = topology(
+        """flows:
   - {source: a, target: c, policy: identity, topics: {include: ["orders"]}}
   - {source: b, target: c, policy: identity, topics: {include: ["orders"]}}
-""", clusters={"a": "h:1", "b": "h:2", "c": "h:3"})
+""",
+        clusters={"a": "h:1", "b": "h:2", "c": "h:3"},
+    )
     d = desired_state(topo, live(a=[TopicState("orders", 2, 1)], b=[TopicState("orders", 5, 1)], c=[]))
     t = d.get("c", "orders")
     assert t.partitions == 5 and set(t.flows) == {"a->c", "b->c"}

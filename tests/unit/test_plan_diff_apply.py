@@ -5,8 +5,17 @@ import pytest
 from reconciler.adapters.memory_admin import SimulatedCrash
 from reconciler.plan.actions import ActionKind as K
 from reconciler.state.live import (
-    API_CREATE_PARTITIONS, API_DELETE_ACLS, API_INCREMENTAL_ALTER_CONFIGS, AclBinding, AclOperation as Op,
-    AclPermission as Perm, ConfigSourceMode,
+    API_CREATE_PARTITIONS,
+    API_DELETE_ACLS,
+    API_INCREMENTAL_ALTER_CONFIGS,
+    AclBinding,
+    ConfigSourceMode,
+)
+from reconciler.state.live import (
+    AclOperation as Op,
+)
+from reconciler.state.live import (
+    AclPermission as Perm,
 )
 from tests.plan_helpers import World, kinds, topology
 
@@ -36,12 +45,16 @@ def converge(w, plan=None):
 def test_first_plan_creates_everything_in_order(world):
     plan = world.plan()
     assert kinds(plan) == [
-        ("east", "create_topic", "west.checkpoints.internal"), ("east", "create_topic", "west.heartbeats"),
-        ("east", "create_topic", "west.orders"), ("east", "create_topic", "west.payments"),
+        ("east", "create_topic", "west.checkpoints.internal"),
+        ("east", "create_topic", "west.heartbeats"),
+        ("east", "create_topic", "west.orders"),
+        ("east", "create_topic", "west.payments"),
         ("east", "create_acl", "west.heartbeats"),
-        ("east", "create_acl", "west.orders"), ("east", "create_acl", "west.orders"),
+        ("east", "create_acl", "west.orders"),
+        ("east", "create_acl", "west.orders"),
         ("east", "create_acl", "west.payments"),
-        ("west", "create_topic", "heartbeats"), ("west", "create_topic", "mm2-offset-syncs.east.internal"),
+        ("west", "create_topic", "heartbeats"),
+        ("west", "create_topic", "mm2-offset-syncs.east.internal"),
     ]
     assert all(a.reason for a in plan.actions)
     assert plan.counts() == {"create": 10, "update": 0, "delete": 0}
@@ -70,7 +83,9 @@ def test_new_matching_source_topic_becomes_a_new_remote_topic(world):
     world["west"].add_topic("payments-eu", 4)
     world["west"].add_topic("nope", 4)
     plan = world.plan()
-    assert [(a.KIND, a.subject) for a in plan.actions if a.KIND is K.CREATE_TOPIC] == [(K.CREATE_TOPIC, "west.payments-eu")]
+    assert [(a.KIND, a.subject) for a in plan.actions if a.KIND is K.CREATE_TOPIC] == [
+        (K.CREATE_TOPIC, "west.payments-eu")
+    ]
 
 
 def test_partition_increase_is_in_place(world):
@@ -94,7 +109,7 @@ def test_partition_increase_unsupported_is_a_finding(world):
 
 def test_partition_decrease_and_replication_factor_are_reported_impossible(world):
     converge(world)
-    world["west"].topics["orders"].partitions = 1   # source recreated smaller
+    world["west"].topics["orders"].partitions = 1  # source recreated smaller
     world["east"].topics["west.payments"].replication_factor = 3
     w_topo = topology(FLOW.replace('pay.*"]}', 'pay.*"]}\n    replication_factor: 1'))
     plan = world.plan(w_topo)
@@ -106,8 +121,8 @@ def test_partition_decrease_and_replication_factor_are_reported_impossible(world
 
 def test_pruning_off_deletes_nothing(world):
     converge(world)
-    world["east"].add_topic("west.legacy", 2)                          # looks remote, no flow wants it
-    world["east"].topics["west.orders"].configs["segment.ms"] = "9"    # not set at the source
+    world["east"].add_topic("west.legacy", 2)  # looks remote, no flow wants it
+    world["east"].topics["west.orders"].configs["segment.ms"] = "9"  # not set at the source
     world["east"].acls.add(AclBinding("west.orders", "User:bob", "*", Op.READ, Perm.ALLOW))
     world["east"].acls.add(AclBinding("west.orders", "User:mallory", "*", Op.WRITE, Perm.ALLOW))
     world["east"].add_topic("local-stuff", 1)
@@ -132,8 +147,11 @@ def test_pruning_on_deletes_loudly_and_last(world):
     world["east"].topics["west.payments"].configs["retention.ms"] = "1"
     plan = world.plan(prune_topo)
     assert kinds(plan) == [("east", "set_config", "west.payments")] * 0 + [
-        ("east", "delete_acl", "west.orders"), ("east", "delete_config", "west.orders"),
-        ("east", "delete_config", "west.payments"), ("east", "delete_topic", "west.legacy")]
+        ("east", "delete_acl", "west.orders"),
+        ("east", "delete_config", "west.orders"),
+        ("east", "delete_config", "west.payments"),
+        ("east", "delete_topic", "west.legacy"),
+    ]
     assert all(a.VERB.value == "-" for a in plan.actions) and "DELETE" in plan.actions[-1].describe()
     world.apply(plan)
     assert "west.legacy" not in world["east"].topics
@@ -142,14 +160,17 @@ def test_pruning_on_deletes_loudly_and_last(world):
 
 
 def test_prune_never_touches_sources_internal_or_disabled_flows():
-    topo = topology("""flows:
+    topo = topology(
+        """flows:
   - {source: west, target: east, topics: {include: ["orders"]}}
   - {source: east, target: west, enabled: false, topics: {include: ["x"]}}
-""", extra="prune: {topics: true}")
+""",
+        extra="prune: {topics: true}",
+    )
     w = World(topo)
     w["west"].add_topic("orders", 1)
-    w["west"].add_topic("east.x", 1)          # belongs to the disabled flow
-    w["east"].add_topic("east.foo", 1)        # own alias: local
+    w["west"].add_topic("east.x", 1)  # belongs to the disabled flow
+    w["east"].add_topic("east.foo", 1)  # own alias: local
     w["east"].add_topic("west.checkpoints.internal", 1)
     w["east"].add_topic("some.internal", 1)
     plan = w.plan()
@@ -207,17 +228,24 @@ def test_plan_is_deterministic(world):
 
 
 def test_topics_of_a_removed_flow_need_prune_flows_too():
-    w = World(topology("""flows:
+    w = World(
+        topology("""flows:
   - {source: west, target: east, topics: {include: ["orders"]}}
-"""))
+""")
+    )
     w["west"].add_topic("orders", 1)
     w["east"].add_topic("west.orders", 1)
-    w["west"].add_topic("east.stuff", 1)      # no flow east->west at all
-    only_topics = topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}",
-                           extra="prune: {topics: true}")
+    w["west"].add_topic("east.stuff", 1)  # no flow east->west at all
+    only_topics = topology(
+        'flows:\n  - {source: west, target: east, topics: {include: ["orders"]}}', extra="prune: {topics: true}"
+    )
     plan = w.plan(only_topics)
     assert not [a for a in plan.actions if a.KIND is K.DELETE_TOPIC]
     assert [f.subject for f in plan.findings if f.kind.value == "unmanaged"] == ["east.stuff"]
-    both = topology("flows:\n  - {source: west, target: east, topics: {include: [\"orders\"]}}",
-                    extra="prune: {topics: true, flows: true}")
-    assert [(a.cluster, a.subject) for a in w.plan(both).actions if a.KIND is K.DELETE_TOPIC] == [("west", "east.stuff")]
+    both = topology(
+        'flows:\n  - {source: west, target: east, topics: {include: ["orders"]}}',
+        extra="prune: {topics: true, flows: true}",
+    )
+    assert [(a.cluster, a.subject) for a in w.plan(both).actions if a.KIND is K.DELETE_TOPIC] == [
+        ("west", "east.stuff")
+    ]

@@ -13,10 +13,8 @@ import textwrap
 import git
 import pytest
 
-from reconciler.adapters.memory_admin import MemoryFactory
+from reconciler.adapters.memory_admin import MemoryAdmin, MemoryFactory
 from reconciler.apply.lock import LEASE_TOPIC, read_applied
-from reconciler.adapters.memory_admin import MemoryAdmin
-
 from reconciler.cli.main import main
 from tests.plan_helpers import memory_backend
 
@@ -112,7 +110,11 @@ def test_plan_base_between_two_commits_limits_the_plan(repo, capsys):
     doc = json.loads(out)
     assert doc["base"]["planned_flows"] == ["west->east", "west->north"]
     assert doc["base"]["files"]["modified"] == [f"{PATH}/flows.yaml"] and doc["base"]["head"]["worktree"] is True
-    assert doc["base"]["changes"]["flows"][0] == {"flow": "west->east", "change": "changed", "settings": ["topics.include"]}
+    assert doc["base"]["changes"]["flows"][0] == {
+        "flow": "west->east",
+        "change": "changed",
+        "settings": ["topics.include"],
+    }
     assert ("west", "east.audit") not in created(doc) and ("east", "west.payments") in created(doc)
     full = json.loads(run(repo, capsys, "plan", PATH, "--format", "json")[1])
     assert ("west", "east.audit") in created(full) and created(doc) < created(full)
@@ -124,8 +126,9 @@ def test_plan_base_between_two_commits_limits_the_plan(repo, capsys):
 
 def test_plan_base_without_changes_says_so(repo, capsys):
     code, out, _ = run(repo, capsys, "plan", PATH, "--base", "HEAD", "--detailed-exitcode")
-    assert code == 0 and out.rstrip().endswith(f"No topology changes between HEAD ({repo.v2[:7]}) and the work tree "
-                                               f"(HEAD {repo.v2[:7]}). Nothing to plan.")
+    assert code == 0 and out.rstrip().endswith(
+        f"No topology changes between HEAD ({repo.v2[:7]}) and the work tree (HEAD {repo.v2[:7]}). Nothing to plan."
+    )
     assert repo.factory.clusters["west"].topics.keys() == {"orders", "payments"}, "nothing was read or changed"
     code, out, _ = run(repo, capsys, "plan", PATH, "--base", "HEAD", "--format", "json")
     assert json.loads(out)["summary"]["changes"] is False
@@ -141,20 +144,31 @@ def test_plan_base_against_uncommitted_edits_and_a_removed_flow(repo, capsys):
     code, out, _ = run(repo, capsys, "plan", PATH, "--base", "HEAD")
     assert code == 0
     assert "and the work tree (HEAD " in out and "with uncommitted changes" in out
-    assert "flows: - east->west" in out and "Planning 0 of 2 flows and 1 removed flow (their leftovers): east->west." in out
-    assert "west:east.audit looks replicated from east, but there is no flow east->west" in out, \
+    assert (
+        "flows: - east->west" in out
+        and "Planning 0 of 2 flows and 1 removed flow (their leftovers): east->west." in out
+    )
+    assert "west:east.audit looks replicated from east, but there is no flow east->west" in out, (
         "the removed flow's leftovers stay in the limited plan"
+    )
     assert "north" not in out.split("Findings:")[-1]
 
 
 def test_plan_revision_reads_an_old_commit(repo, capsys):
     code, out, _ = run(repo, capsys, "plan", PATH, "--revision", repo.v1, "--format", "json")
     assert code == 0
-    assert created(json.loads(out)) == {("east", "west.orders"), ("west", "east.audit"), ("west", "heartbeats"),
-                                        ("east", "heartbeats"), ("east", "west.heartbeats"), ("west", "east.heartbeats"),
-                                        ("east", "west.checkpoints.internal"), ("west", "east.checkpoints.internal"),
-                                        ("west", "mm2-offset-syncs.east.internal"),
-                                        ("east", "mm2-offset-syncs.west.internal")}
+    assert created(json.loads(out)) == {
+        ("east", "west.orders"),
+        ("west", "east.audit"),
+        ("west", "heartbeats"),
+        ("east", "heartbeats"),
+        ("east", "west.heartbeats"),
+        ("west", "east.heartbeats"),
+        ("east", "west.checkpoints.internal"),
+        ("west", "east.checkpoints.internal"),
+        ("west", "mm2-offset-syncs.east.internal"),
+        ("east", "mm2-offset-syncs.west.internal"),
+    }
     code, _, err = run(repo, capsys, "plan", PATH, "--revision", "no-such-rev")
     assert code == 1 and "unknown revision 'no-such-rev'" in err
     code, _, err = run(repo, capsys, "plan", PATH, "--base", "no-such-rev")
@@ -183,13 +197,18 @@ def test_apply_records_the_git_revision(repo, capsys):
     # a plan saved from an old revision records that revision when applied
     repo.factory.clusters["west"].add_topic("orders-late", 1)
     repo.write(f"{PATH}/flows.yaml", FLOWS_V2.replace('["orders"]}', '["orders", "orders-late"]}'))
-    repo.v3 = repo.commit("v3: orders-late to north", {f"{PATH}/flows.yaml": (repo.root / PATH / "flows.yaml").read_text()})
+    repo.v3 = repo.commit(
+        "v3: orders-late to north", {f"{PATH}/flows.yaml": (repo.root / PATH / "flows.yaml").read_text()}
+    )
     planfile = repo.root.parent / "plan.json"
     assert run(repo, capsys, "plan", PATH, "--revision", repo.v3[:8], "--out", str(planfile))[0] == 0
     assert json.loads(planfile.read_text())["git"]["commit"] == repo.v3
     assert run(repo, capsys, "apply", str(planfile), "--auto-approve")[0] == 0
     assert applied(repo, "north")["git"]["commit"] == repo.v3 and applied(repo, "north")["git"]["dirty"] is False
-    assert repo.factory.clusters["north"].topics["reconciler.lease.internal"] is repo.factory.clusters["north"].topics[LEASE_TOPIC]
+    assert (
+        repo.factory.clusters["north"].topics["reconciler.lease.internal"]
+        is repo.factory.clusters["north"].topics[LEASE_TOPIC]
+    )
 
 
 def test_drift_reports_the_reconciled_revision_and_reads_old_revisions(repo, capsys, monkeypatch):
@@ -202,6 +221,6 @@ def test_drift_reports_the_reconciled_revision_and_reads_old_revisions(repo, cap
     # as of v1 the live clusters have too much: west.payments and the north flow are not in v1
     code, out, _ = run(repo, capsys, "drift", PATH, "--no-jobs", "--revision", repo.v1)
     assert code == 2
-    assert f"topology revision: {repo.v1[:7]} \"v1\" by Alice Example" in out
+    assert f'topology revision: {repo.v1[:7]} "v1" by Alice Example' in out
     assert "east:west.payments looks replicated from west but no enabled flow wants it" in out
     assert f"last reconciled to {repo.v2[:7]}" in out

@@ -7,7 +7,9 @@ import pytest
 from reconciler.plan import planfile
 from reconciler.plan.actions import FORMAT_VERSION, Plan
 from reconciler.render import plan_json, plan_markdown, plan_text
-from reconciler.state.live import AclBinding, AclOperation as Op, AclPermission as Perm
+from reconciler.state.live import AclBinding
+from reconciler.state.live import AclOperation as Op
+from reconciler.state.live import AclPermission as Perm
 from tests.plan_helpers import World, topology
 
 FLOW = """flows:
@@ -38,14 +40,31 @@ def test_json_shape_and_round_trip(world):
     plan = world.plan()
     doc = json.loads(plan_json.render(plan))
     assert doc["format_version"] == FORMAT_VERSION and doc["summary"]["changes"] is True
-    assert set(doc) == {"format_version", "format_minor", "topology", "clusters", "fingerprint", "summary", "actions",
-                        "findings"}
+    assert set(doc) == {
+        "format_version",
+        "format_minor",
+        "topology",
+        "clusters",
+        "fingerprint",
+        "summary",
+        "actions",
+        "findings",
+    }
     assert doc["format_minor"] == 1 and all("reason_kind" in x for x in doc["actions"] + doc["findings"])
     create = next(a for a in doc["actions"] if a["kind"] == "create_topic" and a["topic"] == "west.orders")
-    assert create == {"kind": "create_topic", "verb": "+", "cluster": "east", "reason": create["reason"],
-                      "topic": "west.orders", "partitions": 3, "replication_factor": -1,
-                      "configs": {"retention.ms": "1000"}, "role": "remote", "description": create["description"],
-                      "reason_kind": "topic-missing"}
+    assert create == {
+        "kind": "create_topic",
+        "verb": "+",
+        "cluster": "east",
+        "reason": create["reason"],
+        "topic": "west.orders",
+        "partitions": 3,
+        "replication_factor": -1,
+        "configs": {"retention.ms": "1000"},
+        "role": "remote",
+        "description": create["description"],
+        "reason_kind": "topic-missing",
+    }
     acl = next(a for a in doc["actions"] if a["kind"] == "create_acl")
     assert set(acl["acl"]) == {"topic", "principal", "host", "operation", "permission", "pattern"}
     again = Plan.from_dict(plan.to_dict(include_scope=True))
@@ -59,16 +78,32 @@ def test_markdown_for_pull_requests(world):
 
 
 def test_markdown_destructive_first_warnings_and_mermaid(world):
-    from reconciler.topology.diagnostics import Diagnostic, Severity as DSeverity, SourceLocation
+    from reconciler.topology.diagnostics import Diagnostic, SourceLocation
+    from reconciler.topology.diagnostics import Severity as DSeverity
 
-    warning = Diagnostic(DSeverity.WARNING, "diamond: records reach east twice", SourceLocation("flows.yaml", 7, 5),
-                         hint="narrow a filter")
-    md = plan_markdown.render(world.plan(), topology=world.topology, warnings=[warning],
-                              preface="**Changes since `main`**")
-    order = [md.index(s) for s in ("**Plan: 8 to create", "**Changes since `main`**", "> [!CAUTION]",
-                                   "#### 🛑 Destructive changes (1)", "- DELETE topic west.gone",
-                                   "#### Other changes (8)", "+ create topic west.orders", "#### Validation warnings (1)",
-                                   "```mermaid")]
+    warning = Diagnostic(
+        DSeverity.WARNING,
+        "diamond: records reach east twice",
+        SourceLocation("flows.yaml", 7, 5),
+        hint="narrow a filter",
+    )
+    md = plan_markdown.render(
+        world.plan(), topology=world.topology, warnings=[warning], preface="**Changes since `main`**"
+    )
+    order = [
+        md.index(s)
+        for s in (
+            "**Plan: 8 to create",
+            "**Changes since `main`**",
+            "> [!CAUTION]",
+            "#### 🛑 Destructive changes (1)",
+            "- DELETE topic west.gone",
+            "#### Other changes (8)",
+            "+ create topic west.orders",
+            "#### Validation warnings (1)",
+            "```mermaid",
+        )
+    ]
     assert order == sorted(order)
     assert md.count("DELETE topic west.gone") == 1, "each action once"
     assert "`flows.yaml:7:5` diamond: records reach east twice _(narrow a filter)_" in md
@@ -100,7 +135,7 @@ def test_saved_plan_round_trip_and_staleness(world, tmp_path):
     assert saved.revision == "abc123" and saved.plan.to_dict() == plan.to_dict()
     assert set(saved.clusters) == {"east", "west"}
     assert planfile.stale_reason(saved.plan, world.live()) is None
-    world["east"].add_topic("totally-unrelated", 1)           # outside the plan's scope: still fresh
+    world["east"].add_topic("totally-unrelated", 1)  # outside the plan's scope: still fresh
     assert planfile.stale_reason(saved.plan, world.live()) is None
     world["west"].topics["orders"].configs["retention.ms"] = "7"  # inside: stale
     assert "run `reconciler plan` again" in planfile.stale_reason(saved.plan, world.live())
@@ -118,15 +153,19 @@ def test_damaged_or_foreign_plan_files_are_refused(tmp_path):
 
 def test_secrets_never_reach_plans_or_saved_plans(tmp_path, monkeypatch):
     monkeypatch.setenv("EAST_SASL_PASSWORD", "hunter2-very-secret")
-    topo_text = """apiVersion: reconciler/v1
+    topo_text = (
+        """apiVersion: reconciler/v1
 kind: Topology
 clusters:
   west: {bootstrap_servers: "127.0.0.1:1"}
   east:
     bootstrap_servers: "127.0.0.1:2"
     config: {sasl.username: mirror, sasl.password: "${EAST_SASL_PASSWORD}"}
-""" + FLOW
+"""
+        + FLOW
+    )
     from reconciler.topology.build import load_topology_text
+
     topo = load_topology_text(topo_text)
     w = World(topo)
     w["west"].add_topic("orders", 1)
@@ -156,6 +195,8 @@ def test_every_action_and_finding_says_what_it_is_about_as_a_type():
     assert "why" not in down.to_dict() and RestartJob.from_dict(down.to_dict()) == down
     old = {k: v for k, v in down.to_dict().items() if k != "reason_kind"}  # a plan saved before minor 1
     assert RestartJob.from_dict(old).reason_kind is ReasonKind.JOB_STALE_SPEC
-    f = Finding(Severity.INFO, FindingKind.PRUNE_DISABLED, "east", "t", "ACL x is not granted; kept", why=ReasonKind.ACL)
+    f = Finding(
+        Severity.INFO, FindingKind.PRUNE_DISABLED, "east", "t", "ACL x is not granted; kept", why=ReasonKind.ACL
+    )
     assert Finding.from_dict(f.to_dict()) == f and f.to_dict()["reason_kind"] == "acl"
     assert Finding(Severity.ERROR, FindingKind.UNREACHABLE, "east", "", "down").reason_kind is ReasonKind.CLUSTER

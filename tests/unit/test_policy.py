@@ -1,6 +1,10 @@
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from reconciler.mirror.policy import (
-    PolicyKind, ReplicationPolicy, checkpoints_topic, is_internal_topic, offset_syncs_topic,
+    PolicyKind,
+    ReplicationPolicy,
+    checkpoints_topic,
+    is_internal_topic,
+    offset_syncs_topic,
 )
 
 DEFAULT = ReplicationPolicy()

@@ -73,8 +73,17 @@ def test_to_flow_routes_like_the_topology(spec):
     topo = load_topology_text(TOPOLOGY)
     model = topo.flow("west->east")
     flow = spec.to_flow()
-    for topic in ["orders", "payments", "pay-secret", "heartbeats", "east.orders", "x.heartbeats", "__consumer_offsets",
-                  "west.checkpoints.internal", "other"]:
+    for topic in [
+        "orders",
+        "payments",
+        "pay-secret",
+        "heartbeats",
+        "east.orders",
+        "x.heartbeats",
+        "__consumer_offsets",
+        "west.checkpoints.internal",
+        "other",
+    ]:
         assert route(flow, topic) == route(model, topic), topic
 
 
@@ -124,14 +133,23 @@ def test_sync_state_round_trips():
 # --- partitions --------------------------------------------------------------------------
 def test_plan_partitions_creates_grows_and_maps_partition_i_to_i(spec):
     flow = spec.to_flow()
-    source = {"orders": TopicInfo("orders", 4), "payments": TopicInfo("payments", 2), "other": TopicInfo("other", 1),
-              "heartbeats": TopicInfo("heartbeats", 1), "east.orders": TopicInfo("east.orders", 1)}
+    source = {
+        "orders": TopicInfo("orders", 4),
+        "payments": TopicInfo("payments", 2),
+        "other": TopicInfo("other", 1),
+        "heartbeats": TopicInfo("heartbeats", 1),
+        "east.orders": TopicInfo("east.orders", 1),
+    }
     target = {"west.orders": TopicInfo("west.orders", 2), "west.heartbeats": TopicInfo("west.heartbeats", 1)}
     plan = plan_partitions(flow, source, target)
     assert [t.remote for t in plan.create] == ["west.payments"]
     assert [(t.remote, t.remote_partitions, t.source_partitions) for t in plan.grow] == [("west.orders", 2, 4)]
     # Added source partitions wait for the remote topic to have them; the rest flows i -> i.
-    assert plan.copy == {("heartbeats", 0): "west.heartbeats", ("orders", 0): "west.orders", ("orders", 1): "west.orders"}
+    assert plan.copy == {
+        ("heartbeats", 0): "west.heartbeats",
+        ("orders", 0): "west.orders",
+        ("orders", 1): "west.orders",
+    }
     assert any("partitions 2..3 wait" in f for f in plan.findings)
     # Once the remote topic grew, the new partitions are copied.
     target["west.orders"] = TopicInfo("west.orders", 4)
@@ -169,7 +187,8 @@ def test_percentiles():
 def test_job_spec_defaults_are_the_flow_defaults():
     """topology/defaults.py is the one home of flow defaults: a spec built from a flow that sets nothing
     equals a spec that states nothing (so the same hash)."""
-    from reconciler.contract.spec import ClusterSpec as CS, JobSpec as JS
+    from reconciler.contract.spec import ClusterSpec as CS
+    from reconciler.contract.spec import JobSpec as JS
     from tests.plan_helpers import topology
 
     topo = topology("flows:\n  - {source: west, target: east}")

@@ -12,8 +12,12 @@ from reconciler.replication.worker import PartitionCopy
 
 
 def spec(delivery: str) -> JobSpec:
-    return JobSpec(flow="west->east", source=ClusterSpec("west", "w:9092", {"client.id": "x"}),
-                   target=ClusterSpec("east", "e:9092"), delivery=delivery)
+    return JobSpec(
+        flow="west->east",
+        source=ClusterSpec("west", "w:9092", {"client.id": "x"}),
+        target=ClusterSpec("east", "e:9092"),
+        delivery=delivery,
+    )
 
 
 def test_one_mode_object_per_delivery_and_it_travels_with_the_spec():

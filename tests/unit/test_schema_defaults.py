@@ -15,16 +15,21 @@ def test_schema_file_is_annotated_from_the_builtin_defaults():
     text = schema_path().read_text(encoding="utf-8")
     assert text == render(annotate(json.loads(text))), (
         "schemas/topology.schema.json is out of date with reconciler/topology/defaults.py: "
-        "run `python -m reconciler.topology.schema_defaults`")
+        "run `python -m reconciler.topology.schema_defaults`"
+    )
 
 
 def test_every_builtin_default_is_shown_where_the_schema_has_the_key():
     settings = json.loads(schema_path().read_text())["$defs"]["flowSettings"]["properties"]
     assert settings["delivery"]["default"] == BUILTIN_FLOW_DEFAULTS["delivery"]
-    assert settings["heartbeats"]["properties"]["interval_seconds"]["default"] == \
-        BUILTIN_FLOW_DEFAULTS["heartbeats"]["interval_seconds"]
-    assert settings["config_properties"]["properties"]["exclude"]["default"] == \
-        BUILTIN_FLOW_DEFAULTS["config_properties"]["exclude"]
+    assert (
+        settings["heartbeats"]["properties"]["interval_seconds"]["default"]
+        == BUILTIN_FLOW_DEFAULTS["heartbeats"]["interval_seconds"]
+    )
+    assert (
+        settings["config_properties"]["properties"]["exclude"]["default"]
+        == BUILTIN_FLOW_DEFAULTS["config_properties"]["exclude"]
+    )
     assert settings["job"]["properties"]["master"]["examples"]
 
 

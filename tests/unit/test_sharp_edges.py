@@ -39,8 +39,13 @@ def test_deep_nesting_names_the_limit(tmp_path, capsys):
 
 
 def test_alias_bomb_is_refused_at_the_limit(tmp_path, capsys):
-    text = "\n".join(["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
-                     + [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 10)]) + "\n"
+    text = (
+        "\n".join(
+            ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+            + [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 10)]
+        )
+        + "\n"
+    )
     rc, err, f = _validate(tmp_path, capsys, text)
     assert rc == 1 and f"{f}:" in err and f"more than {MAX_VALUES:,} values (limit" in err
 
@@ -57,11 +62,14 @@ def test_huge_integer_names_the_java_long_limit(tmp_path, capsys):
     assert f"{f}:14:25: error: number too large" in err and "9,223,372,036,854,775,807" in err
 
 
-@pytest.mark.parametrize("pattern,words", [
-    ("(?P<g>orders)", "cannot be one alternative of a filter"),
-    ("orders(?i)", "does not compile"),
-    ("x" * 1001, "limit 1,000"),
-])
+@pytest.mark.parametrize(
+    "pattern,words",
+    [
+        ("(?P<g>orders)", "cannot be one alternative of a filter"),
+        ("orders(?i)", "does not compile"),
+        ("x" * 1001, "limit 1,000"),
+    ],
+)
 def test_patterns_that_would_fail_later_are_refused_now(tmp_path, capsys, pattern, words):
     text = MINIMAL.replace('include: ["orders.*", "payments"]', f'include: ["{pattern}"]')
     rc, err, f = _validate(tmp_path, capsys, text)
@@ -81,13 +89,16 @@ def test_empty_file_next_to_a_topology_is_a_warning(tmp_path, capsys):
     assert "empty.yaml:1:1: warning: no topology document in this file" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["RECONCILER_ADMIN_TIMEOUT", "RECONCILER_LEASE_TTL", "RECONCILER_JOB_START_GRACE",
-                                  "RECONCILER_MAX_REMOTE_TOPICS"])
+@pytest.mark.parametrize(
+    "name",
+    ["RECONCILER_ADMIN_TIMEOUT", "RECONCILER_LEASE_TTL", "RECONCILER_JOB_START_GRACE", "RECONCILER_MAX_REMOTE_TOPICS"],
+)
 def test_non_numeric_environment_variables_are_one_line(tmp_path, name):
     f = write(tmp_path, "t.yaml", MINIMAL)
     env = {**os.environ, name: "abc", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "reconciler", "validate", str(f)], env=env, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "reconciler", "validate", str(f)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip() == proc.stderr.strip().splitlines()[0]
     assert proc.stderr.startswith(f"error: {name}=abc is not a ")
@@ -101,11 +112,14 @@ def test_settings_parse_in_one_place():
     assert not any(e.startswith("X_") for e in settings.errors())  # only the process environment is recorded
 
 
-@pytest.mark.parametrize("argv", [
-    ["plan", "{topo}", "--out", "{dir}"],
-    ["drift", "{topo}", "--out", "{dir}/"],
-    ["export", "mm2", "{topo}", "--out", "{dir}"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "{topo}", "--out", "{dir}"],
+        ["drift", "{topo}", "--out", "{dir}/"],
+        ["export", "mm2", "{topo}", "--out", "{dir}"],
+    ],
+)
 def test_out_pointing_at_a_directory_is_one_line_and_writes_nothing(tmp_path, capsys, argv):
     topo = write(tmp_path, "t.yaml", MINIMAL)
     d = tmp_path / "outdir"
@@ -159,7 +173,9 @@ def _closed_port() -> int:
 
 def test_status_with_clusters_down_says_so_exits_1_and_prints_no_client_logs(tmp_path, capfd, monkeypatch):
     monkeypatch.setenv("RECONCILER_STATE_DIR", str(tmp_path / "state"))
-    topo = write(tmp_path, "t.yaml", MINIMAL.replace("19092", str(_closed_port())).replace("19093", str(_closed_port())))
+    topo = write(
+        tmp_path, "t.yaml", MINIMAL.replace("19092", str(_closed_port())).replace("19093", str(_closed_port()))
+    )
     assert main(["status", str(topo)]) == 1
     out, err = capfd.readouterr()
     assert "error: cannot read job statuses on cluster east: Unreachable: cannot connect to" in err
@@ -218,7 +234,10 @@ def test_demo_wait_shows_records_seen_elapsed_and_the_limit():
     from reconciler.textutil import LiveLine
 
     text = wait_progress((1234, 16000), ["records", "checkpoints"], 14.2, 300)
-    assert "waiting for records, checkpoints: 1,234 of 16,000 records seen downstream, 14s elapsed (time limit 300s)" in text
+    assert (
+        "waiting for records, checkpoints: 1,234 of 16,000 records seen downstream, 14s elapsed (time limit 300s)"
+        in text
+    )
     ticks = iter([0.0, 3.0, 11.0])
     out = io.StringIO()
     line = LiveLine(out, every=10.0, clock=lambda: next(ticks))
@@ -234,8 +253,11 @@ def test_readme_failover_examples_use_a_group_the_demo_checkpoints():
     from reconciler.topology.build import load_topology
 
     topo, _ = load_topology([ROOT / "topologies" / "demo"])
-    commands = [line for line in (ROOT / "README.md").read_text().splitlines()
-                if "--group" in line and "topologies/demo" in line]
+    commands = [
+        line
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if "--group" in line and "topologies/demo" in line
+    ]
     assert commands
     for line in commands:
         group = re.search(r"--group (\S+)", line).group(1)
@@ -246,11 +268,28 @@ def test_readme_failover_examples_use_a_group_the_demo_checkpoints():
 def test_status_of_a_stopped_job_from_an_earlier_run_does_not_say_never():
     from reconciler.cli.commands_status import render_text
 
-    row = {"flow": "west->east", "wanted": True, "deployer": "local", "where": "-", "state": "stopped",
-           "job_state": None, "why": "process 4242 exited", "desired_hash": "a" * 12, "deployed_hash": "a" * 12,
-           "running_hash": None, "in_sync": False, "lag_total": None, "latency_ms": None,
-           "records_per_second": None, "records": None, "errors": None, "last_error": None, "heartbeat_at": None,
-           "last_seen": None, "unreadable": None}
+    row = {
+        "flow": "west->east",
+        "wanted": True,
+        "deployer": "local",
+        "where": "-",
+        "state": "stopped",
+        "job_state": None,
+        "why": "process 4242 exited",
+        "desired_hash": "a" * 12,
+        "deployed_hash": "a" * 12,
+        "running_hash": None,
+        "in_sync": False,
+        "lag_total": None,
+        "latency_ms": None,
+        "records_per_second": None,
+        "records": None,
+        "errors": None,
+        "last_error": None,
+        "heartbeat_at": None,
+        "last_seen": None,
+        "unreadable": None,
+    }
     text = render_text([row], 0)
     assert "never" not in text and "no status" in text and "0 of 1 job run" in text
     assert "unknown" in render_text([{**row, "unreadable": "Unreachable: cannot connect"}], 0)

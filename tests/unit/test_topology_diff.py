@@ -29,8 +29,10 @@ def test_identical_topologies_have_no_changes():
 
 
 def test_flows_added_removed_and_changed_with_the_settings_that_changed():
-    new = BASE.replace('{source: west, target: east, topics: {include: ["orders"]}}',
-                       '{source: west, target: east, topics: {include: ["orders", "payments"]}, job: {parallelism: 4}}')
+    new = BASE.replace(
+        '{source: west, target: east, topics: {include: ["orders"]}}',
+        '{source: west, target: east, topics: {include: ["orders", "payments"]}, job: {parallelism: 4}}',
+    )
     new = new.replace("  - {source: west, target: north}\n", "  - {source: north, target: east}\n")
     changes = diff_topologies(topo(BASE), topo(new))
     assert changes.flows == (
@@ -40,14 +42,19 @@ def test_flows_added_removed_and_changed_with_the_settings_that_changed():
     )
     assert changes.clusters == () and changes.settings == ()
     assert changes.affected_flows == ("north->east", "west->east", "west->north")
-    assert changes.to_dict()["flows"][1] == {"flow": "west->east", "change": "changed",
-                                             "settings": ["topics.include", "job.parallelism"]}
+    assert changes.to_dict()["flows"][1] == {
+        "flow": "west->east",
+        "change": "changed",
+        "settings": ["topics.include", "job.parallelism"],
+    }
 
 
 def test_a_changed_cluster_affects_every_flow_that_touches_it():
-    new = BASE.replace('west: {bootstrap_servers: "127.0.0.1:1", config: {sasl.username: a}}',
-                       'west: {bootstrap_servers: "127.0.0.1:9", config: {sasl.username: b}, tags: {region: eu}}')
-    new = new.replace("clusters:\n", "clusters:\n  south: {bootstrap_servers: \"127.0.0.1:4\"}\n")
+    new = BASE.replace(
+        'west: {bootstrap_servers: "127.0.0.1:1", config: {sasl.username: a}}',
+        'west: {bootstrap_servers: "127.0.0.1:9", config: {sasl.username: b}, tags: {region: eu}}',
+    )
+    new = new.replace("clusters:\n", 'clusters:\n  south: {bootstrap_servers: "127.0.0.1:4"}\n')
     changes = diff_topologies(topo(BASE), topo(new))
     assert changes.clusters == (
         ClusterChange("south", ChangeKind.ADDED),
@@ -70,8 +77,10 @@ def test_values_are_compared_after_defaults_are_merged():
     via_defaults = BASE.replace("flows:\n", "defaults: {replication_factor: 3}\nflows:\n")
     changes = diff_topologies(topo(explicit), topo(via_defaults))
     # only the flows that did not already say 3 changed
-    assert [(f.name, f.settings) for f in changes.flows] == [("east->west", ("replication_factor",)),
-                                                             ("west->east", ("replication_factor",))]
+    assert [(f.name, f.settings) for f in changes.flows] == [
+        ("east->west", ("replication_factor",)),
+        ("west->east", ("replication_factor",)),
+    ]
 
 
 def test_changed_settings_on_plain_values_and_mappings():

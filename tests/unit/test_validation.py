@@ -33,7 +33,10 @@ def test_example_topologies_validate(example):
 
 
 def test_schema_errors_have_positions_and_hints(tmp_path):
-    f = write(tmp_path, "t.yaml", """\
+    f = write(
+        tmp_path,
+        "t.yaml",
+        """\
         apiVersion: reconciler/v1
         kind: Topology
         clusters:
@@ -44,7 +47,8 @@ def test_schema_errors_have_positions_and_hints(tmp_path):
             target: east
             delivery: exactly-onse
             topicz: {include: [a]}
-        """)
+        """,
+    )
     diags = diagnose(f)
     lines = rendered_errors(diags)
     assert f"{f}:5:9: error: clusters.east is missing required key 'bootstrap_servers'" in lines
@@ -55,7 +59,10 @@ def test_schema_errors_have_positions_and_hints(tmp_path):
 
 
 def test_all_semantic_errors_in_one_run(tmp_path):
-    f = write(tmp_path, "t.yaml", """\
+    f = write(
+        tmp_path,
+        "t.yaml",
+        """\
         apiVersion: reconciler/v1
         kind: Topology
         clusters:
@@ -68,7 +75,8 @@ def test_all_semantic_errors_in_one_run(tmp_path):
           - {source: west, target: west}
           - {source: west, target: east, topics: {include: ["pay(ments"]}}
           - {source: west, target: east}
-        """)
+        """,
+    )
     lines = rendered_errors(diagnose(f))
     assert lines == [
         f"{f}:6:29: error: cluster 'west': sasl.password is a literal secret",
@@ -80,14 +88,20 @@ def test_all_semantic_errors_in_one_run(tmp_path):
 
 
 def test_literal_secret_never_echoed_in_hint(tmp_path):
-    f = write(tmp_path, "t.yaml", MINIMAL.replace("127.0.0.1:19092", "127.0.0.1:19092\n    config: {sasl.password: hunter2}"))
+    f = write(
+        tmp_path, "t.yaml", MINIMAL.replace("127.0.0.1:19092", "127.0.0.1:19092\n    config: {sasl.password: hunter2}")
+    )
     diags = diagnose(f)
     assert "hunter2" not in diags.render()
     assert "${WEST_SASL_PASSWORD}" in diags.errors[0].hint
 
 
 def test_env_reference_secret_is_valid(tmp_path):
-    f = write(tmp_path, "t.yaml", MINIMAL.replace("127.0.0.1:19092", "127.0.0.1:19092\n    config: {sasl.password: '${WEST_PW}'}"))
+    f = write(
+        tmp_path,
+        "t.yaml",
+        MINIMAL.replace("127.0.0.1:19092", "127.0.0.1:19092\n    config: {sasl.password: '${WEST_PW}'}"),
+    )
     assert diagnose(f).ok
 
 
@@ -105,14 +119,18 @@ def test_yaml_syntax_error_has_position(tmp_path):
 
 def test_directory_merge_and_definitions_twice_name_both_places(tmp_path):
     write(tmp_path, "d/a.yaml", MINIMAL)
-    b = write(tmp_path, "d/b.yaml", """\
+    b = write(
+        tmp_path,
+        "d/b.yaml",
+        """\
         apiVersion: reconciler/v1
         kind: Topology
         clusters:
           east: {bootstrap_servers: "127.0.0.1:3"}
         flows:
           - {source: west, target: east}
-        """)
+        """,
+    )
     diags = diagnose(tmp_path / "d")
     errors = {d.message: d for d in diags.errors}
     dup_cluster = errors["cluster 'east' is defined twice"]
@@ -123,7 +141,11 @@ def test_directory_merge_and_definitions_twice_name_both_places(tmp_path):
 
 
 def test_defaults_apply_and_flows_override_key_by_key(tmp_path):
-    f = write(tmp_path, "t.yaml", MINIMAL + """\
+    f = write(
+        tmp_path,
+        "t.yaml",
+        MINIMAL
+        + """\
   - source: east
     target: west
     delivery: at-least-once
@@ -131,7 +153,8 @@ def test_defaults_apply_and_flows_override_key_by_key(tmp_path):
 defaults:
   delivery: exactly-once
   job: {master: "local[3]"}
-""")
+""",
+    )
     topology, diags = load_topology([f])
     assert diags.ok, diags.render()
     a, b = topology.flows

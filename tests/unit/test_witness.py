@@ -5,7 +5,9 @@ import pytest
 from reconciler.analysis.witness import examples
 
 
-@pytest.mark.parametrize("pattern", ["orders.*", "payments", r"customers\.(eu|us)\..+", "[a-z]+-events", r"\d{3}-x", ".*"])
+@pytest.mark.parametrize(
+    "pattern", ["orders.*", "payments", r"customers\.(eu|us)\..+", "[a-z]+-events", r"\d{3}-x", ".*"]
+)
 def test_examples_fully_match_their_pattern(pattern):
     found = examples(pattern)
     assert found, pattern

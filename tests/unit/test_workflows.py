@@ -36,7 +36,9 @@ def test_the_three_workflows_exist_and_parse():
             assert job["runs-on"] and job["steps"], path.name
 
 
-@pytest.mark.parametrize("name,trigger", [("plan.yml", "pull_request"), ("apply.yml", "push"), ("drift.yml", "schedule")])
+@pytest.mark.parametrize(
+    "name,trigger", [("plan.yml", "pull_request"), ("apply.yml", "push"), ("drift.yml", "schedule")]
+)
 def test_triggers(name, trigger):
     doc = load(ROOT / ".github" / "workflows" / name)
     assert trigger in doc["on"]
@@ -57,7 +59,9 @@ def test_workflows_call_only_scripts_that_exist():
         scripts = [s for s in runs(doc) if "ci/" in s]
         assert scripts, f"{name} runs a ci/ script"
         for s in runs(doc):
-            calls = [line for line in s.splitlines() if re.match(r"\s*(\S*/)?(reconciler|python3? -m reconciler)\s", line)]
+            calls = [
+                line for line in s.splitlines() if re.match(r"\s*(\S*/)?(reconciler|python3? -m reconciler)\s", line)
+            ]
             assert not calls, f"{name}: CLI calls belong in ci/ scripts: {calls}"
 
 
@@ -71,8 +75,10 @@ def test_secrets_come_from_the_secret_store_only_into_the_steps_that_need_them()
             assert steps and all("ci/" in s.get("run", "") for s in steps), f"{name}: secrets outside the ci/ step"
             for step in steps:
                 secret_vars = {k: v for k, v in step["env"].items() if "secrets." in str(v)}
-                assert all(re.fullmatch(r"\$\{\{ secrets\.(\w+) \}\}", v) and v.split(".")[1].split(" ")[0] == k
-                           for k, v in secret_vars.items()), secret_vars
+                assert all(
+                    re.fullmatch(r"\$\{\{ secrets\.(\w+) \}\}", v) and v.split(".")[1].split(" ")[0] == k
+                    for k, v in secret_vars.items()
+                ), secret_vars
         assert "toJSON(secrets)" not in text
 
 
@@ -86,8 +92,13 @@ def test_secret_names_match_the_example_topology_references():
     assert wanted
     for name in NEW:
         doc = load(ROOT / ".github" / "workflows" / name)
-        mapped = {k for job in doc["jobs"].values() for s in job["steps"] for k, v in (s.get("env") or {}).items()
-                  if "secrets." in str(v)}
+        mapped = {
+            k
+            for job in doc["jobs"].values()
+            for s in job["steps"]
+            for k, v in (s.get("env") or {}).items()
+            if "secrets." in str(v)
+        }
         assert mapped == wanted, name
 
 
@@ -98,7 +109,9 @@ def test_workflows_are_hardened():
         for job in doc["jobs"].values():
             for step in job["steps"]:
                 if "uses" in step:
-                    assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), f"{path.name}: {step['uses']} not pinned"
+                    assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), (
+                        f"{path.name}: {step['uses']} not pinned"
+                    )
         for line in path.read_text().splitlines():
             if "uses:" in line:
                 assert re.search(r"@[0-9a-f]{40}  # v\d+\.\d+\.\d+$", line), f"{path.name}: pin without version comment"
@@ -111,13 +124,18 @@ def test_workflows_are_hardened():
 
 def _bin(name: str) -> str:
     path = Path(sys.executable).parent / name
-    return str(path) if path.exists() else (shutil.which(name) or pytest.fail(f"{name} not installed: pip install -e .[test]"))
+    return (
+        str(path)
+        if path.exists()
+        else (shutil.which(name) or pytest.fail(f"{name} not installed: pip install -e .[test]"))
+    )
 
 
 def test_actionlint_passes_on_every_workflow():
     env = {**os.environ, "PATH": f"{Path(_bin('shellcheck')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    r = subprocess.run([_bin("actionlint"), "-no-color", *map(str, WORKFLOWS)], capture_output=True, text=True, env=env,
-                       cwd=ROOT)
+    r = subprocess.run(
+        [_bin("actionlint"), "-no-color", *map(str, WORKFLOWS)], capture_output=True, text=True, env=env, cwd=ROOT
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -152,6 +170,13 @@ def test_env_command_lists_and_checks_the_variables_a_topology_needs(capsys, mon
     assert "PRIMARY_MIRROR_PASSWORD" in out and "NOT SET" in out and "primary.sasl.password" in out
     assert main(["env", path, "--check", "--names"]) == 1
     captured = capsys.readouterr()
-    assert captured.out.split() == ["DR_BOOTSTRAP", "DR_MIRROR_PASSWORD", "PRIMARY_BOOTSTRAP", "PRIMARY_MIRROR_PASSWORD"]
-    assert "3 variables the topology needs are not set: DR_BOOTSTRAP, DR_MIRROR_PASSWORD, PRIMARY_MIRROR_PASSWORD" \
+    assert captured.out.split() == [
+        "DR_BOOTSTRAP",
+        "DR_MIRROR_PASSWORD",
+        "PRIMARY_BOOTSTRAP",
+        "PRIMARY_MIRROR_PASSWORD",
+    ]
+    assert (
+        "3 variables the topology needs are not set: DR_BOOTSTRAP, DR_MIRROR_PASSWORD, PRIMARY_MIRROR_PASSWORD"
         in captured.err
+    )
