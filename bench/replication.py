@@ -238,9 +238,10 @@ def baseline(source: str, target: str, tps: list[tuple[str, int]], n: int, exclu
 
 # ---------------------------------------------------------------- the job
 
-# Backlog-friendly batches (a batch ends earlier when its partitions are caught up, so this does
-# not change latency at a steady rate); the spec defaults are 1 s and 50,000.
-BATCH = {"max_batch_ms": 5_000, "max_records_per_partition": 500_000}
+# Long tasks: a task copies while records flow and ends early once its partitions are idle, so a
+# backlog drains in one task, and at a steady rate the gap between two Spark jobs (where records
+# wait) comes once per 30 s. The spec defaults are 1 s and 50,000 (docs/replication-job.md).
+BATCH = {"max_batch_ms": 30_000, "max_records_per_partition": 5_000_000}
 
 
 def job_spec(source: str, target: str, alias: str, delivery: str, include: tuple[str, ...], opts) -> JobSpec:
@@ -414,47 +415,81 @@ def scenario_size(opts) -> dict[str, float]:
     return r
 
 
+def _read_target(bootstrap: str, topic: str, partitions: int, count, since_ms, stop, results) -> None:
+    """TargetReader's process: count records, and keep (now - produce timestamp) for the records
+    produced at or after `since_ms`; send the samples back when stopped."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-reader-{topic}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 10,
+            "isolation.level": "read_committed",
+        }
+    )
+    samples: list[float] = []
+    assigned = False
+    while not stop.is_set():
+        if not assigned:
+            if topic in c.list_topics(timeout=5).topics:
+                c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+                assigned = True
+            else:
+                time.sleep(0.1)
+            continue
+        msgs = c.consume(1000, 0) or c.consume(1, 0.05)
+        now = time.time() * 1000
+        since = since_ms.value
+        n = 0
+        for m in msgs:
+            if not m.error():
+                n += 1
+                ts = m.timestamp()[1]
+                if ts >= since:
+                    samples.append(now - ts)
+        if n:
+            with count.get_lock():
+                count.value += n
+    c.close()
+    results.send(samples)
+    results.close()
+
+
 class TargetReader:
-    """Reads the target's remote topic in a thread: latency samples (now - produce timestamp)
-    and a count of records seen."""
+    """Reads the target's remote topic in its own process (so that the benchmark's producer and the
+    driver in this process do not delay it through the GIL): a count of records seen, and latency
+    samples (time seen - produce timestamp) of the records produced after `measure_from_now()`."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int):
-        self.samples: list[float] = []
-        self.count = 0
-        self.stop = threading.Event()
-        self._args = (bootstrap, topic, partitions)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        import multiprocessing
 
-    def _run(self) -> None:
-        bootstrap, topic, partitions = self._args
-        c = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"bench-reader-{topic}",
-                "enable.auto.commit": False,
-                "fetch.wait.max.ms": 10,
-                "isolation.level": "read_committed",
-            }
+        ctx = multiprocessing.get_context("spawn")
+        self._count = ctx.Value("q", 0)
+        self._since = ctx.Value("d", float("inf"))
+        self._stop = ctx.Event()
+        self._recv, send = ctx.Pipe(duplex=False)
+        self.samples: list[float] = []
+        self.proc = ctx.Process(
+            target=_read_target,
+            args=(bootstrap, topic, partitions, self._count, self._since, self._stop, send),
+            daemon=True,
         )
-        assigned = False
-        while not self.stop.is_set():
-            if not assigned:
-                if topic in c.list_topics(timeout=5).topics:
-                    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-                    assigned = True
-                else:
-                    time.sleep(0.1)
-                continue
-            for m in c.consume(1000, 0) or c.consume(1, 0.05):
-                if not m.error():
-                    self.samples.append(time.time() * 1000 - m.timestamp()[1])
-                    self.count += 1
-        c.close()
+        self.proc.start()
+
+    @property
+    def count(self) -> int:
+        return int(self._count.value)
+
+    def measure_from_now(self) -> None:
+        self._since.value = time.time() * 1000
 
     def close(self) -> None:
-        self.stop.set()
-        self.thread.join(10)
+        self._stop.set()
+        if self._recv.poll(30):
+            self.samples = self._recv.recv()
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
 
 
 def steady(
@@ -502,7 +537,7 @@ def scenario_latency(opts) -> dict[str, float]:
                     steady(p, topic, parts, rate, 2)
                     p.flush(10)
                     time.sleep(1)
-                    reader.samples.clear()
+                    reader.measure_from_now()
                     log(f"  latency {mode} at {rate:,.0f} rec/s for {opts.latency_seconds:.0f}s")
                     sent = steady(p, topic, parts, rate, opts.latency_seconds)
                     p.flush(30)

@@ -25,7 +25,6 @@ from reconciler.replication.offsets import fence
 from reconciler.replication.spec import JobSpec, transactional_id
 from reconciler.replication.tasks import TP, CopyTask, TaskResult
 from reconciler.replication.worker import (
-    ROUND_S,
     Copier,
     PartitionCopy,
     finish_round,
@@ -80,7 +79,7 @@ class AtLeastOnce:
         try:
             done = False
             while not done:
-                done = copier.run(deadline, time.time() + ROUND_S)
+                done = copier.run(deadline)
                 if not finish_round(spec, parts, producer, result, FLUSH_TIMEOUT_S):
                     for p in parts:  # positions must not advance past records that were not acknowledged
                         p.reset()
@@ -123,7 +122,7 @@ class ExactlyOnce:
             while not done:  # one transaction per round: records visible a round after they are read
                 producer.begin_transaction()
                 try:
-                    done = copier.run(deadline, time.time() + ROUND_S)
+                    done = copier.run(deadline)
                     self._commit_round(spec, task, parts, producer, result)
                 except Exception as exc:  # noqa: BLE001
                     result.error = result.error or f"{type(exc).__name__}: {exc}"

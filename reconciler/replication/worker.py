@@ -42,7 +42,11 @@ OFFSET_BEGINNING = -2
 LATENCY_SAMPLE_EVERY = 64  # one record in 64 (plus the last of each partition) is timed
 CONSUME_BATCH = 10_000  # messages taken from the consumer's local queue per call
 ROUND_S = 0.1  # a round (acknowledgement wait; a transaction in exactly-once) ends once caught up after this
-IDLE_END_S = 0.1  # a task ends once every partition is caught up and nothing arrived for this long
+MAX_ROUND_S = 5.0  # ... and after this in any case (bounds what an aborted transaction throws away)
+# A task ends early once every partition is caught up and nothing arrived for this long. The tasks
+# of one micro-batch end together (one Spark job), so a task that ends early on a hiccup leaves its
+# partitions unread until the slowest task ends: long enough not to fire under steady traffic.
+IDLE_END_S = 0.25
 PRODUCE_RETRY_S = 60.0  # how long a full producer queue may block one record before the task fails
 
 Run = tuple[int, int]  # (first upstream offset of a run of consecutive offsets, the task's count at its start)
@@ -67,7 +71,7 @@ class PartitionCopy:
     count: int = 0
     bytes: int = 0
     eof: bool = False  # reached the end of the partition at least once in this task
-    at_end: bool = False  # caught up: the partition's last event was its end
+    at_end: bool = False  # reached its end in the current round (caught up at least once)
     hw: int | None = None
     paused: bool = False
     out_of_range: str | None = None
@@ -256,16 +260,28 @@ class Copier:
         self.budget = spec.max_records_per_partition
         self.by_tp = {(p.topic, p.partition): p for p in parts}
         self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
-        self.behind = len(parts)  # active partitions not known to be caught up
+        self.behind = len(parts)  # active partitions that have not reached their end in this round
         self.last_record = time.time()
         self._eof = KafkaError._PARTITION_EOF
         self._tp = TopicPartition
         self.consumer.assign([TopicPartition(p.topic, p.partition, p.start) for p in parts])
 
-    def run(self, deadline: float, soft_deadline: float) -> bool:
-        """Copy until `deadline`, or until every partition is caught up and either `soft_deadline`
-        has passed (the round ends, False) or nothing arrived for IDLE_END_S (the task ends, True).
-        True as well when the deadline passed or every partition is paused."""
+    def run(self, deadline: float) -> bool:
+        """Copy one round. The round ends (False) once every partition is caught up after ROUND_S,
+        or after MAX_ROUND_S; the task ends (True) at `deadline`, when every partition is paused,
+        or when every partition is caught up and nothing arrived for IDLE_END_S.
+
+        "Caught up" is per round: every active partition reached its end at least once since the
+        round began. At a steady rate every partition reaches its end many times a second, so a
+        round lasts about ROUND_S; under a backlog none does, so a round (and an exactly-once
+        transaction) lasts MAX_ROUND_S or until the task's deadline."""
+        self.behind = 0
+        for part in self.parts:  # still at its end: nothing copied since its last end-of-partition event
+            part.at_end = part.eof and part.next == part.hw
+            if not part.paused and not part.at_end:
+                self.behind += 1
+        self.last_record = began = time.time()  # time between rounds (a commit, a flush) is not idleness
+        soft_deadline, round_deadline = began + ROUND_S, began + MAX_ROUND_S
         consume = self.consumer.consume
         produce, poll = self.producer.produce, self.producer.poll
         by_tp, budget, eof_code = self.by_tp, self.budget, self._eof
@@ -274,15 +290,14 @@ class Copier:
             now = time.time()
             if now >= deadline or self.active == 0:
                 return True
+            if now >= round_deadline:
+                return False
             # Drain what is there without waiting; only when nothing is, wait for the next event
             # (consume(n, t) waits for n messages or t, which would idle at the end of a batch).
             msgs = consume(CONSUME_BATCH, 0)
             if not msgs:
-                if self.behind == 0:
-                    if now >= soft_deadline:
-                        return False
-                    if now - self.last_record >= IDLE_END_S:
-                        return True
+                if self.behind == 0 and now - self.last_record >= IDLE_END_S:
+                    return True
                 poll(0)
                 msgs = consume(1, min(deadline - now, 0.05))
                 if not msgs:
@@ -302,15 +317,14 @@ class Copier:
                 i = _copy_run(p, msgs, i, n, produce, poll, budget, sample_every)
                 if p.count != before:
                     copied = True
-                    if p.at_end:
-                        p.at_end = False
-                        self.behind += 1
                 if p.paused:  # record budget spent
                     self.consumer.pause([self._tp(p.topic, p.partition)])
                     self._retire(p)
+            poll(0)
             if copied:
                 self.last_record = time.time()
-            poll(0)
+            if self.behind == 0 and time.time() >= soft_deadline:
+                return False
 
     def _retire(self, p: PartitionCopy) -> None:
         self.active -= 1
