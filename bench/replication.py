@@ -16,7 +16,9 @@ scale       the same backlog spread over 512 partitions in 50 topics, at-least-o
             8-partition figure of the same repetition (when both scenarios run).
 size        1 KB and 10 KB records (--size-mb per case): limit and job at-least-once in MB/s.
 latency     produce timestamp -> visible on the target (read_committed for exactly-once) at a
-            steady 10,000 and 50,000 records/s, both modes: p50/p95/p99.
+            steady 10,000 and 50,000 records/s, both modes: p50/p95/p99; and the same reading on
+            the source topic (source_p50/p99: the load generator's and source broker's share).
+            The readers run in their own processes.
 startup     time from the driver's start to the first record visible on the target (a new job,
             Spark already running; the Spark session start is printed apart), and from a
             restart (old driver stopped) to records flowing again.
@@ -30,6 +32,7 @@ average, Python, confluent-kafka, librdkafka, PySpark, Java) and `--json FILE` w
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -530,6 +533,9 @@ def scenario_latency(opts) -> dict[str, float]:
                 thread = threading.Thread(target=driver.run, daemon=True)
                 thread.start()
                 reader = TargetReader(c.dst.bootstrap, f"{alias}.{topic}", parts)
+                # The same reading on the source topic: how late records are visible there already
+                # (the load generator and the source broker share the machine), to set apart.
+                at_source = TargetReader(c.src.bootstrap, topic, parts)
                 p = Producer({"bootstrap.servers": c.src.bootstrap, "linger.ms": 1})
                 try:
                     # warm-up until records flow through, then a steady stream
@@ -538,12 +544,14 @@ def scenario_latency(opts) -> dict[str, float]:
                     p.flush(10)
                     time.sleep(1)
                     reader.measure_from_now()
+                    at_source.measure_from_now()
                     log(f"  latency {mode} at {rate:,.0f} rec/s for {opts.latency_seconds:.0f}s")
                     sent = steady(p, topic, parts, rate, opts.latency_seconds)
                     p.flush(30)
                     time.sleep(3)
                 finally:
                     reader.close()
+                    at_source.close()
                     driver.stop_event.set()
                     thread.join(60)
                 pct = percentiles(reader.samples)
@@ -551,6 +559,8 @@ def scenario_latency(opts) -> dict[str, float]:
                 r[f"rate_{tag}"] = sent / opts.latency_seconds
                 for k, v in pct.items():
                     r[f"{k}_ms_{tag}"] = v if v is not None else float("nan")
+                for k, v in percentiles(at_source.samples, (50, 99)).items():
+                    r[f"source_{k}_ms_{tag}"] = v if v is not None else float("nan")
     return r
 
 
@@ -565,6 +575,9 @@ def scenario_startup(opts) -> dict[str, float]:
         r["spark_session_start_s"] = c.spark_start_s or 0.0
         create(c.src.bootstrap, {topic: parts})
         spec = job_spec(c.src.bootstrap, c.dst.bootstrap, alias, opts.startup_delivery, (topic,), opts)
+        # The spec's default task length: a driver stops after its running task, and a trickle
+        # never lets a task end idle (this does not change the figures measured here).
+        spec = dataclasses.replace(spec, max_batch_ms=1_000)
         reader = TargetReader(c.dst.bootstrap, f"{alias}.{topic}", parts)
         stop = threading.Event()
         p = Producer({"bootstrap.servers": c.src.bootstrap, "linger.ms": 1})
