@@ -438,7 +438,8 @@ def job_health(
     age = None if heartbeat_at is None else max(0.0, (now_ms - heartbeat_at) / 1000)
     state = status.get("state")
     stale = age is None or age > stale_seconds
-    latency = status.get("latency_ms") if isinstance(status.get("latency_ms"), Mapping) else {}
+    found = status.get("latency_ms")
+    latency: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     lag = _num(status.get("lag_total"))
     records = _num(status.get("records"))
     errors = _num(status.get("errors"))
@@ -507,8 +508,8 @@ def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftIt
     if job.spec_current is False:
         out.append(
             item(
-                f"job of flow {flow.name} runs an old spec ({job.spec_hash[:12]}, topology wants "
-                f"{job.desired_spec_hash[:12]})"
+                f"job of flow {flow.name} runs an old spec ({(job.spec_hash or '?')[:12]}, topology wants "
+                f"{(job.desired_spec_hash or '?')[:12]})"
                 + (f", from revision {job.git_revision[:12]}" if job.git_revision else ""),
                 "apply the topology to update the job",
             )

@@ -206,21 +206,21 @@ def read_jobs(
     desired: Mapping[str, DesiredJob],
     skip: Mapping[str, str] | None = None,
     now_ms: int | None = None,
-    statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None,
+    statuses: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, str]] | None = None,
 ) -> LiveJobs:
     """The live state of every job the topology wants, the deployers know, or that reports.
     `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
-    statuses, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
+    records, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
     jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
-    k8s_options = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
+    k8s_options: list[Mapping[str, Any]] = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
     deployments = backend.deployers.deployments(k8s_options)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    return assemble(desired, statuses, deployments, unreadable, now_ms)
+    return assemble(desired, records, deployments, unreadable, now_ms)
 
 
 def assemble(
     desired: Mapping[str, DesiredJob],
-    statuses: Mapping[str, dict],
+    statuses: Mapping[str, Mapping[str, Any]],
     deployments: list[Deployment],
     unreadable: Mapping[str, str],
     now_ms: int,

@@ -144,8 +144,9 @@ class CheckpointEmitter:
             msgs = self._syncs_consumer.consume(10_000, 0) or self._syncs_consumer.consume(1, 0.2)
             eof = False
             for m in msgs:
-                if m.error():
-                    if m.error().code() == KafkaError._PARTITION_EOF:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
                         eof = True
                     continue
                 try:
@@ -168,7 +169,7 @@ class CheckpointEmitter:
         groups = sorted(
             g.group_id for g in listed.valid if self.flow.groups.matches(g.group_id) and not g.group_id.startswith(own)
         )
-        out: dict[str, dict[tuple[str, int], int]] = {}
+        out: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         for group in groups:
             self.read_at[group] = now_ms()  # MM2 takes the time before listConsumerGroupOffsets
             try:
@@ -227,8 +228,9 @@ class CheckpointEmitter:
                 deadline = time.monotonic() + timeout
                 while left and time.monotonic() < deadline:
                     for m in consumer.consume(10_000, 0.5):
-                        if m.error():
-                            if m.error().code() == KafkaError._PARTITION_EOF:
+                        err = m.error()
+                        if err is not None:
+                            if err.code() == KafkaError._PARTITION_EOF:
                                 left.discard(m.partition())
                             continue
                         try:

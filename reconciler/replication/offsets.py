@@ -136,11 +136,14 @@ class OffsetStore:
                 m = probe.poll(0.2)
                 if m is None:
                     continue
-                if m.error():
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        return max(end, m.offset())
+                err, offset = m.error(), m.offset()
+                if offset is None:
                     continue
-                end = max(end, m.offset() + 1)
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        return max(end, offset)
+                    continue
+                end = max(end, offset + 1)
             return None
         finally:
             probe.close()
