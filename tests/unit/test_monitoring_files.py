@@ -190,3 +190,9 @@ def test_export_alerts_from_the_topology_slo(tmp_path, capsys, to_file):
     assert not any("latency_ms" in e for e in exprs)  # no max_latency_p99_ms set: no latency rules
     missing = [e for e in exprs if e.startswith("absent(")]
     assert missing == ['absent(mirror_job_start_time_seconds{flow="west->east"})']  # enabled flows only
+
+
+def test_docs_list_every_metric_of_the_catalog():
+    doc = (ROOT / "docs" / "monitoring.md").read_text()
+    missing = [m.name for m in METRICS if not re.search(rf"`{m.series[0]}[`/]", doc)]
+    assert not missing, f"docs/monitoring.md does not list {missing}"
