@@ -316,6 +316,7 @@ class JobMetrics:
         self._ages: dict[TP, StatWindow] = {}
         self._latencies: dict[TP, StatWindow] = {}
         self._lag_clocks: dict[TP, LagClock] = {}
+        self._lag_remote: dict[TP, str] = {}
         self._checkpoint_latencies: dict[tuple[str, str, int], StatWindow] = {}  # (group, topic, partition)
         self.get(f"{OWN}_job_start_time_seconds").set(time.time())
 
@@ -379,29 +380,41 @@ class JobMetrics:
             self.get(f"{SOURCE}_record_rate", **labels).set(records)
             self.get(f"{SOURCE}_byte_rate", **labels).set(nbytes)
         for what, windows in (("record_age_ms", self._ages), ("replication_latency_ms", self._latencies)):
-            for tp, window in windows.items():
-                self._set_stats(f"{SOURCE}_{what}", window.stats(now), topic=self._remote[tp], partition=tp[1])
+            for tp, window in list(windows.items()):
+                stats = window.stats(now)
+                self._set_stats(f"{SOURCE}_{what}", stats, topic=self._remote[tp], partition=tp[1])
+                if stats is None:
+                    del windows[tp]  # series removed; a new sample starts a new window
 
     def _set_stats(self, name: str, stats: tuple[float, float, float] | None, **labels: Any) -> None:
         """The `_min/_max/_avg` gauges of one series; removed while the window is empty (MM2: NaN)."""
         for stat, value in zip(STATS, stats or (math.nan,) * 3, strict=True):
-            fam = self.families[f"{name}_{stat}"]
             if stats is None:
-                values = [str(v) for v in {**self.flow, **labels}.values()]
-                try:
-                    fam.remove(*values)
-                except KeyError:
-                    pass
+                self.remove(f"{name}_{stat}", **labels)
             else:
                 self.get(f"{name}_{stat}", **labels).set(value)
 
+    def remove(self, name: str, **extra: Any) -> None:
+        """Drop one series (no longer meaningful: an empty window, a partition no longer copied)."""
+        values = {**self.flow, **{k: str(v) for k, v in extra.items()}}
+        try:
+            self.families[name].remove(*(values[label] for label in BY_NAME[name].labels))
+        except KeyError:
+            pass
+
     def _observe_lag(self, driver: Any, now: float) -> None:
+        for tp in [tp for tp in self._lag_clocks if tp not in driver.lag]:  # topic deleted or no longer copied
+            remote = self._lag_remote.pop(tp)
+            for name in (f"{OWN}_partition_lag_records", f"{OWN}_partition_lag_seconds"):
+                self.remove(name, topic=remote, partition=tp[1])
+            del self._lag_clocks[tp]
         for tp, lag in list(driver.lag.items()):
             if lag.end is None or lag.next < 0:
                 continue
             labels = {"topic": lag.remote, "partition": tp[1]}
             self.get(f"{OWN}_partition_lag_records", **labels).set(max(0, lag.end - lag.next))
             seconds = self._lag_clocks.setdefault(tp, LagClock()).observe(lag.next, lag.end, now)
+            self._lag_remote[tp] = lag.remote
             self.get(f"{OWN}_partition_lag_seconds", **labels).set(seconds)
 
     def _observe_checkpoints(self, emitter: Any, now: float) -> None:
@@ -417,10 +430,12 @@ class JobMetrics:
                     [ack.latency_ms], now
                 )
                 hist.observe(ack.latency_ms)
-        for (group, topic, partition), window in self._checkpoint_latencies.items():
-            self._set_stats(
-                f"{CHECKPOINT}_checkpoint_latency_ms", window.stats(now), topic=topic, partition=partition, group=group
-            )
+        for key, window in list(self._checkpoint_latencies.items()):
+            group, topic, partition = key
+            stats = window.stats(now)
+            self._set_stats(f"{CHECKPOINT}_checkpoint_latency_ms", stats, topic=topic, partition=partition, group=group)
+            if stats is None:
+                del self._checkpoint_latencies[key]
 
     @staticmethod
     def _checkpoint_window(emitter: Any) -> float:

@@ -270,3 +270,12 @@ def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
     m.observe(d, [])
     assert not has(m, f"{cp}_max", group="billing", partition="1")
     assert value(m, f"{cp}_max", group="billing", partition="0") == 10
+
+
+def test_lag_series_of_a_partition_no_longer_copied_are_removed():
+    m = JobMetrics("west->east")
+    lag = {("orders", 0): SimpleNamespace(remote="west.orders", next=5, end=9)}
+    m.observe(driver(lag=lag), [])
+    assert value(m, "mirror_partition_lag_records", partition="0") == 4
+    m.observe(driver(lag={}), [])  # the topic was deleted: a stale lag must not keep an alert firing
+    assert not has(m, "mirror_partition_lag_records") and not has(m, "mirror_partition_lag_seconds")
