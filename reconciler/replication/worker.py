@@ -21,7 +21,7 @@ What happens after the copy is the delivery mode's (delivery.py, one object per 
 The function never raises: errors come back in the `TaskResult` (tasks.py) so that the driver can
 report them, re-read committed positions and retry. A result carries per partition: next offset, counts,
 bytes, the end offset seen, offset-sync decisions (MM2 rules, see sync_plan), and whether the
-partition looked out of range; per task: latency samples (record age at acknowledgement).
+partition looked out of range, and its sampled records' age when read and at acknowledgement (the metrics).
 """
 
 from __future__ import annotations
