@@ -259,18 +259,26 @@ class CheckpointEmitter:
         # MirrorCheckpointTask.checkpointIsMoreRecent: never move a checkpoint backwards unless the
         # upstream group itself rewound; repeats are not re-emitted.
         changed = self.checkpoint_store.select(cps)
-        for cp in changed:
-            read_at = self.read_at.get(cp.consumer_group_id)
-            self.producer.produce(topic, cp.record_value(), cp.record_key(), partition=0, timestamp=read_at or 0)
+        acked: dict[int, int] = {}  # index in `changed` -> when the target acknowledged it (MM2's commitRecord)
+        for i, cp in enumerate(changed):
+            self.producer.produce(
+                topic,
+                cp.record_value(),
+                cp.record_key(),
+                partition=0,
+                timestamp=self.read_at.get(cp.consumer_group_id, 0),  # 0: now
+                on_delivery=lambda err, _msg, i=i: acked.__setitem__(i, now_ms()) if err is None else None,
+            )
         if changed:
             left = self.producer.flush(15)
             if left:
                 raise RuntimeError(f"{left} checkpoints not acknowledged")
-            acked = now_ms()
+            done = now_ms()
             self.emitted += len(changed)
             self.checkpoint_store.update(changed)
             self.last_round = [
-                CheckpointAck(cp, max(0, acked - self.read_at.get(cp.consumer_group_id, acked))) for cp in changed
+                CheckpointAck(cp, max(0, acked.get(i, done) - self.read_at.get(cp.consumer_group_id, done)))
+                for i, cp in enumerate(changed)
             ]
             self.rounds += 1
         if (
