@@ -21,7 +21,7 @@ What happens after the copy is the delivery mode's (delivery.py, one object per 
 The function never raises: errors come back in the `TaskResult` (tasks.py) so that the driver can
 report them, re-read committed positions and retry. A result carries per partition: next offset, counts,
 bytes, the end offset seen, offset-sync decisions (MM2 rules, see sync_plan), and whether the
-partition looked out of range; per task: latency samples (record age at acknowledgement).
+partition looked out of range, and its sampled records' age when read and at acknowledgement (the metrics).
 """
 
 from __future__ import annotations
@@ -85,7 +85,9 @@ class PartitionCopy:
     # others. Key None holds the first / last acknowledged message; any other key is an error.
     first_ack: dict[Any, Any] = field(default_factory=dict)
     acks: dict[Any, Any] = field(default_factory=dict)
-    ts_samples: list[int] = field(default_factory=list)
+    ts_samples: list[int] = field(default_factory=list)  # the round's sampled record timestamps
+    age_ms: list[int] = field(default_factory=list)  # per sample: read time - record timestamp
+    latency_ms: list[int] = field(default_factory=list)  # per sample: acknowledgement - record timestamp
     round_syncs: list[tuple[int, int]] = field(default_factory=list)
     round_state: list[int] | None = None
     round_last: tuple[int, int] | None = None
@@ -157,6 +159,8 @@ class PartitionCopy:
             self.syncs,
             self.new_sync_state,
             self.last_pair,
+            age_ms=self.age_ms,
+            latency_ms=self.latency_ms,
         )
 
 
@@ -303,6 +307,7 @@ class Copier:
                 if not msgs:
                     continue
             copied = False
+            read_ms = int(time.time() * 1000)  # for the sampled records' age when read
             i, n = 0, len(msgs)
             while i < n:
                 m = msgs[i]
@@ -313,10 +318,12 @@ class Copier:
                     if p is not None and err is not None:
                         self._on_event(p, m, err, eof_code)
                     continue  # p None: stale, from an earlier assignment of this cached consumer
-                before = p.count
+                before, sampled = p.count, len(p.ts_samples)
                 i = _copy_run(p, msgs, i, n, produce, poll, budget, sample_every)
                 if p.count != before:
                     copied = True
+                    if len(p.ts_samples) > sampled:  # record age when read (MM2's record-age-ms), per sample
+                        p.age_ms.extend(read_ms - ts for ts in p.ts_samples[sampled:])
                 if p.paused:  # record budget spent
                     self.consumer.pause([self._tp(p.topic, p.partition)])
                     self._retire(p)
@@ -458,7 +465,9 @@ def finish_round(
             ok = False
             p.error = f"delivery failed: {errors[0]}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "")
         if p.ts_samples:
-            result.latency_ms.extend(now_ms - ts for ts in p.ts_samples)
+            latency = [now_ms - ts for ts in p.ts_samples]
+            p.latency_ms.extend(latency)
+            result.latency_ms.extend(latency)
             p.ts_samples = []
     if ok:
         for p in parts:
