@@ -47,6 +47,11 @@ MAX_ROUND_S = 5.0  # ... and after this in any case (bounds what an aborted tran
 # of one micro-batch end together (one Spark job), so a task that ends early on a hiccup leaves its
 # partitions unread until the slowest task ends: long enough not to fire under steady traffic.
 IDLE_END_S = 0.25
+# ... and not before the task has run this long: right after a (cached) consumer is assigned, every
+# partition may report its end before the first fetch brings records (seen on Tansu: a task ended
+# with nothing copied while 5,000 records/s flowed, and its partitions then waited 10 s for the
+# other slot's task).
+IDLE_MIN_TASK_S = 1.0
 PRODUCE_RETRY_S = 60.0  # how long a full producer queue may block one record before the task fails
 
 Run = tuple[int, int]  # (first upstream offset of a run of consecutive offsets, the task's count at its start)
@@ -265,7 +270,7 @@ class Copier:
         self.by_tp = {(p.topic, p.partition): p for p in parts}
         self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
         self.behind = len(parts)  # active partitions that have not reached their end in this round
-        self.last_record = time.time()
+        self.last_record = self.started = time.time()
         self._eof = KafkaError._PARTITION_EOF
         self._tp = TopicPartition
         self.consumer.assign([TopicPartition(p.topic, p.partition, p.start) for p in parts])
@@ -300,7 +305,7 @@ class Copier:
             # (consume(n, t) waits for n messages or t, which would idle at the end of a batch).
             msgs = consume(CONSUME_BATCH, 0)
             if not msgs:
-                if self.behind == 0 and now - self.last_record >= IDLE_END_S:
+                if self.behind == 0 and now - self.last_record >= IDLE_END_S and now - self.started >= IDLE_MIN_TASK_S:
                     return True
                 poll(0)
                 msgs = consume(1, min(deadline - now, 0.05))
