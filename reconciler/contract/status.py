@@ -15,10 +15,18 @@ Value (JSON object):
     action, at}], halted: ["topic:partition"].
 Secrets never appear: cluster addresses and configs are not included and error texts pass through
 the redactor of the job's resolved secret values.
+
+The one rule of job health lives here too: planning (`reconciler.jobs.state.classify`, which `plan`,
+`apply` and `status` use) and drift (`reconciler.drift.report.job_health`) both decide "is this job
+replicating?" with `is_replicating`: a record in a live state (`LIVE_STATES`) not older than
+`stale_after`. They differ only in that threshold: plan and status use `stale_after_seconds` of the
+job's status interval (three intervals, at least 15 s); drift takes `--job-stale-seconds` (default
+60 s, a report's tolerance).
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import time
 from collections import deque
@@ -27,6 +35,64 @@ from typing import Any
 
 from reconciler import logs
 from reconciler.contract.spec import STATUS_TOPIC
+
+
+class StatusState(str, enum.Enum):
+    """The `state` a job reports in its status record."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    DEGRADED = "degraded"  # running, but some partitions halted (offset_reset: halt)
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    RESTART_REQUIRED = "restart-required"  # its spec changed in a field it cannot take: it exits
+    FAILED = "failed"
+
+    @classmethod
+    def parse(cls, value: Any) -> StatusState | None:
+        """The state of a record's `state` value (None: absent or not a state this version knows)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+
+#: A job in one of these states is copying records (or about to).
+LIVE_STATES: frozenset[StatusState] = frozenset({StatusState.STARTING, StatusState.RUNNING, StatusState.DEGRADED})
+#: A job in one of these states is not replicating.
+DOWN_STATES: frozenset[StatusState] = frozenset(set(StatusState) - LIVE_STATES)
+
+STALE_INTERVALS = 3
+STALE_MIN_SECONDS = 15.0
+DEFAULT_STATUS_INTERVAL_SECONDS = 3.0
+
+
+def stale_after_seconds(status_interval_seconds: float | None) -> float:
+    """How old a status record may be before its job counts as not reporting (plan and status)."""
+    interval = DEFAULT_STATUS_INTERVAL_SECONDS if status_interval_seconds is None else status_interval_seconds
+    return max(STALE_MIN_SECONDS, STALE_INTERVALS * interval)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def status_age_seconds(status: Mapping[str, Any] | None, now_ms: float) -> float | None:
+    """Seconds since the record's `heartbeat_at` (None: no record, or no heartbeat in it)."""
+    beat = _number((status or {}).get("heartbeat_at"))
+    return None if beat is None else max(0.0, (now_ms - beat) / 1000)
+
+
+def is_stale(status: Mapping[str, Any] | None, now_ms: float, stale_after: float) -> bool:
+    age = status_age_seconds(status, now_ms)
+    return age is None or age > stale_after
+
+
+def is_replicating(status: Mapping[str, Any] | None, now_ms: float, stale_after: float) -> bool:
+    """The one rule of job health: a record in a live state, not older than `stale_after` seconds."""
+    if not status or StatusState.parse(status.get("state")) not in LIVE_STATES:
+        return False
+    return not is_stale(status, now_ms, stale_after)
 
 
 def percentiles(samples: Iterable[float], points: Iterable[float] = (50, 95, 99)) -> dict[str, float | None]:

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.contract.status import DOWN_STATES, StatusState, is_replicating, is_stale, status_age_seconds
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
@@ -45,8 +46,6 @@ from reconciler.topology.model import Flow, Topology
 FORMAT_VERSION = 1
 #: A job whose status record is older than this is taken to be down (it publishes every few seconds).
 DEFAULT_JOB_STALE_SECONDS = 60.0
-#: Job states in which a job is not replicating.
-DOWN_STATES = frozenset({"stopped", "failed", "restart-required", "stopping"})
 
 
 class Category(str, enum.Enum):
@@ -434,10 +433,9 @@ def job_health(
         return JobHealth(False, desired_spec_hash=desired_hash, unknown=unknown)
     if status is None:
         return JobHealth(False, desired_spec_hash=desired_hash)
-    heartbeat_at = _num(status.get("heartbeat_at"))
-    age = None if heartbeat_at is None else max(0.0, (now_ms - heartbeat_at) / 1000)
+    age = status_age_seconds(status, now_ms)
     state = status.get("state")
-    stale = age is None or age > stale_seconds
+    stale = is_stale(status, now_ms, stale_seconds)
     latency = status.get("latency_ms") if isinstance(status.get("latency_ms"), Mapping) else {}
     lag = _num(status.get("lag_total"))
     records = _num(status.get("records"))
@@ -445,7 +443,7 @@ def job_health(
     return JobHealth(
         True,
         state=state if isinstance(state, str) else None,
-        running=isinstance(state, str) and state not in DOWN_STATES and not stale,
+        running=is_replicating(status, now_ms, stale_seconds),
         stale=stale,
         status_age_seconds=age,
         spec_hash=status.get("spec_hash"),
@@ -476,7 +474,7 @@ def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftIt
                 "deploy the flow's job (reconciler apply), or check its deployer's logs",
             )
         ]
-    if job.state in DOWN_STATES:
+    if StatusState.parse(job.state) in DOWN_STATES:
         why = f"; last error: {job.last_error}" if job.last_error else ""
         return [
             item(

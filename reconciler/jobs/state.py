@@ -8,8 +8,9 @@ cluster (`reconciler.status.internal`, read once per target, in parallel) and wh
 know (the spec they handed to the job, whether its process runs, where). `classify` turns the
 two into a state:
 
-    running            a fresh status (heartbeat within STALE_INTERVALS status intervals, at least
-                       STALE_MIN_SECONDS) saying starting/running/degraded
+    running            a fresh status saying starting/running/degraded (the one rule of job health:
+                       `reconciler.contract.status.is_replicating`, stale after three status
+                       intervals, at least 15 s)
     starting           deployed less than START_GRACE_SECONDS ago, process alive, no fresh status yet
     restart-required   the job said so (its spec changed in a field it cannot take) and exits
     down               deployed, not stopped on purpose, but the process is gone or the status is stale
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler import settings
+from reconciler.contract import status as status_contract
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.spec import JobSpec
@@ -36,13 +38,10 @@ from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
 from reconciler.topology.model import Topology
 
-STALE_INTERVALS = 3
-STALE_MIN_SECONDS = 15.0
 #: A job just (re)started has no status until Spark is up: not "down" for this long.
 START_GRACE_SECONDS = settings.seconds(
     "RECONCILER_JOB_START_GRACE", 180, "seconds a new job may run before it must report status"
 )
-LIVE_STATUS_STATES = ("starting", "running", "degraded")
 
 
 class JobState(str, enum.Enum):
@@ -107,15 +106,7 @@ def iso(epoch_ms: int | float | None) -> str:
 
 
 def stale_after_seconds(spec: JobSpec | None) -> float:
-    interval = spec.status_interval_seconds if spec is not None else 3.0
-    return max(STALE_MIN_SECONDS, STALE_INTERVALS * interval)
-
-
-def is_fresh(status: Mapping[str, Any] | None, now_ms: int, stale_after: float) -> bool:
-    if not status or status.get("state") not in LIVE_STATUS_STATES:
-        return False
-    beat = status.get("heartbeat_at")
-    return isinstance(beat, (int, float)) and now_ms - beat <= stale_after * 1000
+    return status_contract.stale_after_seconds(spec.status_interval_seconds if spec is not None else None)
 
 
 def _last(status: Mapping[str, Any] | None) -> str:
@@ -137,7 +128,7 @@ def classify(
 ) -> tuple[JobState, str]:
     """The state of one job from its status record and its deployment (pure)."""
     stale_after = stale_after_seconds(spec or (dep.spec if dep else None))
-    fresh = is_fresh(status, now_ms, stale_after)
+    fresh = status_contract.is_replicating(status, now_ms, stale_after)
     if dep is None or (dep.stopped and not dep.alive):
         if fresh:
             return JobState.ELSEWHERE, (
