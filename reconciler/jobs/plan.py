@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.spec import JobSpec, restart_fields_of
+from reconciler.contract.status import StatusRecord
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)
 from reconciler.jobs.state import DesiredJob, JobState, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
@@ -272,7 +273,7 @@ def with_jobs(
     live: LiveState,
     backend: job_backend.JobBackend | None = None,
     git_revision: str | None = None,
-    statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None,
+    statuses: tuple[Mapping[str, StatusRecord], Mapping[str, str]] | None = None,
     now_ms: int | None = None,
 ) -> Plan:
     """`plan` plus the job actions and findings (unchanged when jobs are off: `backend` None)."""

@@ -33,6 +33,7 @@ from reconciler.contract import status as status_contract
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.spec import JobSpec
+from reconciler.contract.status import StatusRecord, StatusState
 from reconciler.deploy import Deployers, Deployment
 from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
@@ -79,17 +80,19 @@ class LiveJob:
     flow: str
     state: JobState
     why: str = ""  # in words, for reasons and `status`
-    status: Mapping[str, Any] | None = None  # the job's latest status record
+    status: StatusRecord | None = None  # the job's latest status record
     deployment: Deployment | None = None  # the deployment of the desired deployer family (or the only one)
     others: tuple[Deployment, ...] = ()  # deployments of this flow by other deployer families
 
     @property
     def running_hash(self) -> str | None:
-        return (self.status or {}).get("spec_hash") if self.state in (JobState.RUNNING, JobState.ELSEWHERE) else None
+        if self.status is None or self.state not in (JobState.RUNNING, JobState.ELSEWHERE):
+            return None
+        return self.status.spec_hash
 
     @property
     def last_seen_ms(self) -> int | None:
-        return (self.status or {}).get("heartbeat_at")
+        return self.status.heartbeat_at if self.status is not None else None
 
 
 @dataclass
@@ -109,24 +112,25 @@ def stale_after_seconds(spec: JobSpec | None) -> float:
     return status_contract.stale_after_seconds(spec.status_interval_seconds if spec is not None else None)
 
 
-def _last(status: Mapping[str, Any] | None) -> str:
-    if not status:
+def _last(status: StatusRecord | None) -> str:
+    if status is None:
         return "no status published"
-    text = f"last status '{status.get('state')}' at {iso(status.get('heartbeat_at'))}"
-    if status.get("state") in ("failed", "restart-required") and status.get("last_error"):
-        text += f": {status['last_error']}"
+    text = f"last status '{status.state_name}' at {iso(status.heartbeat_at)}"
+    if status.state in (StatusState.FAILED, StatusState.RESTART_REQUIRED) and status.last_error:
+        text += f": {status.last_error}"
     return text
 
 
 def classify(
     flow: str,
-    status: Mapping[str, Any] | None,
+    record: StatusRecord | Mapping[str, Any] | None,
     dep: Deployment | None,
     now_ms: int,
     spec: JobSpec | None = None,
     start_grace: float = START_GRACE_SECONDS,
 ) -> tuple[JobState, str]:
     """The state of one job from its status record and its deployment (pure)."""
+    status = StatusRecord.of(record, flow)
     stale_after = stale_after_seconds(spec or (dep.spec if dep else None))
     fresh = status_contract.is_replicating(status, now_ms, stale_after)
     if dep is None or (dep.stopped and not dep.alive):
@@ -139,14 +143,14 @@ def classify(
         return JobState.NOT_DEPLOYED, ""
     status_of_this_run = (
         status
-        if (status and dep.started_at is not None and (status.get("started_at") or 0) >= dep.started_at * 1000 - 5000)
+        if (status and dep.started_at is not None and (status.started_at or 0) >= dep.started_at * 1000 - 5000)
         else None
     )
     if dep.alive is False:
-        if status_of_this_run and status_of_this_run.get("state") == "restart-required":
+        if status_of_this_run and status_of_this_run.state is StatusState.RESTART_REQUIRED:
             return JobState.RESTART_REQUIRED, f"{dep.detail}; {_last(status)}"
         return JobState.DOWN, f"{dep.detail}; {_last(status)}"
-    if status_of_this_run and status_of_this_run.get("state") == "restart-required":
+    if status_of_this_run and status_of_this_run.state is StatusState.RESTART_REQUIRED:
         return JobState.RESTART_REQUIRED, _last(status)
     if fresh:
         return JobState.RUNNING, ""
@@ -166,7 +170,7 @@ def classify(
 
 def read_statuses(
     topology: Topology, backend: JobBackend, skip: Mapping[str, str]
-) -> tuple[dict[str, dict], dict[str, str]]:
+) -> tuple[dict[str, StatusRecord], dict[str, str]]:
     """Every status record on every target cluster of the topology's flows (in parallel): flow -> record.
     Clusters in `skip` (could not be read at all) are reported unreadable without trying."""
     targets = sorted({f.target for f in topology.flows if f.target in topology.clusters})
@@ -179,7 +183,7 @@ def read_statuses(
         except Exception as exc:  # noqa: BLE001 - a cluster whose statuses cannot be read is reported, not fatal
             return alias, {}, f"{type(exc).__name__}: {exc}"
 
-    statuses: dict[str, dict] = {}
+    statuses: dict[str, StatusRecord] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(todo)))) as pool:
         for alias, found, error in pool.map(one, todo):
             if error:
@@ -187,7 +191,7 @@ def read_statuses(
                 continue
             for flow, record in found.items():
                 if flow_ends(flow)[1] == alias:  # a status on the flow's own target only
-                    statuses[flow] = record
+                    statuses[flow] = StatusRecord.of(record, flow)
     return statuses, unreadable
 
 
@@ -197,31 +201,32 @@ def read_jobs(
     desired: Mapping[str, DesiredJob],
     skip: Mapping[str, str] | None = None,
     now_ms: int | None = None,
-    statuses: tuple[Mapping[str, dict], Mapping[str, str]] | None = None,
+    statuses: tuple[Mapping[str, StatusRecord], Mapping[str, str]] | None = None,
 ) -> LiveJobs:
     """The live state of every job the topology wants, the deployers know, or that reports.
     `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
-    statuses, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
+    records, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
     jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
     k8s_options = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
     deployments = backend.deployers.deployments(k8s_options)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    return assemble(desired, statuses, deployments, unreadable, now_ms)
+    return assemble(desired, records, deployments, unreadable, now_ms)
 
 
 def assemble(
     desired: Mapping[str, DesiredJob],
-    statuses: Mapping[str, dict],
+    statuses: Mapping[str, StatusRecord | Mapping[str, Any]],
     deployments: list[Deployment],
     unreadable: Mapping[str, str],
     now_ms: int,
     start_grace: float = START_GRACE_SECONDS,
 ) -> LiveJobs:
     """Pure: statuses + deployments -> LiveJobs."""
+    records = {flow: StatusRecord.of(s, flow) for flow, s in statuses.items()}
     by_flow: dict[str, list[Deployment]] = {}
     for d in deployments:
         by_flow.setdefault(d.flow, []).append(d)
-    flows = set(desired) | set(by_flow) | set(statuses)
+    flows = set(desired) | set(by_flow) | set(records)
     jobs: dict[str, LiveJob] = {}
     for flow in sorted(flows):
         deps = by_flow.get(flow, [])
@@ -236,6 +241,6 @@ def assemble(
         if target in unreadable and (dep is None or dep.alive is not False):
             state, why = JobState.UNKNOWN, f"statuses on {target} cannot be read: {unreadable[target]}"
         else:
-            state, why = classify(flow, statuses.get(flow), dep, now_ms, want.spec if want else None, start_grace)
-        jobs[flow] = LiveJob(flow, state, why, statuses.get(flow), dep, others)
+            state, why = classify(flow, records.get(flow), dep, now_ms, want.spec if want else None, start_grace)
+        jobs[flow] = LiveJob(flow, state, why, records.get(flow), dep, others)
     return LiveJobs(jobs, dict(unreadable), now_ms)

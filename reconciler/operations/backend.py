@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
+from reconciler.contract.status import StatusRecord
 from reconciler.jobs.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
@@ -50,7 +51,7 @@ class Backend:
     git: Callable[..., Any] = git_revision_info
     clock: Callable[[], float] = field(default=time.time)
 
-    def read_status(self, cluster: Cluster) -> Mapping[str, Mapping[str, Any]]:
+    def read_status(self, cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
         """Every flow's latest status record on a (target) cluster: one reader for plan, status and drift."""
         if self.status_reader is not None:
             return self.status_reader(cluster)

@@ -26,13 +26,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from reconciler.contract.status import (
+    Latency,
+    LatencyWindow,
+    OutOfRange,
+    PartitionLag,
+    RateWindow,
+    StatusPublisher,
+    StatusRecord,
+    StatusState,
+)
 from reconciler.replication import clients
 from reconciler.replication.delivery import DeliveryMode, mode_of
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.replication.metrics import JobMetrics
 from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.spec import EXIT_RESTART_REQUIRED, JobSpec
-from reconciler.replication.status import LatencyWindow, RateWindow, StatusPublisher
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
 from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
 from reconciler.replication.worker import run_tasks
@@ -472,48 +481,39 @@ class ReplicationDriver:
         self.last_error = text
         log.warning("%s", text)
 
-    def status_record(self) -> dict[str, Any]:
+    def status_record(self) -> StatusRecord:
         lag = []
         total = 0
         for (topic, partition), pos in sorted(self.lag.items()):
             value = None if pos.end is None or pos.next < 0 else max(0, pos.end - pos.next)
             total += value or 0
-            lag.append(
-                {
-                    "topic": topic,
-                    "partition": partition,
-                    "remote": pos.remote,
-                    "next": pos.next,
-                    "end": pos.end,
-                    "lag": value,
-                }
-            )
-        state = self.state
-        if state == "running" and self.halted:
-            state = "degraded"
-        return {
-            "flow": self.spec.flow,
-            "spec_hash": self.spec.spec_hash(),
-            "git_revision": self.spec.git_revision,
-            "delivery": self.spec.delivery,
-            "state": state,
-            "started_at": self.started_at,
-            "heartbeat_at": int(time.time() * 1000),
-            "records": self.records,
-            "bytes": self.bytes,
-            "records_per_second": round(self.rate.rate(), 1),
-            "batches": self.batches,
-            "partitions": len(self.plan.copy),
-            "lag_total": total,
-            "lag": lag,
-            "latency_ms": self.latency.snapshot(),
-            "errors": self.errors,
-            "last_error": self.last_error,
-            "findings": self.findings,
-            "out_of_range": self.out_of_range,
-            "halted": [f"{t}:{p}" for t, p in sorted(self.halted)],
-            "checkpoints_emitted": self.checkpoints.emitted if hasattr(self, "checkpoints") else 0,
-        }
+            lag.append(PartitionLag(topic, partition, pos.remote, pos.next, pos.end, value))
+        state = StatusState(self.state)
+        if state is StatusState.RUNNING and self.halted:
+            state = StatusState.DEGRADED
+        return StatusRecord(
+            flow=self.spec.flow,
+            spec_hash=self.spec.spec_hash(),
+            git_revision=self.spec.git_revision,
+            delivery=self.spec.delivery,
+            state=state,
+            started_at=self.started_at,
+            heartbeat_at=int(time.time() * 1000),
+            records=self.records,
+            bytes=self.bytes,
+            records_per_second=round(self.rate.rate(), 1),
+            batches=self.batches,
+            partitions=len(self.plan.copy),
+            lag_total=total,
+            lag=tuple(lag),
+            latency_ms=Latency.from_dict(self.latency.snapshot()),
+            errors=self.errors,
+            last_error=self.last_error,
+            findings=tuple(self.findings),
+            out_of_range=tuple(OutOfRange.from_dict(e) for e in self.out_of_range),
+            halted=tuple(f"{t}:{p}" for t, p in sorted(self.halted)),
+            checkpoints_emitted=self.checkpoints.emitted if hasattr(self, "checkpoints") else 0,
+        )
 
     def publish_status(self) -> None:
         if hasattr(self, "status"):
