@@ -15,6 +15,7 @@ from typing import Any
 from reconciler.analysis.expansion import route
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.replication.spec import STATUS_TOPIC, JobSpec, offset_syncs_topic_name
+from reconciler.state.configs import RawConfigEntry, explicit_configs_of
 from reconciler.topology.model import Flow
 
 log = logging.getLogger(__name__)
@@ -180,31 +181,9 @@ class TopicManager:
 
 
 def explicit_configs(entries: Mapping[str, Any]) -> dict[str, str]:
-    """The configs set on a topic (not broker defaults), from a DescribeConfigs answer.
-
-    Kafka labels them DYNAMIC_TOPIC_CONFIG among ~30 defaults. Tansu answers only the configs
-    stored for the topic, all labelled DEFAULT_CONFIG: a short answer without any non-default
-    entry is read that way.
-    """
-
-    def source_name(entry: Any) -> str:
-        src = getattr(entry, "source", None)
-        if isinstance(src, int):
-            from confluent_kafka.admin import ConfigSource
-
-            try:
-                return ConfigSource(src).name
-            except ValueError:
-                return str(src)
-        return getattr(src, "name", str(src))
-
-    usable = {n: e for n, e in entries.items() if e.value is not None and not getattr(e, "is_sensitive", False)}
-    set_here = {n: e.value for n, e in usable.items() if source_name(e) == "DYNAMIC_TOPIC_CONFIG"}
-    if set_here:
-        return set_here
-    if len(entries) < 20 and all(source_name(e) == "DEFAULT_CONFIG" for e in entries.values()):
-        return {n: e.value for n, e in usable.items()}  # Tansu: only stored configs are listed
-    return {}
+    """The configs set on a topic (not broker defaults), from a DescribeConfigs answer: the one rule
+    of `reconciler.state.configs` (which planning reads live configs with) on this topic's answer."""
+    return explicit_configs_of([RawConfigEntry.of(e, n) for n, e in entries.items()])
 
 
 def _kafka_error_text(exc: Exception) -> str:

@@ -12,6 +12,7 @@ from reconciler.replication.spec import HOT_RELOADABLE, ClusterSpec, JobSpec, jo
 from reconciler.replication.status import LatencyWindow, percentiles
 from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
 from reconciler.replication.topics import TopicInfo, explicit_configs, internal_topics, plan_partitions
+from reconciler.state.configs import MARKER_KEYS
 from reconciler.topology.build import load_topology_text
 
 TOPOLOGY = """
@@ -165,10 +166,12 @@ class _Entry:
 
 
 def test_explicit_configs_on_kafka_and_tansu():
-    kafka = {f"c{i}": _Entry("x", 5) for i in range(30)}
-    kafka["retention.ms"] = _Entry("1000", 1)  # DYNAMIC_TOPIC_CONFIG
+    """The job copies configs with planning's rule (reconciler.state.configs), on one topic's answer."""
+    defaults = {k: _Entry("x", 5) for k in sorted(MARKER_KEYS)} | {f"c{i}": _Entry("x", 5) for i in range(26)}
+    kafka = {**defaults, "retention.ms": _Entry("1000", 1)}  # DYNAMIC_TOPIC_CONFIG among ~30 defaults
     assert explicit_configs(kafka) == {"retention.ms": "1000"}
-    assert explicit_configs({f"c{i}": _Entry("x", 5) for i in range(30)}) == {}
+    assert explicit_configs(defaults) == {}, "real Kafka, nothing set on the topic"
+    assert explicit_configs({**defaults, "x": _Entry("1", 4)}) == {}, "a static broker config is not the topic's"
     tansu = {"retention.ms": _Entry("1000", 5), "cleanup.policy": _Entry("compact", 5)}
     assert explicit_configs(tansu) == {"retention.ms": "1000", "cleanup.policy": "compact"}
 
