@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
+from reconciler.adapters.read_to_end import read_to_end
 from reconciler.analysis.expansion import checkpoint_route
 from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata
 from reconciler.mirror.mirror_client import TopicPartition, plan_failover
@@ -115,7 +116,7 @@ class CheckpointEmitter:
     # --- offset syncs ---------------------------------------------------------------------
     def read_syncs(self, timeout: float = 5.0) -> int:
         """Read new offset syncs up to the end of the topic; the first full read ends the replay."""
-        from confluent_kafka import KafkaError, TopicPartition
+        from confluent_kafka import TopicPartition
 
         if not self._checkpoints_loaded:  # MirrorCheckpointTask.start: the CheckpointStore first
             self._checkpoints_loaded = True
@@ -124,24 +125,20 @@ class CheckpointEmitter:
             self._syncs_consumer.assign([TopicPartition(self._syncs_topic, 0, -2)])
             self._assigned = True
         n = 0
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msgs = self._syncs_consumer.consume(10_000, 0) or self._syncs_consumer.consume(1, 0.2)
-            eof = False
-            for m in msgs:
-                if m.error():
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        eof = True
-                    continue
-                try:
-                    self.store.add(OffsetSync.deserialize(m.key(), m.value()))
-                    n += 1
-                except RecordFormatError as exc:
-                    log.warning("ignoring a malformed offset sync at offset %d: %s", m.offset(), exc)
-            if eof:
-                if not self.store.read_to_end:
-                    self.store.mark_read_to_end()
-                break
+
+        def add(m: Any) -> None:
+            nonlocal n
+            try:
+                self.store.add(OffsetSync.deserialize(m.key(), m.value()))
+                n += 1
+            except RecordFormatError as exc:
+                log.warning("ignoring a malformed offset sync at offset %d: %s", m.offset(), exc)
+
+        pending = read_to_end(
+            self._syncs_consumer, timeout, add, partitions=[(self._syncs_topic, 0)], batch=10_000, poll_seconds=0.2
+        )
+        if not pending and not self.store.read_to_end:
+            self.store.mark_read_to_end()
         return n
 
     # --- checkpoints ----------------------------------------------------------------------
@@ -193,7 +190,7 @@ class CheckpointEmitter:
         """MirrorCheckpointTask.start: read the checkpoints already written (CheckpointStore) before the
         offset syncs; when that works, the sync replay keeps history (offsets older than the last
         replayed sync still translate) and the store keeps checkpoints monotonic across the restart."""
-        from confluent_kafka import Consumer, KafkaError
+        from confluent_kafka import Consumer
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         topic = self.flow.policy.checkpoints_topic(self.spec.source.alias)
@@ -206,19 +203,18 @@ class CheckpointEmitter:
         try:
             meta = consumer.list_topics(timeout=10)  # all topics: never auto-creates the checkpoints topic
             if topic in meta.topics and meta.topics[topic].error is None:
-                consumer.assign([KafkaTopicPartition(topic, p, -2) for p in meta.topics[topic].partitions])
-                left = set(meta.topics[topic].partitions)
-                deadline = time.monotonic() + timeout
-                while left and time.monotonic() < deadline:
-                    for m in consumer.consume(10_000, 0.5):
-                        if m.error():
-                            if m.error().code() == KafkaError._PARTITION_EOF:
-                                left.discard(m.partition())
-                            continue
-                        try:
-                            found.append(Checkpoint.deserialize(m.key(), m.value()))
-                        except RecordFormatError as exc:
-                            log.warning("ignoring a malformed checkpoint at offset %d: %s", m.offset(), exc)
+                parts = sorted(meta.topics[topic].partitions)
+                consumer.assign([KafkaTopicPartition(topic, p, -2) for p in parts])
+
+                def add(m: Any) -> None:
+                    try:
+                        found.append(Checkpoint.deserialize(m.key(), m.value()))
+                    except RecordFormatError as exc:
+                        log.warning("ignoring a malformed checkpoint at offset %d: %s", m.offset(), exc)
+
+                left = read_to_end(
+                    consumer, timeout, add, partitions=[(topic, p) for p in parts], batch=10_000, poll_seconds=0.5
+                )
                 if left:
                     return False
             self.checkpoint_store.load(cp for cp in found if self.flow.groups.matches(cp.consumer_group_id))
