@@ -54,7 +54,7 @@ from reconciler.replication.session import build_session  # noqa: E402
 try:  # the job contract moves to reconciler.contract (issue 9); accept either home
     from reconciler.contract.spec import ClusterSpec, JobSpec  # type: ignore[import-not-found]  # noqa: E402
 except ImportError:  # pragma: no cover - before the move
-    from reconciler.replication.spec import ClusterSpec, JobSpec  # noqa: E402
+    from reconciler.contract.spec import ClusterSpec, JobSpec  # noqa: E402
 
 SCENARIOS = ("throughput", "scale", "size", "latency", "startup")
 CONSUMER_TUNED = {

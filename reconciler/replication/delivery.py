@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from reconciler.contract.spec import JobSpec, transactional_id
 from reconciler.replication import clients
 from reconciler.replication.offsets import fence
-from reconciler.replication.spec import JobSpec, transactional_id
 from reconciler.replication.tasks import TP, CopyTask, TaskResult
 from reconciler.replication.worker import (
     PartitionCopy,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, JobSpec
 from reconciler.contract.status import (
     Latency,
     LatencyWindow,
@@ -41,7 +42,6 @@ from reconciler.replication.delivery import DeliveryMode, mode_of
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.replication.metrics import JobMetrics
 from reconciler.replication.offsets import OffsetStore
-from reconciler.replication.spec import EXIT_RESTART_REQUIRED, JobSpec
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
 from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
 from reconciler.replication.worker import run_tasks

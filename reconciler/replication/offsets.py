@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from reconciler.adapters.read_to_end import read_to_end
+from reconciler.contract.spec import JobSpec, job_group, transactional_id
 from reconciler.replication import clients
-from reconciler.replication.spec import JobSpec, job_group, transactional_id
 from reconciler.replication.tasks import TP
 
 if TYPE_CHECKING:

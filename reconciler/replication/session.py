@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.spec import JobSpec
 from reconciler.resources import import_root
 
 #: `--master inherit`: do not set spark.master, use the one spark-submit was started with.

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.analysis.expansion import route
+from reconciler.contract.spec import STATUS_TOPIC, JobSpec, offset_syncs_topic_name
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
-from reconciler.replication.spec import STATUS_TOPIC, JobSpec, offset_syncs_topic_name
 from reconciler.state.configs import RawConfigEntry, explicit_configs_of
 from reconciler.topology.model import Flow
 

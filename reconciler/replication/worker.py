@@ -33,8 +33,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from reconciler.contract.spec import JobSpec, job_group
 from reconciler.replication import clients
-from reconciler.replication.spec import JobSpec, job_group
 from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
 from reconciler.replication.tasks import CopyTask, PartitionResult, PartitionTask, TaskResult
 

@@ -8,9 +8,9 @@ import threading
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
 from reconciler.contract.status import StatusState, read_job_status
 from reconciler.replication.driver import LocalExecutor, ReplicationDriver
-from reconciler.replication.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka]

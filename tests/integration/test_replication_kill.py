@@ -8,9 +8,9 @@ import json
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from reconciler.contract.spec import job_group
 from reconciler.contract.status import read_job_status
 from reconciler.deploy.process import LocalJob
-from reconciler.replication.spec import job_group
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     broker_hides_aborted,

@@ -2,6 +2,7 @@
 (connect/mirror and connect/mirror-client, trunk of late 2024) named in its docstring."""
 
 from reconciler.analysis.expansion import checkpoint_route, route
+from reconciler.contract.spec import ClusterSpec, JobSpec, offset_syncs_topic_name
 from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata, checkpoint_is_more_recent
 from reconciler.mirror.filters import TopicFilter
 from reconciler.mirror.offset_translation import OffsetSyncStore
@@ -15,7 +16,6 @@ from reconciler.mirror.policy import (
 )
 from reconciler.mirror.records import Checkpoint, OffsetSync
 from reconciler.replication.emitters import CheckpointEmitter
-from reconciler.replication.spec import ClusterSpec, JobSpec, offset_syncs_topic_name
 
 DEFAULT = ReplicationPolicy()
 IDENTITY = ReplicationPolicy(PolicyKind.IDENTITY)

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from reconciler.contract.spec import HOT_RELOADABLE, ClusterSpec, JobSpec, job_group, offset_syncs_topic_name
+from reconciler.contract.status import LatencyWindow, percentiles
 from reconciler.mirror.offset_syncs import PartitionOffsetSyncState
-from reconciler.replication.spec import HOT_RELOADABLE, ClusterSpec, JobSpec, job_group, offset_syncs_topic_name
-from reconciler.replication.status import LatencyWindow, percentiles
 from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
 from reconciler.replication.topics import TopicInfo, explicit_configs, internal_topics, plan_partitions
 from reconciler.state.configs import MARKER_KEYS

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pickle
 
+from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.replication.delivery import AtLeastOnce, ExactlyOnce, mode_of
-from reconciler.replication.spec import ClusterSpec, JobSpec
 from reconciler.replication.tasks import CopyTask, PartitionTask, TaskResult
 from reconciler.replication.worker import PartitionCopy
 
