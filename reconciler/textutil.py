@@ -31,7 +31,7 @@ class LiveLine:
         self.every = every
         self.clock = clock or time.monotonic
         self.tty = bool(getattr(stream, "isatty", lambda: False)())
-        self._last = None
+        self._last: float | None = None
         self._width = 0
 
     def show(self, text: str) -> None:

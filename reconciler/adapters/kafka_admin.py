@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from reconciler import settings
 from reconciler.adapters.base import (
@@ -35,6 +36,9 @@ from reconciler.state.live import (
 )
 from reconciler.topology import secrets
 from reconciler.topology.model import Cluster
+
+if TYPE_CHECKING:
+    from confluent_kafka import Producer
 
 _log = logging.getLogger("reconciler.kafka")
 _log.addHandler(logging.NullHandler())
@@ -67,7 +71,7 @@ class KafkaAdmin:
         except Exception as exc:  # noqa: BLE001 - e.g. an unknown or invalid client property
             raise AdminError(f"cluster {self.alias!r}: invalid client configuration: {self._msg(exc)}") from None
         self._caps: Capabilities | None = None
-        self._producer = None
+        self._producer: Producer | None = None
 
     # --- helpers ---------------------------------------------------------------------------
     def _msg(self, exc: BaseException) -> str:
@@ -78,7 +82,7 @@ class KafkaAdmin:
     @staticmethod
     def _code(exc: BaseException) -> str | None:
         err = exc.args[0] if exc.args else None
-        return err.name() if hasattr(err, "name") else None
+        return err.name() if err is not None and hasattr(err, "name") else None
 
     def _wait(self, futures: Mapping, describe) -> dict:
         out = {}
@@ -169,8 +173,15 @@ class KafkaAdmin:
 
         if not self.capabilities().acls:
             raise AdminError(f"cluster {self.alias!r} does not support the ACL APIs")
+        # None matches any name, principal and host (librdkafka); the type stubs only know str.
         flt = AclBindingFilter(
-            ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None, KOp.ANY, AclPermissionType.ANY
+            ResourceType.TOPIC,
+            None,  # type: ignore[arg-type]
+            ResourcePatternType.ANY,
+            None,  # type: ignore[arg-type]
+            None,  # type: ignore[arg-type]
+            KOp.ANY,
+            AclPermissionType.ANY,
         )
         try:
             bindings = self._admin.describe_acls(flt, request_timeout=self.timeout).result(timeout=self.timeout)
@@ -254,13 +265,14 @@ class KafkaAdmin:
 
         if self._producer is None:
             self._producer = Producer({**self._conf, "acks": "all", "linger.ms": 0}, logger=_log)
+        producer = self._producer
         box: dict = {}
 
         def done(err, msg):
             box["err"], box["offset"] = err, (msg.offset() if msg is not None else None)
 
-        self._producer.produce(topic, value=value, key=key, partition=0, on_delivery=done)
-        self._producer.flush(self.timeout)
+        producer.produce(topic, value=value, key=key, partition=0, on_delivery=done)
+        producer.flush(self.timeout)
         if "err" not in box:
             raise AdminError(f"cluster {self.alias!r}: no delivery report from {topic!r} within {self.timeout}s")
         if box["err"] is not None:
@@ -280,9 +292,10 @@ class KafkaAdmin:
             deadline = time.monotonic() + self.timeout
             while time.monotonic() < deadline and (not out or out[-1].offset < until_offset):
                 msg = consumer.poll(0.2)
-                if msg is None or msg.error():
+                offset = None if msg is None or msg.error() else msg.offset()
+                if msg is None or offset is None:
                     continue
-                out.append(Record(msg.offset(), msg.key(), msg.value()))
+                out.append(Record(offset, msg.key(), msg.value()))
         finally:
             consumer.close()
         if not out or out[-1].offset < until_offset:

@@ -37,7 +37,7 @@ class MirrorKafka:
     """One cluster, reached with librdkafka settings that already have secrets resolved."""
 
     def __init__(self, config: Mapping[str, str], timeout: float = 30.0) -> None:
-        self._config = dict(config)
+        self._config: dict[str, str | int | float | bool] = dict(config)
         self._timeout = timeout
         self._admin = AdminClient(self._config)  # held for as long as its futures are awaited
 

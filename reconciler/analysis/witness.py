@@ -11,12 +11,9 @@ import itertools
 import re
 from functools import lru_cache
 
-try:  # Python 3.11+: the parser moved
-    from re import _constants as sre_c  # type: ignore[attr-defined]
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    import sre_constants as sre_c  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+# Python 3.11+ (the project's floor): the regex parser lives in re; typeshed does not list it.
+from re import _constants as sre_c  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
 
 _CATEGORY_EXAMPLE = {
     sre_c.CATEGORY_DIGIT: "0",

@@ -88,8 +88,15 @@ class DemoContext:
     notes: list[str] = field(default_factory=list)
     records_seen: tuple[int, int] = (0, 0)  # (records downstream, records expected) at the last count
 
+    @property
+    def topo(self) -> Topology:
+        """The validated topology (loaded by the first step; every later step needs it)."""
+        if self.topology is None:
+            raise DemoFailed("the demo topology is not loaded")
+        return self.topology
+
     def bootstrap(self, alias: str) -> str:
-        return self.topology.clusters[alias].bootstrap_servers
+        return self.topo.clusters[alias].bootstrap_servers
 
 
 class DemoFailed(Exception):
@@ -183,17 +190,17 @@ def step_validate(ctx: DemoContext) -> None:
     ctx.topology, diags = load_validated([str(ctx.topology_path)])
     if ctx.topology is None:
         raise DemoFailed("the demo topology does not validate")
-    print(f"  {len(ctx.topology.clusters)} clusters, {len(ctx.topology.flows)} flows, {len(diags.warnings)} warnings")
-    print("  " + mermaid(ctx.topology).replace("\n", "\n  ").rstrip())
+    print(f"  {len(ctx.topo.clusters)} clusters, {len(ctx.topo.flows)} flows, {len(diags.warnings)} warnings")
+    print("  " + mermaid(ctx.topo).replace("\n", "\n  ").rstrip())
 
 
 def step_clusters(ctx: DemoContext) -> None:
-    for status in DevClusters().up(ctx.topology):
+    for status in DevClusters().up(ctx.topo):
         print("  " + status.line())
 
 
 def step_sample_data(ctx: DemoContext) -> None:
-    sources = sorted({f.source for f in ctx.topology.active_flows})
+    sources = sorted({f.source for f in ctx.topo.active_flows})
     for alias in sources:
         bootstrap = ctx.bootstrap(alias)
         admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
@@ -247,7 +254,7 @@ def step_apply(ctx: DemoContext) -> None:
 def _missing_records(ctx: DemoContext) -> list[str]:
     missing = []
     by_target: dict[str, list[tuple[Flow, str, str]]] = {}
-    for f in ctx.topology.active_flows:
+    for f in ctx.topo.active_flows:
         for t, r in routed(f):
             by_target.setdefault(f.target, []).append((f, t, r))
     seen = expected = 0
@@ -272,8 +279,8 @@ def _heartbeats(ctx: DemoContext) -> dict[str, dict]:
     from reconciler.mirror.mirror_client import latest_heartbeats
 
     out = {}
-    for target in sorted({f.target for f in ctx.topology.active_flows}):
-        policy = next(f.policy for f in ctx.topology.active_flows if f.target == target)
+    for target in sorted({f.target for f in ctx.topo.active_flows}):
+        policy = next(f.policy for f in ctx.topo.active_flows if f.target == target)
         out[target] = latest_heartbeats(_mirror_reader(ctx, target), policy)
     return out
 
@@ -282,16 +289,14 @@ def _missing_heartbeats(ctx: DemoContext) -> list[str]:
     beats = _heartbeats(ctx)
     return [
         f"{f.name}: no heartbeat on {f.target}:{f.policy.format_remote_topic(f.source, 'heartbeats')}"
-        for f in ctx.topology.active_flows
+        for f in ctx.topo.active_flows
         if f.heartbeats.enabled and beats[f.target].get(f.policy.format_remote_topic(f.source, "heartbeats")) is None
     ]
 
 
 def _checkpoint_flows(ctx: DemoContext) -> list[Flow]:
     return [
-        f
-        for f in ctx.topology.active_flows
-        if f.checkpoints.enabled and f.groups.matches(GROUP) and route(f, GROUP_TOPIC)
+        f for f in ctx.topo.active_flows if f.checkpoints.enabled and f.groups.matches(GROUP) and route(f, GROUP_TOPIC)
     ]
 
 
@@ -317,7 +322,7 @@ def _job_problems(ctx: DemoContext) -> list[str]:
 
     return [
         f"job {r['flow']} is {r['state']}: {r['why'] or r['last_error'] or ''}".rstrip(": ")
-        for r in job_rows(ctx.topology)
+        for r in job_rows(ctx.topo)
         if r["wanted"] and r["state"] != "running"
     ]
 
@@ -382,9 +387,9 @@ def _latency_probe(ctx: DemoContext, seconds: float = 8.0) -> dict[str, list[flo
     t0 = int(time.time() * 1000)
     consumers = []
     flows_of: dict[tuple[str, str], str] = {}
-    for target in sorted({f.target for f in ctx.topology.active_flows}):
+    for target in sorted({f.target for f in ctx.topo.active_flows}):
         remotes = []
-        for f in ctx.topology.active_flows:
+        for f in ctx.topo.active_flows:
             if f.target == target:
                 for _, r in routed(f):
                     remotes.append(r)
@@ -412,7 +417,7 @@ def _latency_probe(ctx: DemoContext, seconds: float = 8.0) -> dict[str, list[flo
                 now = time.time() * 1000
                 ts = m.timestamp()[1]
                 if ts >= t0:
-                    samples.setdefault(flows_of[(target, m.topic())], []).append(now - ts)
+                    samples.setdefault(flows_of[(target, m.topic() or "")], []).append(now - ts)
     for _, c in consumers:
         c.close()
     return samples
@@ -430,9 +435,9 @@ def step_summary(ctx: DemoContext) -> None:
     print(f"  {LIVE_E2E} of the live stream (produced on the source -> consumed on the target), 8 s ...")
     latency = _latency_probe(ctx)
     ctx.latency = [v for values in latency.values() for v in values]
-    rows = {r["flow"]: r for r in job_rows(ctx.topology)}
+    rows = {r["flow"]: r for r in job_rows(ctx.topo)}
     table = [["FLOW", "TOPIC -> REMOTE TOPIC", "SOURCE", "TARGET"]]
-    for f in sorted(ctx.topology.active_flows, key=lambda f: f.name):
+    for f in sorted(ctx.topo.active_flows, key=lambda f: f.name):
         pairs = routed(f)
         target_counts = count_records(ctx.bootstrap(f.target), [r for _, r in pairs])
         source_counts = count_records(ctx.bootstrap(f.source), [t for t, _ in pairs])
@@ -445,16 +450,16 @@ def step_summary(ctx: DemoContext) -> None:
     _print_table(table)
 
     table = [["FLOW", "JOB", "RECORDS COPIED", "REC/S", "LAG", "LIVE E2E P50", "LIVE E2E P99", "SAMPLES"]]
-    for f in sorted(ctx.topology.active_flows, key=lambda f: f.name):
-        r = rows.get(f.name, {})
+    for f in sorted(ctx.topo.active_flows, key=lambda f: f.name):
+        row = rows.get(f.name, {})
         lat = latency.get(f.name, [])
         table.append(
             [
                 f.name,
-                f"{r.get('state')} ({r.get('where')})",
-                str(r.get("records")),
-                "-" if r.get("records_per_second") is None else f"{r['records_per_second']:.0f}",
-                "-" if r.get("lag_total") is None else str(r["lag_total"]),
+                f"{row.get('state')} ({row.get('where')})",
+                str(row.get("records")),
+                "-" if row.get("records_per_second") is None else f"{row['records_per_second']:.0f}",
+                "-" if row.get("lag_total") is None else str(row["lag_total"]),
                 f"{statistics.median(lat):.0f} ms" if lat else "-",
                 f"{_pct(lat, 99):.0f} ms" if lat else "-",
                 str(len(lat)),
@@ -466,19 +471,19 @@ def step_summary(ctx: DemoContext) -> None:
     print("\n  Heartbeats (reachability and hops, as MirrorMaker 2's RemoteClusterUtils reads them):")
     now_ms = int(time.time() * 1000)
     for target, beats in _heartbeats(ctx).items():
-        policy = next(f.policy for f in ctx.topology.active_flows if f.target == target)
+        policy = next(f.policy for f in ctx.topo.active_flows if f.target == target)
         reach = reachability(target, beats, policy, now_ms)
         for u in reach.upstream:
             paths = sorted(
-                ((t.sources.index(u.alias) + 1, t) for t in reach.topics if u.alias in t.sources),
+                ((hb.sources.index(u.alias) + 1, hb) for hb in reach.topics if u.alias in hb.sources),
                 key=lambda x: (x[0], x[1].topic),
             )
             age = f", {u.age_seconds:.0f}s ago" if u.age_seconds is not None else ", none yet"
             text = f"{u.hops} hop{'s' if u.hops != 1 else ''} ({u.via}{age})"
-            for n, t in paths:
+            for n, hb in paths:
                 if n <= u.hops:
                     continue
-                text += f"; also {n} hops via {' -> '.join(reversed(t.sources[: n - 1]))} ({t.topic})"
+                text += f"; also {n} hops via {' -> '.join(reversed(hb.sources[: n - 1]))} ({hb.topic})"
             print(f"    {target} <- {u.alias}: {text}")
     print(f"\n  Checkpoints (where group {GROUP} may resume after a failover):")
     for f in _checkpoint_flows(ctx):
@@ -621,14 +626,14 @@ def run(
         return 1
     if ctx.stream is not None and ctx.stream.error:
         ctx.notes.append(f"note        the live stream reported: {ctx.stream.error}")
-    flows = ctx.topology.active_flows
+    flows = ctx.topo.active_flows
     lat = (
         f"; live stream end to end p50 {statistics.median(ctx.latency):.0f} ms, p99 {_pct(ctx.latency, 99):.0f} ms"
         if ctx.latency
         else ""
     )
     lines = [
-        f"clusters    {len(ctx.topology.clusters)}: {', '.join(sorted(ctx.topology.clusters))} (local Tansu brokers)",
+        f"clusters    {len(ctx.topo.clusters)}: {', '.join(sorted(ctx.topo.clusters))} (local Tansu brokers)",
         f"jobs        {len(flows)} replication jobs, one per flow, deployed by apply (local deployer, Spark)",
         f"replicated  {ctx.replicated} records on the targets: a backlog of {ctx.records_per_cluster} per region and "
         f"a live stream{lat}",

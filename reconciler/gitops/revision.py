@@ -173,7 +173,11 @@ def _blobs_at(
             )
             continue
         found = sorted(
-            ((b.path, b) for b in obj.traverse() if b.type == "blob" and PurePosixPath(b.path).suffix in YAML_SUFFIXES),
+            (
+                (str(b.path), b)
+                for b in obj.traverse()
+                if isinstance(b, git.Blob) and PurePosixPath(b.path).suffix in YAML_SUFFIXES
+            ),
             key=lambda pb: _sort_key(pb[0]),
         )
         if not found:
@@ -323,4 +327,4 @@ def load_topology_head(
     if head_rev is not None:
         return load_topology_at(repo_path, head_rev, paths, cwd)
     base = Path(cwd) if cwd is not None else Path(open_repo(repo_path).working_tree_dir)  # type: ignore[arg-type]
-    return load_topology([p if Path(p).is_absolute() else base / p for p in paths])
+    return load_topology([Path(p) if Path(p).is_absolute() else base / p for p in paths])

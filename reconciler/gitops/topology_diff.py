@@ -92,7 +92,7 @@ def _join(prefix: str, name: str) -> str:
 
 
 def _keyed_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, ChangeKind, tuple[str, ...]]]:
-    out = []
+    out: list[tuple[str, ChangeKind, tuple[str, ...]]] = []
     for key in sorted(old.keys() | new.keys()):
         if key not in old:
             out.append((key, ChangeKind.ADDED, ()))

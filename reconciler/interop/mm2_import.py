@@ -209,7 +209,13 @@ def _jaas(value: str, alias: str, prop: Property, ctx: _Context, out: dict[str, 
 def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> dict[str, str]:
     """Java client settings -> librdkafka settings (secrets become `${VAR}`)."""
     out: dict[str, str] = {}
-    get = lambda k: entries[k].value.strip() if k in entries else None  # noqa: E731
+
+    def get(key: str) -> str | None:
+        return entries[key].value.strip() if key in entries else None
+
+    def given(key: str) -> str:  # only for keys checked to be present
+        return entries[key].value.strip()
+
     done: set[str] = set()
     for key in SAME_CLIENT_KEYS:
         if key in entries:
@@ -221,7 +227,7 @@ def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> d
             )
             done.add(key)
     if "sasl.mechanism" in entries:
-        out["sasl.mechanisms"] = get("sasl.mechanism")
+        out["sasl.mechanisms"] = given("sasl.mechanism")
         done.add("sasl.mechanism")
     if "sasl.jaas.config" in entries:
         _jaas(entries["sasl.jaas.config"].value, alias, entries["sasl.jaas.config"], ctx, out)
@@ -232,7 +238,7 @@ def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> d
     ts_type = (get("ssl.truststore.type") or "JKS").upper()
     if "ssl.truststore.certificates" in entries:
         out["ssl.ca.pem"] = _map_refs(
-            get("ssl.truststore.certificates"), alias, "ssl.ca.pem", entries["ssl.truststore.certificates"], ctx
+            given("ssl.truststore.certificates"), alias, "ssl.ca.pem", entries["ssl.truststore.certificates"], ctx
         )
     if "ssl.truststore.location" in entries:
         p = entries["ssl.truststore.location"]
@@ -253,7 +259,11 @@ def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> d
             out["ssl.keystore.location"] = _map_refs(p.value.strip(), alias, "ssl.keystore.location", p, ctx)
             if "ssl.keystore.password" in entries:
                 out["ssl.keystore.password"] = _secret(
-                    get("ssl.keystore.password"), alias, "ssl.keystore.password", entries["ssl.keystore.password"], ctx
+                    given("ssl.keystore.password"),
+                    alias,
+                    "ssl.keystore.password",
+                    entries["ssl.keystore.password"],
+                    ctx,
                 )
         elif ks_type == "PEM":
             path = _map_refs(p.value.strip(), alias, "ssl.certificate.location", p, ctx)

@@ -223,6 +223,7 @@ class _Reader:
             path = ("spec", "mirrors", i)
             if not isinstance(m, dict):
                 raise self.error(path, "a mirror is a mapping")
+            source: str | None
             if isinstance(m.get("source"), dict):
                 source = self.cluster(m["source"], path + ("source",))
                 aliases.append(source)

@@ -19,6 +19,7 @@ lags a hot update by up to one refresh interval), so a plan right after apply is
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.flow_id import flow_ends
@@ -56,10 +57,13 @@ def _job_action_args(d: DesiredJob) -> dict:
 
 
 def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings: list[Finding]) -> None:
-    state = lj.state if lj else JobState.NOT_DEPLOYED
-    dep = lj.deployment if lj else None
-    moved = next((o for o in (lj.others if lj else ()) if not o.stopped and o.alive is not False), None)
     args = _job_action_args(d)
+    if lj is None:
+        out.append(DeployJob(reason=f"no job runs flow {d.flow}", why=None, **args))
+        return
+    state = lj.state
+    dep = lj.deployment
+    moved = next((o for o in lj.others if not o.stopped and o.alive is not False), None)
     if state is JobState.UNKNOWN:
         findings.append(
             Finding(
@@ -131,8 +135,9 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
         )
         return
     # running or starting
-    if current is None:
-        out.append(RestartJob(reason=f"the spec the job runs cannot be read ({dep.where})", state=state.value, **args))
+    if dep is None or current is None:
+        where = dep.where if dep else "no deployment record"
+        out.append(RestartJob(reason=f"the spec the job runs cannot be read ({where})", state=state.value, **args))
         return
     if dep.deployer != d.deployer:
         out.append(
@@ -213,7 +218,7 @@ def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings:
         return
     for dep in live_deps:
         running = f"{dep.deployer}, {dep.where}"
-        args = dict(
+        args: dict[str, Any] = dict(
             cluster=cluster,
             flow=flow,
             deployer=dep.deployer,
@@ -284,7 +289,7 @@ def with_jobs(
 
         git_revision = topology_revision(topology.files)
     desired = desired_jobs(topology, git_revision)
-    skip = {a: c.error for a, c in live.clusters.items() if not c.reachable}
+    skip = {a: c.error or "unreachable" for a, c in live.clusters.items() if not c.reachable}
     jobs = read_jobs(topology, backend, desired, skip, now_ms=now_ms, statuses=statuses)
     actions, findings = diff_jobs(topology, desired, jobs)
     if not actions and not findings:

@@ -207,7 +207,7 @@ def read_jobs(
     `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
     records, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
     jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
-    k8s_options = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
+    k8s_options: list[Mapping[str, Any]] = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
     deployments = backend.deployers.deployments(k8s_options)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     return assemble(desired, records, deployments, unreadable, now_ms)

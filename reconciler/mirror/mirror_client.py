@@ -156,7 +156,7 @@ _ANY_CHECKPOINT_VALUE = Checkpoint("g", "t", 0, 0, 0).record_value()
 def _checkpoint_key(key: bytes | None) -> tuple[str, TopicPartition] | None:
     """(group, topic-partition) of a tombstone's key: records.py decodes keys only with a value."""
     try:
-        c = Checkpoint.deserialize(key, _ANY_CHECKPOINT_VALUE)  # type: ignore[arg-type]
+        c = Checkpoint.deserialize(key, _ANY_CHECKPOINT_VALUE)
     except RecordFormatError:
         return None
     return c.consumer_group_id, TopicPartition(c.topic, c.partition)
@@ -184,7 +184,7 @@ def latest_heartbeat(records: Iterable[RawRecord]) -> tuple[Heartbeat | None, in
     skipped = 0
     for key, value in records:
         try:
-            hb = Heartbeat.deserialize(key, value)  # type: ignore[arg-type]
+            hb = Heartbeat.deserialize(key, value)
         except RecordFormatError:
             skipped += 1
             continue

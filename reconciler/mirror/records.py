@@ -146,8 +146,10 @@ class _Record:
         return _encode(_HEADER, (VERSION,)) + body if self.VERSIONED else body
 
     @classmethod
-    def _decode(cls, key: bytes, value: bytes) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    def _decode(cls, key: bytes | None, value: bytes | None) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         name = cls.__name__
+        if key is None or value is None:
+            raise RecordFormatError(f"{name} record has no {'key' if key is None else 'value'}")
         key_reader = _Reader(key, f"{name} key")
         key_fields = key_reader.read(cls.KEY_SCHEMA)
         key_reader.finish()
@@ -180,7 +182,7 @@ class Heartbeat(_Record):
         return (self.timestamp,)
 
     @classmethod
-    def deserialize(cls, key: bytes, value: bytes) -> Self:
+    def deserialize(cls, key: bytes | None, value: bytes | None) -> Self:
         (source, target), (timestamp,) = cls._decode(key, value)
         return cls(source, target, timestamp)
 
@@ -214,7 +216,7 @@ class Checkpoint(_Record):
         return (self.upstream_offset, self.downstream_offset, self.metadata)
 
     @classmethod
-    def deserialize(cls, key: bytes, value: bytes) -> Self:
+    def deserialize(cls, key: bytes | None, value: bytes | None) -> Self:
         (group, topic, partition), (upstream, downstream, metadata) = cls._decode(key, value)
         return cls(group, topic, partition, upstream, downstream, metadata)
 
@@ -243,6 +245,6 @@ class OffsetSync(_Record):
         return (self.upstream_offset, self.downstream_offset)
 
     @classmethod
-    def deserialize(cls, key: bytes, value: bytes) -> Self:
+    def deserialize(cls, key: bytes | None, value: bytes | None) -> Self:
         (topic, partition), (upstream, downstream) = cls._decode(key, value)
         return cls(topic, partition, upstream, downstream)

@@ -26,7 +26,8 @@ from reconciler.topology.model import Cluster, Topology
 
 
 class ApplyUI(Protocol):
-    progress: Progress
+    @property
+    def progress(self) -> Progress: ...
 
     def out(self, text: str = "", end: str = "\n") -> None: ...
 
@@ -62,7 +63,12 @@ def unlocked(plan: Plan, locked: list[str]) -> str | None:
 def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
     topology, saved = request.topology, request.saved
     with Connections(dict(request.clusters), backend.admin_factory) as conns:
-        plan = saved if saved is not None else make_plan(topology, conns, backend)
+        if saved is not None:
+            plan = saved
+        elif topology is not None:
+            plan = make_plan(topology, conns, backend)
+        else:
+            raise ValueError("an ApplyRequest needs a topology or a saved plan")
         ui.out(plan_text.render(plan), end="")
         if plan.errors:
             ui.err("error: the plan has errors (see above); nothing was applied")
@@ -72,8 +78,8 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
         if not ui.confirm(plan):
             return ApplyOutcome(False)
         touched = sorted({a.cluster for a in plan.actions})
-        admins = [conns.get(a) for a in touched]
-        if any(a is None for a in admins):
+        admins = [admin for admin in (conns.get(a) for a in touched) if admin is not None]
+        if len(admins) != len(touched):
             ui.err("error: " + "; ".join(conns.errors.values()))
             return ApplyOutcome(False)
         started = time.monotonic()
@@ -88,13 +94,13 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
             with ClusterLocks(admins, timeout=request.lock_timeout, on_wait=waiting) as locks:
                 live = read_live(conns, plan.clusters)
                 stale = planfile.stale_reason(plan, live)
-                if stale and saved is None and request.auto_approve:
+                if stale and topology is not None and saved is None and request.auto_approve:
                     # Nothing to refuse: --auto-approve approved whatever the plan is, so plan again
                     # from what the lease now protects (Terraform plans under its lock the same way).
                     plan = make_plan(topology, conns, backend, live)
                     ui.out(f"\nThe clusters changed while planning ({stale}); planned again under the lease:\n")
                     ui.out(plan_text.render(plan), end="")
-                    stale = unlocked(plan, touched) or (plan.errors and "the new plan has errors")
+                    stale = unlocked(plan, touched) or ("the new plan has errors" if plan.errors else None)
                 if stale:
                     ui.err(f"error: refusing to apply a stale plan: {stale}")
                     return ApplyOutcome(False)

@@ -64,4 +64,4 @@ class Backend:
 
     def jobs_or_default(self) -> JobBackend:
         """The job backend, or one with the real deployers when jobs are off (status, apply of a saved plan)."""
-        return self.jobs if self.jobs is not None else JobBackend(read_status=self.read_status)  # type: ignore[arg-type]
+        return self.jobs if self.jobs is not None else JobBackend(read_status=self.read_status)

@@ -114,7 +114,7 @@ def observe(
             except AdminError:
                 obs.applied[alias] = None
     if statuses:
-        skip = {a: c.error for a, c in live.clusters.items() if not c.reachable}
+        skip = {a: c.error or "unreachable" for a, c in live.clusters.items() if not c.reachable}
         obs.statuses = read_statuses(topology, backend, skip)
     if heartbeats:
         targets = heartbeat_targets(topology, live)

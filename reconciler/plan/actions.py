@@ -111,7 +111,7 @@ class Action:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Action:
         kind = ACTION_TYPES[ActionKind(d["kind"])]
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         for f in dataclasses.fields(kind):
             if f.name == "why":
                 kwargs[f.name] = ReasonKind(d["reason_kind"]) if d.get("reason_kind") else None
@@ -311,7 +311,7 @@ class Plan:
         return out
 
     def to_dict(self, include_scope: bool = False) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "format_version": FORMAT_VERSION,
             "format_minor": FORMAT_MINOR,
             "topology": self.topology,

@@ -59,7 +59,7 @@ def flows_of_topic(cluster: str, topic: str, desired: DesiredState | None, topol
         return ()
     for sep in _separators(topology):
         alias = ReplicationPolicy(PolicyKind.DEFAULT, sep).topic_source(topic)
-        if alias in topology.clusters and alias != cluster:
+        if alias is not None and alias in topology.clusters and alias != cluster:
             return (flow_name(alias, cluster),)
     return ()
 

@@ -148,10 +148,10 @@ class DriftCollector(Collector):
             yield rev
 
         thresholds = _gauge("slo_threshold", "The topology's slo: thresholds that are set", ["slo"])
-        for key in SLO_CATEGORIES:
-            value = r.slo.get(key) if r.slo else None
+        for slo_key in SLO_CATEGORIES:
+            value = r.slo.get(slo_key) if r.slo else None
             if value is not None:
-                thresholds.add_metric([key], float(value))
+                thresholds.add_metric([slo_key], float(value))
         yield thresholds
 
         breach = _gauge("slo_breach", "1 if the flow breaches the SLO", [*FLOW_LABELS, "slo"])
@@ -169,9 +169,9 @@ class DriftCollector(Collector):
             flow_items.add_metric(labels, sum(1 for i in f.items if i.level is Level.DRIFT))
             if not f.enabled:
                 continue
-            for key, cat in SLO_CATEGORIES.items():
-                if r.slo and r.slo.get(key) is not None:
-                    breach.add_metric([*labels, key], 1.0 if cat in drift_cats else 0.0)
+            for slo_key, cat in SLO_CATEGORIES.items():
+                if r.slo and r.slo.get(slo_key) is not None:
+                    breach.add_metric([*labels, slo_key], 1.0 if cat in drift_cats else 0.0)
             if f.heartbeat_age_seconds is not None:
                 hb.add_metric(labels, f.heartbeat_age_seconds)
             job = f.job

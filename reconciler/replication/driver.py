@@ -116,7 +116,7 @@ class ReplicationDriver:
         self.consumer_epoch = 0  # bumped to make workers drop cached consumers (topics deleted, offsets reset)
         self._failures = 0
         self.known_topics: set[str] = set()
-        self.last_owner: dict[int, str] = {}
+        self.last_owner: dict[int, str | None] = {}
         self.lag: dict[TP, _Lag] = {}
         self.plan = PartitionPlan()
         self.latency = LatencyWindow()

@@ -150,7 +150,7 @@ class CheckpointEmitter:
         groups = sorted(
             g.group_id for g in listed.valid if self.flow.groups.matches(g.group_id) and not g.group_id.startswith(own)
         )
-        out: dict[str, dict[tuple[str, int], int]] = {}
+        out: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         for group in groups:
             try:
                 res = self.source_admin.list_consumer_group_offsets(

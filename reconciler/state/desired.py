@@ -246,7 +246,7 @@ def _remote_topic(
         )
         partitions = max(s.partitions for s in sources)
     if len(sources) > 1 and all(s.acls is not None for s in sources):
-        acls = frozenset().union(*(s.acls for s in sources))
+        acls = frozenset().union(*(s.acls for s in sources if s.acls is not None))
     p, flow = first.placement, first.flow
     reason = (
         f"replicates {first.upstream[0]}:{first.upstream[1]} (flow {flow.name})"
@@ -313,9 +313,9 @@ def desired_state(topology: Topology, live: LiveState, max_remote_topics: int | 
     for _, cluster, name, placements in todo:
         if state.get(cluster, name) is not None:
             continue  # an internal topic of the same name wins (cannot happen with MM2 names)
-        t = _remote_topic(cluster, name, placements, up, topology, state)
-        if t is not None:
-            state.add(t)
+        remote_topic = _remote_topic(cluster, name, placements, up, topology, state)
+        if remote_topic is not None:
+            state.add(remote_topic)
     for alias in sorted(up.unreadable_acls):
         c = live.cluster(alias)
         why = "it does not support the ACL APIs" if c.reachable else "it could not be read"

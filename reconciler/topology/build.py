@@ -106,7 +106,7 @@ def _get(doc: Document, path: tuple) -> Any:
 def _check_patterns(doc: Document, diags: Diagnostics) -> None:
     """Every filter pattern of a document must compile. Defensive: runs on schema-invalid documents too."""
     data = doc.data if isinstance(doc.data, dict) else {}
-    places = [(("defaults",), data.get("defaults"))]
+    places: list[tuple[tuple[str | int, ...], Any]] = [(("defaults",), data.get("defaults"))]
     flows = data.get("flows")
     places += [(("flows", i), f) for i, f in enumerate(flows)] if isinstance(flows, list) else []
     for base, raw in places:

@@ -45,7 +45,7 @@ class Document:
         return self.key_positions.get(tuple(path)) or self.where(path)
 
 
-def _loc(file: str, node: yaml.Node | yaml.Mark) -> SourceLocation:
+def _loc(file: str, node: yaml.Node | Any) -> SourceLocation:  # a node or a (pure or C) Mark
     mark = node.start_mark if isinstance(node, yaml.Node) else node
     return SourceLocation(file, mark.line + 1, mark.column + 1)
 
@@ -170,8 +170,9 @@ class _Builder:
                 )
                 continue
             first_seen[key] = key_loc
-            self.doc.key_positions[path + (key,)] = key_loc
-            out[key] = self._value(value_node, path + (key,))
+            at = path + (key if isinstance(key, (str, int)) else str(key),)
+            self.doc.key_positions[at] = key_loc
+            out[key] = self._value(value_node, at)
         return out
 
 
@@ -182,7 +183,7 @@ def _deepest(text: str, file: str) -> SourceLocation:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
-                if depth > MAX_DEPTH:
+                if depth > MAX_DEPTH and event.start_mark is not None:
                     return _loc(file, event.start_mark)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
@@ -263,11 +264,11 @@ def load_paths(paths: Iterable[str | Path], diags: Diagnostics) -> list[Document
         if not found and len(diags.errors) == before:
             empty.append(str(f))
         docs.extend(found)
-    for f in empty:
+    for name in empty:
         report = diags.warning if docs else diags.error
         report(
             "no topology document in this file (it is empty or holds only comments)",
-            SourceLocation(f, 1, 1),
+            SourceLocation(name, 1, 1),
             hint="a topology file starts with `apiVersion: reconciler/v1` and `kind: Topology`",
         )
     return docs
@@ -295,8 +296,8 @@ def separate_roots(paths: Iterable[str | Path]) -> list[str]:
     """The paths that each define a whole topology (clusters and flows), when more than one does;
     else []. `reconciler validate topologies/*` passes several such roots; they are merged unless
     `--each` is given, and the merge is said."""
-    paths = [str(p) for p in paths]
-    if len(paths) < 2:
+    names = [str(p) for p in paths]
+    if len(names) < 2:
         return []
-    roots = [p for p in paths if defines_clusters(p)]
+    roots = [p for p in names if defines_clusters(p)]
     return roots if len(roots) > 1 else []

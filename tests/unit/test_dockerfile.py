@@ -4,29 +4,17 @@ with what the Kubernetes deployer renders. Building it needs a Docker engine: th
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
 from reconciler.deploy.kubernetes import APP_ROOT
+from tests.dev_tools import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _hadolint() -> str:
-    path = Path(sys.executable).parent / "hadolint"
-    return (
-        str(path)
-        if path.exists()
-        else (shutil.which("hadolint") or pytest.fail("hadolint missing: pip install -e .[test]"))
-    )
-
-
 def test_hadolint_passes():
-    r = subprocess.run([_hadolint(), "--no-color", "Dockerfile"], cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run([tool("hadolint"), "--no-color", "Dockerfile"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
 
 

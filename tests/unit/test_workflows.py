@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.dev_tools import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
@@ -122,26 +122,17 @@ def test_workflows_are_hardened():
     assert checkout["with"]["ref"] == "main"  # a newer queued run replaces an older one: it applies the latest main
 
 
-def _bin(name: str) -> str:
-    path = Path(sys.executable).parent / name
-    return (
-        str(path)
-        if path.exists()
-        else (shutil.which(name) or pytest.fail(f"{name} not installed: pip install -e .[test]"))
-    )
-
-
 def test_actionlint_passes_on_every_workflow():
-    env = {**os.environ, "PATH": f"{Path(_bin('shellcheck')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": f"{Path(tool('shellcheck')).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     r = subprocess.run(
-        [_bin("actionlint"), "-no-color", *map(str, WORKFLOWS)], capture_output=True, text=True, env=env, cwd=ROOT
+        [tool("actionlint"), "-no-color", *map(str, WORKFLOWS)], capture_output=True, text=True, env=env, cwd=ROOT
     )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_shellcheck_passes_on_every_script():
     scripts = sorted([*(ROOT / "ci").glob("*.sh"), *(ROOT / "scripts").glob("*.sh"), ROOT / ".ci" / "run"])
-    r = subprocess.run([_bin("shellcheck"), "-x", *map(str, scripts)], capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run([tool("shellcheck"), "-x", *map(str, scripts)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
