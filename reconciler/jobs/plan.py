@@ -37,8 +37,8 @@ from reconciler.topology.model import Topology
 
 
 def _changes(current: JobSpec, desired: JobSpec) -> dict[str, list]:
-    a, b = current.to_dict(), desired.to_dict()
-    return {k: [a.get(k), b[k]] for k in sorted(current.changed_fields(desired))}
+    """Path of each changed setting ("settings.topics.include", "engine.parallelism") -> [current, desired]."""
+    return {k: [old, new] for k, (old, new) in current.changes(desired).items()}
 
 
 def _fields(names) -> str:
@@ -185,7 +185,7 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
     out.append(
         UpdateJob(
             reason=f"{_fields(changes)} changed: the running job applies it within its refresh "
-            f"interval ({d.spec.refresh_interval_seconds:g}s), no restart, no data loss",
+            f"interval ({d.spec.settings.refresh_interval_seconds:g}s), no restart, no data loss",
             current_hash=current.spec_hash(),
             changes=changes,
             **args,

@@ -109,7 +109,7 @@ def iso(epoch_ms: int | float | None) -> str:
 
 
 def stale_after_seconds(spec: JobSpec | None) -> float:
-    return status_contract.stale_after_seconds(spec.status_interval_seconds if spec is not None else None)
+    return status_contract.stale_after_seconds(spec.engine.status_interval_seconds if spec is not None else None)
 
 
 def _last(status: StatusRecord | None) -> str:

@@ -166,11 +166,11 @@ class ReplicationDriver:
         self.checkpoints.read_syncs(timeout=15)
         now = time.monotonic()
         self._next = {
-            "refresh": now + self.spec.refresh_interval_seconds,
+            "refresh": now + self.spec.settings.refresh_interval_seconds,
             "heartbeat": now,
-            "checkpoint": now + self.spec.checkpoints_interval_seconds,
+            "checkpoint": now + self.spec.settings.checkpoints.interval_seconds,
             "status": now,
-            "delayed_syncs": now + self.spec.checkpoints_interval_seconds,
+            "delayed_syncs": now + self.spec.settings.checkpoints.interval_seconds,
         }
         self.state = "running"
         self.publish_status()
@@ -198,7 +198,7 @@ class ReplicationDriver:
                 if self.exit_code:
                     break
                 if not moved:
-                    self.stop_event.wait(self.spec.trigger_interval_ms / 1000.0)
+                    self.stop_event.wait(self.spec.engine.trigger_interval_ms / 1000.0)
             if self.state not in ("restart-required", "failed"):
                 self.state = "stopped"
         except Exception as exc:
@@ -218,7 +218,7 @@ class ReplicationDriver:
     def step(self) -> bool:
         now = time.monotonic()
         if now >= self._next["refresh"]:
-            self._next["refresh"] = now + self.spec.refresh_interval_seconds
+            self._next["refresh"] = now + self.spec.settings.refresh_interval_seconds
             if self.reload_spec():
                 self.refresh()
         tasks = self.plan_tasks()
@@ -246,19 +246,19 @@ class ReplicationDriver:
         now = time.monotonic()
         spec = self.spec
         try:
-            if spec.heartbeats_enabled and now >= self._next["heartbeat"]:
-                self._next["heartbeat"] = now + spec.heartbeats_interval_seconds
+            if spec.emits_heartbeats and now >= self._next["heartbeat"]:
+                self._next["heartbeat"] = now + spec.settings.heartbeats.interval_seconds
                 self.heartbeats.emit()
             if now >= self._next["delayed_syncs"]:
-                self._next["delayed_syncs"] = now + spec.checkpoints_interval_seconds
+                self._next["delayed_syncs"] = now + spec.settings.checkpoints.interval_seconds
                 self.flush_delayed_syncs()
-            if spec.checkpoints_enabled and now >= self._next["checkpoint"]:
-                self._next["checkpoint"] = now + spec.checkpoints_interval_seconds
+            if spec.settings.checkpoints.enabled and now >= self._next["checkpoint"]:
+                self._next["checkpoint"] = now + spec.settings.checkpoints.interval_seconds
                 self.checkpoints.emit()
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time
             self._error(f"{type(exc).__name__}: {exc}")
         if now >= self._next["status"]:
-            self._next["status"] = now + spec.status_interval_seconds
+            self._next["status"] = now + spec.engine.status_interval_seconds
             try:
                 self.publish_status()
             except Exception as exc:  # noqa: BLE001
@@ -292,7 +292,7 @@ class ReplicationDriver:
 
     def refresh(self, first: bool = False) -> None:
         """Discover source topics/partitions, create missing remote topics, load new positions."""
-        flow = self.spec.to_flow()
+        flow = self.spec.mirror_flow
         source = self.topics.describe(self.source_admin, 15)
         target = self.topics.describe(self.target_admin, 15)
         plan = plan_partitions(flow, source, target)
@@ -312,7 +312,7 @@ class ReplicationDriver:
             loaded = self.offsets.load(new)
             for tp, (offset, slot) in loaded.items():
                 self.positions[tp] = offset if offset is not None else -2
-                if slot is not None and 0 <= slot < self.spec.parallelism:
+                if slot is not None and 0 <= slot < self.spec.engine.parallelism:
                     self.slots[tp] = slot
             self._assign_slots(list(new))
         vanished = sorted(self.known_topics - set(source))
@@ -331,7 +331,7 @@ class ReplicationDriver:
         self.plan = plan
 
     def _assign_slots(self, tps: list[TP]) -> None:
-        load = {s: 0 for s in range(self.spec.parallelism)}
+        load = {s: 0 for s in range(self.spec.engine.parallelism)}
         for tp, s in self.slots.items():
             if s in load and tp in self.positions:
                 load[s] += 1
@@ -452,7 +452,7 @@ class ReplicationDriver:
                 low, high = self.offsets.watermarks(*tp)
             except Exception:  # noqa: BLE001
                 low, high = None, None
-        action = "halted" if self.spec.offset_reset == "halt" else f"reset to earliest offset {low}"
+        action = "halted" if self.spec.engine.offset_reset == "halt" else f"reset to earliest offset {low}"
         event = {
             "topic": tp[0],
             "partition": tp[1],
@@ -465,7 +465,7 @@ class ReplicationDriver:
         }
         self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
         self._error(f"{tp[0]}[{tp[1]}]: out of range: {reason}; {action}")
-        if self.spec.offset_reset == "halt" or low is None:
+        if self.spec.engine.offset_reset == "halt" or low is None:
             self.halted.add(tp)
             self.consumer_epoch += 1
             return

@@ -86,7 +86,7 @@ class CheckpointEmitter:
         from confluent_kafka import Consumer
 
         self.spec = spec
-        self.flow = spec.to_flow()
+        self.flow = spec.mirror_flow
         self.source_admin = source_admin
         self.environ = environ
         self.target_groups = MirrorKafka(spec.target.client_config(environ), timeout=10.0)
@@ -105,7 +105,7 @@ class CheckpointEmitter:
 
     def update_spec(self, spec: JobSpec) -> None:
         self.spec = spec
-        self.flow = spec.to_flow()
+        self.flow = spec.mirror_flow
 
     def close(self) -> None:
         try:
@@ -246,8 +246,8 @@ class CheckpointEmitter:
             self.emitted += len(changed)
             self.checkpoint_store.update(changed)
         if (
-            self.spec.sync_group_offsets
-            and time.monotonic() - self._last_group_sync >= self.spec.sync_group_offsets_interval_seconds
+            self.spec.settings.sync.group_offsets
+            and time.monotonic() - self._last_group_sync >= self.spec.settings.sync.group_offsets_interval_seconds
         ):
             self._last_group_sync = time.monotonic()
             self.sync_group_offsets(cps)

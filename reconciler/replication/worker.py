@@ -204,7 +204,7 @@ def read_and_produce(spec: JobSpec, parts: list[PartitionCopy], producer: Any, d
     consumer = _consumer(spec, epoch)
     by_tp = {(p.topic, p.partition): p for p in parts}
     consumer.assign([TopicPartition(p.topic, p.partition, p.start) for p in parts])
-    budget = spec.max_records_per_partition
+    budget = spec.engine.max_records_per_partition
     active = len(parts)
     EOF = KafkaError._PARTITION_EOF
     produce = producer.produce
@@ -345,7 +345,7 @@ def finish_deliveries(
 
 
 def _plan_syncs(spec: JobSpec, p: PartitionCopy) -> None:
-    state = state_from_list(p.sync_state, spec.offset_lag_max)
+    state = state_from_list(p.sync_state, spec.settings.offset_lag_max)
     first_down = p.first_dr.offset() if p.first_dr is not None else None
     last_down = p.last_dr.offset()
     syncs: list[tuple[int, int]] = []

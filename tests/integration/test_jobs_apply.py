@@ -134,7 +134,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         # --- a topic filter change: handed to the running job, no restart -----------------------------
         env.write(topics='["orders", "payments", "refunds"]')
         [update] = env.job_actions()
-        assert update["kind"] == "update_job" and "topics_include" in update["changes"]
+        assert update["kind"] == "update_job" and "settings.topics.include" in update["changes"]
         env.apply()
         wait_for(lambda: count_topic(env.east, "west.refunds", 1) >= 50, 60, what="the new topic replicated")
         wait_for(lambda: env.status().spec_hash == update["spec_hash"], 30, what="the job runs the new spec")
@@ -148,7 +148,10 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         wait_for(lambda: producer.produced >= 1_000, 30, what="producer started")
         env.write(topics='["orders", "payments", "refunds"]', delivery="exactly-once")
         [restart] = env.job_actions()
-        assert restart["kind"] == "restart_job" and restart["changes"]["delivery"] == ["at-least-once", "exactly-once"]
+        assert restart["kind"] == "restart_job" and restart["changes"]["settings.delivery"] == [
+            "at-least-once",
+            "exactly-once",
+        ]
         out = env.apply()
         assert "old job exited with code 0 (stopped)" in out, out
         assert env.record()["pid"] != first["pid"]

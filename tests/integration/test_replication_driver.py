@@ -12,6 +12,7 @@ from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transacti
 from reconciler.contract.status import StatusState, read_job_status
 from reconciler.replication.driver import LocalExecutor, ReplicationDriver
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
+from tests.spec_helpers import respec
 
 pytestmark = [pytest.mark.kafka]
 
@@ -122,11 +123,11 @@ def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):
     try:
         wait_for(lambda: count_topic(target.bootstrap, "west.alpha", 1) == 5, 30, what="alpha replicated")
         # A hot-reloadable change (topic filter): applied without a restart.
-        spec.with_(topics_include=("alpha", "beta")).write(path)
+        respec(spec, topics_include=("alpha", "beta")).write(path)
         wait_for(lambda: count_topic(target.bootstrap, "west.beta", 1) == 7, 30, what="beta replicated after reload")
-        assert thread.is_alive() and driver.spec.topics_include == ("alpha", "beta")
+        assert thread.is_alive() and driver.spec.settings.topics.include == ("alpha", "beta")
         # A change that needs a restart: the job stops with exit code 3 and says why.
-        spec.with_(topics_include=("alpha", "beta"), delivery="exactly-once").write(path)
+        respec(spec, topics_include=("alpha", "beta"), delivery="exactly-once").write(path)
         thread.join(30)
         assert not thread.is_alive() and driver.exit_code == EXIT_RESTART_REQUIRED
     finally:

@@ -174,7 +174,7 @@ def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clust
     ]
     ups = sorted({(s.upstream_offset, s.downstream_offset) for s in syncs if s.topic == "payments"})
     assert ups[0] == (0, 37) and all(d - u == 37 for u, d in ups)
-    assert all(b[0] - a[0] <= spec.offset_lag_max + 1 for a, b in zip(ups, ups[1:])) and ups[-1][0] == 499
+    assert all(b[0] - a[0] <= spec.settings.offset_lag_max + 1 for a, b in zip(ups, ups[1:])) and ups[-1][0] == 499
     # The consumer moved to the target resumes from the synced offset and skips nothing.
     c = Consumer(
         {
