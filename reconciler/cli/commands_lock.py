@@ -13,7 +13,7 @@ import sys
 import time
 
 from reconciler.apply.lock import force_unlock, live_claims
-from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, confirmed, load_validated
 
 
 def register(sub) -> None:
@@ -49,19 +49,14 @@ def cmd_force_unlock(args) -> int:
             return EXIT_ERROR
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(claim.get("acquired_at", 0)))
         print(f"Lease {args.lock_id} on {args.cluster}: held by {claim.get('who', '?')} since {since}.")
-        if not args.force:
-            if not sys.stdin.isatty():
-                print(
-                    "error: refusing to ask for confirmation: stdin is not a terminal; run again with --force",
-                    file=sys.stderr,
-                )
-                return EXIT_ERROR
-            answer = input(
-                "Remove it? An apply that still runs would lose its exclusivity. Only 'yes' will be accepted: "
-            )
-            if answer.strip() != "yes":
-                print("Force-unlock cancelled.", file=sys.stderr)
-                return EXIT_ERROR
+        if not args.force and not confirmed(
+            args.backend.ask,
+            "Remove it? An apply that still runs would lose its exclusivity.",
+            lambda text: print(text, file=sys.stderr),
+            unattended="Run again with --force.",
+            cancelled="Force-unlock cancelled.",
+        ):
+            return EXIT_ERROR
         force_unlock(admin, args.lock_id)
         print(f"Removed the lease {args.lock_id} on {args.cluster}.")
         return EXIT_OK

@@ -21,6 +21,7 @@ from reconciler.cli.common import (
     EXIT_OK,
     add_paths_argument,
     add_revision_argument,
+    confirmed,
     load_validated,
     relative_diagnostics,
 )
@@ -168,30 +169,20 @@ class _TextProgress:
 class _ApplyUI:
     """The console side of `reconciler.operations.apply`."""
 
-    def __init__(self, io: _Console, auto_approve: bool):
-        self.io, self.auto_approve = io, auto_approve
+    def __init__(self, io: _Console, auto_approve: bool, ask: Callable[[str], str | None]):
+        self.io, self.auto_approve, self.ask = io, auto_approve, ask
         self.progress = _TextProgress(io)
         self.out, self.err = io.out, io.err
 
     def confirm(self, plan: Plan) -> bool:
-        return _confirm(self.io, plan, self.auto_approve)
-
-
-def _confirm(io: _Console, plan: Plan, auto_approve: bool) -> bool:
-    if auto_approve:
-        return True
-    if not sys.stdin.isatty():
-        io.err(
-            "error: refusing to ask for confirmation: stdin is not a terminal. "
-            "Review the plan and run again with --auto-approve, or save it with `plan --out FILE` and `apply FILE`."
+        return self.auto_approve or confirmed(
+            self.ask,
+            f"\nApply these {plural(len(plan.actions), 'action')}?",
+            self.io.err,
+            unattended="Review the plan and run again with --auto-approve, or save it with `plan --out FILE` "
+            "and `apply FILE`.",
+            cancelled="Apply cancelled.",
         )
-        return False
-    n = len(plan.actions)
-    answer = input(f"\nApply these {n} action{'s' if n != 1 else ''}? Only 'yes' will be accepted: ")
-    if answer.strip() != "yes":
-        io.err("Apply cancelled.")
-        return False
-    return True
 
 
 def _duration(text: str) -> float:
@@ -221,7 +212,7 @@ def cmd_apply(args) -> int:
             dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve, args.lock_timeout
         )
     io = _Console(dict(request.clusters))
-    outcome = apply(request, backend, _ApplyUI(io, request.auto_approve))
+    outcome = apply(request, backend, _ApplyUI(io, request.auto_approve, backend.ask))
     report = outcome.report
     if report is None:
         return EXIT_OK if outcome.ok else EXIT_ERROR

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from reconciler.analysis.hazards import analyse
@@ -43,6 +43,21 @@ def load_validated(
         print(f"{n} error{'s' if n != 1 else ''}: topology is invalid; nothing was changed", file=sys.stderr)
         return None, diags
     return topology, diags
+
+
+def confirmed(
+    ask: Callable[[str], str | None], question: str, err: Callable[[str], None], *, unattended: str, cancelled: str
+) -> bool:
+    """Whether the person answered exactly 'yes' (as Terraform asks). Without a terminal nobody can answer:
+    refuse, saying `unattended` (how to run it without a question)."""
+    answer = ask(question + " Only 'yes' will be accepted: ")
+    if answer is None:
+        err(f"error: refusing to ask for confirmation: stdin is not a terminal. {unattended}")
+        return False
+    if answer.strip() != "yes":
+        err(cancelled)
+        return False
+    return True
 
 
 def relative_diagnostics(items: Iterable[Diagnostic]) -> list[Diagnostic]:

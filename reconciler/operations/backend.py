@@ -8,6 +8,7 @@ passes the same contract suite as the real adapter) and recording deployers.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,13 @@ def git_revision_info(paths: Iterable[str], revision: str | None = None) -> dict
     return revision_info(paths, revision)
 
 
+def terminal_answer(question: str) -> str | None:
+    """The person's answer at the terminal, or None when stdin is not a terminal (CI, a pipe): never block."""
+    if not sys.stdin.isatty():
+        return None
+    return input(question)
+
+
 @dataclass
 class Backend:
     admin_factory: AdminFactory = KafkaAdmin
@@ -50,6 +58,8 @@ class Backend:
     read_heartbeats: HeartbeatReader = kafka_heartbeat_reader
     git: Callable[..., Any] = git_revision_info
     clock: Callable[[], float] = field(default=time.time)
+    #: Asks the person a question (apply's and force-unlock's confirmation); None: nobody can answer.
+    ask: Callable[[str], str | None] = terminal_answer
 
     def read_status(self, cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
         """Every flow's latest status record on a (target) cluster: one reader for plan, status and drift."""

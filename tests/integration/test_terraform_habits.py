@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import io
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +12,7 @@ from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.apply.lock import Lease
 from reconciler.cli.main import main
 from reconciler.dev.brokers import stop_pid
+from reconciler.operations.backend import Backend
 from reconciler.topology.model import Cluster
 from tests.integration.mirror_helpers import create_topic
 
@@ -50,17 +51,17 @@ def test_show_renders_the_saved_plan_offline(fresh_clusters, tmp_path, capsys):
     assert "not a saved plan" in capsys.readouterr().err
 
 
-def test_saved_plan_needs_no_confirmation(fresh_clusters, tmp_path, capsys, monkeypatch):
+def test_saved_plan_needs_no_confirmation(fresh_clusters, tmp_path, capsys):
     west, east = fresh_clusters
     create_topic(west.bootstrap, "orders", 1)
     topo = tmp_path / "topology.yaml"
     topo.write_text(TOPOLOGY.format(west=west.bootstrap, east=east.bootstrap))
     plan_file = tmp_path / "plan.json"
     assert main(["plan", str(topo), "--out", str(plan_file)]) == 0
-    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: a topology apply would refuse to ask
-    assert main(["apply", str(topo)]) == 1
+    nobody = replace(Backend.default(), ask=lambda question: None)  # no terminal: a topology apply refuses to ask
+    assert main(["apply", str(topo)], nobody) == 1
     assert "refusing to ask for confirmation" in capsys.readouterr().err
-    assert main(["apply", str(plan_file)]) == 0  # the plan file is the approval
+    assert main(["apply", str(plan_file)], nobody) == 0  # the plan file is the approval
     assert "Apply complete" in capsys.readouterr().out
 
 
@@ -80,6 +81,9 @@ def test_lock_timeout_and_force_unlock(fresh_clusters, tmp_path, capsys):
 
         assert main(["force-unlock", str(topo), "--cluster", "east", "no-such-lock", "--force"]) == 1
         assert f"live leases: {stuck.owner} by killed@other-host pid 9" in capsys.readouterr().err
+        declined = replace(Backend.default(), ask=lambda question: "no")
+        assert main(["force-unlock", str(topo), "--cluster", "east", stuck.owner], declined) == 1
+        assert "Force-unlock cancelled." in capsys.readouterr().err
         assert main(["force-unlock", str(topo), "--cluster", "east", stuck.owner, "--force"]) == 0
         assert f"Removed the lease {stuck.owner} on east" in capsys.readouterr().out
         assert main(["apply", str(topo), "--auto-approve"]) == 0

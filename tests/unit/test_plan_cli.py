@@ -44,14 +44,24 @@ def test_formats(world, capsys, fmt, marker):
     assert marker in capsys.readouterr().out
 
 
-def test_confirmation_on_a_terminal(world, capsys, monkeypatch):
-    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
-    monkeypatch.setattr("builtins.input", lambda prompt: "no")
-    assert main(["apply", world.path], world.backend()) == 1
+def test_confirmation_on_a_terminal(world, capsys):
+    asked: list[str] = []
+
+    def answer(text: str):
+        return lambda question: asked.append(question) or text
+
+    assert main(["apply", world.path], world.backend(ask=answer("no"))) == 1
     assert "Apply cancelled." in capsys.readouterr().err and "west.orders" not in world["east"].topics
-    monkeypatch.setattr("builtins.input", lambda prompt: "yes")
-    assert main(["apply", world.path], world.backend()) == 0
+    assert asked[-1].strip() == "Apply these 5 actions? Only 'yes' will be accepted:"
+    assert main(["apply", world.path], world.backend(ask=answer("yes"))) == 0
     assert "west.orders" in world["east"].topics
+
+
+def test_no_terminal_no_question(world, capsys):
+    assert main(["apply", world.path], world.backend(ask=lambda question: None)) == 1
+    err = capsys.readouterr().err
+    assert "refusing to ask for confirmation: stdin is not a terminal" in err and "--auto-approve" in err
+    assert "west.orders" not in world["east"].topics
 
 
 def test_saved_plan_apply_and_refusals(world, capsys, tmp_path):
@@ -86,26 +96,28 @@ def test_impossible_changes_are_findings_not_actions(world, capsys):
     )
 
 
-def test_failed_actions_make_apply_fail(world, capsys, monkeypatch):
+def test_failed_actions_make_apply_fail(world, capsys):
     from reconciler.adapters.base import OpResult
-    from reconciler.adapters.memory_admin import MemoryAdmin
 
-    real = MemoryAdmin.create_topics
+    def admins(cluster):
+        admin = world.factory(cluster)
+        real = admin.create_topics
 
-    def refuse_remote_topics(self, specs):
-        if specs[0].name.startswith("reconciler."):
-            return real(self, specs)  # the lease topic
-        return {s.name: OpResult.failed("POLICY_VIOLATION: no") for s in specs}
+        def refuse_remote_topics(specs):
+            if specs[0].name.startswith("reconciler."):
+                return real(specs)  # the lease topic
+            return {s.name: OpResult.failed("POLICY_VIOLATION: no") for s in specs}
 
-    monkeypatch.setattr(MemoryAdmin, "create_topics", refuse_remote_topics)
-    assert main(["apply", world.path, "--auto-approve"], world.backend()) == 1
+        admin.create_topics = refuse_remote_topics
+        return admin
+
+    assert main(["apply", world.path, "--auto-approve"], world.backend(admin_factory=admins)) == 1
     captured = capsys.readouterr()
     assert "FAILED: POLICY_VIOLATION: no" in captured.out and "Apply finished with errors" in captured.err
 
 
 def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
     from reconciler.adapters.base import AdminError
-    from reconciler.adapters.memory_admin import MemoryAdmin
 
     monkeypatch.setenv("CLI_TOKEN", "tok-9f8e7d6c5b4a")
     path = tmp_path / "t.yaml"
@@ -117,11 +129,16 @@ def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
     )
     w = World(topology('flows:\n  - {source: west, target: east, topics: {include: ["orders"]}}'))
 
-    def leaky(self):
-        raise AdminError(f"cluster {self.alias!r}: auth failed for token tok-9f8e7d6c5b4a")
+    def admins(cluster):
+        admin = w.factory(cluster)
 
-    monkeypatch.setattr(MemoryAdmin, "list_topics", leaky)
-    assert main(["plan", str(path)], w.backend()) == 1
+        def leaky():
+            raise AdminError(f"cluster {admin.alias!r}: auth failed for token tok-9f8e7d6c5b4a")
+
+        admin.list_topics = leaky
+        return admin
+
+    assert main(["plan", str(path)], w.backend(admin_factory=admins)) == 1
     captured = capsys.readouterr()
     assert "auth failed for token ***" in captured.out and "tok-9f8e7d6c5b4a" not in captured.out + captured.err
 
