@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
 
 from reconciler.apply.revision import topology_revision
@@ -169,7 +168,7 @@ def cmd_status(args) -> int:
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)
-    now_ms = int(time.time() * 1000)
+    now_ms = int(args.backend.clock() * 1000)
     rows = job_rows(topology, args.backend.jobs_or_default(), now_ms=now_ms)
     unreadable = unreadable_clusters(rows)
     for alias, why in unreadable.items():  # lead with it: the table below cannot say what runs there

@@ -184,3 +184,14 @@ def test_one_read_to_end_loop():
         if "_PARTITION_EOF" in p.read_text(encoding="utf-8") and str(p.relative_to(ROOT)) not in allowed
     )
     assert users == []
+
+
+def test_tests_inject_the_clock():
+    """Time comes from the Backend's clock (observe, plan, status, drift): no test patches time.time."""
+    patched = sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "tests").rglob("*.py")
+        if p.name != "test_architecture.py"
+        and any(s in p.read_text(encoding="utf-8") for s in ('setattr("time.time"', "setattr(time, "))
+    )
+    assert patched == []
