@@ -48,12 +48,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from reconciler.contract.spec import ClusterSpec, EngineSettings, FlowSettings, JobSpec  # noqa: E402
+from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 from reconciler.mirror.filters import TopicFilter  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
-from reconciler.topology.model import Delivery  # noqa: E402
+from reconciler.topology.model import Delivery, FlowSettings  # noqa: E402
 
 SCENARIOS = ("throughput", "scale", "size", "latency", "startup")
 CONSUMER_TUNED = {

@@ -5,8 +5,8 @@ The reconciler builds it from the topology (`JobSpec.from_flow`), writes it to a
 its own environment (`client_config`), so a spec file, a plan or a status record never holds one.
 
 Shape (version 2): the flow id, the two clusters, the flow's settings as the topology model holds
-them (`FlowSettings`: the model's own TopicFilter, GroupFilter, ReplicationPolicy, SyncSettings,
-Heartbeats, ... serialized as they are, field by field), the engine settings (`EngineSettings`:
+them (`topology.model.FlowSettings`, the settings part of a Flow: its own TopicFilter, GroupFilter,
+ReplicationPolicy, SyncSettings, Heartbeats, ... serialized as they are, field by field), the engine settings (`EngineSettings`:
 Spark master, parallelism, batch sizes, intervals) and the git revision (provenance, not hashed).
 Version 1 (the flat spec of earlier releases) is still read, so a deployed job's spec can be
 compared; its `version` differs, which needs a restart: every running job is restarted once on
@@ -43,13 +43,12 @@ from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.model import (
     Cluster,
     Delivery,
-    Emitter,
     Flow,
+    FlowSettings,
     Heartbeats,
     HeartbeatsLocation,
     JobSettings,
     OffsetSyncsLocation,
-    SyncSettings,
     Topology,
 )
 
@@ -170,44 +169,6 @@ class ClusterSpec:
 
 
 @dataclass(frozen=True)
-class FlowSettings:
-    """A flow's replication settings, built once from the topology model's Flow and carried as they are."""
-
-    topics: TopicFilter
-    groups: GroupFilter
-    policy: ReplicationPolicy
-    delivery: Delivery
-    replication_factor: int
-    config_properties: ConfigPropertyFilter
-    sync: SyncSettings
-    heartbeats: Heartbeats
-    checkpoints: Emitter
-    refresh_interval_seconds: float
-    offset_syncs_location: OffsetSyncsLocation
-    offset_lag_max: int
-    family: str | None = None  # topic family: one of several named flows of a pair
-    carries_heartbeats: bool = True  # False for all but one family of a pair
-
-    @classmethod
-    def of(cls, flow: Flow) -> FlowSettings:
-        return cls(**{f.name: getattr(flow, f.name) for f in fields(cls)})
-
-    @classmethod
-    def defaults(cls) -> FlowSettings:
-        """The flow defaults of topology/defaults.py (their one home), as a flow that sets nothing has them."""
-        from reconciler.topology.build import default_flow
-
-        return cls.of(default_flow())
-
-    def to_dict(self) -> dict[str, Any]:
-        return _to_json(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> FlowSettings:
-        return _from_json(cls, data, "settings")
-
-
-@dataclass(frozen=True)
 class EngineSettings:
     """How the job runs (Spark and its loop), as opposed to what it replicates."""
 
@@ -229,13 +190,6 @@ class EngineSettings:
             trigger_interval_ms=job.trigger_interval_ms,
             spark_conf=dict(sorted(job.spark_conf.items())),
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return _to_json(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EngineSettings:
-        return _from_json(cls, data, "engine")
 
 
 @dataclass(frozen=True)
@@ -352,8 +306,8 @@ class JobSpec:
             "flow": self.flow,
             "source": _to_json(self.source),
             "target": _to_json(self.target),
-            "settings": self.settings.to_dict(),
-            "engine": self.engine.to_dict(),
+            "settings": _to_json(self.settings),
+            "engine": _to_json(self.engine),
             "git_revision": self.git_revision,
         }
 
@@ -374,8 +328,8 @@ class JobSpec:
         for side in ("source", "target"):
             c = data[side]
             data[side] = ClusterSpec(c["alias"], c["bootstrap_servers"], dict(c.get("config", {})))
-        data["settings"] = FlowSettings.from_dict(data["settings"])
-        data["engine"] = EngineSettings.from_dict(data.get("engine", {}))
+        data["settings"] = _from_json(FlowSettings, data["settings"], "settings")
+        data["engine"] = _from_json(EngineSettings, data.get("engine", {}), "engine")
         return cls(**data)
 
     @classmethod

@@ -12,7 +12,6 @@ from reconciler.contract.spec import (
     HOT_RELOADABLE,
     ClusterSpec,
     EngineSettings,
-    FlowSettings,
     JobSpec,
     job_group,
     offset_syncs_topic_name,
@@ -23,7 +22,7 @@ from reconciler.replication.sync_plan import plan_run, state_from_list, state_to
 from reconciler.replication.topics import TopicInfo, explicit_configs, internal_topics, plan_partitions
 from reconciler.state.configs import MARKER_KEYS
 from reconciler.topology.build import load_topology_text
-from reconciler.topology.model import HeartbeatsLocation
+from reconciler.topology.model import FlowSettings, HeartbeatsLocation
 from tests.spec_helpers import respec
 
 TOPOLOGY = """
@@ -97,6 +96,7 @@ def test_the_spec_carries_the_flow_settings_as_they_are(spec):
     topo = load_topology_text(TOPOLOGY)
     flow = topo.flow("west->east")
     assert spec.settings == FlowSettings.of(flow) and spec.engine == EngineSettings.of(flow.job)
+    assert type(spec.settings) is FlowSettings and isinstance(flow, FlowSettings), "a Flow is its settings plus more"
     d = spec.to_dict()
     assert d["version"] == 2 and set(d) == {"version", "flow", "source", "target", "settings", "engine", "git_revision"}
     assert d["settings"]["topics"] == {
