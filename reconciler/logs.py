@@ -1,17 +1,26 @@
-"""Where the logs of the Kafka clients we create go: a Python logger, never the terminal by default.
+"""The process' log lines, one home for the replication job and the CLI.
 
 librdkafka prints its own log lines (`%3|...|FAIL|rdkafka#consumer-1| ... Connection refused`) to
 stderr unless the client is given a `logger`. Every client the reconciler creates passes its
 configuration through `client_config()`; the lines then go to the `reconciler.kafka` logger, which
 shows nothing unless the command runs with `-v` (warnings) or `-vv` (debug), see `configure()`.
+
+`RECONCILER_LOG_FORMAT=json` makes every log line one JSON object (`JsonFormatter`): the job's
+(`setup()`, called by the job's entry point) and the CLI's (`cli_logging()`, around every command:
+each message the command writes to stderr becomes one event, `event()` adds structured ones, e.g. a
+flow's apply result). Secrets are redacted in both formats.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import re
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, TextIO
+
+from reconciler.topology.secrets import Redactor
 
 CLIENT_LOGGER = logging.getLogger("reconciler.kafka")
 CLIENT_LOGGER.addHandler(logging.NullHandler())
@@ -60,7 +69,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if self.flow is not None:
+        if self.flow is not None:  # a job's lines; a CLI event may carry its own (`event(..., flow=)`)
             doc["flow"] = self.flow
         for key, value in vars(record).items():
             if key not in _RECORD_ATTRS and not key.startswith("_"):
@@ -98,3 +107,109 @@ def formatter(
         return JsonFormatter(flow, redact)
     prefix = f"[{flow}] " if flow else ""
     return RedactingFormatter(f"%(asctime)s %(levelname)s %(name)s: {prefix}%(message)s", redact)
+
+
+def setup(
+    level: str | int = "INFO",
+    flow: str | None = None,
+    redact: Any = None,
+    environ: Mapping[str, str] | None = None,
+    stream: TextIO | None = None,
+) -> logging.Handler:
+    """A long-running process' log lines (the replication job's driver): every logger to stderr, in the
+    format of $RECONCILER_LOG_FORMAT, with the flow (a field in JSON, `[flow]` in text) and secrets redacted."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter(flow, redact, environ))
+    if isinstance(level, str):
+        level = getattr(logging, level.upper(), logging.INFO)
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    return handler
+
+
+# --- the CLI's events ------------------------------------------------------------------------------------
+#: The CLI's own events: silent in the text format (the commands print their human lines), JSON lines on
+#: stderr with RECONCILER_LOG_FORMAT=json.
+EVENTS = logging.getLogger("reconciler.cli")
+EVENTS.addHandler(logging.NullHandler())
+EVENTS.propagate = False
+#: The process' redactor for the CLI's JSON lines: commands add the secrets of the topologies they load.
+REDACT = Redactor()
+_LEVEL = re.compile(r"\b(error|warning|note)s?:", re.IGNORECASE)
+
+
+def event(message: str, *, level: int = logging.INFO, flow: str | None = None, **fields: Any) -> None:
+    """One structured CLI event (a JSON line in the json format; nothing in the text format)."""
+    extra = {k: v for k, v in fields.items() if v is not None}
+    if flow is not None:
+        extra["flow"] = flow
+    EVENTS.log(level, message, extra=extra)
+
+
+class StderrEvents:
+    """What a command writes to stderr, as events: one per message (a `print` or one `write` ending a
+    line); indented lines continue the message before them (hints under a diagnostic). The level is the
+    message's own `error:`/`warning:`/`note:` word (`FILE:LINE: error: ...`, `2 errors: ...`), info otherwise."""
+
+    def __init__(self, logger: logging.Logger = EVENTS):
+        self.logger = logger
+        self._buffer = ""
+
+    def write(self, text: str) -> int:
+        self._buffer += text
+        if self._buffer.endswith("\n"):
+            self.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        text, self._buffer = self._buffer.rstrip("\n"), ""
+        messages: list[str] = []
+        for line in text.split("\n"):
+            if messages and line[:1].isspace():
+                messages[-1] += "\n" + line
+            elif line.strip():
+                messages.append(line)
+        for message in messages:
+            found = _LEVEL.search(message.split("\n", 1)[0])
+            kind = found.group(1).lower() if found else "info"
+            level = {"error": logging.ERROR, "warning": logging.WARNING}.get(kind, logging.INFO)
+            self.logger.log(level, "%s", message)
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("stderr is a JSON event stream")
+
+
+@contextlib.contextmanager
+def cli_logging(verbosity: int = 0, environ: Mapping[str, str] | None = None) -> Iterator[None]:
+    """Around one CLI command: text (default) as `configure(verbosity)`; with RECONCILER_LOG_FORMAT=json,
+    stderr becomes one JSON line per event (the command's messages, `event()`s, and the Kafka clients'
+    lines with -v), redacted with `REDACT`; stdout (the command's report) is left alone."""
+    if log_format(environ) != "json":
+        configure(verbosity)
+        yield
+        return
+    if isinstance(sys.stderr, StderrEvents):  # a command run by another (the demo): already set up
+        yield
+        return
+    stream = sys.stderr
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter(None, REDACT))
+    saved = (EVENTS.level, CLIENT_LOGGER.level)
+    EVENTS.addHandler(handler)
+    EVENTS.setLevel(logging.INFO)
+    if verbosity > 0:
+        CLIENT_LOGGER.addHandler(handler)
+        CLIENT_LOGGER.setLevel(logging.WARNING if verbosity == 1 else logging.DEBUG)
+    events = StderrEvents(EVENTS)
+    sys.stderr = events
+    try:
+        yield
+    finally:
+        events.flush()
+        sys.stderr = stream
+        EVENTS.removeHandler(handler)
+        CLIENT_LOGGER.removeHandler(handler)
+        EVENTS.setLevel(saved[0])
+        CLIENT_LOGGER.setLevel(saved[1])

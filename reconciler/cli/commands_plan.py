@@ -8,10 +8,11 @@ Exit codes (Terraform's): plan --detailed-exitcode: 0 no changes, 2 changes, 1 e
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Callable
 
-from reconciler import outputs, settings
+from reconciler import logs, outputs, settings
 from reconciler.apply.executor import ActionResult
 from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
@@ -164,6 +165,14 @@ class _TextProgress:
         show = not r.result.ok or getattr(r.action, "SHOW_RESULT", False)  # e.g. a job's pid
         msg = f": {r.result.message}" if r.result.message and show else ""
         self.io.out(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}")
+        logs.event(  # a structured line per action with RECONCILER_LOG_FORMAT=json (nothing in text)
+            f"{r.action.VERB.value} {r.action.describe()}: {status}{msg}",
+            level=logging.INFO if r.result.ok else logging.ERROR,
+            flow=getattr(r.action, "flow", None),
+            cluster=r.action.cluster,
+            action=r.action.KIND.value,
+            result=r.result.code.value,
+        )
 
 
 class _ApplyUI:

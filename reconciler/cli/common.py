@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from reconciler import logs
 from reconciler.analysis.hazards import analyse
 from reconciler.topology.build import load_topology
 from reconciler.topology.diagnostics import Diagnostic, Diagnostics
@@ -35,6 +36,8 @@ def load_validated(
         topology, diags = load_topology(paths)
     if topology is not None:
         analyse(topology, diags)
+        for cluster in topology.clusters.values():  # the CLI's JSON log lines never show these secrets
+            logs.REDACT.add_from(cluster.config)
     shown = diags.errors if quiet_warnings else diags.items
     if shown:
         print(Diagnostics(list(shown)).render(), file=sys.stderr)

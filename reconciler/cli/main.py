@@ -62,7 +62,11 @@ def main(argv: list[str] | None = None, backend: Backend | None = None) -> int:
     """Run one command; `backend` (default: the real one) is every outside dependency it has."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logs.configure(getattr(args, "verbose", 0))
+    with logs.cli_logging(getattr(args, "verbose", 0)):  # RECONCILER_LOG_FORMAT=json: stderr as JSON events
+        return _run(args, backend)
+
+
+def _run(args: argparse.Namespace, backend: Backend | None) -> int:
     bad = settings.errors()
     if bad:  # malformed RECONCILER_* environment variables: refuse before doing anything
         for line in bad:

@@ -7,7 +7,9 @@ The expressions name only what the jobs export (`reconciler.replication.metrics`
 |---|---|---|
 | MirrorLagHigh | `slo.max_lag_records` | a flow's summed partition lag stays above it for 5m |
 | MirrorLatencyP99High | `slo.max_latency_p99_ms` | the 5m p99 of replication latency stays above it for 5m |
+| MirrorCheckpointLatencyP99High | `slo.max_latency_p99_ms` | the 15m p99 of checkpoint latency stays above it for 5m |
 | MirrorHeartbeatStale | `slo.max_heartbeat_age_seconds` | the scheduled drift run saw an older newest heartbeat |
+| MirrorLagSecondsHigh | `slo.max_heartbeat_age_seconds` | a partition's lag in seconds stays above it for 1m |
 | MirrorJobDown | always | a job reports no running/degraded state for 2m |
 | MirrorJobStalled | always | a job has not finished a micro-batch for 5m |
 | MirrorJobMissing | always, per enabled flow (topology export only) | no job of the flow has been scraped for 5m |
@@ -27,7 +29,7 @@ from typing import Any
 import yaml
 
 from reconciler.render import drift_prometheus as drift
-from reconciler.replication.metrics import OWN, SOURCE
+from reconciler.replication.metrics import CHECKPOINT, OWN, SOURCE
 from reconciler.topology.model import Slo, Topology
 
 BY = "flow, family, source, target"
@@ -75,7 +77,31 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
                 f"p99 {{{{ $value }}}} ms (slo.max_latency_p99_ms {_num(slo.max_latency_p99_ms)}).",
             )
         )
+        slo_rules.append(
+            _rule(
+                "MirrorCheckpointLatencyP99High",
+                f"histogram_quantile(0.99, sum by ({BY}, le) (rate({CHECKPOINT}_checkpoint_latency_ms_bucket[15m]))) "
+                f"> {_num(slo.max_latency_p99_ms)}",
+                "5m",
+                "warning",
+                "p99 checkpoint latency of {{ $labels.flow }} is over the SLO",
+                f"Consumer group offsets take {{{{ $value }}}} ms (p99) from the source to a checkpoint on the target "
+                f"(slo.max_latency_p99_ms {_num(slo.max_latency_p99_ms)}); `..._checkpoint_latency_ms_max` by group "
+                "shows which.",
+            )
+        )
     if slo.max_heartbeat_age_seconds is not None:
+        slo_rules.append(
+            _rule(
+                "MirrorLagSecondsHigh",
+                f"max by ({BY}, topic, partition) ({OWN}_partition_lag_seconds) > {_num(slo.max_heartbeat_age_seconds)}",
+                "1m",
+                "warning",
+                "{{ $labels.topic }}[{{ $labels.partition }}] of {{ $labels.flow }} is behind by more than the SLO",
+                f"Its oldest record not replicated yet has waited {{{{ $value }}}}s (slo.max_heartbeat_age_seconds "
+                f"{_num(slo.max_heartbeat_age_seconds)}: the target's view of the source may be no older).",
+            )
+        )
         slo_rules.append(
             _rule(
                 "MirrorHeartbeatStale",

@@ -536,6 +536,4 @@ def configure_logging(
     if spec is not None:
         for c in (spec.source, spec.target):
             redact.add_from(dict(c.config), environ)
-    handler = logging.StreamHandler()
-    handler.setFormatter(logs.formatter(spec.flow if spec else None, redact, environ))
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[handler], force=True)
+    logs.setup(level, spec.flow if spec else None, redact, environ)

@@ -15,6 +15,9 @@ All three use MM2's binary formats (reconciler.mirror.records) so Java tooling r
   upstream commit metadata; the checkpoints already written are read back at start (CheckpointStore);
   optionally committed to the same group on the
   target while that group has no active members there (sync group offsets).
+  As MM2 (MirrorCheckpointTask.checkpointRecord/commitRecord), a checkpoint record's timestamp is the time
+  its group's offsets were read on the source, and its latency is acknowledgement - that time
+  (`CheckpointAck`, the job's `checkpoint_latency_ms` metrics).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
@@ -40,6 +44,14 @@ log = logging.getLogger(__name__)
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class CheckpointAck:
+    """A checkpoint the target acknowledged, `latency_ms` after its group's offsets were read on the source."""
+
+    checkpoint: Checkpoint
+    latency_ms: int
 
 
 class HeartbeatEmitter:
@@ -102,6 +114,9 @@ class CheckpointEmitter:
         self._checkpoints_loaded = False
         self._last_group_sync = 0.0
         self.emitted = 0
+        self.read_at: dict[str, int] = {}  # group -> when its committed offsets were last read (epoch ms)
+        self.rounds = 0  # checkpoint rounds acknowledged; `last_round` is the latest one's checkpoints
+        self.last_round: list[CheckpointAck] = []
 
     def update_spec(self, spec: JobSpec) -> None:
         self.spec = spec
@@ -152,6 +167,7 @@ class CheckpointEmitter:
         )
         out: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
         for group in groups:
+            self.read_at[group] = now_ms()  # MM2 takes the time before listConsumerGroupOffsets
             try:
                 res = self.source_admin.list_consumer_group_offsets(
                     [ConsumerGroupTopicPartitions(group)], request_timeout=timeout
@@ -237,14 +253,28 @@ class CheckpointEmitter:
         # MirrorCheckpointTask.checkpointIsMoreRecent: never move a checkpoint backwards unless the
         # upstream group itself rewound; repeats are not re-emitted.
         changed = self.checkpoint_store.select(cps)
-        for cp in changed:
-            self.producer.produce(topic, cp.record_value(), cp.record_key(), partition=0)
+        acked: dict[int, int] = {}  # index in `changed` -> when the target acknowledged it (MM2's commitRecord)
+        for i, cp in enumerate(changed):
+            self.producer.produce(
+                topic,
+                cp.record_value(),
+                cp.record_key(),
+                partition=0,
+                timestamp=self.read_at.get(cp.consumer_group_id, 0),  # 0: now
+                on_delivery=lambda err, _msg, i=i: acked.__setitem__(i, now_ms()) if err is None else None,
+            )
         if changed:
             left = self.producer.flush(15)
             if left:
                 raise RuntimeError(f"{left} checkpoints not acknowledged")
+            done = now_ms()
             self.emitted += len(changed)
             self.checkpoint_store.update(changed)
+            self.last_round = [
+                CheckpointAck(cp, max(0, acked.get(i, done) - self.read_at.get(cp.consumer_group_id, done)))
+                for i, cp in enumerate(changed)
+            ]
+            self.rounds += 1
         if (
             self.spec.settings.sync.group_offsets
             and time.monotonic() - self._last_group_sync >= self.spec.settings.sync.group_offsets_interval_seconds

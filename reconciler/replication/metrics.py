@@ -1,26 +1,35 @@
 """Prometheus metrics of a replication job, with MirrorMaker 2's names (docs/monitoring.md).
 
 MM2's own metrics, as Strimzi's JMX exporter publishes them, keep their `kafka_connect_mirror_*`
-names (counters get Prometheus' `_total` suffix); what MM2 lacks is under `mirror_*`. Every series
-has the labels `flow`, `family` ('' for a pair's only flow), `source` and `target`; per-partition ones
-add `topic` (the remote topic on the target, as MM2 labels it) and `partition`.
+names (counters get Prometheus' `_total` suffix; MM2's `-min/-max/-avg` attributes become `_min/_max/_avg`
+gauges); what MM2 lacks is under `mirror_*`. Every series has the labels `flow`, `family` ('' for a pair's
+only flow), `source` and `target`; per-partition ones add `topic` (the remote topic on the target, as MM2
+labels it) and `partition`; checkpoint ones also `group`.
 
-`JobMetrics.observe(driver, summaries)` is the one hook: the driver calls it once per micro-batch
-with the per-task summaries it has just absorbed into its status record, so the status record and
-the metrics come from the same numbers. `serve(port)` exposes them over HTTP (prometheus-client).
+`JobMetrics.observe(driver, results)` is the one hook: the driver calls it once per micro-batch with the
+typed task results it has just absorbed into its status record, so the status record and the metrics
+come from the same numbers. Checkpoint latencies come from the checkpoint emitter's last acknowledged
+round (`CheckpointEmitter.last_round`, emitters.py), read by the same hook. `serve(port)` exposes them
+over HTTP (prometheus-client).
+
+Windows: MM2's min/max/avg and rates are Kafka `Metrics` sampled stats (2 samples of 30 s); ours are over
+the batches of the last `WINDOW_SECONDS` (60 s). A per-partition min/max/avg series disappears when its
+window holds no sample (an idle partition), as MM2's turn NaN.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV, free_port, metrics_port  # noqa: F401 (re-exported)
-from reconciler.replication.tasks import TaskResult
+from reconciler.replication.tasks import TP, TaskResult
 from reconciler.topology.model import flow_ends
 
 SOURCE = "kafka_connect_mirror_source_connector"
@@ -28,9 +37,14 @@ CHECKPOINT = "kafka_connect_mirror_checkpoint_connector"
 OWN = "mirror"
 
 FLOW_LABELS = ("flow", "family", "source", "target")
-PARTITION_LABELS = (*FLOW_LABELS, "topic", "partition")
-#: Milliseconds buckets for record age and replication latency (MM2 alerts start around seconds).
+TOPIC_LABELS = (*FLOW_LABELS, "topic")
+PARTITION_LABELS = (*TOPIC_LABELS, "partition")
+GROUP_LABELS = (*PARTITION_LABELS, "group")
+#: Milliseconds buckets for record age, replication and checkpoint latency (MM2 alerts start around seconds).
 LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000)
+#: The span of the min/max/avg and rate gauges (MM2: 2 samples x 30 s).
+WINDOW_SECONDS = 60.0
+STATS = ("min", "max", "avg")
 
 
 @dataclass(frozen=True)
@@ -56,47 +70,105 @@ class MetricDef:
         }.get(self.kind, (self.name,))
 
 
+def _stats(name: str, labels: tuple[str, ...], doc: str, mm2: str) -> tuple[MetricDef, ...]:
+    """MM2's `<attribute>-min/-max/-avg` as three gauges `<name>_min/_max/_avg` (Strimzi's JMX exporter names)."""
+    return tuple(
+        MetricDef(
+            f"{name}_{stat}", "gauge", labels, f"{doc}: {stat} over the last {WINDOW_SECONDS:g} s", f"{mm2}-{stat}"
+        )
+        for stat in STATS
+    )
+
+
+_MM2_SOURCE = "kafka.connect.mirror:type=MirrorSourceConnector"
+_MM2_CHECKPOINT = "kafka.connect.mirror:type=MirrorCheckpointConnector"
+
 METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         f"{SOURCE}_record_count",
         "counter",
         PARTITION_LABELS,
         "Records replicated to the target partition",
-        "kafka.connect.mirror:type=MirrorSourceConnector record-count",
+        f"{_MM2_SOURCE} record-count",
     ),
     MetricDef(
         f"{SOURCE}_byte_count",
         "counter",
         PARTITION_LABELS,
-        "Bytes replicated to the target partition",
-        "kafka.connect.mirror:type=MirrorSourceConnector byte-count",
+        "Bytes (key + value) replicated to the target partition",
+        f"{_MM2_SOURCE} byte-count",
+    ),
+    MetricDef(
+        f"{SOURCE}_record_rate",
+        "gauge",
+        PARTITION_LABELS,
+        f"Records per second replicated to the target partition over the last {WINDOW_SECONDS:g} s",
+        f"{_MM2_SOURCE} record-rate",
+    ),
+    MetricDef(
+        f"{SOURCE}_byte_rate",
+        "gauge",
+        PARTITION_LABELS,
+        f"Bytes per second replicated to the target partition over the last {WINDOW_SECONDS:g} s",
+        f"{_MM2_SOURCE} byte-rate",
+    ),
+    *_stats(
+        f"{SOURCE}_record_age_ms",
+        PARTITION_LABELS,
+        "Age of the partition's records when read from the source (read time - record timestamp, ms)",
+        f"{_MM2_SOURCE} record-age-ms",
+    ),
+    MetricDef(
+        f"{SOURCE}_record_age_ms",
+        "histogram",
+        TOPIC_LABELS,
+        "Age of the records when read from the source (read time - record timestamp, ms)",
+        f"{_MM2_SOURCE} record-age-ms",
+    ),
+    *_stats(
+        f"{SOURCE}_replication_latency_ms",
+        PARTITION_LABELS,
+        "Time from a record's timestamp to its acknowledgement by the target partition (ms)",
+        f"{_MM2_SOURCE} replication-latency-ms",
     ),
     MetricDef(
         f"{SOURCE}_replication_latency_ms",
         "histogram",
-        FLOW_LABELS,
+        TOPIC_LABELS,
         "Time from a record's timestamp to its acknowledgement by the target (ms)",
-        "kafka.connect.mirror:type=MirrorSourceConnector replication-latency-ms",
+        f"{_MM2_SOURCE} replication-latency-ms",
+    ),
+    *_stats(
+        f"{CHECKPOINT}_checkpoint_latency_ms",
+        GROUP_LABELS,
+        "Time from reading the group's committed offsets on the source to the checkpoint's acknowledgement (ms)",
+        f"{_MM2_CHECKPOINT} checkpoint-latency-ms",
     ),
     MetricDef(
-        f"{SOURCE}_record_age_ms",
-        "gauge",
-        (*FLOW_LABELS, "stat"),
-        "Age of the records of the last batch at acknowledgement: stat=min, max, avg (ms)",
-        "kafka.connect.mirror:type=MirrorSourceConnector record-age-ms-{min,max,avg}",
+        f"{CHECKPOINT}_checkpoint_latency_ms",
+        "histogram",
+        FLOW_LABELS,
+        "Time from reading a group's committed offsets on the source to the checkpoint's acknowledgement (ms)",
+        f"{_MM2_CHECKPOINT} checkpoint-latency-ms",
     ),
     MetricDef(
         f"{CHECKPOINT}_checkpoints",
         "counter",
         FLOW_LABELS,
         "Checkpoints emitted to the target",
-        "kafka.connect.mirror:type=MirrorCheckpointConnector (checkpoint records)",
+        f"{_MM2_CHECKPOINT} (checkpoint records)",
     ),
     MetricDef(
         f"{OWN}_partition_lag_records",
         "gauge",
         PARTITION_LABELS,
         "Records in the source partition not replicated yet (source end offset - next offset)",
+    ),
+    MetricDef(
+        f"{OWN}_partition_lag_seconds",
+        "gauge",
+        PARTITION_LABELS,
+        "Seconds since the job first saw the oldest source record it has not replicated yet (0: caught up)",
     ),
     MetricDef(f"{OWN}_offset_syncs", "counter", PARTITION_LABELS, "Offset syncs written for the partition"),
     MetricDef(
@@ -140,12 +212,90 @@ def flow_labels(flow: str) -> dict[str, str]:
     return {"flow": flow, "family": family or "", "source": source, "target": target}
 
 
+# --- windows (pure) -----------------------------------------------------------------------------
+class StatWindow:
+    """min/max/avg of the values added over the last `seconds` (one entry per add, not per value)."""
+
+    def __init__(self, seconds: float = WINDOW_SECONDS):
+        self.seconds = seconds
+        self._entries: deque[tuple[float, float, float, float, int]] = deque()  # (t, min, max, sum, n)
+
+    def add(self, values: Sequence[float], now: float) -> None:
+        if values:
+            self._entries.append((now, min(values), max(values), float(sum(values)), len(values)))
+
+    def stats(self, now: float) -> tuple[float, float, float] | None:
+        """(min, max, avg) of the window, or None when it holds nothing."""
+        while self._entries and self._entries[0][0] < now - self.seconds:
+            self._entries.popleft()
+        if not self._entries:
+            return None
+        n = sum(e[4] for e in self._entries)
+        return (
+            min(e[1] for e in self._entries),
+            max(e[2] for e in self._entries),
+            sum(e[3] for e in self._entries) / n,
+        )
+
+
+class RateWindow:
+    """Records and bytes per second over the last `seconds` (MM2's Meter rate)."""
+
+    def __init__(self, seconds: float = WINDOW_SECONDS):
+        self.seconds = seconds
+        self.started: float | None = None
+        self._points: deque[tuple[float, int, int]] = deque()
+
+    def add(self, records: int, nbytes: int, now: float) -> None:
+        if self.started is None:
+            self.started = now
+        if records or nbytes:
+            self._points.append((now, records, nbytes))
+
+    def rates(self, now: float) -> tuple[float, float]:
+        while self._points and self._points[0][0] < now - self.seconds:
+            self._points.popleft()
+        # the span the points cover: the window, or since the partition was first seen
+        span = max(1.0, min(self.seconds, now - (self.started if self.started is not None else now)))
+        return sum(p[1] for p in self._points) / span, sum(p[2] for p in self._points) / span
+
+
+class LagClock:
+    """Lag in seconds of one source partition, by the job's own clock (no producer timestamps).
+
+    The driver sees the partition's end offset after each batch; the clock keeps when it first saw
+    each larger end offset. The oldest record not yet replicated is the one at the job's next offset;
+    it is known to exist since the first observation whose end offset is past it, so the lag is
+    `now - that observation` (0 when the job is caught up). It reads low by at most one batch cycle
+    (the record arrived between two observations) and does not count time before the job started.
+    """
+
+    def __init__(self, max_points: int = 10_000):
+        self.max_points = max_points
+        self._points: deque[tuple[int, float]] = deque()  # (end offset, first seen), both increasing
+
+    def observe(self, next_offset: int, end: int, now: float) -> float:
+        if self._points and end < self._points[-1][0]:
+            self._points.clear()  # the partition was recreated or truncated: start over
+        if not self._points or end > self._points[-1][0]:
+            if len(self._points) >= self.max_points:  # bounded: the newest point widens (reads older)
+                self._points[-1] = (end, self._points[-1][1])
+            else:
+                self._points.append((end, now))
+        while self._points and self._points[0][0] <= next_offset:
+            self._points.popleft()
+        if next_offset >= end or not self._points:
+            return 0.0
+        return max(0.0, now - self._points[0][1])
+
+
 class JobMetrics:
     """The job's metric families in their own registry (tests make several)."""
 
-    def __init__(self, flow: str, registry: CollectorRegistry | None = None):
+    def __init__(self, flow: str, registry: CollectorRegistry | None = None, clock: Any = time.monotonic):
         self.registry = registry or CollectorRegistry()
         self.flow = flow_labels(flow)
+        self.clock = clock  # monotonic seconds for the windows and lag clocks (tests inject one)
         self.families: dict[str, Any] = {}
         for m in METRICS:
             if m.kind == "counter":
@@ -160,6 +310,14 @@ class JobMetrics:
         self._seen_out_of_range: list[dict[str, Any]] = []  # the events counted (held: identity compare)
         self._errors = 0
         self._checkpoints = 0
+        self._checkpoint_round = 0
+        self._remote: dict[TP, str] = {}
+        self._rates: dict[TP, RateWindow] = {}
+        self._ages: dict[TP, StatWindow] = {}
+        self._latencies: dict[TP, StatWindow] = {}
+        self._lag_clocks: dict[TP, LagClock] = {}
+        self._lag_remote: dict[TP, str] = {}
+        self._checkpoint_latencies: dict[tuple[str, str, int], StatWindow] = {}  # (group, topic, partition)
         self.get(f"{OWN}_job_start_time_seconds").set(time.time())
 
     def get(self, name: str, **extra: Any) -> Any:
@@ -168,37 +326,28 @@ class JobMetrics:
     # --- the hook -------------------------------------------------------------------------
     def observe(self, driver: Any, results: Iterable[TaskResult]) -> None:
         """One micro-batch: the task results the driver absorbed and the driver's state after absorbing them."""
+        now = self.clock()
         spec = driver.spec
-        latencies: list[float] = []
         for r in results:
-            latencies += r.latency_ms
             aborted = bool(spec.exactly_once and r.error)
             if aborted and r.partitions:
                 self.get(f"{OWN}_transaction_aborts").inc()
             for p in r.partitions:
                 if p.out_of_range or aborted:
                     continue  # the driver counts none of these records either (absorb)
+                self._remote[p.tp] = p.remote
                 tp = {"topic": p.remote, "partition": p.partition}
+                self._rates.setdefault(p.tp, RateWindow()).add(p.count, p.bytes, now)
                 if p.count:
                     self.get(f"{SOURCE}_record_count", **tp).inc(p.count)
                     self.get(f"{SOURCE}_byte_count", **tp).inc(p.bytes)
                 if p.syncs:
                     self.get(f"{OWN}_offset_syncs", **tp).inc(len(p.syncs))
-        hist = self.get(f"{SOURCE}_replication_latency_ms")
-        for ms in latencies:
-            hist.observe(ms)
-        if latencies:
-            for stat, value in (
-                ("min", min(latencies)),
-                ("max", max(latencies)),
-                ("avg", sum(latencies) / len(latencies)),
-            ):
-                self.get(f"{SOURCE}_record_age_ms", stat=stat).set(value)
-        for (_topic, partition), lag in list(driver.lag.items()):
-            if lag.end is not None and lag.next >= 0:
-                self.get(f"{OWN}_partition_lag_records", topic=lag.remote, partition=partition).set(
-                    max(0, lag.end - lag.next)
-                )
+                self._samples(p.tp, p.remote, "record_age_ms", self._ages, p.age_ms, now)
+                self._samples(p.tp, p.remote, "replication_latency_ms", self._latencies, p.latency_ms, now)
+        self._publish_windows(now)
+        self._observe_lag(driver, now)
+        self._observe_checkpoints(getattr(driver, "checkpoints", None), now)
         for event in driver.out_of_range:
             if not any(event is seen for seen in self._seen_out_of_range):
                 remote = driver.plan.copy.get((event["topic"], event["partition"]), event["topic"])
@@ -213,6 +362,86 @@ class JobMetrics:
         self.get(f"{OWN}_batches").inc()
         self.get(f"{OWN}_job_last_batch_timestamp_seconds").set(time.time())
         self.set_state(driver)
+
+    def _samples(
+        self, tp: TP, remote: str, what: str, windows: dict[TP, StatWindow], values: list[int], now: float
+    ) -> None:
+        if not values:
+            return
+        windows.setdefault(tp, StatWindow()).add(values, now)
+        hist = self.get(f"{SOURCE}_{what}", topic=remote)
+        for ms in values:
+            hist.observe(ms)
+
+    def _publish_windows(self, now: float) -> None:
+        for tp, rate in self._rates.items():
+            labels = {"topic": self._remote[tp], "partition": tp[1]}
+            records, nbytes = rate.rates(now)
+            self.get(f"{SOURCE}_record_rate", **labels).set(records)
+            self.get(f"{SOURCE}_byte_rate", **labels).set(nbytes)
+        for what, windows in (("record_age_ms", self._ages), ("replication_latency_ms", self._latencies)):
+            for tp, window in list(windows.items()):
+                stats = window.stats(now)
+                self._set_stats(f"{SOURCE}_{what}", stats, topic=self._remote[tp], partition=tp[1])
+                if stats is None:
+                    del windows[tp]  # series removed; a new sample starts a new window
+
+    def _set_stats(self, name: str, stats: tuple[float, float, float] | None, **labels: Any) -> None:
+        """The `_min/_max/_avg` gauges of one series; removed while the window is empty (MM2: NaN)."""
+        for stat, value in zip(STATS, stats or (math.nan,) * 3, strict=True):
+            if stats is None:
+                self.remove(f"{name}_{stat}", **labels)
+            else:
+                self.get(f"{name}_{stat}", **labels).set(value)
+
+    def remove(self, name: str, **extra: Any) -> None:
+        """Drop one series (no longer meaningful: an empty window, a partition no longer copied)."""
+        values = {**self.flow, **{k: str(v) for k, v in extra.items()}}
+        try:
+            self.families[name].remove(*(values[label] for label in BY_NAME[name].labels))
+        except KeyError:
+            pass
+
+    def _observe_lag(self, driver: Any, now: float) -> None:
+        for tp in [tp for tp in self._lag_clocks if tp not in driver.lag]:  # topic deleted or no longer copied
+            remote = self._lag_remote.pop(tp)
+            for name in (f"{OWN}_partition_lag_records", f"{OWN}_partition_lag_seconds"):
+                self.remove(name, topic=remote, partition=tp[1])
+            del self._lag_clocks[tp]
+        for tp, lag in list(driver.lag.items()):
+            if lag.end is None or lag.next < 0:
+                continue
+            labels = {"topic": lag.remote, "partition": tp[1]}
+            self.get(f"{OWN}_partition_lag_records", **labels).set(max(0, lag.end - lag.next))
+            seconds = self._lag_clocks.setdefault(tp, LagClock()).observe(lag.next, lag.end, now)
+            self._lag_remote[tp] = lag.remote
+            self.get(f"{OWN}_partition_lag_seconds", **labels).set(seconds)
+
+    def _observe_checkpoints(self, emitter: Any, now: float) -> None:
+        """The checkpoint rounds acknowledged since the last batch (CheckpointEmitter.last_round, once each)."""
+        rounds = getattr(emitter, "rounds", 0)
+        if emitter is not None and rounds > self._checkpoint_round:
+            self._checkpoint_round = rounds
+            hist = self.get(f"{CHECKPOINT}_checkpoint_latency_ms")
+            for ack in emitter.last_round:
+                cp = ack.checkpoint
+                key = (cp.consumer_group_id, cp.topic, cp.partition)
+                self._checkpoint_latencies.setdefault(key, StatWindow(self._checkpoint_window(emitter))).add(
+                    [ack.latency_ms], now
+                )
+                hist.observe(ack.latency_ms)
+        for key, window in list(self._checkpoint_latencies.items()):
+            group, topic, partition = key
+            stats = window.stats(now)
+            self._set_stats(f"{CHECKPOINT}_checkpoint_latency_ms", stats, topic=topic, partition=partition, group=group)
+            if stats is None:
+                del self._checkpoint_latencies[key]
+
+    @staticmethod
+    def _checkpoint_window(emitter: Any) -> float:
+        """A checkpoint is emitted once per round at most: keep it visible until the round after next."""
+        interval = getattr(getattr(emitter, "spec", None), "checkpoints_interval_seconds", 0) or 0
+        return max(WINDOW_SECONDS, 2.0 * float(interval))
 
     def set_state(self, driver: Any) -> None:
         state = "degraded" if driver.state == "running" and driver.halted else driver.state

@@ -50,6 +50,9 @@ class PartitionResult:
     syncs: list[tuple[int, int]] = field(default_factory=list)  # (upstream, downstream) offset syncs to write
     sync_state: list[int] | None = None
     last: tuple[int, int] | None = None  # last replicated (upstream, downstream) pair
+    # Sampled records of the partition (one in LATENCY_SAMPLE_EVERY), for the per-partition metrics:
+    age_ms: list[int] = field(default_factory=list)  # read time - record timestamp (MM2's record-age-ms)
+    latency_ms: list[int] = field(default_factory=list)  # acknowledgement - record timestamp (replication-latency-ms)
 
     @property
     def tp(self) -> TP:

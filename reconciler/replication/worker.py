@@ -21,7 +21,7 @@ What happens after the copy is the delivery mode's (delivery.py, one object per 
 The function never raises: errors come back in the `TaskResult` (tasks.py) so that the driver can
 report them, re-read committed positions and retry. A result carries per partition: next offset, counts,
 bytes, the end offset seen, offset-sync decisions (MM2 rules, see sync_plan), and whether the
-partition looked out of range; per task: latency samples (record age at acknowledgement).
+partition looked out of range, and its sampled records' age when read and at acknowledgement (the metrics).
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ class PartitionCopy:
     last_dr: Any = None
     dr_errors: list[str] = field(default_factory=list)
     ts_samples: list[int] = field(default_factory=list)
+    age_ms: list[int] = field(default_factory=list)  # per sample: read time - record timestamp
+    latency_ms: list[int] = field(default_factory=list)  # per sample: acknowledgement - record timestamp
     syncs: list[tuple[int, int]] = field(default_factory=list)  # offset syncs planned after acknowledgement
     new_sync_state: list[int] | None = None
     last_pair: tuple[int, int] | None = None  # last replicated (upstream, downstream)
@@ -94,6 +96,8 @@ class PartitionCopy:
             self.syncs,
             self.new_sync_state,
             self.last_pair,
+            age_ms=self.age_ms,
+            latency_ms=self.latency_ms,
         )
 
     def dr_first(self, err: Any, msg: Any) -> None:
@@ -220,6 +224,7 @@ def read_and_produce(spec: JobSpec, parts: list[PartitionCopy], producer: Any, d
             msgs = consumer.consume(10_000, 0)
             if not msgs:
                 msgs = consumer.consume(1, min(remaining, 0.1))
+            read_ms = int(time.time() * 1000)  # for the sampled records' age when read
             i, n = 0, len(msgs)
             while i < n:
                 m = msgs[i]
@@ -230,7 +235,10 @@ def read_and_produce(spec: JobSpec, parts: list[PartitionCopy], producer: Any, d
                     if p is not None and err is not None:
                         active -= _on_event(p, m, err, EOF)
                     continue  # p None: stale, from an earlier assignment of this cached consumer
+                sampled = len(p.ts_samples)
                 i = _copy_run(p, msgs, i, n, produce, poll, budget, sample_every)
+                if len(p.ts_samples) > sampled:  # record age when read (MM2's record-age-ms), per sample
+                    p.age_ms.extend(read_ms - ts for ts in p.ts_samples[sampled:])
                 if p.paused:  # record budget spent
                     consumer.pause([TopicPartition(p.topic, p.partition)])
                     active -= 1
@@ -336,7 +344,8 @@ def finish_deliveries(
             p.error = f"delivery failed: {p.dr_errors[0]}" + (
                 f" (+{len(p.dr_errors) - 1} more)" if len(p.dr_errors) > 1 else ""
             )
-        result.latency_ms.extend(now_ms - ts for ts in p.ts_samples)
+        p.latency_ms = [now_ms - ts for ts in p.ts_samples]
+        result.latency_ms.extend(p.latency_ms)
         if p.count and p.last_dr is not None and ok:
             _plan_syncs(spec, p)
     if not ok and not result.error:

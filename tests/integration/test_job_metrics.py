@@ -7,7 +7,7 @@ import threading
 import urllib.request
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler.contract.status import StatusState, read_job_status
@@ -16,6 +16,8 @@ from reconciler.replication.metrics import METRICS, free_port
 from tests.integration.mirror_helpers import count_topic, create_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
+SRC = "kafka_connect_mirror_source_connector"
+CP_LATENCY = "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms"
 
 
 def scrape(port: int) -> dict[str, list]:
@@ -40,7 +42,11 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     for i in range(600):
         p.produce("orders", f"v{i}".encode(), f"k{i}".encode(), partition=i % 3)
     p.flush(30)
-    spec = spec_for(source, target, topics_include=("orders",))
+    # a consumer group on the source that has read 150 records of each partition: the job checkpoints it
+    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": "billing-app", "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition("orders", i, 150) for i in range(3)], asynchronous=False)
+    c.close()
+    spec = spec_for(source, target, topics_include=("orders",), groups_include=("billing-.*",))
     spark = build_session(spec, master="local[2]")
     driver = ReplicationDriver(spec, SparkExecutor(spark.sparkContext))
     port = free_port()
@@ -59,11 +65,12 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
                         topic="west.orders",
                     )
                     >= 600
+                    and len(f.get(f"{CP_LATENCY}_max", [])) == 3
                     else None
                 )
             )(scrape(port)),
-            60,
-            what="record counts scraped",
+            90,
+            what="record counts and checkpoint latencies scraped",
         )
         driver.stop_event.set()
         thread.join(60)
@@ -113,6 +120,38 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     info = found["mirror_job_info"][0]
     assert info.name == "mirror_job_info" and info.labels["spec_hash"] == spec.spec_hash()
     assert total(found["mirror_offset_syncs"], "mirror_offset_syncs_total", topic="west.orders") > 0
+    # MM2's per-partition figures: record age when read and replication latency, min <= avg <= max, per partition
+    for what in ("record_age_ms", "replication_latency_ms"):
+        stats = {
+            stat: {
+                s.labels["partition"]: s.value
+                for s in found[f"{SRC}_{what}_{stat}"]
+                if s.labels["topic"] == "west.orders"
+            }
+            for stat in ("min", "avg", "max")
+        }
+        assert set(stats["max"]) == {"0", "1", "2"}, what
+        assert all(0 <= stats["min"][p] <= stats["avg"][p] <= stats["max"][p] for p in "012"), (what, stats)
+        assert total(found[what_hist := f"{SRC}_{what}"], f"{what_hist}_count", topic="west.orders") > 0
+    # record age when read <= latency to the acknowledgement (the same sampled records, read before acked)
+    assert total(found[f"{SRC}_record_age_ms"], f"{SRC}_record_age_ms_sum") <= total(
+        found[f"{SRC}_replication_latency_ms"], f"{SRC}_replication_latency_ms_sum"
+    )
+    rates = {s.labels["partition"]: s.value for s in found[f"{SRC}_record_rate"] if s.labels["topic"] == "west.orders"}
+    assert set(rates) == {"0", "1", "2"} and all(v > 0 for v in rates.values())
+    lag_seconds = {
+        s.labels["partition"]: s.value
+        for s in found["mirror_partition_lag_seconds"]
+        if s.labels["topic"] == "west.orders"
+    }
+    assert lag_seconds == {"0": 0.0, "1": 0.0, "2": 0.0}  # caught up
+    # checkpoint latency per group and target topic-partition (MM2's labels), from the group's committed offsets
+    cps = found[f"{CP_LATENCY}_max"]
+    assert {(s.labels["group"], s.labels["topic"], s.labels["partition"]) for s in cps} == {
+        ("billing-app", "west.orders", str(i)) for i in range(3)
+    }
+    assert all(0 <= s.value < 60_000 for s in cps)
+    assert total(found[CP_LATENCY], f"{CP_LATENCY}_count") >= 3
 
 
 @pytest.mark.jobs

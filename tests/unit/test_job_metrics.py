@@ -25,7 +25,7 @@ def driver(exactly_once=False, **kw):
         lag={},
         out_of_range=[],
         errors=0,
-        checkpoints=SimpleNamespace(emitted=0),
+        checkpoints=SimpleNamespace(emitted=0, rounds=0, last_round=[], spec=None),
         state="running",
         halted=set(),
         plan=SimpleNamespace(copy={("orders", 0): "west.orders"}),
@@ -67,9 +67,9 @@ def value(m, name, **labels):
 def test_counts_syncs_checkpoints_and_state():
     m = JobMetrics("west->east:payments")
     d = driver(lag={("orders", 0): SimpleNamespace(remote="west.orders", next=5, end=12)})
-    m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(5, 50)], latency_ms=[10, 30])])
+    m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(5, 50, latency_ms=[10, 30])], latency_ms=[10, 30])])
     d.checkpoints.emitted, d.errors = 4, 1
-    m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(3, 30)], latency_ms=[20])])
+    m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(3, 30, latency_ms=[20])], latency_ms=[20])])
     labels = dict(flow="west->east:payments", family="payments", source="west", target="east")
     assert (
         value(
@@ -78,8 +78,8 @@ def test_counts_syncs_checkpoints_and_state():
         == 8
     )
     assert value(m, "kafka_connect_mirror_source_connector_byte_count_total", topic="west.orders") == 80
-    assert value(m, "kafka_connect_mirror_source_connector_replication_latency_ms_count") == 3
-    assert value(m, "kafka_connect_mirror_source_connector_record_age_ms", stat="max") == 20
+    assert value(m, "kafka_connect_mirror_source_connector_replication_latency_ms_count", topic="west.orders") == 3
+    assert value(m, "kafka_connect_mirror_source_connector_replication_latency_ms_max", partition="0") == 30
     assert value(m, "mirror_partition_lag_records", topic="west.orders", partition="0") == 7
     assert value(m, "mirror_offset_syncs_total", topic="west.orders") == 2
     assert value(m, "kafka_connect_mirror_checkpoint_connector_checkpoints_total") == 4
@@ -128,3 +128,154 @@ def test_metrics_port_is_a_job_setting_handed_to_the_deployer(tmp_path):
         "flows:\n  - {source: west, target: east, job: {metrics_port: 70000}}\n"
     )
     assert main(["validate", str(bad)]) == 1
+
+
+class Clock:
+    """Monotonic seconds the test moves (the metrics' windows and lag clocks read it)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def tp_part(partition, count, *, age_ms=(), latency_ms=(), nbytes=0):
+    return PartitionResult(
+        topic="orders",
+        partition=partition,
+        remote="west.orders",
+        start=0,
+        next=count,
+        count=count,
+        bytes=nbytes,
+        age_ms=list(age_ms),
+        latency_ms=list(latency_ms),
+    )
+
+
+def has(m, name, **labels):
+    return any(n == name and all(dict(ls).get(k) == x for k, x in labels.items()) for (n, ls), _ in samples(m).items())
+
+
+def test_record_age_and_latency_per_partition_with_mm2_min_max_avg_over_a_window():
+    clock = Clock()
+    m = JobMetrics("west->east", clock=clock)
+    d = driver()
+    m.observe(
+        d,
+        [
+            TaskResult(
+                slot=0,
+                process="p",
+                partitions=[
+                    tp_part(0, 64, age_ms=[100, 300], latency_ms=[150, 350]),
+                    tp_part(1, 64, age_ms=[5_000], latency_ms=[5_100]),
+                ],
+            )
+        ],
+    )
+    clock.now += 30
+    m.observe(d, [TaskResult(slot=0, process="p", partitions=[tp_part(0, 64, age_ms=[200], latency_ms=[260])])])
+    age = "kafka_connect_mirror_source_connector_record_age_ms"
+    lat = "kafka_connect_mirror_source_connector_replication_latency_ms"
+    assert [value(m, f"{age}_{s}", partition="0") for s in ("min", "max", "avg")] == [100, 300, 200]
+    assert [value(m, f"{lat}_{s}", partition="0") for s in ("min", "max", "avg")] == [150, 350, 760 / 3]
+    assert value(m, f"{age}_max", partition="1") == 5_000 and value(m, f"{lat}_min", partition="1") == 5_100
+    # the histograms keep every sample, per target topic (percentiles per flow/topic)
+    assert value(m, f"{age}_count", topic="west.orders") == 4 and value(m, f"{lat}_sum", topic="west.orders") == 5_860
+    assert value(m, f"{lat}_bucket", topic="west.orders", le="500.0") == 3  # 150, 350, 260
+    # 61 s after partition 1's only samples: its window is empty and its series are gone (MM2: NaN)
+    clock.now += 31
+    m.observe(d, [])
+    assert not has(m, f"{age}_max", partition="1") and not has(m, f"{lat}_avg", partition="1")
+    assert value(m, f"{age}_min", partition="0") == 200  # the later batch is still in partition 0's window
+
+
+def test_record_and_byte_rates_per_partition_over_the_window():
+    clock = Clock()
+    m = JobMetrics("west->east", clock=clock)
+    d = driver()
+    m.observe(d, [TaskResult(slot=0, process="p", partitions=[tp_part(0, 600, nbytes=6_000)])])
+    clock.now += 30
+    m.observe(d, [TaskResult(slot=0, process="p", partitions=[tp_part(0, 300, nbytes=3_000)])])
+    assert value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0") == 900 / 30
+    assert value(m, "kafka_connect_mirror_source_connector_byte_rate", partition="0") == 9_000 / 30
+    clock.now += 45  # the first batch left the 60 s window; nothing new: the rate decays
+    m.observe(d, [])
+    assert value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0") == 300 / 60
+
+
+def test_lag_seconds_is_how_long_the_oldest_unreplicated_record_has_been_seen():
+    clock = Clock()
+    m = JobMetrics("west->east", clock=clock)
+
+    def lag_after(next_offset, end, seconds):
+        clock.now += seconds
+        d = driver(lag={("orders", 0): SimpleNamespace(remote="west.orders", next=next_offset, end=end)})
+        m.observe(d, [])
+        return value(m, "mirror_partition_lag_seconds", topic="west.orders", partition="0")
+
+    assert lag_after(100, 100, 0) == 0  # caught up
+    assert lag_after(100, 150, 5) == 0  # offsets 100..149 first seen now
+    assert lag_after(120, 180, 10) == 10  # offset 120 was seen 10 s ago (150-179 only now)
+    assert lag_after(150, 200, 4) == 4  # 150 first seen with end 180, 4 s ago
+    assert lag_after(150, 200, 20) == 24  # stuck: the lag in seconds grows while the records wait
+    assert lag_after(200, 200, 1) == 0
+    assert value(m, "mirror_partition_lag_records", topic="west.orders", partition="0") == 0
+    assert lag_after(5, 10, 1) == 0  # the end went backwards (recreated): the clock starts over
+    assert lag_after(5, 10, 3) == 3
+
+
+def test_lag_clock_is_bounded():
+    from reconciler.replication.metrics import LagClock
+
+    clock = LagClock(max_points=2)
+    assert clock.observe(0, 10, 0.0) == 0.0
+    assert clock.observe(0, 20, 1.0) == 1.0
+    assert clock.observe(0, 30, 2.0) == 2.0  # full: the newest point widens to end 30 keeping time 1.0
+    assert clock.observe(15, 30, 3.0) == 2.0
+
+
+def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
+    from reconciler.mirror.records import Checkpoint
+    from reconciler.replication.emitters import CheckpointAck
+
+    clock = Clock()
+    m = JobMetrics("west->east", clock=clock)
+    emitter = SimpleNamespace(
+        emitted=2,
+        rounds=1,
+        spec=SimpleNamespace(checkpoints_interval_seconds=60),
+        last_round=[
+            CheckpointAck(Checkpoint("billing", "west.orders", 0, 10, 8), 40),
+            CheckpointAck(Checkpoint("billing", "west.orders", 1, 5, 5), 70),
+        ],
+    )
+    d = driver(checkpoints=emitter)
+    m.observe(d, [])
+    m.observe(d, [])  # the same round again: not observed twice
+    cp = "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms"
+    assert value(m, f"{cp}_max", group="billing", topic="west.orders", partition="0") == 40
+    assert value(m, f"{cp}_avg", group="billing", topic="west.orders", partition="1") == 70
+    assert value(m, f"{cp}_count") == 2 and value(m, f"{cp}_sum") == 110
+    assert value(m, "kafka_connect_mirror_checkpoint_connector_checkpoints_total") == 2
+    emitter.rounds, emitter.emitted = 2, 3
+    emitter.last_round = [CheckpointAck(Checkpoint("billing", "west.orders", 0, 20, 18), 10)]
+    clock.now += 100  # checkpoints come once per 60 s round: the window is two rounds
+    m.observe(d, [])
+    assert [value(m, f"{cp}_{s}", group="billing", partition="0") for s in ("min", "max", "avg")] == [10, 40, 25]
+    assert value(m, f"{cp}_max", group="billing", partition="1") == 70
+    clock.now += 21  # 121 s after the first round: partition 1's checkpoint is out of the window
+    m.observe(d, [])
+    assert not has(m, f"{cp}_max", group="billing", partition="1")
+    assert value(m, f"{cp}_max", group="billing", partition="0") == 10
+
+
+def test_lag_series_of_a_partition_no_longer_copied_are_removed():
+    m = JobMetrics("west->east")
+    lag = {("orders", 0): SimpleNamespace(remote="west.orders", next=5, end=9)}
+    m.observe(driver(lag=lag), [])
+    assert value(m, "mirror_partition_lag_records", partition="0") == 4
+    m.observe(driver(lag={}), [])  # the topic was deleted: a stale lag must not keep an alert firing
+    assert not has(m, "mirror_partition_lag_records") and not has(m, "mirror_partition_lag_seconds")

@@ -48,3 +48,95 @@ def test_human_lines_otherwise():
     assert "[west->east:payments] cannot connect with password ***" in lines[0]
     assert not any("s3cr3t-pw" in line for line in lines)
     assert logs.log_format({"RECONCILER_LOG_FORMAT": "JSON"}) == "json" and logs.log_format({}) == "text"
+
+
+# --- the CLI: RECONCILER_LOG_FORMAT=json makes its stderr one JSON event per line ----------------------
+
+
+def json_lines(text: str) -> list[dict]:
+    lines = text.splitlines()
+    assert lines and all(line.startswith("{") for line in lines), lines  # nothing but JSON on stderr
+    return [json.loads(line) for line in lines]
+
+
+def test_cli_stderr_messages_become_json_events_with_their_level(tmp_path, capsys, monkeypatch):
+    from reconciler.cli.main import main
+
+    monkeypatch.setenv("RECONCILER_LOG_FORMAT", "json")
+    bad = tmp_path / "t.yaml"
+    bad.write_text(
+        "apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: t}\nclusters:\n"
+        '  west: {bootstrap_servers: "127.0.0.1:1"}\n  east: {bootstrap_servers: "127.0.0.1:2"}\n'
+        "flows:\n  - {source: west, target: east, job: {metrics_port: 70000}}\n"
+    )
+    assert main(["validate", str(bad)]) == 1
+    events = json_lines(capsys.readouterr().err)
+    errors = [e for e in events if e["level"] == "error"]
+    assert errors and all(e["logger"] == "reconciler.cli" and e["ts"].endswith("Z") for e in events)
+    assert any(f"{bad}:8:" in e["message"] and "metrics_port" in e["message"] for e in errors), errors
+    assert events[-1]["message"].endswith("topology is invalid; nothing was changed") and events[-1]["level"] == "error"
+
+
+def test_cli_json_lines_are_redacted_and_stderr_is_restored(capsys):
+    import sys
+
+    before = sys.stderr
+    with logs.cli_logging(0, {"RECONCILER_LOG_FORMAT": "json"}):
+        logs.REDACT.add_from({"sasl.password": "${PW}"}, {"PW": "hunter2-secret"})
+        print("warning: login with hunter2-secret refused\n  hint: check the password", file=sys.stderr)
+        print("done", file=sys.stderr)
+        logs.event("deployed", flow="west->east", cluster="east")
+    assert sys.stderr is before
+    err = capsys.readouterr().err
+    events = json_lines(err)
+    assert [e["level"] for e in events] == ["warning", "info", "info"]
+    assert events[0]["message"] == "warning: login with *** refused\n  hint: check the password"  # one event
+    assert events[2]["flow"] == "west->east" and events[2]["cluster"] == "east"
+    assert "hunter2-secret" not in err
+
+
+def test_cli_text_format_shows_no_events(capsys):
+    with logs.cli_logging(0, {}):
+        logs.event("deployed", flow="west->east")
+    assert capsys.readouterr().err == ""
+
+
+def test_apply_logs_one_event_per_action_with_the_flow(tmp_path, monkeypatch, capsys):
+    from tests.unit.test_jobs_plan import Env
+
+    env = Env(tmp_path, monkeypatch, capsys)
+    capsys.readouterr()
+    monkeypatch.setenv("RECONCILER_LOG_FORMAT", "json")
+    from reconciler.cli.main import main
+
+    assert main(["apply", str(env.path), "--auto-approve"], env.cli) == 0
+    captured = capsys.readouterr()
+    assert "deploy job west->east" in captured.out  # stdout stays the human report
+    events = json_lines(captured.err)
+    deploys = [e for e in events if e.get("action") == "deploy_job"]
+    assert len(deploys) == 1 and deploys[0]["flow"] == "west->east" and deploys[0]["result"] == "ok"
+    assert deploys[0]["level"] == "info" and deploys[0]["cluster"]
+
+
+def test_the_job_logs_through_the_same_home():
+    """The job's entry point (driver.configure_logging) sets the process up with logs.setup."""
+    from reconciler.contract.spec import ClusterSpec, JobSpec
+    from reconciler.replication.driver import configure_logging
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    spec = JobSpec(
+        "west->east",
+        ClusterSpec("west", "w:1", {"sasl.password": "${PW}"}),
+        ClusterSpec("east", "e:1"),
+    )
+    try:
+        configure_logging("INFO", spec, {"RECONCILER_LOG_FORMAT": "json", "PW": "pa55word!"})
+        stream = io.StringIO()
+        root.handlers[0].setStream(stream)
+        logging.getLogger("reconciler.replication.driver").warning("auth failed for pa55word!")
+        (line,) = stream.getvalue().splitlines()
+        doc = json.loads(line)
+        assert doc["flow"] == "west->east" and doc["message"] == "auth failed for ***"
+    finally:
+        root.handlers[:], root.level = saved

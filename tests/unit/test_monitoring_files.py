@@ -13,7 +13,7 @@ import yaml
 
 from reconciler.cli.main import main
 from reconciler.render import alert_rules, drift_prometheus
-from reconciler.replication.metrics import exported_series
+from reconciler.replication.metrics import METRICS, exported_series
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "deploy" / "monitoring"
@@ -31,6 +31,7 @@ FUNCTIONS = {
     "changes",
     "label_values",
     "count",
+    "topk",
 }
 KEYWORDS = {"by", "without", "on", "ignoring", "and", "or", "unless", "bool"}
 
@@ -93,7 +94,14 @@ def test_static_rules_and_prometheus_rule_are_the_rendered_defaults():
         alert_rules.DEFAULT_SLO
     )
     alerts = {r["alert"] for g in rules["groups"] for r in g["rules"]}
-    assert {"MirrorLagHigh", "MirrorLatencyP99High", "MirrorHeartbeatStale", "MirrorJobDown"} <= alerts
+    assert {
+        "MirrorLagHigh",
+        "MirrorLagSecondsHigh",
+        "MirrorLatencyP99High",
+        "MirrorCheckpointLatencyP99High",
+        "MirrorHeartbeatStale",
+        "MirrorJobDown",
+    } <= alerts
 
 
 def test_pod_monitor_selects_the_job_pods_and_their_metrics_port():
@@ -118,7 +126,33 @@ def test_dashboard_queries_name_exported_metrics():
         if var["type"] == "query":
             metric, label = re.fullmatch(r"label_values\((\w+), (\w+)\)", var["query"]).groups()
             assert metric in exported_series() and label == "flow"
-    assert {"Throughput: records/s per flow", "Lag per flow (records)", "Replication latency percentiles"} <= titles
+    assert {
+        "Throughput: records/s per flow",
+        "Lag per flow (records)",
+        "Lag per flow (seconds)",
+        "Replication latency percentiles",
+        "Checkpoint latency percentiles",
+    } <= titles
+
+
+#: Catalog metrics no panel needs to graph: the min/avg beside a graphed max, and the batch clock (an alert's).
+NOT_GRAPHED = {m.name for m in METRICS if m.name.endswith(("_min", "_avg"))} | {
+    "mirror_job_last_batch_timestamp_seconds"
+}
+
+
+def test_the_dashboard_graphs_every_metric_of_the_catalog():
+    """A metric added to replication/metrics.py without a panel fails here (the catalog is the one home)."""
+    dash = json.loads((MONITORING / "grafana-dashboard.json").read_text())
+    named = {name for panel in dash["panels"] for t in panel["targets"] for name in metric_names(t["expr"])}
+    missing = [m.name for m in METRICS if m.name not in NOT_GRAPHED and not set(m.series) & named]
+    assert not missing, f"no dashboard panel graphs {missing}"
+    per_partition_stats = {m.name for m in METRICS if m.name.endswith("_max")}
+    assert per_partition_stats == {
+        "kafka_connect_mirror_source_connector_record_age_ms_max",
+        "kafka_connect_mirror_source_connector_replication_latency_ms_max",
+        "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms_max",
+    }
 
 
 def test_name_check_rejects_unknown_metrics():
@@ -151,6 +185,14 @@ def test_export_alerts_from_the_topology_slo(tmp_path, capsys, to_file):
     assert [g["name"] for g in doc["groups"]] == ["shop.slo", "shop.jobs", "shop.drift"]
     assert any(e.endswith("> 500") and "mirror_partition_lag_records" in e for e in exprs)
     assert any(e.endswith("> 45") for e in exprs)
-    assert not any("replication_latency_ms" in e for e in exprs)  # no max_latency_p99_ms set: no rule
+    # the freshness SLO also bounds each partition's lag in seconds (the job's own clock, no drift run needed)
+    assert "max by (flow, family, source, target, topic, partition) (mirror_partition_lag_seconds) > 45" in exprs
+    assert not any("latency_ms" in e for e in exprs)  # no max_latency_p99_ms set: no latency rules
     missing = [e for e in exprs if e.startswith("absent(")]
     assert missing == ['absent(mirror_job_start_time_seconds{flow="west->east"})']  # enabled flows only
+
+
+def test_docs_list_every_metric_of_the_catalog():
+    doc = (ROOT / "docs" / "monitoring.md").read_text()
+    missing = [m.name for m in METRICS if not re.search(rf"`{m.series[0]}[`/]", doc)]
+    assert not missing, f"docs/monitoring.md does not list {missing}"
