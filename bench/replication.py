@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +48,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
+from reconciler.mirror.filters import TopicFilter  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
-
-try:  # the job contract moves to reconciler.contract (issue 9); accept either home
-    from reconciler.contract.spec import ClusterSpec, JobSpec  # type: ignore[import-not-found]  # noqa: E402
-except ImportError:  # pragma: no cover - before the move
-    from reconciler.replication.spec import ClusterSpec, JobSpec  # noqa: E402
+from reconciler.topology.model import Delivery, FlowSettings  # noqa: E402
 
 SCENARIOS = ("throughput", "scale", "size", "latency", "startup")
 CONSUMER_TUNED = {
@@ -244,21 +243,23 @@ BATCH = {"max_batch_ms": 5_000, "max_records_per_partition": 500_000}
 
 
 def job_spec(source: str, target: str, alias: str, delivery: str, include: tuple[str, ...], opts) -> JobSpec:
-    return JobSpec(
-        flow=f"{alias}->target",
-        source=ClusterSpec(alias, source),
-        target=ClusterSpec("target", target),
-        topics_include=include,
-        delivery=delivery,
+    defaults = FlowSettings.defaults()
+    settings = replace(
+        defaults,
+        topics=TopicFilter(include),
+        delivery=Delivery(delivery),
+        heartbeats=replace(defaults.heartbeats, interval_seconds=5),
+        checkpoints=replace(defaults.checkpoints, interval_seconds=5),
+        refresh_interval_seconds=5,
+    )
+    engine = EngineSettings(
         master=opts.master,
         parallelism=opts.parallelism,
-        heartbeats_interval_seconds=5,
-        checkpoints_interval_seconds=5,
-        refresh_interval_seconds=5,
         status_interval_seconds=2,
         trigger_interval_ms=50,
         **BATCH,
     )
+    return JobSpec(f"{alias}->target", ClusterSpec(alias, source), ClusterSpec("target", target), settings, engine)
 
 
 def run_job(spark, spec: JobSpec, n: int, exclude: set[int]) -> dict[str, float]:

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
+from reconciler.contract.spec import JobSpec, transactional_id
 from reconciler.replication import clients
 from reconciler.replication.offsets import fence
-from reconciler.replication.spec import JobSpec, transactional_id
 from reconciler.replication.tasks import TP, CopyTask, TaskResult
 from reconciler.replication.worker import (
     PartitionCopy,
@@ -72,7 +72,7 @@ class AtLeastOnce:
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
         producer = plain_producer(spec)
-        read_and_produce(spec, parts, producer, time.time() + spec.max_batch_ms / 1000.0, task.consumer_epoch)
+        read_and_produce(spec, parts, producer, time.time() + spec.engine.max_batch_ms / 1000.0, task.consumer_epoch)
         if not finish_deliveries(spec, parts, producer, result, FLUSH_TIMEOUT_S):
             for p in parts:  # positions must not advance past records that were not acknowledged
                 p.roll_back()
@@ -90,7 +90,7 @@ class ExactlyOnce:
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         # Fence every transactional id the job may use before reading positions, so a zombie
         # cannot commit after we read (its open transaction is aborted).
-        fence(spec, range(spec.parallelism), environ)
+        fence(spec, range(spec.engine.parallelism), environ)
 
     def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
         # The target group first; the source group seeds partitions it lacks (e.g. a flow switched
@@ -105,7 +105,9 @@ class ExactlyOnce:
         producer = txn_producer(spec, txn_id, task.last_owner)
         producer.begin_transaction()
         try:
-            read_and_produce(spec, parts, producer, time.time() + spec.max_batch_ms / 1000.0, task.consumer_epoch)
+            read_and_produce(
+                spec, parts, producer, time.time() + spec.engine.max_batch_ms / 1000.0, task.consumer_epoch
+            )
             if not finish_deliveries(spec, parts, producer, result, FLUSH_TIMEOUT_S):
                 raise RuntimeError(result.error or "delivery failed")
             if _TEST_TXN_DELAY_S and any(p.count for p in parts):

@@ -33,8 +33,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from reconciler.contract.spec import JobSpec, job_group
 from reconciler.replication import clients
-from reconciler.replication.spec import JobSpec, job_group
 from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
 from reconciler.replication.tasks import CopyTask, PartitionResult, PartitionTask, TaskResult
 
@@ -208,7 +208,7 @@ def read_and_produce(spec: JobSpec, parts: list[PartitionCopy], producer: Any, d
     consumer = _consumer(spec, epoch)
     by_tp = {(p.topic, p.partition): p for p in parts}
     consumer.assign([TopicPartition(p.topic, p.partition, p.start) for p in parts])
-    budget = spec.max_records_per_partition
+    budget = spec.engine.max_records_per_partition
     active = len(parts)
     EOF = KafkaError._PARTITION_EOF
     produce = producer.produce
@@ -354,7 +354,7 @@ def finish_deliveries(
 
 
 def _plan_syncs(spec: JobSpec, p: PartitionCopy) -> None:
-    state = state_from_list(p.sync_state, spec.offset_lag_max)
+    state = state_from_list(p.sync_state, spec.settings.offset_lag_max)
     first_down = p.first_dr.offset() if p.first_dr is not None else None
     last_down = p.last_dr.offset()
     syncs: list[tuple[int, int]] = []
