@@ -32,7 +32,6 @@ average, Python, confluent-kafka, librdkafka, PySpark, Java) and `--json FILE` w
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import platform
@@ -42,6 +41,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +50,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
+from reconciler.mirror.filters import TopicFilter  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
-
-try:  # the job contract moves to reconciler.contract (issue 9); accept either home
-    from reconciler.contract.spec import ClusterSpec, JobSpec  # type: ignore[import-not-found]  # noqa: E402
-except ImportError:  # pragma: no cover - before the move
-    from reconciler.replication.spec import ClusterSpec, JobSpec  # noqa: E402
+from reconciler.topology.model import Delivery, FlowSettings  # noqa: E402
 
 SCENARIOS = ("throughput", "scale", "size", "latency", "startup")
 CONSUMER_TUNED = {
@@ -248,21 +246,23 @@ BATCH = {"max_batch_ms": 30_000, "max_records_per_partition": 5_000_000}
 
 
 def job_spec(source: str, target: str, alias: str, delivery: str, include: tuple[str, ...], opts) -> JobSpec:
-    return JobSpec(
-        flow=f"{alias}->target",
-        source=ClusterSpec(alias, source),
-        target=ClusterSpec("target", target),
-        topics_include=include,
-        delivery=delivery,
+    defaults = FlowSettings.defaults()
+    settings = replace(
+        defaults,
+        topics=TopicFilter(include),
+        delivery=Delivery(delivery),
+        heartbeats=replace(defaults.heartbeats, interval_seconds=5),
+        checkpoints=replace(defaults.checkpoints, interval_seconds=5),
+        refresh_interval_seconds=5,
+    )
+    engine = EngineSettings(
         master=opts.master,
         parallelism=opts.parallelism,
-        heartbeats_interval_seconds=5,
-        checkpoints_interval_seconds=5,
-        refresh_interval_seconds=5,
         status_interval_seconds=2,
         trigger_interval_ms=50,
         **BATCH,
     )
+    return JobSpec(f"{alias}->target", ClusterSpec(alias, source), ClusterSpec("target", target), settings, engine)
 
 
 def run_job(spark, spec: JobSpec, n: int, exclude: set[int]) -> dict[str, float]:
@@ -577,7 +577,7 @@ def scenario_startup(opts) -> dict[str, float]:
         spec = job_spec(c.src.bootstrap, c.dst.bootstrap, alias, opts.startup_delivery, (topic,), opts)
         # The spec's default task length: a driver stops after its running task, and a trickle
         # never lets a task end idle (this does not change the figures measured here).
-        spec = dataclasses.replace(spec, max_batch_ms=1_000)
+        spec = replace(spec, engine=replace(spec.engine, max_batch_ms=1_000))
         reader = TargetReader(c.dst.bootstrap, f"{alias}.{topic}", parts)
         stop = threading.Event()
         p = Producer({"bootstrap.servers": c.src.bootstrap, "linger.ms": 1})

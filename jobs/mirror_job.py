@@ -18,10 +18,10 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
         sys.path.insert(0, str(_root))
         break
 
+from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.replication.metrics import metrics_port  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
-from reconciler.replication.spec import JobSpec  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

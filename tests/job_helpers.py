@@ -27,7 +27,13 @@ class FakeDeployer(Deployer):
     def _start(self, spec: JobSpec, options) -> OpResult:
         self.pid += 1
         self.jobs[spec.flow] = Deployment(
-            spec.flow, self.name, f"pid {self.pid}, {spec.master}", spec, True, time.time(), options=dict(options or {})
+            spec.flow,
+            self.name,
+            f"pid {self.pid}, {spec.engine.master}",
+            spec,
+            True,
+            time.time(),
+            options=dict(options or {}),
         )
         return OpResult.success(f"started pid {self.pid}")
 

@@ -157,9 +157,7 @@ class KafkaAdmin:
                 raise AdminError(
                     f"cluster {self.alias!r}: describe configs of {res.name!r}: {self._msg(exc)}"
                 ) from None
-            out[res.name] = [
-                RawConfigEntry(e.name, e.value, int(e.source), bool(e.is_sensitive)) for e in entries.values()
-            ]
+            out[res.name] = [RawConfigEntry.of(e) for e in entries.values()]
         return out
 
     def describe_acls(self) -> list[AclBinding]:

@@ -11,11 +11,37 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
-from reconciler.topology.model import Flow, Topology
+from reconciler.mirror.filters import TopicFilter
+from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.topology.model import Flow, Heartbeats, Topology
 
 
-def route(flow: Flow, topic: str) -> str | None:
+class RoutedFlow(Protocol):
+    """What the routing rule reads of a flow: a topology Flow, or the flow a job spec describes
+    (`reconciler.contract.spec.SpecFlow`)."""
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def topics(self) -> TopicFilter: ...
+
+    @property
+    def policy(self) -> ReplicationPolicy: ...
+
+    @property
+    def heartbeats(self) -> Heartbeats: ...
+
+    @property
+    def carries_heartbeats(self) -> bool: ...
+
+
+def route(flow: RoutedFlow, topic: str) -> str | None:
     """The remote topic `flow` replicates `topic` into, or None when it does not replicate it.
 
     MM2's rules: internal topics never; heartbeats always; otherwise the topic filter; and never
@@ -33,7 +59,7 @@ def route(flow: Flow, topic: str) -> str | None:
     return flow.policy.format_remote_topic(flow.source, topic)
 
 
-def checkpoint_route(flow: Flow, topic: str) -> str | None:
+def checkpoint_route(flow: RoutedFlow, topic: str) -> str | None:
     """The topic, as named on the target, that a checkpoint of a group's offset on `topic` names.
 
     MirrorCheckpointTask.shouldCheckpointTopic (the topic filter) and renameTopicPartition: a topic

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
 
 from reconciler.apply.revision import topology_revision
@@ -61,11 +60,11 @@ def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str
         lj: LiveJob = live.jobs.get(flow) or LiveJob(flow, JobState.NOT_DEPLOYED)
         d = desired.get(flow)
         dep = lj.deployment
-        st = lj.status or {}
-        fresh = lj.state in (JobState.RUNNING, JobState.ELSEWHERE)
-        lat = st.get("latency_ms") or {}
+        st = lj.status
+        fresh = st is not None and lj.state in (JobState.RUNNING, JobState.ELSEWHERE)
+        lat = st.latency_ms if st is not None and fresh else None
         desired_hash = d.spec.spec_hash() if d else None
-        running = st.get("spec_hash") if fresh else None
+        running = lj.running_hash
         rows.append(
             {
                 "flow": flow,
@@ -73,20 +72,20 @@ def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str
                 "deployer": (dep.deployer if dep else d.deployer if d else None),
                 "where": dep.where if dep else ("-" if lj.state is not JobState.ELSEWHERE else "elsewhere"),
                 "state": lj.state.value,
-                "job_state": st.get("state") if fresh else None,
+                "job_state": st.state_name if st is not None and fresh else None,
                 "why": lj.why,
                 "desired_hash": desired_hash,
                 "deployed_hash": dep.spec_hash if dep else None,
                 "running_hash": running,
                 "in_sync": bool(d) and running == desired_hash,
-                "lag_total": st.get("lag_total") if fresh else None,
-                "latency_ms": {"p50": lat.get("p50"), "p95": lat.get("p95"), "p99": lat.get("p99")} if fresh else None,
-                "records_per_second": st.get("records_per_second") if fresh else None,
-                "records": st.get("records") if st else None,
-                "errors": st.get("errors") if st else None,
-                "last_error": st.get("last_error") if st else None,
-                "heartbeat_at": st.get("heartbeat_at"),
-                "last_seen": iso(st.get("heartbeat_at")) if st else None,
+                "lag_total": st.lag_total if st is not None and fresh else None,
+                "latency_ms": {"p50": lat.p50, "p95": lat.p95, "p99": lat.p99} if lat is not None else None,
+                "records_per_second": st.records_per_second if st is not None and fresh else None,
+                "records": st.records if st is not None else None,
+                "errors": st.errors if st is not None else None,
+                "last_error": st.last_error if st is not None else None,
+                "heartbeat_at": st.heartbeat_at if st is not None else None,
+                "last_seen": iso(st.heartbeat_at) if st is not None else None,
                 "unreadable": live.unreadable.get(flow_ends(flow)[1]),
             }
         )
@@ -169,7 +168,7 @@ def cmd_status(args) -> int:
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)
-    now_ms = int(time.time() * 1000)
+    now_ms = int(args.backend.clock() * 1000)
     rows = job_rows(topology, args.backend.jobs_or_default(), now_ms=now_ms)
     unreadable = unreadable_clusters(rows)
     for alias, why in unreadable.items():  # lead with it: the table below cannot say what runs there

@@ -4,84 +4,153 @@ The reconciler builds it from the topology (`JobSpec.from_flow`), writes it to a
 `jobs/mirror_job.py --spec FILE`. Secrets stay `${ENV_VAR}` references: the job resolves them in
 its own environment (`client_config`), so a spec file, a plan or a status record never holds one.
 
-`spec_hash()` is the sha256 of the canonical JSON of every field that changes what the job does;
-the job publishes the hash of the spec it runs, so "is the job running the desired spec" is a
-comparison of two strings.
+Shape (version 2): the flow id, the two clusters, the flow's settings as the topology model holds
+them (`topology.model.FlowSettings`, the settings part of a Flow: its own TopicFilter, GroupFilter,
+ReplicationPolicy, SyncSettings, Heartbeats, ... serialized as they are, field by field), the engine settings (`EngineSettings`:
+Spark master, parallelism, batch sizes, intervals) and the git revision (provenance, not hashed).
+Version 1 (the flat spec of earlier releases) is still read, so a deployed job's spec can be
+compared; its `version` differs, which needs a restart: every running job is restarted once on
+upgrade (docs/replication-job.md).
 
-Hot reload: a running job re-reads its spec file every refresh interval. Fields in
-`HOT_RELOADABLE` are applied on the fly; a change to any other field makes the job stop cleanly
-with exit code `EXIT_RESTART_REQUIRED` (after publishing a status saying why) so its deployer
-restarts it with the new spec.
+`spec_hash()` is the sha256 of the canonical JSON of everything but the git revision; the job
+publishes the hash of the spec it runs, so "is the job running the desired spec" is a comparison of
+two strings.
+
+Hot reload: a running job re-reads its spec file every refresh interval. Changes under a path of
+`HOT_RELOADABLE` ("settings.topics", "engine.max_batch_ms", ...) are applied on the fly; a change
+anywhere else makes the job stop cleanly with exit code `EXIT_RESTART_REQUIRED` (after publishing a
+status saying why) so its deployer restarts it with the new spec.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import hashlib
 import json
+import types
+import typing
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from reconciler.contract.flow_id import FlowId
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
-from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
+from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.model import (
     Cluster,
     Delivery,
-    Emitter,
     Flow,
+    FlowSettings,
     Heartbeats,
     HeartbeatsLocation,
     JobSettings,
     OffsetSyncsLocation,
-    SyncSettings,
     Topology,
 )
 
-SPEC_VERSION = 1
+SPEC_VERSION = 2
 _FLOW = BUILTIN_FLOW_DEFAULTS
 EXIT_RESTART_REQUIRED = 3
 
-#: JobSpec fields a running job applies without a restart (the rest need one).
+#: Paths (and everything under them) of a JobSpec a running job applies without a restart; a change
+#: anywhere else needs one. Paths are those of `JobSpec.leaves()`.
 HOT_RELOADABLE: frozenset[str] = frozenset(
     {
-        "topics_include",
-        "topics_exclude",
-        "groups_include",
-        "groups_exclude",
-        "topics_builtin_exclude",
-        "groups_builtin_exclude",
-        "config_properties_exclude",
-        "replication_factor",
-        "sync_topic_configs",
-        "sync_group_offsets",
-        "sync_group_offsets_interval_seconds",
-        "heartbeats_enabled",
-        "heartbeats_interval_seconds",
-        "checkpoints_enabled",
-        "checkpoints_interval_seconds",
-        "refresh_interval_seconds",
-        "offset_lag_max",
-        "max_records_per_partition",
-        "trigger_interval_ms",
-        "max_batch_ms",
-        "status_interval_seconds",
-        "offset_reset",
+        "settings.topics",
+        "settings.groups",
+        "settings.config_properties",
+        "settings.replication_factor",
+        "settings.sync",
+        "settings.heartbeats.enabled",
+        "settings.heartbeats.interval_seconds",
+        "settings.checkpoints",
+        "settings.refresh_interval_seconds",
+        "settings.offset_lag_max",
+        "engine.max_records_per_partition",
+        "engine.trigger_interval_ms",
+        "engine.max_batch_ms",
+        "engine.status_interval_seconds",
+        "engine.offset_reset",
     }
 )
 
 
+def is_hot_reloadable(path: str) -> bool:
+    return any(path == hot or path.startswith(hot + ".") for hot in HOT_RELOADABLE)
+
+
 def restart_fields_of(changed: Iterable[str]) -> set[str]:
-    """The "needs a restart" rule: of the changed JobSpec fields, those a running job cannot take."""
-    return {name for name in changed if name not in HOT_RELOADABLE and name != "git_revision"}
+    """The "needs a restart" rule: of the changed JobSpec paths, those a running job cannot take."""
+    return {name for name in changed if not is_hot_reloadable(name) and name != "git_revision"}
 
 
 #: What a job does when its next offset is outside the source partition (truncated/recreated):
 #: "earliest" resumes at the earliest available offset, "halt" stops that partition; both report it.
 OFFSET_RESET_CHOICES = ("earliest", "halt")
+
+
+# --- dataclasses <-> JSON, field by field (the model's own types, serialized as they are) ----------
+
+
+def _to_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in fields(value) if f.compare}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): _to_json(v) for k, v in sorted(value.items())}
+    if isinstance(value, (tuple, list)):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _from_json(tp: Any, value: Any, where: str) -> Any:
+    """`value` (JSON) as type `tp` (a dataclass, enum, tuple[...], Mapping, Optional or scalar)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _from_json(args[0], value, where)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where}: expected an object, not {value!r}")
+        hints = typing.get_type_hints(tp)
+        known = {f.name: f for f in fields(tp) if f.init and f.compare}
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise ValueError(f"{where}: unknown fields: {', '.join(unknown)}")
+        return tp(**{n: _from_json(hints[n], v, f"{where}.{n}") for n, v in value.items()})
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp(value)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{where}: expected a list, not {value!r}")
+        (item, *_) = typing.get_args(tp)
+        return tuple(_from_json(item, v, where) for v in value)
+    if origin in (Mapping, dict) or tp in (Mapping, dict):
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where}: expected an object, not {value!r}")
+        return {str(k): str(v) for k, v in value.items()}
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return value
+
+
+def _leaves(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
+    """Dotted path -> JSON value of every leaf: dataclass fields are descended into, except ClusterSpec
+    (a cluster changes as a whole); anything else (lists, mappings, scalars) is a leaf."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, (type, ClusterSpec)):
+        for f in fields(value):
+            if f.compare:
+                _leaves(getattr(value, f.name), f"{prefix}{f.name}.", out)
+        return out
+    out[prefix[:-1]] = _to_json(value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -100,36 +169,9 @@ class ClusterSpec:
 
 
 @dataclass(frozen=True)
-class JobSpec:
-    flow: str  # "<source>-><target>"
-    source: ClusterSpec
-    target: ClusterSpec
-    # Defaults: the flow defaults of topology/defaults.py (their one home), not restated here.
-    delivery: str = _FLOW["delivery"]
-    policy: str = _FLOW["policy"]
-    separator: str = _FLOW["separator"]
-    internal_separator: bool = _FLOW["internal_separator"]
-    topics_include: tuple[str, ...] = tuple(_FLOW["topics"]["include"])
-    topics_exclude: tuple[str, ...] = tuple(_FLOW["topics"]["exclude"])
-    groups_include: tuple[str, ...] = tuple(_FLOW["groups"]["include"])
-    groups_exclude: tuple[str, ...] = tuple(_FLOW["groups"]["exclude"])
-    topics_builtin_exclude: tuple[str, ...] | None = None  # None: MM2's built-in excludes
-    groups_builtin_exclude: tuple[str, ...] | None = None
-    config_properties_exclude: tuple[str, ...] = tuple(_FLOW["config_properties"]["exclude"])
-    replication_factor: int = _FLOW["replication_factor"]
-    sync_topic_configs: bool = _FLOW["sync"]["topic_configs"]
-    sync_group_offsets: bool = _FLOW["sync"]["group_offsets"]
-    sync_group_offsets_interval_seconds: float = float(_FLOW["sync"]["group_offsets_interval_seconds"])
-    heartbeats_enabled: bool = _FLOW["heartbeats"]["enabled"]
-    heartbeats_interval_seconds: float = float(_FLOW["heartbeats"]["interval_seconds"])
-    heartbeats_location: str = _FLOW["heartbeats"]["location"]
-    heartbeats_replication_enabled: bool = _FLOW["heartbeats"]["replicate"]
-    checkpoints_enabled: bool = _FLOW["checkpoints"]["enabled"]
-    checkpoints_interval_seconds: float = float(_FLOW["checkpoints"]["interval_seconds"])
-    refresh_interval_seconds: float = float(_FLOW["refresh_interval_seconds"])
-    offset_syncs_location: str = _FLOW["offset_syncs"]["topic_location"]
-    offset_lag_max: int = _FLOW["offset_syncs"]["lag_max"]
-    # --- engine -------------------------------------------------------------------------
+class EngineSettings:
+    """How the job runs (Spark and its loop), as opposed to what it replicates."""
+
     master: str = _FLOW["job"]["master"]
     parallelism: int = _FLOW["job"]["parallelism"]
     max_records_per_partition: int = _FLOW["job"]["max_records_per_partition"]
@@ -138,11 +180,60 @@ class JobSpec:
     status_interval_seconds: float = 3.0
     offset_reset: str = "earliest"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, job: JobSettings) -> EngineSettings:
+        return cls(
+            master=job.master,
+            parallelism=job.parallelism,
+            max_records_per_partition=job.max_records_per_partition,
+            trigger_interval_ms=job.trigger_interval_ms,
+            spark_conf=dict(sorted(job.spark_conf.items())),
+        )
+
+
+@dataclass(frozen=True)
+class SpecFlow:
+    """The flow a spec replicates, as the routing rule (`analysis.expansion.route`) and the job's emitters
+    read it: the two aliases and the flow's settings, nothing made up."""
+
+    source: str
+    target: str
+    settings: FlowSettings
+
+    @property
+    def topics(self) -> TopicFilter:
+        return self.settings.topics
+
+    @property
+    def groups(self) -> GroupFilter:
+        return self.settings.groups
+
+    @property
+    def policy(self) -> ReplicationPolicy:
+        return self.settings.policy
+
+    @property
+    def heartbeats(self) -> Heartbeats:
+        return self.settings.heartbeats
+
+    @property
+    def carries_heartbeats(self) -> bool:
+        return self.settings.carries_heartbeats
+
+    @property
+    def config_properties(self) -> ConfigPropertyFilter:
+        return self.settings.config_properties
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    flow: str  # the flow id "<source>-><target>[:<family>]"
+    source: ClusterSpec
+    target: ClusterSpec
+    settings: FlowSettings = field(default_factory=FlowSettings.defaults)
+    engine: EngineSettings = field(default_factory=EngineSettings)
     version: int = SPEC_VERSION
-    # Topic families (several named flows of one pair): omitted from the dict when unset, so the
-    # specs (and hashes) of flows without a name are what they were before families existed.
-    family: str | None = None
-    carries_heartbeats: bool = True
     # Not part of the hash: provenance only.
     git_revision: str | None = field(default=None, compare=False)
 
@@ -153,53 +244,23 @@ class JobSpec:
             flow=flow.name,
             source=ClusterSpec.from_cluster(topology.clusters[flow.source]),
             target=ClusterSpec.from_cluster(topology.clusters[flow.target]),
-            delivery=flow.delivery.value,
-            policy=flow.policy.kind.value,
-            separator=flow.policy.separator,
-            internal_separator=flow.policy.internal_separator,
-            topics_include=tuple(flow.topics.include),
-            topics_exclude=tuple(flow.topics.exclude),
-            groups_include=tuple(flow.groups.include),
-            groups_exclude=tuple(flow.groups.exclude),
-            topics_builtin_exclude=flow.topics.builtin_exclude,
-            groups_builtin_exclude=flow.groups.builtin_exclude,
-            config_properties_exclude=tuple(flow.config_properties.exclude),
-            replication_factor=flow.replication_factor,
-            sync_topic_configs=flow.sync.topic_configs,
-            sync_group_offsets=flow.sync.group_offsets,
-            sync_group_offsets_interval_seconds=float(flow.sync.group_offsets_interval_seconds),
-            heartbeats_enabled=flow.heartbeats.enabled and flow.carries_heartbeats,
-            heartbeats_interval_seconds=float(flow.heartbeats.interval_seconds),
-            heartbeats_location=flow.heartbeats.location.value,
-            heartbeats_replication_enabled=flow.heartbeats.replicate,
-            checkpoints_enabled=flow.checkpoints.enabled,
-            checkpoints_interval_seconds=float(flow.checkpoints.interval_seconds),
-            refresh_interval_seconds=float(flow.refresh_interval_seconds),
-            offset_syncs_location=flow.offset_syncs_location.value,
-            offset_lag_max=flow.offset_lag_max,
-            master=flow.job.master,
-            parallelism=flow.job.parallelism,
-            max_records_per_partition=flow.job.max_records_per_partition,
-            trigger_interval_ms=flow.job.trigger_interval_ms,
-            spark_conf=dict(sorted(flow.job.spark_conf.items())),
-            family=flow.family,
-            carries_heartbeats=flow.carries_heartbeats,
+            settings=FlowSettings.of(flow),
+            engine=EngineSettings.of(flow.job),
             git_revision=git_revision,
         )
 
     def __post_init__(self) -> None:
-        if self.delivery not in {d.value for d in Delivery}:
-            raise ValueError(f"delivery must be one of {[d.value for d in Delivery]}, not {self.delivery!r}")
-        if self.offset_reset not in OFFSET_RESET_CHOICES:
-            raise ValueError(f"offset_reset must be one of {OFFSET_RESET_CHOICES}, not {self.offset_reset!r}")
-        if self.parallelism < 1:
+        if self.engine.offset_reset not in OFFSET_RESET_CHOICES:
+            raise ValueError(f"offset_reset must be one of {OFFSET_RESET_CHOICES}, not {self.engine.offset_reset!r}")
+        if self.engine.parallelism < 1:
             raise ValueError("parallelism must be >= 1")
         if not FlowId.looks_like(self.flow):
             raise ValueError(f"flow name {self.flow!r} is not '<source>-><target>'")
-        if self.family is not None and self.flow != str(FlowId(self.source.alias, self.target.alias, self.family)):
+        family = self.settings.family
+        if family is not None and self.flow != str(FlowId(self.source.alias, self.target.alias, family)):
             raise ValueError(
-                f"flow name {self.flow!r} of topic family {self.family!r} is not "
-                f"{str(FlowId(self.source.alias, self.target.alias, self.family))!r}"
+                f"flow name {self.flow!r} of topic family {family!r} is not "
+                f"{str(FlowId(self.source.alias, self.target.alias, family))!r}"
             )
 
     # --- derived views ------------------------------------------------------------------
@@ -212,78 +273,43 @@ class JobSpec:
         return self.target.alias
 
     @property
-    def exactly_once(self) -> bool:
-        return self.delivery == Delivery.EXACTLY_ONCE.value
+    def delivery(self) -> str:
+        """The delivery guarantee's name ("at-least-once" | "exactly-once")."""
+        return self.settings.delivery.value
 
-    def to_flow(self) -> Flow:
-        """The model Flow this spec describes, so the job applies `expansion.route` itself."""
-        return Flow(
-            source=self.source.alias,
-            target=self.target.alias,
-            enabled=True,
-            topics=TopicFilter(tuple(self.topics_include), tuple(self.topics_exclude), self.topics_builtin_exclude),
-            groups=GroupFilter(tuple(self.groups_include), tuple(self.groups_exclude), self.groups_builtin_exclude),
-            policy=ReplicationPolicy(PolicyKind(self.policy), self.separator, self.internal_separator),
-            delivery=Delivery(self.delivery),
-            replication_factor=self.replication_factor,
-            config_properties=ConfigPropertyFilter(tuple(self.config_properties_exclude)),
-            sync=SyncSettings(
-                self.sync_topic_configs, False, self.sync_group_offsets, self.sync_group_offsets_interval_seconds
-            ),
-            heartbeats=Heartbeats(
-                self.heartbeats_enabled,
-                self.heartbeats_interval_seconds,
-                HeartbeatsLocation(self.heartbeats_location),
-                self.heartbeats_replication_enabled,
-            ),
-            checkpoints=Emitter(self.checkpoints_enabled, self.checkpoints_interval_seconds),
-            refresh_interval_seconds=self.refresh_interval_seconds,
-            offset_syncs_location=OffsetSyncsLocation(self.offset_syncs_location),
-            offset_lag_max=self.offset_lag_max,
-            job=JobSettings(
-                "spec",
-                self.master,
-                self.parallelism,
-                self.max_records_per_partition,
-                self.trigger_interval_ms,
-                dict(self.spark_conf),
-            ),
-            family=self.family,
-            carries_heartbeats=self.carries_heartbeats,
-        )
+    @property
+    def exactly_once(self) -> bool:
+        return self.settings.delivery is Delivery.EXACTLY_ONCE
+
+    @property
+    def emits_heartbeats(self) -> bool:
+        """Heartbeats are on and this flow carries them (one topic family per pair does)."""
+        return self.settings.heartbeats.enabled and self.settings.carries_heartbeats
+
+    @property
+    def mirror_flow(self) -> SpecFlow:
+        """The flow as the routing rule reads it (`analysis.expansion.route`, `checkpoint_route`)."""
+        return SpecFlow(self.source.alias, self.target.alias, self.settings)
 
     @property
     def heartbeats_on_source(self) -> bool:
-        return self.heartbeats_location == HeartbeatsLocation.SOURCE.value
+        return self.settings.heartbeats.location is HeartbeatsLocation.SOURCE
 
     @property
     def offset_syncs_on_source(self) -> bool:
-        return self.offset_syncs_location == OffsetSyncsLocation.SOURCE.value
+        return self.settings.offset_syncs_location is OffsetSyncsLocation.SOURCE
 
     # --- serialization ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for f in fields(self):
-            if isinstance(d[f.name], tuple):
-                d[f.name] = list(d[f.name])
-        d["source"]["config"] = dict(self.source.config)
-        d["target"]["config"] = dict(self.target.config)
-        d["spark_conf"] = dict(self.spark_conf)
-        if self.family is None:
-            del d["family"]
-        if self.carries_heartbeats:
-            del d["carries_heartbeats"]
-        # Fields added by issue 11 are left out at their defaults, so older specs keep their hash.
-        for name, default in (
-            ("internal_separator", True),
-            ("heartbeats_location", HeartbeatsLocation.SOURCE.value),
-            ("heartbeats_replication_enabled", True),
-            ("topics_builtin_exclude", None),
-            ("groups_builtin_exclude", None),
-        ):
-            if d[name] == default:
-                del d[name]
-        return d
+        return {
+            "version": self.version,
+            "flow": self.flow,
+            "source": _to_json(self.source),
+            "target": _to_json(self.target),
+            "settings": _to_json(self.settings),
+            "engine": _to_json(self.engine),
+            "git_revision": self.git_revision,
+        }
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
@@ -291,21 +317,19 @@ class JobSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobSpec:
         data = dict(data)
-        version = data.get("version", SPEC_VERSION)
-        if version != SPEC_VERSION:
+        version = data.get("version", 1)
+        if version == 1:
+            data = _from_version_1(data)
+        elif version != SPEC_VERSION:
             raise ValueError(f"job spec version {version} is not supported (expected {SPEC_VERSION})")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"unknown job spec fields: {', '.join(unknown)}")
         for side in ("source", "target"):
             c = data[side]
             data[side] = ClusterSpec(c["alias"], c["bootstrap_servers"], dict(c.get("config", {})))
-        for f in fields(cls):
-            if f.name in data and isinstance(data[f.name], list):
-                data[f.name] = tuple(data[f.name])
-        if "spark_conf" in data:
-            data["spark_conf"] = {str(k): str(v) for k, v in data["spark_conf"].items()}
+        data["settings"] = _from_json(FlowSettings, data["settings"], "settings")
+        data["engine"] = _from_json(EngineSettings, data.get("engine", {}), "engine")
         return cls(**data)
 
     @classmethod
@@ -331,17 +355,31 @@ class JobSpec:
         return hashlib.sha256(canonical.encode()).hexdigest()
 
     # --- hot reload ---------------------------------------------------------------------
+    def leaves(self) -> dict[str, Any]:
+        """Dotted path -> JSON value of every setting ("settings.topics.include", "engine.parallelism",
+        "source", "version", ...): what `changes`, HOT_RELOADABLE and `restart_hash` speak of."""
+        return _leaves(self, "", {})
+
+    def changes(self, other: JobSpec) -> dict[str, tuple[Any, Any]]:
+        """Path -> (this value, `other`'s value) of every setting that differs (git_revision aside)."""
+        mine, theirs = self.leaves(), other.leaves()
+        return {
+            k: (mine.get(k), theirs.get(k))
+            for k in sorted(set(mine) | set(theirs))
+            if k != "git_revision" and mine.get(k) != theirs.get(k)
+        }
+
     def changed_fields(self, other: JobSpec) -> set[str]:
-        mine, theirs = self.to_dict(), other.to_dict()
-        return {k for k in set(mine) | set(theirs) if k != "git_revision" and mine.get(k) != theirs.get(k)}
+        return set(self.changes(other))
 
     def restart_fields(self, other: JobSpec) -> set[str]:
-        """Fields that differ in `other` and cannot be applied to a running job."""
+        """Paths that differ in `other` and cannot be applied to a running job."""
         return restart_fields_of(self.changed_fields(other))
 
     def restart_hash(self) -> str:
         """Hash of the part of the spec a running job cannot take without a restart."""
-        d = {k: v for k, v in self.to_dict().items() if k in restart_fields_of(self.to_dict())}
+        leaves = self.leaves()
+        d = {k: v for k, v in leaves.items() if k in restart_fields_of(leaves)}
         return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
     @property
@@ -350,6 +388,73 @@ class JobSpec:
 
     def with_(self, **changes: Any) -> JobSpec:
         return replace(self, **changes)
+
+    def with_settings(self, **changes: Any) -> JobSpec:
+        return replace(self, settings=replace(self.settings, **changes))
+
+    def with_engine(self, **changes: Any) -> JobSpec:
+        return replace(self, engine=replace(self.engine, **changes))
+
+
+def _from_version_1(d: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 (flat) spec, as deployed by earlier releases, in the version-2 shape. Its `version`
+    stays 1: comparing it with a version-2 spec shows `version` changed, which needs a restart."""
+    f = _FLOW
+    flat = dict(d)
+
+    def take(name: str, default: Any) -> Any:
+        return flat.pop(name, default)
+
+    settings = {
+        "topics": {
+            "include": take("topics_include", f["topics"]["include"]),
+            "exclude": take("topics_exclude", f["topics"]["exclude"]),
+            "builtin_exclude": take("topics_builtin_exclude", None),
+        },
+        "groups": {
+            "include": take("groups_include", f["groups"]["include"]),
+            "exclude": take("groups_exclude", f["groups"]["exclude"]),
+            "builtin_exclude": take("groups_builtin_exclude", None),
+        },
+        "policy": {
+            "kind": take("policy", f["policy"]),
+            "separator": take("separator", f["separator"]),
+            "internal_separator": take("internal_separator", True),
+            "source_cluster_alias": None,
+        },
+        "delivery": take("delivery", f["delivery"]),
+        "replication_factor": take("replication_factor", f["replication_factor"]),
+        "config_properties": {"exclude": take("config_properties_exclude", f["config_properties"]["exclude"])},
+        "sync": {
+            "topic_configs": take("sync_topic_configs", f["sync"]["topic_configs"]),
+            "acls": f["sync"]["acls"],
+            "group_offsets": take("sync_group_offsets", f["sync"]["group_offsets"]),
+            "group_offsets_interval_seconds": take(
+                "sync_group_offsets_interval_seconds", f["sync"]["group_offsets_interval_seconds"]
+            ),
+        },
+        "heartbeats": {
+            "enabled": take("heartbeats_enabled", f["heartbeats"]["enabled"]),
+            "interval_seconds": take("heartbeats_interval_seconds", f["heartbeats"]["interval_seconds"]),
+            "location": take("heartbeats_location", HeartbeatsLocation.SOURCE.value),
+            "replicate": take("heartbeats_replication_enabled", True),
+        },
+        "checkpoints": {
+            "enabled": take("checkpoints_enabled", f["checkpoints"]["enabled"]),
+            "interval_seconds": take("checkpoints_interval_seconds", f["checkpoints"]["interval_seconds"]),
+        },
+        "refresh_interval_seconds": take("refresh_interval_seconds", f["refresh_interval_seconds"]),
+        "offset_syncs_location": take("offset_syncs_location", f["offset_syncs"]["topic_location"]),
+        "offset_lag_max": take("offset_lag_max", f["offset_syncs"]["lag_max"]),
+        "family": take("family", None),
+        "carries_heartbeats": take("carries_heartbeats", True),
+    }
+    engine = {name: flat.pop(name) for name in [e.name for e in fields(EngineSettings)] if name in flat}
+    out: dict[str, Any] = {k: flat.pop(k) for k in ("flow", "source", "target", "git_revision") if k in flat}
+    flat.pop("version", None)
+    if flat:
+        raise ValueError(f"unknown job spec fields: {', '.join(sorted(flat))}")
+    return {**out, "version": 1, "settings": settings, "engine": engine}
 
 
 # --- names the job uses (stable: changing them loses offsets) ---------------------------------
@@ -369,5 +474,5 @@ def transactional_id(spec: JobSpec, slot: int) -> str:
 def offset_syncs_topic_name(spec: JobSpec) -> str:
     """MM2's naming: on the source cluster the topic is named after the target alias, on the target
     cluster after the source alias (MirrorSourceConfig.offsetSyncsTopic), so flows never share one."""
-    policy = spec.to_flow().policy
+    policy = spec.settings.policy
     return policy.offset_syncs_topic(spec.target.alias if spec.offset_syncs_on_source else spec.source.alias)

@@ -15,18 +15,325 @@ Value (JSON object):
     action, at}], halted: ["topic:partition"].
 Secrets never appear: cluster addresses and configs are not included and error texts pass through
 the redactor of the job's resolved secret values.
+
+The one rule of job health lives here too: planning (`reconciler.jobs.state.classify`, which `plan`,
+`apply` and `status` use) and drift (`reconciler.drift.report.job_health`) both decide "is this job
+replicating?" with `is_replicating`: a record in a live state (`LIVE_STATES`) not older than
+`stale_after`. They differ only in that threshold: plan and status use `stale_after_seconds` of the
+job's status interval (three intervals, at least 15 s); drift takes `--job-stale-seconds` (default
+60 s, a report's tolerance).
 """
 
 from __future__ import annotations
 
+import builtins
+import enum
 import json
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, overload
 
 from reconciler import logs
 from reconciler.contract.spec import STATUS_TOPIC
+
+
+class StatusState(str, enum.Enum):
+    """The `state` a job reports in its status record."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    DEGRADED = "degraded"  # running, but some partitions halted (offset_reset: halt)
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    RESTART_REQUIRED = "restart-required"  # its spec changed in a field it cannot take: it exits
+    FAILED = "failed"
+
+    @classmethod
+    def parse(cls, value: Any) -> StatusState | None:
+        """The state of a record's `state` value (None: absent or not a state this version knows)."""
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+
+#: A job in one of these states is copying records (or about to).
+LIVE_STATES: frozenset[StatusState] = frozenset({StatusState.STARTING, StatusState.RUNNING, StatusState.DEGRADED})
+#: A job in one of these states is not replicating.
+DOWN_STATES: frozenset[StatusState] = frozenset(set(StatusState) - LIVE_STATES)
+
+STALE_INTERVALS = 3
+STALE_MIN_SECONDS = 15.0
+DEFAULT_STATUS_INTERVAL_SECONDS = 3.0
+
+
+def stale_after_seconds(status_interval_seconds: float | None) -> float:
+    """How old a status record may be before its job counts as not reporting (plan and status)."""
+    interval = DEFAULT_STATUS_INTERVAL_SECONDS if status_interval_seconds is None else status_interval_seconds
+    return max(STALE_MIN_SECONDS, STALE_INTERVALS * interval)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int | None:
+    n = _number(value)
+    return None if n is None else int(n)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """How far the job is behind on one source partition (`end` - `next`; None: not known yet)."""
+
+    topic: str
+    partition: int
+    remote: str | None
+    next: int | None
+    end: int | None
+    lag: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "remote": self.remote,
+            "next": self.next,
+            "end": self.end,
+            "lag": self.lag,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PartitionLag:
+        return cls(
+            str(d.get("topic")),
+            _int(d.get("partition")) or 0,
+            _text(d.get("remote")),
+            _int(d.get("next")),
+            _int(d.get("end")),
+            _int(d.get("lag")),
+        )
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Record age at acknowledgement over the recent window (None: no samples)."""
+
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    samples: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"p50": self.p50, "p95": self.p95, "p99": self.p99, "samples": self.samples}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Latency:
+        if not isinstance(d, Mapping):
+            return cls()
+        return cls(_number(d.get("p50")), _number(d.get("p95")), _number(d.get("p99")), _int(d.get("samples")) or 0)
+
+
+@dataclass(frozen=True)
+class OutOfRange:
+    """A partition whose next offset fell outside the source's range, and what the job did about it."""
+
+    topic: str
+    partition: int
+    position: int | None
+    low: int | None
+    high: int | None
+    reason: str | None
+    action: str | None
+    at: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "position": self.position,
+            "low": self.low,
+            "high": self.high,
+            "reason": self.reason,
+            "action": self.action,
+            "at": self.at,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> OutOfRange:
+        return cls(
+            str(d.get("topic")),
+            _int(d.get("partition")) or 0,
+            _int(d.get("position")),
+            _int(d.get("low")),
+            _int(d.get("high")),
+            _text(d.get("reason")),
+            _text(d.get("action")),
+            _int(d.get("at")),
+        )
+
+
+@dataclass(frozen=True)
+class StatusRecord:
+    """One status record, as the job builds it (`ReplicationDriver.status_record`) and every reader reads it.
+
+    Counters are None when a record does not carry them (older jobs); `to_dict` writes every field, so
+    the JSON a job publishes is the same as before this type existed; keys this version does not know
+    are kept in `extra` and written back as they were.
+    """
+
+    flow: str
+    state: StatusState | None  # None: absent, or a state this version does not know (`state_text` has it)
+    heartbeat_at: int | None = None  # epoch ms
+    started_at: int | None = None  # epoch ms
+    spec_hash: str | None = None
+    git_revision: str | None = None
+    delivery: str | None = None
+    records: int | None = None
+    bytes: int | None = None
+    records_per_second: float | None = None
+    batches: int | None = None
+    partitions: int | None = None
+    lag_total: int | None = None
+    lag: tuple[PartitionLag, ...] = ()
+    latency_ms: Latency = field(default_factory=Latency)
+    errors: int | None = None
+    last_error: str | None = None
+    findings: tuple[str, ...] = ()
+    out_of_range: tuple[OutOfRange, ...] = ()
+    halted: tuple[str, ...] = ()  # "topic:partition"
+    checkpoints_emitted: int | None = None
+    state_text: str | None = None  # the raw `state` value
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def state_name(self) -> str | None:
+        """The state as written (a state this version does not know too)."""
+        return self.state.value if self.state is not None else self.state_text
+
+    # --- health (the one rule) -------------------------------------------------------------
+    def age_seconds(self, now_ms: float) -> float | None:
+        """Seconds since `heartbeat_at` (None: the record has none)."""
+        return None if self.heartbeat_at is None else max(0.0, (now_ms - self.heartbeat_at) / 1000)
+
+    def is_stale(self, now_ms: float, stale_after: float) -> bool:
+        age = self.age_seconds(now_ms)
+        return age is None or age > stale_after
+
+    def is_replicating(self, now_ms: float, stale_after: float) -> bool:
+        """The one rule of job health: a record in a live state, not older than `stale_after` seconds."""
+        return self.state in LIVE_STATES and not self.is_stale(now_ms, stale_after)
+
+    # --- JSON --------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.extra,
+            "flow": self.flow,
+            "spec_hash": self.spec_hash,
+            "git_revision": self.git_revision,
+            "delivery": self.delivery,
+            "state": self.state_name,
+            "started_at": self.started_at,
+            "heartbeat_at": self.heartbeat_at,
+            "records": self.records,
+            "bytes": self.bytes,
+            "records_per_second": self.records_per_second,
+            "batches": self.batches,
+            "partitions": self.partitions,
+            "lag_total": self.lag_total,
+            "lag": [p.to_dict() for p in self.lag],
+            "latency_ms": self.latency_ms.to_dict(),
+            "errors": self.errors,
+            "last_error": self.last_error,
+            "findings": list(self.findings),
+            "out_of_range": [o.to_dict() for o in self.out_of_range],
+            "halted": list(self.halted),
+            "checkpoints_emitted": self.checkpoints_emitted,
+        }
+
+    def to_json(self) -> str:
+        """The bytes on the status topic (sorted keys)."""
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], flow: str | None = None) -> StatusRecord:
+        """Tolerant: a field of the wrong type reads as absent (records come from other processes and versions)."""
+        known = {f for f in cls.__dataclass_fields__ if f not in ("state_text", "extra")}
+        return cls(
+            flow=_text(d.get("flow")) or flow or "",
+            state=StatusState.parse(d.get("state")),
+            heartbeat_at=_int(d.get("heartbeat_at")),
+            started_at=_int(d.get("started_at")),
+            spec_hash=_text(d.get("spec_hash")),
+            git_revision=_text(d.get("git_revision")),
+            delivery=_text(d.get("delivery")),
+            records=_int(d.get("records")),
+            bytes=_int(d.get("bytes")),
+            records_per_second=_number(d.get("records_per_second")),
+            batches=_int(d.get("batches")),
+            partitions=_int(d.get("partitions")),
+            lag_total=_int(d.get("lag_total")),
+            lag=tuple(PartitionLag.from_dict(x) for x in _list(d.get("lag")) if isinstance(x, Mapping)),
+            latency_ms=Latency.from_dict(d.get("latency_ms")),
+            errors=_int(d.get("errors")),
+            last_error=_text(d.get("last_error")),
+            findings=tuple(str(x) for x in _list(d.get("findings"))),
+            out_of_range=tuple(OutOfRange.from_dict(x) for x in _list(d.get("out_of_range")) if isinstance(x, Mapping)),
+            halted=tuple(str(x) for x in _list(d.get("halted"))),
+            checkpoints_emitted=_int(d.get("checkpoints_emitted")),
+            state_text=_text(d.get("state")),
+            extra={k: v for k, v in d.items() if k not in known},
+        )
+
+    @classmethod
+    def from_json(cls, data: str | builtins.bytes, flow: str | None = None) -> StatusRecord:
+        value = json.loads(data)
+        if not isinstance(value, Mapping):
+            raise ValueError("a status record is a JSON object")
+        return cls.from_dict(value, flow)
+
+    @overload
+    @classmethod
+    def of(cls, value: StatusRecord | Mapping[str, Any], flow: str | None = None) -> StatusRecord: ...
+
+    @overload
+    @classmethod
+    def of(cls, value: None, flow: str | None = None) -> None: ...
+
+    @overload
+    @classmethod
+    def of(cls, value: StatusRecord | Mapping[str, Any] | None, flow: str | None = None) -> StatusRecord | None: ...
+
+    @classmethod
+    def of(cls, value: StatusRecord | Mapping[str, Any] | None, flow: str | None = None) -> StatusRecord | None:
+        """A record as it comes from a status reader (typed, or its JSON object), or None."""
+        if value is None or isinstance(value, StatusRecord):
+            return value
+        return cls.from_dict(value, flow)
+
+
+def status_age_seconds(status: StatusRecord | None, now_ms: float) -> float | None:
+    """Seconds since the record's `heartbeat_at` (None: no record, or no heartbeat in it)."""
+    return None if status is None else status.age_seconds(now_ms)
+
+
+def is_stale(status: StatusRecord | None, now_ms: float, stale_after: float) -> bool:
+    return status is None or status.is_stale(now_ms, stale_after)
+
+
+def is_replicating(status: StatusRecord | None, now_ms: float, stale_after: float) -> bool:
+    """The one rule of job health: a record in a live state, not older than `stale_after` seconds."""
+    return status is not None and status.is_replicating(now_ms, stale_after)
 
 
 def percentiles(samples: Iterable[float], points: Iterable[float] = (50, 95, 99)) -> dict[str, float | None]:
@@ -87,10 +394,10 @@ class StatusPublisher:
         self.flow_name = flow_name
         self.topic = topic
 
-    def publish(self, status: Mapping[str, Any], flush_timeout: float = 5.0) -> None:
-        self.producer.produce(
-            self.topic, json.dumps(status, sort_keys=True).encode(), self.flow_name.encode(), partition=0
-        )
+    def publish(self, status: StatusRecord | Mapping[str, Any], flush_timeout: float = 5.0) -> None:
+        """`status`: the record (a JSON object too, for tests that publish what an older job wrote)."""
+        text = status.to_json() if isinstance(status, StatusRecord) else json.dumps(status, sort_keys=True)
+        self.producer.produce(self.topic, text.encode(), self.flow_name.encode(), partition=0)
         self.producer.flush(flush_timeout)
 
 
@@ -104,7 +411,7 @@ def _client_config(cluster_config: Any) -> dict[str, Any]:
     return dict(cluster_config)
 
 
-def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str, dict[str, Any]]:
+def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str, StatusRecord]:
     """Latest status of every flow that reports to this (target) cluster: flow name -> status."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -120,7 +427,7 @@ def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str,
         }
     )
     consumer = Consumer(logs.client_config(conf))
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, StatusRecord] = {}
     try:
         md = consumer.list_topics(STATUS_TOPIC, timeout=timeout)
         t = md.topics.get(STATUS_TOPIC)
@@ -136,7 +443,7 @@ def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str,
                 out.pop(m.key().decode(), None)
                 return
             try:
-                out[m.key().decode()] = json.loads(m.value())
+                out[m.key().decode()] = StatusRecord.from_json(m.value(), m.key().decode())
             except ValueError:
                 pass
 
@@ -146,7 +453,7 @@ def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str,
     return out
 
 
-def read_job_status(cluster_config: Any, flow_name: str, timeout: float = 10.0) -> dict[str, Any] | None:
+def read_job_status(cluster_config: Any, flow_name: str, timeout: float = 10.0) -> StatusRecord | None:
     """The latest status the job of `flow_name` published on its target cluster, or None.
 
     `cluster_config`: librdkafka settings ({"bootstrap.servers": ...}, resolved), a ClusterSpec, or

@@ -148,7 +148,7 @@ def render(
         "spark.ui.showConsoleProgress": "false",
         "spark.task.maxFailures": "1",
         "spark.executorEnv.PYTHONPATH": APP_ROOT,
-        **{str(k): str(v) for k, v in spec.spark_conf.items()},
+        **{str(k): str(v) for k, v in spec.engine.spark_conf.items()},
     }
     driver: dict[str, Any] = {
         "cores": 1,
@@ -161,7 +161,12 @@ def render(
     }
     if port:
         driver["ports"] = [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
-    executor: dict[str, Any] = {"instances": spec.parallelism, "cores": 1, "memory": "512m", "labels": dict(labels)}
+    executor: dict[str, Any] = {
+        "instances": spec.engine.parallelism,
+        "cores": 1,
+        "memory": "512m",
+        "labels": dict(labels),
+    }
     if env_refs:  # `env` with valueFrom.secretKeyRef (the operator's envSecretKeyRefs is deprecated)
         driver["env"] += secret_env(env_refs)
         executor["env"] = secret_env(env_refs)

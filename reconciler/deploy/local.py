@@ -142,7 +142,7 @@ class ProcessDeployer(Deployer):
         job = LocalJob.start(
             spec,
             d,
-            master=spec.master,
+            master=spec.engine.master,
             spec_path=d / "spec.json",
             log_path=d / "job.log",
             exit_code_path=d / "exit_code",
@@ -153,7 +153,7 @@ class ProcessDeployer(Deployer):
             "deployer": self.name,
             "pid": job.pid,
             "pid_start": job.start_time,
-            "master": spec.master,
+            "master": spec.engine.master,
             "started_at": time.time(),
             "spec_hash": spec.spec_hash(),
             "log": str(d / "job.log"),

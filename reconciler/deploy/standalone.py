@@ -29,8 +29,8 @@ class StandaloneDeployer(ProcessDeployer):
         return f"{record.get('master')}, driver pid {record.get('pid')}{metrics}"
 
     def _start(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        if not spec.master.startswith("spark://"):
+        if not spec.engine.master.startswith("spark://"):
             return OpResult.failed(
-                f"flow {spec.flow}: the spark-standalone deployer needs a spark://HOST:PORT master, not {spec.master!r}"
+                f"flow {spec.flow}: the spark-standalone deployer needs a spark://HOST:PORT master, not {spec.engine.master!r}"
             )
         return super()._start(spec, options)

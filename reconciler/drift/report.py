@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.contract.status import DOWN_STATES, StatusRecord, StatusState, is_replicating, is_stale
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
@@ -45,8 +46,6 @@ from reconciler.topology.model import Flow, Topology
 FORMAT_VERSION = 1
 #: A job whose status record is older than this is taken to be down (it publishes every few seconds).
 DEFAULT_JOB_STALE_SECONDS = 60.0
-#: Job states in which a job is not replicating.
-DOWN_STATES = frozenset({"stopped", "failed", "restart-required", "stopping"})
 
 
 class Category(str, enum.Enum):
@@ -424,7 +423,7 @@ def _num(value: Any) -> float | None:
 
 
 def job_health(
-    status: Mapping[str, Any] | None,
+    record: StatusRecord | Mapping[str, Any] | None,
     desired_hash: str | None,
     now_ms: int,
     stale_seconds: float,
@@ -432,33 +431,25 @@ def job_health(
 ) -> JobHealth:
     if unknown is not None:
         return JobHealth(False, desired_spec_hash=desired_hash, unknown=unknown)
+    status = StatusRecord.of(record)
     if status is None:
         return JobHealth(False, desired_spec_hash=desired_hash)
-    heartbeat_at = _num(status.get("heartbeat_at"))
-    age = None if heartbeat_at is None else max(0.0, (now_ms - heartbeat_at) / 1000)
-    state = status.get("state")
-    stale = age is None or age > stale_seconds
-    found = status.get("latency_ms")
-    latency: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    lag = _num(status.get("lag_total"))
-    records = _num(status.get("records"))
-    errors = _num(status.get("errors"))
     return JobHealth(
         True,
-        state=state if isinstance(state, str) else None,
-        running=isinstance(state, str) and state not in DOWN_STATES and not stale,
-        stale=stale,
-        status_age_seconds=age,
-        spec_hash=status.get("spec_hash"),
+        state=status.state_name,
+        running=is_replicating(status, now_ms, stale_seconds),
+        stale=is_stale(status, now_ms, stale_seconds),
+        status_age_seconds=status.age_seconds(now_ms),
+        spec_hash=status.spec_hash,
         desired_spec_hash=desired_hash,
-        git_revision=status.get("git_revision"),
-        records=int(records) if records is not None else None,
-        records_per_second=_num(status.get("records_per_second")),
-        lag_total=int(lag) if lag is not None else None,
-        latency_p99_ms=_num(latency.get("p99")),
-        errors=int(errors) if errors is not None else None,
-        last_error=status.get("last_error") if isinstance(status.get("last_error"), str) else None,
-        halted=tuple(str(h) for h in status.get("halted") or () if isinstance(status.get("halted"), list)),
+        git_revision=status.git_revision,
+        records=status.records,
+        records_per_second=status.records_per_second,
+        lag_total=status.lag_total,
+        latency_p99_ms=status.latency_ms.p99,
+        errors=status.errors,
+        last_error=status.last_error,
+        halted=status.halted,
     )
 
 
@@ -477,7 +468,7 @@ def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftIt
                 "deploy the flow's job (reconciler apply), or check its deployer's logs",
             )
         ]
-    if job.state in DOWN_STATES:
+    if StatusState.parse(job.state) in DOWN_STATES:
         why = f"; last error: {job.last_error}" if job.last_error else ""
         return [
             item(
@@ -625,7 +616,7 @@ def build_report(
     plan: Plan,
     *,
     desired: DesiredState | None = None,
-    job_statuses: Mapping[str, Mapping[str, Any]] | None = None,
+    job_statuses: Mapping[str, StatusRecord | Mapping[str, Any]] | None = None,
     job_status_errors: Mapping[str, str] | None = None,
     desired_spec_hashes: Mapping[str, str] | None = None,
     heartbeats: Mapping[str, Mapping[str, Heartbeat | None]] | None = None,

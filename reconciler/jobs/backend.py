@@ -8,15 +8,17 @@ jobs are run by other tooling.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.contract.status import StatusRecord
 from reconciler.deploy import Deployers
 from reconciler.topology.model import Cluster
 
-#: Status records of every flow reporting to a (target) cluster: flow name -> record.
-StatusReader = Callable[[Cluster], dict[str, dict[str, Any]]]
+#: Status records of every flow reporting to a (target) cluster: flow name -> record (a StatusRecord, or
+#: its JSON object: in-memory readers in tests; the readers' callers parse it with StatusRecord.of).
+StatusReader = Callable[[Cluster], Mapping[str, "StatusRecord | Mapping[str, Any]"]]
 
 STATUS_READ_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 3.0  # a cluster that takes no TCP connection within this is unreachable
@@ -26,7 +28,7 @@ class Unreachable(Exception):
     """No bootstrap broker of the cluster takes a connection: its statuses are not even tried."""
 
 
-def kafka_status_reader(cluster: Cluster) -> dict[str, dict[str, Any]]:
+def kafka_status_reader(cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
     from reconciler.adapters.probe import ProbeError, probe_api_versions
     from reconciler.contract.status import read_all_job_status
     from reconciler.topology.connection import client_config

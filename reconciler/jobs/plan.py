@@ -24,6 +24,7 @@ from typing import Any
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.spec import JobSpec, restart_fields_of
+from reconciler.contract.status import StatusRecord
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)
 from reconciler.jobs.state import DesiredJob, JobState, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
@@ -36,8 +37,8 @@ from reconciler.topology.model import Topology
 
 
 def _changes(current: JobSpec, desired: JobSpec) -> dict[str, list]:
-    a, b = current.to_dict(), desired.to_dict()
-    return {k: [a.get(k), b[k]] for k in sorted(current.changed_fields(desired))}
+    """Path of each changed setting ("settings.topics.include", "engine.parallelism") -> [current, desired]."""
+    return {k: [old, new] for k, (old, new) in current.changes(desired).items()}
 
 
 def _fields(names) -> str:
@@ -184,7 +185,7 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
     out.append(
         UpdateJob(
             reason=f"{_fields(changes)} changed: the running job applies it within its refresh "
-            f"interval ({d.spec.refresh_interval_seconds:g}s), no restart, no data loss",
+            f"interval ({d.spec.settings.refresh_interval_seconds:g}s), no restart, no data loss",
             current_hash=current.spec_hash(),
             changes=changes,
             **args,
@@ -277,7 +278,7 @@ def with_jobs(
     live: LiveState,
     backend: job_backend.JobBackend | None = None,
     git_revision: str | None = None,
-    statuses: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, str]] | None = None,
+    statuses: tuple[Mapping[str, StatusRecord], Mapping[str, str]] | None = None,
     now_ms: int | None = None,
 ) -> Plan:
     """`plan` plus the job actions and findings (unchanged when jobs are off: `backend` None)."""

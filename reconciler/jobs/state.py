@@ -8,8 +8,9 @@ cluster (`reconciler.status.internal`, read once per target, in parallel) and wh
 know (the spec they handed to the job, whether its process runs, where). `classify` turns the
 two into a state:
 
-    running            a fresh status (heartbeat within STALE_INTERVALS status intervals, at least
-                       STALE_MIN_SECONDS) saying starting/running/degraded
+    running            a fresh status saying starting/running/degraded (the one rule of job health:
+                       `reconciler.contract.status.is_replicating`, stale after three status
+                       intervals, at least 15 s)
     starting           deployed less than START_GRACE_SECONDS ago, process alive, no fresh status yet
     restart-required   the job said so (its spec changed in a field it cannot take) and exits
     down               deployed, not stopped on purpose, but the process is gone or the status is stale
@@ -28,21 +29,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler import settings
+from reconciler.contract import status as status_contract
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.spec import JobSpec
+from reconciler.contract.status import StatusRecord, StatusState
 from reconciler.deploy import Deployers, Deployment
 from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
 from reconciler.topology.model import Topology
 
-STALE_INTERVALS = 3
-STALE_MIN_SECONDS = 15.0
 #: A job just (re)started has no status until Spark is up: not "down" for this long.
 START_GRACE_SECONDS = settings.seconds(
     "RECONCILER_JOB_START_GRACE", 180, "seconds a new job may run before it must report status"
 )
-LIVE_STATUS_STATES = ("starting", "running", "degraded")
 
 
 class JobState(str, enum.Enum):
@@ -80,17 +80,19 @@ class LiveJob:
     flow: str
     state: JobState
     why: str = ""  # in words, for reasons and `status`
-    status: Mapping[str, Any] | None = None  # the job's latest status record
+    status: StatusRecord | None = None  # the job's latest status record
     deployment: Deployment | None = None  # the deployment of the desired deployer family (or the only one)
     others: tuple[Deployment, ...] = ()  # deployments of this flow by other deployer families
 
     @property
     def running_hash(self) -> str | None:
-        return (self.status or {}).get("spec_hash") if self.state in (JobState.RUNNING, JobState.ELSEWHERE) else None
+        if self.status is None or self.state not in (JobState.RUNNING, JobState.ELSEWHERE):
+            return None
+        return self.status.spec_hash
 
     @property
     def last_seen_ms(self) -> int | None:
-        return (self.status or {}).get("heartbeat_at")
+        return self.status.heartbeat_at if self.status is not None else None
 
 
 @dataclass
@@ -107,37 +109,30 @@ def iso(epoch_ms: int | float | None) -> str:
 
 
 def stale_after_seconds(spec: JobSpec | None) -> float:
-    interval = spec.status_interval_seconds if spec is not None else 3.0
-    return max(STALE_MIN_SECONDS, STALE_INTERVALS * interval)
+    return status_contract.stale_after_seconds(spec.engine.status_interval_seconds if spec is not None else None)
 
 
-def is_fresh(status: Mapping[str, Any] | None, now_ms: int, stale_after: float) -> bool:
-    if not status or status.get("state") not in LIVE_STATUS_STATES:
-        return False
-    beat = status.get("heartbeat_at")
-    return isinstance(beat, (int, float)) and now_ms - beat <= stale_after * 1000
-
-
-def _last(status: Mapping[str, Any] | None) -> str:
-    if not status:
+def _last(status: StatusRecord | None) -> str:
+    if status is None:
         return "no status published"
-    text = f"last status '{status.get('state')}' at {iso(status.get('heartbeat_at'))}"
-    if status.get("state") in ("failed", "restart-required") and status.get("last_error"):
-        text += f": {status['last_error']}"
+    text = f"last status '{status.state_name}' at {iso(status.heartbeat_at)}"
+    if status.state in (StatusState.FAILED, StatusState.RESTART_REQUIRED) and status.last_error:
+        text += f": {status.last_error}"
     return text
 
 
 def classify(
     flow: str,
-    status: Mapping[str, Any] | None,
+    record: StatusRecord | Mapping[str, Any] | None,
     dep: Deployment | None,
     now_ms: int,
     spec: JobSpec | None = None,
     start_grace: float = START_GRACE_SECONDS,
 ) -> tuple[JobState, str]:
     """The state of one job from its status record and its deployment (pure)."""
+    status = StatusRecord.of(record, flow)
     stale_after = stale_after_seconds(spec or (dep.spec if dep else None))
-    fresh = is_fresh(status, now_ms, stale_after)
+    fresh = status_contract.is_replicating(status, now_ms, stale_after)
     if dep is None or (dep.stopped and not dep.alive):
         if fresh:
             return JobState.ELSEWHERE, (
@@ -148,14 +143,14 @@ def classify(
         return JobState.NOT_DEPLOYED, ""
     status_of_this_run = (
         status
-        if (status and dep.started_at is not None and (status.get("started_at") or 0) >= dep.started_at * 1000 - 5000)
+        if (status and dep.started_at is not None and (status.started_at or 0) >= dep.started_at * 1000 - 5000)
         else None
     )
     if dep.alive is False:
-        if status_of_this_run and status_of_this_run.get("state") == "restart-required":
+        if status_of_this_run and status_of_this_run.state is StatusState.RESTART_REQUIRED:
             return JobState.RESTART_REQUIRED, f"{dep.detail}; {_last(status)}"
         return JobState.DOWN, f"{dep.detail}; {_last(status)}"
-    if status_of_this_run and status_of_this_run.get("state") == "restart-required":
+    if status_of_this_run and status_of_this_run.state is StatusState.RESTART_REQUIRED:
         return JobState.RESTART_REQUIRED, _last(status)
     if fresh:
         return JobState.RUNNING, ""
@@ -175,7 +170,7 @@ def classify(
 
 def read_statuses(
     topology: Topology, backend: JobBackend, skip: Mapping[str, str]
-) -> tuple[dict[str, dict], dict[str, str]]:
+) -> tuple[dict[str, StatusRecord], dict[str, str]]:
     """Every status record on every target cluster of the topology's flows (in parallel): flow -> record.
     Clusters in `skip` (could not be read at all) are reported unreadable without trying."""
     targets = sorted({f.target for f in topology.flows if f.target in topology.clusters})
@@ -188,7 +183,7 @@ def read_statuses(
         except Exception as exc:  # noqa: BLE001 - a cluster whose statuses cannot be read is reported, not fatal
             return alias, {}, f"{type(exc).__name__}: {exc}"
 
-    statuses: dict[str, dict] = {}
+    statuses: dict[str, StatusRecord] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(todo)))) as pool:
         for alias, found, error in pool.map(one, todo):
             if error:
@@ -196,7 +191,7 @@ def read_statuses(
                 continue
             for flow, record in found.items():
                 if flow_ends(flow)[1] == alias:  # a status on the flow's own target only
-                    statuses[flow] = record
+                    statuses[flow] = StatusRecord.of(record, flow)
     return statuses, unreadable
 
 
@@ -206,7 +201,7 @@ def read_jobs(
     desired: Mapping[str, DesiredJob],
     skip: Mapping[str, str] | None = None,
     now_ms: int | None = None,
-    statuses: tuple[Mapping[str, Mapping[str, Any]], Mapping[str, str]] | None = None,
+    statuses: tuple[Mapping[str, StatusRecord], Mapping[str, str]] | None = None,
 ) -> LiveJobs:
     """The live state of every job the topology wants, the deployers know, or that reports.
     `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
@@ -220,17 +215,18 @@ def read_jobs(
 
 def assemble(
     desired: Mapping[str, DesiredJob],
-    statuses: Mapping[str, Mapping[str, Any]],
+    statuses: Mapping[str, StatusRecord | Mapping[str, Any]],
     deployments: list[Deployment],
     unreadable: Mapping[str, str],
     now_ms: int,
     start_grace: float = START_GRACE_SECONDS,
 ) -> LiveJobs:
     """Pure: statuses + deployments -> LiveJobs."""
+    records = {flow: StatusRecord.of(s, flow) for flow, s in statuses.items()}
     by_flow: dict[str, list[Deployment]] = {}
     for d in deployments:
         by_flow.setdefault(d.flow, []).append(d)
-    flows = set(desired) | set(by_flow) | set(statuses)
+    flows = set(desired) | set(by_flow) | set(records)
     jobs: dict[str, LiveJob] = {}
     for flow in sorted(flows):
         deps = by_flow.get(flow, [])
@@ -245,6 +241,6 @@ def assemble(
         if target in unreadable and (dep is None or dep.alive is not False):
             state, why = JobState.UNKNOWN, f"statuses on {target} cannot be read: {unreadable[target]}"
         else:
-            state, why = classify(flow, statuses.get(flow), dep, now_ms, want.spec if want else None, start_grace)
-        jobs[flow] = LiveJob(flow, state, why, statuses.get(flow), dep, others)
+            state, why = classify(flow, records.get(flow), dep, now_ms, want.spec if want else None, start_grace)
+        jobs[flow] = LiveJob(flow, state, why, records.get(flow), dep, others)
     return LiveJobs(jobs, dict(unreadable), now_ms)

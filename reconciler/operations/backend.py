@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
+from reconciler.contract.status import StatusRecord
 from reconciler.jobs.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
@@ -60,7 +61,7 @@ class Backend:
     #: Asks the person a question (apply's and force-unlock's confirmation); None: nobody can answer.
     ask: Callable[[str], str | None] = terminal_answer
 
-    def read_status(self, cluster: Cluster) -> Mapping[str, Mapping[str, Any]]:
+    def read_status(self, cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
         """Every flow's latest status record on a (target) cluster: one reader for plan, status and drift."""
         if self.status_reader is not None:
             return self.status_reader(cluster)
@@ -73,4 +74,4 @@ class Backend:
 
     def jobs_or_default(self) -> JobBackend:
         """The job backend, or one with the real deployers when jobs are off (status, apply of a saved plan)."""
-        return self.jobs if self.jobs is not None else JobBackend(read_status=self.read_status)  # type: ignore[arg-type]
+        return self.jobs if self.jobs is not None else JobBackend(read_status=self.read_status)

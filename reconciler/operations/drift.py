@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.contract.status import StatusRecord
 from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport, build_report
 from reconciler.operations.backend import Backend
 from reconciler.operations.observe import Observation, heartbeat_targets, message, observe
@@ -29,7 +30,7 @@ def drift_view(
     """Pure over the observation (plus the deployers' listing the job plan asks for)."""
     topology, live = obs.topology, obs.live
     plan = plan_of(obs, backend)
-    statuses: dict[str, Mapping[str, Any]] = {}
+    statuses: dict[str, StatusRecord] = {}
     status_errors: dict[str, str] = {}
     if check_jobs and obs.statuses is not None:
         targets = set(heartbeat_targets(topology, live))  # the reachable targets of active flows

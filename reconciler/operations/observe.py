@@ -17,6 +17,7 @@ from typing import Any
 from reconciler.adapters.base import AdminError
 from reconciler.apply.lock import read_applied
 from reconciler.contract.flow_id import flow_ends
+from reconciler.contract.status import StatusRecord
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
 from reconciler.operations.backend import Backend
@@ -31,7 +32,7 @@ class JobStatuses:
     """The status records read from target clusters: flow -> latest record (a status on the flow's own
     target only), and the clusters whose records could not be read (alias -> the exception)."""
 
-    records: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    records: Mapping[str, StatusRecord] = field(default_factory=dict)
     errors: Mapping[str, BaseException] = field(default_factory=dict)
     skipped: Mapping[str, str] = field(default_factory=dict)  # unreachable clusters: not tried
 
@@ -67,7 +68,7 @@ def read_statuses(topology: Topology, backend: Backend, skip: Mapping[str, str])
         except Exception as exc:  # noqa: BLE001 - a cluster whose statuses cannot be read is reported, not fatal
             return alias, {}, exc
 
-    records: dict[str, Mapping[str, Any]] = {}
+    records: dict[str, StatusRecord] = {}
     errors: dict[str, BaseException] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(todo)))) as pool:
         for alias, found, error in pool.map(one, todo):
@@ -76,7 +77,7 @@ def read_statuses(topology: Topology, backend: Backend, skip: Mapping[str, str])
                 continue
             for flow, record in found.items():
                 if flow_ends(flow)[1] == alias:  # a status on the flow's own target only
-                    records[flow] = record
+                    records[flow] = StatusRecord.of(record, flow)
     return JobStatuses(records, errors, {t: skip[t] for t in targets if t in skip})
 
 

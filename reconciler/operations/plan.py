@@ -22,7 +22,7 @@ def plan_of(obs: Observation, backend: Backend) -> Plan:
         return plan
     statuses = (obs.statuses.records, obs.statuses.unreadable()) if obs.statuses is not None else None
     # the replication jobs: deploy / update / restart / stop
-    return with_jobs(plan, obs.topology, obs.live, backend.jobs, statuses=statuses)
+    return with_jobs(plan, obs.topology, obs.live, backend.jobs, statuses=statuses, now_ms=obs.now_ms)
 
 
 def observe_for_plan(

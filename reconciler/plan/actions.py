@@ -20,7 +20,7 @@ from reconciler.state.live import AclBinding
 
 FORMAT_VERSION = 1
 #: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings.
-FORMAT_MINOR = 1
+FORMAT_MINOR = 2
 
 
 class ActionKind(str, enum.Enum):

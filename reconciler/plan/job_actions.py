@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from reconciler.contract.deployers import KUBERNETES, SPARK_STANDALONE
+from reconciler.contract.spec import JobSpec
 from reconciler.plan.actions import Action, ActionKind, Phase, Verb, register
 from reconciler.plan.reasons import ReasonKind
 
@@ -37,12 +38,13 @@ def _fmt(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, str) else value
 
 
-def where_to_run(deployer: str, spec: dict, options: dict) -> str:
+def where_to_run(deployer: str, spec: JobSpec | None, options: dict) -> str:
     if deployer == KUBERNETES:
         return f"kubernetes {options.get('namespace') or 'default'}, image {options.get('image')}"
+    master = spec.engine.master if spec is not None else None
     if deployer == SPARK_STANDALONE:
-        return f"spark-standalone {spec.get('master')}"
-    return f"{deployer} {spec.get('master')}"
+        return f"spark-standalone {master}"
+    return f"{deployer} {master}"
 
 
 @dataclass(frozen=True)
@@ -69,22 +71,23 @@ class JobAction(Action):
     def __hash__(self) -> int:
         return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
 
-    def job_spec(self):
-        from reconciler.contract.spec import JobSpec
-
+    def job_spec(self) -> JobSpec:
         return JobSpec.from_dict(self.spec)
 
+    def _spec_or_none(self) -> JobSpec | None:
+        return self.job_spec() if self.spec else None
+
     def _summary(self) -> list[str]:
-        s = self.spec
-        if not s:
+        s = self._spec_or_none()
+        if s is None:
             return []
-        topics = "include " + _fmt(s.get("topics_include", []))
-        if s.get("topics_exclude"):
-            topics += ", exclude " + _fmt(s["topics_exclude"])
+        topics = "include " + _fmt(list(s.settings.topics.include))
+        if s.settings.topics.exclude:
+            topics += ", exclude " + _fmt(list(s.settings.topics.exclude))
         return [
             f"topics: {topics}",
-            f"delivery: {s.get('delivery')}, parallelism {s.get('parallelism')}, "
-            f"refresh every {s.get('refresh_interval_seconds')}s",
+            f"delivery: {s.delivery}, parallelism {s.engine.parallelism}, "
+            f"refresh every {s.settings.refresh_interval_seconds}s",
         ]
 
     def _changes(self) -> list[str]:
@@ -106,7 +109,7 @@ class DeployJob(JobAction):
         return ("\U0010ffff", int(self.PHASE), self.cluster, self.subject, ())  # after every cluster's actions
 
     def describe(self) -> str:
-        return f"deploy job {self.flow} ({where_to_run(self.deployer, self.spec, self.options)}, spec {short(self.spec_hash)})"
+        return f"deploy job {self.flow} ({where_to_run(self.deployer, self._spec_or_none(), self.options)}, spec {short(self.spec_hash)})"
 
     def details(self) -> list[str]:
         return self._summary()
@@ -158,7 +161,7 @@ class RestartJob(JobAction):
             spec = f"spec {short(self.current_hash)} -> {short(self.spec_hash)}"
         else:
             spec = f"spec {short(self.spec_hash)}"
-        where = where_to_run(self.deployer, self.spec, self.options)
+        where = where_to_run(self.deployer, self._spec_or_none(), self.options)
         if self.previous_deployer and self.previous_deployer != self.deployer:
             where = f"{self.previous_deployer} -> {where}"
         return f"restart job {self.flow} ({where}, {spec})"

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from reconciler.replication.spec import ClusterSpec, JobSpec, job_group
+from reconciler.contract.spec import ClusterSpec, JobSpec, job_group
 
 # Client settings the job owns: a cluster's own `config` may not override these.
 _FORCED_CONSUMER = {

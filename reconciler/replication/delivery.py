@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from reconciler.contract.spec import JobSpec, transactional_id
 from reconciler.replication import clients
 from reconciler.replication.offsets import fence
-from reconciler.replication.spec import JobSpec, transactional_id
 from reconciler.replication.tasks import TP, CopyTask, TaskResult
 from reconciler.replication.worker import (
     Copier,
@@ -74,7 +74,7 @@ class AtLeastOnce:
         # Rounds end when caught up (acknowledgements awaited, latency sampled); the task copies
         # until its time budget while records flow. The driver commits after the task.
         producer = plain_producer(spec)
-        deadline = time.time() + spec.max_batch_ms / 1000.0
+        deadline = time.time() + spec.engine.max_batch_ms / 1000.0
         copier = Copier(spec, parts, producer, task.consumer_epoch)
         try:
             done = False
@@ -102,7 +102,7 @@ class ExactlyOnce:
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         # Fence every transactional id the job may use before reading positions, so a zombie
         # cannot commit after we read (its open transaction is aborted).
-        fence(spec, range(spec.parallelism), environ)
+        fence(spec, range(spec.engine.parallelism), environ)
 
     def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
         # The target group first; the source group seeds partitions it lacks (e.g. a flow switched
@@ -115,7 +115,7 @@ class ExactlyOnce:
         txn_id = transactional_id(spec, task.slot)
         result.transactional_id = txn_id
         producer = txn_producer(spec, txn_id, task.last_owner)
-        deadline = time.time() + spec.max_batch_ms / 1000.0
+        deadline = time.time() + spec.engine.max_batch_ms / 1000.0
         copier = Copier(spec, parts, producer, task.consumer_epoch)
         try:
             done = False

@@ -28,13 +28,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, JobSpec
+from reconciler.contract.status import (
+    Latency,
+    LatencyWindow,
+    OutOfRange,
+    PartitionLag,
+    RateWindow,
+    StatusPublisher,
+    StatusRecord,
+    StatusState,
+)
 from reconciler.replication import clients
 from reconciler.replication.delivery import DeliveryMode, mode_of
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.replication.metrics import JobMetrics
 from reconciler.replication.offsets import OffsetStore
-from reconciler.replication.spec import EXIT_RESTART_REQUIRED, JobSpec
-from reconciler.replication.status import LatencyWindow, RateWindow, StatusPublisher
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
 from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
 from reconciler.replication.worker import run_tasks
@@ -161,11 +170,11 @@ class ReplicationDriver:
         self.checkpoints.read_syncs(timeout=15)
         now = time.monotonic()
         self._next = {
-            "refresh": now + self.spec.refresh_interval_seconds,
+            "refresh": now + self.spec.settings.refresh_interval_seconds,
             "heartbeat": now,
-            "checkpoint": now + self.spec.checkpoints_interval_seconds,
+            "checkpoint": now + self.spec.settings.checkpoints.interval_seconds,
             "status": now,
-            "delayed_syncs": now + self.spec.checkpoints_interval_seconds,
+            "delayed_syncs": now + self.spec.settings.checkpoints.interval_seconds,
         }
         self.state = "running"
         self.publish_status()
@@ -196,7 +205,7 @@ class ReplicationDriver:
                 if self.exit_code:
                     break
                 if not moved:
-                    self.stop_event.wait(self.spec.trigger_interval_ms / 1000.0)
+                    self.stop_event.wait(self.spec.engine.trigger_interval_ms / 1000.0)
             if self.state not in ("restart-required", "failed"):
                 self.state = "stopped"
         except Exception as exc:
@@ -216,7 +225,7 @@ class ReplicationDriver:
     def step(self) -> bool:
         now = time.monotonic()
         if now >= self._next["refresh"]:
-            self._next["refresh"] = now + self.spec.refresh_interval_seconds
+            self._next["refresh"] = now + self.spec.settings.refresh_interval_seconds
             if self.reload_spec():
                 self.refresh()
         tasks = self.plan_tasks()
@@ -258,19 +267,19 @@ class ReplicationDriver:
         now = time.monotonic()
         spec = self.spec
         try:
-            if spec.heartbeats_enabled and now >= self._next["heartbeat"]:
-                self._next["heartbeat"] = now + spec.heartbeats_interval_seconds
+            if spec.emits_heartbeats and now >= self._next["heartbeat"]:
+                self._next["heartbeat"] = now + spec.settings.heartbeats.interval_seconds
                 self.heartbeats.emit()
             if now >= self._next["delayed_syncs"]:
-                self._next["delayed_syncs"] = now + spec.checkpoints_interval_seconds
+                self._next["delayed_syncs"] = now + spec.settings.checkpoints.interval_seconds
                 self.flush_delayed_syncs()
-            if spec.checkpoints_enabled and now >= self._next["checkpoint"]:
-                self._next["checkpoint"] = now + spec.checkpoints_interval_seconds
+            if spec.settings.checkpoints.enabled and now >= self._next["checkpoint"]:
+                self._next["checkpoint"] = now + spec.settings.checkpoints.interval_seconds
                 self.checkpoints.emit()
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time
             self._error(f"{type(exc).__name__}: {exc}")
         if now >= self._next["status"]:
-            self._next["status"] = now + spec.status_interval_seconds
+            self._next["status"] = now + spec.engine.status_interval_seconds
             try:
                 self.publish_status()
             except Exception as exc:  # noqa: BLE001
@@ -304,7 +313,7 @@ class ReplicationDriver:
 
     def refresh(self, first: bool = False) -> None:
         """Discover source topics/partitions, create missing remote topics, load new positions."""
-        flow = self.spec.to_flow()
+        flow = self.spec.mirror_flow
         source = self.topics.describe(self.source_admin, 15)
         target = self.topics.describe(self.target_admin, 15)
         plan = plan_partitions(flow, source, target)
@@ -324,7 +333,7 @@ class ReplicationDriver:
             loaded = self.offsets.load(new)
             for tp, (offset, slot) in loaded.items():
                 self.positions[tp] = offset if offset is not None else -2
-                if slot is not None and 0 <= slot < self.spec.parallelism:
+                if slot is not None and 0 <= slot < self.spec.engine.parallelism:
                     self.slots[tp] = slot
             self._assign_slots(list(new))
         vanished = sorted(self.known_topics - set(source))
@@ -343,7 +352,7 @@ class ReplicationDriver:
         self.plan = plan
 
     def _assign_slots(self, tps: list[TP]) -> None:
-        load = {s: 0 for s in range(self.spec.parallelism)}
+        load = {s: 0 for s in range(self.spec.engine.parallelism)}
         for tp, s in self.slots.items():
             if s in load and tp in self.positions:
                 load[s] += 1
@@ -464,7 +473,7 @@ class ReplicationDriver:
                 low, high = self.offsets.watermarks(*tp)
             except Exception:  # noqa: BLE001
                 low, high = None, None
-        action = "halted" if self.spec.offset_reset == "halt" else f"reset to earliest offset {low}"
+        action = "halted" if self.spec.engine.offset_reset == "halt" else f"reset to earliest offset {low}"
         event = {
             "topic": tp[0],
             "partition": tp[1],
@@ -477,7 +486,7 @@ class ReplicationDriver:
         }
         self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
         self._error(f"{tp[0]}[{tp[1]}]: out of range: {reason}; {action}")
-        if self.spec.offset_reset == "halt" or low is None:
+        if self.spec.engine.offset_reset == "halt" or low is None:
             self.halted.add(tp)
             self.consumer_epoch += 1
             return
@@ -493,48 +502,39 @@ class ReplicationDriver:
         self.last_error = text
         log.warning("%s", text)
 
-    def status_record(self) -> dict[str, Any]:
+    def status_record(self) -> StatusRecord:
         lag = []
         total = 0
         for (topic, partition), pos in sorted(self.lag.items()):
             value = None if pos.end is None or pos.next < 0 else max(0, pos.end - pos.next)
             total += value or 0
-            lag.append(
-                {
-                    "topic": topic,
-                    "partition": partition,
-                    "remote": pos.remote,
-                    "next": pos.next,
-                    "end": pos.end,
-                    "lag": value,
-                }
-            )
-        state = self.state
-        if state == "running" and self.halted:
-            state = "degraded"
-        return {
-            "flow": self.spec.flow,
-            "spec_hash": self.spec.spec_hash(),
-            "git_revision": self.spec.git_revision,
-            "delivery": self.spec.delivery,
-            "state": state,
-            "started_at": self.started_at,
-            "heartbeat_at": int(time.time() * 1000),
-            "records": self.records,
-            "bytes": self.bytes,
-            "records_per_second": round(self.rate.rate(), 1),
-            "batches": self.batches,
-            "partitions": len(self.plan.copy),
-            "lag_total": total,
-            "lag": lag,
-            "latency_ms": self.latency.snapshot(),
-            "errors": self.errors,
-            "last_error": self.last_error,
-            "findings": self.findings,
-            "out_of_range": self.out_of_range,
-            "halted": [f"{t}:{p}" for t, p in sorted(self.halted)],
-            "checkpoints_emitted": self.checkpoints.emitted if hasattr(self, "checkpoints") else 0,
-        }
+            lag.append(PartitionLag(topic, partition, pos.remote, pos.next, pos.end, value))
+        state = StatusState(self.state)
+        if state is StatusState.RUNNING and self.halted:
+            state = StatusState.DEGRADED
+        return StatusRecord(
+            flow=self.spec.flow,
+            spec_hash=self.spec.spec_hash(),
+            git_revision=self.spec.git_revision,
+            delivery=self.spec.delivery,
+            state=state,
+            started_at=self.started_at,
+            heartbeat_at=int(time.time() * 1000),
+            records=self.records,
+            bytes=self.bytes,
+            records_per_second=round(self.rate.rate(), 1),
+            batches=self.batches,
+            partitions=len(self.plan.copy),
+            lag_total=total,
+            lag=tuple(lag),
+            latency_ms=Latency.from_dict(self.latency.snapshot()),
+            errors=self.errors,
+            last_error=self.last_error,
+            findings=tuple(self.findings),
+            out_of_range=tuple(OutOfRange.from_dict(e) for e in self.out_of_range),
+            halted=tuple(f"{t}:{p}" for t, p in sorted(self.halted)),
+            checkpoints_emitted=self.checkpoints.emitted if hasattr(self, "checkpoints") else 0,
+        )
 
     def publish_status(self) -> None:
         if hasattr(self, "status"):

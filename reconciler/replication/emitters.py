@@ -29,14 +29,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
+from reconciler.adapters.read_to_end import read_to_end
 from reconciler.analysis.expansion import checkpoint_route
+from reconciler.contract.spec import JobSpec, job_group, offset_syncs_topic_name
 from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata
 from reconciler.mirror.mirror_client import TopicPartition, plan_failover
 from reconciler.mirror.offset_translation import OffsetSyncStore
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
 from reconciler.replication import clients
-from reconciler.replication.spec import JobSpec, job_group, offset_syncs_topic_name
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class CheckpointEmitter:
         from confluent_kafka import Consumer
 
         self.spec = spec
-        self.flow = spec.to_flow()
+        self.flow = spec.mirror_flow
         self.source_admin = source_admin
         self.environ = environ
         self.target_groups = MirrorKafka(spec.target.client_config(environ), timeout=10.0)
@@ -119,7 +120,7 @@ class CheckpointEmitter:
 
     def update_spec(self, spec: JobSpec) -> None:
         self.spec = spec
-        self.flow = spec.to_flow()
+        self.flow = spec.mirror_flow
 
     def close(self) -> None:
         try:
@@ -130,7 +131,7 @@ class CheckpointEmitter:
     # --- offset syncs ---------------------------------------------------------------------
     def read_syncs(self, timeout: float = 5.0) -> int:
         """Read new offset syncs up to the end of the topic; the first full read ends the replay."""
-        from confluent_kafka import KafkaError, TopicPartition
+        from confluent_kafka import TopicPartition
 
         if not self._checkpoints_loaded:  # MirrorCheckpointTask.start: the CheckpointStore first
             self._checkpoints_loaded = True
@@ -139,25 +140,20 @@ class CheckpointEmitter:
             self._syncs_consumer.assign([TopicPartition(self._syncs_topic, 0, -2)])
             self._assigned = True
         n = 0
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msgs = self._syncs_consumer.consume(10_000, 0) or self._syncs_consumer.consume(1, 0.2)
-            eof = False
-            for m in msgs:
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        eof = True
-                    continue
-                try:
-                    self.store.add(OffsetSync.deserialize(m.key(), m.value()))
-                    n += 1
-                except RecordFormatError as exc:
-                    log.warning("ignoring a malformed offset sync at offset %d: %s", m.offset(), exc)
-            if eof:
-                if not self.store.read_to_end:
-                    self.store.mark_read_to_end()
-                break
+
+        def add(m: Any) -> None:
+            nonlocal n
+            try:
+                self.store.add(OffsetSync.deserialize(m.key(), m.value()))
+                n += 1
+            except RecordFormatError as exc:
+                log.warning("ignoring a malformed offset sync at offset %d: %s", m.offset(), exc)
+
+        pending = read_to_end(
+            self._syncs_consumer, timeout, add, partitions=[(self._syncs_topic, 0)], batch=10_000, poll_seconds=0.2
+        )
+        if not pending and not self.store.read_to_end:
+            self.store.mark_read_to_end()
         return n
 
     # --- checkpoints ----------------------------------------------------------------------
@@ -210,7 +206,7 @@ class CheckpointEmitter:
         """MirrorCheckpointTask.start: read the checkpoints already written (CheckpointStore) before the
         offset syncs; when that works, the sync replay keeps history (offsets older than the last
         replayed sync still translate) and the store keeps checkpoints monotonic across the restart."""
-        from confluent_kafka import Consumer, KafkaError
+        from confluent_kafka import Consumer
         from confluent_kafka import TopicPartition as KafkaTopicPartition
 
         topic = self.flow.policy.checkpoints_topic(self.spec.source.alias)
@@ -223,20 +219,18 @@ class CheckpointEmitter:
         try:
             meta = consumer.list_topics(timeout=10)  # all topics: never auto-creates the checkpoints topic
             if topic in meta.topics and meta.topics[topic].error is None:
-                consumer.assign([KafkaTopicPartition(topic, p, -2) for p in meta.topics[topic].partitions])
-                left = set(meta.topics[topic].partitions)
-                deadline = time.monotonic() + timeout
-                while left and time.monotonic() < deadline:
-                    for m in consumer.consume(10_000, 0.5):
-                        err = m.error()
-                        if err is not None:
-                            if err.code() == KafkaError._PARTITION_EOF:
-                                left.discard(m.partition())
-                            continue
-                        try:
-                            found.append(Checkpoint.deserialize(m.key(), m.value()))
-                        except RecordFormatError as exc:
-                            log.warning("ignoring a malformed checkpoint at offset %d: %s", m.offset(), exc)
+                parts = sorted(meta.topics[topic].partitions)
+                consumer.assign([KafkaTopicPartition(topic, p, -2) for p in parts])
+
+                def add(m: Any) -> None:
+                    try:
+                        found.append(Checkpoint.deserialize(m.key(), m.value()))
+                    except RecordFormatError as exc:
+                        log.warning("ignoring a malformed checkpoint at offset %d: %s", m.offset(), exc)
+
+                left = read_to_end(
+                    consumer, timeout, add, partitions=[(topic, p) for p in parts], batch=10_000, poll_seconds=0.5
+                )
                 if left:
                     return False
             self.checkpoint_store.load(cp for cp in found if self.flow.groups.matches(cp.consumer_group_id))
@@ -282,8 +276,8 @@ class CheckpointEmitter:
             ]
             self.rounds += 1
         if (
-            self.spec.sync_group_offsets
-            and time.monotonic() - self._last_group_sync >= self.spec.sync_group_offsets_interval_seconds
+            self.spec.settings.sync.group_offsets
+            and time.monotonic() - self._last_group_sync >= self.spec.settings.sync.group_offsets_interval_seconds
         ):
             self._last_group_sync = time.monotonic()
             self.sync_group_offsets(cps)

@@ -24,13 +24,17 @@ import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
 from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV, free_port, metrics_port  # noqa: F401 (re-exported)
 from reconciler.replication.tasks import TP, TaskResult
 from reconciler.topology.model import flow_ends
+
+if TYPE_CHECKING:  # the driver imports this module
+    from reconciler.replication.driver import ReplicationDriver
+    from reconciler.replication.emitters import CheckpointEmitter
 
 SOURCE = "kafka_connect_mirror_source_connector"
 CHECKPOINT = "kafka_connect_mirror_checkpoint_connector"
@@ -324,7 +328,7 @@ class JobMetrics:
         return self.families[name].labels(**self.flow, **{k: str(v) for k, v in extra.items()})
 
     # --- the hook -------------------------------------------------------------------------
-    def observe(self, driver: Any, results: Iterable[TaskResult]) -> None:
+    def observe(self, driver: ReplicationDriver, results: Iterable[TaskResult]) -> None:
         """One micro-batch: the task results the driver absorbed and the driver's state after absorbing them."""
         now = self.clock()
         spec = driver.spec
@@ -402,7 +406,7 @@ class JobMetrics:
         except KeyError:
             pass
 
-    def _observe_lag(self, driver: Any, now: float) -> None:
+    def _observe_lag(self, driver: ReplicationDriver, now: float) -> None:
         for tp in [tp for tp in self._lag_clocks if tp not in driver.lag]:  # topic deleted or no longer copied
             remote = self._lag_remote.pop(tp)
             for name in (f"{OWN}_partition_lag_records", f"{OWN}_partition_lag_seconds"):
@@ -417,7 +421,7 @@ class JobMetrics:
             self._lag_remote[tp] = lag.remote
             self.get(f"{OWN}_partition_lag_seconds", **labels).set(seconds)
 
-    def _observe_checkpoints(self, emitter: Any, now: float) -> None:
+    def _observe_checkpoints(self, emitter: CheckpointEmitter | None, now: float) -> None:
         """The checkpoint rounds acknowledged since the last batch (CheckpointEmitter.last_round, once each)."""
         rounds = getattr(emitter, "rounds", 0)
         if emitter is not None and rounds > self._checkpoint_round:
@@ -438,12 +442,11 @@ class JobMetrics:
                 del self._checkpoint_latencies[key]
 
     @staticmethod
-    def _checkpoint_window(emitter: Any) -> float:
+    def _checkpoint_window(emitter: CheckpointEmitter) -> float:
         """A checkpoint is emitted once per round at most: keep it visible until the round after next."""
-        interval = getattr(getattr(emitter, "spec", None), "checkpoints_interval_seconds", 0) or 0
-        return max(WINDOW_SECONDS, 2.0 * float(interval))
+        return max(WINDOW_SECONDS, 2.0 * float(emitter.spec.settings.checkpoints.interval_seconds))
 
-    def set_state(self, driver: Any) -> None:
+    def set_state(self, driver: ReplicationDriver) -> None:
         state = "degraded" if driver.state == "running" and driver.halted else driver.state
         for s in JOB_STATES:
             self.get(f"{OWN}_job_state", state=s).set(1.0 if s == state else 0.0)

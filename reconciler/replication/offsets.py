@@ -18,8 +18,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from reconciler.adapters.read_to_end import read_to_end
+from reconciler.contract.spec import JobSpec, job_group, transactional_id
 from reconciler.replication import clients
-from reconciler.replication.spec import JobSpec, job_group, transactional_id
 from reconciler.replication.tasks import TP
 
 if TYPE_CHECKING:
@@ -124,27 +125,21 @@ class OffsetStore:
 
         Needed on brokers whose ListOffsets(latest) is below the end (Tansu reports the base offset
         of the last batch + 1)."""
-        from confluent_kafka import Consumer, KafkaError, TopicPartition
+        from confluent_kafka import Consumer, TopicPartition
 
         low, high = self.watermarks(topic, partition)
         probe = Consumer(clients.consumer_config(self.spec.source, self.spec, group=job_group(self.spec) + ".probe"))
+        end = [high]
         try:
             probe.assign([TopicPartition(topic, partition, max(low, high - 1))])
-            deadline = time.monotonic() + timeout
-            end = high
-            while time.monotonic() < deadline:
-                m = probe.poll(0.2)
-                if m is None:
-                    continue
-                err, offset = m.error(), m.offset()
-                if offset is None:
-                    continue
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        return max(end, offset)
-                    continue
-                end = max(end, offset + 1)
-            return None
+            pending = read_to_end(
+                probe,
+                timeout,
+                lambda m: end.append(m.offset() + 1),
+                partitions=[(topic, partition)],
+                on_eof=lambda m: end.append(m.offset()),
+            )
+            return None if pending else max(end)
         finally:
             probe.close()
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.replication.spec import JobSpec
+from reconciler.contract.spec import JobSpec
 from reconciler.resources import import_root
 
 #: `--master inherit`: do not set spark.master, use the one spark-submit was started with.
@@ -20,7 +20,7 @@ def spark_conf(spec: JobSpec, master: str | None = None) -> dict[str, str]:
     python = os.environ.get("PYSPARK_PYTHON", sys.executable)
     pythonpath = os.pathsep.join(p for p in (str(import_root()), os.environ.get("PYTHONPATH", "")) if p)
     conf = {
-        "spark.master": master or spec.master,
+        "spark.master": master or spec.engine.master,
         "spark.app.name": f"mirror {spec.flow}",
         "spark.python.worker.reuse": "true",
         "spark.ui.enabled": "false",
@@ -29,11 +29,11 @@ def spark_conf(spec: JobSpec, master: str | None = None) -> dict[str, str]:
         "spark.pyspark.python": python,
         "spark.executorEnv.PYTHONPATH": pythonpath,
         "spark.executorEnv.PYSPARK_PYTHON": python,
-        "spark.sql.shuffle.partitions": str(max(1, spec.parallelism)),
+        "spark.sql.shuffle.partitions": str(max(1, spec.engine.parallelism)),
         "spark.driver.memory": "512m",
         "spark.executor.memory": "512m",
     }
-    conf.update({str(k): str(v) for k, v in spec.spark_conf.items()})
+    conf.update({str(k): str(v) for k, v in spec.engine.spark_conf.items()})
     if conf["spark.master"] == INHERIT_MASTER:  # keep the master spark-submit was given (Kubernetes operator)
         del conf["spark.master"]
     return conf

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.analysis.expansion import route
+from reconciler.analysis.expansion import RoutedFlow, route
+from reconciler.contract.spec import STATUS_TOPIC, JobSpec, offset_syncs_topic_name
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
-from reconciler.replication.spec import STATUS_TOPIC, JobSpec, offset_syncs_topic_name
-from reconciler.topology.model import Flow
+from reconciler.state.configs import RawConfigEntry, explicit_configs_of
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,9 @@ class PartitionPlan:
     findings: list[str] = field(default_factory=list)
 
 
-def plan_partitions(flow: Flow, source: Mapping[str, TopicInfo], target: Mapping[str, TopicInfo]) -> PartitionPlan:
+def plan_partitions(
+    flow: RoutedFlow, source: Mapping[str, TopicInfo], target: Mapping[str, TopicInfo]
+) -> PartitionPlan:
     """Decide the work for the current topic sets: partition i of a routed topic goes to partition i
     of its remote topic, once the remote topic has that partition."""
     plan = PartitionPlan()
@@ -79,10 +81,10 @@ def internal_topics(spec: JobSpec) -> dict[str, list[tuple[str, dict[str, str]]]
     compact = {"cleanup.policy": "compact"}
     source: list[tuple[str, dict[str, str]]] = []
     target: list[tuple[str, dict[str, str]]] = [(STATUS_TOPIC, compact)]
-    if spec.heartbeats_enabled:
+    if spec.emits_heartbeats:
         (source if spec.heartbeats_on_source else target).append((HEARTBEATS_TOPIC, {"cleanup.policy": "compact"}))
-    if spec.checkpoints_enabled:
-        target.append((spec.to_flow().policy.checkpoints_topic(spec.source.alias), compact))
+    if spec.settings.checkpoints.enabled:
+        target.append((spec.mirror_flow.policy.checkpoints_topic(spec.source.alias), compact))
     syncs = (offset_syncs_topic_name(spec), {"cleanup.policy": "compact"})
     (source if spec.offset_syncs_on_source else target).append(syncs)
     return {"source": source, "target": target}
@@ -116,7 +118,7 @@ class TopicManager:
         except Exception as exc:  # noqa: BLE001 - configs are best effort at creation
             log.warning("cannot describe configs of %s: %s", topic, exc)
             return {}
-        return self.spec.to_flow().config_properties.apply(explicit_configs(entries))
+        return self.spec.mirror_flow.config_properties.apply(explicit_configs(entries))
 
     def create_remote(self, topics: list[RemoteTopic]) -> list[str]:
         """Create missing remote topics with the source's partition count and filtered configs."""
@@ -128,8 +130,8 @@ class TopicManager:
             NewTopic(
                 t.remote,
                 t.source_partitions,
-                self.spec.replication_factor,
-                config=self.topic_configs(t.source) if self.spec.sync_topic_configs else {},
+                self.spec.settings.replication_factor,
+                config=self.topic_configs(t.source) if self.spec.settings.sync.topic_configs else {},
             )
             for t in topics
         ]
@@ -159,7 +161,9 @@ class TopicManager:
         for side, admin in (("source", self.source_admin), ("target", self.target_admin)):
             wanted = internal_topics(self.spec)[side]
             existing = self.describe(admin, self.timeout)
-            new = [NewTopic(n, 1, self.spec.replication_factor, config=c) for n, c in wanted if n not in existing]
+            new = [
+                NewTopic(n, 1, self.spec.settings.replication_factor, config=c) for n, c in wanted if n not in existing
+            ]
             errors += self._create(admin, new)
         return errors
 
@@ -180,31 +184,9 @@ class TopicManager:
 
 
 def explicit_configs(entries: Mapping[str, Any]) -> dict[str, str]:
-    """The configs set on a topic (not broker defaults), from a DescribeConfigs answer.
-
-    Kafka labels them DYNAMIC_TOPIC_CONFIG among ~30 defaults. Tansu answers only the configs
-    stored for the topic, all labelled DEFAULT_CONFIG: a short answer without any non-default
-    entry is read that way.
-    """
-
-    def source_name(entry: Any) -> str:
-        src = getattr(entry, "source", None)
-        if isinstance(src, int):
-            from confluent_kafka.admin import ConfigSource
-
-            try:
-                return ConfigSource(src).name
-            except ValueError:
-                return str(src)
-        return getattr(src, "name", str(src))
-
-    usable = {n: e for n, e in entries.items() if e.value is not None and not getattr(e, "is_sensitive", False)}
-    set_here = {n: e.value for n, e in usable.items() if source_name(e) == "DYNAMIC_TOPIC_CONFIG"}
-    if set_here:
-        return set_here
-    if len(entries) < 20 and all(source_name(e) == "DEFAULT_CONFIG" for e in entries.values()):
-        return {n: e.value for n, e in usable.items()}  # Tansu: only stored configs are listed
-    return {}
+    """The configs set on a topic (not broker defaults), from a DescribeConfigs answer: the one rule
+    of `reconciler.state.configs` (which planning reads live configs with) on this topic's answer."""
+    return explicit_configs_of([RawConfigEntry.of(e, n) for n, e in entries.items()])
 
 
 def _kafka_error_text(exc: Exception) -> str:

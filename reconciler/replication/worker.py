@@ -33,8 +33,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from reconciler.contract.spec import JobSpec, job_group
 from reconciler.replication import clients
-from reconciler.replication.spec import JobSpec, job_group
 from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
 from reconciler.replication.tasks import CopyTask, PartitionResult, PartitionTask, TaskResult
 
@@ -266,7 +266,7 @@ class Copier:
         self.consumer = _consumer(spec, epoch)
         self.parts = parts
         self.producer = producer
-        self.budget = spec.max_records_per_partition
+        self.budget = spec.engine.max_records_per_partition
         self.by_tp = {(p.topic, p.partition): p for p in parts}
         self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
         self.behind = len(parts)  # active partitions that have not reached their end in this round
@@ -486,7 +486,7 @@ def finish_round(
 def _plan_syncs(spec: JobSpec, p: PartitionCopy) -> None:
     """The round's offset syncs (MM2 rules, from the durable sync state on), its new sync state
     and its last (upstream, downstream) pair."""
-    state = state_from_list(p.new_sync_state, spec.offset_lag_max)
+    state = state_from_list(p.new_sync_state, spec.settings.offset_lag_max)
     n = p.round_count
     first: Any = p.first_ack.get(None)
     last: Any = p.acks.get(None, first)

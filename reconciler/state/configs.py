@@ -9,6 +9,10 @@ DEFAULT_CONFIG. The rule, decided once per cluster from all topics it described:
   any topic's answer lists all of MARKER_KEYS (configs every real Kafka lists and nobody sets all
   at once); then explicit = entries with source DYNAMIC_TOPIC_CONFIG;
 * otherwise it lists stored configs only; then explicit = every entry listed.
+
+This is the one home of the rule: planning reads live configs with it (`state/read.py`), and the
+replication job copies a source topic's configs with it (`explicit_configs_of` on one topic's
+answer, `replication/topics.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from reconciler.state.live import ConfigSourceMode
 
@@ -43,6 +48,17 @@ class RawConfigEntry:
     source: int
     is_sensitive: bool = False
 
+    @classmethod
+    def of(cls, entry: Any, name: str | None = None) -> RawConfigEntry:
+        """From a confluent_kafka ConfigEntry (describe_configs answers: config name -> entry)."""
+        source = getattr(entry, "source", ConfigSource.UNKNOWN_CONFIG)
+        return cls(
+            entry.name if name is None else name,
+            entry.value,
+            int(getattr(source, "value", source)),
+            bool(getattr(entry, "is_sensitive", False)),
+        )
+
 
 def detect_mode(described: Mapping[str, list[RawConfigEntry]]) -> ConfigSourceMode:
     if not described:
@@ -66,3 +82,8 @@ def explicit_configs(entries: list[RawConfigEntry], mode: ConfigSourceMode) -> d
             continue
         out[e.name] = e.value
     return out
+
+
+def explicit_configs_of(entries: list[RawConfigEntry]) -> dict[str, str]:
+    """The configs set on one topic, deciding the cluster's mode from that topic's answer alone."""
+    return explicit_configs(entries, detect_mode({"": entries}))

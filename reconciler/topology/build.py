@@ -203,7 +203,7 @@ def _builtin(raw: dict) -> tuple[str, ...] | None:
     return None if raw.get("builtin_exclude") is None else tuple(raw["builtin_exclude"])
 
 
-def _build_flow(raw: dict, where: SourceLocation) -> Flow:
+def _build_flow(raw: dict, where: SourceLocation | None) -> Flow:
     job = raw["job"]
     return Flow(
         source=raw["source"],
@@ -229,6 +229,11 @@ def _build_flow(raw: dict, where: SourceLocation) -> Flow:
         where=where,
         family=raw.get("name"),
     )
+
+
+def default_flow(source: str = "source", target: str = "target") -> Flow:
+    """A flow that sets nothing: every setting is the built-in default (topology/defaults.py)."""
+    return _build_flow(merge(BUILTIN_FLOW_DEFAULTS, {"source": source, "target": target}), None)
 
 
 def _check_flow(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from reconciler.contract.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flow_name  # noqa: F401
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
@@ -88,12 +88,10 @@ class JobSettings:
 
 
 @dataclass(frozen=True)
-class Flow:
-    """A directed replication flow source -> target with its effective (defaults-merged) settings."""
+class FlowSettings:
+    """What a flow replicates and how, as MirrorMaker 2 would be configured for it: the part of a Flow a
+    replication job runs with (the job spec carries it as it is: reconciler.contract.spec)."""
 
-    source: str
-    target: str
-    enabled: bool
     topics: TopicFilter
     groups: GroupFilter
     policy: ReplicationPolicy
@@ -106,10 +104,31 @@ class Flow:
     refresh_interval_seconds: float
     offset_syncs_location: OffsetSyncsLocation
     offset_lag_max: int
-    job: JobSettings
-    where: SourceLocation | None = field(default=None, compare=False)
     family: str | None = None  # topic family: one of several named flows of a pair
     carries_heartbeats: bool = True  # False for all but one family of a pair (heartbeats once per pair)
+
+    @classmethod
+    def of(cls, flow: FlowSettings) -> FlowSettings:
+        """The settings of a flow, on their own (a Flow is its settings plus ends, switch, job and place)."""
+        return FlowSettings(**{f.name: getattr(flow, f.name) for f in fields(FlowSettings)})
+
+    @classmethod
+    def defaults(cls) -> FlowSettings:
+        """The flow defaults of topology/defaults.py (their one home), as a flow that sets nothing has them."""
+        from reconciler.topology.build import default_flow
+
+        return FlowSettings.of(default_flow())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Flow(FlowSettings):
+    """A directed replication flow source -> target with its effective (defaults-merged) settings."""
+
+    source: str
+    target: str
+    enabled: bool
+    job: JobSettings
+    where: SourceLocation | None = field(default=None, compare=False)
 
     @property
     def id(self) -> FlowId:

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.contract.spec import ClusterSpec, JobSpec
+from tests.spec_helpers import job_spec
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, config: dict | None = None) -> None:
@@ -30,10 +31,10 @@ def spec_for(source, target, *, source_alias="west", target_alias="east", **kw) 
         trigger_interval_ms=100,
     )
     defaults.update(kw)
-    return JobSpec(
-        flow=f"{source_alias}->{target_alias}",
-        source=ClusterSpec(source_alias, source.bootstrap),
-        target=ClusterSpec(target_alias, target.bootstrap),
+    return job_spec(
+        f"{source_alias}->{target_alias}",
+        ClusterSpec(source_alias, source.bootstrap),
+        ClusterSpec(target_alias, target.bootstrap),
         **defaults,
     )
 

@@ -38,16 +38,16 @@ def test_two_families_replicate_through_two_jobs(fresh_clusters, tmp_path, capsy
         wait_for(lambda: count_topic(env.east, "west.payments", 2) >= 200, 180, what="family payments replicated")
 
         def status(flow):
-            return read_job_status({"bootstrap.servers": env.east}, flow, timeout=5) or {}
+            return read_job_status({"bootstrap.servers": env.east}, flow, timeout=5)
 
         hashes = {a["flow"]: a["spec_hash"] for a in deploys}
         for flow in hashes:
             got = wait_for(
-                lambda flow=flow: status(flow) if status(flow).get("state") == "running" else None,
+                lambda flow=flow: s if (s := status(flow)) and s.state_name == "running" else None,
                 60,
                 what=f"status of {flow}",
             )
-            assert got["spec_hash"] == hashes[flow]
+            assert got.spec_hash == hashes[flow]
         records = {flow: LocalDeployer().job_dir(flow) for flow in hashes}
         assert records["west->east:orders"] != records["west->east:payments"]
         assert env.plan()["code"] == 0

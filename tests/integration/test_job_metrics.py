@@ -10,9 +10,9 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
+from reconciler.contract.status import StatusState, read_job_status
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor
 from reconciler.replication.metrics import METRICS, free_port
-from reconciler.replication.status import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -94,20 +94,20 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
         "target": "east",
     }
     status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
-    assert status["state"] == "stopped"
+    assert status is not None and status.state is StatusState.STOPPED
     assert (
         total(
             final["kafka_connect_mirror_source_connector_record_count"],
             "kafka_connect_mirror_source_connector_record_count_total",
         )
-        == status["records"]
+        == status.records
         >= 600
     )
     byte_total = total(
         final["kafka_connect_mirror_source_connector_byte_count"],
         "kafka_connect_mirror_source_connector_byte_count_total",
     )
-    assert byte_total == status["bytes"] > 0
+    assert byte_total == status.bytes > 0
     lat = found["kafka_connect_mirror_source_connector_replication_latency_ms"]
     assert total(lat, "kafka_connect_mirror_source_connector_replication_latency_ms_count") > 0
     lag = {

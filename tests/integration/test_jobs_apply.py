@@ -15,7 +15,7 @@ import signal
 import pytest
 
 from reconciler.cli.main import main
-from reconciler.contract.status import read_job_status
+from reconciler.contract.status import StatusRecord, read_job_status
 from reconciler.deploy.local import LocalDeployer
 from tests.integration.mirror_helpers import (
     SequencedProducer,
@@ -84,8 +84,8 @@ class Env:
         assert code == 0, out
         return out
 
-    def status(self) -> dict:
-        return read_job_status({"bootstrap.servers": self.east}, "west->east", timeout=5) or {}
+    def status(self) -> StatusRecord:
+        return read_job_status({"bootstrap.servers": self.east}, "west->east", timeout=5) or StatusRecord.from_dict({})
 
     def record(self) -> dict:
         return json.loads((LocalDeployer().job_dir("west->east") / "job.json").read_text())
@@ -127,19 +127,19 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
             120,
             what=f"orders replicated (job log: {env.log()})",
         )
-        status = wait_for(lambda: env.status() if env.status().get("state") == "running" else None, 30, what="status")
-        assert status["spec_hash"] == deploy["spec_hash"]
+        status = wait_for(lambda: s if (s := env.status()).state_name == "running" else None, 30, what="status")
+        assert status.spec_hash == deploy["spec_hash"]
         assert env.plan()["code"] == 0
 
         # --- a topic filter change: handed to the running job, no restart -----------------------------
         env.write(topics='["orders", "payments", "refunds"]')
         [update] = env.job_actions()
-        assert update["kind"] == "update_job" and "topics_include" in update["changes"]
+        assert update["kind"] == "update_job" and "settings.topics.include" in update["changes"]
         env.apply()
         wait_for(lambda: count_topic(env.east, "west.refunds", 1) >= 50, 60, what="the new topic replicated")
-        wait_for(lambda: env.status().get("spec_hash") == update["spec_hash"], 30, what="the job runs the new spec")
+        wait_for(lambda: env.status().spec_hash == update["spec_hash"], 30, what="the job runs the new spec")
         assert env.record()["pid"] == first["pid"] and os.path.exists(f"/proc/{first['pid']}")
-        assert env.status()["started_at"] == status["started_at"], "not restarted"
+        assert env.status().started_at == status.started_at, "not restarted"
         assert env.plan()["code"] == 0
 
         # --- a delivery change: restart; records produced across it all arrive --------------------------
@@ -148,7 +148,10 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         wait_for(lambda: producer.produced >= 1_000, 30, what="producer started")
         env.write(topics='["orders", "payments", "refunds"]', delivery="exactly-once")
         [restart] = env.job_actions()
-        assert restart["kind"] == "restart_job" and restart["changes"]["delivery"] == ["at-least-once", "exactly-once"]
+        assert restart["kind"] == "restart_job" and restart["changes"]["settings.delivery"] == [
+            "at-least-once",
+            "exactly-once",
+        ]
         out = env.apply()
         assert "old job exited with code 0 (stopped)" in out, out
         assert env.record()["pid"] != first["pid"]
@@ -164,11 +167,11 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         for p in expected:  # nothing lost, in order (at-least-once may repeat records after a crash, not here)
             assert list(dict.fromkeys(seqs(got[p]))) == expected[p], f"partition {p}"
         status = wait_for(
-            lambda: env.status() if env.status().get("spec_hash") == restart["spec_hash"] else None,
+            lambda: s if (s := env.status()).spec_hash == restart["spec_hash"] else None,
             30,
             what="restarted job status",
         )
-        assert status["delivery"] == "exactly-once"
+        assert status.delivery == "exactly-once"
 
         # --- killed: the next plan restarts it -----------------------------------------------------------
         os.killpg(env.record()["pid"], signal.SIGKILL)
@@ -199,7 +202,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         assert stop["kind"] == "stop_job"
         out = env.apply()
         assert "stopped cleanly" in out
-        assert wait_for(lambda: env.status().get("state") == "stopped", 20, what="final status")
+        assert wait_for(lambda: env.status().state_name == "stopped", 20, what="final status")
         assert env.job_actions() == []
     finally:
         LocalDeployer().stop_all()
@@ -231,7 +234,7 @@ def test_spark_standalone_deployer_runs_a_job_on_a_master_and_worker(fresh_clust
         assert "spark-standalone" in out and cluster.master_url in out
         env.write(topics='["orders"]', flows="  []", extra="prune: {flows: true}")
         assert "stopped cleanly" in env.apply()
-        assert env.status()["state"] == "stopped" and env.status()["records"] >= 2_000
+        assert env.status().state_name == "stopped" and (env.status().records or 0) >= 2_000
     finally:
         LocalDeployer().stop_all()
         cluster.stop()

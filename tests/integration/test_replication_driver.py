@@ -8,10 +8,11 @@ import threading
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
+from reconciler.contract.status import StatusState, read_job_status
 from reconciler.replication.driver import LocalExecutor, ReplicationDriver
-from reconciler.replication.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
-from reconciler.replication.status import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
+from tests.spec_helpers import respec
 
 pytestmark = [pytest.mark.kafka]
 
@@ -35,9 +36,10 @@ def test_out_of_range_position_is_reported_not_skipped(fresh_clusters):
     driver = ReplicationDriver(spec, LocalExecutor())
     driver.run(max_seconds=5)
     status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
-    events = status["out_of_range"]
-    assert events and events[0]["topic"] == "ledger" and events[0]["position"] == 50, status
-    assert "reset to earliest offset 0" in events[0]["action"] and "out of range" in status["last_error"]
+    assert status is not None
+    events = status.out_of_range
+    assert events and events[0].topic == "ledger" and events[0].position == 50, status
+    assert "reset to earliest offset 0" in (events[0].action or "") and "out of range" in (status.last_error or "")
     # After the report, the partition is copied from its earliest offset.
     assert [r.value for r in read_topic(target.bootstrap, "west.ledger", 1)[0]] == [b"new-%d" % i for i in range(5)]
 
@@ -67,8 +69,8 @@ def test_halt_policy_stops_the_partition(fresh_clusters):
     driver.run(max_seconds=4)
     driver.state = "running"
     status = driver.status_record()
-    assert status["halted"] == ["ledger2:0"] and status["out_of_range"][0]["action"] == "halted"
-    assert status["state"] == "degraded"
+    assert status.halted == ("ledger2:0",) and status.out_of_range[0].action == "halted"
+    assert status.state is StatusState.DEGRADED
     assert count_topic(target.bootstrap, "west.ledger2", 1) == 0
 
 
@@ -121,18 +123,20 @@ def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):
     try:
         wait_for(lambda: count_topic(target.bootstrap, "west.alpha", 1) == 5, 30, what="alpha replicated")
         # A hot-reloadable change (topic filter): applied without a restart.
-        spec.with_(topics_include=("alpha", "beta")).write(path)
+        respec(spec, topics_include=("alpha", "beta")).write(path)
         wait_for(lambda: count_topic(target.bootstrap, "west.beta", 1) == 7, 30, what="beta replicated after reload")
-        assert thread.is_alive() and driver.spec.topics_include == ("alpha", "beta")
+        assert thread.is_alive() and driver.spec.settings.topics.include == ("alpha", "beta")
         # A change that needs a restart: the job stops with exit code 3 and says why.
-        spec.with_(topics_include=("alpha", "beta"), delivery="exactly-once").write(path)
+        respec(spec, topics_include=("alpha", "beta"), delivery="exactly-once").write(path)
         thread.join(30)
         assert not thread.is_alive() and driver.exit_code == EXIT_RESTART_REQUIRED
     finally:
         driver.stop_event.set()
         thread.join(30)
     status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
-    assert status["state"] == "restart-required" and "delivery" in status["last_error"]
+    assert (
+        status is not None and status.state is StatusState.RESTART_REQUIRED and "delivery" in (status.last_error or "")
+    )
 
 
 def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):

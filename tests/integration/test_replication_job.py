@@ -11,9 +11,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
+from reconciler.contract.status import StatusState, read_job_status
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor
-from reconciler.replication.status import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -72,8 +72,9 @@ def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spa
         wait_for(lambda: count_topic(target.bootstrap, "west.late-topic", 2) >= 20, 60, what="new topic replicated")
         status = wait_for(
             lambda: (
-                (read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow) or {})
-                if (read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow) or {}).get("records", 0) >= 3020
+                s
+                if (s := read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow))
+                and (s.records or 0) >= 3020
                 else None
             ),
             30,
@@ -84,10 +85,10 @@ def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spa
         want = [(k, v, h, ts) for pp, k, v, h, ts in sent if pp == part]
         have = [(r.key, r.value, r.headers, r.timestamp[1]) for r in got[part]]
         assert have == want, f"partition {part} differs"
-    assert status["spec_hash"] == spec.spec_hash()
-    assert status["state"] == "running" and status["errors"] == 0, status["last_error"]
-    assert status["latency_ms"]["p99"] is not None and {"lag", "records", "bytes", "started_at", "heartbeat_at"} <= set(
-        status
+    assert status.spec_hash == spec.spec_hash()
+    assert status.state is StatusState.RUNNING and status.errors == 0, status.last_error
+    assert status.latency_ms.p99 is not None and {"lag", "records", "bytes", "started_at", "heartbeat_at"} <= set(
+        status.to_dict()
     )
     # Created with the source's partitions and configs, less MM2's excluded properties.
     admin = AdminClient({"bootstrap.servers": target.bootstrap})
@@ -97,7 +98,8 @@ def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spa
     configs = {k: v.value for k, v in admin.describe_configs([res])[res].result(10).items()}
     assert configs.get("retention.ms") == "7200000" and "min.insync.replicas" not in configs
     # The final status says the job stopped.
-    assert read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)["state"] == "stopped"
+    final = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
+    assert final is not None and final.state is StatusState.STOPPED
 
 
 def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clusters, spark):
@@ -172,7 +174,7 @@ def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clust
     ]
     ups = sorted({(s.upstream_offset, s.downstream_offset) for s in syncs if s.topic == "payments"})
     assert ups[0] == (0, 37) and all(d - u == 37 for u, d in ups)
-    assert all(b[0] - a[0] <= spec.offset_lag_max + 1 for a, b in zip(ups, ups[1:])) and ups[-1][0] == 499
+    assert all(b[0] - a[0] <= spec.settings.offset_lag_max + 1 for a, b in zip(ups, ups[1:])) and ups[-1][0] == 499
     # The consumer moved to the target resumes from the synced offset and skips nothing.
     c = Consumer(
         {

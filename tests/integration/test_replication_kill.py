@@ -8,9 +8,9 @@ import json
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from reconciler.contract.spec import job_group
+from reconciler.contract.status import read_job_status
 from reconciler.deploy.process import LocalJob
-from reconciler.replication.spec import job_group
-from reconciler.replication.status import read_job_status
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     broker_hides_aborted,
@@ -39,13 +39,17 @@ def _run_with_kill(source, target, tmp_path, delivery: str):
     # Exactly-once: hold each transaction open a while so the kill lands inside one.
     env = {"RECONCILER_TEST_TXN_DELAY_MS": "400"} if delivery == "exactly-once" else None
     job = LocalJob.start(spec, tmp_path / "first", env=env)
-    status = lambda: read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow, timeout=3) or {}  # noqa: E731
+
+    def copied() -> int:
+        status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow, timeout=3)
+        return (status.records or 0) if status is not None else 0
+
     try:
-        wait_for(lambda: status().get("records", 0) >= 3_000 or not job.alive(), 120, what="records copied")
+        wait_for(lambda: copied() >= 3_000 or not job.alive(), 120, what="records copied")
         assert job.alive(), job.log_tail()
     finally:
         job.kill()  # SIGKILL: no flush, no commit, an open transaction stays open
-    copied_before = status().get("records", 0)
+    copied_before = copied()
     committed = _committed(target.bootstrap, spec, f"west.{topic}") if delivery == "exactly-once" else None
     job2 = LocalJob.start(spec, tmp_path / "second")
     try:

@@ -154,3 +154,44 @@ def test_the_readme_layout_names_every_package():
     layout = readme.split("## Layout", 1)[1].split("```", 2)[1]
     packages = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
     assert [p for p in packages if f"reconciler/{p}/" not in layout] == []
+
+
+def test_the_job_contracts_have_one_home_and_no_shims():
+    """The job spec and status record live in reconciler.contract, job processes in reconciler.deploy.process:
+    the old re-export modules are gone and nothing (code, tests, jobs/, bench/, docs) names them."""
+    gone = ("reconciler.replication.spec", "reconciler.replication.status", "reconciler.replication.runner")
+    gone += tuple(m.replace(".", "/") + ".py" for m in gone)
+    assert [m for m in gone if m.endswith(".py") and (ROOT / m).exists()] == []
+    files = [p for d in ("reconciler", "tests", "jobs", "bench", "docs") for p in (ROOT / d).rglob("*") if p.is_file()]
+    files += [ROOT / "README.md"]
+    named = sorted(
+        f"{p.relative_to(ROOT)} names {m}"
+        for p in files
+        if p.suffix in (".py", ".md") and p.name != "test_architecture.py"
+        for m in gone
+        if m in p.read_text(encoding="utf-8")
+    )
+    assert named == []
+
+
+def test_one_read_to_end_loop():
+    """End-of-partition events are handled by adapters/read_to_end.py only; the worker's copy loop is a bounded
+    copy that records end of partition as one stop condition (docs/architecture.md says why it is not one)."""
+    allowed = {"reconciler/adapters/read_to_end.py", "reconciler/replication/worker.py"}
+    users = sorted(
+        str(p.relative_to(ROOT))
+        for p in PACKAGE.rglob("*.py")
+        if "_PARTITION_EOF" in p.read_text(encoding="utf-8") and str(p.relative_to(ROOT)) not in allowed
+    )
+    assert users == []
+
+
+def test_tests_inject_the_clock():
+    """Time comes from the Backend's clock (observe, plan, status, drift): no test patches time.time."""
+    patched = sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "tests").rglob("*.py")
+        if p.name != "test_architecture.py"
+        and any(s in p.read_text(encoding="utf-8") for s in ('setattr("time.time"', "setattr(time, "))
+    )
+    assert patched == []

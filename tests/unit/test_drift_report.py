@@ -352,7 +352,7 @@ flows:
 
 
 @pytest.fixture
-def cli(tmp_path, monkeypatch):
+def cli(tmp_path):
     path = tmp_path / "t.yaml"
     path.write_text(TOPO)
     w = World(topology('flows:\n  - {source: west, target: east, topics: {include: ["orders"]}}'))
@@ -364,8 +364,8 @@ def cli(tmp_path, monkeypatch):
     w.cli = w.backend(
         status_reader=lambda cluster: dict(w.statuses),
         read_heartbeats=lambda cluster, policy: beats(topo).get(cluster.alias, {}),
+        clock=lambda: NOW / 1000,
     )
-    monkeypatch.setattr("time.time", lambda: NOW / 1000)
     w.path = str(path)
     return w
 

@@ -45,13 +45,13 @@ def test_two_families_are_two_jobs_with_their_own_names_groups_and_transactions(
     assert [f.name for f in topo.flows] == ["west->east:orders", "west->east:rest", "east->west"]
     jobs = desired_jobs(topo)
     orders, rest = jobs["west->east:orders"].spec, jobs["west->east:rest"].spec
-    assert (orders.parallelism, rest.parallelism) == (4, 2)  # own settings
+    assert (orders.engine.parallelism, rest.engine.parallelism) == (4, 2)  # own settings
     assert job_group(orders) == "__reconciler.mirror.west->east:orders" != job_group(rest)
     assert transactional_id(orders, 0) != transactional_id(rest, 0)
     assert JobSpec.from_json(orders.to_json()) == orders
     # heartbeats once per pair: the first family by name carries them
-    assert (orders.heartbeats_enabled, orders.carries_heartbeats) == (True, True)
-    assert (rest.heartbeats_enabled, rest.carries_heartbeats) == (False, False)
+    assert (orders.emits_heartbeats, orders.settings.carries_heartbeats) == (True, True)
+    assert (rest.emits_heartbeats, rest.settings.carries_heartbeats) == (False, False)
 
 
 def test_families_plan_internal_topics_once_per_pair_and_name_the_family():

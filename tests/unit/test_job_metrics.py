@@ -9,8 +9,10 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from reconciler.contract.spec import ClusterSpec
 from reconciler.replication.metrics import METRICS, JobMetrics, exported_series, metrics_port
 from reconciler.replication.tasks import PartitionResult, TaskResult
+from tests.spec_helpers import job_spec
 
 
 def driver(exactly_once=False, **kw):
@@ -246,7 +248,9 @@ def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
     emitter = SimpleNamespace(
         emitted=2,
         rounds=1,
-        spec=SimpleNamespace(checkpoints_interval_seconds=60),
+        spec=job_spec(
+            "west->east", ClusterSpec("west", "w:9092"), ClusterSpec("east", "e:9092"), checkpoints_interval_seconds=60
+        ),
         last_round=[
             CheckpointAck(Checkpoint("billing", "west.orders", 0, 10, 8), 40),
             CheckpointAck(Checkpoint("billing", "west.orders", 1, 5, 5), 70),
@@ -262,7 +266,7 @@ def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
     assert value(m, "kafka_connect_mirror_checkpoint_connector_checkpoints_total") == 2
     emitter.rounds, emitter.emitted = 2, 3
     emitter.last_round = [CheckpointAck(Checkpoint("billing", "west.orders", 0, 20, 18), 10)]
-    clock.now += 100  # checkpoints come once per 60 s round: the window is two rounds
+    clock.now += 100  # checkpoints come once per 60 s round (the spec's interval): the window is two rounds
     m.observe(d, [])
     assert [value(m, f"{cp}_{s}", group="billing", partition="0") for s in ("min", "max", "avg")] == [10, 40, 25]
     assert value(m, f"{cp}_max", group="billing", partition="1") == 70

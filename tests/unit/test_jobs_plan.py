@@ -14,6 +14,7 @@ from reconciler.deploy.base import Deployment
 from reconciler.jobs.state import JobState, classify
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, topology
+from tests.spec_helpers import job_spec
 
 TOPO = """apiVersion: reconciler/v1
 kind: Topology
@@ -31,7 +32,7 @@ FLOW = "  - {{source: west, target: east, topics: {{include: {topics}}}, deliver
 
 
 def spec(**kw) -> JobSpec:
-    return JobSpec("west->east", ClusterSpec("west", "w:1"), ClusterSpec("east", "e:1"), **kw)
+    return job_spec("west->east", ClusterSpec("west", "w:1"), ClusterSpec("east", "e:1"), **kw)
 
 
 NOW = 1_700_000_000_000
@@ -146,7 +147,10 @@ def test_deploy_then_nothing_then_update_in_place(env):
         and deploy["cluster"] == "east"
         and deploy["reason"] == "no job runs flow west->east"
     )
-    assert deploy["spec"]["topics_include"] == ["orders"] and deploy["spec"]["master"] == "local[1]"
+    assert (
+        deploy["spec"]["settings"]["topics"]["include"] == ["orders"]
+        and deploy["spec"]["engine"]["master"] == "local[1]"
+    )
     assert plan["actions"][-1] == deploy, "jobs start after every topic action"
     out = env.apply()
     assert "+ deploy job west->east (local local[1], spec" in out and env.deployer.calls == [("deploy", "west->east")]
@@ -160,7 +164,7 @@ def test_deploy_then_nothing_then_update_in_place(env):
     plan = env.plan()
     [update] = env.jobs(plan)
     assert update["kind"] == "update_job" and update["changes"] == {
-        "topics_include": [["orders"], ["orders", "refunds"]]
+        "settings.topics.include": [["orders"], ["orders", "refunds"]]
     }
     assert "no restart" in update["reason"] and update["current_hash"] == env.deployer.jobs["west->east"].spec_hash
     assert ("create_topic", "west.refunds") in {(a["kind"], a.get("topic")) for a in plan["actions"]}
@@ -178,12 +182,16 @@ def test_restart_on_a_field_a_running_job_cannot_take(env, capsys):
     env.write(delivery="exactly-once")
     plan = env.plan()
     [restart] = env.jobs(plan)
-    assert restart["kind"] == "restart_job" and restart["changes"]["delivery"] == ["at-least-once", "exactly-once"]
-    assert "delivery changed, which a running job cannot take without a restart" == restart["reason"]
+    assert restart["kind"] == "restart_job" and restart["changes"]["settings.delivery"] == [
+        "at-least-once",
+        "exactly-once",
+    ]
+    assert "settings.delivery changed, which a running job cannot take without a restart" == restart["reason"]
     main(["plan", str(env.path)], env.cli)
     text = capsys.readouterr().out
     assert (
-        "~ restart job west->east (local local[1], spec" in text and "delivery: at-least-once -> exactly-once" in text
+        "~ restart job west->east (local local[1], spec" in text
+        and "settings.delivery: at-least-once -> exactly-once" in text
     )
     assert "resumes from its committed offsets" in text
     env.apply()
@@ -251,7 +259,7 @@ def test_a_disabled_flow_stops_its_job_and_enabling_it_deploys_again(env):
 
 
 def test_a_job_running_from_elsewhere_is_not_touched(env):
-    other = JobSpec.from_dict({**json.loads(json.dumps(env.plan()["actions"][-1]["spec"])), "parallelism": 3})
+    other = JobSpec.from_dict(env.plan()["actions"][-1]["spec"]).with_engine(parallelism=3)
     env.board.report("west->east", other)
     plan = env.plan()
     assert env.jobs(plan) == []
@@ -276,7 +284,7 @@ def test_saved_plan_deploys_exactly_the_planned_spec(env, tmp_path, capsys):
     capsys.readouterr()
     env.write(topics='["refunds"]')  # the topology moves on; the saved plan is what gets applied
     assert main(["apply", str(out), "--auto-approve"], env.cli) == 0
-    assert env.deployer.jobs["west->east"].spec.topics_include == ("orders",)
+    assert env.deployer.jobs["west->east"].spec.settings.topics.include == ("orders",)
 
 
 def test_status_command_lists_every_job(env, capsys):

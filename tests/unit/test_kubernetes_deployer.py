@@ -141,7 +141,7 @@ def test_hot_changes_touch_only_the_configmap_restarts_change_the_application(k8
     assert update["kind"] == "update_job"
     k8s.apply()
     cm2, app2, _ = k8s.manifest()
-    assert JobSpec.from_json(cm2["data"]["spec.json"]).topics_include == ("orders", "refunds")
+    assert JobSpec.from_json(cm2["data"]["spec.json"]).settings.topics.include == ("orders", "refunds")
     assert app2["spec"] == app1["spec"], "the operator must not resubmit for a hot change"
 
     k8s.write(topics='["orders", "refunds"]', delivery="exactly-once")

@@ -1,7 +1,10 @@
 """Conformance with Apache Kafka's MirrorMaker 2 (issue 11), each test derived from the Kafka source
 (connect/mirror and connect/mirror-client, trunk of late 2024) named in its docstring."""
 
+from dataclasses import replace
+
 from reconciler.analysis.expansion import checkpoint_route, route
+from reconciler.contract.spec import ClusterSpec, JobSpec, offset_syncs_topic_name
 from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata, checkpoint_is_more_recent
 from reconciler.mirror.filters import TopicFilter
 from reconciler.mirror.offset_translation import OffsetSyncStore
@@ -15,18 +18,15 @@ from reconciler.mirror.policy import (
 )
 from reconciler.mirror.records import Checkpoint, OffsetSync
 from reconciler.replication.emitters import CheckpointEmitter
-from reconciler.replication.spec import ClusterSpec, JobSpec, offset_syncs_topic_name
+from tests.spec_helpers import job_spec, respec
 
 DEFAULT = ReplicationPolicy()
 IDENTITY = ReplicationPolicy(PolicyKind.IDENTITY)
 
 
 def _spec(**kw) -> JobSpec:
-    return JobSpec(
-        flow="source1->target2",
-        source=ClusterSpec("source1", "127.0.0.1:1"),
-        target=ClusterSpec("target2", "127.0.0.1:1"),
-        **kw,
+    return job_spec(
+        "source1->target2", ClusterSpec("source1", "127.0.0.1:1"), ClusterSpec("target2", "127.0.0.1:1"), **kw
     )
 
 
@@ -88,7 +88,7 @@ def test_checkpoint_carries_the_upstream_commit_metadata():
 
 def test_downstream_topic_renaming():
     """MirrorCheckpointTaskTest.testDownstreamTopicRenaming (MirrorCheckpointTask.renameTopicPartition)."""
-    flow = _spec().to_flow()
+    flow = _spec().mirror_flow
     assert checkpoint_route(flow, "topic3") == "source1.topic3"
     assert checkpoint_route(flow, "target2.topic3") == "topic3"
     assert checkpoint_route(flow, "source6.topic7") == "source1.source6.topic7"
@@ -120,7 +120,7 @@ def test_topic_source_of_a_name_ending_in_the_separator_is_none():
 
 def test_local_topic_named_after_the_target_and_the_separator_is_replicated():
     """MirrorSourceConnector.isCycle with topicSource("target2.") == null: not a cycle, so replicated."""
-    flow = _spec().to_flow()
+    flow = _spec().mirror_flow
     assert not DEFAULT.is_cycle("target2.", "target2")
     assert route(flow, "target2.") == "source1.target2."
 
@@ -185,7 +185,7 @@ def test_internal_topic_with_separator():
 
 
 def test_internal_topics_are_recognised_under_every_policy_of_the_topology():
-    flows = [_spec(separator="__").to_flow(), _spec().to_flow()]
+    flows = [_spec(separator="__").mirror_flow, _spec().mirror_flow]
     policies = known_policies(flows)
     m = parse_mm2_internal_topic("west__checkpoints__internal", policies)
     assert m is not None and m.kind is Mm2InternalKind.CHECKPOINTS and m.alias == "west"
@@ -196,12 +196,16 @@ def test_internal_topics_are_recognised_under_every_policy_of_the_topology():
 
 def test_job_spec_carries_the_internal_separator_choice():
     spec = _spec(separator="__")
-    assert offset_syncs_topic_name(spec.with_(offset_syncs_location="source")) == "mm2-offset-syncs__target2__internal"
-    assert "internal_separator" not in spec.to_dict(), "Kafka's default is left out, keeping older spec hashes"
-    legacy = spec.with_(internal_separator=False)
-    assert legacy.to_dict()["internal_separator"] is False
+    assert (
+        offset_syncs_topic_name(respec(spec, offset_syncs_location="source")) == "mm2-offset-syncs__target2__internal"
+    )
+    assert spec.to_dict()["settings"]["policy"]["internal_separator"] is True, "Kafka's default"
+    legacy = respec(spec, internal_separator=False)
+    assert legacy.to_dict()["settings"]["policy"]["internal_separator"] is False
     assert JobSpec.from_dict(legacy.to_dict()) == legacy
-    assert offset_syncs_topic_name(legacy.with_(offset_syncs_location="source")) == "mm2-offset-syncs.target2.internal"
+    assert (
+        offset_syncs_topic_name(respec(legacy, offset_syncs_location="source")) == "mm2-offset-syncs.target2.internal"
+    )
 
 
 # --- item 7/8: heartbeats options ---------------------------------------------------------------------
@@ -211,13 +215,13 @@ def test_heartbeats_replication_disabled_leaves_heartbeat_topics_to_the_topic_fi
     """MirrorSourceConnector.shouldReplicateTopic: `(topicFilter.shouldReplicateTopic(topic) ||
     (heartbeatsReplicationEnabled && replicationPolicy.isHeartbeatsTopic(topic))) && !isInternalTopic && !isCycle`."""
     only_orders = _spec(topics_include=("orders",))
-    assert route(only_orders.to_flow(), "heartbeats") == "source1.heartbeats"
-    off = only_orders.with_(heartbeats_replication_enabled=False)
-    assert route(off.to_flow(), "heartbeats") is None
-    assert route(_spec(heartbeats_replication_enabled=False).to_flow(), "heartbeats") == "source1.heartbeats", (
+    assert route(only_orders.mirror_flow, "heartbeats") == "source1.heartbeats"
+    off = respec(only_orders, heartbeats_replication_enabled=False)
+    assert route(off.mirror_flow, "heartbeats") is None
+    assert route(_spec(heartbeats_replication_enabled=False).mirror_flow, "heartbeats") == "source1.heartbeats", (
         "the default filter `.*` still matches `heartbeats`, as in Kafka"
     )
-    assert off.to_dict()["heartbeats_replication_enabled"] is False and JobSpec.from_dict(off.to_dict()) == off
+    assert off.to_dict()["settings"]["heartbeats"]["replicate"] is False and JobSpec.from_dict(off.to_dict()) == off
 
 
 def test_heartbeats_location_target_is_kafkas_placement():
@@ -225,17 +229,20 @@ def test_heartbeats_location_target_is_kafkas_placement():
     MirrorMakerConfig points at the target cluster: with `location: target` the job writes them there."""
     from reconciler.replication.topics import internal_topics as internal_topic_specs
     from reconciler.state.desired import internal_topics
+    from reconciler.topology.build import default_flow
     from reconciler.topology.model import HeartbeatsLocation
 
     kafka = _spec(heartbeats_location="target")
     assert not kafka.heartbeats_on_source and _spec().heartbeats_on_source
-    assert kafka.to_flow().heartbeats.location is HeartbeatsLocation.TARGET
-    wanted = {(cluster, name) for cluster, name, *_ in internal_topics(kafka.to_flow())}
+    assert kafka.mirror_flow.heartbeats.location is HeartbeatsLocation.TARGET
+    flow = default_flow("source1", "target2")
+    kafka_flow = replace(flow, heartbeats=kafka.settings.heartbeats)
+    wanted = {(cluster, name) for cluster, name, *_ in internal_topics(kafka_flow)}
     assert ("target2", "heartbeats") in wanted and ("source1", "heartbeats") not in wanted
-    assert ("source1", "heartbeats") in {(c, n) for c, n, *_ in internal_topics(_spec().to_flow())}
+    assert ("source1", "heartbeats") in {(c, n) for c, n, *_ in internal_topics(flow)}
     specs = internal_topic_specs(kafka)
     assert "heartbeats" in [t for t, _ in specs["target"]] and "heartbeats" not in [t for t, _ in specs["source"]]
-    assert "heartbeats_location" not in _spec().to_dict()
+    assert _spec().to_dict()["settings"]["heartbeats"]["location"] == "source"
 
 
 def test_topology_options_reach_the_model_the_desired_state_and_the_job_spec(tmp_path):
@@ -263,11 +270,8 @@ def test_topology_options_reach_the_model_the_desired_state_and_the_job_spec(tmp
         ("west", "mm2-offset-syncs.east.internal"),
     }
     spec = JobSpec.from_flow(topology, flow)
-    assert (spec.internal_separator, spec.heartbeats_location, spec.heartbeats_replication_enabled) == (
-        False,
-        "target",
-        False,
-    )
+    assert spec.settings.policy.internal_separator is False and not spec.heartbeats_on_source
+    assert spec.settings.heartbeats.replicate is False
     default, _ = load_topology([write(tmp_path, "d.yaml", MINIMAL + '    separator: "__"\n')])
     assert {n for _, n, *_ in internal_topics(default.flows[0])} == {
         "heartbeats",
@@ -309,7 +313,7 @@ def test_builtin_excludes_are_replaceable_like_kafkas_topics_exclude_default(tmp
     flow = topology.flows[0]
     assert flow.topics.matches("orders.replica") and not flow.topics.matches("__x")
     spec = JobSpec.from_flow(topology, flow)
-    assert JobSpec.from_dict(spec.to_dict()) == spec and spec.to_flow().topics == flow.topics
+    assert JobSpec.from_dict(spec.to_dict()) == spec and spec.mirror_flow.topics == flow.topics
     assert route(flow, "west.checkpoints.internal") is None, "internal topics stay out (isInternalTopic)"
     assert "topics_builtin_exclude" not in _spec().to_dict()
 

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
+from reconciler.contract.spec import (
+    HOT_RELOADABLE,
+    ClusterSpec,
+    EngineSettings,
+    JobSpec,
+    job_group,
+    offset_syncs_topic_name,
+)
+from reconciler.contract.status import LatencyWindow, percentiles
 from reconciler.mirror.offset_syncs import PartitionOffsetSyncState
-from reconciler.replication.spec import HOT_RELOADABLE, ClusterSpec, JobSpec, job_group, offset_syncs_topic_name
-from reconciler.replication.status import LatencyWindow, percentiles
 from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
 from reconciler.replication.topics import TopicInfo, explicit_configs, internal_topics, plan_partitions
+from reconciler.state.configs import MARKER_KEYS
 from reconciler.topology.build import load_topology_text
+from reconciler.topology.model import FlowSettings, HeartbeatsLocation
+from tests.spec_helpers import respec
 
 TOPOLOGY = """
 apiVersion: reconciler/v1
@@ -38,13 +49,13 @@ def spec() -> JobSpec:
 
 
 def test_from_flow_keeps_settings_and_secret_references(spec):
-    assert spec.flow == "west->east" and spec.exactly_once and spec.parallelism == 3
-    assert spec.topics_include == ("orders", "pay.*") and spec.groups_include == ("billing-.*",)
+    assert spec.flow == "west->east" and spec.exactly_once and spec.engine.parallelism == 3
+    assert spec.settings.topics.include == ("orders", "pay.*") and spec.settings.groups.include == ("billing-.*",)
     assert spec.source.config["sasl.password"] == "${WEST_PASSWORD}"  # never resolved in a spec
     assert "${WEST_PASSWORD}" in spec.to_json()
     assert spec.source.client_config({"WEST_PASSWORD": "s3cret"})["sasl.password"] == "s3cret"
-    assert spec.offset_lag_max == 50 and not spec.offset_syncs_on_source
-    assert spec.spark_conf == {"spark.executor.memory": "1g"}
+    assert spec.settings.offset_lag_max == 50 and not spec.offset_syncs_on_source
+    assert spec.engine.spark_conf == {"spark.executor.memory": "1g"}
 
 
 def test_json_round_trip_and_hash(spec):
@@ -53,18 +64,73 @@ def test_json_round_trip_and_hash(spec):
     assert len(spec.spec_hash()) == 64
     # Provenance is not behaviour.
     assert spec.with_(git_revision="other").spec_hash() == spec.spec_hash()
-    assert spec.with_(topics_exclude=()).spec_hash() != spec.spec_hash()
+    assert respec(spec, topics_exclude=()).spec_hash() != spec.spec_hash()
     with pytest.raises(ValueError, match="unknown job spec fields"):
         JobSpec.from_dict({**json.loads(spec.to_json()), "surprise": 1})
 
 
 def test_hot_reloadable_fields(spec):
-    hot = spec.with_(topics_include=("orders",), heartbeats_interval_seconds=9.0, sync_group_offsets=True)
+    hot = respec(spec, topics_include=("orders",), heartbeats_interval_seconds=9.0, sync_group_offsets=True)
     assert spec.restart_fields(hot) == set()
-    assert spec.changed_fields(hot) == {"topics_include", "heartbeats_interval_seconds", "sync_group_offsets"}
-    cold = spec.with_(delivery="at-least-once", target=ClusterSpec("east", "127.0.0.1:3"))
-    assert spec.restart_fields(cold) == {"delivery", "target"}
-    assert {"delivery", "source", "target", "policy", "parallelism", "master"}.isdisjoint(HOT_RELOADABLE)
+    assert spec.changed_fields(hot) == {
+        "settings.topics.include",
+        "settings.heartbeats.interval_seconds",
+        "settings.sync.group_offsets",
+    }
+    assert spec.changes(hot)["settings.topics.include"] == (["orders", "pay.*"], ["orders"])
+    cold = respec(spec, delivery="at-least-once", target=ClusterSpec("east", "127.0.0.1:3"))
+    assert spec.restart_fields(cold) == {"settings.delivery", "target"}
+    engine = spec.with_engine(parallelism=5, max_batch_ms=2_000)
+    assert spec.restart_fields(engine) == {"engine.parallelism"}, "batch size is hot, parallelism is not"
+    moved = spec.with_settings(heartbeats=replace(spec.settings.heartbeats, location=HeartbeatsLocation.TARGET))
+    assert spec.restart_fields(moved) == {"settings.heartbeats.location"}
+    assert spec.restart_fields(respec(spec, separator="_")) == {"settings.policy.separator"}
+    for path in HOT_RELOADABLE:  # every hot path names settings the spec has
+        assert any(p == path or p.startswith(path + ".") for p in spec.leaves()), path
+    # restart_hash (the Kubernetes deployer's pod annotation) moves with restart fields only
+    assert hot.restart_hash() == spec.restart_hash() != cold.restart_hash()
+
+
+def test_the_spec_carries_the_flow_settings_as_they_are(spec):
+    """One settings object, the topology model's own types, serialized field by field (version 2)."""
+    topo = load_topology_text(TOPOLOGY)
+    flow = topo.flow("west->east")
+    assert spec.settings == FlowSettings.of(flow) and spec.engine == EngineSettings.of(flow.job)
+    assert type(spec.settings) is FlowSettings and isinstance(flow, FlowSettings), "a Flow is its settings plus more"
+    d = spec.to_dict()
+    assert d["version"] == 2 and set(d) == {"version", "flow", "source", "target", "settings", "engine", "git_revision"}
+    assert d["settings"]["topics"] == {
+        "include": ["orders", "pay.*"],
+        "exclude": ["pay-secret"],
+        "builtin_exclude": None,
+    }
+    assert d["settings"]["delivery"] == "exactly-once" and d["engine"]["parallelism"] == 3
+    assert JobSpec.from_dict(d) == spec
+
+
+def test_a_version_1_spec_is_read_and_needs_a_restart(spec):
+    """A job deployed by an earlier release has a flat (version 1) spec: it is read, and comparing it with the
+    desired version-2 spec says `version` changed, which needs a restart (every job restarts once on upgrade)."""
+    old = {
+        "version": 1,
+        "flow": "west->east",
+        "source": {"alias": "west", "bootstrap_servers": "127.0.0.1:1", "config": dict(spec.source.config)},
+        "target": {"alias": "east", "bootstrap_servers": "127.0.0.1:2", "config": {}},
+        "delivery": "exactly-once",
+        "topics_include": ["orders", "pay.*"],
+        "topics_exclude": ["pay-secret"],
+        "groups_include": ["billing-.*"],
+        "offset_syncs_location": "target",
+        "offset_lag_max": 50,
+        "parallelism": 3,
+        "spark_conf": {"spark.executor.memory": "1g"},
+        "git_revision": "abc123",
+    }
+    v1 = JobSpec.from_dict(old)
+    assert v1.version == 1 and v1.settings.topics.include == ("orders", "pay.*") and v1.engine.parallelism == 3
+    assert "version" in v1.restart_fields(spec) and v1.spec_hash() != spec.spec_hash()
+    with pytest.raises(ValueError, match="unknown job spec fields"):
+        JobSpec.from_dict({**old, "surprise": 1})
 
 
 def test_to_flow_routes_like_the_topology(spec):
@@ -72,7 +138,7 @@ def test_to_flow_routes_like_the_topology(spec):
 
     topo = load_topology_text(TOPOLOGY)
     model = topo.flow("west->east")
-    flow = spec.to_flow()
+    flow = spec.mirror_flow
     for topic in [
         "orders",
         "payments",
@@ -90,7 +156,7 @@ def test_to_flow_routes_like_the_topology(spec):
 def test_names(spec):
     assert job_group(spec).startswith("__")  # never matched by a group filter
     assert offset_syncs_topic_name(spec) == "mm2-offset-syncs.west.internal"  # on the target: named after the source
-    assert offset_syncs_topic_name(spec.with_(offset_syncs_location="source")) == "mm2-offset-syncs.east.internal"
+    assert offset_syncs_topic_name(respec(spec, offset_syncs_location="source")) == "mm2-offset-syncs.east.internal"
     sides = internal_topics(spec)
     assert ("reconciler.status.internal", {"cleanup.policy": "compact"}) in sides["target"]
     assert any(n == "heartbeats" for n, _ in sides["source"])
@@ -99,9 +165,9 @@ def test_names(spec):
 
 def test_invalid_values_are_refused(spec):
     with pytest.raises(ValueError):
-        spec.with_(delivery="at-most-once")
+        respec(spec, delivery="at-most-once")
     with pytest.raises(ValueError):
-        spec.with_(offset_reset="latest")
+        respec(spec, offset_reset="latest")
 
 
 # --- offset sync planning --------------------------------------------------------------------
@@ -132,7 +198,7 @@ def test_sync_state_round_trips():
 
 # --- partitions --------------------------------------------------------------------------
 def test_plan_partitions_creates_grows_and_maps_partition_i_to_i(spec):
-    flow = spec.to_flow()
+    flow = spec.mirror_flow
     source = {
         "orders": TopicInfo("orders", 4),
         "payments": TopicInfo("payments", 2),
@@ -165,10 +231,12 @@ class _Entry:
 
 
 def test_explicit_configs_on_kafka_and_tansu():
-    kafka = {f"c{i}": _Entry("x", 5) for i in range(30)}
-    kafka["retention.ms"] = _Entry("1000", 1)  # DYNAMIC_TOPIC_CONFIG
+    """The job copies configs with planning's rule (reconciler.state.configs), on one topic's answer."""
+    defaults = {k: _Entry("x", 5) for k in sorted(MARKER_KEYS)} | {f"c{i}": _Entry("x", 5) for i in range(26)}
+    kafka = {**defaults, "retention.ms": _Entry("1000", 1)}  # DYNAMIC_TOPIC_CONFIG among ~30 defaults
     assert explicit_configs(kafka) == {"retention.ms": "1000"}
-    assert explicit_configs({f"c{i}": _Entry("x", 5) for i in range(30)}) == {}
+    assert explicit_configs(defaults) == {}, "real Kafka, nothing set on the topic"
+    assert explicit_configs({**defaults, "x": _Entry("1", 4)}) == {}, "a static broker config is not the topic's"
     tansu = {"retention.ms": _Entry("1000", 5), "cleanup.policy": _Entry("compact", 5)}
     assert explicit_configs(tansu) == {"retention.ms": "1000", "cleanup.policy": "compact"}
 

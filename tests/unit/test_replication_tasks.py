@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import pickle
 
+from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.replication.delivery import AtLeastOnce, ExactlyOnce, mode_of
-from reconciler.replication.spec import ClusterSpec, JobSpec
 from reconciler.replication.tasks import CopyTask, PartitionTask, TaskResult
 from reconciler.replication.worker import PartitionCopy
+from tests.spec_helpers import job_spec
 
 
 def spec(delivery: str) -> JobSpec:
-    return JobSpec(
-        flow="west->east",
-        source=ClusterSpec("west", "w:9092", {"client.id": "x"}),
-        target=ClusterSpec("east", "e:9092"),
+    return job_spec(
+        "west->east",
+        ClusterSpec("west", "w:9092", {"client.id": "x"}),
+        ClusterSpec("east", "e:9092"),
         delivery=delivery,
     )
 
