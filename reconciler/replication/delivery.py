@@ -18,18 +18,18 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.contract.spec import JobSpec, transactional_id
 from reconciler.replication import clients
 from reconciler.replication.offsets import fence
 from reconciler.replication.tasks import TP, CopyTask, TaskResult
 from reconciler.replication.worker import (
+    Copier,
     PartitionCopy,
-    finish_deliveries,
+    finish_round,
     group_metadata,
     plain_producer,
-    read_and_produce,
     txn_producer,
 )
 from reconciler.topology.model import Delivery
@@ -71,11 +71,23 @@ class AtLeastOnce:
         return store.source_positions(partitions, {tp: (None, None) for tp in partitions})
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
+        # Rounds end when caught up (acknowledgements awaited, latency sampled); the task copies
+        # until its time budget while records flow. The driver commits after the task.
         producer = plain_producer(spec)
-        read_and_produce(spec, parts, producer, time.time() + spec.engine.max_batch_ms / 1000.0, task.consumer_epoch)
-        if not finish_deliveries(spec, parts, producer, result, FLUSH_TIMEOUT_S):
-            for p in parts:  # positions must not advance past records that were not acknowledged
-                p.roll_back()
+        deadline = time.time() + spec.engine.max_batch_ms / 1000.0
+        copier = Copier(spec, parts, producer, task.consumer_epoch)
+        try:
+            done = False
+            while not done:
+                done = copier.run(deadline)
+                if not finish_round(spec, parts, producer, result, FLUSH_TIMEOUT_S):
+                    for p in parts:  # positions must not advance past records that were not acknowledged
+                        p.reset()
+                    return
+                for p in parts:
+                    p.durable()
+        finally:
+            copier.close()
 
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         store.commit_source(positions)
@@ -98,56 +110,63 @@ class ExactlyOnce:
         return store.source_positions(partitions, store.target_positions(partitions))
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
-        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka import KafkaException
 
         txn_id = transactional_id(spec, task.slot)
         result.transactional_id = txn_id
         producer = txn_producer(spec, txn_id, task.last_owner)
-        producer.begin_transaction()
+        deadline = time.time() + spec.engine.max_batch_ms / 1000.0
+        copier = Copier(spec, parts, producer, task.consumer_epoch)
         try:
-            read_and_produce(
-                spec, parts, producer, time.time() + spec.engine.max_batch_ms / 1000.0, task.consumer_epoch
+            done = False
+            while not done:  # one transaction per round: records visible a round after they are read
+                producer.begin_transaction()
+                try:
+                    done = copier.run(deadline)
+                    self._commit_round(spec, task, parts, producer, result)
+                except Exception as exc:  # noqa: BLE001
+                    result.error = result.error or f"{type(exc).__name__}: {exc}"
+                    fatal = isinstance(exc, KafkaException) and (exc.args[0].fatal() or "FENCED" in exc.args[0].name())
+                    try:
+                        if not fatal:
+                            producer.abort_transaction(30)
+                    except Exception:  # noqa: BLE001
+                        fatal = True
+                    if fatal:
+                        result.fatal = True
+                        clients.CACHE.drop(("txn", spec.target.bootstrap_servers, txn_id))
+                    for p in parts:  # nothing of this transaction is visible: back to the last committed round
+                        p.roll_back()
+                    return
+        finally:
+            copier.close()
+
+    @staticmethod
+    def _commit_round(
+        spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], producer: Any, result: TaskResult
+    ) -> None:
+        from confluent_kafka import TopicPartition
+
+        if not finish_round(spec, parts, producer, result, FLUSH_TIMEOUT_S):
+            raise RuntimeError(result.error or "delivery failed")
+        if _TEST_TXN_DELAY_S and any(p.round_count for p in parts):
+            time.sleep(_TEST_TXN_DELAY_S)  # fault-injection hook: widen the window a kill lands in
+        moved = [p for p in parts if p.round_count > 0 or (p.next > p.base_next >= 0)]
+        if not moved:
+            producer.abort_transaction(30)  # empty transaction: nothing to commit
+            return
+        offsets = []
+        for p in moved:
+            last = p.round_last or p.last_pair
+            meta = {"slot": task.slot, "topic": p.topic, "down": last[1] + 1 if last is not None else None}
+            offsets.append(
+                TopicPartition(p.remote, p.partition, p.next, metadata=json.dumps(meta, separators=(",", ":")))
             )
-            if not finish_deliveries(spec, parts, producer, result, FLUSH_TIMEOUT_S):
-                raise RuntimeError(result.error or "delivery failed")
-            if _TEST_TXN_DELAY_S and any(p.count for p in parts):
-                time.sleep(_TEST_TXN_DELAY_S)  # fault-injection hook: widen the window a kill lands in
-            moved = [p for p in parts if p.count > 0 or (p.next > p.start >= 0)]
-            if not moved:
-                producer.abort_transaction(30)  # empty transaction: nothing to commit
-                return
-            offsets = [
-                TopicPartition(
-                    p.remote,
-                    p.partition,
-                    p.next,
-                    metadata=json.dumps(
-                        {
-                            "slot": task.slot,
-                            "topic": p.topic,
-                            "down": p.last_dr.offset() + 1 if p.last_dr is not None else None,
-                        },
-                        separators=(",", ":"),
-                    ),
-                )
-                for p in moved
-            ]
-            producer.send_offsets_to_transaction(offsets, group_metadata(spec), 30)
-            producer.commit_transaction(60)
-            result.committed = True
-        except Exception as exc:  # noqa: BLE001
-            result.error = result.error or f"{type(exc).__name__}: {exc}"
-            fatal = isinstance(exc, KafkaException) and (exc.args[0].fatal() or "FENCED" in exc.args[0].name())
-            try:
-                if not fatal:
-                    producer.abort_transaction(30)
-            except Exception:  # noqa: BLE001
-                fatal = True
-            if fatal:
-                result.fatal = True
-                clients.CACHE.drop(("txn", spec.target.bootstrap_servers, txn_id))
-            for p in parts:  # nothing of this transaction is visible: positions stay
-                p.roll_back()
+        producer.send_offsets_to_transaction(offsets, group_metadata(spec), 30)
+        producer.commit_transaction(60)
+        result.committed = True
+        for p in parts:
+            p.durable()
 
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         return None  # committed inside each transaction by the worker

@@ -22,6 +22,8 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -50,6 +52,7 @@ from reconciler.topology import secrets
 log = logging.getLogger(__name__)
 
 MAX_FINDINGS = 20
+TICK_S = 0.5  # how often the side channels are looked at while a batch runs
 
 
 class Executor(Protocol):
@@ -115,6 +118,7 @@ class ReplicationDriver:
         self.slots: dict[TP, int] = {}
         self.consumer_epoch = 0  # bumped to make workers drop cached consumers (topics deleted, offsets reset)
         self._failures = 0
+        self._runner: ThreadPoolExecutor | None = None
         self.known_topics: set[str] = set()
         self.last_owner: dict[int, str | None] = {}
         self.lag: dict[TP, _Lag] = {}
@@ -176,6 +180,9 @@ class ReplicationDriver:
         self.publish_status()
 
     def close(self) -> None:
+        if self._runner is not None:
+            self._runner.shutdown(wait=True)
+            self._runner = None
         for name in ("offsets", "checkpoints"):
             obj = getattr(self, name, None)
             if obj is not None:
@@ -223,9 +230,19 @@ class ReplicationDriver:
                 self.refresh()
         tasks = self.plan_tasks()
         moved = 0
-        if tasks:
+        results: list[TaskResult] = []
+        if not tasks:
+            self.tick()
+        else:
+            # The side channels (heartbeats, checkpoints, status) run while the batch runs: they
+            # read what the previous batches absorbed, and the gap between two batches (records
+            # wait there) stays the Spark job's own scheduling plus absorbing the results.
+            batch = self._batch_runner().submit(self.executor.run, self.spec, tasks, self.mode)
+            self.tick()
+            while not wait_futures([batch], timeout=TICK_S).done:
+                self.tick()  # a long batch keeps heartbeats, checkpoints and status on time
             try:
-                results = self.executor.run(self.spec, tasks, self.mode)
+                results = batch.result()
             except Exception as exc:  # noqa: BLE001 - e.g. a Python worker died: nothing was committed
                 self._error(f"batch failed: {type(exc).__name__}: {str(exc)[:500]}")
                 self.consumer_epoch += 1
@@ -239,8 +256,12 @@ class ReplicationDriver:
             moved = self.absorb(results)
         self.batches += 1
         self.metrics.observe(self, results)  # the same task results and counters as the status record
-        self.tick()
         return moved > 0
+
+    def _batch_runner(self) -> ThreadPoolExecutor:
+        if self._runner is None:
+            self._runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch")
+        return self._runner
 
     def tick(self) -> None:
         now = time.monotonic()

@@ -40,45 +40,113 @@ from reconciler.replication.tasks import CopyTask, PartitionResult, PartitionTas
 
 OFFSET_BEGINNING = -2
 LATENCY_SAMPLE_EVERY = 64  # one record in 64 (plus the last of each partition) is timed
+CONSUME_BATCH = 10_000  # messages taken from the consumer's local queue per call
+ROUND_S = 0.1  # a round (acknowledgement wait; a transaction in exactly-once) ends once caught up after this
+MAX_ROUND_S = 5.0  # ... and after this in any case (bounds what an aborted transaction throws away)
+# A task ends early once every partition is caught up and nothing arrived for this long. The tasks
+# of one micro-batch end together (one Spark job), so a task that ends early on a hiccup leaves its
+# partitions unread until the slowest task ends: long enough not to fire under steady traffic.
+IDLE_END_S = 0.25
+# ... and not before the task has run this long: right after a (cached) consumer is assigned, every
+# partition may report its end before the first fetch brings records (seen on Tansu: a task ended
+# with nothing copied while 5,000 records/s flowed, and its partitions then waited 10 s for the
+# other slot's task).
+IDLE_MIN_TASK_S = 1.0
+PRODUCE_RETRY_S = 60.0  # how long a full producer queue may block one record before the task fails
+
+Run = tuple[int, int]  # (first upstream offset of a run of consecutive offsets, the task's count at its start)
 
 
 @dataclass
 class PartitionCopy:
+    """One partition's copy state inside a task.
+
+    A task copies in rounds; a round ends when its records are durable (acknowledged, or committed
+    in a transaction). `base_*`, `syncs`, `new_sync_state` and `last_pair` describe what is durable;
+    `next`, `count`, `bytes` run ahead; `runs`, the acknowledgement maps and `round_*` belong to
+    the round in flight. `roll_back` returns to the last durable round, `reset` to the task start.
+    """
+
     topic: str
     partition: int
     remote: str
     start: int
     sync_state: list[int] | None
-    next: int = -1  # next upstream offset to copy
+    next: int = -2  # next upstream offset to copy (< 0: from the beginning, nothing read yet)
     count: int = 0
     bytes: int = 0
-    eof: bool = False
+    eof: bool = False  # reached the end of the partition at least once in this task
+    at_end: bool = False  # reached its end in the current round (caught up at least once)
     hw: int | None = None
     paused: bool = False
     out_of_range: str | None = None
     error: str | None = None
-    runs: list[list[int]] = field(default_factory=list)  # [upstream start, length] of consecutive offsets
-    first_dr: Any = None
-    last_dr: Any = None
-    dr_errors: list[str] = field(default_factory=list)
-    ts_samples: list[int] = field(default_factory=list)
+    base_next: int = -2
+    base_count: int = 0
+    base_bytes: int = 0
+    runs: list[Run] = field(default_factory=list)
+    # Delivery reports land in these maps through their C-level methods (no Python frame per
+    # record): `first_ack.setdefault` for the round's first record, `acks.__setitem__` for the
+    # others. Key None holds the first / last acknowledged message; any other key is an error.
+    first_ack: dict[Any, Any] = field(default_factory=dict)
+    acks: dict[Any, Any] = field(default_factory=dict)
+    ts_samples: list[int] = field(default_factory=list)  # the round's sampled record timestamps
     age_ms: list[int] = field(default_factory=list)  # per sample: read time - record timestamp
     latency_ms: list[int] = field(default_factory=list)  # per sample: acknowledgement - record timestamp
-    syncs: list[tuple[int, int]] = field(default_factory=list)  # offset syncs planned after acknowledgement
+    round_syncs: list[tuple[int, int]] = field(default_factory=list)
+    round_state: list[int] | None = None
+    round_last: tuple[int, int] | None = None
+    syncs: list[tuple[int, int]] = field(default_factory=list)  # offset syncs of the durable rounds
     new_sync_state: list[int] | None = None
     last_pair: tuple[int, int] | None = None  # last replicated (upstream, downstream)
 
     @classmethod
     def of(cls, t: PartitionTask) -> PartitionCopy:
-        return cls(t.topic, t.partition, t.remote, t.start, t.sync_state, new_sync_state=t.sync_state)
+        return cls(
+            t.topic,
+            t.partition,
+            t.remote,
+            t.start,
+            t.sync_state,
+            next=t.start,
+            base_next=t.start,
+            new_sync_state=t.sync_state,
+        )
+
+    @property
+    def round_count(self) -> int:
+        return self.count - self.base_count
+
+    def _clear_round(self) -> None:
+        self.runs = []
+        self.first_ack = {}
+        self.acks = {}
+        self.round_syncs = []
+        self.round_state = None
+        self.round_last = None
+
+    def durable(self) -> None:
+        """The round's records are durable: fold the round into the base."""
+        self.base_next, self.base_count, self.base_bytes = self.next, self.count, self.bytes
+        if self.round_state is not None:
+            self.syncs = self.syncs + self.round_syncs
+            self.new_sync_state = self.round_state
+            self.last_pair = self.round_last
+        self._clear_round()
 
     def roll_back(self) -> None:
-        """Nothing of this batch counts (unacknowledged, or an aborted transaction): positions stay."""
-        self.next = self.start
-        self.count = 0
-        self.syncs = []
-        self.new_sync_state = self.sync_state
-        self.last_pair = None
+        """Nothing of the round in flight counts (unacknowledged, or an aborted transaction)."""
+        self.next, self.count, self.bytes = self.base_next, self.base_count, self.base_bytes
+        self._clear_round()
+
+    def reset(self) -> None:
+        """Nothing of this task counts: positions stay where the task started."""
+        self.base_next, self.base_count, self.base_bytes = self.start, 0, 0
+        self.syncs, self.new_sync_state, self.last_pair = [], self.sync_state, None
+        self.roll_back()
+
+    def ack_errors(self) -> list[str]:
+        return [str(k) for d in (self.first_ack, self.acks) for k in d if k is not None]
 
     def result(self) -> PartitionResult:
         return PartitionResult(
@@ -99,19 +167,6 @@ class PartitionCopy:
             age_ms=self.age_ms,
             latency_ms=self.latency_ms,
         )
-
-    def dr_first(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self.dr_errors.append(str(err))
-        else:
-            self.first_dr = msg
-            self.last_dr = msg if self.last_dr is None else self.last_dr
-
-    def dr(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self.dr_errors.append(str(err))
-        else:
-            self.last_dr = msg
 
 
 def _consumer(spec: JobSpec, epoch: int = 0):
@@ -201,29 +256,62 @@ def run_tasks(spec: JobSpec, tasks: Iterable[CopyTask], mode: CopyMode) -> Itera
         yield copy_task(spec, task, mode)
 
 
-def read_and_produce(spec: JobSpec, parts: list[PartitionCopy], producer: Any, deadline: float, epoch: int = 0) -> None:
-    """The hot loop: consume from the assigned partitions and produce each record as it comes."""
-    from confluent_kafka import KafkaError, TopicPartition
+class Copier:
+    """One task's reading: the cached source consumer assigned to the task's partitions, copied
+    into `producer` in rounds (`run`), until the task's deadline or until it is idle."""
 
-    consumer = _consumer(spec, epoch)
-    by_tp = {(p.topic, p.partition): p for p in parts}
-    consumer.assign([TopicPartition(p.topic, p.partition, p.start) for p in parts])
-    budget = spec.engine.max_records_per_partition
-    active = len(parts)
-    EOF = KafkaError._PARTITION_EOF
-    produce = producer.produce
-    poll = producer.poll
-    sample_every = LATENCY_SAMPLE_EVERY - 1
-    try:
-        while active > 0:
-            remaining = deadline - time.time()
-            if remaining <= 0:
-                break
+    def __init__(self, spec: JobSpec, parts: list[PartitionCopy], producer: Any, epoch: int = 0):
+        from confluent_kafka import KafkaError, TopicPartition
+
+        self.consumer = _consumer(spec, epoch)
+        self.parts = parts
+        self.producer = producer
+        self.budget = spec.engine.max_records_per_partition
+        self.by_tp = {(p.topic, p.partition): p for p in parts}
+        self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
+        self.behind = len(parts)  # active partitions that have not reached their end in this round
+        self.last_record = self.started = time.time()
+        self._eof = KafkaError._PARTITION_EOF
+        self._tp = TopicPartition
+        self.consumer.assign([TopicPartition(p.topic, p.partition, p.start) for p in parts])
+
+    def run(self, deadline: float) -> bool:
+        """Copy one round. The round ends (False) once every partition is caught up after ROUND_S,
+        or after MAX_ROUND_S; the task ends (True) at `deadline`, when every partition is paused,
+        or when every partition is caught up and nothing arrived for IDLE_END_S.
+
+        "Caught up" is per round: every active partition reached its end at least once since the
+        round began. At a steady rate every partition reaches its end many times a second, so a
+        round lasts about ROUND_S; under a backlog none does, so a round (and an exactly-once
+        transaction) lasts MAX_ROUND_S or until the task's deadline."""
+        self.behind = 0
+        for part in self.parts:  # still at its end: nothing copied since its last end-of-partition event
+            part.at_end = part.eof and part.next == part.hw
+            if not part.paused and not part.at_end:
+                self.behind += 1
+        self.last_record = began = time.time()  # time between rounds (a commit, a flush) is not idleness
+        soft_deadline, round_deadline = began + ROUND_S, began + MAX_ROUND_S
+        consume = self.consumer.consume
+        produce, poll = self.producer.produce, self.producer.poll
+        by_tp, budget, eof_code = self.by_tp, self.budget, self._eof
+        sample_every = LATENCY_SAMPLE_EVERY - 1
+        while True:
+            now = time.time()
+            if now >= deadline or self.active == 0:
+                return True
+            if now >= round_deadline:
+                return False
             # Drain what is there without waiting; only when nothing is, wait for the next event
             # (consume(n, t) waits for n messages or t, which would idle at the end of a batch).
-            msgs = consumer.consume(10_000, 0)
+            msgs = consume(CONSUME_BATCH, 0)
             if not msgs:
-                msgs = consumer.consume(1, min(remaining, 0.1))
+                if self.behind == 0 and now - self.last_record >= IDLE_END_S and now - self.started >= IDLE_MIN_TASK_S:
+                    return True
+                poll(0)
+                msgs = consume(1, min(deadline - now, 0.05))
+                if not msgs:
+                    continue
+            copied = False
             read_ms = int(time.time() * 1000)  # for the sampled records' age when read
             i, n = 0, len(msgs)
             while i < n:
@@ -233,86 +321,104 @@ def read_and_produce(spec: JobSpec, parts: list[PartitionCopy], producer: Any, d
                 if p is None or err is not None or p.paused:
                     i += 1
                     if p is not None and err is not None:
-                        active -= _on_event(p, m, err, EOF)
+                        self._on_event(p, m, err, eof_code)
                     continue  # p None: stale, from an earlier assignment of this cached consumer
-                sampled = len(p.ts_samples)
+                before, sampled = p.count, len(p.ts_samples)
                 i = _copy_run(p, msgs, i, n, produce, poll, budget, sample_every)
-                if len(p.ts_samples) > sampled:  # record age when read (MM2's record-age-ms), per sample
-                    p.age_ms.extend(read_ms - ts for ts in p.ts_samples[sampled:])
+                if p.count != before:
+                    copied = True
+                    if len(p.ts_samples) > sampled:  # record age when read (MM2's record-age-ms), per sample
+                        p.age_ms.extend(read_ms - ts for ts in p.ts_samples[sampled:])
                 if p.paused:  # record budget spent
-                    consumer.pause([TopicPartition(p.topic, p.partition)])
-                    active -= 1
+                    self.consumer.pause([self._tp(p.topic, p.partition)])
+                    self._retire(p)
             poll(0)
-    finally:
+            if copied:
+                self.last_record = time.time()
+            if self.behind == 0 and time.time() >= soft_deadline:
+                return False
+
+    def _retire(self, p: PartitionCopy) -> None:
+        self.active -= 1
+        if not p.at_end:
+            self.behind -= 1
+
+    def _on_event(self, p: PartitionCopy, m: Any, err: Any, eof_code: int) -> None:
+        """A consumer event for a partition: its end (caught up), out of range, or a transient error."""
+        from confluent_kafka import KafkaError
+
+        code = err.code()
+        if code == eof_code:
+            off = m.offset()
+            if p.paused or off < max(p.start, 0) or off < p.next:
+                return  # stale (before this task's start or before records already copied)
+            p.eof = True
+            p.hw = off
+            p.next = off  # read to the end: what lies between is not data (transaction markers)
+            if not p.at_end:
+                p.at_end = True
+                self.behind -= 1
+        elif code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+            if p.out_of_range is None and not p.paused:
+                p.out_of_range = err.str()
+                p.paused = True
+                self._retire(p)
+        else:
+            p.error = err.str()  # transient (librdkafka retries); reported
+
+    def close(self) -> None:
+        consumer = self.consumer
         try:
             consumer.unassign()
         except Exception:  # noqa: BLE001
             pass
-    for p in parts:
-        if p.next < 0:
-            p.next = p.start  # nothing read (may be -2: still "from the beginning")
-        if p.hw is None:
-            try:
-                low, high = consumer.get_watermark_offsets(TopicPartition(p.topic, p.partition), cached=True)
-                p.hw = high if high >= 0 else None
-            except Exception:  # noqa: BLE001
-                p.hw = None
-
-
-def _on_event(p: PartitionCopy, m: Any, err: Any, eof_code: int) -> int:
-    """A consumer event for a partition; returns 1 when the partition is done for this batch."""
-    from confluent_kafka import KafkaError
-
-    code = err.code()
-    if code == eof_code:
-        if not p.paused and not p.eof and m.offset() >= max(p.start, 0):
-            p.eof = True
-            p.hw = m.offset()
-            if p.next < m.offset():
-                p.next = m.offset()  # read to the end: what lies between is not data (txn markers)
-            return 1
-    elif code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-        if p.out_of_range is None and not p.paused:
-            p.out_of_range = err.str()
-            p.paused = True
-            return 1
-    else:
-        p.error = err.str()  # transient (librdkafka retries); reported
-    return 0
+        for p in self.parts:
+            if p.hw is None:
+                try:
+                    low, high = consumer.get_watermark_offsets(self._tp(p.topic, p.partition), cached=True)
+                    p.hw = high if high >= 0 else None
+                except Exception:  # noqa: BLE001
+                    p.hw = None
 
 
 def _copy_run(
     p: PartitionCopy, msgs: list, i: int, n: int, produce: Any, poll: Any, budget: int, sample_every: int
 ) -> int:
     """Copy the records of partition `p` from msgs[i] on, while they are its records; returns the
-    index of the first message not handled. State lives in locals (the hot path)."""
+    index of the first message not handled. The hot path: state in locals, each Message accessor
+    called once, no allocation per record beyond what the client makes, headers passed only when
+    there are some (an explicit `headers=None` costs a third of a produce call), delivery reports
+    into a dict through its C-level method."""
     topic, part, remote = p.topic, p.partition, p.remote
     nxt, count, nbytes = p.next, p.count, p.bytes
-    runs, samples, dr, dr_first = p.runs, p.ts_samples, p.dr, p.dr_first
-    run = runs[-1] if runs else None
+    samples, runs = p.ts_samples, p.runs
+    ack = p.acks.__setitem__
+    new_run = not runs
     while i < n:
         m = msgs[i]
         if m.error() is not None or m.partition() != part or m.topic() != topic:
             break
         i += 1
         off = m.offset()
-        if off < nxt:
-            continue  # a prefetched record before our start (cached consumer)
-        if nxt < 0:
-            nxt = off if p.start < 0 else p.start
-        if off != nxt or run is None:
-            run = [off, 0]
-            runs.append(run)
-        run[1] += 1
+        cb = ack
+        if off != nxt or new_run:
+            if off < nxt:
+                continue  # a prefetched record before our position (cached consumer)
+            if not runs:
+                cb = p.first_ack.setdefault  # the round's first record: its downstream offset is kept too
+            runs.append((off, count))
+            new_run = False
         value = m.value()
         key = m.key()
         ts = m.timestamp()[1]
-        cb = dr if count else dr_first
+        headers = m.headers()
         try:
-            produce(remote, value, key, part, on_delivery=cb, timestamp=ts, headers=m.headers())
+            if headers:
+                produce(remote, value, key, part, on_delivery=cb, timestamp=ts, headers=headers)
+            else:
+                produce(remote, value, key, part, on_delivery=cb, timestamp=ts)
         except BufferError:
-            poll(0.05)
-            produce(remote, value, key, part, on_delivery=cb, timestamp=ts, headers=m.headers())
+            _produce_when_room(produce, poll, remote, value, key, part, cb, ts, headers)
         count += 1
         if value:
             nbytes += len(value)
@@ -321,7 +427,7 @@ def _copy_run(
         nxt = off + 1
         if not (count & sample_every):
             samples.append(ts)
-        if count >= budget:
+        if count >= budget:  # per partition and task
             samples.append(ts)
             p.paused = True
             break
@@ -329,47 +435,80 @@ def _copy_run(
     return i
 
 
-def finish_deliveries(
+def _produce_when_room(
+    produce: Any, poll: Any, remote: str, value: Any, key: Any, part: int, cb: Any, ts: int, headers: Any
+) -> None:
+    """The producer's queue is full: serve delivery reports until the record fits (order is kept:
+    nothing else is produced meanwhile)."""
+    give_up = time.time() + PRODUCE_RETRY_S
+    while True:
+        poll(0.05)
+        try:
+            if headers:
+                produce(remote, value, key, part, on_delivery=cb, timestamp=ts, headers=headers)
+            else:
+                produce(remote, value, key, part, on_delivery=cb, timestamp=ts)
+            return
+        except BufferError:
+            if time.time() > give_up:
+                raise
+
+
+def finish_round(
     spec: JobSpec, parts: list[PartitionCopy], producer: Any, result: TaskResult, flush_timeout: float
 ) -> bool:
-    """Wait for every acknowledgement; compute latency samples and offset syncs. False on any failure."""
+    """Wait for every acknowledgement of the round; take latency samples (record age at
+    acknowledgement) and plan the round's offset syncs. False on any failure."""
     left = producer.flush(flush_timeout)
     now_ms = int(time.time() * 1000)
     ok = left == 0
     if not ok:
         result.error = f"{left} records not acknowledged within {flush_timeout:.0f}s"
     for p in parts:
-        if p.dr_errors:
+        errors = p.ack_errors()
+        if errors:
             ok = False
-            p.error = f"delivery failed: {p.dr_errors[0]}" + (
-                f" (+{len(p.dr_errors) - 1} more)" if len(p.dr_errors) > 1 else ""
-            )
-        p.latency_ms = [now_ms - ts for ts in p.ts_samples]
-        result.latency_ms.extend(p.latency_ms)
-        if p.count and p.last_dr is not None and ok:
-            _plan_syncs(spec, p)
-    if not ok and not result.error:
+            p.error = f"delivery failed: {errors[0]}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else "")
+        if p.ts_samples:
+            latency = [now_ms - ts for ts in p.ts_samples]
+            p.latency_ms.extend(latency)
+            result.latency_ms.extend(latency)
+            p.ts_samples = []
+    if ok:
+        for p in parts:
+            if p.round_count:
+                _plan_syncs(spec, p)
+    elif not result.error:
         result.error = next(p.error for p in parts if p.error)
     return ok
 
 
 def _plan_syncs(spec: JobSpec, p: PartitionCopy) -> None:
-    state = state_from_list(p.sync_state, spec.settings.offset_lag_max)
-    first_down = p.first_dr.offset() if p.first_dr is not None else None
-    last_down = p.last_dr.offset()
+    """The round's offset syncs (MM2 rules, from the durable sync state on), its new sync state
+    and its last (upstream, downstream) pair."""
+    state = state_from_list(p.new_sync_state, spec.settings.offset_lag_max)
+    n = p.round_count
+    first: Any = p.first_ack.get(None)
+    last: Any = p.acks.get(None, first)
+    if last is None:
+        return  # not reached: a round with records and no failure has its acknowledgements
+    first_down = first.offset() if first is not None else None
+    last_down = last.offset()
+    runs = p.runs
+    last_up = runs[-1][0] + (p.count - runs[-1][1]) - 1
     syncs: list[tuple[int, int]] = []
-    if first_down is None or last_down - first_down != p.count - 1:
+    if first_down is None or last_down - first_down != n - 1:
         # Downstream offsets not consecutive (should not happen with one idempotent producer):
         # publish the one mapping we know for sure, the last record.
-        last_up = p.runs[-1][0] + p.runs[-1][1] - 1
         state.update(last_up, last_down)
         syncs.append((last_up, last_down))
         state.last_sync_downstream_offset = last_down
     else:
         down = first_down
-        for up0, n in p.runs:
-            syncs += plan_run(state, up0, down, n)
-            down += n
-    p.syncs = syncs
-    p.new_sync_state = state_to_list(state)
-    p.last_pair = (p.runs[-1][0] + p.runs[-1][1] - 1, last_down)
+        ends = [c for _, c in runs[1:]] + [p.count]
+        for (up0, c0), c1 in zip(runs, ends, strict=True):
+            syncs += plan_run(state, up0, down, c1 - c0)
+            down += c1 - c0
+    p.round_syncs = syncs
+    p.round_state = state_to_list(state)
+    p.round_last = (last_up, last_down)

@@ -31,13 +31,37 @@ def test_one_mode_object_per_delivery_and_it_travels_with_the_spec():
     assert again[1].partitions[0].tp == ("orders", 3)
 
 
-def test_a_rolled_back_partition_reports_its_start_and_its_old_sync_state():
+def test_a_rolled_back_round_returns_to_the_last_durable_round_and_a_reset_to_the_task_start():
     p = PartitionCopy.of(PartitionTask("orders", 0, "west.orders", 10, [5]))
-    p.next, p.count, p.syncs, p.new_sync_state, p.last_pair = 25, 15, [(24, 100)], [24], (24, 100)
-    done = p.result()
-    assert (done.next, done.count, done.syncs, done.sync_state, done.last) == (25, 15, [(24, 100)], [24], (24, 100))
+    # a first round, made durable (acknowledged, or its transaction committed)
+    p.next, p.count, p.bytes = 25, 15, 1500
+    p.round_syncs, p.round_state, p.round_last = [(10, 90)], [24, 104, 90], (24, 104)
+    p.durable()
+    # a second round in flight, then rolled back (its transaction aborted)
+    p.next, p.count, p.bytes = 40, 30, 3000
+    p.round_syncs, p.round_state, p.round_last = [(39, 119)], [39, 119, 119], (39, 119)
+    assert p.round_count == 15
     p.roll_back()
     back = p.result()
-    assert (back.next, back.count, back.syncs, back.sync_state, back.last) == (10, 0, [], [5], None)
-    result = TaskResult(0, "host:1", error="delivery failed", partitions=[back])
+    assert (back.next, back.count, back.bytes, back.syncs, back.sync_state, back.last) == (
+        25,
+        15,
+        1500,
+        [(10, 90)],
+        [24, 104, 90],
+        (24, 104),
+    )
+    assert p.round_count == 0 and p.runs == [] and p.round_state is None
+    # at-least-once gives up the whole task on any unacknowledged record
+    p.reset()
+    start = p.result()
+    assert (start.next, start.count, start.bytes, start.syncs, start.sync_state, start.last) == (
+        10,
+        0,
+        0,
+        [],
+        [5],
+        None,
+    )
+    result = TaskResult(0, "host:1", error="delivery failed", partitions=[start])
     assert result.partitions[0].tp == ("orders", 0) and not result.committed
