@@ -27,6 +27,17 @@ CLIENT_LOGGER.addHandler(logging.NullHandler())
 CLIENT_LOGGER.propagate = False
 
 
+#: The replication job's clients: their librdkafka lines are served by the job's own poll/consume calls
+#: (never from a background thread, so a cached client that is no longer used stays silent) and go
+#: wherever the job's log goes (`setup`), as WARNING for errors, at the job's level otherwise.
+JOB_CLIENT_LOGGER = logging.getLogger("reconciler.job.kafka")
+
+
+def job_client_config(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """`conf` for one of the replication job's clients, its log routed to JOB_CLIENT_LOGGER."""
+    return {**conf, "logger": JOB_CLIENT_LOGGER}
+
+
 def client_config(conf: Mapping[str, Any]) -> dict[str, Any]:
     """`conf` for a confluent-kafka Consumer/Producer/AdminClient with its log routed to CLIENT_LOGGER."""
     return {**conf, "logger": CLIENT_LOGGER}

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from reconciler import logs
 from reconciler.contract.spec import ClusterSpec, JobSpec, job_group
 
 # Client settings the job owns: a cluster's own `config` may not override these.
@@ -39,7 +40,7 @@ def consumer_config(
     }
     conf.update(cluster.client_config(environ))
     conf.update(_FORCED_CONSUMER)
-    return conf
+    return logs.job_client_config(conf)
 
 
 def producer_config(
@@ -69,11 +70,11 @@ def producer_config(
         conf["transactional.id"] = transactional_id
         conf["transaction.timeout.ms"] = 60_000
         conf["message.timeout.ms"] = min(int(conf.get("message.timeout.ms", 60_000)), 60_000)
-    return conf
+    return logs.job_client_config(conf)
 
 
 def admin_config(cluster: ClusterSpec, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    return {"socket.keepalive.enable": True, **cluster.client_config(environ)}
+    return logs.job_client_config({"socket.keepalive.enable": True, **cluster.client_config(environ)})
 
 
 def process_identity() -> str:

@@ -140,3 +140,34 @@ def test_the_job_logs_through_the_same_home():
         assert doc["flow"] == "west->east" and doc["message"] == "auth failed for ***"
     finally:
         root.handlers[:], root.level = saved
+
+
+def test_the_job_clients_log_into_the_job_log_when_they_are_served():
+    """librdkafka's lines of the job's clients go to the job's log (JSON here, with the flow), served by the
+    client's own poll: a client that nobody polls any more (one cached in a worker) prints nothing."""
+    import time
+
+    from confluent_kafka import Producer
+
+    from reconciler.contract.spec import ClusterSpec, JobSpec
+    from reconciler.replication import clients
+    from reconciler.replication.driver import configure_logging
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    spec = JobSpec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:1"))
+    try:
+        configure_logging("INFO", spec, {"RECONCILER_LOG_FORMAT": "json"})
+        stream = io.StringIO()
+        root.handlers[0].setStream(stream)
+        producer = Producer(clients.producer_config(spec.target, spec))
+        time.sleep(1.0)  # librdkafka tries the unreachable broker in its own threads meanwhile
+        assert stream.getvalue() == "", "nothing reaches the terminal until the client is served"
+        deadline = time.monotonic() + 20
+        while not stream.getvalue() and time.monotonic() < deadline:
+            producer.poll(0.2)
+        first = json.loads(stream.getvalue().splitlines()[0])
+        assert first["logger"] == "reconciler.job.kafka" and first["flow"] == "west->east"
+        assert "127.0.0.1:1" in first["message"]
+    finally:
+        root.handlers[:], root.level = saved
