@@ -7,7 +7,9 @@ Each scenario starts two fresh Tansu brokers (source, target) on loopback and me
 same brokers:
 
 throughput  8 partitions x --records of --size bytes: the client limit (produce-only, and
-            consume-only with one and with --parallelism processes), the baseline a user writes
+            consume-only with one and with --parallelism processes), the copy ceiling (the same
+            number of records produced to the target and consumed from the source at the same
+            time, no copy logic: what any copy can reach on these cores), the baseline a user writes
             (one process, poll -> produce, async commits), the job at-least-once and exactly-once
             (rate from the first copied batch to the last record; Spark start-up is not in it),
             and CPU-seconds per million records of the job (driver + Spark JVM + Python workers,
@@ -191,6 +193,46 @@ def consume(bootstrap: str, tps: list[tuple[str, int]], processes: int) -> float
     return sum(n for n, _ in results) / max(t for _, t in results)
 
 
+def _ceiling_part(kind: str, args: tuple, start, done) -> None:
+    start.wait()
+    t0 = time.perf_counter()
+    if kind == "produce":
+        produce_only(*args)
+    else:
+        _consume_share(args)
+    done.put(time.perf_counter() - t0)
+
+
+def copy_ceiling(source: str, target: str, tps: list[tuple[str, int]], n: int, size: int, processes: int) -> float:
+    """What a copy could reach on this machine with no copy logic at all: n records consumed from the source
+    (`processes` consumers) while n fresh records are produced to the target, all at once, started together.
+    records/s = n / the time until both are done. Unlike the client limit (each measured alone), the
+    consumers, the producer and both brokers share the cores here, as they do under the job."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    create(target, {"bench-ceiling": len({p for _, p in tps})})
+    start, done = ctx.Event(), ctx.Queue()
+    shares = [tps[i::processes] for i in range(processes)]
+    parts = [
+        ctx.Process(
+            target=_ceiling_part,
+            args=("produce", (target, [("bench-ceiling", p) for _, p in tps], n, size), start, done),
+        )
+    ]
+    parts += [
+        ctx.Process(target=_ceiling_part, args=("consume", (source, sh, "bench-ceiling"), start, done)) for sh in shares
+    ]
+    for proc in parts:
+        proc.start()
+    time.sleep(2.0)  # every process imported and waiting
+    start.set()
+    took = max(done.get(timeout=600) for _ in parts)
+    for proc in parts:
+        proc.join(30)
+    return n / took
+
+
 def baseline(source: str, target: str, tps: list[tuple[str, int]], n: int, exclude: set[int]) -> tuple[float, float]:
     """What a user writes: poll one record, produce it, commit now and then. (records/s, CPU s)."""
     create(target, {"baseline-copy": max(p for _, p in tps) + 1})
@@ -353,6 +395,8 @@ def scenario_throughput(opts) -> dict[str, float]:
         create(c.src.bootstrap, {"bench-src": parts})
         tps = [("bench-src", p) for p in range(parts)]
         r = limit(c, tps, n, opts.size)
+        log("  copy ceiling (produce and consume at once, no copy logic)")
+        r["copy_ceiling"] = copy_ceiling(c.src.bootstrap, c.dst.bootstrap, tps, n, opts.size, opts.parallelism)
         r["baseline"], base_cpu = baseline(c.src.bootstrap, c.dst.bootstrap, tps, n, c.exclude)
         r["baseline_cpu_s_per_m"] = base_cpu * 1e6 / n
         for mode, key in (("at-least-once", "alo"), ("exactly-once", "eos")):
@@ -364,6 +408,9 @@ def scenario_throughput(opts) -> dict[str, float]:
         r["alo_x_baseline"] = r["job_alo"] / r["baseline"]
         r["alo_pct_limit"] = 100 * r["job_alo"] / r["limit"]
         r["eos_pct_alo"] = 100 * r["job_eos"] / r["job_alo"]
+        r["ceiling_x_baseline"] = r["copy_ceiling"] / r["baseline"]
+        r["ceiling_pct_limit"] = 100 * r["copy_ceiling"] / r["limit"]
+        r["alo_pct_ceiling"] = 100 * r["job_alo"] / r["copy_ceiling"]
         r["cpu_alo_x_baseline"] = r["job_alo_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
         r["cpu_eos_x_baseline"] = r["job_eos_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
         r["spark_start_s"] = c.spark_start_s or 0.0
