@@ -33,14 +33,10 @@ CLIENT_LOGGER.propagate = False
 JOB_CLIENT_LOGGER = logging.getLogger("reconciler.job.kafka")
 
 
-def job_client_config(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """`conf` for one of the replication job's clients, its log routed to JOB_CLIENT_LOGGER."""
-    return {**conf, "logger": JOB_CLIENT_LOGGER}
-
-
-def client_config(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """`conf` for a confluent-kafka Consumer/Producer/AdminClient with its log routed to CLIENT_LOGGER."""
-    return {**conf, "logger": CLIENT_LOGGER}
+def client_config(conf: Mapping[str, Any], logger: logging.Logger = CLIENT_LOGGER) -> dict[str, Any]:
+    """`conf` for a confluent-kafka Consumer/Producer/AdminClient with its log routed to `logger`
+    (CLIENT_LOGGER for the CLI's clients, JOB_CLIENT_LOGGER for the replication job's)."""
+    return {**conf, "logger": logger}
 
 
 def configure(verbosity: int) -> None:

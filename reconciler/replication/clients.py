@@ -40,7 +40,7 @@ def consumer_config(
     }
     conf.update(cluster.client_config(environ))
     conf.update(_FORCED_CONSUMER)
-    return logs.job_client_config(conf)
+    return logs.client_config(conf, logs.JOB_CLIENT_LOGGER)
 
 
 def producer_config(
@@ -70,11 +70,13 @@ def producer_config(
         conf["transactional.id"] = transactional_id
         conf["transaction.timeout.ms"] = 60_000
         conf["message.timeout.ms"] = min(int(conf.get("message.timeout.ms", 60_000)), 60_000)
-    return logs.job_client_config(conf)
+    return logs.client_config(conf, logs.JOB_CLIENT_LOGGER)
 
 
 def admin_config(cluster: ClusterSpec, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    return logs.job_client_config({"socket.keepalive.enable": True, **cluster.client_config(environ)})
+    return logs.client_config(
+        {"socket.keepalive.enable": True, **cluster.client_config(environ)}, logs.JOB_CLIENT_LOGGER
+    )
 
 
 def process_identity() -> str:
