@@ -66,6 +66,9 @@ CONSUMER_TUNED = {
     "fetch.max.bytes": 52_428_800,
     "max.partition.fetch.bytes": 4_194_304,
     "queued.max.messages.kbytes": 262_144,
+    # librdkafka's default (1,000 ms) stalls a partition's fetches for a whole second each time its local
+    # queue holds queued.min.messages (100,000): one consumer then reads ~200k records/s instead of ~900k.
+    "fetch.queue.backoff.ms": 10,
 }
 
 

@@ -35,6 +35,7 @@ def consumer_config(
         "fetch.max.bytes": 52_428_800,
         "max.partition.fetch.bytes": 4_194_304,
         "queued.max.messages.kbytes": 65_536,
+        "fetch.queue.backoff.ms": 10,
         "socket.keepalive.enable": True,
         "client.id": f"reconciler-mirror-{spec.source.alias}-{spec.target.alias}",
     }

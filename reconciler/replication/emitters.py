@@ -89,6 +89,14 @@ class OffsetSyncWriter:
             raise RuntimeError(f"offset syncs not written: {errors[0]}")
 
 
+@dataclass(frozen=True)
+class SyncsRead:
+    """One read of the offset-syncs topic: syncs read, and whether it got to the topic's end."""
+
+    count: int
+    reached_end: bool
+
+
 class CheckpointEmitter:
     """Reads offset syncs as they come, and emits checkpoints for the flow's consumer groups."""
 
@@ -108,7 +116,7 @@ class CheckpointEmitter:
             clients.consumer_config(syncs_cluster, spec, group=job_group(spec) + ".syncs", environ=environ)
         )
         self._syncs_topic = offset_syncs_topic_name(spec)
-        self._assigned = False
+        self._syncs_next = -2  # the next offset sync to read (-2: from the beginning)
         self.store = OffsetSyncStore(read_to_end=False)
         self.checkpoint_store = CheckpointStore()
         self._checkpoints_loaded = False
@@ -129,32 +137,45 @@ class CheckpointEmitter:
             pass
 
     # --- offset syncs ---------------------------------------------------------------------
-    def read_syncs(self, timeout: float = 5.0) -> int:
-        """Read new offset syncs up to the end of the topic; the first full read ends the replay."""
+    def read_syncs(self, timeout: float = 5.0) -> SyncsRead:
+        """Read new offset syncs up to the end of the topic; the first full read ends the replay.
+
+        The consumer is assigned at the next unread sync on every call: librdkafka reports a
+        partition's end once per position, so a consumer left at the end would never report it
+        again while nothing new is written, and the read would wait its whole timeout (it did: 5 s
+        of the driver's thread per checkpoint round, delaying every batch's end by as much)."""
         from confluent_kafka import TopicPartition
 
         if not self._checkpoints_loaded:  # MirrorCheckpointTask.start: the CheckpointStore first
             self._checkpoints_loaded = True
             self.load_checkpoints()
-        if not self._assigned:
-            self._syncs_consumer.assign([TopicPartition(self._syncs_topic, 0, -2)])
-            self._assigned = True
+        self._syncs_consumer.assign([TopicPartition(self._syncs_topic, 0, self._syncs_next)])
         n = 0
 
         def add(m: Any) -> None:
             nonlocal n
+            self._syncs_next = m.offset() + 1
             try:
                 self.store.add(OffsetSync.deserialize(m.key(), m.value()))
                 n += 1
             except RecordFormatError as exc:
                 log.warning("ignoring a malformed offset sync at offset %d: %s", m.offset(), exc)
 
+        def at_end(event: Any) -> None:
+            self._syncs_next = max(self._syncs_next, event.offset())  # past any transaction markers
+
         pending = read_to_end(
-            self._syncs_consumer, timeout, add, partitions=[(self._syncs_topic, 0)], batch=10_000, poll_seconds=0.2
+            self._syncs_consumer,
+            timeout,
+            add,
+            partitions=[(self._syncs_topic, 0)],
+            on_eof=at_end,
+            batch=10_000,
+            poll_seconds=0.2,
         )
         if not pending and not self.store.read_to_end:
             self.store.mark_read_to_end()
-        return n
+        return SyncsRead(n, reached_end=not pending)
 
     # --- checkpoints ----------------------------------------------------------------------
     def source_group_offsets(self, timeout: float = 10.0) -> dict[str, dict[tuple[str, int], OffsetAndMetadata]]:
