@@ -20,7 +20,7 @@ size        1 KB and 10 KB records (--size-mb per case): limit and job at-least-
 latency     produce timestamp -> visible on the target (read_committed for exactly-once) at a
             steady 10,000 and 50,000 records/s, both modes: p50/p95/p99; and the same reading on
             the source topic (source_p50/p99: the load generator's and source broker's share).
-            The readers run in their own processes.
+            The readers and the load generator run in processes of their own.
 startup     time from the driver's start to the first record visible on the target (a new job,
             Spark already running; the Spark session start is printed apart), and from a
             restart (old driver stopped) to records flowing again.
@@ -196,7 +196,8 @@ def consume(bootstrap: str, tps: list[tuple[str, int]], processes: int) -> float
     return sum(n for n, _ in results) / max(t for _, t in results)
 
 
-def _ceiling_part(kind: str, args: tuple, start, done) -> None:
+def _ceiling_part(kind: str, args: tuple, ready, start, done) -> None:
+    ready.put(kind)  # imported and about to wait
     start.wait()
     t0 = time.perf_counter()
     if kind == "produce":
@@ -215,20 +216,22 @@ def copy_ceiling(source: str, target: str, tps: list[tuple[str, int]], n: int, s
 
     ctx = multiprocessing.get_context("spawn")
     create(target, {"bench-ceiling": len({p for _, p in tps})})
-    start, done = ctx.Event(), ctx.Queue()
+    ready, start, done = ctx.Queue(), ctx.Event(), ctx.Queue()
     shares = [tps[i::processes] for i in range(processes)]
     parts = [
         ctx.Process(
             target=_ceiling_part,
-            args=("produce", (target, [("bench-ceiling", p) for _, p in tps], n, size), start, done),
+            args=("produce", (target, [("bench-ceiling", p) for _, p in tps], n, size), ready, start, done),
         )
     ]
     parts += [
-        ctx.Process(target=_ceiling_part, args=("consume", (source, sh, "bench-ceiling"), start, done)) for sh in shares
+        ctx.Process(target=_ceiling_part, args=("consume", (source, sh, "bench-ceiling"), ready, start, done))
+        for sh in shares
     ]
     for proc in parts:
         proc.start()
-    time.sleep(2.0)  # every process imported and waiting
+    for _ in parts:
+        ready.get(timeout=120)  # every process imported and waiting
     start.set()
     took = max(done.get(timeout=600) for _ in parts)
     for proc in parts:
@@ -570,6 +573,25 @@ def steady(
     return i
 
 
+def _generate(bootstrap: str, topic: str, partitions: int, rate: float, seconds: float, sent) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+    sent.value = steady(p, topic, partitions, rate, seconds)
+    p.flush(30)
+
+
+def generate(bootstrap: str, topic: str, partitions: int, rate: float, seconds: float) -> int:
+    """The steady load in a process of its own (not in the driver's, where the GIL it shares with the
+    driver thread would delay it); returns the count produced."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    sent = ctx.Value("q", 0)
+    proc = ctx.Process(target=_generate, args=(bootstrap, topic, partitions, rate, seconds, sent))
+    proc.start()
+    proc.join(seconds + 120)
+    return int(sent.value)
+
+
 def scenario_latency(opts) -> dict[str, float]:
     r: dict[str, float] = {}
     parts = 8
@@ -596,8 +618,7 @@ def scenario_latency(opts) -> dict[str, float]:
                     reader.measure_from_now()
                     at_source.measure_from_now()
                     log(f"  latency {mode} at {rate:,.0f} rec/s for {opts.latency_seconds:.0f}s")
-                    sent = steady(p, topic, parts, rate, opts.latency_seconds)
-                    p.flush(30)
+                    sent = generate(c.src.bootstrap, topic, parts, rate, opts.latency_seconds)
                     time.sleep(3)
                 finally:
                     reader.close()

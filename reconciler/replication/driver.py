@@ -80,7 +80,9 @@ class SparkExecutor:
 
 
 @dataclass
-class _Lag:
+class LagPosition:
+    """Where the job is in one source partition: its next offset to copy and the end last seen."""
+
     remote: str
     next: int
     end: int | None
@@ -109,7 +111,7 @@ class ReplicationDriver:
         self.errors = 0
         self.last_error: str | None = None
         self.findings: list[str] = []
-        self.out_of_range: list[dict[str, Any]] = []
+        self.out_of_range: list[OutOfRange] = []
         self.halted: set[TP] = set()
         self.positions: dict[TP, int] = {}
         self.sync_states: dict[TP, list[int]] = {}
@@ -117,11 +119,13 @@ class ReplicationDriver:
         self.delayed_syncs: dict[TP, tuple[int, int]] = {}
         self.slots: dict[TP, int] = {}
         self.consumer_epoch = 0  # bumped to make workers drop cached consumers (topics deleted, offsets reset)
-        self._failures = 0
+        self.batch_failures = 0  # consecutive failed batches (0 after a good one)
+        self.checkpoints: CheckpointEmitter | None = None  # set at start (_connect)
+        self.status: StatusPublisher | None = None  # set at start (_connect)
         self._runner: ThreadPoolExecutor | None = None
         self.known_topics: set[str] = set()
         self.last_owner: dict[int, str | None] = {}
-        self.lag: dict[TP, _Lag] = {}
+        self.lag: dict[TP, LagPosition] = {}
         self.plan = PartitionPlan()
         self.latency = LatencyWindow()
         self.rate = RateWindow()
@@ -138,7 +142,7 @@ class ReplicationDriver:
         return mode_of(self.spec)
 
     # --- lifecycle --------------------------------------------------------------------------
-    def _connect(self) -> None:
+    def _connect(self) -> CheckpointEmitter:
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
@@ -156,10 +160,11 @@ class ReplicationDriver:
             spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer
         )
         self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.target_producer, env)
+        return self.checkpoints
         self.status = StatusPublisher(self.target_producer, spec.flow)
 
     def start(self) -> None:
-        self._connect()
+        checkpoints = self._connect()
         errs = self.topics.ensure_internal()
         for e in errs:
             self._error(e)
@@ -167,7 +172,7 @@ class ReplicationDriver:
         self.refresh(first=True)
         # Replay the offset syncs written before this start (MM2's OffsetSyncStore.start()), so the
         # syncs this run writes are added with their full history.
-        self.checkpoints.read_syncs(timeout=15)
+        checkpoints.read_syncs(timeout=15)
         now = time.monotonic()
         self._next = {
             "refresh": now + self.spec.settings.refresh_interval_seconds,
@@ -248,11 +253,11 @@ class ReplicationDriver:
                 self.consumer_epoch += 1
                 self.last_owner.clear()
                 self.mode.recover(self._reload_positions, list(self.plan.copy))
-                self.stop_event.wait(min(5.0, 0.5 * (1 + self._failures)))
-                self._failures += 1
+                self.stop_event.wait(min(5.0, 0.5 * (1 + self.batch_failures)))
+                self.batch_failures += 1
                 results = []
             else:
-                self._failures = 0
+                self.batch_failures = 0
             moved = self.absorb(results)
         self.batches += 1
         self.metrics.observe(self, results)  # the same task results and counters as the status record
@@ -273,7 +278,7 @@ class ReplicationDriver:
             if now >= self._next["delayed_syncs"]:
                 self._next["delayed_syncs"] = now + spec.settings.checkpoints.interval_seconds
                 self.flush_delayed_syncs()
-            if spec.settings.checkpoints.enabled and now >= self._next["checkpoint"]:
+            if self.checkpoints and spec.settings.checkpoints.enabled and now >= self._next["checkpoint"]:
                 self._next["checkpoint"] = now + spec.settings.checkpoints.interval_seconds
                 self.checkpoints.emit()
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time
@@ -307,7 +312,8 @@ class ReplicationDriver:
         log.info("applying new spec %s (changed: %s)", new.spec_hash()[:12], sorted(self.spec.changed_fields(new)))
         self.spec = new
         self.topics.spec = new
-        self.checkpoints.update_spec(new)
+        if self.checkpoints:
+            self.checkpoints.update_spec(new)
         self.heartbeats.spec = new
         return True
 
@@ -416,7 +422,7 @@ class ReplicationDriver:
                         self.delayed_syncs.pop(tp, None)
                     else:
                         self.delayed_syncs[tp] = (p.last[0], p.last[1])  # published at the next flush
-                self.lag[tp] = _Lag(p.remote, self.positions.get(tp, p.next), p.hw)
+                self.lag[tp] = LagPosition(p.remote, self.positions.get(tp, p.next), p.hw)
         if failed:
             self.mode.recover(self._reload_positions, failed)
         self.syncs.flush()
@@ -474,16 +480,7 @@ class ReplicationDriver:
             except Exception:  # noqa: BLE001
                 low, high = None, None
         action = "halted" if self.spec.engine.offset_reset == "halt" else f"reset to earliest offset {low}"
-        event = {
-            "topic": tp[0],
-            "partition": tp[1],
-            "position": position,
-            "low": low,
-            "high": high,
-            "reason": reason,
-            "action": action,
-            "at": int(time.time() * 1000),
-        }
+        event = OutOfRange(tp[0], tp[1], position, low, high, reason, action, int(time.time() * 1000))
         self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
         self._error(f"{tp[0]}[{tp[1]}]: out of range: {reason}; {action}")
         if self.spec.engine.offset_reset == "halt" or low is None:
@@ -531,13 +528,13 @@ class ReplicationDriver:
             errors=self.errors,
             last_error=self.last_error,
             findings=tuple(self.findings),
-            out_of_range=tuple(OutOfRange.from_dict(e) for e in self.out_of_range),
+            out_of_range=tuple(self.out_of_range),
             halted=tuple(f"{t}:{p}" for t, p in sorted(self.halted)),
-            checkpoints_emitted=self.checkpoints.emitted if hasattr(self, "checkpoints") else 0,
+            checkpoints_emitted=self.checkpoints.emitted if self.checkpoints else 0,
         )
 
     def publish_status(self) -> None:
-        if hasattr(self, "status"):
+        if self.status is not None:
             self.status.publish(self.status_record())
 
 

@@ -33,6 +33,7 @@ from reconciler.replication.tasks import TP, TaskResult
 from reconciler.topology.model import flow_ends
 
 if TYPE_CHECKING:  # the driver imports this module
+    from reconciler.contract.status import OutOfRange
     from reconciler.replication.driver import ReplicationDriver
     from reconciler.replication.emitters import CheckpointEmitter
 
@@ -311,7 +312,7 @@ class JobMetrics:
             else:
                 fam = Info(m.name, m.doc, m.labels, registry=self.registry)
             self.families[m.name] = fam
-        self._seen_out_of_range: list[dict[str, Any]] = []  # the events counted (held: identity compare)
+        self._seen_out_of_range: list[OutOfRange] = []  # the events counted (held: identity compare)
         self._errors = 0
         self._checkpoints = 0
         self._checkpoint_round = 0
@@ -351,17 +352,17 @@ class JobMetrics:
                 self._samples(p.tp, p.remote, "replication_latency_ms", self._latencies, p.latency_ms, now)
         self._publish_windows(now)
         self._observe_lag(driver, now)
-        self._observe_checkpoints(getattr(driver, "checkpoints", None), now)
+        self._observe_checkpoints(driver.checkpoints, now)
         for event in driver.out_of_range:
             if not any(event is seen for seen in self._seen_out_of_range):
-                remote = driver.plan.copy.get((event["topic"], event["partition"]), event["topic"])
-                self.get(f"{OWN}_out_of_range", topic=remote, partition=event["partition"]).inc()
+                remote = driver.plan.copy.get((event.topic, event.partition), event.topic)
+                self.get(f"{OWN}_out_of_range", topic=remote, partition=event.partition).inc()
         self._seen_out_of_range = list(driver.out_of_range)
         self._advance(f"{OWN}_errors", "_errors", driver.errors)
         self._advance(
-            f"{CHECKPOINT}_checkpoints", "_checkpoints", getattr(getattr(driver, "checkpoints", None), "emitted", 0)
+            f"{CHECKPOINT}_checkpoints", "_checkpoints", driver.checkpoints.emitted if driver.checkpoints else 0
         )
-        if getattr(driver, "_failures", 0):  # this batch's tasks failed (reset by the next good batch)
+        if driver.batch_failures:  # this batch's tasks failed (reset by the next good batch)
             self.get(f"{OWN}_batch_failures").inc()
         self.get(f"{OWN}_batches").inc()
         self.get(f"{OWN}_job_last_batch_timestamp_seconds").set(time.time())
@@ -423,9 +424,8 @@ class JobMetrics:
 
     def _observe_checkpoints(self, emitter: CheckpointEmitter | None, now: float) -> None:
         """The checkpoint rounds acknowledged since the last batch (CheckpointEmitter.last_round, once each)."""
-        rounds = getattr(emitter, "rounds", 0)
-        if emitter is not None and rounds > self._checkpoint_round:
-            self._checkpoint_round = rounds
+        if emitter is not None and emitter.rounds > self._checkpoint_round:
+            self._checkpoint_round = emitter.rounds
             hist = self.get(f"{CHECKPOINT}_checkpoint_latency_ms")
             for ack in emitter.last_round:
                 cp = ack.checkpoint

@@ -3,37 +3,46 @@ counts per target partition, exactly-once aborts, out-of-range events counted on
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.status import OutOfRange
+from reconciler.replication.driver import LagPosition, ReplicationDriver
+from reconciler.replication.emitters import CheckpointEmitter
 from reconciler.replication.metrics import METRICS, JobMetrics, exported_series, metrics_port
 from reconciler.replication.tasks import PartitionResult, TaskResult
+from reconciler.replication.topics import PartitionPlan
 from tests.spec_helpers import job_spec
 
+SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
 
-def driver(exactly_once=False, **kw):
-    spec = SimpleNamespace(
-        exactly_once=exactly_once,
-        spec_hash=lambda: "abc",
-        git_revision="deadbeef",
+
+def driver(exactly_once=False, spec=None, **state) -> ReplicationDriver:
+    """A real driver, not started (no I/O), in the state a batch left it in: `state` sets its fields."""
+    spec = spec or job_spec(
+        "west->east",
+        ClusterSpec("west", "127.0.0.1:1"),
+        ClusterSpec("east", "127.0.0.1:2"),
         delivery="exactly-once" if exactly_once else "at-least-once",
+        git_revision="deadbeef",
     )
-    base = dict(
-        spec=spec,
-        lag={},
-        out_of_range=[],
-        errors=0,
-        checkpoints=SimpleNamespace(emitted=0, rounds=0, last_round=[], spec=None),
-        state="running",
-        halted=set(),
-        plan=SimpleNamespace(copy={("orders", 0): "west.orders"}),
-        _failures=0,
-    )
-    return SimpleNamespace(**{**base, **kw})
+    d = ReplicationDriver(spec, executor=None)  # never run: no executor needed
+    d.state = "running"
+    d.plan = PartitionPlan(copy={("orders", 0): "west.orders"})
+    for name, value in state.items():
+        assert hasattr(d, name), name  # a renamed driver field fails here, not silently in metrics
+        setattr(d, name, value)
+    return d
+
+
+def emitter(**state) -> CheckpointEmitter:
+    e = CheckpointEmitter(SPEC, source_admin=None, target_producer=None, environ={})
+    for name, value in state.items():
+        assert hasattr(e, name), name
+        setattr(e, name, value)
+    return e
 
 
 def part(count, nbytes=10, **kw):
@@ -68,7 +77,7 @@ def value(m, name, **labels):
 
 def test_counts_syncs_checkpoints_and_state():
     m = JobMetrics("west->east:payments")
-    d = driver(lag={("orders", 0): SimpleNamespace(remote="west.orders", next=5, end=12)})
+    d = driver(lag={("orders", 0): LagPosition(remote="west.orders", next=5, end=12)}, checkpoints=emitter())
     m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(5, 50, latency_ms=[10, 30])], latency_ms=[10, 30])])
     d.checkpoints.emitted, d.errors = 4, 1
     m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(3, 30, latency_ms=[20])], latency_ms=[20])])
@@ -87,13 +96,13 @@ def test_counts_syncs_checkpoints_and_state():
     assert value(m, "kafka_connect_mirror_checkpoint_connector_checkpoints_total") == 4
     assert value(m, "mirror_errors_total") == 1 and value(m, "mirror_batches_total") == 2
     assert value(m, "mirror_job_state", state="running") == 1 and value(m, "mirror_job_state", state="failed") == 0
-    assert value(m, "mirror_job_info", spec_hash="abc", git_revision="deadbeef") == 1
+    assert value(m, "mirror_job_info", spec_hash=d.spec.spec_hash(), git_revision="deadbeef") == 1
 
 
 def test_aborted_transactions_and_out_of_range_count_once():
     m = JobMetrics("west->east")
-    event = {"topic": "orders", "partition": 0, "position": 9}
-    d = driver(exactly_once=True, out_of_range=[event], halted={("orders", 0)}, _failures=1)
+    event = OutOfRange("orders", 0, 9, 0, 5, "offset 9 is past the end 5", "halted", 0)
+    d = driver(exactly_once=True, out_of_range=[event], halted={("orders", 0)}, batch_failures=1)
     m.observe(d, [TaskResult(slot=0, process="p", error="KafkaException: boom", partitions=[part(0)])])
     m.observe(d, [])  # the same event is still listed: not counted again
     assert value(m, "mirror_transaction_aborts_total") == 1
@@ -214,7 +223,7 @@ def test_lag_seconds_is_how_long_the_oldest_unreplicated_record_has_been_seen():
 
     def lag_after(next_offset, end, seconds):
         clock.now += seconds
-        d = driver(lag={("orders", 0): SimpleNamespace(remote="west.orders", next=next_offset, end=end)})
+        d = driver(lag={("orders", 0): LagPosition(remote="west.orders", next=next_offset, end=end)})
         m.observe(d, [])
         return value(m, "mirror_partition_lag_seconds", topic="west.orders", partition="0")
 
@@ -245,18 +254,19 @@ def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
 
     clock = Clock()
     m = JobMetrics("west->east", clock=clock)
-    emitter = SimpleNamespace(
+    spec = job_spec(
+        "west->east", ClusterSpec("west", "w:9092"), ClusterSpec("east", "e:9092"), checkpoints_interval_seconds=60
+    )
+    cps = emitter(
         emitted=2,
         rounds=1,
-        spec=job_spec(
-            "west->east", ClusterSpec("west", "w:9092"), ClusterSpec("east", "e:9092"), checkpoints_interval_seconds=60
-        ),
         last_round=[
             CheckpointAck(Checkpoint("billing", "west.orders", 0, 10, 8), 40),
             CheckpointAck(Checkpoint("billing", "west.orders", 1, 5, 5), 70),
         ],
     )
-    d = driver(checkpoints=emitter)
+    cps.update_spec(spec)
+    d = driver(spec=spec, checkpoints=cps)
     m.observe(d, [])
     m.observe(d, [])  # the same round again: not observed twice
     cp = "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms"
@@ -264,8 +274,8 @@ def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
     assert value(m, f"{cp}_avg", group="billing", topic="west.orders", partition="1") == 70
     assert value(m, f"{cp}_count") == 2 and value(m, f"{cp}_sum") == 110
     assert value(m, "kafka_connect_mirror_checkpoint_connector_checkpoints_total") == 2
-    emitter.rounds, emitter.emitted = 2, 3
-    emitter.last_round = [CheckpointAck(Checkpoint("billing", "west.orders", 0, 20, 18), 10)]
+    cps.rounds, cps.emitted = 2, 3
+    cps.last_round = [CheckpointAck(Checkpoint("billing", "west.orders", 0, 20, 18), 10)]
     clock.now += 100  # checkpoints come once per 60 s round (the spec's interval): the window is two rounds
     m.observe(d, [])
     assert [value(m, f"{cp}_{s}", group="billing", partition="0") for s in ("min", "max", "avg")] == [10, 40, 25]
@@ -278,7 +288,7 @@ def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
 
 def test_lag_series_of_a_partition_no_longer_copied_are_removed():
     m = JobMetrics("west->east")
-    lag = {("orders", 0): SimpleNamespace(remote="west.orders", next=5, end=9)}
+    lag = {("orders", 0): LagPosition(remote="west.orders", next=5, end=9)}
     m.observe(driver(lag=lag), [])
     assert value(m, "mirror_partition_lag_records", partition="0") == 4
     m.observe(driver(lag={}), [])  # the topic was deleted: a stale lag must not keep an alert firing
