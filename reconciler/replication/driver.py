@@ -142,7 +142,7 @@ class ReplicationDriver:
         return mode_of(self.spec)
 
     # --- lifecycle --------------------------------------------------------------------------
-    def _connect(self) -> CheckpointEmitter:
+    def _connect(self) -> None:
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
@@ -160,11 +160,10 @@ class ReplicationDriver:
             spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer
         )
         self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.target_producer, env)
-        return self.checkpoints
         self.status = StatusPublisher(self.target_producer, spec.flow)
 
     def start(self) -> None:
-        checkpoints = self._connect()
+        self._connect()
         errs = self.topics.ensure_internal()
         for e in errs:
             self._error(e)
@@ -172,7 +171,8 @@ class ReplicationDriver:
         self.refresh(first=True)
         # Replay the offset syncs written before this start (MM2's OffsetSyncStore.start()), so the
         # syncs this run writes are added with their full history.
-        checkpoints.read_syncs(timeout=15)
+        if self.checkpoints is not None:
+            self.checkpoints.read_syncs(timeout=15)
         now = time.monotonic()
         self._next = {
             "refresh": now + self.spec.settings.refresh_interval_seconds,
