@@ -293,3 +293,5 @@ def test_lag_series_of_a_partition_no_longer_copied_are_removed():
     assert value(m, "mirror_partition_lag_records", partition="0") == 4
     m.observe(driver(lag={}), [])  # the topic was deleted: a stale lag must not keep an alert firing
     assert not has(m, "mirror_partition_lag_records") and not has(m, "mirror_partition_lag_seconds")
+    m.observe(driver(lag={("orders", 0): LagPosition(remote="west.orders", next=0, end=3)}), [])  # created again
+    assert value(m, "mirror_partition_lag_records", partition="0") == 3  # a removed series is registered anew
