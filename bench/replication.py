@@ -775,7 +775,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="repetitions of every figure (default 3)")
     ap.add_argument("--records", type=int, default=1_000_000, help="backlog for throughput and scale")
     ap.add_argument("--size", type=int, default=100, help="record size for throughput and scale (bytes)")
-    ap.add_argument("--size-mb", type=float, default=100, help="megabytes per case in the size scenario")
+    ap.add_argument("--size-mb", type=float, default=400, help="megabytes per case in the size scenario")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--parallelism", type=int, default=2)
     ap.add_argument("--latency-rates", type=float, nargs="+", default=[10_000, 50_000])
