@@ -530,8 +530,12 @@ class ReplicationDriver:
             findings=tuple(self.findings),
             out_of_range=tuple(self.out_of_range),
             halted=tuple(f"{t}:{p}" for t, p in sorted(self.halted)),
-            checkpoints_emitted=self.checkpoints.emitted if self.checkpoints else 0,
+            checkpoints_emitted=self.checkpoints_emitted,
         )
+
+    @property
+    def checkpoints_emitted(self) -> int:
+        return self.checkpoints.emitted if self.checkpoints else 0
 
     def publish_status(self) -> None:
         if self.status is not None:

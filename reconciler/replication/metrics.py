@@ -294,6 +294,11 @@ class LagClock:
         return max(0.0, now - self._points[0][1])
 
 
+def _series_key(name: str, labels: dict[str, Any]) -> tuple[Any, ...]:
+    """(name, *sorted (label, value as text) pairs): one labelled series of the registry."""
+    return (name, *sorted((k, str(v)) for k, v in labels.items()))
+
+
 class JobMetrics:
     """The job's metric families in their own registry (tests make several)."""
 
@@ -329,11 +334,10 @@ class JobMetrics:
     def get(self, name: str, **extra: Any) -> Any:
         """The series `name` with these labels. Children are cached: prometheus_client validates the
         label names on every `labels()` call, which cost the driver 0.2 s per batch at 512 partitions."""
-        labels = sorted((k, str(v)) for k, v in extra.items())
-        key = (name, *labels)
+        key = _series_key(name, extra)
         child = self._children.get(key)
         if child is None:
-            child = self._children[key] = self.families[name].labels(**self.flow, **dict(labels))
+            child = self._children[key] = self.families[name].labels(**self.flow, **dict(key[1:]))
         return child
 
     # --- the hook -------------------------------------------------------------------------
@@ -367,9 +371,7 @@ class JobMetrics:
                 self.get(f"{OWN}_out_of_range", topic=remote, partition=event.partition).inc()
         self._seen_out_of_range = list(driver.out_of_range)
         self._advance(f"{OWN}_errors", "_errors", driver.errors)
-        self._advance(
-            f"{CHECKPOINT}_checkpoints", "_checkpoints", driver.checkpoints.emitted if driver.checkpoints else 0
-        )
+        self._advance(f"{CHECKPOINT}_checkpoints", "_checkpoints", driver.checkpoints_emitted)
         if driver.batch_failures:  # this batch's tasks failed (reset by the next good batch)
             self.get(f"{OWN}_batch_failures").inc()
         self.get(f"{OWN}_batches").inc()
@@ -409,7 +411,7 @@ class JobMetrics:
 
     def remove(self, name: str, **extra: Any) -> None:
         """Drop one series (no longer meaningful: an empty window, a partition no longer copied)."""
-        self._children.pop((name, *sorted((k, str(v)) for k, v in extra.items())), None)
+        self._children.pop(_series_key(name, extra), None)
         values = {**self.flow, **{k: str(v) for k, v in extra.items()}}
         try:
             self.families[name].remove(*(values[label] for label in BY_NAME[name].labels))
