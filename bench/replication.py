@@ -25,6 +25,14 @@ startup     time from the driver's start to the first record visible on the targ
             Spark already running; the Spark session start is printed apart), and from a
             restart (old driver stopped) to records flowing again.
 
+Where the CPU went (throughput, scale, size and latency): over the copy ceiling's and each job's
+measured window, busy_pct_* is how busy the whole machine was (% of all cores, /proc/stat: every
+process, the brokers included), machine_cpu_s_per_m_* / _per_gb_* the CPU the machine spent per
+million records / per GB copied, brokers_cpu_s_per_* the brokers' part of it, and
+machine_cpu_x_ceiling_* the job's machine CPU per record over the ceiling's. A copy near 100% busy is
+bound by the cores; then job / ceiling = (busy job / busy ceiling) / machine_cpu_x_ceiling. The latency
+scenario prints each broker's CPU in cores while the load ran (source_broker_cores_*).
+
 Every figure is measured --repeat times (default 3); the report prints the median and min-max,
 and every ratio (job/baseline, job/limit, exactly-once/at-least-once, CPU per record) is computed
 within ONE repetition, then its median reported. The header says what it ran on (cores, load
@@ -43,7 +51,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +137,54 @@ def tree_cpu(exclude: set[int]) -> float:
     return total
 
 
+def _machine_jiffies() -> tuple[int, int]:
+    """(busy, total) clock ticks of all CPUs since boot (/proc/stat): busy is user, nice, system, irq
+    and softirq time; total adds idle, iowait and steal (time the hypervisor gave to other machines)."""
+    with open("/proc/stat") as f:
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f.readline().split()[1:9])
+    busy = user + nice + system + irq + softirq
+    return busy, busy + idle + iowait + steal
+
+
+@dataclass(frozen=True)
+class CpuWindow:
+    """Where the CPU went over one measured window: the whole machine (every process, the brokers and
+    anything else running) and each broker on its own."""
+
+    wall_s: float
+    busy_pct: float  # % of all cores' time spent running anything
+    machine_cpu_s: float
+    source_cpu_s: float  # the source broker
+    target_cpu_s: float  # the target broker
+
+    @property
+    def brokers_cpu_s(self) -> float:
+        return self.source_cpu_s + self.target_cpu_s
+
+
+class CpuMeter:
+    """Started at construction; `window()` reads what was spent since (Linux /proc)."""
+
+    def __init__(self, source_pid: int, target_pid: int):
+        self._pids = (source_pid, target_pid)
+        self._start = self._read()
+
+    def _read(self) -> tuple[float, int, int, float, float]:
+        busy, total = _machine_jiffies()
+        return (time.perf_counter(), busy, total, *(_cpu_of(pid) for pid in self._pids))
+
+    def window(self) -> CpuWindow:
+        t0, busy0, total0, src0, dst0 = self._start
+        t1, busy1, total1, src1, dst1 = self._read()
+        return CpuWindow(
+            wall_s=t1 - t0,
+            busy_pct=100 * (busy1 - busy0) / max(1, total1 - total0),
+            machine_cpu_s=(busy1 - busy0) / _TICK,
+            source_cpu_s=src1 - src0,
+            target_cpu_s=dst1 - dst0,
+        )
+
+
 # ---------------------------------------------------------------- Kafka helpers
 
 
@@ -207,12 +263,15 @@ def _ceiling_part(kind: str, args: tuple, ready, start, done) -> None:
     done.put(time.perf_counter() - t0)
 
 
-def copy_ceiling(source: str, target: str, tps: list[tuple[str, int]], n: int, size: int, processes: int) -> float:
+def copy_ceiling(c: Clusters, tps: list[tuple[str, int]], n: int, size: int) -> tuple[float, CpuWindow]:
     """What a copy could reach on this machine with no copy logic at all: n records consumed from the source
-    (`processes` consumers) while n fresh records are produced to the target, all at once, started together.
-    records/s = n / the time until both are done. Unlike the client limit (each measured alone), the
-    consumers, the producer and both brokers share the cores here, as they do under the job."""
+    (--parallelism consumers) while n fresh records are produced to the target, all at once, started
+    together. records/s = n / the time until both are done, and the CPU spent meanwhile. Unlike the client
+    limit (each measured alone), the consumers, the producer and both brokers share the cores here, as they
+    do under the job."""
     import multiprocessing
+
+    source, target, processes = c.src.bootstrap, c.dst.bootstrap, c.opts.parallelism
 
     ctx = multiprocessing.get_context("spawn")
     create(target, {"bench-ceiling": len({p for _, p in tps})})
@@ -232,11 +291,13 @@ def copy_ceiling(source: str, target: str, tps: list[tuple[str, int]], n: int, s
         proc.start()
     for _ in parts:
         ready.get(timeout=120)  # every process imported and waiting
+    meter = c.meter()
     start.set()
     took = max(done.get(timeout=600) for _ in parts)
+    window = meter.window()
     for proc in parts:
         proc.join(30)
-    return n / took
+    return n / took, window
 
 
 def baseline(source: str, target: str, tps: list[tuple[str, int]], n: int, exclude: set[int]) -> tuple[float, float]:
@@ -313,28 +374,36 @@ def job_spec(source: str, target: str, alias: str, delivery: str, include: tuple
     return JobSpec(f"{alias}->target", ClusterSpec(alias, source), ClusterSpec("target", target), settings, engine)
 
 
-def run_job(spark, spec: JobSpec, n: int, exclude: set[int]) -> dict[str, float]:
-    """Copy a backlog of n records: records/s from the first batch on, seconds before it, and the
-    CPU seconds (driver + JVM + workers) spent from the first batch on."""
-    driver = ReplicationDriver(spec, SparkExecutor(spark.sparkContext))
+@dataclass(frozen=True)
+class JobRun:
+    rate: float  # records/s from the first batch on
+    startup_s: float  # driver start -> the first batch
+    cpu_s: float  # the job's own CPU (driver + Spark JVM + Python workers) from the first batch on
+    window: CpuWindow  # the machine's and the brokers' CPU over the same time
+
+
+def run_job(c: Clusters, spec: JobSpec, n: int) -> JobRun:
+    """Copy a backlog of n records; the first batch includes worker start-up and counts in full
+    (conservative)."""
+    driver = ReplicationDriver(spec, SparkExecutor(c.spark.sparkContext))
     t0 = time.perf_counter()
     driver.start()
-    first = None
+    first: tuple[float, float, CpuMeter] | None = None
     try:
         while driver.records < n:
-            before, cpu_before = time.perf_counter(), tree_cpu(exclude)
+            before, cpu_before, meter = time.perf_counter(), tree_cpu(c.exclude), c.meter()
             driver.step()
             if first is None and driver.records > 0:
-                first = (before, cpu_before)
+                first = (before, cpu_before, meter)
             if driver.last_error and driver.errors > 20:
                 raise RuntimeError(driver.last_error)
-        end, cpu_end = time.perf_counter(), tree_cpu(exclude)
+        end, cpu_end = time.perf_counter(), tree_cpu(c.exclude)
+        assert first is not None
+        window = first[2].window()
     finally:
         driver.stop_event.set()
         driver.close()
-    assert first is not None
-    # The first batch includes worker start-up; count it in full (conservative).
-    return {"rate": n / (end - first[0]), "startup_s": first[0] - t0, "cpu_s": cpu_end - first[1]}
+    return JobRun(n / (end - first[0]), first[0] - t0, cpu_end - first[1], window)
 
 
 def warm_up(spark, parallelism: int) -> None:
@@ -365,6 +434,9 @@ class Clusters:
         self.exclude = {self.src.pid, self.dst.pid}
         self._spark = None
         self.spark_start_s: float | None = None
+
+    def meter(self) -> CpuMeter:
+        return CpuMeter(self.src.pid, self.dst.pid)
 
     @property
     def spark(self):
@@ -402,6 +474,16 @@ def limit(c: Clusters, tps, n: int, size: int) -> dict[str, float]:
     return out
 
 
+def cpu_figures(tag: str, w: CpuWindow, units: float, unit: str) -> dict[str, float]:
+    """Whether a copy was bound by the machine's CPU: how busy every core was, and the CPU the whole
+    machine and the brokers alone spent per `unit` copied (`units` of them were)."""
+    return {
+        f"busy_pct_{tag}": w.busy_pct,
+        f"machine_cpu_s_per_{unit}_{tag}": w.machine_cpu_s / units,
+        f"brokers_cpu_s_per_{unit}_{tag}": w.brokers_cpu_s / units,
+    }
+
+
 def scenario_throughput(opts) -> dict[str, float]:
     n, parts = opts.records, 8
     with Clusters(opts) as c:
@@ -409,15 +491,15 @@ def scenario_throughput(opts) -> dict[str, float]:
         tps = [("bench-src", p) for p in range(parts)]
         r = limit(c, tps, n, opts.size)
         log("  copy ceiling (produce and consume at once, no copy logic)")
-        r["copy_ceiling"] = copy_ceiling(c.src.bootstrap, c.dst.bootstrap, tps, n, opts.size, opts.parallelism)
+        r["copy_ceiling"], window = copy_ceiling(c, tps, n, opts.size)
+        r.update(cpu_figures("ceiling", window, n / 1e6, "m"))
         r["baseline"], base_cpu = baseline(c.src.bootstrap, c.dst.bootstrap, tps, n, c.exclude)
         r["baseline_cpu_s_per_m"] = base_cpu * 1e6 / n
         for mode, key in (("at-least-once", "alo"), ("exactly-once", "eos")):
             log(f"  job {mode}")
-            j = run_job(
-                c.spark, job_spec(c.src.bootstrap, c.dst.bootstrap, key, mode, ("bench-src",), opts), n, c.exclude
-            )
-            r[f"job_{key}"], r[f"job_{key}_cpu_s_per_m"] = j["rate"], j["cpu_s"] * 1e6 / n
+            j = run_job(c, job_spec(c.src.bootstrap, c.dst.bootstrap, key, mode, ("bench-src",), opts), n)
+            r[f"job_{key}"], r[f"job_{key}_cpu_s_per_m"] = j.rate, j.cpu_s * 1e6 / n
+            r.update(cpu_figures(key, j.window, n / 1e6, "m"))
         r["alo_x_baseline"] = r["job_alo"] / r["baseline"]
         r["alo_pct_limit"] = 100 * r["job_alo"] / r["limit"]
         r["eos_pct_alo"] = 100 * r["job_eos"] / r["job_alo"]
@@ -426,6 +508,9 @@ def scenario_throughput(opts) -> dict[str, float]:
         r["alo_pct_ceiling"] = 100 * r["job_alo"] / r["copy_ceiling"]
         r["cpu_alo_x_baseline"] = r["job_alo_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
         r["cpu_eos_x_baseline"] = r["job_eos_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
+        # job / ceiling = (busy_pct_alo / busy_pct_ceiling) / machine_cpu_x_ceiling_alo: how much of the gap
+        # is CPU the machine left unused, and how much is CPU the copy spends per record beyond the ceiling's
+        r["machine_cpu_x_ceiling_alo"] = r["machine_cpu_s_per_m_alo"] / r["machine_cpu_s_per_m_ceiling"]
         r["spark_start_s"] = c.spark_start_s or 0.0
     return r
 
@@ -441,18 +526,10 @@ def scenario_scale(opts) -> dict[str, float]:
         produce_only(c.src.bootstrap, wide, n, opts.size)
         produce_only(c.src.bootstrap, [("bench-src", p) for p in range(8)], n, opts.size)
         r = {"partitions": float(len(wide))}
-        r["job_alo_8"] = run_job(
-            c.spark,
-            job_spec(c.src.bootstrap, c.dst.bootstrap, "eight", "at-least-once", ("bench-src",), opts),
-            n,
-            c.exclude,
-        )["rate"]
-        r["job_alo_512"] = run_job(
-            c.spark,
-            job_spec(c.src.bootstrap, c.dst.bootstrap, "wide", "at-least-once", ("bench-scale-.*",), opts),
-            n,
-            c.exclude,
-        )["rate"]
+        for tag, alias, include in (("8", "eight", "bench-src"), ("512", "wide", "bench-scale-.*")):
+            j = run_job(c, job_spec(c.src.bootstrap, c.dst.bootstrap, alias, "at-least-once", (include,), opts), n)
+            r[f"job_alo_{tag}"] = j.rate
+            r.update(cpu_figures(tag, j.window, n / 1e6, "m"))
         r["pct_of_8"] = 100 * r["job_alo_512"] / r["job_alo_8"]
     return r
 
@@ -465,19 +542,17 @@ def scenario_size(opts) -> dict[str, float]:
             create(c.src.bootstrap, {"bench-src": 8})
             tps = [("bench-src", p) for p in range(8)]
             lim = limit(c, tps, n, size)
-            ceiling = copy_ceiling(c.src.bootstrap, c.dst.bootstrap, tps, n, size, opts.parallelism)
-            j = run_job(
-                c.spark,
-                job_spec(c.src.bootstrap, c.dst.bootstrap, "size", "at-least-once", ("bench-src",), opts),
-                n,
-                c.exclude,
-            )
-            tag = f"{size // 1000}k"
+            ceiling, ceiling_window = copy_ceiling(c, tps, n, size)
+            j = run_job(c, job_spec(c.src.bootstrap, c.dst.bootstrap, "size", "at-least-once", ("bench-src",), opts), n)
+            tag, gb = f"{size // 1000}k", n * size / 1e9
             r[f"limit_mb_s_{tag}"] = lim["limit"] * size / 1e6
-            r[f"job_alo_mb_s_{tag}"] = j["rate"] * size / 1e6
+            r[f"job_alo_mb_s_{tag}"] = j.rate * size / 1e6
             r[f"ceiling_mb_s_{tag}"] = ceiling * size / 1e6
-            r[f"pct_limit_{tag}"] = 100 * j["rate"] / lim["limit"]
-            r[f"pct_ceiling_{tag}"] = 100 * j["rate"] / ceiling
+            r[f"pct_limit_{tag}"] = 100 * j.rate / lim["limit"]
+            r[f"pct_ceiling_{tag}"] = 100 * j.rate / ceiling
+            r.update(cpu_figures(tag, j.window, gb, "gb"))
+            r.update(cpu_figures(f"ceiling_{tag}", ceiling_window, gb, "gb"))
+            r[f"machine_cpu_x_ceiling_{tag}"] = j.window.machine_cpu_s / ceiling_window.machine_cpu_s
     return r
 
 
@@ -628,7 +703,9 @@ def scenario_latency(opts) -> dict[str, float]:
                     reader.measure_from_now()
                     at_source.measure_from_now()
                     log(f"  latency {mode} at {rate:,.0f} rec/s for {opts.latency_seconds:.0f}s")
+                    meter = c.meter()
                     sent = generate(c.src.bootstrap, topic, parts, rate, opts.latency_seconds)
+                    window = meter.window()
                     time.sleep(3)
                 finally:
                     reader.close()
@@ -642,6 +719,10 @@ def scenario_latency(opts) -> dict[str, float]:
                     r[f"{k}_ms_{tag}"] = v if v is not None else float("nan")
                 for k, v in percentiles(at_source.samples, (50, 99)).items():
                     r[f"source_{k}_ms_{tag}"] = v if v is not None else float("nan")
+                # how busy the machine and each broker were while the load ran (cores: CPU s per second)
+                r[f"busy_pct_{tag}"] = window.busy_pct
+                r[f"source_broker_cores_{tag}"] = window.source_cpu_s / window.wall_s
+                r[f"target_broker_cores_{tag}"] = window.target_cpu_s / window.wall_s
     return r
 
 
