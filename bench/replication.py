@@ -28,7 +28,7 @@ startup     time from the driver's start to the first record visible on the targ
 Where the CPU went (throughput, scale, size and latency): over the copy ceiling's and each job's
 measured window, busy_pct_* is how busy the whole machine was (% of all cores, /proc/stat: every
 process, the brokers included), machine_cpu_s_per_m_* / _per_gb_* the CPU the machine spent per
-million records / per GB copied, brokers_cpu_s_per_* the brokers' part of it, and
+million records / per GB copied, source_ / target_broker_cpu_s_per_* each broker's part of it, and
 machine_cpu_x_ceiling_* the job's machine CPU per record over the ceiling's. A copy near 100% busy is
 bound by the cores; then job / ceiling = (busy job / busy ceiling) / machine_cpu_x_ceiling. The latency
 scenario prints each broker's CPU in cores while the load ran (source_broker_cores_*).
@@ -60,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from reconciler.adapters.read_to_end import END_READER  # noqa: E402
 from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 from reconciler.mirror.filters import TopicFilter  # noqa: E402
@@ -68,15 +69,13 @@ from reconciler.replication.session import build_session  # noqa: E402
 from reconciler.topology.model import Delivery, FlowSettings  # noqa: E402
 
 SCENARIOS = ("throughput", "scale", "size", "latency", "startup")
+# The limit's and the ceiling's consumers: the product's reader settings (fetch.queue.backoff.ms among them),
+# and large fetches and local queue.
 CONSUMER_TUNED = {
-    "enable.auto.commit": False,
-    "enable.partition.eof": True,
+    **END_READER,
     "fetch.max.bytes": 52_428_800,
     "max.partition.fetch.bytes": 4_194_304,
     "queued.max.messages.kbytes": 262_144,
-    # librdkafka's default (1,000 ms) stalls a partition's fetches for a whole second each time its local
-    # queue holds queued.min.messages (100,000): one consumer then reads ~200k records/s instead of ~900k.
-    "fetch.queue.backoff.ms": 10,
 }
 
 
@@ -157,10 +156,6 @@ class CpuWindow:
     source_cpu_s: float  # the source broker
     target_cpu_s: float  # the target broker
 
-    @property
-    def brokers_cpu_s(self) -> float:
-        return self.source_cpu_s + self.target_cpu_s
-
 
 class CpuMeter:
     """Started at construction; `window()` reads what was spent since (Linux /proc)."""
@@ -171,7 +166,8 @@ class CpuMeter:
 
     def _read(self) -> tuple[float, int, int, float, float]:
         busy, total = _machine_jiffies()
-        return (time.perf_counter(), busy, total, *(_cpu_of(pid) for pid in self._pids))
+        source, target = self._pids
+        return time.perf_counter(), busy, total, _cpu_of(source), _cpu_of(target)
 
     def window(self) -> CpuWindow:
         t0, busy0, total0, src0, dst0 = self._start
@@ -476,11 +472,12 @@ def limit(c: Clusters, tps, n: int, size: int) -> dict[str, float]:
 
 def cpu_figures(tag: str, w: CpuWindow, units: float, unit: str) -> dict[str, float]:
     """Whether a copy was bound by the machine's CPU: how busy every core was, and the CPU the whole
-    machine and the brokers alone spent per `unit` copied (`units` of them were)."""
+    machine and each broker spent per `unit` copied (`units` of them were)."""
     return {
         f"busy_pct_{tag}": w.busy_pct,
         f"machine_cpu_s_per_{unit}_{tag}": w.machine_cpu_s / units,
-        f"brokers_cpu_s_per_{unit}_{tag}": w.brokers_cpu_s / units,
+        f"source_broker_cpu_s_per_{unit}_{tag}": w.source_cpu_s / units,
+        f"target_broker_cpu_s_per_{unit}_{tag}": w.target_cpu_s / units,
     }
 
 

@@ -24,6 +24,7 @@ from reconciler.adapters.base import (
 )
 from reconciler.adapters.probe import ProbeError, probe_api_versions
 from reconciler.adapters.read_to_end import read_to_end as read_partitions_to_end
+from reconciler.adapters.read_to_end import reader_config
 from reconciler.state.configs import RawConfigEntry
 from reconciler.state.live import (
     API_DESCRIBE_CONFIGS,
@@ -282,10 +283,7 @@ class KafkaAdmin:
     def read_records(self, topic: str, until_offset: int) -> list[Record]:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        consumer = Consumer(
-            {**self._conf, "group.id": "reconciler-reader", "enable.auto.commit": False, "enable.partition.eof": True},
-            logger=_log,
-        )
+        consumer = Consumer(reader_config(self._conf, "reconciler-reader"), logger=_log)
         out: list[Record] = []
         try:
             consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
@@ -308,10 +306,7 @@ class KafkaAdmin:
         there). [] when the topic does not exist."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-        consumer = Consumer(
-            {**self._conf, "group.id": "reconciler-reader", "enable.auto.commit": False, "enable.partition.eof": True},
-            logger=_log,
-        )
+        consumer = Consumer(reader_config(self._conf, "reconciler-reader"), logger=_log)
         out: list[Record] = []
         try:
             try:

@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, 
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
-from reconciler.adapters.read_to_end import read_to_end
+from reconciler.adapters.read_to_end import read_to_end, reader_config
 from reconciler.mirror.mirror_client import GroupState, RawRecord, TopicPartition
 
 #: librdkafka's OFFSET_INVALID: the group has no committed offset for the partition.
@@ -59,18 +59,7 @@ class MirrorKafka:
         return self._read(topic, self._starts(topic, partitions, tail=per_partition))
 
     def _consumer(self) -> Consumer:
-        # assign() only: the group id is required by the client but never joined or committed to.
-        # A short fetch wait makes the final, empty fetch that signals the end return at once.
-        return Consumer(
-            {
-                **self._config,
-                "group.id": f"reconciler-mirror-client-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "auto.offset.reset": "earliest",
-                "fetch.wait.max.ms": 50,
-            }
-        )
+        return Consumer(reader_config(self._config, f"reconciler-mirror-client-{uuid.uuid4().hex[:8]}"))
 
     def _starts(self, topic: str, partitions: int, tail: int | None) -> dict[int, int]:
         """Explicit start offsets (a logical 'beginning' costs librdkafka an extra half second)."""

@@ -12,6 +12,9 @@ error (default: ignored; raise from it to stop); `on_eof(event)` sees each end-o
 up to `poll_seconds` for one record only when it holds none, so a read ends as soon as its last
 partition reports its end.
 
+`reader_config(conf, group)` is the one set of settings such a consumer is built with (the job's own
+consumers start from `END_READER` too, `replication/clients.py`).
+
 Users: the status reader (`contract/status.py`), the heartbeat and checkpoint reader
 (`adapters/mirror_kafka.py`), the Kafka admin's `read_to_end` (lease and applied records), the demo,
 and the replication job's offset-sync, checkpoint and end-offset reads (`replication/emitters.py`,
@@ -21,8 +24,26 @@ and the replication job's offset-sync, checkpoint and end-offset reads (`replica
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+#: What every consumer that reads partitions to their end needs.
+END_READER: dict[str, Any] = {
+    "enable.auto.commit": False,
+    "enable.partition.eof": True,  # the end is an event (a high watermark is not trusted: Tansu answers a base offset)
+    "fetch.wait.max.ms": 50,  # an idle partition answers (its end) within this, not librdkafka's 500 ms
+    # librdkafka's default (1,000 ms) stops fetching a partition for a whole second each time its local queue
+    # holds queued.min.messages (100,000): a long read then crawls at ~200k records/s instead of ~900k
+    # (docs/replication-job.md, "Measured numbers, second pass").
+    "fetch.queue.backoff.ms": 10,
+}
+
+
+def reader_config(conf: Mapping[str, Any], group: str) -> dict[str, Any]:
+    """Settings of a consumer that reads assigned partitions to their end: `conf` (bootstrap servers,
+    security, logger) and END_READER. `group` is required by the client; a reader assigns partitions
+    and never joins nor commits to it."""
+    return {**conf, "group.id": group, "auto.offset.reset": "earliest", **END_READER}
 
 
 def read_to_end(

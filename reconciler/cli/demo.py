@@ -25,7 +25,7 @@ from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from reconciler import logs
-from reconciler.adapters.read_to_end import read_to_end
+from reconciler.adapters.read_to_end import read_to_end, reader_config
 from reconciler.analysis.expansion import route
 from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.clusters import DevClusters, state_dir
@@ -115,17 +115,7 @@ def count_records(bootstrap: str, topics: list[str], timeout: float = 20.0) -> d
     out = {t: 0 for t in topics}
     if not tps:
         return out
-    c = Consumer(
-        logs.client_config(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": "__demo.counter",
-                "enable.partition.eof": True,
-                "enable.auto.commit": False,
-                "fetch.wait.max.ms": 50,
-            }
-        )
-    )
+    c = Consumer(logs.client_config(reader_config({"bootstrap.servers": bootstrap}, "__demo.counter")))
     try:
         c.assign(tps)
 

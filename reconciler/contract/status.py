@@ -415,18 +415,9 @@ def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str,
     """Latest status of every flow that reports to this (target) cluster: flow name -> status."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from reconciler.adapters.read_to_end import read_to_end
+    from reconciler.adapters.read_to_end import read_to_end, reader_config
 
-    conf = _client_config(cluster_config)
-    conf.update(
-        {
-            "group.id": "__reconciler.status-reader",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    consumer = Consumer(logs.client_config(conf))
+    consumer = Consumer(logs.client_config(reader_config(_client_config(cluster_config), "__reconciler.status-reader")))
     out: dict[str, StatusRecord] = {}
     try:
         md = consumer.list_topics(STATUS_TOPIC, timeout=timeout)

@@ -14,13 +14,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from reconciler import logs
+from reconciler.adapters.read_to_end import END_READER
 from reconciler.contract.spec import ClusterSpec, JobSpec, job_group
 
 # Client settings the job owns: a cluster's own `config` may not override these.
 _FORCED_CONSUMER = {
     "enable.auto.commit": False,
     "enable.auto.offset.store": False,
-    "enable.partition.eof": True,
+    "enable.partition.eof": True,  # END_READER's, which a cluster's config must not switch off
     "auto.offset.reset": "error",  # an out-of-range offset is reported, never silently reset
 }
 
@@ -31,11 +32,10 @@ def consumer_config(
     conf: dict[str, Any] = {
         "group.id": group or job_group(spec),
         "isolation.level": "read_committed",
-        "fetch.wait.max.ms": 50,  # an idle partition answers (EOF) within this
+        **END_READER,
         "fetch.max.bytes": 52_428_800,
         "max.partition.fetch.bytes": 4_194_304,
         "queued.max.messages.kbytes": 65_536,
-        "fetch.queue.backoff.ms": 10,
         "socket.keepalive.enable": True,
         "client.id": f"reconciler-mirror-{spec.source.alias}-{spec.target.alias}",
     }

@@ -33,6 +33,20 @@ def total(samples: list, name: str, **labels) -> float:
     return sum(s.value for s in samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
 
 
+def records_copied(families: dict[str, list], topic: str) -> float:
+    return total(families.get(f"{SRC}_record_count", []), f"{SRC}_record_count_total", topic=topic)
+
+
+def scrape_until(port: int, ready, timeout: float, what: str) -> dict[str, list]:
+    """Scrape until `ready(families)`; returns those families (an endpoint not up yet reads as empty)."""
+
+    def attempt() -> dict[str, list] | None:
+        families = _try_scrape(port)
+        return families if families and ready(families) else None
+
+    return wait_for(attempt, timeout, what=what)
+
+
 def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     from reconciler.replication.session import build_session
 
@@ -55,20 +69,9 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     thread.start()
     try:
         wait_for(lambda: count_topic(target.bootstrap, "west.orders", 3) >= 600, 120, what="orders replicated")
-        found = wait_for(
-            lambda: (
-                lambda f: (
-                    f
-                    if total(
-                        f.get("kafka_connect_mirror_source_connector_record_count", []),
-                        "kafka_connect_mirror_source_connector_record_count_total",
-                        topic="west.orders",
-                    )
-                    >= 600
-                    and len(f.get(f"{CP_LATENCY}_max", [])) == 3
-                    else None
-                )
-            )(scrape(port)),
+        found = scrape_until(
+            port,
+            lambda f: records_copied(f, "west.orders") >= 600 and len(f.get(f"{CP_LATENCY}_max", [])) == 3,
             90,
             what="record counts and checkpoint latencies scraped",
         )
@@ -170,21 +173,8 @@ def test_the_local_deployer_gives_each_job_a_metrics_port_that_status_shows(
         port = env.record()["metrics_port"]
         assert isinstance(port, int) and port > 0
         wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 300, 120, what=f"orders replicated ({env.log()})")
-        found = wait_for(
-            lambda: (
-                lambda f: (
-                    f
-                    if total(
-                        f.get("kafka_connect_mirror_source_connector_record_count", []),
-                        "kafka_connect_mirror_source_connector_record_count_total",
-                        topic="west.orders",
-                    )
-                    >= 300
-                    else None
-                )
-            )(_try_scrape(port)),
-            60,
-            what="the job's metrics endpoint",
+        found = scrape_until(
+            port, lambda f: records_copied(f, "west.orders") >= 300, 60, what="the job's metrics endpoint"
         )
         assert total(found["mirror_job_state"], "mirror_job_state", state="running", flow="west->east") == 1
         code, out = env.run("status", "TOPO")

@@ -88,6 +88,22 @@ def _run(venv: Path, cwd: Path, *args: str, **env: str) -> subprocess.CompletedP
     )
 
 
+def _west_to_east(tmp_path: Path, west: str, east: str) -> Path:
+    """A topology with one flow, west -> east on `orders`, run by the local deployer."""
+    topo = tmp_path / "topology.yaml"
+    topo.write_text(
+        TOPOLOGY.format(
+            west=west,
+            east=east,
+            deployer="local",
+            master="local[1]",
+            extra="",
+            flows="  - {source: west, target: east, topics: {include: [orders]}}",
+        )
+    )
+    return topo
+
+
 def test_wheel_carries_the_schema_job_and_demo_as_files(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
@@ -127,17 +143,7 @@ def test_installed_reconciler_is_the_wheel_not_the_checkout(venv, tmp_path):
 
 def test_validate_plan_and_a_job_from_the_installed_package(venv, fresh_clusters, tmp_path, state_dir):
     west, east = (b.bootstrap for b in fresh_clusters)
-    topo = tmp_path / "topology.yaml"
-    topo.write_text(
-        TOPOLOGY.format(
-            west=west,
-            east=east,
-            deployer="local",
-            master="local[1]",
-            extra="",
-            flows="  - {source: west, target: east, topics: {include: [orders]}}",
-        )
-    )
+    topo = _west_to_east(tmp_path, west, east)
     create_topic(west, "orders", 2)
     _produce(west, "orders", 200)
 
@@ -191,17 +197,7 @@ sys.exit(main(sys.argv[1:]))
 def test_validate_and_plan_need_no_extras(venv, fresh_clusters, tmp_path, state_dir):
     """`pip install kafka-replication-reconciler` (no [spark], no [dev]) validates and plans, jobs included."""
     west, east = (b.bootstrap for b in fresh_clusters)
-    topo = tmp_path / "topology.yaml"
-    topo.write_text(
-        TOPOLOGY.format(
-            west=west,
-            east=east,
-            deployer="local",
-            master="local[1]",
-            extra="",
-            flows="  - {source: west, target: east, topics: {include: [orders]}}",
-        )
-    )
+    topo = _west_to_east(tmp_path, west, east)
     create_topic(west, "orders", 1)
     for args in (["validate", str(topo)], ["plan", str(topo), "--detailed-exitcode"]):
         r = subprocess.run(

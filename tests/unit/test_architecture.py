@@ -186,6 +186,20 @@ def test_one_read_to_end_loop():
     assert users == []
 
 
+def test_one_reader_config():
+    """A consumer that reads to the end of partitions is built from adapters/read_to_end.py's settings
+    (reader_config, or END_READER in the job's consumer_config, which also forces the key against a cluster's
+    config): nothing else sets enable.partition.eof by hand, so no reader misses what they carry (e.g.
+    fetch.queue.backoff.ms, whose default stalls a long read)."""
+    allowed = {"reconciler/adapters/read_to_end.py", "reconciler/replication/clients.py"}
+    users = sorted(
+        str(p.relative_to(ROOT))
+        for p in PACKAGE.rglob("*.py")
+        if "enable.partition.eof" in p.read_text(encoding="utf-8") and str(p.relative_to(ROOT)) not in allowed
+    )
+    assert users == []
+
+
 def test_tests_inject_the_clock():
     """Time comes from the Backend's clock (observe, plan, status, drift): no test patches time.time."""
     patched = sorted(
