@@ -7,7 +7,10 @@
            run the tasks (Spark: one Spark partition per task, `mapPartitions(worker.run_tasks)`)
            absorb the task results: positions, counts, lag, latency, offset syncs, out-of-range
            at-least-once: write offset syncs, then commit the next offsets on the source cluster
-           heartbeats, checkpoints and status when due
+           heartbeats and status when due
+    beside: checkpoints in a thread of their own (`Periodic`), as MM2 runs them in a connector of their
+           own: a checkpoint round lists groups and reads their offsets on the source, and a slow
+           cluster there must not hold up the batches
            sleep `trigger_interval_ms` when the batch copied nothing
 
 Partitions are assigned to slots stickily (a partition keeps its slot, new ones go to the least
@@ -21,7 +24,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
@@ -53,6 +56,37 @@ log = logging.getLogger(__name__)
 
 MAX_FINDINGS = 20
 TICK_S = 0.5  # how often the side channels are looked at while a batch runs
+
+
+class Periodic:
+    """A side channel in a thread of its own: `action()` every `interval()` seconds (read each time, so
+    a reloaded spec applies) until `stop()`; an exception goes to `on_error` and the action runs again
+    at the next interval. A slow action delays only itself."""
+
+    def __init__(
+        self, name: str, action: Callable[[], object], interval: Callable[[], float], on_error: Callable[[str], None]
+    ):
+        self.name = name
+        self._action, self._interval, self._on_error = action, interval, on_error
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float) -> bool:
+        """Stop and wait for a round in progress to end; False if it did not within `timeout`."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval()):
+            try:
+                self._action()
+            except Exception as exc:  # noqa: BLE001 - a side channel is retried at its next interval
+                self._on_error(f"{self.name}: {type(exc).__name__}: {exc}")
 
 
 class Executor(Protocol):
@@ -121,6 +155,8 @@ class ReplicationDriver:
         self.consumer_epoch = 0  # bumped to make workers drop cached consumers (topics deleted, offsets reset)
         self.batch_failures = 0  # consecutive failed batches (0 after a good one)
         self.checkpoints: CheckpointEmitter | None = None  # set at start (_connect)
+        self._checkpointing: Periodic | None = None  # runs self.checkpoints from start to close
+        self._error_lock = threading.Lock()  # _error is called from the checkpoint thread too
         self.status: StatusPublisher | None = None  # set at start (_connect)
         self._runner: ThreadPoolExecutor | None = None
         self.known_topics: set[str] = set()
@@ -159,7 +195,10 @@ class ReplicationDriver:
         self.syncs = OffsetSyncWriter(
             spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer
         )
-        self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.target_producer, env)
+        # The checkpoint thread's own producer: its flush waits for checkpoints only (MM2's checkpoint task
+        # has its own producer too).
+        self.checkpoint_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
+        self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.checkpoint_producer, env)
         self.status = StatusPublisher(self.target_producer, spec.flow)
 
     def start(self) -> None:
@@ -177,22 +216,37 @@ class ReplicationDriver:
         self._next = {
             "refresh": now + self.spec.settings.refresh_interval_seconds,
             "heartbeat": now,
-            "checkpoint": now + self.spec.settings.checkpoints.interval_seconds,
             "status": now,
             "delayed_syncs": now + self.spec.settings.checkpoints.interval_seconds,
         }
         self.state = "running"
+        if self.checkpoints is not None:
+            self._checkpointing = Periodic(
+                "checkpoints",
+                self.checkpoint_round,
+                lambda: self.spec.settings.checkpoints.interval_seconds,
+                self._error,
+            )
+            self._checkpointing.start()
         self.publish_status()
 
+    def checkpoint_round(self) -> None:
+        if self.checkpoints is not None and self.spec.settings.checkpoints.enabled:
+            self.checkpoints.emit()
+
     def close(self) -> None:
+        checkpoints_idle = self._checkpointing is None or self._checkpointing.stop(timeout=30)
         if self._runner is not None:
             self._runner.shutdown(wait=True)
             self._runner = None
+        if not checkpoints_idle:  # its clients are still in use: left to the process's exit
+            log.warning("a checkpoint round did not end within 30 s of the job stopping")
+            self.checkpoints = None
         for name in ("offsets", "checkpoints"):
             obj = getattr(self, name, None)
             if obj is not None:
                 obj.close()
-        for name in ("source_producer", "target_producer"):
+        for name in ("source_producer", "target_producer", "checkpoint_producer"):
             p = getattr(self, name, None)
             if p is not None:
                 p.flush(10)
@@ -239,13 +293,13 @@ class ReplicationDriver:
         if not tasks:
             self.tick()
         else:
-            # The side channels (heartbeats, checkpoints, status) run while the batch runs: they
+            # The side channels (heartbeats, delayed offset syncs, status) run while the batch runs: they
             # read what the previous batches absorbed, and the gap between two batches (records
             # wait there) stays the Spark job's own scheduling plus absorbing the results.
             batch = self._batch_runner().submit(self.executor.run, self.spec, tasks, self.mode)
             self.tick()
             while not wait_futures([batch], timeout=TICK_S).done:
-                self.tick()  # a long batch keeps heartbeats, checkpoints and status on time
+                self.tick()  # a long batch keeps heartbeats and status on time
             try:
                 results = batch.result()
             except Exception as exc:  # noqa: BLE001 - e.g. a Python worker died: nothing was committed
@@ -278,9 +332,6 @@ class ReplicationDriver:
             if now >= self._next["delayed_syncs"]:
                 self._next["delayed_syncs"] = now + spec.settings.checkpoints.interval_seconds
                 self.flush_delayed_syncs()
-            if self.checkpoints and spec.settings.checkpoints.enabled and now >= self._next["checkpoint"]:
-                self._next["checkpoint"] = now + spec.settings.checkpoints.interval_seconds
-                self.checkpoints.emit()
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time
             self._error(f"{type(exc).__name__}: {exc}")
         if now >= self._next["status"]:
@@ -495,8 +546,9 @@ class ReplicationDriver:
     # --- status -----------------------------------------------------------------------------
     def _error(self, text: str) -> None:
         text = self._redact(text)
-        self.errors += 1
-        self.last_error = text
+        with self._error_lock:
+            self.errors += 1
+            self.last_error = text
         log.warning("%s", text)
 
     def status_record(self) -> StatusRecord:

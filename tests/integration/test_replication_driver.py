@@ -179,3 +179,56 @@ def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):
         s = seqs(got[p])
         assert set(s) == set(want)
         assert all(b == a + 1 or b <= a for a, b in zip(s, s[1:])), "records skipped"
+
+
+def step_until(driver: ReplicationDriver, done, what: str) -> None:
+    """Run the driver's loop by hand, a step at a time, until `done()`."""
+
+    def stepped() -> bool:
+        driver.step()
+        return done()
+
+    wait_for(stepped, 90, interval=0.05, what=what)
+
+
+class SourceAdminThatHangs:
+    """The job's real source AdminClient, except that listing consumer groups does not answer until
+    `release` is set (a source cluster that is slow to answer); it gives up after 60 s (`gave_up`)."""
+
+    def __init__(self, admin):
+        self._admin = admin
+        self.entered, self.release, self.gave_up = threading.Event(), threading.Event(), threading.Event()
+
+    def list_consumer_groups(self, **kw):
+        self.entered.set()
+        if not self.release.wait(60):
+            self.gave_up.set()
+            raise TimeoutError("the source cluster did not answer")
+        return self._admin.list_consumer_groups(**kw)
+
+    def __getattr__(self, name):
+        return getattr(self._admin, name)
+
+
+def test_a_slow_checkpoint_round_does_not_hold_up_the_batches(fresh_clusters):
+    """Checkpoints run in a thread of their own (as MM2 runs them in a connector of their own): while a
+    checkpoint round waits on the source cluster, batches go on copying."""
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "steady", 1)
+    spec = spec_for(source, target, topics_include=("steady",), heartbeats_enabled=False)  # checkpoints every 1 s
+    driver = ReplicationDriver(spec, LocalExecutor())
+    driver.start()
+    assert driver.checkpoints is not None
+    hanging = SourceAdminThatHangs(driver.checkpoints.source_admin)
+    driver.checkpoints.source_admin = hanging
+    try:
+        _produce(source.bootstrap, "steady", [b"r%d" % i for i in range(50)])
+        step_until(driver, lambda: driver.records >= 50 and hanging.entered.is_set(), "a checkpoint round begun")
+        _produce(source.bootstrap, "steady", [b"r%d" % i for i in range(50, 100)])
+        step_until(driver, lambda: driver.records >= 100, "records copied while the checkpoint round hangs")
+        assert not hanging.gave_up.is_set(), "the hanging checkpoint round held up the batches"
+    finally:
+        hanging.release.set()
+        driver.stop_event.set()
+        driver.close()
+    assert [r.value for r in read_topic(target.bootstrap, "west.steady", 1)[0]] == [b"r%d" % i for i in range(100)]
