@@ -20,7 +20,9 @@ size        1 KB and 10 KB records (--size-mb per case): limit, copy ceiling and
 latency     produce timestamp -> visible on the target (read_committed for exactly-once) at a
             steady 10,000 and 50,000 records/s, both modes: p50/p95/p99; and the same reading on
             the source topic (source_p50/p99: the load generator's and source broker's share).
-            The readers and the load generator run in processes of their own.
+            The readers and the load generator run in processes of their own. Before the job runs,
+            the source broker's CPU under the same load with no job (generator alone, then one
+            reader tailing): source_broker_cores_generator_* / _one_reader_*.
 startup     time from the driver's start to the first record visible on the target (a new job,
             Spark already running; the Spark session start is printed apart), and from a
             restart (old driver stopped) to records flowing again.
@@ -674,10 +676,39 @@ def generate(bootstrap: str, topic: str, partitions: int, rate: float, seconds: 
     return int(sent.value)
 
 
+REFERENCE_S = 8.0  # seconds of load per reference reading of the source broker's CPU
+
+
+def broker_reference(c: Clusters, rate: float, parts: int) -> dict[str, float]:
+    """The source broker's CPU (in cores) under the latency scenario's load with no job at all: the load
+    generator alone, then with one reader tailing the topic. What Tansu spends to serve a tail, set apart
+    from what the job costs it."""
+    topic, tag = f"bench-ref-{int(rate)}", int(rate)
+    create(c.src.bootstrap, {topic: parts})
+    meter = c.meter()
+    generate(c.src.bootstrap, topic, parts, rate, REFERENCE_S)
+    alone = meter.window()
+    reader = TargetReader(c.src.bootstrap, topic, parts)
+    try:
+        time.sleep(2)  # assigned and tailing
+        meter = c.meter()
+        generate(c.src.bootstrap, topic, parts, rate, REFERENCE_S)
+        tailed = meter.window()
+    finally:
+        reader.close()
+    return {
+        f"source_broker_cores_generator_{tag}": alone.source_cpu_s / alone.wall_s,
+        f"source_broker_cores_one_reader_{tag}": tailed.source_cpu_s / tailed.wall_s,
+    }
+
+
 def scenario_latency(opts) -> dict[str, float]:
     r: dict[str, float] = {}
     parts = 8
     with Clusters(opts) as c:
+        for rate in opts.latency_rates:
+            log(f"  the source broker's CPU at {rate:,.0f} rec/s with no job: generator alone, then one reader")
+            r.update(broker_reference(c, rate, parts))
         for mode, key in (("at-least-once", "alo"), ("exactly-once", "eos")):
             for rate in opts.latency_rates:
                 alias, topic = f"lat{key}{int(rate)}", f"bench-lat-{key}-{int(rate)}"
