@@ -1,6 +1,6 @@
 """Replication benchmark: client limit, hand-written baseline, and the Spark job in both modes.
 
-    python bench/replication.py                      # every scenario, 3 repetitions (~20 min)
+    python bench/replication.py                      # every scenario, 3 repetitions (~12 min)
     python bench/replication.py --scenario throughput --repeat 5 --json out.json
 
 Each scenario starts two fresh Tansu brokers (source, target) on loopback and measures, on those
