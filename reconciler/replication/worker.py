@@ -274,6 +274,9 @@ class Copier:
         self._eof = KafkaError._PARTITION_EOF
         self._tp = TopicPartition
         self.consumer.assign([TopicPartition(p.topic, p.partition, p.start) for p in parts])
+        # A partition an earlier task paused (its record budget spent) stays paused in librdkafka across
+        # unassign and assign: this cached consumer would never read it again.
+        self.consumer.resume([TopicPartition(p.topic, p.partition) for p in parts])
 
     def run(self, deadline: float) -> bool:
         """Copy one round. The round ends (False) once every partition is caught up after ROUND_S,

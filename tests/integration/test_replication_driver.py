@@ -232,3 +232,30 @@ def test_a_slow_checkpoint_round_does_not_hold_up_the_batches(fresh_clusters):
         driver.stop_event.set()
         driver.close()
     assert [r.value for r in read_topic(target.bootstrap, "west.steady", 1)[0]] == [b"r%d" % i for i in range(100)]
+
+
+def test_a_partition_whose_record_budget_was_spent_is_read_again_by_the_next_task(fresh_clusters):
+    """A task pauses a partition once it has copied `max_records_per_partition` of it. The worker's consumer
+    is cached for the next tasks, and librdkafka keeps a partition paused across unassign and assign: the
+    next task must resume it, or the partition is never read again by this worker (a backlog stalled)."""
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "backlog", 1)
+    _produce(source.bootstrap, "backlog", [b"b%d" % i for i in range(100)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("backlog",),
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+        max_records_per_partition=20,
+    )
+    driver = ReplicationDriver(spec, LocalExecutor())  # tasks in this process: one cached consumer for all
+    driver.start()
+    try:
+        for _ in range(10):  # 5 tasks of 20 records each copy it all; a stalled partition copies nothing more
+            driver.step()
+    finally:
+        driver.stop_event.set()
+        driver.close()
+    assert driver.records == 100
+    assert [r.value for r in read_topic(target.bootstrap, "west.backlog", 1)[0]] == [b"b%d" % i for i in range(100)]
