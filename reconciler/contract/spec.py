@@ -176,7 +176,7 @@ class EngineSettings:
     parallelism: int = _FLOW["job"]["parallelism"]
     max_records_per_partition: int = _FLOW["job"]["max_records_per_partition"]
     trigger_interval_ms: int = _FLOW["job"]["trigger_interval_ms"]
-    max_batch_ms: int = 1_000
+    max_batch_ms: int = _FLOW["job"]["max_batch_ms"]
     status_interval_seconds: float = 3.0
     offset_reset: str = "earliest"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
@@ -188,6 +188,7 @@ class EngineSettings:
             parallelism=job.parallelism,
             max_records_per_partition=job.max_records_per_partition,
             trigger_interval_ms=job.trigger_interval_ms,
+            max_batch_ms=job.max_batch_ms,
             spark_conf=dict(sorted(job.spark_conf.items())),
         )
 

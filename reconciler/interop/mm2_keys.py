@@ -138,6 +138,7 @@ JOB_FIELD_KINDS: dict[str, Kind] = {
     "master": Kind.STRING,
     "max_records_per_partition": Kind.INT,
     "trigger_interval_ms": Kind.INT,
+    "max_batch_ms": Kind.INT,
     "namespace": Kind.STRING,
     "image": Kind.STRING,
     "service_account": Kind.STRING,

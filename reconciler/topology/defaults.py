@@ -30,6 +30,7 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
         "master": "local[2]",
         "parallelism": 2,
         "max_records_per_partition": 50000,
+        "max_batch_ms": 1000,
         "trigger_interval_ms": 200,
         "spark_conf": {},
         "namespace": "default",

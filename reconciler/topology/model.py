@@ -77,6 +77,7 @@ class JobSettings:
     parallelism: int
     max_records_per_partition: int
     trigger_interval_ms: int
+    max_batch_ms: int
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     namespace: str = "default"
     image: str | None = None
