@@ -49,6 +49,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -910,6 +911,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-records-per-partition", type=int, default=BATCH["max_records_per_partition"])
     ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
     opts = ap.parse_args(argv)
+    # SIGTERM (e.g. `kill`) unwinds like Ctrl-C: the brokers, the Spark session and the reader processes are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     scenarios = [s for s in SCENARIOS if not opts.scenario or "all" in opts.scenario or s in opts.scenario]
     BATCH.update(max_batch_ms=opts.max_batch_ms, max_records_per_partition=opts.max_records_per_partition)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
