@@ -29,8 +29,10 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
         "deployer": "local",
         "master": "local[2]",
         "parallelism": 2,
-        "max_records_per_partition": 50000,
-        "max_batch_ms": 1000,
+        # Long tasks: one Spark job (~0.25 s between tasks, where records wait) per 10 s of copying; a graceful stop
+        # or a spec reload waits for the running task (docs/replication-job.md, "Tasks, rounds").
+        "max_records_per_partition": 1000000,
+        "max_batch_ms": 10000,
         "trigger_interval_ms": 200,
         "spark_conf": {},
         "namespace": "default",

@@ -28,7 +28,16 @@ def test_out_of_range_position_is_reported_not_skipped(fresh_clusters):
     source, target = fresh_clusters
     create_topic(source.bootstrap, "ledger", 1)
     _produce(source.bootstrap, "ledger", [b"new-%d" % i for i in range(5)])
-    spec = spec_for(source, target, topics_include=("ledger",), heartbeats_enabled=False, checkpoints_enabled=False)
+    # 1 s tasks: Tansu answers a fetch past the end with nothing at all, so the driver learns of it when the task
+    # ends (at its time budget), and this run lasts 5 s.
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("ledger",),
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+        max_batch_ms=1_000,
+    )
     # The job's committed position points past the end (the partition was truncated or recreated).
     c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
     c.commit(offsets=[TopicPartition("ledger", 0, 50)], asynchronous=False)
