@@ -178,12 +178,7 @@ def test_one_read_to_end_loop():
     """End-of-partition events are handled by adapters/read_to_end.py only; the worker's copy loop is a bounded
     copy that records end of partition as one stop condition (docs/architecture.md says why it is not one)."""
     allowed = {"reconciler/adapters/read_to_end.py", "reconciler/replication/worker.py"}
-    users = sorted(
-        str(p.relative_to(ROOT))
-        for p in PACKAGE.rglob("*.py")
-        if "_PARTITION_EOF" in p.read_text(encoding="utf-8") and str(p.relative_to(ROOT)) not in allowed
-    )
-    assert users == []
+    assert package_files_naming("_PARTITION_EOF", allowed) == []
 
 
 def test_one_reader_config():
@@ -192,12 +187,16 @@ def test_one_reader_config():
     config): nothing else sets enable.partition.eof by hand, so no reader misses what they carry (e.g.
     fetch.queue.backoff.ms, whose default stalls a long read)."""
     allowed = {"reconciler/adapters/read_to_end.py", "reconciler/replication/clients.py"}
-    users = sorted(
+    assert package_files_naming("enable.partition.eof", allowed) == []
+
+
+def package_files_naming(text: str, allowed: set[str]) -> list[str]:
+    """The package's Python files (paths from the repository root) that contain `text`, less `allowed`."""
+    return sorted(
         str(p.relative_to(ROOT))
         for p in PACKAGE.rglob("*.py")
-        if "enable.partition.eof" in p.read_text(encoding="utf-8") and str(p.relative_to(ROOT)) not in allowed
+        if text in p.read_text(encoding="utf-8") and str(p.relative_to(ROOT)) not in allowed
     )
-    assert users == []
 
 
 def test_tests_inject_the_clock():
