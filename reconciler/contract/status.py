@@ -12,7 +12,8 @@ Value (JSON object):
     lag_total, lag: [{topic, partition, remote, next, end, lag}], latency_ms: {p50, p95, p99, samples}
     (record age at acknowledgement, recent window), errors (count), last_error,
     findings: [str] (remote topic problems), out_of_range: [{topic, partition, position, low, high,
-    action, at}], halted: ["topic:partition"].
+    action, at}], halted: ["topic:partition"], instance_id (one per start), pid (the driver),
+    metrics_port (bound by the job), lag_seconds, lag_read_at (epoch ms the source ends were read).
 Secrets never appear: cluster addresses and configs are not included and error texts pass through
 the redactor of the job's resolved secret values.
 
@@ -213,6 +214,13 @@ class StatusRecord:
     out_of_range: tuple[OutOfRange, ...] = ()
     halted: tuple[str, ...] = ()  # "topic:partition"
     checkpoints_emitted: int | None = None
+    # Runtime identity and truth (issue 21): which instance wrote the record, where it serves metrics,
+    # and lag read from the source's current end (not from the end a task last saw).
+    instance_id: str | None = None  # one per start of a job; a record from another instance id is another copy
+    pid: int | None = None  # the job's driver process (where it runs)
+    metrics_port: int | None = None  # the port the job bound for /metrics (None: not serving)
+    lag_seconds: float | None = None  # age of the oldest record not yet replicated (None: unknown)
+    lag_read_at: int | None = None  # epoch ms the source's end offsets behind `lag` were read
     state_text: str | None = None  # the raw `state` value
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -259,6 +267,11 @@ class StatusRecord:
             "out_of_range": [o.to_dict() for o in self.out_of_range],
             "halted": list(self.halted),
             "checkpoints_emitted": self.checkpoints_emitted,
+            "instance_id": self.instance_id,
+            "pid": self.pid,
+            "metrics_port": self.metrics_port,
+            "lag_seconds": self.lag_seconds,
+            "lag_read_at": self.lag_read_at,
         }
 
     def to_json(self) -> str:
@@ -291,6 +304,11 @@ class StatusRecord:
             out_of_range=tuple(OutOfRange.from_dict(x) for x in _list(d.get("out_of_range")) if isinstance(x, Mapping)),
             halted=tuple(str(x) for x in _list(d.get("halted"))),
             checkpoints_emitted=_int(d.get("checkpoints_emitted")),
+            instance_id=_text(d.get("instance_id")),
+            pid=_int(d.get("pid")),
+            metrics_port=_int(d.get("metrics_port")),
+            lag_seconds=_number(d.get("lag_seconds")),
+            lag_read_at=_int(d.get("lag_read_at")),
             state_text=_text(d.get("state")),
             extra={k: v for k, v in d.items() if k not in known},
         )
