@@ -9,8 +9,11 @@ field that needs a restart (the deployer restarts the job with the new spec).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import sys
+import time
 from pathlib import Path
 
 for _root in Path(__file__).resolve().parents:  # the project, when run from a checkout that is not installed
@@ -18,10 +21,42 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
         sys.path.insert(0, str(_root))
         break
 
+from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV, RUNTIME_FILE  # noqa: E402
+from reconciler.contract.metrics import AUTO_PORT  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
+from reconciler.replication.lifeline import watch_parent  # noqa: E402
 from reconciler.replication.metrics import metrics_port  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
+
+log = logging.getLogger("reconciler.replication")
+
+
+def _orphaned(parent: int) -> None:
+    """The JVM that started this driver is gone: nothing of this job may keep copying."""
+    log.error("the Spark JVM (pid %d) that started this driver is gone: the job ends", parent)
+    logging.shutdown()
+    os._exit(1)
+
+
+def write_runtime(metrics_port: int | None) -> None:
+    """Say who this job is in its job directory (the deployer reads it): instance, driver pid, metrics port."""
+    job_dir = os.environ.get(JOB_DIR_ENV)
+    if not job_dir:
+        return
+    path = Path(job_dir) / RUNTIME_FILE
+    record = {
+        "instance_id": os.environ.get(INSTANCE_ENV),
+        "pid": os.getpid(),
+        "metrics_port": metrics_port,
+        "at": time.time(),
+    }
+    try:
+        tmp = path.with_name(f"{RUNTIME_FILE}.tmp{os.getpid()}")
+        tmp.write_text(json.dumps(record, sort_keys=True) + "\n")
+        tmp.replace(path)
+    except OSError as exc:
+        log.warning("cannot write %s: %s", path, exc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,9 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         "--metrics-port",
         type=int,
         default=metrics_port(),
-        help="serve Prometheus metrics on this port (0: off; default $RECONCILER_METRICS_PORT, else off)",
+        help="serve Prometheus metrics on this port (0: off; -1: any free port; default $RECONCILER_METRICS_PORT, "
+        "`auto` meaning -1, else off)",
     )
     args = ap.parse_args(argv)
+    watch_parent(_orphaned)
     spec = JobSpec.load(args.spec)
     configure_logging(args.log_level, spec)
     logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -46,8 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         driver = ReplicationDriver(Path(args.spec), SparkExecutor(session.sparkContext), install_signal_handlers=True)
         if args.metrics_port:
-            driver.metrics.serve(args.metrics_port)
-            logging.getLogger("reconciler.replication").info("metrics on http://0.0.0.0:%d/metrics", args.metrics_port)
+            driver.metrics.serve(0 if args.metrics_port == AUTO_PORT else args.metrics_port)
+            log.info("metrics on http://0.0.0.0:%d/metrics", driver.metrics.port)
+        write_runtime(driver.metrics.port)
         return driver.run(max_seconds=args.max_seconds)
     finally:
         session.stop()

@@ -32,3 +32,12 @@ DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
 def deployer_family(name: str) -> str:
     """Deployers that share state: a local job and a spark-standalone job of one flow are the same job."""
     return "process" if name in PROCESS_DEPLOYERS else name
+
+
+#: The environment every process of a job instance carries (the deployer sets it; Spark hands it on to the
+#: driver and the Python workers): one id per start, and the job's state directory. The deployer finds every
+#: process of an instance, and leftovers of earlier instances of the same flow, by these.
+INSTANCE_ENV = "RECONCILER_JOB_INSTANCE"
+JOB_DIR_ENV = "RECONCILER_JOB_DIR"
+#: The file in the job directory where a running job says who it is: {"instance_id", "pid", "metrics_port", "at"}.
+RUNTIME_FILE = "runtime.json"

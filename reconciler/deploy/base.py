@@ -18,6 +18,7 @@ Implementations (chosen per flow by `job.deployer`):
 from __future__ import annotations
 
 import abc
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -58,19 +59,30 @@ class Deployment:
     exit_code: int | None = None  # when it ended and the code is known
     detail: str = ""  # e.g. "exited with code 3 (restart required)"
     options: Mapping[str, Any] = field(default_factory=dict)  # deployment_options it was deployed with
+    instance_id: str | None = None  # the instance the deployer started last (one per start)
+    #: Processes of this flow's job that are not the recorded running instance (an orphan whose supervisor was
+    #: killed, a leftover of an earlier start), one description per instance: each still copies unseen.
+    strays: tuple[str, ...] = ()
 
     @property
     def spec_hash(self) -> str | None:
         return self.spec.spec_hash() if self.spec is not None else None
 
 
-EXIT_MEANINGS = {0: "stopped", 1: "failed", 3: "restart required", 137: "killed (SIGKILL)", 143: "terminated (SIGTERM)"}
+EXIT_MEANINGS = {0: "stopped", 1: "failed", 3: "restart required"}
 
 
 def describe_exit(code: int | None) -> str:
+    """Words for a job's exit code; 128 + N is a process killed by signal N (as a shell reports it)."""
     if code is None:
-        return "ended (exit code unknown)"
-    meaning = EXIT_MEANINGS.get(code) or (f"killed by signal {code - 128}" if code > 128 else "failed")
+        return "ended without an exit code (its supervisor was killed, e.g. by SIGKILL)"
+    if code > 128:
+        try:
+            name = signal.Signals(code - 128).name
+        except ValueError:
+            name = f"signal {code - 128}"
+        return f"was killed by {name} (exit code {code})"
+    meaning = EXIT_MEANINGS.get(code) or "failed"
     return f"exited with code {code} ({meaning})"
 
 

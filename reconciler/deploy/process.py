@@ -1,14 +1,16 @@
-"""Run a replication job locally with spark-submit, as a subprocess tests can SIGKILL.
+"""Run a replication job locally with spark-submit, as one job instance tests and deployers can end whole.
 
-    job = LocalJob.start(spec, workdir)    # writes the spec, runs spark-submit jobs/mirror_job.py
-    job.kill()                             # SIGKILL the whole process group (JVM + Python driver + workers)
-    job.stop()                             # SIGTERM: clean stop, final status published
+    job = LocalJob.start(spec, workdir)    # writes the spec, runs the supervisor -> spark-submit jobs/mirror_job.py
+    job.processes()                        # every process of the instance (supervisor, JVM, driver, workers)
+    job.kill()                             # SIGKILL every process of the instance (a crash: nothing flushed)
+    job.stop()                             # SIGTERM to the driver: clean stop, final status published
     LocalJob.attach(pid, spec_path, log)   # a job started by an earlier process (the local deployer)
 
-The job runs in its own session (process group = its pid), so it outlives the process that
-started it and a Ctrl-C in that terminal does not reach it. With `exit_code_path` the command is
-wrapped in `/bin/sh` that writes spark-submit's exit code there, so whoever looks later can tell
-"stopped" (0) from "failed" (1) and "restart required" (3).
+An instance has one id (`instance_id`, in every process's environment with the job directory, see
+`reconciler.deploy.instance`) and starts as `python -m reconciler.deploy.supervisor`, the leader of a session of
+its own (so it outlives the process that started it and a Ctrl-C in that terminal does not reach it). The
+supervisor makes the instance live and die as one: any of its processes dying ends the rest, and it writes
+spark-submit's exit code to `exit_code_path` (0 stopped, 1 failed, 3 restart required, 128+N killed by signal N).
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import reconciler.deploy.instance as instance
+from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV
 from reconciler.contract.flow_id import FlowId, flow_ends
 from reconciler.contract.spec import JobSpec
+from reconciler.deploy.instance import JobProcess, Role
 from reconciler.resources import import_root, job_script
 
 
@@ -102,34 +107,15 @@ def process_alive(pid: int, start_time: int | None = None) -> bool:
     return start_time is None or int(fields[19]) == start_time
 
 
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            text = (task / "children").read_text().split()
-            out += [int(x) for x in text]
-    except OSError:
-        return out
-    return out
-
-
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        for child in _children(todo.pop()):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
 @dataclass
 class LocalJob:
     process: subprocess.Popen | None  # None when attached to a job another process started
     spec_path: Path
     log_path: Path
-    pid: int = 0
+    pid: int = 0  # the supervisor: the session leader of the instance
     start_time: int | None = None
     exit_code_path: Path | None = None
+    instance_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.process is not None and not self.pid:
@@ -150,16 +136,19 @@ class LocalJob:
         spec_path: Path | None = None,
         log_path: Path | None = None,
         exit_code_path: Path | None = None,
+        instance_id: str | None = None,
     ) -> LocalJob:
         workdir.mkdir(parents=True, exist_ok=True)
         stem = name or FlowId(*flow_ends(spec.flow)).slug("-")
         spec_path = spec.write(spec_path or workdir / f"{stem}.json")
         log_path = log_path or workdir / f"{stem}.log"
-        cmd = command(spec_path, master, max_seconds)
+        inst = instance_id or instance.new_instance_id()
+        cmd = [sys.executable, "-m", "reconciler.deploy.supervisor"]
         if exit_code_path is not None:
             exit_code_path.unlink(missing_ok=True)
-            cmd = ["/bin/sh", "-c", '"$0" "$@"; rc=$?; echo $rc > "$EXIT_CODE_FILE"; exit $rc', *cmd]
-            env = {**(env or {}), "EXIT_CODE_FILE": str(exit_code_path)}
+            cmd += ["--exit-code-file", str(exit_code_path)]
+        cmd += ["--", *command(spec_path, master, max_seconds)]
+        env = {**(env or {}), INSTANCE_ENV: inst, JOB_DIR_ENV: str(workdir.resolve())}
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
                 cmd,
@@ -170,7 +159,7 @@ class LocalJob:
                 start_new_session=True,
                 cwd=str(workdir),
             )
-        return cls(proc, spec_path, log_path, exit_code_path=exit_code_path)
+        return cls(proc, spec_path, log_path, exit_code_path=exit_code_path, instance_id=inst)
 
     @classmethod
     def attach(
@@ -180,9 +169,10 @@ class LocalJob:
         log_path: Path,
         start_time: int | None = None,
         exit_code_path: Path | None = None,
+        instance_id: str | None = None,
     ) -> LocalJob:
-        """A job started earlier (by another process): stop, kill and watch it by pid."""
-        return cls(None, spec_path, log_path, pid, start_time, exit_code_path)
+        """A job started earlier (by another process): stop, kill and watch it by pid and instance id."""
+        return cls(None, spec_path, log_path, pid, start_time, exit_code_path, instance_id)
 
     def alive(self) -> bool:
         if self.process is not None:
@@ -192,7 +182,8 @@ class LocalJob:
     def exit_code(self) -> int | None:
         """The exit code, once the job has ended and it is known (our child, or written by the wrapper)."""
         if self.process is not None and self.process.poll() is not None:
-            return self.process.returncode
+            code = self.process.returncode
+            return 128 - code if code < 0 else code  # killed by signal N: 128 + N, as a shell says
         if self.exit_code_path is not None:
             try:
                 return int(self.exit_code_path.read_text().strip())
@@ -200,32 +191,33 @@ class LocalJob:
                 pass
         return REAPED.get(self.pid)
 
+    def processes(self) -> list[JobProcess]:
+        """Every live process of this instance (none once it has ended)."""
+        if self.instance_id is None:
+            return []
+        return instance.scan(instance=self.instance_id)
+
     def kill(self) -> None:
-        """SIGKILL everything the job started (a crash: nothing is flushed or closed)."""
+        """SIGKILL every process of the instance (a crash: nothing is flushed or closed)."""
+        procs = self.processes()
         try:
             os.killpg(self.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        instance.kill(procs)
         self.wait(30)
+        instance.end(self.processes(), 0)  # anything that outlived the supervisor
 
     def driver_pids(self) -> list[int]:
-        """The Python driver process(es) spark-submit started (descendants running our script)."""
-        found = []
-        for child in _descendants(self.pid):
-            try:
-                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if any(part.endswith(b"mirror_job.py") for part in cmdline) and not any(
-                part.endswith(b"spark-submit") or part == b"org.apache.spark.deploy.SparkSubmit" for part in cmdline
-            ):
-                found.append(child)
-        return found
+        """The Python driver process(es) of the instance."""
+        return [p.pid for p in self.processes() if p.role is Role.DRIVER]
 
     def stop(self, timeout: float = 60.0) -> int | None:
         """Clean stop: SIGTERM the Python driver, which finishes its batch, commits, publishes a final
-        status and stops Spark; SIGKILL the rest if it does not exit within `timeout`."""
+        status and stops Spark (the supervisor then ends the rest); SIGKILL every process of the instance
+        that has not ended within `timeout`."""
         if not self.alive():
+            instance.end(self.processes(), 0)
             return self.exit_code()
         pids = self.driver_pids()
         for pid in pids:
@@ -233,15 +225,16 @@ class LocalJob:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        if not pids:
+        if not pids:  # still starting (no driver yet): the supervisor passes the request on
             try:
-                os.killpg(self.pid, signal.SIGTERM)
+                os.kill(self.pid, signal.SIGTERM)
             except ProcessLookupError:
                 return self.exit_code()
         code = self.wait(timeout)
         if code is None and self.alive():
             self.kill()
             return None
+        instance.end(self.processes(), 0)
         return code if code is not None else self.exit_code()
 
     def log_tail(self, lines: int = 60) -> str:
@@ -256,7 +249,8 @@ class LocalJob:
         while time.monotonic() < deadline:
             if not self.alive():
                 if self.process is not None:
-                    return self.process.wait()
+                    self.process.wait()
+                    return self.exit_code()
                 for _ in range(10):  # the wrapper writes the code just before it exits
                     if self.exit_code() is not None:
                         break

@@ -22,12 +22,6 @@ from reconciler.deploy.local import ProcessDeployer
 class StandaloneDeployer(ProcessDeployer):
     name = SPARK_STANDALONE
 
-    def where(self, record: Mapping[str, Any] | None) -> str:
-        if record is None:
-            return "no job record"
-        metrics = f", metrics http://127.0.0.1:{record['metrics_port']}/metrics" if record.get("metrics_port") else ""
-        return f"{record.get('master')}, driver pid {record.get('pid')}{metrics}"
-
     def _start(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
         if not spec.engine.master.startswith("spark://"):
             return OpResult.failed(

@@ -6,7 +6,8 @@ Per enabled flow:
   running, same spec              -> nothing
   running, only hot fields differ -> update in place (the job re-reads its spec file; no restart)
   running, other fields differ    -> restart (graceful stop, start; resumes from committed offsets)
-  down / restart-required         -> restart (with the desired spec)
+  down / restart-required         -> restart (with the desired spec); "start" when nothing of it runs
+  duplicated (2+ instances)       -> restart: every instance stopped, then exactly one started
   deployer or its settings changed-> restart (stop on the old deployer, start on the new)
   running elsewhere               -> a finding (nothing here can update it)
 Per job no enabled flow wants:
@@ -118,6 +119,19 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
     current = dep.spec if dep else None
     changes = _changes(current, d.spec) if current is not None else {}
     restart_fields = restart_fields_of(changes)
+    if state is JobState.DUPLICATED:
+        out.append(
+            RestartJob(
+                reason=lj.why,
+                current_hash=current.spec_hash() if current else None,
+                changes=changes,
+                state=state.value,
+                previous_deployer=dep.deployer if dep else None,
+                why=ReasonKind.JOB_DUPLICATED,
+                **args,
+            )
+        )
+        return
     if state in (JobState.DOWN, JobState.RESTART_REQUIRED):
         reason = f"the job is {state.value}: {lj.why}"
         if changes:
@@ -130,6 +144,7 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
                 state=state.value,
                 previous_deployer=dep.deployer if dep else None,
                 why=ReasonKind.JOB_DOWN,
+                running=bool(dep and dep.alive is not False),
                 **args,
             )
         )

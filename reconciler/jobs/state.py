@@ -17,6 +17,8 @@ two into a state:
     stopped            stopped on purpose (by the reconciler)
     not deployed       no deployment, no fresh status
     running elsewhere  a fresh status, but no deployment known here (started from another state dir)
+    duplicated         more than one instance of the flow's job has processes (an orphan whose supervisor
+                       was killed, a leftover of an earlier start): each copies, so records arrive twice
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class JobState(str, enum.Enum):
     STOPPED = "stopped"
     NOT_DEPLOYED = "not deployed"
     ELSEWHERE = "running elsewhere"
+    DUPLICATED = "duplicated"
     UNKNOWN = "unknown"
 
 
@@ -133,6 +136,13 @@ def classify(
     status = StatusRecord.of(record, flow)
     stale_after = stale_after_seconds(spec or (dep.spec if dep else None))
     fresh = status_contract.is_replicating(status, now_ms, stale_after)
+    if dep is not None and dep.strays:
+        count = len(dep.strays) + (1 if dep.alive else 0)
+        running = f"instance {dep.instance_id} ({dep.where}) and " if dep.alive else ""
+        return JobState.DUPLICATED, (
+            f"{count} instance{'s' if count != 1 else ''} of flow {flow} run: {running}"
+            f"{'; '.join(dep.strays)} that the reconciler did not account for"
+        )
     if dep is None or (dep.stopped and not dep.alive):
         if fresh:
             return JobState.ELSEWHERE, (

@@ -152,6 +152,7 @@ class RestartJob(JobAction):
     changes: dict = field(default_factory=dict)
     state: str = ""
     previous_deployer: str | None = None
+    running: bool = True  # a process of the job runs now (False: it is dead, nothing to stop: a plain start)
 
     def __hash__(self) -> int:
         return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
@@ -164,10 +165,20 @@ class RestartJob(JobAction):
         where = where_to_run(self.deployer, self._spec_or_none(), self.options)
         if self.previous_deployer and self.previous_deployer != self.deployer:
             where = f"{self.previous_deployer} -> {where}"
-        return f"restart job {self.flow} ({where}, {spec})"
+        verb = "restart" if self.running else "start"
+        if self.state == "duplicated":
+            verb = "STOP EVERY INSTANCE of"
+            return f"{verb} job {self.flow}, then start one ({where}, {spec})"
+        return f"{verb} job {self.flow} ({where}, {spec})"
 
     def details(self) -> list[str]:
-        return self._changes() + ["graceful stop, then start; resumes from its committed offsets"]
+        if self.state == "duplicated":
+            how = "every instance stopped (graceful, then SIGKILL), then exactly one started; resumes from its committed offsets"
+        elif self.running:
+            how = "graceful stop, then start; resumes from its committed offsets"
+        else:
+            how = "not running (nothing to stop): start; resumes from its committed offsets"
+        return self._changes() + [how]
 
 
 @register

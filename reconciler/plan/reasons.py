@@ -19,6 +19,7 @@ class ReasonKind(str, enum.Enum):
     CLUSTER = "cluster"  # the cluster itself: unreachable, lacks an API
     JOB_MISSING = "job-missing"  # no job runs an enabled flow
     JOB_DOWN = "job-down"  # the job is down, failed or asks for a restart
+    JOB_DUPLICATED = "job-duplicated"  # more than one instance of a flow's job runs (an orphan, a leftover)
     JOB_STALE_SPEC = "job-stale-spec"  # the job runs another spec than the topology's
     JOB_DEPLOYMENT = "job-deployment"  # the flow's deployer or its settings changed
     JOB_UNWANTED = "job-unwanted"  # a job runs a flow the topology no longer has

@@ -21,6 +21,7 @@ across batches and restarts.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from reconciler.contract.deployers import INSTANCE_ENV
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, JobSpec
 from reconciler.contract.status import (
     Latency,
@@ -583,6 +585,9 @@ class ReplicationDriver:
             out_of_range=tuple(self.out_of_range),
             halted=tuple(f"{t}:{p}" for t, p in sorted(self.halted)),
             checkpoints_emitted=self.checkpoints_emitted,
+            instance_id=(self.environ if self.environ is not None else os.environ).get(INSTANCE_ENV),
+            pid=os.getpid(),
+            metrics_port=self.metrics.port,
         )
 
     @property

@@ -304,6 +304,7 @@ class JobMetrics:
 
     def __init__(self, flow: str, registry: CollectorRegistry | None = None, clock: Any = time.monotonic):
         self.registry = registry or CollectorRegistry()
+        self.port: int | None = None  # the port /metrics is served on (serve), None: not served
         self.flow = flow_labels(flow)
         self.clock = clock  # monotonic seconds for the windows and lag clocks (tests inject one)
         self.families: dict[str, Any] = {}
@@ -478,4 +479,5 @@ class JobMetrics:
         from prometheus_client import start_http_server
 
         server, _thread = start_http_server(port, addr=addr, registry=self.registry)
+        self.port = int(server.server_port)  # the port bound (port 0: the one the system chose)
         return server
