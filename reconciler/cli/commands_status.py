@@ -82,6 +82,7 @@ def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str
                 "latency_ms": {"p50": lat.p50, "p95": lat.p95, "p99": lat.p99} if lat is not None else None,
                 "records_per_second": st.records_per_second if st is not None and fresh else None,
                 "records": st.records if st is not None else None,
+                "records_stale": st is not None and not fresh,  # the last count a job that no longer reports gave
                 "errors": st.errors if st is not None else None,
                 "last_error": st.last_error if st is not None else None,
                 "heartbeat_at": st.heartbeat_at if st is not None else None,
@@ -135,7 +136,7 @@ def render_text(rows: list[dict], now_ms: int) -> str:
                 _ms(lat.get("p50")),
                 _ms(lat.get("p99")),
                 "-" if r["records_per_second"] is None else f"{r['records_per_second']:.0f}",
-                "-" if r["records"] is None else str(r["records"]),
+                "-" if r["records"] is None else f"{r['records']}{' (stale)' if r['records_stale'] else ''}",
                 _age(r["heartbeat_at"], now_ms, bool(r["unreadable"])),
             ]
         )

@@ -175,6 +175,8 @@ class LocalJob:
         return cls(None, spec_path, log_path, pid, start_time, exit_code_path, instance_id)
 
     def alive(self) -> bool:
+        if not self.pid:  # never started (a deployer killed mid-start recorded no pid)
+            return False
         if self.process is not None:
             return self.process.poll() is None
         return process_alive(self.pid, self.start_time)

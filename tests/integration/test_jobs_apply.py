@@ -119,7 +119,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         [deploy] = env.job_actions()
         assert deploy["kind"] == "deploy_job"
         out = env.apply()
-        assert "+ deploy job west->east (local local[1], spec" in out and "started, pid" in out
+        assert "+ deploy job west->east (local local[1], spec" in out and "started, supervisor pid" in out
         first = env.record()
         assert env.plan()["code"] == 0, "a job that is starting is not planned again"
         wait_for(
@@ -173,7 +173,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         )
         assert status.delivery == "exactly-once"
 
-        # --- killed: the next plan restarts it -----------------------------------------------------------
+        # --- killed: the next plan starts it again (nothing of it runs: "start", not "restart") ---------------
         os.killpg(env.record()["pid"], signal.SIGKILL)
         wait_for(
             lambda: (
@@ -185,7 +185,9 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         )
         [restart] = env.job_actions()
         assert restart["kind"] == "restart_job" and restart["state"] == "down", restart
-        assert restart["reason"].startswith(f"the job is down: process {env.record()['pid']} "), restart
+        assert restart["running"] is False, restart
+        assert restart["reason"].startswith(f"the job is down: instance {env.record()['instance_id']} "), restart
+        assert "killed by SIGKILL" in restart["reason"], restart
         env.apply()
         _produce(env.west, "refunds", 10)
         wait_for(

@@ -1,0 +1,151 @@
+"""Runtime truth of the local deployer (issue 21): one instance of a flow's job, every process of it accounted
+for. Killing any process of a running job ends the whole instance (or, for a Spark Python worker, Spark replaces
+it and the instance goes on); a leftover instance is shown by `plan` and stopped by `apply`, `stop` and
+`dev down`; jobs started together never fight over a metrics port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import reconciler.deploy.instance as instance
+from reconciler.contract.status import read_job_status
+from reconciler.deploy.instance import Role
+from reconciler.deploy.local import LocalDeployer
+from reconciler.deploy.process import LocalJob
+from tests.integration.mirror_helpers import SequencedProducer, count_topic, create_topic, spec_for, wait_for
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
+
+
+def _ready(deployer: LocalDeployer, flow: str) -> list[instance.JobProcess]:
+    """The job's processes once the driver runs and Spark's Python workers are up (tasks have run)."""
+
+    def up():
+        procs = deployer._processes(flow)
+        roles = [p.role for p in procs]
+        return procs if Role.DRIVER in roles and Role.WORKER in roles and Role.JVM in roles else None
+
+    return wait_for(up, 120, interval=0.5, what=f"the job of {flow} running with its Python workers")
+
+
+def test_killing_any_process_of_a_job_ends_the_instance_and_a_deploy_runs_exactly_one(fresh_clusters, tmp_path):
+    west, east = fresh_clusters
+    create_topic(west.bootstrap, "orders", 2)
+    SequencedProducer(west.bootstrap, "orders", 2, 500, 5_000.0).run()
+    spec = spec_for(west, east, topics_include=("orders",))
+    deployer = LocalDeployer(root=tmp_path / "state", stop_timeout=20)
+    assert deployer.deploy(spec).ok
+    try:
+        for role in (Role.SUPERVISOR, Role.JVM, Role.DRIVER):
+            procs = _ready(deployer, spec.flow)
+            [inst] = {p.instance_id for p in procs}
+            victim = next(p for p in procs if p.role is role)
+            os.kill(victim.pid, signal.SIGKILL)
+            wait_for(
+                lambda: not deployer._processes(spec.flow),
+                30,
+                interval=0.2,
+                what=f"every process gone after {role.value} was killed",
+            )
+            dep = deployer.inspect(spec.flow)
+            assert dep is not None and dep.alive is False and not dep.strays, dep
+            if role is not Role.SUPERVISOR:  # the supervisor writes the code it saw: the signal
+                assert "killed by SIGKILL" in dep.detail, dep.detail
+            res = deployer.deploy(spec)
+            assert res.ok and "leftover" not in res.message, res.message
+            assert {p.instance_id for p in _ready(deployer, spec.flow)} - {inst}, "a new instance"
+            assert len({p.instance_id for p in deployer._processes(spec.flow)}) == 1
+
+        # A Spark Python worker killed: Spark runs the next task in a new worker; the instance goes on, alone.
+        procs = _ready(deployer, spec.flow)
+        [inst] = {p.instance_id for p in procs}
+        os.kill(next(p for p in procs if p.role is Role.WORKER).pid, signal.SIGKILL)
+        SequencedProducer(west.bootstrap, "orders", 2, 500, 5_000.0).run()
+        wait_for(lambda: count_topic(east.bootstrap, "west.orders", 2) >= 1_000, 90, what="copying goes on")
+        assert deployer.deploy(spec).message.startswith("already running")
+        assert {p.instance_id for p in deployer._processes(spec.flow)} == {inst}
+    finally:
+        deployer.stop_all()
+    assert instance.scan(under=(tmp_path / "state").resolve()) == []
+
+
+def test_a_leftover_instance_is_drift_and_start_stop_and_dev_down_end_it(fresh_clusters, tmp_path):
+    west, east = fresh_clusters
+    create_topic(west.bootstrap, "orders", 2)
+    SequencedProducer(west.bootstrap, "orders", 2, 200, 5_000.0).run()
+    spec = spec_for(west, east, topics_include=("orders",))
+    deployer = LocalDeployer(root=tmp_path / "state", stop_timeout=20)
+    job_dir = deployer.job_dir(spec.flow)
+    try:
+        assert deployer.deploy(spec).ok
+        running = {p.instance_id for p in _ready(deployer, spec.flow)}
+        # What a deployer killed after starting a job but before recording it leaves: a second instance in
+        # the job directory that the record does not name.
+        stray = LocalJob.start(spec, job_dir, spec_path=job_dir / "spec.json", log_path=tmp_path / "stray.log")
+        wait_for(lambda: stray.driver_pids(), 60, what="the stray's driver")
+        dep = deployer.inspect(spec.flow)
+        assert dep.alive and len(dep.strays) == 1 and stray.instance_id in dep.strays[0], dep
+        from reconciler.jobs.state import JobState, classify
+
+        state, why = classify(spec.flow, None, dep, int(time.time() * 1000), spec)
+        assert state is JobState.DUPLICATED and why.startswith(f"2 instances of flow {spec.flow} run"), why
+
+        # restart (what apply does for a duplicated job): every instance ends, exactly one new one runs
+        res = deployer.restart(spec)
+        assert res.ok and f"stopped a leftover instance {stray.instance_id}" in res.message, res.message
+        now = {p.instance_id for p in _ready(deployer, spec.flow)}
+        assert len(now) == 1 and not now & (running | {stray.instance_id})
+
+        # stop ends a leftover too
+        stray2 = LocalJob.start(spec, job_dir, spec_path=job_dir / "spec.json", log_path=tmp_path / "stray2.log")
+        wait_for(lambda: stray2.driver_pids(), 60, what="the second stray's driver")
+        res = deployer.stop(spec.flow)
+        assert f"stopped a leftover instance {stray2.instance_id}" in res.message, res.message
+        assert deployer._processes(spec.flow) == []
+
+        # dev down (stop_all) ends an instance whose job directory has no record at all
+        other = tmp_path / "state" / "jobs" / "gone.east"
+        stray3 = LocalJob.start(spec, other, log_path=tmp_path / "stray3.log")
+        wait_for(lambda: stray3.driver_pids(), 60, what="the third stray's driver")
+        results = deployer.stop_all()
+        assert any("unrecorded instance" in r.message for _, r in results), results
+    finally:
+        deployer.stop_all()
+    assert instance.scan(under=(tmp_path / "state").resolve()) == []
+
+
+def test_four_jobs_started_at_once_all_start_and_serve_metrics_five_times_in_a_row(fresh_clusters, tmp_path):
+    west, east = fresh_clusters
+    create_topic(west.bootstrap, "orders", 1)
+    SequencedProducer(west.bootstrap, "orders", 1, 100, 5_000.0).run()
+    specs = [
+        spec_for(west, east, source_alias=alias, topics_include=("orders",), master="local[1]", parallelism=1)
+        for alias in ("a", "b", "c", "d")
+    ]
+    deployer = LocalDeployer(root=tmp_path / "state", stop_timeout=20)
+    try:
+        for round_ in range(5):
+            with ThreadPoolExecutor(4) as pool:
+                results = list(pool.map(deployer.deploy, specs))
+            assert all(r.ok for r in results), [r.message for r in results]
+
+            def all_running():
+                got = [read_job_status({"bootstrap.servers": east.bootstrap}, s.flow, timeout=3) for s in specs]
+                return got if all(g is not None and g.state_name == "running" for g in got) else None
+
+            statuses = wait_for(all_running, 150, interval=1, what=f"4 jobs running (round {round_ + 1})")
+            ports = [deployer.metrics_port(s.flow) for s in specs]
+            assert all(ports) and len(set(ports)) == 4, ports
+            assert [st.metrics_port for st in statuses] == ports, "the status record names the port bound"
+            for s in specs:
+                dep = deployer.inspect(s.flow)
+                assert dep.alive and f"metrics http://127.0.0.1:{deployer.metrics_port(s.flow)}/metrics" in dep.where
+            assert all(r.ok for _, r in deployer.stop_all())
+            assert instance.scan(under=(tmp_path / "state").resolve()) == []
+    finally:
+        deployer.stop_all()
