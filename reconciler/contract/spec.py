@@ -55,6 +55,8 @@ from reconciler.topology.model import (
 SPEC_VERSION = 2
 _FLOW = BUILTIN_FLOW_DEFAULTS
 EXIT_RESTART_REQUIRED = 3
+#: The job stopped itself because a newer instance of its flow runs (at most one instance copies a flow).
+EXIT_SUPERSEDED = 4
 
 #: Paths (and everything under them) of a JobSpec a running job applies without a restart; a change
 #: anywhere else needs one. Paths are those of `JobSpec.leaves()`.

@@ -69,7 +69,12 @@ class Deployment:
         return self.spec.spec_hash() if self.spec is not None else None
 
 
-EXIT_MEANINGS = {0: "stopped", 1: "failed", 3: "restart required"}
+EXIT_MEANINGS = {
+    0: "stopped",
+    1: "failed",
+    3: "restart required",
+    4: "stopped itself: a newer instance of the flow runs",
+}
 
 
 def describe_exit(code: int | None) -> str:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reconciler.contract.deployers import INSTANCE_ENV
-from reconciler.contract.spec import EXIT_RESTART_REQUIRED, JobSpec
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec
 from reconciler.contract.status import (
     Latency,
     LatencyWindow,
@@ -47,6 +47,7 @@ from reconciler.contract.status import (
 from reconciler.replication import clients
 from reconciler.replication.delivery import DeliveryMode, mode_of
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
+from reconciler.replication.fencing import InstanceFence
 from reconciler.replication.metrics import JobMetrics
 from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
@@ -158,6 +159,9 @@ class ReplicationDriver:
         self.batch_failures = 0  # consecutive failed batches (0 after a good one)
         self.checkpoints: CheckpointEmitter | None = None  # set at start (_connect)
         self._checkpointing: Periodic | None = None  # runs self.checkpoints from start to close
+        self.instance_id = (environ if environ is not None else os.environ).get(INSTANCE_ENV)
+        self._fence: InstanceFence | None = None  # set at start when the job has an instance id
+        self._fencing: Periodic | None = None  # runs self.fence_round from start to close
         self._error_lock = threading.Lock()  # _error is called from the checkpoint thread too
         self.status: StatusPublisher | None = None  # set at start (_connect)
         self._runner: ThreadPoolExecutor | None = None
@@ -230,13 +234,34 @@ class ReplicationDriver:
                 self._error,
             )
             self._checkpointing.start()
+        if self.instance_id:
+            self._fence = InstanceFence(self.spec, self.instance_id, self.started_at, self.environ)
+            self._fencing = Periodic(
+                "fencing", self.fence_round, lambda: max(1.0, self.spec.engine.status_interval_seconds), self._error
+            )
+            self._fencing.start()
         self.publish_status()
+
+    def fence_round(self) -> None:
+        """Stop this instance if a newer instance of the flow runs (replication/fencing.py)."""
+        newer = self._fence.newer() if self._fence is not None else None
+        if newer is None or self.stop_event.is_set():
+            return
+        self._error(
+            f"a newer instance {newer.instance_id} of flow {self.spec.flow} runs (started "
+            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime((newer.started_at or 0) / 1000))}): "
+            f"this instance {self.instance_id} stops so that only one copies"
+        )
+        self.exit_code = EXIT_SUPERSEDED
+        self.stop_event.set()
 
     def checkpoint_round(self) -> None:
         if self.checkpoints is not None and self.spec.settings.checkpoints.enabled:
             self.checkpoints.emit()
 
     def close(self) -> None:
+        if self._fencing is not None and self._fencing.stop(timeout=10) and self._fence is not None:
+            self._fence.close()
         checkpoints_idle = self._checkpointing is None or self._checkpointing.stop(timeout=30)
         if self._runner is not None:
             self._runner.shutdown(wait=True)
@@ -585,7 +610,7 @@ class ReplicationDriver:
             out_of_range=tuple(self.out_of_range),
             halted=tuple(f"{t}:{p}" for t, p in sorted(self.halted)),
             checkpoints_emitted=self.checkpoints_emitted,
-            instance_id=(self.environ if self.environ is not None else os.environ).get(INSTANCE_ENV),
+            instance_id=self.instance_id,
             pid=os.getpid(),
             metrics_port=self.metrics.port,
         )

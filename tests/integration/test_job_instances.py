@@ -149,3 +149,31 @@ def test_four_jobs_started_at_once_all_start_and_serve_metrics_five_times_in_a_r
             assert instance.scan(under=(tmp_path / "state").resolve()) == []
     finally:
         deployer.stop_all()
+
+
+def test_a_running_job_stops_itself_when_a_newer_instance_of_its_flow_runs(fresh_clusters, tmp_path):
+    """The second guard (as KIP-618 fences zombie tasks): an instance started from somewhere no deployer here
+    knows (another state directory, another machine) makes the older one stop, saying why."""
+    west, east = fresh_clusters
+    create_topic(west.bootstrap, "orders", 1)
+    spec = spec_for(west, east, topics_include=("orders",), master="local[1]", parallelism=1)
+    older = LocalJob.start(spec, tmp_path / "here", exit_code_path=tmp_path / "here" / "exit_code")
+    newer = None
+    try:
+        wait_for(
+            lambda: (s := read_job_status({"bootstrap.servers": east.bootstrap}, spec.flow, timeout=3))
+            and s.instance_id == older.instance_id
+            and s.state_name == "running",
+            120,
+            what="the first instance running",
+        )
+        newer = LocalJob.start(spec, tmp_path / "elsewhere")
+        code = older.wait(120)
+        assert code == 4, older.log_tail()
+        assert f"a newer instance {newer.instance_id} of flow {spec.flow} runs" in older.log_tail(200)
+        assert newer.alive(), newer.log_tail()
+        assert older.processes() == []
+    finally:
+        older.kill()
+        if newer is not None:
+            newer.kill()
