@@ -21,9 +21,10 @@ _CLIENT_ID = b"reconciler-probe"
 
 
 class ProbeError(Exception):
-    def __init__(self, message: str, unreachable: bool = False):
+    def __init__(self, message: str, unreachable: bool = False, silent: bool = False):
         super().__init__(message)
-        self.unreachable = unreachable  # no bootstrap address accepted a TCP connection
+        self.unreachable = unreachable  # no bootstrap address accepted a TCP connection (refused, no route)
+        self.silent = silent  # a broker took the connection but did not answer in time (hung, paused, overloaded)
 
 
 def encode_request(correlation_id: int = 1) -> bytes:
@@ -79,19 +80,27 @@ def probe_api_versions(
     protocol = config.get("security.protocol", "PLAINTEXT").upper()
     errors = []
     connected = False
+    silent = False
     for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
         for prefix in ("PLAINTEXT://", "SSL://", "SASL_SSL://", "SASL_PLAINTEXT://", "tcp://"):
             address = address.removeprefix(prefix)
         host, _, port = address.rpartition(":")
         host = host.strip("[]")
+        took = False
         try:
             with socket.create_connection((host, int(port)), timeout=timeout) as raw:
-                connected = True
+                connected = took = True
                 sock = _ssl_context(config).wrap_socket(raw, server_hostname=host) if "SSL" in protocol else raw
                 sock.settimeout(timeout)
                 sock.sendall(encode_request())
                 size = struct.unpack(">i", _recv_exact(sock, 4))[0]
                 return decode_response(_recv_exact(sock, size))
+        except TimeoutError as exc:
+            if took:
+                silent = True
+                errors.append(f"{host}:{port}: took the connection but did not answer within {timeout:g}s")
+            else:
+                errors.append(f"{host}:{port}: {exc}")
         except (OSError, ValueError, ProbeError, ssl.SSLError) as exc:
             errors.append(f"{host}:{port}: {exc}")
-    raise ProbeError("; ".join(errors) or "no bootstrap address", unreachable=not connected)
+    raise ProbeError("; ".join(errors) or "no bootstrap address", unreachable=not connected, silent=silent)

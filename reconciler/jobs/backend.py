@@ -28,6 +28,11 @@ class Unreachable(Exception):
     """No bootstrap broker of the cluster takes a connection: its statuses are not even tried."""
 
 
+class NotAnswering(Exception):
+    """A broker of the cluster takes connections but does not answer (hung, paused, overloaded): told apart
+    from one that refuses, and not waited for any longer than the probe."""
+
+
 def kafka_status_reader(cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
     from reconciler.adapters.probe import ProbeError, probe_api_versions
     from reconciler.contract.status import read_all_job_status
@@ -38,6 +43,8 @@ def kafka_status_reader(cluster: Cluster) -> Mapping[str, StatusRecord | Mapping
     except ProbeError as exc:
         if exc.unreachable:
             raise Unreachable(f"cannot connect to {exc}") from None
+        if exc.silent:
+            raise NotAnswering(f"the broker does not answer ({exc}): it is hung, paused or overloaded") from None
     return read_all_job_status(cluster, timeout=STATUS_READ_TIMEOUT)
 
 

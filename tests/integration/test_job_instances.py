@@ -161,9 +161,11 @@ def test_a_running_job_stops_itself_when_a_newer_instance_of_its_flow_runs(fresh
     newer = None
     try:
         wait_for(
-            lambda: (s := read_job_status({"bootstrap.servers": east.bootstrap}, spec.flow, timeout=3))
-            and s.instance_id == older.instance_id
-            and s.state_name == "running",
+            lambda: (
+                (s := read_job_status({"bootstrap.servers": east.bootstrap}, spec.flow, timeout=3))
+                and s.instance_id == older.instance_id
+                and s.state_name == "running"
+            ),
             120,
             what="the first instance running",
         )

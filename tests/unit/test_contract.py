@@ -108,7 +108,12 @@ def test_a_written_record_round_trips_byte_for_byte():
     record = StatusRecord.from_json(WRITTEN)
     assert record.state is StatusState.DEGRADED and record.lag[0].lag == 20 and record.latency_ms.p99 == 55.0
     assert record.out_of_range[0].action == "halted" and record.halted == ("ledger:0",)
-    assert (record.instance_id, record.pid, record.metrics_port, record.lag_seconds) == ("0123abcd4567", 4321, 40123, 1.5)
+    assert (record.instance_id, record.pid, record.metrics_port, record.lag_seconds) == (
+        "0123abcd4567",
+        4321,
+        40123,
+        1.5,
+    )
     assert record.to_json() == WRITTEN
     assert StatusRecord.from_json(record.to_json()) == record
 

@@ -63,3 +63,31 @@ def test_probe_of_nothing_listening_fails_cleanly():
     s.close()
     with pytest.raises(ProbeError):
         probe_api_versions(f"127.0.0.1:{port}", timeout=1)
+
+
+def test_a_broker_that_takes_connections_but_never_answers_is_told_apart_from_one_that_refuses():
+    """A frozen broker (SIGSTOPped, hung) completes TCP handshakes in the kernel and says nothing; `status` must
+    say so after the probe's few seconds, not wait out the status read and report a transport failure."""
+    from reconciler.jobs.backend import NotAnswering, Unreachable, kafka_status_reader
+    from reconciler.topology.model import Cluster
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # never accepted, never answered
+    refused = socket.socket()
+    refused.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+    try:
+        with pytest.raises(ProbeError) as frozen:
+            probe_api_versions(f"127.0.0.1:{silent.getsockname()[1]}", timeout=0.5)
+        assert frozen.value.silent and not frozen.value.unreachable
+        assert "did not answer within 0.5s" in str(frozen.value)
+        with pytest.raises(ProbeError) as down:
+            probe_api_versions(f"127.0.0.1:{refused.getsockname()[1]}", timeout=0.5)
+        assert down.value.unreachable and not down.value.silent
+        with pytest.raises(NotAnswering, match="hung, paused or overloaded"):
+            kafka_status_reader(Cluster("east", f"127.0.0.1:{silent.getsockname()[1]}"))
+        with pytest.raises(Unreachable, match="cannot connect"):
+            kafka_status_reader(Cluster("east", f"127.0.0.1:{refused.getsockname()[1]}"))
+    finally:
+        silent.close()
+        refused.close()
