@@ -1,18 +1,23 @@
-"""At-least-once progress under repeated SIGKILLs, with the default task length (10 s): the worker
-commits each round's acknowledged positions on the source (issue 21), so a kill repeats at most
-about one round of records per partition, not everything since the task began.
+"""At-least-once progress with the default task length (10 s): the worker commits its acknowledged
+positions on the source as the task goes (issue 21), so a kill repeats at most about one round of
+records per partition, not everything since the task began.
 
 Run with `-s` to see the figures (kills, missing, duplicates per kill, time to recover)."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from reconciler.contract.spec import job_group
 from reconciler.deploy.process import LocalJob
+from reconciler.replication.delivery import PROGRESS_COMMIT_S, AtLeastOnce
+from reconciler.replication.tasks import CopyTask, PartitionTask, TaskResult
+from reconciler.replication.worker import copy_task
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     create_topic,
@@ -22,7 +27,7 @@ from tests.integration.mirror_helpers import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 PARTITIONS = 4
 RATE = 2_000.0  # records/s over all partitions
@@ -69,6 +74,55 @@ def _rewinds(s: list[int]) -> list[int]:
     return [a - b + 1 for a, b in zip(s, s[1:]) if b <= a]
 
 
+def test_an_at_least_once_task_commits_its_progress_on_the_source_while_it_runs(fresh_clusters):
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "ticks", 2)
+    create_topic(target.bootstrap, "west.ticks", 2)
+    spec = spec_for(source, target, topics_include=("ticks",), delivery="at-least-once")
+    assert spec.engine.max_batch_ms == 10_000
+    producer = SequencedProducer(source.bootstrap, "ticks", 2, 16_000, 2_000.0)  # 8 s of records
+    task = CopyTask(0, 0, tuple(PartitionTask("ticks", p, "west.ticks", -2) for p in range(2)))
+    results: list[TaskResult] = []
+    runner = threading.Thread(target=lambda: results.append(copy_task(spec, task, AtLeastOnce())))
+    group = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    tps = [TopicPartition("ticks", p) for p in range(2)]
+    seen: list[tuple[float, int]] = []  # (seconds since the task began, committed offsets summed)
+    producer.start()
+    # Records flowing before the task starts (a task that finds nothing for a second ends).
+    wait_for(lambda: all(group.get_watermark_offsets(tp, timeout=5)[1] > 0 for tp in tps), 30, interval=0.1)
+    began = time.monotonic()
+    runner.start()
+    try:
+        while runner.is_alive():
+            committed = sum(max(tp.offset, 0) for tp in group.committed(tps, timeout=10))
+            seen.append((time.monotonic() - began, committed))
+            time.sleep(0.1)
+        final = {tp.partition: tp.offset for tp in group.committed(tps, timeout=10)}
+    finally:
+        group.close()
+        producer.join(30)
+    took = time.monotonic() - began
+    [result] = results
+    assert result.error is None, result
+    assert producer.error is None and producer.produced == 16_000, (producer.error, producer.produced)
+    moves = [t for (t, c), (_, before) in zip(seen[1:], seen) if c > before]
+    gaps = [b - a for a, b in zip(moves, moves[1:])]
+    print(
+        f"\ntask of {took:.1f} s copied {sum(p.count for p in result.partitions)} records: the committed "
+        f"offsets moved {len(moves)} times while it ran, first after {moves[0] if moves else -1:.2f} s, "
+        f"largest gap {max(gaps, default=0):.2f} s (at {[round(t, 2) for t in moves]})",
+        file=sys.stderr,
+    )
+    assert [c for _, c in seen] == sorted(c for _, c in seen), "the group's offsets never go back"
+    assert moves and moves[0] < 2.0, (seen[:20], result)  # the first durable round commits at once
+    assert max(gaps, default=0) < 2 * PROGRESS_COMMIT_S + 0.5, seen
+    assert took > 5.0 and len(moves) >= 4, "the task ran for seconds and committed as it went"
+    # The task's end commits its final positions (synchronously: nothing of it is in flight after).
+    assert final == {p.partition: p.next for p in result.partitions}
+    assert sum(final.values()) == sum(p.count for p in result.partitions) > 8_000
+
+
+@pytest.mark.spark
 def test_at_least_once_kills_repeat_at_most_a_round(fresh_clusters, tmp_path):
     source, target = fresh_clusters
     topic, remote = "events-progress", "west.events-progress"
