@@ -285,9 +285,9 @@ class Copier:
 
     def run(self, deadline: float) -> bool:
         """Copy one round. The round ends (False) once every partition is caught up after ROUND_S,
-        or after `max_round_s` (MAX_ROUND_S unless the mode says otherwise); the task ends (True) at
-        `deadline`, when every partition is paused,
-        or when every partition is caught up and nothing arrived for IDLE_END_S.
+        or after `max_round_s` (MAX_ROUND_S unless the mode says otherwise); the task ends (True)
+        at `deadline`, when every partition is paused, or when every partition is caught up and
+        nothing arrived for IDLE_END_S.
 
         "Caught up" is per round: every active partition reached its end at least once since the
         round began. At a steady rate every partition reaches its end many times a second, so a

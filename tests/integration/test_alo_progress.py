@@ -114,7 +114,7 @@ def test_an_at_least_once_task_commits_its_progress_on_the_source_while_it_runs(
         file=sys.stderr,
     )
     assert [c for _, c in seen] == sorted(c for _, c in seen), "the group's offsets never go back"
-    assert moves and moves[0] < 2.0, (seen[:20], result)  # the first durable round commits at once
+    assert moves and moves[0] < 3.0, (seen[:20], result)  # the first durable round commits at once
     assert max(gaps, default=0) < 2 * PROGRESS_COMMIT_S + 0.5, seen
     assert took > 5.0 and len(moves) >= 4, "the task ran for seconds and committed as it went"
     # The task's end commits its final positions (synchronously: nothing of it is in flight after).
