@@ -2,9 +2,11 @@
 differently, on the driver (start, commit, recovery), in the offset store (where positions live)
 and in the worker (how a batch is made durable), in one place each.
 
-* `AtLeastOnce`: the worker flushes the plain idempotent producer and checks every delivery; the
-  driver then commits the next offsets in the job's group on the SOURCE cluster (after
-  acknowledgement, so a crash replays, never loses).
+* `AtLeastOnce`: the worker flushes the plain idempotent producer and checks every delivery at the
+  end of each round, and commits the acknowledged next offsets to the job's group on the SOURCE
+  cluster as it goes (`SourceProgress`: at most every PROGRESS_COMMIT_S, and rounds last at most
+  that long); the driver commits the task's final positions there after the task (after
+  acknowledgement, so a crash replays at most about a round, never loses).
 * `ExactlyOnce` (KIP-656): every transactional id is fenced at start; the worker writes the records
   and the next source offsets (the job's group on the TARGET cluster) in one transaction; after a
   failed batch the driver re-reads the committed positions from the target (the truth).
@@ -17,7 +19,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler.contract.spec import JobSpec, transactional_id
@@ -40,6 +43,13 @@ if TYPE_CHECKING:
 # Tests only: seconds an exactly-once task waits, records written, before committing.
 _TEST_TXN_DELAY_S = float(os.environ.get("RECONCILER_TEST_TXN_DELAY_MS", "0")) / 1000.0
 FLUSH_TIMEOUT_S = 60.0
+# At-least-once: a task commits its acknowledged positions on the source at most this often, and its
+# rounds end after this long even under a backlog (MAX_ROUND_S is for exactly-once): a kill repeats
+# at most about this much copying per partition. Commits are asynchronous (measured on Tansu over
+# loopback: a synchronous commit answers in 0.19 ms for 4 partitions, 0.63 ms for 64; the call alone
+# takes 1-10 us; against a remote source a synchronous commit costs the task a round trip, every
+# time) and at most one a second, as the source writes an offset record per partition per commit.
+PROGRESS_COMMIT_S = 1.0
 
 
 class DeliveryMode(Protocol):
@@ -61,6 +71,62 @@ class DeliveryMode(Protocol):
         """Driver: after a failed batch, bring the positions of `tps` back to what is durable."""
 
 
+@dataclass
+class SourceProgress:
+    """At-least-once, in the worker: which acknowledged positions a task commits to the job's group
+    on the source as it goes, and when. Pure; `Copier.commit` sends them.
+
+    `committed` starts at each partition's start (what the driver committed or loaded) and only
+    moves forward, to a durable round's next offset (`PartitionCopy.base_next`: every record before
+    it acknowledged; back at the start after `reset`). Rounds commit asynchronously at most every
+    `every_s` (`due`); the task's end commits everything it moved synchronously (`final`), after
+    every asynchronous commit of the task on the same consumer: none is still in flight when the
+    driver commits the task's result, so none can land after it and move the group back."""
+
+    start: dict[TP, int]
+    every_s: float = PROGRESS_COMMIT_S
+    committed: dict[TP, int] = field(default_factory=dict)
+    last_at: float = float("-inf")  # the first durable round commits at once
+
+    @classmethod
+    def of(cls, parts: Iterable[PartitionCopy], every_s: float = PROGRESS_COMMIT_S) -> SourceProgress:
+        start = {(p.topic, p.partition): p.start for p in parts}
+        return cls(start, every_s, dict(start))
+
+    def _moved(self, parts: Iterable[PartitionCopy]) -> dict[TP, int]:
+        moved = {}
+        for p in parts:
+            tp = (p.topic, p.partition)
+            if p.base_next >= 0 and p.base_next > self.committed.get(tp, p.start):
+                moved[tp] = p.base_next
+        self.committed.update(moved)
+        return moved
+
+    def due(self, parts: Iterable[PartitionCopy], now: float) -> dict[TP, int]:
+        """After a durable round: the positions that moved since the last commit, once `every_s`
+        has passed since it (else nothing)."""
+        if now - self.last_at < self.every_s:
+            return {}
+        moved = self._moved(parts)
+        if moved:
+            self.last_at = now
+        return moved
+
+    def final(self, parts: Iterable[PartitionCopy]) -> dict[TP, int]:
+        """At the task's end (whatever happened): every partition the task moved, at its last
+        acknowledged position."""
+        self._moved(parts)
+        return {tp: o for tp, o in self.committed.items() if o > self.start.get(tp, -1)}
+
+
+def _report(parts: list[PartitionCopy], errors: Mapping[TP, str]) -> None:
+    """A failed progress commit is a transient, reported per partition (the driver commits after the task)."""
+    for p in parts:
+        err = errors.get((p.topic, p.partition))
+        if err is not None and p.error is None:
+            p.error = f"progress commit on the source failed: {err}"
+
+
 class AtLeastOnce:
     name = Delivery.AT_LEAST_ONCE.value
 
@@ -71,11 +137,14 @@ class AtLeastOnce:
         return store.source_positions(partitions, {tp: (None, None) for tp in partitions})
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
-        # Rounds end when caught up (acknowledgements awaited, latency sampled); the task copies
-        # until its time budget while records flow. The driver commits after the task.
+        # Rounds end when caught up (acknowledgements awaited, latency sampled), and after
+        # PROGRESS_COMMIT_S under a backlog; the task copies until its time budget while records
+        # flow. Acknowledged positions are committed on the source as the task goes, so a kill
+        # repeats about a round, not the whole task; the driver commits the task's result after it.
         producer = plain_producer(spec)
         deadline = time.time() + spec.engine.max_batch_ms / 1000.0
-        copier = Copier(spec, parts, producer, task.consumer_epoch)
+        copier = Copier(spec, parts, producer, task.consumer_epoch, max_round_s=PROGRESS_COMMIT_S)
+        progress = SourceProgress.of(parts)
         try:
             done = False
             while not done:
@@ -86,7 +155,11 @@ class AtLeastOnce:
                     return
                 for p in parts:
                     p.durable()
+                if not done:
+                    _report(parts, copier.commit(progress.due(parts, time.time()), asynchronous=True))
         finally:
+            # Synchronous, failed task or not: it waits out the task's asynchronous commits too.
+            _report(parts, copier.commit(progress.final(parts), asynchronous=False))
             copier.close()
 
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:

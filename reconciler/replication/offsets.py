@@ -1,7 +1,9 @@
 """Where the job keeps its source positions.
 
-* at-least-once: the job's group on the SOURCE cluster; the driver commits the next offsets after
-  the workers report every record acknowledged (so a crash re-copies, never skips).
+* at-least-once: the job's group on the SOURCE cluster; the workers commit acknowledged next
+  offsets there as a task goes (`AtLeastOnce.copy`, at most every second), and the driver commits
+  the next offsets after the workers report every record acknowledged (so a crash re-copies at
+  most about a round, never skips).
 * exactly-once (KIP-656): the job's group on the TARGET cluster, written only by the workers'
   transactional producers together with the records (`send_offsets_to_transaction`). The group is
   the source of truth on restart. Offsets are stored under the REMOTE topic name and partition

@@ -11,8 +11,10 @@ and timestamp. Then:
 
 What happens after the copy is the delivery mode's (delivery.py, one object per mode):
 
-* at-least-once: the producer is flushed and every delivery checked; the result tells the
-  driver the next offset per partition, and the driver commits them on the source cluster;
+* at-least-once: the producer is flushed and every delivery checked at the end of each round;
+  the task commits the acknowledged next offsets to the job's group on the source cluster as it
+  goes (at most every second, `Copier.commit`), and the result tells the driver the next offset
+  per partition, which the driver commits there once the task has ended;
 * exactly-once (KIP-656): the records and the next source offsets (in the job's group on the
   TARGET cluster) are written in one transaction by the slot's transactional producer
   (`transactional.id` stable per slot, which the driver keeps stable per partition), so a zombie
@@ -29,14 +31,14 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from reconciler.contract.spec import JobSpec, job_group
 from reconciler.replication import clients
 from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
-from reconciler.replication.tasks import CopyTask, PartitionResult, PartitionTask, TaskResult
+from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
 
 OFFSET_BEGINNING = -2
 LATENCY_SAMPLE_EVERY = 64  # one record in 64 (plus the last of each partition) is timed
@@ -260,12 +262,15 @@ class Copier:
     """One task's reading: the cached source consumer assigned to the task's partitions, copied
     into `producer` in rounds (`run`), until the task's deadline or until it is idle."""
 
-    def __init__(self, spec: JobSpec, parts: list[PartitionCopy], producer: Any, epoch: int = 0):
+    def __init__(
+        self, spec: JobSpec, parts: list[PartitionCopy], producer: Any, epoch: int = 0, max_round_s: float = MAX_ROUND_S
+    ):
         from confluent_kafka import KafkaError, TopicPartition
 
         self.consumer = _consumer(spec, epoch)
         self.parts = parts
         self.producer = producer
+        self.max_round_s = max_round_s
         self.budget = spec.engine.max_records_per_partition
         self.by_tp = {(p.topic, p.partition): p for p in parts}
         self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
@@ -280,20 +285,21 @@ class Copier:
 
     def run(self, deadline: float) -> bool:
         """Copy one round. The round ends (False) once every partition is caught up after ROUND_S,
-        or after MAX_ROUND_S; the task ends (True) at `deadline`, when every partition is paused,
-        or when every partition is caught up and nothing arrived for IDLE_END_S.
+        or after `max_round_s` (MAX_ROUND_S unless the mode says otherwise); the task ends (True)
+        at `deadline`, when every partition is paused, or when every partition is caught up and
+        nothing arrived for IDLE_END_S.
 
         "Caught up" is per round: every active partition reached its end at least once since the
         round began. At a steady rate every partition reaches its end many times a second, so a
         round lasts about ROUND_S; under a backlog none does, so a round (and an exactly-once
-        transaction) lasts MAX_ROUND_S or until the task's deadline."""
+        transaction) lasts `max_round_s` or until the task's deadline."""
         self.behind = 0
         for part in self.parts:  # still at its end: nothing copied since its last end-of-partition event
             part.at_end = part.eof and part.next == part.hw
             if not part.paused and not part.at_end:
                 self.behind += 1
         self.last_record = began = time.time()  # time between rounds (a commit, a flush) is not idleness
-        soft_deadline, round_deadline = began + ROUND_S, began + MAX_ROUND_S
+        soft_deadline, round_deadline = began + ROUND_S, began + self.max_round_s
         consume = self.consumer.consume
         produce, poll = self.producer.produce, self.producer.poll
         by_tp, budget, eof_code = self.by_tp, self.budget, self._eof
@@ -368,6 +374,20 @@ class Copier:
                 self._retire(p)
         else:
             p.error = err.str()  # transient (librdkafka retries); reported
+
+    def commit(self, positions: Mapping[TP, int], *, asynchronous: bool) -> dict[TP, str]:
+        """Commit next offsets to the job's group on the source with the task's own consumer (its
+        `group.id` is the job's group); errors per partition come back, never raised. A synchronous
+        commit returns once the broker answered it, and so every asynchronous commit made before
+        it on this consumer (one coordinator connection, requests answered in order)."""
+        if not positions:
+            return {}
+        offsets = [self._tp(t, p, o) for (t, p), o in positions.items()]
+        try:
+            answered = self.consumer.commit(offsets=offsets, asynchronous=asynchronous)
+        except Exception as exc:  # noqa: BLE001 - reported; the driver commits at the task's end
+            return {tp: f"{type(exc).__name__}: {exc}" for tp in positions}
+        return {(tp.topic, tp.partition): str(tp.error) for tp in answered or () if tp.error is not None}
 
     def close(self) -> None:
         consumer = self.consumer

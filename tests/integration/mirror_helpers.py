@@ -101,13 +101,19 @@ def count_topic(bootstrap: str, topic: str, partitions: int) -> int:
 
 class SequencedProducer(threading.Thread):
     """Produces `total` records round-robin over partitions, value = b"<partition>:<seq>" where
-    seq counts per partition from 0, at about `rate` records/s."""
+    seq counts per partition from 0, at about `rate` records/s; `stop()` ends it early (then
+    `expected()` covers what was produced)."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, total: int, rate: float):
         super().__init__(daemon=True)
         self.bootstrap, self.topic, self.partitions, self.total, self.rate = bootstrap, topic, partitions, total, rate
         self.produced = 0
         self.error: Exception | None = None
+        self._stop_event = threading.Event()
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self._stop_event.set()
+        self.join(timeout)
 
     def run(self) -> None:
         try:
@@ -115,6 +121,8 @@ class SequencedProducer(threading.Thread):
             seq = [0] * self.partitions
             start = time.monotonic()
             for i in range(self.total):
+                if self._stop_event.is_set():
+                    break
                 part = i % self.partitions
                 p.produce(
                     self.topic,
@@ -136,7 +144,7 @@ class SequencedProducer(threading.Thread):
 
     def expected(self) -> dict[int, list[int]]:
         per = {p: 0 for p in range(self.partitions)}
-        for i in range(self.total):
+        for i in range(self.produced if self._stop_event.is_set() else self.total):
             per[i % self.partitions] += 1
         return {p: list(range(n)) for p, n in per.items()}
 

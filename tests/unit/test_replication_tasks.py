@@ -1,12 +1,13 @@
 """The job's typed seams: tasks and results travel pickled to Spark workers, the delivery mode is
-one object per mode, and a rolled-back partition reports no progress."""
+one object per mode, a rolled-back partition reports no progress, and at-least-once commits only
+acknowledged positions as it goes, never behind where the task started."""
 
 from __future__ import annotations
 
 import pickle
 
 from reconciler.contract.spec import ClusterSpec, JobSpec
-from reconciler.replication.delivery import AtLeastOnce, ExactlyOnce, mode_of
+from reconciler.replication.delivery import PROGRESS_COMMIT_S, AtLeastOnce, ExactlyOnce, SourceProgress, mode_of
 from reconciler.replication.tasks import CopyTask, PartitionTask, TaskResult
 from reconciler.replication.worker import PartitionCopy
 from tests.spec_helpers import job_spec
@@ -65,3 +66,52 @@ def test_a_rolled_back_round_returns_to_the_last_durable_round_and_a_reset_to_th
     )
     result = TaskResult(0, "host:1", error="delivery failed", partitions=[start])
     assert result.partitions[0].tp == ("orders", 0) and not result.committed
+
+
+def _round(p: PartitionCopy, next_offset: int, acknowledged: bool = True) -> None:
+    p.next, p.count = next_offset, p.count + max(0, next_offset - max(p.next, 0))
+    if acknowledged:
+        p.durable()
+
+
+def test_at_least_once_commits_acknowledged_positions_as_it_goes_at_most_every_second():
+    a = PartitionCopy.of(PartitionTask("orders", 0, "west.orders", 100))
+    b = PartitionCopy.of(PartitionTask("orders", 1, "west.orders", -2))  # no position yet: from the beginning
+    idle = PartitionCopy.of(PartitionTask("orders", 2, "west.orders", 7))
+    parts = [a, b, idle]
+    progress = SourceProgress.of(parts)
+    assert progress.every_s == PROGRESS_COMMIT_S == 1.0
+    # the first durable round commits at once, only the partitions that moved
+    _round(a, 120)
+    _round(b, 5)
+    assert progress.due(parts, now=10.0) == {("orders", 0): 120, ("orders", 1): 5}
+    # a round later than that within the second commits nothing; the positions wait for the next commit
+    _round(a, 130)
+    assert progress.due(parts, now=10.5) == {}
+    # records read but not yet acknowledged (the round in flight) are never committed
+    _round(a, 150, acknowledged=False)
+    assert progress.due(parts, now=11.0) == {("orders", 0): 130}
+    assert progress.due(parts, now=12.5) == {}  # nothing moved since
+    # the task's end: every partition the task moved, at its last acknowledged position
+    a.durable()
+    assert progress.final(parts) == {("orders", 0): 150, ("orders", 1): 5}
+
+
+def test_a_failed_at_least_once_task_never_commits_behind_what_it_committed_or_where_it_started():
+    a = PartitionCopy.of(PartitionTask("orders", 0, "west.orders", 100))
+    b = PartitionCopy.of(PartitionTask("orders", 1, "west.orders", 40))
+    parts = [a, b]
+    progress = SourceProgress.of(parts)
+    _round(a, 120)
+    assert progress.due(parts, now=0.0) == {("orders", 0): 120}
+    # a later round fails: the task gives up (positions back to the task's start, the driver does
+    # not advance); the end commit repeats what was committed, acknowledged records only
+    _round(a, 140, acknowledged=False)
+    _round(b, 60, acknowledged=False)
+    for p in parts:
+        p.reset()
+    assert (a.base_next, b.base_next) == (100, 40)
+    assert progress.final(parts) == {("orders", 0): 120}
+    # a task that moved nothing commits nothing
+    idle = [PartitionCopy.of(PartitionTask("orders", 0, "west.orders", 100))]
+    assert SourceProgress.of(idle).final(idle) == {}
