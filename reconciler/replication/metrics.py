@@ -276,10 +276,10 @@ class RateWindow:
 class LagClock:
     """Lag in seconds of one source partition, by the job's own clock (no producer timestamps).
 
-    The driver sees the partition's end offset after each batch; the clock keeps when it first saw
-    each larger end offset. The oldest record not yet replicated is the one at the job's next offset;
+    The driver sees the partition's end offset after each batch and at each status interval (the source's
+    end read beside the batches, lag.py); the clock keeps when it first saw each larger end offset. The oldest record not yet replicated is the one at the job's next offset;
     it is known to exist since the first observation whose end offset is past it, so the lag is
-    `now - that observation` (0 when the job is caught up). It reads low by at most one batch cycle
+    `now - that observation` (0 when the job is caught up). It reads low by at most one status interval
     (the record arrived between two observations) and does not count time before the job started.
     """
 
