@@ -88,7 +88,7 @@ def test_lag_grows_while_the_python_workers_are_held_up_and_falls_back_after(fre
         )
         assert job.alive(), job.log_tail()
         producer.start()
-        wait_for(lambda: ((s := status()) and (s.records or 0) >= 4_000), 90, what="the job copying the stream")
+        wait_for(lambda: (s := status()) and (s.records or 0) >= 4_000, 90, what="the job copying the stream")
         caught_up = wait_for(
             lambda: (s := status()) is not None and s.lag_total is not None and s.lag_total < 2_000 and s,
             60,
@@ -104,10 +104,7 @@ def test_lag_grows_while_the_python_workers_are_held_up_and_falls_back_after(fre
         signal_all(stopped, signal.SIGSTOP)
 
         behind = wait_for(
-            lambda: (s := status()) is not None
-            and (s.lag_total or 0) > 5_000
-            and (s.lag_seconds or 0) > 2
-            and s,
+            lambda: (s := status()) is not None and (s.lag_total or 0) > 5_000 and (s.lag_seconds or 0) > 2 and s,
             HOLD_SECONDS - 1,
             interval=0.5,
             what="lag in records and seconds growing while the workers are stopped",
@@ -123,11 +120,13 @@ def test_lag_grows_while_the_python_workers_are_held_up_and_falls_back_after(fre
 
     try:
         after = wait_for(
-            lambda: (s := status()) is not None
-            and s.lag_total is not None
-            and s.lag_total < 2_000
-            and (s.lag_seconds or 0) < 2
-            and s,
+            lambda: (
+                (s := status()) is not None
+                and s.lag_total is not None
+                and s.lag_total < 2_000
+                and (s.lag_seconds or 0) < 2
+                and s
+            ),
             90,
             what="lag falling back once the workers go on",
         )
