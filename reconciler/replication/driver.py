@@ -247,7 +247,8 @@ class ReplicationDriver:
         copy = dict(self.plan.copy)
         positions = {tp: pos for tp, pos in dict(self.positions).items() if tp in copy}
         seen = {tp: lp.end for tp, lp in dict(self.lag).items() if lp.end is not None}
-        self.source_ends = self._end_reader.read(copy, positions, seen)
+        last = self.source_ends
+        self.source_ends = self._end_reader.read(copy, positions, seen, last.oldest if last is not None else None)
 
     def close(self) -> None:
         lag_idle = self._lag_reading is None or self._lag_reading.stop(timeout=15)

@@ -11,7 +11,8 @@ The read (I/O, `SourceEndReader`), run by the driver in a side channel of its ow
 interval (driver.py): one ListOffsets(latest, read_committed) request for every partition copied, so
 the end is the last stable offset; then, for the partitions that lag most (`PROBE_LIMIT`), the
 timestamp of the record at the job's position, the oldest record not replicated yet, read with a
-consumer of its own (one assign, one record each). `lag_seconds` is the age of the oldest of those.
+consumer of its own (one assign, one record each; once per position, which moves only when a batch
+ends). `lag_seconds` is the age of the oldest of those.
 
 The status record (`ReplicationDriver.status_record`) and the metrics (`JobMetrics.observe_lag`) both
 take one `JobLag`, so they say the same.
@@ -163,14 +164,24 @@ class SourceEndReader:
                 pass
             self._consumer = None
 
-    def read(self, partitions: Iterable[TP], positions: Mapping[TP, int], seen_ends: Mapping[TP, int]) -> SourceEnds:
+    def read(
+        self,
+        partitions: Iterable[TP],
+        positions: Mapping[TP, int],
+        seen_ends: Mapping[TP, int],
+        known: Mapping[TP, OldestRecord] | None = None,
+    ) -> SourceEnds:
         """The ends of `partitions` now, and the oldest record's timestamp of those that lag most by them
-        (`seen_ends`: the ends tasks saw, in case they are past the ones read here)."""
+        (`seen_ends`: the ends tasks saw, in case they are past the ones read here). `known`: the timestamps of
+        the last read; one read at a partition's current position is kept, not read again (the record there
+        does not change, and a position only moves when a batch ends)."""
         read_at = int(time.time() * 1000)
         ends = self.end_offsets(partitions)
         merged = {tp: max(e, seen_ends.get(tp, e)) for tp, e in ends.items()}
         targets = probe_targets(positions, {**seen_ends, **merged})
-        return SourceEnds(ends, read_at, self.oldest_records(targets) if targets else {})
+        kept = {tp: o for tp, o in (known or {}).items() if targets.get(tp) == o.at}
+        missing = {tp: pos for tp, pos in targets.items() if tp not in kept}
+        return SourceEnds(ends, read_at, {**kept, **(self.oldest_records(missing) if missing else {})})
 
     def end_offsets(self, partitions: Iterable[TP]) -> dict[TP, int]:
         """One ListOffsets(latest) request (per leader), read_committed: the last stable offset of each partition.

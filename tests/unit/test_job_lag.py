@@ -8,6 +8,7 @@ from reconciler.replication.lag import (
     JobLag,
     LagPosition,
     OldestRecord,
+    SourceEndReader,
     SourceEnds,
     job_lag,
     lag_seconds,
@@ -81,3 +82,30 @@ def test_the_partitions_probed_for_a_timestamp_are_those_that_lag_most():
     assert probe_targets(positions, ends, limit=3) == {("t", 29): 0, ("t", 28): 0, ("t", 27): 0}
     assert len(probe_targets(positions, ends)) == 20
     assert probe_targets(positions, {}) == {}  # no ends read: nothing known to lag
+
+
+class Reader(SourceEndReader):
+    """The side channel's reader with its two reads answered from dicts (no clients)."""
+
+    def __init__(self, ends, stamps):
+        self.ends, self.stamps, self.probed = ends, stamps, []
+
+    def end_offsets(self, partitions):
+        return {tp: self.ends[tp] for tp in partitions if tp in self.ends}
+
+    def oldest_records(self, positions, timeout=2.0):
+        self.probed.append(dict(positions))
+        return {tp: OldestRecord(pos, self.stamps[tp]) for tp, pos in positions.items() if tp in self.stamps}
+
+
+def test_a_timestamp_is_read_once_per_position_of_a_lagging_partition():
+    reader = Reader({("orders", 0): 500, ("orders", 1): 40}, {("orders", 0): NOW - 9_000, ("orders", 1): NOW})
+    seen = {("orders", 1): 50}  # a task saw partition 1 end at 50, past the read's 40
+    first = reader.read(COPY, {("orders", 0): 100, ("orders", 1): 40}, seen)
+    assert first.ends == {("orders", 0): 500, ("orders", 1): 40}
+    assert reader.probed == [{("orders", 0): 100, ("orders", 1): 40}]
+    assert first.oldest[("orders", 0)] == OldestRecord(100, NOW - 9_000)
+    again = reader.read(COPY, {("orders", 0): 100, ("orders", 1): 50}, seen, first.oldest)  # 1 caught up
+    assert reader.probed[1:] == [] and again.oldest == {("orders", 0): OldestRecord(100, NOW - 9_000)}
+    reader.read(COPY, {("orders", 0): 300, ("orders", 1): 50}, seen, again.oldest)  # a batch moved partition 0
+    assert reader.probed[1:] == [{("orders", 0): 300}]
