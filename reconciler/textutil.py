@@ -9,6 +9,9 @@ from __future__ import annotations
 RECORD_AGE = "record age"
 #: produce on the source -> consume on the target for fresh records (measured by the demo only).
 LIVE_E2E = "live end-to-end latency"
+#: how old the oldest source record the job has not replicated yet is (now - its timestamp): the job's
+#: `lag_seconds`, beside its lag in records (the source's end now - the job's position).
+LAG_AGE = "age of the oldest record not replicated yet"
 
 _IRREGULAR = {"policy": "policies", "this": "these", "is": "are", "was": "were"}
 

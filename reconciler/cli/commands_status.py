@@ -2,7 +2,7 @@
 
 Per job: the flow, its deployer and where it runs, the state (running, starting, down,
 restart-required, stopped, not deployed, running elsewhere), the spec hash it runs against the
-desired one, lag, latency p50/p99, throughput, records copied and when it was last seen. Jobs the
+desired one, lag in records and seconds (the age of the oldest record not replicated yet), latency p50/p99, throughput, records copied and when it was last seen. Jobs the
 topology does not want any more (removed or disabled flows) are listed too.
 
 Exit codes: 0, or with --detailed-exitcode 2 when a job of an enabled flow is not running the
@@ -20,7 +20,7 @@ from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_a
 from reconciler.contract.flow_id import flow_ends
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
-from reconciler.textutil import RECORD_AGE, plural
+from reconciler.textutil import LAG_AGE, RECORD_AGE, plural
 from reconciler.topology.connection import redactor_for
 
 
@@ -51,6 +51,10 @@ def _ms(v: Any) -> str:
     return "-" if v is None else f"{v:.0f}ms"
 
 
+def _seconds(v: Any) -> str:
+    return "-" if v is None else f"{v:.1f}s" if v < 10 else f"{v:.0f}s"
+
+
 def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str, Any]]:
     backend = backend or job_backend.JobBackend()
     desired = desired_jobs(topology, topology_revision(topology.files))
@@ -79,6 +83,7 @@ def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str
                 "running_hash": running,
                 "in_sync": bool(d) and running == desired_hash,
                 "lag_total": st.lag_total if st is not None and fresh else None,
+                "lag_seconds": st.lag_seconds if st is not None and fresh else None,
                 "latency_ms": {"p50": lat.p50, "p95": lat.p95, "p99": lat.p99} if lat is not None else None,
                 "records_per_second": st.records_per_second if st is not None and fresh else None,
                 "records": st.records if st is not None else None,
@@ -115,6 +120,7 @@ def render_text(rows: list[dict], now_ms: int) -> str:
         "STATE",
         "SPEC (running / desired)",
         "LAG",
+        "LAG AGE",
         "AGE P50",
         "AGE P99",
         "REC/S",
@@ -133,6 +139,7 @@ def render_text(rows: list[dict], now_ms: int) -> str:
                 state,
                 _spec_cell(r),
                 "-" if r["lag_total"] is None else str(r["lag_total"]),
+                _seconds(r["lag_seconds"]),
                 _ms(lat.get("p50")),
                 _ms(lat.get("p99")),
                 "-" if r["records_per_second"] is None else f"{r['records_per_second']:.0f}",
@@ -152,6 +159,8 @@ def render_text(rows: list[dict], now_ms: int) -> str:
     ok = sum(1 for r in wanted if r["in_sync"])
     lines += [
         "",
+        "LAG: records not replicated yet (the source's end offsets now - the job's positions); "
+        f"LAG AGE: {LAG_AGE} (its timestamp)",
         f"AGE: {RECORD_AGE} when the target acknowledges a record (backlog included; the figure "
         "slo.max_latency_p99_ms is checked against)",
     ]

@@ -11,6 +11,9 @@
     beside: checkpoints in a thread of their own (`Periodic`), as MM2 runs them in a connector of their
            own: a checkpoint round lists groups and reads their offsets on the source, and a slow
            cluster there must not hold up the batches
+           the source's end offsets, read in a thread of their own every half status interval
+           (`SourceEndReader`, lag.py), so lag is the source's current end - the driver's position
+           even while a batch's tasks are held up
            sleep `trigger_interval_ms` when the batch copied nothing
 
 Partitions are assigned to slots stickily (a partition keeps its slot, new ones go to the least
@@ -28,7 +31,6 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,7 +40,6 @@ from reconciler.contract.status import (
     Latency,
     LatencyWindow,
     OutOfRange,
-    PartitionLag,
     RateWindow,
     StatusPublisher,
     StatusRecord,
@@ -48,6 +49,7 @@ from reconciler.replication import clients
 from reconciler.replication.delivery import DeliveryMode, mode_of
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.replication.fencing import InstanceFence
+from reconciler.replication.lag import JobLag, LagPosition, SourceEndReader, SourceEnds, job_lag
 from reconciler.replication.metrics import JobMetrics
 from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
@@ -116,15 +118,6 @@ class SparkExecutor:
         return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
 
 
-@dataclass
-class LagPosition:
-    """Where the job is in one source partition: its next offset to copy and the end last seen."""
-
-    remote: str
-    next: int
-    end: int | None
-
-
 class ReplicationDriver:
     def __init__(
         self,
@@ -167,7 +160,10 @@ class ReplicationDriver:
         self._runner: ThreadPoolExecutor | None = None
         self.known_topics: set[str] = set()
         self.last_owner: dict[int, str | None] = {}
-        self.lag: dict[TP, LagPosition] = {}
+        self.lag: dict[TP, LagPosition] = {}  # what the tasks last reported
+        self.source_ends: SourceEnds | None = None  # the side channel's last read (replaced whole, never mutated)
+        self._end_reader: SourceEndReader | None = None  # set at start (_connect)
+        self._lag_reading: Periodic | None = None  # runs read_source_ends from start to close
         self.plan = PartitionPlan()
         self.latency = LatencyWindow()
         self.rate = RateWindow()
@@ -205,6 +201,7 @@ class ReplicationDriver:
         # has its own producer too).
         self.checkpoint_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
         self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.checkpoint_producer, env)
+        self._end_reader = SourceEndReader(spec, env)  # clients of its own: it reads in its own thread
         self.status = StatusPublisher(self.target_producer, spec.flow)
 
     def start(self) -> None:
@@ -240,6 +237,13 @@ class ReplicationDriver:
                 "fencing", self.fence_round, lambda: max(1.0, self.spec.engine.status_interval_seconds), self._error
             )
             self._fencing.start()
+        self._lag_reading = Periodic(
+            "source end offsets",
+            self.read_source_ends,
+            lambda: max(0.1, self.spec.engine.status_interval_seconds / 2),  # each status sees a read this fresh
+            self._error,
+        )
+        self._lag_reading.start()
         self.publish_status()
 
     def fence_round(self) -> None:
@@ -259,9 +263,22 @@ class ReplicationDriver:
         if self.checkpoints is not None and self.spec.settings.checkpoints.enabled:
             self.checkpoints.emit()
 
+    def read_source_ends(self) -> None:
+        """The side channel's round: the current end of every partition copied (and the oldest unreplicated
+        record's timestamp of those that lag most), for the next status record and metrics."""
+        if self._end_reader is None:
+            return
+        # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
+        copy = dict(self.plan.copy)
+        positions = {tp: pos for tp, pos in dict(self.positions).items() if tp in copy}
+        seen = {tp: lp.end for tp, lp in dict(self.lag).items() if lp.end is not None}
+        last = self.source_ends
+        self.source_ends = self._end_reader.read(copy, positions, seen, last.oldest if last is not None else None)
+
     def close(self) -> None:
         if self._fencing is not None and self._fencing.stop(timeout=10) and self._fence is not None:
             self._fence.close()
+        lag_idle = self._lag_reading is None or self._lag_reading.stop(timeout=15)
         checkpoints_idle = self._checkpointing is None or self._checkpointing.stop(timeout=30)
         if self._runner is not None:
             self._runner.shutdown(wait=True)
@@ -269,6 +286,8 @@ class ReplicationDriver:
         if not checkpoints_idle:  # its clients are still in use: left to the process's exit
             log.warning("a checkpoint round did not end within 30 s of the job stopping")
             self.checkpoints = None
+        if lag_idle and self._end_reader is not None:  # else still in use: left to the process's exit
+            self._end_reader.close()
         for name in ("offsets", "checkpoints"):
             obj = getattr(self, name, None)
             if obj is not None:
@@ -578,13 +597,12 @@ class ReplicationDriver:
             self.last_error = text
         log.warning("%s", text)
 
-    def status_record(self) -> StatusRecord:
-        lag = []
-        total = 0
-        for (topic, partition), pos in sorted(self.lag.items()):
-            value = None if pos.end is None or pos.next < 0 else max(0, pos.end - pos.next)
-            total += value or 0
-            lag.append(PartitionLag(topic, partition, pos.remote, pos.next, pos.end, value))
+    def current_lag(self) -> JobLag:
+        """Lag now: the driver's positions against the larger of the ends its tasks saw and the side channel read."""
+        return job_lag(self.plan.copy, self.positions, self.lag, self.source_ends, int(time.time() * 1000))
+
+    def status_record(self, lag: JobLag | None = None) -> StatusRecord:
+        lag = lag if lag is not None else self.current_lag()
         state = StatusState(self.state)
         if state is StatusState.RUNNING and self.halted:
             state = StatusState.DEGRADED
@@ -601,8 +619,10 @@ class ReplicationDriver:
             records_per_second=round(self.rate.rate(), 1),
             batches=self.batches,
             partitions=len(self.plan.copy),
-            lag_total=total,
-            lag=tuple(lag),
+            lag_total=lag.total,
+            lag=lag.partitions,
+            lag_seconds=lag.seconds,
+            lag_read_at=lag.read_at,
             latency_ms=Latency.from_dict(self.latency.snapshot()),
             errors=self.errors,
             last_error=self.last_error,
@@ -620,8 +640,13 @@ class ReplicationDriver:
         return self.checkpoints.emitted if self.checkpoints else 0
 
     def publish_status(self) -> None:
+        """The status record, and the lag metrics from the same figures (also between batches: a batch whose
+        tasks are held up must not hold up the lag the job reports)."""
+        lag = self.current_lag()
+        record = self.status_record(lag)
+        self.metrics.observe_lag(lag)
         if self.status is not None:
-            self.status.publish(self.status_record())
+            self.status.publish(record)
 
 
 def run_job(spec_path: str | Path, executor: Executor, **kw: Any) -> int:

@@ -8,7 +8,8 @@ labels it) and `partition`; checkpoint ones also `group`.
 
 `JobMetrics.observe(driver, results)` is the one hook: the driver calls it once per micro-batch with the
 typed task results it has just absorbed into its status record, so the status record and the metrics
-come from the same numbers. Checkpoint latencies come from the checkpoint emitter's last acknowledged
+come from the same numbers. Lag also moves between batches (a batch's tasks may be held up while records
+arrive): the driver hands `observe_lag` the same `JobLag` (lag.py) each status record is built from. Checkpoint latencies come from the checkpoint emitter's last acknowledged
 round (`CheckpointEmitter.last_round`, emitters.py), read by the same hook. `serve(port)` exposes them
 over HTTP (prometheus-client).
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # the driver imports this module
     from reconciler.contract.status import OutOfRange
     from reconciler.replication.driver import ReplicationDriver
     from reconciler.replication.emitters import CheckpointEmitter
+    from reconciler.replication.lag import JobLag
 
 SOURCE = "kafka_connect_mirror_source_connector"
 CHECKPOINT = "kafka_connect_mirror_checkpoint_connector"
@@ -175,6 +177,12 @@ METRICS: tuple[MetricDef, ...] = (
         PARTITION_LABELS,
         "Seconds since the job first saw the oldest source record it has not replicated yet (0: caught up)",
     ),
+    MetricDef(
+        f"{OWN}_lag_seconds",
+        "gauge",
+        FLOW_LABELS,
+        "Age of the oldest source record not replicated yet (now - its timestamp; 0: caught up; absent: unknown)",
+    ),
     MetricDef(f"{OWN}_offset_syncs", "counter", PARTITION_LABELS, "Offset syncs written for the partition"),
     MetricDef(
         f"{OWN}_out_of_range",
@@ -268,10 +276,10 @@ class RateWindow:
 class LagClock:
     """Lag in seconds of one source partition, by the job's own clock (no producer timestamps).
 
-    The driver sees the partition's end offset after each batch; the clock keeps when it first saw
-    each larger end offset. The oldest record not yet replicated is the one at the job's next offset;
+    The driver sees the partition's end offset after each batch and at each status interval (the source's
+    end read beside the batches, lag.py); the clock keeps when it first saw each larger end offset. The oldest record not yet replicated is the one at the job's next offset;
     it is known to exist since the first observation whose end offset is past it, so the lag is
-    `now - that observation` (0 when the job is caught up). It reads low by at most one batch cycle
+    `now - that observation` (0 when the job is caught up). It reads low by at most one status interval
     (the record arrived between two observations) and does not count time before the job started.
     """
 
@@ -364,7 +372,7 @@ class JobMetrics:
                 self._samples(p.tp, p.remote, "record_age_ms", self._ages, p.age_ms, now)
                 self._samples(p.tp, p.remote, "replication_latency_ms", self._latencies, p.latency_ms, now)
         self._publish_windows(now)
-        self._observe_lag(driver, now)
+        self.observe_lag(driver.current_lag())
         self._observe_checkpoints(driver.checkpoints, now)
         for event in driver.out_of_range:
             if not any(event is seen for seen in self._seen_out_of_range):
@@ -419,20 +427,31 @@ class JobMetrics:
         except KeyError:
             pass
 
-    def _observe_lag(self, driver: ReplicationDriver, now: float) -> None:
-        for tp in [tp for tp in self._lag_clocks if tp not in driver.lag]:  # topic deleted or no longer copied
+    def observe_lag(self, lag: JobLag) -> None:
+        """The job's lag as the status record has it (the driver calls this with each record it publishes, and
+        `observe` after each batch)."""
+        now = self.clock()
+        # A partition without a known lag (no position or no end yet) has no series.
+        current = {
+            (p.topic, p.partition): (p.remote or p.topic, p.lag, p.next, p.end)
+            for p in lag.partitions
+            if p.lag is not None and p.next is not None and p.end is not None
+        }
+        for tp in [tp for tp in self._lag_clocks if tp not in current]:  # topic deleted or no longer copied
             remote = self._lag_remote.pop(tp)
             for name in (f"{OWN}_partition_lag_records", f"{OWN}_partition_lag_seconds"):
                 self.remove(name, topic=remote, partition=tp[1])
             del self._lag_clocks[tp]
-        for tp, lag in list(driver.lag.items()):
-            if lag.end is None or lag.next < 0:
-                continue
-            labels = {"topic": lag.remote, "partition": tp[1]}
-            self.get(f"{OWN}_partition_lag_records", **labels).set(max(0, lag.end - lag.next))
-            seconds = self._lag_clocks.setdefault(tp, LagClock()).observe(lag.next, lag.end, now)
-            self._lag_remote[tp] = lag.remote
+        for tp, (remote, records, next_offset, end) in current.items():
+            labels = {"topic": remote, "partition": tp[1]}
+            self.get(f"{OWN}_partition_lag_records", **labels).set(records)
+            seconds = self._lag_clocks.setdefault(tp, LagClock()).observe(next_offset, end, now)
+            self._lag_remote[tp] = remote
             self.get(f"{OWN}_partition_lag_seconds", **labels).set(seconds)
+        if lag.seconds is None:
+            self.remove(f"{OWN}_lag_seconds")  # unknown: no series, rather than a stale figure
+        else:
+            self.get(f"{OWN}_lag_seconds").set(lag.seconds)
 
     def _observe_checkpoints(self, emitter: CheckpointEmitter | None, now: float) -> None:
         """The checkpoint rounds acknowledged since the last batch (CheckpointEmitter.last_round, once each)."""

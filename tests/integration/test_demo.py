@@ -38,7 +38,9 @@ def test_demo_runs_end_to_end(tmp_path, state_dir, capsys):
     for what in ("records", "heartbeats", "checkpoints"):
         assert f"{what} arrived downstream after" in out
     assert re.search(
-        r"eu-west->eu-central +running \(pid \d+, local\[1\], metrics http://127\.0\.0\.1:\d+/metrics\)", out
+        r"eu-west->eu-central +running \(driver pid \d+ \(instance \w{12}\), local\[1\], "
+        r"metrics http://127\.0\.0\.1:\d+/metrics\)",
+        out,
     ), "the job table, with where the job's metrics are"
     assert "DRIFT: 1 item (1 config drift) on 1 cluster, 1 flow." in out, "the drift report"
     assert "~ set config retention.ms on eu-west.orders: '3600000' -> '604800000'" in out

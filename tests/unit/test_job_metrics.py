@@ -3,14 +3,17 @@ counts per target partition, exactly-once aborts, out-of-range events counted on
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import OutOfRange
-from reconciler.replication.driver import LagPosition, ReplicationDriver
+from reconciler.replication.driver import ReplicationDriver
 from reconciler.replication.emitters import CheckpointEmitter
+from reconciler.replication.lag import LagPosition, OldestRecord, SourceEnds
 from reconciler.replication.metrics import METRICS, JobMetrics, exported_series, metrics_port
 from reconciler.replication.tasks import PartitionResult, TaskResult
 from reconciler.replication.topics import PartitionPlan
@@ -295,3 +298,44 @@ def test_lag_series_of_a_partition_no_longer_copied_are_removed():
     assert not has(m, "mirror_partition_lag_records") and not has(m, "mirror_partition_lag_seconds")
     m.observe(driver(lag={("orders", 0): LagPosition(remote="west.orders", next=0, end=3)}), [])  # created again
     assert value(m, "mirror_partition_lag_records", partition="0") == 3  # a removed series is registered anew
+
+
+class Published:
+    """Stands in for the driver's StatusPublisher: keeps the records published."""
+
+    def __init__(self):
+        self.records = []
+
+    def publish(self, record):
+        self.records.append(record)
+
+
+def test_a_status_publish_between_batches_carries_the_source_end_read_and_the_metrics_say_the_same():
+    """Workers held up: no batch ends, so no task reports a new end; the side channel's read does."""
+    now_ms = int(time.time() * 1000)
+    d = driver(
+        lag={("orders", 0): LagPosition(remote="west.orders", next=100, end=100)},  # the last task ended caught up
+        positions={("orders", 0): 100},
+        source_ends=SourceEnds(
+            {("orders", 0): 24_100}, now_ms - 400, {("orders", 0): OldestRecord(100, now_ms - 12_000)}
+        ),
+        metrics=JobMetrics("west->east"),
+        status=Published(),
+    )
+    d.publish_status()
+    record = d.status.records[-1]
+    assert record.lag_total == 24_000 and record.lag[0].end == 24_100 and record.lag_read_at == now_ms - 400
+    assert 12.0 <= record.lag_seconds < 60
+    m = d.metrics
+    assert value(m, "mirror_partition_lag_records", topic="west.orders", partition="0") == 24_000
+    assert value(m, "mirror_lag_seconds", flow="west->east") == record.lag_seconds
+
+    d.positions[("orders", 0)] = 24_100  # a batch copied it all
+    d.publish_status()
+    assert d.status.records[-1].lag_total == 0 and d.status.records[-1].lag_seconds == 0.0
+    assert value(m, "mirror_partition_lag_records", partition="0") == 0 and value(m, "mirror_lag_seconds") == 0
+
+    d.source_ends = SourceEnds({("orders", 0): 24_200}, now_ms)  # lagging again, no timestamp read yet
+    d.publish_status()
+    assert d.status.records[-1].lag_total == 100 and d.status.records[-1].lag_seconds is None
+    assert not has(m, "mirror_lag_seconds")  # unknown: no series rather than a stale one

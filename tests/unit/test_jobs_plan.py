@@ -302,6 +302,19 @@ def test_status_command_lists_every_job(env, capsys):
     assert row["state"] == "running" and not row["in_sync"] and row["latency_ms"]["p99"] == 120.0
 
 
+def test_status_shows_lag_in_records_and_in_seconds(env, capsys):
+    env.apply()
+    env.board.report("west->east", env.deployer.jobs["west->east"].spec, lag_total=24_000, lag_seconds=12.4)
+    assert main(["status", str(env.path)], env.cli) == 0
+    out = capsys.readouterr().out
+    head, row = out.splitlines()[:2]
+    assert row[head.index("LAG ") :].startswith("24000") and row[head.index("LAG AGE") :].startswith("12s ")
+    assert "LAG AGE: age of the oldest record not replicated yet" in out
+    assert main(["status", str(env.path), "--format", "json"], env.cli) == 0
+    [row] = json.loads(capsys.readouterr().out)["jobs"]
+    assert (row["lag_total"], row["lag_seconds"]) == (24_000, 12.4)
+
+
 def test_job_changes_apply_after_a_partial_failure(env, monkeypatch):
     def boom(spec, options=None):
         raise RuntimeError("spark-submit not found")

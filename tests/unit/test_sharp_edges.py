@@ -281,6 +281,7 @@ def test_status_of_a_stopped_job_from_an_earlier_run_does_not_say_never():
         "running_hash": None,
         "in_sync": False,
         "lag_total": None,
+        "lag_seconds": None,
         "latency_ms": None,
         "records_per_second": None,
         "records": None,

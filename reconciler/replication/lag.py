@@ -1,0 +1,246 @@
+"""A replication job's lag: how far its positions are behind the source's current end.
+
+The rule (pure, `job_lag`): per source partition the job copies, lag = max(0, end - next), where `next`
+is the driver's position (the next offset it will copy; it advances when a batch's results are
+absorbed) and `end` is the larger of the end the partition's last task saw (`LagPosition.end`) and
+the end the driver read from the source itself (`SourceEnds`, read beside the batches). Without
+that read, a job whose tasks do not end (Python workers stalled, paused or slow) would keep
+reporting the end its last task saw, i.e. lag 0 however far behind it falls.
+
+The read (I/O, `SourceEndReader`), run by the driver in a side channel of its own every half status
+interval (driver.py): one ListOffsets(latest, read_committed) request for every partition copied, so
+the end is the last stable offset; then, for the partitions that lag most (`PROBE_LIMIT`), the
+timestamp of the record at the job's position, the oldest record not replicated yet, read with a
+consumer of its own (one assign, one record each; once per position, which moves only when a batch
+ends). `lag_seconds` is the age of the oldest of those.
+
+The status record (`ReplicationDriver.status_record`) and the metrics (`JobMetrics.observe_lag`) both
+take one `JobLag`, so they say the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.contract.spec import JobSpec, job_group
+from reconciler.contract.status import PartitionLag
+from reconciler.replication import clients
+from reconciler.replication.tasks import TP
+
+log = logging.getLogger(__name__)
+
+#: At most this many partitions (those with the largest lag) have their oldest record's timestamp read per round.
+PROBE_LIMIT = 20
+
+
+@dataclass
+class LagPosition:
+    """Where the job is in one source partition, as its last task reported: next offset and the end it saw."""
+
+    remote: str
+    next: int
+    end: int | None
+
+
+@dataclass(frozen=True)
+class OldestRecord:
+    """The timestamp (epoch ms) of the first record at or after offset `at` (the job's position when read)."""
+
+    at: int
+    timestamp_ms: int
+
+
+@dataclass(frozen=True)
+class SourceEnds:
+    """One read of the source: the end offset of each partition, when it was read (epoch ms), and the
+    oldest not-yet-replicated record's timestamp of the partitions that lagged most."""
+
+    ends: Mapping[TP, int]
+    read_at: int
+    oldest: Mapping[TP, OldestRecord] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobLag:
+    """The job's lag: per partition, the total in records, the oldest unreplicated record's age in seconds
+    (None: unknown; 0.0: nothing lags) and when the source's ends behind it were read (epoch ms, None: never)."""
+
+    partitions: tuple[PartitionLag, ...] = ()
+    total: int = 0
+    seconds: float | None = None
+    read_at: int | None = None
+
+
+def partition_lag(next_offset: int | None, end: int | None) -> int | None:
+    """Records between the job's next offset and the end (None: either unknown, or no position yet)."""
+    if next_offset is None or end is None or next_offset < 0:
+        return None
+    return max(0, end - next_offset)
+
+
+def latest_end(*ends: int | None) -> int | None:
+    """The larger of the ends known (a task's and the side channel's reads of the same partition)."""
+    known = [e for e in ends if e is not None]
+    return max(known) if known else None
+
+
+def job_lag(
+    copy: Mapping[TP, str],
+    positions: Mapping[TP, int],
+    seen: Mapping[TP, LagPosition],
+    source: SourceEnds | None,
+    now_ms: int,
+) -> JobLag:
+    """The lag of every partition a task has reported on (`seen`) or that has a position and is copied.
+
+    `copy`: source partition -> remote topic; `positions`: the driver's next offsets; `seen`: what the tasks
+    reported; `source`: the side channel's last read (None: none yet)."""
+    ends = source.ends if source is not None else {}
+    parts = []
+    total = 0
+    for tp in sorted(set(seen) | {tp for tp in copy if tp in positions}):
+        last = seen.get(tp)
+        remote = last.remote if last is not None else copy[tp]
+        next_offset = positions.get(tp, last.next if last is not None else None)
+        end = latest_end(last.end if last is not None else None, ends.get(tp))
+        lag = partition_lag(next_offset, end)
+        total += lag or 0
+        parts.append(PartitionLag(tp[0], tp[1], remote, next_offset, end, lag))
+    return JobLag(
+        tuple(parts),
+        total,
+        lag_seconds(parts, source.oldest if source is not None else {}, now_ms),
+        source.read_at if source is not None else None,
+    )
+
+
+def lag_seconds(parts: Iterable[PartitionLag], oldest: Mapping[TP, OldestRecord], now_ms: int) -> float | None:
+    """Age of the oldest record not replicated yet: now - the earliest timestamp read at a lagging partition's
+    current position. A timestamp read at an earlier position is of a record copied since: not used. 0.0 when
+    no partition lags; None when some do and none of them has a timestamp at its position (not read yet, or
+    not among the `PROBE_LIMIT` that lag most)."""
+    lagging = [p for p in parts if p.lag]
+    if not lagging:
+        return 0.0
+    stamps = [
+        o.timestamp_ms for p in lagging if (o := oldest.get((p.topic, p.partition))) is not None and o.at == p.next
+    ]
+    if not stamps:
+        return None
+    return max(0.0, (now_ms - min(stamps)) / 1000.0)
+
+
+def probe_targets(positions: Mapping[TP, int], ends: Mapping[TP, int], limit: int = PROBE_LIMIT) -> dict[TP, int]:
+    """The partitions whose oldest record's timestamp to read: the `limit` that lag most -> their position."""
+    lagging = [
+        (lag, tp) for tp, pos in positions.items() if (lag := partition_lag(pos, ends.get(tp))) is not None and lag > 0
+    ]
+    return {tp: positions[tp] for _, tp in sorted(lagging, key=lambda x: (-x[0], x[1]))[:limit]}
+
+
+# --- I/O: the side channel's clients ----------------------------------------------------------------
+class SourceEndReader:
+    """Reads the source's end offsets and oldest-record timestamps with clients of its own (it runs in
+    its own thread; the OffsetStore's consumer belongs to the driver's loop)."""
+
+    def __init__(self, spec: JobSpec, environ: Mapping[str, str] | None = None, timeout: float = 10.0):
+        from confluent_kafka.admin import AdminClient
+
+        self.spec = spec
+        self.environ = environ
+        self.timeout = timeout
+        self._admin = AdminClient(clients.admin_config(spec.source, environ))
+        self._consumer: Any = None  # made on first use (only when something lags)
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._consumer = None
+
+    def read(
+        self,
+        partitions: Iterable[TP],
+        positions: Mapping[TP, int],
+        seen_ends: Mapping[TP, int],
+        known: Mapping[TP, OldestRecord] | None = None,
+    ) -> SourceEnds:
+        """The ends of `partitions` now, and the oldest record's timestamp of those that lag most by them
+        (`seen_ends`: the ends tasks saw, in case they are past the ones read here). `known`: the timestamps of
+        the last read; one read at a partition's current position is kept, not read again (the record there
+        does not change, and a position only moves when a batch ends)."""
+        read_at = int(time.time() * 1000)
+        ends = self.end_offsets(partitions)
+        merged = {tp: max(e, seen_ends.get(tp, e)) for tp, e in ends.items()}
+        targets = probe_targets(positions, {**seen_ends, **merged})
+        kept = {tp: o for tp, o in (known or {}).items() if targets.get(tp) == o.at}
+        missing = {tp: pos for tp, pos in targets.items() if tp not in kept}
+        return SourceEnds(ends, read_at, {**kept, **(self.oldest_records(missing) if missing else {})})
+
+    def end_offsets(self, partitions: Iterable[TP]) -> dict[TP, int]:
+        """One ListOffsets(latest) request (per leader), read_committed: the last stable offset of each partition.
+
+        Tansu answers it with the base offset of the partition's last batch + 1, which can be below the true
+        end: lag = max(0, end - next) then reads low, by less than one producer batch, and never negative."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        wanted = {TopicPartition(t, p): OffsetSpec.latest() for t, p in sorted(set(partitions))}
+        if not wanted:
+            return {}
+        futures = self._admin.list_offsets(
+            wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.timeout
+        )
+        out: dict[TP, int] = {}
+        failed: list[str] = []
+        for tp, future in futures.items():
+            try:
+                offset = future.result(timeout=self.timeout).offset
+            except Exception as exc:  # noqa: BLE001 - e.g. a topic deleted since the last refresh
+                failed.append(f"{tp.topic}[{tp.partition}]: {exc}")
+                continue
+            if offset >= 0:
+                out[(tp.topic, tp.partition)] = offset
+        if failed and not out:
+            raise RuntimeError(f"cannot read the source's end offsets: {failed[0]}")
+        for f in failed:
+            log.info("cannot read the end offset of %s", f)
+        return out
+
+    def oldest_records(self, positions: Mapping[TP, int], timeout: float = 2.0) -> dict[TP, OldestRecord]:
+        """The timestamp of the first record at or after each position (one record each, `timeout` in all).
+        A partition with no record there in time, or whose record carries no timestamp, is left out."""
+        from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
+
+        if self._consumer is None:
+            self._consumer = Consumer(
+                clients.probe_consumer_config(self.spec.source, self.spec, job_group(self.spec) + ".lag", self.environ)
+            )
+        consumer = self._consumer
+        consumer.assign([TopicPartition(t, p, offset) for (t, p), offset in positions.items()])
+        out: dict[TP, OldestRecord] = {}
+        pending = set(positions)
+        deadline = time.monotonic() + timeout
+        try:
+            while pending and time.monotonic() < deadline:
+                for m in consumer.consume(len(pending), min(0.2, max(0.0, deadline - time.monotonic()))):
+                    tp = (m.topic(), m.partition())
+                    if tp not in pending:
+                        continue
+                    if m.error() is not None:  # the end of the partition (nothing there), or an error: unknown
+                        pending.discard(tp)
+                        continue
+                    kind, stamp = m.timestamp()
+                    if m.offset() >= positions[tp]:
+                        pending.discard(tp)
+                        if kind != TIMESTAMP_NOT_AVAILABLE and stamp >= 0:
+                            out[tp] = OldestRecord(positions[tp], stamp)
+        finally:
+            consumer.unassign()
+        return out
