@@ -29,6 +29,8 @@ from typing import Any
 from reconciler.contract.spec import JobSpec, job_group
 from reconciler.contract.status import PartitionLag
 from reconciler.replication import clients
+from reconciler.replication.delivery import mode_of
+from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.tasks import TP
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,9 @@ class SourceEnds:
     ends: Mapping[TP, int]
     read_at: int
     oldest: Mapping[TP, OldestRecord] = field(default_factory=dict)
+    #: the positions the job's workers committed (durable on the target) by the time of the read: ahead of
+    #: the driver's positions while a task runs (a worker commits every round, a task ends every max_batch_ms)
+    committed: Mapping[TP, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,11 @@ def latest_end(*ends: int | None) -> int | None:
     return max(known) if known else None
 
 
+def latest_positions(positions: Mapping[TP, int], committed: Mapping[TP, int]) -> dict[TP, int]:
+    """The job's next offset per partition: the larger of the driver's and what a running task committed."""
+    return {tp: max(pos, committed.get(tp, pos)) for tp, pos in positions.items()}
+
+
 def job_lag(
     copy: Mapping[TP, str],
     positions: Mapping[TP, int],
@@ -98,8 +108,10 @@ def job_lag(
     """The lag of every partition a task has reported on (`seen`) or that has a position and is copied.
 
     `copy`: source partition -> remote topic; `positions`: the driver's next offsets; `seen`: what the tasks
-    reported; `source`: the side channel's last read (None: none yet)."""
+    reported; `source`: the side channel's last read (None: none yet), whose committed positions count
+    where they are ahead of the driver's."""
     ends = source.ends if source is not None else {}
+    positions = latest_positions(positions, source.committed if source is not None else {})
     parts = []
     total = 0
     for tp in sorted(set(seen) | {tp for tp in copy if tp in positions}):
@@ -155,8 +167,12 @@ class SourceEndReader:
         self.timeout = timeout
         self._admin = AdminClient(clients.admin_config(spec.source, environ))
         self._consumer: Any = None  # made on first use (only when something lags)
+        self._store: OffsetStore | None = None  # made on first use: the job's committed positions
 
     def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
         if self._consumer is not None:
             try:
                 self._consumer.close()
@@ -166,22 +182,36 @@ class SourceEndReader:
 
     def read(
         self,
-        partitions: Iterable[TP],
+        copy: Mapping[TP, str],
         positions: Mapping[TP, int],
         seen_ends: Mapping[TP, int],
         known: Mapping[TP, OldestRecord] | None = None,
     ) -> SourceEnds:
-        """The ends of `partitions` now, and the oldest record's timestamp of those that lag most by them
-        (`seen_ends`: the ends tasks saw, in case they are past the ones read here). `known`: the timestamps of
-        the last read; one read at a partition's current position is kept, not read again (the record there
-        does not change, and a position only moves when a batch ends)."""
+        """The ends of the partitions copied (`copy`: source partition -> remote topic) now, the positions the
+        job committed, and the oldest record's timestamp of those that lag most by them (`seen_ends`: the ends
+        tasks saw, in case they are past the ones read here). `known`: the timestamps of the last read; one read
+        at a partition's position is kept, not read again (the record there does not change)."""
         read_at = int(time.time() * 1000)
-        ends = self.end_offsets(partitions)
+        committed = self.committed(copy) if copy else {}
+        ends = self.end_offsets(copy)
         merged = {tp: max(e, seen_ends.get(tp, e)) for tp, e in ends.items()}
-        targets = probe_targets(positions, {**seen_ends, **merged})
+        targets = probe_targets(latest_positions(positions, committed), {**seen_ends, **merged})
         kept = {tp: o for tp, o in (known or {}).items() if targets.get(tp) == o.at}
         missing = {tp: pos for tp, pos in targets.items() if tp not in kept}
-        return SourceEnds(ends, read_at, {**kept, **(self.oldest_records(missing) if missing else {})})
+        return SourceEnds(ends, read_at, {**kept, **(self.oldest_records(missing) if missing else {})}, committed)
+
+    def committed(self, copy: Mapping[TP, str]) -> dict[TP, int]:
+        """The positions the job's workers have committed, read where the delivery mode keeps them (the source
+        group at-least-once, the target group exactly-once): what is durable on the target, a second or so
+        behind a running task. A failed read is logged and left out (the driver's positions still count)."""
+        if self._store is None:
+            self._store = OffsetStore(self.spec, mode_of(self.spec), self.environ)
+        try:
+            loaded = self._store.load(copy)
+        except Exception as exc:  # noqa: BLE001 - the lag then uses the driver's positions alone
+            log.info("cannot read the job's committed positions: %s", exc)
+            return {}
+        return {tp: pos for tp, (pos, _slot) in loaded.items() if pos is not None and pos >= 0}
 
     def end_offsets(self, partitions: Iterable[TP]) -> dict[TP, int]:
         """One ListOffsets(latest) request (per leader), read_committed: the last stable offset of each partition.

@@ -87,8 +87,11 @@ def test_the_partitions_probed_for_a_timestamp_are_those_that_lag_most():
 class Reader(SourceEndReader):
     """The side channel's reader with its two reads answered from dicts (no clients)."""
 
-    def __init__(self, ends, stamps):
-        self.ends, self.stamps, self.probed = ends, stamps, []
+    def __init__(self, ends, stamps, committed=None):
+        self.ends, self.stamps, self.probed, self.commits = ends, stamps, [], committed or {}
+
+    def committed(self, copy):
+        return {tp: pos for tp, pos in self.commits.items() if tp in copy}
 
     def end_offsets(self, partitions):
         return {tp: self.ends[tp] for tp in partitions if tp in self.ends}
@@ -109,3 +112,16 @@ def test_a_timestamp_is_read_once_per_position_of_a_lagging_partition():
     assert reader.probed[1:] == [] and again.oldest == {("orders", 0): OldestRecord(100, NOW - 9_000)}
     reader.read(COPY, {("orders", 0): 300, ("orders", 1): 50}, seen, again.oldest)  # a batch moved partition 0
     assert reader.probed[1:] == [{("orders", 0): 300}]
+
+
+def test_positions_a_running_task_committed_count_before_the_task_ends():
+    # A worker commits every round (about a second); the driver learns its positions when the task ends
+    # (max_batch_ms). A healthy job mid-task lags by what is not yet committed, not by a task's worth.
+    reader = Reader({("orders", 0): 20_000, ("orders", 1): 40}, {("orders", 0): NOW - 800})
+    reader.commits = {("orders", 0): 19_000, ("orders", 1): 10}  # partition 1's commit is behind the driver
+    ends = reader.read(COPY, {("orders", 0): 0, ("orders", 1): 40}, {})
+    assert ends.committed == {("orders", 0): 19_000, ("orders", 1): 10}
+    assert reader.probed == [{("orders", 0): 19_000}], "the oldest record is read at the committed position"
+    lag = job_lag(COPY, {("orders", 0): 0, ("orders", 1): 40}, {}, ends, NOW)
+    assert lag.total == 1_000 and [p.next for p in lag.partitions] == [19_000, 40]
+    assert lag.seconds == 0.8
