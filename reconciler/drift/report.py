@@ -25,6 +25,7 @@ counted: capability limits, topics kept for safety, revisions).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 from collections.abc import Mapping
@@ -57,6 +58,7 @@ class Category(str, enum.Enum):
     UNMANAGED = "unmanaged"
     JOB = "job"
     LAG = "lag"
+    LAG_AGE = "lag-age"
     LATENCY = "latency"
     HEARTBEAT = "heartbeat"
     CLUSTER = "cluster"
@@ -79,6 +81,7 @@ CATEGORY_TITLES = {
     Category.UNMANAGED: "unmanaged topics",
     Category.JOB: "job drift",
     Category.LAG: "lag over SLO",
+    Category.LAG_AGE: "lag age over SLO",
     Category.LATENCY: "latency over SLO",
     Category.HEARTBEAT: "heartbeat age over SLO",
     Category.CLUSTER: "unreadable clusters",
@@ -143,6 +146,7 @@ class JobHealth:
     records: int | None = None
     records_per_second: float | None = None
     lag_total: int | None = None
+    lag_seconds: float | None = None  # age of the oldest record not replicated yet
     latency_p99_ms: float | None = None
     errors: int | None = None
     last_error: str | None = None
@@ -169,6 +173,7 @@ class JobHealth:
             "records": self.records,
             "records_per_second": _round(self.records_per_second),
             "lag_total": self.lag_total,
+            "lag_seconds": _round(self.lag_seconds),
             "latency_p99_ms": _round(self.latency_p99_ms),
             "errors": self.errors,
             "last_error": self.last_error,
@@ -446,6 +451,7 @@ def job_health(
         records=status.records,
         records_per_second=status.records_per_second,
         lag_total=status.lag_total,
+        lag_seconds=status.lag_seconds,
         latency_p99_ms=status.latency_ms.p99,
         errors=status.errors,
         last_error=status.last_error,
@@ -526,6 +532,18 @@ def _slo_items(
         item(
             Category.LAG,
             f"flow {flow.name} is {job.lag_total:,} records behind (SLO {slo.max_lag_records:,})",
+            "raise the job's parallelism or max_records_per_partition, or check the target cluster",
+        )
+    if (
+        job.running
+        and slo.max_lag_seconds is not None
+        and job.lag_seconds is not None
+        and job.lag_seconds > slo.max_lag_seconds
+    ):
+        item(
+            Category.LAG_AGE,
+            f"flow {flow.name}: its oldest record not replicated yet is {job.lag_seconds:,.1f}s old "
+            f"(SLO max_lag_seconds {slo.max_lag_seconds:g}s)",
             "raise the job's parallelism or max_records_per_partition, or check the target cluster",
         )
     if (
@@ -718,11 +736,7 @@ def build_report(
         topology=topology.name,
         generated_at=iso_ms(now_ms) or "",
         revision=dict(revision) if revision else None,
-        slo={
-            "max_lag_records": slo.max_lag_records,
-            "max_heartbeat_age_seconds": slo.max_heartbeat_age_seconds,
-            "max_latency_p99_ms": slo.max_latency_p99_ms,
-        },
+        slo={f.name: getattr(slo, f.name) for f in dataclasses.fields(slo)},
         clusters=tuple(clusters),
         flows=tuple(flows),
         items=tuple(items),

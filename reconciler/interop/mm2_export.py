@@ -8,6 +8,7 @@ keys, which MM2 ignores, so that export -> import loses nothing.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -202,7 +203,7 @@ def topology_ext_values(topology: Topology) -> dict[str, str]:
     for name in ("topics", "configs", "acls", "flows"):
         if getattr(topology.prune, name):
             out[f"{EXT}prune.{name}"] = "true"
-    for name in ("max_lag_records", "max_heartbeat_age_seconds", "max_latency_p99_ms"):
+    for name in (f.name for f in dataclasses.fields(topology.slo)):
         value = getattr(topology.slo, name)
         if value is not None:
             out[f"{EXT}slo.{name}"] = _num(value)

@@ -149,6 +149,7 @@ JOB_FIELD_KINDS: dict[str, Kind] = {
 }
 SLO_KINDS: dict[str, Kind] = {
     "max_lag_records": Kind.INT,
+    "max_lag_seconds": Kind.SECONDS,
     "max_heartbeat_age_seconds": Kind.SECONDS,
     "max_latency_p99_ms": Kind.SECONDS,
 }

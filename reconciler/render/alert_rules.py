@@ -6,6 +6,7 @@ The expressions name only what the jobs export (`reconciler.replication.metrics`
 | alert | from | fires when |
 |---|---|---|
 | MirrorLagHigh | `slo.max_lag_records` | a flow's summed partition lag stays above it for 5m |
+| MirrorLagAgeHigh | `slo.max_lag_seconds` | the oldest record a flow has not replicated (by its timestamp) stays older than it for 5m |
 | MirrorLatencyP99High | `slo.max_latency_p99_ms` | the 5m p99 of replication latency stays above it for 5m |
 | MirrorCheckpointLatencyP99High | `slo.max_latency_p99_ms` | the 15m p99 of checkpoint latency stays above it for 5m |
 | MirrorHeartbeatStale | `slo.max_heartbeat_age_seconds` | the scheduled drift run saw an older newest heartbeat |
@@ -63,6 +64,17 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
                 "warning",
                 "Replication lag of {{ $labels.flow }} is over the SLO",
                 f"{{{{ $value }}}} records behind (slo.max_lag_records {_num(slo.max_lag_records)}).",
+            )
+        )
+    if slo.max_lag_seconds is not None:
+        slo_rules.append(
+            _rule(
+                "MirrorLagAgeHigh",
+                f"max by ({BY}) ({OWN}_lag_seconds) > {_num(slo.max_lag_seconds)}",
+                "5m",
+                "warning",
+                "The oldest record {{ $labels.flow }} has not replicated is older than the SLO",
+                f"{{{{ $value }}}} s old (slo.max_lag_seconds {_num(slo.max_lag_seconds)}).",
             )
         )
     if slo.max_latency_p99_ms is not None:

@@ -63,6 +63,7 @@ FAMILIES = tuple(
 #: slo label -> the drift category that reports its breach.
 SLO_CATEGORIES = {
     "max_lag_records": Category.LAG,
+    "max_lag_seconds": Category.LAG_AGE,
     "max_latency_p99_ms": Category.LATENCY,
     "max_heartbeat_age_seconds": Category.HEARTBEAT,
 }

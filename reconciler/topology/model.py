@@ -168,6 +168,7 @@ class Prune:
 @dataclass(frozen=True)
 class Slo:
     max_lag_records: int | None = None
+    max_lag_seconds: float | None = None  # age of the oldest record not replicated yet
     max_heartbeat_age_seconds: float | None = None
     max_latency_p99_ms: float | None = None
 

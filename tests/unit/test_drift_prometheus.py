@@ -46,7 +46,7 @@ def test_in_sync_report_as_metrics(world):
     assert value(found, "reconciler_drift_revision_info", short="ccccccc") == 1
     assert value(found, "reconciler_drift_slo_threshold", slo="max_lag_records") == 1000
     assert {s.value for s in found["reconciler_drift_slo_breach"]} == {0.0}
-    assert len(found["reconciler_drift_slo_breach"]) == 6  # 2 flows x 3 SLOs
+    assert len(found["reconciler_drift_slo_breach"]) == 8  # 2 flows x 4 SLOs
     assert value(found, "reconciler_drift_cluster_reachable", cluster="west") == 1
     assert value(found, "reconciler_drift_generated_timestamp_seconds") == NOW / 1000
 

@@ -29,7 +29,7 @@ FLOWS = """flows:
   - {source: west, target: east, topics: {include: ["orders", "pay.*"]}}
   - {source: east, target: west, topics: {include: ["audit"]}}
 """
-SLO = "slo: {max_lag_records: 1000, max_heartbeat_age_seconds: 30, max_latency_p99_ms: 500}"
+SLO = "slo: {max_lag_records: 1000, max_lag_seconds: 60, max_heartbeat_age_seconds: 30, max_latency_p99_ms: 500}"
 
 
 def spec_hash(topo, flow: str) -> str:
@@ -193,6 +193,20 @@ def test_slo_lag_latency_and_heartbeat_age(world):
     # without SLOs nothing is judged
     plain = report_of(world, topology(FLOWS), statuses=statuses, hb=hb)
     assert plain.drift == []
+
+
+def test_slo_lag_in_seconds(world):
+    # few records behind but the oldest of them waits long: a breach of max_lag_seconds only
+    topo = world.topology
+    statuses = {
+        "west->east": healthy(topo, "west->east", lag_total=40, lag_seconds=95.5),
+        "east->west": healthy(topo, "east->west", lag_total=40, lag_seconds=59.0),
+    }
+    report = report_of(world, statuses=statuses, hb=beats(topo))
+    assert [(i.category.value, i.flows) for i in report.drift] == [("lag-age", ("west->east",))]
+    assert "oldest record not replicated yet is 95.5s old (SLO max_lag_seconds 60s)" in report.drift[0].message
+    assert flow_of(report, "west->east").job.lag_seconds == 95.5
+    assert report.slo["max_lag_seconds"] == 60
 
 
 def test_missing_heartbeat_and_unreadable_status():

@@ -166,7 +166,7 @@ metadata: {name: shop}
 clusters:
   west: {bootstrap_servers: "127.0.0.1:1", replication_principal: "User:mirror"}
   east: {bootstrap_servers: "127.0.0.1:2", replication_principal: "User:mirror"}
-slo: {max_lag_records: 500, max_heartbeat_age_seconds: 45}
+slo: {max_lag_records: 500, max_lag_seconds: 90, max_heartbeat_age_seconds: 45}
 flows:
   - {source: west, target: east, topics: {include: ["orders"]}}
   - {source: east, target: west, enabled: false, topics: {include: ["audit"]}}
@@ -185,6 +185,7 @@ def test_export_alerts_from_the_topology_slo(tmp_path, capsys, to_file):
     assert [g["name"] for g in doc["groups"]] == ["shop.slo", "shop.jobs", "shop.drift"]
     assert any(e.endswith("> 500") and "mirror_partition_lag_records" in e for e in exprs)
     assert any(e.endswith("> 45") for e in exprs)
+    assert "max by (flow, family, source, target) (mirror_lag_seconds) > 90" in exprs
     # the freshness SLO also bounds each partition's lag in seconds (the job's own clock, no drift run needed)
     assert "max by (flow, family, source, target, topic, partition) (mirror_partition_lag_seconds) > 45" in exprs
     assert not any("latency_ms" in e for e in exprs)  # no max_latency_p99_ms set: no latency rules
