@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -179,3 +181,54 @@ def test_a_running_job_stops_itself_when_a_newer_instance_of_its_flow_runs(fresh
         older.kill()
         if newer is not None:
             newer.kill()
+
+
+TOPOLOGY = """apiVersion: reconciler/v1
+kind: Topology
+metadata: {{name: instances-it}}
+clusters:
+  west: {{bootstrap_servers: "{west}"}}
+  east: {{bootstrap_servers: "{east}"}}
+defaults:
+  sync: {{acls: false}}
+  job: {{deployer: local, master: "local[1]", parallelism: 1}}
+flows:
+  - {{source: west, target: east, topics: {{include: [orders]}}}}
+"""
+
+
+@pytest.mark.jobs
+def test_an_apply_killed_mid_start_leaves_nothing_a_later_apply_duplicates(
+    fresh_clusters, tmp_path, capsys, monkeypatch
+):
+    from reconciler.cli.main import main
+
+    west, east = fresh_clusters
+    create_topic(west.bootstrap, "orders", 2)
+    path = tmp_path / "topology.yaml"
+    path.write_text(TOPOLOGY.format(west=west.bootstrap, east=east.bootstrap))
+    state = (tmp_path / "state").resolve()
+    env = {**os.environ, "RECONCILER_STATE_DIR": str(state), "RECONCILER_JOBS": "on"}
+    apply = subprocess.Popen(
+        [sys.executable, "-m", "reconciler.cli.main", "apply", str(path), "--auto-approve"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deployer = LocalDeployer(root=state, stop_timeout=20)
+    try:
+        # the instant the job's first process exists, the deployer dies (kill -9: no cleanup of its own)
+        wait_for(lambda: instance.scan(under=state) or apply.poll() is not None, 120, interval=0.05, what="a start")
+        apply.kill()
+        apply.wait(10)
+        first = {p.instance_id for p in instance.scan(under=state)}
+        assert len(first) == 1, first
+        monkeypatch.setenv("RECONCILER_STATE_DIR", str(state))  # the in-process apply uses the same state
+        assert main(["apply", str(path), "--auto-approve"]) == 0, capsys.readouterr()
+        procs = _ready(deployer, "west->east")
+        assert len({p.instance_id for p in procs}) == 1, procs
+        assert len([p for p in procs if p.role is Role.DRIVER]) == 1, procs
+        assert not deployer.inspect("west->east").strays
+    finally:
+        deployer.stop_all()
+    assert instance.scan(under=state) == []
