@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from reconciler.adapters.base import OpResult
-from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.deployers import INSTANCE_ENV, KUBERNETES
 from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV
 from reconciler.contract.spec import JobSpec
@@ -157,7 +157,13 @@ def render(
         "labels": dict(labels),
         "annotations": dict(pod_annotations),
         "volumeMounts": [{"name": "job-spec", "mountPath": SPEC_MOUNT, "readOnly": True}],
-        "env": [{"name": "PYTHONPATH", "value": APP_ROOT}, {"name": PORT_ENV, "value": str(port)}],
+        "env": [
+            {"name": "PYTHONPATH", "value": APP_ROOT},
+            {"name": PORT_ENV, "value": str(port)},
+            # One instance per driver pod: the operator's resubmission (restartPolicy) is a new pod, a new
+            # instance, which a zombie driver of an earlier pod sees in the status topic and stops for.
+            {"name": INSTANCE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+        ],
     }
     if port:
         driver["ports"] = [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
@@ -240,17 +246,19 @@ class KubernetesDeployer(Deployer):
         except ValueError:
             options = {}
         ns, name = app["metadata"].get("namespace", "default"), app["metadata"]["name"]
-        alive, detail = None, f"manifest {path}"
+        alive, detail, where = None, f"manifest {path}", f"k8s {ns}/{name}"
         if options.get("kubectl_apply"):
-            state = self._app_state(ns, name)
-            if state is not None:
+            found = self._app_state(ns, name)
+            if found is not None:
+                state, pod = found
                 alive = state in ("RUNNING", "SUBMITTED", "PENDING_RERUN", "INVALIDATING", "SUCCEEDING")
                 detail = f"SparkApplication state {state}"
-        return Deployment(
-            flow, self.name, f"k8s {ns}/{name}", spec, alive, path.stat().st_mtime, False, None, detail, options
-        )
+                if pod:
+                    where += f", driver pod {pod}"
+        return Deployment(flow, self.name, where, spec, alive, path.stat().st_mtime, False, None, detail, options)
 
-    def _app_state(self, ns: str, name: str) -> str | None:
+    def _app_state(self, ns: str, name: str) -> tuple[str, str | None] | None:
+        """The SparkApplication's state and its driver pod's name (the operator's status.driverInfo)."""
         if shutil.which(self.kubectl) is None:
             return None
         try:
@@ -263,11 +271,14 @@ class KubernetesDeployer(Deployer):
         except (OSError, subprocess.TimeoutExpired):
             return None
         if out.returncode != 0:
-            return "NOT_FOUND" if "NotFound" in out.stderr else None
+            return ("NOT_FOUND", None) if "NotFound" in out.stderr else None
         try:
-            return json.loads(out.stdout).get("status", {}).get("applicationState", {}).get("state") or "SUBMITTED"
+            status = json.loads(out.stdout).get("status", {})
         except ValueError:
             return None
+        return status.get("applicationState", {}).get("state") or "SUBMITTED", status.get("driverInfo", {}).get(
+            "podName"
+        )
 
     def inspect(self, flow: str, options: Mapping[str, Any] | None = None) -> Deployment | None:
         path = self.path(flow, options or {})

@@ -54,7 +54,8 @@ class K8sEnv:
         kubectl.parent.mkdir()
         kubectl.write_text(
             f'#!/bin/sh\necho "$@" >> {self.kubectl_log}\n'
-            'if [ "$1" = get ]; then echo \'{"status": {"applicationState": {"state": "RUNNING"}}}\'; '
+            'if [ "$1" = get ]; then echo \'{"status": {"applicationState": {"state": "RUNNING"}, '
+            '"driverInfo": {"podName": "mirror-west-east-driver"}}}\'; '
             'else echo "sparkapplication.sparkoperator.k8s.io/x configured"; fi\n'
         )
         kubectl.chmod(kubectl.stat().st_mode | stat.S_IEXEC)
@@ -125,7 +126,9 @@ def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
     ref = {"EAST_PASSWORD": {"name": "reconciler-secrets", "key": "EAST_PASSWORD"}}
     assert "envSecretKeyRefs" not in s["driver"] and "envSecretKeyRefs" not in s["executor"]
     for pod in (s["driver"], s["executor"]):
-        secret_env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in pod["env"] if "valueFrom" in e}
+        secret_env = {
+            e["name"]: e["valueFrom"]["secretKeyRef"] for e in pod["env"] if "secretKeyRef" in e.get("valueFrom", {})
+        }
         assert secret_env == ref
     assert all(isinstance(v, str) for v in s["sparkConf"].values())
     assert not k8s.kubectl_log.exists(), "kubectl only when asked"
@@ -169,6 +172,8 @@ def test_kubectl_apply_and_delete_when_asked(k8s):
     k8s.apply()
     path = k8s.dir / f"{resource_name('west->east')}.yaml"
     assert f"apply -f {path}" in k8s.kubectl_log.read_text()
+    [dep] = KubernetesDeployer(str(k8s.tmp / "bin" / "kubectl")).deployments([{"manifests_dir": str(k8s.dir)}])
+    assert dep.alive and dep.where.endswith(", driver pod mirror-west-east-driver"), dep.where
     k8s.board.report("west->east", JobSpec.from_json(k8s.manifest()[0]["data"]["spec.json"]))
     assert k8s.jobs() == []
     k8s.path.write_text(k8s.path.read_text().split("flows:")[0] + "flows: []\nprune: {flows: true}\n")
@@ -193,6 +198,10 @@ def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
     driver = app["spec"]["driver"]
     assert driver["ports"] == [{"name": "metrics", "containerPort": 9404, "protocol": "TCP"}]
     assert {"name": "RECONCILER_METRICS_PORT", "value": "9404"} in driver["env"]
+    # each driver pod is an instance of its own (the job's self-fencing tells a zombie pod from its successor)
+    assert {"name": "RECONCILER_JOB_INSTANCE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}} in driver[
+        "env"
+    ]
     assert (
         driver["annotations"]["prometheus.io/scrape"] == "true"
         and driver["annotations"]["prometheus.io/port"] == "9404"
