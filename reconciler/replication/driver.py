@@ -49,7 +49,7 @@ from reconciler.replication import clients
 from reconciler.replication.delivery import DeliveryMode, mode_of
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.replication.fencing import InstanceFence
-from reconciler.replication.lag import JobLag, LagPosition, SourceEndReader, SourceEnds, job_lag
+from reconciler.replication.lag import JobLag, LagPosition, SourceEndReader, SourceEnds, committed_ahead, job_lag
 from reconciler.replication.metrics import JobMetrics
 from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
@@ -614,7 +614,9 @@ class ReplicationDriver:
             state=state,
             started_at=self.started_at,
             heartbeat_at=int(time.time() * 1000),
-            records=self.records,
+            # what tasks reported, and what a running task has committed since (a kill loses no count but its last
+            # second's: the worker commits every round)
+            records=self.records + committed_ahead(dict(self.positions), self.source_ends),
             bytes=self.bytes,
             records_per_second=round(self.rate.rate(), 1),
             batches=self.batches,

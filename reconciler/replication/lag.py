@@ -98,6 +98,13 @@ def latest_positions(positions: Mapping[TP, int], committed: Mapping[TP, int]) -
     return {tp: max(pos, committed.get(tp, pos)) for tp, pos in positions.items()}
 
 
+def committed_ahead(positions: Mapping[TP, int], source: SourceEnds | None) -> int:
+    """Records a running task has committed (durable on the target) that the driver has not counted yet: its
+    count arrives when the task ends, and never if the job is killed first."""
+    committed = source.committed if source is not None else {}
+    return sum(max(0, committed[tp] - pos) for tp, pos in positions.items() if tp in committed and pos >= 0)
+
+
 def job_lag(
     copy: Mapping[TP, str],
     positions: Mapping[TP, int],

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from reconciler.contract.spec import job_group
+from reconciler.contract.status import read_job_status
 from reconciler.deploy.process import LocalJob
 from reconciler.replication.delivery import PROGRESS_COMMIT_S, AtLeastOnce
 from reconciler.replication.tasks import CopyTask, PartitionTask, TaskResult
@@ -141,6 +142,9 @@ def test_at_least_once_kills_repeat_at_most_a_round(fresh_clusters, tmp_path):
             alive = job.alive()
             job.kill()  # SIGKILL: the task in flight never reports to the driver
             assert alive, job.log_tail()
+            # ... but its last status record counts what the task had committed (issue 21: not RECORDS 0)
+            last = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow, timeout=5)
+            assert last is not None and (last.records or 0) > 0, last
         job, took = _start_and_wait_for_records(spec, tmp_path / "final", end)
         recover_s.append(took)
         try:

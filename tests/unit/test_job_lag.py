@@ -10,6 +10,7 @@ from reconciler.replication.lag import (
     OldestRecord,
     SourceEndReader,
     SourceEnds,
+    committed_ahead,
     job_lag,
     lag_seconds,
     partition_lag,
@@ -125,3 +126,10 @@ def test_positions_a_running_task_committed_count_before_the_task_ends():
     lag = job_lag(COPY, {("orders", 0): 0, ("orders", 1): 40}, {}, ends, NOW)
     assert lag.total == 1_000 and [p.next for p in lag.partitions] == [19_000, 40]
     assert lag.seconds == 0.8
+
+
+def test_records_a_running_task_committed_count_before_it_reports():
+    ends = SourceEnds({("orders", 0): 900}, NOW, committed={("orders", 0): 700, ("orders", 1): 5})
+    assert committed_ahead({("orders", 0): 500, ("orders", 1): 10}, ends) == 200  # a commit behind counts 0
+    assert committed_ahead({("orders", 0): -2}, ends) == 0  # no position yet: nothing known
+    assert committed_ahead({("orders", 0): 500}, None) == 0
