@@ -67,8 +67,9 @@ class DeliveryMode(Protocol):
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         """Driver: record positions the batch (or an out-of-range reset) moved to."""
 
-    def recover(self, reload: Callable[[list[TP]], None], tps: list[TP]) -> None:
-        """Driver: after a failed batch, bring the positions of `tps` back to what is durable."""
+    def recover(self, reload: Callable[[list[TP], bool], None], tps: list[TP]) -> None:
+        """Driver: after a failed batch, bring the positions of `tps` to what is durable: `reload(tps, forward_only)`
+        re-reads the job's committed group (forward_only: never behind the driver's own position)."""
 
 
 @dataclass
@@ -165,8 +166,11 @@ class AtLeastOnce:
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         store.commit_source(positions)
 
-    def recover(self, reload: Callable[[list[TP]], None], tps: list[TP]) -> None:
-        return None  # the driver's positions only moved after acknowledgement
+    def recover(self, reload: Callable[[list[TP], bool], None], tps: list[TP]) -> None:
+        # The driver's positions only moved after acknowledgement; the failed tasks committed what they had
+        # acknowledged before failing (every round, SourceProgress), so resume there, not at the tasks' start:
+        # a killed Python worker repeats about a round, not the whole task.
+        reload(tps, True)
 
 
 class ExactlyOnce:
@@ -244,8 +248,8 @@ class ExactlyOnce:
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         return None  # committed inside each transaction by the worker
 
-    def recover(self, reload: Callable[[list[TP]], None], tps: list[TP]) -> None:
-        reload(tps)  # the target group is the truth (the transaction may have committed)
+    def recover(self, reload: Callable[[list[TP], bool], None], tps: list[TP]) -> None:
+        reload(tps, False)  # the target group is the truth (the transaction may have committed)
 
 
 MODES: dict[str, DeliveryMode] = {m.name: m for m in (AtLeastOnce(), ExactlyOnce())}

@@ -539,14 +539,18 @@ class ReplicationDriver:
             self.syncs.write(topic, partition, [pair])
         self.syncs.flush()
 
-    def _reload_positions(self, tps: list[TP]) -> None:
-        """After a failed exactly-once batch the target group is the truth (it may have committed)."""
+    def _reload_positions(self, tps: list[TP], forward_only: bool = False) -> None:
+        """After a failed batch, the positions the job's group holds (delivery.py: which group, and whether a
+        position may move back: exactly-once the target group is the truth, it may have committed)."""
         wanted = {tp: self.plan.copy[tp] for tp in tps if tp in self.plan.copy}
         try:
             for tp, (offset, _slot) in self.offsets.load(wanted).items():
-                self.positions[tp] = offset if offset is not None else -2
+                loaded = offset if offset is not None else -2
+                if forward_only:
+                    loaded = max(loaded, self.positions.get(tp, -2))
+                self.positions[tp] = loaded
         except Exception as exc:  # noqa: BLE001
-            self._error(f"cannot re-read exactly-once positions: {exc}")
+            self._error(f"cannot re-read the job's committed positions: {exc}")
 
     # --- out of range -----------------------------------------------------------------------
     def _check_position(self, tp: TP, position: int) -> None:

@@ -35,6 +35,9 @@ from reconciler.replication.tasks import TP
 
 log = logging.getLogger(__name__)
 
+#: A position not resolved yet: the partition's earliest offset (Kafka's OFFSET_BEGINNING).
+EARLIEST = -2
+
 #: At most this many partitions (those with the largest lag) have their oldest record's timestamp read per round.
 PROBE_LIMIT = 20
 
@@ -67,6 +70,8 @@ class SourceEnds:
     #: the positions the job's workers committed (durable on the target) by the time of the read: ahead of
     #: the driver's positions while a task runs (a worker commits every round, a task ends every max_batch_ms)
     committed: Mapping[TP, int] = field(default_factory=dict)
+    #: the earliest offsets of partitions the job starts at the earliest (position EARLIEST, not resolved yet)
+    starts: Mapping[TP, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,14 @@ def latest_positions(positions: Mapping[TP, int], committed: Mapping[TP, int]) -
 def committed_ahead(positions: Mapping[TP, int], source: SourceEnds | None) -> int:
     """Records a running task has committed (durable on the target) that the driver has not counted yet: its
     count arrives when the task ends, and never if the job is killed first."""
-    committed = source.committed if source is not None else {}
-    return sum(max(0, committed[tp] - pos) for tp, pos in positions.items() if tp in committed and pos >= 0)
+    if source is None:
+        return 0
+    total = 0
+    for tp, pos in positions.items():
+        start = pos if pos >= 0 else source.starts.get(tp) if pos == EARLIEST else None
+        if start is not None and tp in source.committed:
+            total += max(0, source.committed[tp] - start)
+    return total
 
 
 def job_lag(
@@ -201,11 +212,15 @@ class SourceEndReader:
         read_at = int(time.time() * 1000)
         committed = self.committed(copy) if copy else {}
         ends = self.end_offsets(copy)
+        fresh = [tp for tp, pos in positions.items() if pos == EARLIEST and tp in committed]
+        starts = self.end_offsets(fresh, earliest=True) if fresh else {}
         merged = {tp: max(e, seen_ends.get(tp, e)) for tp, e in ends.items()}
         targets = probe_targets(latest_positions(positions, committed), {**seen_ends, **merged})
         kept = {tp: o for tp, o in (known or {}).items() if targets.get(tp) == o.at}
         missing = {tp: pos for tp, pos in targets.items() if tp not in kept}
-        return SourceEnds(ends, read_at, {**kept, **(self.oldest_records(missing) if missing else {})}, committed)
+        return SourceEnds(
+            ends, read_at, {**kept, **(self.oldest_records(missing) if missing else {})}, committed, starts
+        )
 
     def committed(self, copy: Mapping[TP, str]) -> dict[TP, int]:
         """The positions the job's workers have committed, read where the delivery mode keeps them (the source
@@ -220,15 +235,17 @@ class SourceEndReader:
             return {}
         return {tp: pos for tp, (pos, _slot) in loaded.items() if pos is not None and pos >= 0}
 
-    def end_offsets(self, partitions: Iterable[TP]) -> dict[TP, int]:
-        """One ListOffsets(latest) request (per leader), read_committed: the last stable offset of each partition.
+    def end_offsets(self, partitions: Iterable[TP], earliest: bool = False) -> dict[TP, int]:
+        """One ListOffsets(latest) request (per leader), read_committed: the last stable offset of each partition
+        (earliest: the log start offset instead).
 
         Tansu answers it with the base offset of the partition's last batch + 1, which can be below the true
         end: lag = max(0, end - next) then reads low, by less than one producer batch, and never negative."""
         from confluent_kafka import IsolationLevel, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        wanted = {TopicPartition(t, p): OffsetSpec.latest() for t, p in sorted(set(partitions))}
+        which = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
+        wanted = {TopicPartition(t, p): which for t, p in sorted(set(partitions))}
         if not wanted:
             return {}
         futures = self._admin.list_offsets(

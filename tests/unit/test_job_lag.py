@@ -94,8 +94,8 @@ class Reader(SourceEndReader):
     def committed(self, copy):
         return {tp: pos for tp, pos in self.commits.items() if tp in copy}
 
-    def end_offsets(self, partitions):
-        return {tp: self.ends[tp] for tp in partitions if tp in self.ends}
+    def end_offsets(self, partitions, earliest=False):
+        return {tp: 0 if earliest else self.ends[tp] for tp in partitions if tp in self.ends}
 
     def oldest_records(self, positions, timeout=2.0):
         self.probed.append(dict(positions))
@@ -131,5 +131,7 @@ def test_positions_a_running_task_committed_count_before_the_task_ends():
 def test_records_a_running_task_committed_count_before_it_reports():
     ends = SourceEnds({("orders", 0): 900}, NOW, committed={("orders", 0): 700, ("orders", 1): 5})
     assert committed_ahead({("orders", 0): 500, ("orders", 1): 10}, ends) == 200  # a commit behind counts 0
-    assert committed_ahead({("orders", 0): -2}, ends) == 0  # no position yet: nothing known
+    assert committed_ahead({("orders", 0): -2}, ends) == 0  # the earliest offset not read: nothing known
+    fresh = SourceEnds({}, NOW, committed={("orders", 0): 700}, starts={("orders", 0): 100})
+    assert committed_ahead({("orders", 0): -2}, fresh) == 600  # a job's first task, from the earliest offset
     assert committed_ahead({("orders", 0): 500}, None) == 0
