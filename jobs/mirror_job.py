@@ -39,8 +39,9 @@ def _orphaned(parent: int) -> None:
     os._exit(1)
 
 
-def write_runtime(metrics_port: int | None) -> None:
-    """Say who this job is in its job directory (the deployer reads it): instance, driver pid, metrics port."""
+def write_runtime(metrics_port: int | None, application_id: str | None) -> None:
+    """Say who this job is in its job directory (the deployer reads it): instance, driver pid, metrics port and
+    Spark application id (on a standalone cluster the executors are the application's: they end with it)."""
     job_dir = os.environ.get(JOB_DIR_ENV)
     if not job_dir:
         return
@@ -49,6 +50,7 @@ def write_runtime(metrics_port: int | None) -> None:
         "instance_id": os.environ.get(INSTANCE_ENV),
         "pid": os.getpid(),
         "metrics_port": metrics_port,
+        "application_id": application_id,
         "at": time.time(),
     }
     try:
@@ -85,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.metrics_port:
             driver.metrics.serve(0 if args.metrics_port == AUTO_PORT else args.metrics_port)
             log.info("metrics on http://0.0.0.0:%d/metrics", driver.metrics.port)
-        write_runtime(driver.metrics.port)
+        write_runtime(driver.metrics.port, session.sparkContext.applicationId)
         return driver.run(max_seconds=args.max_seconds)
     finally:
         session.stop()

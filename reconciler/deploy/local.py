@@ -118,7 +118,8 @@ class ProcessDeployer(Deployer):
             proc = f"driver pid {runtime['pid']} ({inst})"
         else:
             proc = f"supervisor pid {record.get('pid')} ({inst}, no driver yet)"
-        return f"{proc}, {record.get('master')}{metrics}"
+        app = f", app {runtime['application_id']}" if runtime.get("application_id") else ""
+        return f"{proc}, {record.get('master')}{app}{metrics}"
 
     # --- what runs ------------------------------------------------------------------------
     def _processes(self, flow: str) -> list[JobProcess]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 
 import pytest
@@ -234,6 +235,7 @@ def test_spark_standalone_deployer_runs_a_job_on_a_master_and_worker(fresh_clust
         assert "StandaloneSchedulerBackend" in env.log()
         code, out = env.run("status", "TOPO")
         assert "spark-standalone" in out and cluster.master_url in out
+        assert re.search(rf"{re.escape(cluster.master_url)}, app app-\d+-\d+", out), "the driver's application id"
         env.write(topics='["orders"]', flows="  []", extra="prune: {flows: true}")
         assert "stopped cleanly" in env.apply()
         assert env.status().state_name == "stopped" and (env.status().records or 0) >= 2_000
