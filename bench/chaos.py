@@ -116,7 +116,8 @@ def scenario(role: Role | None, src: str, dst: str, opts, root: Path) -> dict:
             procs = wait_for(
                 lambda: [p for p in deployer._processes(spec.flow) if p.role is role], 120, what=f"a {name}"
             )
-            os.kill(procs[0].pid, signal.SIGKILL)
+            for p in procs if role is Role.WORKER else procs[:1]:  # the pyspark daemon and the worker it forked
+                os.kill(p.pid, signal.SIGKILL)
             t0 = time.monotonic()
             if role is not Role.WORKER:
                 wait_for(lambda: not deployer._processes(spec.flow), 60, interval=0.2, what="the instance ended")
