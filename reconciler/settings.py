@@ -11,6 +11,7 @@ to the default *and is recorded*; `main()` calls `check()` first and refuses to 
 | RECONCILER_LEASE_TTL          | 60      | seconds an apply lease lives without renewal                   |
 | RECONCILER_JOB_START_GRACE    | 180     | seconds a new job may run before it must report status         |
 | RECONCILER_MAX_REMOTE_TOPICS  | 10000   | remote topics validate/plan accept before refusing (multiplication) |
+| RECONCILER_DEV_ENGINE         | tansu   | the embedded brokers' engine: `dev up`, `demo`, the test brokers (tansu, noida) |
 """
 
 from __future__ import annotations
@@ -72,10 +73,33 @@ def duration(text: str) -> float:
     return value
 
 
+def choice(
+    name: str, default: str, choices: tuple[str, ...], what: str, environ: Mapping[str, str] | None = None
+) -> str:
+    """One of `choices` from `name`, else `default`; a value not among them is recorded for `check()`."""
+    process = environ is None
+    raw = (os.environ if environ is None else environ).get(name, "").strip()
+    if not raw:
+        return default
+    if raw not in choices:
+        if process:
+            _errors[name] = f"{name}={raw} is not one of {', '.join(choices)} ({what}; default {default})"
+        return default
+    if process:
+        _errors.pop(name, None)
+    return raw
+
+
+def dev_engine(environ: Mapping[str, str] | None = None) -> str:
+    """The engine of the embedded brokers unless a command says otherwise (read on each call)."""
+    return choice("RECONCILER_DEV_ENGINE", "tansu", ("tansu", "noida"), "the embedded brokers' engine", environ)
+
+
 def errors() -> list[str]:
     """Every malformed setting of the process environment, one line each (settings read at import
     were recorded then; the ones read later are read here)."""
     max_remote_topics()
+    dev_engine()
     return [_errors[k] for k in sorted(_errors)]
 
 

@@ -1,7 +1,8 @@
-"""Shared fixtures: real Kafka-protocol brokers (Tansu) on free loopback ports.
+"""Shared fixtures: real Kafka-protocol brokers (Tansu, or noida-db where a test asks) on free loopback ports.
 
-`broker_factory` starts as many brokers as a test needs; `two_clusters` is the common
-source/target pair. Brokers are in-memory and stopped at the end of the session.
+`broker_factory` starts as many brokers as a test needs; `two_clusters` is the common source/target pair,
+`noida_clusters` a pair on noida-db (for what Tansu cannot show: partitions grown, aborted transactions
+hidden). Brokers are stopped (and noida's data removed) at the end of the session.
 
 Replication jobs are left out of plans (RECONCILER_JOBS=off) except in tests marked `jobs`:
 the topic tests run against the memory double or brokers no job should be started for.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid
+from reconciler.dev.brokers import Broker, Engine, default_engine, discard, free_port, start_broker
 
 
 class BrokerFactory:
@@ -24,16 +25,24 @@ class BrokerFactory:
         self.brokers: list[Broker] = []
         self._n = itertools.count()
 
-    def start(self) -> Broker:
+    def start(self, engine: Engine | None = None) -> Broker:
+        """A broker on `engine` (default: $RECONCILER_DEV_ENGINE, else Tansu)."""
+        engine = engine or default_engine()
         port = free_port()
-        broker = start_broker("127.0.0.1", port, log_path=self.log_dir / f"tansu-{next(self._n)}-{port}.log")
+        n = next(self._n)
+        broker = start_broker(
+            "127.0.0.1",
+            port,
+            log_path=self.log_dir / f"{engine.value}-{n}-{port}.log",
+            engine=engine,
+            data_dir=self.log_dir / f"{engine.value}-{n}-{port}.data",
+        )
         self.brokers.append(broker)
         return broker
 
     def stop_all(self) -> None:
         for b in self.brokers:
-            if b.pid:
-                stop_pid(b.pid)
+            discard(b)
         self.brokers.clear()
 
 
@@ -48,6 +57,12 @@ def broker_factory(tmp_path_factory):
 def two_clusters(broker_factory) -> tuple[Broker, Broker]:
     """A session-wide source ('west') and target ('east') broker. Tests must use unique topic names."""
     return broker_factory.start(), broker_factory.start()
+
+
+@pytest.fixture
+def noida_clusters(broker_factory) -> tuple[Broker, Broker]:
+    """Two noida-db brokers of this test's own."""
+    return broker_factory.start(Engine.NOIDA), broker_factory.start(Engine.NOIDA)
 
 
 @pytest.fixture

@@ -13,11 +13,27 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from reconciler.state.configs import RawConfigEntry
-from reconciler.state.live import AclBinding, Capabilities
+from reconciler.state.live import AclBinding, AclUnavailable, Capabilities
 
 
 class AdminError(Exception):
     """A cluster-wide failure (unreachable, unresolved secret reference): the cluster cannot be read."""
+
+
+class AclsUnavailableError(AdminError):
+    """The cluster's ACLs cannot be read, and why (the rest of the cluster can)."""
+
+    def __init__(self, reason: AclUnavailable, cluster: str, detail: str = ""):
+        super().__init__(reason.explain(cluster) + (f" ({detail})" if detail else ""))
+        self.reason = reason
+
+
+#: Broker error names that say ACLs cannot be used, whatever the request (SECURITY_DISABLED: no authorizer).
+ACL_ERRORS = {
+    "SECURITY_DISABLED": AclUnavailable.DISABLED,
+    "CLUSTER_AUTHORIZATION_FAILED": AclUnavailable.UNAUTHORIZED,
+    "TOPIC_AUTHORIZATION_FAILED": AclUnavailable.UNAUTHORIZED,
+}
 
 
 class ResultCode(str, enum.Enum):
@@ -91,7 +107,8 @@ class ClusterAdmin(Protocol):
     def capabilities(self) -> Capabilities: ...
     def list_topics(self) -> dict[str, TopicMeta]: ...
     def describe_topic_configs(self, topics: Sequence[str]) -> dict[str, list[RawConfigEntry]]: ...
-    def describe_acls(self) -> list[AclBinding]: ...
+    def describe_acls(self) -> list[AclBinding]: ...  # AclsUnavailableError when they cannot be read
+    def acls_unavailable(self) -> AclUnavailable | None: ...  # why ACLs cannot be changed here (None: they can)
 
     def create_topics(self, specs: Sequence[NewTopicSpec]) -> dict[str, OpResult]: ...
     def create_partitions(self, totals: Mapping[str, int]) -> dict[str, OpResult]: ...

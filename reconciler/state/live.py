@@ -161,9 +161,34 @@ class TopicState:
         return [self.partitions, self.replication_factor, sorted(self.configs.items())]
 
 
+class AclUnavailable(str, enum.Enum):
+    """Why the reconciler cannot manage (or read) a cluster's ACLs."""
+
+    NO_API = "no-api"  # the brokers lack the ACL APIs (Tansu)
+    DISABLED = "disabled"  # no authorizer is configured on the brokers (SECURITY_DISABLED), as Kafka without one
+    UNAUTHORIZED = "unauthorized"  # the reconciler's principal may not describe or alter ACLs
+
+    def explain(self, cluster: str) -> str:
+        return {
+            AclUnavailable.NO_API: f"cluster {cluster} does not support the ACL APIs (DescribeAcls, CreateAcls, DeleteAcls)",
+            AclUnavailable.DISABLED: f"ACLs are not enabled on cluster {cluster}: no authorizer is configured on its brokers",
+            AclUnavailable.UNAUTHORIZED: f"the reconciler's principal may not manage ACLs on cluster {cluster}",
+        }[self]
+
+    def hint(self) -> str:
+        return {
+            AclUnavailable.NO_API: "manage these ACLs with the platform's tooling, or set `sync.acls: false` on the flows into it",
+            AclUnavailable.DISABLED: "enable an authorizer on the brokers (authorizer.class.name; KRaft: "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer), or set `sync.acls: false` on the flows into it",
+            AclUnavailable.UNAUTHORIZED: "grant the reconciler's principal DESCRIBE and ALTER on the CLUSTER resource, "
+            "or set `sync.acls: false` on the flows into it",
+        }[self]
+
+
 @dataclass(frozen=True)
 class ClusterState:
-    """One cluster as read. `acls` is None when the cluster cannot list ACLs; `error` when it could not be read."""
+    """One cluster as read. `acls` is None when the cluster cannot list ACLs; `error` when it could not be read;
+    `acls_unavailable` why ACLs cannot be managed there (None: they can)."""
 
     alias: str
     topics: Mapping[str, TopicState] = field(default_factory=dict)
@@ -171,6 +196,7 @@ class ClusterState:
     capabilities: Capabilities = field(default_factory=Capabilities)
     config_mode: ConfigSourceMode = ConfigSourceMode.UNKNOWN
     error: str | None = None
+    acls_unavailable: AclUnavailable | None = None
 
     @property
     def reachable(self) -> bool:

@@ -1,7 +1,8 @@
 """Stage (I/O): read every cluster once, in bulk, into a LiveState.
 
 Per cluster: probe capabilities, one metadata request for all topics, describe_configs in
-batches, ACLs once (only when the cluster supports the ACL APIs). Clusters are read in parallel.
+batches, ACLs once (only when the cluster supports the ACL APIs) and whether they can be changed (an
+authorizer, and a principal allowed to). Clusters are read in parallel.
 A cluster that cannot be read becomes a ClusterState with `error`, not an exception.
 """
 
@@ -10,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from reconciler.adapters.base import AdminError, ClusterAdmin
+from reconciler.adapters.base import AclsUnavailableError, AdminError, ClusterAdmin
 from reconciler.state.configs import detect_mode, explicit_configs
-from reconciler.state.live import ClusterState, LiveState, TopicState
+from reconciler.state.live import AclUnavailable, ClusterState, LiveState, TopicState
 from reconciler.topology.model import Cluster, Topology
 
 AdminFactory = Callable[[Cluster], ClusterAdmin]
@@ -35,10 +36,16 @@ def read_cluster(admin: ClusterAdmin, config_batch: int = CONFIG_BATCH) -> Clust
             )
             for n in names
         }
-        acls = tuple(sorted(admin.describe_acls())) if caps.acls else None
+        acls: tuple | None = None
+        unavailable = admin.acls_unavailable() if caps.acls else AclUnavailable.NO_API
+        if caps.acls:
+            try:
+                acls = tuple(sorted(admin.describe_acls()))
+            except AclsUnavailableError as exc:  # the rest of the cluster is read; its ACLs are not
+                unavailable = unavailable or exc.reason
     except AdminError as exc:
         return ClusterState(admin.alias, error=str(exc))
-    return ClusterState(admin.alias, topics, acls, caps, mode)
+    return ClusterState(admin.alias, topics, acls, caps, mode, acls_unavailable=unavailable)
 
 
 class Connections:

@@ -8,7 +8,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from reconciler.cli.main import main
-from reconciler.dev.brokers import free_port, pid_alive
+from reconciler.dev.brokers import Engine, free_port, pid_alive
 from tests.helpers import write
 
 pytestmark = pytest.mark.kafka
@@ -30,15 +30,17 @@ def _topology(tmp_path, ports, host="127.0.0.1"):
     )
 
 
-def test_dev_up_is_idempotent_answers_kafka_and_down_stops(tmp_path, state_dir, capsys):
+@pytest.mark.parametrize("engine", ["tansu", "noida"])
+def test_dev_up_is_idempotent_answers_kafka_and_down_stops(tmp_path, state_dir, capsys, engine):
     ports = (free_port(), free_port())
     f = _topology(tmp_path, ports)
     try:
-        assert main(["dev", "up", str(f)]) == 0
+        assert main(["dev", "up", str(f), "--engine", engine]) == 0
         out = capsys.readouterr().out
-        assert out.count("started") == 2
+        assert out.count("started") == 2 and out.count(f"({Engine(engine).product})") == 2, out
         records = {p.stem: json.loads(p.read_text()) for p in (state_dir / "dev").glob("*.json")}
         assert set(records) == {"west", "east"} and all(pid_alive(r["pid"]) for r in records.values())
+        assert {r["engine"] for r in records.values()} == {engine}
 
         # a real Kafka round trip on the west broker: create, produce with key/headers/timestamp, consume
         bootstrap = f"127.0.0.1:{ports[0]}"
@@ -61,6 +63,7 @@ def test_dev_up_is_idempotent_answers_kafka_and_down_stops(tmp_path, state_dir, 
         assert main(["dev", "down"]) == 0
     assert all(not pid_alive(r["pid"]) for r in records.values())
     assert not list((state_dir / "dev").glob("*.json"))
+    assert not list((state_dir / "dev").glob("*.data")), "noida's data goes with the cluster"
 
 
 def test_dev_up_refuses_non_loopback_and_starts_nothing(tmp_path, state_dir, capsys):

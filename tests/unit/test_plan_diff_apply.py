@@ -9,6 +9,7 @@ from reconciler.state.live import (
     API_DELETE_ACLS,
     API_INCREMENTAL_ALTER_CONFIGS,
     AclBinding,
+    AclUnavailable,
     ConfigSourceMode,
 )
 from reconciler.state.live import (
@@ -183,6 +184,24 @@ def test_acl_changes_need_acl_apis(world):
     plan = world.plan()
     assert not [a for a in plan.actions if a.KIND is K.CREATE_ACL]
     assert any(f.kind.value == "unsupported" and "ACL" in f.message for f in plan.findings)
+
+
+@pytest.mark.parametrize(
+    "why, message",
+    [
+        (AclUnavailable.DISABLED, "ACLs are not enabled on cluster east: no authorizer is configured on its brokers"),
+        (AclUnavailable.UNAUTHORIZED, "the reconciler's principal may not manage ACLs on cluster east"),
+    ],
+)
+def test_acls_of_a_cluster_without_an_authorizer_or_rights_are_a_finding_not_a_failed_action(world, why, message):
+    # Kafka without an authorizer answers every ACL request SECURITY_DISABLED; a principal without ALTER on the
+    # cluster gets an authorization error. Either way the plan says so once, with a hint, and proposes no ACL.
+    world["east"].acls_unavailable = why
+    plan = world.plan()
+    assert not [a for a in plan.actions if a.KIND in (K.CREATE_ACL, K.DELETE_ACL)]
+    [finding] = [f for f in plan.findings if f.kind.value == "unsupported" and f.cluster == "east"]
+    assert message in finding.message and "sync.acls: false" in (finding.hint or "")
+    assert world.apply(plan).ok, "nothing fails on apply"
 
 
 def test_config_changes_need_incremental_alter_configs(world):
