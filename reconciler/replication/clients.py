@@ -17,6 +17,11 @@ from reconciler import logs
 from reconciler.adapters.read_to_end import END_READER
 from reconciler.contract.spec import ClusterSpec, JobSpec, job_group
 
+#: How often the job's clients refresh the metadata of the topics they use (librdkafka's default is 5 minutes):
+#: a partition added to a source or remote topic is known within this (MM2 re-reads topics every
+#: refresh.topics.interval.seconds; a producer that hits a partition it does not know yet is also replaced).
+METADATA_REFRESH_MS = 10_000
+
 # Client settings the job owns: a cluster's own `config` may not override these.
 _FORCED_CONSUMER = {
     "enable.auto.commit": False,
@@ -37,6 +42,7 @@ def consumer_config(
         "max.partition.fetch.bytes": 4_194_304,
         "queued.max.messages.kbytes": 65_536,
         "socket.keepalive.enable": True,
+        "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
         "client.id": f"reconciler-mirror-{spec.source.alias}-{spec.target.alias}",
     }
     conf.update(cluster.client_config(environ))
@@ -73,6 +79,7 @@ def producer_config(
         "queue.buffering.max.kbytes": 1_048_576,
         "message.timeout.ms": 120_000,
         "socket.keepalive.enable": True,
+        "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
         "client.id": f"reconciler-mirror-{spec.source.alias}-{spec.target.alias}",
     }
     conf.update(cluster.client_config(environ))
@@ -86,7 +93,12 @@ def producer_config(
 
 def admin_config(cluster: ClusterSpec, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     return logs.client_config(
-        {"socket.keepalive.enable": True, **cluster.client_config(environ)}, logs.JOB_CLIENT_LOGGER
+        {
+            "socket.keepalive.enable": True,
+            "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
+            **cluster.client_config(environ),
+        },
+        logs.JOB_CLIENT_LOGGER,
     )
 
 

@@ -190,6 +190,20 @@ def _consumer(spec: JobSpec, epoch: int = 0):
     return clients.CACHE.get(key, lambda: Consumer(clients.consumer_config(spec.source, spec)))
 
 
+#: librdkafka errors of a producer whose metadata predates a change of the target (a remote topic grown in place,
+#: or recreated): it keeps refusing the new partitions until its next metadata refresh.
+STALE_METADATA = ("_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART")
+
+
+def forget_producers(spec: JobSpec) -> None:
+    """Drop this process's cached producers of the job's target cluster (plain and transactional)."""
+    for key in clients.CACHE.keys():
+        if key[0] == "producer" and key[2] == spec.target.bootstrap_servers:
+            clients.CACHE.drop(key)
+        elif key[0] == "txn" and key[1] == spec.target.bootstrap_servers:
+            clients.CACHE.drop(key)
+
+
 def plain_producer(spec: JobSpec):
     from confluent_kafka import Producer
 
@@ -247,6 +261,8 @@ def copy_task(spec: JobSpec, task: CopyTask, mode: CopyMode) -> TaskResult:
     except Exception as exc:  # noqa: BLE001 - reported to the driver
         result.error = f"{type(exc).__name__}: {exc}"
         result.traceback = traceback.format_exc(limit=8)
+    if result.error and any(code in result.error for code in STALE_METADATA):
+        forget_producers(spec)  # the next task's producer reads the target's partitions afresh
     result.partitions = [p.result() for p in parts]
     result.duration_ms = int((time.time() - started) * 1000)
     return result
