@@ -35,7 +35,7 @@ def one_run(root: Path, records: int) -> dict[str, float]:
     spec.loader.exec_module(bench)
     from reconciler.contract.spec import EngineSettings
 
-    opts = argparse.Namespace(master="local[2]", parallelism=2, records=records, size=100)
+    opts = argparse.Namespace(master="local[2]", parallelism=2, records=records, size=100, engine="tansu")
     out: dict[str, float] = {}
     with bench.Clusters(opts) as c:
         bench.create(c.src.bootstrap, {"bench-src": 8})

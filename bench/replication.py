@@ -3,7 +3,8 @@
     python bench/replication.py                      # every scenario, 3 repetitions (~12 min)
     python bench/replication.py --scenario throughput --repeat 5 --json out.json
 
-Each scenario starts two fresh Tansu brokers (source, target) on loopback and measures, on those
+Each scenario starts two fresh brokers (source, target; Tansu, or noida-db with --engine noida) on loopback
+and measures, on those
 same brokers:
 
 throughput  8 partitions x --records of --size bytes: the client limit (produce-only, and
@@ -67,7 +68,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from reconciler.adapters.read_to_end import END_READER  # noqa: E402
 from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec  # noqa: E402
-from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
+from reconciler.dev.brokers import Engine, discard, free_port, start_broker  # noqa: E402
 from reconciler.mirror.filters import TopicFilter  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
@@ -430,8 +431,8 @@ class Clusters:
 
     def __init__(self, opts):
         self.opts = opts
-        self.src = start_broker("127.0.0.1", free_port())
-        self.dst = start_broker("127.0.0.1", free_port())
+        self.src = start_broker("127.0.0.1", free_port(), engine=Engine(opts.engine))
+        self.dst = start_broker("127.0.0.1", free_port(), engine=Engine(opts.engine))
         self.exclude = {self.src.pid, self.dst.pid}
         self._spark = None
         self.spark_start_s: float | None = None
@@ -457,8 +458,8 @@ class Clusters:
     def __exit__(self, *exc):
         if self._spark is not None:
             self._spark.stop()
-        stop_pid(self.src.pid)
-        stop_pid(self.dst.pid)
+        discard(self.src)
+        discard(self.dst)
 
 
 # ---------------------------------------------------------------- scenarios (one repetition each)
@@ -842,6 +843,7 @@ def environment(opts) -> dict[str, Any]:
         "platform": platform.platform(),
         "master": opts.master,
         "parallelism": opts.parallelism,
+        "engine": opts.engine,
         "records": opts.records,
         "size": opts.size,
         "repeat": opts.repeat,
@@ -903,6 +905,9 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=100, help="record size for throughput and scale (bytes)")
     ap.add_argument("--size-mb", type=float, default=400, help="megabytes per case in the size scenario")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument(
+        "--engine", default="tansu", choices=[e.value for e in Engine], help="the brokers' engine (docs/brokers.md)"
+    )
     ap.add_argument("--parallelism", type=int, default=2)
     ap.add_argument("--latency-rates", type=float, nargs="+", default=[10_000, 50_000])
     ap.add_argument("--latency-seconds", type=float, default=15)
