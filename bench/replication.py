@@ -4,8 +4,7 @@
     python bench/replication.py --scenario throughput --repeat 5 --json out.json
 
 Each scenario starts two fresh brokers (source, target; Tansu, or noida-db with --engine noida) on loopback
-and measures, on those
-same brokers:
+and measures, on those same brokers:
 
 throughput  8 partitions x --records of --size bytes: the client limit (produce-only, and
             consume-only with one and with --parallelism processes), the copy ceiling (the same

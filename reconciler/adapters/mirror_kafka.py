@@ -5,7 +5,7 @@ it, or its tail), describe a consumer group, read and commit its offsets.
 
 Reading "to the end" stops at the end-of-partition event of a fetch rather than at the high
 watermark from ListOffsets, because some brokers (Tansu) report the base offset of the last
-batch + 1 there, which would cut a read short (docs/test-brokers.md).
+batch + 1 there, which would cut a read short (docs/brokers.md).
 """
 
 from __future__ import annotations

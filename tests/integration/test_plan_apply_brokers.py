@@ -12,6 +12,7 @@ from reconciler.adapters.base import NewTopicSpec
 from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.apply.lock import Lease
 from reconciler.cli.main import main
+from reconciler.dev.brokers import Engine
 from reconciler.state.configs import detect_mode, explicit_configs
 from reconciler.topology.model import Cluster
 
@@ -81,7 +82,17 @@ def env(fresh_clusters, tmp_path, monkeypatch, capsys):
     assert SECRET not in joined
 
 
-def test_plan_apply_converge_and_drift(env):
+@pytest.fixture(params=[Engine.TANSU, Engine.NOIDA], ids=["tansu", "noida"])
+def engine_env(request, broker_factory, tmp_path, monkeypatch, capsys):
+    """The same Env on each broker engine (docs/brokers.md: the matrix)."""
+    clusters = (broker_factory.start(request.param), broker_factory.start(request.param))
+    e = Env(clusters, tmp_path, monkeypatch, capsys)
+    yield e
+    e.close()
+
+
+def test_plan_apply_converge_and_drift(engine_env):
+    env = engine_env
     env.create("west", "orders", 3, {"retention.ms": "3600000", "min.insync.replicas": "1"})
     env.create("west", "payments", 2)
     env.create("west", "unrelated", 1)
@@ -100,7 +111,7 @@ def test_plan_apply_converge_and_drift(env):
     orders = next(a for a in plan["actions"] if a.get("topic") == "west.orders")
     assert orders["partitions"] == 3 and orders["configs"] == {"retention.ms": "3600000"}
     kinds = {f["kind"] for f in plan["findings"]}
-    assert "acls-unknown" in kinds  # Tansu has no ACL APIs: a finding, not a crash
+    assert "acls-unknown" in kinds  # no ACL APIs (Tansu), no authorizer (noida): a finding, not a crash
 
     code, out, err = env.run("apply", "TOPO")  # stdin is not a terminal: refuses to ask
     assert code == 1 and "--auto-approve" in err

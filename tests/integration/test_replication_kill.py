@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, TopicPartition
 from reconciler.contract.spec import job_group
 from reconciler.contract.status import read_job_status
 from reconciler.deploy.process import LocalJob
+from reconciler.dev.brokers import Engine
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     broker_hides_aborted,
@@ -78,8 +79,9 @@ def _committed(bootstrap, spec, remote_topic):
         c.close()
 
 
-def test_at_least_once_survives_sigkill(fresh_clusters, tmp_path):
-    source, target = fresh_clusters
+@pytest.mark.parametrize("engine", [Engine.TANSU, Engine.NOIDA], ids=["tansu", "noida"])
+def test_at_least_once_survives_sigkill(broker_factory, tmp_path, engine):
+    source, target = broker_factory.start(engine), broker_factory.start(engine)
     _, _, expected, got, _ = _run_with_kill(source, target, tmp_path, "at-least-once")
     for p, want in expected.items():
         s = seqs(got[p])
