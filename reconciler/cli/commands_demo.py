@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reconciler.cli import demo
+from reconciler.dev.brokers import Engine
 
 
 def register(sub) -> None:
@@ -18,6 +19,18 @@ def register(sub) -> None:
         default=300.0,
         help="seconds to wait for records, heartbeats and checkpoints downstream (default 300)",
     )
+    p.add_argument(
+        "--engine",
+        choices=[e.value for e in Engine],
+        help="the embedded brokers' Kafka implementation (default $RECONCILER_DEV_ENGINE, else tansu; docs/brokers.md)",
+    )
     p.set_defaults(
-        func=lambda args: demo.run(args.topology, args.records, args.keep_running, args.timeout, cli=args.run_command)
+        func=lambda args: demo.run(
+            args.topology,
+            args.records,
+            args.keep_running,
+            args.timeout,
+            cli=args.run_command,
+            engine=Engine(args.engine) if args.engine else None,
+        )
     )

@@ -28,6 +28,7 @@ from reconciler import logs
 from reconciler.adapters.read_to_end import read_to_end, reader_config
 from reconciler.analysis.expansion import route
 from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
+from reconciler.dev.brokers import Engine, default_engine
 from reconciler.dev.clusters import DevClusters, state_dir
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.render.graph import mermaid
@@ -80,6 +81,7 @@ class DemoContext:
     records_per_cluster: int
     keep_running: bool
     wait_timeout: float = 300.0
+    engine: Engine = Engine.TANSU
     topology: Topology | None = None
     backlog: dict[str, dict[str, int]] = field(default_factory=dict)  # source cluster -> topic -> records
     stream: LiveStream | None = None
@@ -185,7 +187,7 @@ def step_validate(ctx: DemoContext) -> None:
 
 
 def step_clusters(ctx: DemoContext) -> None:
-    for status in DevClusters().up(ctx.topo):
+    for status in DevClusters().up(ctx.topo, ctx.engine):
         print("  " + status.line())
 
 
@@ -573,6 +575,7 @@ def run(
     wait_timeout: float = 300.0,
     *,
     cli: Callable[[list[str]], int],
+    engine: Engine | None = None,
 ) -> int:
     """`cli` runs one CLI command (argv -> exit code): `reconciler.cli.main.main` bound to a backend."""
     global _cli
@@ -583,7 +586,7 @@ def run(
         topology_path = shown
     except ValueError:
         pass
-    ctx = DemoContext(topology_path, records_per_cluster, keep_running, wait_timeout)
+    ctx = DemoContext(topology_path, records_per_cluster, keep_running, wait_timeout, engine or default_engine())
     started = time.monotonic()
     failed: str | None = None
     interrupted: str | None = None
@@ -623,7 +626,7 @@ def run(
         else ""
     )
     lines = [
-        f"clusters    {len(ctx.topo.clusters)}: {', '.join(sorted(ctx.topo.clusters))} (local Tansu brokers)",
+        f"clusters    {len(ctx.topo.clusters)}: {', '.join(sorted(ctx.topo.clusters))} (local {ctx.engine.product} brokers)",
         f"jobs        {len(flows)} replication jobs, one per flow, deployed by apply (local deployer, Spark)",
         f"replicated  {ctx.replicated} records on the targets: a backlog of {ctx.records_per_cluster} per region and "
         f"a live stream{lat}",
