@@ -93,7 +93,8 @@ class _Builder:
             )
         try:
             value = self.constructor.construct_object(node, deep=True)
-        except (ValueError, OverflowError, TypeError) as exc:  # e.g. int('9'*5000), timestamp 2026-13-45
+        # e.g. int('9'*5000), timestamp 2026-13-45, `!!bool yes}` (KeyError in PyYAML's bool constructor)
+        except (ValueError, OverflowError, TypeError, KeyError, AttributeError, yaml.YAMLError) as exc:
             raise _Refused(
                 f"cannot read value {str(getattr(node, 'value', ''))[:40]!r}: {exc}",
                 _loc(self.file, node),
@@ -227,6 +228,20 @@ def load_text(text: str, file: str, diags: Diagnostics) -> list[Document]:
     return docs
 
 
+#: What was read from files that can be read only once (pipes, process substitution), by path.
+_STREAMS: dict[str, str] = {}
+
+
+def read_source(path: Path) -> str:
+    """A topology file's text (UTF-8). A pipe is read once and kept: a command reads its files more than once."""
+    if path.is_file():
+        return path.read_text(encoding="utf-8")
+    key = str(path)
+    if key not in _STREAMS:
+        _STREAMS[key] = path.read_text(encoding="utf-8")
+    return _STREAMS[key]
+
+
 def topology_files(paths: Iterable[str | Path], diags: Diagnostics) -> list[Path]:
     """Expand files and directories (recursively, sorted) into the YAML files to load."""
     files: list[Path] = []
@@ -237,7 +252,7 @@ def topology_files(paths: Iterable[str | Path], diags: Diagnostics) -> list[Path
             if not found:
                 diags.error(f"no .yaml/.yml files in directory {p}", SourceLocation(str(p), 1, 1))
             files.extend(found)
-        elif p.is_file():
+        elif p.is_file() or (p.exists() and not p.is_dir()):  # a pipe too: `validate <(cat t.yaml)`
             files.append(p)
         else:
             diags.error(
@@ -255,7 +270,7 @@ def load_paths(paths: Iterable[str | Path], diags: Diagnostics) -> list[Document
     empty: list[str] = []
     for f in topology_files(paths, diags):
         try:
-            text = f.read_text(encoding="utf-8")
+            text = read_source(f)
         except (OSError, UnicodeDecodeError) as exc:
             diags.error(f"cannot read file: {exc}", SourceLocation(str(f), 1, 1))
             continue
@@ -283,7 +298,7 @@ def defines_clusters(path: str | Path) -> bool:
     keys: set[str] = set()
     for f in topology_files([path], scratch):
         try:
-            text = f.read_text(encoding="utf-8")
+            text = read_source(f)
         except (OSError, UnicodeDecodeError):
             continue
         for d in load_text(text, str(f), scratch):

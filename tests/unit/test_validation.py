@@ -1,5 +1,7 @@
 """Every error class is reported as FILE:LINE:COL with a message, all in one run."""
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -177,6 +179,26 @@ def test_cli_validate_exit_codes_and_format(tmp_path, capsys):
 def test_cli_missing_path(tmp_path, capsys):
     assert main(["validate", str(tmp_path / "nope.yaml")]) == 1
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_a_pipe_is_read_once_and_validated(tmp_path, capsys):
+    # `reconciler validate <(cat t.yaml)`: a FIFO, read once although the command reads its files twice
+    fifo = tmp_path / "topology.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(MINIMAL))
+    writer.start()
+    try:
+        assert main(["validate", str(fifo)]) == 0, capsys.readouterr().err
+    finally:
+        writer.join(5)
+    assert f"({fifo})" in capsys.readouterr().out
+
+
+def test_a_value_its_yaml_tag_cannot_read_is_an_error_at_its_position(tmp_path, capsys):
+    bad = write(tmp_path, "bad.yaml", "apiVersion: reconciler/v1\nkind: Topology\nclusters: !!bool yes}\n")
+    assert main(["validate", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:3:11: error: cannot read value 'yes}}'" in err and "Traceback" not in err
 
 
 def test_separator_in_alias_is_an_error(tmp_path):
