@@ -29,7 +29,7 @@ from reconciler.cli.common import (
 from reconciler.operations.apply import ApplyRequest, apply
 from reconciler.operations.plan import observe_for_plan, plan_of
 from reconciler.plan import planfile
-from reconciler.plan.actions import Plan, Verb
+from reconciler.plan.actions import ActionKind, Plan, Verb
 from reconciler.render import plan_json, plan_markdown, plan_text
 from reconciler.state.read import Connections
 from reconciler.textutil import plural
@@ -156,7 +156,9 @@ class _TextProgress:
         self.io = io
 
     def batch(self, index, total, cluster, kind, size) -> None:
-        self.io.out(f"[{index}/{total}] {cluster}: {kind.value.replace('_', ' ')} x{size}")
+        # one batch holds restarts of running jobs and starts of dead ones: each result line says which
+        label = "(re)start job" if kind is ActionKind.RESTART_JOB else kind.value.replace("_", " ")
+        self.io.out(f"[{index}/{total}] {cluster}: {label} x{size}")
 
     def result(self, r: ActionResult) -> None:
         status = {"ok": "done", "already-done": "done (already)", "unsupported": "UNSUPPORTED", "failed": "FAILED"}[

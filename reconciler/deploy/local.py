@@ -107,9 +107,12 @@ class ProcessDeployer(Deployer):
         port = self.runtime(flow, record).get("metrics_port") or (record or {}).get("metrics_port")
         return port if isinstance(port, int) and port > 0 else None
 
-    def where(self, record: Mapping[str, Any] | None) -> str:
+    def where(self, record: Mapping[str, Any] | None, alive: bool = True) -> str:
+        """Where the recorded instance runs (a dead one: which it was, not a pid that may be reused)."""
         if record is None:
             return "no job record"
+        if not alive:
+            return f"instance {record.get('instance_id') or '?'} (ended), {record.get('master')}"
         runtime = self.runtime(record.get("flow", ""), record)
         port = runtime.get("metrics_port") or record.get("metrics_port")
         metrics = f", metrics http://127.0.0.1:{port}/metrics" if port else ""
@@ -154,7 +157,7 @@ class ProcessDeployer(Deployer):
         return Deployment(
             flow,
             record.get("deployer", self.name),
-            self.where(record),
+            self.where(record, alive),
             spec,
             alive,
             record.get("started_at"),

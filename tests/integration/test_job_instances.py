@@ -56,6 +56,7 @@ def test_killing_any_process_of_a_job_ends_the_instance_and_a_deploy_runs_exactl
             )
             dep = deployer.inspect(spec.flow)
             assert dep is not None and dep.alive is False and not dep.strays, dep
+            assert dep.where.startswith(f"instance {inst} (ended)"), "no pid of a dead instance is shown"
             if role is not Role.SUPERVISOR:  # the supervisor writes the code it saw: the signal
                 assert "killed by SIGKILL" in dep.detail, dep.detail
             res = deployer.deploy(spec)
