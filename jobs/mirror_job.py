@@ -1,19 +1,20 @@
-"""spark-submit entry point of a replication job (one flow).
+"""spark-submit entry point of a replication job: one flow (`--spec`) or an engine of flows (`--engine-dir`).
 
     spark-submit jobs/mirror_job.py --spec /path/to/west-east.json [--master local[2]]
+    spark-submit jobs/mirror_job.py --engine-dir /path/to/engines/east      (reconciler.replication.engine)
 
 Exit codes: 0 stopped (SIGTERM/SIGINT or --max-seconds), 1 failed, 3 the spec file changed in a
-field that needs a restart (the deployer restarts the job with the new spec).
+field that needs a restart (the deployer restarts the job with the new spec; an engine restarts the flow
+itself), 4 superseded by a newer instance of the flow.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
+import signal
 import sys
-import time
 from pathlib import Path
 
 for _root in Path(__file__).resolve().parents:  # the project, when run from a checkout that is not installed
@@ -21,13 +22,16 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
         sys.path.insert(0, str(_root))
         break
 
-from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV, RUNTIME_FILE  # noqa: E402
+from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV  # noqa: E402
+from reconciler.contract.engine import EngineRecord, FlowRuntime, write_runtime  # noqa: E402
 from reconciler.contract.metrics import AUTO_PORT  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
+from reconciler.replication.engine import EngineHost  # noqa: E402
 from reconciler.replication.lifeline import watch_parent  # noqa: E402
-from reconciler.replication.metrics import metrics_port  # noqa: E402
-from reconciler.replication.session import build_session  # noqa: E402
+from reconciler.replication.metrics import metrics_port, serve_merged  # noqa: E402
+from reconciler.replication.session import build_session, engine_conf, session_of  # noqa: E402
+from reconciler.topology import secrets  # noqa: E402
 
 log = logging.getLogger("reconciler.replication")
 
@@ -39,31 +43,71 @@ def _orphaned(parent: int) -> None:
     os._exit(1)
 
 
-def write_runtime(metrics_port: int | None, application_id: str | None) -> None:
-    """Say who this job is in its job directory (the deployer reads it): instance, driver pid, metrics port and
-    Spark application id (on a standalone cluster the executors are the application's: they end with it)."""
+def _say_who(metrics_port: int | None, application_id: str | None, flows: list[FlowRuntime] | None = None) -> None:
     job_dir = os.environ.get(JOB_DIR_ENV)
-    if not job_dir:
-        return
-    path = Path(job_dir) / RUNTIME_FILE
-    record = {
-        "instance_id": os.environ.get(INSTANCE_ENV),
-        "pid": os.getpid(),
-        "metrics_port": metrics_port,
-        "application_id": application_id,
-        "at": time.time(),
-    }
+    if job_dir:
+        write_runtime(Path(job_dir), os.environ.get(INSTANCE_ENV), metrics_port, application_id, flows)
+
+
+def run_flow(args: argparse.Namespace) -> int:
+    spec = JobSpec.load(args.spec)
+    configure_logging(args.log_level, spec)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    session = build_session(spec, args.master)
     try:
-        tmp = path.with_name(f"{RUNTIME_FILE}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(record, sort_keys=True) + "\n")
-        tmp.replace(path)
-    except OSError as exc:
-        log.warning("cannot write %s: %s", path, exc)
+        driver = ReplicationDriver(Path(args.spec), SparkExecutor(session.sparkContext), install_signal_handlers=True)
+        if args.metrics_port:
+            driver.metrics.serve(0 if args.metrics_port == AUTO_PORT else args.metrics_port)
+            log.info("metrics on http://0.0.0.0:%d/metrics", driver.metrics.port)
+        _say_who(driver.metrics.port, session.sparkContext.applicationId)
+        return driver.run(max_seconds=args.max_seconds)
+    finally:
+        session.stop()
+
+
+def run_engine(args: argparse.Namespace) -> int:
+    engine_dir = Path(args.engine_dir)
+    record = EngineRecord.load(engine_dir)
+    redact = secrets.Redactor()  # each flow's secrets are added as it starts
+    from reconciler import logs
+
+    logs.setup(args.log_level, None, redact)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    conf = engine_conf(record.name, args.master or record.master, record.spark_conf)
+    session = session_of(conf)
+    executor = SparkExecutor(session.sparkContext)
+    port: int | None = None
+
+    def make_driver(path: Path) -> ReplicationDriver:
+        driver = ReplicationDriver(path, executor)
+        for c in (driver.spec.source, driver.spec.target):
+            redact.add_from(dict(c.config))
+        driver.metrics.port = port
+        return driver
+
+    app = session.sparkContext.applicationId
+    host = EngineHost(engine_dir, make_driver, on_change=lambda flows: _say_who(port, app, flows))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: host.stop_event.set())
+    try:
+        if args.metrics_port:
+            port = serve_merged(
+                lambda: [d.metrics.registry for d in host.drivers()],  # type: ignore[attr-defined]
+                0 if args.metrics_port == AUTO_PORT else args.metrics_port,
+            )
+            log.info("metrics on http://0.0.0.0:%d/metrics", port)
+        _say_who(port, app, [])
+        log.info("engine %s started (%s)", record.name, conf.get("spark.master", "inherited master"))
+        return host.run(max_seconds=args.max_seconds)
+    finally:
+        session.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--spec", required=True, help="job spec JSON file (re-read every refresh interval)")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--spec", help="one flow: its job spec JSON file (re-read every refresh interval)")
+    what.add_argument("--engine-dir", help="an engine: its directory (engine.json, flows/*.json), watched")
     ap.add_argument(
         "--master", help="override the spec's Spark master (`inherit`: keep the one spark-submit was given)"
     )
@@ -78,19 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     watch_parent(_orphaned)
-    spec = JobSpec.load(args.spec)
-    configure_logging(args.log_level, spec)
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    session = build_session(spec, args.master)
-    try:
-        driver = ReplicationDriver(Path(args.spec), SparkExecutor(session.sparkContext), install_signal_handlers=True)
-        if args.metrics_port:
-            driver.metrics.serve(0 if args.metrics_port == AUTO_PORT else args.metrics_port)
-            log.info("metrics on http://0.0.0.0:%d/metrics", driver.metrics.port)
-        write_runtime(driver.metrics.port, session.sparkContext.applicationId)
-        return driver.run(max_seconds=args.max_seconds)
-    finally:
-        session.stop()
+    return run_engine(args) if args.engine_dir else run_flow(args)
 
 
 if __name__ == "__main__":

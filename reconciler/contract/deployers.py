@@ -15,8 +15,8 @@ PROCESS_DEPLOYERS: frozenset[str] = frozenset({LOCAL, SPARK_STANDALONE})
 #: JobSettings fields that change how a deployer runs a job but are not part of the job spec
 #: (so not of its hash): a change to one of them needs a redeploy (restart).
 DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
-    LOCAL: ("metrics_port",),
-    SPARK_STANDALONE: ("metrics_port",),
+    LOCAL: ("metrics_port", "engine"),
+    SPARK_STANDALONE: ("metrics_port", "engine"),
     KUBERNETES: (
         "namespace",
         "image",

@@ -30,9 +30,13 @@ from reconciler.contract.spec import JobSpec
 from reconciler.topology.model import JobSettings
 
 
-def deployment_options(job: JobSettings) -> dict[str, Any]:
-    """The deployer-specific settings of a flow's job (JSON-native values)."""
-    return {name: getattr(job, name) for name in DEPLOYMENT_OPTION_FIELDS.get(job.deployer, ())}
+def deployment_options(job: JobSettings, engine: str | None = None) -> dict[str, Any]:
+    """The deployer-specific settings of a flow's job (JSON-native values); `engine`: the flow's engine as
+    resolved (`Flow.engine`: `job.engine`, else the target's alias)."""
+    options = {name: getattr(job, name) for name in DEPLOYMENT_OPTION_FIELDS.get(job.deployer, ())}
+    if "engine" in options:
+        options["engine"] = engine or job.engine
+    return options
 
 
 def restart_hash(spec: JobSpec) -> str:

@@ -1,119 +1,216 @@
-"""`local` deployer: one detached `spark-submit --master local[N]` process per job.
+"""`local` deployer: one detached `spark-submit --master local[N]` process per engine, running its flows.
 
-Everything about a job lives in `$RECONCILER_STATE_DIR/jobs/<source>.<target>/`:
+An engine (reconciler.replication.engine) is one Spark application holding several flows: by default every
+flow into one target cluster (`job.engine`, default the target's alias). Everything about an engine lives in
+`$RECONCILER_STATE_DIR/engines/<engine>/`:
 
-    spec.json     the spec the job runs and re-reads every refresh interval (hot reload)
-    job.json      deployer, instance id, supervisor pid (+ its start time, against pid reuse), master,
-                  started/stopped times, the metrics port asked for (None: the job binds a free one)
-    runtime.json  written by the running job: its instance id, driver pid and the metrics port it bound
-    job.log       the supervisor's and spark-submit's output (appended across restarts)
-    exit_code     written by the supervisor when spark-submit ends (0 stopped, 1 failed, 3 restart
-                  required, 128+N killed by signal N)
+    engine.json    the engine's Spark settings (name, master, spark_conf), read by the engine at start
+    flows/<source>.<target>.json
+                   one job spec per flow, re-read by the flow's driver every refresh interval (hot reload);
+                   added, rewritten and removed here, picked up by the running engine within a second
+    flows/<source>.<target>.restart
+                   a token: a new value makes the engine restart that flow in place
+    job.json       deployer, instance id, supervisor pid (+ its start time, against pid reuse), master,
+                   started/stopped times, the metrics port asked for (None: the engine binds a free one)
+    runtime.json   written by the running engine: its instance id, driver pid, metrics port, Spark application
+                   id and each flow's state (running, stopping, backoff after a failure, superseded)
+    job.log        the supervisor's and spark-submit's output (appended across restarts)
+    exit_code      written by the supervisor when spark-submit ends (0 stopped, 1 failed, 128+N killed by N)
 
-A job instance (one start) is a supervisor, the JVM, the driver and Spark's Python workers, all carrying
-the instance id and the job directory in their environment (`reconciler.deploy.instance`); any of them dying
-ends the rest (`reconciler.deploy.supervisor`). At most one instance of a flow runs: before a start, every
-process of the job directory still alive (an orphan, a leftover of an earlier start or of a deployer killed
-mid-start) is stopped and reported; `inspect` reports such processes beside a running instance as `strays`,
-which `plan` shows as drift. Stop is graceful: SIGTERM to the Python driver, which finishes its batch,
-commits, publishes a final status and stops Spark; every process of the job is SIGKILLed if it has not ended
+Adding a flow to a running engine, changing it (hot or not) and removing it leave the engine's other flows
+running: only a change of the engine's own Spark settings (master, spark_conf) restarts the application. A
+flow's job of an earlier release (one application per flow, `$RECONCILER_STATE_DIR/jobs/<flow>/`) is stopped
+gracefully (it commits) before its flow starts in an engine, which resumes from the committed offsets.
+
+An engine instance (one start) is a supervisor, the JVM, the driver and Spark's Python workers, all carrying the
+instance id and the engine directory in their environment (`reconciler.deploy.instance`); any of them dying ends
+the rest (`reconciler.deploy.supervisor`). At most one instance of an engine runs: before a start, every
+process of the engine directory still alive is stopped and reported; `inspect` reports such processes beside a
+running instance as `strays`, which `plan` shows as drift. Stop is graceful: SIGTERM to the Python driver, whose
+flows finish their batches, commit and publish a final status; every process is SIGKILLed if it has not ended
 after `stop_timeout` seconds. `reconciler.deploy.process.LocalJob` does the process work.
 
-The `spark-standalone` deployer (reconciler.deploy.standalone) is this one with a `spark://`
-master: in client mode the driver is a local process as well.
+The `spark-standalone` deployer (reconciler.deploy.standalone) is this one with a `spark://` master: in client
+mode the driver is a local process as well.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import reconciler.deploy.instance as instance
 from reconciler.adapters.base import OpResult
-from reconciler.contract.deployers import LOCAL, RUNTIME_FILE
+from reconciler.contract.deployers import LOCAL
+from reconciler.contract.engine import (
+    FLOWS_DIR,
+    RESTART_SUFFIX,
+    EngineRecord,
+    FlowRuntime,
+    FlowState,
+    flow_files,
+    read_runtime,
+    runtime_flows,
+    write_json,
+)
+from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.metrics import AUTO, PORT_ENV
 from reconciler.contract.spec import JobSpec
 from reconciler.deploy.base import Deployer, Deployment, describe_exit, flow_slug
 from reconciler.deploy.instance import JobProcess
 from reconciler.deploy.process import LocalJob
 
-#: Seconds to wait after starting a job for an immediate failure (bad spark-submit, bad spec).
+#: Seconds to wait after starting an engine for an immediate failure (bad spark-submit, bad settings).
 START_CHECK_SECONDS = 1.5
 STOP_TIMEOUT_SECONDS = 60.0
+#: Seconds a running engine may take to pick up a flow file (it looks once a second, and starts the flow).
+PICKUP_SECONDS = 20.0
 
 
 def state_root() -> Path:
     return Path(os.environ.get("RECONCILER_STATE_DIR", ".reconciler")).resolve()
 
 
+def engine_name(spec: JobSpec, options: Mapping[str, Any] | None = None) -> str:
+    """The engine a flow runs in: `job.engine` (in the deployment options), else its target cluster's alias."""
+    name = (options or {}).get("engine")
+    return str(name) if name else flow_ends(spec.flow)[1]
+
+
+def local_slots(master: str, slots: int) -> str:
+    """An engine's `local[N]` master holds at least one task thread per slot of its flows (Spark's tasks copy
+    records, mostly waiting on the network: more threads than cores is the point)."""
+    m = re.fullmatch(r"local\[(\d+)\]", master.strip())
+    if m is None or int(m.group(1)) >= slots:
+        return master
+    return f"local[{slots}]"
+
+
+@dataclass(frozen=True)
+class _Engine:
+    """One engine directory as found: its deployer record and, if it runs, its process."""
+
+    name: str
+    dir: Path
+    record: dict | None
+    job: LocalJob | None  # attached to the recorded instance (None: no record)
+
+    @property
+    def alive(self) -> bool:
+        return self.job is not None and self.job.alive()
+
+    @property
+    def running(self) -> bool:
+        """Alive and not stopped on purpose."""
+        return self.alive and not (self.record or {}).get("stopped_at")
+
+    def runtime(self) -> dict:
+        """What the running instance says of itself ({} if not (yet) written or written by another instance)."""
+        data = read_runtime(self.dir)
+        if self.record is None or data.get("instance_id") != self.record.get("instance_id"):
+            return {}
+        return data
+
+    def flows(self) -> dict[str, FlowRuntime]:
+        return runtime_flows(self.runtime())
+
+
 class ProcessDeployer(Deployer):
-    """Jobs as local spark-submit processes (the driver runs here; executors wherever the master says)."""
+    """Engines as local spark-submit processes (the driver runs here; executors wherever the master says)."""
 
     name = LOCAL
 
     def __init__(
         self, root: Path | None = None, stop_timeout: float = STOP_TIMEOUT_SECONDS, env: Mapping[str, str] | None = None
     ):
-        self.dir = (root or state_root()) / "jobs"
+        self.root = root or state_root()
+        self.dir = self.root / "engines"
+        self.legacy_dir = self.root / "jobs"  # one application per flow (before engines): stopped, then moved
         self.stop_timeout = stop_timeout
         self.env = dict(env or {})
 
     # --- files ----------------------------------------------------------------------------
+    def engine_dir(self, engine: str) -> Path:
+        return self.dir / engine
+
+    def flow_file(self, engine: str, flow: str) -> Path:
+        return self.engine_dir(engine) / FLOWS_DIR / f"{flow_slug(flow)}.json"
+
+    def engines_of(self, flow: str) -> list[str]:
+        """The engines holding a spec file of `flow` (normally one)."""
+        if not self.dir.is_dir():
+            return []
+        name = f"{flow_slug(flow)}.json"
+        return sorted(p.parent.parent.name for p in self.dir.glob(f"*/{FLOWS_DIR}/{name}"))
+
     def job_dir(self, flow: str) -> Path:
-        return self.dir / flow_slug(flow)
+        """The directory of the engine that runs `flow` (its target's engine if none holds it yet)."""
+        engines = self.engines_of(flow)
+        return self.engine_dir(engines[0] if engines else flow_ends(flow)[1])
 
-    def _record(self, flow: str) -> dict | None:
+    def _engine(self, name: str) -> _Engine:
+        d = self.engine_dir(name)
         try:
-            return json.loads((self.job_dir(flow) / "job.json").read_text())
+            record = json.loads((d / "job.json").read_text())
         except (OSError, ValueError):
-            return None
+            record = None
+        job = None
+        if record is not None:
+            job = LocalJob.attach(
+                record.get("pid") or 0,
+                d / "engine.json",
+                d / "job.log",
+                record.get("pid_start"),
+                d / "exit_code",
+                record.get("instance_id"),
+            )
+        return _Engine(name, d, record, job)
 
-    def _write_record(self, flow: str, record: dict) -> None:
-        path = self.job_dir(flow) / "job.json"
-        tmp = path.with_name(f"job.json.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-        tmp.replace(path)
+    def _write_record(self, engine: str, record: dict) -> None:
+        write_json(self.engine_dir(engine) / "job.json", record)
 
-    def _job(self, flow: str, record: dict) -> LocalJob:
-        d = self.job_dir(flow)
-        return LocalJob.attach(
-            record.get("pid") or 0,
-            d / "spec.json",
-            d / "job.log",
-            record.get("pid_start"),
-            d / "exit_code",
-            record.get("instance_id"),
-        )
+    @contextmanager
+    def _locked(self, engine: str) -> Iterator[None]:
+        """One change of an engine at a time (apply handles the flows of a batch in parallel)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / f".{engine}.lock", "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def runtime(self, flow: str, record: Mapping[str, Any] | None) -> dict:
-        """What the running instance says of itself (driver pid, bound metrics port); {} if not (yet) written
-        or written by another instance."""
-        try:
-            data = json.loads((self.job_dir(flow) / RUNTIME_FILE).read_text())
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict) or record is None or data.get("instance_id") != record.get("instance_id"):
-            return {}
-        return data
+    def runtime(self, flow: str, record: Mapping[str, Any] | None = None) -> dict:
+        """What the engine running `flow` says of itself ({} if none)."""
+        engines = self.engines_of(flow)
+        return self._engine(engines[0]).runtime() if engines else {}
 
     def metrics_port(self, flow: str) -> int | None:
-        """The port the flow's running job serves /metrics on (bound by the job; None: none or not yet)."""
-        record = self._record(flow)
-        port = self.runtime(flow, record).get("metrics_port") or (record or {}).get("metrics_port")
+        """The port the flow's engine serves /metrics on (bound by the engine; None: none or not yet)."""
+        engines = self.engines_of(flow)
+        if not engines:
+            return None
+        eng = self._engine(engines[0])
+        port = eng.runtime().get("metrics_port") or (eng.record or {}).get("metrics_port")
         return port if isinstance(port, int) and port > 0 else None
 
-    def where(self, record: Mapping[str, Any] | None, alive: bool = True) -> str:
+    def where(self, eng: _Engine, alive: bool = True) -> str:
         """Where the recorded instance runs (a dead one: which it was, not a pid that may be reused)."""
+        record = eng.record
         if record is None:
-            return "no job record"
+            return f"engine {eng.name}, no job record"
         if not alive:
-            return f"instance {record.get('instance_id') or '?'} (ended), {record.get('master')}"
-        runtime = self.runtime(record.get("flow", ""), record)
+            return f"engine {eng.name}, instance {record.get('instance_id') or '?'} (ended), {record.get('master')}"
+        runtime = eng.runtime()
         port = runtime.get("metrics_port") or record.get("metrics_port")
         metrics = f", metrics http://127.0.0.1:{port}/metrics" if port else ""
         inst = f"instance {record.get('instance_id')}" if record.get("instance_id") else "no instance id"
@@ -122,49 +219,63 @@ class ProcessDeployer(Deployer):
         else:
             proc = f"supervisor pid {record.get('pid')} ({inst}, no driver yet)"
         app = f", app {runtime['application_id']}" if runtime.get("application_id") else ""
-        return f"{proc}, {record.get('master')}{app}{metrics}"
+        return f"engine {eng.name}: {proc}, {record.get('master')}{app}{metrics}"
 
     # --- what runs ------------------------------------------------------------------------
     def _processes(self, flow: str) -> list[JobProcess]:
+        """Every process of the engine running `flow` (leftovers of the engine directory included)."""
         return instance.scan(job_dir=self.job_dir(flow).resolve())
 
     def inspect(
         self, flow: str, options: Mapping[str, Any] | None = None, procs: list[JobProcess] | None = None
     ) -> Deployment | None:
-        record = self._record(flow)
-        if record is None:
+        engines = self.engines_of(flow)
+        legacy = (
+            self._legacy_processes(flow) if procs is None else [p for p in procs if p.job_dir == self._legacy(flow)]
+        )
+        if not engines:
+            return self._inspect_legacy(flow, legacy)
+        eng = self._engine(engines[0])
+        if eng.record is None:
             return None
-        if procs is None:
-            procs = self._processes(flow)
-        d = self.job_dir(flow)
-        try:
-            spec = JobSpec.load(d / "spec.json")
-        except Exception:  # noqa: BLE001 - missing or damaged: the job must be restarted with the desired spec
-            spec = None
-        stopped = bool(record.get("stopped_at"))
-        job = self._job(flow, record)
-        alive = job.alive()
-        exit_code = None if alive else job.exit_code()
-        strays = [p for p in procs if not alive or p.instance_id != record.get("instance_id")]
-        if alive:
+        own = (
+            instance.scan(job_dir=eng.dir.resolve())
+            if procs is None
+            else [p for p in procs if p.job_dir == str(eng.dir.resolve())]
+        )
+        spec = _load(self.flow_file(eng.name, flow))
+        alive = eng.alive
+        stopped = bool(eng.record.get("stopped_at"))
+        exit_code = None if alive else eng.job.exit_code() if eng.job else None
+        fr = eng.flows().get(flow) if alive else None
+        flow_alive = alive and (fr is None or fr.state in (FlowState.RUNNING, FlowState.STOPPING))
+        strays = [p for p in own if not alive or p.instance_id != eng.record.get("instance_id")] + legacy
+        if alive and fr is not None and fr.state is FlowState.BACKOFF:
+            detail = f"flow failed in engine {eng.name} ({describe_exit(fr.last_exit)}); the engine retries it"
+        elif alive and fr is not None and fr.state is FlowState.SUPERSEDED:
+            detail = f"flow stopped itself in engine {eng.name}: a newer instance of it runs elsewhere"
+        elif alive:
             detail = ""
         elif stopped:
-            detail = f"stopped by the reconciler at {_iso(record['stopped_at'])}"
+            detail = f"engine {eng.name} stopped by the reconciler at {_iso(eng.record['stopped_at'])}"
         else:
-            detail = f"instance {record.get('instance_id')} {describe_exit(exit_code)}"
+            detail = f"instance {eng.record.get('instance_id')} {describe_exit(exit_code)} (engine {eng.name})"
+        if len(engines) > 1:
+            detail = (detail + "; " if detail else "") + f"also in engine(s) {', '.join(engines[1:])}"
         if strays:
             detail = (detail + "; " if detail else "") + f"still running unseen: {instance.summary(strays)}"
         return Deployment(
             flow,
-            record.get("deployer", self.name),
-            self.where(record, alive),
+            eng.record.get("deployer", self.name),
+            self.where(eng, alive),
             spec,
-            alive,
-            record.get("started_at"),
+            flow_alive,
+            (fr.since if fr is not None and fr.since else eng.record.get("started_at")),
             stopped and not alive,
-            exit_code,
+            exit_code if not alive else (fr.last_exit if fr is not None and not flow_alive else None),
             detail,
-            instance_id=record.get("instance_id"),
+            options={"engine": eng.name, "metrics_port": eng.record.get("metrics_port")},
+            instance_id=eng.record.get("instance_id"),
             strays=tuple(instance.summary([p for p in strays if p.instance_id == i]) for i in _ids(strays)),
         )
 
@@ -172,29 +283,35 @@ class ProcessDeployer(Deployer):
         return [d for d in self.all_deployments() if d.deployer == self.name]
 
     def all_deployments(self) -> list[Deployment]:
-        """Every job of the state directory, whichever process deployer (local, spark-standalone) started it."""
+        """Every flow of the state directory, whichever process deployer (local, spark-standalone) started it."""
         out: list[Deployment] = []
-        if not self.dir.exists():
-            return out
-        procs = instance.scan(under=self.dir.resolve())
-        for path in sorted(self.dir.glob("*/job.json")):
+        flows: set[str] = set()
+        for engine_dir in sorted(self.dir.glob("*/")) if self.dir.is_dir() else []:
+            for path in flow_files(engine_dir).values():
+                spec = _load(path)
+                if spec is not None:
+                    flows.add(spec.flow)
+        for path in sorted(self.legacy_dir.glob("*/job.json")) if self.legacy_dir.is_dir() else []:
             try:
-                flow = json.loads(path.read_text())["flow"]
+                flows.add(json.loads(path.read_text())["flow"])
             except (OSError, ValueError, KeyError):
                 continue
-            job_dir = str(self.job_dir(flow).resolve())
-            dep = self.inspect(flow, procs=[p for p in procs if p.job_dir == job_dir])
+        procs = instance.scan(under=self.root.resolve()) if flows else []
+        for flow in sorted(flows):
+            dep = self.inspect(flow, procs=procs)
             if dep is not None:
                 out.append(dep)
         return out
 
-    # --- changes --------------------------------------------------------------------------
-    def _start(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        d = self.job_dir(spec.flow)
-        d.mkdir(parents=True, exist_ok=True)
-        # At most one instance: whatever still runs of this flow's job (an orphan, a leftover) ends first.
-        leftovers = self._end_leftovers(spec.flow)
-        # job.metrics_port: that port (0: none); unset: the job binds a free port itself (no race for it with
+    # --- engines --------------------------------------------------------------------------
+    def _start_engine(self, name: str, settings: EngineRecord, options: Mapping[str, Any] | None) -> OpResult:
+        """Start the engine with the flow files in its directory (whatever still runs of it ends first)."""
+        d = self.engine_dir(name)
+        left = self._end_leftovers(d)
+        slots = sum(s.engine.parallelism for s in (_load(p) for p in flow_files(d).values()) if s is not None)
+        master = local_slots(settings.master, slots)
+        EngineRecord(name, master, settings.spark_conf).write(d)
+        # job.metrics_port: that port (0: none); unset: the engine binds a free port itself (no race for it with
         # Spark's own ports), unless $RECONCILER_METRICS_PORT=0 here.
         port = (options or {}).get("metrics_port")
         port_env = AUTO if port is None else str(port)
@@ -202,128 +319,271 @@ class ProcessDeployer(Deployer):
             port, port_env = 0, "0"
         inst = instance.new_instance_id()
         record = {
-            "flow": spec.flow,
+            "engine": name,
             "deployer": self.name,
             "instance_id": inst,
             "pid": None,  # written before the start: a deployer killed mid-start leaves an instance id behind
             "pid_start": None,
-            "master": spec.engine.master,
+            "master": master,
+            "spark_conf": dict(settings.spark_conf),
             "started_at": time.time(),
-            "spec_hash": spec.spec_hash(),
             "log": str(d / "job.log"),
             "metrics_port": port or None,
         }
-        self._write_record(spec.flow, record)
-        job = LocalJob.start(
-            spec,
+        self._write_record(name, record)
+        job = LocalJob.start_engine(
             d,
-            master=spec.engine.master,
-            spec_path=d / "spec.json",
+            master=master,
+            env={**self.env, PORT_ENV: port_env},
             log_path=d / "job.log",
             exit_code_path=d / "exit_code",
-            env={**self.env, PORT_ENV: port_env},
             instance_id=inst,
         )
         record = {**record, "pid": job.pid, "pid_start": job.start_time}
-        self._write_record(spec.flow, record)
+        self._write_record(name, record)
         code = job.wait(START_CHECK_SECONDS)
         if code is not None:
             return OpResult.failed(
-                f"job {spec.flow} {describe_exit(code)} right after the start; see {d / 'job.log'}:\n{job.log_tail(15)}"
+                f"engine {name} {describe_exit(code)} right after the start; see {d / 'job.log'}:\n{job.log_tail(15)}"
             )
-        return OpResult.success(f"{leftovers}started, {self.where(record)}")
+        return OpResult.success(f"{left}started {self.where(self._engine(name))}")
 
-    def _end_leftovers(self, flow: str, keep: str | None = None) -> str:
-        """Stop every process of the flow's job but those of instance `keep`; words for the result ('' if none)."""
-        procs = [p for p in self._processes(flow) if p.instance_id != keep]
+    def _stop_engine(self, eng: _Engine) -> str:
+        """Stop an engine gracefully (all its flows); words for what happened."""
+        if eng.record is None:
+            return f"engine {eng.name}: no record"
+        code = eng.job.stop(self.stop_timeout) if eng.job is not None and eng.alive else None
+        self._write_record(eng.name, {**eng.record, "stopped_at": time.time()})
+        left = self._end_leftovers(eng.dir)
+        if code is None and not left:
+            return f"engine {eng.name} stopped" if eng.alive else f"engine {eng.name} was not running"
+        how = "killed after the stop timeout" if code is None else "stopped cleanly" if code == 0 else describe_exit(code)
+        return f"{left}engine {eng.name} {how}"
+
+    def _end_leftovers(self, job_dir: Path | str, keep: str | None = None) -> str:
+        """Stop every process of a job or engine directory but those of instance `keep`; words ('' if none)."""
+        procs = [p for p in instance.scan(job_dir=Path(job_dir).resolve()) if p.instance_id != keep]
         if not procs:
             return ""
         killed = instance.end(procs, self.stop_timeout)
         how = f" ({len(killed)} SIGKILLed after {self.stop_timeout:.0f}s)" if killed else ""
         return f"stopped a leftover {instance.summary(procs)}{how}; "
 
-    def _running(self, flow: str) -> tuple[dict | None, LocalJob | None]:
-        record = self._record(flow)
-        if record is None or record.get("stopped_at"):
-            return record, None
-        job = self._job(flow, record)
-        return record, (job if job.alive() else None)
+    def _wait_flow(self, name: str, flow: str, done: Callable[[FlowRuntime | None], bool]) -> FlowRuntime | None:
+        """Wait until the running engine's word on `flow` satisfies `done` (or it ends, or PICKUP_SECONDS pass)."""
+        deadline = time.monotonic() + max(PICKUP_SECONDS, self.stop_timeout)
+        while True:
+            eng = self._engine(name)
+            fr = eng.flows().get(flow)
+            if done(fr) or not eng.alive or time.monotonic() >= deadline:
+                return fr
+            time.sleep(0.2)
 
-    def _stop_job(self, flow: str, record: dict, job: LocalJob | None) -> int | None:
-        code = job.stop(self.stop_timeout) if job is not None else None
-        record = {**record, "stopped_at": time.time()}
-        self._write_record(flow, record)
-        return code
+    # --- flows of the earlier release (one application per flow) ---------------------------
+    def _legacy(self, flow: str) -> str:
+        return str((self.legacy_dir / flow_slug(flow)).resolve())
+
+    def _legacy_processes(self, flow: str) -> list[JobProcess]:
+        return instance.scan(job_dir=self._legacy(flow)) if self.legacy_dir.is_dir() else []
+
+    def _inspect_legacy(self, flow: str, procs: list[JobProcess]) -> Deployment | None:
+        d = Path(self._legacy(flow))
+        try:
+            record = json.loads((d / "job.json").read_text())
+        except (OSError, ValueError):
+            return None
+        job = LocalJob.attach(
+            record.get("pid") or 0,
+            d / "spec.json",
+            d / "job.log",
+            record.get("pid_start"),
+            d / "exit_code",
+            record.get("instance_id"),
+        )
+        alive = job.alive()
+        stopped = bool(record.get("stopped_at"))
+        strays = [p for p in procs if not alive or p.instance_id != record.get("instance_id")]
+        detail = "its own Spark application (a job of an earlier release, before engines)"
+        if strays:
+            detail += f"; still running unseen: {instance.summary(strays)}"
+        where = f"own application, instance {record.get('instance_id')}" + ("" if alive else " (ended)")
+        return Deployment(
+            flow,
+            record.get("deployer", self.name),
+            where,
+            _load(d / "spec.json"),
+            alive,
+            record.get("started_at"),
+            stopped and not alive,
+            None if alive else job.exit_code(),
+            detail,
+            options={"metrics_port": record.get("metrics_port")},  # no engine: the plan moves it into one
+            instance_id=record.get("instance_id"),
+            strays=tuple(instance.summary([p for p in strays if p.instance_id == i]) for i in _ids(strays)),
+        )
+
+    def _stop_legacy(self, flow: str) -> str:
+        """Stop the flow's job of an earlier release, gracefully (it commits first); words ('' if none)."""
+        d = Path(self._legacy(flow))
+        procs = instance.scan(job_dir=str(d)) if d.is_dir() else []
+        if not procs:
+            return ""
+        killed = instance.end(procs, self.stop_timeout)
+        try:
+            record = json.loads((d / "job.json").read_text())
+            write_json(d / "job.json", {**record, "stopped_at": time.time()})
+        except (OSError, ValueError):
+            pass
+        how = f" ({len(killed)} SIGKILLed after {self.stop_timeout:.0f}s)" if killed else ""
+        return f"stopped its own application ({instance.summary(procs)}){how}; "
+
+    # --- changes --------------------------------------------------------------------------
+    def _leave_other_engines(self, flow: str, engine: str) -> str:
+        """The flow leaves every other engine (gracefully) and its own application of an earlier release."""
+        said = self._stop_legacy(flow)
+        for other in self.engines_of(flow):
+            if other != engine:
+                said += self._remove(other, flow) + "; "
+        return said
+
+    def _remove(self, engine: str, flow: str) -> str:
+        """Remove a flow from an engine (its driver stops gracefully); the engine stops when it has no flow left."""
+        with self._locked(engine):
+            path = self.flow_file(engine, flow)
+            path.unlink(missing_ok=True)
+            path.with_suffix(RESTART_SUFFIX).unlink(missing_ok=True)
+            eng = self._engine(engine)
+            if not eng.running:
+                return f"removed from engine {engine} (not running)"
+            if not flow_files(eng.dir):
+                return f"removed from engine {engine}, which had no other flow: " + self._stop_engine(eng)
+            fr = self._wait_flow(engine, flow, lambda f: f is None)
+            if fr is not None:
+                return f"removed from engine {engine}, but it still runs the flow ({fr.state.value})"
+            n = len(flow_files(eng.dir))
+            return f"removed from engine {engine} ({n} other flow{'s' if n != 1 else ''} kept running)"
+
+    def _place(self, spec: JobSpec, options: Mapping[str, Any] | None, restart: bool) -> OpResult:
+        """Make `spec.flow` run `spec` in its engine: added to the running engine, handed to the running flow (which
+        takes it hot or restarts itself), restarted in place (`restart`), or the engine started."""
+        name = engine_name(spec, options)
+        moved = self._leave_other_engines(spec.flow, name)
+        with self._locked(name):
+            eng = self._engine(name)
+            path = self.flow_file(name, spec.flow)
+            current = _load(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            settings = EngineRecord(name, spec.engine.master, dict(spec.engine.spark_conf))
+            if not eng.running:
+                spec.write(path)
+                res = self._start_engine(name, settings, options)
+                return OpResult(res.code, moved + res.message)
+            if eng.record is not None and (
+                eng.record.get("spark_conf", {}) != dict(spec.engine.spark_conf)
+                or not _same_master(eng.record.get("master", ""), spec.engine.master)
+                or (options or {}).get("metrics_port") != eng.record.get("metrics_port")
+            ):
+                spec.write(path)
+                stopped = self._stop_engine(eng)
+                res = self._start_engine(name, settings, options)
+                why = "its Spark settings (master, spark_conf, metrics port) changed"
+                return OpResult(res.code, f"{moved}{why}: {stopped}; {res.message}")
+            fr = eng.flows().get(spec.flow)
+            hash_ = spec.spec_hash()
+            if not restart and current is not None and current.spec_hash() == hash_ and fr is not None:
+                if fr.state in (FlowState.RUNNING, FlowState.STOPPING):
+                    return OpResult.already(f"already running this spec, {self.where(eng)}")
+                restart = True  # in back-off or superseded: the restart token starts it now
+            others = len(flow_files(eng.dir)) - (1 if current is not None else 0)
+            kept = f"{others} other flow{'s' if others != 1 else ''} of engine {name} kept running"
+            before = fr.since if fr is not None else None
+            spec.write(path)
+            if restart:
+                path.with_suffix(RESTART_SUFFIX).write_text(f"{time.time_ns()}\n")
+            if current is None:
+                how = "added to the running engine"
+            elif restart or current.restart_fields(spec):
+                how = "restarted in place"
+            else:
+                how = "spec handed to the running flow (hot reload, no restart)"
+            if current is not None and not restart and not current.restart_fields(spec):
+                return OpResult.success(f"{moved}{how}; {kept}, {self.where(eng)}")
+        fr = self._wait_flow(
+            name,
+            spec.flow,
+            lambda f: f is not None and f.spec_hash == hash_ and f.state is FlowState.RUNNING and f.since != before,
+        )
+        if fr is None or fr.spec_hash != hash_ or fr.state is not FlowState.RUNNING:
+            state = "not picked up" if fr is None else fr.state.value
+            return OpResult.failed(
+                f"{moved}engine {name} did not start flow {spec.flow} ({state}); see {eng.dir / 'job.log'}"
+            )
+        return OpResult.success(f"{moved}{how}; {kept}, {self.where(self._engine(name))}")
+
+    def refuse(self, spec: JobSpec) -> OpResult | None:
+        """Why this deployer cannot run `spec` (None: it can)."""
+        return None
 
     def deploy(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        record, job = self._running(spec.flow)
-        if job is not None:
-            current = _load(job.spec_path)
-            if current is not None and current.spec_hash() == spec.spec_hash():
-                return OpResult.already(f"already running this spec, {self.where(record)}")
-            return self.update(spec, options)
-        return self._start(spec, options)
+        return self.refuse(spec) or self._place(spec, options, restart=False)
 
     def update(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        record, job = self._running(spec.flow)
-        if job is None:
-            return self._start(spec, options)
-        current = _load(job.spec_path)
-        if current is None or current.restart_fields(spec):
-            return self.restart(spec, options)
-        spec.write(job.spec_path)  # atomic; the job applies it within its refresh interval
-        return OpResult.success(f"spec handed to the running job ({self.where(record)}), no restart")
+        return self.refuse(spec) or self._place(spec, options, restart=False)
 
     def restart(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        record, job = self._running(spec.flow)
-        if record is not None and job is not None:
-            code = self._stop_job(spec.flow, record, job)
-            if code is None:
-                stopped = "killed after the stop timeout"
-            else:
-                stopped = describe_exit(code)
-        else:
-            stopped = None
-        res = self._start(spec, options)
-        if stopped and res.ok:
-            return OpResult.success(f"old job {stopped}; {res.message}")
-        return res
+        refused = self.refuse(spec)
+        if refused is not None:
+            return refused
+        name = engine_name(spec, options)
+        eng = self._engine(name)
+        strays = [
+            p
+            for p in instance.scan(job_dir=eng.dir.resolve())
+            if p.instance_id != (eng.record or {}).get("instance_id")
+        ]
+        if strays or (eng.record is not None and not eng.alive):  # a leftover, or a dead engine: start it afresh
+            with self._locked(name):
+                moved = self._leave_other_engines(spec.flow, name)
+                spec.write(self.flow_file(name, spec.flow))
+                settings = EngineRecord(name, spec.engine.master, dict(spec.engine.spark_conf))
+                res = self._start_engine(name, settings, options)
+                return OpResult(res.code, moved + res.message)
+        return self._place(spec, options, restart=True)
 
     def stop(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
-        record = self._record(flow)
-        if record is None:
-            left = self._end_leftovers(flow)
-            return OpResult.success(left.rstrip("; ")) if left else OpResult.already("no such job")
-        job = self._job(flow, record)
-        if not job.alive():
-            if not record.get("stopped_at"):
-                self._write_record(flow, {**record, "stopped_at": time.time()})
-            left = self._end_leftovers(flow)
-            return OpResult.success(left.rstrip("; ")) if left else OpResult.already("not running")
-        code = self._stop_job(flow, record, job)
-        left = self._end_leftovers(flow)
-        if code == 0:
-            return OpResult.success(f"{left}stopped cleanly")
-        return OpResult.success(left + ("killed after the stop timeout" if code is None else describe_exit(code)))
+        said = [m.rstrip("; ") for m in (self._stop_legacy(flow),) if m]
+        said += [self._remove(engine, flow) for engine in self.engines_of(flow)]
+        if not said:
+            return OpResult.already("no such job")
+        return OpResult.success("; ".join(said))
 
     def stop_all(self) -> list[tuple[str, OpResult]]:
-        """Stop every job of this state directory that has a process left (in parallel), leftovers of earlier
-        instances included: `dev down`, the demo's end."""
-        deps = self.all_deployments()
-        flows = [d.flow for d in deps if d.alive or d.strays]
-        orphans: list[tuple[str, OpResult]] = []
-        if self.dir.exists():  # processes of a job directory with no readable job.json
-            known = {str(self.job_dir(d.flow).resolve()) for d in deps}
-            for job_dir in sorted({p.job_dir for p in instance.scan(under=self.dir.resolve())} - known):
-                procs = instance.scan(job_dir=job_dir)
-                instance.end(procs, self.stop_timeout)
-                orphans.append(
-                    (Path(job_dir).name, OpResult.success(f"stopped an unrecorded {instance.summary(procs)}"))
-                )
-        if not flows:
-            return orphans
-        with ThreadPoolExecutor(max_workers=max(1, len(flows))) as pool:
-            return orphans + list(zip(flows, pool.map(self.stop, flows)))
+        """Stop every engine of this state directory that has a process left (in parallel), leftovers and jobs of
+        an earlier release included: `dev down`, the demo's end. The flows stay in their engines: the next
+        apply starts the engines again."""
+        out: list[tuple[str, OpResult]] = []
+        names = sorted(p.parent.name for p in self.dir.glob("*/job.json")) if self.dir.is_dir() else []
+        engines = [self._engine(n) for n in names]
+        live = [e for e in engines if e.alive or instance.scan(job_dir=e.dir.resolve())]
+        known = {str(e.dir.resolve()) for e in engines}
+        for job_dir in sorted({p.job_dir for p in instance.scan(under=self.root.resolve())} - known):
+            procs = instance.scan(job_dir=job_dir)
+            instance.end(procs, self.stop_timeout)
+            what = "job of an earlier release" if job_dir.startswith(str(self.legacy_dir.resolve())) else "unrecorded"
+            out.append((Path(job_dir).name, OpResult.success(f"stopped an {what} {instance.summary(procs)}")))
+        if not live:
+            return out
+        with ThreadPoolExecutor(max_workers=max(1, len(live))) as pool:
+            results = list(pool.map(self._stop_engine, live))
+        return out + [(f"engine {e.name}", OpResult.success(r)) for e, r in zip(live, results)]
+
+
+def _same_master(running: str, wanted: str) -> bool:
+    """An engine runs `local[N]` with N raised to its flows' slots (`local_slots`): any local[M] with M <= N fits."""
+    m, w = re.fullmatch(r"local\[(\d+)\]", running.strip()), re.fullmatch(r"local\[(\d+)\]", wanted.strip())
+    if m and w:
+        return True
+    return running == wanted
 
 
 def _ids(procs: list[JobProcess]) -> list[str]:

@@ -62,11 +62,15 @@ def job_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def command(spec_path: Path, master: str | None = None, max_seconds: float | None = None) -> list[str]:
+def command(
+    spec_path: Path | None, master: str | None = None, max_seconds: float | None = None, engine_dir: Path | None = None
+) -> list[str]:
+    """spark-submit of the job's entry point: one flow (`spec_path`) or an engine (`engine_dir`)."""
     cmd = [str(spark_submit())]
     if master:
         cmd += ["--master", master]
-    cmd += ["--conf", "spark.ui.enabled=false", str(job_script()), "--spec", str(spec_path)]
+    what = ["--engine-dir", str(engine_dir)] if engine_dir is not None else ["--spec", str(spec_path)]
+    cmd += ["--conf", "spark.ui.enabled=false", str(job_script()), *what]
     if master:
         cmd += ["--master", master]
     if max_seconds is not None:
@@ -142,12 +146,44 @@ class LocalJob:
         stem = name or FlowId(*flow_ends(spec.flow)).slug("-")
         spec_path = spec.write(spec_path or workdir / f"{stem}.json")
         log_path = log_path or workdir / f"{stem}.log"
+        return cls._launch(
+            command(spec_path, master, max_seconds), workdir, spec_path, log_path, env, exit_code_path, instance_id
+        )
+
+    @classmethod
+    def start_engine(
+        cls,
+        engine_dir: Path,
+        *,
+        master: str | None = None,
+        max_seconds: float | None = None,
+        env: Mapping[str, str] | None = None,
+        log_path: Path | None = None,
+        exit_code_path: Path | None = None,
+        instance_id: str | None = None,
+    ) -> LocalJob:
+        """An engine (reconciler.replication.engine) of the flow files in `engine_dir`."""
+        log_path = log_path or engine_dir / "job.log"
+        cmd = command(None, master, max_seconds, engine_dir=engine_dir.resolve())
+        return cls._launch(cmd, engine_dir, engine_dir, log_path, env, exit_code_path, instance_id)
+
+    @classmethod
+    def _launch(
+        cls,
+        job_command: list[str],
+        workdir: Path,
+        spec_path: Path,
+        log_path: Path,
+        env: Mapping[str, str] | None,
+        exit_code_path: Path | None,
+        instance_id: str | None,
+    ) -> LocalJob:
         inst = instance_id or instance.new_instance_id()
         cmd = [sys.executable, "-m", "reconciler.deploy.supervisor"]
         if exit_code_path is not None:
             exit_code_path.unlink(missing_ok=True)
             cmd += ["--exit-code-file", str(exit_code_path)]
-        cmd += ["--", *command(spec_path, master, max_seconds)]
+        cmd += ["--", *job_command]
         env = {**(env or {}), INSTANCE_ENV: inst, JOB_DIR_ENV: str(workdir.resolve())}
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(

@@ -10,9 +10,6 @@ workers' environment): see docs/jobs.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import SPARK_STANDALONE
 from reconciler.contract.spec import JobSpec
@@ -22,9 +19,9 @@ from reconciler.deploy.local import ProcessDeployer
 class StandaloneDeployer(ProcessDeployer):
     name = SPARK_STANDALONE
 
-    def _start(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
+    def refuse(self, spec: JobSpec) -> OpResult | None:
         if not spec.engine.master.startswith("spark://"):
             return OpResult.failed(
                 f"flow {spec.flow}: the spark-standalone deployer needs a spark://HOST:PORT master, not {spec.engine.master!r}"
             )
-        return super()._start(spec, options)
+        return None

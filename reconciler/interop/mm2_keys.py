@@ -146,6 +146,7 @@ JOB_FIELD_KINDS: dict[str, Kind] = {
     "manifests_dir": Kind.STRING,
     "kubectl_apply": Kind.BOOL,
     "metrics_port": Kind.INT,
+    "engine": Kind.STRING,
 }
 SLO_KINDS: dict[str, Kind] = {
     "max_lag_records": Kind.INT,

@@ -167,15 +167,23 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
             )
         )
         return
-    option_changes = (
-        {k: [dep.options.get(k), v] for k, v in d.options.items() if dep.options.get(k) != v}
-        if d.deployer == KUBERNETES
-        else {}
-    )
+    option_changes = {
+        k: [dep.options.get(k), v]
+        for k, v in d.options.items()
+        if dep.options.get(k) != v and (d.deployer == KUBERNETES or k == "engine")
+    }
     if option_changes:
+        if "engine" in option_changes:
+            before = option_changes["engine"][0]
+            reason = (
+                f"flow {d.flow} moves {f'from engine {before}' if before else 'from its own Spark application'} "
+                f"into engine {d.options['engine']}"
+            )
+        else:
+            reason = f"deployment settings changed: {_fields(option_changes)}"
         out.append(
             RestartJob(
-                reason=f"deployment settings changed: {_fields(option_changes)}",
+                reason=reason,
                 current_hash=current.spec_hash(),
                 changes={**changes, **option_changes},
                 state=state.value,

@@ -71,7 +71,11 @@ class DesiredJob:
 def desired_jobs(topology: Topology, git_revision: str | None = None) -> dict[str, DesiredJob]:
     return {
         f.name: DesiredJob(
-            f.name, f.target, f.job.deployer, deployment_options(f.job), JobSpec.from_flow(topology, f, git_revision)
+            f.name,
+            f.target,
+            f.job.deployer,
+            deployment_options(f.job, f.engine),
+            JobSpec.from_flow(topology, f, git_revision),
         )
         for f in topology.flows
         if f.enabled

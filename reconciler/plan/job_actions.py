@@ -42,9 +42,14 @@ def where_to_run(deployer: str, spec: JobSpec | None, options: dict) -> str:
     if deployer == KUBERNETES:
         return f"kubernetes {options.get('namespace') or 'default'}, image {options.get('image')}"
     master = spec.engine.master if spec is not None else None
-    if deployer == SPARK_STANDALONE:
-        return f"spark-standalone {master}"
-    return f"{deployer} {master}"
+    run = f"spark-standalone {master}" if deployer == SPARK_STANDALONE else f"{deployer} {master}"
+    engine = options.get("engine")
+    return f"engine {engine}, {run}" if engine else run
+
+
+def in_engine(options: dict) -> str:
+    """' in engine E' for a flow run by an engine ('' otherwise)."""
+    return f" in engine {options['engine']}" if options.get("engine") else ""
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,9 @@ class DeployJob(JobAction):
         return f"deploy job {self.flow} ({where_to_run(self.deployer, self._spec_or_none(), self.options)}, spec {short(self.spec_hash)})"
 
     def details(self) -> list[str]:
-        return self._summary()
+        engine = self.options.get("engine")
+        how = [f"added to engine {engine} if it runs (its other flows keep running), else the engine starts"]
+        return self._summary() + (how if engine else [])
 
 
 @register
@@ -172,8 +179,18 @@ class RestartJob(JobAction):
         return f"{verb} job {self.flow} ({where}, {spec})"
 
     def details(self) -> list[str]:
-        if self.state == "duplicated":
+        engine = self.options.get("engine")
+        if "engine" in self.changes:
+            now = self.changes["engine"][0]
+            how = (
+                f"moves {'from engine ' + str(now) if now else 'from its own Spark application'} into engine {engine}: "
+                "the current job stops gracefully (it commits), then the flow starts in the engine from the committed "
+                "offsets: nothing copied twice, nothing skipped"
+            )
+        elif self.state == "duplicated":
             how = "every instance stopped (graceful, then SIGKILL), then exactly one started; resumes from its committed offsets"
+        elif self.running and engine:
+            how = f"graceful stop of this flow, then start, in engine {engine} (its other flows keep running); resumes from its committed offsets"
         elif self.running:
             how = "graceful stop, then start; resumes from its committed offsets"
         else:
@@ -197,4 +214,7 @@ class StopJob(JobAction):
         return f"STOP job {self.flow} ({self.deployer}, {self.where}): replication of this flow stops"
 
     def details(self) -> list[str]:
-        return ["graceful stop: finishes its batch and commits; its topics and offsets are kept"]
+        kept = (
+            f"; the other flows of engine {self.options['engine']} keep running" if self.options.get("engine") else ""
+        )
+        return [f"graceful stop: finishes its batch and commits; its topics and offsets are kept{kept}"]

@@ -49,7 +49,15 @@ from reconciler.replication import clients
 from reconciler.replication.delivery import DeliveryMode, mode_of
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.replication.fencing import InstanceFence
-from reconciler.replication.lag import JobLag, LagPosition, SourceEndReader, SourceEnds, committed_ahead, job_lag
+from reconciler.replication.lag import (
+    EARLIEST,
+    JobLag,
+    LagPosition,
+    SourceEndReader,
+    SourceEnds,
+    committed_ahead,
+    job_lag,
+)
 from reconciler.replication.metrics import JobMetrics
 from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
@@ -114,6 +122,8 @@ class SparkExecutor:
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         if not tasks:
             return []
+        # In an engine the flows' batches run side by side: each flow is a pool of its own (FAIR between pools).
+        self.sc.setLocalProperty("spark.scheduler.pool", spec.flow)
         rdd = self.sc.parallelize(tasks, len(tasks))
         return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
 
@@ -174,6 +184,14 @@ class ReplicationDriver:
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop_event.set())
+
+    @property
+    def flow(self) -> str:
+        return self.spec.flow
+
+    @property
+    def spec_hash(self) -> str:
+        return self.spec.spec_hash()
 
     @property
     def mode(self) -> DeliveryMode:
@@ -334,6 +352,8 @@ class ReplicationDriver:
             if self.reload_spec():
                 self.refresh()
         tasks = self.plan_tasks()
+        if tasks and not self.work_waiting():
+            tasks = []  # idle: no Spark job while there is nothing to fetch
         moved = 0
         results: list[TaskResult] = []
         if not tasks:
@@ -362,6 +382,34 @@ class ReplicationDriver:
         self.batches += 1
         self.metrics.observe(self, results)  # the same task results and counters as the status record
         return moved > 0
+
+    def work_waiting(self) -> bool:
+        """Is there anything to copy? The source's end offsets (one ListOffsets request per leader) against the
+        positions: a Spark job is launched only when a partition has records past its position, or when that
+        cannot be told (a position not yet known, an end not read, a position past the end: the task checks
+        it). An engine whose flows have nothing to copy then costs a request per flow per trigger interval."""
+        if self._end_reader is None:
+            return True
+        copy = [tp for tp in self.plan.copy if tp not in self.halted]
+        positions = {tp: self.positions.get(tp, EARLIEST) for tp in copy}
+        if any(pos < 0 for pos in positions.values()):
+            return True
+        try:
+            ends = self._end_reader.end_offsets(copy)
+        except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
+            log.info("cannot read the source's end offsets before a batch: %s", exc)
+            return True
+        if any(tp not in ends for tp in positions):
+            return True
+        # An end below the position: Tansu answers ListOffsets with its last batch's base offset + 1, so this is
+        # normal there; a partition deleted and created again also looks so. Checked once a refresh interval.
+        below = [tp for tp, pos in positions.items() if ends[tp] < pos]
+        now = time.monotonic()
+        if below and now >= self._next.get("position_check", 0.0):
+            self._next["position_check"] = now + self.spec.settings.refresh_interval_seconds
+            for tp in below:
+                self._check_position(tp, positions[tp])
+        return any(ends[tp] > pos for tp, pos in positions.items())
 
     def _batch_runner(self) -> ThreadPoolExecutor:
         if self._runner is None:

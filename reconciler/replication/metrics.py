@@ -23,11 +23,12 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
+from prometheus_client.metrics_core import Metric
 
 from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV, free_port, metrics_port  # noqa: F401 (re-exported)
 from reconciler.replication.tasks import TP, TaskResult
@@ -500,3 +501,32 @@ class JobMetrics:
         server, _thread = start_http_server(port, addr=addr, registry=self.registry)
         self.port = int(server.server_port)  # the port bound (port 0: the one the system chose)
         return server
+
+
+class MergedMetrics:
+    """One /metrics for the flows of an engine: each flow's JobMetrics keeps its registry (its series carry the
+    flow's labels); a scrape merges their families by name, so each family is described once. A flow that
+    has left the engine is no longer among `registries()`, and its series are gone from the next scrape."""
+
+    def __init__(self, registries: Callable[[], Iterable[CollectorRegistry]]):
+        self.registries = registries
+
+    def collect(self) -> Iterator[Metric]:
+        merged: dict[str, Metric] = {}
+        for registry in self.registries():
+            for family in registry.collect():
+                into = merged.get(family.name)
+                if into is None:
+                    into = merged[family.name] = Metric(family.name, family.documentation, family.type, family.unit)
+                into.samples.extend(family.samples)
+        yield from merged.values()
+
+
+def serve_merged(registries: Callable[[], Iterable[CollectorRegistry]], port: int, addr: str = "0.0.0.0") -> int:
+    """Serve the merged /metrics of several registries on `port` (0: a free one) in a daemon thread; the port bound."""
+    from prometheus_client import start_http_server
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(MergedMetrics(registries))
+    server, _thread = start_http_server(port, addr=addr, registry=registry)
+    return int(server.server_port)

@@ -179,13 +179,13 @@ def _consumer(spec: JobSpec, epoch: int = 0):
 
     key = (
         "consumer",
-        spec.source.alias,
+        spec.flow,  # the flows of one engine share the Python workers: each flow keeps its own consumer
         spec.source.bootstrap_servers,
         json.dumps(dict(spec.source.config), sort_keys=True),
         epoch,
     )
-    if clients.CACHE.peek(key) is None:
-        for old in [k for k in clients.CACHE.keys() if k[0] == "consumer" and k != key]:
+    if clients.CACHE.peek(key) is None:  # the flow's consumers of earlier epochs or settings are dropped
+        for old in [k for k in clients.CACHE.keys() if k[0] == "consumer" and k[1] == spec.flow and k != key]:
             clients.CACHE.drop(old)
     return clients.CACHE.get(key, lambda: Consumer(clients.consumer_config(spec.source, spec)))
 
@@ -209,7 +209,7 @@ def plain_producer(spec: JobSpec):
 
     key = (
         "producer",
-        spec.target.alias,
+        spec.flow,
         spec.target.bootstrap_servers,
         json.dumps(dict(spec.target.config), sort_keys=True),
     )

@@ -42,6 +42,7 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
         "manifests_dir": None,
         "kubectl_apply": False,
         "metrics_port": None,
+        "engine": None,  # the flow's target alias: one engine per target cluster (Flow.engine)
     },
 }
 

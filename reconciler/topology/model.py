@@ -86,6 +86,7 @@ class JobSettings:
     manifests_dir: str | None = None  # kubernetes: where manifests are rendered ($RECONCILER_STATE_DIR/k8s)
     kubectl_apply: bool = False  # kubernetes: also `kubectl apply` them
     metrics_port: int | None = None  # the job's Prometheus port; None: the deployer picks, 0: none
+    engine: str | None = None  # the engine (Spark application) the flow runs in; None: its target's (Flow.engine)
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,12 @@ class Flow(FlowSettings):
     @property
     def pair(self) -> str:
         return flow_name(self.source, self.target)
+
+    @property
+    def engine(self) -> str:
+        """The engine (one Spark application) the flow runs in: `job.engine`, else one engine per target cluster,
+        named after it (as Strimzi runs one KafkaMirrorMaker2 per target: "remote consume, local produce")."""
+        return self.job.engine or self.target
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         [deploy] = env.job_actions()
         assert deploy["kind"] == "deploy_job"
         out = env.apply()
-        assert "+ deploy job west->east (local local[1], spec" in out and "started, supervisor pid" in out
+        assert "+ deploy job west->east (engine east, local local[1], spec" in out and "started engine east: supervisor pid" in out
         first = env.record()
         assert env.plan()["code"] == 0, "a job that is starting is not planned again"
         wait_for(
@@ -154,8 +154,8 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
             "exactly-once",
         ]
         out = env.apply()
-        assert "old job exited with code 0 (stopped)" in out, out
-        assert env.record()["pid"] != first["pid"]
+        assert "restarted in place" in out, out  # in its engine: the flow's driver, not the Spark application
+        assert env.record()["pid"] == first["pid"]
         producer.join(60)
         assert producer.error is None
         expected = producer.expected()
@@ -204,7 +204,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         [stop] = env.job_actions()
         assert stop["kind"] == "stop_job"
         out = env.apply()
-        assert "stopped cleanly" in out
+        assert "removed from engine east, which had no other flow: engine east stopped cleanly" in out, out
         assert wait_for(lambda: env.status().state_name == "stopped", 20, what="final status")
         assert env.job_actions() == []
     finally:
@@ -224,7 +224,7 @@ def test_spark_standalone_deployer_runs_a_job_on_a_master_and_worker(fresh_clust
         producer.run()
         env.write(topics='["orders"]')
         out = env.apply()
-        assert f"+ deploy job west->east (spark-standalone {cluster.master_url}" in out
+        assert f"+ deploy job west->east (engine east, spark-standalone {cluster.master_url}" in out
         wait_for(
             lambda: count_topic(env.east, "west.orders", 2) >= 2_000,
             150,

@@ -133,8 +133,9 @@ def test_metrics_port_is_a_job_setting_handed_to_the_deployer(tmp_path):
     topo = topology(
         "flows:\n  - {source: west, target: east, job: {metrics_port: 9500}}\n  - {source: east, target: west}"
     )
-    assert deployment_options(topo.flows[0].job) == {"metrics_port": 9500}
-    assert deployment_options(topo.flows[1].job) == {"metrics_port": None}  # the deployer picks
+    assert deployment_options(topo.flows[0].job, topo.flows[0].engine) == {"metrics_port": 9500, "engine": "east"}
+    # the deployer picks the port; the engine is the target's (one per target cluster)
+    assert deployment_options(topo.flows[1].job, topo.flows[1].engine) == {"metrics_port": None, "engine": "west"}
     bad = tmp_path / "t.yaml"
     bad.write_text(
         "apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: t}\nclusters:\n"

@@ -153,7 +153,9 @@ def test_deploy_then_nothing_then_update_in_place(env):
     )
     assert plan["actions"][-1] == deploy, "jobs start after every topic action"
     out = env.apply()
-    assert "+ deploy job west->east (local local[1], spec" in out and env.deployer.calls == [("deploy", "west->east")]
+    assert "+ deploy job west->east (engine east, local local[1], spec" in out and env.deployer.calls == [
+        ("deploy", "west->east")
+    ]
 
     plan = env.plan()  # just started: no status yet, but within the start grace period
     assert plan["code"] == 0 and plan["actions"] == []
@@ -190,7 +192,7 @@ def test_restart_on_a_field_a_running_job_cannot_take(env, capsys):
     main(["plan", str(env.path)], env.cli)
     text = capsys.readouterr().out
     assert (
-        "~ restart job west->east (local local[1], spec" in text
+        "~ restart job west->east (engine east, local local[1], spec" in text
         and "settings.delivery: at-least-once -> exactly-once" in text
     )
     assert "resumes from its committed offsets" in text

@@ -1,0 +1,141 @@
+"""The engine directory: what a deployer and a running engine (reconciler.replication.engine) say to each other.
+
+DIR/engine.json        `EngineRecord`: the engine's name and the settings of its Spark application
+DIR/flows/<flow>.json  one job spec per flow (reconciler.contract.spec)
+DIR/flows/<flow>.restart
+                       a token: a new value restarts that flow in place
+DIR/runtime.json       written by the engine: instance, driver pid, metrics port, Spark application id and
+                       each flow's `FlowRuntime`
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reconciler.contract.deployers import RUNTIME_FILE
+
+log = logging.getLogger(__name__)
+
+ENGINE_FILE = "engine.json"
+FLOWS_DIR = "flows"
+RESTART_SUFFIX = ".restart"
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    """What the deployer writes to DIR/engine.json: the engine's name and the settings of its Spark application
+    (the same for all its flows; a change restarts the application)."""
+
+    name: str
+    master: str
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, engine_dir: Path) -> EngineRecord:
+        data = json.loads((engine_dir / ENGINE_FILE).read_text())
+        return cls(str(data["name"]), str(data["master"]), {str(k): str(v) for k, v in data["spark_conf"].items()})
+
+    def write(self, engine_dir: Path) -> None:
+        write_json(engine_dir / ENGINE_FILE, asdict(self))
+
+
+class FlowState(str, enum.Enum):
+    RUNNING = "running"  # its driver thread runs (the status record says how it is doing)
+    STOPPING = "stopping"  # asked to stop (removed, or restarting): finishing its batch
+    BACKOFF = "backoff"  # it failed; it starts again at `retry_at`
+    SUPERSEDED = "superseded"  # a newer instance of the flow runs elsewhere: stopped until its spec changes
+
+
+@dataclass(frozen=True)
+class FlowRuntime:
+    """One flow of an engine, as runtime.json says it (the deployer reads it back)."""
+
+    flow: str
+    state: FlowState
+    spec_hash: str | None
+    since: float  # epoch seconds of the last start
+    restarts: int = 0  # starts after the first (failures, restarts asked, restart-required changes)
+    last_exit: int | None = None  # the exit code of the flow's last driver run
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "state": self.state.value}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FlowRuntime:
+        return cls(
+            str(data["flow"]),
+            FlowState(data["state"]),
+            data.get("spec_hash"),
+            float(data.get("since") or 0.0),
+            int(data.get("restarts") or 0),
+            data.get("last_exit"),
+        )
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Atomic: a temporary file beside `path`, then a rename."""
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.{threading.get_ident()}")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def flow_files(engine_dir: Path) -> dict[str, Path]:
+    """The engine's flow spec files by file stem (DIR/flows/<stem>.json)."""
+    d = engine_dir / FLOWS_DIR
+    if not d.is_dir():
+        return {}
+    return {p.name[: -len(".json")]: p for p in sorted(d.glob("*.json")) if p.is_file()}
+
+
+def write_runtime(
+    job_dir: Path,
+    instance_id: str | None,
+    metrics_port: int | None,
+    application_id: str | None,
+    flows: list[FlowRuntime] | None = None,
+) -> None:
+    """Say who this job is in its directory (the deployer reads it): instance, driver pid, metrics port, Spark
+    application id (on a standalone cluster the executors are the application's: they end with it) and, for an
+    engine, its flows."""
+    record: dict[str, Any] = {
+        "instance_id": instance_id,
+        "pid": os.getpid(),
+        "metrics_port": metrics_port,
+        "application_id": application_id,
+        "at": time.time(),
+    }
+    if flows is not None:
+        record["flows"] = [f.to_json() for f in flows]
+    try:
+        write_json(job_dir / RUNTIME_FILE, record)
+    except OSError as exc:
+        log.warning("cannot write %s: %s", job_dir / RUNTIME_FILE, exc)
+
+
+def read_runtime(engine_dir: Path) -> dict[str, Any]:
+    """DIR/runtime.json as written by the engine ({} when missing or unreadable)."""
+    try:
+        data = json.loads((engine_dir / RUNTIME_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def runtime_flows(runtime: Mapping[str, Any]) -> dict[str, FlowRuntime]:
+    out: dict[str, FlowRuntime] = {}
+    for item in runtime.get("flows") or []:
+        try:
+            f = FlowRuntime.from_json(item)
+        except (KeyError, ValueError, TypeError):
+            continue
+        out[f.flow] = f
+    return out
