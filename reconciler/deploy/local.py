@@ -357,7 +357,9 @@ class ProcessDeployer(Deployer):
         left = self._end_leftovers(eng.dir)
         if code is None and not left:
             return f"engine {eng.name} stopped" if eng.alive else f"engine {eng.name} was not running"
-        how = "killed after the stop timeout" if code is None else "stopped cleanly" if code == 0 else describe_exit(code)
+        how = (
+            "killed after the stop timeout" if code is None else "stopped cleanly" if code == 0 else describe_exit(code)
+        )
         return f"{left}engine {eng.name} {how}"
 
     def _end_leftovers(self, job_dir: Path | str, keep: str | None = None) -> str:

@@ -120,7 +120,10 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         [deploy] = env.job_actions()
         assert deploy["kind"] == "deploy_job"
         out = env.apply()
-        assert "+ deploy job west->east (engine east, local local[1], spec" in out and "started engine east: supervisor pid" in out
+        assert (
+            "+ deploy job west->east (engine east, local local[1], spec" in out
+            and "started engine east: supervisor pid" in out
+        )
         first = env.record()
         assert env.plan()["code"] == 0, "a job that is starting is not planned again"
         wait_for(
