@@ -50,8 +50,8 @@ def cmd_up(args) -> int:
 def cmd_down(args) -> int:
     from reconciler.deploy.local import LocalDeployer
 
-    for flow, res in LocalDeployer().stop_all():  # the local jobs first: they would only retry against stopped brokers
-        print(f"job {flow}: {res.message}")
+    for what, res in LocalDeployer().stop_all():  # the engines first: they would only retry against stopped brokers
+        print(f"{what}: {res.message}")
     stopped = DevClusters().down()
     for s in stopped:
         print(s.line())

@@ -556,14 +556,14 @@ def _shutdown(ctx: DemoContext) -> list[str]:
         return ["left running (--keep-running): clusters and jobs; `reconciler dev down` stops them"]
     print("\nStopping the replication jobs (graceful: finish the batch, commit) and the clusters ...")
     done = []
-    for flow, res in LocalDeployer().stop_all():
-        print(f"  job {flow}: {res.message}")
-        done.append(flow)
+    for what, res in LocalDeployer().stop_all():
+        print(f"  {what}: {res.message}")
+        done.append(what)
     clusters = DevClusters().down()
     for status in clusters:
         print("  " + status.line())
     return [
-        f"stopped {len(done)} job{'s' if len(done) != 1 else ''} and {len(clusters)} cluster"
+        f"stopped {len(done)} engine{'s' if len(done) != 1 else ''} and {len(clusters)} cluster"
         f"{'s' if len(clusters) != 1 else ''}"
     ]
 
@@ -627,7 +627,8 @@ def run(
     )
     lines = [
         f"clusters    {len(ctx.topo.clusters)}: {', '.join(sorted(ctx.topo.clusters))} (local {ctx.engine.product} brokers)",
-        f"jobs        {len(flows)} replication jobs, one per flow, deployed by apply (local deployer, Spark)",
+        f"jobs        {len(flows)} replication flows in {len({f.engine for f in flows})} engines (one Spark application "
+        "per target cluster), deployed by apply (local deployer)",
         f"replicated  {ctx.replicated} records on the targets: a backlog of {ctx.records_per_cluster} per region and "
         f"a live stream{lat}",
         f"downstream  heartbeats on every target, checkpoints of group {GROUP} on both regions",

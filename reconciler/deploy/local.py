@@ -547,9 +547,10 @@ class ProcessDeployer(Deployer):
             with self._locked(name):
                 moved = self._leave_other_engines(spec.flow, name)
                 spec.write(self.flow_file(name, spec.flow))
+                stopped = self._stop_engine(eng) + "; " if eng.alive else ""
                 settings = EngineRecord(name, spec.engine.master, dict(spec.engine.spark_conf))
                 res = self._start_engine(name, settings, options)
-                return OpResult(res.code, moved + res.message)
+                return OpResult(res.code, moved + stopped + res.message)
         return self._place(spec, options, restart=True)
 
     def stop(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
@@ -571,8 +572,10 @@ class ProcessDeployer(Deployer):
         for job_dir in sorted({p.job_dir for p in instance.scan(under=self.root.resolve())} - known):
             procs = instance.scan(job_dir=job_dir)
             instance.end(procs, self.stop_timeout)
-            what = "job of an earlier release" if job_dir.startswith(str(self.legacy_dir.resolve())) else "unrecorded"
-            out.append((Path(job_dir).name, OpResult.success(f"stopped an {what} {instance.summary(procs)}")))
+            legacy = " (a job of an earlier release)" if job_dir.startswith(str(self.legacy_dir.resolve())) else ""
+            out.append(
+                (Path(job_dir).name, OpResult.success(f"stopped an unrecorded {instance.summary(procs)}{legacy}"))
+            )
         if not live:
             return out
         with ThreadPoolExecutor(max_workers=max(1, len(live))) as pool:

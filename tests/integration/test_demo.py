@@ -33,7 +33,8 @@ def test_demo_runs_end_to_end(tmp_path, state_dir, capsys):
     assert code == 0, err
     assert "demo OK" in out
     assert "+ create topic eu-west.orders (4 partitions" in out
-    assert re.search(r"\+ deploy job eu-west->analytics \(local local\[1\], spec \w{12}\)", out)
+    assert re.search(r"\+ deploy job eu-west->analytics \(engine analytics, local local\[1\], spec \w{12}\)", out)
+    assert "4 replication flows in 3 engines (one Spark application per target cluster)" in out
     assert "second plan: no changes" in out
     for what in ("records", "heartbeats", "checkpoints"):
         assert f"{what} arrived downstream after" in out
@@ -46,5 +47,5 @@ def test_demo_runs_end_to_end(tmp_path, state_dir, capsys):
     assert "~ set config retention.ms on eu-west.orders: '3600000' -> '604800000'" in out
     assert "No drift: the clusters and jobs match the topology." in out, "in sync after the repair"
     assert (state_dir / "demo-drift.html").read_text().startswith("<!DOCTYPE html>")
-    assert out.count("stopped cleanly") == 4 and out.count("stopped pid") == 3, "jobs and clusters stopped"
+    assert out.count("stopped cleanly") == 3 and out.count("stopped pid") == 3, "engines and clusters stopped"
     assert not [d for d in LocalDeployer().all_deployments() if d.alive]

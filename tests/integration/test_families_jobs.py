@@ -1,5 +1,5 @@
-"""Topic families end to end: one pair split into two named flows replicates both families through
-two jobs (local deployer, real Spark, Tansu brokers); overlapping families are refused."""
+"""Topic families end to end: one pair split into two named flows replicates both families, two flows of the
+target's engine (local deployer, real Spark, Tansu brokers); overlapping families are refused."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ FAMILIES = """  - {source: west, target: east, name: orders, topics: {include: [
   - {source: west, target: east, name: payments, topics: {include: ["payments", "refunds"]}}"""
 
 
-def test_two_families_replicate_through_two_jobs(fresh_clusters, tmp_path, capsys, state_dir):
+def test_two_families_replicate_as_two_flows_of_one_engine(fresh_clusters, tmp_path, capsys, state_dir):
     env = Env(fresh_clusters, tmp_path, capsys)
     create_topic(env.west, "orders", 2)
     create_topic(env.west, "payments", 2)
@@ -33,7 +33,8 @@ def test_two_families_replicate_through_two_jobs(fresh_clusters, tmp_path, capsy
             ("deploy_job", "west->east:payments"),
         ]
         out = env.apply()
-        assert "+ deploy job west->east:orders (local" in out and "+ deploy job west->east:payments (local" in out
+        assert "+ deploy job west->east:orders (engine east, local" in out
+        assert "+ deploy job west->east:payments (engine east, local" in out
         wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 300, 180, what="family orders replicated")
         wait_for(lambda: count_topic(env.east, "west.payments", 2) >= 200, 180, what="family payments replicated")
 
@@ -48,8 +49,8 @@ def test_two_families_replicate_through_two_jobs(fresh_clusters, tmp_path, capsy
                 what=f"status of {flow}",
             )
             assert got.spec_hash == hashes[flow]
-        records = {flow: LocalDeployer().job_dir(flow) for flow in hashes}
-        assert records["west->east:orders"] != records["west->east:payments"]
+        engines = {flow: LocalDeployer().engines_of(flow) for flow in hashes}
+        assert engines == {"west->east:orders": ["east"], "west->east:payments": ["east"]}, engines
         assert env.plan()["code"] == 0
         code, out = env.run("status", "TOPO")
         assert "west->east:orders" in out and "west->east:payments" in out

@@ -56,7 +56,7 @@ def test_killing_any_process_of_a_job_ends_the_instance_and_a_deploy_runs_exactl
             )
             dep = deployer.inspect(spec.flow)
             assert dep is not None and dep.alive is False and not dep.strays, dep
-            assert dep.where.startswith(f"instance {inst} (ended)"), "no pid of a dead instance is shown"
+            assert dep.where.startswith(f"engine east, instance {inst} (ended)"), "no pid of a dead instance is shown"
             if role is not Role.SUPERVISOR:  # the supervisor writes the code it saw: the signal
                 assert "killed by SIGKILL" in dep.detail, dep.detail
             res = deployer.deploy(spec)
@@ -122,7 +122,11 @@ def test_a_leftover_instance_is_drift_and_start_stop_and_dev_down_end_it(fresh_c
     assert instance.scan(under=(tmp_path / "state").resolve()) == []
 
 
-def test_four_jobs_started_at_once_all_start_and_serve_metrics_five_times_in_a_row(fresh_clusters, tmp_path):
+def test_four_flows_deployed_at_once_share_one_engine_and_its_metrics_port_five_times_in_a_row(
+    fresh_clusters, tmp_path
+):
+    """Deploys of the flows of one engine handled in parallel (as apply does) start the engine once: every flow
+    runs, in one Spark application, and the status records name the port the engine bound."""
     west, east = fresh_clusters
     create_topic(west.bootstrap, "orders", 1)
     SequencedProducer(west.bootstrap, "orders", 1, 100, 5_000.0).run()
@@ -136,18 +140,23 @@ def test_four_jobs_started_at_once_all_start_and_serve_metrics_five_times_in_a_r
             with ThreadPoolExecutor(4) as pool:
                 results = list(pool.map(deployer.deploy, specs))
             assert all(r.ok for r in results), [r.message for r in results]
+            assert sum("started engine east" in r.message for r in results) == 1, [r.message for r in results]
 
             def all_running():
                 got = [read_job_status({"bootstrap.servers": east.bootstrap}, s.flow, timeout=3) for s in specs]
                 return got if all(g is not None and g.state_name == "running" for g in got) else None
 
-            statuses = wait_for(all_running, 150, interval=1, what=f"4 jobs running (round {round_ + 1})")
-            ports = [deployer.metrics_port(s.flow) for s in specs]
-            assert all(ports) and len(set(ports)) == 4, ports
-            assert [st.metrics_port for st in statuses] == ports, "the status record names the port bound"
+            statuses = wait_for(all_running, 150, interval=1, what=f"4 flows running (round {round_ + 1})")
+            ports = {deployer.metrics_port(s.flow) for s in specs}
+            assert len(ports) == 1 and None not in ports, ports
+            [port] = ports
+            assert {st.metrics_port for st in statuses} == {port}, "the status records name the port bound"
+            assert len({st.instance_id for st in statuses}) == 1, "one engine instance"
+            jvms = [p for p in instance.scan(under=(tmp_path / "state").resolve()) if p.role is Role.JVM]
+            assert len(jvms) == 1, jvms
             for s in specs:
                 dep = deployer.inspect(s.flow)
-                assert dep.alive and f"metrics http://127.0.0.1:{deployer.metrics_port(s.flow)}/metrics" in dep.where
+                assert dep.alive and f"metrics http://127.0.0.1:{port}/metrics" in dep.where
             assert all(r.ok for _, r in deployer.stop_all())
             assert instance.scan(under=(tmp_path / "state").resolve()) == []
     finally:

@@ -1,0 +1,258 @@
+"""What an engine costs (issue 23): N flows in one Spark application against N applications of one flow each.
+
+    python bench/engines.py [--flows 1 4 12] [--windows 3] [--idle-seconds 20] [--backlog 100000]
+
+Starts two fresh Tansu brokers on loopback. For each N in --flows and each layout:
+
+  engine    the N flows (sources s0..sN-1, each its own topic on the same broker) in one engine, deployed by the
+            local deployer as `apply` does (one spark-submit, one JVM)
+  per-flow  the baseline, measured in the same run: the earlier release's layout, one spark-submit per flow
+
+once every flow's status says running and 10 s have passed, --windows windows of --idle-seconds with nothing to
+copy: the JVMs, the resident memory of every process of the layout (sum of VmRSS: shared pages count once per
+process, so this is an upper bound) and the CPU they used (utime + stime from /proc, as % of one core). Then, with
+--backlog > 0, the aggregate throughput of the engine: --backlog 100-byte records waiting in each flow's topic,
+copied by 1 flow alone and by 4 flows in one engine (records/s from the first copied record to the last).
+
+Prints each figure's median and spread (min-max) over the windows, and engine/per-flow ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import reconciler.deploy.instance as instance  # noqa: E402
+from reconciler.contract.status import read_job_status  # noqa: E402
+from reconciler.deploy.instance import Role  # noqa: E402
+from reconciler.deploy.local import LocalDeployer  # noqa: E402
+from reconciler.deploy.process import LocalJob  # noqa: E402
+from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
+from tests.integration.mirror_helpers import create_topic, spec_for, wait_for  # noqa: E402
+
+TICKS = 100.0  # clock ticks per second (/proc/PID/stat)
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Broker:
+    def __init__(self, bootstrap: str):
+        self.bootstrap = bootstrap
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def measure(root: Path, seconds: float) -> dict[str, float]:
+    procs = instance.scan(under=root.resolve())
+    before = {p.pid: _cpu_seconds(p.pid) for p in procs}
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    wall = time.monotonic() - t0
+    now = instance.scan(under=root.resolve())
+    used = sum(_cpu_seconds(p.pid) - before.get(p.pid, _cpu_seconds(p.pid)) for p in now)
+    return {
+        "jvms": float(sum(p.role is Role.JVM for p in now)),
+        "processes": float(len(now)),
+        "rss_mb": sum(_rss_mb(p.pid) for p in now),
+        "idle_cpu_pct": 100.0 * used / wall,
+    }
+
+
+def flows(west: Broker, east: Broker, n: int) -> list:
+    specs = []
+    for i in range(n):
+        create_topic(west.bootstrap, f"t{i}", 1)
+        specs.append(
+            spec_for(
+                west,
+                east,
+                source_alias=f"s{i}",
+                topics_include=(f"t{i}",),
+                master="local[1]",
+                parallelism=1,
+                status_interval_seconds=3.0,
+                refresh_interval_seconds=5.0,
+                heartbeats_interval_seconds=1.0,
+                checkpoints_interval_seconds=5.0,
+                trigger_interval_ms=200,
+            )
+        )
+    return specs
+
+
+def all_running(east: Broker, specs: list, timeout: float = 600.0) -> None:
+    def ok():
+        return all(
+            (s := read_job_status({"bootstrap.servers": east.bootstrap}, spec.flow, timeout=3)) is not None
+            and s.state_name == "running"
+            for spec in specs
+        )
+
+    wait_for(ok, timeout, interval=2, what=f"{len(specs)} flows running")
+
+
+def run_layout(layout: str, specs: list, east: Broker, root: Path, opts) -> list[dict[str, float]]:
+    jobs: list[LocalJob] = []
+    deployer = LocalDeployer(root=root, stop_timeout=30)
+    try:
+        if layout == "engine":
+            for spec in specs:
+                res = deployer.deploy(spec, {"engine": "east"})
+                assert res.ok, res.message
+        else:
+            for spec in specs:
+                d = root / "jobs" / spec.flow.replace("->", ".")
+                jobs.append(LocalJob.start(spec, d, master="local[1]", log_path=d / "job.log"))
+        all_running(east, specs)
+        time.sleep(10)
+        out = []
+        for w in range(opts.windows):
+            m = measure(root, opts.idle_seconds)
+            say(
+                f"  {layout:8} {len(specs):2} flows, window {w + 1}: {m['jvms']:.0f} JVMs, {m['rss_mb']:.0f} MB, "
+                f"idle {m['idle_cpu_pct']:.1f} % of a core"
+            )
+            out.append(m)
+        return out
+    finally:
+        deployer.stop_all()
+        for j in jobs:
+            j.stop(30)
+        instance.end(instance.scan(under=root.resolve()), 5)
+
+
+def target_end(bootstrap: str, topics: list[str]) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-end"})
+    try:
+        total = 0
+        for t in topics:
+            try:
+                total += c.get_watermark_offsets(TopicPartition(t, 0), timeout=5)[1]
+            except Exception:  # noqa: BLE001 - not created yet
+                pass
+        return total
+    finally:
+        c.close()
+
+
+def backlog_rate(west: Broker, east: Broker, n: int, records: int, root: Path, tag: str) -> float:
+    """Records/s for n flows in one engine copying `records` each from a backlog (first to last copied record)."""
+    from confluent_kafka import Producer
+
+    specs = []
+    for i in range(n):
+        topic = f"b{tag}{i}"
+        create_topic(west.bootstrap, topic, 1)
+        p = Producer({"bootstrap.servers": west.bootstrap, "linger.ms": 20, "batch.size": 262144})
+        value = b"x" * 100
+        for _ in range(records):
+            while True:
+                try:
+                    p.produce(topic, value)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        p.flush(60)
+        specs.append(
+            spec_for(west, east, source_alias=f"b{tag}{i}", topics_include=(topic,), master="local[2]", parallelism=1)
+        )
+    remote = [f"b{tag}{i}.{s.settings.topics.include[0]}" for i, s in enumerate(specs)]
+    deployer = LocalDeployer(root=root, stop_timeout=30)
+    try:
+        for spec in specs:
+            assert deployer.deploy(spec, {"engine": f"bench{tag}"}).ok
+        first = wait_for(lambda: target_end(east.bootstrap, remote) > 0 or None, 300, interval=0.2, what="first")
+        assert first
+        t0 = time.monotonic()
+        wait_for(lambda: target_end(east.bootstrap, remote) >= n * records, 900, interval=0.5, what="backlog copied")
+        return n * records / (time.monotonic() - t0)
+    finally:
+        deployer.stop_all()
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):8.1f}  ({min(values):.1f}-{max(values):.1f})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--flows", type=int, nargs="+", default=[1, 4, 12])
+    ap.add_argument("--windows", type=int, default=3)
+    ap.add_argument("--idle-seconds", type=float, default=20.0)
+    ap.add_argument("--backlog", type=int, default=100_000, help="records per flow for the throughput figure (0: skip)")
+    ap.add_argument("--repeat", type=int, default=3, help="backlog runs per figure")
+    ap.add_argument("--layouts", nargs="+", default=["engine", "per-flow"], choices=["engine", "per-flow"])
+    opts = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench-engines-"))
+    brokers = [start_broker("127.0.0.1", free_port(), work / f"broker{i}.log") for i in range(2)]
+    west, east = Broker(brokers[0].bootstrap), Broker(brokers[1].bootstrap)
+    results: dict[tuple[str, int], list[dict[str, float]]] = {}
+    rates: dict[int, list[float]] = {}
+    try:
+        specs = flows(west, east, max(opts.flows))
+        for n in opts.flows:
+            for layout in opts.layouts:
+                say(f"{layout}: {n} flows")
+                results[(layout, n)] = run_layout(layout, specs[:n], east, work / f"{layout}-{n}", opts)
+        if opts.backlog:
+            for rep in range(opts.repeat):
+                for n in (1, 4):
+                    say(f"backlog: {n} flow(s) in one engine, run {rep + 1}")
+                    rate = backlog_rate(west, east, n, opts.backlog, work / f"backlog-{n}-{rep}", f"{n}r{rep}")
+                    say(f"  {rate:,.0f} records/s")
+                    rates.setdefault(n, []).append(rate)
+    finally:
+        for b in brokers:
+            if b.pid:
+                stop_pid(b.pid)
+    print(f"\nidle, {opts.windows} windows of {opts.idle_seconds:.0f} s each: median (min-max)")
+    print(f"{'layout':9} {'flows':>5} {'JVMs':>5} {'resident MB':>22} {'idle CPU % of a core':>24}")
+    for (layout, n), ms in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        print(
+            f"{layout:9} {n:5d} {statistics.median(m['jvms'] for m in ms):5.0f} "
+            f"{spread([m['rss_mb'] for m in ms]):>22} {spread([m['idle_cpu_pct'] for m in ms]):>24}"
+        )
+    for n in opts.flows:
+        if ("engine", n) in results and ("per-flow", n) in results:
+            e, p = results[("engine", n)], results[("per-flow", n)]
+            rss = statistics.median(m["rss_mb"] for m in e) / statistics.median(m["rss_mb"] for m in p)
+            pe = statistics.median(m["idle_cpu_pct"] for m in p)
+            cpu = statistics.median(m["idle_cpu_pct"] for m in e) / pe if pe else float("nan")
+            print(f"{n} flows: engine / per-flow: resident {rss:.2f}x, idle CPU {cpu:.2f}x")
+    if rates:
+        print(f"\nbacklog of {opts.backlog:,} records per flow, {opts.repeat} runs: records/s, median (min-max)")
+        for n, rs in sorted(rates.items()):
+            print(f"{n} flow(s) in one engine: {spread(rs)}")
+        if 1 in rates and 4 in rates:
+            print(f"4 flows / 1 flow: {statistics.median(rates[4]) / statistics.median(rates[1]):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
