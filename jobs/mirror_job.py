@@ -21,12 +21,12 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
         sys.path.insert(0, str(_root))
         break
 
+from reconciler import settings  # noqa: E402
 from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV, RUNTIME_FILE  # noqa: E402
 from reconciler.contract.metrics import AUTO_PORT  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.replication.lifeline import watch_parent  # noqa: E402
-from reconciler.replication.metrics import metrics_port  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
 
 log = logging.getLogger("reconciler.replication")
@@ -62,6 +62,8 @@ def write_runtime(metrics_port: int | None, application_id: str | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if settings.check():  # a malformed RECONCILER_* variable: one line each, exit 1, before Spark starts
+        return 1
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spec", required=True, help="job spec JSON file (re-read every refresh interval)")
     ap.add_argument(
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--metrics-port",
         type=int,
-        default=metrics_port(),
+        default=settings.metrics_port(),
         help="serve Prometheus metrics on this port (0: off; -1: any free port; default $RECONCILER_METRICS_PORT, "
         "`auto` meaning -1, else off)",
     )

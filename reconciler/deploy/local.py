@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import reconciler.deploy.instance as instance
+from reconciler import settings
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import LOCAL, RUNTIME_FILE
 from reconciler.contract.metrics import AUTO, PORT_ENV
@@ -47,10 +48,6 @@ START_CHECK_SECONDS = 1.5
 STOP_TIMEOUT_SECONDS = 60.0
 
 
-def state_root() -> Path:
-    return Path(os.environ.get("RECONCILER_STATE_DIR", ".reconciler")).resolve()
-
-
 class ProcessDeployer(Deployer):
     """Jobs as local spark-submit processes (the driver runs here; executors wherever the master says)."""
 
@@ -59,7 +56,7 @@ class ProcessDeployer(Deployer):
     def __init__(
         self, root: Path | None = None, stop_timeout: float = STOP_TIMEOUT_SECONDS, env: Mapping[str, str] | None = None
     ):
-        self.dir = (root or state_root()) / "jobs"
+        self.dir = (root or settings.state_dir()) / "jobs"
         self.stop_timeout = stop_timeout
         self.env = dict(env or {})
 
@@ -198,7 +195,8 @@ class ProcessDeployer(Deployer):
         # Spark's own ports), unless $RECONCILER_METRICS_PORT=0 here.
         port = (options or {}).get("metrics_port")
         port_env = AUTO if port is None else str(port)
-        if port is None and {**os.environ, **self.env}.get(PORT_ENV, "").strip() == "0":
+        env = {**os.environ, **self.env}
+        if port is None and settings.METRICS_PORT.raw(env) is not None and settings.metrics_port(env) == 0:
             port, port_env = 0, "0"
         inst = instance.new_instance_id()
         record = {

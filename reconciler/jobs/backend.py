@@ -7,11 +7,11 @@ jobs are run by other tooling.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler import settings
 from reconciler.contract.status import StatusRecord
 from reconciler.deploy import Deployers
 from reconciler.topology.model import Cluster
@@ -39,9 +39,5 @@ class JobBackend:
     read_status: StatusReader = kafka_status_reader
 
 
-def jobs_enabled() -> bool:
-    return os.environ.get("RECONCILER_JOBS", "on").strip().lower() not in ("off", "0", "false", "no")
-
-
 def default_factory() -> JobBackend | None:
-    return JobBackend() if jobs_enabled() else None
+    return JobBackend() if settings.jobs_enabled() else None
