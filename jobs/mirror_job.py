@@ -22,7 +22,7 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
         break
 
 from reconciler import settings  # noqa: E402
-from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV, RUNTIME_FILE  # noqa: E402
+from reconciler.contract.deployers import RUNTIME_FILE  # noqa: E402
 from reconciler.contract.metrics import AUTO_PORT  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
@@ -42,12 +42,12 @@ def _orphaned(parent: int) -> None:
 def write_runtime(metrics_port: int | None, application_id: str | None) -> None:
     """Say who this job is in its job directory (the deployer reads it): instance, driver pid, metrics port and
     Spark application id (on a standalone cluster the executors are the application's: they end with it)."""
-    job_dir = os.environ.get(JOB_DIR_ENV)
+    job_dir = settings.job_dir()
     if not job_dir:
         return
-    path = Path(job_dir) / RUNTIME_FILE
+    path = job_dir / RUNTIME_FILE
     record = {
-        "instance_id": os.environ.get(INSTANCE_ENV),
+        "instance_id": settings.job_instance(),
         "pid": os.getpid(),
         "metrics_port": metrics_port,
         "application_id": application_id,

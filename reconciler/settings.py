@@ -22,6 +22,8 @@ nothing changed. An unset or empty variable is its default.
 | RECONCILER_STATE_DIR          | .reconciler | local state: dev brokers, local jobs, rendered manifests       |
 | RECONCILER_METRICS_PORT       | 0           | the job's Prometheus port (0: none; `auto`: any free port); set by the deployers |
 | RECONCILER_TEST_TXN_DELAY_MS  | 0           | tests only: milliseconds an exactly-once task waits before committing |
+| RECONCILER_JOB_INSTANCE       | (unset)     | the id of a job instance, set by the deployer on every process of it |
+| RECONCILER_JOB_DIR            | (unset)     | the job's state directory, set by the deployer                 |
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TextIO, TypeVar
 
+from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV
 from reconciler.contract.metrics import AUTO, AUTO_PORT, KUBERNETES_PORT, PORT_ENV
 
 T = TypeVar("T")
@@ -84,6 +87,8 @@ class Setting(Generic[T]):
 
     @property
     def default_text(self) -> str:
+        if self.default is None:
+            return "unset"
         if isinstance(self.default, bool):
             return "on" if self.default else "off"
         return f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
@@ -197,6 +202,13 @@ TEST_TXN_DELAY_MS = _setting(
     "0",
 )
 
+JOB_INSTANCE: Setting[str | None] = _setting(
+    INSTANCE_ENV, None, "a job instance's id, set by the deployer", str, "(unset: the deployer sets it)"
+)
+JOB_DIR: Setting[Path | None] = _setting(
+    JOB_DIR_ENV, None, "a job's state directory, set by the deployer", _directory, "(unset: the deployer sets it)"
+)
+
 
 def admin_timeout(environ: Mapping[str, str] | None = None) -> float:
     return ADMIN_TIMEOUT(environ)
@@ -247,6 +259,16 @@ def metrics_port(environ: Mapping[str, str] | None = None) -> int:
 def txn_delay_for_tests(environ: Mapping[str, str] | None = None) -> float:
     """Seconds an exactly-once task waits, records written, before committing (fault-injection tests only)."""
     return TEST_TXN_DELAY_MS(environ) / 1000.0
+
+
+def job_instance(environ: Mapping[str, str] | None = None) -> str | None:
+    """The id of the job instance this process belongs to (None: not started by a deployer)."""
+    return JOB_INSTANCE(environ)
+
+
+def job_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The state directory of the job this process belongs to (None: not started by a deployer)."""
+    return JOB_DIR(environ)
 
 
 # --- generic readers (a value with no variable of its own in the table) -------------------------------------
