@@ -89,3 +89,34 @@ def test_other_commands_refuse_a_negative_or_nan_wait(tmp_path, capsys):
             main(argv)
         assert stop.value.code == 2
         assert "is not a" in capsys.readouterr().err
+
+
+def test_the_kafka_clients_lines_show_with_v_only(tmp_path):
+    """A broker that takes connections and drops them passes the probe's TCP test: the command's real call
+    fails after its timeout, with one line; the client's own lines (why) only with -v (these are
+    librdkafka's informational `Disconnected` lines: -vv)."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    bootstrap = f"127.0.0.1:{server.getsockname()[1]}"
+
+    def drop() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.close()
+
+    threading.Thread(target=drop, daemon=True).start()
+    topo = write(tmp_path, "t.yaml", MINIMAL.replace("127.0.0.1:19093", bootstrap))
+    try:
+        quiet = _reconciler(tmp_path, "reachability", "--cluster", "east", "--timeout", "1", str(topo))
+        loud = _reconciler(tmp_path, "-vv", "reachability", "--cluster", "east", "--timeout", "1", str(topo))
+    finally:
+        server.close()
+    assert quiet.returncode == loud.returncode == 1
+    assert quiet.stderr == "error: cannot list topics: Failed to get metadata: Local: Broker transport failure\n"
+    assert "rdkafka" in loud.stderr and "Disconnected" in loud.stderr and loud.stderr.endswith(quiet.stderr)
