@@ -22,14 +22,14 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
         sys.path.insert(0, str(_root))
         break
 
-from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV  # noqa: E402
+from reconciler import settings  # noqa: E402
 from reconciler.contract.engine import EngineRecord, FlowRuntime, write_runtime  # noqa: E402
 from reconciler.contract.metrics import AUTO_PORT  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.replication.engine import EngineHost  # noqa: E402
 from reconciler.replication.lifeline import watch_parent  # noqa: E402
-from reconciler.replication.metrics import metrics_port, serve_merged  # noqa: E402
+from reconciler.replication.metrics import serve_merged  # noqa: E402
 from reconciler.replication.session import build_session, engine_conf, session_of  # noqa: E402
 from reconciler.topology import secrets  # noqa: E402
 
@@ -44,9 +44,9 @@ def _orphaned(parent: int) -> None:
 
 
 def _say_who(metrics_port: int | None, application_id: str | None, flows: list[FlowRuntime] | None = None) -> None:
-    job_dir = os.environ.get(JOB_DIR_ENV)
+    job_dir = settings.job_dir()
     if job_dir:
-        write_runtime(Path(job_dir), os.environ.get(INSTANCE_ENV), metrics_port, application_id, flows)
+        write_runtime(job_dir, settings.job_instance(), metrics_port, application_id, flows)
 
 
 def run_flow(args: argparse.Namespace) -> int:
@@ -104,6 +104,8 @@ def run_engine(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if settings.check():  # a malformed RECONCILER_* variable: one line each, exit 1, before Spark starts
+        return 1
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--spec", help="one flow: its job spec JSON file (re-read every refresh interval)")
@@ -116,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--metrics-port",
         type=int,
-        default=metrics_port(),
+        default=settings.metrics_port(),
         help="serve Prometheus metrics on this port (0: off; -1: any free port; default $RECONCILER_METRICS_PORT, "
         "`auto` meaning -1, else off)",
     )

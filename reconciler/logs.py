@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
+from reconciler import settings
 from reconciler.topology.secrets import Redactor
 
 CLIENT_LOGGER = logging.getLogger("reconciler.kafka")
@@ -50,7 +51,6 @@ def configure(verbosity: int) -> None:
 
 
 # --- structured logs (RECONCILER_LOG_FORMAT=json) ----------------------------------------------------
-LOG_FORMAT_ENV = "RECONCILER_LOG_FORMAT"
 #: LogRecord attributes that are not user fields (anything else passed with `extra=` becomes a field).
 _RECORD_ATTRS = frozenset(vars(logging.LogRecord("x", 0, "x", 0, "x", None, None))) | {"message", "asctime"}
 
@@ -99,11 +99,8 @@ class RedactingFormatter(logging.Formatter):
 
 
 def log_format(environ: Mapping[str, str] | None = None) -> str:
-    """`json` or `text` from $RECONCILER_LOG_FORMAT (anything else: text)."""
-    import os
-
-    env = os.environ if environ is None else environ
-    return "json" if env.get(LOG_FORMAT_ENV, "").strip().lower() == "json" else "text"
+    """`json` or `text` from $RECONCILER_LOG_FORMAT (read and checked in reconciler.settings)."""
+    return settings.log_format(environ)
 
 
 def formatter(

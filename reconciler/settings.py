@@ -1,61 +1,292 @@
-"""Settings read from environment variables: the one place they are parsed.
+"""Settings read from environment variables: the one place they are read and parsed.
 
-Module constants elsewhere (`DEFAULT_TTL = settings.seconds(...)`) are evaluated at import, before
-the command line runs; a malformed value must not be a traceback there. So a bad value falls back
-to the default *and is recorded*; `main()` calls `check()` first and refuses to run with
-`error: RECONCILER_X=abc is not a number ...`, exit 1, nothing changed.
+Every RECONCILER_* variable is a `Setting` here (the table below), read through its function
+(`settings.lease_ttl()`, `settings.state_dir()`, ...), which takes an optional `environ` mapping (tests
+pass one; None: the process environment). A malformed value never raises where it is read (module
+constants elsewhere, `DEFAULT_TTL = settings.lease_ttl()`, are evaluated at import, before the command
+line runs): the reader returns the default. `check()` reads every setting again and prints one line per
+malformed one, `error: RECONCILER_X=abc is not ...: <meaning>, default ...; set it to e.g. RECONCILER_X=... or unset it`; the
+CLI's `main()` and the replication job's entry point (jobs/mirror_job.py) call it first and exit 1,
+nothing changed. An unset or empty variable is its default.
 
-| variable                      | default | meaning                                                        |
-|-------------------------------|---------|----------------------------------------------------------------|
-| RECONCILER_ADMIN_TIMEOUT      | 15      | seconds an admin call to a cluster may take                    |
-| RECONCILER_LEASE_TTL          | 60      | seconds an apply lease lives without renewal                   |
-| RECONCILER_JOB_START_GRACE    | 180     | seconds a new job may run before it must report status         |
-| RECONCILER_MAX_REMOTE_TOPICS  | 10000   | remote topics validate/plan accept before refusing (multiplication) |
-| RECONCILER_DEV_ENGINE         | tansu   | the embedded brokers' engine: `dev up`, `demo`, the test brokers (tansu, noida) |
+| variable                      | default     | meaning                                                        |
+|-------------------------------|-------------|----------------------------------------------------------------|
+| RECONCILER_ADMIN_TIMEOUT      | 15          | seconds an admin call to a cluster may take                    |
+| RECONCILER_LEASE_TTL          | 60          | seconds an apply lease lives without renewal                   |
+| RECONCILER_JOB_START_GRACE    | 180         | seconds a new job may run before it must report status         |
+| RECONCILER_MAX_REMOTE_TOPICS  | 10000       | remote topics validate/plan accept before refusing (multiplication) |
+| RECONCILER_DEV_ENGINE         | tansu       | the embedded brokers' engine: `dev up`, `demo`, the test brokers (tansu, noida) |
+| RECONCILER_JOBS               | on          | `off`: plans leave replication jobs out (topics, configs, ACLs only) |
+| RECONCILER_LOG_FORMAT         | text        | `json`: every log line (CLI stderr, the job's log) one JSON object |
+| RECONCILER_KUBECTL            | kubectl     | the kubectl program the kubernetes deployer runs (`kubectl_apply`) |
+| RECONCILER_STATE_DIR          | .reconciler | local state: dev brokers, local jobs, rendered manifests       |
+| RECONCILER_METRICS_PORT       | 0           | the job's Prometheus port (0: none; `auto`: any free port); set by the deployers |
+| RECONCILER_TEST_TXN_DELAY_MS  | 0           | tests only: milliseconds an exactly-once task waits before committing |
+| RECONCILER_JOB_INSTANCE       | (unset)     | the id of a job instance, set by the deployer on every process of it |
+| RECONCILER_JOB_DIR            | (unset)     | the job's state directory, set by the deployer                 |
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TextIO, TypeVar
 
-_errors: dict[str, str] = {}
+from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV
+from reconciler.contract.metrics import AUTO, AUTO_PORT, KUBERNETES_PORT, PORT_ENV
+
+T = TypeVar("T")
+#: The longest value an error message repeats whole (a longer one is cut, its length said).
+_SHOWN = 80
 
 
-def _number(
-    name: str, default: float, what: str, integer: bool, minimum: float, environ: Mapping[str, str] | None
-) -> float:
-    process = environ is None  # only the process environment's mistakes are recorded for check()
-    env = os.environ if environ is None else environ
-    raw = env.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw.strip()) if integer else float(raw.strip())
-    except ValueError:
-        value = None
-    if value is None or (isinstance(value, float) and not math.isfinite(value)) or value < minimum:
-        kind = "a whole number" if integer else "a number"
-        if process:
-            _errors[name] = (
-                f"{name}={raw} is not {kind} >= {minimum:g} ({what}; default {default:g}); "
-                f"set it to e.g. {name}={default:g} or unset it"
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """One environment variable: `parse` turns its text into a value or raises ValueError saying what it must
+    be ("a whole number >= 1"); `example` is a good value for the error's hint."""
+
+    name: str
+    default: T
+    meaning: str
+    parse: Callable[[str], T]
+    example: str
+
+    def raw(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The variable's text, None when unset or blank."""
+        value = (os.environ if environ is None else environ).get(self.name)
+        return value.strip() if value is not None and value.strip() else None
+
+    def __call__(self, environ: Mapping[str, str] | None = None) -> T:
+        raw = self.raw(environ)
+        if raw is None:
+            return self.default
+        try:
+            return self.parse(raw)
+        except ValueError:
+            return self.default  # check() says why, before any command does anything
+
+    def problem(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """What is wrong with the variable's value (one line), None when it is fine or unset."""
+        raw = self.raw(environ)
+        if raw is None:
+            return None
+        try:
+            self.parse(raw)
+        except ValueError as exc:
+            shown = raw if len(raw) <= _SHOWN else f"{raw[:_SHOWN]}... ({len(raw):,} characters)"
+            return (
+                f"{self.name}={shown} is not {exc}: {self.meaning}, default {self.default_text}; "
+                f"set it to e.g. {self.name}={self.example} or unset it"
             )
-        return default
-    if process:
-        _errors.pop(name, None)
-    return value
+        return None
+
+    @property
+    def default_text(self) -> str:
+        if self.default is None:
+            return "unset"
+        if isinstance(self.default, bool):
+            return "on" if self.default else "off"
+        return f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
 
 
+#: Every setting, by name: what `check()` reads.
+TABLE: dict[str, Setting] = {}
+
+
+def _setting(name: str, default: T, meaning: str, parse: Callable[[str], T], example: str) -> Setting[T]:
+    TABLE[name] = setting = Setting(name, default, meaning, parse, example)
+    return setting
+
+
+# --- parsers: text -> value, or ValueError saying what the text must be ------------------------------------
+def _number(integer: bool, minimum: float) -> Callable[[str], float]:
+    def parse(raw: str) -> float:
+        try:
+            value: float = int(raw) if integer else float(raw)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or value < minimum:
+            raise ValueError(f"{'a whole number' if integer else 'a number'} >= {minimum:g}")
+        return value
+
+    return parse
+
+
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if raw.lower() not in choices:
+            raise ValueError(f"one of {', '.join(choices)}")
+        return raw.lower()
+
+    return parse
+
+
+_SWITCH = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
+
+
+def _switch(raw: str) -> bool:
+    if raw.lower() not in _SWITCH:
+        raise ValueError("on or off (also true/false, yes/no, 1/0)")
+    return _SWITCH[raw.lower()]
+
+
+def _port(raw: str) -> int:
+    if raw.lower() == AUTO:
+        return AUTO_PORT
+    if not raw.isdigit() or int(raw) > 65535:
+        raise ValueError(f"a port number (0-65535; 0: no metrics) or {AUTO!r}")
+    return int(raw)
+
+
+def _program(raw: str) -> str:
+    if shutil.which(raw) is None:
+        raise ValueError("a program on PATH or an executable file")
+    return raw
+
+
+def _directory(raw: str) -> Path:
+    path = Path(raw).resolve()
+    for p in (path, *path.parents):  # the directory, or the nearest part of it that exists, must be a directory
+        if p.exists():
+            if not p.is_dir():
+                raise ValueError("a directory (it is a file)" if p == path else f"a directory ({p} is a file)")
+            return path
+    return path
+
+
+# --- the settings --------------------------------------------------------------------------------------------
+ADMIN_TIMEOUT = _setting(
+    "RECONCILER_ADMIN_TIMEOUT", 15.0, "seconds an admin call to a cluster may take", _number(False, 0.001), "15"
+)
+LEASE_TTL = _setting(
+    "RECONCILER_LEASE_TTL", 60.0, "seconds an apply lease lives without renewal", _number(False, 0.001), "60"
+)
+JOB_START_GRACE = _setting(
+    "RECONCILER_JOB_START_GRACE",
+    180.0,
+    "seconds a new job may run before it must report status",
+    _number(False, 0.001),
+    "180",
+)
+MAX_REMOTE_TOPICS = _setting(
+    "RECONCILER_MAX_REMOTE_TOPICS",
+    10_000,
+    "how many remote topics validate and plan accept before refusing",
+    lambda raw: int(_number(True, 1)(raw)),
+    "10000",
+)
+DEV_ENGINE = _setting(
+    "RECONCILER_DEV_ENGINE", "tansu", "the embedded brokers' engine", _one_of("tansu", "noida"), "noida"
+)
+JOBS = _setting("RECONCILER_JOBS", True, "whether plans include replication jobs", _switch, "off")
+LOG_FORMAT = _setting("RECONCILER_LOG_FORMAT", "text", "the format of log lines", _one_of("text", "json"), "json")
+KUBECTL = _setting("RECONCILER_KUBECTL", "kubectl", "the kubectl the kubernetes deployer runs", _program, "kubectl")
+STATE_DIR = _setting(
+    "RECONCILER_STATE_DIR",
+    Path(".reconciler"),
+    "where local state is kept: dev brokers, local jobs, manifests",
+    _directory,
+    ".reconciler",
+)
+METRICS_PORT = _setting(PORT_ENV, 0, "the replication job's metrics port", _port, str(KUBERNETES_PORT))
+TEST_TXN_DELAY_MS = _setting(
+    "RECONCILER_TEST_TXN_DELAY_MS",
+    0.0,
+    "tests only: milliseconds an exactly-once task waits before committing",
+    _number(False, 0),
+    "0",
+)
+
+JOB_INSTANCE: Setting[str | None] = _setting(
+    INSTANCE_ENV, None, "a job instance's id, set by the deployer", str, "(unset: the deployer sets it)"
+)
+JOB_DIR: Setting[Path | None] = _setting(
+    JOB_DIR_ENV, None, "a job's state directory, set by the deployer", _directory, "(unset: the deployer sets it)"
+)
+
+
+def admin_timeout(environ: Mapping[str, str] | None = None) -> float:
+    return ADMIN_TIMEOUT(environ)
+
+
+def lease_ttl(environ: Mapping[str, str] | None = None) -> float:
+    return LEASE_TTL(environ)
+
+
+def job_start_grace(environ: Mapping[str, str] | None = None) -> float:
+    return JOB_START_GRACE(environ)
+
+
+def max_remote_topics(environ: Mapping[str, str] | None = None) -> int:
+    """How many remote topics a topology may make before validate and plan refuse (read on each call)."""
+    return MAX_REMOTE_TOPICS(environ)
+
+
+def dev_engine(environ: Mapping[str, str] | None = None) -> str:
+    """The engine of the embedded brokers unless a command says otherwise (read on each call)."""
+    return DEV_ENGINE(environ)
+
+
+def jobs_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """False with RECONCILER_JOBS=off: plans leave replication jobs out (jobs run by other tooling)."""
+    return JOBS(environ)
+
+
+def log_format(environ: Mapping[str, str] | None = None) -> str:
+    """`json` or `text`."""
+    return LOG_FORMAT(environ)
+
+
+def kubectl(environ: Mapping[str, str] | None = None) -> str:
+    return KUBECTL(environ)
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the reconciler keeps local state (dev brokers, local jobs, manifests), absolute."""
+    return STATE_DIR(environ).resolve()
+
+
+def metrics_port(environ: Mapping[str, str] | None = None) -> int:
+    """The job's metrics port (0: off; contract.metrics.AUTO_PORT for `auto`)."""
+    return METRICS_PORT(environ)
+
+
+def txn_delay_for_tests(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds an exactly-once task waits, records written, before committing (fault-injection tests only)."""
+    return TEST_TXN_DELAY_MS(environ) / 1000.0
+
+
+def job_instance(environ: Mapping[str, str] | None = None) -> str | None:
+    """The id of the job instance this process belongs to (None: not started by a deployer)."""
+    return JOB_INSTANCE(environ)
+
+
+def job_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The state directory of the job this process belongs to (None: not started by a deployer)."""
+    return JOB_DIR(environ)
+
+
+# --- generic readers (a value with no variable of its own in the table) -------------------------------------
 def seconds(name: str, default: float, what: str, environ: Mapping[str, str] | None = None) -> float:
-    """A duration in seconds (> 0) from `name`, else `default`; a malformed value is recorded for `check()`."""
-    return _number(name, default, what, False, 0.001, environ)
+    """A duration in seconds (> 0) from `name`, else `default` (also for a malformed value)."""
+    return Setting(name, default, what, _number(False, 0.001), f"{default:g}")(environ)
 
 
 def count(name: str, default: int, what: str, environ: Mapping[str, str] | None = None) -> int:
-    """A whole number >= 1 from `name`, else `default`; a malformed value is recorded for `check()`."""
-    return int(_number(name, default, what, True, 1, environ))
+    """A whole number >= 1 from `name`, else `default` (also for a malformed value)."""
+    return Setting(name, default, what, lambda raw: int(_number(True, 1)(raw)), str(default))(environ)
+
+
+def choice(
+    name: str, default: str, choices: tuple[str, ...], what: str, environ: Mapping[str, str] | None = None
+) -> str:
+    """One of `choices` from `name`, else `default` (also for a value not among them)."""
+    return Setting(name, default, what, _one_of(*choices), default)(environ)
 
 
 def duration(text: str) -> float:
@@ -73,41 +304,16 @@ def duration(text: str) -> float:
     return value
 
 
-def choice(
-    name: str, default: str, choices: tuple[str, ...], what: str, environ: Mapping[str, str] | None = None
-) -> str:
-    """One of `choices` from `name`, else `default`; a value not among them is recorded for `check()`."""
-    process = environ is None
-    raw = (os.environ if environ is None else environ).get(name, "").strip()
-    if not raw:
-        return default
-    if raw not in choices:
-        if process:
-            _errors[name] = f"{name}={raw} is not one of {', '.join(choices)} ({what}; default {default})"
-        return default
-    if process:
-        _errors.pop(name, None)
-    return raw
+# --- the check ------------------------------------------------------------------------------------------------
+def errors(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every malformed setting of `environ` (default: the process environment), one line each."""
+    found = (setting.problem(environ) for setting in TABLE.values())
+    return [line for line in found if line is not None]
 
 
-def dev_engine(environ: Mapping[str, str] | None = None) -> str:
-    """The engine of the embedded brokers unless a command says otherwise (read on each call)."""
-    return choice("RECONCILER_DEV_ENGINE", "tansu", ("tansu", "noida"), "the embedded brokers' engine", environ)
-
-
-def errors() -> list[str]:
-    """Every malformed setting of the process environment, one line each (settings read at import
-    were recorded then; the ones read later are read here)."""
-    max_remote_topics()
-    dev_engine()
-    return [_errors[k] for k in sorted(_errors)]
-
-
-def max_remote_topics(environ: Mapping[str, str] | None = None) -> int:
-    """How many remote topics a topology may make before validate and plan refuse (read on each call)."""
-    return count(
-        "RECONCILER_MAX_REMOTE_TOPICS",
-        10_000,
-        "how many remote topics validate and plan accept before refusing",
-        environ,
-    )
+def check(environ: Mapping[str, str] | None = None, stream: TextIO | None = None) -> int:
+    """Print `error: ...` for every malformed setting to `stream` (stderr); 1 if there was any, else 0."""
+    bad = errors(environ)
+    for line in bad:
+        print(f"error: {line}", file=stream or sys.stderr)
+    return 1 if bad else 0

@@ -48,7 +48,7 @@ _log = logging.getLogger("reconciler.kafka")
 _log.addHandler(logging.NullHandler())
 _log.propagate = False
 
-DEFAULT_TIMEOUT = settings.seconds("RECONCILER_ADMIN_TIMEOUT", 15, "seconds an admin call to a cluster may take")
+DEFAULT_TIMEOUT = settings.admin_timeout()
 
 
 def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -41,13 +41,19 @@ class MirrorKafka:
         self._timeout = timeout
         self._admin = AdminClient(self._config)  # held for as long as its futures are awaited
 
+    def _failed(self, message: str) -> ClusterIOError:
+        """The error of a failed admin call, after handing the client's queued log lines (why it failed) to its
+        `logger` (shown with -v): an admin client's lines wait in its queue until it is polled."""
+        self._admin.poll(0)
+        return ClusterIOError(message)
+
     # --- topics ---------------------------------------------------------------------------
     def topics(self) -> dict[str, int]:
         """Topic name -> partition count."""
         try:
             metadata = self._admin.list_topics(timeout=self._timeout)
         except KafkaException as exc:
-            raise ClusterIOError(f"cannot list topics: {_reason(exc)}") from None
+            raise self._failed(f"cannot list topics: {_reason(exc)}") from None
         return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
     def read_all(self, topic: str, partitions: int) -> list[RawRecord]:
@@ -109,7 +115,7 @@ class MirrorKafka:
         except KafkaException as exc:
             if isinstance(exc.args[0], KafkaError) and exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
                 return GroupState(group, "DEAD", 0)
-            raise ClusterIOError(f"cannot describe consumer group {group!r}: {_reason(exc)}") from None
+            raise self._failed(f"cannot describe consumer group {group!r}: {_reason(exc)}") from None
         return GroupState(group, description.state.name, len(description.members or ()))
 
     def committed_offsets(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -139,7 +145,7 @@ class MirrorKafka:
         try:
             result = call([ConsumerGroupTopicPartitions(group, partitions)])[group].result(self._timeout)
         except KafkaException as exc:
-            raise ClusterIOError(f"{failing}: {_reason(exc)}") from None
+            raise self._failed(f"{failing}: {_reason(exc)}") from None
         failed = [f"{tp.topic}-{tp.partition}: {tp.error.str()}" for tp in result.topic_partitions if tp.error]
         if failed:
             raise ClusterIOError(f"{refused}: {'; '.join(failed)}")

@@ -6,6 +6,12 @@ size, api_key, api_version, correlation_id, client_id; v0 has an empty body. Res
 correlation_id, error_code, [api_key, min_version, max_version]. A broker that does not speak v0
 answers UNSUPPORTED_VERSION in v0 format with the list anyway, so the list is parsed in both cases.
 TLS (security.protocol SSL / SASL_SSL) is honoured; ApiVersions is allowed before SASL authentication.
+
+It is also how every network command learns, before its real work, that a cluster is down:
+`require_reachable(alias, config)` raises `Unreachable` (no bootstrap address takes a TCP connection:
+refused, no route, unknown host) or `NotAnswering` (a broker takes the connection and says nothing)
+within CONNECT_TIMEOUT, with one line naming the cluster, its bootstrap servers and what to do, instead
+of librdkafka retrying for the command's whole timeout.
 """
 
 from __future__ import annotations
@@ -18,11 +24,15 @@ from collections.abc import Mapping
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
 _CLIENT_ID = b"reconciler-probe"
+#: Seconds a bootstrap address may take to accept a connection, and a broker to answer ApiVersions, before
+#: the cluster counts as down (a refused connection fails at once).
+CONNECT_TIMEOUT = 2.0
 
 
 class ProbeError(Exception):
-    def __init__(self, message: str, unreachable: bool = False, silent: bool = False):
+    def __init__(self, message: str, unreachable: bool = False, silent: bool = False, reasons: tuple[str, ...] = ()):
         super().__init__(message)
+        self.reasons = reasons  # why each bootstrap address failed, without the address (same order)
         self.unreachable = unreachable  # no bootstrap address accepted a TCP connection (refused, no route)
         self.silent = silent  # a broker took the connection but did not answer in time (hung, paused, overloaded)
 
@@ -78,7 +88,8 @@ def probe_api_versions(
     """Ask the first reachable bootstrap broker which API keys it supports. `config`: resolved client config."""
     config = config or {}
     protocol = config.get("security.protocol", "PLAINTEXT").upper()
-    errors = []
+    errors: list[str] = []
+    reasons: list[str] = []
     connected = False
     silent = False
     for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
@@ -98,9 +109,47 @@ def probe_api_versions(
         except TimeoutError as exc:
             if took:
                 silent = True
-                errors.append(f"{host}:{port}: took the connection but did not answer within {timeout:g}s")
+                reasons.append(f"took the connection but did not answer within {timeout:g}s")
             else:
-                errors.append(f"{host}:{port}: {exc}")
+                reasons.append(str(exc) or f"no connection within {timeout:g}s")
+            errors.append(f"{host}:{port}: {reasons[-1]}")
         except (OSError, ValueError, ProbeError, ssl.SSLError) as exc:
-            errors.append(f"{host}:{port}: {exc}")
-    raise ProbeError("; ".join(errors) or "no bootstrap address", unreachable=not connected, silent=silent)
+            reasons.append(str(exc))
+            errors.append(f"{host}:{port}: {reasons[-1]}")
+    raise ProbeError(
+        "; ".join(errors) or "no bootstrap address",
+        unreachable=not connected,
+        silent=silent,
+        reasons=tuple(reasons),
+    )
+
+
+class Unreachable(Exception):
+    """No bootstrap address of a cluster takes a connection (refused, no route, unknown host)."""
+
+
+class NotAnswering(Exception):
+    """A broker of the cluster takes connections but does not answer (hung, paused, overloaded): told apart
+    from one that refuses, and not waited for any longer than the probe."""
+
+
+def require_reachable(alias: str, config: Mapping[str, str], timeout: float = CONNECT_TIMEOUT) -> None:
+    """Return once a broker of cluster `alias` answers ApiVersions; else raise Unreachable or NotAnswering
+    within about `timeout` seconds, one line naming the cluster and its bootstrap servers and what to do.
+    `config`: the cluster's resolved client config (bootstrap.servers, security). Any other failure (a TLS
+    or protocol error) is left to the command's real call, which says it in its own words."""
+    bootstrap = str(config.get("bootstrap.servers", ""))
+    try:
+        probe_api_versions(bootstrap, config, timeout=timeout)
+    except ProbeError as exc:
+        why = exc.reasons[0] if len(exc.reasons) == 1 else str(exc)
+        if exc.unreachable:
+            raise Unreachable(
+                f"cannot connect to cluster {alias!r} at {bootstrap}: {why}; check that it is running and that "
+                "its bootstrap_servers in the topology are right"
+            ) from None
+        if exc.silent:
+            raise NotAnswering(
+                f"cluster {alias!r} at {bootstrap} does not answer ({why}): it is hung, paused or overloaded; "
+                "check the broker, then run again"
+            ) from None

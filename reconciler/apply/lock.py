@@ -32,7 +32,7 @@ from reconciler.adapters.base import AdminError, ClusterAdmin, NewTopicSpec
 from reconciler.dev.brokers import pid_alive
 
 LEASE_TOPIC = "reconciler.lease.internal"
-DEFAULT_TTL = settings.seconds("RECONCILER_LEASE_TTL", 60, "seconds an apply lease lives without renewal")
+DEFAULT_TTL = settings.lease_ttl()
 
 
 class LockHeld(Exception):

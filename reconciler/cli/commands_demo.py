@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reconciler.cli import demo
+from reconciler.cli.common import timeout_argument
 from reconciler.dev.brokers import Engine
 
 
@@ -15,7 +16,7 @@ def register(sub) -> None:
     p.add_argument("--keep-running", action="store_true", help="leave clusters and replication jobs running at the end")
     p.add_argument(
         "--timeout",
-        type=float,
+        type=timeout_argument,
         default=300.0,
         help="seconds to wait for records, heartbeats and checkpoints downstream (default 300)",
     )

@@ -21,6 +21,7 @@ from reconciler.cli.common import (
     add_paths_argument,
     add_revision_argument,
     load_validated,
+    timeout_argument,
 )
 from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport
 from reconciler.operations.drift import drift
@@ -63,7 +64,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--job-stale-seconds",
-        type=float,
+        type=timeout_argument,
         default=DEFAULT_JOB_STALE_SECONDS,
         metavar="SECONDS",
         help=f"a job whose last status is older than this is down (default {DEFAULT_JOB_STALE_SECONDS:g})",

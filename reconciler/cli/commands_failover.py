@@ -3,6 +3,9 @@
 Topology files only say how to reach the clusters (and which replication policy names remote
 topics); `${ENV_VAR}` settings are resolved here, for the one cluster these commands read, and
 every printed line goes through a Redactor. Only `failover --apply` writes anything.
+
+A cluster that is down is found by the probe (`adapters/probe.py`) before any client is built: one
+line, exit 1, within seconds; the clients' own log lines only with `-v`.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import json
 import sys
 import time
 
+from reconciler import logs
 from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
-from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.adapters.probe import CONNECT_TIMEOUT, NotAnswering, Unreachable, require_reachable
+from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated, timeout_argument
 from reconciler.mirror import mirror_client as mc
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.render import mirror as render
@@ -54,7 +59,9 @@ def register(sub) -> None:
 def _add_common_arguments(p) -> None:
     add_paths_argument(p)
     p.add_argument("--format", choices=["text", "json"], default="text")
-    p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per cluster request (default 30)")
+    p.add_argument(
+        "--timeout", type=timeout_argument, default=30.0, metavar="SECONDS", help="per cluster request (default 30)"
+    )
 
 
 def _add_group_arguments(p) -> None:
@@ -69,12 +76,15 @@ class _Refused(Exception):
 
 
 def _connect(topology: Topology, alias: str, timeout: float) -> MirrorKafka:
-    """The only place cluster settings are resolved (for the one cluster a command reads)."""
+    """The only place cluster settings are resolved (for the one cluster a command reads); a cluster that is
+    down raises Unreachable or NotAnswering here, before any Kafka client retries for `timeout`."""
     _check_aliases(topology, alias)
     diags = check_references(topology, [alias])
     if not diags.ok:
         raise _Refused(diags.render())
-    return MirrorKafka(client_config(topology.clusters[alias]), timeout)
+    config = client_config(topology.clusters[alias])
+    require_reachable(alias, config, min(timeout, CONNECT_TIMEOUT))
+    return MirrorKafka(logs.client_config(config), timeout)
 
 
 def _check_aliases(topology: Topology, *aliases: str) -> None:
@@ -104,7 +114,7 @@ def _run(args, body) -> int:
     redact = redactor_for(topology)
     try:
         return body(topology, redact)
-    except (_Refused, ClusterIOError) as exc:
+    except (_Refused, ClusterIOError, Unreachable, NotAnswering) as exc:
         print(redact(f"error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
 

@@ -5,6 +5,9 @@ A lease held by an apply that died on another host lives until it expires (RECON
 names the holder and its LOCK_ID; this withdraws exactly that claim, after asking (Terraform's
 force-unlock). Removing the lease of an apply that is still running lets another one interleave
 with it, so look before you force.
+
+A cluster that is down is found by the admin's capability probe (`adapters/probe.py`) before the lease
+topic is read: one line naming it, exit 1, within seconds.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import sys
 import time
 
+from reconciler.adapters.base import AdminError
 from reconciler.apply.lock import force_unlock, live_claims
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, confirmed, load_validated
 
@@ -36,8 +40,13 @@ def cmd_force_unlock(args) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
-    admin = args.backend.admin_factory(cluster)
     try:
+        admin = args.backend.admin_factory(cluster)
+    except AdminError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        admin.capabilities()  # the probe: a cluster that is down says so now, not after the read's timeout
         claims = live_claims(admin)
         claim = claims.get(args.lock_id)
         if claim is None:
@@ -60,6 +69,9 @@ def cmd_force_unlock(args) -> int:
         force_unlock(admin, args.lock_id)
         print(f"Removed the lease {args.lock_id} on {args.cluster}.")
         return EXIT_OK
+    except AdminError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     finally:
         close = getattr(admin, "close", None)
         if close is not None:

@@ -7,12 +7,11 @@ Exit codes (Terraform's): plan --detailed-exitcode: 0 no changes, 2 changes, 1 e
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from collections.abc import Callable
 
-from reconciler import logs, outputs, settings
+from reconciler import logs, outputs
 from reconciler.apply.executor import ActionResult
 from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
@@ -23,6 +22,7 @@ from reconciler.cli.common import (
     add_paths_argument,
     add_revision_argument,
     confirmed,
+    duration_argument,
     load_validated,
     relative_diagnostics,
 )
@@ -73,7 +73,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--lock-timeout",
-        type=_duration,
+        type=duration_argument,
         default=0.0,
         metavar="DURATION",
         help="wait this long (e.g. 90s, 5m) for a cluster's lease held by another apply, instead of failing at once",
@@ -194,13 +194,6 @@ class _ApplyUI:
             "and `apply FILE`.",
             cancelled="Apply cancelled.",
         )
-
-
-def _duration(text: str) -> float:
-    try:
-        return settings.duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def cmd_apply(args) -> int:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from reconciler import logs
+from reconciler import logs, settings
 from reconciler.analysis.hazards import analyse
 from reconciler.topology.build import load_topology
 from reconciler.topology.diagnostics import Diagnostic, Diagnostics
@@ -84,3 +85,20 @@ def add_revision_argument(parser) -> None:
         metavar="REV",
         help="read the topology files as of this git revision (sha, branch, tag, HEAD~2) instead of from the work tree",
     )
+
+
+def duration_argument(text: str) -> float:
+    """argparse type of a duration option (`90`, `90s`, `5m`, `1h`; >= 0): anything else is a usage error."""
+    try:
+        return settings.duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def timeout_argument(text: str) -> float:
+    """argparse type of a timeout (as `duration_argument`, > 0): a negative, zero or NaN timeout is a usage
+    error, not a wait that never ends."""
+    value = duration_argument(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a timeout: give a number of seconds > 0 (e.g. 30, 2m)")
+    return value

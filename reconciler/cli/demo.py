@@ -24,12 +24,12 @@ from pathlib import Path
 from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
-from reconciler import logs
+from reconciler import logs, settings
 from reconciler.adapters.read_to_end import read_to_end, reader_config
 from reconciler.analysis.expansion import route
 from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.brokers import Engine, default_engine
-from reconciler.dev.clusters import DevClusters, state_dir
+from reconciler.dev.clusters import DevClusters
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.render.graph import mermaid
 from reconciler.resources import demo_topology
@@ -514,7 +514,7 @@ def step_drift(ctx: DemoContext) -> None:
     for fut in admin.incremental_alter_configs([res]).values():
         fut.result(15)
     print(f"  by hand: set {key}={value} on {cluster}:{topic} (the topology says: as on the source)")
-    report = state_dir() / "demo-drift.html"
+    report = settings.state_dir() / "demo-drift.html"
     print(f"\n  $ reconciler drift {ctx.topology_path} --out {report}")
     if cli_main(["drift", str(ctx.topology_path), "--out", str(report)]) != EXIT_CHANGES:
         raise DemoFailed("the drift report did not show the manual change")

@@ -67,10 +67,7 @@ def main(argv: list[str] | None = None, backend: Backend | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, backend: Backend | None) -> int:
-    bad = settings.errors()
-    if bad:  # malformed RECONCILER_* environment variables: refuse before doing anything
-        for line in bad:
-            print(f"error: {line}", file=sys.stderr)
+    if settings.check():  # malformed RECONCILER_* environment variables: refuse before doing anything
         return 1
     args.backend = backend if backend is not None else Backend.default()
     args.run_command = lambda more: main(more, backend)  # for commands that run others (demo)

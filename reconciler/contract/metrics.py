@@ -3,14 +3,13 @@
 A deployer hands the job its Prometheus port in $RECONCILER_METRICS_PORT (0: no HTTP server; `auto`: the job
 binds a free port itself, so nothing can take the port between a choice and the bind); the job's entry point
 serves `reconciler.replication.metrics` there and publishes the port it bound in its status record and in
-`runtime.json` in its job directory.
+`runtime.json` in its job directory. The variable is read and checked in `reconciler.settings`
+(`settings.metrics_port()`).
 """
 
 from __future__ import annotations
 
-import os
 import socket
-from collections.abc import Mapping
 
 #: The environment variable the deployers hand a job its metrics port in (0 or unset: no HTTP server).
 PORT_ENV = "RECONCILER_METRICS_PORT"
@@ -22,20 +21,6 @@ KUBERNETES_PORT = 9404
 AUTO = "auto"
 #: `metrics_port`'s answer for AUTO: the job binds port 0 and reports the port it got.
 AUTO_PORT = -1
-
-
-def metrics_port(environ: Mapping[str, str] | None = None) -> int:
-    """The job's metrics port from $RECONCILER_METRICS_PORT (0: off; AUTO_PORT for `auto`)."""
-    env = os.environ if environ is None else environ
-    raw = (env.get(PORT_ENV) or "0").strip()
-    if raw == AUTO:
-        return AUTO_PORT
-    if not raw.isdigit() or int(raw) > 65535:
-        raise SystemExit(
-            f"{PORT_ENV}={raw} is not a port number (0-65535, 0: no metrics) or {AUTO!r}; set it to e.g. "
-            f"{PORT_ENV}={KUBERNETES_PORT} or unset it"
-        )
-    return int(raw)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from reconciler import settings
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import INSTANCE_ENV, KUBERNETES
 from reconciler.contract.flow_id import flow_ends
@@ -74,7 +74,7 @@ def manifests_root(options: Mapping[str, Any]) -> Path:
     d = options.get("manifests_dir")
     if d:
         return Path(d).resolve()
-    return Path(os.environ.get("RECONCILER_STATE_DIR", ".reconciler")).resolve() / "k8s"
+    return settings.state_dir() / "k8s"
 
 
 def resource_name(flow: str) -> str:
@@ -212,7 +212,7 @@ class KubernetesDeployer(Deployer):
     name = KUBERNETES
 
     def __init__(self, kubectl: str | None = None):
-        self.kubectl = kubectl or os.environ.get("RECONCILER_KUBECTL", "kubectl")
+        self.kubectl = kubectl or settings.kubectl()
 
     def path(self, flow: str, options: Mapping[str, Any]) -> Path:
         return manifests_root(options) / f"{resource_name(flow)}.yaml"

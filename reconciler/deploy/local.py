@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import reconciler.deploy.instance as instance
+from reconciler import settings
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import LOCAL
 from reconciler.contract.engine import (
@@ -74,10 +75,6 @@ START_CHECK_SECONDS = 1.5
 STOP_TIMEOUT_SECONDS = 60.0
 #: Seconds a running engine may take to pick up a flow file (it looks once a second, and starts the flow).
 PICKUP_SECONDS = 20.0
-
-
-def state_root() -> Path:
-    return Path(os.environ.get("RECONCILER_STATE_DIR", ".reconciler")).resolve()
 
 
 def engine_name(spec: JobSpec, options: Mapping[str, Any] | None = None) -> str:
@@ -132,7 +129,7 @@ class ProcessDeployer(Deployer):
     def __init__(
         self, root: Path | None = None, stop_timeout: float = STOP_TIMEOUT_SECONDS, env: Mapping[str, str] | None = None
     ):
-        self.root = root or state_root()
+        self.root = root or settings.state_dir()
         self.dir = self.root / "engines"
         self.legacy_dir = self.root / "jobs"  # one application per flow (before engines): stopped, then moved
         self.stop_timeout = stop_timeout
@@ -304,18 +301,19 @@ class ProcessDeployer(Deployer):
         return out
 
     # --- engines --------------------------------------------------------------------------
-    def _start_engine(self, name: str, settings: EngineRecord, options: Mapping[str, Any] | None) -> OpResult:
+    def _start_engine(self, name: str, wanted: EngineRecord, options: Mapping[str, Any] | None) -> OpResult:
         """Start the engine with the flow files in its directory (whatever still runs of it ends first)."""
         d = self.engine_dir(name)
         left = self._end_leftovers(d)
         slots = sum(s.engine.parallelism for s in (_load(p) for p in flow_files(d).values()) if s is not None)
-        master = local_slots(settings.master, slots)
-        EngineRecord(name, master, settings.spark_conf).write(d)
+        master = local_slots(wanted.master, slots)
+        EngineRecord(name, master, wanted.spark_conf).write(d)
         # job.metrics_port: that port (0: none); unset: the engine binds a free port itself (no race for it with
         # Spark's own ports), unless $RECONCILER_METRICS_PORT=0 here.
         port = (options or {}).get("metrics_port")
         port_env = AUTO if port is None else str(port)
-        if port is None and {**os.environ, **self.env}.get(PORT_ENV, "").strip() == "0":
+        env = {**os.environ, **self.env}
+        if port is None and settings.METRICS_PORT.raw(env) is not None and settings.metrics_port(env) == 0:
             port, port_env = 0, "0"
         inst = instance.new_instance_id()
         record = {
@@ -325,7 +323,7 @@ class ProcessDeployer(Deployer):
             "pid": None,  # written before the start: a deployer killed mid-start leaves an instance id behind
             "pid_start": None,
             "master": master,
-            "spark_conf": dict(settings.spark_conf),
+            "spark_conf": dict(wanted.spark_conf),
             "started_at": time.time(),
             "log": str(d / "job.log"),
             "metrics_port": port or None,
@@ -475,10 +473,10 @@ class ProcessDeployer(Deployer):
             path = self.flow_file(name, spec.flow)
             current = _load(path)
             path.parent.mkdir(parents=True, exist_ok=True)
-            settings = EngineRecord(name, spec.engine.master, dict(spec.engine.spark_conf))
+            wanted = EngineRecord(name, spec.engine.master, dict(spec.engine.spark_conf))
             if not eng.running:
                 spec.write(path)
-                res = self._start_engine(name, settings, options)
+                res = self._start_engine(name, wanted, options)
                 return OpResult(res.code, moved + res.message)
             if eng.record is not None and (
                 eng.record.get("spark_conf", {}) != dict(spec.engine.spark_conf)
@@ -487,7 +485,7 @@ class ProcessDeployer(Deployer):
             ):
                 spec.write(path)
                 stopped = self._stop_engine(eng)
-                res = self._start_engine(name, settings, options)
+                res = self._start_engine(name, wanted, options)
                 why = "its Spark settings (master, spark_conf, metrics port) changed"
                 return OpResult(res.code, f"{moved}{why}: {stopped}; {res.message}")
             fr = eng.flows().get(spec.flow)
@@ -548,8 +546,8 @@ class ProcessDeployer(Deployer):
                 moved = self._leave_other_engines(spec.flow, name)
                 spec.write(self.flow_file(name, spec.flow))
                 stopped = self._stop_engine(eng) + "; " if eng.alive else ""
-                settings = EngineRecord(name, spec.engine.master, dict(spec.engine.spark_conf))
-                res = self._start_engine(name, settings, options)
+                wanted = EngineRecord(name, spec.engine.master, dict(spec.engine.spark_conf))
+                res = self._start_engine(name, wanted, options)
                 return OpResult(res.code, moved + stopped + res.message)
         return self._place(spec, options, restart=True)
 

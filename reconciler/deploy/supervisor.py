@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import reconciler.deploy.instance as instance
-from reconciler.contract.deployers import INSTANCE_ENV
+from reconciler import settings
 
 PR_SET_PDEATHSIG = 1
 GRACE_SECONDS = 10.0
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not cmd:
         ap.error("no command to run")
-    inst = os.environ.get(INSTANCE_ENV)
+    inst = settings.job_instance()
     if args.exit_code_file is not None:
         args.exit_code_file.unlink(missing_ok=True)
 

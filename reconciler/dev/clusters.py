@@ -5,11 +5,11 @@ state dir: `dev/<alias>.json` (alias, bootstrap, pid, engine), `dev/<alias>.log`
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler import settings
 from reconciler.dev.brokers import (
     Broker,
     DevClusterError,
@@ -28,11 +28,6 @@ from reconciler.topology.connection import client_config
 from reconciler.topology.model import Topology
 
 
-def state_dir() -> Path:
-    """Where the reconciler keeps local state (dev brokers, local jobs): $RECONCILER_STATE_DIR or ./.reconciler."""
-    return Path(os.environ.get("RECONCILER_STATE_DIR", ".reconciler")).resolve()
-
-
 @dataclass
 class DevClusterStatus:
     alias: str
@@ -49,7 +44,7 @@ class DevClusterStatus:
 
 class DevClusters:
     def __init__(self, root: Path | None = None):
-        self.dir = (root or state_dir()) / "dev"
+        self.dir = (root or settings.state_dir()) / "dev"
 
     def _record(self, alias: str) -> Path:
         return self.dir / f"{alias}.json"

@@ -7,11 +7,11 @@ jobs are run by other tooling.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler import settings
 from reconciler.contract.status import StatusRecord
 from reconciler.deploy import Deployers
 from reconciler.topology.model import Cluster
@@ -21,30 +21,15 @@ from reconciler.topology.model import Cluster
 StatusReader = Callable[[Cluster], Mapping[str, "StatusRecord | Mapping[str, Any]"]]
 
 STATUS_READ_TIMEOUT = 10.0
-CONNECT_TIMEOUT = 3.0  # a cluster that takes no TCP connection within this is unreachable
-
-
-class Unreachable(Exception):
-    """No bootstrap broker of the cluster takes a connection: its statuses are not even tried."""
-
-
-class NotAnswering(Exception):
-    """A broker of the cluster takes connections but does not answer (hung, paused, overloaded): told apart
-    from one that refuses, and not waited for any longer than the probe."""
 
 
 def kafka_status_reader(cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
-    from reconciler.adapters.probe import ProbeError, probe_api_versions
+    """Raises Unreachable or NotAnswering (adapters/probe.py) within seconds when the cluster is down."""
+    from reconciler.adapters.probe import require_reachable
     from reconciler.contract.status import read_all_job_status
     from reconciler.topology.connection import client_config
 
-    try:  # a quick TCP + ApiVersions probe: a cluster that is down answers in milliseconds, not after timeouts
-        probe_api_versions(cluster.bootstrap_servers, client_config(cluster), timeout=CONNECT_TIMEOUT)
-    except ProbeError as exc:
-        if exc.unreachable:
-            raise Unreachable(f"cannot connect to {exc}") from None
-        if exc.silent:
-            raise NotAnswering(f"the broker does not answer ({exc}): it is hung, paused or overloaded") from None
+    require_reachable(cluster.alias, client_config(cluster))  # a cluster that is down: milliseconds, not timeouts
     return read_all_job_status(cluster, timeout=STATUS_READ_TIMEOUT)
 
 
@@ -54,9 +39,5 @@ class JobBackend:
     read_status: StatusReader = kafka_status_reader
 
 
-def jobs_enabled() -> bool:
-    return os.environ.get("RECONCILER_JOBS", "on").strip().lower() not in ("off", "0", "false", "no")
-
-
 def default_factory() -> JobBackend | None:
-    return JobBackend() if jobs_enabled() else None
+    return JobBackend() if settings.jobs_enabled() else None

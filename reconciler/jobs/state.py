@@ -42,9 +42,7 @@ from reconciler.jobs.backend import JobBackend
 from reconciler.topology.model import Topology
 
 #: A job just (re)started has no status until Spark is up: not "down" for this long.
-START_GRACE_SECONDS = settings.seconds(
-    "RECONCILER_JOB_START_GRACE", 180, "seconds a new job may run before it must report status"
-)
+START_GRACE_SECONDS = settings.job_start_grace()
 
 
 class JobState(str, enum.Enum):

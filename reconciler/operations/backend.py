@@ -28,11 +28,12 @@ GitReader = Callable[[Iterable[str], "str | None"], "dict | None"]
 
 def kafka_heartbeat_reader(cluster: Cluster, policy: ReplicationPolicy) -> Mapping[str, Heartbeat | None]:
     """The newest heartbeat of every heartbeat topic on a cluster (MirrorClient.heartbeatTopics)."""
+    from reconciler import logs
     from reconciler.adapters.mirror_kafka import MirrorKafka
     from reconciler.mirror.mirror_client import latest_heartbeats
     from reconciler.topology.connection import client_config
 
-    return latest_heartbeats(MirrorKafka(client_config(cluster), timeout=15.0), policy)
+    return latest_heartbeats(MirrorKafka(logs.client_config(client_config(cluster)), timeout=15.0), policy)
 
 
 def git_revision_info(paths: Iterable[str], revision: str | None = None) -> dict | None:

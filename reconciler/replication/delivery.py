@@ -17,12 +17,12 @@ and in the worker (how a batch is made durable), in one place each.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from reconciler import settings
 from reconciler.contract.spec import JobSpec, transactional_id
 from reconciler.replication import clients
 from reconciler.replication.offsets import fence
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from reconciler.replication.offsets import OffsetStore
 
 # Tests only: seconds an exactly-once task waits, records written, before committing.
-_TEST_TXN_DELAY_S = float(os.environ.get("RECONCILER_TEST_TXN_DELAY_MS", "0")) / 1000.0
+_TEST_TXN_DELAY_S = settings.txn_delay_for_tests()
 FLUSH_TIMEOUT_S = 60.0
 # At-least-once: a task commits its acknowledged positions on the source at most this often, and its
 # rounds end after this long even under a backlog (MAX_ROUND_S is for exactly-once): a kill repeats

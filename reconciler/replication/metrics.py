@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics_core import Metric
 
-from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV, free_port, metrics_port  # noqa: F401 (re-exported)
+from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV, free_port  # noqa: F401 (re-exported)
 from reconciler.replication.tasks import TP, TaskResult
 from reconciler.topology.model import flow_ends
 

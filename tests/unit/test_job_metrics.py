@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from reconciler import settings
+from reconciler.contract.metrics import AUTO_PORT
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import OutOfRange
 from reconciler.replication.driver import ReplicationDriver
 from reconciler.replication.emitters import CheckpointEmitter
 from reconciler.replication.lag import LagPosition, OldestRecord, SourceEnds
-from reconciler.replication.metrics import METRICS, JobMetrics, exported_series, metrics_port
+from reconciler.replication.metrics import METRICS, JobMetrics, exported_series
 from reconciler.replication.tasks import PartitionResult, TaskResult
 from reconciler.replication.topics import PartitionPlan
 from tests.spec_helpers import job_spec
@@ -120,9 +121,14 @@ def test_catalog_and_port_setting():
     names = {fam.name for fam in text_string_to_metric_families(generate_latest(m.registry).decode())}
     assert names == {d.family for d in METRICS}  # every family is registered, even before the first batch
     assert "kafka_connect_mirror_source_connector_record_count_total" in exported_series()
-    assert metrics_port({}) == 0 and metrics_port({"RECONCILER_METRICS_PORT": "9404"}) == 9404
-    with pytest.raises(SystemExit, match="RECONCILER_METRICS_PORT=x is not a port number"):
-        metrics_port({"RECONCILER_METRICS_PORT": "x"})
+    assert settings.metrics_port({}) == 0 and settings.metrics_port({"RECONCILER_METRICS_PORT": "9404"}) == 9404
+    assert settings.metrics_port({"RECONCILER_METRICS_PORT": "auto"}) == AUTO_PORT
+    bad = {"RECONCILER_METRICS_PORT": "x"}
+    assert settings.metrics_port(bad) == 0  # the default where it is read; the job's check() refuses it first
+    assert settings.errors(bad) == [
+        "RECONCILER_METRICS_PORT=x is not a port number (0-65535; 0: no metrics) or 'auto': the replication "
+        "job's metrics port, default 0; set it to e.g. RECONCILER_METRICS_PORT=9404 or unset it"
+    ]
 
 
 def test_metrics_port_is_a_job_setting_handed_to_the_deployer(tmp_path):

@@ -68,7 +68,8 @@ def test_probe_of_nothing_listening_fails_cleanly():
 def test_a_broker_that_takes_connections_but_never_answers_is_told_apart_from_one_that_refuses():
     """A frozen broker (SIGSTOPped, hung) completes TCP handshakes in the kernel and says nothing; `status` must
     say so after the probe's few seconds, not wait out the status read and report a transport failure."""
-    from reconciler.jobs.backend import NotAnswering, Unreachable, kafka_status_reader
+    from reconciler.adapters.probe import NotAnswering, Unreachable
+    from reconciler.jobs.backend import kafka_status_reader
     from reconciler.topology.model import Cluster
 
     silent = socket.socket()
@@ -88,6 +89,33 @@ def test_a_broker_that_takes_connections_but_never_answers_is_told_apart_from_on
             kafka_status_reader(Cluster("east", f"127.0.0.1:{silent.getsockname()[1]}"))
         with pytest.raises(Unreachable, match="cannot connect"):
             kafka_status_reader(Cluster("east", f"127.0.0.1:{refused.getsockname()[1]}"))
+    finally:
+        silent.close()
+        refused.close()
+
+
+def test_require_reachable_names_the_cluster_its_bootstrap_and_what_to_do():
+    from reconciler.adapters.probe import NotAnswering, Unreachable, require_reachable
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # never accepted, never answered
+    refused = socket.socket()
+    refused.bind(("127.0.0.1", 0))
+    one = f"127.0.0.1:{refused.getsockname()[1]}"
+    try:
+        with pytest.raises(Unreachable) as down:
+            require_reachable("east", {"bootstrap.servers": one})
+        assert str(down.value) == (
+            f"cannot connect to cluster 'east' at {one}: [Errno 111] Connection refused; "
+            "check that it is running and that its bootstrap_servers in the topology are right"
+        )
+        two = f"{one},127.0.0.1:{refused.getsockname()[1]}"
+        with pytest.raises(Unreachable, match=f"cluster 'east' at {two}: {one}: .*refused; {one}: "):
+            require_reachable("east", {"bootstrap.servers": two})
+        hung = f"127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(NotAnswering, match=f"cluster 'west' at {hung} does not answer .*hung, paused"):
+            require_reachable("west", {"bootstrap.servers": hung}, timeout=0.3)
     finally:
         silent.close()
         refused.close()
