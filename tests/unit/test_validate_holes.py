@@ -1,0 +1,48 @@
+"""`reconciler validate` on the inputs issue 24 found: every one an answer (valid, or located errors),
+never a traceback, a hang or a flood of output."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.analysis.witness import MAX_CHARS, examples
+from reconciler.cli.main import main
+from tests.helpers import write
+
+TWO_CLUSTERS = """\
+apiVersion: reconciler/v1
+kind: Topology
+clusters:
+  west: {bootstrap_servers: "127.0.0.1:1"}
+  east: {bootstrap_servers: "127.0.0.1:2"}
+"""
+
+
+def _flows(*lines: str) -> str:
+    return TWO_CLUSTERS + "flows:\n" + "".join(f"  - {line}\n" for line in lines)
+
+
+# --- 1. witness generation is bounded whatever the repeat counts ---------------------------------
+
+HUGE_REPEATS = ["x{1000000000}", "x{4294967294}", "[ab]{4294967294}", "x{100000000}", "(ab|c){99999999}y"]
+
+
+@pytest.mark.parametrize("pattern", HUGE_REPEATS)
+def test_a_huge_repeat_count_has_no_example_longer_than_a_topic_name(pattern):
+    assert all(len(e) <= MAX_CHARS for e in examples(pattern))
+    assert examples(pattern) == (), "no topic name can be that long"
+
+
+def test_examples_up_to_the_topic_name_limit_are_still_found():
+    assert examples("x{249}") == ("x" * 249,)
+    assert examples("x{250}") == ()
+    assert examples("(ab|cd){3}")[0] == "ababab"
+
+
+@pytest.mark.parametrize("pattern", HUGE_REPEATS)
+def test_validate_answers_a_huge_repeat_count_in_a_few_lines(tmp_path, capsys, pattern):
+    f = write(tmp_path, "t.yaml", _flows(f'{{source: west, target: east, topics: {{include: ["{pattern}"]}}}}'))
+    assert main(["validate", str(f)]) == 0
+    out = capsys.readouterr()
+    assert "valid: 2 clusters, 1 flow" in out.out
+    assert len(out.err) < 2_000 and "Traceback" not in out.err
