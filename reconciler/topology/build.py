@@ -63,6 +63,14 @@ def _merge_documents(docs: list[Document], diags: Diagnostics) -> _Sources:
         clusters = data.get("clusters")
         for alias in clusters if isinstance(clusters, dict) else {}:
             path = ("clusters", alias)
+            if not isinstance(alias, str):  # `1:`, `true:`, `~:` are read as an int, a bool, None
+                text = doc.written(path, key=True)
+                diags.error(
+                    f"cluster name {text} is not a string: quote it ('{text}')",
+                    doc.where_key(path),
+                    hint="YAML reads an unquoted 1, true, yes, null or ~ as a number, a boolean or nothing",
+                )
+                continue
             if alias in src.clusters:
                 first_doc, first_path = src.clusters[alias]
                 diags.error(

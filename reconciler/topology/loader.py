@@ -30,10 +30,13 @@ class Document:
     data: Any
     positions: dict[Path_, SourceLocation] = field(default_factory=dict)
     key_positions: dict[Path_, SourceLocation] = field(default_factory=dict)
+    #: the text as written of each key and scalar value YAML did not read as a string (`1`, `true`, `~`)
+    key_texts: dict[Path_, str] = field(default_factory=dict)
+    value_texts: dict[Path_, str] = field(default_factory=dict)
 
     def where(self, path: Path_) -> SourceLocation:
         """Position of the value at `path`, else of its nearest ancestor."""
-        p = tuple(path)
+        p = _data_path(path)
         while p:
             if p in self.positions:
                 return self.positions[p]
@@ -42,7 +45,26 @@ class Document:
 
     def where_key(self, path: Path_) -> SourceLocation:
         """Position of the mapping key that names `path` (falls back to the value)."""
-        return self.key_positions.get(tuple(path)) or self.where(path)
+        return self.key_positions.get(_data_path(path)) or self.where(path)
+
+    def written(self, path: Path_, key: bool = False) -> str:
+        """The value (or with `key`, the mapping key) at `path` as written in the file: `~` for a
+        None read from `~`, `yes` for a True read from `yes`."""
+        texts = self.key_texts if key else self.value_texts
+        at = _data_path(path)
+        if at in texts:
+            return texts[at]
+        value = path[-1] if key and path else None
+        return value if isinstance(value, str) else str(value)
+
+
+def _path_key(key: Any) -> str | int:
+    """A mapping key as a step of a data path: strings and ints (bools too) as they are, others as text."""
+    return key if isinstance(key, (str, int)) else str(key)
+
+
+def _data_path(path: Iterable[Any]) -> Path_:
+    return tuple(_path_key(p) for p in path)
 
 
 def _loc(file: str, node: yaml.Node | Any) -> SourceLocation:  # a node or a (pure or C) Mark
@@ -133,7 +155,10 @@ class _Builder:
             )
         self.doc.positions[path] = _loc(self.file, node)
         if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
-            return self._scalar(node)
+            value = self._scalar(node)
+            if not isinstance(value, str):
+                self.doc.value_texts[path] = str(node.value)
+            return value
         if id(node) in self.open:
             raise _Refused(
                 "an alias refers to the anchor that contains it (a self-referencing structure)",
@@ -171,8 +196,10 @@ class _Builder:
                 )
                 continue
             first_seen[key] = key_loc
-            at = path + (key if isinstance(key, (str, int)) else str(key),)
+            at = path + (_path_key(key),)
             self.doc.key_positions[at] = key_loc
+            if not isinstance(key, str):
+                self.doc.key_texts[at] = str(key_node.value)
             out[key] = self._value(value_node, at)
         return out
 

@@ -46,3 +46,26 @@ def test_validate_answers_a_huge_repeat_count_in_a_few_lines(tmp_path, capsys, p
     out = capsys.readouterr()
     assert "valid: 2 clusters, 1 flow" in out.out
     assert len(out.err) < 2_000 and "Traceback" not in out.err
+
+
+# --- 3. a cluster name YAML reads as a bool, an int or None is a located error -------------------
+
+
+@pytest.mark.parametrize("written", ["1", "true", "~", "yes", "1.5", "null"])
+def test_a_cluster_name_that_is_not_a_string_is_located_with_the_fix(tmp_path, capsys, written):
+    f = write(
+        tmp_path,
+        "t.yaml",
+        TWO_CLUSTERS
+        + f'  {written}: {{bootstrap_servers: "127.0.0.1:3"}}\n'
+        + "flows:\n  - {source: west, target: eest}\n"
+        + f"  - {{source: {written}, target: east}}\n"
+        + f"  - {{source: west, target: {written}}}\n",
+    )
+    assert main(["validate", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert f"{f}:6:3: error: cluster name {written} is not a string: quote it ('{written}')" in err
+    assert f"{f}:9:14: error: flows[1].source: name {written} is not a string: quote it ('{written}')" in err
+    assert f"{f}:10:28: error: flows[2].target: name {written} is not a string: quote it ('{written}')" in err
+    assert f"{f}:8:28: error: flow target 'eest' is not a defined cluster" in err, "the other flows are still checked"
+    assert "Traceback" not in err
