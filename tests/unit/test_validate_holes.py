@@ -69,3 +69,33 @@ def test_a_cluster_name_that_is_not_a_string_is_located_with_the_fix(tmp_path, c
     assert f"{f}:10:28: error: flows[2].target: name {written} is not a string: quote it ('{written}')" in err
     assert f"{f}:8:28: error: flow target 'eest' is not a defined cluster" in err, "the other flows are still checked"
     assert "Traceback" not in err
+
+
+# --- 4. long values are cut in every message -------------------------------------------------------
+
+
+def test_a_long_value_is_shown_as_its_start_and_its_length(tmp_path, capsys):
+    name, pattern = "w" * 90_000, "q" * 900 + "("
+    f = write(
+        tmp_path,
+        "t.yaml",
+        "apiVersion: reconciler/v1\nkind: Topology\nclusters:\n"
+        f'  ? {name}\n  : {{bootstrap_servers: "127.0.0.1:1"}}\n'
+        '  east: {bootstrap_servers: "127.0.0.1:2"}\n'
+        f"flows:\n  - {{source: east, target: {'z' * 90_000}}}\n"
+        f'  - {{source: east, target: {name}, topics: {{include: ["{pattern}"]}}}}\n',
+    )
+    assert main(["validate", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert len(err) < 3_000, "each value is cut to about 200 characters"
+    assert f"{f}:8:" in err and "flow target '" + "z" * 200 + "... (90,000 chars) is not a defined cluster" in err
+    assert "known clusters: east, " + "w" * 200 + "... (90,000 chars)" in err
+    assert "pattern '" + "q" * 200 + "... (901 chars) does not compile" in err
+
+
+def test_cut_values_keeps_short_words_and_what_follows_a_quoted_value():
+    from reconciler.textutil import MESSAGE_CHARS, cut_values
+
+    assert cut_values("flow a->b: topic 'orders' is fine") == "flow a->b: topic 'orders' is fine"
+    assert cut_values(f"names {'a' * 300!r}, then more") == f"names '{'a' * 200}... (300 chars), then more"
+    assert len(cut_values("a b " * 100_000)) <= MESSAGE_CHARS + 20
