@@ -13,7 +13,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
+from reconciler.mirror.filters import (
+    BACKTRACKING_HINT,
+    ConfigPropertyFilter,
+    GroupFilter,
+    PatternFilter,
+    TopicFilter,
+    backtracking_hazard,
+)
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
@@ -40,8 +47,10 @@ SINGLETON_SECTIONS = ("defaults", "prune", "slo", "metadata")
 PATTERN_LISTS = (
     ("topics", "include"),
     ("topics", "exclude"),
+    ("topics", "builtin_exclude"),
     ("groups", "include"),
     ("groups", "exclude"),
+    ("groups", "builtin_exclude"),
     ("config_properties", "exclude"),
 )
 
@@ -129,9 +138,20 @@ def _check_patterns(doc: Document, diags: Diagnostics) -> None:
 MAX_PATTERN_CHARS = 1_000  # a topic/group/config pattern; longer ones are refused (pattern complexity limit)
 
 
-def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> None:
+def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> bool:
     """A pattern compiles alone *and* as one alternative of a filter (filters join their patterns
-    with `|`, so named groups and global inline flags such as `(?i)` fail there)."""
+    with `|`, so named groups and global inline flags such as `(?i)` fail there), and cannot backtrack
+    catastrophically (the filters' own check, `backtracking_hazard`). True when it is fine."""
+    before = len(diags.errors)
+    _check_compiles(pattern, where, diags)
+    if len(diags.errors) == before and isinstance(pattern, str):
+        why = backtracking_hazard(pattern)
+        if why is not None:
+            diags.error(f"pattern {pattern!r} can backtrack catastrophically: {why}", where, hint=BACKTRACKING_HINT)
+    return len(diags.errors) == before
+
+
+def _check_compiles(pattern: str, where: SourceLocation, diags: Diagnostics) -> None:
     hint = "patterns are full-match Python/Java-style regular expressions; escape dots as \\\\. in YAML double quotes"
     if not isinstance(pattern, str):
         return  # the schema reports the type
@@ -331,17 +351,15 @@ def _heartbeat_carriers(flows: list[Flow]) -> list[Flow]:
 
 def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], diags: Diagnostics) -> ResidencyRule:
     raw = _get(doc, path)
-    for i, pattern in enumerate(raw["topics"]):
-        _check_regex(pattern, doc.where(path + ("topics", i)), diags)
+    fine = [_check_regex(pattern, doc.where(path + ("topics", i)), diags) for i, pattern in enumerate(raw["topics"])]
     if clusters and not any(raw["tag"] in c.tags for c in clusters.values()):
         diags.warning(
             f"policy {raw['name']!r}: no cluster has tag {raw['tag']!r}, so no flow may carry its topics",
             doc.where(path + ("tag",)),
             hint=f"tag the clusters, e.g. `tags: {{{raw['tag']}: {raw['allowed'][0]}}}`",
         )
-    return ResidencyRule(
-        raw["name"], PatternFilter(tuple(raw["topics"])), raw["tag"], tuple(raw["allowed"]), doc.where(path)
-    )
+    patterns = tuple(p for p, ok in zip(raw["topics"], fine) if ok)  # the others are errors: no topology is built
+    return ResidencyRule(raw["name"], PatternFilter(patterns), raw["tag"], tuple(raw["allowed"]), doc.where(path))
 
 
 def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:

@@ -99,3 +99,88 @@ def test_cut_values_keeps_short_words_and_what_follows_a_quoted_value():
     assert cut_values("flow a->b: topic 'orders' is fine") == "flow a->b: topic 'orders' is fine"
     assert cut_values(f"names {'a' * 300!r}, then more") == f"names '{'a' * 200}... (300 chars), then more"
     assert len(cut_values("a b " * 100_000)) <= MESSAGE_CHARS + 20
+
+
+# --- 2. a pattern that can backtrack catastrophically is refused, by validate and by a job ----------
+
+CATASTROPHIC = ["(x+)+y", "(x*)*", "(a|a)*", "(x|xx)+y", "(x+x+)+y", r"(\w+\s?)+", "(.*-)+", "(a*ba*)+", "(x+){50}"]
+LINEAR = [
+    "orders.*",
+    r"customers\.(eu|us)\..+",
+    r".*[\-\.]internal",
+    "x{30}",
+    r"([a-z]+\.)+orders",  # each repetition ends with a character the inner repeat cannot match
+    "(-[a-z]?)+",  # each repetition starts with one
+    "(x++)+y",  # possessive: never gives back
+    "(?>x+)+y",  # atomic
+    "(a|ab)*",  # a(|b): no text splits two ways
+    "(orders|payments)+",
+]
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_a_catastrophic_pattern_is_named(pattern):
+    from reconciler.mirror.filters import backtracking_hazard
+
+    assert backtracking_hazard(pattern) is not None
+
+
+@pytest.mark.parametrize("pattern", LINEAR)
+def test_a_pattern_that_cannot_backtrack_catastrophically_is_accepted(pattern):
+    from reconciler.mirror.filters import backtracking_hazard
+
+    assert backtracking_hazard(pattern) is None
+
+
+@pytest.mark.parametrize(
+    "place",
+    [
+        'topics: {include: ["(x+)+y"]}',
+        'topics: {include: [".*"], exclude: ["(x+)+y"]}',
+        'groups: {include: ["(x+)+y"]}',
+        'topics: {include: [".*"], builtin_exclude: ["(x+)+y"]}',
+    ],
+)
+def test_validate_refuses_a_catastrophic_pattern_at_its_position(tmp_path, capsys, place):
+    f = write(
+        tmp_path,
+        "t.yaml",
+        _flows(
+            '{source: west, target: east, topics: {include: ["x{30}"]}}', f"{{source: east, target: west, {place}}}"
+        ),
+    )
+    assert main(["validate", str(f)]) == 1
+    err = capsys.readouterr().err
+    col = _flows("", f"{{source: east, target: west, {place}}}").splitlines()[-1].index("(x+)+y")
+    assert f"{f}:8:{col}: error: pattern '(x+)+y' can backtrack catastrophically" in err
+    assert "java.util.regex" in err and "`(x+)+y` -> `x+y`" in err
+
+
+def test_validate_refuses_a_catastrophic_residency_pattern(tmp_path, capsys):
+    f = write(
+        tmp_path,
+        "t.yaml",
+        _flows('{source: west, target: east, topics: {include: ["x{30}"]}}')
+        + "policies:\n  residency:\n    - {name: eu, topics: [orders, '(x|xx)+y'], tag: zone, allowed: [eu]}\n",
+    )
+    assert main(["validate", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert f"{f}:10:35: error: pattern '(x|xx)+y' can backtrack catastrophically" in err
+
+
+def test_a_jobs_filters_refuse_what_validate_refuses():
+    """One check: a spec whose filter holds such a pattern is refused when the job reads it."""
+    from reconciler.contract.spec import JobSpec
+    from reconciler.mirror.filters import GroupFilter, TopicFilter
+    from reconciler.topology.build import load_topology_text
+    from tests.helpers import MINIMAL
+
+    with pytest.raises(ValueError, match=r"pattern '\(x\+\)\+y' can backtrack catastrophically"):
+        TopicFilter(("orders",), ("(x+)+y",))
+    with pytest.raises(ValueError, match="can backtrack catastrophically"):
+        GroupFilter(("(a|a)*",))
+    topology = load_topology_text(MINIMAL)
+    spec = JobSpec.from_flow(topology, topology.flows[0]).to_dict()
+    spec["settings"]["topics"]["include"] = ["(x+)+y"]
+    with pytest.raises(ValueError, match="can backtrack catastrophically"):
+        JobSpec.from_dict(spec)
