@@ -74,7 +74,7 @@ def _loc(file: str, node: yaml.Node | Any) -> SourceLocation:  # a node or a (pu
 
 # Limits on what one YAML document may make us build (issue 12: no traceback, no runaway memory).
 MAX_DEPTH = 64  # nesting of mappings/sequences; a topology needs about 6
-MAX_VALUES = 200_000  # values after expanding aliases (a "billion laughs" document grows without bound)
+MAX_VALUES = 200_000  # values built again through aliases (a "billion laughs" document grows without bound)
 MAX_INT = 2**63 - 1  # Kafka configs and counts are Java longs
 MAX_SCALAR_CHARS = 100_000  # one string or number
 
@@ -90,7 +90,8 @@ class _Refused(Exception):
 class _Builder:
     """Turns a composed node tree into Python values, recording positions and duplicate keys.
 
-    Aliases are expanded (as PyYAML does) but counted: past MAX_VALUES the document is refused, and
+    Aliases are expanded (as PyYAML does) but counted: past MAX_VALUES values built again through an
+    alias the document is refused (what is written out is not counted), and
     an alias to a node that contains it (a self-referencing anchor) is an error, not a recursion.
     """
 
@@ -99,7 +100,8 @@ class _Builder:
         self.diags = diags
         self.constructor = yaml.constructor.SafeConstructor()
         self.doc = Document(file, None)
-        self.built = 0
+        self.built: set[int] = set()  # ids of the nodes built once
+        self.again = 0  # values built again, through an alias
         self.open: set[int] = set()  # ids of the collection nodes being built (the current path)
 
     def build(self, node: yaml.Node) -> Document:
@@ -139,10 +141,13 @@ class _Builder:
         return value
 
     def _value(self, node: yaml.Node, path: Path_) -> Any:
-        self.built += 1
-        if self.built > MAX_VALUES:
+        if id(node) in self.built:  # only what aliases repeat counts: a long document written out is fine
+            self.again += 1
+        else:
+            self.built.add(id(node))
+        if self.again > MAX_VALUES:
             raise _Refused(
-                f"the document expands to more than {MAX_VALUES:,} values (limit; YAML aliases "
+                f"the document's aliases expand to more than {MAX_VALUES:,} values (limit; YAML aliases "
                 "referring to aliases multiply, as in a 'billion laughs' document)",
                 _loc(self.file, node),
                 "write the values out, or use fewer nested aliases",
