@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 # One name per latency figure, the same in every output (issue 12):
 #: how old a record is when the target acknowledges it (its source timestamp to the job's write):
 #: MirrorMaker 2's replication-latency-ms. It includes any backlog, so it is what a consumer downstream
@@ -12,6 +14,37 @@ LIVE_E2E = "live end-to-end latency"
 #: how old the oldest source record the job has not replicated yet is (now - its timestamp): the job's
 #: `lag_seconds`, beside its lag in records (the source's end now - the job's position).
 LAG_AGE = "age of the oldest record not replicated yet"
+
+#: How much of a value a message echoes (a name, a pattern, a path): past it, the start and the length.
+SHOWN_CHARS = 200
+#: How long a whole message may be (a list of names, a value with blanks in it).
+MESSAGE_CHARS = 4_000
+_LONG_RUN = re.compile(rf"\S{{{SHOWN_CHARS + 1},}}")
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """`text` whole when it is at most `limit` characters, else its start and its length:
+    `xxxx... (1,048,576 chars)`."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} chars)"
+
+
+def cut_values(message: str) -> str:
+    """`message` with every run of more than SHOWN_CHARS non-blank characters (an echoed value) cut,
+    and the whole cut at MESSAGE_CHARS: a 100 MB name is shown as its first 200 characters and its length."""
+    if len(message) <= SHOWN_CHARS:
+        return message
+    return cut(_LONG_RUN.sub(_cut_run, message), MESSAGE_CHARS)
+
+
+def _cut_run(m: re.Match[str]) -> str:
+    run = m.group()
+    quote = run[0] if run[0] in "'\"" else ""
+    inner, after = run[len(quote) :], ""
+    if quote and quote in inner:  # a repr: the count is the value's, without its quotes
+        end = inner.rindex(quote)
+        inner, after = inner[:end], inner[end + 1 :]
+    return quote + cut(inner) + after
+
 
 _IRREGULAR = {"policy": "policies", "this": "these", "is": "are", "was": "were"}
 

@@ -3,6 +3,10 @@
 Whether two topic filters can overlap is answered by trying concrete names: the examples of
 one filter's include patterns, pushed through the other filters. This is exact for literal
 patterns and a good approximation for the prefix/suffix patterns topologies use in practice.
+
+Bounded whatever the pattern: at most `_LIMIT` candidates per node and none longer than
+`MAX_CHARS` (Kafka's limit on a topic name), so `x{4294967294}` costs nothing and yields no example
+(no topic can match it); repeats are built by string multiplication, never one element per count.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ _CATEGORY_EXAMPLE = {
     sre_c.CATEGORY_NOT_SPACE: "a",
 }
 _LIMIT = 16
+MAX_CHARS = 249  # Kafka's limit on a topic name: a longer example names no topic (analysis.expansion)
 
 
 def _any_char(chars: str = "ax") -> list[str]:
@@ -45,12 +50,33 @@ def _in(items) -> list[str]:
     return candidates[:2] or ["a"]
 
 
+def _fit(candidates) -> list[str]:
+    """The first `_LIMIT` candidates that are not longer than `MAX_CHARS`."""
+    return list(itertools.islice((c for c in candidates if len(c) <= MAX_CHARS), _LIMIT))
+
+
 def _seq(parsed) -> list[str]:
     results = [""]
     for op, av in parsed:
         options = _node(op, av)
-        results = [a + b for a, b in itertools.product(results, options)][:_LIMIT]
+        results = _fit(a + b for a, b in itertools.product(results, options) if len(a) + len(b) <= MAX_CHARS)
+        if not results:
+            return []
     return results
+
+
+def _repeat(inner: list[str], counts: list[int]) -> list[str]:
+    """`n` copies of the inner examples, for each count: each example repeated, and one mix of the
+    first two. Lengths are checked before a string is built, so a count of 4294967294 is free."""
+    out: list[str] = []
+    for n in counts:
+        if n == 0:
+            out.append("")
+            continue
+        out += [s * n for s in inner[:4] if len(s) * n <= MAX_CHARS]
+        if len(inner) > 1 and len(inner[1]) + len(inner[0]) * (n - 1) <= MAX_CHARS:
+            out.append(inner[1] + inner[0] * (n - 1))
+    return _fit(dict.fromkeys(out))
 
 
 def _node(op, av) -> list[str]:
@@ -65,15 +91,11 @@ def _node(op, av) -> list[str]:
     if op is sre_c.SUBPATTERN:
         return _seq(av[-1])
     if op is sre_c.BRANCH:
-        return [s for branch in av[1] for s in _seq(branch)][:_LIMIT]
+        return _fit(s for branch in av[1] for s in _seq(branch))
     if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, getattr(sre_c, "POSSESSIVE_REPEAT", None)):
         lo, hi, sub = av
-        inner = _seq(sub)
         counts = sorted({lo, min(max(lo, 1), hi if hi is not sre_c.MAXREPEAT else lo + 1)})
-        out = []
-        for n in counts:
-            out += ["".join(p) for p in itertools.islice(itertools.product(inner, repeat=n), 4)]
-        return out[:_LIMIT] or [""]
+        return _repeat(_seq(sub), counts)
     if op is sre_c.CATEGORY:
         return [_CATEGORY_EXAMPLE.get(av, "a")]
     return [""]  # anchors, lookarounds, groupref: contribute nothing
@@ -81,7 +103,8 @@ def _node(op, av) -> list[str]:
 
 @lru_cache(maxsize=4096)
 def examples(pattern: str) -> tuple[str, ...]:
-    """A few strings that fully match `pattern` (verified), most specific first."""
+    """A few strings that fully match `pattern` (verified), most specific first; none longer than
+    MAX_CHARS, so a pattern that only matches longer names has none."""
     try:
         candidates = _seq(sre_parse.parse(pattern))
         compiled = re.compile(pattern)

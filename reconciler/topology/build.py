@@ -13,7 +13,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
+from reconciler.mirror.filters import (
+    BACKTRACKING_HINT,
+    ConfigPropertyFilter,
+    GroupFilter,
+    PatternFilter,
+    TopicFilter,
+    backtracking_hazard,
+)
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
@@ -40,8 +47,10 @@ SINGLETON_SECTIONS = ("defaults", "prune", "slo", "metadata")
 PATTERN_LISTS = (
     ("topics", "include"),
     ("topics", "exclude"),
+    ("topics", "builtin_exclude"),
     ("groups", "include"),
     ("groups", "exclude"),
+    ("groups", "builtin_exclude"),
     ("config_properties", "exclude"),
 )
 
@@ -63,6 +72,14 @@ def _merge_documents(docs: list[Document], diags: Diagnostics) -> _Sources:
         clusters = data.get("clusters")
         for alias in clusters if isinstance(clusters, dict) else {}:
             path = ("clusters", alias)
+            if not isinstance(alias, str):  # `1:`, `true:`, `~:` are read as an int, a bool, None
+                text = doc.written(path, key=True)
+                diags.error(
+                    f"cluster name {text} is not a string: quote it ('{text}')",
+                    doc.where_key(path),
+                    hint="YAML reads an unquoted 1, true, yes, null or ~ as a number, a boolean or nothing",
+                )
+                continue
             if alias in src.clusters:
                 first_doc, first_path = src.clusters[alias]
                 diags.error(
@@ -121,9 +138,20 @@ def _check_patterns(doc: Document, diags: Diagnostics) -> None:
 MAX_PATTERN_CHARS = 1_000  # a topic/group/config pattern; longer ones are refused (pattern complexity limit)
 
 
-def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> None:
+def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> bool:
     """A pattern compiles alone *and* as one alternative of a filter (filters join their patterns
-    with `|`, so named groups and global inline flags such as `(?i)` fail there)."""
+    with `|`, so named groups and global inline flags such as `(?i)` fail there), and cannot backtrack
+    catastrophically (the filters' own check, `backtracking_hazard`). True when it is fine."""
+    before = len(diags.errors)
+    _check_compiles(pattern, where, diags)
+    if len(diags.errors) == before and isinstance(pattern, str):
+        why = backtracking_hazard(pattern)
+        if why is not None:
+            diags.error(f"pattern {pattern!r} can backtrack catastrophically: {why}", where, hint=BACKTRACKING_HINT)
+    return len(diags.errors) == before
+
+
+def _check_compiles(pattern: str, where: SourceLocation, diags: Diagnostics) -> None:
     hint = "patterns are full-match Python/Java-style regular expressions; escape dots as \\\\. in YAML double quotes"
     if not isinstance(pattern, str):
         return  # the schema reports the type
@@ -241,7 +269,7 @@ def _check_flow(
     doc: Document,
     path: tuple,
     clusters: Iterable[str],
-    seen: dict[tuple[str, str, str | None], SourceLocation],
+    seen: dict[tuple[str, str], dict[str | None, SourceLocation]],
     diags: Diagnostics,
 ) -> bool:
     ok = True
@@ -263,16 +291,16 @@ def _check_flow(
         ok = False
     else:
         family = flow_raw.get("name")
-        same_pair = {k: v for k, v in seen.items() if k[:2] == (source, target)}
-        unnamed = [v for k, v in same_pair.items() if k[2] is None]
-        if (source, target, family) in seen:
+        same_pair = seen.setdefault((source, target), {})  # by pair: a mesh has tens of thousands of flows
+        unnamed = None in same_pair
+        if family in same_pair:
             what = f"topic family {family!r}" if family else "flow"
             diags.error(
                 f"duplicate {what} {flow_name(source, target, family)}",
                 where,
                 hint="merge the two flows into one (combine their topic filters), or give each a distinct "
                 "`name` to split the pair into topic families",
-                related=(seen[(source, target, family)],),
+                related=(same_pair[family],),
             )
             ok = False
         elif same_pair and (family is None or unnamed):
@@ -284,7 +312,7 @@ def _check_flow(
                 related=tuple(same_pair.values()),
             )
             ok = False
-        seen[(source, target, family)] = where
+        same_pair[family] = where
     return ok
 
 
@@ -323,17 +351,15 @@ def _heartbeat_carriers(flows: list[Flow]) -> list[Flow]:
 
 def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], diags: Diagnostics) -> ResidencyRule:
     raw = _get(doc, path)
-    for i, pattern in enumerate(raw["topics"]):
-        _check_regex(pattern, doc.where(path + ("topics", i)), diags)
+    fine = [_check_regex(pattern, doc.where(path + ("topics", i)), diags) for i, pattern in enumerate(raw["topics"])]
     if clusters and not any(raw["tag"] in c.tags for c in clusters.values()):
         diags.warning(
             f"policy {raw['name']!r}: no cluster has tag {raw['tag']!r}, so no flow may carry its topics",
             doc.where(path + ("tag",)),
             hint=f"tag the clusters, e.g. `tags: {{{raw['tag']}: {raw['allowed'][0]}}}`",
         )
-    return ResidencyRule(
-        raw["name"], PatternFilter(tuple(raw["topics"])), raw["tag"], tuple(raw["allowed"]), doc.where(path)
-    )
+    patterns = tuple(p for p, ok in zip(raw["topics"], fine) if ok)  # the others are errors: no topology is built
+    return ResidencyRule(raw["name"], PatternFilter(patterns), raw["tag"], tuple(raw["allowed"]), doc.where(path))
 
 
 def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
@@ -348,7 +374,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     src = _merge_documents(docs, diags)
     for alias, (doc, path) in src.clusters.items():
         _check_secrets(alias, doc, path, diags)
-    seen: dict[tuple[str, str, str | None], SourceLocation] = {}
+    seen: dict[tuple[str, str], dict[str | None, SourceLocation]] = {}
     flow_ok = [_check_flow(_get(doc, path), doc, path, src.clusters, seen, diags) for doc, path in src.flows]
     if not all(valid) or diags.errors:
         return None

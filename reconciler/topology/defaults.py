@@ -5,7 +5,6 @@ The values follow MirrorMaker 2's own defaults (KIP-382 configuration table).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
@@ -49,10 +48,20 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = {
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Deep-merge `override` into a copy of `base` (dicts merge key by key, everything else replaces)."""
-    out = copy.deepcopy(base)
+    out = _copy(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = merge(out[key], value)
         else:
-            out[key] = copy.deepcopy(value)
+            out[key] = _copy(value)
     return out
+
+
+def _copy(value: Any) -> Any:
+    """A copy of the dicts and lists of loaded YAML (their leaves are immutable): copy.deepcopy's
+    bookkeeping made a 200-cluster mesh (39,800 flows) spend seconds here."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value

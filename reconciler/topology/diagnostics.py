@@ -8,6 +8,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from reconciler.textutil import cut_values
+
 
 @dataclass(frozen=True, order=True)
 class SourceLocation:
@@ -33,6 +35,12 @@ class Diagnostic:
     where: SourceLocation | None = None
     hint: str | None = None
     related: tuple[SourceLocation, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Values echoed in a message or hint are cut to their start and length (textutil.cut_values)."""
+        object.__setattr__(self, "message", cut_values(self.message))
+        if self.hint is not None:
+            object.__setattr__(self, "hint", cut_values(self.hint))
 
     def render(self) -> str:
         head = f"{self.where}: " if self.where else ""

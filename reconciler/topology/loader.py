@@ -30,10 +30,13 @@ class Document:
     data: Any
     positions: dict[Path_, SourceLocation] = field(default_factory=dict)
     key_positions: dict[Path_, SourceLocation] = field(default_factory=dict)
+    #: the text as written of each key and scalar value YAML did not read as a string (`1`, `true`, `~`)
+    key_texts: dict[Path_, str] = field(default_factory=dict)
+    value_texts: dict[Path_, str] = field(default_factory=dict)
 
     def where(self, path: Path_) -> SourceLocation:
         """Position of the value at `path`, else of its nearest ancestor."""
-        p = tuple(path)
+        p = _data_path(path)
         while p:
             if p in self.positions:
                 return self.positions[p]
@@ -42,7 +45,26 @@ class Document:
 
     def where_key(self, path: Path_) -> SourceLocation:
         """Position of the mapping key that names `path` (falls back to the value)."""
-        return self.key_positions.get(tuple(path)) or self.where(path)
+        return self.key_positions.get(_data_path(path)) or self.where(path)
+
+    def written(self, path: Path_, key: bool = False) -> str:
+        """The value (or with `key`, the mapping key) at `path` as written in the file: `~` for a
+        None read from `~`, `yes` for a True read from `yes`."""
+        texts = self.key_texts if key else self.value_texts
+        at = _data_path(path)
+        if at in texts:
+            return texts[at]
+        value = path[-1] if key and path else None
+        return value if isinstance(value, str) else str(value)
+
+
+def _path_key(key: Any) -> str | int:
+    """A mapping key as a step of a data path: strings and ints (bools too) as they are, others as text."""
+    return key if isinstance(key, (str, int)) else str(key)
+
+
+def _data_path(path: Iterable[Any]) -> Path_:
+    return tuple(_path_key(p) for p in path)
 
 
 def _loc(file: str, node: yaml.Node | Any) -> SourceLocation:  # a node or a (pure or C) Mark
@@ -52,7 +74,7 @@ def _loc(file: str, node: yaml.Node | Any) -> SourceLocation:  # a node or a (pu
 
 # Limits on what one YAML document may make us build (issue 12: no traceback, no runaway memory).
 MAX_DEPTH = 64  # nesting of mappings/sequences; a topology needs about 6
-MAX_VALUES = 200_000  # values after expanding aliases (a "billion laughs" document grows without bound)
+MAX_VALUES = 200_000  # values built again through aliases (a "billion laughs" document grows without bound)
 MAX_INT = 2**63 - 1  # Kafka configs and counts are Java longs
 MAX_SCALAR_CHARS = 100_000  # one string or number
 
@@ -68,7 +90,8 @@ class _Refused(Exception):
 class _Builder:
     """Turns a composed node tree into Python values, recording positions and duplicate keys.
 
-    Aliases are expanded (as PyYAML does) but counted: past MAX_VALUES the document is refused, and
+    Aliases are expanded (as PyYAML does) but counted: past MAX_VALUES values built again through an
+    alias the document is refused (what is written out is not counted), and
     an alias to a node that contains it (a self-referencing anchor) is an error, not a recursion.
     """
 
@@ -77,7 +100,8 @@ class _Builder:
         self.diags = diags
         self.constructor = yaml.constructor.SafeConstructor()
         self.doc = Document(file, None)
-        self.built = 0
+        self.built: set[int] = set()  # ids of the nodes built once
+        self.again = 0  # values built again, through an alias
         self.open: set[int] = set()  # ids of the collection nodes being built (the current path)
 
     def build(self, node: yaml.Node) -> Document:
@@ -117,10 +141,13 @@ class _Builder:
         return value
 
     def _value(self, node: yaml.Node, path: Path_) -> Any:
-        self.built += 1
-        if self.built > MAX_VALUES:
+        if id(node) in self.built:  # only what aliases repeat counts: a long document written out is fine
+            self.again += 1
+        else:
+            self.built.add(id(node))
+        if self.again > MAX_VALUES:
             raise _Refused(
-                f"the document expands to more than {MAX_VALUES:,} values (limit; YAML aliases "
+                f"the document's aliases expand to more than {MAX_VALUES:,} values (limit; YAML aliases "
                 "referring to aliases multiply, as in a 'billion laughs' document)",
                 _loc(self.file, node),
                 "write the values out, or use fewer nested aliases",
@@ -133,7 +160,10 @@ class _Builder:
             )
         self.doc.positions[path] = _loc(self.file, node)
         if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
-            return self._scalar(node)
+            value = self._scalar(node)
+            if not isinstance(value, str):
+                self.doc.value_texts[path] = str(node.value)
+            return value
         if id(node) in self.open:
             raise _Refused(
                 "an alias refers to the anchor that contains it (a self-referencing structure)",
@@ -171,8 +201,10 @@ class _Builder:
                 )
                 continue
             first_seen[key] = key_loc
-            at = path + (key if isinstance(key, (str, int)) else str(key),)
+            at = path + (_path_key(key),)
             self.doc.key_positions[at] = key_loc
+            if not isinstance(key, str):
+                self.doc.key_texts[at] = str(key_node.value)
             out[key] = self._value(value_node, at)
         return out
 

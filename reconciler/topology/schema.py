@@ -67,6 +67,15 @@ def _report(err: ValidationError, doc: Document, diags: Diagnostics) -> None:
     if err.validator == "const":
         diags.error(f"{at} must be {err.validator_value!r}, not {err.instance!r}", doc.where(path))
         return
+    if err.validator == "type" and err.validator_value == "string" and not isinstance(err.instance, (dict, list)):
+        text = doc.written(path)
+        what = "name" if path[-1:] in (("source",), ("target",)) else "value"
+        diags.error(
+            f"{at}: {what} {text} is not a string: quote it ('{text}')",
+            doc.where(path),
+            hint="YAML reads an unquoted 1, true, yes, null or ~ as a number, a boolean or nothing",
+        )
+        return
     if err.validator == "type":
         diags.error(
             f"{at} must be of type {err.validator_value}, not {type(err.instance).__name__} ({err.instance!r})",
