@@ -241,7 +241,7 @@ def _check_flow(
     doc: Document,
     path: tuple,
     clusters: Iterable[str],
-    seen: dict[tuple[str, str, str | None], SourceLocation],
+    seen: dict[tuple[str, str], dict[str | None, SourceLocation]],
     diags: Diagnostics,
 ) -> bool:
     ok = True
@@ -263,16 +263,16 @@ def _check_flow(
         ok = False
     else:
         family = flow_raw.get("name")
-        same_pair = {k: v for k, v in seen.items() if k[:2] == (source, target)}
-        unnamed = [v for k, v in same_pair.items() if k[2] is None]
-        if (source, target, family) in seen:
+        same_pair = seen.setdefault((source, target), {})  # flows of this pair so far, by family
+        unnamed = [v for k, v in same_pair.items() if k is None]
+        if family in same_pair:
             what = f"topic family {family!r}" if family else "flow"
             diags.error(
                 f"duplicate {what} {flow_name(source, target, family)}",
                 where,
                 hint="merge the two flows into one (combine their topic filters), or give each a distinct "
                 "`name` to split the pair into topic families",
-                related=(seen[(source, target, family)],),
+                related=(same_pair[family],),
             )
             ok = False
         elif same_pair and (family is None or unnamed):
@@ -284,7 +284,7 @@ def _check_flow(
                 related=tuple(same_pair.values()),
             )
             ok = False
-        seen[(source, target, family)] = where
+        same_pair[family] = where
     return ok
 
 
@@ -348,7 +348,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     src = _merge_documents(docs, diags)
     for alias, (doc, path) in src.clusters.items():
         _check_secrets(alias, doc, path, diags)
-    seen: dict[tuple[str, str, str | None], SourceLocation] = {}
+    seen: dict[tuple[str, str], dict[str | None, SourceLocation]] = {}
     flow_ok = [_check_flow(_get(doc, path), doc, path, src.clusters, seen, diags) for doc, path in src.flows]
     if not all(valid) or diags.errors:
         return None

@@ -180,3 +180,96 @@ def test_strimzi_fields_not_read_are_warnings_not_dropped(tmp_path, capsys):
     rc, _, err, src = _import(tmp_path, capsys, "strimzi", text)
     assert rc == 0, err
     assert f"{src}:32: warning: a->b.sourceConnector.autoRestart" in err
+
+
+# --- import mm2: linear, cycles, long values, the real line ---------------------------------------
+
+MM2 = "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n"
+
+
+def _clusters(n: int) -> str:
+    lines = ["clusters = " + ", ".join(f"c{i}" for i in range(n)), "topics.exclude = .*[.].*"]
+    lines += [f"c{i}.bootstrap.servers = h{i}:9092" for i in range(n)]
+    lines += [f"c{i}->c{i + 1}.enabled = true" for i in range(0, n - 1, 4)]
+    return "\n".join(lines) + "\n"
+
+
+def test_mm2_import_is_linear_in_the_number_of_clusters(tmp_path, capsys):
+    """10k clusters took 9 s and 100k more than 120 s (alias matching per key, flow checks per flow)."""
+    import time
+
+    def cpu(n: int) -> float:
+        start = time.process_time()
+        rc, _, err, _ = _import(tmp_path, capsys, "mm2", _clusters(n))
+        assert rc == 0, err[:500]
+        return time.process_time() - start
+
+    small, large = cpu(500), cpu(4000)
+    assert large < 24 * max(small, 0.05), (small, large)  # linear: about 8x; quadratic: 64x
+
+
+@pytest.mark.parametrize(
+    "refs, line, chain",
+    [
+        ("a.x = ${b.y}\nb.y = ${a.x}\n", 5, "a.x (line 5) -> b.y (line 6) -> a.x"),
+        ("zz = 1\nself = x${self}y\n", 6, "self (line 6) -> self"),
+        ("p = ${q}\nq = ${r}, ${p}\nr = 1\n", 5, "p (line 5) -> q (line 6) -> p"),
+    ],
+)
+def test_mm2_cyclic_reference_is_an_error_naming_keys_and_line(tmp_path, capsys, refs, line, chain):
+    rc, out, err, src = _import(tmp_path, capsys, "mm2", MM2 + refs)
+    assert rc == 1 and out == ""
+    assert err.startswith(f"{src}:{line}: error: cyclic reference: {chain}\n"), err
+
+
+def test_mm2_long_reference_chain_is_no_recursion(tmp_path, capsys):
+    n = 100_000
+    refs = "".join(f"k{i} = ${{k{(i + 1) % n}}}\n" for i in range(n))
+    rc, _, err, src = _import(tmp_path, capsys, "mm2", MM2 + refs)
+    assert rc == 1
+    assert err.startswith(f"{src}:5: error: cyclic reference: k0 (line 5) -> k1 (line 6) -> "), err[:300]
+    assert f"-> ... ({n - 6:,} more) -> k{n - 1} (line {n + 4}) -> k0\n" in err
+    assert len(err) < 1000 and "Traceback" not in err
+    assert "Traceback" not in err
+
+
+def test_mm2_reference_to_a_key_is_a_warning(tmp_path, capsys):
+    rc, _, err, src = _import(tmp_path, capsys, "mm2", MM2 + "x = 1\nclient.id = ${x}\n")
+    assert rc == 0
+    assert f"{src}:6: warning: client.id: ${{x}} names a key of this file" in err
+
+
+def test_mm2_long_key_is_cut_in_messages(tmp_path, capsys):
+    key = "k" * 10_000_000
+    rc, out, err, src = _import(tmp_path, capsys, "mm2", MM2 + f"{key} = 1\n")
+    assert rc == 0
+    assert f"{src}:5: warning: {'k' * 200}... (10,000,000 chars): unknown key" in err
+    assert len(err) < 2000 and len(out) < 5000  # the header of the YAML lists the warning too
+
+
+@pytest.mark.parametrize("key", ["a->b.tasks.max", "a->b.topics", "a.ssl.truststore.location", "unknown"])
+def test_mm2_error_in_a_long_value_is_at_its_line(tmp_path, capsys, key):
+    rc, out, err, src = _import(tmp_path, capsys, "mm2", MM2 + "\n\n" + f"{key} = {'9' * 10_000_000}x\n")
+    assert rc == 1 and out == ""
+    assert err.startswith(f"{src}:7: error: the value of {key} has 10,000,001 characters (limit 100,000"), err
+    assert len(err) < 1000
+
+
+def test_mm2_long_value_in_a_message_is_cut(tmp_path, capsys):
+    rc, _, err, src = _import(tmp_path, capsys, "mm2", MM2 + f"a->b.tasks.max = {'9' * 50_000}x\n")
+    assert rc == 1
+    assert err.startswith(f"{src}:5: error: a->b.tasks.max must be an integer, not '{'9' * 200}... (50,001 chars)'")
+
+
+def test_mm2_topology_error_is_at_the_line_of_the_setting(tmp_path, capsys):
+    """Errors found by validating the imported topology (never written) point at the input's line."""
+    text = MM2 + "\n\na->b.topics = ok, (bad\n"
+    rc, out, err, src = _import(tmp_path, capsys, "mm2", text, "--out", str(tmp_path / "out"))
+    assert rc == 1 and out == ""
+    assert err.startswith(f"{src}:7: error: pattern '(bad' does not compile"), err
+    assert "<imported topology>" not in err
+    assert not (tmp_path / "out").exists()
+    loop = MM2 + "replication.policy.class = IdentityReplicationPolicy\nb->a.enabled = true\n"
+    rc, _, err, src = _import(tmp_path, capsys, "mm2", loop)
+    assert rc == 1
+    assert "replication loop" in err and f"a->b at {src}:4, b->a at {src}:6" in err, err
