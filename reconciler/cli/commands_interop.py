@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK
 from reconciler.interop.draft import IMPORTED, TopologyDraft, render_at_input, to_yaml, validate
 from reconciler.interop.mm2_import import import_mm2_text
@@ -67,8 +68,11 @@ def cmd_import(args) -> int:
     if out_file is None:
         sys.stdout.write(yaml_text)
     else:
-        out_file.parent.mkdir(parents=True, exist_ok=True)
-        out_file.write_text(yaml_text, encoding="utf-8")
+        try:
+            outputs.write_text(out_file, yaml_text)
+        except outputs.OutputError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_ERROR
         print(
             f"wrote {out_file}: {len(topology.clusters)} clusters, {len(topology.flows)} flows, "
             f"{len(draft.notes)} warning{'s' if len(draft.notes) != 1 else ''}",

@@ -9,11 +9,11 @@ fingerprint changed.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler import outputs
 from reconciler.plan.actions import FORMAT_VERSION, Plan
 from reconciler.state.live import LiveState
 from reconciler.topology.model import Cluster
@@ -54,9 +54,7 @@ def save(
         },
         "plan": plan.to_dict(include_scope=True),
     }
-    tmp = Path(f"{path}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    outputs.write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")  # OutputError when it cannot
 
 
 def is_plan_file(path: str | Path) -> bool:

@@ -273,3 +273,62 @@ def test_mm2_topology_error_is_at_the_line_of_the_setting(tmp_path, capsys):
     rc, _, err, src = _import(tmp_path, capsys, "mm2", loop)
     assert rc == 1
     assert "replication loop" in err and f"a->b at {src}:4, b->a at {src}:6" in err, err
+
+
+# --- export / import --out: written atomically, or one line naming the path and the reason ----------
+
+UNWRITABLE = ["/proc/x", "/sys/x", "/proc/no-such-dir/x", "/sys/kernel/no-such-dir/x"]
+
+
+def _demo() -> str:
+    from pathlib import Path
+
+    return str(Path(__file__).resolve().parents[2] / "topologies" / "demo")
+
+
+@pytest.mark.parametrize("fmt", ["mm2", "strimzi"])
+@pytest.mark.parametrize("out", UNWRITABLE)
+def test_export_to_an_unwritable_path_is_one_line(capsys, fmt, out):
+    assert main(["export", fmt, _demo(), "--out", out]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"error: cannot write {out!r}: ") and captured.err.count("\n") == 1, captured.err
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("out", UNWRITABLE)
+def test_import_out_to_an_unwritable_directory_is_one_line(tmp_path, capsys, out):
+    rc, stdout, err, _ = _import(tmp_path, capsys, "mm2", MM2, "--out", out)
+    assert rc == 1 and stdout == ""
+    assert err.startswith(f"error: cannot write '{out}/topology.yaml': ") and err.count("\n") == 1, err
+
+
+def test_export_creates_missing_directories_and_leaves_no_temporary_file(tmp_path, capsys):
+    out = tmp_path / "new" / "dir" / "mm2.properties"
+    assert main(["export", "mm2", _demo(), "--out", str(out)]) == 0
+    assert "clusters = " in out.read_text()
+    assert [p.name for p in out.parent.iterdir()] == ["mm2.properties"]
+    out.write_text("old\n")
+    assert main(["export", "mm2", _demo(), "--out", str(out)]) == 0  # replaced whole
+    assert out.read_text().startswith("#") and [p.name for p in out.parent.iterdir()] == ["mm2.properties"]
+
+
+def test_write_that_fails_leaves_nothing_behind(tmp_path):
+    from reconciler import outputs
+
+    with pytest.raises(outputs.OutputError, match=r"^error: cannot write '.*/new/a\\x00b': embedded null byte$"):
+        outputs.write_text(tmp_path / "new" / "a\0b", "text")  # `new` is created, then the write fails
+    assert list(tmp_path.iterdir()) == []  # `new` removed again
+
+
+@pytest.mark.skipif(__import__("os").geteuid() == 0, reason="root writes into a read-only directory")
+def test_export_into_a_read_only_directory_keeps_the_old_file(tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    (ro / "mm2.properties").write_text("old\n")
+    ro.chmod(0o555)
+    try:
+        assert main(["export", "mm2", _demo(), "--out", str(ro / "mm2.properties")]) == 1
+        assert "Permission denied" in capsys.readouterr().err
+        assert (ro / "mm2.properties").read_text() == "old\n" and len(list(ro.iterdir())) == 1
+    finally:
+        ro.chmod(0o755)
