@@ -332,3 +332,69 @@ def test_export_into_a_read_only_directory_keeps_the_old_file(tmp_path, capsys):
         assert (ro / "mm2.properties").read_text() == "old\n" and len(list(ro.iterdir())) == 1
     finally:
         ro.chmod(0o755)
+
+
+# --- show: a damaged saved plan is a clear error, exit 1, in both formats -------------------------
+
+
+def _saved_plan(tmp_path) -> tuple[str, dict]:
+    import json
+
+    from reconciler.plan import planfile
+    from tests.plan_helpers import World, topology
+
+    world = World(topology("flows:\n  - source: west\n    target: east\n    topics: {include: [orders]}\n"))
+    world["west"].add_topic("orders", 1)
+    path = tmp_path / "plan.json"
+    planfile.save(path, world.plan(), dict(world.topology.clusters), revision="abc123")
+    return str(path), json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_show_of_a_good_saved_plan(tmp_path, capsys, fmt):
+    path, _ = _saved_plan(tmp_path)
+    assert main(["show", path, "--format", fmt]) == 0
+    assert "abc123" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize(
+    "saved_at, shown",
+    [(1e300, "1e+300"), ("yesterday", "'yesterday'"), (-5, "-5"), (True, "True"), ([1], "[1]"), (None, "None")],
+)
+def test_show_refuses_a_saved_at_that_is_not_a_time(tmp_path, capsys, fmt, saved_at, shown):
+    import json
+
+    path, doc = _saved_plan(tmp_path)
+    doc["saved_at"] = saved_at
+    (tmp_path / "plan.json").write_text(json.dumps(doc))
+    assert main(["show", path, "--format", fmt]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"error: {path}: damaged saved plan: saved_at {shown} is not a time " + (
+        "(seconds since 1970, as `plan --out` writes)\n"
+    )
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_show_of_a_plan_nested_100k_deep_is_an_error(tmp_path, capsys, fmt):
+    path, _ = _saved_plan(tmp_path)
+    deep = '{"kind": "reconciler-saved-plan", "plan": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    (tmp_path / "plan.json").write_text(deep)
+    assert main(["show", path, "--format", fmt]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"error: {path}: damaged saved plan: nested too deeply to be a plan\n"
+    assert captured.out == ""
+
+
+def test_show_refuses_other_damage_in_one_line(tmp_path, capsys):
+    import json
+
+    path, doc = _saved_plan(tmp_path)
+    for key, value in (("revision", {"a": 1}), ("git", "x" * 1000), ("kind", "k" * 1_000_000)):
+        bad = dict(doc, **{key: value})
+        bad.setdefault("note", "reconciler-saved-plan")  # still looks like a plan file
+        (tmp_path / "plan.json").write_text(json.dumps(bad))
+        assert main(["show", path]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {path}: ") and err.count("\n") == 1 and len(err) < 500, err
