@@ -1,9 +1,19 @@
-"""Files the commands write (`plan --out`, `drift --out`, `export --out`): checked before any work,
-so a bad path is a one-line error, exit 1, nothing changed (not an IsADirectoryError at the end)."""
+"""Files the commands write (`plan --out`, `drift --out`, `export --out`, `import --out`): checked before
+any work, so a bad path is a one-line error, exit 1, nothing changed (not an IsADirectoryError at the end),
+and written by `write_text`, the one way a command writes a file: atomically (a temporary file in the same
+directory, then `os.replace`), or an `OutputError` naming the path and the reason, with nothing left behind."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
+
+from reconciler.textutil import shorten
+
+
+class OutputError(Exception):
+    """A file could not be written: `error: cannot write PATH: REASON` (one line)."""
 
 
 def problem(path: str) -> str | None:
@@ -21,3 +31,46 @@ def problem(path: str) -> str | None:
 
 def problems(paths) -> list[str]:
     return [m for m in (problem(str(p)) for p in paths if p) if m]
+
+
+def _file_mode() -> int:
+    """What `open(path, "w")` would give a new file (0666 less the umask); mkstemp's files are 0600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` atomically, creating missing parent directories. On any failure
+    (read-only or missing directory, /proc, /sys, a full disk) raise OutputError and leave nothing behind:
+    no temporary file, no directory created here, the old file (if any) unchanged."""
+    p = Path(path)
+    created: list[Path] = []
+    tmp: str | None = None
+    try:
+        for parent in reversed(p.parents):
+            if not parent.exists():
+                parent.mkdir()
+                created.append(parent)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), os.stat(p).st_mode & 0o7777 if p.exists() else _file_mode())
+            f.write(text)
+        os.replace(tmp, p)
+        tmp = None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise OutputError(f"error: cannot write {shorten(str(path))!r}: {reason}") from None
+    finally:
+        if tmp is not None:
+            _remove(Path(tmp))
+        if tmp is not None or (created and not p.exists()):
+            for d in reversed(created):
+                _remove(d)
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.rmdir() if path.is_dir() else path.unlink()
+    except OSError:
+        pass

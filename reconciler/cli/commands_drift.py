@@ -8,7 +8,6 @@ suffix: .html, .md, .json, .txt, .prom, else `--format`), in which case stdout g
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -101,11 +100,11 @@ def cmd_drift(args) -> int:
         topology, backend, revision=revision, check_jobs=not args.no_jobs, job_stale_seconds=args.job_stale_seconds
     )
     for path in args.out:
-        text = redact(renderer(_format_of(path, args.format), topology)(report))
-        tmp = Path(f"{path}.tmp{os.getpid()}")
-        tmp.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            outputs.write_text(path, redact(renderer(_format_of(path, args.format), topology)(report)))
+        except outputs.OutputError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_ERROR
     if args.out:
         sys.stdout.write(redact(drift_text.render(report)))
         print(f"Wrote the drift report to {', '.join(args.out)}", file=sys.stderr)

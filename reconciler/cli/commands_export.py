@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
@@ -51,8 +50,11 @@ def cmd_export(args) -> int:
         print(exc, file=sys.stderr)
         return EXIT_ERROR
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text, encoding="utf-8")
+        try:
+            outputs.write_text(args.out, text)
+        except outputs.OutputError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_ERROR
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

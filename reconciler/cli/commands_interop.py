@@ -10,8 +10,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK
-from reconciler.interop.draft import TopologyDraft, to_yaml, validate
+from reconciler.interop.draft import IMPORTED, TopologyDraft, render_at_input, to_yaml, validate
 from reconciler.interop.mm2_import import import_mm2_text
 from reconciler.interop.properties import PropertiesError
 from reconciler.interop.strimzi import import_strimzi_text
@@ -56,19 +57,22 @@ def cmd_import(args) -> int:
         return EXIT_ERROR
     out_file = Path(args.out) / "topology.yaml" if args.out else None
     yaml_text = to_yaml(draft, str(path))
-    topology, diags = validate(yaml_text, str(out_file or "<imported topology>"))
+    topology, diags = validate(yaml_text, IMPORTED)
     if topology is None:
-        print(diags.render(), file=sys.stderr)
-        print(f"{path}:1: error: the imported topology does not validate (above); nothing was written", file=sys.stderr)
+        print(render_at_input(draft, yaml_text, diags, str(path)), file=sys.stderr)
+        print(f"{path}: error: the imported topology does not validate (above); nothing was written", file=sys.stderr)
         return EXIT_ERROR
     _report(draft)
     if diags.warnings:
-        print(diags.render(), file=sys.stderr)
+        print(diags.render().replace(IMPORTED, str(out_file or IMPORTED)), file=sys.stderr)
     if out_file is None:
         sys.stdout.write(yaml_text)
     else:
-        out_file.parent.mkdir(parents=True, exist_ok=True)
-        out_file.write_text(yaml_text, encoding="utf-8")
+        try:
+            outputs.write_text(out_file, yaml_text)
+        except outputs.OutputError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_ERROR
         print(
             f"wrote {out_file}: {len(topology.clusters)} clusters, {len(topology.flows)} flows, "
             f"{len(draft.notes)} warning{'s' if len(draft.notes) != 1 else ''}",

@@ -146,7 +146,11 @@ def cmd_plan(args) -> int:
         return EXIT_ERROR
     if args.out:
         git = backend.git(args.paths, args.revision)
-        planfile.save(args.out, plan, dict(topology.clusters), revision_label(git), git=git)
+        try:
+            planfile.save(args.out, plan, dict(topology.clusters), revision_label(git), git=git)
+        except outputs.OutputError as exc:
+            io.err(str(exc))
+            return EXIT_ERROR
         io.err(f"Saved the plan to {args.out}. Apply exactly this plan with: reconciler apply {args.out}")
     return EXIT_CHANGES if args.detailed_exitcode and plan.has_changes else EXIT_OK
 

@@ -5,6 +5,7 @@ loader and analysis on it (no rule is re-implemented here).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Any
 import yaml
 
 from reconciler.analysis.hazards import analyse
+from reconciler.textutil import shorten
 from reconciler.topology.build import build_topology
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.diagnostics import Diagnostics
@@ -34,7 +36,7 @@ class Note:
 
     def render(self) -> str:
         head = f"{self.where}: " if self.where else ""
-        return f"{head}warning: {self.key}: {self.message}; {self.action}"
+        return f"{head}warning: {shorten(self.key)}: {self.message}; {self.action}"
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class ClusterDraft:
     config: Mapping[str, str] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
     replication_principal: str | None = None
+    line: int = 0  # where the cluster is defined in the input (0: unknown)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class FlowDraft:
     target: str
     enabled: bool
     settings: Mapping[Setting, Any]  # every setting the source format determines (its defaults included)
+    lines: Mapping[Setting, int] = field(default_factory=dict)  # the input line of each setting read from it
+    line: int = 0  # the flow's first line in the input (0: unknown)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,7 @@ class ResidencyDraft:
     topics: tuple[str, ...]
     tag: str
     allowed: tuple[str, ...]
+    line: int = 0
 
 
 @dataclass
@@ -200,29 +206,89 @@ def validate(text: str, file: str) -> tuple[Topology | None, Diagnostics]:
     return (topology if diags.ok else None), diags
 
 
+IMPORTED = "<imported topology>"  # the file name of the imported topology while it is validated
+_IMPORTED_AT = re.compile(re.escape(IMPORTED) + r":(\d+):(\d+)")
+
+
+def _setting_line(flow: FlowDraft, rest: tuple) -> int | None:
+    for n in range(len(rest), 0, -1):
+        if tuple(rest[:n]) in flow.lines:
+            return flow.lines[tuple(rest[:n])]
+    return None
+
+
+def render_at_input(draft: TopologyDraft, text: str, diags: Diagnostics, file: str) -> str:
+    """`diags` of the imported topology `text` (which the user never sees: nothing is written when it
+    does not validate) at the input's lines, `FILE:LINE: error: ...`: the line of the setting, else of its
+    flow, cluster or rule, else 1. A position in `text` is mapped to the YAML path of the nearest value at
+    or before it, and the path to the draft element it came from."""
+    docs = load_text(text, IMPORTED, Diagnostics())
+    marks: list[tuple[int, int, tuple]] = []
+    for doc in docs:
+        for path, loc in (*doc.positions.items(), *doc.key_positions.items()):
+            marks.append((loc.line, loc.col, path))
+    marks.sort(key=lambda m: (m[0], m[1]))
+    starts = [(m[0], m[1]) for m in marks]
+    clusters = {c.alias: c.line for c in draft.clusters}
+
+    def line_of(path: tuple) -> int | None:
+        head, rest = (path[0], path[1:]) if path else (None, ())
+        if head == "flows" and rest and isinstance(rest[0], int) and rest[0] < len(draft.flows):
+            flow = draft.flows[rest[0]]
+            return _setting_line(flow, rest[1:]) or flow.line or None
+        if head == "defaults":
+            found = (_setting_line(f, rest) for f in draft.flows)
+            return next((n for n in found if n), None) or min((f.line for f in draft.flows if f.line), default=None)
+        if head == "clusters" and rest:
+            return clusters.get(rest[0]) or None
+        if head == "policies" and rest[:1] == ("residency",) and len(rest) > 1 and isinstance(rest[1], int):
+            return draft.residency[rest[1]].line if rest[1] < len(draft.residency) else None
+        return None
+
+    def at(line: int, col: int) -> int:
+        i = bisect.bisect_right(starts, (line, col)) - 1
+        return (line_of(marks[max(i, 0)][2]) if marks else None) or 1
+
+    def mapped(words: str) -> str:  # positions quoted in a message or hint
+        return _IMPORTED_AT.sub(lambda m: f"{file}:{at(int(m.group(1)), int(m.group(2)))}", words)
+
+    out = []
+    for d in diags.sorted():
+        line = at(d.where.line, d.where.col) if d.where is not None else 1
+        out.append(f"{file}:{line}: {d.severity.value}: {mapped(d.message)}")
+        if d.hint:
+            out.append(f"  hint: {mapped(d.hint)}")
+    return "\n".join(out)
+
+
 # --- helpers shared by the importers ------------------------------------------------------------
 
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")  # by convention: upper case (a Secret key `password` is not one)
 
 
 class EnvNames:
-    """Generated variable names, unique within one import."""
+    """Generated variable names, unique within one import (a set of the names taken: each name is
+    found in constant time, so an import stays linear in the number of secrets)."""
 
     def __init__(self, draft: TopologyDraft):
         self.draft = draft
+        self.taken = {v.name for v in draft.env_vars}
+        self.suffix: dict[str, int] = {}  # name -> the next suffix to try (`NAME_2`, `NAME_3`, ...)
+
+    def _append(self, name: str, source: str) -> str:
+        self.draft.env_vars.append(EnvVar(name, source))
+        self.taken.add(name)
+        return name
 
     def add(self, name: str, source: str) -> str:
-        taken = {v.name for v in self.draft.env_vars}
-        final, n = name, 2
-        while final in taken:
+        final, n = name, self.suffix.get(name, 2)
+        while final in self.taken:
             final, n = f"{name}_{n}", n + 1
-        self.draft.env_vars.append(EnvVar(final, source))
-        return final
+        self.suffix[name] = n
+        return self._append(final, source)
 
     def known(self, name: str, source: str) -> str:
-        if not any(v.name == name for v in self.draft.env_vars):
-            self.draft.env_vars.append(EnvVar(name, source))
-        return name
+        return name if name in self.taken else self._append(name, source)
 
 
 def is_env_name(text: str) -> bool:

@@ -48,7 +48,9 @@ from reconciler.interop.mm2_keys import (
     is_client_key,
 )
 from reconciler.interop.properties import PropertiesError, Property, parse_properties
+from reconciler.textutil import shorten
 from reconciler.topology import secrets
+from reconciler.topology.loader import MAX_SCALAR_CHARS
 
 _REF = re.compile(r"\$\{(?P<provider>[A-Za-z0-9_.-]+):(?P<body>[^}]*)\}")
 K8S_PROVIDER = "k8s-secret"  # internal: the Strimzi importer's secret references, `${k8s-secret:SECRET:KEY}`
@@ -61,6 +63,7 @@ class _Scopes:
     top: dict[str, Property] = field(default_factory=dict)
     cluster: dict[str, dict[str, Property]] = field(default_factory=dict)
     flow: dict[tuple[str, str], dict[str, Property]] = field(default_factory=dict)
+    top_job: dict[str, Property] = field(default_factory=dict)  # the top-level `reconciler.job.*` keys
 
 
 class _Context:
@@ -79,22 +82,23 @@ def _error(prop: Property, message: str, hint: str | None = None) -> PropertiesE
 
 def _parse_value(prop: Property, kind: Kind) -> Any:
     text = prop.value.strip()
+    key, shown = shorten(prop.key), shorten(text)
     if kind is Kind.LIST:
         return tuple(p.strip() for p in text.split(",") if p.strip())
     if kind is Kind.BOOL:
         if text.lower() not in ("true", "false"):
-            raise _error(prop, f"{prop.key} must be true or false, not {text!r}")
+            raise _error(prop, f"{key} must be true or false, not {shown!r}")
         return text.lower() == "true"
     if kind is Kind.INT:
         try:
             return int(text)
         except ValueError:
-            raise _error(prop, f"{prop.key} must be an integer, not {text!r}") from None
+            raise _error(prop, f"{key} must be an integer, not {shown!r}") from None
     if kind is Kind.SECONDS:
         try:
             value = float(text)
         except ValueError:
-            raise _error(prop, f"{prop.key} must be a number of seconds, not {text!r}") from None
+            raise _error(prop, f"{key} must be a number of seconds, not {shown!r}") from None
         return int(value) if value.is_integer() else value
     if kind is Kind.POLICY:
         if text not in POLICY_CLASSES:
@@ -102,21 +106,28 @@ def _parse_value(prop: Property, kind: Kind) -> Any:
         return POLICY_CLASSES[text]
     if kind is Kind.LOCATION:
         if text not in ("source", "target"):
-            raise _error(prop, f"{prop.key} must be source or target, not {text!r}")
+            raise _error(prop, f"{key} must be source or target, not {shown!r}")
         return text
     return text
 
 
+def _alias_of(key: str, aliases: set[str]) -> str | None:
+    """The cluster a `ALIAS.key` names, or None. Aliases hold no dot (checked on `clusters`), so the
+    alias is the text before the first dot: one set look-up per key, whatever the number of clusters."""
+    head, dot, _ = key.partition(".")
+    return head if dot and head in aliases else None
+
+
 def _scopes(props: list[Property], aliases: list[str], ctx: _Context) -> _Scopes:
     s = _Scopes()
-    by_length = sorted(aliases, key=len, reverse=True)
+    known = set(aliases)
     for p in props:
         if p.key == "clusters" or p.key.startswith("config.providers"):
             continue
         if "->" in p.key:
             src, _, tail = p.key.partition("->")
-            tgt = next((a for a in by_length if tail.startswith(a + ".")), None)
-            if src in aliases and tgt is not None:
+            tgt = _alias_of(tail, known)
+            if src in known and tgt is not None:
                 s.flow.setdefault((src, tgt), {})[tail[len(tgt) + 1 :]] = p
             else:
                 ctx.note(
@@ -126,11 +137,13 @@ def _scopes(props: list[Property], aliases: list[str], ctx: _Context) -> _Scopes
                     "add the cluster to `clusters` or remove the line",
                 )
             continue
-        alias = next((a for a in by_length if p.key.startswith(a + ".")), None)
+        alias = _alias_of(p.key, known)
         if alias is not None:
             s.cluster.setdefault(alias, {})[p.key[len(alias) + 1 :]] = p
         else:
             s.top[p.key] = p
+            if p.key.startswith(EXT + "job."):
+                s.top_job[p.key] = p
     return s
 
 
@@ -146,14 +159,19 @@ def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -
         if provider == K8S_PROVIDER:
             secret, _, skey = body.partition(":")
             if is_env_name(skey):
-                return "${" + ctx.env.known(skey, f"key {skey!r} of Kubernetes Secret {secret!r}") + "}"
-            name = ctx.env.add(secrets.suggested_env_name(alias, key), f"key {skey!r} of Kubernetes Secret {secret!r}")
+                return (
+                    "${" + ctx.env.known(skey, f"key {shorten(skey)!r} of Kubernetes Secret {shorten(secret)!r}") + "}"
+                )
+            name = ctx.env.add(
+                secrets.suggested_env_name(alias, key),
+                f"key {shorten(skey)!r} of Kubernetes Secret {shorten(secret)!r}",
+            )
             return "${" + name + "}"
         if cls == ENV_PROVIDER_CLASS or (not cls and provider == "env"):
             return "${" + ctx.env.known(body, f"as for MirrorMaker 2 (referenced at {prop.where})") + "}"
         name = ctx.env.add(
             secrets.suggested_env_name(alias, key),
-            f"what MM2's config provider {provider!r} resolved `${{{provider}:{body}}}` to ({prop.where})",
+            f"what MM2's config provider {shorten(provider, 60)!r} resolved `${{{shorten(provider, 60)}:{shorten(body, 60)}}}` to ({prop.where})",
         )
         ctx.note(
             prop,
@@ -172,7 +190,7 @@ def _secret(value: str, alias: str, key: str, prop: Property, ctx: _Context) -> 
         return mapped
     name = ctx.env.add(
         secrets.suggested_env_name(alias, key),
-        f"the literal {key} that was at {prop.where} (move it to your secret store)",
+        f"the literal {shorten(key, 60)} that was at {prop.where} (move it to your secret store)",
     )
     return "${" + name + "}"
 
@@ -190,7 +208,7 @@ def _jaas(value: str, alias: str, prop: Property, ctx: _Context, out: dict[str, 
         ctx.note(
             prop,
             prop.key,
-            f"JAAS login module {module or '(unreadable)'} has no librdkafka equivalent here",
+            f"JAAS login module {shorten(module, 60) or '(unreadable)'} has no librdkafka equivalent here",
             "configure SASL/OAUTHBEARER or GSSAPI with librdkafka keys in clusters." + alias + ".config",
         )
         return
@@ -203,7 +221,9 @@ def _jaas(value: str, alias: str, prop: Property, ctx: _Context, out: dict[str, 
     if "password" in opts:
         out["sasl.password"] = _secret(opts["password"], alias, "sasl.password", prop, ctx)
     for extra in sorted(set(opts) - {"username", "password"}):
-        ctx.note(prop, prop.key, f"JAAS option {extra!r} is not mapped", "check whether your brokers need it")
+        ctx.note(
+            prop, prop.key, f"JAAS option {shorten(extra, 60)!r} is not mapped", "check whether your brokers need it"
+        )
 
 
 def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> dict[str, str]:
@@ -321,7 +341,7 @@ def _connector_setting(k: Mm2Key, flow_scope: dict[str, Property], top: dict[str
         ctx.note(
             prop,
             prop.key,
-            f"replication policy {prop.value.strip()!r} is not supported",
+            f"replication policy {shorten(prop.value.strip())!r} is not supported",
             "only DefaultReplicationPolicy and IdentityReplicationPolicy are; the default policy was used",
         )
         return k.mm2_default
@@ -336,12 +356,14 @@ def _connector_setting(k: Mm2Key, flow_scope: dict[str, Property], top: dict[str
 def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft:
     fs = scopes.flow.get((source, target), {})
     settings: dict[Setting, Any] = {}
+    lines: dict[Setting, int] = {}  # the input line each setting was read from
     for k in CONNECTOR_KEYS:
         value = _connector_setting(k, fs, scopes.top, ctx)
-        if value == ("disable",):
-            settings[(k.setting[0], "enabled")] = False
-            continue
-        settings[k.setting] = value
+        prop = _lookup(k.spellings, fs, scopes.top)
+        setting = (k.setting[0], "enabled") if value == ("disable",) else k.setting
+        if prop is not None:
+            lines[setting] = prop.line
+        settings[setting] = False if value == ("disable",) else value
     for k in CONNECTOR_KEYS:  # an explicit `enabled` wins over a disabling interval
         if k.setting[-1] == "enabled" and _lookup(k.spellings, fs, scopes.top) is not None:
             settings[k.setting] = _connector_setting(k, fs, scopes.top, ctx)
@@ -349,6 +371,8 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
     for key in REFRESH_KEYS:
         prop = _lookup((key,), fs, scopes.top)
         refresh.append(_parse_value(prop, Kind.SECONDS) if prop else MM2_REFRESH_DEFAULT)
+        if prop is not None:
+            lines[REFRESH_SETTING] = prop.line
     if refresh[0] != refresh[1]:
         ctx.note(
             _lookup(REFRESH_KEYS, fs, scopes.top),
@@ -363,15 +387,16 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
         connector and connector.value.strip().lower() == "required"
     )
     settings[DELIVERY_SETTING] = "exactly-once" if eos else "at-least-once"
-    for key, prop in {
-        **{k: p for k, p in scopes.top.items() if k.startswith(EXT + "job.")},
-        **{k: p for k, p in fs.items() if k.startswith(EXT + "job.")},
-    }.items():
+    if worker or connector:
+        lines[DELIVERY_SETTING] = (connector or worker).line  # type: ignore[union-attr]
+    for key, prop in {**scopes.top_job, **{k: p for k, p in fs.items() if k.startswith(EXT + "job.")}}.items():
         field_name = key[len(EXT + "job.") :]
         if field_name.startswith("spark_conf."):
             settings[("job", "spark_conf", field_name[len("spark_conf.") :])] = prop.value.strip()
+            lines[("job", "spark_conf", field_name[len("spark_conf.") :])] = prop.line
         elif field_name in JOB_FIELD_KINDS:
             settings[("job", field_name)] = _parse_value(prop, JOB_FIELD_KINDS[field_name])
+            lines[("job", field_name)] = prop.line
         else:
             ctx.note(prop, prop.key, "unknown job setting", f"job settings are {', '.join(JOB_FIELD_KINDS)}")
     enabled_prop = fs.get("enabled")
@@ -382,7 +407,7 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
         if key in (EOS_WORKER_KEY, EOS_CONNECTOR_KEY):
             continue
         _unexpressible(prop, key, ctx, f"flow {source}->{target}")
-    return FlowDraft(source, target, enabled, settings)
+    return FlowDraft(source, target, enabled, settings, lines, min(p.line for p in fs.values()))
 
 
 def _unexpressible(prop: Property, key: str, ctx: _Context, scope: str) -> None:
@@ -455,11 +480,14 @@ def _ext_top(scopes: _Scopes, ctx: _Context) -> None:
                 _parse_value(attrs["topics"], Kind.LIST),
                 attrs["tag"].value.strip(),
                 _parse_value(attrs["allowed"], Kind.LIST),
+                min(p.line for p in attrs.values()),
             )
         )
 
 
-def _cluster(alias: str, scopes: _Scopes, ctx: _Context, clusters_prop: Property) -> ClusterDraft:
+def _cluster(
+    alias: str, scopes: _Scopes, ctx: _Context, clusters_prop: Property, top_client: dict[str, Property]
+) -> ClusterDraft:
     own = scopes.cluster.get(alias, {})
     boot = own.get("bootstrap.servers")
     if boot is None:
@@ -468,7 +496,7 @@ def _cluster(alias: str, scopes: _Scopes, ctx: _Context, clusters_prop: Property
             f"cluster {alias!r} has no {alias}.bootstrap.servers",
             hint=f"add `{alias}.bootstrap.servers = host:port`",
         )
-    client = {k: p for k, p in scopes.top.items() if is_client_key(k)}
+    client = dict(top_client)
     client.update({k: p for k, p in own.items() if is_client_key(k)})
     config = _client_config(alias, client, ctx)
     tags: dict[str, str] = {}
@@ -493,12 +521,13 @@ def _cluster(alias: str, scopes: _Scopes, ctx: _Context, clusters_prop: Property
                 prop,
                 prop.key,
                 "MM2 applies connector settings at cluster level to no flow",
-                f"to set it for flows out of or into {alias}, write `{alias}->TARGET.{key}` or a top-level `{key}`",
+                f"to set it for flows out of or into {alias}, write `{alias}->TARGET.{shorten(key, 60)}` or a top-level "
+                f"`{shorten(key, 60)}`",
             )
         else:
             _unexpressible(prop, key, ctx, f"cluster {alias}")
     bootstrap = _map_refs(boot.value.strip(), alias, "bootstrap.servers", boot, ctx)
-    return ClusterDraft(alias, bootstrap, dict(sorted(config.items())), tags, principal)
+    return ClusterDraft(alias, bootstrap, dict(sorted(config.items())), tags, principal, boot.line)
 
 
 def _providers(props: list[Property]) -> dict[str, str]:
@@ -510,9 +539,70 @@ def _providers(props: list[Property]) -> dict[str, str]:
     return out
 
 
+_KEY_REF = re.compile(r"\$\{([^}:]*)\}")  # `${name}`, no config provider: names a key if the file has one
+
+
+def _check_sizes(props: list[Property]) -> None:
+    """A value the topology cannot hold is an error at its own line (not at the line of the imported
+    YAML, which the user never sees). `clusters` is split into aliases, each checked on its own."""
+    for p in props:
+        if p.key != "clusters" and len(p.value) > MAX_SCALAR_CHARS:
+            raise _error(
+                p,
+                f"the value of {shorten(p.key)} has {len(p.value):,} characters (limit {MAX_SCALAR_CHARS:,}, "
+                "the longest value a topology holds)",
+                hint="a setting is a name, a pattern, a list or a number; check this line",
+            )
+
+
+def _key_references(last: dict[str, Property]) -> list[tuple[Property, str]]:
+    """Values that name another key of the file (`a = ${b}`), as (property, name); a cycle of them
+    (a = ${b}, b = ${a}) is an error naming its keys. Linear: one depth-first search, no recursion."""
+    graph: dict[str, list[str]] = {}
+    for key, p in last.items():
+        if "${" in p.value:
+            names = [n for n in dict.fromkeys(_KEY_REF.findall(p.value)) if n in last]
+            if names:
+                graph[key] = names
+    done: set[str] = set()
+    for start in graph:
+        if start in done:
+            continue
+        path, on_path = [start], {start}
+        stack = [iter(graph[start])]
+        while stack:
+            name = next(stack[-1], None)
+            if name is None:
+                stack.pop()
+                done.add(path[-1])
+                on_path.discard(path.pop())
+            elif name in on_path:
+                cycle = path[path.index(name) :]
+                first = min(range(len(cycle)), key=lambda i: last[cycle[i]].line)
+                cycle = cycle[first:] + cycle[:first]
+                keys = cycle if len(cycle) <= 6 else cycle[:5] + cycle[-1:]
+                shown = [f"{shorten(k, 60)} (line {last[k].line})" for k in keys]
+                if len(cycle) > 6:
+                    shown.insert(5, f"... ({len(cycle) - 6:,} more)")
+                chain = " -> ".join(shown)
+                raise _error(
+                    last[cycle[0]],
+                    f"cyclic reference: {chain} -> {shorten(cycle[0], 60)}",
+                    hint="MM2 substitutes no `${key}` (only config providers, `${provider:path:key}`); "
+                    "write the value out",
+                )
+            elif name not in done and name in graph:
+                path.append(name)
+                on_path.add(name)
+                stack.append(iter(graph[name]))
+    return [(last[key], name) for key, names in graph.items() for name in names]
+
+
 def import_properties(props: list[Property], file: str) -> TopologyDraft:
     """MM2 properties -> draft; PropertiesError (FILE:LINE) for what cannot be read at all."""
+    _check_sizes(props)
     last = {p.key: p for p in props}
+    key_refs = _key_references(last)
     clusters_prop = last.get("clusters")
     if clusters_prop is None:
         raise PropertiesError(
@@ -523,10 +613,10 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
         )
     aliases = list(_parse_value(clusters_prop, Kind.LIST))
     for alias in aliases:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", alias):
+        if len(alias) > MAX_SCALAR_CHARS or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", alias):
             raise _error(
                 clusters_prop,
-                f"cluster alias {alias!r} cannot be a topology cluster name",
+                f"cluster alias {shorten(alias)!r} cannot be a topology cluster name",
                 hint="aliases use letters, digits, '-' and '_' (a dot would make remote topic names ambiguous); rename it",
             )
     draft = TopologyDraft(name=None, clusters=[], flows=[])
@@ -536,6 +626,13 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
         if p.key in seen and seen[p.key].value != p.value:
             ctx.note(seen[p.key], p.key, f"set again at line {p.line}", "MM2 uses the last value; remove one of them")
         seen[p.key] = p
+    for prop, name in key_refs:
+        ctx.note(
+            prop,
+            prop.key,
+            f"${{{shorten(name, 60)}}} names a key of this file, but MM2 substitutes no keys (only config providers)",
+            "the value was copied as it is (the topology reads `${NAME}` as an environment variable); write it out",
+        )
     scopes = _scopes(list(last.values()), aliases, ctx)
     for key, prop in scopes.top.items():
         if key.startswith(EXT) or key in BY_SPELLING or key in REFRESH_KEYS or is_client_key(key):
@@ -544,7 +641,8 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
             continue
         _unexpressible(prop, key, ctx, "top level")
     _ext_top(scopes, ctx)
-    draft.clusters = [_cluster(a, scopes, ctx, clusters_prop) for a in aliases]
+    top_client = {k: p for k, p in scopes.top.items() if is_client_key(k)}
+    draft.clusters = [_cluster(a, scopes, ctx, clusters_prop, top_client) for a in aliases]
     for (source, target), fs in sorted(scopes.flow.items(), key=lambda kv: min(p.line for p in kv[1].values())):
         if source == target:
             raise _error(next(iter(fs.values())), f"flow {source}->{target} replicates a cluster to itself")

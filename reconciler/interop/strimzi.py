@@ -36,6 +36,7 @@ from reconciler.interop.mm2_export import (
 from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties
 from reconciler.interop.mm2_keys import EOS_CONNECTOR_KEY, EOS_WORKER_KEY, JAAS_MODULES
 from reconciler.interop.properties import PropertiesError, Property, format_property, parse_properties
+from reconciler.textutil import shorten
 from reconciler.topology import secrets
 from reconciler.topology.diagnostics import Diagnostics
 from reconciler.topology.loader import Document, load_text
@@ -71,7 +72,34 @@ def _str(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _shape(value: Any) -> str:
+    """What a YAML value is, in words (for "must be a mapping, not a list")."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return f"the boolean {_str(value)}"
+    if value is None:
+        return "empty"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    return f"the string {shorten(str(value), 60)!r}"
+
+
+def _dotted(path: tuple) -> str:
+    """A field's path as written in Strimzi's reference: spec.clusters[0].tls."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
 class _Reader:
+    """One KafkaMirrorMaker2 resource -> MM2 properties. Every field is read through `mapping`,
+    `sequence`, `text` or `scalar`, which refuse a value of the wrong shape (FILE:LINE, what was
+    expected): nothing of the wrong shape is dropped or turned into a string."""
+
     def __init__(self, doc: Document):
         self.doc = doc
         self.props: list[Property] = []
@@ -85,102 +113,170 @@ class _Reader:
     def error(self, path: tuple, message: str, hint: str | None = None) -> PropertiesError:
         return PropertiesError(self.doc.file, self.line(path), message, hint)
 
-    def ref(self, secret: Any, key: Any) -> str:
+    def missing(self, parent_path: tuple, key: str, what: str | None = None) -> PropertiesError:
+        """`key` is absent (or empty) from the mapping at `parent_path`: the error is at that mapping's key."""
+        where = parent_path + (key,)
+        line = self.line(where) if where in self.doc.positions else self.doc.where_key(parent_path).line
+        return PropertiesError(
+            self.doc.file, line, f"{_dotted(parent_path)} needs `{key}`" + (f" {what}" if what else "")
+        )
+
+    def wrong(self, path: tuple, value: Any, expected: str, hint: str | None = None) -> PropertiesError:
+        return self.error(path, f"{_dotted(path)} must be {expected}, not {_shape(value)}", hint)
+
+    # Typed access: `parent[key]` at `path` (the parent's path); an absent or empty value is None.
+
+    def mapping(self, parent: dict, key: str, path: tuple, expected: str = "a mapping") -> dict | None:
+        value = parent.get(key)
+        if value is None or isinstance(value, dict):
+            return value
+        raise self.wrong(path + (key,), value, expected)
+
+    def sequence(self, parent: dict, key: str, path: tuple, expected: str = "a list") -> list | None:
+        value = parent.get(key)
+        if value is None or isinstance(value, list):
+            return value
+        raise self.wrong(path + (key,), value, expected)
+
+    def text(self, parent: dict, key: str, path: tuple) -> str | None:
+        """An optional string field (absent or empty: None)."""
+        value = parent.get(key)
+        if value is None or value == "":
+            return None
+        if isinstance(value, str):
+            return value
+        raise self.wrong(path + (key,), value, "a string")
+
+    def need(self, parent: dict, key: str, path: tuple) -> str:
+        """A string field the resource cannot do without."""
+        value = self.text(parent, key, path)
+        if value is None:
+            raise self.missing(path, key)
+        return value
+
+    def scalar(self, value: Any, path: tuple) -> Any:
+        """A setting's value (a string, a number or a boolean), as Kafka configs are."""
+        if isinstance(value, (dict, list)):
+            raise self.wrong(path, value, "a string, a number or a boolean")
+        return value
+
+    def ref(self, secret: str, key: str) -> str:
         return "${" + f"{K8S_PROVIDER}:{secret}:{key}" + "}"
 
+    def secret(self, parent: dict, key: str, path: tuple, fields: tuple[str, ...]) -> dict[str, str]:
+        """`parent[key]`, a Secret reference the resource needs: {field: value} of its `fields`."""
+        ref = self.mapping(parent, key, path, f"a mapping ({', '.join(f + ': ...' for f in fields)})")
+        if ref is None:
+            raise self.missing(path, key, "(a Secret reference)")
+        return {f: self.need(ref, f, path + (key,)) for f in fields}
+
     def cluster(self, c: Any, path: tuple) -> str:
-        if not isinstance(c, dict) or not isinstance(c.get("alias"), str):
+        if not isinstance(c, dict):
+            raise self.wrong(path, c, "a mapping (alias, bootstrapServers, ...)")
+        if not isinstance(c.get("alias"), str):
             raise self.error(path, "a cluster needs an `alias`")
         alias = c["alias"]
         if "bootstrapServers" not in c:
             raise self.error(path, f"cluster {alias!r} has no bootstrapServers")
-        self.add(f"{alias}.bootstrap.servers", c["bootstrapServers"], path + ("bootstrapServers",))
-        tls = c.get("tls")
-        auth = c.get("authentication") if isinstance(c.get("authentication"), dict) else None
-        sasl = auth is not None and auth.get("type") in AUTH_MECHANISMS
+        self.add(f"{alias}.bootstrap.servers", self.need(c, "bootstrapServers", path), path + ("bootstrapServers",))
+        has_tls = c.get("tls") is not None
+        tls = self.mapping(c, "tls", path, "a mapping (e.g. `trustedCertificates: [...]`, or `{}`)") or {}
+        auth_path = path + ("authentication",)
+        auth = self.mapping(c, "authentication", path, "a mapping (type: ..., ...)")
+        kind = self.need(auth, "type", auth_path) if auth is not None else None
+        sasl = kind in AUTH_MECHANISMS
         if sasl:
-            self.add(
-                f"{alias}.security.protocol",
-                "SASL_SSL" if tls is not None else "SASL_PLAINTEXT",
-                path + ("authentication",),
-            )
-        elif tls is not None:
+            self.add(f"{alias}.security.protocol", "SASL_SSL" if has_tls else "SASL_PLAINTEXT", auth_path)
+        elif has_tls:
             self.add(f"{alias}.security.protocol", "SSL", path + ("tls",))
-        for i, cert in enumerate((tls or {}).get("trustedCertificates") or [] if isinstance(tls, dict) else []):
+        certs = self.sequence(tls, "trustedCertificates", path + ("tls",), "a list of Secret references") or []
+        for i, cert in enumerate(certs):
             p = path + ("tls", "trustedCertificates", i)
+            if not isinstance(cert, dict):
+                raise self.wrong(p, cert, "a mapping (secretName: ..., certificate: ...)")
+            secret = self.need(cert, "secretName", p)
+            name = self.text(cert, "certificate", p) or self.text(cert, "pattern", p)
+            if name is None:
+                raise self.missing(p, "certificate", "(or `pattern`)")
             if i == 0:
                 self.add(f"{alias}.ssl.truststore.type", "PEM", p)
-                self.add(
-                    f"{alias}.ssl.truststore.certificates",
-                    self.ref(cert.get("secretName"), cert.get("certificate") or cert.get("pattern")),
-                    p,
-                )
+                self.add(f"{alias}.ssl.truststore.certificates", self.ref(secret, name), p)
             else:
-                self.add(f"{alias}.strimzi.tls.trustedCertificates[{i}]", "", p)
-        if auth is not None:
-            p = path + ("authentication",)
-            kind = auth.get("type")
+                self.add(f"{alias}.strimzi.tls.trustedCertificates[{i}]", f"{secret}/{name}", p)
+        for key in sorted(set(tls) - {"trustedCertificates"}, key=str):
+            self.add(f"{alias}.strimzi.tls.{key}", tls[key], path + ("tls", key))
+        if auth is not None and kind is not None:
             if sasl:
-                pw = auth.get("passwordSecret") or {}
-                self.add(f"{alias}.sasl.mechanism", AUTH_MECHANISMS[kind], p + ("type",))
-                user = auth.get("username", "")
+                self.add(f"{alias}.sasl.mechanism", AUTH_MECHANISMS[kind], auth_path + ("type",))
+                user = self.need(auth, "username", auth_path)
+                pw = self.secret(auth, "passwordSecret", auth_path, ("secretName", "password"))
                 module = JAAS_MODULES[AUTH_MECHANISMS[kind]]
                 self.add(
                     f"{alias}.sasl.jaas.config",
                     f'{module} required username="{user}" password="'
-                    + self.ref(pw.get("secretName"), pw.get("password"))
+                    + self.ref(pw["secretName"], pw["password"])
                     + '";',
-                    p,
+                    auth_path,
                 )
             elif kind == "tls":
-                ck = auth.get("certificateAndKey") or {}
-                self.add(f"{alias}.ssl.keystore.type", "PEM", p)
+                ck = self.secret(auth, "certificateAndKey", auth_path, ("secretName", "certificate", "key"))
+                self.add(f"{alias}.ssl.keystore.type", "PEM", auth_path)
                 self.add(
-                    f"{alias}.ssl.keystore.certificate.chain", self.ref(ck.get("secretName"), ck.get("certificate")), p
+                    f"{alias}.ssl.keystore.certificate.chain", self.ref(ck["secretName"], ck["certificate"]), auth_path
                 )
-                self.add(f"{alias}.ssl.keystore.key", self.ref(ck.get("secretName"), ck.get("key")), p)
+                self.add(f"{alias}.ssl.keystore.key", self.ref(ck["secretName"], ck["key"]), auth_path)
             else:
-                self.add(f"{alias}.strimzi.authentication.type", kind, p)
-        for key, value in (c.get("config") or {}).items():
-            self.add(f"{alias}.{key}", value, path + ("config", key))
-        for key in sorted(set(c) - {"alias", "bootstrapServers", "tls", "authentication", "config"}):
+                self.add(f"{alias}.strimzi.authentication.type", kind, auth_path)
+        config = self.mapping(c, "config", path, "a mapping of Kafka settings (key: value)") or {}
+        for key, value in config.items():
+            self.add(f"{alias}.{key}", self.scalar(value, path + ("config", key)), path + ("config", key))
+        for key in sorted(set(c) - {"alias", "bootstrapServers", "tls", "authentication", "config"}, key=str):
             self.add(f"{alias}.strimzi.{key}", c[key], path + (key,))
         return alias
 
     def mirror(self, m: dict, path: tuple, source: str, target: str) -> None:
         flow = f"{source}->{target}"
-        state = (
-            ((m.get("sourceConnector") or {}).get("state") or "running")
-            if isinstance(m.get("sourceConnector"), dict)
-            else "running"
-        )
+        connectors = {
+            name: self.mapping(m, name, path, "a mapping (tasksMax, config, ...)")
+            for name in ("sourceConnector", "checkpointConnector", "heartbeatConnector")
+        }
+        state = self.text(connectors["sourceConnector"] or {}, "state", path + ("sourceConnector",)) or "running"
         self.add(f"{flow}.enabled", "false" if state in ("paused", "stopped") else "true", path)
         for ours, field_name in PATTERN_KEYS.items():
             if field_name in m:
-                self.add(f"{flow}.{ours}", m[field_name], path + (field_name,))
+                self.add(f"{flow}.{ours}", self.text(m, field_name, path), path + (field_name,))
         for field_name, ours in LEGACY_PATTERNS.items():
             if field_name in m and PATTERN_KEYS[ours] not in m:
-                self.add(f"{flow}.{ours}", m[field_name], path + (field_name,))
+                self.add(f"{flow}.{ours}", self.text(m, field_name, path), path + (field_name,))
         seen: dict[str, tuple[str, tuple]] = {}
-        for connector in ("sourceConnector", "checkpointConnector", "heartbeatConnector"):
-            spec = m.get(connector)
-            if not isinstance(spec, dict):
+        for connector, spec in connectors.items():
+            if spec is None:
                 continue
+            cpath = path + (connector,)
             if "tasksMax" in spec:
+                tasks = spec["tasksMax"]
+                if isinstance(tasks, bool) or not isinstance(tasks, int):
+                    raise self.wrong(cpath + ("tasksMax",), tasks, "an integer")
                 if connector == "sourceConnector":
-                    self.add(f"{flow}.tasks.max", spec["tasksMax"], path + (connector, "tasksMax"))
+                    self.add(f"{flow}.tasks.max", tasks, cpath + ("tasksMax",))
                 else:
-                    self.add(f"{flow}.strimzi.{connector}.tasksMax", spec["tasksMax"], path + (connector, "tasksMax"))
-            for key, value in (spec.get("config") or {}).items():
-                p = path + (connector, "config", key)
+                    self.add(f"{flow}.strimzi.{connector}.tasksMax", tasks, cpath + ("tasksMax",))
+            config = self.mapping(spec, "config", cpath, "a mapping of connector settings (key: value)") or {}
+            for key, value in config.items():
+                p = cpath + ("config", key)
+                value = self.scalar(value, p)
                 if key in seen and seen[key][0] != _str(value):
                     raise self.error(
                         p,
-                        f"{key} is {_str(value)!r} here but {seen[key][0]!r} in another connector of mirror {flow}",
+                        f"{key} is {shorten(_str(value))!r} here but {shorten(seen[key][0])!r} in another "
+                        f"connector of mirror {flow}",
                         hint="one flow has one value per setting: make them equal",
                     )
                 seen[key] = (_str(value), p)
                 self.add(f"{flow}.{key}", value, p)
+            read = {"tasksMax", "config", "state"} if connector == "sourceConnector" else {"tasksMax", "config"}
+            for key in sorted(set(spec) - read, key=str):
+                self.add(f"{flow}.strimzi.{connector}.{key}", spec[key], cpath + (key,))
         for key in sorted(
             set(m)
             - {
@@ -192,7 +288,8 @@ class _Reader:
                 "heartbeatConnector",
                 *PATTERN_KEYS.values(),
                 *LEGACY_PATTERNS,
-            }
+            },
+            key=str,
         ):
             self.add(f"{flow}.strimzi.{key}", m[key], path + (key,))
 
@@ -205,31 +302,37 @@ class _Reader:
         data = self.doc.data
         if data.get("apiVersion") not in API_VERSIONS:
             raise self.error(
-                ("apiVersion",), f"apiVersion {data.get('apiVersion')!r} is not one of {', '.join(API_VERSIONS)}"
+                ("apiVersion",),
+                f"apiVersion {shorten(_str(data.get('apiVersion')))!r} is not one of {', '.join(API_VERSIONS)}",
             )
         spec = data.get("spec")
-        if not isinstance(spec, dict):
+        if spec is None:
             raise self.error(("spec",), "KafkaMirrorMaker2 has no spec")
-        ann = ((data.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
-        if isinstance(ann, str):
+        if not isinstance(spec, dict):
+            raise self.wrong(("spec",), spec, "a mapping (clusters, mirrors, ...)")
+        metadata = self.mapping(data, "metadata", (), "a mapping (name, annotations, ...)") or {}
+        annotations = self.mapping(metadata, "annotations", ("metadata",), "a mapping of strings") or {}
+        ann = self.text(annotations, ANNOTATION, ("metadata", "annotations"))
+        if ann is not None:
             self.annotation(ann, ("metadata", "annotations", ANNOTATION))
         target_alias = None
-        if isinstance(spec.get("target"), dict):
+        if spec.get("target") is not None:
             target_alias = self.cluster(spec["target"], ("spec", "target"))
             aliases.append(target_alias)
-        for i, c in enumerate(spec.get("clusters") or []):
+        for i, c in enumerate(self.sequence(spec, "clusters", ("spec",), "a list of clusters") or []):
             aliases.append(self.cluster(c, ("spec", "clusters", i)))
-        for i, m in enumerate(spec.get("mirrors") or []):
+        connect = self.text(spec, "connectCluster", ("spec",))
+        for i, m in enumerate(self.sequence(spec, "mirrors", ("spec",), "a list of mirrors") or []):
             path = ("spec", "mirrors", i)
             if not isinstance(m, dict):
-                raise self.error(path, "a mirror is a mapping")
+                raise self.wrong(path, m, "a mapping (sourceCluster, targetCluster, topicsPattern, ...)")
             source: str | None
-            if isinstance(m.get("source"), dict):
+            if m.get("source") is not None:
                 source = self.cluster(m["source"], path + ("source",))
                 aliases.append(source)
             else:
-                source = m.get("sourceCluster")
-            target = target_alias or m.get("targetCluster") or spec.get("connectCluster")
+                source = self.text(m, "sourceCluster", path)
+            target = target_alias or self.text(m, "targetCluster", path) or connect
             if not source or not target:
                 raise self.error(
                     path,
@@ -237,7 +340,7 @@ class _Reader:
                     "(targetCluster, connectCluster or spec.target)",
                 )
             self.mirror(m, path, source, target)
-        for key in sorted(set(spec) - {"clusters", "connectCluster", "target", "mirrors"}):
+        for key in sorted(set(spec) - {"clusters", "connectCluster", "target", "mirrors"}, key=str):
             self.add(f"strimzi.spec.{key}", spec[key], ("spec", key))
 
 

@@ -9,16 +9,18 @@ fingerprint changed.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler import outputs
 from reconciler.plan.actions import FORMAT_VERSION, Plan
 from reconciler.state.live import LiveState
+from reconciler.textutil import shorten
 from reconciler.topology.model import Cluster
 
 KIND = "reconciler-saved-plan"
+LATEST_TIME = 253402300799  # 9999-12-31T23:59:59Z: the last `saved_at` a time can be shown for
 
 
 class PlanFileError(Exception):
@@ -54,9 +56,7 @@ def save(
         },
         "plan": plan.to_dict(include_scope=True),
     }
-    tmp = Path(f"{path}.tmp{os.getpid()}")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    outputs.write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")  # OutputError when it cannot
 
 
 def is_plan_file(path: str | Path) -> bool:
@@ -74,12 +74,16 @@ def load(path: str | Path) -> SavedPlan:
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
-        raise PlanFileError(f"{path}: not a readable saved plan: {exc}") from None
+        raise PlanFileError(f"{path}: not a readable saved plan: {shorten(str(exc))}") from None
+    except RecursionError:  # json recurses once per level: a plan is a few levels deep
+        raise PlanFileError(f"{path}: damaged saved plan: nested too deeply to be a plan") from None
+    if not isinstance(doc, dict):
+        raise PlanFileError(f"{path}: damaged saved plan: a JSON object was expected")
     if doc.get("kind") != KIND:
-        raise PlanFileError(f"{path}: not a saved plan (kind {doc.get('kind')!r})")
+        raise PlanFileError(f"{path}: not a saved plan (kind {shorten(repr(doc.get('kind')), 60)})")
     if doc.get("format_version") != FORMAT_VERSION:
         raise PlanFileError(
-            f"{path}: saved plan format_version {doc.get('format_version')!r}, this reconciler "
+            f"{path}: saved plan format_version {shorten(repr(doc.get('format_version')), 60)}, this reconciler "
             f"reads {FORMAT_VERSION}; plan again with this version"
         )
     try:
@@ -88,9 +92,20 @@ def load(path: str | Path) -> SavedPlan:
             for a, c in doc["clusters"].items()
         }
         plan = Plan.from_dict(doc["plan"])
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        raise PlanFileError(f"{path}: damaged saved plan: {exc}") from None
-    return SavedPlan(plan, clusters, doc.get("revision"), doc.get("saved_at", 0.0), doc.get("git"))
+    except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as exc:
+        raise PlanFileError(f"{path}: damaged saved plan: {shorten(str(exc) or type(exc).__name__)}") from None
+    saved_at = doc.get("saved_at", 0.0)
+    if isinstance(saved_at, bool) or not isinstance(saved_at, (int, float)) or not 0 <= saved_at <= LATEST_TIME:
+        raise PlanFileError(
+            f"{path}: damaged saved plan: saved_at {shorten(repr(saved_at), 60)} is not a time "
+            "(seconds since 1970, as `plan --out` writes)"
+        )
+    for key, kinds in (("revision", str), ("git", dict)):
+        if doc.get(key) is not None and not isinstance(doc[key], kinds):
+            raise PlanFileError(
+                f"{path}: damaged saved plan: {key} {shorten(repr(doc[key]), 60)} is not a {kinds.__name__}"
+            )
+    return SavedPlan(plan, clusters, doc.get("revision"), float(saved_at), doc.get("git"))
 
 
 def stale_reason(plan: Plan, live: LiveState) -> str | None:
