@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from reconciler.textutil import shorten
+from reconciler.textutil import cut
 
 
 class OutputError(Exception):
@@ -60,7 +60,7 @@ def write_text(path: str | Path, text: str) -> None:
         tmp = None
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise OutputError(f"error: cannot write {shorten(str(path))!r}: {reason}") from None
+        raise OutputError(f"error: cannot write {cut(str(path))!r}: {reason}") from None
     finally:
         if tmp is not None:
             _remove(Path(tmp))

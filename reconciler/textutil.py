@@ -1,5 +1,5 @@
 """Wording shared by every output a person reads: one pluralisation rule ("1 flow", "2 flows"), one way
-to quote a long value (`shorten`)."""
+to quote a long value (`cut`)."""
 
 from __future__ import annotations
 
@@ -55,17 +55,6 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     if n == 1:
         return f"1 {word}"
     return f"{n:,} {many or _IRREGULAR.get(word) or (word + 'es' if word.endswith(('s', 'x', 'ch', 'sh')) else word + 's')}"
-
-
-#: How much of a value a message quotes (issue 24: a 10 MB key was printed whole, twice).
-SHORT = 200
-
-
-def shorten(text: str, limit: int = SHORT) -> str:
-    """`text` as a message quotes it: whole when short, else its first `limit` characters and how long it is."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text):,} chars)"
 
 
 class LiveLine:

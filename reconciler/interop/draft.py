@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from reconciler.analysis.hazards import analyse
-from reconciler.textutil import shorten
+from reconciler.textutil import cut
 from reconciler.topology.build import build_topology
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.diagnostics import Diagnostics
@@ -36,7 +36,7 @@ class Note:
 
     def render(self) -> str:
         head = f"{self.where}: " if self.where else ""
-        return f"{head}warning: {shorten(self.key)}: {self.message}; {self.action}"
+        return f"{head}warning: {cut(self.key)}: {self.message}; {self.action}"
 
 
 @dataclass(frozen=True)

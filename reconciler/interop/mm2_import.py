@@ -48,7 +48,7 @@ from reconciler.interop.mm2_keys import (
     is_client_key,
 )
 from reconciler.interop.properties import PropertiesError, Property, parse_properties
-from reconciler.textutil import shorten
+from reconciler.textutil import cut
 from reconciler.topology import secrets
 from reconciler.topology.loader import MAX_SCALAR_CHARS
 
@@ -82,7 +82,7 @@ def _error(prop: Property, message: str, hint: str | None = None) -> PropertiesE
 
 def _parse_value(prop: Property, kind: Kind) -> Any:
     text = prop.value.strip()
-    key, shown = shorten(prop.key), shorten(text)
+    key, shown = cut(prop.key), cut(text)
     if kind is Kind.LIST:
         return tuple(p.strip() for p in text.split(",") if p.strip())
     if kind is Kind.BOOL:
@@ -159,19 +159,17 @@ def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -
         if provider == K8S_PROVIDER:
             secret, _, skey = body.partition(":")
             if is_env_name(skey):
-                return (
-                    "${" + ctx.env.known(skey, f"key {shorten(skey)!r} of Kubernetes Secret {shorten(secret)!r}") + "}"
-                )
+                return "${" + ctx.env.known(skey, f"key {cut(skey)!r} of Kubernetes Secret {cut(secret)!r}") + "}"
             name = ctx.env.add(
                 secrets.suggested_env_name(alias, key),
-                f"key {shorten(skey)!r} of Kubernetes Secret {shorten(secret)!r}",
+                f"key {cut(skey)!r} of Kubernetes Secret {cut(secret)!r}",
             )
             return "${" + name + "}"
         if cls == ENV_PROVIDER_CLASS or (not cls and provider == "env"):
             return "${" + ctx.env.known(body, f"as for MirrorMaker 2 (referenced at {prop.where})") + "}"
         name = ctx.env.add(
             secrets.suggested_env_name(alias, key),
-            f"what MM2's config provider {shorten(provider, 60)!r} resolved `${{{shorten(provider, 60)}:{shorten(body, 60)}}}` to ({prop.where})",
+            f"what MM2's config provider {cut(provider, 60)!r} resolved `${{{cut(provider, 60)}:{cut(body, 60)}}}` to ({prop.where})",
         )
         ctx.note(
             prop,
@@ -190,7 +188,7 @@ def _secret(value: str, alias: str, key: str, prop: Property, ctx: _Context) -> 
         return mapped
     name = ctx.env.add(
         secrets.suggested_env_name(alias, key),
-        f"the literal {shorten(key, 60)} that was at {prop.where} (move it to your secret store)",
+        f"the literal {cut(key, 60)} that was at {prop.where} (move it to your secret store)",
     )
     return "${" + name + "}"
 
@@ -208,7 +206,7 @@ def _jaas(value: str, alias: str, prop: Property, ctx: _Context, out: dict[str, 
         ctx.note(
             prop,
             prop.key,
-            f"JAAS login module {shorten(module, 60) or '(unreadable)'} has no librdkafka equivalent here",
+            f"JAAS login module {cut(module, 60) or '(unreadable)'} has no librdkafka equivalent here",
             "configure SASL/OAUTHBEARER or GSSAPI with librdkafka keys in clusters." + alias + ".config",
         )
         return
@@ -221,9 +219,7 @@ def _jaas(value: str, alias: str, prop: Property, ctx: _Context, out: dict[str, 
     if "password" in opts:
         out["sasl.password"] = _secret(opts["password"], alias, "sasl.password", prop, ctx)
     for extra in sorted(set(opts) - {"username", "password"}):
-        ctx.note(
-            prop, prop.key, f"JAAS option {shorten(extra, 60)!r} is not mapped", "check whether your brokers need it"
-        )
+        ctx.note(prop, prop.key, f"JAAS option {cut(extra, 60)!r} is not mapped", "check whether your brokers need it")
 
 
 def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> dict[str, str]:
@@ -341,7 +337,7 @@ def _connector_setting(k: Mm2Key, flow_scope: dict[str, Property], top: dict[str
         ctx.note(
             prop,
             prop.key,
-            f"replication policy {shorten(prop.value.strip())!r} is not supported",
+            f"replication policy {cut(prop.value.strip())!r} is not supported",
             "only DefaultReplicationPolicy and IdentityReplicationPolicy are; the default policy was used",
         )
         return k.mm2_default
@@ -521,8 +517,8 @@ def _cluster(
                 prop,
                 prop.key,
                 "MM2 applies connector settings at cluster level to no flow",
-                f"to set it for flows out of or into {alias}, write `{alias}->TARGET.{shorten(key, 60)}` or a top-level "
-                f"`{shorten(key, 60)}`",
+                f"to set it for flows out of or into {alias}, write `{alias}->TARGET.{cut(key, 60)}` or a top-level "
+                f"`{cut(key, 60)}`",
             )
         else:
             _unexpressible(prop, key, ctx, f"cluster {alias}")
@@ -549,7 +545,7 @@ def _check_sizes(props: list[Property]) -> None:
         if p.key != "clusters" and len(p.value) > MAX_SCALAR_CHARS:
             raise _error(
                 p,
-                f"the value of {shorten(p.key)} has {len(p.value):,} characters (limit {MAX_SCALAR_CHARS:,}, "
+                f"the value of {cut(p.key)} has {len(p.value):,} characters (limit {MAX_SCALAR_CHARS:,}, "
                 "the longest value a topology holds)",
                 hint="a setting is a name, a pattern, a list or a number; check this line",
             )
@@ -581,13 +577,13 @@ def _key_references(last: dict[str, Property]) -> list[tuple[Property, str]]:
                 first = min(range(len(cycle)), key=lambda i: last[cycle[i]].line)
                 cycle = cycle[first:] + cycle[:first]
                 keys = cycle if len(cycle) <= 6 else cycle[:5] + cycle[-1:]
-                shown = [f"{shorten(k, 60)} (line {last[k].line})" for k in keys]
+                shown = [f"{cut(k, 60)} (line {last[k].line})" for k in keys]
                 if len(cycle) > 6:
                     shown.insert(5, f"... ({len(cycle) - 6:,} more)")
                 chain = " -> ".join(shown)
                 raise _error(
                     last[cycle[0]],
-                    f"cyclic reference: {chain} -> {shorten(cycle[0], 60)}",
+                    f"cyclic reference: {chain} -> {cut(cycle[0], 60)}",
                     hint="MM2 substitutes no `${key}` (only config providers, `${provider:path:key}`); "
                     "write the value out",
                 )
@@ -616,7 +612,7 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
         if len(alias) > MAX_SCALAR_CHARS or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", alias):
             raise _error(
                 clusters_prop,
-                f"cluster alias {shorten(alias)!r} cannot be a topology cluster name",
+                f"cluster alias {cut(alias)!r} cannot be a topology cluster name",
                 hint="aliases use letters, digits, '-' and '_' (a dot would make remote topic names ambiguous); rename it",
             )
     draft = TopologyDraft(name=None, clusters=[], flows=[])
@@ -630,7 +626,7 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
         ctx.note(
             prop,
             prop.key,
-            f"${{{shorten(name, 60)}}} names a key of this file, but MM2 substitutes no keys (only config providers)",
+            f"${{{cut(name, 60)}}} names a key of this file, but MM2 substitutes no keys (only config providers)",
             "the value was copied as it is (the topology reads `${NAME}` as an environment variable); write it out",
         )
     scopes = _scopes(list(last.values()), aliases, ctx)

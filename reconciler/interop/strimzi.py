@@ -36,7 +36,7 @@ from reconciler.interop.mm2_export import (
 from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties
 from reconciler.interop.mm2_keys import EOS_CONNECTOR_KEY, EOS_WORKER_KEY, JAAS_MODULES
 from reconciler.interop.properties import PropertiesError, Property, format_property, parse_properties
-from reconciler.textutil import shorten
+from reconciler.textutil import cut
 from reconciler.topology import secrets
 from reconciler.topology.diagnostics import Diagnostics
 from reconciler.topology.loader import Document, load_text
@@ -84,7 +84,7 @@ def _shape(value: Any) -> str:
         return "empty"
     if isinstance(value, (int, float)):
         return f"the number {value}"
-    return f"the string {shorten(str(value), 60)!r}"
+    return f"the string {cut(str(value), 60)!r}"
 
 
 def _dotted(path: tuple) -> str:
@@ -268,7 +268,7 @@ class _Reader:
                 if key in seen and seen[key][0] != _str(value):
                     raise self.error(
                         p,
-                        f"{key} is {shorten(_str(value))!r} here but {shorten(seen[key][0])!r} in another "
+                        f"{key} is {cut(_str(value))!r} here but {cut(seen[key][0])!r} in another "
                         f"connector of mirror {flow}",
                         hint="one flow has one value per setting: make them equal",
                     )
@@ -303,7 +303,7 @@ class _Reader:
         if data.get("apiVersion") not in API_VERSIONS:
             raise self.error(
                 ("apiVersion",),
-                f"apiVersion {shorten(_str(data.get('apiVersion')))!r} is not one of {', '.join(API_VERSIONS)}",
+                f"apiVersion {cut(_str(data.get('apiVersion')))!r} is not one of {', '.join(API_VERSIONS)}",
             )
         spec = data.get("spec")
         if spec is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from reconciler import outputs
 from reconciler.plan.actions import FORMAT_VERSION, Plan
 from reconciler.state.live import LiveState
-from reconciler.textutil import shorten
+from reconciler.textutil import cut
 from reconciler.topology.model import Cluster
 
 KIND = "reconciler-saved-plan"
@@ -74,16 +74,16 @@ def load(path: str | Path) -> SavedPlan:
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
-        raise PlanFileError(f"{path}: not a readable saved plan: {shorten(str(exc))}") from None
+        raise PlanFileError(f"{path}: not a readable saved plan: {cut(str(exc))}") from None
     except RecursionError:  # json recurses once per level: a plan is a few levels deep
         raise PlanFileError(f"{path}: damaged saved plan: nested too deeply to be a plan") from None
     if not isinstance(doc, dict):
         raise PlanFileError(f"{path}: damaged saved plan: a JSON object was expected")
     if doc.get("kind") != KIND:
-        raise PlanFileError(f"{path}: not a saved plan (kind {shorten(repr(doc.get('kind')), 60)})")
+        raise PlanFileError(f"{path}: not a saved plan (kind {cut(repr(doc.get('kind')), 60)})")
     if doc.get("format_version") != FORMAT_VERSION:
         raise PlanFileError(
-            f"{path}: saved plan format_version {shorten(repr(doc.get('format_version')), 60)}, this reconciler "
+            f"{path}: saved plan format_version {cut(repr(doc.get('format_version')), 60)}, this reconciler "
             f"reads {FORMAT_VERSION}; plan again with this version"
         )
     try:
@@ -93,17 +93,17 @@ def load(path: str | Path) -> SavedPlan:
         }
         plan = Plan.from_dict(doc["plan"])
     except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as exc:
-        raise PlanFileError(f"{path}: damaged saved plan: {shorten(str(exc) or type(exc).__name__)}") from None
+        raise PlanFileError(f"{path}: damaged saved plan: {cut(str(exc) or type(exc).__name__)}") from None
     saved_at = doc.get("saved_at", 0.0)
     if isinstance(saved_at, bool) or not isinstance(saved_at, (int, float)) or not 0 <= saved_at <= LATEST_TIME:
         raise PlanFileError(
-            f"{path}: damaged saved plan: saved_at {shorten(repr(saved_at), 60)} is not a time "
+            f"{path}: damaged saved plan: saved_at {cut(repr(saved_at), 60)} is not a time "
             "(seconds since 1970, as `plan --out` writes)"
         )
     for key, kinds in (("revision", str), ("git", dict)):
         if doc.get(key) is not None and not isinstance(doc[key], kinds):
             raise PlanFileError(
-                f"{path}: damaged saved plan: {key} {shorten(repr(doc[key]), 60)} is not a {kinds.__name__}"
+                f"{path}: damaged saved plan: {key} {cut(repr(doc[key]), 60)} is not a {kinds.__name__}"
             )
     return SavedPlan(plan, clusters, doc.get("revision"), float(saved_at), doc.get("git"))
 
