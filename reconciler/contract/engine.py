@@ -34,6 +34,9 @@ FLOWS_DIR = "flows"
 #: Flow files may also lie in the engine directory itself as `flow.<flow>.json` (a ConfigMap has no subdirectories).
 FLAT_FLOW_PREFIX = "flow."
 RESTART_SUFFIX = ".restart"
+#: An EngineRecord's master (and `--master`) meaning: do not set spark.master, keep the one spark-submit was
+#: started with (the Kubernetes operator's).
+INHERIT_MASTER = "inherit"
 
 
 @dataclass(frozen=True)
