@@ -637,6 +637,10 @@ class KubernetesDeployer(Deployer):
         the engine's ConfigMap; the SparkApplication changes only with the engine's own settings."""
         engine = engine_of(spec.flow, options)
         opts = {**(options or {}), "engine": engine}
+        if not opts.get("image"):
+            return OpResult.failed(
+                f"flow {spec.flow}: the kubernetes deployer needs job.image (an image with the project installed)"
+            )
         root = manifests_root(opts)
         path = engine_file(engine, opts)
         with self._locked(root):

@@ -389,7 +389,9 @@ def test_render_needs_an_image():
     spec = JobSpec.from_flow(topo, topo.flows[0])
     with pytest.raises(ValueError, match="needs job.image"):
         render(spec, {})
-    assert KubernetesDeployer().deploy(spec, {"manifests_dir": "/nonexistent/x"}).code.value == "failed"
+    res = KubernetesDeployer().deploy(spec, {"manifests_dir": "/nonexistent/x"})
+    assert res.code.value == "failed" and "needs job.image" in res.message
+    assert not Path("/nonexistent/x").exists(), "nothing written for a flow that cannot be rendered"
 
 
 def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
