@@ -1,24 +1,51 @@
-# The image of the replication jobs on Kubernetes (the Spark operator runs it as driver and executors).
-# Spark, Java 17 and PySpark come from the Apache Spark base image; this adds the reconciler package
-# (the job's code) without a second copy of PySpark, and the entry point at the path the rendered
-# SparkApplication names: local:///opt/reconciler/jobs/mirror_job.py.
+# The image of the replication jobs on Kubernetes (the Spark operator runs it as an engine's driver and executors).
+# Python and pyspark are the project's own: the Python minor that CI tests (PYTHON_VERSION, within pyproject's
+# requires-python) and pyspark/pyarrow at the versions of constraints.txt (the `spark` extra installed with
+# `-c constraints.txt`), on Debian bookworm with its OpenJDK 17. Spark comes from the pyspark wheel (its jars,
+# spark-submit and the Kubernetes backend); /opt/spark links into it, and deploy/image/entrypoint.sh is the
+# `driver` / `executor` entry point the operator's pods call (apache/spark-docker's, for this layout). The project
+# lies at the path the rendered SparkApplication names: local:///opt/reconciler/jobs/mirror_job.py.
 #
 #   docker build -t reconciler-job:0.1.0 .          (the `image` workflow builds and pushes it)
-ARG SPARK_IMAGE=apache/spark:4.0.1-python3
-FROM ${SPARK_IMAGE}
+ARG PYTHON_VERSION=3.11
+FROM python:${PYTHON_VERSION}-slim-bookworm
 
-USER 0
+# Debian bookworm's packages: the base tag fixes the release; exact versions are withdrawn on security updates.
+# hadolint ignore=DL3008
+RUN set -eux; \
+    mkdir -p /usr/share/man/man1; \
+    apt-get update; \
+    apt-get install -y --no-install-recommends openjdk-17-jre-headless tini procps libnss-wrapper; \
+    rm -rf /var/lib/apt/lists/*; \
+    groupadd --system --gid=185 spark; \
+    useradd --system --uid=185 --gid=spark -d /nonexistent spark
+
 WORKDIR /opt/reconciler
 COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY reconciler ./reconciler
 COPY schemas ./schemas
 COPY jobs ./jobs
 COPY topologies/demo ./topologies/demo
-# pyspark is the base image's own (/opt/spark/python); pyarrow is the job runtime's other half.
-RUN grep -E '^(pyarrow|prometheus-client)==' constraints.txt > /tmp/runtime.txt \
-    && python3 -m pip install --no-cache-dir -c constraints.txt . -r /tmp/runtime.txt \
-    && rm /tmp/runtime.txt \
-    && python3 -c "import reconciler.resources as r; r.job_script(); r.schema_path()"
+# The project with the job runtime (pyspark, pyarrow) at the versions of constraints.txt; then SPARK_HOME
+# (/opt/spark) made of the pyspark wheel's Spark, with a work directory the spark user can write.
+RUN set -eux; \
+    python3 -m pip install --no-cache-dir -c constraints.txt ".[spark]"; \
+    pyspark_home="$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"; \
+    mkdir -p /opt/spark/work-dir; \
+    for d in bin sbin jars python data examples; do \
+        if [ -e "$pyspark_home/$d" ]; then ln -s "$pyspark_home/$d" "/opt/spark/$d"; fi; \
+    done; \
+    chmod a+x "$pyspark_home"/bin/* "$pyspark_home"/sbin/*; \
+    chown -R spark:spark /opt/spark/work-dir; \
+    chmod g+w /opt/spark/work-dir; \
+    python3 -c "import reconciler.resources as r; r.job_script(); r.schema_path()"; \
+    python3 jobs/mirror_job.py --help > /dev/null
+COPY deploy/image/entrypoint.sh /opt/entrypoint.sh
 
-# The base image's unprivileged spark user.
+ENV SPARK_HOME=/opt/spark \
+    PYSPARK_PYTHON=python3 \
+    PYTHONPATH=/opt/reconciler
+
+# The unprivileged spark user the Spark images run as (uid 185).
 USER 185
+ENTRYPOINT ["/opt/entrypoint.sh"]

@@ -25,6 +25,7 @@ DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
         "manifests_dir",
         "kubectl_apply",
         "metrics_port",
+        "engine",
     ),
 }
 

@@ -4,6 +4,9 @@ DIR/engine.json        `EngineRecord`: the engine's name and the settings of its
 DIR/flows/<flow>.json  one job spec per flow (reconciler.contract.spec)
 DIR/flows/<flow>.restart
                        a token: a new value restarts that flow in place
+DIR/flow.<flow>.json, DIR/flow.<flow>.restart
+                       the same, flat: for a directory that cannot have subdirectories (a Kubernetes ConfigMap
+                       mounted as a volume: its keys are file names; reconciler.deploy.kubernetes)
 DIR/runtime.json       written by the engine: instance, driver pid, metrics port, Spark application id and
                        each flow's `FlowRuntime`
 """
@@ -22,12 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.contract.deployers import RUNTIME_FILE
+from reconciler.contract.flow_id import flow_ends
 
 log = logging.getLogger(__name__)
 
 ENGINE_FILE = "engine.json"
 FLOWS_DIR = "flows"
+#: Flow files may also lie in the engine directory itself as `flow.<flow>.json` (a ConfigMap has no subdirectories).
+FLAT_FLOW_PREFIX = "flow."
 RESTART_SUFFIX = ".restart"
+#: An EngineRecord's master (and `--master`) meaning: do not set spark.master, keep the one spark-submit was
+#: started with (the Kubernetes operator's).
+INHERIT_MASTER = "inherit"
 
 
 @dataclass(frozen=True)
@@ -89,11 +98,26 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 
 def flow_files(engine_dir: Path) -> dict[str, Path]:
-    """The engine's flow spec files by file stem (DIR/flows/<stem>.json)."""
+    """The engine's flow spec files by file stem: DIR/flows/<stem>.json and DIR/flow.<stem>.json (one layout per
+    engine directory; were a stem in both, DIR/flows/ wins). A flow's restart token is its file's name with
+    `.restart` instead of `.json`."""
+    found = {
+        p.name[len(FLAT_FLOW_PREFIX) : -len(".json")]: p
+        for p in sorted(engine_dir.glob(f"{FLAT_FLOW_PREFIX}*.json"))
+        if p.is_file() and len(p.name) > len(FLAT_FLOW_PREFIX) + len(".json")
+    }
     d = engine_dir / FLOWS_DIR
-    if not d.is_dir():
-        return {}
-    return {p.name[: -len(".json")]: p for p in sorted(d.glob("*.json")) if p.is_file()}
+    if d.is_dir():
+        found.update({p.name[: -len(".json")]: p for p in sorted(d.glob("*.json")) if p.is_file()})
+    return dict(sorted(found.items()))
+
+
+def flat_flow_file(flow: str) -> str:
+    """The flat file name of a flow in an engine directory (a ConfigMap key: `[-._a-zA-Z0-9]+`):
+    `west->east` -> `flow.west.east.json`, `west->east:orders` -> `flow.west.east.orders.json` (aliases and
+    family names never contain '.')."""
+    source, target, family = flow_ends(flow)
+    return FLAT_FLOW_PREFIX + ".".join(p for p in (source, target, family) if p) + ".json"
 
 
 def write_runtime(

@@ -1,35 +1,61 @@
-"""`kubernetes` deployer: SparkApplication manifests for the Spark operator (sparkoperator.k8s.io/v1beta2).
+"""`kubernetes` deployer: one SparkApplication per engine for the Spark operator (sparkoperator.k8s.io/v1beta2).
 
-Per flow one file `<manifests_dir>/mirror-<source>-to-<target>.yaml` with two documents:
+An engine (reconciler.replication.engine) is one Spark application running several flows: by default every flow
+into one target cluster (`job.engine`, default the target's alias). Per engine one file
+`<manifests_dir>/engine-<engine>.yaml` with two documents:
 
-* a ConfigMap holding the job spec (`spec.json`), mounted into the driver at
-  /etc/reconciler/spec.json. The job re-reads that file every refresh interval, and Kubernetes
-  updates mounted ConfigMaps in place, so hot-reloadable changes (`update`) only touch the
-  ConfigMap: no restart.
-* a SparkApplication (Python, cluster mode) running `jobs/mirror_job.py --spec ... --master inherit`
-  from the image. Its driver carries the annotation `reconciler/restart-hash` (the hash of the
-  spec fields a running job cannot take), so the operator resubmits the application exactly when
-  a change needs a restart; `restartPolicy: Always` restarts it after a crash or an exit 3.
+* a ConfigMap holding the engine directory: `engine.json` (the engine's `EngineRecord`: name, master `inherit`,
+  spark_conf) and one key per flow, `flow.<source>.<target>[.<family>].json` (its job spec), plus
+  `flow.<...>.restart` (a token: a new value restarts that flow in place). It is mounted whole at
+  /etc/reconciler/engine. A ConfigMap has no subdirectories, so the flows lie flat beside engine.json
+  (reconciler.contract.engine.flow_files reads both layouts): one ConfigMap is one atomic update (the kubelet
+  swaps the mounted directory in one rename), nothing is mounted inside a read-only ConfigMap volume, and no
+  `items` list in the SparkApplication names the flows (which would change it with every flow).
+* a SparkApplication (Python, cluster mode) running `jobs/mirror_job.py --engine-dir /etc/reconciler/engine
+  --master inherit` from the image. Nothing of it depends on the engine's flows: its executors scale with the
+  flows' tasks (dynamic allocation, at most `spark.dynamicAllocation.maxExecutors`), and the pods take every
+  variable of the Secret `secret_name` (`envFrom`, optional).
 
-Secrets: the spec keeps `${ENV_VAR}` references; each becomes an environment variable of the
-driver and the executors taken from the Kubernetes Secret `secret_name` (key = variable name,
-`envSecretKeyRefs`). No secret value is ever rendered.
+Adding, changing and removing a flow rewrites only the ConfigMap: Kubernetes updates mounted ConfigMaps in place
+(within the kubelet's sync period, about a minute) and the running engine picks the flow files up; a flow change
+that needs a restart restarts that flow in place (the flow's driver exits 3 and the engine runs the new file). A
+change of the engine's own settings (spark_conf, image, namespace, service account, Secret, metrics port) changes
+the SparkApplication, whose driver carries the annotation `reconciler/restart-hash` (the hash of those settings):
+the operator resubmits it, every flow of the engine restarts; `restartPolicy: Always` restarts it after a crash.
+
+The deployer's interface stays per flow (deploy/update/restart/stop(flow)/inspect(flow)): it reads the engine's
+file back to know the other flows. A flow moving to another engine leaves the old one (whose file goes when its
+last flow does). A manifest of the earlier layout (one SparkApplication per flow, `mirror-<source>-to-<target>-
+<hash>.yaml`) is reported by `inspect` without an engine, so the plan shows the flow moving into its engine; the
+move deletes that file (and `kubectl delete -f` it first with `kubectl_apply`). The new engine resumes the flow
+from its committed offsets; an old driver still running meanwhile sees the newer instance's status and stops
+itself (exit 4).
+
+Secrets: the specs keep `${ENV_VAR}` references; the driver and the executors take every key of the Kubernetes
+Secret `secret_name` as an environment variable (`envFrom`). No secret value is ever rendered; the ConfigMap's
+annotation `reconciler/secret-variables` lists the variables its flows reference (the Secret must hold them: a
+pod's environment is fixed when it starts, so a key added to the Secret later reaches the engine at its next
+restart; until then a flow that needs it fails alone and is retried).
 
 By default the files are only written, for a GitOps controller (Argo CD, Flux) to sync; with
-`job.kubectl_apply: true` the deployer also runs `kubectl apply -f FILE` (and `kubectl delete -f`
-on stop). Without kubectl the deployer cannot see pods: whether the job runs is read from the
-status it publishes, like for every other deployer.
+`job.kubectl_apply: true` the deployer also runs `kubectl apply -f FILE` (and `kubectl delete -f` when an engine
+loses its last flow). Without kubectl the deployer cannot see pods: whether a flow runs is read from the status
+it publishes, like for every other deployer.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +64,15 @@ import yaml
 from reconciler import settings
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import INSTANCE_ENV, KUBERNETES
+from reconciler.contract.engine import ENGINE_FILE, INHERIT_MASTER, RESTART_SUFFIX, flat_flow_file
 from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV
 from reconciler.contract.spec import JobSpec
-from reconciler.deploy.base import Deployer, Deployment, restart_hash
+from reconciler.deploy.base import Deployer, Deployment
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
-SPEC_MOUNT = "/etc/reconciler"
+ENGINE_MOUNT = "/etc/reconciler/engine"
 APP_ROOT = "/opt/reconciler"
 DEFAULTS = {
     "namespace": "default",
@@ -55,12 +82,17 @@ DEFAULTS = {
     "manifests_dir": None,
     "kubectl_apply": False,
     "metrics_port": KUBERNETES_PORT,
+    "engine": None,
 }
-
-
-def secret_env(refs: Mapping[str, Mapping[str, str]]) -> list[dict[str, Any]]:
-    """Container `env` entries that read each variable from its Secret key (fresh dicts: no YAML anchors)."""
-    return [{"name": n, "valueFrom": {"secretKeyRef": {"name": r["name"], "key": r["key"]}}} for n, r in refs.items()]
+#: Options that change where and how the manifests are written, not the SparkApplication.
+FILE_OPTIONS = frozenset({"manifests_dir", "kubectl_apply"})
+#: Executors of an engine when its spark_conf does not say (dynamic allocation: they follow the flows' tasks).
+MIN_EXECUTORS = 1
+MAX_EXECUTORS = 8
+#: SparkApplication states in which its driver runs or is about to.
+ALIVE_STATES = frozenset({"RUNNING", "SUBMITTED", "PENDING_RERUN", "INVALIDATING", "SUCCEEDING"})
+LEGACY_GLOB = "mirror-*.yaml"
+ENGINE_PREFIX = "engine-"
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -78,12 +110,34 @@ def manifests_root(options: Mapping[str, Any]) -> Path:
 
 
 def resource_name(flow: str) -> str:
-    """A DNS-1123 name for the flow's SparkApplication; a short hash keeps distinct flows distinct."""
+    """The DNS-1123 name of a flow's SparkApplication in the earlier layout (one per flow): the name of its file."""
     source, target, family = flow_ends(flow)
     readable = f"mirror-{source}-to-{target}" + (f"-{family}" if family else "")
     base = re.sub(r"[^a-z0-9-]+", "-", readable.lower()).strip("-")
     digest = hashlib.sha256(flow.encode()).hexdigest()[:6]
     return f"{base[: 63 - 7].rstrip('-')}-{digest}"
+
+
+def engine_resource_name(engine: str) -> str:
+    """A DNS-1123 name for an engine's SparkApplication: `mirror-engine-<engine>`; a short hash is added when the
+    engine's name had to be changed (upper case, `_`) or shortened, so distinct engines stay distinct. Short
+    enough for the names Spark derives from it (driver pod, driver service)."""
+    base = re.sub(r"[^a-z0-9-]+", "-", engine.lower()).strip("-")
+    readable = f"mirror-engine-{base}"
+    if base == engine and len(readable) <= 50:
+        return readable
+    digest = hashlib.sha256(engine.encode()).hexdigest()[:6]
+    return f"{readable[:43].rstrip('-')}-{digest}"
+
+
+def engine_of(flow: str, options: Mapping[str, Any] | None) -> str:
+    """The engine a flow runs in: `job.engine` (in the deployment options), else its target cluster's alias."""
+    name = (options or {}).get("engine")
+    return str(name) if name else flow_ends(flow)[1]
+
+
+def engine_file(engine: str, options: Mapping[str, Any]) -> Path:
+    return manifests_root(options) / f"{ENGINE_PREFIX}{engine}.yaml"
 
 
 def secret_references(spec: JobSpec) -> list[str]:
@@ -103,31 +157,67 @@ def secret_references(spec: JobSpec) -> list[str]:
     return sorted(names)
 
 
-def render(
-    spec: JobSpec,
+@dataclass(frozen=True)
+class FlowEntry:
+    """One flow of an engine's ConfigMap: its spec (as stored), when it was last (re)started, its restart token."""
+
+    text: str  # the spec's JSON, as in the ConfigMap
+    deployed_at: float
+    token: str | None = None
+
+    @property
+    def spec(self) -> JobSpec | None:
+        try:
+            return JobSpec.from_json(self.text)
+        except Exception:  # noqa: BLE001 - an unreadable spec: the plan restarts the flow with the desired one
+            return None
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def _parse_iso(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        import calendar
+
+        return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
+    except ValueError:
+        return None
+
+
+def settings_hash(engine: str, spark_conf: Mapping[str, str], options: Mapping[str, Any]) -> str:
+    """The hash of what an engine's SparkApplication is made of (not its flows): a change resubmits it."""
+    app_options = {k: v for k, v in sorted(options.items()) if k not in FILE_OPTIONS and v is not None}
+    text = json.dumps({"engine": engine, "spark_conf": dict(sorted(spark_conf.items())), "options": app_options})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def render_engine(
+    engine: str,
+    flows: Mapping[str, FlowEntry],
+    spark_conf: Mapping[str, str],
     options: Mapping[str, Any],
     *,
     deployed_at: float | None = None,
     restarts: int = 0,
     spark_version: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The ConfigMap and SparkApplication of one job, as plain dicts (YAML-ready)."""
-    opts = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
+    """The ConfigMap (the engine directory) and the SparkApplication of one engine, as plain dicts (YAML-ready)."""
+    opts = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}, "engine": engine}
     if not opts["image"]:
         raise ValueError(
-            f"flow {spec.flow}: the kubernetes deployer needs job.image (an image with the project installed)"
+            f"engine {engine}: the kubernetes deployer needs job.image (an image with the project installed)"
         )
-    name = resource_name(spec.flow)
+    name = engine_resource_name(engine)
     ns = opts["namespace"]
     labels = {
         "app.kubernetes.io/name": "reconciler-mirror",
         "app.kubernetes.io/managed-by": "reconciler",
         "app.kubernetes.io/instance": name,
     }
-    flow_note = {"reconciler/flow": spec.flow, "reconciler/spec-hash": spec.spec_hash()}
-    if spec.git_revision:
-        flow_note["reconciler/git-revision"] = spec.git_revision
-    env_refs = {n: {"name": opts["secret_name"], "key": n} for n in secret_references(spec)}
     if spark_version is None:
         try:
             import pyspark
@@ -135,9 +225,9 @@ def render(
             spark_version = pyspark.__version__
         except ImportError:  # pragma: no cover
             spark_version = "4.0.0"
-    pod_annotations = {"reconciler/restart-hash": restart_hash(spec)[:16]}
     port = int(opts["metrics_port"])
-    if port:  # the driver serves the job's metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
+    pod_annotations = {"reconciler/restart-hash": settings_hash(engine, spark_conf, options)}
+    if port:  # the driver serves its flows' metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
         pod_annotations.update(
             {"prometheus.io/scrape": "true", "prometheus.io/port": str(port), "prometheus.io/path": "/metrics"}
         )
@@ -147,16 +237,19 @@ def render(
         "spark.python.worker.reuse": "true",
         "spark.ui.showConsoleProgress": "false",
         "spark.task.maxFailures": "1",
+        "spark.scheduler.mode": "FAIR",
         "spark.executorEnv.PYTHONPATH": APP_ROOT,
-        **{str(k): str(v) for k, v in spec.engine.spark_conf.items()},
+        "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+        **{str(k): str(v) for k, v in spark_conf.items()},
     }
+    env_from = [{"secretRef": {"name": opts["secret_name"], "optional": True}}]
     driver: dict[str, Any] = {
         "cores": 1,
         "memory": "512m",
         "serviceAccount": opts["service_account"],
         "labels": dict(labels),
         "annotations": dict(pod_annotations),
-        "volumeMounts": [{"name": "job-spec", "mountPath": SPEC_MOUNT, "readOnly": True}],
+        "volumeMounts": [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}],
         "env": [
             {"name": "PYTHONPATH", "value": APP_ROOT},
             {"name": PORT_ENV, "value": str(port)},
@@ -164,27 +257,47 @@ def render(
             # instance, which a zombie driver of an earlier pod sees in the status topic and stops for.
             {"name": INSTANCE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
         ],
+        "envFrom": env_from,
     }
     if port:
         driver["ports"] = [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
     executor: dict[str, Any] = {
-        "instances": spec.engine.parallelism,
         "cores": 1,
         "memory": "512m",
         "labels": dict(labels),
+        "envFrom": [dict(e, secretRef=dict(e["secretRef"])) for e in env_from],
     }
-    if env_refs:  # `env` with valueFrom.secretKeyRef (the operator's envSecretKeyRefs is deprecated)
-        driver["env"] += secret_env(env_refs)
-        executor["env"] = secret_env(env_refs)
+    lo = int(conf.get("spark.dynamicAllocation.minExecutors", MIN_EXECUTORS))
+    hi = max(lo, int(conf.get("spark.dynamicAllocation.maxExecutors", MAX_EXECUTORS)))
+    variables = sorted({v for entry in flows.values() if (s := entry.spec) is not None for v in secret_references(s)})
+    flow_notes = {
+        flow: {"key": flat_flow_file(flow), "spec-hash": _hash_of(entry), "deployed-at": _iso(entry.deployed_at)}
+        for flow, entry in sorted(flows.items())
+    }
+    data = {ENGINE_FILE: json.dumps({"name": engine, "master": INHERIT_MASTER, "spark_conf": dict(spark_conf)})}
+    for flow, entry in sorted(flows.items()):
+        key = flat_flow_file(flow)
+        data[key] = entry.text
+        if entry.token:
+            data[key[: -len(".json")] + RESTART_SUFFIX] = entry.token + "\n"
     config_map = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": f"{name}-spec", "namespace": ns, "labels": dict(labels), "annotations": dict(flow_note)},
-        "data": {"spec.json": spec.to_json() + "\n"},
+        "metadata": {
+            "name": f"{name}-flows",
+            "namespace": ns,
+            "labels": dict(labels),
+            "annotations": {
+                "reconciler/engine": engine,
+                "reconciler/flows": json.dumps(flow_notes, sort_keys=True),
+                "reconciler/secret-variables": ",".join(variables),
+            },
+        },
+        "data": data,
     }
-    app_annotations = {**flow_note, "reconciler/options": json.dumps(dict(sorted(options.items())), sort_keys=True)}
+    app_annotations = {"reconciler/engine": engine, "reconciler/options": json.dumps(dict(sorted(options.items())))}
     if deployed_at is not None:
-        app_annotations["reconciler/deployed-at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deployed_at))
+        app_annotations["reconciler/deployed-at"] = _iso(deployed_at)
     app = {
         "apiVersion": API_VERSION,
         "kind": "SparkApplication",
@@ -196,16 +309,99 @@ def render(
             "image": opts["image"],
             "imagePullPolicy": "IfNotPresent",
             "mainApplicationFile": f"local://{APP_ROOT}/jobs/mirror_job.py",
-            "arguments": ["--spec", f"{SPEC_MOUNT}/spec.json", "--master", "inherit"],
+            "arguments": ["--engine-dir", ENGINE_MOUNT, "--master", INHERIT_MASTER],
             "sparkVersion": spark_version,
             "sparkConf": dict(sorted(conf.items())),
             "restartPolicy": {"type": "Always", "onFailureRetryInterval": 10, "onSubmissionFailureRetryInterval": 20},
-            "volumes": [{"name": "job-spec", "configMap": {"name": f"{name}-spec"}}],
+            "dynamicAllocation": {"enabled": True, "initialExecutors": lo, "minExecutors": lo, "maxExecutors": hi},
+            "volumes": [{"name": "engine", "configMap": {"name": f"{name}-flows"}}],
             "driver": driver,
             "executor": executor,
         },
     }
     return [config_map, app]
+
+
+def _hash_of(entry: FlowEntry) -> str | None:
+    spec = entry.spec
+    return spec.spec_hash() if spec is not None else None
+
+
+def render(spec: JobSpec, options: Mapping[str, Any], **kw: Any) -> list[dict[str, Any]]:
+    """The engine of one flow alone (its ConfigMap and SparkApplication)."""
+    entry = FlowEntry(spec.to_json() + "\n", kw.pop("deployed_at", None) or time.time())
+    return render_engine(
+        engine_of(spec.flow, options), {spec.flow: entry}, spec.engine.spark_conf, options, deployed_at=None, **kw
+    )
+
+
+def _read_docs(path: Path) -> tuple[dict, dict] | None:
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    except (OSError, yaml.YAMLError):
+        return None
+    cm = next((d for d in docs if isinstance(d, dict) and d.get("kind") == "ConfigMap"), None)
+    app = next((d for d in docs if isinstance(d, dict) and d.get("kind") == "SparkApplication"), None)
+    return (cm, app) if cm and app else None
+
+
+def _json(text: str | None, default: Any) -> Any:
+    try:
+        return json.loads(text) if text else default
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True)
+class EngineManifest:
+    """An engine's file as rendered: its flows, Spark settings and deployment options."""
+
+    path: Path
+    engine: str
+    flows: dict[str, FlowEntry]
+    spark_conf: dict[str, str]
+    options: dict[str, Any]
+    namespace: str
+    app_name: str
+    restarts: int
+    deployed_at: float | None
+    docs: tuple[dict, dict]
+
+    @classmethod
+    def load(cls, path: Path) -> EngineManifest | None:
+        read = _read_docs(path)
+        if read is None:
+            return None
+        cm, app = read
+        engine = (app["metadata"].get("annotations") or {}).get("reconciler/engine")
+        if not engine:
+            return None
+        data = cm.get("data") or {}
+        record = _json(data.get(ENGINE_FILE), {})
+        notes = _json((cm["metadata"].get("annotations") or {}).get("reconciler/flows"), {})
+        flows: dict[str, FlowEntry] = {}
+        for flow, note in sorted(notes.items()):
+            key = note.get("key") or flat_flow_file(flow)
+            token = data.get(key[: -len(".json")] + RESTART_SUFFIX)
+            flows[flow] = FlowEntry(
+                data.get(key) or "",
+                _parse_iso(note.get("deployed-at")) or path.stat().st_mtime,
+                token.strip() if token else None,
+            )
+        ann = app["metadata"].get("annotations") or {}
+        pod_ann = app["spec"].get("driver", {}).get("annotations") or {}
+        return cls(
+            path,
+            str(engine),
+            flows,
+            {str(k): str(v) for k, v in (record.get("spark_conf") or {}).items()},
+            _json(ann.get("reconciler/options"), {}),
+            app["metadata"].get("namespace", "default"),
+            app["metadata"]["name"],
+            int(pod_ann.get("reconciler/restarts", "0")),
+            _parse_iso(ann.get("reconciler/deployed-at")),
+            (cm, app),
+        )
 
 
 class KubernetesDeployer(Deployer):
@@ -215,46 +411,86 @@ class KubernetesDeployer(Deployer):
         self.kubectl = kubectl or settings.kubectl()
 
     def path(self, flow: str, options: Mapping[str, Any]) -> Path:
-        return manifests_root(options) / f"{resource_name(flow)}.yaml"
+        """The file of the engine `flow` runs in (per `options`)."""
+        return engine_file(engine_of(flow, options), options)
+
+    @contextmanager
+    def _locked(self, root: Path) -> Iterator[None]:
+        """One change of a manifests directory at a time (apply handles the flows of a batch in parallel, and the
+        flows of an engine share its file); a lock on the directory itself, no lock file in a GitOps tree."""
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
     # --- reading back what was rendered -------------------------------------------------------
     @staticmethod
-    def _read(path: Path) -> tuple[dict, dict] | None:
-        try:
-            docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
-        except (OSError, yaml.YAMLError):
-            return None
-        cm = next((d for d in docs if d.get("kind") == "ConfigMap"), None)
-        app = next((d for d in docs if d.get("kind") == "SparkApplication"), None)
-        return (cm, app) if cm and app else None
+    def _engines(root: Path) -> list[EngineManifest]:
+        out = []
+        for path in sorted(root.glob(f"{ENGINE_PREFIX}*.yaml")) if root.is_dir() else []:
+            found = EngineManifest.load(path)
+            if found is not None:
+                out.append(found)
+        return out
 
-    def _deployment(self, path: Path) -> Deployment | None:
-        read = self._read(path)
+    def _engine_deployments(self, em: EngineManifest, only: str | None = None) -> list[Deployment]:
+        alive, detail, where = None, f"engine {em.engine}, manifest {em.path}", f"k8s {em.namespace}/{em.app_name}"
+        flows = [f for f in em.flows if only is None or f == only]
+        if flows and em.options.get("kubectl_apply"):
+            found = self._app_state(em.namespace, em.app_name)
+            if found is not None:
+                state, pod = found
+                alive = state in ALIVE_STATES
+                detail = f"engine {em.engine}: SparkApplication state {state}"
+                if pod:
+                    where += f", driver pod {pod}"
+        mtime = em.path.stat().st_mtime
+        return [
+            Deployment(
+                flow,
+                self.name,
+                where,
+                em.flows[flow].spec,
+                alive,
+                min(em.flows[flow].deployed_at, mtime),
+                False,
+                None,
+                detail,
+                {**em.options, "engine": em.engine},
+            )
+            for flow in flows
+        ]
+
+    def _legacy_deployment(self, path: Path) -> Deployment | None:
+        """A manifest of the earlier layout (one SparkApplication per flow): reported without an engine."""
+        read = _read_docs(path)
         if read is None:
             return None
         cm, app = read
-        ann = app["metadata"].get("annotations", {})
+        ann = app["metadata"].get("annotations") or {}
         flow = ann.get("reconciler/flow")
         if not flow:
             return None
         try:
-            spec = JobSpec.from_json(cm["data"]["spec.json"])
+            spec = JobSpec.from_json((cm.get("data") or {})["spec.json"])
         except Exception:  # noqa: BLE001
             spec = None
-        try:
-            options = json.loads(ann.get("reconciler/options", "{}"))
-        except ValueError:
-            options = {}
+        options = _json(ann.get("reconciler/options"), {})
         ns, name = app["metadata"].get("namespace", "default"), app["metadata"]["name"]
-        alive, detail, where = None, f"manifest {path}", f"k8s {ns}/{name}"
+        alive, detail, where = None, f"its own SparkApplication (earlier layout), manifest {path}", f"k8s {ns}/{name}"
         if options.get("kubectl_apply"):
             found = self._app_state(ns, name)
             if found is not None:
                 state, pod = found
-                alive = state in ("RUNNING", "SUBMITTED", "PENDING_RERUN", "INVALIDATING", "SUCCEEDING")
-                detail = f"SparkApplication state {state}"
+                alive = state in ALIVE_STATES
+                detail = f"its own SparkApplication (earlier layout), state {state}"
                 if pod:
                     where += f", driver pod {pod}"
+        options.pop("engine", None)
         return Deployment(flow, self.name, where, spec, alive, path.stat().st_mtime, False, None, detail, options)
 
     def _app_state(self, ns: str, name: str) -> tuple[str, str | None] | None:
@@ -281,52 +517,33 @@ class KubernetesDeployer(Deployer):
         )
 
     def inspect(self, flow: str, options: Mapping[str, Any] | None = None) -> Deployment | None:
-        path = self.path(flow, options or {})
-        return self._deployment(path) if path.exists() else None
+        """The flow in its engine's file, else in another engine's file of the directory, else its manifest of the
+        earlier layout (None: nowhere)."""
+        options = options or {}
+        root = manifests_root(options)
+        own = EngineManifest.load(engine_file(engine_of(flow, options), options))
+        engines = ([own] if own is not None else []) + [
+            e for e in self._engines(root) if own is None or e.path != own.path
+        ]
+        for em in engines:
+            if flow in em.flows:
+                return self._engine_deployments(em, flow)[0]
+        legacy = root / f"{resource_name(flow)}.yaml"
+        return self._legacy_deployment(legacy) if legacy.exists() else None
 
     def deployments(self, options: list[Mapping[str, Any]] | None = None) -> list[Deployment]:
         roots = sorted({manifests_root(o) for o in (options or [])} | {manifests_root({})})
-        out = []
+        out: list[Deployment] = []
         for root in roots:
-            for path in sorted(root.glob("mirror-*.yaml")) if root.exists() else []:
-                dep = self._deployment(path)
+            for em in self._engines(root):
+                out += self._engine_deployments(em)
+            for path in sorted(root.glob(LEGACY_GLOB)) if root.is_dir() else []:
+                dep = self._legacy_deployment(path)
                 if dep is not None:
                     out.append(dep)
         return out
 
     # --- changes -------------------------------------------------------------------------------
-    def _write(self, spec: JobSpec, options: Mapping[str, Any], *, restart: bool) -> OpResult:
-        path = self.path(spec.flow, options)
-        previous = self._read(path) if path.exists() else None
-        deployed_at, restarts = time.time(), 0
-        if previous is not None:
-            _, app = previous
-            pod_ann = app["spec"].get("driver", {}).get("annotations", {})
-            restarts = int(pod_ann.get("reconciler/restarts", "0"))
-            if restart and pod_ann.get("reconciler/restart-hash") == restart_hash(spec)[:16]:
-                restarts += 1  # same spec, job down: a changed annotation makes the operator resubmit it
-            if not restart:
-                stamp = app["metadata"].get("annotations", {}).get("reconciler/deployed-at")
-                deployed_at = _parse_iso(stamp) or deployed_at
-        try:
-            docs = render(spec, options, deployed_at=deployed_at, restarts=restarts)
-        except ValueError as exc:
-            return OpResult.failed(str(exc))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = (
-            f"# Rendered by the reconciler for flow {spec.flow}; `reconciler apply` rewrites this file.\n"
-            + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
-        )
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-        if options.get("kubectl_apply"):
-            res = self._kubectl("apply", "-f", str(path))
-            if not res.ok:
-                return res
-            return OpResult.success(f"rendered {path}; kubectl apply: {res.message}")
-        return OpResult.success(f"rendered {path} (for your GitOps controller to sync)")
-
     def _kubectl(self, *args: str) -> OpResult:
         if shutil.which(self.kubectl) is None:
             return OpResult.failed(f"kubectl_apply is on but {self.kubectl!r} is not on PATH")
@@ -338,42 +555,154 @@ class KubernetesDeployer(Deployer):
             return OpResult.failed(f"kubectl {' '.join(args)} failed: {(out.stderr or out.stdout).strip()[:500]}")
         return OpResult.success((out.stdout or "").strip().replace("\n", "; ")[:300])
 
-    def deploy(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        current = self.inspect(spec.flow, options)
-        if (
-            current is not None
-            and current.spec_hash == spec.spec_hash()
-            and dict(current.options) == dict(options or {})
-        ):
-            return OpResult.already(f"manifest already renders this spec ({self.path(spec.flow, options or {})})")
-        return self._write(spec, options or {}, restart=False)
+    def _write_engine(
+        self,
+        path: Path,
+        engine: str,
+        flows: Mapping[str, FlowEntry],
+        spark_conf: Mapping[str, str],
+        options: Mapping[str, Any],
+        previous: EngineManifest | None,
+        restarts: int,
+    ) -> tuple[OpResult, bool, bool]:
+        """Render the engine's file (kept as it is when nothing in it changes); (result, whether the file changed,
+        whether its SparkApplication did: the operator resubmits it)."""
+        docs = render_engine(engine, flows, spark_conf, options, restarts=restarts)
+        _, app = docs
+        app_changed = previous is None or previous.docs[1].get("spec") != app["spec"]
+        stamp = previous.deployed_at if previous is not None and not app_changed and previous.deployed_at else None
+        app["metadata"]["annotations"]["reconciler/deployed-at"] = _iso(stamp or time.time())
+        header = (
+            f"# Rendered by the reconciler for engine {engine} (flows: {', '.join(sorted(flows))});"
+            " `reconciler apply` rewrites this file.\n"
+        )
+        text = header + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
+        try:
+            if path.read_text() == text:
+                return OpResult.already(f"{path} already renders this"), False, False
+        except OSError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+        if options.get("kubectl_apply"):
+            res = self._kubectl("apply", "-f", str(path))
+            if not res.ok:
+                return res, True, app_changed
+            return OpResult.success(f"rendered {path}; kubectl apply: {res.message}"), True, app_changed
+        return OpResult.success(f"rendered {path} (for your GitOps controller to sync)"), True, app_changed
 
-    def update(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        return self._write(spec, options or {}, restart=False)
+    def _remove_from(self, em: EngineManifest, flow: str) -> OpResult:
+        """Take `flow` out of an engine's file: the ConfigMap is rewritten, or the file goes with its last flow."""
+        flows = {f: e for f, e in em.flows.items() if f != flow}
+        if flows:
+            res, _, _ = self._write_engine(em.path, em.engine, flows, em.spark_conf, em.options, em, em.restarts)
+            n = len(flows)
+            kept = f"{n} other flow{'s' if n != 1 else ''} kept running"
+            return OpResult(res.code, f"removed from engine {em.engine} ({kept}): {res.message}")
+        return self._delete_file(em.path, bool(em.options.get("kubectl_apply")), f"engine {em.engine}")
 
-    def restart(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        return self._write(spec, options or {}, restart=True)
-
-    def stop(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
-        options = options or {}
-        path = self.path(flow, options)
-        if not path.exists():
-            return OpResult.already(f"no manifest {path}")
-        dep = self._deployment(path)
-        if dep is not None and dep.options.get("kubectl_apply"):
+    def _delete_file(self, path: Path, kubectl_apply: bool, what: str) -> OpResult:
+        if kubectl_apply:
             res = self._kubectl("delete", "-f", str(path), "--ignore-not-found")
             if not res.ok:
                 return res
-        path.unlink()
-        return OpResult.success(f"removed {path}")
+        path.unlink(missing_ok=True)
+        return OpResult.success(f"{what} removed ({path})")
 
+    def _leave(self, flow: str, root: Path, keep: Path | None, kubectl_apply: bool) -> OpResult:
+        """`flow` leaves every engine file of `root` but `keep`, and its manifest of the earlier layout."""
+        said: list[str] = []
+        legacy = root / f"{resource_name(flow)}.yaml"
+        if legacy.exists():
+            dep = self._legacy_deployment(legacy)
+            res = self._delete_file(
+                legacy,
+                kubectl_apply or bool(dep is not None and dep.options.get("kubectl_apply")),
+                "its own SparkApplication of the earlier layout",
+            )
+            if not res.ok:
+                return res
+            said.append(res.message)
+        for em in self._engines(root):
+            if em.path != keep and flow in em.flows:
+                res = self._remove_from(em, flow)
+                if not res.ok:
+                    return res
+                said.append(res.message)
+        return OpResult.success("; ".join(said)) if said else OpResult.already("")
 
-def _parse_iso(stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    try:
-        import calendar
+    def _place(self, spec: JobSpec, options: Mapping[str, Any] | None, *, restart: bool) -> OpResult:
+        """Make `spec.flow` run `spec` in its engine: added to, rewritten in or restarted in (a new restart token)
+        the engine's ConfigMap; the SparkApplication changes only with the engine's own settings."""
+        engine = engine_of(spec.flow, options)
+        opts = {**(options or {}), "engine": engine}
+        if not opts.get("image"):
+            return OpResult.failed(
+                f"flow {spec.flow}: the kubernetes deployer needs job.image (an image with the project installed)"
+            )
+        root = manifests_root(opts)
+        path = engine_file(engine, opts)
+        with self._locked(root):
+            left = self._leave(spec.flow, root, path, bool(opts.get("kubectl_apply")))
+            if not left.ok:
+                return left
+            previous = EngineManifest.load(path) if path.exists() else None
+            flows = dict(previous.flows) if previous is not None else {}
+            old = flows.get(spec.flow)
+            current = old.spec if old is not None else None
+            if old is not None and current is not None and current.spec_hash() == spec.spec_hash() and not restart:
+                entry = old
+            else:
+                needs_restart = restart or current is None or bool(current.restart_fields(spec))
+                entry = FlowEntry(
+                    spec.to_json() + "\n",
+                    time.time() if needs_restart or old is None else old.deployed_at,
+                    # a new token restarts a flow the running engine has; a flow new to the engine just starts
+                    None if old is None else str(time.time_ns()) if restart else old.token,
+                )
+            flows[spec.flow] = entry
+            restarts = previous.restarts if previous is not None else 0
+            if restart and previous is not None and opts.get("kubectl_apply"):
+                found = self._app_state(previous.namespace, previous.app_name)
+                if found is not None and found[0] not in ALIVE_STATES:
+                    restarts += 1  # the engine is not running: a changed annotation makes the operator resubmit it
+            try:
+                res, changed, app_changed = self._write_engine(
+                    path, engine, flows, spec.engine.spark_conf, opts, previous, restarts
+                )
+            except ValueError as exc:
+                return OpResult.failed(str(exc))
+        moved = f"{left.message}; " if left.message else ""
+        if not res.ok or (not changed and not moved):
+            return OpResult(res.code, moved + res.message)
+        if old is None:
+            how = f"added to engine {engine}"
+        elif restart or (current is not None and current.restart_fields(spec)) or current is None:
+            how = f"restarted in place in engine {engine}"
+        else:
+            how = f"spec handed to the running flow in engine {engine} (hot reload, no restart)"
+        if previous is not None and app_changed:
+            how += "; the engine's own settings changed: the operator resubmits its SparkApplication (all its flows)"
+        return OpResult(res.code, f"{moved}{how}; {res.message}")
 
-        return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
-    except ValueError:
-        return None
+    def deploy(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
+        return self._place(spec, options, restart=False)
+
+    def update(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
+        return self._place(spec, options, restart=False)
+
+    def restart(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
+        return self._place(spec, options, restart=True)
+
+    def stop(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
+        options = options or {}
+        root = manifests_root(options)
+        if not root.is_dir():
+            return OpResult.already(f"no manifest of flow {flow} in {root}")
+        with self._locked(root):
+            res = self._leave(flow, root, None, bool(options.get("kubectl_apply")))
+        if res.ok and not res.message:
+            return OpResult.already(f"no manifest of flow {flow} in {root}")
+        return res

@@ -40,9 +40,10 @@ def _fmt(value: Any) -> str:
 
 def where_to_run(deployer: str, spec: JobSpec | None, options: dict) -> str:
     if deployer == KUBERNETES:
-        return f"kubernetes {options.get('namespace') or 'default'}, image {options.get('image')}"
-    master = spec.engine.master if spec is not None else None
-    run = f"spark-standalone {master}" if deployer == SPARK_STANDALONE else f"{deployer} {master}"
+        run = f"kubernetes {options.get('namespace') or 'default'}, image {options.get('image')}"
+    else:
+        master = spec.engine.master if spec is not None else None
+        run = f"spark-standalone {master}" if deployer == SPARK_STANDALONE else f"{deployer} {master}"
     engine = options.get("engine")
     return f"engine {engine}, {run}" if engine else run
 

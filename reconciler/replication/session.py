@@ -7,11 +7,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.contract.engine import INHERIT_MASTER
 from reconciler.contract.spec import JobSpec
 from reconciler.resources import import_root
 
-#: `--master inherit`: do not set spark.master, use the one spark-submit was started with.
-INHERIT_MASTER = "inherit"
+__all__ = ["INHERIT_MASTER", "application_conf", "build_session", "engine_conf", "session_of", "spark_conf"]
 
 
 def spark_conf(spec: JobSpec, master: str | None = None) -> dict[str, str]:

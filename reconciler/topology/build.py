@@ -338,6 +338,40 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
         )
 
 
+#: The settings of a kubernetes engine's SparkApplication: every enabled flow of the engine must agree on them
+#: (one application holds them all; reconciler.deploy.kubernetes).
+KUBERNETES_ENGINE_SETTINGS = (
+    "namespace",
+    "image",
+    "service_account",
+    "secret_name",
+    "manifests_dir",
+    "kubectl_apply",
+    "metrics_port",
+    "spark_conf",
+)
+
+
+def _check_engines(flows: list[Flow], diags: Diagnostics) -> None:
+    """The enabled kubernetes flows of one engine run in one SparkApplication: they must agree on its settings
+    (else each apply would render it with the settings of whichever flow came last)."""
+    first: dict[str, Flow] = {}
+    for flow in flows:
+        if not flow.enabled or flow.job.deployer != "kubernetes":
+            continue
+        other = first.setdefault(flow.engine, flow)
+        differ = [k for k in KUBERNETES_ENGINE_SETTINGS if getattr(flow.job, k) != getattr(other.job, k)]
+        if differ:
+            diags.error(
+                f"flow {flow.name} runs in kubernetes engine {flow.engine} with flow {other.name} but its job "
+                f"settings {', '.join(differ)} differ: one SparkApplication runs the engine's flows",
+                flow.where,
+                hint="set them once for the engine's flows (e.g. in `defaults: {job: ...}`), or give the flow an "
+                "engine of its own (`job: {engine: NAME}`)",
+                related=tuple(w for w in (other.where,) if w is not None),
+            )
+
+
 def _heartbeat_carriers(flows: list[Flow]) -> list[Flow]:
     """MM2's internal topics are per pair: of a pair's families, only the first enabled one by name
     replicates (and emits) heartbeats; the others leave them alone."""
@@ -387,6 +421,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     ]
     for flow in flows:
         _check_effective(flow, clusters, diags)
+    _check_engines(flows, diags)
     flows = _heartbeat_carriers(flows)
 
     residency = tuple(_build_residency(doc, path, clusters, diags) for doc, path in src.residency)

@@ -15,6 +15,7 @@ from reconciler.contract.engine import (
     EngineRecord,
     FlowRuntime,
     FlowState,
+    flat_flow_file,
     flow_files,
     read_runtime,
     runtime_flows,
@@ -197,3 +198,48 @@ def test_runtime_and_engine_records_round_trip(tmp_path):
     assert data["instance_id"] == "inst1" and data["metrics_port"] == 9000
     assert runtime_flows(data) == {"a->east": flows[0]}
     assert flow_files(tmp_path) == {}
+
+
+def _configmap(engine_dir: Path, data: dict[str, str], generation: int) -> None:
+    """What the kubelet does to a mounted ConfigMap (its AtomicWriter): the keys are written to a new hidden
+    directory, `..data` is swapped to it in one rename, and each key is a symlink `KEY -> ..data/KEY`."""
+    new = engine_dir / f"..gen{generation}"
+    new.mkdir()
+    for key, text in data.items():
+        (new / key).write_text(text)
+    tmp = engine_dir / "..data_tmp"
+    tmp.symlink_to(new.name)
+    tmp.replace(engine_dir / "..data")
+    for link in engine_dir.iterdir():
+        if not link.name.startswith("..") and link.name not in data:
+            link.unlink()
+    for key in data:
+        if not (engine_dir / key).is_symlink():
+            (engine_dir / key).symlink_to(f"..data/{key}")
+
+
+def test_flat_flow_files_of_a_mounted_configmap(tmp_path):
+    """A ConfigMap has no subdirectories: the kubernetes deployer's flows are `flow.<flow>.json` keys beside
+    engine.json, their restart tokens `flow.<flow>.restart`; updated the way the kubelet updates a mount."""
+    made: list[FakeDriver] = []
+    host = _host(tmp_path, made)
+    a, b = flat_flow_file("a->east"), flat_flow_file("b->east:orders")
+    assert (a, b) == ("flow.a.east.json", "flow.b.east.orders.json")
+    engine = json.dumps({"name": "east", "master": "inherit", "spark_conf": {}})
+    _configmap(tmp_path, {"engine.json": engine, a: json.dumps({"flow": "a->east"})}, 1)
+    assert set(flow_files(tmp_path)) == {"a.east"}
+    _settle(host, lambda fs: [f.flow for f in fs] == ["a->east"])
+
+    data = {"engine.json": engine, a: json.dumps({"flow": "a->east"}), b: json.dumps({"flow": "b->east:orders"})}
+    _configmap(tmp_path, data, 2)  # a flow added
+    _settle(host, lambda fs: [f.flow for f in fs] == ["a->east", "b->east:orders"])
+    assert len(made) == 2 and not made[0].stop_event.is_set()
+
+    _configmap(tmp_path, {**data, "flow.a.east.restart": "1\n"}, 3)  # a restart token for a: b untouched
+    _settle(host, lambda fs: len(made) == 3 and _by_flow(fs)["a->east"].state is FlowState.RUNNING)
+    assert made[0].stop_event.is_set() and not made[1].stop_event.is_set()
+
+    _configmap(tmp_path, {"engine.json": engine, b: data[b]}, 4)  # a removed
+    _settle(host, lambda fs: [f.flow for f in fs] == ["b->east:orders"])
+    assert made[2].stop_event.is_set() and not made[1].stop_event.is_set()
+    host.shutdown(5)

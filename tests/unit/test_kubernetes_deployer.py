@@ -1,7 +1,8 @@
-"""The kubernetes deployer through plan/apply (memory double, no cluster): the rendered
-SparkApplication + ConfigMap have the shape the Spark operator expects, secrets only as Secret
-references, hot changes touch only the ConfigMap, restarts change the application, and
-`kubectl_apply` runs kubectl (a fake one here)."""
+"""The kubernetes deployer through plan/apply (memory double, no cluster): one SparkApplication per engine. The
+rendered ConfigMap (the engine directory: engine.json and one key per flow) and SparkApplication have the shape the
+Spark operator expects, secrets only as Secret references; adding, changing, restarting and removing a flow touch
+only the ConfigMap, a change of the engine's own settings changes the application; flows move between engines
+and out of the earlier per-flow layout; `kubectl_apply` runs kubectl (a fake one here)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,26 @@ import json
 import os
 import re
 import stat
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import yaml
 
 from reconciler.cli.main import main
+from reconciler.contract.engine import flat_flow_file
 from reconciler.contract.spec import JobSpec
 from reconciler.deploy import Deployers
-from reconciler.deploy.kubernetes import KubernetesDeployer, render, resource_name
+from reconciler.deploy.kubernetes import (
+    ENGINE_MOUNT,
+    KubernetesDeployer,
+    engine_resource_name,
+    render,
+    resource_name,
+)
 from reconciler.jobs.backend import JobBackend
+from reconciler.topology.build import load_topology_text
+from reconciler.topology.diagnostics import TopologyError
 from tests.job_helpers import StatusBoard
 from tests.plan_helpers import World, topology
 
@@ -33,15 +45,17 @@ clusters:
 defaults:
   job:
     deployer: kubernetes
-    image: registry.example/reconciler:1.4.0
+    image: {image}
     namespace: replication
     manifests_dir: "{dir}"
     parallelism: 3
     kubectl_apply: {kubectl}
 flows:
-  - {{source: west, target: east, topics: {{include: {topics}}}, delivery: {delivery}}}
+  - {{source: west, target: east, name: orders, topics: {{include: {topics}}}, delivery: {delivery}}}
 {extra}
 """
+REFUNDS = '  - {source: west, target: east, name: refunds, topics: {include: ["refunds"]}}'
+ORDERS, REFUNDS_FLOW = "west->east:orders", "west->east:refunds"
 
 
 class K8sEnv:
@@ -50,27 +64,37 @@ class K8sEnv:
         self.dir = tmp_path / "deploy" / "k8s"
         monkeypatch.setenv("EAST_PASSWORD", SECRET)
         self.kubectl_log = tmp_path / "kubectl.log"
-        kubectl = tmp_path / "bin" / "kubectl"
-        kubectl.parent.mkdir()
-        kubectl.write_text(
+        self.kubectl = tmp_path / "bin" / "kubectl"
+        self.kubectl.parent.mkdir()
+        self.kubectl.write_text(
             f'#!/bin/sh\necho "$@" >> {self.kubectl_log}\n'
             'if [ "$1" = get ]; then echo \'{"status": {"applicationState": {"state": "RUNNING"}, '
-            '"driverInfo": {"podName": "mirror-west-east-driver"}}}\'; '
+            '"driverInfo": {"podName": "mirror-engine-east-driver"}}}\'; '
             'else echo "sparkapplication.sparkoperator.k8s.io/x configured"; fi\n'
         )
-        kubectl.chmod(kubectl.stat().st_mode | stat.S_IEXEC)
+        self.kubectl.chmod(self.kubectl.stat().st_mode | stat.S_IEXEC)
         self.world = World(
             topology("flows:\n  - {source: west, target: east}", {"west": "west-kafka:9092", "east": "east-kafka:9092"})
         )
         self.world["west"].add_topic("orders", 2)
+        self.world["west"].add_topic("refunds", 2)
         self.board = StatusBoard()
-        self.backend = JobBackend(Deployers(tmp_path / "state", kubectl=str(kubectl)), self.board.reader)
+        self.backend = JobBackend(Deployers(tmp_path / "state", kubectl=str(self.kubectl)), self.board.reader)
         self.cli = self.world.backend(self.backend)  # what the CLI runs against
         self.path = tmp_path / "t.yaml"
         self.write()
 
-    def write(self, topics='["orders"]', delivery="at-least-once", kubectl="false", extra="") -> None:
-        self.path.write_text(TOPO.format(dir=self.dir, topics=topics, delivery=delivery, kubectl=kubectl, extra=extra))
+    def write(
+        self,
+        topics='["orders"]',
+        delivery="at-least-once",
+        kubectl="false",
+        extra="",
+        image="registry.example/reconciler:1.4.0",
+    ) -> None:
+        self.path.write_text(
+            TOPO.format(dir=self.dir, topics=topics, delivery=delivery, kubectl=kubectl, extra=extra, image=image)
+        )
 
     def jobs(self) -> list[dict]:
         main(["plan", str(self.path), "--format", "json"], self.cli)
@@ -82,12 +106,22 @@ class K8sEnv:
         assert SECRET not in out
         return out
 
-    def manifest(self) -> tuple[dict, dict, str]:
-        path = self.dir / f"{resource_name('west->east')}.yaml"
-        text = path.read_text()
+    def file(self, engine: str = "east") -> Path:
+        return self.dir / f"engine-{engine}.yaml"
+
+    def manifest(self, engine: str = "east") -> tuple[dict, dict, str]:
+        text = self.file(engine).read_text()
         cm, app = list(yaml.safe_load_all(text))
         assert not re.search(r"[&*]id\d+", text), "rendered manifests use no YAML anchors or aliases"
         return cm, app, text
+
+    def spec(self, flow: str, engine: str = "east") -> JobSpec:
+        return JobSpec.from_json(self.manifest(engine)[0]["data"][flat_flow_file(flow)])
+
+    def report_all(self) -> None:
+        cm = self.manifest()[0]
+        for flow in json.loads(cm["metadata"]["annotations"]["reconciler/flows"]):
+            self.board.report(flow, self.spec(flow))
 
 
 @pytest.fixture
@@ -97,90 +131,257 @@ def k8s(tmp_path, monkeypatch, capsys):
 
 def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
     [deploy] = k8s.jobs()
-    assert (
-        deploy["kind"] == "deploy_job"
-        and "kubernetes replication, image registry.example/reconciler:1.4.0" in deploy["description"]
-    )
+    assert deploy["kind"] == "deploy_job" and deploy["options"]["engine"] == "east"
+    assert "engine east, kubernetes replication, image registry.example/reconciler:1.4.0" in deploy["description"]
     out = k8s.apply()
-    assert "rendered" in out
+    assert "rendered" in out and "added to engine east" in out
+    assert sorted(p.name for p in k8s.dir.iterdir()) == ["engine-east.yaml"], "one file per engine"
     cm, app, text = k8s.manifest()
     assert SECRET not in text
-    name = resource_name("west->east")
-    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name) and len(name) <= 63
+    name = engine_resource_name("east")
+    assert name == "mirror-engine-east"
 
     assert cm["apiVersion"] == "v1" and cm["kind"] == "ConfigMap" and cm["metadata"]["namespace"] == "replication"
-    spec = JobSpec.from_json(cm["data"]["spec.json"])
-    assert spec.flow == "west->east" and spec.target.config["sasl.password"] == "${EAST_PASSWORD}"
-    assert cm["metadata"]["annotations"]["reconciler/spec-hash"] == spec.spec_hash() == deploy["spec_hash"]
+    assert sorted(cm["data"]) == ["engine.json", "flow.west.east.orders.json"]
+    assert json.loads(cm["data"]["engine.json"]) == {"name": "east", "master": "inherit", "spark_conf": {}}
+    spec = k8s.spec(ORDERS)
+    assert spec.flow == ORDERS and spec.target.config["sasl.password"] == "${EAST_PASSWORD}"
+    notes = json.loads(cm["metadata"]["annotations"]["reconciler/flows"])
+    assert notes[ORDERS]["spec-hash"] == spec.spec_hash() == deploy["spec_hash"]
+    assert cm["metadata"]["annotations"]["reconciler/secret-variables"] == "EAST_PASSWORD"
 
     assert app["apiVersion"] == "sparkoperator.k8s.io/v1beta2" and app["kind"] == "SparkApplication"
     assert app["metadata"] == {**app["metadata"], "name": name, "namespace": "replication"}
     s = app["spec"]
     assert s["type"] == "Python" and s["mode"] == "cluster" and s["image"] == "registry.example/reconciler:1.4.0"
     assert s["mainApplicationFile"] == "local:///opt/reconciler/jobs/mirror_job.py"
-    assert s["arguments"] == ["--spec", "/etc/reconciler/spec.json", "--master", "inherit"]
+    assert s["arguments"] == ["--engine-dir", "/etc/reconciler/engine", "--master", "inherit"] and (
+        ENGINE_MOUNT == "/etc/reconciler/engine"
+    )
     assert s["restartPolicy"]["type"] == "Always" and re.fullmatch(r"\d+\.\d+\.\d+.*", s["sparkVersion"])
-    assert s["volumes"] == [{"name": "job-spec", "configMap": {"name": cm["metadata"]["name"]}}]
-    assert s["driver"]["volumeMounts"] == [{"name": "job-spec", "mountPath": "/etc/reconciler", "readOnly": True}]
-    assert s["driver"]["serviceAccount"] == "spark-operator-spark" and s["executor"]["instances"] == 3
-    ref = {"EAST_PASSWORD": {"name": "reconciler-secrets", "key": "EAST_PASSWORD"}}
-    assert "envSecretKeyRefs" not in s["driver"] and "envSecretKeyRefs" not in s["executor"]
+    assert s["volumes"] == [{"name": "engine", "configMap": {"name": cm["metadata"]["name"]}}]
+    assert s["driver"]["volumeMounts"] == [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}]
+    assert s["driver"]["serviceAccount"] == "spark-operator-spark"
+    assert s["dynamicAllocation"] == {"enabled": True, "initialExecutors": 1, "minExecutors": 1, "maxExecutors": 8}
+    assert s["sparkConf"]["spark.scheduler.mode"] == "FAIR"
     for pod in (s["driver"], s["executor"]):
-        secret_env = {
-            e["name"]: e["valueFrom"]["secretKeyRef"] for e in pod["env"] if "secretKeyRef" in e.get("valueFrom", {})
-        }
-        assert secret_env == ref
+        assert pod["envFrom"] == [{"secretRef": {"name": "reconciler-secrets", "optional": True}}]
+        assert not [e for e in pod.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
     assert all(isinstance(v, str) for v in s["sparkConf"].values())
     assert not k8s.kubectl_log.exists(), "kubectl only when asked"
 
 
-def test_hot_changes_touch_only_the_configmap_restarts_change_the_application(k8s):
+def test_flows_added_changed_restarted_and_removed_touch_only_the_configmap(k8s):
     k8s.apply()
     assert k8s.jobs() == [], "rendered just now: starting, not down"
     cm1, app1, _ = k8s.manifest()
 
-    k8s.write(topics='["orders", "refunds"]')
-    [update] = k8s.jobs()
-    assert update["kind"] == "update_job"
-    k8s.apply()
+    # a flow added: the running engine picks it up from the ConfigMap
+    k8s.write(extra=REFUNDS)
+    [deploy] = k8s.jobs()
+    assert deploy["kind"] == "deploy_job" and deploy["flow"] == REFUNDS_FLOW
+    assert "added to engine east" in k8s.apply()
     cm2, app2, _ = k8s.manifest()
-    assert JobSpec.from_json(cm2["data"]["spec.json"]).settings.topics.include == ("orders", "refunds")
-    assert app2["spec"] == app1["spec"], "the operator must not resubmit for a hot change"
+    assert app2 == app1, "the operator must not resubmit the engine for a new flow"
+    assert {"flow.west.east.orders.json", "flow.west.east.refunds.json"} <= set(cm2["data"])
+    assert cm2["data"]["flow.west.east.orders.json"] == cm1["data"]["flow.west.east.orders.json"]
 
-    k8s.write(topics='["orders", "refunds"]', delivery="exactly-once")
-    [restart] = k8s.jobs()
-    assert restart["kind"] == "restart_job"
-    k8s.apply()
+    # a hot change of one flow
+    k8s.write(topics='["orders", "returns"]', extra=REFUNDS)
+    [update] = k8s.jobs()
+    assert update["kind"] == "update_job" and update["flow"] == ORDERS
+    assert "hot reload, no restart" in k8s.apply()
     _, app3, _ = k8s.manifest()
-    hash_of = lambda app: app["spec"]["driver"]["annotations"]["reconciler/restart-hash"]  # noqa: E731
-    assert hash_of(app3) != hash_of(app2)
+    assert k8s.spec(ORDERS).settings.topics.include == ("orders", "returns") and app3 == app1
 
-    # down (its status is stale and the rendering is old): restarted by a changed annotation
-    spec = JobSpec.from_json(k8s.manifest()[0]["data"]["spec.json"])
-    k8s.board.report("west->east", spec, age=120)
-    path = k8s.dir / f"{resource_name('west->east')}.yaml"
+    # a change that needs a restart: the engine restarts that flow in place (its driver exits 3)
+    k8s.write(topics='["orders", "returns"]', delivery="exactly-once", extra=REFUNDS)
+    [restart] = k8s.jobs()
+    assert restart["kind"] == "restart_job" and restart["flow"] == ORDERS
+    assert "restarted in place in engine east" in k8s.apply()
+    cm4, app4, _ = k8s.manifest()
+    assert app4 == app1 and k8s.spec(ORDERS).settings.delivery.value == "exactly-once"
+    assert k8s.spec(REFUNDS_FLOW).settings.delivery.value == "at-least-once"
+
+    # a flow down (its status is stale, the rendering old): a restart token for it alone
+    k8s.board.report(ORDERS, k8s.spec(ORDERS), age=120)
+    k8s.board.report(REFUNDS_FLOW, k8s.spec(REFUNDS_FLOW))
+    notes = json.loads(cm4["metadata"]["annotations"]["reconciler/flows"])
+    for note in notes.values():
+        note["deployed-at"] = "2020-01-01T00:00:00Z"
+    cm4["metadata"]["annotations"]["reconciler/flows"] = json.dumps(notes, sort_keys=True)
+    path = k8s.file()
+    path.write_text(yaml.safe_dump_all([cm4, app4], sort_keys=False))
     os.utime(path, (path.stat().st_atime - 600, path.stat().st_mtime - 600))
     [restart] = k8s.jobs()
-    assert restart["kind"] == "restart_job" and "no fresh status" in restart["reason"]
+    assert restart["kind"] == "restart_job" and restart["flow"] == ORDERS and "no fresh status" in restart["reason"]
     k8s.apply()
-    _, app4, _ = k8s.manifest()
-    assert app4["spec"]["driver"]["annotations"]["reconciler/restarts"] == "1"
+    cm5, app5, _ = k8s.manifest()
+    assert cm5["data"]["flow.west.east.orders.restart"].strip().isdigit()
+    assert "flow.west.east.refunds.restart" not in cm5["data"], "its neighbour is not restarted"
+    assert app5["spec"] == app1["spec"]
+
+    # a flow removed (prune): the ConfigMap loses it, the application stays
+    k8s.write(topics='["orders", "returns"]', delivery="exactly-once", extra="prune: {flows: true}")
+    k8s.report_all()
+    [stop] = k8s.jobs()
+    assert stop["kind"] == "stop_job" and stop["flow"] == REFUNDS_FLOW
+    assert "removed from engine east (1 other flow kept running)" in k8s.apply()
+    cm6, app6, _ = k8s.manifest()
+    assert "flow.west.east.refunds.json" not in cm6["data"] and app6["spec"] == app1["spec"]
+    assert k8s.jobs() == []
+
+
+def test_a_change_of_the_engines_own_settings_changes_the_application(k8s):
+    k8s.write(extra=REFUNDS)
+    k8s.apply()
+    k8s.report_all()
+    _, app1, _ = k8s.manifest()
+    k8s.write(extra=REFUNDS, image="registry.example/reconciler:1.5.0")
+    restarts = k8s.jobs()
+    assert [a["kind"] for a in restarts] == ["restart_job", "restart_job"]
+    assert all("deployment settings changed: image" in a["reason"] for a in restarts)
+    out = k8s.apply()
+    assert "the operator resubmits its SparkApplication" in out
+    _, app2, _ = k8s.manifest()
+    assert app2["spec"]["image"] == "registry.example/reconciler:1.5.0"
+    hash_of = lambda app: app["spec"]["driver"]["annotations"]["reconciler/restart-hash"]  # noqa: E731
+    assert hash_of(app2) != hash_of(app1)
+    k8s.report_all()
+    assert k8s.jobs() == []
+
+
+def test_a_flow_moves_between_engines(k8s):
+    k8s.write(extra=REFUNDS)
+    k8s.apply()
+    k8s.report_all()
+    k8s.write(extra=REFUNDS.replace("}}", "}, job: {engine: big}}"))
+    [move] = k8s.jobs()
+    assert move["kind"] == "restart_job" and move["flow"] == REFUNDS_FLOW
+    assert "moves from engine east into engine big" in move["reason"]
+    out = k8s.apply()
+    assert "removed from engine east (1 other flow kept running)" in out
+    assert set(k8s.manifest("big")[0]["data"]) == {"engine.json", "flow.west.east.refunds.json"}
+    assert "flow.west.east.refunds.json" not in k8s.manifest("east")[0]["data"]
+    k8s.report_all()
+    k8s.board.report(REFUNDS_FLOW, k8s.spec(REFUNDS_FLOW, "big"))
+    assert k8s.jobs() == []
+
+
+def _legacy_manifest(k8s: K8sEnv, kubectl_apply: bool) -> Path:
+    """A manifest of the earlier layout (one SparkApplication per flow), as an earlier release rendered it."""
+    topo = load_topology_text(k8s.path.read_text())
+    spec = JobSpec.from_flow(topo, topo.flows[0])
+    name = resource_name(spec.flow)
+    options = {
+        "image": "registry.example/reconciler:1.4.0",
+        "kubectl_apply": kubectl_apply,
+        "manifests_dir": str(k8s.dir),
+        "metrics_port": None,
+        "namespace": "replication",
+        "secret_name": "reconciler-secrets",
+        "service_account": "spark",
+    }
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{name}-spec", "namespace": "replication"},
+        "data": {"spec.json": spec.to_json() + "\n"},
+    }
+    ann = {"reconciler/flow": spec.flow, "reconciler/options": json.dumps(options, sort_keys=True)}
+    app = {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": {"name": name, "namespace": "replication", "annotations": ann},
+        "spec": {"arguments": ["--spec", "/etc/reconciler/spec.json", "--master", "inherit"]},
+    }
+    path = k8s.dir / f"{name}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all([cm, app]))
+    k8s.board.report(spec.flow, spec)
+    return path
+
+
+@pytest.mark.parametrize("kubectl", [False, True])
+def test_a_flow_of_the_earlier_layout_moves_into_its_engine(k8s, kubectl):
+    legacy = _legacy_manifest(k8s, kubectl)
+    k8s.write(kubectl=str(kubectl).lower())
+    [move] = k8s.jobs()
+    assert move["kind"] == "restart_job" and move["flow"] == ORDERS
+    assert "moves from its own Spark application into engine east" in move["reason"]
+    out = k8s.apply()
+    assert "its own SparkApplication of the earlier layout removed" in out
+    assert not legacy.exists() and k8s.spec(ORDERS).flow == ORDERS
+    if kubectl:
+        log = k8s.kubectl_log.read_text().splitlines()
+        deleted = log.index(f"delete -f {legacy} --ignore-not-found")
+        assert deleted < log.index(f"apply -f {k8s.file()}"), "the old application goes before the engine comes"
+    k8s.report_all()
+    assert k8s.jobs() == []
 
 
 def test_kubectl_apply_and_delete_when_asked(k8s):
-    k8s.write(kubectl="true")
+    k8s.write(kubectl="true", extra=REFUNDS)
     k8s.apply()
-    path = k8s.dir / f"{resource_name('west->east')}.yaml"
+    path = k8s.file()
     assert f"apply -f {path}" in k8s.kubectl_log.read_text()
-    [dep] = KubernetesDeployer(str(k8s.tmp / "bin" / "kubectl")).deployments([{"manifests_dir": str(k8s.dir)}])
-    assert dep.alive and dep.where.endswith(", driver pod mirror-west-east-driver"), dep.where
-    k8s.board.report("west->east", JobSpec.from_json(k8s.manifest()[0]["data"]["spec.json"]))
+    deps = KubernetesDeployer(str(k8s.kubectl)).deployments([{"manifests_dir": str(k8s.dir)}])
+    assert sorted(d.flow for d in deps) == [ORDERS, REFUNDS_FLOW]
+    assert all(d.alive and d.where.endswith(", driver pod mirror-engine-east-driver") for d in deps), deps
+    assert all(d.options["engine"] == "east" and d.options["kubectl_apply"] is True for d in deps)
+    k8s.report_all()
     assert k8s.jobs() == []
     k8s.path.write_text(k8s.path.read_text().split("flows:")[0] + "flows: []\nprune: {flows: true}\n")
-    [stop] = k8s.jobs()
-    assert stop["kind"] == "stop_job" and stop["deployer"] == "kubernetes"
+    stops = k8s.jobs()
+    assert [a["kind"] for a in stops] == ["stop_job", "stop_job"] and stops[0]["deployer"] == "kubernetes"
     k8s.apply()
-    assert f"delete -f {path} --ignore-not-found" in k8s.kubectl_log.read_text() and not path.exists()
+    log = k8s.kubectl_log.read_text()
+    assert log.count(f"delete -f {path} --ignore-not-found") == 1, "deleted with its last flow"
+    assert not path.exists()
+
+
+def test_flows_written_in_parallel_all_land_in_the_engine(tmp_path):
+    """apply handles a batch's flows in parallel: each read-modify-write of the engine file is one at a time."""
+    clusters = {"west": "w:1", "east": "e:1"}
+    flows = "\n".join(
+        f"  - {{source: west, target: east, name: f{i}, topics: {{include: [t{i}]}}, "
+        f"job: {{deployer: kubernetes, image: img:1, manifests_dir: '{tmp_path}'}}}}"
+        for i in range(12)
+    )
+    topo = topology("flows:\n" + flows, clusters)
+    deployer = KubernetesDeployer()
+    options = {"image": "img:1", "manifests_dir": str(tmp_path), "engine": "east"}
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda f: deployer.deploy(JobSpec.from_flow(topo, f), options), topo.flows))
+    assert all(r.ok for r in results), results
+    assert sorted(d.flow for d in deployer.deployments([options])) == sorted(f.name for f in topo.flows)
+    assert all(deployer.deploy(JobSpec.from_flow(topo, f), options).code.value == "already-done" for f in topo.flows)
+    assert [p.name for p in tmp_path.iterdir()] == ["engine-east.yaml"]
+
+
+def test_the_flows_of_an_engine_agree_on_its_settings():
+    text = """apiVersion: reconciler/v1
+kind: Topology
+metadata: {name: t}
+clusters: {west: {bootstrap_servers: "w:1"}, north: {bootstrap_servers: "n:1"}, east: {bootstrap_servers: "e:1"}}
+defaults: {job: {deployer: kubernetes, image: img:1}}
+flows:
+  - {source: west, target: east}
+  - {source: north, target: east, job: {image: img:2}}
+  - {source: east, target: west, job: {image: img:2}}
+"""
+    with pytest.raises(TopologyError) as err:
+        load_topology_text(text)
+    [error] = err.value.diagnostics.errors
+    assert "flow north->east runs in kubernetes engine east with flow west->east" in error.message
+    assert "image" in error.message
+
+
+def test_engine_resource_names_are_dns_labels():
+    assert engine_resource_name("east") == "mirror-engine-east"
+    odd = engine_resource_name("EU_West")
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", odd) and odd != engine_resource_name("eu-west")
+    assert len(engine_resource_name("x" * 60)) <= 50
 
 
 def test_render_needs_an_image():
@@ -188,7 +389,9 @@ def test_render_needs_an_image():
     spec = JobSpec.from_flow(topo, topo.flows[0])
     with pytest.raises(ValueError, match="needs job.image"):
         render(spec, {})
-    assert KubernetesDeployer().deploy(spec, {"manifests_dir": "/nonexistent/x"}).code.value == "failed"
+    res = KubernetesDeployer().deploy(spec, {"manifests_dir": "/nonexistent/x"})
+    assert res.code.value == "failed" and "needs job.image" in res.message
+    assert not Path("/nonexistent/x").exists(), "nothing written for a flow that cannot be rendered"
 
 
 def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
