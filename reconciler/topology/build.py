@@ -338,33 +338,44 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
         )
 
 
-#: The settings of a kubernetes engine's SparkApplication: every enabled flow of the engine must agree on them
-#: (one application holds them all; reconciler.deploy.kubernetes).
+#: The settings of an engine's Spark application: every enabled flow of the engine must agree on them (one
+#: application holds them all: reconciler.deploy.local, reconciler.deploy.kubernetes). A `local[N]` master is
+#: raised to the engine's task slots anyway, so local masters agree whatever their N.
+ENGINE_SETTINGS = ("deployer", "master", "spark_conf", "metrics_port")
 KUBERNETES_ENGINE_SETTINGS = (
+    *ENGINE_SETTINGS,
     "namespace",
     "image",
     "service_account",
     "secret_name",
     "manifests_dir",
     "kubectl_apply",
-    "metrics_port",
-    "spark_conf",
 )
 
 
+def _engine_setting(flow: Flow, name: str) -> object:
+    value = getattr(flow.job, name)
+    if name == "master" and re.fullmatch(r"local\[\d+\]", str(value).strip()):
+        return "local[N]"
+    return value
+
+
 def _check_engines(flows: list[Flow], diags: Diagnostics) -> None:
-    """The enabled kubernetes flows of one engine run in one SparkApplication: they must agree on its settings
-    (else each apply would render it with the settings of whichever flow came last)."""
+    """The enabled flows of one engine run in one Spark application: they must agree on its settings (else each
+    apply would start it with the settings of whichever flow came last, restarting its other flows)."""
     first: dict[str, Flow] = {}
     for flow in flows:
-        if not flow.enabled or flow.job.deployer != "kubernetes":
+        if not flow.enabled:
             continue
         other = first.setdefault(flow.engine, flow)
-        differ = [k for k in KUBERNETES_ENGINE_SETTINGS if getattr(flow.job, k) != getattr(other.job, k)]
+        names = (
+            KUBERNETES_ENGINE_SETTINGS if "kubernetes" in (flow.job.deployer, other.job.deployer) else ENGINE_SETTINGS
+        )
+        differ = [k for k in names if _engine_setting(flow, k) != _engine_setting(other, k)]
         if differ:
             diags.error(
-                f"flow {flow.name} runs in kubernetes engine {flow.engine} with flow {other.name} but its job "
-                f"settings {', '.join(differ)} differ: one SparkApplication runs the engine's flows",
+                f"flow {flow.name} runs in engine {flow.engine} with flow {other.name} but its job "
+                f"settings {', '.join(differ)} differ: one Spark application runs the engine's flows",
                 flow.where,
                 hint="set them once for the engine's flows (e.g. in `defaults: {job: ...}`), or give the flow an "
                 "engine of its own (`job: {engine: NAME}`)",

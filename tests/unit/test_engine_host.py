@@ -243,3 +243,26 @@ def test_flat_flow_files_of_a_mounted_configmap(tmp_path):
     _settle(host, lambda fs: [f.flow for f in fs] == ["b->east:orders"])
     assert made[2].stop_event.is_set() and not made[1].stop_event.is_set()
     host.shutdown(5)
+
+
+def test_the_flows_of_one_engine_must_agree_on_its_spark_settings():
+    from reconciler.topology.build import load_topology_text
+    from reconciler.topology.diagnostics import TopologyError
+
+    base = (
+        "apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: t}\n"
+        "clusters:\n  west: {bootstrap_servers: 'w:9092'}\n  north: {bootstrap_servers: 'n:9092'}\n"
+        "  east: {bootstrap_servers: 'e:9092'}\n"
+        "flows:\n  - {source: west, target: east, job: {master: 'local[2]'}}\n"
+    )
+    # local masters agree whatever their N (the engine raises it to its task slots)
+    load_topology_text(base + "  - {source: north, target: east, job: {master: 'local[4]'}}\n")
+    # an engine of its own is always fine
+    load_topology_text(base + "  - {source: north, target: east, job: {spark_conf: {a: b}, engine: own}}\n")
+    try:
+        load_topology_text(base + "  - {source: north, target: east, job: {spark_conf: {spark.x: '1'}}}\n")
+    except TopologyError as exc:
+        assert "flow north->east runs in engine east with flow west->east" in str(exc)
+        assert "spark_conf differ" in str(exc)
+    else:
+        raise AssertionError("two spark_conf in one engine accepted")

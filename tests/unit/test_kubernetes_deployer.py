@@ -373,7 +373,7 @@ flows:
     with pytest.raises(TopologyError) as err:
         load_topology_text(text)
     [error] = err.value.diagnostics.errors
-    assert "flow north->east runs in kubernetes engine east with flow west->east" in error.message
+    assert "flow north->east runs in engine east with flow west->east" in error.message
     assert "image" in error.message
 
 
