@@ -95,7 +95,12 @@ class RedactingFormatter(logging.Formatter):
         self.redact = redact or (lambda text: text)
 
     def format(self, record: logging.LogRecord) -> str:
-        return self.redact(super().format(record))
+        text = super().format(record)
+        flow = getattr(record, "flow", None)
+        if flow and f"[{flow}] " not in text:  # a line of one of an engine's flows (the driver's LoggerAdapter)
+            head, sep, tail = text.partition(": ")
+            text = f"{head}{sep}[{flow}] {tail}" if sep else f"[{flow}] {text}"
+        return self.redact(text)
 
 
 def log_format(environ: Mapping[str, str] | None = None) -> str:

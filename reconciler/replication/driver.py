@@ -178,6 +178,8 @@ class ReplicationDriver:
         self.latency = LatencyWindow()
         self.rate = RateWindow()
         self.metrics = JobMetrics(self.spec.flow)  # served by the job's entry point (jobs/mirror_job.py)
+        # The flow on each line (an engine's log holds the lines of all its flows): a field in JSON, `[flow]` in text.
+        self.log = logging.LoggerAdapter(log, {"flow": self.spec.flow})
         self._redact = secrets.Redactor()
         for c in (self.spec.source, self.spec.target):
             self._redact.add_from(dict(c.config), environ)
@@ -302,7 +304,7 @@ class ReplicationDriver:
             self._runner.shutdown(wait=True)
             self._runner = None
         if not checkpoints_idle:  # its clients are still in use: left to the process's exit
-            log.warning("a checkpoint round did not end within 30 s of the job stopping")
+            self.log.warning("a checkpoint round did not end within 30 s of the job stopping")
             self.checkpoints = None
         if lag_idle and self._end_reader is not None:  # else still in use: left to the process's exit
             self._end_reader.close()
@@ -334,7 +336,7 @@ class ReplicationDriver:
         except Exception as exc:
             self.state = "failed"
             self._error(f"{type(exc).__name__}: {exc}")
-            log.exception("replication job failed")
+            self.log.exception("replication job failed")
             self.exit_code = self.exit_code or 1
         finally:
             try:
@@ -397,7 +399,7 @@ class ReplicationDriver:
         try:
             ends = self._end_reader.end_offsets(copy)
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
-            log.info("cannot read the source's end offsets before a batch: %s", exc)
+            self.log.info("cannot read the source's end offsets before a batch: %s", exc)
             return True
         if any(tp not in ends for tp in positions):
             return True
@@ -433,7 +435,7 @@ class ReplicationDriver:
             try:
                 self.publish_status()
             except Exception as exc:  # noqa: BLE001
-                log.warning("cannot publish status: %s", exc)
+                self.log.warning("cannot publish status: %s", exc)
 
     # --- spec reload and topic refresh ------------------------------------------------------
     def reload_spec(self) -> bool:
@@ -454,7 +456,7 @@ class ReplicationDriver:
             self.exit_code = EXIT_RESTART_REQUIRED
             self.stop_event.set()
             return False
-        log.info("applying new spec %s (changed: %s)", new.spec_hash()[:12], sorted(self.spec.changed_fields(new)))
+        self.log.info("applying new spec %s (changed: %s)", new.spec_hash()[:12], sorted(self.spec.changed_fields(new)))
         self.spec = new
         self.topics.spec = new
         if self.checkpoints:
@@ -478,7 +480,7 @@ class ReplicationDriver:
             findings += self.topics.grow_remote(plan.grow)
         self.findings = findings[-MAX_FINDINGS:]
         for f in findings:
-            log.warning("%s", f)
+            self.log.warning("%s", f)
         new = {tp: remote for tp, remote in plan.copy.items() if tp not in self.positions}
         if new:
             loaded = self.offsets.load(new)
@@ -618,7 +620,7 @@ class ReplicationDriver:
                     tp, position, f"offset {position} is past the end {end} (partition recreated?)", low, end
                 )
         except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
-            log.info("cannot check position of %s: %s", tp, exc)
+            self.log.info("cannot check position of %s: %s", tp, exc)
 
     def _out_of_range(
         self, tp: TP, position: int, reason: str, low: int | None = None, high: int | None = None
@@ -647,7 +649,7 @@ class ReplicationDriver:
         with self._error_lock:
             self.errors += 1
             self.last_error = text
-        log.warning("%s", text)
+        self.log.warning("%s", text)
 
     def current_lag(self) -> JobLag:
         """Lag now: the driver's positions against the larger of the ends its tasks saw and the side channel read."""

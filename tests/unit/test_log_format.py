@@ -50,6 +50,23 @@ def test_human_lines_otherwise():
     assert logs.log_format({"RECONCILER_LOG_FORMAT": "JSON"}) == "json" and logs.log_format({}) == "text"
 
 
+def test_an_engine_log_names_the_flow_of_each_line():
+    """An engine's process runs several flows: its formatter has no flow, each driver's lines carry their own."""
+    for environ in ({}, {"RECONCILER_LOG_FORMAT": "json"}):
+        stream = io.StringIO()
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(logs.formatter(None, Redactor(), environ))
+        log = logging.Logger("reconciler.replication.driver")
+        log.addHandler(handler)
+        for flow in ("west->east", "north->east"):
+            logging.LoggerAdapter(log, {"flow": flow}).warning("batch failed")
+        lines = stream.getvalue().splitlines()
+        if environ:
+            assert [json.loads(line)["flow"] for line in lines] == ["west->east", "north->east"]
+        else:
+            assert "[west->east] batch failed" in lines[0] and "[north->east] batch failed" in lines[1], lines
+
+
 # --- the CLI: RECONCILER_LOG_FORMAT=json makes its stderr one JSON event per line ----------------------
 
 
