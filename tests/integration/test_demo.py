@@ -39,7 +39,7 @@ def test_demo_runs_end_to_end(tmp_path, state_dir, capsys):
     for what in ("records", "heartbeats", "checkpoints"):
         assert f"{what} arrived downstream after" in out
     assert re.search(
-        r"eu-west->eu-central +running \(driver pid \d+ \(instance \w{12}\), local\[1\], app local-\d+, "
+        r"eu-west->eu-central +running \(engine eu-central: driver pid \d+ \(instance \w{12}\), local\[\d+\], app local-\d+, "
         r"metrics http://127\.0\.0\.1:\d+/metrics\)",
         out,
     ), "the job table, with where the job's metrics are"
