@@ -50,7 +50,6 @@ from reconciler.replication.delivery import DeliveryMode, mode_of
 from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.replication.fencing import InstanceFence
 from reconciler.replication.lag import (
-    EARLIEST,
     JobLag,
     LagPosition,
     SourceEndReader,
@@ -175,6 +174,9 @@ class ReplicationDriver:
         self._end_reader: SourceEndReader | None = None  # set at start (_connect)
         self._lag_reading: Periodic | None = None  # runs read_source_ends from start to close
         self.plan = PartitionPlan()
+        # Idle gate (work_waiting): the ends read before the last batch, and the partitions caught up as of an end.
+        self._ends_before: dict[TP, int] = {}
+        self._caught_up: dict[TP, int] = {}
         self.latency = LatencyWindow()
         self.rate = RateWindow()
         self.metrics = JobMetrics(self.spec.flow)  # served by the job's entry point (jobs/mirror_job.py)
@@ -374,6 +376,7 @@ class ReplicationDriver:
                 self._error(f"batch failed: {type(exc).__name__}: {str(exc)[:500]}")
                 self.consumer_epoch += 1
                 self.last_owner.clear()
+                self._caught_up.clear()
                 self.mode.recover(self._reload_positions, list(self.plan.copy))
                 self.stop_event.wait(min(5.0, 0.5 * (1 + self.batch_failures)))
                 self.batch_failures += 1
@@ -386,32 +389,32 @@ class ReplicationDriver:
         return moved > 0
 
     def work_waiting(self) -> bool:
-        """Is there anything to copy? The source's end offsets (one ListOffsets request per leader) against the
-        positions: a Spark job is launched only when a partition has records past its position, or when that
-        cannot be told (a position not yet known, an end not read, a position past the end: the task checks
-        it). An engine whose flows have nothing to copy then costs a request per flow per trigger interval."""
+        """Is there anything to copy? A Spark job is launched unless every partition is *caught up*: its last task
+        ended at the end of the partition (end-of-partition seen, its position at the high watermark it saw), and
+        the source's end offset (one ListOffsets request per leader) has not moved since the read taken before that
+        task. A moved end, not an end past the position, is the signal: Tansu answers ListOffsets with its last
+        batch's base offset + 1, below the true end, but any new batch moves it; a partition deleted and created
+        again moves it too. An engine whose flows have nothing to copy costs a request per flow per trigger
+        interval and no Spark job."""
         if self._end_reader is None:
             return True
         copy = [tp for tp in self.plan.copy if tp not in self.halted]
-        positions = {tp: self.positions.get(tp, EARLIEST) for tp in copy}
-        if any(pos < 0 for pos in positions.values()):
-            return True
         try:
             ends = self._end_reader.end_offsets(copy)
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
-            return True
-        if any(tp not in ends for tp in positions):
-            return True
-        # An end below the position: Tansu answers ListOffsets with its last batch's base offset + 1, so this is
-        # normal there; a partition deleted and created again also looks so. Checked once a refresh interval.
-        below = [tp for tp, pos in positions.items() if ends[tp] < pos]
-        now = time.monotonic()
-        if below and now >= self._next.get("position_check", 0.0):
-            self._next["position_check"] = now + self.spec.settings.refresh_interval_seconds
-            for tp in below:
-                self._check_position(tp, positions[tp])
-        return any(ends[tp] > pos for tp, pos in positions.items())
+            ends = {}
+        self._ends_before = ends
+        return any(tp not in ends or self._caught_up.get(tp, -1) != ends[tp] for tp in copy)
+
+    def _mark_caught_up(self, p: PartitionResult) -> None:
+        """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""
+        at_end = p.eof and p.hw is not None and p.next >= p.hw and not p.error and not p.out_of_range
+        end = self._ends_before.get(p.tp)
+        if at_end and end is not None:
+            self._caught_up[p.tp] = end
+        else:
+            self._caught_up.pop(p.tp, None)
 
     def _batch_runner(self) -> ThreadPoolExecutor:
         if self._runner is None:
@@ -570,6 +573,10 @@ class ReplicationDriver:
                     else:
                         self.delayed_syncs[tp] = (p.last[0], p.last[1])  # published at the next flush
                 self.lag[tp] = LagPosition(p.remote, self.positions.get(tp, p.next), p.hw)
+                if advances:
+                    self._mark_caught_up(p)
+                else:
+                    self._caught_up.pop(tp, None)
         if failed:
             self.mode.recover(self._reload_positions, failed)
         self.syncs.flush()
@@ -625,6 +632,7 @@ class ReplicationDriver:
     def _out_of_range(
         self, tp: TP, position: int, reason: str, low: int | None = None, high: int | None = None
     ) -> None:
+        self._caught_up.pop(tp, None)
         if low is None:
             try:
                 low, high = self.offsets.watermarks(*tp)
