@@ -405,11 +405,26 @@ class ReplicationDriver:
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
             ends = {}
         self._ends_before = ends
-        return any(tp not in ends or self._caught_up.get(tp, -1) != ends[tp] for tp in copy)
+        waiting = [tp for tp in copy if tp not in ends or self._caught_up.get(tp, -1) != ends[tp]]
+        if not waiting:
+            return False
+        # Heartbeats alone (a record every few seconds from each flow of the source) are copied at most once a
+        # heartbeat or refresh interval, not one Spark job each: their age downstream grows by at most that much.
+        policy = self.spec.settings.policy
+        if all(policy.is_heartbeats_topic(topic) for topic, _ in waiting):
+            now = time.monotonic()
+            if now < self._next.get("heartbeats_copy", 0.0):
+                return False
+            settings = self.spec.settings
+            self._next["heartbeats_copy"] = now + max(
+                settings.heartbeats.interval_seconds, settings.refresh_interval_seconds
+            )
+        return True
 
     def _mark_caught_up(self, p: PartitionResult) -> None:
         """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""
-        at_end = p.eof and p.hw is not None and p.next >= p.hw and not p.error and not p.out_of_range
+        empty = p.next < 0 and p.count == 0  # still at "earliest": the partition had no record to read
+        at_end = p.eof and (empty or (p.hw is not None and p.next >= p.hw)) and not p.error and not p.out_of_range
         end = self._ends_before.get(p.tp)
         if at_end and end is not None:
             self._caught_up[p.tp] = end

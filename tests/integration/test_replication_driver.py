@@ -268,3 +268,84 @@ def test_a_partition_whose_record_budget_was_spent_is_read_again_by_the_next_tas
         driver.close()
     assert driver.records == 100
     assert [r.value for r in read_topic(target.bootstrap, "west.backlog", 1)[0]] == [b"b%d" % i for i in range(100)]
+
+
+class CountingExecutor(LocalExecutor):
+    """The tasks in this process, counting the batches launched (a Spark job each, in a deployed job)."""
+
+    def __init__(self) -> None:
+        self.batches = 0
+
+    def run(self, spec, tasks, mode):
+        self.batches += 1
+        return super().run(spec, tasks, mode)
+
+
+def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters):
+    """Idle near zero (issue 23): once every partition is caught up (an empty one, and one a one-batch backlog of
+    which was copied in budget-sized tasks: Tansu reads that backlog's end as 1), no batch is launched while
+    nothing arrives; a new record starts one."""
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "busy", 1)
+    create_topic(source.bootstrap, "empty", 1)
+    _produce(source.bootstrap, "busy", [b"b%d" % i for i in range(60)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("busy", "empty"),
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+        max_records_per_partition=20,
+    )
+    executor = CountingExecutor()
+    driver = ReplicationDriver(spec, executor)
+    driver.start()
+    try:
+        step_until(driver, lambda: driver.records >= 60, "the backlog copied")
+        for _ in range(3):  # the batches that see the partitions at their ends
+            driver.step()
+        launched = executor.batches
+        for _ in range(20):
+            driver.step()
+        assert executor.batches == launched, "no batch while nothing arrives"
+        _produce(source.bootstrap, "empty", [b"first"])
+        step_until(driver, lambda: driver.records >= 61, "the new record copied")
+        assert executor.batches > launched
+    finally:
+        driver.stop_event.set()
+        driver.close()
+    assert [r.value for r in read_topic(target.bootstrap, "west.empty", 1)[0]] == [b"first"]
+
+
+def test_heartbeats_alone_are_copied_once_a_refresh_interval_not_one_batch_each(fresh_clusters):
+    """A flow with nothing but its heartbeats to copy (a record a second on the source here) launches at most one
+    batch per refresh interval for them; any other record still starts a batch at once."""
+    import time
+
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "quiet", 1)
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("quiet",),
+        heartbeats_enabled=True,
+        heartbeats_interval_seconds=1.0,
+        checkpoints_enabled=False,
+        refresh_interval_seconds=30.0,
+    )
+    executor = CountingExecutor()
+    driver = ReplicationDriver(spec, executor)
+    driver.start()
+    try:
+        step_until(driver, lambda: count_topic(target.bootstrap, "west.heartbeats", 1) >= 1, "a heartbeat copied")
+        launched = executor.batches
+        end = time.monotonic() + 4.0  # four heartbeats arrive on the source meanwhile
+        while time.monotonic() < end:
+            driver.step()
+            time.sleep(0.1)
+        assert executor.batches - launched <= 1, executor.batches - launched
+        _produce(source.bootstrap, "quiet", [b"q"])
+        step_until(driver, lambda: driver.records >= 1 and count_topic(target.bootstrap, "west.quiet", 1), "copied")
+    finally:
+        driver.stop_event.set()
+        driver.close()
