@@ -25,7 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SECONDS = 10.0  # time bound of one run
 MEMORY_MIB = 1024  # memory bound of one run (peak resident growth; the address space is capped above it)
-STDERR_LIMIT = 256 * 1024  # characters: a message quoting a 1 MB value whole is a finding
+# stderr may have this many characters, plus STDERR_PER_LINE for each line of the input: a message per
+# input line is fine, a message that quotes a 100 KB value whole is a finding (long values are cut).
+STDERR_LIMIT = 64 * 1024
+STDERR_PER_LINE = 512
 GRACE = 20.0  # how much longer than the bound the parent waits before it kills the worker
 
 
@@ -155,7 +158,11 @@ def last_line(exception: str | None) -> str:
     return lines[-1][:200] if lines else ""
 
 
-def problems(r: Result, path: Path) -> list[tuple[str, str]]:
+def stderr_bound(data: bytes) -> int:
+    return STDERR_LIMIT + STDERR_PER_LINE * data.count(b"\n")
+
+
+def problems(r: Result, path: Path, data: bytes = b"") -> list[tuple[str, str]]:
     """What the run broke of the property, as (finding, detail) pairs; empty: it holds. The finding
     part is the same for two inputs that hit the same hole (it names the place, not the input)."""
     out: list[tuple[str, str]] = []
@@ -178,8 +185,8 @@ def problems(r: Result, path: Path) -> list[tuple[str, str]]:
         out.append((f"slower than {SECONDS:g} s", f"{r.seconds:.1f} s"))
     if r.peak_mib > MEMORY_MIB:
         out.append((f"more than {MEMORY_MIB} MiB", f"peak +{r.peak_mib:.0f} MiB"))
-    if r.err_len > STDERR_LIMIT:
-        out.append((f"stderr longer than {STDERR_LIMIT} characters", f"{r.err_len} characters"))
+    if r.err_len > stderr_bound(data):
+        out.append(("stderr too long (a long value not cut?)", f"{r.err_len} characters, bound {stderr_bound(data)}"))
     return out
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.property.cli import CliWorker
 
-QUICK_EXAMPLES = {"validate": 150, "mm2": 150, "strimzi": 150}  # the normal test command: <= ~60 s for all
+QUICK_EXAMPLES = {"validate": 200, "mm2": 300, "strimzi": 200}  # the normal test command: <= ~60 s for all
 LONG_EXAMPLES = 10_000
 DEFAULT_SEED = 24
 
@@ -57,3 +57,13 @@ def cli_worker(tmp_path_factory):
     worker = CliWorker(tmp_path_factory.mktemp("fuzz-worker"))
     yield worker
     worker.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    """A run of more inputs than the quick one may take hours: no per-test timeout for it (the time
+    bound of each input still holds)."""
+    run = fuzz_settings(config)
+    if run.long or run.examples is not None:
+        for item in items:
+            if item.nodeid.startswith("tests/property/"):
+                item.add_marker(pytest.mark.timeout(0))

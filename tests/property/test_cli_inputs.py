@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from tests.property import strategies
 from tests.property.cli import SECONDS, CliWorker, describe, problems, signature
 
-KINDS: dict[str, tuple[Callable[[strategies.Sizes], st.SearchStrategy[bytes]], Callable[[str], list[str]], str]] = {
+KINDS: dict[str, tuple[Callable[[strategies.Profile], st.SearchStrategy[bytes]], Callable[[str], list[str]], str]] = {
     "validate": (strategies.topologies, lambda f: ["validate", f], ".yaml"),
     "mm2": (strategies.mm2_files, lambda f: ["import", "mm2", f], ".properties"),
     "strimzi": (strategies.strimzi_files, lambda f: ["import", "strimzi", f], ".yaml"),
@@ -57,7 +57,7 @@ def _save(directory: Path, kind: str, data: bytes, suffix: str, record: dict) ->
 def test_every_input_is_handled(kind, fuzz, cli_worker: CliWorker, tmp_path, request):
     make, argv, suffix = KINDS[kind]
     count = fuzz.count(kind)
-    sizes = strategies.LONG if fuzz.long else strategies.QUICK
+    profile = strategies.LONG if fuzz.long else strategies.QUICK
     _say(request, f"\n[fuzz] {kind}: {count} inputs, seed {fuzz.seed} (replay: --fuzz-seed {fuzz.seed})")
     found: dict[str, tuple[int, str]] = {}  # finding -> (times seen, first failing input as saved)
     path = tmp_path / f"input{suffix}"
@@ -76,13 +76,13 @@ def test_every_input_is_handled(kind, fuzz, cli_worker: CliWorker, tmp_path, req
         report_multiple_bugs=False,
         print_blob=False,
     )
-    @given(make(sizes))
+    @given(make(profile))
     def every_input(data: bytes) -> None:
         nonlocal seen
         seen += 1
         path.write_bytes(data)
         result = cli_worker.run(argv(str(path)))
-        broken = problems(result, path)
+        broken = problems(result, path, data)
         if not broken:
             return
         key = signature(kind, broken)
