@@ -58,6 +58,7 @@ class Profile:
     mesh: int  # clusters of a generated full mesh (at most)
     mm2_clusters: tuple[int, ...]  # aliases in a generated `clusters =` list
     left_out: frozenset[str] = frozenset()  # OPEN_HOLES not drawn
+    rare: int = 0  # the last `rare` sizes of each tuple (and meshes past 30) are drawn one time in ten
 
     def draws(self, hole: str) -> bool:
         return hole not in self.left_out
@@ -76,7 +77,23 @@ LONG = Profile(
     deep=(50, 1_000, 10_000, 100_000),
     mesh=250,
     mm2_clusters=(50, 1_000, 10_000, 100_000),
+    rare=2,
 )
+
+
+def sized(profile: Profile, sizes: tuple[int, ...]) -> st.SearchStrategy[int]:
+    """One of `sizes`; the biggest (`profile.rare` of them) one time in ten: each costs seconds."""
+    if not profile.rare or len(sizes) <= profile.rare:
+        return st.sampled_from(sizes)
+    common, rare = st.sampled_from(sizes[: -profile.rare]), st.sampled_from(sizes[-profile.rare :])
+    return st.integers(0, 9).flatmap(lambda i: rare if i == 0 else common)
+
+
+def mesh_size(profile: Profile) -> st.SearchStrategy[int]:
+    if profile.mesh <= 30 or not profile.rare:
+        return st.integers(2, profile.mesh)
+    return st.integers(0, 9).flatmap(lambda i: st.integers(31, profile.mesh) if i == 0 else st.integers(2, 30))
+
 
 # --- building blocks ---------------------------------------------------------------------------
 
@@ -241,7 +258,7 @@ def huge(profile: Profile) -> st.SearchStrategy[str]:
     return st.builds(
         lambda unit, n: (unit * (n // len(unit) + 1))[:n],
         st.sampled_from(["x", "\u00e9", "ab.", "\\", "${X}", "{", "'", "\u4e2d"]),
-        st.sampled_from(profile.huge),
+        sized(profile, profile.huge),
     )
 
 
@@ -255,7 +272,7 @@ def deep(profile: Profile) -> st.SearchStrategy[Raw]:
             return Raw("[" * n)  # unclosed
         return Raw("[&x" + ", [" * n + "*x" + "]" * n + "]")
 
-    return st.builds(build, st.integers(0, 3), st.sampled_from(profile.deep))
+    return st.builds(build, st.integers(0, 3), sized(profile, profile.deep))
 
 
 # --- JSON Schema -> strategy --------------------------------------------------------------------
@@ -527,7 +544,7 @@ def topologies(profile: Profile) -> st.SearchStrategy[bytes]:
         schema_topologies(profile),
         st.sampled_from(examples).flatmap(lambda base: mutated_tree(base, profile)),
         schema_topologies(profile).flatmap(lambda base: mutated_tree(base, profile)),
-        st.builds(mesh, st.integers(2, profile.mesh), regex(profile)),
+        st.builds(mesh, mesh_size(profile), regex(profile)),
     )
     return trees.map(dump).flatmap(mutated_bytes)
 
@@ -680,7 +697,7 @@ def mm2_mutant(draw, text: str, profile: Profile) -> str:
                 i, draw(st.sampled_from([f"{big} = 1", f"topics = {big}", f"primary.bootstrap.servers = {big}"]))
             )
         elif op == "clusters":
-            n = draw(st.sampled_from(profile.mm2_clusters))
+            n = draw(sized(profile, profile.mm2_clusters))
             lines.insert(i, "clusters = " + ", ".join(f"c{j}" for j in range(n)))
         elif op == "cut":
             return "\n".join(lines)[: draw(st.integers(0, max(0, len("\n".join(lines)))))]

@@ -80,6 +80,9 @@ def test_every_input_is_handled(kind, fuzz, cli_worker: CliWorker, tmp_path, req
     def every_input(data: bytes) -> None:
         nonlocal seen
         seen += 1
+        if seen % 500 == 0:
+            took = time.monotonic() - started
+            _say(request, f"[fuzz] {kind}: {seen} of {count} inputs, {took:.0f} s, {len(found)} distinct failures")
         path.write_bytes(data)
         result = cli_worker.run(argv(str(path)))
         broken = problems(result, path, data)
