@@ -80,7 +80,7 @@ def state_dir(tmp_path, monkeypatch) -> Path:
 
 
 def pytest_addoption(parser):
-    group = parser.getgroup("fuzz", "property-based tests of the CLI's inputs (tests/property, docs/testing.md)")
+    group = parser.getgroup("fuzz", "property-based tests of the CLI's inputs (tests/property, README: Tests)")
     group.addoption(
         "--fuzz-long",
         action="store_true",

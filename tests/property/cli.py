@@ -23,13 +23,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SECONDS = 10.0  # time bound of one run
+SECONDS = 10.0  # time bound of one run, in CPU seconds (the worker's: the machine is shared)
 MEMORY_MIB = 1024  # memory bound of one run (peak resident growth; the address space is capped above it)
 # stderr may have this many characters, plus STDERR_PER_LINE for each line of the input: a message per
 # input line is fine, a message that quotes a 100 KB value whole is a finding (long values are cut).
 STDERR_LIMIT = 64 * 1024
 STDERR_PER_LINE = 512
-GRACE = 20.0  # how much longer than the bound the parent waits before it kills the worker
+WALL = 6  # the parent kills a worker that has not answered in WALL x the bound + 20 s of wall-clock time
 
 
 @dataclass
@@ -122,11 +122,11 @@ class CliWorker:
         start = time.monotonic()
         self.proc.stdin.write(json.dumps({"argv": argv, "seconds": seconds}) + "\n")
         self.proc.stdin.flush()
-        line = self._readline(seconds + GRACE)
+        line = self._readline(seconds * WALL + 20)
         if line is None:  # hung where the interval timer cannot reach (C code), or died
             died = self.proc.poll() is not None
             self.stop()
-            what = "the worker died" if died else f"no answer in {seconds + GRACE:.0f} s: killed"
+            what = "the worker died" if died else f"no answer in {seconds * WALL + 20:.0f} s: killed"
             return Result(None, "", "", 0, 0, time.monotonic() - start, 0.0, what, "Killed", False, killed=True)
         answer = json.loads(line)
         if answer.get("restart"):
@@ -169,7 +169,7 @@ def problems(r: Result, path: Path, data: bytes = b"") -> list[tuple[str, str]]:
     if r.killed:
         return [("killed", str(r.exception))]
     if r.exception_type == "TimeBound":
-        out.append((f"time bound {SECONDS:g} s reached at {where(r.exception)}", ""))
+        out.append((f"time bound ({SECONDS:g} CPU seconds) reached at {where(r.exception)}", ""))
     elif r.exception_type == "MemoryError":
         out.append((f"MemoryError at {where(r.exception)}", ""))
     elif r.exception is not None:
@@ -182,7 +182,7 @@ def problems(r: Result, path: Path, data: bytes = b"") -> list[tuple[str, str]]:
         first = r.err.strip().splitlines()[0][:160] if r.err.strip() else "(nothing on stderr)"
         out.append(("exit 1 without naming the file", repr(first)))
     if r.exception is None and r.seconds > SECONDS:
-        out.append((f"slower than {SECONDS:g} s", f"{r.seconds:.1f} s"))
+        out.append((f"more than {SECONDS:g} CPU seconds", f"{r.seconds:.1f} s"))
     if r.peak_mib > MEMORY_MIB:
         out.append((f"more than {MEMORY_MIB} MiB", f"peak +{r.peak_mib:.0f} MiB"))
     if r.err_len > stderr_bound(data):

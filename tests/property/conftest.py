@@ -1,5 +1,5 @@
 """Fixtures of the property-based tests: the CLI worker and the run's settings (tests/conftest.py
-adds the command-line options; docs/testing.md says how to run them)."""
+adds the command-line options; the README's Tests section says how to run them)."""
 
 from __future__ import annotations
 

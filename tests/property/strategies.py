@@ -434,12 +434,17 @@ def _rename(d: dict, old: Any, new: Any) -> dict:
 MUTATIONS = ("delete", "retype", "huge", "huge_key", "deep", "odd_yaml", "odd_key", "dup_key", "regex", "swap")
 
 
+def pick(draw, items: list) -> Any:
+    """One of `items`, drawn as an index: `st.sampled_from` would keep the list (Hypothesis caches
+    strategies with their arguments), and these lists hold strings of megabytes."""
+    return items[draw(st.integers(0, len(items) - 1))]
+
+
 def _shape(value: Any) -> type:
     return dict if isinstance(value, dict) else list if isinstance(value, list) else str
 
 
-@st.composite
-def mutated_tree(draw, base: Any, profile: Profile, keep_shape: bool = False) -> Any:
+def mutate_tree(draw, base: Any, profile: Profile, keep_shape: bool = False) -> Any:
     """`base` (not changed) with one to four mutations. `keep_shape`: a mapping stays a mapping, a
     list a list and a scalar a scalar (values and keys still change)."""
     tree = copy.deepcopy(base)
@@ -448,7 +453,7 @@ def mutated_tree(draw, base: Any, profile: Profile, keep_shape: bool = False) ->
         paths = _paths(tree)
         if not paths:
             break
-        path = draw(st.sampled_from(paths))
+        path = pick(draw, paths)
         op = draw(st.sampled_from(MUTATIONS))
         parent = _parent(tree, path)
         last = path[-1]
@@ -474,7 +479,7 @@ def mutated_tree(draw, base: Any, profile: Profile, keep_shape: bool = False) ->
             elif scalar or not keep_shape:
                 parent[last] = draw(regex(profile))
         elif op == "swap":
-            other = draw(st.sampled_from(paths))
+            other = pick(draw, paths)
             moved = _parent(tree, other)[other[-1]]
             if not keep_shape or _shape(moved) is _shape(value):
                 parent[last] = copy.deepcopy(moved)
@@ -483,9 +488,8 @@ def mutated_tree(draw, base: Any, profile: Profile, keep_shape: bool = False) ->
                 items = list(parent.items())
                 i = [k for k, _ in items].index(last)
                 other_value = SCALAR if keep_shape and scalar else ANY_VALUE
-                if keep_shape and not scalar:
-                    other_value = st.nothing()
-                items.insert(i + 1, (last, draw(other_value | st.just(copy.deepcopy(value)))))
+                same = keep_shape and not scalar or draw(st.booleans())
+                items.insert(i + 1, (last, copy.deepcopy(value) if same else draw(other_value)))
                 tree = _replace(tree, path[:-1], Pairs(tuple(items)))  # a leaf from now on
                 continue
             new = draw(huge(profile)) if op == "huge_key" else draw(st.sampled_from(odd_keys))
@@ -497,8 +501,7 @@ def mutated_tree(draw, base: Any, profile: Profile, keep_shape: bool = False) ->
 # --- mutation of bytes --------------------------------------------------------------------------
 
 
-@st.composite
-def mutated_bytes(draw, text: str) -> bytes:
+def mutate_bytes(draw, text: str) -> bytes:
     """The encoded text, sometimes with one change no generator of trees makes."""
     data = text.encode("utf-8", "surrogatepass")
     op = draw(st.sampled_from(["none"] * 24 + ["cut", "crlf", "tab", "nul", "bom", "latin1", "bad_utf8", "dup_doc"]))
@@ -527,6 +530,7 @@ def mutated_bytes(draw, text: str) -> bytes:
 
 
 def _example_topologies() -> list[Any]:
+    """topologies/*/ as trees, the files of a directory merged."""
     out = []
     for d in sorted(p for p in (ROOT / "topologies").iterdir() if p.is_dir()):
         merged: dict = {}
@@ -538,15 +542,23 @@ def _example_topologies() -> list[Any]:
     return out
 
 
-def topologies(profile: Profile) -> st.SearchStrategy[bytes]:
-    examples = _example_topologies()
-    trees = st.one_of(
-        schema_topologies(profile),
-        st.sampled_from(examples).flatmap(lambda base: mutated_tree(base, profile)),
-        schema_topologies(profile).flatmap(lambda base: mutated_tree(base, profile)),
-        st.builds(mesh, mesh_size(profile), regex(profile)),
-    )
-    return trees.map(dump).flatmap(mutated_bytes)
+EXAMPLE_TOPOLOGIES = _example_topologies()
+
+
+@st.composite
+def topologies(draw, profile: Profile) -> bytes:
+    """The bytes of one topology file: generated from the schema, a mutant of an example or of a
+    generated one, or a full mesh."""
+    source = draw(st.integers(0, 3))
+    if source == 0:
+        tree = draw(schema_topologies(profile))
+    elif source == 1:
+        tree = mutate_tree(draw, pick(draw, EXAMPLE_TOPOLOGIES), profile)
+    elif source == 2:
+        tree = mutate_tree(draw, draw(schema_topologies(profile)), profile)
+    else:
+        tree = mesh(draw(mesh_size(profile)), draw(regex(profile)))
+    return mutate_bytes(draw, dump(tree))
 
 
 # --- MirrorMaker 2 properties -------------------------------------------------------------------
@@ -673,8 +685,7 @@ ODD_PROPERTY_LINES = [
 ]
 
 
-@st.composite
-def mm2_mutant(draw, text: str, profile: Profile) -> str:
+def mutate_mm2(draw, text: str, profile: Profile) -> str:
     lines = text.split("\n")
     for _ in range(draw(st.integers(1, 4))):
         op = draw(st.sampled_from(["delete", "dup", "value", "key", "insert", "huge", "clusters", "cut"]))
@@ -693,9 +704,7 @@ def mm2_mutant(draw, text: str, profile: Profile) -> str:
             lines.insert(i, draw(st.sampled_from(ODD_PROPERTY_LINES)))
         elif op == "huge":
             big = draw(huge(profile))
-            lines.insert(
-                i, draw(st.sampled_from([f"{big} = 1", f"topics = {big}", f"primary.bootstrap.servers = {big}"]))
-            )
+            lines.insert(i, pick(draw, [f"{big} = 1", f"topics = {big}", f"primary.bootstrap.servers = {big}"]))
         elif op == "clusters":
             n = draw(sized(profile, profile.mm2_clusters))
             lines.insert(i, "clusters = " + ", ".join(f"c{j}" for j in range(n)))
@@ -704,14 +713,22 @@ def mm2_mutant(draw, text: str, profile: Profile) -> str:
     return "\n".join(lines)
 
 
-def mm2_files(profile: Profile) -> st.SearchStrategy[bytes]:
-    full = (INTEROP / "full.properties").read_text(encoding="utf-8")
-    texts = st.one_of(
-        mm2_generated(profile),
-        mm2_mutant(full, profile),
-        mm2_generated(profile).flatmap(lambda t: mm2_mutant(t, profile)),
-    )
-    return texts.flatmap(mutated_bytes)
+FULL_PROPERTIES = (INTEROP / "full.properties").read_text(encoding="utf-8")
+
+
+@st.composite
+def mm2_files(draw, profile: Profile) -> bytes:
+    """The bytes of one MM2 properties file: generated, a mutant of full.properties or of a generated one.
+    (Big texts are passed to plain functions, never to strategies: Hypothesis caches strategies with
+    their arguments, and a 10 MB argument a thousand times over is 10 GB.)"""
+    source = draw(st.integers(0, 2))
+    if source == 0:
+        text = draw(mm2_generated(profile))
+    elif source == 1:
+        text = mutate_mm2(draw, FULL_PROPERTIES, profile)
+    else:
+        text = mutate_mm2(draw, draw(mm2_generated(profile)), profile)
+    return mutate_bytes(draw, text)
 
 
 # --- Strimzi KafkaMirrorMaker2 ------------------------------------------------------------------
@@ -817,12 +834,18 @@ def strimzi_generated(draw, profile: Profile) -> dict:
     return {"apiVersion": api, "kind": "KafkaMirrorMaker2", "metadata": metadata, "spec": spec}
 
 
-def strimzi_files(profile: Profile) -> st.SearchStrategy[bytes]:
+STRIMZI_EXAMPLES = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(INTEROP.glob("strimzi_*.yaml"))]
+
+
+@st.composite
+def strimzi_files(draw, profile: Profile) -> bytes:
+    """The bytes of one KafkaMirrorMaker2 resource: generated, a mutant of an example or of a generated one."""
     keep_shape = not profile.draws("strimzi-shape")
-    examples = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(INTEROP.glob("strimzi_*.yaml"))]
-    trees = st.one_of(
-        strimzi_generated(profile),
-        st.sampled_from(examples).flatmap(lambda base: mutated_tree(base, profile, keep_shape)),
-        strimzi_generated(profile).flatmap(lambda base: mutated_tree(base, profile, keep_shape)),
-    )
-    return trees.map(dump).flatmap(mutated_bytes)
+    source = draw(st.integers(0, 2))
+    if source == 0:
+        tree = draw(strimzi_generated(profile))
+    elif source == 1:
+        tree = mutate_tree(draw, pick(draw, STRIMZI_EXAMPLES), profile, keep_shape)
+    else:
+        tree = mutate_tree(draw, draw(strimzi_generated(profile)), profile, keep_shape)
+    return mutate_bytes(draw, dump(tree))

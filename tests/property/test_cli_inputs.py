@@ -8,7 +8,7 @@ time and memory bounds (tests/property/cli.py), with stderr of bounded size.
 
 The quick run (the normal test command) draws a fixed number of inputs per kind from a fixed seed:
 the same inputs every time. The long run (`--fuzz-long`: 10,000 per kind) prints its seed; any failure
-replays with `--fuzz-seed S` (and `--fuzz-examples N`). docs/testing.md has the commands.
+replays with `--fuzz-seed S` (and `--fuzz-examples N`). the README's Tests section has the commands.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 
 Protocol: one JSON request per line on stdin ({"argv": [...], "seconds": N}), one JSON answer per line
 on the original stdout. `main(argv)` runs in this process with sys.stdout/sys.stderr captured, under
-  * a time bound: an interval timer raises `TimeBound` (a BaseException, so no `except Exception` in
-    the CLI swallows it) where the command is, and the traceback says where that was;
+  * a time bound in CPU seconds (the machine the suite runs on is shared: wall-clock time would
+    measure the neighbours): a profiling interval timer raises `TimeBound` (a BaseException, so no
+    `except Exception` in the CLI swallows it) where the command is, and the traceback says where;
   * a memory bound: RLIMIT_AS = what the process had after its imports + the bound, so an allocation
     past it is a MemoryError, never the machine's OOM killer; the peak resident size of each run is
     measured too (VmHWM, reset before each run through /proc/self/clear_refs).
@@ -68,13 +69,14 @@ def _run(main, argv: list[str], seconds: float, can_reset: bool) -> dict:
     exc_text = None
     exc_type = None
     start = time.monotonic()
+    cpu_start = time.process_time()
     sys.stdout, sys.stderr = out, err
     try:
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        signal.setitimer(signal.ITIMER_PROF, seconds)
         try:
             rc = main(argv)
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_PROF, 0)
     except SystemExit as exc:
         rc = exc.code if isinstance(exc.code, int) else 1
         exc_type = "SystemExit"
@@ -84,6 +86,7 @@ def _run(main, argv: list[str], seconds: float, can_reset: bool) -> dict:
         exc_text = "".join(traceback.format_exception(exc))
     finally:
         elapsed = time.monotonic() - start
+        cpu = time.process_time() - cpu_start
         sys.stdout, sys.stderr = saved
     peak = _status("VmHWM") if can_reset else _status("VmRSS")
     o, e = out.getvalue(), err.getvalue()
@@ -93,7 +96,8 @@ def _run(main, argv: list[str], seconds: float, can_reset: bool) -> dict:
         "err": _cut(e),
         "out_len": len(o),
         "err_len": len(e),
-        "seconds": elapsed,
+        "seconds": cpu,
+        "wall_seconds": elapsed,
         "peak_mib": max(0, peak - rss_before) / 1024,
         "traceback_in_output": "Traceback" in o or "Traceback" in e,
         "exception": exc_text,
@@ -109,7 +113,7 @@ def serve() -> None:
     limit_mib = float(os.environ.get("FUZZ_WORKER_MEMORY_MIB", "1024"))
     from reconciler.cli.main import main
 
-    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_alarm)
     can_reset = _reset_peak()
     vm = _status("VmSize") * 1024
     if vm:
