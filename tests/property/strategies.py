@@ -254,25 +254,47 @@ ANY_VALUE = st.recursive(
 )
 
 
-def huge(profile: Profile) -> st.SearchStrategy[str]:
-    return st.builds(
-        lambda unit, n: (unit * (n // len(unit) + 1))[:n],
-        st.sampled_from(["x", "\u00e9", "ab.", "\\", "${X}", "{", "'", "\u4e2d"]),
-        sized(profile, profile.huge),
-    )
+# Big values are built here from small draws (a unit, a size), never drawn whole: Hypothesis keeps
+# every drawn value of the last 10,000 inputs (for its reports), and 10,000 x 10 MB does not fit.
+HUGE_UNITS = ["x", "\u00e9", "ab.", "\\", "${X}", "{", "'", "\u4e2d"]
 
 
-def deep(profile: Profile) -> st.SearchStrategy[Raw]:
-    def build(form: int, n: int) -> Raw:
-        if form == 0:
-            return Raw("[" * n + "]" * n)
-        if form == 1:
-            return Raw("{a: " * n + "1" + "}" * n)
-        if form == 2:
-            return Raw("[" * n)  # unclosed
-        return Raw("[&x" + ", [" * n + "*x" + "]" * n + "]")
+def huge(draw, profile: Profile) -> str:
+    """A string of one of `profile.huge` characters."""
+    unit = pick(draw, HUGE_UNITS)
+    n = draw(sized(profile, profile.huge))
+    return (unit * (n // len(unit) + 1))[:n]
 
-    return st.builds(build, st.integers(0, 3), sized(profile, profile.deep))
+
+def deep(draw, profile: Profile) -> Raw:
+    """A flow collection nested one of `profile.deep` levels (closed, unclosed, with an alias)."""
+    form = draw(st.integers(0, 3))
+    n = draw(sized(profile, profile.deep))
+    if form == 0:
+        return Raw("[" * n + "]" * n)
+    if form == 1:
+        return Raw("{a: " * n + "1" + "}" * n)
+    if form == 2:
+        return Raw("[" * n)  # unclosed
+    return Raw("[&x" + ", [" * n + "*x" + "]" * n + "]")
+
+
+class FileInput:
+    """What a strategy of files draws: the bytes, taken once (`take()`), so that Hypothesis keeps a
+    small object, not the bytes, for each of the inputs it remembers."""
+
+    def __init__(self, data: bytes):
+        self.size = len(data)
+        self.head = data[:200]
+        self._data: bytes | None = data
+
+    def take(self) -> bytes:
+        data, self._data = self._data, None
+        assert data is not None, "an input is taken once"
+        return data
+
+    def __repr__(self) -> str:
+        return f"FileInput({self.size} bytes: {self.head!r}...)"
 
 
 # --- JSON Schema -> strategy --------------------------------------------------------------------
@@ -468,9 +490,9 @@ def mutate_tree(draw, base: Any, profile: Profile, keep_shape: bool = False) -> 
         elif op == "retype":
             parent[last] = draw(SCALAR if keep_shape else ANY_VALUE)
         elif op == "huge":
-            parent[last] = draw(huge(profile))
+            parent[last] = huge(draw, profile)
         elif op == "deep":
-            parent[last] = draw(deep(profile))
+            parent[last] = deep(draw, profile)
         elif op == "odd_yaml":
             parent[last] = Raw(draw(st.sampled_from(ODD_YAML)))
         elif op == "regex":
@@ -492,7 +514,7 @@ def mutate_tree(draw, base: Any, profile: Profile, keep_shape: bool = False) -> 
                 items.insert(i + 1, (last, copy.deepcopy(value) if same else draw(other_value)))
                 tree = _replace(tree, path[:-1], Pairs(tuple(items)))  # a leaf from now on
                 continue
-            new = draw(huge(profile)) if op == "huge_key" else draw(st.sampled_from(odd_keys))
+            new = huge(draw, profile) if op == "huge_key" else draw(st.sampled_from(odd_keys))
             if new not in parent:
                 tree = _replace(tree, path[:-1], _rename(parent, last, new))
     return tree
@@ -546,7 +568,7 @@ EXAMPLE_TOPOLOGIES = _example_topologies()
 
 
 @st.composite
-def topologies(draw, profile: Profile) -> bytes:
+def topologies(draw, profile: Profile) -> FileInput:
     """The bytes of one topology file: generated from the schema, a mutant of an example or of a
     generated one, or a full mesh."""
     source = draw(st.integers(0, 3))
@@ -558,7 +580,7 @@ def topologies(draw, profile: Profile) -> bytes:
         tree = mutate_tree(draw, draw(schema_topologies(profile)), profile)
     else:
         tree = mesh(draw(mesh_size(profile)), draw(regex(profile)))
-    return mutate_bytes(draw, dump(tree))
+    return FileInput(mutate_bytes(draw, dump(tree)))
 
 
 # --- MirrorMaker 2 properties -------------------------------------------------------------------
@@ -614,7 +636,6 @@ def property_values(profile: Profile) -> dict[str, st.SearchStrategy[str]]:
     }
 
 
-@st.composite
 def mm2_generated(draw, profile: Profile) -> str:
     values = property_values(profile)
     aliases = draw(st.lists(ALIAS, min_size=1, max_size=4, unique=True))
@@ -640,7 +661,7 @@ def mm2_generated(draw, profile: Profile) -> str:
         entries.append(("y", draw(st.sampled_from(["${x}", "${y}", "${env:}", "${:}", "${file::}", "${"]))))
     if draw(st.integers(0, 9)) == 0:
         entries.append(
-            (draw(st.sampled_from([a + ".bootstrap.servers" for a in aliases] + ["topics"])), draw(huge(profile)))
+            (draw(st.sampled_from([a + ".bootstrap.servers" for a in aliases] + ["topics"])), huge(draw, profile))
         )
     lines = []
     for key, value in entries:
@@ -703,7 +724,7 @@ def mutate_mm2(draw, text: str, profile: Profile) -> str:
         elif op == "insert":
             lines.insert(i, draw(st.sampled_from(ODD_PROPERTY_LINES)))
         elif op == "huge":
-            big = draw(huge(profile))
+            big = huge(draw, profile)
             lines.insert(i, pick(draw, [f"{big} = 1", f"topics = {big}", f"primary.bootstrap.servers = {big}"]))
         elif op == "clusters":
             n = draw(sized(profile, profile.mm2_clusters))
@@ -717,18 +738,31 @@ FULL_PROPERTIES = (INTEROP / "full.properties").read_text(encoding="utf-8")
 
 
 @st.composite
-def mm2_files(draw, profile: Profile) -> bytes:
+def mm2_files(draw, profile: Profile) -> FileInput:
     """The bytes of one MM2 properties file: generated, a mutant of full.properties or of a generated one.
     (Big texts are passed to plain functions, never to strategies: Hypothesis caches strategies with
     their arguments, and a 10 MB argument a thousand times over is 10 GB.)"""
-    source = draw(st.integers(0, 2))
+    source = draw(st.integers(0, 3))
     if source == 0:
-        text = draw(mm2_generated(profile))
+        text = mm2_generated(draw, profile)
     elif source == 1:
         text = mutate_mm2(draw, FULL_PROPERTIES, profile)
+    elif source == 2:
+        text = mutate_mm2(draw, mm2_generated(draw, profile), profile)
     else:
-        text = mutate_mm2(draw, draw(mm2_generated(profile)), profile)
-    return mutate_bytes(draw, text)
+        text = mm2_many(draw(sized(profile, profile.mm2_clusters)), draw(st.booleans()))
+    return FileInput(mutate_bytes(draw, text))
+
+
+def mm2_many(n: int, mesh: bool) -> str:
+    """n clusters, each with its bootstrap servers, in a chain of flows (or a ring of meshes of 3)."""
+    lines = ["clusters = " + ", ".join(f"c{i}" for i in range(n))]
+    lines += [f"c{i}.bootstrap.servers = c{i}:9092" for i in range(n)]
+    for i in range(n - 1):
+        lines.append(f"c{i}->c{i + 1}.enabled = true")
+        if mesh:
+            lines.append(f"c{i + 1}->c{i}.enabled = true")
+    return "\n".join(lines) + "\n"
 
 
 # --- Strimzi KafkaMirrorMaker2 ------------------------------------------------------------------
@@ -804,7 +838,6 @@ def _mirror_patterns(profile: Profile) -> dict[str, st.SearchStrategy]:
     }
 
 
-@st.composite
 def strimzi_generated(draw, profile: Profile) -> dict:
     aliases = draw(st.lists(ALIAS, min_size=1, max_size=4, unique=True))
     alias = st.sampled_from(aliases)
@@ -838,14 +871,14 @@ STRIMZI_EXAMPLES = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorte
 
 
 @st.composite
-def strimzi_files(draw, profile: Profile) -> bytes:
+def strimzi_files(draw, profile: Profile) -> FileInput:
     """The bytes of one KafkaMirrorMaker2 resource: generated, a mutant of an example or of a generated one."""
     keep_shape = not profile.draws("strimzi-shape")
     source = draw(st.integers(0, 2))
     if source == 0:
-        tree = draw(strimzi_generated(profile))
+        tree = strimzi_generated(draw, profile)
     elif source == 1:
         tree = mutate_tree(draw, pick(draw, STRIMZI_EXAMPLES), profile, keep_shape)
     else:
-        tree = mutate_tree(draw, draw(strimzi_generated(profile)), profile, keep_shape)
-    return mutate_bytes(draw, dump(tree))
+        tree = mutate_tree(draw, strimzi_generated(draw, profile), profile, keep_shape)
+    return FileInput(mutate_bytes(draw, dump(tree)))

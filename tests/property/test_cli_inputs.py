@@ -27,7 +27,9 @@ from hypothesis import strategies as st
 from tests.property import strategies
 from tests.property.cli import CliWorker, describe, problems, signature
 
-KINDS: dict[str, tuple[Callable[[strategies.Profile], st.SearchStrategy[bytes]], Callable[[str], list[str]], str]] = {
+KINDS: dict[
+    str, tuple[Callable[[strategies.Profile], st.SearchStrategy[strategies.FileInput]], Callable[[str], list[str]], str]
+] = {
     "validate": (strategies.topologies, lambda f: ["validate", f], ".yaml"),
     "mm2": (strategies.mm2_files, lambda f: ["import", "mm2", f], ".properties"),
     "strimzi": (strategies.strimzi_files, lambda f: ["import", "strimzi", f], ".yaml"),
@@ -77,8 +79,9 @@ def test_every_input_is_handled(kind, fuzz, cli_worker: CliWorker, tmp_path, req
         print_blob=False,
     )
     @given(make(profile))
-    def every_input(data: bytes) -> None:
+    def every_input(case: strategies.FileInput) -> None:
         nonlocal seen
+        data = case.take()
         seen += 1
         if seen % 500 == 0:
             took = time.monotonic() - started
