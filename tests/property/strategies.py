@@ -59,6 +59,7 @@ class Profile:
     mm2_clusters: tuple[int, ...]  # aliases in a generated `clusters =` list
     left_out: frozenset[str] = frozenset()  # OPEN_HOLES not drawn
     rare: int = 0  # the last `rare` sizes of each tuple (and meshes past 30) are drawn one time in ten
+    blowup_one_in: int = 10  # patterns that blow up (each costs a time bound while that hole is open)
 
     def draws(self, hole: str) -> bool:
         return hole not in self.left_out
@@ -78,6 +79,7 @@ LONG = Profile(
     mesh=250,
     mm2_clusters=(50, 1_000, 10_000, 100_000),
     rare=2,
+    blowup_one_in=100,
 )
 
 
@@ -162,7 +164,7 @@ REGEX_EDGE = [
 
 def regex(profile: Profile) -> st.SearchStrategy[str]:
     """Topic and group patterns: plausible ones, edge syntax, small repeats, random metacharacters;
-    one in ten a blow-up (big repeat, nested quantifiers): each costs a time bound while they are open."""
+    one in `profile.blowup_one_in` a blow-up (big repeat, nested quantifiers)."""
     atoms = st.sampled_from(["x", "[ab]", "(x+)", ".", "(ab|a)", "\\d"])
     common = st.one_of(
         st.sampled_from(REGEX_PLAIN),
@@ -177,7 +179,7 @@ def regex(profile: Profile) -> st.SearchStrategy[str]:
         st.builds("{}{{{}}}".format, atoms, st.integers(9, 40) | st.integers(0, 2**33)),
         st.text(st.sampled_from(list("ab.*+?|()[]{}^$\\0123,-:<=!")), min_size=1, max_size=16),
     )
-    return st.integers(0, 9).flatmap(lambda i: blowup if i == 0 else common)
+    return st.integers(0, profile.blowup_one_in - 1).flatmap(lambda i: blowup if i == 0 else common)
 
 
 # Values a YAML document can hold that no field of ours wants: tags, aliases, merge keys, sets.
