@@ -16,6 +16,7 @@ from reconciler.interop.draft import IMPORTED, TopologyDraft, render_at_input, t
 from reconciler.interop.mm2_import import import_mm2_text
 from reconciler.interop.properties import PropertiesError
 from reconciler.interop.strimzi import import_strimzi_text
+from reconciler.topology.loader import read_source
 
 IMPORTERS = {"mm2": import_mm2_text, "strimzi": import_strimzi_text}
 
@@ -46,7 +47,7 @@ def _report(draft: TopologyDraft) -> None:
 def cmd_import(args) -> int:
     path = Path(args.file)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_source(path)
     except (OSError, UnicodeDecodeError) as exc:
         print(f"{path}:1: error: cannot read file: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -264,14 +264,32 @@ def load_text(text: str, file: str, diags: Diagnostics) -> list[Document]:
 _STREAMS: dict[str, str] = {}
 
 
+#: The largest input file read (a topology file, an MM2 properties file, a Strimzi resource): past it, parsing
+#: costs seconds and gigabytes (pure-Python YAML and properties parsers), and no real configuration is that big.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+
+class InputTooLarge(OSError):
+    pass
+
+
 def read_source(path: Path) -> str:
-    """A topology file's text (UTF-8). A pipe is read once and kept: a command reads its files more than once."""
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
+    """An input file's text (UTF-8), at most MAX_INPUT_BYTES (InputTooLarge, an OSError, past it). A pipe is read
+    once and kept: a command reads its files more than once."""
     key = str(path)
-    if key not in _STREAMS:
-        _STREAMS[key] = path.read_text(encoding="utf-8")
-    return _STREAMS[key]
+    if key in _STREAMS:
+        return _STREAMS[key]
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputTooLarge(
+            f"the file is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB, which no configuration needs: "
+            "split it into several files (a directory of topology files is read as one)"
+        )
+    text = data.decode("utf-8")
+    if not path.is_file():
+        _STREAMS[key] = text
+    return text
 
 
 def topology_files(paths: Iterable[str | Path], diags: Diagnostics) -> list[Path]:

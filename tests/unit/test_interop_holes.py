@@ -398,3 +398,21 @@ def test_show_refuses_other_damage_in_one_line(tmp_path, capsys):
         assert main(["show", path]) == 1
         err = capsys.readouterr().err
         assert err.startswith(f"error: {path}: ") and err.count("\n") == 1 and len(err) < 500, err
+
+
+def test_an_input_larger_than_any_configuration_is_one_line_not_gigabytes(tmp_path, capsys):
+    """A 60 MB properties file took 1 GB to parse (the property-based run's finding); a topology of that size took
+    minutes in the YAML parser. Inputs past MAX_INPUT_BYTES are refused before parsing, naming the file."""
+    from reconciler.cli.main import main
+    from reconciler.topology.loader import MAX_INPUT_BYTES
+
+    big = tmp_path / "big.properties"
+    big.write_bytes(b"clusters = a\n# " + b"x" * MAX_INPUT_BYTES + b"\n")
+    assert main(["import", "mm2", str(big)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{big}:1: error: cannot read file: the file is larger than 16 MiB") and len(err) < 500
+    topo = tmp_path / "big.yaml"
+    topo.write_bytes(b"apiVersion: reconciler/v1\n# " + b"x" * MAX_INPUT_BYTES + b"\n")
+    assert main(["validate", str(topo)]) == 1
+    err = capsys.readouterr()
+    assert "larger than 16 MiB" in err.out + err.err and len(err.out + err.err) < 2000
