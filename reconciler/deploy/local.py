@@ -508,6 +508,8 @@ class ProcessDeployer(Deployer):
                 how = "spec handed to the running flow (hot reload, no restart)"
             if current is not None and not restart and not current.restart_fields(spec):
                 return OpResult.success(f"{moved}{how}; {kept}, {self.where(eng)}")
+            if not eng.runtime():  # still starting (no driver yet): it runs every flow file it finds at its start
+                return OpResult.success(f"{moved}added to engine {name}, which is starting, {self.where(eng)}")
         fr = self._wait_flow(
             name,
             spec.flow,
