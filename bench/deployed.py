@@ -17,11 +17,12 @@ backlog   --records 100-byte records on --partitions partitions are produced fir
           poll -> produce, async commits; records/s over its whole loop), the deployed job (records/s
           from the first copied record seen on the target to the last: the target's high watermarks,
           polled every 50 ms; spark-submit and Spark start-up are not in it, printed apart as
-          deploy_to_first_s), and the in-process driver on the same spec (its own SparkSession in this
+          deploy_to_first_s), the deployed job warm (a second flow, `warm`, added to the running engine
+          as apply adds one, copying the same backlog: without the first task's start-up), and the in-process driver on the same spec (its own SparkSession in this
           process, stopped before anything else runs; timed the same way from the target, and by its
           own loop as bench/replication.py does: in_process_loop). Each reads the same source topic
           from the start with its own consumer group and writes its own target topic. Ratios within
-          one repetition: deployed / baseline (issue 23's target: >= 2.0), deployed / in-process.
+          one repetition: deployed / baseline (issue 23's target: >= 2.0), deployed / in-process, and the same for warm.
 latency   --rate records/s (100 B, --partitions partitions, a producer with librdkafka's default
           linger in a process of its own) for --seconds; a plain consumer (librdkafka's defaults but
           fetch.wait.max.ms --reader-wait-ms, 100: see below; in a process of its own) reads the topic and takes (time seen - producer timestamp) per record:
@@ -140,7 +141,7 @@ class TargetWatch:
         self.last: float | None = None
         self.seen = 0
         self._meter, self._started, self._window = meter, None, None  # the machine's CPU from first to last
-        self._stop = threading.Event()
+        self._stop, self._closed = threading.Event(), False
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -211,6 +212,9 @@ class TargetWatch:
         return self._window.busy_pct if self._window is not None else float("nan")
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self._stop.set()
         self._thread.join(15)
         self.consumer.close()
@@ -256,15 +260,27 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
             if not res.ok:
                 raise RuntimeError(res.message)
             watch.wait(900, deployer_alive(root))
+            watch.close()
+            r["deployed"] = watch.rate()
+            assert watch.first is not None
+            r["deploy_to_first_s"] = watch.first[0] - t_deploy
+            r["busy_pct_deployed"] = watch.busy_pct()
+            # The same backlog again, by a second flow added to the running engine (apply's hot add: its JVM
+            # and Python workers are up, the first flow idles): the deployed job without its first task's
+            # start-up (Python workers forked, modules imported, clients created, the JVM's code warm).
+            log("  deployed, warm: a second flow added to the running engine copies the same backlog")
+            warm = flow_spec(c.src.bootstrap, c.dst.bootstrap, "warm", TOPIC, opts.job, opts.delivery)
+            watch = TargetWatch(c.dst.bootstrap, f"warm.{TOPIC}", parts, n, c.meter)
+            res = deployer.deploy(warm, {"engine": "bench"})
+            if not res.ok:
+                raise RuntimeError(res.message)
+            watch.wait(900, deployer_alive(root))
+            r["deployed_warm"] = watch.rate()
+            r["busy_pct_deployed_warm"] = watch.busy_pct()
         finally:
             watch.close()
             deployer.stop_all()
             instance.end(instance.scan(under=root.resolve()), 5)
-        assert watch.first is not None
-        r["deployed"] = watch.rate()
-        r["deploy_to_first_s"] = watch.first[0] - t_deploy
-        r["deployed_first_reading"] = float(watch.first[1])
-        r["busy_pct_deployed"] = watch.busy_pct()
 
         log("  in process: the same spec's driver in this process's SparkSession")
         from reconciler.replication.driver import ReplicationDriver, SparkExecutor
@@ -297,9 +313,11 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
         r["deployed_x_baseline"] = r["deployed"] / r["baseline"]
         r["in_process_x_baseline"] = r["in_process"] / r["baseline"]
         r["deployed_pct_in_process"] = 100 * r["deployed"] / r["in_process"]
+        r["deployed_warm_x_baseline"] = r["deployed_warm"] / r["baseline"]
+        r["deployed_warm_pct_in_process"] = 100 * r["deployed_warm"] / r["in_process"]
         log(
             f"  baseline {r['baseline']:,.0f}/s, deployed {r['deployed']:,.0f}/s "
-            f"({r['deployed_x_baseline']:.2f}x), in process {r['in_process']:,.0f}/s ({r['in_process_x_baseline']:.2f}x)"
+            f"({r['deployed_x_baseline']:.2f}x), warm {r['deployed_warm']:,.0f}/s, in process {r['in_process']:,.0f}/s ({r['in_process_x_baseline']:.2f}x)"
         )
     return r
 
