@@ -3,6 +3,16 @@
     python bench/replication.py                      # every scenario, 3 repetitions (~12 min)
     python bench/replication.py --scenario throughput --repeat 5 --json out.json
 
+The headline figures are bench/deployed.py's: the job as `apply` deploys it (LocalDeployer ->
+spark-submit jobs/mirror_job.py -> records on the target), beside the hand-written loop and the
+in-process driver in the same run, and its latency beside a plain consumer of the source topic with
+no job. This file measures the driver IN PROCESS (its own SparkSession, warmed up, the benchmark's
+30-s tasks, timed by the driver's own loop): what the copy loop can do, not what a user gets. Its
+latency scenario reads with fetch.wait.max.ms 10 in two readers at once (the target topic and the
+source topic) beside the job's consumers: on Tansu each tailing reader costs the source broker most
+of a core, so that scenario measures a saturated source broker (p99 ~1.2 s at 10,000/s), not the job;
+see bench/deployed.py and docs/replication-job.md ("The deployed job").
+
 Each scenario starts two fresh brokers (source, target; Tansu, or noida-db with --engine noida) on loopback
 and measures, on those same brokers:
 

@@ -1,0 +1,579 @@
+"""The job as `apply` deploys it (issue 23): LocalDeployer -> spark-submit jobs/mirror_job.py -> records on the target.
+
+    python bench/deployed.py                                          # both scenarios, 3 repetitions
+    python bench/deployed.py --scenario backlog --records 200000 --repeat 1
+    python bench/deployed.py --scenario latency --rate 10000 --seconds 20
+    python bench/deployed.py --job max_batch_ms=30000 ...             # a `job:` setting of the flow changed
+
+This is the benchmark's headline; bench/replication.py measures the driver in process (its own
+SparkSession, the benchmark's 30-s tasks) and is the figure beside it. Each repetition starts two
+fresh Tansu brokers on loopback (source, target) and a state directory in a temporary directory.
+The flow is built from a one-flow topology (`JobSpec.from_flow`, as `plan` builds it: the topology's
+defaults, `job: {}` unless --job says otherwise) and deployed with `LocalDeployer().deploy(spec,
+{"engine": "bench"})`, which starts `spark-submit jobs/mirror_job.py --engine-dir DIR` as apply does.
+
+backlog   --records 100-byte records on --partitions partitions are produced first; then, on those
+          brokers, in this order: the hand-written loop (bench/replication.py `baseline`: one process,
+          poll -> produce, async commits; records/s over its whole loop), the deployed job (records/s
+          from the first copied record seen on the target to the last: the target's high watermarks,
+          polled every 50 ms; spark-submit and Spark start-up are not in it, printed apart as
+          deploy_to_first_s), the deployed job warm (a second flow, `warm`, added to the running engine
+          as apply adds one, copying the same backlog: without the first task's start-up), and the in-process driver on the same spec (its own SparkSession in this
+          process, stopped before anything else runs; timed the same way from the target, and by its
+          own loop as bench/replication.py does: in_process_loop). Each reads the same source topic
+          from the start with its own consumer group and writes its own target topic. Ratios within
+          one repetition: deployed / baseline (issue 23's target: >= 2.0), deployed / in-process, and the same for warm.
+latency   --rate records/s (100 B, --partitions partitions, a producer with librdkafka's default
+          linger in a process of its own) for --seconds; a plain consumer (librdkafka's defaults but
+          fetch.wait.max.ms --reader-wait-ms, 100: see below; in a process of its own) reads the topic and takes (time seen - producer timestamp) per record:
+          floor: the SOURCE topic, no job deployed, nothing else running;
+          job:   the job's target topic, the job deployed and caught up, nothing else reading.
+          p50/p99/max of each; the job's p99 against the floor's, and where the job's tail is: the
+          records later than max(100 ms, 1.5x the floor's p99) grouped into episodes (a gap of 1 s starts
+          a new one), each episode's start (s into the window), length and worst latency, which shows
+          whether the tail comes at the job's task boundaries (one per `max_batch_ms` at a steady rate).
+
+          The readers' fetch.wait.max.ms matters on Tansu, which answers a waiting fetch late when records
+          arrive: a plain consumer of the source topic with no job at 10,000/s saw p50/p99 ~135/~280 ms with
+          librdkafka's default 500 ms, 37/83 ms with 100 ms, 15/190-390 ms with 10 ms (the broker busier:
+          bench/replication.py's readers). Floor and job are read with the same setting.
+
+CPU: busy_pct_* is how busy the whole machine was over each measured window (/proc/stat, every process).
+Every figure is measured --repeat times; the report prints the median and [min-max].
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition  # noqa: E402
+
+import reconciler.deploy.instance as instance  # noqa: E402
+from bench.replication import (  # noqa: E402
+    Clusters,
+    CpuMeter,
+    baseline,
+    create,
+    environment,
+    generate,
+    log,
+    percentiles,
+    produce_only,
+    steady,
+)
+from reconciler.contract.spec import JobSpec  # noqa: E402
+from reconciler.deploy.local import LocalDeployer  # noqa: E402
+from reconciler.topology.build import load_topology_text  # noqa: E402
+
+SCENARIOS = ("backlog", "latency")
+TOPIC = "bench-src"
+
+
+def flow_spec(source: str, target: str, alias: str, topic: str, job: dict[str, Any], delivery: str) -> JobSpec:
+    """The spec `plan` builds for one flow alias->east of `topic`, the topology's defaults unless `job` says."""
+    text = json.dumps(
+        {
+            "apiVersion": "reconciler/v1",
+            "kind": "Topology",
+            "metadata": {"name": "bench"},
+            "clusters": {alias: {"bootstrap_servers": source}, "east": {"bootstrap_servers": target}},
+            "flows": [
+                {
+                    "source": alias,
+                    "target": "east",
+                    "topics": {"include": [topic]},
+                    "delivery": delivery,
+                    **({"job": job} if job else {}),
+                }
+            ],
+        }
+    )
+    topology = load_topology_text(text, "bench")  # JSON is YAML
+    return JobSpec.from_flow(topology, topology.flows[0])
+
+
+class TargetWatch:
+    """Watches a topic fill up to `n` records from a thread: when records first appeared (and how many), and
+    when the last one landed.
+
+    Every `interval` s it reads the partitions' high watermarks (ListOffsets: one request, no records read).
+    Tansu answers ListOffsets with the base offset of the partition's LAST BATCH + 1, not its end, so the sum
+    never reaches `n` there; but it moves with every batch appended, so the time it last moved is when the
+    last batch landed. Once it has been still for `settle` s, the true ends are read (from that offset to
+    end-of-partition: at most one batch per partition) and, if they hold `n` records, the copy is done at the
+    time of that last move."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        n: int,
+        meter: Callable[[], CpuMeter],
+        interval: float = 0.05,
+        settle: float = 0.5,
+    ):
+        self.bootstrap, self.topic = bootstrap, topic
+        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
+        self.n, self.interval, self.settle = n, interval, settle
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-watch-{time.monotonic_ns()}",
+                "topic.metadata.refresh.interval.ms": 1000,  # the topic appears later: not cached as unknown
+            }
+        )
+        self.first: tuple[float, int] | None = None
+        self.last: float | None = None
+        self.seen = 0
+        self._meter, self._started, self._window = meter, None, None  # the machine's CPU from first to last
+        self._stop, self._closed = threading.Event(), False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _reported(self) -> list[int]:
+        try:
+            return [max(self.consumer.get_watermark_offsets(tp, timeout=5)[1], 0) for tp in self.tps]
+        except KafkaException:
+            return [0] * len(self.tps)
+
+    def _true_end(self, reported: list[int]) -> int:
+        """The sum of the partitions' ends, read from just before the reported ends to end-of-partition."""
+        c = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": f"bench-end-{time.monotonic_ns()}",
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+            }
+        )
+        try:
+            ends = {tp.partition: r for tp, r in zip(self.tps, reported)}
+            c.assign([TopicPartition(self.topic, p, max(r - 1, 0)) for p, r in ends.items()])
+            pending, deadline = set(ends), time.monotonic() + 10
+            while pending and time.monotonic() < deadline:
+                for m in c.consume(10_000, 0.5):
+                    if m.error():
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            ends[m.partition()] = max(ends[m.partition()], m.offset())
+                            pending.discard(m.partition())
+                    else:
+                        ends[m.partition()] = max(ends[m.partition()], m.offset() + 1)
+            return sum(ends.values())
+        finally:
+            c.close()
+
+    def _run(self) -> None:
+        moved_at, before = 0.0, -1
+        while not self._stop.is_set():
+            reported = self._reported()
+            seen, now = sum(reported), time.monotonic()
+            if seen != before:
+                moved_at, before, self.seen = now, seen, seen
+            if seen and self.first is None:
+                self.first, self._started = (now, seen), self._meter()
+            if seen >= self.n or (seen and now - moved_at >= self.settle and self._true_end(reported) >= self.n):
+                self.last = now if seen >= self.n else moved_at
+                assert self._started is not None
+                self._window = self._started.window()
+                return
+            self._stop.wait(self.interval)
+
+    def wait(self, timeout: float, alive: Callable[[], bool] = lambda: True) -> None:
+        deadline = time.monotonic() + timeout
+        while self._thread.is_alive() and time.monotonic() < deadline:
+            if not alive():
+                raise RuntimeError(f"the job ended with about {self.seen:,} of {self.n:,} records copied")
+            self._thread.join(0.5)
+        if self.last is None:
+            raise RuntimeError(f"about {self.seen:,} of {self.n:,} records copied after {timeout:.0f} s")
+
+    def rate(self) -> float:
+        """Records/s from the first records seen to the last (those seen at the first reading excluded)."""
+        assert self.first is not None and self.last is not None
+        t0, c0 = self.first
+        return (self.n - c0) / max(1e-9, self.last - t0)
+
+    def busy_pct(self) -> float:
+        return self._window.busy_pct if self._window is not None else float("nan")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        self._thread.join(15)
+        self.consumer.close()
+
+
+def parse_job(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        out[key] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
+def deployer_alive(root: Path) -> Callable[[], bool]:
+    return lambda: bool(instance.scan(under=root.resolve()))
+
+
+# ---------------------------------------------------------------- backlog
+
+
+def scenario_backlog(opts, work: Path) -> dict[str, float]:
+    n, parts = opts.records, opts.partitions
+    r: dict[str, float] = {}
+    with Clusters(opts) as c:
+        create(c.src.bootstrap, {TOPIC: parts})
+        tps = [(TOPIC, p) for p in range(parts)]
+        log(f"  producing {n:,} records of 100 B on {parts} partitions")
+        produce_only(c.src.bootstrap, tps, n, 100)
+
+        log("  baseline: the hand-written poll -> produce loop")
+        meter = c.meter()
+        r["baseline"], _ = baseline(c.src.bootstrap, c.dst.bootstrap, tps, n, c.exclude)
+        r["busy_pct_baseline"] = meter.window().busy_pct
+
+        log("  deployed: LocalDeployer -> spark-submit jobs/mirror_job.py")
+        spec = flow_spec(c.src.bootstrap, c.dst.bootstrap, "west", TOPIC, opts.job, opts.delivery)
+        root = work / "state"
+        deployer = LocalDeployer(root=root, stop_timeout=30)
+        watch = TargetWatch(c.dst.bootstrap, f"west.{TOPIC}", parts, n, c.meter)
+        t_deploy = time.monotonic()
+        try:
+            res = deployer.deploy(spec, {"engine": "bench"})
+            if not res.ok:
+                raise RuntimeError(res.message)
+            watch.wait(900, deployer_alive(root))
+            watch.close()
+            r["deployed"] = watch.rate()
+            assert watch.first is not None
+            r["deploy_to_first_s"] = watch.first[0] - t_deploy
+            r["busy_pct_deployed"] = watch.busy_pct()
+            # The same backlog again, by a second flow added to the running engine (apply's hot add: its JVM
+            # and Python workers are up, the first flow idles): the deployed job without its first task's
+            # start-up (Python workers forked, modules imported, clients created, the JVM's code warm).
+            log("  deployed, warm: a second flow added to the running engine copies the same backlog")
+            warm = flow_spec(c.src.bootstrap, c.dst.bootstrap, "warm", TOPIC, opts.job, opts.delivery)
+            watch = TargetWatch(c.dst.bootstrap, f"warm.{TOPIC}", parts, n, c.meter)
+            res = deployer.deploy(warm, {"engine": "bench"})
+            if not res.ok:
+                raise RuntimeError(res.message)
+            watch.wait(900, deployer_alive(root))
+            r["deployed_warm"] = watch.rate()
+            r["busy_pct_deployed_warm"] = watch.busy_pct()
+        finally:
+            watch.close()
+            deployer.stop_all()
+            instance.end(instance.scan(under=root.resolve()), 5)
+
+        log("  in process: the same spec's driver in this process's SparkSession")
+        from reconciler.replication.driver import ReplicationDriver, SparkExecutor
+
+        ispec = flow_spec(c.src.bootstrap, c.dst.bootstrap, "inproc", TOPIC, opts.job, opts.delivery)
+        spark = c.spark  # started and warmed up (Python workers, the job's modules) before the clock
+        r["in_process_spark_start_s"] = c.spark_start_s or 0.0
+        driver = ReplicationDriver(ispec, SparkExecutor(spark.sparkContext))
+        watch = TargetWatch(c.dst.bootstrap, f"inproc.{TOPIC}", parts, n, c.meter)
+        try:
+            driver.start()
+            loop_start: float | None = None
+            while driver.records < n:
+                before = time.perf_counter()
+                driver.step()
+                if loop_start is None and driver.records > 0:
+                    loop_start = before
+                if driver.last_error and driver.errors > 20:
+                    raise RuntimeError(driver.last_error)
+            loop_end = time.perf_counter()
+            watch.wait(120)
+        finally:
+            driver.stop_event.set()
+            driver.close()
+            watch.close()
+        r["busy_pct_in_process"] = watch.busy_pct()
+        assert loop_start is not None
+        r["in_process"] = watch.rate()
+        r["in_process_loop"] = n / (loop_end - loop_start)
+        r["deployed_x_baseline"] = r["deployed"] / r["baseline"]
+        r["in_process_x_baseline"] = r["in_process"] / r["baseline"]
+        r["deployed_pct_in_process"] = 100 * r["deployed"] / r["in_process"]
+        r["deployed_warm_x_baseline"] = r["deployed_warm"] / r["baseline"]
+        r["deployed_warm_pct_in_process"] = 100 * r["deployed_warm"] / r["in_process"]
+        log(
+            f"  baseline {r['baseline']:,.0f}/s, deployed {r['deployed']:,.0f}/s "
+            f"({r['deployed_x_baseline']:.2f}x), warm {r['deployed_warm']:,.0f}/s, in process {r['in_process']:,.0f}/s ({r['in_process_x_baseline']:.2f}x)"
+        )
+    return r
+
+
+# ---------------------------------------------------------------- latency
+
+
+def _read(bootstrap: str, topic: str, partitions: int, config: dict, count, since_ms, stop, results) -> None:
+    """Reader process: counts records; keeps (produce timestamp, time seen - produce timestamp) of the
+    records produced at or after `since_ms`; sends them back when stopped."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-latency-{topic}-{os.getpid()}",
+            "enable.auto.commit": False,
+            **config,
+        }
+    )
+    samples: list[tuple[float, float]] = []
+    while topic not in c.list_topics(timeout=5).topics and not stop.is_set():
+        time.sleep(0.1)
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    while not stop.is_set():
+        m = c.poll(0.1)
+        if m is None or m.error():
+            continue
+        now = time.time() * 1000
+        ts = m.timestamp()[1]
+        if ts >= since_ms.value:
+            samples.append((ts, now - ts))
+        with count.get_lock():
+            count.value += 1
+    c.close()
+    results.send(samples)
+    results.close()
+
+
+class Reader:
+    def __init__(self, bootstrap: str, topic: str, partitions: int, config: dict):
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self._count, self._since, self._stop = ctx.Value("q", 0), ctx.Value("d", float("inf")), ctx.Event()
+        self._recv, send = ctx.Pipe(duplex=False)
+        self.samples: list[tuple[float, float]] = []
+        self.proc = ctx.Process(
+            target=_read,
+            args=(bootstrap, topic, partitions, config, self._count, self._since, self._stop, send),
+            daemon=True,
+        )
+        self.proc.start()
+
+    @property
+    def count(self) -> int:
+        return int(self._count.value)
+
+    def measure_from_now(self) -> None:
+        self._since.value = time.time() * 1000
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._recv.poll(60):
+            self.samples = self._recv.recv()
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def episodes(samples: list[tuple[float, float]], above_ms: float, gap_ms: float = 1000) -> list[dict[str, float]]:
+    """The records later than `above_ms`, grouped by produce time (a gap of `gap_ms` starts a new group)."""
+    if not samples:
+        return []
+    t_start = min(ts for ts, _ in samples)
+    late = sorted((ts, lat) for ts, lat in samples if lat > above_ms)
+    out: list[dict[str, float]] = []
+    for ts, lat in late:
+        if out and ts - out[-1]["_end"] <= gap_ms:
+            e = out[-1]
+            e["_end"], e["records"], e["worst_ms"] = ts, e["records"] + 1, max(e["worst_ms"], lat)
+        else:
+            out.append({"at_s": (ts - t_start) / 1000, "_end": ts, "records": 1, "worst_ms": lat})
+    for e in out:
+        e["length_s"] = (e.pop("_end") - t_start) / 1000 - e["at_s"]
+    return out
+
+
+def measure_latency(c: Clusters, load_topic: str, read_bootstrap: str, read_topic: str, opts) -> tuple[dict, list]:
+    """--rate records/s for --seconds into the source's `load_topic`, read from `read_topic` (by one reader)."""
+    parts = opts.partitions
+    reader = Reader(read_bootstrap, read_topic, parts, opts.reader_config)
+    try:
+        steady_warm_up(c.src.bootstrap, load_topic, parts, reader)  # the reader assigned, records flowing through
+        # a few seconds at the rate before measuring (the job: its first, catching-up task has ended)
+        generate(c.src.bootstrap, load_topic, parts, opts.rate, 3)
+        time.sleep(2)
+        reader.measure_from_now()
+        meter = c.meter()
+        sent = generate(c.src.bootstrap, load_topic, parts, opts.rate, opts.seconds)
+        busy = meter.window().busy_pct
+        time.sleep(3)
+    finally:
+        reader.close()
+    lat = [x for _, x in reader.samples]
+    out = {**percentiles(lat, (50, 99)), "max": max(lat) if lat else float("nan"), "rate": sent / opts.seconds}
+    out["busy_pct"] = busy
+    out["received_pct"] = 100 * len(lat) / max(1, sent)
+    return out, reader.samples
+
+
+def steady_warm_up(bootstrap: str, topic: str, parts: int, reader: Reader) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap})
+    seen = reader.count
+    steady(p, topic, parts, 200, 240, until=lambda: reader.count > seen)
+    p.flush(10)
+    time.sleep(2)
+
+
+def scenario_latency(opts, work: Path) -> dict[str, float]:
+    parts = opts.partitions
+    r: dict[str, float] = {}
+    with Clusters(opts) as c:
+        create(c.src.bootstrap, {"bench-floor": parts, "bench-lat": parts})
+        log(f"  floor: a plain consumer of the source topic at {opts.rate:,.0f} rec/s, no job")
+        floor, floor_samples = measure_latency(c, "bench-floor", c.src.bootstrap, "bench-floor", opts)
+        r.update({f"floor_{k}": v for k, v in floor.items() if v is not None})
+
+        spec = flow_spec(c.src.bootstrap, c.dst.bootstrap, "west", "bench-lat", opts.job, opts.delivery)
+        root = work / "state"
+        deployer = LocalDeployer(root=root, stop_timeout=30)
+        log(f"  job: deployed, a plain consumer of its target topic at {opts.rate:,.0f} rec/s")
+        try:
+            res = deployer.deploy(spec, {"engine": "bench"})
+            if not res.ok:
+                raise RuntimeError(res.message)
+            job, job_samples = measure_latency(c, "bench-lat", c.dst.bootstrap, "west.bench-lat", opts)
+        finally:
+            deployer.stop_all()
+            instance.end(instance.scan(under=root.resolve()), 5)
+        r.update({f"job_{k}": v for k, v in job.items() if v is not None})
+        if r.get("floor_p99") and r.get("job_p99") is not None:
+            r["job_p99_x_floor"] = r["job_p99"] / r["floor_p99"]
+        above = max(100.0, 1.5 * (r.get("floor_p99") or 0.0))
+        eps = episodes(job_samples, above)
+        r["tail_threshold_ms"] = above
+        r["tail_episodes"] = float(len(eps))
+        r["tail_records_pct"] = 100 * sum(e["records"] for e in eps) / max(1, len(job_samples))
+        log(
+            f"  floor p50/p99 {r.get('floor_p50', 0):.0f}/{r.get('floor_p99', 0):.0f} ms, "
+            f"job {r.get('job_p50', 0):.0f}/{r.get('job_p99', 0):.0f} ms (max {r.get('job_max', 0):.0f})"
+        )
+        log(f"  job records later than {above:.0f} ms: {len(eps)} episodes, {r['tail_records_pct']:.2f}% of records")
+        for e in eps:
+            log(
+                f"    at {e['at_s']:6.2f} s for {e['length_s']:.2f} s: {e['records']:.0f} records, worst {e['worst_ms']:.0f} ms"
+            )
+        floor_eps = episodes(floor_samples, above)
+        r["floor_tail_episodes"] = float(len(floor_eps))
+    return r
+
+
+RUNNERS: dict[str, Callable[[Any, Path], dict[str, float]]] = {
+    "backlog": scenario_backlog,
+    "latency": scenario_latency,
+}
+
+TARGETS = {
+    "deployed_x_baseline": ("deployed job / hand-written loop", ">=", 2.0),
+    "job_p99": ("p99 ms through the deployed job", "<=", 250),
+}
+
+
+def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    keys = [k for k in runs[0] if all(k in r for r in runs)]
+    out = {}
+    for k in keys:
+        vals = [r[k] for r in runs if r[k] == r[k]]
+        if vals:
+            out[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+    return out
+
+
+def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, float]]]) -> None:
+    print(
+        f"\nDeployed-job benchmark, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
+        f"{env['loadavg_start'][0]:.1f}, at end {env['loadavg_end'][0]:.1f}), Python {env['python']}, "
+        f"confluent-kafka {env['confluent_kafka']}, PySpark {env['pyspark']}, {env['java']}; Tansu brokers on "
+        f"loopback; {opts.partitions} partitions; job settings: {opts.job or 'the topology defaults'}; "
+        f"median [min-max] of {opts.repeat} repetitions"
+    )
+    for scenario, figures in results.items():
+        what = (
+            f"{opts.records:,} records"
+            if scenario == "backlog"
+            else f"{opts.rate:,.0f} records/s for {opts.seconds:.0f} s"
+        )
+        print(f"\n  {scenario} ({what})")
+        for key, s in figures.items():
+            line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
+            if key in TARGETS:
+                label, cmp, target = TARGETS[key]
+                ok = s["median"] >= target if cmp == ">=" else s["median"] <= target
+                line += f"   {label}: target {cmp} {target:g} {'MET' if ok else 'MISSED'}"
+            print(line)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="scenario to run (repeatable; default both)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--records", type=int, default=1_000_000, help="backlog, 100-byte records")
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--rate", type=float, default=10_000, help="latency: records/s")
+    ap.add_argument("--seconds", type=float, default=30, help="latency: seconds measured")
+    ap.add_argument("--delivery", default="at-least-once", choices=("at-least-once", "exactly-once"))
+    ap.add_argument("--job", nargs="*", default=[], metavar="KEY=VALUE", help="the flow's `job:` settings")
+    ap.add_argument(
+        "--reader-wait-ms",
+        type=int,
+        default=100,
+        help="latency readers' fetch.wait.max.ms (default 100; librdkafka's own default, 500, costs ~130 ms at p50 "
+        "on Tansu, 10 ms loads the broker: see docs/replication-job.md)",
+    )
+    ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
+    opts = ap.parse_args(argv)
+    opts.job = parse_job(opts.job)
+    opts.reader_config = {"fetch.wait.max.ms": opts.reader_wait_ms}
+    # for bench.replication.Clusters (the brokers) and its in-process SparkSession
+    opts.size, opts.engine, opts.master, opts.parallelism = (
+        100,
+        "tansu",
+        opts.job.get("master", "local[2]"),
+        opts.job.get("parallelism", 2),
+    )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    scenarios = [s for s in SCENARIOS if not opts.scenario or s in opts.scenario]
+    env = environment(opts)
+    runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
+    for i in range(opts.repeat):
+        for s in scenarios:
+            log(f"{s}, repetition {i + 1}/{opts.repeat}")
+            work = Path(tempfile.mkdtemp(prefix=f"bench-deployed-{s}-"))
+            try:
+                runs[s].append(RUNNERS[s](opts, work))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    env["loadavg_end"] = os.getloadavg()
+    summary = {s: summarise(r) for s, r in runs.items() if r}
+    report(env, opts, summary)
+    if opts.json:
+        Path(opts.json).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
