@@ -490,7 +490,9 @@ class ProcessDeployer(Deployer):
                 return OpResult(res.code, f"{moved}{why}: {stopped}; {res.message}")
             fr = eng.flows().get(spec.flow)
             hash_ = spec.spec_hash()
-            if not restart and current is not None and current.spec_hash() == hash_ and fr is not None:
+            if not restart and current is not None and current.spec_hash() == hash_:
+                if fr is None:  # the engine has the file and runs it within a second (or is starting)
+                    return OpResult.already(f"already handed this spec to engine {name}, {self.where(eng)}")
                 if fr.state in (FlowState.RUNNING, FlowState.STOPPING):
                     return OpResult.already(f"already running this spec, {self.where(eng)}")
                 restart = True  # in back-off or superseded: the restart token starts it now
@@ -506,10 +508,10 @@ class ProcessDeployer(Deployer):
                 how = "restarted in place"
             else:
                 how = "spec handed to the running flow (hot reload, no restart)"
+            if not eng.runtime():  # still starting (no driver yet): it runs every flow file it finds at its start
+                return OpResult.success(f"{moved}handed to engine {name}, which is starting, {self.where(eng)}")
             if current is not None and not restart and not current.restart_fields(spec):
                 return OpResult.success(f"{moved}{how}; {kept}, {self.where(eng)}")
-            if not eng.runtime():  # still starting (no driver yet): it runs every flow file it finds at its start
-                return OpResult.success(f"{moved}added to engine {name}, which is starting, {self.where(eng)}")
         fr = self._wait_flow(
             name,
             spec.flow,
