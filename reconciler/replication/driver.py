@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 
 MAX_FINDINGS = 20
 TICK_S = 0.5  # how often the side channels are looked at while a batch runs
+GATE_RECHECK_S = 60.0  # a caught-up flow still runs a batch this often (work_waiting)
 
 
 class Periodic:
@@ -406,13 +407,18 @@ class ReplicationDriver:
             ends = {}
         self._ends_before = ends
         waiting = [tp for tp in copy if tp not in ends or self._caught_up.get(tp, -1) != ends[tp]]
+        now = time.monotonic()
         if not waiting:
-            return False
+            # A batch now and then all the same (GATE_RECHECK_S): whatever the gate could misread, it is one
+            # Spark job a minute, not a flow that stops copying.
+            if now < self._next.get("gate_recheck", 0.0):
+                return False
+            waiting = copy
+        self._next["gate_recheck"] = now + GATE_RECHECK_S
         # Heartbeats alone (a record every few seconds from each flow of the source) are copied at most once a
         # heartbeat or refresh interval, not one Spark job each: their age downstream grows by at most that much.
         policy = self.spec.settings.policy
         if all(policy.is_heartbeats_topic(topic) for topic, _ in waiting):
-            now = time.monotonic()
             if now < self._next.get("heartbeats_copy", 0.0):
                 return False
             settings = self.spec.settings
@@ -423,8 +429,7 @@ class ReplicationDriver:
 
     def _mark_caught_up(self, p: PartitionResult) -> None:
         """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""
-        empty = p.next < 0 and p.count == 0  # still at "earliest": the partition had no record to read
-        at_end = p.eof and (empty or (p.hw is not None and p.next >= p.hw)) and not p.error and not p.out_of_range
+        at_end = p.eof and p.hw is not None and 0 <= p.hw <= p.next and not p.error and not p.out_of_range
         end = self._ends_before.get(p.tp)
         if at_end and end is not None:
             self._caught_up[p.tp] = end
