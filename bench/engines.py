@@ -145,20 +145,35 @@ def run_layout(layout: str, specs: list, east: Broker, root: Path, opts) -> list
         instance.end(instance.scan(under=root.resolve()), 5)
 
 
-def target_end(bootstrap: str, topics: list[str]) -> int:
-    from confluent_kafka import Consumer, TopicPartition
+class Arrivals:
+    """Counts the records arriving on the remote topics with one consumer from their beginning (Tansu's
+    ListOffsets reads its last batch's base offset + 1, so high watermarks cannot tell when a backlog is in)."""
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-end"})
-    try:
-        total = 0
-        for t in topics:
-            try:
-                total += c.get_watermark_offsets(TopicPartition(t, 0), timeout=5)[1]
-            except Exception:  # noqa: BLE001 - not created yet
-                pass
-        return total
-    finally:
-        c.close()
+    def __init__(self, bootstrap: str, topics: list[str]):
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "bench-arrivals", "enable.auto.commit": False}
+        )
+        self.consumer.assign([TopicPartition(t, 0, 0) for t in topics])
+        self.count = 0
+        self.first: float | None = None
+
+    def until(self, total: int, timeout: float) -> float:
+        """Wait until `total` records arrived; the time from the first to the last."""
+        deadline = time.monotonic() + timeout
+        while self.count < total:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.count} of {total} records arrived")
+            for m in self.consumer.consume(10_000, 0.5):
+                if m.error() is None:
+                    self.first = self.first or time.monotonic()
+                    self.count += 1
+        assert self.first is not None
+        return time.monotonic() - self.first
+
+    def close(self) -> None:
+        self.consumer.close()
 
 
 def backlog_rate(west: Broker, east: Broker, n: int, records: int, root: Path, tag: str) -> float:
@@ -184,15 +199,15 @@ def backlog_rate(west: Broker, east: Broker, n: int, records: int, root: Path, t
         )
     remote = [f"b{tag}{i}.{s.settings.topics.include[0]}" for i, s in enumerate(specs)]
     deployer = LocalDeployer(root=root, stop_timeout=30)
+    for t in remote:
+        create_topic(east.bootstrap, t, 1)  # the job finds it there (as a remote topic it would create)
+    arrivals = Arrivals(east.bootstrap, remote)
     try:
         for spec in specs:
             assert deployer.deploy(spec, {"engine": f"bench{tag}"}).ok
-        first = wait_for(lambda: target_end(east.bootstrap, remote) > 0 or None, 300, interval=0.2, what="first")
-        assert first
-        t0 = time.monotonic()
-        wait_for(lambda: target_end(east.bootstrap, remote) >= n * records, 900, interval=0.5, what="backlog copied")
-        return n * records / (time.monotonic() - t0)
+        return n * records / arrivals.until(n * records, 900)
     finally:
+        arrivals.close()
         deployer.stop_all()
 
 
