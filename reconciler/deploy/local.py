@@ -539,21 +539,19 @@ class ProcessDeployer(Deployer):
         if refused is not None:
             return refused
         name = engine_name(spec, options)
-        eng = self._engine(name)
-        strays = [
-            p
-            for p in instance.scan(job_dir=eng.dir.resolve())
-            if p.instance_id != (eng.record or {}).get("instance_id")
-        ]
-        if strays or (eng.record is not None and not eng.alive):  # a leftover, or a dead engine: start it afresh
-            with self._locked(name):
-                moved = self._leave_other_engines(spec.flow, name)
+        moved = self._leave_other_engines(spec.flow, name)
+        with self._locked(name):  # looked at under the lock: a sibling restart of the batch may have started it
+            eng = self._engine(name)
+            own = (eng.record or {}).get("instance_id")
+            strays = [p for p in instance.scan(job_dir=eng.dir.resolve()) if p.instance_id != own]
+            if strays or (eng.record is not None and not eng.alive):  # a leftover, or a dead engine: afresh
                 spec.write(self.flow_file(name, spec.flow))
                 stopped = self._stop_engine(eng) + "; " if eng.alive else ""
                 wanted = EngineRecord(name, spec.engine.master, dict(spec.engine.spark_conf))
                 res = self._start_engine(name, wanted, options)
                 return OpResult(res.code, moved + stopped + res.message)
-        return self._place(spec, options, restart=True)
+        res = self._place(spec, options, restart=True)
+        return OpResult(res.code, moved + res.message) if moved else res
 
     def stop(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
         said = [m.rstrip("; ") for m in (self._stop_legacy(flow),) if m]
