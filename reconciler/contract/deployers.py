@@ -30,6 +30,12 @@ DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Hints a process deployer takes with a flow's options but that are not settings of it (the plan never compares
+#: them): `engine_slots`, the task slots of every flow the topology puts in the flow's engine, so that an engine
+#: started by its first flow's deploy runs `local[N]` with room for the flows the same apply adds next.
+ENGINE_SLOTS_HINT = "engine_slots"
+
+
 def deployer_family(name: str) -> str:
     """Deployers that share state: a local job and a spark-standalone job of one flow are the same job."""
     return "process" if name in PROCESS_DEPLOYERS else name

@@ -24,18 +24,21 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from reconciler.adapters.base import OpResult
-from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS
+from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS, ENGINE_SLOTS_HINT, PROCESS_DEPLOYERS
 from reconciler.contract.flow_id import FlowId, flow_ends
 from reconciler.contract.spec import JobSpec
 from reconciler.topology.model import JobSettings
 
 
-def deployment_options(job: JobSettings, engine: str | None = None) -> dict[str, Any]:
+def deployment_options(job: JobSettings, engine: str | None = None, engine_slots: int | None = None) -> dict[str, Any]:
     """The deployer-specific settings of a flow's job (JSON-native values); `engine`: the flow's engine as
-    resolved (`Flow.engine`: `job.engine`, else the target's alias)."""
+    resolved (`Flow.engine`: `job.engine`, else the target's alias); `engine_slots`: the task slots of all the
+    flows of that engine (a process deployer's hint, `ENGINE_SLOTS_HINT`, never compared by the plan)."""
     options = {name: getattr(job, name) for name in DEPLOYMENT_OPTION_FIELDS.get(job.deployer, ())}
     if "engine" in options:
         options["engine"] = engine or job.engine
+    if engine_slots is not None and job.deployer in PROCESS_DEPLOYERS:
+        options[ENGINE_SLOTS_HINT] = engine_slots
     return options
 
 

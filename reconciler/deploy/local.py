@@ -51,7 +51,7 @@ from typing import Any
 import reconciler.deploy.instance as instance
 from reconciler import settings
 from reconciler.adapters.base import OpResult
-from reconciler.contract.deployers import LOCAL
+from reconciler.contract.deployers import ENGINE_SLOTS_HINT, LOCAL
 from reconciler.contract.engine import (
     FLOWS_DIR,
     RESTART_SUFFIX,
@@ -86,10 +86,21 @@ def engine_name(spec: JobSpec, options: Mapping[str, Any] | None = None) -> str:
 def local_slots(master: str, slots: int) -> str:
     """An engine's `local[N]` master holds at least one task thread per slot of its flows (Spark's tasks copy
     records, mostly waiting on the network: more threads than cores is the point)."""
-    m = re.fullmatch(r"local\[(\d+)\]", master.strip())
-    if m is None or int(m.group(1)) >= slots:
+    threads = _local_threads(master)
+    if threads is None or threads >= slots:
         return master
     return f"local[{slots}]"
+
+
+def _local_threads(master: str) -> int | None:
+    """N of a `local[N]` master (None: another master)."""
+    m = re.fullmatch(r"local\[(\d+)\]", master.strip())
+    return int(m.group(1)) if m else None
+
+
+def _slots(engine_dir: Path) -> int:
+    """The task slots of the flows whose files an engine directory holds."""
+    return sum(s.engine.parallelism for s in (_load(p) for p in flow_files(engine_dir).values()) if s is not None)
 
 
 @dataclass(frozen=True)
@@ -305,8 +316,7 @@ class ProcessDeployer(Deployer):
         """Start the engine with the flow files in its directory (whatever still runs of it ends first)."""
         d = self.engine_dir(name)
         left = self._end_leftovers(d)
-        slots = sum(s.engine.parallelism for s in (_load(p) for p in flow_files(d).values()) if s is not None)
-        master = local_slots(wanted.master, slots)
+        master = local_slots(wanted.master, max(_slots(d), int((options or {}).get(ENGINE_SLOTS_HINT) or 0)))
         EngineRecord(name, master, wanted.spark_conf).write(d)
         # job.metrics_port: that port (0: none); unset: the engine binds a free port itself (no race for it with
         # Spark's own ports), unless $RECONCILER_METRICS_PORT=0 here.
@@ -503,7 +513,7 @@ class ProcessDeployer(Deployer):
             if restart:
                 path.with_suffix(RESTART_SUFFIX).write_text(f"{time.time_ns()}\n")
             if current is None:
-                how = "added to the running engine"
+                how = "added to the running engine" + _short_of_slots(eng)
             elif restart or current.restart_fields(spec):
                 how = "restarted in place"
             else:
@@ -581,6 +591,16 @@ class ProcessDeployer(Deployer):
         with ThreadPoolExecutor(max_workers=max(1, len(live))) as pool:
             results = list(pool.map(self._stop_engine, live))
         return out + [(f"engine {e.name}", OpResult.success(r)) for e, r in zip(live, results)]
+
+
+def _short_of_slots(eng: _Engine) -> str:
+    """Words for an engine whose `local[N]` holds fewer task threads than its flows now have slots (they share
+    them until the engine restarts); empty when it has room."""
+    master = str((eng.record or {}).get("master", ""))
+    threads, slots = _local_threads(master), _slots(eng.dir)
+    if threads is None or threads >= slots:
+        return ""
+    return f" (it runs {master} for {slots} task slots: its flows share those threads until it restarts)"
 
 
 def _same_master(running: str, wanted: str) -> bool:

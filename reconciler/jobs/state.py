@@ -67,12 +67,16 @@ class DesiredJob:
 
 
 def desired_jobs(topology: Topology, git_revision: str | None = None) -> dict[str, DesiredJob]:
+    slots: dict[str, int] = {}
+    for f in topology.flows:
+        if f.enabled:
+            slots[f.engine] = slots.get(f.engine, 0) + f.job.parallelism
     return {
         f.name: DesiredJob(
             f.name,
             f.target,
             f.job.deployer,
-            deployment_options(f.job, f.engine),
+            deployment_options(f.job, f.engine, slots[f.engine]),
             JobSpec.from_flow(topology, f, git_revision),
         )
         for f in topology.flows

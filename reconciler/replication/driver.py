@@ -69,6 +69,7 @@ log = logging.getLogger(__name__)
 MAX_FINDINGS = 20
 TICK_S = 0.5  # how often the side channels are looked at while a batch runs
 GATE_RECHECK_S = 60.0  # a caught-up flow still runs a batch this often (work_waiting)
+IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
 
 
 class Periodic:
@@ -178,6 +179,7 @@ class ReplicationDriver:
         # Idle gate (work_waiting): the ends read before the last batch, and the partitions caught up as of an end.
         self._ends_before: dict[TP, int] = {}
         self._caught_up: dict[TP, int] = {}
+        self._idle_steps = 0  # steps in a row the gate found nothing to copy (idle_wait backs off by it)
         self.latency = LatencyWindow()
         self.rate = RateWindow()
         self.metrics = JobMetrics(self.spec.flow)  # served by the job's entry point (jobs/mirror_job.py)
@@ -333,7 +335,7 @@ class ReplicationDriver:
                 if self.exit_code:
                     break
                 if not moved:
-                    self.stop_event.wait(self.spec.engine.trigger_interval_ms / 1000.0)
+                    self.stop_event.wait(self.idle_wait())
             if self.state not in ("restart-required", "failed"):
                 self.state = "stopped"
         except Exception as exc:
@@ -359,6 +361,9 @@ class ReplicationDriver:
         tasks = self.plan_tasks()
         if tasks and not self.work_waiting():
             tasks = []  # idle: no Spark job while there is nothing to fetch
+            self._idle_steps += 1
+        else:
+            self._idle_steps = 0
         moved = 0
         results: list[TaskResult] = []
         if not tasks:
@@ -426,6 +431,13 @@ class ReplicationDriver:
                 settings.heartbeats.interval_seconds, settings.refresh_interval_seconds
             )
         return True
+
+    def idle_wait(self) -> float:
+        """Seconds to wait after a step that copied nothing: the trigger interval, doubled for each step in a row
+        the idle gate held back, up to IDLE_WAIT_MAX_S (a record arriving at an idle flow waits at most that long
+        for its batch; a flow with traffic keeps the trigger interval)."""
+        trigger = self.spec.engine.trigger_interval_ms / 1000.0
+        return max(trigger, min(IDLE_WAIT_MAX_S, trigger * 2 ** min(self._idle_steps, 16)))
 
     def _mark_caught_up(self, p: PartitionResult) -> None:
         """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""

@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
 from reconciler.contract.status import StatusState, read_job_status
-from reconciler.replication.driver import LocalExecutor, ReplicationDriver
+from reconciler.replication.driver import IDLE_WAIT_MAX_S, LocalExecutor, ReplicationDriver
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 from tests.spec_helpers import respec
 
@@ -308,9 +308,11 @@ def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters)
         for _ in range(20):
             driver.step()
         assert executor.batches == launched, "no batch while nothing arrives"
+        assert driver.idle_wait() == IDLE_WAIT_MAX_S, "an idle flow reads the source's ends once a second"
         _produce(source.bootstrap, "empty", [b"first"])
         step_until(driver, lambda: driver.records >= 61, "the new record copied")
         assert executor.batches > launched
+        assert driver.idle_wait() == spec.engine.trigger_interval_ms / 1000, "back to the trigger interval"
     finally:
         driver.stop_event.set()
         driver.close()

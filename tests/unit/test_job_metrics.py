@@ -346,3 +346,31 @@ def test_a_status_publish_between_batches_carries_the_source_end_read_and_the_me
     d.publish_status()
     assert d.status.records[-1].lag_total == 100 and d.status.records[-1].lag_seconds is None
     assert not has(m, "mirror_lag_seconds")  # unknown: no series rather than a stale one
+
+
+def test_a_process_deployer_is_told_the_task_slots_of_every_flow_of_the_engine():
+    """An engine is started by its first flow's deploy; the hint sizes its local[N] for the flows the same apply
+    adds next (2 + 3 slots into east, 1 into west), and the plan never compares it."""
+    from reconciler.jobs.state import desired_jobs
+    from tests.plan_helpers import topology
+
+    topo = topology(
+        "flows:\n"
+        "  - {source: west, target: east, name: a, topics: {include: [a]}, job: {parallelism: 2}}\n"
+        "  - {source: west, target: east, name: b, topics: {include: [b]}, job: {parallelism: 3}}\n"
+        "  - {source: east, target: west, job: {parallelism: 1}}\n"
+    )
+    jobs = desired_jobs(topo)
+    assert {name: dict(j.options) for name, j in jobs.items()} == {
+        "west->east:a": {"metrics_port": None, "engine": "east", "engine_slots": 5},
+        "west->east:b": {"metrics_port": None, "engine": "east", "engine_slots": 5},
+        "east->west": {"metrics_port": None, "engine": "west", "engine_slots": 1},
+    }
+
+
+def test_an_engine_holds_a_task_thread_per_slot_of_its_flows():
+    from reconciler.deploy.local import local_slots
+
+    assert local_slots("local[2]", 5) == "local[5]"
+    assert local_slots("local[8]", 5) == "local[8]"  # more asked for: kept
+    assert local_slots("spark://h:7077", 5) == "spark://h:7077"
