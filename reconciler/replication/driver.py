@@ -23,6 +23,8 @@ across batches and restarts.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import logging
 import os
 import signal
@@ -112,6 +114,17 @@ class LocalExecutor:
 
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         return list(run_tasks(spec, tasks, mode))
+
+
+IN_DRIVER = LocalExecutor()  # a batch of heartbeats alone runs here, not as a Spark job
+
+
+class Work(enum.Enum):
+    """What the idle gate found to copy (ReplicationDriver.work_waiting)."""
+
+    NONE = "none"  # every partition caught up: no batch
+    HEARTBEATS = "heartbeats"  # only heartbeats records: the driver copies them itself
+    RECORDS = "records"  # anything else: a batch (a Spark job)
 
 
 class SparkExecutor:
@@ -359,11 +372,14 @@ class ReplicationDriver:
             if self.reload_spec():
                 self.refresh()
         tasks = self.plan_tasks()
-        if tasks and not self.work_waiting():
+        work = self.work_waiting() if tasks else Work.RECORDS
+        executor = self.executor
+        if work is Work.NONE:
             tasks = []  # idle: no Spark job while there is nothing to fetch
-            self._idle_steps += 1
-        else:
-            self._idle_steps = 0
+        elif work is Work.HEARTBEATS:
+            # Heartbeats alone: copied by this driver (the tasks' own code, in this process), not a Spark job.
+            tasks, executor = self._heartbeat_tasks(tasks), IN_DRIVER
+        self._idle_steps = 0 if work is Work.RECORDS else self._idle_steps + 1
         moved = 0
         results: list[TaskResult] = []
         if not tasks:
@@ -372,7 +388,7 @@ class ReplicationDriver:
             # The side channels (heartbeats, delayed offset syncs, status) run while the batch runs: they
             # read what the previous batches absorbed, and the gap between two batches (records
             # wait there) stays the Spark job's own scheduling plus absorbing the results.
-            batch = self._batch_runner().submit(self.executor.run, self.spec, tasks, self.mode)
+            batch = self._batch_runner().submit(executor.run, self.spec, tasks, self.mode)
             self.tick()
             while not wait_futures([batch], timeout=TICK_S).done:
                 self.tick()  # a long batch keeps heartbeats and status on time
@@ -394,16 +410,16 @@ class ReplicationDriver:
         self.metrics.observe(self, results)  # the same task results and counters as the status record
         return moved > 0
 
-    def work_waiting(self) -> bool:
-        """Is there anything to copy? A Spark job is launched unless every partition is *caught up*: its last task
+    def work_waiting(self) -> Work:
+        """What is there to copy? A Spark job is launched unless every partition is *caught up*: its last task
         ended at the end of the partition (end-of-partition seen, its position at the high watermark it saw), and
         the source's end offset (one ListOffsets request per leader) has not moved since the read taken before that
         task. A moved end, not an end past the position, is the signal: Tansu answers ListOffsets with its last
         batch's base offset + 1, below the true end, but any new batch moves it; a partition deleted and created
         again moves it too. An engine whose flows have nothing to copy costs a request per flow per trigger
-        interval and no Spark job."""
+        interval and no Spark job; heartbeats alone are copied by the driver (`Work.HEARTBEATS`)."""
         if self._end_reader is None:
-            return True
+            return Work.RECORDS
         copy = [tp for tp in self.plan.copy if tp not in self.halted]
         try:
             ends = self._end_reader.end_offsets(copy)
@@ -417,20 +433,30 @@ class ReplicationDriver:
             # A batch now and then all the same (GATE_RECHECK_S): whatever the gate could misread, it is one
             # Spark job a minute, not a flow that stops copying.
             if now < self._next.get("gate_recheck", 0.0):
-                return False
+                return Work.NONE
             waiting = copy
         self._next["gate_recheck"] = now + GATE_RECHECK_S
-        # Heartbeats alone (a record every few seconds from each flow of the source) are copied at most once a
-        # heartbeat or refresh interval, not one Spark job each: their age downstream grows by at most that much.
+        # Heartbeats alone (a record every few seconds from each flow of the source) are copied by the driver, at
+        # most once a heartbeat interval: no Spark job, and their age downstream grows by at most that much.
         policy = self.spec.settings.policy
         if all(policy.is_heartbeats_topic(topic) for topic, _ in waiting):
             if now < self._next.get("heartbeats_copy", 0.0):
-                return False
-            settings = self.spec.settings
-            self._next["heartbeats_copy"] = now + max(
-                settings.heartbeats.interval_seconds, settings.refresh_interval_seconds
-            )
-        return True
+                return Work.NONE
+            self._next["heartbeats_copy"] = now + self.spec.settings.heartbeats.interval_seconds
+            return Work.HEARTBEATS
+        return Work.RECORDS
+
+    def _heartbeat_tasks(self, tasks: list[CopyTask]) -> list[CopyTask]:
+        """The tasks cut to their heartbeats partitions (the others are caught up: nothing to read there). An
+        exactly-once slot's transactional id moves between this process and a Spark worker like any change of
+        process: `last_owner` tells the next user to initialise it again."""
+        policy = self.spec.settings.policy
+        out = []
+        for t in tasks:
+            parts = tuple(p for p in t.partitions if policy.is_heartbeats_topic(p.topic))
+            if parts:
+                out.append(dataclasses.replace(t, partitions=parts))
+        return out
 
     def idle_wait(self) -> float:
         """Seconds to wait after a step that copied nothing: the trigger interval, doubled for each step in a row

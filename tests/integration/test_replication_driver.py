@@ -319,9 +319,10 @@ def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters)
     assert [r.value for r in read_topic(target.bootstrap, "west.empty", 1)[0]] == [b"first"]
 
 
-def test_heartbeats_alone_are_copied_once_a_refresh_interval_not_one_batch_each(fresh_clusters):
-    """A flow with nothing but its heartbeats to copy (a record a second on the source here) launches at most one
-    batch per refresh interval for them; any other record still starts a batch at once."""
+def test_heartbeats_alone_are_copied_by_the_driver_not_a_spark_job(fresh_clusters):
+    """A flow with nothing but its heartbeats to copy (a record a second on the source here) copies them in the
+    driver, at most once a heartbeat interval, and launches no batch (no Spark job) for them; any other record
+    still starts a batch at once."""
     import time
 
     source, target = fresh_clusters
@@ -341,11 +342,13 @@ def test_heartbeats_alone_are_copied_once_a_refresh_interval_not_one_batch_each(
     try:
         step_until(driver, lambda: count_topic(target.bootstrap, "west.heartbeats", 1) >= 1, "a heartbeat copied")
         launched = executor.batches
+        copied = count_topic(target.bootstrap, "west.heartbeats", 1)
         end = time.monotonic() + 4.0  # four heartbeats arrive on the source meanwhile
         while time.monotonic() < end:
             driver.step()
             time.sleep(0.1)
-        assert executor.batches - launched <= 1, executor.batches - launched
+        assert executor.batches == launched, "no batch for heartbeats alone"
+        assert count_topic(target.bootstrap, "west.heartbeats", 1) >= copied + 2, "the driver copied them"
         _produce(source.bootstrap, "quiet", [b"q"])
         step_until(driver, lambda: driver.records >= 1 and count_topic(target.bootstrap, "west.quiet", 1), "copied")
     finally:
