@@ -20,12 +20,12 @@ import time
 from contextlib import contextmanager
 
 from reconciler.adapters.base import NewTopicSpec
+from reconciler.adapters.live_read import Connections, clusters_of, read_live
 from reconciler.adapters.memory_admin import MemoryCluster, MemoryFactory
 from reconciler.apply.executor import ApplyContext, execute
+from reconciler.plan.desired import desired_state
 from reconciler.plan.diff import diff
 from reconciler.render import plan_json, plan_text
-from reconciler.state.desired import desired_state
-from reconciler.state.read import Connections, clusters_of, read_live
 from reconciler.topology.build import load_topology_text
 
 

@@ -24,13 +24,13 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
 
 from reconciler import settings  # noqa: E402
 from reconciler.contract.engine import EngineRecord, FlowRuntime, write_runtime  # noqa: E402
-from reconciler.contract.metrics import AUTO_PORT  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.replication.engine import EngineHost  # noqa: E402
 from reconciler.replication.lifeline import watch_parent  # noqa: E402
 from reconciler.replication.metrics import serve_merged  # noqa: E402
 from reconciler.replication.session import build_session, engine_conf, session_of  # noqa: E402
+from reconciler.settings import AUTO_PORT  # noqa: E402
 from reconciler.topology import secrets  # noqa: E402
 
 log = logging.getLogger("reconciler.replication")

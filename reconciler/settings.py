@@ -37,10 +37,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TextIO, TypeVar
 
-from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV
-from reconciler.contract.metrics import AUTO, AUTO_PORT, KUBERNETES_PORT, PORT_ENV
-
 T = TypeVar("T")
+
+#: The environment every process of a job instance carries (the deployer sets it; Spark hands it on to the
+#: driver and the Python workers): one id per start, and the job's state directory. The deployer finds every
+#: process of an instance, and leftovers of earlier instances of the same flow, by these.
+INSTANCE_ENV = "RECONCILER_JOB_INSTANCE"
+JOB_DIR_ENV = "RECONCILER_JOB_DIR"
+
+#: The environment variable the deployers hand a job its metrics port in (0 or unset: no HTTP server; the
+#: metrics port contract between the deployers and a job: reconciler/contract/metrics.py).
+PORT_ENV = "RECONCILER_METRICS_PORT"
+#: The port of a job's metrics on Kubernetes (9404: the JMX exporter's port in Strimzi, where MM2 is scraped).
+KUBERNETES_PORT = 9404
+#: $RECONCILER_METRICS_PORT's value for "bind any free port" (what the local deployers hand a job).
+AUTO = "auto"
+#: `metrics_port`'s answer for AUTO: the job binds port 0 and reports the port it got.
+AUTO_PORT = -1
 #: The longest value an error message repeats whole (a longer one is cut, its length said).
 _SHOWN = 80
 
@@ -252,7 +265,7 @@ def state_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def metrics_port(environ: Mapping[str, str] | None = None) -> int:
-    """The job's metrics port (0: off; contract.metrics.AUTO_PORT for `auto`)."""
+    """The job's metrics port (0: off; AUTO_PORT for `auto`)."""
     return METRICS_PORT(environ)
 
 

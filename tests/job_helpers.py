@@ -8,11 +8,11 @@ from dataclasses import replace
 from typing import Any
 
 from reconciler.adapters.base import OpResult
-from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.spec import JobSpec
 from reconciler.deploy import Deployers
 from reconciler.deploy.base import Deployer, Deployment
 from reconciler.jobs.backend import JobBackend
+from reconciler.topology.flow_id import flow_ends
 
 
 class FakeDeployer(Deployer):

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from reconciler.adapters.live_read import Connections, clusters_of, read_live
 from reconciler.adapters.memory_admin import MemoryCluster, MemoryFactory
 from reconciler.apply.executor import ApplyContext, ApplyReport, execute
 from reconciler.jobs.backend import JobBackend
 from reconciler.operations.backend import Backend
 from reconciler.plan.actions import Plan
+from reconciler.plan.desired import desired_state
 from reconciler.plan.diff import diff
-from reconciler.state.desired import desired_state
 from reconciler.state.live import LiveState
-from reconciler.state.read import Connections, clusters_of, read_live
 from reconciler.topology.build import load_topology_text
 from reconciler.topology.model import Topology
 

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 
 from reconciler import logs, outputs
+from reconciler.adapters.live_read import Connections
 from reconciler.apply.executor import ActionResult
 from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
@@ -31,7 +32,6 @@ from reconciler.operations.plan import observe_for_plan, plan_of
 from reconciler.plan import planfile
 from reconciler.plan.actions import ActionKind, Plan, Verb
 from reconciler.render import plan_json, plan_markdown, plan_text
-from reconciler.state.read import Connections
 from reconciler.textutil import plural
 from reconciler.topology.model import Cluster, Topology
 from reconciler.topology.secrets import Redactor

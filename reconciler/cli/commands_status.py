@@ -17,11 +17,11 @@ from typing import Any
 
 from reconciler.apply.revision import topology_revision
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
-from reconciler.contract.flow_id import flow_ends
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
 from reconciler.textutil import LAG_AGE, RECORD_AGE, plural
 from reconciler.topology.connection import redactor_for
+from reconciler.topology.flow_id import flow_ends
 
 
 def register(sub) -> None:

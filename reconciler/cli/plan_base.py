@@ -16,7 +16,7 @@ from reconciler.apply.revision import repo_path_for
 from reconciler.gitops import RevisionComparison, RevisionError, compare_with_base
 from reconciler.plan.actions import Plan
 from reconciler.plan.attribution import restrict
-from reconciler.state.desired import DesiredState, desired_state
+from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
 from reconciler.topology.model import Topology
 

@@ -1,8 +1,8 @@
 """Contracts between the reconciler and the replication job: the one home of every name and record
 both sides must agree on, below both planning (`plan/`, `jobs/`, `deploy/`) and the job runtime
-(`replication/`). Nothing here imports either side, Spark, or the CLI.
+(`replication/`). Nothing here imports either side, Spark, or the CLI. The flow id both sides name a flow
+by is the topology's (`topology/flow_id.py`).
 
-    flow_id    FlowId: the id of a flow ("west->east", "west->east:orders"), formatted and parsed here only
     spec       JobSpec: what a job runs, its hash, and the "needs a restart" rule (HOT_RELOADABLE)
     status     the status record a job publishes and the reconciler reads (STATUS_TOPIC)
     deployers  deployer names and their deployment options

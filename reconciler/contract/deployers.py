@@ -41,10 +41,7 @@ def deployer_family(name: str) -> str:
     return "process" if name in PROCESS_DEPLOYERS else name
 
 
-#: The environment every process of a job instance carries (the deployer sets it; Spark hands it on to the
-#: driver and the Python workers): one id per start, and the job's state directory. The deployer finds every
-#: process of an instance, and leftovers of earlier instances of the same flow, by these.
-INSTANCE_ENV = "RECONCILER_JOB_INSTANCE"
-JOB_DIR_ENV = "RECONCILER_JOB_DIR"
+#: A job instance's environment (its id, its state directory) is named in reconciler/settings.py
+#: (`INSTANCE_ENV`, `JOB_DIR_ENV`), where the variables are read.
 #: The file in the job directory where a running job says who it is: {"instance_id", "pid", "metrics_port", "at"}.
 RUNTIME_FILE = "runtime.json"

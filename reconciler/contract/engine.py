@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.contract.deployers import RUNTIME_FILE
-from reconciler.contract.flow_id import flow_ends
+from reconciler.topology.flow_id import flow_ends
 
 log = logging.getLogger(__name__)
 

@@ -35,11 +35,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from reconciler.contract.flow_id import FlowId
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.topology import secrets
+from reconciler.topology.build import default_settings
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
+from reconciler.topology.flow_id import FlowId
 from reconciler.topology.model import (
     Cluster,
     Delivery,
@@ -234,7 +235,7 @@ class JobSpec:
     flow: str  # the flow id "<source>-><target>[:<family>]"
     source: ClusterSpec
     target: ClusterSpec
-    settings: FlowSettings = field(default_factory=FlowSettings.defaults)
+    settings: FlowSettings = field(default_factory=default_settings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     version: int = SPEC_VERSION
     # Not part of the hash: provenance only.

@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS, ENGINE_SLOTS_HINT, PROCESS_DEPLOYERS
-from reconciler.contract.flow_id import FlowId, flow_ends
 from reconciler.contract.spec import JobSpec
+from reconciler.topology.flow_id import FlowId, flow_ends
 from reconciler.topology.model import JobSettings
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV
+from reconciler.settings import INSTANCE_ENV, JOB_DIR_ENV
 
 
 class Role(str, enum.Enum):

@@ -63,12 +63,12 @@ import yaml
 
 from reconciler import settings
 from reconciler.adapters.base import OpResult
-from reconciler.contract.deployers import INSTANCE_ENV, KUBERNETES
+from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.engine import ENGINE_FILE, INHERIT_MASTER, RESTART_SUFFIX, flat_flow_file
-from reconciler.contract.flow_id import flow_ends
-from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV
 from reconciler.contract.spec import JobSpec
 from reconciler.deploy.base import Deployer, Deployment
+from reconciler.settings import INSTANCE_ENV, KUBERNETES_PORT, PORT_ENV
+from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"

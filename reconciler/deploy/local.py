@@ -63,12 +63,12 @@ from reconciler.contract.engine import (
     runtime_flows,
     write_json,
 )
-from reconciler.contract.flow_id import flow_ends
-from reconciler.contract.metrics import AUTO, PORT_ENV
 from reconciler.contract.spec import JobSpec
 from reconciler.deploy.base import Deployer, Deployment, describe_exit, flow_slug
 from reconciler.deploy.instance import JobProcess
 from reconciler.deploy.process import LocalJob
+from reconciler.settings import AUTO, PORT_ENV
+from reconciler.topology.flow_id import flow_ends
 
 #: Seconds to wait after starting an engine for an immediate failure (bad spark-submit, bad settings).
 START_CHECK_SECONDS = 1.5

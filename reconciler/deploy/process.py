@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import reconciler.deploy.instance as instance
-from reconciler.contract.deployers import INSTANCE_ENV, JOB_DIR_ENV
-from reconciler.contract.flow_id import FlowId, flow_ends
 from reconciler.contract.spec import JobSpec
 from reconciler.deploy.instance import JobProcess, Role
 from reconciler.resources import import_root, job_script
+from reconciler.settings import INSTANCE_ENV, JOB_DIR_ENV
+from reconciler.topology.flow_id import FlowId, flow_ends
 
 
 def spark_submit() -> Path:

@@ -37,9 +37,9 @@ from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.attribution import action_flows, finding_flows, flows_of_topic
+from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.reasons import ReasonKind
-from reconciler.state.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
 from reconciler.textutil import RECORD_AGE, plural
 from reconciler.topology.model import Flow, Topology

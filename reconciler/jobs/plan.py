@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.contract.deployers import KUBERNETES
-from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.spec import JobSpec, restart_fields_of
 from reconciler.contract.status import StatusRecord
 from reconciler.jobs import backend as job_backend
@@ -34,6 +33,7 @@ from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import LiveState
+from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.model import Topology
 
 

@@ -33,12 +33,12 @@ from typing import Any
 from reconciler import settings
 from reconciler.contract import status as status_contract
 from reconciler.contract.deployers import KUBERNETES
-from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import StatusRecord, StatusState
 from reconciler.deploy import Deployers, Deployment
 from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
+from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.model import Topology
 
 #: A job just (re)started has no status until Spark is up: not "down" for this long.

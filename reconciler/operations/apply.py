@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reconciler.adapters.base import AdminError
+from reconciler.adapters.live_read import Connections, read_live
 from reconciler.apply.executor import ApplyContext, ApplyReport, Progress, execute
 from reconciler.apply.lock import ClusterLocks, LockHeld
 from reconciler.operations.backend import Backend
@@ -20,7 +21,6 @@ from reconciler.operations.plan import make_plan
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan
 from reconciler.render import plan_text
-from reconciler.state.read import Connections, read_live
 from reconciler.textutil import plural
 from reconciler.topology.model import Cluster, Topology
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
+from reconciler.adapters.live_read import AdminFactory
 from reconciler.contract.status import StatusRecord
 from reconciler.jobs.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
-from reconciler.state.read import AdminFactory
 from reconciler.topology.model import Cluster
 
 HeartbeatReader = Callable[[Cluster, ReplicationPolicy], Mapping[str, Heartbeat | None]]

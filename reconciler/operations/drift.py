@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.adapters.live_read import Connections
 from reconciler.contract.status import StatusRecord
 from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport, build_report
 from reconciler.operations.backend import Backend
 from reconciler.operations.observe import Observation, heartbeat_targets, message, observe
 from reconciler.operations.plan import plan_of
-from reconciler.state.read import Connections
 from reconciler.topology.model import Topology
 
 

@@ -1,6 +1,6 @@
 """Observe: read everything an operation looks at, once, into one Observation.
 
-The clusters (topics, configs, ACLs, groups: `state.read.read_live`), the status records the jobs
+The clusters (topics, configs, ACLs, groups: `adapters.live_read.read_live`), the status records the jobs
 publish on their target clusters, the newest heartbeats and the records of the last apply. Each part
 is read only when asked for; what could not be read is recorded next to what was (a cluster that is
 down is an observation, not a crash). The desired state is computed here once, from the topology and
@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adapters.base import AdminError
+from reconciler.adapters.live_read import Connections, clusters_of, read_live
 from reconciler.apply.lock import read_applied
-from reconciler.contract.flow_id import flow_ends
 from reconciler.contract.status import StatusRecord
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
 from reconciler.operations.backend import Backend
-from reconciler.state.desired import DesiredState, desired_state
+from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
-from reconciler.state.read import Connections, clusters_of, read_live
+from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.model import Topology
 
 

@@ -6,13 +6,13 @@ listing; the status records come from the observation). `make_plan` reads and pl
 
 from __future__ import annotations
 
+from reconciler.adapters.live_read import Connections
 from reconciler.jobs.plan import with_jobs
 from reconciler.operations.backend import Backend
 from reconciler.operations.observe import Observation, observe
 from reconciler.plan.actions import Plan
 from reconciler.plan.diff import diff
 from reconciler.state.live import LiveState
-from reconciler.state.read import Connections
 from reconciler.topology.model import Topology
 
 

@@ -1,4 +1,4 @@
-"""Plans: the typed actions that take live clusters to the desired state, and the findings on the way."""
+"""Plans: the desired state (desired.py), the typed actions that take live clusters to it, and the findings on the way."""
 
 # The job action kinds (plan/job_actions.py, built on plan/actions.py) register themselves in
 # ACTION_TYPES when imported; importing them here, with the package, means every importer of

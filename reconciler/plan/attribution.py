@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from reconciler.contract.flow_id import FlowId, flow_ends, flow_name
 from reconciler.mirror.policy import (
     Mm2InternalKind,
     PolicyKind,
@@ -28,8 +27,9 @@ from reconciler.mirror.policy import (
     parse_mm2_internal_topic,
 )
 from reconciler.plan.actions import Action, Plan
+from reconciler.plan.desired import DesiredState
 from reconciler.plan.findings import Finding
-from reconciler.state.desired import DesiredState
+from reconciler.topology.flow_id import FlowId, flow_ends, flow_name
 from reconciler.topology.model import Topology
 
 

@@ -27,9 +27,9 @@ from reconciler.plan.actions import (
     Plan,
     SetConfig,
 )
+from reconciler.plan.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.reasons import ReasonKind
-from reconciler.state.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.state.live import AclOperation, AclPattern, AclPermission, AclUnavailable, ClusterState, LiveState
 from reconciler.topology.model import Topology
 

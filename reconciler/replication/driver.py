@@ -36,7 +36,6 @@ from concurrent.futures import wait as wait_futures
 from pathlib import Path
 from typing import Any, Protocol
 
-from reconciler.contract.deployers import INSTANCE_ENV
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec
 from reconciler.contract.status import (
     Latency,
@@ -64,6 +63,7 @@ from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
 from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
 from reconciler.replication.worker import run_tasks
+from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
 
 log = logging.getLogger(__name__)

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics_core import Metric
 
-from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV, free_port  # noqa: F401 (re-exported)
+from reconciler.contract.metrics import free_port  # noqa: F401 (re-exported)
 from reconciler.replication.tasks import TP, TaskResult
+from reconciler.settings import KUBERNETES_PORT, PORT_ENV  # noqa: F401 (re-exported)
 from reconciler.topology.model import flow_ends
 
 if TYPE_CHECKING:  # the driver imports this module

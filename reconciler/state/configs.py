@@ -10,7 +10,7 @@ DEFAULT_CONFIG. The rule, decided once per cluster from all topics it described:
   at once); then explicit = entries with source DYNAMIC_TOPIC_CONFIG;
 * otherwise it lists stored configs only; then explicit = every entry listed.
 
-This is the one home of the rule: planning reads live configs with it (`state/read.py`), and the
+This is the one home of the rule: planning reads live configs with it (`adapters/live_read.py`), and the
 replication job copies a source topic's configs with it (`explicit_configs_of` on one topic's
 answer, `replication/topics.py`).
 """

@@ -6,12 +6,12 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from reconciler.contract.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flow_name  # noqa: F401
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.topology.diagnostics import SourceLocation
+from reconciler.topology.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flow_name  # noqa: F401
 
-# The flow id has one home: reconciler.contract.flow_id (re-exported here for the model's users).
+# The flow id has one home: reconciler.topology.flow_id (re-exported here for the model's users).
 
 
 class Delivery(str, enum.Enum):
@@ -113,13 +113,6 @@ class FlowSettings:
     def of(cls, flow: FlowSettings) -> FlowSettings:
         """The settings of a flow, on their own (a Flow is its settings plus ends, switch, job and place)."""
         return FlowSettings(**{f.name: getattr(flow, f.name) for f in fields(FlowSettings)})
-
-    @classmethod
-    def defaults(cls) -> FlowSettings:
-        """The flow defaults of topology/defaults.py (their one home), as a flow that sets nothing has them."""
-        from reconciler.topology.build import default_flow
-
-        return FlowSettings.of(default_flow())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,8 +9,8 @@ from bench.analysis import mesh, ring
 from reconciler.analysis.expansion import expand
 from reconciler.analysis.hazards import analyse
 from reconciler.cli.main import main
+from reconciler.plan.desired import TopicRole, desired_state
 from reconciler.plan.findings import FindingKind, Severity
-from reconciler.state.desired import TopicRole, desired_state
 from reconciler.state.live import Capabilities, ClusterState, LiveState, TopicState
 from reconciler.topology.build import load_topology_text
 from reconciler.topology.diagnostics import Diagnostics

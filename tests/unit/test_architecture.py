@@ -1,10 +1,32 @@
-"""The package's shape, checked: no import cycles in `reconciler/`, the CLI is a leaf (only `cli/`
-imports `reconciler.cli`), and planning (`plan/`, `jobs/`, `deploy/`) does not depend on the job
-runtime (`reconciler.replication`, pyspark). See docs/architecture.md.
+"""The package's shape, checked: no import cycles in `reconciler/`, between modules or between folders; the
+folders in layers; the CLI is a leaf (only `cli/` imports `reconciler.cli`), and planning (`plan/`, `jobs/`,
+`deploy/`) does not depend on the job runtime (`reconciler.replication`, pyspark). See docs/architecture.md.
 
-Imports are read from the source (ast), so nothing is imported to check them. A cycle counts
-module-level imports (what runs at import time); the layering rules count every import, including
-those inside functions, except where noted.
+Imports are read from the source (ast), so nothing is imported to check them. A cycle between modules counts
+module-level imports (what runs at import time); the folder graph and the layering rules count every import,
+including those inside functions and under `if TYPE_CHECKING:` (a type-only import is a dependency too),
+except where noted.
+
+Layers of `reconciler/`, bottom first (`LAYERS`). A node is a folder (sub-package: `reconciler.plan` is every
+module under reconciler/plan/) or a top-level module (`reconciler.settings`); the package's own `__init__`
+is `reconciler`. A node imports only nodes of lower layers, never its own layer's or a higher one's, so no
+two folders import each other, through any path:
+
+    0  reconciler (the version), textutil, settings (environment variables), mirror (MirrorMaker 2's rules:
+       filters, replication policy), state (the live state's types), resources (package data)
+    1  topology (the model: load, schema, build; flow ids, secrets), outputs
+    2  analysis (routing, hazards), logs (needs the secrets' Redactor), adapters (every call to a cluster,
+       reading the live state), gitops (topologies at git revisions)
+    3  contract (what the planner and the job share: spec, status record, engine records), dev (dev
+       brokers), interop (MM2 import/export)
+    4  plan (desired state, diff, actions, findings), deploy (deployers), replication (the job's runtime)
+    5  apply (executor, lease), drift, resources.mirror_job (the job's entry point, run by spark-submit as a
+       file: jobs/mirror_job.py, linked into resources/ so an installed package ships it; its own node, since
+       the rest of resources/ is package data that topology/ reads)
+    6  jobs (the job plan and its apply handlers), render
+    7  operations (observe, plan, apply, drift over a Backend)
+    8  cli
+    9  __main__
 """
 
 from __future__ import annotations
@@ -106,6 +128,99 @@ def _importers(prefixes: tuple[str, ...], of: str) -> list[str]:
 
 def test_no_import_cycles():
     assert _cycles(_graph(top_level_only=True)) == []
+
+
+#: The layers of `reconciler/`, bottom first (the module docstring says what each holds).
+LAYERS: tuple[tuple[str, ...], ...] = tuple(
+    tuple(f"reconciler.{n}" if n != "reconciler" else n for n in layer.split())
+    for layer in (
+        "reconciler textutil settings mirror state resources",
+        "topology outputs",
+        "analysis logs adapters gitops",
+        "contract dev interop",
+        "plan deploy replication",
+        "apply drift resources.mirror_job",
+        "jobs render",
+        "operations",
+        "cli",
+        "__main__",
+    )
+)
+#: Modules that are their own node, not their folder's.
+OWN_NODES = ("reconciler.resources.mirror_job",)
+
+
+def _node(module: str) -> str:
+    """The folder (or top-level module) `module` belongs to: reconciler.plan.diff -> reconciler.plan."""
+    return module if module in OWN_NODES else ".".join(module.split(".")[:2])
+
+
+def _folder_edges() -> dict[tuple[str, str], list[str]]:
+    """(importing node, imported node) -> the module imports that make the edge ("a.b imports c.d"): every
+    import, at module level, in functions and under TYPE_CHECKING."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges: dict[tuple[str, str], list[str]] = {}
+    for m, p in sorted(files.items()):
+        for i in sorted(_imports(p, top_level_only=False)):
+            if i in files and _node(i) != _node(m):
+                edges.setdefault((_node(m), _node(i)), []).append(f"{m} imports {i}")
+    return edges
+
+
+def _folder_nodes() -> set[str]:
+    return {_node(_module_name(p)) for p in PACKAGE.rglob("*.py")}
+
+
+def _cycle_edges(edges: dict[tuple[str, str], list[str]]) -> list[str]:
+    """The edges inside each cycle of the folder graph, each with the imports that make it."""
+    graph: dict[str, set[str]] = {n: set() for pair in edges for n in pair}
+    for a, b in edges:
+        graph[a].add(b)
+    out = []
+    for component in _cycles(graph):
+        out.append("cycle: " + ", ".join(component))
+        for (a, b), lines in sorted(edges.items()):
+            if a in component and b in component:
+                out += [f"  {a} -> {b}"] + [f"      {line}" for line in lines]
+    return out
+
+
+def test_no_import_cycles_between_folders():
+    cycles = _cycle_edges(_folder_edges())
+    assert cycles == [], "\n".join(cycles)
+
+
+def test_every_folder_has_a_layer():
+    layered = [n for layer in LAYERS for n in layer]
+    assert len(layered) == len(set(layered))
+    assert sorted(_folder_nodes() - set(layered)) == [], "add the new folder or module to LAYERS (and its docstring)"
+    assert sorted(set(layered) - _folder_nodes()) == []
+
+
+def test_folders_import_only_lower_layers():
+    layer = {n: i for i, names in enumerate(LAYERS) for n in names}
+    upward = [
+        f"{a} (layer {layer[a]}) -> {b} (layer {layer[b]}): {line}"
+        for (a, b), lines in sorted(_folder_edges().items())
+        if a in layer and b in layer and layer[b] >= layer[a]
+        for line in lines
+    ]
+    assert upward == [], "\n".join(upward)
+
+
+def test_the_folder_checker_sees_a_cycle():
+    edges = {("reconciler.a", "reconciler.b"): ["reconciler.a.x imports reconciler.b.y"]}
+    edges[("reconciler.b", "reconciler.a")] = ["reconciler.b.y imports reconciler.a"]
+    assert _cycle_edges(edges) == [
+        "cycle: reconciler.a, reconciler.b",
+        "  reconciler.a -> reconciler.b",
+        "      reconciler.a.x imports reconciler.b.y",
+        "  reconciler.b -> reconciler.a",
+        "      reconciler.b.y imports reconciler.a",
+    ]
+    assert _node("reconciler.plan.diff") == "reconciler.plan" and _node("reconciler.settings") == "reconciler.settings"
+    assert _node("reconciler.resources.mirror_job") == "reconciler.resources.mirror_job"
+    assert _node("reconciler.resources") == "reconciler.resources" and _node("reconciler") == "reconciler"
 
 
 def test_only_the_cli_imports_the_cli():

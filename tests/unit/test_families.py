@@ -7,7 +7,7 @@ import pytest
 from reconciler.analysis.hazards import analyse
 from reconciler.contract.spec import JobSpec, job_group, transactional_id
 from reconciler.jobs.state import desired_jobs
-from reconciler.state.desired import TopicRole
+from reconciler.plan.desired import TopicRole
 from reconciler.topology.diagnostics import Diagnostics, TopologyError
 from reconciler.topology.model import flow_ends, flow_name
 from tests.plan_helpers import World, topology
@@ -66,7 +66,7 @@ def test_families_plan_internal_topics_once_per_pair_and_name_the_family():
     assert "west->east:rest" in creates[("east", "west.clicks")].reason
     # one heartbeats copy, one checkpoints topic and one offset-syncs topic for the pair
     assert ("east", "west.heartbeats") in creates
-    from reconciler.state.desired import desired_state
+    from reconciler.plan.desired import desired_state
 
     state = desired_state(topo, world.live())
     internal = [t for t in state.all() if t.role is not TopicRole.REMOTE and t.cluster in ("west", "east")]

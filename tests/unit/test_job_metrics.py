@@ -9,7 +9,6 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler import settings
-from reconciler.contract.metrics import AUTO_PORT
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import OutOfRange
 from reconciler.replication.driver import ReplicationDriver
@@ -18,6 +17,7 @@ from reconciler.replication.lag import LagPosition, OldestRecord, SourceEnds
 from reconciler.replication.metrics import METRICS, JobMetrics, exported_series
 from reconciler.replication.tasks import PartitionResult, TaskResult
 from reconciler.replication.topics import PartitionPlan
+from reconciler.settings import AUTO_PORT
 from tests.spec_helpers import job_spec
 
 SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))

@@ -1,8 +1,8 @@
 """Reading a cluster: bulk metadata, configs in batches, ACLs only where supported, errors as state."""
 
+from reconciler.adapters.live_read import read_cluster
 from reconciler.adapters.memory_admin import MemoryAdmin, MemoryCluster
 from reconciler.state.live import API_DELETE_ACLS, Capabilities, LiveState
-from reconciler.state.read import read_cluster
 
 
 class Counting(MemoryAdmin):

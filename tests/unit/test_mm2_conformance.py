@@ -227,8 +227,8 @@ def test_heartbeats_replication_disabled_leaves_heartbeat_topics_to_the_topic_fi
 def test_heartbeats_location_target_is_kafkas_placement():
     """MirrorHeartbeatTask.poll produces `heartbeats` records through the connector's producer, which
     MirrorMakerConfig points at the target cluster: with `location: target` the job writes them there."""
+    from reconciler.plan.desired import internal_topics
     from reconciler.replication.topics import internal_topics as internal_topic_specs
-    from reconciler.state.desired import internal_topics
     from reconciler.topology.build import default_flow
     from reconciler.topology.model import HeartbeatsLocation
 
@@ -247,7 +247,7 @@ def test_heartbeats_location_target_is_kafkas_placement():
 
 def test_topology_options_reach_the_model_the_desired_state_and_the_job_spec(tmp_path):
     """Schema, defaults, model, desired state and job spec agree on the issue-11 options."""
-    from reconciler.state.desired import internal_topics
+    from reconciler.plan.desired import internal_topics
     from reconciler.topology.build import load_topology
     from tests.helpers import MINIMAL, write
 

@@ -4,11 +4,11 @@ fixed clock. No module global is patched: every dependency comes in through the 
 
 from __future__ import annotations
 
+from reconciler.adapters.live_read import Connections
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
 from reconciler.operations.drift import drift, drift_view
 from reconciler.operations.observe import observe
 from reconciler.operations.plan import make_plan, plan_of
-from reconciler.state.read import Connections
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, kinds, topology
 

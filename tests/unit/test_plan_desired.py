@@ -1,7 +1,7 @@
 """Desired state: remote topics, internal topics, configs and ACLs the topology wants (pure)."""
 
 from reconciler.mirror.filters import ConfigPropertyFilter
-from reconciler.state.desired import TopicRole, desired_state, synced_acls
+from reconciler.plan.desired import TopicRole, desired_state, synced_acls
 from reconciler.state.live import (
     AclBinding,
     AclPattern,
