@@ -81,7 +81,8 @@ from reconciler.dev.brokers import Engine, discard, free_port, start_broker  # n
 from reconciler.mirror.filters import TopicFilter  # noqa: E402
 from reconciler.replication.driver import ReplicationDriver, SparkExecutor  # noqa: E402
 from reconciler.replication.session import build_session  # noqa: E402
-from reconciler.topology.model import Delivery, FlowSettings  # noqa: E402
+from reconciler.topology.build import default_settings  # noqa: E402
+from reconciler.topology.model import Delivery  # noqa: E402
 
 SCENARIOS = ("throughput", "scale", "size", "latency", "startup")
 # The limit's and the ceiling's consumers: the product's reader settings (fetch.queue.backoff.ms among them),
@@ -366,7 +367,7 @@ BATCH = {"max_batch_ms": 30_000, "max_records_per_partition": 5_000_000}
 
 
 def job_spec(source: str, target: str, alias: str, delivery: str, include: tuple[str, ...], opts) -> JobSpec:
-    defaults = FlowSettings.defaults()
+    defaults = default_settings()
     settings = replace(
         defaults,
         topics=TopicFilter(include),

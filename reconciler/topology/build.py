@@ -31,6 +31,7 @@ from reconciler.topology.model import (
     Delivery,
     Emitter,
     Flow,
+    FlowSettings,
     Heartbeats,
     JobSettings,
     OffsetSyncsLocation,
@@ -262,6 +263,11 @@ def _build_flow(raw: dict, where: SourceLocation | None) -> Flow:
 def default_flow(source: str = "source", target: str = "target") -> Flow:
     """A flow that sets nothing: every setting is the built-in default (topology/defaults.py)."""
     return _build_flow(merge(BUILTIN_FLOW_DEFAULTS, {"source": source, "target": target}), None)
+
+
+def default_settings() -> FlowSettings:
+    """The flow defaults (topology/settings_registry.py, their one home) as the settings of a flow that sets nothing."""
+    return FlowSettings.of(default_flow())
 
 
 def _check_flow(

@@ -114,13 +114,6 @@ class FlowSettings:
         """The settings of a flow, on their own (a Flow is its settings plus ends, switch, job and place)."""
         return FlowSettings(**{f.name: getattr(flow, f.name) for f in fields(FlowSettings)})
 
-    @classmethod
-    def defaults(cls) -> FlowSettings:
-        """The flow defaults of topology/defaults.py (their one home), as a flow that sets nothing has them."""
-        from reconciler.topology.build import default_flow
-
-        return FlowSettings.of(default_flow())
-
 
 @dataclass(frozen=True, kw_only=True)
 class Flow(FlowSettings):
