@@ -1,5 +1,6 @@
 """The MirrorMaker 2 keys we map, with MM2's own defaults (apache/kafka connect/mirror, 3.x), in one
-table read by both directions: import (`mm2_import`) and export (`mm2_export`, `strimzi`).
+table read by both directions: import (`mm2_import`) and export (`mm2_export`, `strimzi`). The keys of flow
+settings are declared with their setting (topology/settings_registry.py) and derived from it here.
 """
 
 from __future__ import annotations
