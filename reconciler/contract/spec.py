@@ -17,7 +17,7 @@ publishes the hash of the spec it runs, so "is the job running the desired spec"
 two strings.
 
 Hot reload: a running job re-reads its spec file every refresh interval. Changes under a path of
-`HOT_RELOADABLE` ("settings.topics", "engine.max_batch_ms", ...) are applied on the fly; a change
+`HOT_RELOADABLE` ("settings.topics.include", "engine.max_batch_ms", ...) are applied on the fly; a change
 anywhere else makes the job stop cleanly with exit code `EXIT_RESTART_REQUIRED` (after publishing a
 status saying why) so its deployer restarts it with the new spec.
 """
@@ -37,7 +37,7 @@ from typing import Any
 
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
-from reconciler.topology import secrets
+from reconciler.topology import secrets, settings_registry
 from reconciler.topology.build import default_settings
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import FlowId
@@ -60,25 +60,10 @@ EXIT_RESTART_REQUIRED = 3
 EXIT_SUPERSEDED = 4
 
 #: Paths (and everything under them) of a JobSpec a running job applies without a restart; a change
-#: anywhere else needs one. Paths are those of `JobSpec.leaves()`.
-HOT_RELOADABLE: frozenset[str] = frozenset(
-    {
-        "settings.topics",
-        "settings.groups",
-        "settings.config_properties",
-        "settings.replication_factor",
-        "settings.sync",
-        "settings.heartbeats.enabled",
-        "settings.heartbeats.interval_seconds",
-        "settings.checkpoints",
-        "settings.refresh_interval_seconds",
-        "settings.offset_lag_max",
-        "engine.max_records_per_partition",
-        "engine.trigger_interval_ms",
-        "engine.max_batch_ms",
-        "engine.status_interval_seconds",
-        "engine.offset_reset",
-    }
+#: anywhere else needs one. Paths are those of `JobSpec.leaves()`. Derived from the settings registry (each
+#: setting's `hot_reload`, topology/settings_registry.py) and the two engine settings no topology sets.
+HOT_RELOADABLE: frozenset[str] = (
+    settings_registry.hot_reloadable_spec_paths() | settings_registry.SPEC_ONLY_HOT_RELOADABLE
 )
 
 

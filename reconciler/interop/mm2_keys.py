@@ -1,5 +1,6 @@
 """The MirrorMaker 2 keys we map, with MM2's own defaults (apache/kafka connect/mirror, 3.x), in one
-table read by both directions: import (`mm2_import`) and export (`mm2_export`, `strimzi`).
+table read by both directions: import (`mm2_import`) and export (`mm2_export`, `strimzi`). The keys of flow
+settings are declared with their setting (topology/settings_registry.py) and derived from it here.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.interop.draft import Setting
-from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
+from reconciler.topology import settings_registry as registry
 
 
 class Kind(str, enum.Enum):
@@ -44,47 +45,44 @@ POLICY_CLASSES = {
     "IdentityReplicationPolicy": "identity",
 }
 
-#: Connector-level keys: MM2 reads them at the top level or per flow (`A->B.key`, which wins).
-CONNECTOR_KEYS: tuple[Mm2Key, ...] = (
-    Mm2Key("topics", ("topics", "include"), Kind.LIST, (".*",)),
-    Mm2Key("topics.exclude", ("topics", "exclude"), Kind.LIST, (), ("topics.blacklist",)),
-    Mm2Key("groups", ("groups", "include"), Kind.LIST, (".*",)),
-    Mm2Key("groups.exclude", ("groups", "exclude"), Kind.LIST, (), ("groups.blacklist",)),
-    Mm2Key("replication.policy.class", ("policy",), Kind.POLICY, "default"),
-    Mm2Key("replication.policy.separator", ("separator",), Kind.STRING, "."),
-    Mm2Key("replication.policy.internal.topic.separator.enabled", ("internal_separator",), Kind.BOOL, True),
-    Mm2Key("heartbeats.replication.enabled", ("heartbeats", "replicate"), Kind.BOOL, True),
-    Mm2Key("replication.factor", ("replication_factor",), Kind.INT, 2),
-    Mm2Key(
-        "config.properties.exclude",
-        ("config_properties", "exclude"),
-        Kind.LIST,
-        tuple(DEFAULT_CONFIG_PROPERTY_EXCLUDES),
-        ("config.properties.blacklist",),
-    ),
-    Mm2Key("sync.topic.configs.enabled", ("sync", "topic_configs"), Kind.BOOL, True),
-    Mm2Key("sync.topic.acls.enabled", ("sync", "acls"), Kind.BOOL, True),
-    Mm2Key("sync.group.offsets.enabled", ("sync", "group_offsets"), Kind.BOOL, False),
-    Mm2Key("sync.group.offsets.interval.seconds", ("sync", "group_offsets_interval_seconds"), Kind.SECONDS, 60),
-    Mm2Key("emit.heartbeats.enabled", ("heartbeats", "enabled"), Kind.BOOL, True),
-    Mm2Key("emit.heartbeats.interval.seconds", ("heartbeats", "interval_seconds"), Kind.SECONDS, 1),
-    Mm2Key("emit.checkpoints.enabled", ("checkpoints", "enabled"), Kind.BOOL, True),
-    Mm2Key("emit.checkpoints.interval.seconds", ("checkpoints", "interval_seconds"), Kind.SECONDS, 60),
-    Mm2Key("offset-syncs.topic.location", ("offset_syncs", "topic_location"), Kind.LOCATION, "source"),
-    Mm2Key("offset.lag.max", ("offset_syncs", "lag_max"), Kind.INT, 100),
-    Mm2Key("tasks.max", ("job", "parallelism"), Kind.INT, 1),
+
+def _kind(s: registry.Setting) -> Kind:
+    """How MM2 spells the setting's values: its own conversion, else its type's."""
+    if s.mm2 is not None and s.mm2.kind is not None:
+        return Kind(s.mm2.kind)
+    return {
+        registry.Type.PATTERNS: Kind.LIST,
+        registry.Type.STRINGS: Kind.LIST,
+        registry.Type.BOOL: Kind.BOOL,
+        registry.Type.INT: Kind.INT,
+        registry.Type.SECONDS: Kind.SECONDS,
+    }.get(s.type, Kind.STRING)
+
+
+def _mm2(name: str) -> registry.Mm2:
+    mm2 = registry.setting(name).mm2
+    assert mm2 is not None, name
+    return mm2
+
+
+#: Connector-level keys: MM2 reads them at the top level or per flow (`A->B.key`, which wins). Derived from the
+#: settings registry (topology/settings_registry.py: each setting's `mm2`).
+CONNECTOR_KEYS: tuple[Mm2Key, ...] = tuple(
+    Mm2Key(s.mm2.key, s.path, _kind(s), s.mm2.default, s.mm2.legacy)
+    for s in registry.mm2_settings()
+    if s.mm2 is not None and not s.mm2.own_code
 )
 BY_SPELLING = {s: k for k in CONNECTOR_KEYS for s in k.spellings}
 
 #: Our single refresh interval stands for both of MM2's.
-REFRESH_KEYS = ("refresh.topics.interval.seconds", "refresh.groups.interval.seconds")
 REFRESH_SETTING: Setting = ("refresh_interval_seconds",)
-MM2_REFRESH_DEFAULT = 600
+REFRESH_KEYS = _mm2("refresh_interval_seconds").keys
+MM2_REFRESH_DEFAULT = _mm2("refresh_interval_seconds").default
 
 #: Exactly-once (KIP-618 for Connect, used by MM2): the worker setting on the target cluster, and the
 #: connector setting `exactly.once.support=required` on a flow.
 EOS_WORKER_KEY = "exactly.once.source.support"
-EOS_CONNECTOR_KEY = "exactly.once.support"
+EOS_CONNECTOR_KEY = _mm2("delivery").key
 DELIVERY_SETTING: Setting = ("delivery",)
 
 #: Keys MM2 knows that the topology cannot express, and what to do about each.
@@ -134,20 +132,10 @@ ENV_PROVIDER_CLASS = "org.apache.kafka.common.config.provider.EnvVarConfigProvid
 #: Our extension keys (`reconciler.*`) hold what MM2 has no key for, so that export -> import is lossless.
 EXT = "reconciler."
 JOB_FIELD_KINDS: dict[str, Kind] = {
-    "deployer": Kind.STRING,
-    "master": Kind.STRING,
-    "max_records_per_partition": Kind.INT,
-    "trigger_interval_ms": Kind.INT,
-    "max_batch_ms": Kind.INT,
-    "namespace": Kind.STRING,
-    "image": Kind.STRING,
-    "service_account": Kind.STRING,
-    "secret_name": Kind.STRING,
-    "manifests_dir": Kind.STRING,
-    "kubectl_apply": Kind.BOOL,
-    "metrics_port": Kind.INT,
-    "engine": Kind.STRING,
-}
+    s.path[1]: _kind(s)
+    for s in registry.FLOW_SETTINGS
+    if s.path[0] == "job" and s.mm2 is None and s.type is not registry.Type.MAPPING
+}  # parallelism is tasks.max; spark_conf is `reconciler.job.spark_conf.<key>`
 SLO_KINDS: dict[str, Kind] = {
     "max_lag_records": Kind.INT,
     "max_lag_seconds": Kind.SECONDS,

@@ -266,7 +266,7 @@ def default_flow(source: str = "source", target: str = "target") -> Flow:
 
 
 def default_settings() -> FlowSettings:
-    """The flow defaults of topology/defaults.py (their one home), as a flow that sets nothing has them."""
+    """The flow defaults (topology/settings_registry.py, their one home) as the settings of a flow that sets nothing."""
     return FlowSettings.of(default_flow())
 
 

@@ -1,0 +1,554 @@
+"""Every flow setting, declared once (as Kafka's `ConfigDef` declares each key): its path in a topology's
+`defaults:` / flow, type, built-in default, documentation, JSON Schema constraints, MirrorMaker 2 key and
+whether a running job takes a change without a restart.
+
+Derived from `FLOW_SETTINGS` (nothing else declares these facts):
+
+    topology/defaults.py     BUILTIN_FLOW_DEFAULTS (`builtin_defaults()`), at import time
+    interop/mm2_keys.py      CONNECTOR_KEYS, the refresh and exactly-once keys, JOB_FIELD_KINDS, at import time
+    contract/spec.py         HOT_RELOADABLE (the spec paths of the `hot_reload` settings), at import time
+    schemas/topology.schema.json   `$defs.flowSettings` and the settings of `$defs.flow`
+    README.md                the settings table between its `settings-table` markers
+        (both written by `python scripts/generate_settings.py`; tests/unit/test_settings_registry.py fails
+        when either is stale)
+
+Checked against it by tests/unit/test_settings_registry.py, naming the setting that is missing:
+the model (`JobSettings`'s fields, the `JobSpec` leaves of `FlowSettings`/`EngineSettings`) and the parsing of
+topology/build.py (a topology setting each one to a non-default value must change that value in the model).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
+
+
+class Type(str, enum.Enum):
+    """A setting's type: its JSON Schema base and how MirrorMaker 2 spells its values."""
+
+    BOOL = "bool"
+    INT = "int"
+    SECONDS = "seconds"  # a positive number of seconds
+    STRING = "string"
+    CHOICE = "choice"  # one of `Setting.choices`
+    PATTERNS = "patterns"  # a list of full-match regular expressions (non-empty strings)
+    STRINGS = "strings"  # a list of strings
+    MAPPING = "mapping"  # string keys, scalar values (spark_conf)
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+#: A setting with no built-in default: absent from BUILTIN_FLOW_DEFAULTS (not the same as a default of None).
+NO_DEFAULT: Any = _NoDefault()
+
+#: `Setting.spec` when it follows the rule: "settings.<dotted path>", or "engine.<name>" for `job.<name>`.
+SPEC_BY_PATH = "by path"
+
+
+@dataclass(frozen=True)
+class Mm2:
+    """The MirrorMaker 2 key a setting maps to (import and export, reconciler.interop)."""
+
+    key: str
+    default: Any  # MM2's own default, in our setting's terms (tuples for lists)
+    legacy: tuple[str, ...] = ()  # older spellings MM2 still reads (topics.blacklist, ...)
+    kind: str | None = None  # a conversion other than the type's ("policy": class names, "location")
+    also: tuple[str, ...] = ()  # further MM2 keys this one setting stands for
+    own_code: bool = False  # mapped by interop code of its own (exactly-once, the two refresh intervals)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key, *self.also)
+
+
+@dataclass(frozen=True)
+class Setting:
+    path: tuple[str, ...]  # in a topology's `defaults:` or flow: ("heartbeats", "interval_seconds")
+    type: Type
+    default: Any  # built-in default (tuples for lists); NO_DEFAULT: none
+    doc: str
+    hot_reload: bool  # a running job applies a change on the fly (else the change restarts it)
+    mm2: Mm2 | None = None
+    choices: tuple[str, ...] = ()  # Type.CHOICE
+    constraints: Mapping[str, Any] = field(default_factory=dict)  # JSON Schema keywords besides the type's
+    nullable: bool = False  # null is a valid value (JSON Schema type [t, "null"])
+    examples: tuple[Any, ...] = ()  # shown by editors (the schema's `examples`)
+    spec: str | None = SPEC_BY_PATH  # its JobSpec leaf ("settings.offset_lag_max"); None: not in the spec
+    flow_only: bool = False  # set on a flow, not in `defaults:` (`enabled`)
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+    @property
+    def spec_path(self) -> str | None:
+        if self.spec != SPEC_BY_PATH:
+            return self.spec
+        if self.path[0] == "job":
+            return "engine." + ".".join(self.path[1:])
+        return "settings." + self.name
+
+    def json_schema(self) -> dict[str, Any]:
+        """The setting's JSON Schema (without the `default`/`examples`/`description` annotations)."""
+        bases: dict[Type, dict[str, Any]] = {
+            Type.BOOL: {"type": "boolean"},
+            Type.INT: {"type": "integer"},
+            Type.SECONDS: {"type": "number", "exclusiveMinimum": 0},
+            Type.STRING: {"type": "string"},
+            Type.CHOICE: {"enum": list(self.choices)},
+            Type.PATTERNS: {"type": "array", "items": {"type": "string", "minLength": 1}},
+            Type.STRINGS: {"type": "array", "items": {"type": "string"}},
+            Type.MAPPING: {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}},
+        }
+        base = bases[self.type]
+        if self.nullable:
+            base = {**base, "type": [base["type"], "null"]}
+        return {**base, **self.constraints}
+
+
+def _s(path: str, type_: Type, default: Any, doc: str, *, hot: bool, **more: Any) -> Setting:
+    return Setting(tuple(path.split(".")), type_, default, doc, hot, **more)
+
+
+ANY = (".*",)
+NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_-]*$"
+_KUBE = " (kubernetes deployer)"
+
+#: The flow settings, in the order of the built-in defaults, the schema and the README table.
+FLOW_SETTINGS: tuple[Setting, ...] = (
+    _s(
+        "enabled",
+        Type.BOOL,
+        True,
+        "false keeps the flow in the file but stops its replication job (no prune needed: nothing is deleted, its "
+        "remote topics stay). Removing a flow from the file stops its job only with prune.flows.",
+        hot=False,
+        spec=None,
+        flow_only=True,
+    ),
+    _s(
+        "topics.include",
+        Type.PATTERNS,
+        ANY,
+        "Full-match regular expressions of the source topics to replicate.",
+        hot=True,
+        mm2=Mm2("topics", ANY),
+        examples=(["orders\\..*", "payments"],),
+    ),
+    _s(
+        "topics.exclude",
+        Type.PATTERNS,
+        (),
+        "Full-match regular expressions of source topics not to replicate (MirrorMaker 2's built-in excludes apply "
+        "too).",
+        hot=True,
+        mm2=Mm2("topics.exclude", (), legacy=("topics.blacklist",)),
+        examples=([".*\\.tmp", ".*-staging"],),
+    ),
+    _s(
+        "topics.builtin_exclude",
+        Type.STRINGS,
+        NO_DEFAULT,
+        "Replaces MirrorMaker 2's built-in excludes (topics: `.*[\\-\\.]internal`, `.*\\.replica`, `__.*`), which "
+        "otherwise apply on top of `exclude`; `[]` removes them (as setting `topics.exclude` does in Kafka). Internal "
+        "topics are never replicated whatever this says.",
+        hot=True,
+    ),
+    _s(
+        "groups.include",
+        Type.PATTERNS,
+        ANY,
+        "Full-match regular expressions of the consumer groups to checkpoint and offset-sync.",
+        hot=True,
+        mm2=Mm2("groups", ANY),
+        examples=(["billing-.*"],),
+    ),
+    _s(
+        "groups.exclude",
+        Type.PATTERNS,
+        (),
+        "Full-match regular expressions of consumer groups to leave alone (MirrorMaker 2's built-in excludes apply "
+        "too).",
+        hot=True,
+        mm2=Mm2("groups.exclude", (), legacy=("groups.blacklist",)),
+        examples=(["console-consumer-.*"],),
+    ),
+    _s(
+        "groups.builtin_exclude",
+        Type.STRINGS,
+        NO_DEFAULT,
+        "Replaces MirrorMaker 2's built-in excludes (groups: `console-consumer-.*`, `connect-.*`, `__.*`), which "
+        "otherwise apply on top of `exclude`; `[]` removes them (as setting `groups.exclude` does in Kafka). Internal "
+        "topics are never replicated whatever this says.",
+        hot=True,
+    ),
+    _s(
+        "policy",
+        Type.CHOICE,
+        "default",
+        "Replication policy: `default` names remote topics `<source-alias><separator><topic>`; `identity` keeps "
+        "names (KIP-690, cycles forbidden).",
+        hot=False,
+        choices=("default", "identity"),
+        mm2=Mm2("replication.policy.class", "default", kind="policy"),
+        spec="settings.policy.kind",
+    ),
+    _s(
+        "separator",
+        Type.STRING,
+        ".",
+        "Separator of the default policy (MM2 `replication.policy.separator`).",
+        hot=False,
+        constraints={"minLength": 1},
+        mm2=Mm2("replication.policy.separator", "."),
+        examples=("_",),
+        spec="settings.policy.separator",
+    ),
+    _s(
+        "internal_separator",
+        Type.BOOL,
+        True,
+        "Build MM2's internal topic names (`<alias><sep>checkpoints<sep>internal`, "
+        "`mm2-offset-syncs<sep><alias><sep>internal`) with `separator`, as Kafka does by default "
+        "(`replication.policy.internal.topic.separator.enabled`); false always uses `.`.",
+        hot=False,
+        mm2=Mm2("replication.policy.internal.topic.separator.enabled", True),
+        spec="settings.policy.internal_separator",
+    ),
+    _s(
+        "delivery",
+        Type.CHOICE,
+        "at-least-once",
+        "Delivery guarantee (exactly-once: KIP-656 transactional sink).",
+        hot=False,
+        choices=("at-least-once", "exactly-once"),
+        mm2=Mm2("exactly.once.support", "at-least-once", own_code=True),
+    ),
+    _s(
+        "replication_factor",
+        Type.INT,
+        -1,
+        "Replication factor of topics created on the target; -1 = broker default.",
+        hot=True,
+        constraints={"minimum": -1, "not": {"const": 0}},
+        mm2=Mm2("replication.factor", 2),
+        examples=(3,),
+    ),
+    _s(
+        "config_properties.exclude",
+        Type.PATTERNS,
+        DEFAULT_CONFIG_PROPERTY_EXCLUDES,
+        "Full-match regular expressions of topic config names not copied to remote topics (default: MirrorMaker 2's "
+        "list).",
+        hot=True,
+        mm2=Mm2("config.properties.exclude", DEFAULT_CONFIG_PROPERTY_EXCLUDES, legacy=("config.properties.blacklist",)),
+    ),
+    _s(
+        "sync.topic_configs",
+        Type.BOOL,
+        True,
+        "Copy source topic configs (filtered) to remote topics.",
+        hot=True,
+        mm2=Mm2("sync.topic.configs.enabled", True),
+    ),
+    _s(
+        "sync.acls",
+        Type.BOOL,
+        True,
+        "Sync READ ACLs to remote topics; only the replication principal may WRITE them.",
+        hot=True,
+        mm2=Mm2("sync.topic.acls.enabled", True),
+    ),
+    _s(
+        "sync.group_offsets",
+        Type.BOOL,
+        False,
+        "Commit translated consumer-group offsets on the target (MM2 `sync.group.offsets.enabled`).",
+        hot=True,
+        mm2=Mm2("sync.group.offsets.enabled", False),
+    ),
+    _s(
+        "sync.group_offsets_interval_seconds",
+        Type.SECONDS,
+        60,
+        "How often translated consumer-group offsets are committed on the target.",
+        hot=True,
+        mm2=Mm2("sync.group.offsets.interval.seconds", 60),
+    ),
+    _s(
+        "heartbeats.enabled",
+        Type.BOOL,
+        True,
+        "Emit heartbeats at all.",
+        hot=True,
+        mm2=Mm2("emit.heartbeats.enabled", True),
+    ),
+    _s(
+        "heartbeats.interval_seconds",
+        Type.SECONDS,
+        5,
+        "How often heartbeats are emitted.",
+        hot=True,
+        mm2=Mm2("emit.heartbeats.interval.seconds", 1),
+    ),
+    _s(
+        "heartbeats.location",
+        Type.CHOICE,
+        "source",
+        "Where a flow writes its `heartbeats` records: `source` (KIP-382's text; the flow then replicates them to "
+        "`<source>.heartbeats` on the target) or `target` (Kafka's MirrorHeartbeatConnector). See "
+        "docs/mm2-differences.md.",
+        hot=False,
+        choices=("source", "target"),
+    ),
+    _s(
+        "heartbeats.replicate",
+        Type.BOOL,
+        True,
+        "Always replicate heartbeat topics whatever the topic filter says (MM2 `heartbeats.replication.enabled`, "
+        "default true); false leaves them to the topic filter.",
+        hot=False,
+        mm2=Mm2("heartbeats.replication.enabled", True),
+    ),
+    _s(
+        "checkpoints.enabled",
+        Type.BOOL,
+        True,
+        "Emit checkpoints at all.",
+        hot=True,
+        mm2=Mm2("emit.checkpoints.enabled", True),
+    ),
+    _s(
+        "checkpoints.interval_seconds",
+        Type.SECONDS,
+        5,
+        "How often checkpoints are emitted.",
+        hot=True,
+        mm2=Mm2("emit.checkpoints.interval.seconds", 60),
+    ),
+    _s(
+        "refresh_interval_seconds",
+        Type.SECONDS,
+        5,
+        "How often a running job looks for new topics, partitions, groups and spec changes.",
+        hot=True,
+        mm2=Mm2(
+            "refresh.topics.interval.seconds", 600, also=("refresh.groups.interval.seconds",), own_code=True
+        ),  # our one interval stands for both of MM2's
+    ),
+    _s(
+        "offset_syncs.topic_location",
+        Type.CHOICE,
+        "source",
+        "Cluster holding mm2-offset-syncs.<target>.internal (MM2 `offset-syncs.topic.location`).",
+        hot=False,
+        choices=("source", "target"),
+        mm2=Mm2("offset-syncs.topic.location", "source", kind="location"),
+        spec="settings.offset_syncs_location",
+    ),
+    _s(
+        "offset_syncs.lag_max",
+        Type.INT,
+        100,
+        "MM2 `offset.lag.max`: emit a sync at least every N records.",
+        hot=True,
+        constraints={"minimum": 0},
+        mm2=Mm2("offset.lag.max", 100),
+        spec="settings.offset_lag_max",
+    ),
+    _s(
+        "job.deployer",
+        Type.CHOICE,
+        "local",
+        "Where the job runs: a local process, a Spark standalone cluster or Kubernetes (the Spark operator).",
+        hot=False,
+        choices=("local", "spark-standalone", "kubernetes"),
+        spec=None,
+    ),
+    _s(
+        "job.master",
+        Type.STRING,
+        "local[2]",
+        "Spark master URL, e.g. local[2] or spark://host:7077.",
+        hot=False,
+        examples=("local[4]", "spark://spark-master:7077"),
+    ),
+    _s(
+        "job.parallelism",
+        Type.INT,
+        2,
+        "Spark tasks per micro-batch.",
+        hot=False,
+        constraints={"minimum": 1},
+        mm2=Mm2("tasks.max", 1),
+    ),
+    # Long tasks: one Spark job (~0.25 s between tasks, where records wait) per 10 s of copying; a graceful stop
+    # or a spec reload waits for the running task (docs/replication-job.md, "Tasks, rounds").
+    _s(
+        "job.max_records_per_partition",
+        Type.INT,
+        1000000,
+        "Records one partition task copies per micro-batch.",
+        hot=True,
+        constraints={"minimum": 1},
+    ),
+    _s(
+        "job.max_batch_ms",
+        Type.INT,
+        10000,
+        "Time budget of one Spark task: it copies in rounds for this long (or until its partitions are idle or "
+        "their record budget is spent). Longer tasks copy faster (one Spark job per task) and keep records waiting "
+        "less often; a graceful stop or a spec change waits for the running task.",
+        hot=True,
+        constraints={"minimum": 100},
+    ),
+    _s(
+        "job.trigger_interval_ms",
+        Type.INT,
+        200,
+        "Pause between empty micro-batches.",
+        hot=True,
+        constraints={"minimum": 0},
+    ),
+    _s(
+        "job.spark_conf",
+        Type.MAPPING,
+        {},
+        "Spark configuration of the job's application (`spark.executor.memory`, ...).",
+        hot=False,
+        examples=({"spark.executor.memory": "2g"},),
+    ),
+    _s("job.namespace", Type.STRING, "default", "Kubernetes namespace" + _KUBE + ".", hot=False, spec=None),
+    _s(
+        "job.image",
+        Type.STRING,
+        None,
+        "Container image" + _KUBE + ".",
+        hot=False,
+        examples=("ghcr.io/example/reconciler-job:0.1.0",),
+        spec=None,
+    ),
+    _s(
+        "job.service_account",
+        Type.STRING,
+        "spark-operator-spark",  # the kubeflow spark-operator chart's, release spark-operator
+        "Service account of the Spark driver pod" + _KUBE + ".",
+        hot=False,
+        spec=None,
+    ),
+    _s(
+        "job.secret_name",
+        Type.STRING,
+        "reconciler-secrets",
+        "Kubernetes Secret holding the ${ENV_VAR}s the job spec references, one key per variable" + _KUBE + ".",
+        hot=False,
+        spec=None,
+    ),
+    _s(
+        "job.manifests_dir",
+        Type.STRING,
+        None,
+        "Directory the SparkApplication manifests are rendered into, for a GitOps controller (kubernetes deployer; "
+        "default $RECONCILER_STATE_DIR/k8s).",
+        hot=False,
+        spec=None,
+    ),
+    _s(
+        "job.kubectl_apply",
+        Type.BOOL,
+        False,
+        "Also apply the rendered manifests with kubectl" + _KUBE + ".",
+        hot=False,
+        spec=None,
+    ),
+    _s(
+        "job.metrics_port",
+        Type.INT,
+        None,
+        "Port the job serves Prometheus metrics on (docs/monitoring.md); unset: the deployer picks (local: a free "
+        "port, shown by `reconciler status`; kubernetes: 9404), 0: no metrics.",
+        hot=False,
+        nullable=True,
+        constraints={"minimum": 0, "maximum": 65535},
+        spec=None,
+    ),
+    _s(
+        "job.engine",
+        Type.STRING,
+        None,  # the flow's target alias: one engine per target cluster (Flow.engine)
+        "The engine (one Spark application) the flow runs in with the other flows of that name (docs/engines.md); "
+        "unset: the flow's target cluster alias, one engine per target cluster.",
+        hot=False,
+        nullable=True,
+        constraints={"pattern": NAME_PATTERN},
+        spec=None,
+    ),
+)
+
+#: The documentation of the settings' sections (a section is an object of settings in the schema).
+SECTIONS: dict[str, str | None] = {
+    "topics": "Source topics to replicate (MM2 `topics` / `topics.exclude`). Default: include ['.*'].",
+    "groups": "Consumer groups to checkpoint and offset-sync (MM2 `groups` / `groups.exclude`). Default: include "
+    "['.*'].",
+    "config_properties": "Which topic configs are copied to remote topics.",
+    "sync": "What besides records is kept in sync.",
+    "heartbeats": "Heartbeats (MM2 `emit.heartbeats`).",
+    "checkpoints": "Checkpoints (MM2 `emit.checkpoints`).",
+    "offset_syncs": None,
+    "job": "Where and how the replication job runs.",
+}
+
+#: JobSpec leaves that are no topology setting: what the reconciler derives (topic family, heartbeat carrier, the
+#: policy's source alias) and the engine settings it fixes. The two engine ones are hot-reloadable.
+SPEC_ONLY_LEAVES: tuple[str, ...] = (
+    "settings.family",
+    "settings.carries_heartbeats",
+    "settings.policy.source_cluster_alias",
+    "engine.status_interval_seconds",
+    "engine.offset_reset",
+)
+SPEC_ONLY_HOT_RELOADABLE: frozenset[str] = frozenset({"engine.status_interval_seconds", "engine.offset_reset"})
+
+BY_NAME: dict[str, Setting] = {s.name: s for s in FLOW_SETTINGS}
+
+
+def setting(name: str) -> Setting:
+    """The setting `name` ("heartbeats.interval_seconds")."""
+    return BY_NAME[name]
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_json_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
+
+
+def builtin_defaults() -> dict[str, Any]:
+    """The built-in defaults as a topology's nested `defaults:` would write them (a new copy each call)."""
+    out: dict[str, Any] = {}
+    for s in FLOW_SETTINGS:
+        if s.default is NO_DEFAULT:
+            continue
+        node = out
+        for part in s.path[:-1]:
+            node = node.setdefault(part, {})
+        node[s.path[-1]] = _json_value(s.default)
+    return out
+
+
+def hot_reloadable_spec_paths() -> frozenset[str]:
+    """The JobSpec leaves of the settings a running job takes without a restart."""
+    return frozenset(s.spec_path for s in FLOW_SETTINGS if s.hot_reload and s.spec_path is not None)
+
+
+def mm2_settings() -> Iterator[Setting]:
+    return (s for s in FLOW_SETTINGS if s.mm2 is not None)

@@ -1,0 +1,165 @@
+"""The flow settings registry (reconciler/topology/settings_registry.py) is the one declaration of a flow setting:
+what is derived from it is up to date, and what is written by hand (the model, the parsing of topology/build.py)
+is checked against it, each check naming the setting that is missing."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+
+from reconciler.contract.spec import HOT_RELOADABLE, ClusterSpec, JobSpec
+from reconciler.interop import mm2_keys
+from reconciler.resources import schema_path
+from reconciler.topology import settings_registry as registry
+from reconciler.topology.build import load_topology_text
+from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
+from reconciler.topology.model import JobSettings
+from reconciler.topology.settings_docs import stale_files
+from reconciler.topology.settings_registry import FLOW_SETTINGS, NO_DEFAULT, Setting, Type
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_derived_files_are_up_to_date():
+    assert stale_files(ROOT) == [], (
+        "these files are out of date with reconciler/topology/settings_registry.py: "
+        "run `.venv/bin/python scripts/generate_settings.py`"
+    )
+
+
+def test_every_setting_is_documented_and_its_default_is_valid():
+    assert [s.name for s in FLOW_SETTINGS if not s.doc.strip()] == []
+    assert len(registry.BY_NAME) == len(FLOW_SETTINGS), "a setting is declared twice"
+    invalid = [
+        s.name
+        for s in FLOW_SETTINGS
+        if s.default not in (NO_DEFAULT, None) and not Draft202012Validator(s.json_schema()).is_valid(_json(s.default))
+    ]
+    assert invalid == []
+    bad_examples = [
+        s.name for s in FLOW_SETTINGS for e in s.examples if not Draft202012Validator(s.json_schema()).is_valid(e)
+    ]
+    assert bad_examples == []
+
+
+def test_the_builtin_defaults_are_the_registry_defaults_and_valid_in_the_schema():
+    """Unset-by-default settings (None: e.g. job.image) are left out, as a user would."""
+    assert BUILTIN_FLOW_DEFAULTS == registry.builtin_defaults()
+    schema = json.loads(schema_path().read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    settings = schema["$defs"]["flowSettings"]
+    assert settings["properties"]["job"]["properties"]["master"]["examples"]
+    validator = Draft202012Validator({**settings, "$defs": schema["$defs"]})
+    defaults = _without_nones({k: v for k, v in BUILTIN_FLOW_DEFAULTS.items() if k in settings["properties"]})
+    assert [e.message for e in validator.iter_errors(defaults)] == []
+
+
+def test_the_model_has_a_field_for_every_setting():
+    """JobSettings holds the `job.*` settings; the job spec (FlowSettings + EngineSettings) holds the settings a
+    job runs with, each at its `spec_path`; every other spec leaf is one the reconciler derives."""
+    job_fields = {f.name for f in dataclasses.fields(JobSettings)}
+    job_settings = {s.path[1] for s in FLOW_SETTINGS if s.path[0] == "job"}
+    assert sorted(job_settings - job_fields) == [], "settings with no JobSettings field"
+    assert sorted(job_fields - job_settings) == [], "JobSettings fields with no setting in the registry"
+    leaves = set(_spec().leaves())
+    assert sorted(s.name for s in FLOW_SETTINGS if s.spec_path is not None and s.spec_path not in leaves) == [], (
+        "settings whose spec path is not a JobSpec leaf"
+    )
+    covered = {s.spec_path for s in FLOW_SETTINGS} | set(registry.SPEC_ONLY_LEAVES)
+    assert sorted(p for p in leaves if p.split(".")[0] in ("settings", "engine") and p not in covered) == [], (
+        "JobSpec leaves no setting of the registry declares (add it, or to SPEC_ONLY_LEAVES)"
+    )
+
+
+def test_the_topology_build_carries_every_setting_to_the_model():
+    """Each setting set to a value other than its default, in a flow: the value reaches the model (the job spec
+    leaf, or for settings the spec does not carry, the flow's own field)."""
+    lost = []
+    for s in FLOW_SETTINGS:
+        value = _sample(s)
+        assert _json(value) != _json(s.default), s.name
+        flow_doc: dict[str, Any] = {"source": "west", "target": "east"}
+        for name, v in {s.name: value, **EXTRA.get(s.name, {})}.items():
+            _put(flow_doc, name.split("."), v)
+        topo = load_topology_text(yaml.safe_dump({**TOPOLOGY, "flows": [flow_doc]}))
+        (flow,) = topo.flows
+        if s.spec_path is not None:
+            got = JobSpec.from_flow(topo, flow).leaves()[s.spec_path]
+        elif s.path[0] == "job":
+            got = getattr(flow.job, s.path[1])
+        else:
+            got = getattr(flow, s.name)
+        if _json(got) != _json(value):
+            lost.append(f"{s.name}: set {value!r}, the model holds {got!r}")
+    assert lost == []
+
+
+def test_the_hot_reload_set_is_the_registry_one():
+    assert HOT_RELOADABLE == registry.hot_reloadable_spec_paths() | registry.SPEC_ONLY_HOT_RELOADABLE
+    spec = _spec()
+    restart = spec.restart_fields(spec.with_engine(parallelism=5, max_batch_ms=2_000))
+    assert restart == {"engine.parallelism"}, "batch length is hot, parallelism is not"
+
+
+def test_every_mm2_key_of_the_registry_is_mapped_by_the_interop():
+    mapped = {k.key for k in mm2_keys.CONNECTOR_KEYS} | set(mm2_keys.REFRESH_KEYS) | {mm2_keys.EOS_CONNECTOR_KEY}
+    assert sorted(k for s in registry.mm2_settings() if s.mm2 for k in s.mm2.keys if k not in mapped) == []
+    job_ext = {s.path[1] for s in FLOW_SETTINGS if s.path[0] == "job" and s.mm2 is None and s.type is not Type.MAPPING}
+    assert set(mm2_keys.JOB_FIELD_KINDS) == job_ext
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+TOPOLOGY: dict[str, Any] = {
+    "apiVersion": "reconciler/v1",
+    "kind": "Topology",
+    "clusters": {"west": {"bootstrap_servers": "127.0.0.1:1"}, "east": {"bootstrap_servers": "127.0.0.1:2"}},
+}
+#: Settings a sample value of another needs (a semantic check of topology/build.py asks for them).
+EXTRA: dict[str, dict[str, Any]] = {"job.deployer": {"job.master": "spark://spark-master:7077"}}
+
+
+def _sample(s: Setting) -> Any:
+    """A valid value other than the default."""
+    if s.examples:
+        return s.examples[0]
+    if s.type is Type.BOOL:
+        return not s.default
+    if s.type is Type.CHOICE:
+        return next(c for c in s.choices if c != s.default)
+    if s.type in (Type.INT, Type.SECONDS):
+        return (s.default or 0) + 7
+    if s.type is Type.STRING:
+        return "sample-value"
+    if s.type in (Type.PATTERNS, Type.STRINGS):
+        return ["sample-.*"]
+    return {"spark.sample": "x"}
+
+
+def _put(node: dict[str, Any], path: list[str], value: Any) -> None:
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = value
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in sorted(value.items())}
+    return value
+
+
+def _without_nones(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nones(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def _spec() -> JobSpec:
+    return JobSpec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
