@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics_core import Metric
 
 from reconciler.contract.metrics import KUBERNETES_PORT, PORT_ENV, free_port  # noqa: F401 (re-exported)
+from reconciler.contract.status import StatusState
 from reconciler.replication.tasks import TP, TaskResult
 from reconciler.topology.model import flow_ends
 
@@ -213,7 +214,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(f"{OWN}_job", "info", FLOW_LABELS, "The spec the job runs: spec_hash, git_revision, delivery"),
 )
 BY_NAME = {m.name: m for m in METRICS}
-JOB_STATES = ("starting", "running", "degraded", "stopping", "stopped", "failed", "restart-required")
+#: The `state` label values of `mirror_job_state`: every state a status record can carry (one home: StatusState).
+JOB_STATES: tuple[str, ...] = tuple(s.value for s in StatusState)
 
 
 def exported_series() -> frozenset[str]:

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from reconciler import settings
 from reconciler.contract.metrics import AUTO_PORT
 from reconciler.contract.spec import ClusterSpec
-from reconciler.contract.status import OutOfRange
+from reconciler.contract.status import OutOfRange, StatusState
 from reconciler.replication.driver import ReplicationDriver
 from reconciler.replication.emitters import CheckpointEmitter
 from reconciler.replication.lag import LagPosition, OldestRecord, SourceEnds
@@ -101,6 +101,17 @@ def test_counts_syncs_checkpoints_and_state():
     assert value(m, "mirror_errors_total") == 1 and value(m, "mirror_batches_total") == 2
     assert value(m, "mirror_job_state", state="running") == 1 and value(m, "mirror_job_state", state="failed") == 0
     assert value(m, "mirror_job_info", spec_hash=d.spec.spec_hash(), git_revision="deadbeef") == 1
+
+
+def test_job_state_series_are_the_status_states():
+    # One home for the states (StatusState): a state the enum gains gets its series, none other exists.
+    m = JobMetrics("west->east")
+    for state in StatusState:
+        d = driver()
+        d.state = state.value
+        m.set_state(d)
+        got = {dict(ls)["state"]: v for (n, ls), v in samples(m).items() if n == "mirror_job_state"}
+        assert got == {s.value: (1.0 if s is state else 0.0) for s in StatusState}, state
 
 
 def test_aborted_transactions_and_out_of_range_count_once():
