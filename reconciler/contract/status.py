@@ -8,7 +8,7 @@ standalone, Kubernetes). `read_job_status(cluster_config, flow_name)` returns it
 Value (JSON object):
     flow, spec_hash, git_revision, delivery, state ("starting" | "running" | "degraded" |
     "stopping" | "stopped" | "restart-required" | "failed"), started_at and heartbeat_at (epoch ms),
-    records, bytes (copied since start), records_per_second (recent), batches,
+    records, bytes (copied since start), records_per_second (over RATE_WINDOW_SECONDS), batches,
     lag_total, lag: [{topic, partition, remote, next, end, lag}], latency_ms: {p50, p95, p99, samples}
     (record age at acknowledgement, recent window), errors (count), last_error,
     findings: [str] (remote topic problems), out_of_range: [{topic, partition, position, low, high,
@@ -386,22 +386,46 @@ class LatencyWindow:
         return {**percentiles(values), "samples": len(values)}
 
 
+#: The span of every rate a job reports: its status record's `records_per_second` and the Prometheus
+#: `record_rate`/`byte_rate` gauges (reconciler.replication.metrics), so the two agree.
+RATE_WINDOW_SECONDS = 60.0
+
+
 class RateWindow:
-    def __init__(self, seconds: float = 10.0):
+    """Records and bytes per second over the last `seconds` (the one rate window of a job).
+
+    Used by the driver for the status record's `records_per_second` (per flow) and by the job's metrics
+    for `record_rate`/`byte_rate` (per partition), with one length, `RATE_WINDOW_SECONDS` = 60 s: the
+    metrics follow MirrorMaker 2's Meter (Kafka `Metrics`, 2 samples of 30 s), and the status record
+    says the same figure as the dashboard rather than a jumpier 10 s one. The rate divides the window's
+    counts by the window, or by the time since the first `add` if that is shorter (at least 1 s), so an
+    idle stretch lowers the rate instead of being skipped.
+    """
+
+    def __init__(self, seconds: float = RATE_WINDOW_SECONDS):
         self.seconds = seconds
-        self._points: deque[tuple[float, int]] = deque()
+        self.started: float | None = None
+        self._points: deque[tuple[float, int, int]] = deque()
 
-    def add(self, count: int, now: float | None = None) -> None:
-        self._points.append((time.monotonic() if now is None else now, count))
+    def add(self, records: int, nbytes: int = 0, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if self.started is None:
+            self.started = now
+        if records or nbytes:
+            self._points.append((now, records, nbytes))
 
-    def rate(self, now: float | None = None) -> float:
+    def rates(self, now: float | None = None) -> tuple[float, float]:
+        """(records per second, bytes per second) over the window."""
         now = time.monotonic() if now is None else now
         while self._points and self._points[0][0] < now - self.seconds:
             self._points.popleft()
-        if not self._points:
-            return 0.0
-        span = max(now - self._points[0][0], 1.0)
-        return sum(c for _, c in self._points) / span
+        # the span the points cover: the window, or since the first add
+        span = max(1.0, min(self.seconds, now - (self.started if self.started is not None else now)))
+        return sum(p[1] for p in self._points) / span, sum(p[2] for p in self._points) / span
+
+    def rate(self, now: float | None = None) -> float:
+        """Records per second over the window."""
+        return self.rates(now)[0]
 
 
 class StatusPublisher:

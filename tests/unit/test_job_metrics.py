@@ -11,11 +11,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from reconciler import settings
 from reconciler.contract.metrics import AUTO_PORT
 from reconciler.contract.spec import ClusterSpec
-from reconciler.contract.status import OutOfRange, StatusState
+from reconciler.contract.status import RATE_WINDOW_SECONDS, OutOfRange, RateWindow, StatusState
 from reconciler.replication.driver import ReplicationDriver
 from reconciler.replication.emitters import CheckpointEmitter
 from reconciler.replication.lag import LagPosition, OldestRecord, SourceEnds
-from reconciler.replication.metrics import METRICS, JobMetrics, exported_series
+from reconciler.replication.metrics import METRICS, WINDOW_SECONDS, JobMetrics, exported_series
 from reconciler.replication.tasks import PartitionResult, TaskResult
 from reconciler.replication.topics import PartitionPlan
 from tests.spec_helpers import job_spec
@@ -236,6 +236,25 @@ def test_record_and_byte_rates_per_partition_over_the_window():
     clock.now += 45  # the first batch left the 60 s window; nothing new: the rate decays
     m.observe(d, [])
     assert value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0") == 300 / 60
+
+
+def test_the_status_record_rate_and_the_prometheus_rate_are_one_window():
+    # One RateWindow class and one length: the driver's `records_per_second` (status record) and the
+    # `record_rate` gauge agree for the same batches (they were 10 s and 60 s windows of two classes).
+    clock = Clock()
+    m = JobMetrics("west->east", clock=clock)
+    d = driver()
+    assert type(d.rate) is RateWindow and d.rate.seconds == WINDOW_SECONDS == RATE_WINDOW_SECONDS == 60.0
+    seen = []
+    for advance, count in ((0, 600), (30, 300), (45, 0)):
+        clock.now += advance
+        d.rate.add(count, count * 10, clock.now)  # what the driver's absorb adds for the batch
+        m.observe(d, [TaskResult(slot=0, process="p", partitions=[tp_part(0, count, nbytes=count * 10)])])
+        gauge = value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0")
+        assert d.rate.rate(clock.now) == gauge
+        assert d.rate.rates(clock.now)[1] == value(m, "kafka_connect_mirror_source_connector_byte_rate", partition="0")
+        seen.append(gauge)
+    assert seen == [600.0, 900 / 30, 300 / 60]  # a 10 s window would say 300/10 at 30 s
 
 
 def test_lag_seconds_is_how_long_the_oldest_unreplicated_record_has_been_seen():
