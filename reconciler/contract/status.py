@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from reconciler import logs
-from reconciler.contract.spec import STATUS_TOPIC
+from reconciler.contract.spec import DEFAULT_STATUS_INTERVAL_SECONDS, STATUS_TOPIC
 
 
 class StatusState(str, enum.Enum):
@@ -67,7 +67,6 @@ DOWN_STATES: frozenset[StatusState] = frozenset(set(StatusState) - LIVE_STATES)
 
 STALE_INTERVALS = 3
 STALE_MIN_SECONDS = 15.0
-DEFAULT_STATUS_INTERVAL_SECONDS = 3.0
 
 
 def stale_after_seconds(status_interval_seconds: float | None) -> float:

@@ -190,6 +190,11 @@ def test_one_reader_config():
     assert package_files_naming("enable.partition.eof", allowed) == []
 
 
+def test_the_kubernetes_service_account_default_has_one_home():
+    """The driver's service account defaults in topology/defaults.py only (model.py said "spark" beside it)."""
+    assert package_files_naming("spark-operator-spark", {"reconciler/topology/defaults.py"}) == []
+
+
 def package_files_naming(text: str, allowed: set[str]) -> list[str]:
     """The package's Python files (paths from the repository root) that contain `text`, less `allowed`."""
     return sorted(
@@ -214,6 +219,7 @@ def test_tests_inject_the_clock():
 ONE_HOME = {
     "RateWindow": "reconciler.contract.status",
     "RATE_WINDOW_SECONDS": "reconciler.contract.status",
+    "DEFAULT_STATUS_INTERVAL_SECONDS": "reconciler.contract.spec",
 }
 
 
