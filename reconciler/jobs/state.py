@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from reconciler import settings
 from reconciler.contract import status as status_contract
@@ -39,7 +39,7 @@ from reconciler.contract.status import StatusRecord, StatusState
 from reconciler.deploy import Deployers, Deployment
 from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
-from reconciler.topology.model import Topology
+from reconciler.topology.model import Cluster, Topology
 
 #: A job just (re)started has no status until Spark is up: not "down" for this long.
 START_GRACE_SECONDS = settings.job_start_grace()
@@ -180,31 +180,50 @@ def classify(
     return JobState.DOWN, f"no fresh status (stale after {stale_after:.0f}s): {_last(status)}"
 
 
-def read_statuses(
-    topology: Topology, backend: JobBackend, skip: Mapping[str, str]
-) -> tuple[dict[str, StatusRecord], dict[str, str]]:
-    """Every status record on every target cluster of the topology's flows (in parallel): flow -> record.
-    Clusters in `skip` (could not be read at all) are reported unreadable without trying."""
+class StatusSource(Protocol):
+    """What reads the status records of a (target) cluster: the operations' Backend or a JobBackend."""
+
+    def read_status(self, cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class JobStatuses:
+    """The status records read from target clusters: flow -> latest record (a status on the flow's own
+    target only), and the clusters whose records could not be read (alias -> the exception)."""
+
+    records: Mapping[str, StatusRecord] = field(default_factory=dict)
+    errors: Mapping[str, BaseException] = field(default_factory=dict)
+    skipped: Mapping[str, str] = field(default_factory=dict)  # unreachable clusters: not tried
+
+    def unreadable(self) -> dict[str, str]:
+        """alias -> why, as the job planner words it."""
+        return {**self.skipped, **{a: f"{type(e).__name__}: {e}" for a, e in self.errors.items()}}
+
+
+def read_statuses(topology: Topology, backend: StatusSource, skip: Mapping[str, str]) -> JobStatuses:
+    """Every status record on every target cluster of the topology's flows (in parallel): the one reader of
+    plan, apply, status and drift (reconciler.operations.observe calls it with the operations' Backend).
+    Clusters in `skip` (could not be read at all) are reported without trying."""
     targets = sorted({f.target for f in topology.flows if f.target in topology.clusters})
-    unreadable = {t: skip[t] for t in targets if t in skip}
     todo = [t for t in targets if t not in skip]
 
     def one(alias: str):
         try:
             return alias, backend.read_status(topology.clusters[alias]), None
         except Exception as exc:  # noqa: BLE001 - a cluster whose statuses cannot be read is reported, not fatal
-            return alias, {}, f"{type(exc).__name__}: {exc}"
+            return alias, {}, exc
 
-    statuses: dict[str, StatusRecord] = {}
+    records: dict[str, StatusRecord] = {}
+    errors: dict[str, BaseException] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(todo)))) as pool:
         for alias, found, error in pool.map(one, todo):
-            if error:
-                unreadable[alias] = error
+            if error is not None:
+                errors[alias] = error
                 continue
             for flow, record in found.items():
                 if flow_ends(flow)[1] == alias:  # a status on the flow's own target only
-                    statuses[flow] = StatusRecord.of(record, flow)
-    return statuses, unreadable
+                    records[flow] = StatusRecord.of(record, flow)
+    return JobStatuses(records, errors, {t: skip[t] for t in targets if t in skip})
 
 
 def read_jobs(
@@ -213,11 +232,12 @@ def read_jobs(
     desired: Mapping[str, DesiredJob],
     skip: Mapping[str, str] | None = None,
     now_ms: int | None = None,
-    statuses: tuple[Mapping[str, StatusRecord], Mapping[str, str]] | None = None,
+    statuses: JobStatuses | None = None,
 ) -> LiveJobs:
     """The live state of every job the topology wants, the deployers know, or that reports.
-    `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
-    records, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
+    `statuses`: already read (reconciler.operations.observe), else read here."""
+    statuses = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
+    records, unreadable = statuses.records, statuses.unreadable()
     jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
     k8s_options: list[Mapping[str, Any]] = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
     deployments = backend.deployers.deployments(k8s_options)

@@ -220,6 +220,8 @@ ONE_HOME = {
     "RateWindow": "reconciler.contract.status",
     "RATE_WINDOW_SECONDS": "reconciler.contract.status",
     "DEFAULT_STATUS_INTERVAL_SECONDS": "reconciler.contract.spec",
+    "read_statuses": "reconciler.jobs.state",
+    "JobStatuses": "reconciler.jobs.state",
 }
 
 
