@@ -19,10 +19,9 @@ the redactor of the job's resolved secret values.
 
 The one rule of job health lives here too: planning (`reconciler.jobs.state.classify`, which `plan`,
 `apply` and `status` use) and drift (`reconciler.drift.report.job_health`) both decide "is this job
-replicating?" with `is_replicating`: a record in a live state (`LIVE_STATES`) not older than
-`stale_after`. They differ only in that threshold: plan and status use `stale_after_seconds` of the
-job's status interval (three intervals, at least 15 s); drift takes `--job-stale-seconds` (default
-60 s, a report's tolerance).
+replicating?" with `health`: a record in a live state (`LIVE_STATES`) not older than `stale_after_seconds`
+of the job's status interval (three intervals, at least 15 s). Drift's `--job-stale-seconds` overrides
+the threshold only when given.
 """
 
 from __future__ import annotations
@@ -70,7 +69,8 @@ STALE_MIN_SECONDS = 15.0
 
 
 def stale_after_seconds(status_interval_seconds: float | None) -> float:
-    """How old a status record may be before its job counts as not reporting (plan and status)."""
+    """How old a status record may be before its job counts as not reporting (plan, status and drift):
+    three status intervals, at least 15 s (None: the default interval)."""
     interval = DEFAULT_STATUS_INTERVAL_SECONDS if status_interval_seconds is None else status_interval_seconds
     return max(STALE_MIN_SECONDS, STALE_INTERVALS * interval)
 
@@ -351,6 +351,29 @@ def is_stale(status: StatusRecord | None, now_ms: float, stale_after: float) -> 
 def is_replicating(status: StatusRecord | None, now_ms: float, stale_after: float) -> bool:
     """The one rule of job health: a record in a live state, not older than `stale_after` seconds."""
     return status is not None and status.is_replicating(now_ms, stale_after)
+
+
+@dataclass(frozen=True)
+class Health:
+    """What the one job-health classifier says of a job's latest status record."""
+
+    stale_after: float  # the threshold applied (seconds)
+    stale: bool  # no record, no heartbeat in it, or older than `stale_after`
+    replicating: bool  # a live state, not stale
+
+
+def health(
+    status: StatusRecord | None,
+    now_ms: float,
+    status_interval_seconds: float | None,
+    stale_after: float | None = None,
+) -> Health:
+    """The one job-health classifier, with one set of thresholds: plan, apply and status
+    (`reconciler.jobs.state.classify`) and drift (`reconciler.drift.report.job_health`) call it.
+    The threshold is `stale_after_seconds` of the job's status interval; `stale_after` is an explicit
+    override (drift's --job-stale-seconds), never a second default."""
+    limit = stale_after_seconds(status_interval_seconds) if stale_after is None else stale_after
+    return Health(limit, is_stale(status, now_ms, limit), is_replicating(status, now_ms, limit))
 
 
 def percentiles(samples: Iterable[float], points: Iterable[float] = (50, 95, 99)) -> dict[str, float | None]:

@@ -9,7 +9,7 @@ know (the spec they handed to the job, whether its process runs, where). `classi
 two into a state:
 
     running            a fresh status saying starting/running/degraded (the one rule of job health:
-                       `reconciler.contract.status.is_replicating`, stale after three status
+                       `reconciler.contract.status.health`, stale after three status
                        intervals, at least 15 s)
     starting           deployed less than START_GRACE_SECONDS ago, process alive, no fresh status yet
     restart-required   the job said so (its spec changed in a field it cannot take) and exits
@@ -113,10 +113,6 @@ def iso(epoch_ms: int | float | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_ms / 1000.0))
 
 
-def stale_after_seconds(spec: JobSpec | None) -> float:
-    return status_contract.stale_after_seconds(spec.engine.status_interval_seconds if spec is not None else None)
-
-
 def _last(status: StatusRecord | None) -> str:
     if status is None:
         return "no status published"
@@ -136,8 +132,9 @@ def classify(
 ) -> tuple[JobState, str]:
     """The state of one job from its status record and its deployment (pure)."""
     status = StatusRecord.of(record, flow)
-    stale_after = stale_after_seconds(spec or (dep.spec if dep else None))
-    fresh = status_contract.is_replicating(status, now_ms, stale_after)
+    known = spec or (dep.spec if dep else None)
+    verdict = status_contract.health(status, now_ms, known.engine.status_interval_seconds if known else None)
+    stale_after, fresh = verdict.stale_after, verdict.replicating
     if dep is not None and dep.strays:
         count = len(dep.strays) + (1 if dep.alive else 0)
         running = f"instance {dep.instance_id} ({dep.where}) and " if dep.alive else ""
