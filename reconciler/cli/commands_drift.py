@@ -22,7 +22,7 @@ from reconciler.cli.common import (
     load_validated,
     timeout_argument,
 )
-from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport
+from reconciler.drift.report import DriftReport
 from reconciler.operations.drift import drift
 from reconciler.render import drift_html, drift_markdown, drift_prometheus, drift_text
 from reconciler.topology.connection import redactor_for
@@ -64,9 +64,10 @@ def register(sub) -> None:
     p.add_argument(
         "--job-stale-seconds",
         type=timeout_argument,
-        default=DEFAULT_JOB_STALE_SECONDS,
+        default=None,
         metavar="SECONDS",
-        help=f"a job whose last status is older than this is down (default {DEFAULT_JOB_STALE_SECONDS:g})",
+        help="a job whose last status is older than this is down (default: three of the job's status intervals, "
+        "at least 15 s, the rule plan, apply and status use)",
     )
     p.set_defaults(func=cmd_drift)
 

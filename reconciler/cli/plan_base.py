@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from reconciler.apply.revision import repo_path_for
 from reconciler.gitops import RevisionComparison, RevisionError, compare_with_base
-from reconciler.plan.actions import Plan
+from reconciler.plan.actions import FORMAT_MINOR, FORMAT_VERSION, Plan
 from reconciler.plan.attribution import restrict
 from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
@@ -162,8 +162,8 @@ def no_changes(scope: BaseScope, fmt: str) -> str:
             json.dumps(
                 {
                     "base": scope.to_dict(),
-                    "format_version": 1,
-                    "format_minor": 1,
+                    "format_version": FORMAT_VERSION,
+                    "format_minor": FORMAT_MINOR,
                     "summary": {"create": 0, "update": 0, "delete": 0, "findings": 0, "errors": 0, "changes": False},
                     "actions": [],
                     "findings": [],

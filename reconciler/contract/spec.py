@@ -156,6 +156,11 @@ class ClusterSpec:
         return secrets.client_settings(self.bootstrap_servers, self.config, environ)
 
 
+#: How often a job publishes its status record, when its spec does not say (the one home of this default: the
+#: staleness rule, contract/status.py `stale_after_seconds`, reads it for a job whose spec it does not know).
+DEFAULT_STATUS_INTERVAL_SECONDS = 3.0
+
+
 @dataclass(frozen=True)
 class EngineSettings:
     """How the job runs (Spark and its loop), as opposed to what it replicates."""
@@ -165,7 +170,7 @@ class EngineSettings:
     max_records_per_partition: int = _FLOW["job"]["max_records_per_partition"]
     trigger_interval_ms: int = _FLOW["job"]["trigger_interval_ms"]
     max_batch_ms: int = _FLOW["job"]["max_batch_ms"]
-    status_interval_seconds: float = 3.0
+    status_interval_seconds: float = DEFAULT_STATUS_INTERVAL_SECONDS
     offset_reset: str = "earliest"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
 

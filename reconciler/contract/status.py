@@ -8,7 +8,7 @@ standalone, Kubernetes). `read_job_status(cluster_config, flow_name)` returns it
 Value (JSON object):
     flow, spec_hash, git_revision, delivery, state ("starting" | "running" | "degraded" |
     "stopping" | "stopped" | "restart-required" | "failed"), started_at and heartbeat_at (epoch ms),
-    records, bytes (copied since start), records_per_second (recent), batches,
+    records, bytes (copied since start), records_per_second (over RATE_WINDOW_SECONDS), batches,
     lag_total, lag: [{topic, partition, remote, next, end, lag}], latency_ms: {p50, p95, p99, samples}
     (record age at acknowledgement, recent window), errors (count), last_error,
     findings: [str] (remote topic problems), out_of_range: [{topic, partition, position, low, high,
@@ -19,10 +19,9 @@ the redactor of the job's resolved secret values.
 
 The one rule of job health lives here too: planning (`reconciler.jobs.state.classify`, which `plan`,
 `apply` and `status` use) and drift (`reconciler.drift.report.job_health`) both decide "is this job
-replicating?" with `is_replicating`: a record in a live state (`LIVE_STATES`) not older than
-`stale_after`. They differ only in that threshold: plan and status use `stale_after_seconds` of the
-job's status interval (three intervals, at least 15 s); drift takes `--job-stale-seconds` (default
-60 s, a report's tolerance).
+replicating?" with `health`: a record in a live state (`LIVE_STATES`) not older than `stale_after_seconds`
+of the job's status interval (three intervals, at least 15 s). Drift's `--job-stale-seconds` overrides
+the threshold only when given.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from reconciler import logs
-from reconciler.contract.spec import STATUS_TOPIC
+from reconciler.contract.spec import DEFAULT_STATUS_INTERVAL_SECONDS, STATUS_TOPIC
 
 
 class StatusState(str, enum.Enum):
@@ -67,11 +66,11 @@ DOWN_STATES: frozenset[StatusState] = frozenset(set(StatusState) - LIVE_STATES)
 
 STALE_INTERVALS = 3
 STALE_MIN_SECONDS = 15.0
-DEFAULT_STATUS_INTERVAL_SECONDS = 3.0
 
 
 def stale_after_seconds(status_interval_seconds: float | None) -> float:
-    """How old a status record may be before its job counts as not reporting (plan and status)."""
+    """How old a status record may be before its job counts as not reporting (plan, status and drift):
+    three status intervals, at least 15 s (None: the default interval)."""
     interval = DEFAULT_STATUS_INTERVAL_SECONDS if status_interval_seconds is None else status_interval_seconds
     return max(STALE_MIN_SECONDS, STALE_INTERVALS * interval)
 
@@ -354,6 +353,29 @@ def is_replicating(status: StatusRecord | None, now_ms: float, stale_after: floa
     return status is not None and status.is_replicating(now_ms, stale_after)
 
 
+@dataclass(frozen=True)
+class Health:
+    """What the one job-health classifier says of a job's latest status record."""
+
+    stale_after: float  # the threshold applied (seconds)
+    stale: bool  # no record, no heartbeat in it, or older than `stale_after`
+    replicating: bool  # a live state, not stale
+
+
+def health(
+    status: StatusRecord | None,
+    now_ms: float,
+    status_interval_seconds: float | None,
+    stale_after: float | None = None,
+) -> Health:
+    """The one job-health classifier, with one set of thresholds: plan, apply and status
+    (`reconciler.jobs.state.classify`) and drift (`reconciler.drift.report.job_health`) call it.
+    The threshold is `stale_after_seconds` of the job's status interval; `stale_after` is an explicit
+    override (drift's --job-stale-seconds), never a second default."""
+    limit = stale_after_seconds(status_interval_seconds) if stale_after is None else stale_after
+    return Health(limit, is_stale(status, now_ms, limit), is_replicating(status, now_ms, limit))
+
+
 def percentiles(samples: Iterable[float], points: Iterable[float] = (50, 95, 99)) -> dict[str, float | None]:
     """Nearest-rank percentiles (None when there are no samples)."""
     data = sorted(samples)
@@ -386,22 +408,46 @@ class LatencyWindow:
         return {**percentiles(values), "samples": len(values)}
 
 
+#: The span of every rate a job reports: its status record's `records_per_second` and the Prometheus
+#: `record_rate`/`byte_rate` gauges (reconciler.replication.metrics), so the two agree.
+RATE_WINDOW_SECONDS = 60.0
+
+
 class RateWindow:
-    def __init__(self, seconds: float = 10.0):
+    """Records and bytes per second over the last `seconds` (the one rate window of a job).
+
+    Used by the driver for the status record's `records_per_second` (per flow) and by the job's metrics
+    for `record_rate`/`byte_rate` (per partition), with one length, `RATE_WINDOW_SECONDS` = 60 s: the
+    metrics follow MirrorMaker 2's Meter (Kafka `Metrics`, 2 samples of 30 s), and the status record
+    says the same figure as the dashboard rather than a jumpier 10 s one. The rate divides the window's
+    counts by the window, or by the time since the first `add` if that is shorter (at least 1 s), so an
+    idle stretch lowers the rate instead of being skipped.
+    """
+
+    def __init__(self, seconds: float = RATE_WINDOW_SECONDS):
         self.seconds = seconds
-        self._points: deque[tuple[float, int]] = deque()
+        self.started: float | None = None
+        self._points: deque[tuple[float, int, int]] = deque()
 
-    def add(self, count: int, now: float | None = None) -> None:
-        self._points.append((time.monotonic() if now is None else now, count))
+    def add(self, records: int, nbytes: int = 0, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if self.started is None:
+            self.started = now
+        if records or nbytes:
+            self._points.append((now, records, nbytes))
 
-    def rate(self, now: float | None = None) -> float:
+    def rates(self, now: float | None = None) -> tuple[float, float]:
+        """(records per second, bytes per second) over the window."""
         now = time.monotonic() if now is None else now
         while self._points and self._points[0][0] < now - self.seconds:
             self._points.popleft()
-        if not self._points:
-            return 0.0
-        span = max(now - self._points[0][0], 1.0)
-        return sum(c for _, c in self._points) / span
+        # the span the points cover: the window, or since the first add
+        span = max(1.0, min(self.seconds, now - (self.started if self.started is not None else now)))
+        return sum(p[1] for p in self._points) / span, sum(p[2] for p in self._points) / span
+
+    def rate(self, now: float | None = None) -> float:
+        """Records per second over the window."""
+        return self.rates(now)[0]
 
 
 class StatusPublisher:

@@ -68,21 +68,21 @@ from reconciler.contract.engine import ENGINE_FILE, INHERIT_MASTER, RESTART_SUFF
 from reconciler.contract.spec import JobSpec
 from reconciler.deploy.base import Deployer, Deployment
 from reconciler.settings import INSTANCE_ENV, KUBERNETES_PORT, PORT_ENV
+from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
 ENGINE_MOUNT = "/etc/reconciler/engine"
 APP_ROOT = "/opt/reconciler"
+#: The deployer's options when a flow's job does not set them: the topology's built-in job defaults (their one
+#: home, topology/defaults.py), except the metrics port, which this deployer fixes (the pod's port).
 DEFAULTS = {
-    "namespace": "default",
-    "image": None,
-    "service_account": "spark-operator-spark",
-    "secret_name": "reconciler-secrets",
-    "manifests_dir": None,
-    "kubectl_apply": False,
+    **{
+        k: BUILTIN_FLOW_DEFAULTS["job"][k]
+        for k in ("namespace", "image", "service_account", "secret_name", "manifests_dir", "kubectl_apply", "engine")
+    },
     "metrics_port": KUBERNETES_PORT,
-    "engine": None,
 }
 #: Options that change where and how the manifests are written, not the SparkApplication.
 FILE_OPTIONS = frozenset({"manifests_dir", "kubectl_apply"})

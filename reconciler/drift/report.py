@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.contract.status import DOWN_STATES, StatusRecord, StatusState, is_replicating, is_stale
+from reconciler.contract.status import DOWN_STATES, StatusRecord, StatusState, health
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
@@ -45,8 +45,6 @@ from reconciler.textutil import RECORD_AGE, plural
 from reconciler.topology.model import Flow, Topology
 
 FORMAT_VERSION = 1
-#: A job whose status record is older than this is taken to be down (it publishes every few seconds).
-DEFAULT_JOB_STALE_SECONDS = 60.0
 
 
 class Category(str, enum.Enum):
@@ -138,7 +136,7 @@ class JobHealth:
     reported: bool  # a status record exists
     state: str | None = None
     running: bool = False
-    stale: bool = False  # the record is older than job_stale_seconds
+    stale: bool = False  # the record is older than `stale_after`
     status_age_seconds: float | None = None
     spec_hash: str | None = None
     desired_spec_hash: str | None = None
@@ -152,6 +150,7 @@ class JobHealth:
     last_error: str | None = None
     halted: tuple[str, ...] = ()  # "topic:partition" the job stopped copying (state "degraded")
     unknown: str | None = None  # why the status could not be read
+    stale_after: float | None = None  # the threshold applied (contract/status.py `health`); not in to_dict
 
     @property
     def spec_current(self) -> bool | None:
@@ -431,19 +430,24 @@ def job_health(
     record: StatusRecord | Mapping[str, Any] | None,
     desired_hash: str | None,
     now_ms: int,
-    stale_seconds: float,
+    stale_seconds: float | None = None,
     unknown: str | None = None,
+    status_interval_seconds: float | None = None,
 ) -> JobHealth:
+    """The report's view of a job, classified by the one rule (contract/status.py `health`): stale after
+    `stale_after_seconds(status_interval_seconds)`, or after `stale_seconds` when given (an override)."""
     if unknown is not None:
         return JobHealth(False, desired_spec_hash=desired_hash, unknown=unknown)
     status = StatusRecord.of(record)
     if status is None:
         return JobHealth(False, desired_spec_hash=desired_hash)
+    verdict = health(status, now_ms, status_interval_seconds, stale_seconds)
     return JobHealth(
         True,
         state=status.state_name,
-        running=is_replicating(status, now_ms, stale_seconds),
-        stale=is_stale(status, now_ms, stale_seconds),
+        running=verdict.replicating,
+        stale=verdict.stale,
+        stale_after=verdict.stale_after,
         status_age_seconds=status.age_seconds(now_ms),
         spec_hash=status.spec_hash,
         desired_spec_hash=desired_hash,
@@ -459,7 +463,7 @@ def job_health(
     )
 
 
-def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftItem]:
+def _job_items(flow: Flow, job: JobHealth) -> list[DriftItem]:
     def item(message: str, hint: str | None, level: Level = Level.DRIFT) -> DriftItem:
         return DriftItem(Category.JOB, level, flow.target, (flow.name,), flow.name, message, hint)
 
@@ -487,7 +491,7 @@ def _job_items(flow: Flow, job: JobHealth, stale_seconds: float) -> list[DriftIt
         return [
             item(
                 f"job of flow {flow.name} is not reporting: last status {age} (state {job.state}; "
-                f"a running job reports every few seconds, limit {stale_seconds:.0f}s)",
+                f"a running job reports every few seconds, limit {job.stale_after or 0:.0f}s)",
                 "the job process probably died: check its deployer and restart it (reconciler apply)",
             )
         ]
@@ -642,7 +646,7 @@ def build_report(
     applied: Mapping[str, Mapping[str, Any] | None] | None = None,
     revision: Mapping[str, Any] | None = None,
     now_ms: int = 0,
-    job_stale_seconds: float = DEFAULT_JOB_STALE_SECONDS,
+    job_stale_seconds: float | None = None,
     check_jobs: bool = True,
 ) -> DriftReport:
     """Everything in one pure function.
@@ -676,16 +680,17 @@ def build_report(
         if flow.enabled:
             target = live.cluster(flow.target)
             if check_jobs:
+                from reconciler.contract.spec import EngineSettings, JobSpec
+
                 if desired_spec_hashes is not None:
                     want = desired_spec_hashes.get(flow.name)
                 else:
-                    from reconciler.contract.spec import JobSpec
-
                     want = JobSpec.from_flow(topology, flow).spec_hash()
                 unknown = job_status_errors.get(flow.target) or (None if target.reachable else "cluster unreachable")
-                job = job_health(job_statuses.get(flow.name), want, now_ms, job_stale_seconds, unknown)
+                interval = EngineSettings.of(flow.job).status_interval_seconds  # the spec's (JobSpec.from_flow)
+                job = job_health(job_statuses.get(flow.name), want, now_ms, job_stale_seconds, unknown, interval)
                 if flow.name not in job_action_flows and target.reachable:  # a job action already says it
-                    flow_items += _job_items(flow, job, job_stale_seconds)
+                    flow_items += _job_items(flow, job)
             hb_known = flow.target in heartbeats
             if hb_known and hb_topic:
                 hb = heartbeats[flow.target].get(hb_topic)

@@ -24,10 +24,9 @@ from typing import Any
 
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.spec import JobSpec, restart_fields_of
-from reconciler.contract.status import StatusRecord
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)
-from reconciler.jobs.state import DesiredJob, JobState, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
+from reconciler.jobs.state import DesiredJob, JobState, JobStatuses, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
@@ -301,7 +300,7 @@ def with_jobs(
     live: LiveState,
     backend: job_backend.JobBackend | None = None,
     git_revision: str | None = None,
-    statuses: tuple[Mapping[str, StatusRecord], Mapping[str, str]] | None = None,
+    statuses: JobStatuses | None = None,
     now_ms: int | None = None,
 ) -> Plan:
     """`plan` plus the job actions and findings (unchanged when jobs are off: `backend` None)."""

@@ -9,7 +9,7 @@ know (the spec they handed to the job, whether its process runs, where). `classi
 two into a state:
 
     running            a fresh status saying starting/running/degraded (the one rule of job health:
-                       `reconciler.contract.status.is_replicating`, stale after three status
+                       `reconciler.contract.status.health`, stale after three status
                        intervals, at least 15 s)
     starting           deployed less than START_GRACE_SECONDS ago, process alive, no fresh status yet
     restart-required   the job said so (its spec changed in a field it cannot take) and exits
@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from reconciler import settings
 from reconciler.contract import status as status_contract
@@ -39,7 +39,7 @@ from reconciler.deploy import Deployers, Deployment
 from reconciler.deploy.base import deployment_options
 from reconciler.jobs.backend import JobBackend
 from reconciler.topology.flow_id import flow_ends
-from reconciler.topology.model import Topology
+from reconciler.topology.model import Cluster, Topology
 
 #: A job just (re)started has no status until Spark is up: not "down" for this long.
 START_GRACE_SECONDS = settings.job_start_grace()
@@ -117,10 +117,6 @@ def iso(epoch_ms: int | float | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_ms / 1000.0))
 
 
-def stale_after_seconds(spec: JobSpec | None) -> float:
-    return status_contract.stale_after_seconds(spec.engine.status_interval_seconds if spec is not None else None)
-
-
 def _last(status: StatusRecord | None) -> str:
     if status is None:
         return "no status published"
@@ -140,8 +136,9 @@ def classify(
 ) -> tuple[JobState, str]:
     """The state of one job from its status record and its deployment (pure)."""
     status = StatusRecord.of(record, flow)
-    stale_after = stale_after_seconds(spec or (dep.spec if dep else None))
-    fresh = status_contract.is_replicating(status, now_ms, stale_after)
+    known = spec or (dep.spec if dep else None)
+    verdict = status_contract.health(status, now_ms, known.engine.status_interval_seconds if known else None)
+    stale_after, fresh = verdict.stale_after, verdict.replicating
     if dep is not None and dep.strays:
         count = len(dep.strays) + (1 if dep.alive else 0)
         running = f"instance {dep.instance_id} ({dep.where}) and " if dep.alive else ""
@@ -184,31 +181,50 @@ def classify(
     return JobState.DOWN, f"no fresh status (stale after {stale_after:.0f}s): {_last(status)}"
 
 
-def read_statuses(
-    topology: Topology, backend: JobBackend, skip: Mapping[str, str]
-) -> tuple[dict[str, StatusRecord], dict[str, str]]:
-    """Every status record on every target cluster of the topology's flows (in parallel): flow -> record.
-    Clusters in `skip` (could not be read at all) are reported unreadable without trying."""
+class StatusSource(Protocol):
+    """What reads the status records of a (target) cluster: the operations' Backend or a JobBackend."""
+
+    def read_status(self, cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]: ...
+
+
+@dataclass(frozen=True)
+class JobStatuses:
+    """The status records read from target clusters: flow -> latest record (a status on the flow's own
+    target only), and the clusters whose records could not be read (alias -> the exception)."""
+
+    records: Mapping[str, StatusRecord] = field(default_factory=dict)
+    errors: Mapping[str, BaseException] = field(default_factory=dict)
+    skipped: Mapping[str, str] = field(default_factory=dict)  # unreachable clusters: not tried
+
+    def unreadable(self) -> dict[str, str]:
+        """alias -> why, as the job planner words it."""
+        return {**self.skipped, **{a: f"{type(e).__name__}: {e}" for a, e in self.errors.items()}}
+
+
+def read_statuses(topology: Topology, backend: StatusSource, skip: Mapping[str, str]) -> JobStatuses:
+    """Every status record on every target cluster of the topology's flows (in parallel): the one reader of
+    plan, apply, status and drift (reconciler.operations.observe calls it with the operations' Backend).
+    Clusters in `skip` (could not be read at all) are reported without trying."""
     targets = sorted({f.target for f in topology.flows if f.target in topology.clusters})
-    unreadable = {t: skip[t] for t in targets if t in skip}
     todo = [t for t in targets if t not in skip]
 
     def one(alias: str):
         try:
             return alias, backend.read_status(topology.clusters[alias]), None
         except Exception as exc:  # noqa: BLE001 - a cluster whose statuses cannot be read is reported, not fatal
-            return alias, {}, f"{type(exc).__name__}: {exc}"
+            return alias, {}, exc
 
-    statuses: dict[str, StatusRecord] = {}
+    records: dict[str, StatusRecord] = {}
+    errors: dict[str, BaseException] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(todo)))) as pool:
         for alias, found, error in pool.map(one, todo):
-            if error:
-                unreadable[alias] = error
+            if error is not None:
+                errors[alias] = error
                 continue
             for flow, record in found.items():
                 if flow_ends(flow)[1] == alias:  # a status on the flow's own target only
-                    statuses[flow] = StatusRecord.of(record, flow)
-    return statuses, unreadable
+                    records[flow] = StatusRecord.of(record, flow)
+    return JobStatuses(records, errors, {t: skip[t] for t in targets if t in skip})
 
 
 def read_jobs(
@@ -217,11 +233,12 @@ def read_jobs(
     desired: Mapping[str, DesiredJob],
     skip: Mapping[str, str] | None = None,
     now_ms: int | None = None,
-    statuses: tuple[Mapping[str, StatusRecord], Mapping[str, str]] | None = None,
+    statuses: JobStatuses | None = None,
 ) -> LiveJobs:
     """The live state of every job the topology wants, the deployers know, or that reports.
-    `statuses`: (records, unreadable clusters) already read (reconciler.operations.observe), else read here."""
-    records, unreadable = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
+    `statuses`: already read (reconciler.operations.observe), else read here."""
+    statuses = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
+    records, unreadable = statuses.records, statuses.unreadable()
     jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
     k8s_options: list[Mapping[str, Any]] = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
     deployments = backend.deployers.deployments(k8s_options)

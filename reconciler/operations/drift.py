@@ -12,7 +12,7 @@ from typing import Any
 
 from reconciler.adapters.live_read import Connections
 from reconciler.contract.status import StatusRecord
-from reconciler.drift.report import DEFAULT_JOB_STALE_SECONDS, DriftReport, build_report
+from reconciler.drift.report import DriftReport, build_report
 from reconciler.operations.backend import Backend
 from reconciler.operations.observe import Observation, heartbeat_targets, message, observe
 from reconciler.operations.plan import plan_of
@@ -25,7 +25,7 @@ def drift_view(
     *,
     revision: Mapping[str, Any] | None = None,
     check_jobs: bool = True,
-    job_stale_seconds: float = DEFAULT_JOB_STALE_SECONDS,
+    job_stale_seconds: float | None = None,  # None: the one rule (contract/status.py health)
 ) -> DriftReport:
     """Pure over the observation (plus the deployers' listing the job plan asks for)."""
     topology, live = obs.topology, obs.live
@@ -63,7 +63,7 @@ def drift(
     *,
     revision: Mapping[str, Any] | None = None,
     check_jobs: bool = True,
-    job_stale_seconds: float = DEFAULT_JOB_STALE_SECONDS,
+    job_stale_seconds: float | None = None,  # None: the one rule (contract/status.py health)
 ) -> DriftReport:
     with Connections(dict(topology.clusters), backend.admin_factory) as conns:
         obs = observe(

@@ -17,28 +17,13 @@ from typing import Any
 from reconciler.adapters.base import AdminError
 from reconciler.adapters.live_read import Connections, clusters_of, read_live
 from reconciler.apply.lock import read_applied
-from reconciler.contract.status import StatusRecord
+from reconciler.jobs.state import JobStatuses, read_statuses
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
 from reconciler.operations.backend import Backend
 from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
-from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.model import Topology
-
-
-@dataclass(frozen=True)
-class JobStatuses:
-    """The status records read from target clusters: flow -> latest record (a status on the flow's own
-    target only), and the clusters whose records could not be read (alias -> the exception)."""
-
-    records: Mapping[str, StatusRecord] = field(default_factory=dict)
-    errors: Mapping[str, BaseException] = field(default_factory=dict)
-    skipped: Mapping[str, str] = field(default_factory=dict)  # unreachable clusters: not tried
-
-    def unreadable(self) -> dict[str, str]:
-        """alias -> why, as the job planner words it."""
-        return {**self.skipped, **{a: f"{type(e).__name__}: {e}" for a, e in self.errors.items()}}
 
 
 @dataclass
@@ -55,30 +40,6 @@ class Observation:
 
 def message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
-
-
-def read_statuses(topology: Topology, backend: Backend, skip: Mapping[str, str]) -> JobStatuses:
-    """Every status record on every target cluster of the topology's flows (in parallel)."""
-    targets = sorted({f.target for f in topology.flows if f.target in topology.clusters})
-    todo = [t for t in targets if t not in skip]
-
-    def one(alias: str):
-        try:
-            return alias, backend.read_status(topology.clusters[alias]), None
-        except Exception as exc:  # noqa: BLE001 - a cluster whose statuses cannot be read is reported, not fatal
-            return alias, {}, exc
-
-    records: dict[str, StatusRecord] = {}
-    errors: dict[str, BaseException] = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(todo)))) as pool:
-        for alias, found, error in pool.map(one, todo):
-            if error is not None:
-                errors[alias] = error
-                continue
-            for flow, record in found.items():
-                if flow_ends(flow)[1] == alias:  # a status on the flow's own target only
-                    records[flow] = StatusRecord.of(record, flow)
-    return JobStatuses(records, errors, {t: skip[t] for t in targets if t in skip})
 
 
 def _policy_into(topology: Topology, target: str) -> ReplicationPolicy:

@@ -20,9 +20,8 @@ def plan_of(obs: Observation, backend: Backend) -> Plan:
     plan = diff(obs.desired, obs.live, obs.topology)
     if backend.jobs is None:
         return plan
-    statuses = (obs.statuses.records, obs.statuses.unreadable()) if obs.statuses is not None else None
     # the replication jobs: deploy / update / restart / stop
-    return with_jobs(plan, obs.topology, obs.live, backend.jobs, statuses=statuses, now_ms=obs.now_ms)
+    return with_jobs(plan, obs.topology, obs.live, backend.jobs, statuses=obs.statuses, now_ms=obs.now_ms)
 
 
 def observe_for_plan(

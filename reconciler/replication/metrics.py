@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics_core import Metric
 
 from reconciler.contract.metrics import free_port  # noqa: F401 (re-exported)
+from reconciler.contract.status import RATE_WINDOW_SECONDS, RateWindow, StatusState
 from reconciler.replication.tasks import TP, TaskResult
 from reconciler.settings import KUBERNETES_PORT, PORT_ENV  # noqa: F401 (re-exported)
 from reconciler.topology.model import flow_ends
@@ -51,8 +52,9 @@ PARTITION_LABELS = (*TOPIC_LABELS, "partition")
 GROUP_LABELS = (*PARTITION_LABELS, "group")
 #: Milliseconds buckets for record age, replication and checkpoint latency (MM2 alerts start around seconds).
 LATENCY_BUCKETS_MS = (5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000)
-#: The span of the min/max/avg and rate gauges (MM2: 2 samples x 30 s).
-WINDOW_SECONDS = 60.0
+#: The span of the min/max/avg and rate gauges (MM2: 2 samples x 30 s): the job's one rate window
+#: (contract/status.py RateWindow), which the status record's `records_per_second` uses too.
+WINDOW_SECONDS = RATE_WINDOW_SECONDS
 STATS = ("min", "max", "avg")
 
 
@@ -214,7 +216,8 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(f"{OWN}_job", "info", FLOW_LABELS, "The spec the job runs: spec_hash, git_revision, delivery"),
 )
 BY_NAME = {m.name: m for m in METRICS}
-JOB_STATES = ("starting", "running", "degraded", "stopping", "stopped", "failed", "restart-required")
+#: The `state` label values of `mirror_job_state`: every state a status record can carry (one home: StatusState).
+JOB_STATES: tuple[str, ...] = tuple(s.value for s in StatusState)
 
 
 def exported_series() -> frozenset[str]:
@@ -251,28 +254,6 @@ class StatWindow:
             max(e[2] for e in self._entries),
             sum(e[3] for e in self._entries) / n,
         )
-
-
-class RateWindow:
-    """Records and bytes per second over the last `seconds` (MM2's Meter rate)."""
-
-    def __init__(self, seconds: float = WINDOW_SECONDS):
-        self.seconds = seconds
-        self.started: float | None = None
-        self._points: deque[tuple[float, int, int]] = deque()
-
-    def add(self, records: int, nbytes: int, now: float) -> None:
-        if self.started is None:
-            self.started = now
-        if records or nbytes:
-            self._points.append((now, records, nbytes))
-
-    def rates(self, now: float) -> tuple[float, float]:
-        while self._points and self._points[0][0] < now - self.seconds:
-            self._points.popleft()
-        # the span the points cover: the window, or since the partition was first seen
-        span = max(1.0, min(self.seconds, now - (self.started if self.started is not None else now)))
-        return sum(p[1] for p in self._points) / span, sum(p[2] for p in self._points) / span
 
 
 class LagClock:

@@ -8,8 +8,12 @@ from dataclasses import dataclass, field, fields
 
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.diagnostics import SourceLocation
 from reconciler.topology.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flow_name  # noqa: F401
+
+#: The job settings' defaults have one home, topology/defaults.py (build.py always passes them all).
+_JOB = BUILTIN_FLOW_DEFAULTS["job"]
 
 # The flow id has one home: reconciler.topology.flow_id (re-exported here for the model's users).
 
@@ -79,14 +83,20 @@ class JobSettings:
     trigger_interval_ms: int
     max_batch_ms: int
     spark_conf: Mapping[str, str] = field(default_factory=dict)
-    namespace: str = "default"
-    image: str | None = None
-    service_account: str = "spark"  # kubernetes: the driver's service account
-    secret_name: str = "reconciler-secrets"  # kubernetes: Secret holding the ${ENV_VAR}s the spec references
-    manifests_dir: str | None = None  # kubernetes: where manifests are rendered ($RECONCILER_STATE_DIR/k8s)
-    kubectl_apply: bool = False  # kubernetes: also `kubectl apply` them
-    metrics_port: int | None = None  # the job's Prometheus port; None: the deployer picks, 0: none
-    engine: str | None = None  # the engine (Spark application) the flow runs in; None: its target's (Flow.engine)
+    namespace: str = _JOB["namespace"]
+    image: str | None = _JOB["image"]
+    # kubernetes: the driver's service account
+    service_account: str = _JOB["service_account"]
+    # kubernetes: the Secret holding the ${ENV_VAR}s the spec references
+    secret_name: str = _JOB["secret_name"]
+    # kubernetes: where manifests are rendered ($RECONCILER_STATE_DIR/k8s)
+    manifests_dir: str | None = _JOB["manifests_dir"]
+    # kubernetes: also `kubectl apply` them
+    kubectl_apply: bool = _JOB["kubectl_apply"]
+    # the job's Prometheus port; None: the deployer picks, 0: none
+    metrics_port: int | None = _JOB["metrics_port"]
+    # the engine (Spark application) the flow runs in; None: its target's (Flow.engine)
+    engine: str | None = _JOB["engine"]
 
 
 @dataclass(frozen=True)

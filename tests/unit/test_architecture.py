@@ -305,6 +305,12 @@ def test_one_reader_config():
     assert package_files_naming("enable.partition.eof", allowed) == []
 
 
+def test_the_kubernetes_service_account_default_has_one_home():
+    """The driver's service account default is declared in the settings registry only (model.py said "spark"
+    beside defaults.py's "spark-operator-spark")."""
+    assert package_files_naming("spark-operator-spark", {"reconciler/topology/settings_registry.py"}) == []
+
+
 def package_files_naming(text: str, allowed: set[str]) -> list[str]:
     """The package's Python files (paths from the repository root) that contain `text`, less `allowed`."""
     return sorted(
@@ -323,3 +329,41 @@ def test_tests_inject_the_clock():
         and any(s in p.read_text(encoding="utf-8") for s in ('setattr("time.time"', "setattr(time, "))
     )
     assert patched == []
+
+
+#: Concepts with one home (issue 25): name -> the one module that defines it at top level.
+ONE_HOME = {
+    "RateWindow": "reconciler.contract.status",
+    "RATE_WINDOW_SECONDS": "reconciler.contract.status",
+    "DEFAULT_STATUS_INTERVAL_SECONDS": "reconciler.contract.spec",
+    "read_statuses": "reconciler.jobs.state",
+    "JobStatuses": "reconciler.jobs.state",
+    "stale_after_seconds": "reconciler.contract.status",  # jobs/state.py had its own wrapper
+    "health": "reconciler.contract.status",
+    "DEFAULT_JOB_STALE_SECONDS": "nowhere",  # drift's 60 s second threshold: gone
+}
+
+
+def _top_level_definitions(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Assign):
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return out
+
+
+def test_one_home_per_concept():
+    """Each of these is defined in one module; the others import it (a second definition, even an equal
+    one, is how the status record's 10 s rate and the metrics' 60 s rate came apart)."""
+    defined: dict[str, list[str]] = {name: [] for name in ONE_HOME}
+    for path in PACKAGE.rglob("*.py"):
+        for name in _top_level_definitions(path) & set(ONE_HOME):
+            defined[name].append(_module_name(path))
+    assert {name: sorted(homes) for name, homes in defined.items()} == {
+        name: [home] if home != "nowhere" else [] for name, home in ONE_HOME.items()
+    }

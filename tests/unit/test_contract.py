@@ -6,19 +6,23 @@ import json
 
 import pytest
 
+from reconciler.contract.spec import DEFAULT_STATUS_INTERVAL_SECONDS, ClusterSpec, EngineSettings
 from reconciler.contract.status import (
     DOWN_STATES,
     LIVE_STATES,
     StatusRecord,
     StatusState,
+    health,
     is_replicating,
     stale_after_seconds,
     status_age_seconds,
 )
 from reconciler.drift.report import job_health
 from reconciler.jobs.state import JobState, classify
+from tests.spec_helpers import job_spec
 
 NOW = 1_700_000_000_000
+WEST, EAST = ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2")
 
 
 def record(state: str, age: float) -> StatusRecord:
@@ -28,16 +32,24 @@ def record(state: str, age: float) -> StatusRecord:
 
 
 @pytest.mark.parametrize("state", [s.value for s in StatusState])
-@pytest.mark.parametrize("age", [1.0, 14.9, 15.1, 59.0, 61.0])
+@pytest.mark.parametrize("age", [1.0, 14.9, 15.1, 29.9, 30.1, 59.0, 61.0])
 def test_plan_status_and_drift_read_health_with_one_rule(state, age):
+    # One classifier (contract/status.py `health`) with one set of thresholds: drift by default and
+    # plan/status agree for every state, age and status interval (drift used to apply 60 s, plan 15 s).
     status = record(state, age)
-    for stale_after in (stale_after_seconds(None), 60.0):
-        want = StatusState(state) in LIVE_STATES and age <= stale_after
-        assert is_replicating(status, NOW, stale_after) is want
-        assert job_health(status, None, NOW, stale_after).running is want, "drift"
-    # plan and status: a job no deployment here knows of is "running elsewhere" exactly when it replicates
-    running = classify("west->east", status, None, NOW)[0] is JobState.ELSEWHERE
-    assert running is is_replicating(status, NOW, stale_after_seconds(None)), "plan and status"
+    live = StatusState(state) in LIVE_STATES
+    for interval in (None, 10.0):
+        want = live and age <= stale_after_seconds(interval)
+        assert is_replicating(status, NOW, stale_after_seconds(interval)) is want
+        assert health(status, NOW, interval).replicating is want
+        assert job_health(status, None, NOW, status_interval_seconds=interval).running is want, "drift"
+        spec = None if interval is None else job_spec("west->east", WEST, EAST, status_interval_seconds=interval)
+        # plan and status: a job no deployment here knows of is "running elsewhere" exactly when it replicates
+        running = classify("west->east", status, None, NOW, spec)[0] is JobState.ELSEWHERE
+        assert running is want, "plan and status"
+    # drift's --job-stale-seconds is an explicit override of the threshold, not a second default
+    assert job_health(status, None, NOW, 60.0).running is (live and age <= 60.0)
+    assert health(status, NOW, None, 60.0).stale_after == 60.0 and health(status, NOW, None).stale_after == 15.0
 
 
 def test_states_split_into_live_and_down():
@@ -47,6 +59,9 @@ def test_states_split_into_live_and_down():
 
 def test_stale_after_and_age():
     assert stale_after_seconds(None) == 15.0 and stale_after_seconds(10.0) == 30.0
+    # one default interval (contract/spec.py): a spec that does not say and a job whose spec is unknown agree
+    assert EngineSettings().status_interval_seconds == DEFAULT_STATUS_INTERVAL_SECONDS == 3.0
+    assert stale_after_seconds(None) == stale_after_seconds(EngineSettings().status_interval_seconds)
     assert status_age_seconds(None, NOW) is None and status_age_seconds(record("running", 2.5), NOW) == 2.5
     assert not is_replicating(StatusRecord.from_dict({"state": "running"}), NOW, 60.0), "no heartbeat_at: stale"
     dancing = StatusRecord.from_dict({"state": "dancing", "heartbeat_at": NOW})

@@ -15,6 +15,7 @@ import pytest
 from reconciler.cli.main import main
 from reconciler.contract.spec import JobSpec
 from reconciler.drift.report import Category, Level, build_report, heartbeat_topic
+from reconciler.jobs.state import JobState, classify
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
 from reconciler.plan.reasons import ReasonKind
@@ -169,6 +170,20 @@ def test_job_drift(world):
         assert words[case] in jobs[0].message, (case, jobs[0].message)
     flow = flow_of(report, "west->east")
     assert flow.job.halted == ("orders:1",) and flow.job.running
+
+
+def test_drift_finds_a_job_stale_by_the_rule_plan_and_status_use(world):
+    # One threshold: a record 20 s old is stale for plan and status (three 3 s intervals, at least 15 s), so
+    # drift says so too (its own 60 s default is gone); --job-stale-seconds still overrides it when given.
+    topo = world.topology
+    statuses = {f.name: healthy(topo, f.name) for f in topo.active_flows}
+    statuses["west->east"] = healthy(topo, "west->east", heartbeat_at=NOW - 20_000)
+    jobs = [i for i in report_of(world, statuses=statuses).drift if i.category is Category.JOB]
+    assert [i.flows for i in jobs] == [("west->east",)]
+    assert "is not reporting: last status 20s ago" in jobs[0].message and "limit 15s" in jobs[0].message
+    assert classify("west->east", statuses["west->east"], None, NOW)[0] is not JobState.ELSEWHERE, "plan agrees"
+    lenient = report_of(world, statuses=statuses, job_stale_seconds=60.0)
+    assert [i for i in lenient.drift if i.category is Category.JOB] == []
 
 
 def test_slo_lag_latency_and_heartbeat_age(world):

@@ -10,11 +10,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler import settings
 from reconciler.contract.spec import ClusterSpec
-from reconciler.contract.status import OutOfRange
+from reconciler.contract.status import RATE_WINDOW_SECONDS, OutOfRange, RateWindow, StatusState
 from reconciler.replication.driver import ReplicationDriver
 from reconciler.replication.emitters import CheckpointEmitter
 from reconciler.replication.lag import LagPosition, OldestRecord, SourceEnds
-from reconciler.replication.metrics import METRICS, JobMetrics, exported_series
+from reconciler.replication.metrics import METRICS, WINDOW_SECONDS, JobMetrics, exported_series
 from reconciler.replication.tasks import PartitionResult, TaskResult
 from reconciler.replication.topics import PartitionPlan
 from reconciler.settings import AUTO_PORT
@@ -101,6 +101,17 @@ def test_counts_syncs_checkpoints_and_state():
     assert value(m, "mirror_errors_total") == 1 and value(m, "mirror_batches_total") == 2
     assert value(m, "mirror_job_state", state="running") == 1 and value(m, "mirror_job_state", state="failed") == 0
     assert value(m, "mirror_job_info", spec_hash=d.spec.spec_hash(), git_revision="deadbeef") == 1
+
+
+def test_job_state_series_are_the_status_states():
+    # One home for the states (StatusState): a state the enum gains gets its series, none other exists.
+    m = JobMetrics("west->east")
+    for state in StatusState:
+        d = driver()
+        d.state = state.value
+        m.set_state(d)
+        got = {dict(ls)["state"]: v for (n, ls), v in samples(m).items() if n == "mirror_job_state"}
+        assert got == {s.value: (1.0 if s is state else 0.0) for s in StatusState}, state
 
 
 def test_aborted_transactions_and_out_of_range_count_once():
@@ -225,6 +236,25 @@ def test_record_and_byte_rates_per_partition_over_the_window():
     clock.now += 45  # the first batch left the 60 s window; nothing new: the rate decays
     m.observe(d, [])
     assert value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0") == 300 / 60
+
+
+def test_the_status_record_rate_and_the_prometheus_rate_are_one_window():
+    # One RateWindow class and one length: the driver's `records_per_second` (status record) and the
+    # `record_rate` gauge agree for the same batches (they were 10 s and 60 s windows of two classes).
+    clock = Clock()
+    m = JobMetrics("west->east", clock=clock)
+    d = driver()
+    assert type(d.rate) is RateWindow and d.rate.seconds == WINDOW_SECONDS == RATE_WINDOW_SECONDS == 60.0
+    seen = []
+    for advance, count in ((0, 600), (30, 300), (45, 0)):
+        clock.now += advance
+        d.rate.add(count, count * 10, clock.now)  # what the driver's absorb adds for the batch
+        m.observe(d, [TaskResult(slot=0, process="p", partitions=[tp_part(0, count, nbytes=count * 10)])])
+        gauge = value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0")
+        assert d.rate.rate(clock.now) == gauge
+        assert d.rate.rates(clock.now)[1] == value(m, "kafka_connect_mirror_source_connector_byte_rate", partition="0")
+        seen.append(gauge)
+    assert seen == [600.0, 900 / 30, 300 / 60]  # a 10 s window would say 300/10 at 30 s
 
 
 def test_lag_seconds_is_how_long_the_oldest_unreplicated_record_has_been_seen():

@@ -20,7 +20,9 @@ from reconciler.cli.main import main
 from reconciler.contract.engine import flat_flow_file
 from reconciler.contract.spec import JobSpec
 from reconciler.deploy import Deployers
+from reconciler.deploy.base import deployment_options
 from reconciler.deploy.kubernetes import (
+    DEFAULTS,
     ENGINE_MOUNT,
     KubernetesDeployer,
     engine_resource_name,
@@ -29,7 +31,9 @@ from reconciler.deploy.kubernetes import (
 )
 from reconciler.jobs.backend import JobBackend
 from reconciler.topology.build import load_topology_text
+from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.diagnostics import TopologyError
+from reconciler.topology.model import JobSettings
 from tests.job_helpers import StatusBoard
 from tests.plan_helpers import World, topology
 
@@ -382,6 +386,23 @@ def test_engine_resource_names_are_dns_labels():
     odd = engine_resource_name("EU_West")
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", odd) and odd != engine_resource_name("eu-west")
     assert len(engine_resource_name("x" * 60)) <= 50
+
+
+def test_a_topology_without_a_service_account_renders_the_spark_operator_charts():
+    # One home (topology/defaults.py), the account the kubeflow spark-operator Helm chart creates (release
+    # spark-operator); model.py used to say "spark", a second default that would have been wrong where used.
+    topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
+    flow = topo.flows[0]
+    assert flow.job.service_account == "spark-operator-spark"
+    _, app = render(JobSpec.from_flow(topo, flow), deployment_options(flow.job, flow.engine))
+    assert app["spec"]["driver"]["serviceAccount"] == "spark-operator-spark"
+    _, app = render(JobSpec.from_flow(topo, flow), {"image": "img:1"})  # options without the setting
+    assert app["spec"]["driver"]["serviceAccount"] == "spark-operator-spark"
+    bare = JobSettings("kubernetes", "local[2]", 2, 1, 200, 10_000)  # the model's own defaults
+    assert bare.service_account == BUILTIN_FLOW_DEFAULTS["job"]["service_account"] == "spark-operator-spark"
+    assert {k: getattr(bare, k) for k in DEFAULTS if k != "metrics_port"} == {
+        k: v for k, v in DEFAULTS.items() if k != "metrics_port"
+    }
 
 
 def test_render_needs_an_image():

@@ -5,6 +5,7 @@ fixed clock. No module global is patched: every dependency comes in through the 
 from __future__ import annotations
 
 from reconciler.adapters.live_read import Connections
+from reconciler.jobs.state import JobState, JobStatuses, desired_jobs, read_jobs, read_statuses
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
 from reconciler.operations.drift import drift, drift_view
 from reconciler.operations.observe import observe
@@ -65,6 +66,33 @@ def test_observe_records_an_unreadable_status_topic_instead_of_failing():
     with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
         obs = observe(w.topology, conns, backend, statuses=True)
     assert obs.statuses.unreadable() == {"east": "RuntimeError: status topic not readable"}
+
+
+def test_observe_plan_and_status_read_statuses_with_one_function():
+    # One read_statuses (jobs/state.py), one shape (JobStatuses): observe (plan, apply, drift) and `status`
+    # (read_jobs with the job backend alone) read the same records and word an unreadable cluster alike.
+    w = world()
+    board = StatusBoard()
+    board.report("west->east")
+    board.records["east"]["east->west"] = dict(board.records["east"]["west->east"], flow="east->west")  # wrong target
+    jobs = fake_backend(board)
+    backend = w.backend(jobs)
+    with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
+        obs = observe(w.topology, conns, backend, statuses=True)
+    direct = read_statuses(w.topology, jobs, {})
+    assert isinstance(obs.statuses, JobStatuses) and obs.statuses == direct
+    assert list(direct.records) == ["west->east"], "a status on another flow's target is not read as its own"
+    live = read_jobs(w.topology, jobs, desired_jobs(w.topology))
+    assert live.jobs["west->east"].status == direct.records["west->east"] and live.unreadable == {}
+
+    def broken(cluster):
+        raise RuntimeError("status topic not readable")
+
+    jobs.read_status = broken
+    unreadable = read_statuses(w.topology, jobs, {"west": "unreachable"})
+    live = read_jobs(w.topology, jobs, desired_jobs(w.topology))
+    assert unreadable.unreadable() == live.unreadable == {"east": "RuntimeError: status topic not readable"}
+    assert live.jobs["west->east"].state is JobState.UNKNOWN
 
 
 def test_plan_diffs_the_observation_and_adds_jobs_from_the_backend():

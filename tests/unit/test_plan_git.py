@@ -16,6 +16,7 @@ import pytest
 from reconciler.adapters.memory_admin import MemoryAdmin, MemoryFactory
 from reconciler.apply.lock import LEASE_TOPIC, read_applied
 from reconciler.cli.main import main
+from reconciler.plan.actions import FORMAT_MINOR, FORMAT_VERSION
 from tests.plan_helpers import memory_backend
 
 ALICE = git.Actor("Alice Example", "alice@example.com")
@@ -132,6 +133,11 @@ def test_plan_base_without_changes_says_so(repo, capsys):
     assert repo.factory.clusters["west"].topics.keys() == {"orders", "payments"}, "nothing was read or changed"
     code, out, _ = run(repo, capsys, "plan", PATH, "--base", "HEAD", "--format", "json")
     assert json.loads(out)["summary"]["changes"] is False
+    # the plan format of a plan with nothing to plan is the plan format (it said format_minor 1 while plans were 2)
+    full = json.loads(run(repo, capsys, "plan", PATH, "--format", "json")[1])
+    got = json.loads(out)
+    assert (got["format_version"], got["format_minor"]) == (full["format_version"], full["format_minor"])
+    assert (got["format_version"], got["format_minor"]) == (FORMAT_VERSION, FORMAT_MINOR)
     # a comment-only edit changes a file but no flow
     repo.write(f"{PATH}/flows.yaml", "# reviewed\n" + FLOWS_V2)
     code, out, _ = run(repo, capsys, "plan", PATH, "--base", "HEAD")
