@@ -15,6 +15,7 @@ nothing changed. An unset or empty variable is its default.
 | RECONCILER_LEASE_TTL          | 60          | seconds an apply lease lives without renewal                   |
 | RECONCILER_JOB_START_GRACE    | 180         | seconds a new job may run before it must report status         |
 | RECONCILER_MAX_REMOTE_TOPICS  | 10000       | remote topics validate/plan accept before refusing (multiplication) |
+| RECONCILER_MAX_FLOWS          | 5000        | flows a topology (or an import) may declare before it is refused |
 | RECONCILER_DEV_ENGINE         | tansu       | the embedded brokers' engine: `dev up`, `demo`, the test brokers (tansu, noida) |
 | RECONCILER_JOBS               | on          | `off`: plans leave replication jobs out (topics, configs, ACLs only) |
 | RECONCILER_LOG_FORMAT         | text        | `json`: every log line (CLI stderr, the job's log) one JSON object |
@@ -193,6 +194,13 @@ MAX_REMOTE_TOPICS = _setting(
     lambda raw: int(_number(True, 1)(raw)),
     "10000",
 )
+MAX_FLOWS = _setting(
+    "RECONCILER_MAX_FLOWS",
+    5_000,
+    "how many flows a topology or an import may declare before it is refused",
+    lambda raw: int(_number(True, 1)(raw)),
+    "5000",
+)
 DEV_ENGINE = _setting(
     "RECONCILER_DEV_ENGINE", "tansu", "the embedded brokers' engine", _one_of("tansu", "noida"), "noida"
 )
@@ -238,6 +246,12 @@ def job_start_grace(environ: Mapping[str, str] | None = None) -> float:
 def max_remote_topics(environ: Mapping[str, str] | None = None) -> int:
     """How many remote topics a topology may make before validate and plan refuse (read on each call)."""
     return MAX_REMOTE_TOPICS(environ)
+
+
+def max_flows(environ: Mapping[str, str] | None = None) -> int:
+    """How many flows one topology may declare (each is planned, validated and run: a topology past this is
+    refused when it is read, before the work grows with it; read on each call)."""
+    return MAX_FLOWS(environ)
 
 
 def dev_engine(environ: Mapping[str, str] | None = None) -> str:

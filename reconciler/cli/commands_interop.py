@@ -10,13 +10,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from reconciler import outputs
+from reconciler import outputs, settings
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK
-from reconciler.interop.draft import IMPORTED, TopologyDraft, render_at_input, to_yaml, validate
+from reconciler.interop.draft import IMPORTED, TopologyDraft, check, render_at_input, to_yaml
 from reconciler.interop.mm2_import import import_mm2_text
 from reconciler.interop.properties import PropertiesError
 from reconciler.interop.strimzi import import_strimzi_text
-from reconciler.topology.loader import read_source
+from reconciler.topology.diagnostics import Diagnostics, SourceLocation
+from reconciler.topology.loader import read_source, too_many_flows
 
 IMPORTERS = {"mm2": import_mm2_text, "strimzi": import_strimzi_text}
 
@@ -57,10 +58,17 @@ def cmd_import(args) -> int:
         print(exc.render(), file=sys.stderr)
         return EXIT_ERROR
     out_file = Path(args.out) / "topology.yaml" if args.out else None
+    limit = settings.max_flows()
+    if len(draft.flows) > limit:  # refused before the topology is written out and read again
+        diags = Diagnostics()
+        too_many_flows(len(draft.flows), SourceLocation(str(path), draft.flows[limit].line or 1, 1), diags, limit)
+        print(diags.render(), file=sys.stderr)
+        return EXIT_ERROR
     yaml_text = to_yaml(draft, str(path))
-    topology, diags = validate(yaml_text, IMPORTED)
+    checked = check(yaml_text, IMPORTED)
+    topology, diags = checked.topology, checked.diags
     if topology is None:
-        print(render_at_input(draft, yaml_text, diags, str(path)), file=sys.stderr)
+        print(render_at_input(draft, checked.docs, diags, str(path)), file=sys.stderr)
         print(f"{path}: error: the imported topology does not validate (above); nothing was written", file=sys.stderr)
         return EXIT_ERROR
     _report(draft)

@@ -18,7 +18,7 @@ from reconciler.textutil import cut
 from reconciler.topology.build import build_topology
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.diagnostics import Diagnostics
-from reconciler.topology.loader import load_text
+from reconciler.topology.loader import Document, load_text
 from reconciler.topology.model import Topology
 
 #: A flow setting as a path into the topology's flow settings, e.g. ("sync", "acls").
@@ -197,13 +197,30 @@ def to_yaml(draft: TopologyDraft, origin: str) -> str:
     return "\n".join(_header(draft, origin)) + "\n" + body
 
 
-def validate(text: str, file: str) -> tuple[Topology | None, Diagnostics]:
-    """The project's own validation (schema, semantics, loops, diamonds, residency) on the output."""
+@dataclass(frozen=True)
+class Checked:
+    """An imported topology's text as validated: the topology (None: it does not validate), the findings and the
+    documents read (their positions map a finding back to the input, `render_at_input`)."""
+
+    topology: Topology | None
+    diags: Diagnostics
+    docs: list[Document]
+
+
+def check(text: str, file: str) -> Checked:
+    """The project's own validation (schema, semantics, loops, diamonds, residency) on the output; the text is
+    read once (a large import spends most of its time in the YAML reader)."""
     diags = Diagnostics()
-    topology = build_topology(load_text(text, file, diags), diags)
+    docs = load_text(text, file, diags)
+    topology = build_topology(docs, diags)
     if topology is not None:
         analyse(topology, diags)
-    return (topology if diags.ok else None), diags
+    return Checked(topology if diags.ok else None, diags, docs)
+
+
+def validate(text: str, file: str) -> tuple[Topology | None, Diagnostics]:
+    checked = check(text, file)
+    return checked.topology, checked.diags
 
 
 IMPORTED = "<imported topology>"  # the file name of the imported topology while it is validated
@@ -217,12 +234,11 @@ def _setting_line(flow: FlowDraft, rest: tuple) -> int | None:
     return None
 
 
-def render_at_input(draft: TopologyDraft, text: str, diags: Diagnostics, file: str) -> str:
-    """`diags` of the imported topology `text` (which the user never sees: nothing is written when it
-    does not validate) at the input's lines, `FILE:LINE: error: ...`: the line of the setting, else of its
-    flow, cluster or rule, else 1. A position in `text` is mapped to the YAML path of the nearest value at
-    or before it, and the path to the draft element it came from."""
-    docs = load_text(text, IMPORTED, Diagnostics())
+def render_at_input(draft: TopologyDraft, docs: list[Document], diags: Diagnostics, file: str) -> str:
+    """`diags` of the imported topology (`docs`, as `check` read it; the user never sees it: nothing is written
+    when it does not validate) at the input's lines, `FILE:LINE: error: ...`: the line of the setting, else of
+    its flow, cluster or rule, else 1. A position in the topology is mapped to the YAML path of the nearest value
+    at or before it, and the path to the draft element it came from."""
     marks: list[tuple[int, int, tuple]] = []
     for doc in docs:
         for path, loc in (*doc.positions.items(), *doc.key_positions.items()):

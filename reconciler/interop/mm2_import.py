@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler import settings
 from reconciler.interop.draft import (
     ClusterDraft,
     EnvNames,
@@ -50,7 +51,7 @@ from reconciler.interop.mm2_keys import (
 from reconciler.interop.properties import PropertiesError, Property, parse_properties
 from reconciler.textutil import cut
 from reconciler.topology import secrets
-from reconciler.topology.loader import MAX_SCALAR_CHARS
+from reconciler.topology.loader import MAX_SCALAR_CHARS, flows_limit
 
 _REF = re.compile(r"\$\{(?P<provider>[A-Za-z0-9_.-]+):(?P<body>[^}]*)\}")
 K8S_PROVIDER = "k8s-secret"  # internal: the Strimzi importer's secret references, `${k8s-secret:SECRET:KEY}`
@@ -638,6 +639,11 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
         _unexpressible(prop, key, ctx, "top level")
     _ext_top(scopes, ctx)
     top_client = {k: p for k, p in scopes.top.items() if is_client_key(k)}
+    limit = settings.max_flows()
+    declared = sum(1 for fs in scopes.flow.values() if "enabled" in fs)
+    if declared > limit:  # refused before the flows (and clusters) are built
+        nth = sorted(fs["enabled"].line for fs in scopes.flow.values() if "enabled" in fs)[limit]
+        raise PropertiesError(file, nth, *flows_limit(limit))
     draft.clusters = [_cluster(a, scopes, ctx, clusters_prop, top_client) for a in aliases]
     for (source, target), fs in sorted(scopes.flow.items(), key=lambda kv: min(p.line for p in kv[1].values())):
         if source == target:

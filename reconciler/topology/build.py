@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from reconciler import settings
 from reconciler.mirror.filters import (
     BACKTRACKING_HINT,
     ConfigPropertyFilter,
@@ -25,7 +26,7 @@ from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation, TopologyError
-from reconciler.topology.loader import Document, load_paths, load_text
+from reconciler.topology.loader import Document, load_paths, load_text, too_many_flows
 from reconciler.topology.model import (
     Cluster,
     Delivery,
@@ -413,11 +414,23 @@ def _build_residency(doc: Document, path: tuple, clusters: dict[str, Cluster], d
     return ResidencyRule(raw["name"], PatternFilter(patterns), raw["tag"], tuple(raw["allowed"]), doc.where(path))
 
 
+def _list_len(data: dict, key: str) -> int:
+    value = data.get(key)
+    return len(value) if isinstance(value, list) else 0
+
+
 def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     """Validate every document, merge them, build the model. None when any error was found."""
     if not docs:
         if diags.ok:
             diags.error("no topology documents found", hint="a topology file starts with `apiVersion: reconciler/v1`")
+        return None
+    # Each file was read within RECONCILER_MAX_FLOWS (load_text); together they may pass it.
+    declared = [(d, ("flows", i)) for d in docs if isinstance(d.data, dict) for i in range(_list_len(d.data, "flows"))]
+    limit = settings.max_flows()
+    if len(declared) > limit:
+        doc, path = declared[limit]
+        too_many_flows(len(declared), doc.where(path), diags, limit)
         return None
     valid = [validate_document(d, diags) for d in docs]
     for doc in docs:

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 import yaml.constructor
 
+from reconciler import settings
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation
 
 Path_ = tuple[str | int, ...]
@@ -225,9 +226,73 @@ def _deepest(text: str, file: str) -> SourceLocation:
     return SourceLocation(file, 1, 1)
 
 
+def flows_limit(limit: int) -> tuple[str, str]:
+    """The error and hint of a topology (or an import) past RECONCILER_MAX_FLOWS flows."""
+    return (
+        f"more than {limit:,} flows (limit, RECONCILER_MAX_FLOWS)",
+        "every flow is validated, planned and run by this reconciler: split the topology (one per region or "
+        "team), or raise RECONCILER_MAX_FLOWS if this is intended",
+    )
+
+
+def too_many_flows(count: int, where: SourceLocation, diags: Diagnostics, limit: int | None = None) -> bool:
+    """The one rule on a topology's size (RECONCILER_MAX_FLOWS): past it, an error at `where` (the first flow
+    past the limit) and True."""
+    limit = settings.max_flows() if limit is None else limit
+    if count <= limit:
+        return False
+    message, hint = flows_limit(limit)
+    diags.error(message, where, hint=hint)
+    return True
+
+
+def _flow_past_limit(text: str, file: str, limit: int) -> SourceLocation | None:
+    """Where the top-level `flows` list of a document in `text` gets its (limit+1)-th item, read with the event
+    parser (libyaml's when there: no nodes built, and it stops there), so that a topology far too big is refused
+    before it is composed; None when no document passes it or the text does not parse (the composer says why)."""
+    loader = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+    # one entry per open collection: [is_mapping, next_is_key, is_the_flows_list, last_key_was_flows]
+    stack: list[list[bool]] = []
+    count = 0
+    try:
+        for ev in yaml.parse(text, Loader=loader):
+            if isinstance(ev, yaml.CollectionEndEvent):
+                stack.pop()
+                continue
+            if isinstance(ev, yaml.DocumentStartEvent):
+                stack, count = [], 0
+            if not isinstance(ev, yaml.NodeEvent):
+                continue
+            flows_value = False
+            if stack:
+                top = stack[-1]
+                if top[0]:
+                    is_key, top[1] = top[1], not top[1]
+                    if is_key:
+                        top[3] = len(stack) == 1 and isinstance(ev, yaml.ScalarEvent) and ev.value == "flows"
+                    else:
+                        flows_value = top[3]
+                elif top[2]:
+                    count += 1
+                    if count > limit:
+                        return _loc(file, ev.start_mark)
+            if isinstance(ev, yaml.CollectionStartEvent):
+                if len(stack) >= MAX_DEPTH:
+                    return None
+                stack.append([isinstance(ev, yaml.MappingStartEvent), True, flows_value, False])
+    except yaml.YAMLError:
+        return None
+    return None
+
+
 def load_text(text: str, file: str, diags: Diagnostics) -> list[Document]:
     """All documents in one YAML text; syntax errors and passed limits become diagnostics."""
     docs: list[Document] = []
+    limit = settings.max_flows()
+    past = _flow_past_limit(text, file, limit)
+    if past is not None:
+        too_many_flows(limit + 1, past, diags, limit)
+        return docs
     try:
         for node in yaml.compose_all(text, Loader=yaml.SafeLoader):
             if node is None:

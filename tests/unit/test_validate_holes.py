@@ -205,10 +205,12 @@ def full_mesh(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_a_200_cluster_full_mesh_is_accepted(tmp_path):
+def test_a_200_cluster_full_mesh_is_accepted(tmp_path, monkeypatch):
     from reconciler.analysis.hazards import analyse
     from reconciler.topology.build import load_topology
 
+    # 39,800 flows: past the default RECONCILER_MAX_FLOWS (test_a_topology_past_the_flow_limit_is_refused...)
+    monkeypatch.setenv("RECONCILER_MAX_FLOWS", "40000")
     f = write(tmp_path, "mesh.yaml", full_mesh(200))
     topology, diags = load_topology([f])
     assert topology is not None, diags.render()[:2_000]  # was refused as an alias bomb (over 200,000 values)
@@ -217,3 +219,42 @@ def test_a_200_cluster_full_mesh_is_accepted(tmp_path):
     # topics by design (RECONCILER_MAX_REMOTE_TOPICS); the bound is injected
     analyse(topology, diags, limit=1_000_000)
     assert diags.ok, diags.render()[:2_000]
+
+
+def test_a_topology_past_the_flow_limit_is_refused_at_the_first_flow_past_it(tmp_path, monkeypatch, capsys):
+    """RECONCILER_MAX_FLOWS (default 5,000): refused when read, at the line of the first flow past it, before the
+    work grows with it (a 200-cluster mesh is 39,800 flows); across files too."""
+    from reconciler.cli.main import main
+
+    monkeypatch.setenv("RECONCILER_MAX_FLOWS", "5")
+    f = write(tmp_path, "mesh.yaml", full_mesh(3))  # 6 flows
+    assert main(["validate", str(f)]) == 1
+    err = capsys.readouterr().err
+    first_past = 3 + 3 + 1 + 6  # header, 3 clusters, `flows:`, the 6th flow
+    assert f"{f}:{first_past}:" in err and "more than 5 flows (limit, RECONCILER_MAX_FLOWS)" in err, err
+    d = tmp_path / "split"
+    d.mkdir()
+    text = full_mesh(3)
+    head, flows = text.split("flows:\n")
+    lines = flows.splitlines()
+    write(d, "a.yaml", head + "flows:\n" + "\n".join(lines[:3]) + "\n")
+    write(d, "b.yaml", "apiVersion: reconciler/v1\nkind: Topology\nflows:\n" + "\n".join(lines[3:]) + "\n")
+    assert main(["validate", str(d)]) == 1
+    err = capsys.readouterr().err
+    assert f"{d / 'b.yaml'}:" in err and "more than 5 flows" in err, err
+    monkeypatch.setenv("RECONCILER_MAX_FLOWS", "6")
+    assert main(["validate", str(f)]) == 0, capsys.readouterr().err
+
+
+def test_an_mm2_import_past_the_flow_limit_is_refused_before_it_is_built(tmp_path, monkeypatch, capsys):
+    from reconciler.cli.main import main
+
+    monkeypatch.setenv("RECONCILER_MAX_FLOWS", "2")
+    f = tmp_path / "mm2.properties"
+    names = ["a", "b", "c"]
+    lines = ["clusters = a, b, c"] + [f"{n}.bootstrap.servers = {n}:9092" for n in names]
+    lines += [f"{s}->{t}.enabled = true" for s in names for t in names if s != t]
+    f.write_text("\n".join(lines) + "\n")
+    assert main(["import", "mm2", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert f"{f}:7: error: more than 2 flows (limit, RECONCILER_MAX_FLOWS)" in err, err
