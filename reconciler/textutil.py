@@ -41,6 +41,8 @@ def _cut_run(m: re.Match[str]) -> str:
     run = m.group()
     quote = run[0] if run[0] in "'\"" else ""
     inner, after = run[len(quote) :], ""
+    if len(inner) == SHOWN_CHARS + 3 and inner.endswith("..."):  # cut already (`cut`): its length follows
+        return run
     if quote and quote in inner:  # a repr: the count is the value's, without its quotes
         end = inner.rindex(quote)
         inner, after = inner[:end], inner[end + 1 :]

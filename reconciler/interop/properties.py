@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from reconciler.textutil import cut_values
+
 _WS = " \t\f"
 _SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
@@ -39,8 +41,10 @@ class PropertiesError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        out = f"{self.file}:{self.line}: error: {self.message}"
-        return out + (f"\n  hint: {self.hint}" if self.hint else "")
+        """One error line and its hint, each with any long value in it cut (`cut_values`: an importer quotes names
+        and values of the input, which may be megabytes long)."""
+        out = f"{self.file}:{self.line}: error: {cut_values(self.message)}"
+        return out + (f"\n  hint: {cut_values(self.hint)}" if self.hint else "")
 
 
 def _natural_lines(text: str) -> list[str]:

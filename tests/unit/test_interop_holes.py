@@ -164,6 +164,16 @@ def test_strimzi_wrong_shape_is_an_error_at_its_line(tmp_path, capsys, old, new,
     assert not (tmp_path / "out").exists()
 
 
+def test_strimzi_long_name_in_an_error_is_cut(tmp_path, capsys):
+    """Every import error is printed through PropertiesError.render, which cuts quoted values (found by the long
+    property run: a 100,000-character alias without bootstrapServers was echoed whole, twice)."""
+    alias = "\u00e9" * 100_000
+    text = _mutate("    - alias: b\n      bootstrapServers: b:9092\n", f"    - alias: {alias}\n")
+    rc, out, err, src = _import(tmp_path, capsys, "strimzi", text)
+    assert rc == 1 and err.startswith(f"{src}:"), err[:300]
+    assert "has no bootstrapServers" in err and "(100,000 chars)" in err and len(err) < 2_000, err[:300]
+
+
 def test_strimzi_tls_auth_needs_its_secret(tmp_path, capsys):
     text = _mutate(
         "        type: scram-sha-512\n        username: u\n        passwordSecret:\n"

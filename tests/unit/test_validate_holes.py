@@ -99,6 +99,8 @@ def test_cut_values_keeps_short_words_and_what_follows_a_quoted_value():
     assert cut_values("flow a->b: topic 'orders' is fine") == "flow a->b: topic 'orders' is fine"
     assert cut_values(f"names {'a' * 300!r}, then more") == f"names '{'a' * 200}... (300 chars), then more"
     assert len(cut_values("a b " * 100_000)) <= MESSAGE_CHARS + 20
+    once = cut_values(f"names {'a' * 300!r}, then more")
+    assert cut_values(once) == once, "a value cut already is left as it is"
 
 
 # --- 2. a pattern that can backtrack catastrophically is refused, by validate and by a job ----------
