@@ -144,7 +144,9 @@ class AtLeastOnce:
         # repeats about a round, not the whole task; the driver commits the task's result after it.
         producer = plain_producer(spec)
         deadline = time.time() + spec.engine.max_batch_ms / 1000.0
-        copier = Copier(spec, parts, producer, task.consumer_epoch, max_round_s=PROGRESS_COMMIT_S)
+        copier = Copier(
+            spec, parts, producer, task.consumer_epoch, max_round_s=PROGRESS_COMMIT_S, at_end_only=task.at_end_only
+        )
         progress = SourceProgress.of(parts)
         try:
             done = False
@@ -193,7 +195,7 @@ class ExactlyOnce:
         result.transactional_id = txn_id
         producer = txn_producer(spec, txn_id, task.last_owner)
         deadline = time.time() + spec.engine.max_batch_ms / 1000.0
-        copier = Copier(spec, parts, producer, task.consumer_epoch)
+        copier = Copier(spec, parts, producer, task.consumer_epoch, at_end_only=task.at_end_only)
         try:
             done = False
             while not done:  # one transaction per round: records visible a round after they are read

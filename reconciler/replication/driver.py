@@ -447,7 +447,8 @@ class ReplicationDriver:
         return Work.RECORDS
 
     def _heartbeat_tasks(self, tasks: list[CopyTask]) -> list[CopyTask]:
-        """The tasks cut to their heartbeats partitions (the others are caught up: nothing to read there). An
+        """The tasks cut to their heartbeats partitions (the others are caught up: nothing to read there), ending
+        at the partitions' ends (a heartbeat that arrives later is copied the next time). An
         exactly-once slot's transactional id moves between this process and a Spark worker like any change of
         process: `last_owner` tells the next user to initialise it again."""
         policy = self.spec.settings.policy
@@ -455,7 +456,7 @@ class ReplicationDriver:
         for t in tasks:
             parts = tuple(p for p in t.partitions if policy.is_heartbeats_topic(p.topic))
             if parts:
-                out.append(dataclasses.replace(t, partitions=parts))
+                out.append(dataclasses.replace(t, partitions=parts, at_end_only=True))
         return out
 
     def idle_wait(self) -> float:

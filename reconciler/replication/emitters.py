@@ -140,7 +140,7 @@ class CheckpointEmitter:
     def read_syncs(self, timeout: float = 5.0) -> SyncsRead:
         """Read new offset syncs up to the end of the topic; the first full read ends the replay.
 
-        The consumer is assigned at the next unread sync on every call: librdkafka reports a
+        The consumer is assigned at the next unread sync on every call (and unassigned after it): librdkafka reports a
         partition's end once per position, so a consumer left at the end would never report it
         again while nothing new is written, and the read would wait its whole timeout (it did: 5 s
         of the driver's thread per checkpoint round, delaying every batch's end by as much)."""
@@ -164,15 +164,20 @@ class CheckpointEmitter:
         def at_end(event: Any) -> None:
             self._syncs_next = max(self._syncs_next, event.offset())  # past any transaction markers
 
-        pending = read_to_end(
-            self._syncs_consumer,
-            timeout,
-            add,
-            partitions=[(self._syncs_topic, 0)],
-            on_eof=at_end,
-            batch=10_000,
-            poll_seconds=0.2,
-        )
+        try:
+            pending = read_to_end(
+                self._syncs_consumer,
+                timeout,
+                add,
+                partitions=[(self._syncs_topic, 0)],
+                on_eof=at_end,
+                batch=10_000,
+                poll_seconds=0.2,
+            )
+        finally:
+            # Between two rounds nothing fetches: an assigned reader (END_READER: a fetch every 50 ms) cost
+            # each idle flow ~20 fetch requests a second.
+            self._syncs_consumer.unassign()
         if not pending and not self.store.read_to_end:
             self.store.mark_read_to_end()
         return SyncsRead(n, reached_end=not pending)

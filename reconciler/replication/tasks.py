@@ -32,6 +32,9 @@ class CopyTask:
     partitions: tuple[PartitionTask, ...]
     last_owner: str | None = None  # process that used this slot's transactional id last
     consumer_epoch: int = 0  # bumped by the driver to make workers drop cached consumers
+    #: end once every partition reached its end, without lingering for more (IDLE_END_S, IDLE_MIN_TASK_S):
+    #: the driver's own copies of heartbeats alone, where a record missed now is copied the next time
+    at_end_only: bool = False
 
 
 @dataclass

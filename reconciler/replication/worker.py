@@ -279,7 +279,13 @@ class Copier:
     into `producer` in rounds (`run`), until the task's deadline or until it is idle."""
 
     def __init__(
-        self, spec: JobSpec, parts: list[PartitionCopy], producer: Any, epoch: int = 0, max_round_s: float = MAX_ROUND_S
+        self,
+        spec: JobSpec,
+        parts: list[PartitionCopy],
+        producer: Any,
+        epoch: int = 0,
+        max_round_s: float = MAX_ROUND_S,
+        at_end_only: bool = False,
     ):
         from confluent_kafka import KafkaError, TopicPartition
 
@@ -287,6 +293,8 @@ class Copier:
         self.parts = parts
         self.producer = producer
         self.max_round_s = max_round_s
+        # How long the task lingers once caught up (CopyTask.at_end_only: not at all).
+        self.idle_end_s, self.min_task_s = (0.0, 0.0) if at_end_only else (IDLE_END_S, IDLE_MIN_TASK_S)
         self.budget = spec.engine.max_records_per_partition
         self.by_tp = {(p.topic, p.partition): p for p in parts}
         self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
@@ -330,7 +338,11 @@ class Copier:
             # (consume(n, t) waits for n messages or t, which would idle at the end of a batch).
             msgs = consume(CONSUME_BATCH, 0)
             if not msgs:
-                if self.behind == 0 and now - self.last_record >= IDLE_END_S and now - self.started >= IDLE_MIN_TASK_S:
+                if (
+                    self.behind == 0
+                    and now - self.last_record >= self.idle_end_s
+                    and now - self.started >= self.min_task_s
+                ):
                     return True
                 poll(0)
                 msgs = consume(1, min(deadline - now, 0.05))
