@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from reconciler.cli import demo
 from reconciler.cli.common import timeout_argument
 from reconciler.dev.brokers import Engine
+from reconciler.operations.backend import Backend
+
+#: Runs one CLI command with a backend (`reconciler.cli.main.main`, handed in by main: importing it here would
+#: be a cycle, main registers this module).
+RunCommand = Callable[[list[str], Backend | None], int]
 
 
-def register(sub) -> None:
+def register(sub, run_command: RunCommand) -> None:
     p = sub.add_parser("demo", help="run the whole product on embedded clusters (topologies/demo)")
     p.add_argument("--topology", type=Path, default=demo.DEFAULT_TOPOLOGY, help="demo topology directory")
     p.add_argument("--records", type=int, default=2000, help="sample records produced per source cluster")
@@ -26,12 +32,12 @@ def register(sub) -> None:
         help="the embedded brokers' Kafka implementation (default $RECONCILER_DEV_ENGINE, else tansu; docs/brokers.md)",
     )
     p.set_defaults(
-        func=lambda args: demo.run(
+        func=lambda args, backend: demo.run(
             args.topology,
             args.records,
             args.keep_running,
             args.timeout,
-            cli=args.run_command,
+            cli=lambda argv: run_command(argv, backend),
             engine=Engine(args.engine) if args.engine else None,
         )
     )

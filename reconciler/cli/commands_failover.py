@@ -20,6 +20,7 @@ from reconciler.adapters.probe import CONNECT_TIMEOUT, NotAnswering, Unreachable
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated, timeout_argument
 from reconciler.mirror import mirror_client as mc
 from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.operations.backend import Backend
 from reconciler.render import mirror as render
 from reconciler.topology.connection import check_references, client_config, redactor_for
 from reconciler.topology.model import Topology
@@ -141,7 +142,7 @@ def _emit(args, redact: Redactor, text: str, data: dict) -> None:
     sys.stdout.write(redact(json.dumps(data, indent=2) + "\n" if args.format == "json" else text))
 
 
-def cmd_translate(args) -> int:
+def cmd_translate(args, backend: Backend) -> int:
     def body(topology: Topology, redact: Redactor) -> int:
         _check_aliases(topology, args.source, args.target)
         target = _connect(topology, args.target, args.timeout)
@@ -152,7 +153,7 @@ def cmd_translate(args) -> int:
     return _run(args, body)
 
 
-def cmd_failover(args) -> int:
+def cmd_failover(args, backend: Backend) -> int:
     def body(topology: Topology, redact: Redactor) -> int:
         _check_aliases(topology, args.source, args.target)
         target = _connect(topology, args.target, args.timeout)
@@ -219,7 +220,7 @@ def _conclude(args, plan: mc.FailoverPlan, refusal: str | None, applied: bool) -
     return EXIT_OK
 
 
-def cmd_reachability(args) -> int:
+def cmd_reachability(args, backend: Backend) -> int:
     def body(topology: Topology, redact: Redactor) -> int:
         cluster = _connect(topology, args.cluster, args.timeout)
         policy = mc.policy_between([f.policy for f in topology.flows])

@@ -18,6 +18,7 @@ import time
 from reconciler.adapters.base import AdminError
 from reconciler.apply.lock import force_unlock, live_claims
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, confirmed, load_validated
+from reconciler.operations.backend import Backend
 
 
 def register(sub) -> None:
@@ -29,7 +30,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_force_unlock)
 
 
-def cmd_force_unlock(args) -> int:
+def cmd_force_unlock(args, backend: Backend) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR
@@ -41,7 +42,7 @@ def cmd_force_unlock(args) -> int:
         )
         return EXIT_ERROR
     try:
-        admin = args.backend.admin_factory(cluster)
+        admin = backend.admin_factory(cluster)
     except AdminError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -59,7 +60,7 @@ def cmd_force_unlock(args) -> int:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(claim.get("acquired_at", 0)))
         print(f"Lease {args.lock_id} on {args.cluster}: held by {claim.get('who', '?')} since {since}.")
         if not args.force and not confirmed(
-            args.backend.ask,
+            backend.ask,
             "Remove it? An apply that still runs would lose its exclusivity.",
             lambda text: print(text, file=sys.stderr),
             unattended="Run again with --force.",

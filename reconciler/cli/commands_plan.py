@@ -28,6 +28,7 @@ from reconciler.cli.common import (
     relative_diagnostics,
 )
 from reconciler.operations.apply import ApplyRequest, apply
+from reconciler.operations.backend import Backend
 from reconciler.operations.plan import observe_for_plan, plan_of
 from reconciler.plan import planfile
 from reconciler.plan.actions import ActionKind, Plan, Verb
@@ -113,7 +114,7 @@ def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseSco
     return (base.text() if base else "") + RENDERERS[args.format](plan)
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args, backend: Backend) -> int:
     bad_out = outputs.problems([args.out])
     if bad_out:
         print(bad_out[0], file=sys.stderr)
@@ -130,7 +131,6 @@ def cmd_plan(args) -> int:
         if not base.flows:
             io.out(plan_base.no_changes(base, args.format), end="")
             return EXIT_OK
-    backend = args.backend
     with Connections(dict(topology.clusters), backend.admin_factory) as conns:
         obs = observe_for_plan(topology, conns, backend)
         plan = plan_of(obs, backend)
@@ -200,8 +200,7 @@ class _ApplyUI:
         )
 
 
-def cmd_apply(args) -> int:
-    backend = args.backend
+def cmd_apply(args, backend: Backend) -> int:
     saved = None
     if len(args.paths) == 1 and planfile.is_plan_file(args.paths[0]):
         try:

@@ -19,6 +19,7 @@ from reconciler.apply.revision import topology_revision
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.jobs import backend as job_backend
 from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
+from reconciler.operations.backend import Backend
 from reconciler.textutil import LAG_AGE, RECORD_AGE, plural
 from reconciler.topology.connection import redactor_for
 from reconciler.topology.flow_id import flow_ends
@@ -173,13 +174,13 @@ def unreadable_clusters(rows: list[dict]) -> dict[str, str]:
     return {flow_ends(r["flow"])[1]: r["unreadable"] for r in rows if r["unreadable"]}
 
 
-def cmd_status(args) -> int:
+def cmd_status(args, backend: Backend) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)
-    now_ms = int(args.backend.clock() * 1000)
-    rows = job_rows(topology, args.backend.jobs_or_default(), now_ms=now_ms)
+    now_ms = int(backend.clock() * 1000)
+    rows = job_rows(topology, backend.jobs_or_default(), now_ms=now_ms)
     unreadable = unreadable_clusters(rows)
     for alias, why in unreadable.items():  # lead with it: the table below cannot say what runs there
         print(f"error: cannot read job statuses on cluster {alias}: {why}", file=sys.stderr)
