@@ -38,6 +38,7 @@ def register(sub, run_command: RunCommand) -> None:
             args.keep_running,
             args.timeout,
             cli=lambda argv: run_command(argv, backend),
+            backend=backend,
             engine=Engine(args.engine) if args.engine else None,
         )
     )

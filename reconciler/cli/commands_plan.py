@@ -131,9 +131,11 @@ def cmd_plan(args, backend: Backend) -> int:
         if not base.flows:
             io.out(plan_base.no_changes(base, args.format), end="")
             return EXIT_OK
+    # git, once: the job specs carry the revision, a saved plan records it
+    git = backend.git(args.paths, args.revision) if backend.jobs is not None or args.out else None
     with Connections(dict(topology.clusters), backend.admin_factory) as conns:
         obs = observe_for_plan(topology, conns, backend)
-        plan = plan_of(obs, backend)
+        plan = plan_of(obs, backend, revision_label(git))
     if base is not None:
         plan = base.restrict(plan, topology, obs.live, obs.desired)
     if args.out and args.format == "text" and not plan.errors:
@@ -145,7 +147,6 @@ def cmd_plan(args, backend: Backend) -> int:
             io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")
         return EXIT_ERROR
     if args.out:
-        git = backend.git(args.paths, args.revision)
         try:
             planfile.save(args.out, plan, dict(topology.clusters), revision_label(git), git=git)
         except outputs.OutputError as exc:

@@ -31,6 +31,8 @@ from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
 from reconciler.dev.brokers import Engine, default_engine
 from reconciler.dev.clusters import DevClusters
 from reconciler.dev.sample_data import produce, sample_records
+from reconciler.operations import status as job_status
+from reconciler.operations.backend import Backend
 from reconciler.render.graph import mermaid
 from reconciler.resources import demo_topology
 from reconciler.textutil import LIVE_E2E, RECORD_AGE, LiveLine
@@ -80,6 +82,7 @@ class DemoContext:
     topology_path: Path
     records_per_cluster: int
     keep_running: bool
+    backend: Backend
     wait_timeout: float = 300.0
     engine: Engine = Engine.TANSU
     topology: Topology | None = None
@@ -310,12 +313,10 @@ def _missing_checkpoints(ctx: DemoContext) -> list[str]:
 
 
 def _job_problems(ctx: DemoContext) -> list[str]:
-    from reconciler.cli.commands_status import job_rows
-
     return [
-        f"job {r['flow']} is {r['state']}: {r['why'] or r['last_error'] or ''}".rstrip(": ")
-        for r in job_rows(ctx.topo)
-        if r["wanted"] and r["state"] != "running"
+        f"job {r.flow} is {r.state}: {r.why or r.last_error or ''}".rstrip(": ")
+        for r in job_status.status(ctx.topo, ctx.backend).rows
+        if r.wanted and r.state != "running"
     ]
 
 
@@ -421,13 +422,12 @@ def _pct(values: list[float], p: float) -> float:
 
 
 def step_summary(ctx: DemoContext) -> None:
-    from reconciler.cli.commands_status import job_rows
     from reconciler.mirror.mirror_client import reachability
 
     print(f"  {LIVE_E2E} of the live stream (produced on the source -> consumed on the target), 8 s ...")
     latency = _latency_probe(ctx)
     ctx.latency = [v for values in latency.values() for v in values]
-    rows = {r["flow"]: r for r in job_rows(ctx.topo)}
+    rows = {r.flow: r.to_dict() for r in job_status.status(ctx.topo, ctx.backend).rows}
     table = [["FLOW", "TOPIC -> REMOTE TOPIC", "SOURCE", "TARGET"]]
     for f in sorted(ctx.topo.active_flows, key=lambda f: f.name):
         pairs = routed(f)
@@ -575,9 +575,11 @@ def run(
     wait_timeout: float = 300.0,
     *,
     cli: Callable[[list[str]], int],
+    backend: Backend | None = None,
     engine: Engine | None = None,
 ) -> int:
-    """`cli` runs one CLI command (argv -> exit code): `reconciler.cli.main.main` bound to a backend."""
+    """`cli` runs one CLI command (argv -> exit code): `reconciler.cli.main.main` bound to `backend`, the
+    outside world the demo's own operations (status) use too (default: the real one)."""
     global _cli
     _cli = cli
     topology_path = Path(topology_path)
@@ -586,7 +588,14 @@ def run(
         topology_path = shown
     except ValueError:
         pass
-    ctx = DemoContext(topology_path, records_per_cluster, keep_running, wait_timeout, engine or default_engine())
+    ctx = DemoContext(
+        topology_path,
+        records_per_cluster,
+        keep_running,
+        backend if backend is not None else Backend.default(),
+        wait_timeout,
+        engine or default_engine(),
+    )
     started = time.monotonic()
     failed: str | None = None
     interrupted: str | None = None
