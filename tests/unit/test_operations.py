@@ -8,12 +8,14 @@ import pytest
 
 from reconciler.adapters.live_read import Connections
 from reconciler.adapters.probe import Unreachable
+from reconciler.apply.lock import Lease
 from reconciler.jobs.state import JobState, JobStatuses, desired_jobs, read_jobs, read_statuses
 from reconciler.mirror.mirror_client import GroupState, TopicPartition
 from reconciler.mirror.records import Checkpoint, Heartbeat
 from reconciler.operations import offsets
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
 from reconciler.operations.drift import drift, drift_view
+from reconciler.operations.lock import LeaseClaim, UnlockOutcome, remove_lease
 from reconciler.operations.observe import observe
 from reconciler.operations.offsets import GroupMove
 from reconciler.operations.plan import make_plan, plan_of
@@ -267,16 +269,17 @@ class MirrorDouble:
 
 
 def _checkpoint(partition, upstream, downstream):
-    c = Checkpoint("billing", "orders", partition, upstream, downstream, "")
+    c = Checkpoint("billing", "west.orders", partition, upstream, downstream, "")
     return c.record_key(), c.record_value()
 
 
 def _mirror_world(**double):
+    beat = Heartbeat("west", "east", int(NOW * 1000) - 3000)
     east = MirrorDouble(
         {
             "west.checkpoints.internal": [[_checkpoint(0, 10, 8), _checkpoint(1, 4, 4)]],
             "west.orders": [[], []],
-            "west.heartbeats": [[(Heartbeat("west", "east", int(NOW * 1000) - 3000).record_key(), b"")]],
+            "west.heartbeats": [[(beat.record_key(), beat.record_value())]],
         },
         **double,
     )
@@ -339,3 +342,42 @@ def test_reachability_ages_heartbeats_at_the_backends_clock():
     report = offsets.reachability(w.topology, "east", w.backend(mirror_client=factory, clock=lambda: NOW), 7.0)
     [up] = report.upstream
     assert asked == [("east", 7.0)] and (up.alias, up.hops, up.age_seconds) == ("west", 1, 3.0)
+
+
+# --- force-unlock: the lease store through the Backend's admin factory -----------------------------------
+
+
+def test_remove_lease_asks_then_withdraws_exactly_the_named_claim():
+    w = world()
+    stuck = Lease(w.factory(w.topology.clusters["east"]), ttl=60)
+    stuck.acquire()  # never released: the apply was killed
+    backend = w.backend()
+    asked: list[LeaseClaim] = []
+    no = remove_lease(w.topology, "east", stuck.owner, backend, lambda c: asked.append(c) is not None)
+    assert no == UnlockOutcome(False, asked[0]) and asked[0].lock_id == stuck.owner and asked[0].who != "?"
+    missing = remove_lease(w.topology, "east", "not-an-owner", backend, lambda c: True)
+    assert not missing.removed and f"has no live lease 'not-an-owner' (live leases: {stuck.owner} by" in (
+        missing.error or ""
+    )
+    assert remove_lease(w.topology, "north", stuck.owner, backend, lambda c: True).error == (
+        "no cluster 'north' in the topology (clusters: east, west)"
+    )
+    done = remove_lease(w.topology, "east", stuck.owner, backend, lambda c: True)
+    assert done.removed and done.claim is not None
+    assert remove_lease(w.topology, "east", stuck.owner, backend, lambda c: True).error is not None, "gone"
+
+
+def test_force_unlock_command_renders_the_operation(tmp_path, capsys):
+    from reconciler.cli.main import main
+
+    w = world()
+    path = tmp_path / "t.yaml"
+    path.write_text(TOPOLOGY_FILE)
+    stuck = Lease(w.factory(w.topology.clusters["east"]), ttl=60)
+    stuck.acquire()
+    refused = w.backend(ask=lambda question: None)  # no terminal: nobody can answer
+    assert main(["force-unlock", str(path), "--cluster", "east", stuck.owner], refused) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith(f"Lease {stuck.owner} on east: held by ") and "refusing to ask" in err
+    assert main(["force-unlock", str(path), "--cluster", "east", stuck.owner, "--force"], w.backend()) == 0
+    assert capsys.readouterr().out.endswith(f"Removed the lease {stuck.owner} on east.\n")
