@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from reconciler.cli import demo
 from reconciler.cli.common import timeout_argument
 from reconciler.dev.brokers import Engine
-from reconciler.operations.backend import Backend
-
-#: Runs one CLI command with a backend (`reconciler.cli.main.main`, handed in by main: importing it here would
-#: be a cycle, main registers this module).
-RunCommand = Callable[[list[str], Backend | None], int]
 
 
-def register(sub, run_command: RunCommand) -> None:
+def register(sub) -> None:
     p = sub.add_parser("demo", help="run the whole product on embedded clusters (topologies/demo)")
     p.add_argument("--topology", type=Path, default=demo.DEFAULT_TOPOLOGY, help="demo topology directory")
     p.add_argument("--records", type=int, default=2000, help="sample records produced per source cluster")
@@ -37,7 +31,6 @@ def register(sub, run_command: RunCommand) -> None:
             args.records,
             args.keep_running,
             args.timeout,
-            cli=lambda argv: run_command(argv, backend),
             backend=backend,
             engine=Engine(args.engine) if args.engine else None,
         )

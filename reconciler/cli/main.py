@@ -54,10 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:
-        if module is commands_demo:  # the demo runs other commands: it is handed `main` to run them with
-            commands_demo.register(sub, run_command=main)
-        else:
-            module.register(sub)
+        module.register(sub)
     return parser
 
 

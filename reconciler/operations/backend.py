@@ -1,8 +1,8 @@
 """The Backend: every outside dependency of an operation, as one object passed in.
 
 Like Terraform's backend: the CLI builds the real one (`Backend.default()`: librdkafka admins, the
-job deployers unless RECONCILER_JOBS=off, Kafka readers of status records and heartbeats, git, the
-wall clock); tests build one over the in-memory admin double (`adapters/memory_admin.py`, which
+job deployers unless RECONCILER_JOBS=off, Kafka readers of status records and heartbeats, a factory of
+one-cluster MirrorKafka clients for the offset commands, git, the wall clock); tests build one over the in-memory admin double (`adapters/memory_admin.py`, which
 passes the same contract suite as the real adapter) and recording deployers.
 """
 

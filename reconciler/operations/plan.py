@@ -7,6 +7,8 @@ through `backend.git`. `make_plan` reads and plans in one step.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from reconciler.adapters.live_read import Connections
 from reconciler.jobs.plan import with_jobs
 from reconciler.operations.backend import Backend
@@ -32,6 +34,19 @@ def observe_for_plan(
 ) -> Observation:
     """What a plan reads: the clusters, and the job statuses when jobs are planned."""
     return observe(topology, conns, backend, live=live, statuses=backend.jobs is not None, **more)
+
+
+@dataclass(frozen=True)
+class Planned:
+    plan: Plan
+    observation: Observation  # what it was planned from (live state, desired state: `plan --base` restricts)
+
+
+def plan_topology(topology: Topology, backend: Backend, git_revision: str | None = None) -> Planned:
+    """`reconciler plan`: connect to the topology's clusters, observe, plan."""
+    with Connections(dict(topology.clusters), backend.admin_factory) as conns:
+        obs = observe_for_plan(topology, conns, backend)
+        return Planned(plan_of(obs, backend, git_revision), obs)
 
 
 def make_plan(

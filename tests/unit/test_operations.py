@@ -18,7 +18,7 @@ from reconciler.operations.drift import drift, drift_view
 from reconciler.operations.lock import LeaseClaim, UnlockOutcome, remove_lease
 from reconciler.operations.observe import observe
 from reconciler.operations.offsets import GroupMove
-from reconciler.operations.plan import make_plan, plan_of
+from reconciler.operations.plan import make_plan, plan_of, plan_topology
 from reconciler.operations.status import status
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, kinds, topology
@@ -118,6 +118,8 @@ def make_plan_of(w: World, backend):
         one = make_plan(w.topology, conns, backend)
         obs = observe(w.topology, conns, backend, statuses=backend.jobs is not None)
     assert kinds(plan_of(obs, backend)) == kinds(one)  # the same plan, whichever way it is asked for
+    planned = plan_topology(w.topology, backend)  # `reconciler plan`: connects, observes, plans
+    assert kinds(planned.plan) == kinds(one) and planned.observation.live.cluster("east").reachable
     return one
 
 
