@@ -26,12 +26,12 @@ def register(sub) -> None:
         help="the embedded brokers' Kafka implementation (default $RECONCILER_DEV_ENGINE, else tansu; docs/brokers.md)",
     )
     p.set_defaults(
-        func=lambda args: demo.run(
+        func=lambda args, backend: demo.run(
             args.topology,
             args.records,
             args.keep_running,
             args.timeout,
-            cli=args.run_command,
+            backend=backend,
             engine=Engine(args.engine) if args.engine else None,
         )
     )

@@ -7,6 +7,7 @@ import sys
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, load_validated
 from reconciler.dev.brokers import DevClusterError, Engine
 from reconciler.dev.clusters import DevClusters
+from reconciler.operations.backend import Backend
 from reconciler.topology.connection import check_references
 
 
@@ -30,7 +31,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_status)
 
 
-def cmd_up(args) -> int:
+def cmd_up(args, backend: Backend) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR
@@ -47,7 +48,7 @@ def cmd_up(args) -> int:
     return EXIT_OK
 
 
-def cmd_down(args) -> int:
+def cmd_down(args, backend: Backend) -> int:
     from reconciler.deploy.local import LocalDeployer
 
     for what, res in LocalDeployer().stop_all():  # the engines first: they would only retry against stopped brokers
@@ -60,7 +61,7 @@ def cmd_down(args) -> int:
     return EXIT_OK
 
 
-def cmd_status(args) -> int:
+def cmd_status(args, backend: Backend) -> int:
     rows = DevClusters().status()
     for s in rows:
         print(s.line())

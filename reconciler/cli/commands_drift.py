@@ -23,6 +23,7 @@ from reconciler.cli.common import (
     timeout_argument,
 )
 from reconciler.drift.report import DriftReport
+from reconciler.operations.backend import Backend
 from reconciler.operations.drift import drift
 from reconciler.render import drift_html, drift_markdown, drift_prometheus, drift_text
 from reconciler.topology.connection import redactor_for
@@ -86,7 +87,7 @@ def _format_of(path: str, default: str) -> str:
     return SUFFIXES.get(Path(path).suffix.lower(), default)
 
 
-def cmd_drift(args) -> int:
+def cmd_drift(args, backend: Backend) -> int:
     bad_out = outputs.problems(args.out)
     if bad_out:
         print(bad_out[0], file=sys.stderr)
@@ -95,7 +96,6 @@ def cmd_drift(args) -> int:
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)
-    backend = args.backend
     revision = backend.git(args.paths, args.revision)
     report = drift(
         topology, backend, revision=revision, check_jobs=not args.no_jobs, job_stale_seconds=args.job_stale_seconds

@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.operations.backend import Backend
 from reconciler.textutil import plural
 from reconciler.topology.model import Topology
 from reconciler.topology.secrets import references
@@ -41,7 +42,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_env)
 
 
-def cmd_env(args) -> int:
+def cmd_env(args, backend: Backend) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR

@@ -13,6 +13,7 @@ from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.interop.mm2_export import ExportError, export_mm2
 from reconciler.interop.strimzi import export_strimzi
+from reconciler.operations.backend import Backend
 from reconciler.render.alert_rules import export_alerts
 from reconciler.topology.model import Topology
 
@@ -36,7 +37,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_export)
 
 
-def cmd_export(args) -> int:
+def cmd_export(args, backend: Backend) -> int:
     bad_out = outputs.problems([args.out])
     if bad_out:
         print(bad_out[0], file=sys.stderr)

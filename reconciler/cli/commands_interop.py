@@ -16,6 +16,7 @@ from reconciler.interop.draft import IMPORTED, TopologyDraft, check, render_at_i
 from reconciler.interop.mm2_import import import_mm2_text
 from reconciler.interop.properties import PropertiesError
 from reconciler.interop.strimzi import import_strimzi_text
+from reconciler.operations.backend import Backend
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation
 from reconciler.topology.loader import read_source, too_many_flows
 
@@ -45,7 +46,7 @@ def _report(draft: TopologyDraft) -> None:
             print(f"  {v.name}: {v.source}", file=sys.stderr)
 
 
-def cmd_import(args) -> int:
+def cmd_import(args, backend: Backend) -> int:
     path = Path(args.file)
     try:
         text = read_source(path)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import sys
 import time
 
-from reconciler.adapters.base import AdminError
-from reconciler.apply.lock import force_unlock, live_claims
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, confirmed, load_validated
+from reconciler.operations.backend import Backend
+from reconciler.operations.lock import LeaseClaim, remove_lease
 
 
 def register(sub) -> None:
@@ -29,50 +29,26 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_force_unlock)
 
 
-def cmd_force_unlock(args) -> int:
+def cmd_force_unlock(args, backend: Backend) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR
-    cluster = topology.clusters.get(args.cluster)
-    if cluster is None:
-        print(
-            f"error: no cluster {args.cluster!r} in the topology (clusters: {', '.join(sorted(topology.clusters))})",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
-    try:
-        admin = args.backend.admin_factory(cluster)
-    except AdminError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    try:
-        admin.capabilities()  # the probe: a cluster that is down says so now, not after the read's timeout
-        claims = live_claims(admin)
-        claim = claims.get(args.lock_id)
-        if claim is None:
-            held = "; ".join(f"{owner} by {c.get('who', '?')}" for owner, c in sorted(claims.items())) or "none"
-            print(
-                f"error: cluster {args.cluster!r} has no live lease {args.lock_id!r} (live leases: {held})",
-                file=sys.stderr,
-            )
-            return EXIT_ERROR
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(claim.get("acquired_at", 0)))
-        print(f"Lease {args.lock_id} on {args.cluster}: held by {claim.get('who', '?')} since {since}.")
-        if not args.force and not confirmed(
-            args.backend.ask,
+
+    def confirm(claim: LeaseClaim) -> bool:
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(claim.acquired_at))
+        print(f"Lease {claim.lock_id} on {claim.cluster}: held by {claim.who} since {since}.")
+        return args.force or confirmed(
+            backend.ask,
             "Remove it? An apply that still runs would lose its exclusivity.",
             lambda text: print(text, file=sys.stderr),
             unattended="Run again with --force.",
             cancelled="Force-unlock cancelled.",
-        ):
-            return EXIT_ERROR
-        force_unlock(admin, args.lock_id)
-        print(f"Removed the lease {args.lock_id} on {args.cluster}.")
-        return EXIT_OK
-    except AdminError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        )
+
+    outcome = remove_lease(topology, args.cluster, args.lock_id, backend, confirm)
+    if outcome.error is not None:
+        print(f"error: {outcome.error}", file=sys.stderr)
+    if not outcome.removed:
         return EXIT_ERROR
-    finally:
-        close = getattr(admin, "close", None)
-        if close is not None:
-            close()
+    print(f"Removed the lease {args.lock_id} on {args.cluster}.")
+    return EXIT_OK

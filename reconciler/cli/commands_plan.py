@@ -12,7 +12,6 @@ import sys
 from collections.abc import Callable
 
 from reconciler import logs, outputs
-from reconciler.adapters.live_read import Connections
 from reconciler.apply.executor import ActionResult
 from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
@@ -27,8 +26,9 @@ from reconciler.cli.common import (
     load_validated,
     relative_diagnostics,
 )
-from reconciler.operations.apply import ApplyRequest, apply
-from reconciler.operations.plan import observe_for_plan, plan_of
+from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
+from reconciler.operations.backend import Backend
+from reconciler.operations.plan import plan_topology
 from reconciler.plan import planfile
 from reconciler.plan.actions import ActionKind, Plan, Verb
 from reconciler.render import plan_json, plan_markdown, plan_text
@@ -81,7 +81,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_apply)
 
 
-class _Console:
+class Console:
     """stdout/stderr through the redactor."""
 
     def __init__(self, clusters: dict[str, Cluster]):
@@ -113,7 +113,7 @@ def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseSco
     return (base.text() if base else "") + RENDERERS[args.format](plan)
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args, backend: Backend) -> int:
     bad_out = outputs.problems([args.out])
     if bad_out:
         print(bad_out[0], file=sys.stderr)
@@ -121,7 +121,7 @@ def cmd_plan(args) -> int:
     topology, diags = load_validated(args.paths, revision=args.revision)
     if topology is None:
         return EXIT_ERROR
-    io = _Console(dict(topology.clusters))
+    io = Console(dict(topology.clusters))
     base = None
     if args.base:
         base = plan_base.compare(args.paths, args.base, args.revision)
@@ -130,10 +130,10 @@ def cmd_plan(args) -> int:
         if not base.flows:
             io.out(plan_base.no_changes(base, args.format), end="")
             return EXIT_OK
-    backend = args.backend
-    with Connections(dict(topology.clusters), backend.admin_factory) as conns:
-        obs = observe_for_plan(topology, conns, backend)
-        plan = plan_of(obs, backend)
+    # git, once: the job specs carry the revision, a saved plan records it
+    git = backend.git(args.paths, args.revision) if backend.jobs is not None or args.out else None
+    planned = plan_topology(topology, backend, revision_label(git))
+    plan, obs = planned.plan, planned.observation
     if base is not None:
         plan = base.restrict(plan, topology, obs.live, obs.desired)
     if args.out and args.format == "text" and not plan.errors:
@@ -145,7 +145,6 @@ def cmd_plan(args) -> int:
             io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")
         return EXIT_ERROR
     if args.out:
-        git = backend.git(args.paths, args.revision)
         try:
             planfile.save(args.out, plan, dict(topology.clusters), revision_label(git), git=git)
         except outputs.OutputError as exc:
@@ -156,7 +155,7 @@ def cmd_plan(args) -> int:
 
 
 class _TextProgress:
-    def __init__(self, io: _Console):
+    def __init__(self, io: Console):
         self.io = io
 
     def batch(self, index, total, cluster, kind, size) -> None:
@@ -181,10 +180,10 @@ class _TextProgress:
         )
 
 
-class _ApplyUI:
+class ConsoleApplyUI:
     """The console side of `reconciler.operations.apply`."""
 
-    def __init__(self, io: _Console, auto_approve: bool, ask: Callable[[str], str | None]):
+    def __init__(self, io: Console, auto_approve: bool, ask: Callable[[str], str | None]):
         self.io, self.auto_approve, self.ask = io, auto_approve, ask
         self.progress = _TextProgress(io)
         self.out, self.err = io.out, io.err
@@ -200,8 +199,7 @@ class _ApplyUI:
         )
 
 
-def cmd_apply(args) -> int:
-    backend = args.backend
+def cmd_apply(args, backend: Backend) -> int:
     saved = None
     if len(args.paths) == 1 and planfile.is_plan_file(args.paths[0]):
         try:
@@ -219,8 +217,12 @@ def cmd_apply(args) -> int:
         request = ApplyRequest(
             dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve, args.lock_timeout
         )
-    io = _Console(dict(request.clusters))
-    outcome = apply(request, backend, _ApplyUI(io, request.auto_approve, backend.ask))
+    io = Console(dict(request.clusters))
+    return conclude_apply(io, apply(request, backend, ConsoleApplyUI(io, request.auto_approve, backend.ask)))
+
+
+def conclude_apply(io: Console, outcome: ApplyOutcome) -> int:
+    """The last line of an apply (what was created, changed, deleted) and its exit code."""
     report = outcome.report
     if report is None:
         return EXIT_OK if outcome.ok else EXIT_ERROR

@@ -8,6 +8,7 @@ import sys
 import time
 
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK
+from reconciler.operations.backend import Backend
 from reconciler.plan import planfile
 from reconciler.render import plan_json, plan_text
 
@@ -19,7 +20,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_show)
 
 
-def cmd_show(args) -> int:
+def cmd_show(args, backend: Backend) -> int:
     if not planfile.is_plan_file(args.planfile):
         print(
             f"error: {args.planfile}: not a saved plan (make one with `reconciler plan PATH... --out FILE`)",

@@ -15,13 +15,11 @@ import json
 import sys
 from typing import Any
 
-from reconciler.apply.revision import topology_revision
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
-from reconciler.jobs import backend as job_backend
-from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
+from reconciler.operations.backend import Backend
+from reconciler.operations.status import status
 from reconciler.textutil import LAG_AGE, RECORD_AGE, plural
 from reconciler.topology.connection import redactor_for
-from reconciler.topology.flow_id import flow_ends
 
 
 def register(sub) -> None:
@@ -55,49 +53,6 @@ def _seconds(v: Any) -> str:
     return "-" if v is None else f"{v:.1f}s" if v < 10 else f"{v:.0f}s"
 
 
-def job_rows(topology, backend=None, now_ms: int | None = None) -> list[dict[str, Any]]:
-    backend = backend or job_backend.JobBackend()
-    desired = desired_jobs(topology, topology_revision(topology.files))
-    live = read_jobs(topology, backend, desired, now_ms=now_ms)
-    rows = []
-    for flow in sorted(set(desired) | set(live.jobs)):
-        lj: LiveJob = live.jobs.get(flow) or LiveJob(flow, JobState.NOT_DEPLOYED)
-        d = desired.get(flow)
-        dep = lj.deployment
-        st = lj.status
-        fresh = st is not None and lj.state in (JobState.RUNNING, JobState.ELSEWHERE)
-        lat = st.latency_ms if st is not None and fresh else None
-        desired_hash = d.spec.spec_hash() if d else None
-        running = lj.running_hash
-        rows.append(
-            {
-                "flow": flow,
-                "wanted": d is not None,
-                "deployer": (dep.deployer if dep else d.deployer if d else None),
-                "where": dep.where if dep else ("-" if lj.state is not JobState.ELSEWHERE else "elsewhere"),
-                "state": lj.state.value,
-                "job_state": st.state_name if st is not None and fresh else None,
-                "why": lj.why,
-                "desired_hash": desired_hash,
-                "deployed_hash": dep.spec_hash if dep else None,
-                "running_hash": running,
-                "in_sync": bool(d) and running == desired_hash,
-                "lag_total": st.lag_total if st is not None and fresh else None,
-                "lag_seconds": st.lag_seconds if st is not None and fresh else None,
-                "latency_ms": {"p50": lat.p50, "p95": lat.p95, "p99": lat.p99} if lat is not None else None,
-                "records_per_second": st.records_per_second if st is not None and fresh else None,
-                "records": st.records if st is not None else None,
-                "records_stale": st is not None and not fresh,  # the last count a job that no longer reports gave
-                "errors": st.errors if st is not None else None,
-                "last_error": st.last_error if st is not None else None,
-                "heartbeat_at": st.heartbeat_at if st is not None else None,
-                "last_seen": iso(st.heartbeat_at) if st is not None else None,
-                "unreadable": live.unreadable.get(flow_ends(flow)[1]),
-            }
-        )
-    return rows
-
-
 def _spec_cell(r: dict) -> str:
     want = (r["desired_hash"] or "")[:8]
     run = (r["running_hash"] or "")[:8]
@@ -113,6 +68,7 @@ def _spec_cell(r: dict) -> str:
 
 
 def render_text(rows: list[dict], now_ms: int) -> str:
+    """The table of `status`, from the rows' JSON form (`JobRow.to_dict()`)."""
     head = [
         "FLOW",
         "DEPLOYER",
@@ -168,25 +124,20 @@ def render_text(rows: list[dict], now_ms: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def unreadable_clusters(rows: list[dict]) -> dict[str, str]:
-    """target cluster -> why its job statuses could not be read (from the rows of `job_rows`)."""
-    return {flow_ends(r["flow"])[1]: r["unreadable"] for r in rows if r["unreadable"]}
-
-
-def cmd_status(args) -> int:
+def cmd_status(args, backend: Backend) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)
-    now_ms = int(args.backend.clock() * 1000)
-    rows = job_rows(topology, args.backend.jobs_or_default(), now_ms=now_ms)
-    unreadable = unreadable_clusters(rows)
+    report = status(topology, backend)
+    unreadable = report.unreadable
     for alias, why in unreadable.items():  # lead with it: the table below cannot say what runs there
         print(f"error: cannot read job statuses on cluster {alias}: {why}", file=sys.stderr)
     if args.format == "json":
-        text = json.dumps({"format_version": 1, "topology": topology.name, "jobs": rows}, indent=2) + "\n"
+        text = json.dumps(report.to_dict(), indent=2) + "\n"
     else:
-        text = render_text(rows, now_ms) if rows else "No flows, no jobs.\n"
+        rows = [r.to_dict() for r in report.rows]
+        text = render_text(rows, report.now_ms) if rows else "No flows, no jobs.\n"
     sys.stdout.write(redact(text))
     if unreadable:
         print(
@@ -195,6 +146,6 @@ def cmd_status(args) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
-    if args.detailed_exitcode and any(r["wanted"] and not r["in_sync"] for r in rows):
+    if args.detailed_exitcode and report.out_of_sync:
         return EXIT_CHANGES
     return EXIT_OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.operations.backend import Backend
 from reconciler.render import graph
 from reconciler.textutil import plural
 from reconciler.topology.loader import separate_roots
@@ -26,7 +27,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_graph)
 
 
-def cmd_validate(args) -> int:
+def cmd_validate(args, backend: Backend) -> int:
     if getattr(args, "each", False) and len(args.paths) > 1:
         results = [_validate_one([p]) for p in args.paths]
         return EXIT_ERROR if EXIT_ERROR in results else EXIT_OK
@@ -54,7 +55,7 @@ def _validate_one(paths: list[str]) -> int:
     return EXIT_OK
 
 
-def cmd_graph(args) -> int:
+def cmd_graph(args, backend: Backend) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR

@@ -8,60 +8,88 @@ stream, heartbeat hops, checkpoints) and `reconciler status` -> change a remote 
 show the drift in a plan, then apply to put it back -> stop jobs and clusters (unless
 --keep-running; Ctrl-C also stops them cleanly).
 
-Each step prints what it does; a failing step says which one and what failed.
+Each step prints what it does; a failing step says which one and what failed. The product's steps
+(plan, apply, status, drift, checkpoints, heartbeats) call the operations with the Backend and print what
+the commands would; the demo's own traffic on the clusters (sample data, the live stream, counts, latency,
+the change by hand) is `dev/demo_io.py`.
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import OFFSET_END, Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
-
-from reconciler import logs, settings
-from reconciler.adapters.read_to_end import read_to_end, reader_config
+from reconciler import outputs, settings
 from reconciler.analysis.expansion import route
-from reconciler.cli.common import EXIT_CHANGES, EXIT_OK, load_validated
+from reconciler.apply.revision import revision_label
+from reconciler.cli.commands_plan import Console, ConsoleApplyUI, conclude_apply
+from reconciler.cli.commands_status import render_text
+from reconciler.cli.common import EXIT_OK, load_validated
+from reconciler.dev import demo_io
 from reconciler.dev.brokers import Engine, default_engine
 from reconciler.dev.clusters import DevClusters
 from reconciler.dev.sample_data import produce, sample_records
+from reconciler.drift.report import DriftReport
+from reconciler.mirror.mirror_client import latest_heartbeats, reachability
+from reconciler.operations import offsets
+from reconciler.operations import status as job_status
+from reconciler.operations.apply import ApplyRequest, apply
+from reconciler.operations.backend import Backend
+from reconciler.operations.drift import drift
+from reconciler.operations.plan import plan_topology
+from reconciler.plan.actions import Plan
+from reconciler.render import drift_html, drift_text, plan_text
 from reconciler.render.graph import mermaid
 from reconciler.resources import demo_topology
 from reconciler.textutil import LIVE_E2E, RECORD_AGE, LiveLine
 from reconciler.topology.model import Flow, Topology
 
-#: Runs one CLI command (argv -> exit code): `main` with this run's backend, handed in by `run`
-#: (the demo drives the CLI; importing cli.main here would be a cycle: main registers the demo).
-_cli: Callable[[list[str]], int] | None = None
+
+class _ApplyShown(Console):
+    """The console of the demo's apply: what it applied, not the plan it shows first (the step before printed
+    it); everything when it applies nothing."""
+
+    def __init__(self, clusters) -> None:
+        super().__init__(clusters)
+        self.held: list[str] | None = []
+
+    def out(self, text: str = "", end: str = "\n") -> None:
+        if self.held is not None and "Applying " not in text:
+            self.held.append(text + end)
+            return
+        if self.held is not None:  # the first line shown: "Applying ...", without the blank line before it
+            self.held, text = None, text.lstrip("\n")
+        super().out(text, end)
+
+    def flush(self) -> None:
+        if self.held:
+            sys.stdout.write(self.redact("".join(self.held)))
+        self.held = None
 
 
-def cli_main(argv: list[str]) -> int:
-    if _cli is None:
-        raise RuntimeError("the demo runs CLI commands only inside demo.run(..., cli=...)")
-    return _cli(argv)
-
-
-def cli_apply(path: Path) -> int:
-    """`reconciler apply PATH --auto-approve`, printing only what it applied (the plan it shows first
-    was just printed by the step before)."""
-    import contextlib
-    import io
-
-    buf = io.StringIO()
+def demo_apply(ctx: DemoContext) -> int:
+    """`reconciler apply PATH --auto-approve` as an operation, printing only what it applied."""
+    git = ctx.backend.git([str(ctx.topology_path)])
+    request = ApplyRequest(dict(ctx.topo.clusters), ctx.topo, None, revision_label(git), git, auto_approve=True)
+    io = _ApplyShown(dict(ctx.topo.clusters))
     try:
-        with contextlib.redirect_stdout(buf):
-            code = cli_main(["apply", str(path), "--auto-approve"])
+        return conclude_apply(io, apply(request, ctx.backend, ConsoleApplyUI(io, True, ctx.backend.ask)))
     finally:
-        lines = buf.getvalue().splitlines()
-        start = next((i for i, line in enumerate(lines) if line.startswith("Applying ")), 0)
-        print("\n".join(lines[start:]))
-    return code
+        io.flush()
+
+
+def demo_plan(ctx: DemoContext) -> Plan:
+    """`reconciler plan PATH` as an operation: the plan, printed as the command prints it."""
+    git = ctx.backend.git([str(ctx.topology_path)])
+    plan = plan_topology(ctx.topo, ctx.backend, revision_label(git)).plan
+    Console(dict(ctx.topo.clusters)).out(plan_text.render(plan), end="")
+    if plan.errors:
+        raise DemoFailed("the plan has errors (see above)")
+    return plan
 
 
 DEFAULT_TOPOLOGY = demo_topology()
@@ -80,11 +108,12 @@ class DemoContext:
     topology_path: Path
     records_per_cluster: int
     keep_running: bool
+    backend: Backend
     wait_timeout: float = 300.0
     engine: Engine = Engine.TANSU
     topology: Topology | None = None
     backlog: dict[str, dict[str, int]] = field(default_factory=dict)  # source cluster -> topic -> records
-    stream: LiveStream | None = None
+    stream: demo_io.LiveStream | None = None
     replicated: int = 0
     latency: list[float] = field(default_factory=list)  # e2e latency samples of the live stream, all flows
     notes: list[str] = field(default_factory=list)
@@ -106,68 +135,6 @@ class DemoFailed(Exception):
 
 
 # --- reading clusters ---------------------------------------------------------------------------
-
-
-def count_records(bootstrap: str, topics: list[str], timeout: float = 20.0) -> dict[str, int]:
-    """Records per topic, read to the end of every partition (ListOffsets is not trusted: Tansu
-    answers the last batch's base offset there). Missing topics count 0."""
-    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
-    md = admin.list_topics(timeout=10).topics
-    tps = [TopicPartition(t, p, 0) for t in topics if t in md and md[t].error is None for p in md[t].partitions]
-    out = {t: 0 for t in topics}
-    if not tps:
-        return out
-    c = Consumer(logs.client_config(reader_config({"bootstrap.servers": bootstrap}, "__demo.counter")))
-    try:
-        c.assign(tps)
-
-        def count(m) -> None:
-            out[m.topic()] += 1
-
-        read_to_end(
-            c, timeout, count, partitions=[(tp.topic, tp.partition) for tp in tps], batch=10_000, poll_seconds=0.5
-        )
-    finally:
-        c.close()
-    return out
-
-
-class LiveStream(threading.Thread):
-    """Sample records to every source cluster at a steady rate, until stopped."""
-
-    def __init__(self, clusters: dict[str, str], rate: float):
-        super().__init__(daemon=True, name="demo-live-stream")
-        self.clusters, self.rate = clusters, rate
-        self.produced = 0
-        self.error: str | None = None
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        try:
-            producers = {
-                a: Producer(logs.client_config({"bootstrap.servers": b, "linger.ms": 5}))
-                for a, b in self.clusters.items()
-            }
-            gens = {a: sample_records(a, list(LOCAL_TOPICS), 10**9, seed=1) for a in self.clusters}
-            start, n = time.monotonic(), 0
-            while not self._halt.is_set():
-                for alias, p in producers.items():
-                    r = next(gens[alias])
-                    p.produce(r.topic, r.value, r.key, headers=list(r.headers), timestamp=int(time.time() * 1000))
-                    p.poll(0)
-                    self.produced += 1
-                n += 1
-                ahead = n / self.rate - (time.monotonic() - start)
-                if ahead > 0:
-                    self._halt.wait(ahead)
-            for p in producers.values():
-                p.flush(10)
-        except Exception as exc:  # noqa: BLE001 - reported in the summary, never a trace
-            self.error = f"{type(exc).__name__}: {exc}"
-
-    def stop(self) -> None:
-        self._halt.set()
-        self.join(15)
 
 
 def routed(flow: Flow) -> list[tuple[str, str]]:
@@ -195,11 +162,7 @@ def step_sample_data(ctx: DemoContext) -> None:
     sources = sorted({f.source for f in ctx.topo.active_flows})
     for alias in sources:
         bootstrap = ctx.bootstrap(alias)
-        admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
-        existing = set(admin.list_topics(timeout=10).topics)
-        new = [NewTopic(t, n, 1, config=TOPIC_CONFIGS.get(t, {})) for t, n in LOCAL_TOPICS.items() if t not in existing]
-        for fut in admin.create_topics(new).values() if new else ():
-            fut.result(15)
+        demo_io.create_topics(bootstrap, LOCAL_TOPICS, TOPIC_CONFIGS)
         records = list(sample_records(alias, list(LOCAL_TOPICS), ctx.records_per_cluster))
         acked = produce(bootstrap, iter(records))
         if acked != len(records):
@@ -209,36 +172,26 @@ def step_sample_data(ctx: DemoContext) -> None:
             per_topic[r.topic] = per_topic.get(r.topic, 0) + 1
         ctx.backlog[alias] = per_topic
         # A consumer group that has processed part of `payments`: its offsets are checkpointed downstream.
-        c = Consumer(
-            logs.client_config({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False})
-        )
-        c.commit(
-            offsets=[TopicPartition(GROUP_TOPIC, p, GROUP_OFFSET) for p in range(LOCAL_TOPICS[GROUP_TOPIC])],
-            asynchronous=False,
-        )
-        c.close()
+        demo_io.commit_group(bootstrap, GROUP, GROUP_TOPIC, LOCAL_TOPICS[GROUP_TOPIC], GROUP_OFFSET)
         print(
             f"  {alias}: {acked} records on {', '.join(LOCAL_TOPICS)}; group {GROUP} committed "
             f"{GROUP_TOPIC} at offset {GROUP_OFFSET}"
         )
-    ctx.stream = LiveStream({a: ctx.bootstrap(a) for a in sources}, LIVE_RATE)
+    ctx.stream = demo_io.LiveStream({a: ctx.bootstrap(a) for a in sources}, list(LOCAL_TOPICS), LIVE_RATE)
     ctx.stream.start()
     print(f"  live stream: {LIVE_RATE:.0f} records/s per region from now on")
 
 
 def step_plan(ctx: DemoContext) -> None:
-    code = cli_main(["plan", str(ctx.topology_path), "--detailed-exitcode"])
-    if code == EXIT_OK:
+    if not demo_plan(ctx).has_changes:
         print("  (no changes: an earlier run left everything in place)")
-    elif code != EXIT_CHANGES:
-        raise DemoFailed(f"plan failed (exit {code}; see above)")
 
 
 def step_apply(ctx: DemoContext) -> None:
     print(f"  $ reconciler apply {ctx.topology_path} --auto-approve   # (the plan above, then:)")
-    if cli_apply(ctx.topology_path) != EXIT_OK:
+    if demo_apply(ctx) != EXIT_OK:
         raise DemoFailed("apply failed (see above)")
-    if cli_main(["plan", str(ctx.topology_path), "--detailed-exitcode"]) != EXIT_OK:
+    if demo_plan(ctx).has_changes:
         raise DemoFailed("the plan after apply is not empty")
     print("  second plan: no changes (the jobs are starting)")
 
@@ -251,7 +204,7 @@ def _missing_records(ctx: DemoContext) -> list[str]:
             by_target.setdefault(f.target, []).append((f, t, r))
     seen = expected = 0
     for target, items in sorted(by_target.items()):
-        counts = count_records(ctx.bootstrap(target), sorted({r for _, _, r in items}))
+        counts = demo_io.count_records(ctx.bootstrap(target), sorted({r for _, _, r in items}))
         for f, t, r in items:
             want = ctx.backlog.get(f.source, {}).get(t, 0)
             seen, expected = seen + min(counts[r], want), expected + want
@@ -261,19 +214,11 @@ def _missing_records(ctx: DemoContext) -> list[str]:
     return missing
 
 
-def _mirror_reader(ctx: DemoContext, alias: str):
-    from reconciler.adapters.mirror_kafka import MirrorKafka
-
-    return MirrorKafka({"bootstrap.servers": ctx.bootstrap(alias)}, timeout=10)
-
-
 def _heartbeats(ctx: DemoContext) -> dict[str, dict]:
-    from reconciler.mirror.mirror_client import latest_heartbeats
-
     out = {}
     for target in sorted({f.target for f in ctx.topo.active_flows}):
         policy = next(f.policy for f in ctx.topo.active_flows if f.target == target)
-        out[target] = latest_heartbeats(_mirror_reader(ctx, target), policy)
+        out[target] = latest_heartbeats(ctx.backend.mirror_client(ctx.topo.clusters[target], 10.0), policy)
     return out
 
 
@@ -293,12 +238,14 @@ def _checkpoint_flows(ctx: DemoContext) -> list[Flow]:
 
 
 def _checkpoints(ctx: DemoContext, flow: Flow):
-    from reconciler.mirror.mirror_client import NoCheckpointsTopic, translate_offsets
-
+    """The group's translated offsets on the flow's target (`offsets translate`), {} while there are none."""
+    move = offsets.GroupMove(GROUP, flow.source, flow.target, timeout=10.0)
     try:
-        return translate_offsets(_mirror_reader(ctx, flow.target), flow.source, GROUP, flow.policy).offsets()
-    except NoCheckpointsTopic:
-        return {}
+        return offsets.translate(ctx.topo, move, ctx.backend).scan.offsets()
+    except offsets.Refused as exc:
+        if isinstance(exc.__cause__, Exception):  # the cluster could not be read: the wait retries
+            raise
+        return {}  # no checkpoints (yet)
 
 
 def _missing_checkpoints(ctx: DemoContext) -> list[str]:
@@ -310,12 +257,10 @@ def _missing_checkpoints(ctx: DemoContext) -> list[str]:
 
 
 def _job_problems(ctx: DemoContext) -> list[str]:
-    from reconciler.cli.commands_status import job_rows
-
     return [
-        f"job {r['flow']} is {r['state']}: {r['why'] or r['last_error'] or ''}".rstrip(": ")
-        for r in job_rows(ctx.topo)
-        if r["wanted"] and r["state"] != "running"
+        f"job {r.flow} is {r.state}: {r.why or r.last_error or ''}".rstrip(": ")
+        for r in job_status.status(ctx.topo, ctx.backend).rows
+        if r.wanted and r.state != "running"
     ]
 
 
@@ -376,42 +321,16 @@ def step_wait(ctx: DemoContext) -> None:
 def _latency_probe(ctx: DemoContext, seconds: float = 8.0) -> dict[str, list[float]]:
     """End-to-end latency of the live stream: from the producer's timestamp on the source to a
     consumer receiving the record on the target, per flow."""
-    t0 = int(time.time() * 1000)
-    consumers = []
+    remotes: dict[str, list[str]] = {}
     flows_of: dict[tuple[str, str], str] = {}
-    for target in sorted({f.target for f in ctx.topo.active_flows}):
-        remotes = []
-        for f in ctx.topo.active_flows:
-            if f.target == target:
-                for _, r in routed(f):
-                    remotes.append(r)
-                    flows_of[(target, r)] = f.name
-        c = Consumer(
-            logs.client_config(
-                {
-                    "bootstrap.servers": ctx.bootstrap(target),
-                    "group.id": "__demo.latency",
-                    "enable.auto.commit": False,
-                    "fetch.wait.max.ms": 20,
-                }
-            )
-        )
-        md = c.list_topics(timeout=10).topics
-        c.assign([TopicPartition(r, p, OFFSET_END) for r in remotes if r in md for p in md[r].partitions])
-        consumers.append((target, c))
+    for f in ctx.topo.active_flows:
+        for _, r in routed(f):
+            remotes.setdefault(f.target, []).append(r)
+            flows_of[(f.target, r)] = f.name
     samples: dict[str, list[float]] = {}
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        for target, c in consumers:
-            for m in c.consume(1000, 0.05):
-                if m.error():
-                    continue
-                now = time.time() * 1000
-                ts = m.timestamp()[1]
-                if ts >= t0:
-                    samples.setdefault(flows_of[(target, m.topic() or "")], []).append(now - ts)
-    for _, c in consumers:
-        c.close()
+    bootstraps = {t: ctx.bootstrap(t) for t in remotes}
+    for key, values in demo_io.e2e_latency(remotes, bootstraps, seconds).items():
+        samples.setdefault(flows_of[key], []).extend(values)
     return samples
 
 
@@ -421,18 +340,15 @@ def _pct(values: list[float], p: float) -> float:
 
 
 def step_summary(ctx: DemoContext) -> None:
-    from reconciler.cli.commands_status import job_rows
-    from reconciler.mirror.mirror_client import reachability
-
     print(f"  {LIVE_E2E} of the live stream (produced on the source -> consumed on the target), 8 s ...")
     latency = _latency_probe(ctx)
     ctx.latency = [v for values in latency.values() for v in values]
-    rows = {r["flow"]: r for r in job_rows(ctx.topo)}
+    rows = {r.flow: r.to_dict() for r in job_status.status(ctx.topo, ctx.backend).rows}
     table = [["FLOW", "TOPIC -> REMOTE TOPIC", "SOURCE", "TARGET"]]
     for f in sorted(ctx.topo.active_flows, key=lambda f: f.name):
         pairs = routed(f)
-        target_counts = count_records(ctx.bootstrap(f.target), [r for _, r in pairs])
-        source_counts = count_records(ctx.bootstrap(f.source), [t for t, _ in pairs])
+        target_counts = demo_io.count_records(ctx.bootstrap(f.target), [r for _, r in pairs])
+        source_counts = demo_io.count_records(ctx.bootstrap(f.source), [t for t, _ in pairs])
         for i, (t, r) in enumerate(pairs):
             table.append(
                 [f.name if i == 0 else "", f"{t} -> {f.target}:{r}", str(source_counts[t]), str(target_counts[r])]
@@ -461,7 +377,7 @@ def step_summary(ctx: DemoContext) -> None:
     _print_table(table)
 
     print("\n  Heartbeats (reachability and hops, as MirrorMaker 2's RemoteClusterUtils reads them):")
-    now_ms = int(time.time() * 1000)
+    now_ms = int(ctx.backend.clock() * 1000)
     for target, beats in _heartbeats(ctx).items():
         policy = next(f.policy for f in ctx.topo.active_flows if f.target == target)
         reach = reachability(target, beats, policy, now_ms)
@@ -489,12 +405,20 @@ def step_summary(ctx: DemoContext) -> None:
         "    offset: a consumer that fails over may re-read up to offset_syncs.lag_max records, never skips one)"
     )
     print("\n  $ reconciler status " + str(ctx.topology_path))
-    cli_main(["status", str(ctx.topology_path)])
+    report = job_status.status(ctx.topo, ctx.backend)
+    sys.stdout.write(render_text([r.to_dict() for r in report.rows], report.now_ms))
     print(
         f"  (AGE P50/P99 here are the jobs' own figures, {RECORD_AGE} when the target acknowledged a record over the\n"
         "  last minute: they include the backlog produced before the jobs started, and are what the topology's\n"
         f"  slo.max_latency_p99_ms is checked against; LIVE E2E above is the {LIVE_E2E} of fresh records)"
     )
+
+
+def demo_drift(ctx: DemoContext) -> DriftReport:
+    """`reconciler drift PATH` as an operation: the report, its text printed as the command prints it."""
+    found = drift(ctx.topo, ctx.backend, revision=ctx.backend.git([str(ctx.topology_path)]))
+    sys.stdout.write(drift_text.render(found))
+    return found
 
 
 def _print_table(table: list[list[str]]) -> None:
@@ -505,24 +429,21 @@ def _print_table(table: list[list[str]]) -> None:
 
 def step_drift(ctx: DemoContext) -> None:
     cluster, topic, key, value = DRIFT
-    admin = AdminClient(logs.client_config({"bootstrap.servers": ctx.bootstrap(cluster)}))
-    res = ConfigResource(
-        ResourceType.TOPIC,
-        topic,
-        incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)],
-    )
-    for fut in admin.incremental_alter_configs([res]).values():
-        fut.result(15)
+    demo_io.set_topic_config(ctx.bootstrap(cluster), topic, key, value)
     print(f"  by hand: set {key}={value} on {cluster}:{topic} (the topology says: as on the source)")
     report = settings.state_dir() / "demo-drift.html"
     print(f"\n  $ reconciler drift {ctx.topology_path} --out {report}")
-    if cli_main(["drift", str(ctx.topology_path), "--out", str(report)]) != EXIT_CHANGES:
+    found = demo_drift(ctx)
+    outputs.write_text(str(report), drift_html.render(found, ctx.topo))
+    print(f"Wrote the drift report to {report}", file=sys.stderr)
+    if found.errors or not found.has_drift:
         raise DemoFailed("the drift report did not show the manual change")
     print(f"\n  $ reconciler apply {ctx.topology_path} --auto-approve   # put it back")
-    if cli_apply(ctx.topology_path) != EXIT_OK:
+    if demo_apply(ctx) != EXIT_OK:
         raise DemoFailed("apply could not put the change back")
     print(f"\n  $ reconciler drift {ctx.topology_path}")
-    if cli_main(["drift", str(ctx.topology_path)]) != EXIT_OK:
+    again = demo_drift(ctx)
+    if again.errors or again.has_drift:
         raise DemoFailed("drift is still reported after the repair")
     ctx.notes.append(
         f"drift       {key} changed by hand on {cluster}:{topic}: reported by drift (HTML: {report}), "
@@ -574,19 +495,25 @@ def run(
     keep_running: bool = False,
     wait_timeout: float = 300.0,
     *,
-    cli: Callable[[list[str]], int],
+    backend: Backend | None = None,
     engine: Engine | None = None,
 ) -> int:
-    """`cli` runs one CLI command (argv -> exit code): `reconciler.cli.main.main` bound to a backend."""
-    global _cli
-    _cli = cli
+    """`backend`: the outside world the demo's operations (plan, apply, status, drift, checkpoints,
+    heartbeats) run against (default: the real one)."""
     topology_path = Path(topology_path)
     try:  # shown in every command the demo prints: shorter, and what a user would type
         shown = topology_path.resolve().relative_to(Path.cwd())
         topology_path = shown
     except ValueError:
         pass
-    ctx = DemoContext(topology_path, records_per_cluster, keep_running, wait_timeout, engine or default_engine())
+    ctx = DemoContext(
+        topology_path,
+        records_per_cluster,
+        keep_running,
+        backend if backend is not None else Backend.default(),
+        wait_timeout,
+        engine or default_engine(),
+    )
     started = time.monotonic()
     failed: str | None = None
     interrupted: str | None = None

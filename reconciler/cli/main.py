@@ -69,10 +69,8 @@ def main(argv: list[str] | None = None, backend: Backend | None = None) -> int:
 def _run(args: argparse.Namespace, backend: Backend | None) -> int:
     if settings.check():  # malformed RECONCILER_* environment variables: refuse before doing anything
         return 1
-    args.backend = backend if backend is not None else Backend.default()
-    args.run_command = lambda more: main(more, backend)  # for commands that run others (demo)
     try:
-        return int(args.func(args) or 0)
+        return int(args.func(args, backend if backend is not None else Backend.default()) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

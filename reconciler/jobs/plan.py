@@ -1,5 +1,5 @@
 """Jobs in the plan: desired jobs x live jobs -> actions and findings (`diff_jobs`, pure), and
-`with_jobs`, which reads the live jobs and adds them to a topic plan (used by reconciler.operations.plan).
+`with_jobs`, which reads the live jobs (the deployers' view) and adds them to a topic plan (used by reconciler.operations.plan).
 
 Per enabled flow:
   not deployed / stopped          -> deploy
@@ -303,13 +303,12 @@ def with_jobs(
     statuses: JobStatuses | None = None,
     now_ms: int | None = None,
 ) -> Plan:
-    """`plan` plus the job actions and findings (unchanged when jobs are off: `backend` None)."""
+    """`plan` plus the job actions and findings (unchanged when jobs are off: `backend` None).
+
+    `git_revision` (`<sha>[-dirty]`, None outside git) is data: the Backend read it once for the command; the
+    desired job specs carry it (their hash leaves it out)."""
     if backend is None:
         return plan
-    if git_revision is None:
-        from reconciler.apply.revision import topology_revision
-
-        git_revision = topology_revision(topology.files)
     desired = desired_jobs(topology, git_revision)
     skip = {a: c.error or "unreachable" for a, c in live.clusters.items() if not c.reachable}
     jobs = read_jobs(topology, backend, desired, skip, now_ms=now_ms, statuses=statuses)

@@ -41,7 +41,7 @@ class ApplyRequest:
     clusters: Mapping[str, Cluster]
     topology: Topology | None = None  # None: apply exactly `saved`
     saved: Plan | None = None
-    revision: str | None = None
+    revision: str | None = None  # `<sha>[-dirty]` of `git`: recorded, and carried by the job specs planned
     git: Mapping[str, Any] | None = None
     auto_approve: bool = False
     lock_timeout: float = 0.0  # seconds to wait for a lease held elsewhere (0: fail at once)
@@ -66,7 +66,7 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
         if saved is not None:
             plan = saved
         elif topology is not None:
-            plan = make_plan(topology, conns, backend)
+            plan = make_plan(topology, conns, backend, git_revision=request.revision)
         else:
             raise ValueError("an ApplyRequest needs a topology or a saved plan")
         ui.out(plan_text.render(plan), end="")
@@ -97,7 +97,7 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
                 if stale and topology is not None and saved is None and request.auto_approve:
                     # Nothing to refuse: --auto-approve approved whatever the plan is, so plan again
                     # from what the lease now protects (Terraform plans under its lock the same way).
-                    plan = make_plan(topology, conns, backend, live)
+                    plan = make_plan(topology, conns, backend, live, request.revision)
                     ui.out(f"\nThe clusters changed while planning ({stale}); planned again under the lease:\n")
                     ui.out(plan_text.render(plan), end="")
                     stale = unlocked(plan, touched) or ("the new plan has errors" if plan.errors else None)

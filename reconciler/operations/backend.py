@@ -1,8 +1,8 @@
 """The Backend: every outside dependency of an operation, as one object passed in.
 
 Like Terraform's backend: the CLI builds the real one (`Backend.default()`: librdkafka admins, the
-job deployers unless RECONCILER_JOBS=off, Kafka readers of status records and heartbeats, git, the
-wall clock); tests build one over the in-memory admin double (`adapters/memory_admin.py`, which
+job deployers unless RECONCILER_JOBS=off, Kafka readers of status records and heartbeats, a factory of
+one-cluster MirrorKafka clients for the offset commands, git, the wall clock); tests build one over the in-memory admin double (`adapters/memory_admin.py`, which
 passes the same contract suite as the real adapter) and recording deployers.
 """
 
@@ -12,17 +12,32 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
 from reconciler.adapters.live_read import AdminFactory
 from reconciler.contract.status import StatusRecord
 from reconciler.jobs.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
+from reconciler.mirror.mirror_client import ClusterReader, GroupState, TopicPartition
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
 from reconciler.topology.model import Cluster
 
 HeartbeatReader = Callable[[Cluster, ReplicationPolicy], Mapping[str, Heartbeat | None]]
+
+
+class MirrorCluster(ClusterReader, Protocol):
+    """One cluster as the offset commands read it (MirrorMaker 2's MirrorClient, and the group offsets
+    failover moves): `adapters/mirror_kafka.MirrorKafka`, or a test's in-memory double."""
+
+    def group_state(self, group: str) -> GroupState: ...
+    def committed_offsets(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
+    def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None: ...
+
+
+#: (cluster, per-request timeout) -> a client of that one cluster; raises Unreachable or NotAnswering
+#: (adapters/probe.py) within seconds when it is down.
+MirrorClientFactory = Callable[[Cluster, float], MirrorCluster]
 GitReader = Callable[[Iterable[str], "str | None"], "dict | None"]
 
 
@@ -34,6 +49,18 @@ def kafka_heartbeat_reader(cluster: Cluster, policy: ReplicationPolicy) -> Mappi
     from reconciler.topology.connection import client_config
 
     return latest_heartbeats(MirrorKafka(logs.client_config(client_config(cluster)), timeout=15.0), policy)
+
+
+def kafka_mirror_client(cluster: Cluster, timeout: float) -> MirrorCluster:
+    """The cluster's settings resolved (for this one cluster), probed, and a MirrorKafka client over them."""
+    from reconciler import logs
+    from reconciler.adapters.mirror_kafka import MirrorKafka
+    from reconciler.adapters.probe import CONNECT_TIMEOUT, require_reachable
+    from reconciler.topology.connection import client_config
+
+    config = client_config(cluster)
+    require_reachable(cluster.alias, config, min(timeout, CONNECT_TIMEOUT))
+    return MirrorKafka(logs.client_config(config), timeout)
 
 
 def git_revision_info(paths: Iterable[str], revision: str | None = None) -> dict | None:
@@ -57,6 +84,8 @@ class Backend:
     #: Status records of a (target) cluster; None: the job backend's reader (or Kafka's when jobs are off).
     status_reader: StatusReader | None = None
     read_heartbeats: HeartbeatReader = kafka_heartbeat_reader
+    #: A client of one cluster for `offsets translate`, `failover`, `reachability` (and the demo's reads).
+    mirror_client: MirrorClientFactory = kafka_mirror_client
     git: Callable[..., Any] = git_revision_info
     clock: Callable[[], float] = field(default=time.time)
     #: Asks the person a question (apply's and force-unlock's confirmation); None: nobody can answer.

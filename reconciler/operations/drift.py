@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.adapters.live_read import Connections
+from reconciler.apply.revision import revision_label
 from reconciler.contract.status import StatusRecord
 from reconciler.drift.report import DriftReport, build_report
 from reconciler.operations.backend import Backend
@@ -29,7 +30,7 @@ def drift_view(
 ) -> DriftReport:
     """Pure over the observation (plus the deployers' listing the job plan asks for)."""
     topology, live = obs.topology, obs.live
-    plan = plan_of(obs, backend)
+    plan = plan_of(obs, backend, revision_label(revision))
     statuses: dict[str, StatusRecord] = {}
     status_errors: dict[str, str] = {}
     if check_jobs and obs.statuses is not None:

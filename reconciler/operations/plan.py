@@ -1,10 +1,13 @@
 """Plan: the desired state (computed once, in observe) diffed against the observation, plus the jobs.
 
-`plan_of(observation, backend)` is pure apart from the deployers' view of their jobs (a local
-listing; the status records come from the observation). `make_plan` reads and plans in one step.
+`plan_of(observation, backend, git_revision)` is pure apart from the deployers' view of their jobs (a local
+listing; the status records come from the observation); the git revision is data, read by the command once
+through `backend.git`. `make_plan` reads and plans in one step.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from reconciler.adapters.live_read import Connections
 from reconciler.jobs.plan import with_jobs
@@ -16,12 +19,14 @@ from reconciler.state.live import LiveState
 from reconciler.topology.model import Topology
 
 
-def plan_of(obs: Observation, backend: Backend) -> Plan:
+def plan_of(obs: Observation, backend: Backend, git_revision: str | None = None) -> Plan:
+    """`git_revision`: `<sha>[-dirty]` of the topology (`revision_label` of what `backend.git` read once for
+    the command), carried by the desired job specs; None outside git."""
     plan = diff(obs.desired, obs.live, obs.topology)
     if backend.jobs is None:
         return plan
     # the replication jobs: deploy / update / restart / stop
-    return with_jobs(plan, obs.topology, obs.live, backend.jobs, statuses=obs.statuses, now_ms=obs.now_ms)
+    return with_jobs(plan, obs.topology, obs.live, backend.jobs, git_revision, statuses=obs.statuses, now_ms=obs.now_ms)
 
 
 def observe_for_plan(
@@ -31,5 +36,24 @@ def observe_for_plan(
     return observe(topology, conns, backend, live=live, statuses=backend.jobs is not None, **more)
 
 
-def make_plan(topology: Topology, conns: Connections, backend: Backend, live: LiveState | None = None) -> Plan:
-    return plan_of(observe_for_plan(topology, conns, backend, live), backend)
+@dataclass(frozen=True)
+class Planned:
+    plan: Plan
+    observation: Observation  # what it was planned from (live state, desired state: `plan --base` restricts)
+
+
+def plan_topology(topology: Topology, backend: Backend, git_revision: str | None = None) -> Planned:
+    """`reconciler plan`: connect to the topology's clusters, observe, plan."""
+    with Connections(dict(topology.clusters), backend.admin_factory) as conns:
+        obs = observe_for_plan(topology, conns, backend)
+        return Planned(plan_of(obs, backend, git_revision), obs)
+
+
+def make_plan(
+    topology: Topology,
+    conns: Connections,
+    backend: Backend,
+    live: LiveState | None = None,
+    git_revision: str | None = None,
+) -> Plan:
+    return plan_of(observe_for_plan(topology, conns, backend, live), backend, git_revision)

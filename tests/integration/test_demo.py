@@ -8,7 +8,6 @@ import shutil
 import pytest
 
 from reconciler.cli import demo
-from reconciler.cli.main import main
 from reconciler.deploy.local import LocalDeployer
 from reconciler.dev.brokers import free_port
 
@@ -25,7 +24,7 @@ def test_demo_runs_end_to_end(tmp_path, state_dir, capsys):
     clusters.write_text(text)
 
     try:
-        code = demo.run(topo, records_per_cluster=300, wait_timeout=240, cli=main)
+        code = demo.run(topo, records_per_cluster=300, wait_timeout=240)
     finally:
         LocalDeployer().stop_all()  # whatever happened, no job outlives the test
     out, err = capsys.readouterr()

@@ -367,3 +367,22 @@ def test_one_home_per_concept():
     assert {name: sorted(homes) for name, homes in defined.items()} == {
         name: [home] if home != "nowhere" else [] for name, home in ONE_HOME.items()
     }
+
+
+#: The CLI's wiring of the real outside world: it builds `Backend.default()` and hands it to each command.
+BACKEND_WIRING = {"reconciler.cli.main"}
+
+
+def test_cli_commands_import_neither_kafka_clients_nor_adapters():
+    """A command parses its arguments, calls an operation with the Backend and renders what comes back: it
+    never builds a client of its own (confluent_kafka, `adapters/`: KafkaAdmin, MirrorKafka, Connections,
+    read_to_end, the probe). Only the backend wiring may name them (every import counts, also in functions)."""
+    graph = _graph_all(top_level_only=False)
+    reaching = sorted(
+        f"{m} imports {i}"
+        for m, imports in graph.items()
+        if m.startswith("reconciler.cli.") and m not in BACKEND_WIRING
+        for i in imports
+        if i.split(".")[0] == "confluent_kafka" or i == "reconciler.adapters" or i.startswith("reconciler.adapters.")
+    )
+    assert reaching == []

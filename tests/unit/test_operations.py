@@ -4,12 +4,22 @@ fixed clock. No module global is patched: every dependency comes in through the 
 
 from __future__ import annotations
 
+import pytest
+
 from reconciler.adapters.live_read import Connections
+from reconciler.adapters.probe import Unreachable
+from reconciler.apply.lock import Lease
 from reconciler.jobs.state import JobState, JobStatuses, desired_jobs, read_jobs, read_statuses
+from reconciler.mirror.mirror_client import GroupState, TopicPartition
+from reconciler.mirror.records import Checkpoint, Heartbeat
+from reconciler.operations import offsets
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
 from reconciler.operations.drift import drift, drift_view
+from reconciler.operations.lock import LeaseClaim, UnlockOutcome, remove_lease
 from reconciler.operations.observe import observe
-from reconciler.operations.plan import make_plan, plan_of
+from reconciler.operations.offsets import GroupMove
+from reconciler.operations.plan import make_plan, plan_of, plan_topology
+from reconciler.operations.status import status
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, kinds, topology
 
@@ -108,6 +118,8 @@ def make_plan_of(w: World, backend):
         one = make_plan(w.topology, conns, backend)
         obs = observe(w.topology, conns, backend, statuses=backend.jobs is not None)
     assert kinds(plan_of(obs, backend)) == kinds(one)  # the same plan, whichever way it is asked for
+    planned = plan_topology(w.topology, backend)  # `reconciler plan`: connects, observes, plans
+    assert kinds(planned.plan) == kinds(one) and planned.observation.live.cluster("east").reachable
     return one
 
 
@@ -138,3 +150,236 @@ def test_drift_is_a_view_of_the_plan_and_the_observation():
         obs = observe(w.topology, conns, backend, statuses=True, heartbeats=True, applied=True)
     view = drift_view(obs, backend, check_jobs=False)
     assert view.status() == "in-sync", view.headline()
+
+
+# --- status, and git read once per command ---------------------------------------------------------------
+
+
+def test_status_reports_typed_rows_at_the_backends_clock():
+    w = world()
+    board, deployer = StatusBoard(), FakeDeployer("local")
+    backend = w.backend(fake_backend(board, deployer), clock=lambda: NOW)
+    [row] = status(w.topology, backend).rows
+    assert (row.flow, row.wanted, row.state, row.in_sync, row.desired_hash is not None) == (
+        "west->east",
+        True,
+        "not deployed",
+        False,
+        True,
+    )
+    apply(ApplyRequest(dict(w.topology.clusters), w.topology), backend, _UI())
+    board.report("west->east", deployer.jobs["west->east"].spec, lag_total=7)
+    report = status(w.topology, w.backend(fake_backend(board, deployer)))  # the wall clock: the board's
+    [row] = report.rows
+    assert (row.state, row.in_sync, row.lag_total, row.latency_ms) == (
+        "running",
+        True,
+        7,
+        {"p50": 40.0, "p95": 80.0, "p99": 120.0},
+    )
+    assert not report.out_of_sync and report.unreadable == {}
+    assert report.to_dict()["jobs"] == [row.to_dict()] and list(row.to_dict())[:3] == ["flow", "wanted", "deployer"]
+
+
+def test_status_names_a_cluster_whose_statuses_cannot_be_read():
+    w = world()
+
+    def broken(cluster):
+        raise RuntimeError("status topic not readable")
+
+    jobs = fake_backend(StatusBoard())
+    jobs.read_status = broken
+    report = status(w.topology, w.backend(jobs))
+    assert report.unreadable == {"east": "RuntimeError: status topic not readable"}
+    assert report.rows[0].unreadable == "RuntimeError: status topic not readable"
+
+
+def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_path, capsys):
+    """plan, apply, drift and status read the revision through `backend.git` at most once; the job plan
+    (`with_jobs`) takes it as data and the desired job specs carry it."""
+    from reconciler.cli.main import main
+
+    w = world()
+    path = tmp_path / "t.yaml"
+    path.write_text(TOPOLOGY_FILE)
+    calls: list[tuple] = []
+
+    def git(paths, revision=None):
+        calls.append((tuple(paths), revision))
+        return {"commit": "c0ffee", "dirty": True}
+
+    board, deployer = StatusBoard(), FakeDeployer("local")
+    backend = w.backend(fake_backend(board, deployer), git=git)
+    out = tmp_path / "plan.json"
+    for argv, reads in (
+        (["plan", str(path), "--format", "json"], 1),
+        (["plan", str(path), "--out", str(out)], 1),
+        (["apply", str(path), "--auto-approve"], 1),
+        (["drift", str(path)], 1),
+        (["status", str(path)], 0),
+    ):
+        calls.clear()
+        main(argv, backend)
+        assert calls == [((str(path),), None)] * reads, argv
+    assert deployer.jobs["west->east"].spec.git_revision == "c0ffee-dirty"
+    capsys.readouterr()
+    with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
+        assert make_plan(w.topology, conns, backend).actions == []
+    assert calls == [], "the operations never read git themselves"
+
+
+TOPOLOGY_FILE = """apiVersion: reconciler/v1
+kind: Topology
+metadata: {name: test}
+clusters:
+  west: {bootstrap_servers: "127.0.0.1:1", replication_principal: "User:mirror"}
+  east: {bootstrap_servers: "127.0.0.1:2", replication_principal: "User:mirror"}
+flows:
+  - {source: west, target: east, topics: {include: ["orders"]}}
+"""
+
+
+# --- offsets translate, failover, reachability: over the Backend's mirror client factory ------------------
+
+
+class MirrorDouble:
+    """One cluster as the offset operations read it: in-memory topics ({topic: [partition records]}) and the
+    consumer groups' state and committed offsets."""
+
+    def __init__(self, topics, state=("EMPTY", 0), committed=None):
+        self._topics, self.state, self.committed = topics, state, dict(committed or {})
+        self.commits: list[dict] = []
+
+    def topics(self):
+        return {t: len(ps) for t, ps in self._topics.items()}
+
+    def read_all(self, topic, partitions):
+        return [r for p in self._topics[topic][:partitions] for r in p]
+
+    def read_tail(self, topic, partitions, per_partition):
+        return [r for p in self._topics[topic][:partitions] for r in p[-per_partition:]]
+
+    def group_state(self, group):
+        return GroupState(group, *self.state)
+
+    def committed_offsets(self, group, partitions):
+        return {tp: self.committed[tp] for tp in partitions if tp in self.committed}
+
+    def commit_offsets(self, group, offsets):
+        self.commits.append(dict(offsets))
+        self.committed.update(offsets)
+
+
+def _checkpoint(partition, upstream, downstream):
+    c = Checkpoint("billing", "west.orders", partition, upstream, downstream, "")
+    return c.record_key(), c.record_value()
+
+
+def _mirror_world(**double):
+    beat = Heartbeat("west", "east", int(NOW * 1000) - 3000)
+    east = MirrorDouble(
+        {
+            "west.checkpoints.internal": [[_checkpoint(0, 10, 8), _checkpoint(1, 4, 4)]],
+            "west.orders": [[], []],
+            "west.heartbeats": [[(beat.record_key(), beat.record_value())]],
+        },
+        **double,
+    )
+    asked: list[tuple[str, float]] = []
+
+    def factory(cluster, timeout):
+        asked.append((cluster.alias, timeout))
+        return east
+
+    return east, asked, factory
+
+
+MOVE = GroupMove("billing", "west", "east", timeout=5.0)
+
+
+def test_translate_reads_the_checkpoints_on_the_target_through_the_backend():
+    w = world()
+    east, asked, factory = _mirror_world()
+    t = offsets.translate(w.topology, MOVE, w.backend(mirror_client=factory))
+    assert asked == [("east", 5.0)]
+    assert t.scan.offsets() == {TopicPartition("west.orders", 0): 8, TopicPartition("west.orders", 1): 4}
+    with pytest.raises(offsets.Refused, match="has not committed offsets on 'west' yet"):
+        offsets.translate(w.topology, GroupMove("other", "west", "east"), w.backend(mirror_client=factory))
+    with pytest.raises(offsets.Refused, match="cluster 'north' is not in the topology"):
+        offsets.translate(w.topology, GroupMove("billing", "west", "north"), w.backend(mirror_client=factory))
+
+    def down(cluster, timeout):
+        raise Unreachable(f"cannot connect to cluster {cluster.alias!r}")
+
+    with pytest.raises(offsets.Refused, match="cannot connect to cluster 'east'"):
+        offsets.translate(w.topology, MOVE, w.backend(mirror_client=down))
+
+
+def test_failover_plans_and_commits_only_when_asked_and_not_refused():
+    w = world()
+    east, _, factory = _mirror_world()
+    dry = offsets.failover(w.topology, MOVE, w.backend(mirror_client=factory))
+    assert dry.refusal is None and not dry.applied and east.commits == []
+    assert dry.plan.commits == {TopicPartition("west.orders", 0): 8, TopicPartition("west.orders", 1): 4}
+    done = offsets.failover(w.topology, MOVE, w.backend(mirror_client=factory), apply=True)
+    assert done.applied and east.commits == [dry.plan.commits]
+    busy, _, factory = _mirror_world(state=("STABLE", 2))
+    refused = offsets.failover(w.topology, MOVE, w.backend(mirror_client=factory), apply=True)
+    assert not refused.applied and busy.commits == [] and "is active on 'east'" in (refused.refusal or "")
+
+
+def test_failover_warns_through_the_callback_when_no_flow_joins_the_clusters():
+    w = world()
+    _, _, factory = _mirror_world()
+    warnings: list[str] = []
+    with pytest.raises(offsets.Refused, match="has no topic east.checkpoints.internal"):
+        offsets.failover(w.topology, GroupMove("billing", "east", "west"), w.backend(mirror_client=factory),
+                         warn=warnings.append)  # fmt: skip
+    assert warnings == ["warning: no flow east->west in the topology; assuming the default replication policy"]
+
+
+def test_reachability_ages_heartbeats_at_the_backends_clock():
+    w = world()
+    _, asked, factory = _mirror_world()
+    report = offsets.reachability(w.topology, "east", w.backend(mirror_client=factory, clock=lambda: NOW), 7.0)
+    [up] = report.upstream
+    assert asked == [("east", 7.0)] and (up.alias, up.hops, up.age_seconds) == ("west", 1, 3.0)
+
+
+# --- force-unlock: the lease store through the Backend's admin factory -----------------------------------
+
+
+def test_remove_lease_asks_then_withdraws_exactly_the_named_claim():
+    w = world()
+    stuck = Lease(w.factory(w.topology.clusters["east"]), ttl=60)
+    stuck.acquire()  # never released: the apply was killed
+    backend = w.backend()
+    asked: list[LeaseClaim] = []
+    no = remove_lease(w.topology, "east", stuck.owner, backend, lambda c: asked.append(c) is not None)
+    assert no == UnlockOutcome(False, asked[0]) and asked[0].lock_id == stuck.owner and asked[0].who != "?"
+    missing = remove_lease(w.topology, "east", "not-an-owner", backend, lambda c: True)
+    assert not missing.removed and f"has no live lease 'not-an-owner' (live leases: {stuck.owner} by" in (
+        missing.error or ""
+    )
+    assert remove_lease(w.topology, "north", stuck.owner, backend, lambda c: True).error == (
+        "no cluster 'north' in the topology (clusters: east, west)"
+    )
+    done = remove_lease(w.topology, "east", stuck.owner, backend, lambda c: True)
+    assert done.removed and done.claim is not None
+    assert remove_lease(w.topology, "east", stuck.owner, backend, lambda c: True).error is not None, "gone"
+
+
+def test_force_unlock_command_renders_the_operation(tmp_path, capsys):
+    from reconciler.cli.main import main
+
+    w = world()
+    path = tmp_path / "t.yaml"
+    path.write_text(TOPOLOGY_FILE)
+    stuck = Lease(w.factory(w.topology.clusters["east"]), ttl=60)
+    stuck.acquire()
+    refused = w.backend(ask=lambda question: None)  # no terminal: nobody can answer
+    assert main(["force-unlock", str(path), "--cluster", "east", stuck.owner], refused) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith(f"Lease {stuck.owner} on east: held by ") and "refusing to ask" in err
+    assert main(["force-unlock", str(path), "--cluster", "east", stuck.owner, "--force"], w.backend()) == 0
+    assert capsys.readouterr().out.endswith(f"Removed the lease {stuck.owner} on east.\n")
