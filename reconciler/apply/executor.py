@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any, Protocol
+from typing import Protocol
 
 from reconciler.adapters.base import ClusterAdmin, ConfigAlteration, NewTopicSpec, OpResult, ResultCode
+from reconciler.deploy import Deployers
 from reconciler.plan.actions import Action, ActionKind, Plan
 
 BATCH_SIZE = 500
@@ -20,10 +21,11 @@ BATCH_SIZE = 500
 
 @dataclass
 class ApplyContext:
-    """What handlers need: an adapter per cluster, plus room for other adapters (job deployers)."""
+    """What handlers need: an adapter per cluster (topic, config and ACL actions) and the job deployers
+    (job actions; None: the real ones, built when a job action runs)."""
 
     admins: Callable[[str], ClusterAdmin | None]
-    extras: dict[str, Any] = field(default_factory=dict)
+    deployers: Deployers | None = None
 
 
 Handler = Callable[[ApplyContext, str, Sequence[Action]], list[OpResult]]

@@ -12,14 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from reconciler.adapters.base import OpResult
 from reconciler.apply.executor import ApplyContext, register_handler
 from reconciler.deploy import Deployers
-from reconciler.jobs import backend as job_backend
 from reconciler.plan.actions import ActionKind
 from reconciler.plan.job_actions import JobAction
 
 
 def _deployers(ctx: ApplyContext) -> Deployers:
-    backend = ctx.extras.get("jobs") or job_backend.JobBackend()
-    return backend.deployers
+    return ctx.deployers if ctx.deployers is not None else Deployers()
 
 
 def _each(

@@ -105,7 +105,7 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
                     ui.err(f"error: refusing to apply a stale plan: {stale}")
                     return ApplyOutcome(False)
                 ui.out(f"\nApplying {plural(len(plan.actions), 'action')} on {', '.join(touched)} (lease held) ...")
-                report = execute(plan, ApplyContext(conns.get, {"jobs": backend.jobs_or_default()}), ui.progress)
+                report = execute(plan, ApplyContext(conns.get, backend.jobs_or_default().deployers), ui.progress)
                 if report.ok:
                     for lease in locks.leases:
                         lease.record_applied(
