@@ -6,6 +6,7 @@
     observe   read the clusters, job statuses, heartbeats and applied records once -> Observation
     plan      desired state (once) + topic/ACL diff + job diff over an Observation -> Plan
     apply     lease, re-read, stale check, re-plan under the lease, execute, record
+    handlers  the executor's handler table: every action kind's handler, named in one function
     drift     a view of the plan and the observation -> DriftReport
 
 Data flows one way: topology -> observe -> plan -> (apply | drift) -> render (in the CLI).
