@@ -23,6 +23,7 @@ from reconciler.adapters.base import NewTopicSpec
 from reconciler.adapters.live_read import Connections, clusters_of, read_live
 from reconciler.adapters.memory_admin import MemoryCluster, MemoryFactory
 from reconciler.apply.executor import ApplyContext, execute
+from reconciler.operations.handlers import handler_table
 from reconciler.plan.desired import desired_state
 from reconciler.plan.diff import diff
 from reconciler.render import plan_json, plan_text
@@ -129,7 +130,7 @@ def main(argv=None) -> int:
                 _, plan = run_plan(topology, factory)
                 t = time.perf_counter()
                 with Connections(dict(topology.clusters), factory) as conns:
-                    report = execute(plan, ApplyContext(conns.get))
+                    report = execute(plan, ApplyContext(conns.get), handler_table())
                 if not report.ok:
                     raise SystemExit(
                         "apply failed: " + next(r.result.message for r in report.results if not r.result.ok)

@@ -7,6 +7,7 @@ from reconciler.adapters.memory_admin import MemoryCluster, MemoryFactory
 from reconciler.apply.executor import ApplyContext, ApplyReport, execute
 from reconciler.jobs.backend import JobBackend
 from reconciler.operations.backend import Backend
+from reconciler.operations.handlers import handler_table
 from reconciler.plan.actions import Plan
 from reconciler.plan.desired import desired_state
 from reconciler.plan.diff import diff
@@ -57,7 +58,7 @@ class World:
 
     def apply(self, plan: Plan) -> ApplyReport:
         with Connections(dict(self.topology.clusters), self.factory) as conns:
-            return execute(plan, ApplyContext(conns.get))
+            return execute(plan, ApplyContext(conns.get), handler_table())
 
 
 def kinds(plan: Plan) -> list[tuple[str, str, str]]:

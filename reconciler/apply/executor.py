@@ -2,17 +2,20 @@
 every result. No retries and no rollback: the plan is idempotent, so a run that failed or was
 killed half-way converges when planned and applied again.
 
-Extending: `register_handler(kind)` for new action kinds (the job issue's deploy/stop actions).
+The executor is given its handler table (action kind -> handler); nothing registers itself on import.
+The one table of every kind's handler is built by `reconciler.operations.handlers.handler_table`:
+a new action kind gets its handler there (a unit test names a kind without one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any, Protocol
+from typing import Protocol
 
 from reconciler.adapters.base import ClusterAdmin, ConfigAlteration, NewTopicSpec, OpResult, ResultCode
+from reconciler.deploy import Deployers
 from reconciler.plan.actions import Action, ActionKind, Plan
 
 BATCH_SIZE = 500
@@ -20,22 +23,17 @@ BATCH_SIZE = 500
 
 @dataclass
 class ApplyContext:
-    """What handlers need: an adapter per cluster, plus room for other adapters (job deployers)."""
+    """What handlers need: an adapter per cluster (topic, config and ACL actions) and the job deployers
+    (job actions; None: the real ones, built when a job action runs)."""
 
     admins: Callable[[str], ClusterAdmin | None]
-    extras: dict[str, Any] = field(default_factory=dict)
+    deployers: Deployers | None = None
 
 
+#: Runs one batch of actions of one kind on one cluster: a result per action, in order.
 Handler = Callable[[ApplyContext, str, Sequence[Action]], list[OpResult]]
-HANDLERS: dict[ActionKind, Handler] = {}
-
-
-def register_handler(kind: ActionKind) -> Callable[[Handler], Handler]:
-    def deco(fn: Handler) -> Handler:
-        HANDLERS[kind] = fn
-        return fn
-
-    return deco
+#: Which handler runs each action kind.
+HandlerTable = Mapping[ActionKind, Handler]
 
 
 def _admin(ctx: ApplyContext, cluster: str) -> ClusterAdmin:
@@ -45,16 +43,14 @@ def _admin(ctx: ApplyContext, cluster: str) -> ClusterAdmin:
     return admin
 
 
-@register_handler(ActionKind.CREATE_TOPIC)
-def _create_topics(ctx, cluster, actions):
+def create_topics(ctx, cluster, actions):
     res = _admin(ctx, cluster).create_topics(
         [NewTopicSpec(a.topic, a.partitions, a.replication_factor, dict(a.configs)) for a in actions]
     )
     return [res[a.topic] for a in actions]
 
 
-@register_handler(ActionKind.ADD_PARTITIONS)
-def _add_partitions(ctx, cluster, actions):
+def add_partitions(ctx, cluster, actions):
     res = _admin(ctx, cluster).create_partitions({a.topic: a.total for a in actions})
     return [res[a.topic] for a in actions]
 
@@ -72,30 +68,25 @@ def _alter(ctx, cluster, actions, set_: bool):
     return [res[a.topic] for a in actions]
 
 
-@register_handler(ActionKind.SET_CONFIG)
-def _set_configs(ctx, cluster, actions):
+def set_configs(ctx, cluster, actions):
     return _alter(ctx, cluster, actions, True)
 
 
-@register_handler(ActionKind.DELETE_CONFIG)
-def _delete_configs(ctx, cluster, actions):
+def delete_configs(ctx, cluster, actions):
     return _alter(ctx, cluster, actions, False)
 
 
-@register_handler(ActionKind.CREATE_ACL)
-def _create_acls(ctx, cluster, actions):
+def create_acls(ctx, cluster, actions):
     res = _admin(ctx, cluster).create_acls([a.acl for a in actions])
     return [res[a.acl] for a in actions]
 
 
-@register_handler(ActionKind.DELETE_ACL)
-def _delete_acls(ctx, cluster, actions):
+def delete_acls(ctx, cluster, actions):
     res = _admin(ctx, cluster).delete_acls([a.acl for a in actions])
     return [res[a.acl] for a in actions]
 
 
-@register_handler(ActionKind.DELETE_TOPIC)
-def _delete_topics(ctx, cluster, actions):
+def delete_topics(ctx, cluster, actions):
     res = _admin(ctx, cluster).delete_topics([a.topic for a in actions])
     return [res[a.topic] for a in actions]
 
@@ -140,15 +131,20 @@ def batches(actions: Sequence[Action], size: int = BATCH_SIZE) -> list[tuple[str
 
 
 def execute(
-    plan: Plan, ctx: ApplyContext, progress: Progress | None = None, batch_size: int = BATCH_SIZE
+    plan: Plan,
+    ctx: ApplyContext,
+    handlers: HandlerTable,
+    progress: Progress | None = None,
+    batch_size: int = BATCH_SIZE,
 ) -> ApplyReport:
-    """Apply every action of `plan` in order, one batch per (cluster, kind) run of actions."""
+    """Apply every action of `plan` in order, one batch per (cluster, kind) run of actions, each batch by
+    the handler `handlers` has for its kind (a kind without one fails its actions)."""
     progress = progress or _Silent()
     report = ApplyReport()
     todo = batches(plan.actions, batch_size)
     for i, (cluster, kind, items) in enumerate(todo, 1):
         progress.batch(i, len(todo), cluster, kind, len(items))
-        handler = HANDLERS.get(kind)
+        handler = handlers.get(kind)
         if handler is None:
             results = [OpResult.failed(f"no handler for action kind {kind.value}")] * len(items)
         else:

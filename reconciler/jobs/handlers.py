@@ -1,5 +1,8 @@
 """Executor handlers for the job actions: each goes to the deployer the action names.
 
+They are plain functions: `reconciler.operations.handlers.handler_table` puts them in the executor's
+handler table (importing this module registers nothing).
+
 The jobs of one batch (one target cluster, one kind) are handled in parallel, so a restart of
 several jobs costs one graceful-stop wait, not one per job.
 """
@@ -10,25 +13,25 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from reconciler.adapters.base import OpResult
-from reconciler.apply.executor import ApplyContext, register_handler
+from reconciler.apply.executor import ApplyContext
 from reconciler.deploy import Deployers
-from reconciler.jobs import backend as job_backend
-from reconciler.plan.actions import ActionKind
-from reconciler.plan.job_actions import JobAction
+from reconciler.plan.actions import Action
+from reconciler.plan.job_actions import JobAction, RestartJob
 
 
 def _deployers(ctx: ApplyContext) -> Deployers:
-    backend = ctx.extras.get("jobs") or job_backend.JobBackend()
-    return backend.deployers
+    return ctx.deployers if ctx.deployers is not None else Deployers()
 
 
 def _each(
-    ctx: ApplyContext, actions: Sequence[JobAction], fn: Callable[[Deployers, JobAction], OpResult]
+    ctx: ApplyContext, actions: Sequence[Action], fn: Callable[[Deployers, JobAction], OpResult]
 ) -> list[OpResult]:
     deployers = _deployers(ctx)
 
-    def one(a: JobAction) -> OpResult:
+    def one(a: Action) -> OpResult:
         try:
+            if not isinstance(a, JobAction):
+                raise TypeError(f"{a.KIND.value} is not a job action")
             return fn(deployers, a)
         except Exception as exc:  # noqa: BLE001 - one job's failure is its result, not the batch's
             return OpResult.failed(f"{type(exc).__name__}: {exc}")
@@ -37,18 +40,20 @@ def _each(
         return list(pool.map(one, actions))
 
 
-@register_handler(ActionKind.DEPLOY_JOB)
-def _deploy(ctx, cluster, actions):
+def deploy_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
     return _each(ctx, actions, lambda d, a: d.get(a.deployer).deploy(a.job_spec(), a.options))
 
 
-@register_handler(ActionKind.UPDATE_JOB)
-def _update(ctx, cluster, actions):
+def update_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
     return _each(ctx, actions, lambda d, a: d.get(a.deployer).update(a.job_spec(), a.options))
 
 
-def _restart(d: Deployers, a) -> OpResult:
-    if a.previous_deployer and Deployers.family(a.previous_deployer) != Deployers.family(a.deployer):
+def _restart(d: Deployers, a: JobAction) -> OpResult:
+    if (
+        isinstance(a, RestartJob)
+        and a.previous_deployer
+        and Deployers.family(a.previous_deployer) != Deployers.family(a.deployer)
+    ):
         stopped = d.get(a.previous_deployer).stop(a.flow, a.options)
         if not stopped.ok:
             return OpResult.failed(f"cannot stop the job on {a.previous_deployer}: {stopped.message}")
@@ -57,11 +62,9 @@ def _restart(d: Deployers, a) -> OpResult:
     return d.get(a.deployer).restart(a.job_spec(), a.options)
 
 
-@register_handler(ActionKind.RESTART_JOB)
-def _restart_jobs(ctx, cluster, actions):
+def restart_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
     return _each(ctx, actions, _restart)
 
 
-@register_handler(ActionKind.STOP_JOB)
-def _stop(ctx, cluster, actions):
+def stop_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
     return _each(ctx, actions, lambda d, a: d.get(a.deployer).stop(a.flow, a.options))

@@ -25,7 +25,6 @@ from typing import Any
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.spec import JobSpec, restart_fields_of
 from reconciler.jobs import backend as job_backend
-from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)
 from reconciler.jobs.state import DesiredJob, JobState, JobStatuses, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding, FindingKind, Severity

@@ -6,6 +6,7 @@
     observe   read the clusters, job statuses, heartbeats and applied records once -> Observation
     plan      desired state (once) + topic/ACL diff + job diff over an Observation -> Plan
     apply     lease, re-read, stale check, re-plan under the lease, execute, record
+    handlers  the executor's handler table: every action kind's handler, named in one function
     drift     a view of the plan and the observation -> DriftReport
     status    every job of a topology: desired x deployed x reported -> StatusReport (typed JobRows)
     offsets   `offsets translate`, `failover`, `reachability` over the Backend's mirror client factory

@@ -17,6 +17,7 @@ from reconciler.adapters.live_read import Connections, read_live
 from reconciler.apply.executor import ApplyContext, ApplyReport, Progress, execute
 from reconciler.apply.lock import ClusterLocks, LockHeld
 from reconciler.operations.backend import Backend
+from reconciler.operations.handlers import handler_table
 from reconciler.operations.plan import make_plan
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan
@@ -105,7 +106,8 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
                     ui.err(f"error: refusing to apply a stale plan: {stale}")
                     return ApplyOutcome(False)
                 ui.out(f"\nApplying {plural(len(plan.actions), 'action')} on {', '.join(touched)} (lease held) ...")
-                report = execute(plan, ApplyContext(conns.get, {"jobs": backend.jobs_or_default()}), ui.progress)
+                ctx = ApplyContext(conns.get, backend.jobs_or_default().deployers)
+                report = execute(plan, ctx, handler_table(), ui.progress)
                 if report.ok:
                     for lease in locks.leases:
                         lease.record_applied(

@@ -1,20 +1,21 @@
 """Typed plan actions and the Plan: an ordered, serializable list of them, with findings.
 
-Extending: add a member to `ActionKind`, subclass `Action` with `KIND`, `PHASE`, `VERB` and its
-fields, decorate it with `@register`, and give the executor a handler for the kind. (The job
-issue adds deploy/update/restart/stop job this way.) Order is deterministic: per cluster,
-creates, config changes, partition changes, ACLs, then every deletion last.
+Extending: add a member to `ActionKind` (plan/action_base.py), subclass `Action` with `KIND`, `PHASE`,
+`VERB` and its fields, list the class in `ACTION_TYPES` below, and give the executor a handler for the
+kind (reconciler/operations/handlers.py). (The job actions, plan/job_actions.py, are built this way.)
+Nothing registers itself on import. Order is deterministic: per cluster, creates, config changes,
+partition changes, ACLs, then every deletion last.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
 from reconciler.plan.findings import Finding, Severity
+from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import AclBinding
 
@@ -23,117 +24,6 @@ FORMAT_VERSION = 1
 FORMAT_MINOR = 2
 
 
-class ActionKind(str, enum.Enum):
-    CREATE_TOPIC = "create_topic"
-    SET_CONFIG = "set_config"
-    ADD_PARTITIONS = "add_partitions"
-    CREATE_ACL = "create_acl"
-    DELETE_ACL = "delete_acl"
-    DELETE_CONFIG = "delete_config"
-    DELETE_TOPIC = "delete_topic"
-    # Replication jobs (reconciler/plan/job_actions.py)
-    DEPLOY_JOB = "deploy_job"
-    UPDATE_JOB = "update_job"
-    RESTART_JOB = "restart_job"
-    STOP_JOB = "stop_job"
-
-
-class Phase(enum.IntEnum):
-    """Order of actions within a cluster; leaves room for other kinds (e.g. jobs after topics and ACLs)."""
-
-    CREATE = 10
-    CONFIG = 20
-    PARTITIONS = 30
-    ACL = 40
-    JOB = 50  # update/restart jobs of flows into this cluster (deploys sort after every cluster)
-    STOP_JOB = 75  # before any deletion, so a running job cannot re-create what is deleted
-    DELETE_ACL = 80
-    DELETE_CONFIG = 85
-    DELETE_TOPIC = 90
-
-
-class Verb(str, enum.Enum):
-    """How a renderer marks an action, Terraform-style."""
-
-    CREATE = "+"
-    UPDATE = "~"
-    DELETE = "-"
-
-
-@dataclass(frozen=True)
-class Action:
-    KIND: ClassVar[ActionKind]
-    PHASE: ClassVar[Phase]
-    VERB: ClassVar[Verb]
-    REASON_KIND: ClassVar[ReasonKind] = ReasonKind.OTHER
-
-    cluster: str
-    reason: str
-
-    @property
-    def reason_kind(self) -> ReasonKind:
-        """What the action is about (typed; `reason` is the same in words, for people)."""
-        return self.REASON_KIND
-
-    @property
-    def subject(self) -> str:
-        """What the action is about (a topic name, a flow name), for ordering and grouping."""
-        return getattr(self, "topic", "")
-
-    def describe(self) -> str:
-        raise NotImplementedError
-
-    def details(self) -> list[str]:
-        return []
-
-    def tiebreak(self) -> tuple:
-        """Orders actions of one kind on one subject (e.g. several configs of a topic)."""
-        return ()
-
-    def sort_key(self) -> tuple:
-        return (self.cluster, int(self.PHASE), self.subject, self.tiebreak())
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.KIND.value, "verb": self.VERB.value}
-        for f in dataclasses.fields(self):
-            if f.name == "why":  # the instance reason kind of job actions: written as reason_kind
-                continue
-            value = getattr(self, f.name)
-            if isinstance(value, AclBinding):
-                value = value.to_dict()
-            elif isinstance(value, tuple) and f.name == "configs":
-                value = dict(value)
-            out[f.name] = value
-        out["description"] = self.describe()
-        out["reason_kind"] = self.reason_kind.value
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Action:
-        kind = ACTION_TYPES[ActionKind(d["kind"])]
-        kwargs: dict[str, Any] = {}
-        for f in dataclasses.fields(kind):
-            if f.name == "why":
-                kwargs[f.name] = ReasonKind(d["reason_kind"]) if d.get("reason_kind") else None
-                continue
-            value = d[f.name]
-            if f.name == "acl":
-                value = AclBinding.from_dict(value)
-            elif f.name == "configs":
-                value = tuple(sorted(value.items()))
-            kwargs[f.name] = value
-        return kind(**kwargs)
-
-
-ACTION_TYPES: dict[ActionKind, type[Action]] = {}
-
-
-def register(cls: type[Action]) -> type[Action]:
-    ACTION_TYPES[cls.KIND] = cls
-    return cls
-
-
-@register
 @dataclass(frozen=True)
 class CreateTopic(Action):
     KIND = ActionKind.CREATE_TOPIC
@@ -154,7 +44,6 @@ class CreateTopic(Action):
         return [f"{k} = {v}" for k, v in self.configs]
 
 
-@register
 @dataclass(frozen=True)
 class SetConfig(Action):
     KIND = ActionKind.SET_CONFIG
@@ -174,7 +63,6 @@ class SetConfig(Action):
         return f"set config {self.key} on {self.topic}: {was} -> {self.value!r}"
 
 
-@register
 @dataclass(frozen=True)
 class AddPartitions(Action):
     KIND = ActionKind.ADD_PARTITIONS
@@ -207,7 +95,6 @@ class _AclAction(Action):
         return f"{self.LABEL} ACL {self.acl.describe()}"
 
 
-@register
 @dataclass(frozen=True)
 class CreateAcl(_AclAction):
     KIND = ActionKind.CREATE_ACL
@@ -217,7 +104,6 @@ class CreateAcl(_AclAction):
     LABEL = "create"
 
 
-@register
 @dataclass(frozen=True)
 class DeleteAcl(_AclAction):
     KIND = ActionKind.DELETE_ACL
@@ -227,7 +113,6 @@ class DeleteAcl(_AclAction):
     LABEL = "DELETE"
 
 
-@register
 @dataclass(frozen=True)
 class DeleteConfig(Action):
     KIND = ActionKind.DELETE_CONFIG
@@ -245,7 +130,6 @@ class DeleteConfig(Action):
         return f"DELETE config {self.key} from {self.topic} (was {self.current!r})"
 
 
-@register
 @dataclass(frozen=True)
 class DeleteTopic(Action):
     KIND = ActionKind.DELETE_TOPIC
@@ -257,6 +141,30 @@ class DeleteTopic(Action):
 
     def describe(self) -> str:
         return f"DELETE topic {self.topic} ({self.partitions} partitions, all its records)"
+
+
+#: Every action type, by kind: what a saved plan's actions are read back as (`action_from_dict`).
+ACTION_TYPES: dict[ActionKind, type[Action]] = {
+    cls.KIND: cls
+    for cls in (
+        CreateTopic,
+        SetConfig,
+        AddPartitions,
+        CreateAcl,
+        DeleteAcl,
+        DeleteConfig,
+        DeleteTopic,
+        DeployJob,
+        UpdateJob,
+        RestartJob,
+        StopJob,
+    )
+}
+
+
+def action_from_dict(d: Mapping[str, Any]) -> Action:
+    """The action `Action.to_dict` wrote, of the type its `kind` names."""
+    return ACTION_TYPES[ActionKind(d["kind"])].from_dict(d)
 
 
 @dataclass
@@ -335,7 +243,7 @@ class Plan:
         if d.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"plan format_version {d.get('format_version')!r} is not {FORMAT_VERSION}")
         return cls(
-            [Action.from_dict(a) for a in d["actions"]],
+            [action_from_dict(a) for a in d["actions"]],
             [Finding.from_dict(f) for f in d["findings"]],
             list(d["clusters"]),
             {k: list(v) for k, v in d.get("scope", {}).items()},

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from reconciler.contract.deployers import KUBERNETES, SPARK_STANDALONE
 from reconciler.contract.spec import JobSpec
-from reconciler.plan.actions import Action, ActionKind, Phase, Verb, register
+from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
 from reconciler.plan.reasons import ReasonKind
 
 
@@ -100,7 +100,6 @@ class JobAction(Action):
         return [f"{k}: {_fmt(v[0])} -> {_fmt(v[1])}" for k, v in sorted(getattr(self, "changes", {}).items())]
 
 
-@register
 @dataclass(frozen=True)
 class DeployJob(JobAction):
     KIND = ActionKind.DEPLOY_JOB
@@ -123,7 +122,6 @@ class DeployJob(JobAction):
         return self._summary() + (how if engine else [])
 
 
-@register
 @dataclass(frozen=True)
 class UpdateJob(JobAction):
     """Only hot-reloadable fields differ: the running job gets the new spec and applies it itself."""
@@ -147,7 +145,6 @@ class UpdateJob(JobAction):
         return self._changes()
 
 
-@register
 @dataclass(frozen=True)
 class RestartJob(JobAction):
     """The job is down, or a field it cannot take while running changed: graceful stop, then start."""
@@ -199,7 +196,6 @@ class RestartJob(JobAction):
         return self._changes() + [how]
 
 
-@register
 @dataclass(frozen=True)
 class StopJob(JobAction):
     KIND = ActionKind.STOP_JOB

@@ -386,3 +386,53 @@ def test_cli_commands_import_neither_kafka_clients_nor_adapters():
         if i.split(".")[0] == "confluent_kafka" or i == "reconciler.adapters" or i.startswith("reconciler.adapters.")
     )
     assert reaching == []
+
+
+def registration_imports(source: str, module: str, modules: set[str], is_package: bool = False) -> list[str]:
+    """Imports in `source` (of `module`) kept only for what importing does: a `# noqa: F401` import that binds
+    a private name (`import x as _x`), or imports a module of `modules` (`from pkg import handlers`), or a
+    handlers module. (A `# noqa: F401` re-export of names, `from a.b import Name`, is not one.)"""
+    lines = source.splitlines()
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        if "noqa: F401" not in text.replace("noqa:F401", "noqa: F401"):
+            continue
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        else:
+            base = _resolve(module, node, is_package)
+            targets = [f"{base}.{a.name}" for a in node.names]
+        private = any((a.asname or a.name).split(".")[-1].startswith("_") for a in node.names)
+        if private or any(t in modules or t.rsplit(".", 1)[-1] == "handlers" for t in targets):
+            out.append(f"{module}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    return out
+
+
+def test_no_import_only_registers():
+    """Nothing registers itself on import: the executor's handler table is built by one function
+    (reconciler/operations/handlers.py) and the action types are listed in plan/actions.py, so no module
+    imports another just for the side effect (a `# noqa: F401` import of a handlers module or a private alias)."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    found = []
+    for m, p in sorted(files.items()):
+        found += registration_imports(p.read_text(encoding="utf-8"), m, set(files), p.name == "__init__.py")
+    assert found == []
+
+
+def test_the_registration_checker_sees_one():
+    modules = {"reconciler.jobs", "reconciler.jobs.handlers", "reconciler.jobs.plan", "reconciler.topology.flow_id"}
+    source = (
+        "from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)\n"
+        "from . import handlers  # noqa: F401\n"
+        "import reconciler.jobs.handlers  # noqa: F401\n"
+        "from reconciler.topology.flow_id import FlowId  # noqa: F401 (re-exported)\n"
+        "from reconciler.jobs import handlers as h\n"
+    )
+    assert registration_imports(source, "reconciler.jobs.plan", modules) == [
+        "reconciler.jobs.plan:1: from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)",
+        "reconciler.jobs.plan:2: from . import handlers  # noqa: F401",
+        "reconciler.jobs.plan:3: import reconciler.jobs.handlers  # noqa: F401",
+    ]
