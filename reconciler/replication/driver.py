@@ -157,7 +157,7 @@ class ReplicationDriver:
         self.environ = environ
         self.stop_event = threading.Event()
         self.exit_code = 0
-        self.state = "starting"
+        self.state: StatusState = StatusState.STARTING
         self.started_at = int(time.time() * 1000)
         self.records = 0
         self.bytes = 0
@@ -260,7 +260,7 @@ class ReplicationDriver:
             "status": now,
             "delayed_syncs": now + self.spec.settings.checkpoints.interval_seconds,
         }
-        self.state = "running"
+        self.state = StatusState.RUNNING
         if self.checkpoints is not None:
             self._checkpointing = Periodic(
                 "checkpoints",
@@ -349,10 +349,10 @@ class ReplicationDriver:
                     break
                 if not moved:
                     self.stop_event.wait(self.idle_wait())
-            if self.state not in ("restart-required", "failed"):
-                self.state = "stopped"
+            if self.state not in (StatusState.RESTART_REQUIRED, StatusState.FAILED):
+                self.state = StatusState.STOPPED
         except Exception as exc:
-            self.state = "failed"
+            self.state = StatusState.FAILED
             self._error(f"{type(exc).__name__}: {exc}")
             self.log.exception("replication job failed")
             self.exit_code = self.exit_code or 1
@@ -512,7 +512,7 @@ class ReplicationDriver:
             return True
         restart = self.spec.restart_fields(new)
         if restart:
-            self.state = "restart-required"
+            self.state = StatusState.RESTART_REQUIRED
             self._error(f"spec changed in fields that need a restart: {', '.join(sorted(restart))}")
             self.exit_code = EXIT_RESTART_REQUIRED
             self.stop_event.set()
@@ -721,17 +721,18 @@ class ReplicationDriver:
         """Lag now: the driver's positions against the larger of the ends its tasks saw and the side channel read."""
         return job_lag(self.plan.copy, self.positions, self.lag, self.source_ends, int(time.time() * 1000))
 
+    def reported_state(self) -> StatusState:
+        """The state the status record and the metrics report: running with halted partitions is degraded."""
+        return StatusState.DEGRADED if self.state is StatusState.RUNNING and self.halted else self.state
+
     def status_record(self, lag: JobLag | None = None) -> StatusRecord:
         lag = lag if lag is not None else self.current_lag()
-        state = StatusState(self.state)
-        if state is StatusState.RUNNING and self.halted:
-            state = StatusState.DEGRADED
         return StatusRecord(
             flow=self.spec.flow,
             spec_hash=self.spec.spec_hash(),
             git_revision=self.spec.git_revision,
             delivery=self.spec.delivery,
-            state=state,
+            state=self.reported_state(),
             started_at=self.started_at,
             heartbeat_at=int(time.time() * 1000),
             # what tasks reported, and what a running task has committed since (a kill loses no count but its last

@@ -461,7 +461,7 @@ class JobMetrics:
         return max(WINDOW_SECONDS, 2.0 * float(emitter.spec.settings.checkpoints.interval_seconds))
 
     def set_state(self, driver: ReplicationDriver) -> None:
-        state = "degraded" if driver.state == "running" and driver.halted else driver.state
+        state = driver.reported_state().value
         for s in JOB_STATES:
             self.get(f"{OWN}_job_state", state=s).set(1.0 if s == state else 0.0)
         spec = driver.spec

@@ -76,7 +76,7 @@ def test_halt_policy_stops_the_partition(fresh_clusters):
     c.close()
     driver = ReplicationDriver(spec, LocalExecutor())
     driver.run(max_seconds=4)
-    driver.state = "running"
+    driver.state = StatusState.RUNNING
     status = driver.status_record()
     assert status.halted == ("ledger2:0",) and status.out_of_range[0].action == "halted"
     assert status.state is StatusState.DEGRADED

@@ -33,7 +33,7 @@ def driver(exactly_once=False, spec=None, **state) -> ReplicationDriver:
         git_revision="deadbeef",
     )
     d = ReplicationDriver(spec, executor=None)  # never run: no executor needed
-    d.state = "running"
+    d.state = StatusState.RUNNING
     d.plan = PartitionPlan(copy={("orders", 0): "west.orders"})
     for name, value in state.items():
         assert hasattr(d, name), name  # a renamed driver field fails here, not silently in metrics
@@ -108,7 +108,7 @@ def test_job_state_series_are_the_status_states():
     m = JobMetrics("west->east")
     for state in StatusState:
         d = driver()
-        d.state = state.value
+        d.state = state
         m.set_state(d)
         got = {dict(ls)["state"]: v for (n, ls), v in samples(m).items() if n == "mirror_job_state"}
         assert got == {s.value: (1.0 if s is state else 0.0) for s in StatusState}, state
