@@ -42,26 +42,23 @@ from reconciler.contract.status import (
     LatencyWindow,
     OutOfRange,
     RateWindow,
-    StatusPublisher,
     StatusRecord,
     StatusState,
 )
-from reconciler.replication import clients
 from reconciler.replication.delivery import DeliveryMode, mode_of
-from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
+from reconciler.replication.driver_parts import Connections
+from reconciler.replication.emitters import CheckpointEmitter
 from reconciler.replication.fencing import InstanceFence
 from reconciler.replication.lag import (
     JobLag,
     LagPosition,
-    SourceEndReader,
     SourceEnds,
     committed_ahead,
     job_lag,
 )
 from reconciler.replication.metrics import JobMetrics
-from reconciler.replication.offsets import OffsetStore
 from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
-from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
+from reconciler.replication.topics import PartitionPlan, plan_partitions
 from reconciler.replication.worker import run_tasks
 from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
@@ -174,19 +171,17 @@ class ReplicationDriver:
         self.slots: dict[TP, int] = {}
         self.consumer_epoch = 0  # bumped to make workers drop cached consumers (topics deleted, offsets reset)
         self.batch_failures = 0  # consecutive failed batches (0 after a good one)
-        self.checkpoints: CheckpointEmitter | None = None  # set at start (_connect)
-        self._checkpointing: Periodic | None = None  # runs self.checkpoints from start to close
+        self.conn: Connections | None = None  # the clients, opened at start (_connect)
+        self._checkpointing: Periodic | None = None  # runs the checkpoint rounds from start to close
         self.instance_id = (environ if environ is not None else os.environ).get(INSTANCE_ENV)
         self._fence: InstanceFence | None = None  # set at start when the job has an instance id
         self._fencing: Periodic | None = None  # runs self.fence_round from start to close
         self._error_lock = threading.Lock()  # _error is called from the checkpoint thread too
-        self.status: StatusPublisher | None = None  # set at start (_connect)
         self._runner: ThreadPoolExecutor | None = None
         self.known_topics: set[str] = set()
         self.last_owner: dict[int, str | None] = {}
         self.lag: dict[TP, LagPosition] = {}  # what the tasks last reported
         self.source_ends: SourceEnds | None = None  # the side channel's last read (replaced whole, never mutated)
-        self._end_reader: SourceEndReader | None = None  # set at start (_connect)
         self._lag_reading: Periodic | None = None  # runs read_source_ends from start to close
         self.plan = PartitionPlan()
         # Idle gate (work_waiting): the ends read before the last batch, and the partitions caught up as of an end.
@@ -218,41 +213,32 @@ class ReplicationDriver:
         return mode_of(self.spec)
 
     # --- lifecycle --------------------------------------------------------------------------
-    def _connect(self) -> None:
-        from confluent_kafka import Producer
-        from confluent_kafka.admin import AdminClient
+    @property
+    def connections(self) -> Connections:
+        """The clients; the methods that use them run after start."""
+        if self.conn is None:
+            raise RuntimeError(f"flow {self.spec.flow}: the driver has not started (no clients)")
+        return self.conn
 
-        spec, env = self.spec, self.environ
-        self.source_admin = AdminClient(clients.admin_config(spec.source, env))
-        self.target_admin = AdminClient(clients.admin_config(spec.target, env))
-        self.topics = TopicManager(spec, self.source_admin, self.target_admin)
-        self.source_producer = Producer(clients.producer_config(spec.source, spec, environ=env))
-        self.target_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
-        self.offsets = OffsetStore(spec, self.mode, env)
-        self.heartbeats = HeartbeatEmitter(
-            spec, self.source_producer if spec.heartbeats_on_source else self.target_producer
-        )
-        self.syncs = OffsetSyncWriter(
-            spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer
-        )
-        # The checkpoint thread's own producer: its flush waits for checkpoints only (MM2's checkpoint task
-        # has its own producer too).
-        self.checkpoint_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
-        self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.checkpoint_producer, env)
-        self._end_reader = SourceEndReader(spec, env)  # clients of its own: it reads in its own thread
-        self.status = StatusPublisher(self.target_producer, spec.flow)
+    @property
+    def checkpoints(self) -> CheckpointEmitter | None:
+        """The checkpoint emitter (None before start)."""
+        return self.conn.checkpoints if self.conn is not None else None
+
+    def _connect(self) -> None:
+        self.conn = Connections.open(self.spec, self.mode, self.environ)
 
     def start(self) -> None:
         self._connect()
-        errs = self.topics.ensure_internal()
+        conn = self.connections
+        errs = conn.topics.ensure_internal()
         for e in errs:
             self._error(e)
         self.mode.prepare(self.spec, self.environ)
         self.refresh(first=True)
         # Replay the offset syncs written before this start (MM2's OffsetSyncStore.start()), so the
         # syncs this run writes are added with their full history.
-        if self.checkpoints is not None:
-            self.checkpoints.read_syncs(timeout=15)
+        conn.checkpoints.read_syncs(timeout=15)
         now = time.monotonic()
         self._next = {
             "refresh": now + self.spec.settings.refresh_interval_seconds,
@@ -261,14 +247,13 @@ class ReplicationDriver:
             "delayed_syncs": now + self.spec.settings.checkpoints.interval_seconds,
         }
         self.state = StatusState.RUNNING
-        if self.checkpoints is not None:
-            self._checkpointing = Periodic(
-                "checkpoints",
-                self.checkpoint_round,
-                lambda: self.spec.settings.checkpoints.interval_seconds,
-                self._error,
-            )
-            self._checkpointing.start()
+        self._checkpointing = Periodic(
+            "checkpoints",
+            self.checkpoint_round,
+            lambda: self.spec.settings.checkpoints.interval_seconds,
+            self._error,
+        )
+        self._checkpointing.start()
         if self.instance_id:
             self._fence = InstanceFence(self.spec, self.instance_id, self.started_at, self.environ)
             self._fencing = Periodic(
@@ -298,20 +283,20 @@ class ReplicationDriver:
         self.stop_event.set()
 
     def checkpoint_round(self) -> None:
-        if self.checkpoints is not None and self.spec.settings.checkpoints.enabled:
-            self.checkpoints.emit()
+        if self.conn is not None and self.spec.settings.checkpoints.enabled:
+            self.conn.checkpoints.emit()
 
     def read_source_ends(self) -> None:
         """The side channel's round: the current end of every partition copied (and the oldest unreplicated
         record's timestamp of those that lag most), for the next status record and metrics."""
-        if self._end_reader is None:
+        if self.conn is None:
             return
         # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
         copy = dict(self.plan.copy)
         positions = {tp: pos for tp, pos in dict(self.positions).items() if tp in copy}
         seen = {tp: lp.end for tp, lp in dict(self.lag).items() if lp.end is not None}
         last = self.source_ends
-        self.source_ends = self._end_reader.read(copy, positions, seen, last.oldest if last is not None else None)
+        self.source_ends = self.conn.end_reader.read(copy, positions, seen, last.oldest if last is not None else None)
 
     def close(self) -> None:
         if self._fencing is not None and self._fencing.stop(timeout=10) and self._fence is not None:
@@ -323,17 +308,8 @@ class ReplicationDriver:
             self._runner = None
         if not checkpoints_idle:  # its clients are still in use: left to the process's exit
             self.log.warning("a checkpoint round did not end within 30 s of the job stopping")
-            self.checkpoints = None
-        if lag_idle and self._end_reader is not None:  # else still in use: left to the process's exit
-            self._end_reader.close()
-        for name in ("offsets", "checkpoints"):
-            obj = getattr(self, name, None)
-            if obj is not None:
-                obj.close()
-        for name in ("source_producer", "target_producer", "checkpoint_producer"):
-            p = getattr(self, name, None)
-            if p is not None:
-                p.flush(10)
+        if self.conn is not None:
+            self.conn.close(end_reader_idle=lag_idle, checkpoints_idle=checkpoints_idle)
 
     def run(self, max_batches: int | None = None, max_seconds: float | None = None) -> int:
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
@@ -418,11 +394,11 @@ class ReplicationDriver:
         batch's base offset + 1, below the true end, but any new batch moves it; a partition deleted and created
         again moves it too. An engine whose flows have nothing to copy costs a request per flow per trigger
         interval and no Spark job; heartbeats alone are copied by the driver (`Work.HEARTBEATS`)."""
-        if self._end_reader is None:
+        if self.conn is None:
             return Work.RECORDS
         copy = [tp for tp in self.plan.copy if tp not in self.halted]
         try:
-            ends = self._end_reader.end_offsets(copy)
+            ends = self.conn.end_reader.end_offsets(copy)
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
             ends = {}
@@ -485,7 +461,7 @@ class ReplicationDriver:
         try:
             if spec.emits_heartbeats and now >= self._next["heartbeat"]:
                 self._next["heartbeat"] = now + spec.settings.heartbeats.interval_seconds
-                self.heartbeats.emit()
+                self.connections.heartbeats.emit()
             if now >= self._next["delayed_syncs"]:
                 self._next["delayed_syncs"] = now + spec.settings.checkpoints.interval_seconds
                 self.flush_delayed_syncs()
@@ -519,32 +495,29 @@ class ReplicationDriver:
             return False
         self.log.info("applying new spec %s (changed: %s)", new.spec_hash()[:12], sorted(self.spec.changed_fields(new)))
         self.spec = new
-        self.topics.spec = new
-        if self.checkpoints:
-            self.checkpoints.update_spec(new)
-        self.heartbeats.spec = new
+        self.connections.update_spec(new)
         return True
 
     def refresh(self, first: bool = False) -> None:
         """Discover source topics/partitions, create missing remote topics, load new positions."""
-        flow = self.spec.mirror_flow
-        source = self.topics.describe(self.source_admin, 15)
-        target = self.topics.describe(self.target_admin, 15)
+        flow, conn = self.spec.mirror_flow, self.connections
+        source = conn.topics.describe(conn.source_admin, 15)
+        target = conn.topics.describe(conn.target_admin, 15)
         plan = plan_partitions(flow, source, target)
         findings = list(plan.findings)
         if plan.create:
-            findings += self.topics.create_remote(plan.create)
-            target = self.topics.describe(self.target_admin, 15)
+            findings += conn.topics.create_remote(plan.create)
+            target = conn.topics.describe(conn.target_admin, 15)
             plan = plan_partitions(flow, source, target)
             findings += [f for f in plan.findings if f not in findings]
         if plan.grow:
-            findings += self.topics.grow_remote(plan.grow)
+            findings += conn.topics.grow_remote(plan.grow)
         self.findings = findings[-MAX_FINDINGS:]
         for f in findings:
             self.log.warning("%s", f)
         new = {tp: remote for tp, remote in plan.copy.items() if tp not in self.positions}
         if new:
-            loaded = self.offsets.load(new)
+            loaded = conn.offsets.load(new)
             for tp, (offset, slot) in loaded.items():
                 self.positions[tp] = offset if offset is not None else -2
                 if slot is not None and 0 <= slot < self.spec.engine.parallelism:
@@ -592,6 +565,7 @@ class ReplicationDriver:
         ]
 
     def absorb(self, results: list[TaskResult]) -> int:
+        conn = self.connections
         moved = 0
         to_commit: dict[TP, int] = {}
         latency: list[float] = []
@@ -623,7 +597,7 @@ class ReplicationDriver:
                 if p.sync_state is not None:
                     self.sync_states[tp] = p.sync_state
                 if p.syncs:
-                    self.syncs.write(tp[0], tp[1], p.syncs)
+                    conn.syncs.write(tp[0], tp[1], p.syncs)
                     self.delayed_syncs.pop(tp, None)
                 if p.last is not None:
                     if p.syncs and tuple(p.syncs[-1]) == tuple(p.last):
@@ -637,8 +611,8 @@ class ReplicationDriver:
                     self._caught_up.pop(tp, None)
         if failed:
             self.mode.recover(self._reload_positions, failed)
-        self.syncs.flush()
-        self.offsets.commit(to_commit)
+        conn.syncs.flush()
+        conn.offsets.commit(to_commit)
         self.latency.add(latency)
         self.rate.add(moved)
         for p in silent:
@@ -650,16 +624,17 @@ class ReplicationDriver:
         if not self.delayed_syncs:
             return
         delayed, self.delayed_syncs = self.delayed_syncs, {}
+        syncs = self.connections.syncs
         for (topic, partition), pair in delayed.items():
-            self.syncs.write(topic, partition, [pair])
-        self.syncs.flush()
+            syncs.write(topic, partition, [pair])
+        syncs.flush()
 
     def _reload_positions(self, tps: list[TP], forward_only: bool = False) -> None:
         """After a failed batch, the positions the job's group holds (delivery.py: which group, and whether a
         position may move back: exactly-once the target group is the truth, it may have committed)."""
         wanted = {tp: self.plan.copy[tp] for tp in tps if tp in self.plan.copy}
         try:
-            for tp, (offset, _slot) in self.offsets.load(wanted).items():
+            for tp, (offset, _slot) in self.connections.offsets.load(wanted).items():
                 loaded = offset if offset is not None else -2
                 if forward_only:
                     loaded = max(loaded, self.positions.get(tp, -2))
@@ -671,7 +646,8 @@ class ReplicationDriver:
     def _check_position(self, tp: TP, position: int) -> None:
         """A partition that answered neither records nor end-of-partition: is the position valid?"""
         try:
-            low, high = self.offsets.watermarks(*tp)
+            offsets = self.connections.offsets
+            low, high = offsets.watermarks(*tp)
             if position < low:
                 self._out_of_range(
                     tp, position, f"offset {position} is below the earliest offset {low} (truncated)", low, high
@@ -679,7 +655,7 @@ class ReplicationDriver:
                 return
             if position <= high:
                 return
-            end = self.offsets.end_offset(*tp)
+            end = offsets.end_offset(*tp)
             if end is not None and position > end:
                 self._out_of_range(
                     tp, position, f"offset {position} is past the end {end} (partition recreated?)", low, end
@@ -693,7 +669,7 @@ class ReplicationDriver:
         self._caught_up.pop(tp, None)
         if low is None:
             try:
-                low, high = self.offsets.watermarks(*tp)
+                low, high = self.connections.offsets.watermarks(*tp)
             except Exception:  # noqa: BLE001
                 low, high = None, None
         action = "halted" if self.spec.engine.offset_reset == "halt" else f"reset to earliest offset {low}"
@@ -707,7 +683,7 @@ class ReplicationDriver:
         self.positions[tp] = low
         self.sync_states.pop(tp, None)
         self.consumer_epoch += 1
-        self.offsets.commit({tp: low})  # at-least-once; exactly-once commits inside transactions
+        self.connections.offsets.commit({tp: low})  # at-least-once; exactly-once commits inside transactions
 
     # --- status -----------------------------------------------------------------------------
     def _error(self, text: str) -> None:
@@ -760,7 +736,7 @@ class ReplicationDriver:
 
     @property
     def checkpoints_emitted(self) -> int:
-        return self.checkpoints.emitted if self.checkpoints else 0
+        return self.conn.checkpoints.emitted if self.conn is not None else 0
 
     def publish_status(self) -> None:
         """The status record, and the lag metrics from the same figures (also between batches: a batch whose
@@ -768,8 +744,8 @@ class ReplicationDriver:
         lag = self.current_lag()
         record = self.status_record(lag)
         self.metrics.observe_lag(lag)
-        if self.status is not None:
-            self.status.publish(record)
+        if self.conn is not None:
+            self.conn.status.publish(record)
 
 
 def run_job(spec_path: str | Path, executor: Executor, **kw: Any) -> int:

@@ -3,6 +3,7 @@ counts per target partition, exactly-once aborts, out-of-range events counted on
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from prometheus_client import generate_latest
@@ -12,6 +13,7 @@ from reconciler import settings
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import RATE_WINDOW_SECONDS, OutOfRange, RateWindow, StatusState
 from reconciler.replication.driver import ReplicationDriver
+from reconciler.replication.driver_parts import Connections
 from reconciler.replication.emitters import CheckpointEmitter
 from reconciler.replication.lag import LagPosition, OldestRecord, SourceEnds
 from reconciler.replication.metrics import METRICS, WINDOW_SECONDS, JobMetrics, exported_series
@@ -35,10 +37,20 @@ def driver(exactly_once=False, spec=None, **state) -> ReplicationDriver:
     d = ReplicationDriver(spec, executor=None)  # never run: no executor needed
     d.state = StatusState.RUNNING
     d.plan = PartitionPlan(copy={("orders", 0): "west.orders"})
+    clients = {name: state.pop(name) for name in ("checkpoints", "status") if name in state}
+    if clients:
+        d.conn = connections(**clients)
     for name, value in state.items():
         assert hasattr(d, name), name  # a renamed driver field fails here, not silently in metrics
         setattr(d, name, value)
     return d
+
+
+def connections(checkpoints=None, status=None) -> Connections:
+    """The clients of a started driver, none of them connected: a checkpoint emitter and a status publisher
+    (what the metrics and the status record read), None for the others."""
+    given = {"checkpoints": checkpoints or emitter(), "status": status or Published()}
+    return Connections(**{f.name: given.get(f.name) for f in dataclasses.fields(Connections)})
 
 
 def emitter(**state) -> CheckpointEmitter:
@@ -360,7 +372,7 @@ def test_a_status_publish_between_batches_carries_the_source_end_read_and_the_me
         status=Published(),
     )
     d.publish_status()
-    record = d.status.records[-1]
+    record = d.conn.status.records[-1]
     assert record.lag_total == 24_000 and record.lag[0].end == 24_100 and record.lag_read_at == now_ms - 400
     assert 12.0 <= record.lag_seconds < 60
     m = d.metrics
@@ -369,12 +381,12 @@ def test_a_status_publish_between_batches_carries_the_source_end_read_and_the_me
 
     d.positions[("orders", 0)] = 24_100  # a batch copied it all
     d.publish_status()
-    assert d.status.records[-1].lag_total == 0 and d.status.records[-1].lag_seconds == 0.0
+    assert d.conn.status.records[-1].lag_total == 0 and d.conn.status.records[-1].lag_seconds == 0.0
     assert value(m, "mirror_partition_lag_records", partition="0") == 0 and value(m, "mirror_lag_seconds") == 0
 
     d.source_ends = SourceEnds({("orders", 0): 24_200}, now_ms)  # lagging again, no timestamp read yet
     d.publish_status()
-    assert d.status.records[-1].lag_total == 100 and d.status.records[-1].lag_seconds is None
+    assert d.conn.status.records[-1].lag_total == 100 and d.conn.status.records[-1].lag_seconds is None
     assert not has(m, "mirror_lag_seconds")  # unknown: no series rather than a stale one
 
 
