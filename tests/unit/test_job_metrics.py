@@ -26,7 +26,8 @@ SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("e
 
 
 def driver(exactly_once=False, spec=None, **state) -> ReplicationDriver:
-    """A real driver, not started (no I/O), in the state a batch left it in: `state` sets its fields."""
+    """A real driver, not started (no I/O), in the state a batch left it in: `state` sets the fields of its parts
+    (`checkpoints` and `status`: its connections)."""
     spec = spec or job_spec(
         "west->east",
         ClusterSpec("west", "127.0.0.1:1"),
@@ -36,13 +37,15 @@ def driver(exactly_once=False, spec=None, **state) -> ReplicationDriver:
     )
     d = ReplicationDriver(spec, executor=None)  # never run: no executor needed
     d.state = StatusState.RUNNING
-    d.plan = PartitionPlan(copy={("orders", 0): "west.orders"})
+    d.parts.plan = PartitionPlan(copy={("orders", 0): "west.orders"})
     clients = {name: state.pop(name) for name in ("checkpoints", "status") if name in state}
     if clients:
         d.conn = connections(**clients)
     for name, value in state.items():
-        assert hasattr(d, name), name  # a renamed driver field fails here, not silently in metrics
-        setattr(d, name, value)
+        # the part that holds the field: a renamed field fails here, not silently in metrics
+        part = next((p for p in (d.progress, d.parts, d.pacing) if hasattr(p, name)), d)
+        assert hasattr(part, name), name
+        setattr(part, name, value)
     return d
 
 
@@ -95,7 +98,7 @@ def test_counts_syncs_checkpoints_and_state():
     m = JobMetrics("west->east:payments")
     d = driver(lag={("orders", 0): LagPosition(remote="west.orders", next=5, end=12)}, checkpoints=emitter())
     m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(5, 50, latency_ms=[10, 30])], latency_ms=[10, 30])])
-    d.checkpoints.emitted, d.errors = 4, 1
+    d.checkpoints.emitted, d.progress.errors = 4, 1
     m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(3, 30, latency_ms=[20])], latency_ms=[20])])
     labels = dict(flow="west->east:payments", family="payments", source="west", target="east")
     assert (
@@ -256,15 +259,19 @@ def test_the_status_record_rate_and_the_prometheus_rate_are_one_window():
     clock = Clock()
     m = JobMetrics("west->east", clock=clock)
     d = driver()
-    assert type(d.rate) is RateWindow and d.rate.seconds == WINDOW_SECONDS == RATE_WINDOW_SECONDS == 60.0
+    assert (
+        type(d.progress.rate) is RateWindow and d.progress.rate.seconds == WINDOW_SECONDS == RATE_WINDOW_SECONDS == 60.0
+    )
     seen = []
     for advance, count in ((0, 600), (30, 300), (45, 0)):
         clock.now += advance
-        d.rate.add(count, count * 10, clock.now)  # what the driver's absorb adds for the batch
+        d.progress.rate.add(count, count * 10, clock.now)  # what the driver's absorb adds for the batch
         m.observe(d, [TaskResult(slot=0, process="p", partitions=[tp_part(0, count, nbytes=count * 10)])])
         gauge = value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0")
-        assert d.rate.rate(clock.now) == gauge
-        assert d.rate.rates(clock.now)[1] == value(m, "kafka_connect_mirror_source_connector_byte_rate", partition="0")
+        assert d.progress.rate.rate(clock.now) == gauge
+        assert d.progress.rate.rates(clock.now)[1] == value(
+            m, "kafka_connect_mirror_source_connector_byte_rate", partition="0"
+        )
         seen.append(gauge)
     assert seen == [600.0, 900 / 30, 300 / 60]  # a 10 s window would say 300/10 at 30 s
 
@@ -379,12 +386,12 @@ def test_a_status_publish_between_batches_carries_the_source_end_read_and_the_me
     assert value(m, "mirror_partition_lag_records", topic="west.orders", partition="0") == 24_000
     assert value(m, "mirror_lag_seconds", flow="west->east") == record.lag_seconds
 
-    d.positions[("orders", 0)] = 24_100  # a batch copied it all
+    d.parts.positions[("orders", 0)] = 24_100  # a batch copied it all
     d.publish_status()
     assert d.conn.status.records[-1].lag_total == 0 and d.conn.status.records[-1].lag_seconds == 0.0
     assert value(m, "mirror_partition_lag_records", partition="0") == 0 and value(m, "mirror_lag_seconds") == 0
 
-    d.source_ends = SourceEnds({("orders", 0): 24_200}, now_ms)  # lagging again, no timestamp read yet
+    d.parts.source_ends = SourceEnds({("orders", 0): 24_200}, now_ms)  # lagging again, no timestamp read yet
     d.publish_status()
     assert d.conn.status.records[-1].lag_total == 100 and d.conn.status.records[-1].lag_seconds is None
     assert not has(m, "mirror_lag_seconds")  # unknown: no series rather than a stale one
