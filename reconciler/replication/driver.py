@@ -19,6 +19,11 @@
 Partitions are assigned to slots stickily (a partition keeps its slot, new ones go to the least
 loaded), and exactly-once commits record the slot, so a partition's transactional id is stable
 across batches and restarts.
+
+What the driver holds is in typed parts (driver_parts.py, and `Threads` here): `progress` (counts, errors,
+findings), `parts` (the partitions: plan, positions, slots, sync state, lag), `pacing` (when each periodic action
+is due, the idle gate's state), `conn` (the clients, opened at start) and `threads` (the side channels' threads
+and the batch runner).
 """
 
 from __future__ import annotations
@@ -33,42 +38,36 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec
 from reconciler.contract.status import (
     Latency,
-    LatencyWindow,
     OutOfRange,
-    RateWindow,
-    StatusPublisher,
     StatusRecord,
     StatusState,
 )
-from reconciler.replication import clients
 from reconciler.replication.delivery import DeliveryMode, mode_of
-from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
+from reconciler.replication.driver_parts import Connections, Pacing, Partitions, Progress
+from reconciler.replication.emitters import CheckpointEmitter
 from reconciler.replication.fencing import InstanceFence
 from reconciler.replication.lag import (
     JobLag,
     LagPosition,
-    SourceEndReader,
-    SourceEnds,
     committed_ahead,
     job_lag,
 )
 from reconciler.replication.metrics import JobMetrics
-from reconciler.replication.offsets import OffsetStore
-from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
-from reconciler.replication.topics import PartitionPlan, TopicManager, plan_partitions
+from reconciler.replication.tasks import TP, CopyTask, PartitionResult, TaskResult
+from reconciler.replication.topics import plan_partitions
 from reconciler.replication.worker import run_tasks
 from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
 
 log = logging.getLogger(__name__)
 
-MAX_FINDINGS = 20
 TICK_S = 0.5  # how often the side channels are looked at while a batch runs
 GATE_RECHECK_S = 60.0  # a caught-up flow still runs a batch this often (work_waiting)
 IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
@@ -103,6 +102,36 @@ class Periodic:
                 self._action()
             except Exception as exc:  # noqa: BLE001 - a side channel is retried at its next interval
                 self._on_error(f"{self.name}: {type(exc).__name__}: {exc}")
+
+
+@dataclass
+class Threads:
+    """The driver's threads beside its loop, from start to close: the side channels (`Periodic`) of the checkpoint
+    rounds, of the fencing rounds (with their `fence`, when the job has an instance id) and of the source end
+    reads, and `runner`, the one thread a batch runs in (the loop ticks the side channels while it runs)."""
+
+    checkpointing: Periodic | None = None
+    fencing: Periodic | None = None
+    fence: InstanceFence | None = None
+    lag_reading: Periodic | None = None
+    runner: ThreadPoolExecutor | None = None
+
+    def batch_runner(self) -> ThreadPoolExecutor:
+        if self.runner is None:
+            self.runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch")
+        return self.runner
+
+    def stop(self) -> tuple[bool, bool]:
+        """Stop them all, the fence closed once its thread has stopped; whether the source end reads and the
+        checkpoint rounds stopped in time (if not, their clients are still in use)."""
+        if self.fencing is not None and self.fencing.stop(timeout=10) and self.fence is not None:
+            self.fence.close()
+        lag_idle = self.lag_reading is None or self.lag_reading.stop(timeout=15)
+        checkpoints_idle = self.checkpointing is None or self.checkpointing.stop(timeout=30)
+        if self.runner is not None:
+            self.runner.shutdown(wait=True)
+            self.runner = None
+        return lag_idle, checkpoints_idle
 
 
 class Executor(Protocol):
@@ -143,6 +172,10 @@ class SparkExecutor:
 
 
 class ReplicationDriver:
+    """One flow's replication job (the module's docstring). Besides its spec, executor, lifecycle (`state`,
+    `stop_event`, `exit_code`) and metrics, it holds typed parts (driver_parts.py): `progress` (Progress),
+    `parts` (Partitions), `pacing` (Pacing), `conn` (Connections, from start) and `threads` (Threads)."""
+
     def __init__(
         self,
         spec: JobSpec | str | Path,
@@ -157,50 +190,18 @@ class ReplicationDriver:
         self.environ = environ
         self.stop_event = threading.Event()
         self.exit_code = 0
-        self.state = "starting"
-        self.started_at = int(time.time() * 1000)
-        self.records = 0
-        self.bytes = 0
-        self.batches = 0
-        self.errors = 0
-        self.last_error: str | None = None
-        self.findings: list[str] = []
-        self.out_of_range: list[OutOfRange] = []
-        self.halted: set[TP] = set()
-        self.positions: dict[TP, int] = {}
-        self.sync_states: dict[TP, list[int]] = {}
-        self.last_synced: dict[TP, tuple[int, int]] = {}  # last replicated (up, down), for delayed syncs
-        self.delayed_syncs: dict[TP, tuple[int, int]] = {}
-        self.slots: dict[TP, int] = {}
-        self.consumer_epoch = 0  # bumped to make workers drop cached consumers (topics deleted, offsets reset)
-        self.batch_failures = 0  # consecutive failed batches (0 after a good one)
-        self.checkpoints: CheckpointEmitter | None = None  # set at start (_connect)
-        self._checkpointing: Periodic | None = None  # runs self.checkpoints from start to close
+        self.state: StatusState = StatusState.STARTING
         self.instance_id = (environ if environ is not None else os.environ).get(INSTANCE_ENV)
-        self._fence: InstanceFence | None = None  # set at start when the job has an instance id
-        self._fencing: Periodic | None = None  # runs self.fence_round from start to close
-        self._error_lock = threading.Lock()  # _error is called from the checkpoint thread too
-        self.status: StatusPublisher | None = None  # set at start (_connect)
-        self._runner: ThreadPoolExecutor | None = None
-        self.known_topics: set[str] = set()
-        self.last_owner: dict[int, str | None] = {}
-        self.lag: dict[TP, LagPosition] = {}  # what the tasks last reported
-        self.source_ends: SourceEnds | None = None  # the side channel's last read (replaced whole, never mutated)
-        self._end_reader: SourceEndReader | None = None  # set at start (_connect)
-        self._lag_reading: Periodic | None = None  # runs read_source_ends from start to close
-        self.plan = PartitionPlan()
-        # Idle gate (work_waiting): the ends read before the last batch, and the partitions caught up as of an end.
-        self._ends_before: dict[TP, int] = {}
-        self._caught_up: dict[TP, int] = {}
-        self._idle_steps = 0  # steps in a row the gate found nothing to copy (idle_wait backs off by it)
-        self.latency = LatencyWindow()
-        self.rate = RateWindow()
+        self.progress = Progress()  # counts, errors, findings: what the status record and the metrics report
+        for c in (self.spec.source, self.spec.target):
+            self.progress.redact.add_from(dict(c.config), environ)
+        self.parts = Partitions()  # the partitions copied: plan, positions, slots, sync state, lag, halted
+        self.pacing = Pacing()  # when each periodic action is due, and the idle gate's state
+        self.conn: Connections | None = None  # the clients, opened at start (_connect)
+        self.threads = Threads()  # the side channels' threads and the batch runner, from start to close
         self.metrics = JobMetrics(self.spec.flow)  # served by the job's entry point (jobs/mirror_job.py)
         # The flow on each line (an engine's log holds the lines of all its flows): a field in JSON, `[flow]` in text.
         self.log = logging.LoggerAdapter(log, {"flow": self.spec.flow})
-        self._redact = secrets.Redactor()
-        for c in (self.spec.source, self.spec.target):
-            self._redact.add_from(dict(c.config), environ)
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop_event.set())
@@ -218,75 +219,65 @@ class ReplicationDriver:
         return mode_of(self.spec)
 
     # --- lifecycle --------------------------------------------------------------------------
-    def _connect(self) -> None:
-        from confluent_kafka import Producer
-        from confluent_kafka.admin import AdminClient
+    @property
+    def connections(self) -> Connections:
+        """The clients; the methods that use them run after start."""
+        if self.conn is None:
+            raise RuntimeError(f"flow {self.spec.flow}: the driver has not started (no clients)")
+        return self.conn
 
-        spec, env = self.spec, self.environ
-        self.source_admin = AdminClient(clients.admin_config(spec.source, env))
-        self.target_admin = AdminClient(clients.admin_config(spec.target, env))
-        self.topics = TopicManager(spec, self.source_admin, self.target_admin)
-        self.source_producer = Producer(clients.producer_config(spec.source, spec, environ=env))
-        self.target_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
-        self.offsets = OffsetStore(spec, self.mode, env)
-        self.heartbeats = HeartbeatEmitter(
-            spec, self.source_producer if spec.heartbeats_on_source else self.target_producer
-        )
-        self.syncs = OffsetSyncWriter(
-            spec, self.source_producer if spec.offset_syncs_on_source else self.target_producer
-        )
-        # The checkpoint thread's own producer: its flush waits for checkpoints only (MM2's checkpoint task
-        # has its own producer too).
-        self.checkpoint_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
-        self.checkpoints = CheckpointEmitter(spec, self.source_admin, self.checkpoint_producer, env)
-        self._end_reader = SourceEndReader(spec, env)  # clients of its own: it reads in its own thread
-        self.status = StatusPublisher(self.target_producer, spec.flow)
+    @property
+    def checkpoints(self) -> CheckpointEmitter | None:
+        """The checkpoint emitter (None before start)."""
+        return self.conn.checkpoints if self.conn is not None else None
+
+    def _connect(self) -> None:
+        self.conn = Connections.open(self.spec, self.mode, self.environ)
 
     def start(self) -> None:
         self._connect()
-        errs = self.topics.ensure_internal()
+        conn = self.connections
+        errs = conn.topics.ensure_internal()
         for e in errs:
             self._error(e)
         self.mode.prepare(self.spec, self.environ)
         self.refresh(first=True)
         # Replay the offset syncs written before this start (MM2's OffsetSyncStore.start()), so the
         # syncs this run writes are added with their full history.
-        if self.checkpoints is not None:
-            self.checkpoints.read_syncs(timeout=15)
+        conn.checkpoints.read_syncs(timeout=15)
         now = time.monotonic()
-        self._next = {
+        self.pacing.next = {
             "refresh": now + self.spec.settings.refresh_interval_seconds,
             "heartbeat": now,
             "status": now,
             "delayed_syncs": now + self.spec.settings.checkpoints.interval_seconds,
         }
-        self.state = "running"
-        if self.checkpoints is not None:
-            self._checkpointing = Periodic(
-                "checkpoints",
-                self.checkpoint_round,
-                lambda: self.spec.settings.checkpoints.interval_seconds,
-                self._error,
-            )
-            self._checkpointing.start()
+        self.state = StatusState.RUNNING
+        self.threads.checkpointing = Periodic(
+            "checkpoints",
+            self.checkpoint_round,
+            lambda: self.spec.settings.checkpoints.interval_seconds,
+            self._error,
+        )
+        self.threads.checkpointing.start()
         if self.instance_id:
-            self._fence = InstanceFence(self.spec, self.instance_id, self.started_at, self.environ)
-            self._fencing = Periodic(
+            self.threads.fence = InstanceFence(self.spec, self.instance_id, self.progress.started_at, self.environ)
+            self.threads.fencing = Periodic(
                 "fencing", self.fence_round, lambda: max(1.0, self.spec.engine.status_interval_seconds), self._error
             )
-            self._fencing.start()
-        self._lag_reading = Periodic(
+            self.threads.fencing.start()
+        self.threads.lag_reading = Periodic(
             "source end offsets",
             self.read_source_ends,
             lambda: max(0.1, self.spec.engine.status_interval_seconds / 2),  # each status sees a read this fresh
             self._error,
         )
-        self._lag_reading.start()
+        self.threads.lag_reading.start()
         self.publish_status()
 
     def fence_round(self) -> None:
         """Stop this instance if a newer instance of the flow runs (replication/fencing.py)."""
-        newer = self._fence.newer() if self._fence is not None else None
+        newer = self.threads.fence.newer() if self.threads.fence is not None else None
         if newer is None or self.stop_event.is_set():
             return
         self._error(
@@ -298,49 +289,36 @@ class ReplicationDriver:
         self.stop_event.set()
 
     def checkpoint_round(self) -> None:
-        if self.checkpoints is not None and self.spec.settings.checkpoints.enabled:
-            self.checkpoints.emit()
+        if self.conn is not None and self.spec.settings.checkpoints.enabled:
+            self.conn.checkpoints.emit()
 
     def read_source_ends(self) -> None:
         """The side channel's round: the current end of every partition copied (and the oldest unreplicated
         record's timestamp of those that lag most), for the next status record and metrics."""
-        if self._end_reader is None:
+        if self.conn is None:
             return
         # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
-        copy = dict(self.plan.copy)
-        positions = {tp: pos for tp, pos in dict(self.positions).items() if tp in copy}
-        seen = {tp: lp.end for tp, lp in dict(self.lag).items() if lp.end is not None}
-        last = self.source_ends
-        self.source_ends = self._end_reader.read(copy, positions, seen, last.oldest if last is not None else None)
+        copy = dict(self.parts.plan.copy)
+        positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
+        seen = {tp: lp.end for tp, lp in dict(self.parts.lag).items() if lp.end is not None}
+        last = self.parts.source_ends
+        self.parts.source_ends = self.conn.end_reader.read(
+            copy, positions, seen, last.oldest if last is not None else None
+        )
 
     def close(self) -> None:
-        if self._fencing is not None and self._fencing.stop(timeout=10) and self._fence is not None:
-            self._fence.close()
-        lag_idle = self._lag_reading is None or self._lag_reading.stop(timeout=15)
-        checkpoints_idle = self._checkpointing is None or self._checkpointing.stop(timeout=30)
-        if self._runner is not None:
-            self._runner.shutdown(wait=True)
-            self._runner = None
+        lag_idle, checkpoints_idle = self.threads.stop()
         if not checkpoints_idle:  # its clients are still in use: left to the process's exit
             self.log.warning("a checkpoint round did not end within 30 s of the job stopping")
-            self.checkpoints = None
-        if lag_idle and self._end_reader is not None:  # else still in use: left to the process's exit
-            self._end_reader.close()
-        for name in ("offsets", "checkpoints"):
-            obj = getattr(self, name, None)
-            if obj is not None:
-                obj.close()
-        for name in ("source_producer", "target_producer", "checkpoint_producer"):
-            p = getattr(self, name, None)
-            if p is not None:
-                p.flush(10)
+        if self.conn is not None:
+            self.conn.close(end_reader_idle=lag_idle, checkpoints_idle=checkpoints_idle)
 
     def run(self, max_batches: int | None = None, max_seconds: float | None = None) -> int:
         deadline = None if max_seconds is None else time.monotonic() + max_seconds
         try:
             self.start()
             while not self.stop_event.is_set():
-                if max_batches is not None and self.batches >= max_batches:
+                if max_batches is not None and self.progress.batches >= max_batches:
                     break
                 if deadline is not None and time.monotonic() >= deadline:
                     break
@@ -349,10 +327,10 @@ class ReplicationDriver:
                     break
                 if not moved:
                     self.stop_event.wait(self.idle_wait())
-            if self.state not in ("restart-required", "failed"):
-                self.state = "stopped"
+            if self.state not in (StatusState.RESTART_REQUIRED, StatusState.FAILED):
+                self.state = StatusState.STOPPED
         except Exception as exc:
-            self.state = "failed"
+            self.state = StatusState.FAILED
             self._error(f"{type(exc).__name__}: {exc}")
             self.log.exception("replication job failed")
             self.exit_code = self.exit_code or 1
@@ -367,8 +345,8 @@ class ReplicationDriver:
     # --- one iteration ----------------------------------------------------------------------
     def step(self) -> bool:
         now = time.monotonic()
-        if now >= self._next["refresh"]:
-            self._next["refresh"] = now + self.spec.settings.refresh_interval_seconds
+        if now >= self.pacing.next["refresh"]:
+            self.pacing.next["refresh"] = now + self.spec.settings.refresh_interval_seconds
             if self.reload_spec():
                 self.refresh()
         tasks = self.plan_tasks()
@@ -379,7 +357,7 @@ class ReplicationDriver:
         elif work is Work.HEARTBEATS:
             # Heartbeats alone: copied by this driver (the tasks' own code, in this process), not a Spark job.
             tasks, executor = self._heartbeat_tasks(tasks), IN_DRIVER
-        self._idle_steps = 0 if work is Work.RECORDS else self._idle_steps + 1
+        self.pacing.idle_steps = 0 if work is Work.RECORDS else self.pacing.idle_steps + 1
         moved = 0
         results: list[TaskResult] = []
         if not tasks:
@@ -388,7 +366,7 @@ class ReplicationDriver:
             # The side channels (heartbeats, delayed offset syncs, status) run while the batch runs: they
             # read what the previous batches absorbed, and the gap between two batches (records
             # wait there) stays the Spark job's own scheduling plus absorbing the results.
-            batch = self._batch_runner().submit(executor.run, self.spec, tasks, self.mode)
+            batch = self.threads.batch_runner().submit(executor.run, self.spec, tasks, self.mode)
             self.tick()
             while not wait_futures([batch], timeout=TICK_S).done:
                 self.tick()  # a long batch keeps heartbeats and status on time
@@ -396,17 +374,17 @@ class ReplicationDriver:
                 results = batch.result()
             except Exception as exc:  # noqa: BLE001 - e.g. a Python worker died: nothing was committed
                 self._error(f"batch failed: {type(exc).__name__}: {str(exc)[:500]}")
-                self.consumer_epoch += 1
-                self.last_owner.clear()
-                self._caught_up.clear()
-                self.mode.recover(self._reload_positions, list(self.plan.copy))
-                self.stop_event.wait(min(5.0, 0.5 * (1 + self.batch_failures)))
-                self.batch_failures += 1
+                self.parts.consumer_epoch += 1
+                self.parts.last_owner.clear()
+                self.pacing.caught_up.clear()
+                self.mode.recover(self._reload_positions, list(self.parts.plan.copy))
+                self.stop_event.wait(min(5.0, 0.5 * (1 + self.progress.batch_failures)))
+                self.progress.batch_failures += 1
                 results = []
             else:
-                self.batch_failures = 0
+                self.progress.batch_failures = 0
             moved = self.absorb(results)
-        self.batches += 1
+        self.progress.batches += 1
         self.metrics.observe(self, results)  # the same task results and counters as the status record
         return moved > 0
 
@@ -418,31 +396,31 @@ class ReplicationDriver:
         batch's base offset + 1, below the true end, but any new batch moves it; a partition deleted and created
         again moves it too. An engine whose flows have nothing to copy costs a request per flow per trigger
         interval and no Spark job; heartbeats alone are copied by the driver (`Work.HEARTBEATS`)."""
-        if self._end_reader is None:
+        if self.conn is None:
             return Work.RECORDS
-        copy = [tp for tp in self.plan.copy if tp not in self.halted]
+        copy = [tp for tp in self.parts.plan.copy if tp not in self.parts.halted]
         try:
-            ends = self._end_reader.end_offsets(copy)
+            ends = self.conn.end_reader.end_offsets(copy)
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
             ends = {}
-        self._ends_before = ends
-        waiting = [tp for tp in copy if tp not in ends or self._caught_up.get(tp, -1) != ends[tp]]
+        self.pacing.ends_before = ends
+        waiting = [tp for tp in copy if tp not in ends or self.pacing.caught_up.get(tp, -1) != ends[tp]]
         now = time.monotonic()
         if not waiting:
             # A batch now and then all the same (GATE_RECHECK_S): whatever the gate could misread, it is one
             # Spark job a minute, not a flow that stops copying.
-            if now < self._next.get("gate_recheck", 0.0):
+            if now < self.pacing.next.get("gate_recheck", 0.0):
                 return Work.NONE
             waiting = copy
-        self._next["gate_recheck"] = now + GATE_RECHECK_S
+        self.pacing.next["gate_recheck"] = now + GATE_RECHECK_S
         # Heartbeats alone (a record every few seconds from each flow of the source) are copied by the driver, at
         # most once a heartbeat interval: no Spark job, and their age downstream grows by at most that much.
         policy = self.spec.settings.policy
         if all(policy.is_heartbeats_topic(topic) for topic, _ in waiting):
-            if now < self._next.get("heartbeats_copy", 0.0):
+            if now < self.pacing.next.get("heartbeats_copy", 0.0):
                 return Work.NONE
-            self._next["heartbeats_copy"] = now + self.spec.settings.heartbeats.interval_seconds
+            self.pacing.next["heartbeats_copy"] = now + self.spec.settings.heartbeats.interval_seconds
             return Work.HEARTBEATS
         return Work.RECORDS
 
@@ -464,36 +442,22 @@ class ReplicationDriver:
         the idle gate held back, up to IDLE_WAIT_MAX_S (a record arriving at an idle flow waits at most that long
         for its batch; a flow with traffic keeps the trigger interval)."""
         trigger = self.spec.engine.trigger_interval_ms / 1000.0
-        return max(trigger, min(IDLE_WAIT_MAX_S, trigger * 2 ** min(self._idle_steps, 16)))
-
-    def _mark_caught_up(self, p: PartitionResult) -> None:
-        """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""
-        at_end = p.eof and p.hw is not None and 0 <= p.hw <= p.next and not p.error and not p.out_of_range
-        end = self._ends_before.get(p.tp)
-        if at_end and end is not None:
-            self._caught_up[p.tp] = end
-        else:
-            self._caught_up.pop(p.tp, None)
-
-    def _batch_runner(self) -> ThreadPoolExecutor:
-        if self._runner is None:
-            self._runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch")
-        return self._runner
+        return max(trigger, min(IDLE_WAIT_MAX_S, trigger * 2 ** min(self.pacing.idle_steps, 16)))
 
     def tick(self) -> None:
         now = time.monotonic()
         spec = self.spec
         try:
-            if spec.emits_heartbeats and now >= self._next["heartbeat"]:
-                self._next["heartbeat"] = now + spec.settings.heartbeats.interval_seconds
-                self.heartbeats.emit()
-            if now >= self._next["delayed_syncs"]:
-                self._next["delayed_syncs"] = now + spec.settings.checkpoints.interval_seconds
+            if spec.emits_heartbeats and now >= self.pacing.next["heartbeat"]:
+                self.pacing.next["heartbeat"] = now + spec.settings.heartbeats.interval_seconds
+                self.connections.heartbeats.emit()
+            if now >= self.pacing.next["delayed_syncs"]:
+                self.pacing.next["delayed_syncs"] = now + spec.settings.checkpoints.interval_seconds
                 self.flush_delayed_syncs()
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time
             self._error(f"{type(exc).__name__}: {exc}")
-        if now >= self._next["status"]:
-            self._next["status"] = now + spec.engine.status_interval_seconds
+        if now >= self.pacing.next["status"]:
+            self.pacing.next["status"] = now + spec.engine.status_interval_seconds
             try:
                 self.publish_status()
             except Exception as exc:  # noqa: BLE001
@@ -513,86 +477,60 @@ class ReplicationDriver:
             return True
         restart = self.spec.restart_fields(new)
         if restart:
-            self.state = "restart-required"
+            self.state = StatusState.RESTART_REQUIRED
             self._error(f"spec changed in fields that need a restart: {', '.join(sorted(restart))}")
             self.exit_code = EXIT_RESTART_REQUIRED
             self.stop_event.set()
             return False
         self.log.info("applying new spec %s (changed: %s)", new.spec_hash()[:12], sorted(self.spec.changed_fields(new)))
         self.spec = new
-        self.topics.spec = new
-        if self.checkpoints:
-            self.checkpoints.update_spec(new)
-        self.heartbeats.spec = new
+        self.connections.update_spec(new)
         return True
 
     def refresh(self, first: bool = False) -> None:
         """Discover source topics/partitions, create missing remote topics, load new positions."""
-        flow = self.spec.mirror_flow
-        source = self.topics.describe(self.source_admin, 15)
-        target = self.topics.describe(self.target_admin, 15)
+        flow, conn = self.spec.mirror_flow, self.connections
+        source = conn.topics.describe(conn.source_admin, 15)
+        target = conn.topics.describe(conn.target_admin, 15)
         plan = plan_partitions(flow, source, target)
         findings = list(plan.findings)
         if plan.create:
-            findings += self.topics.create_remote(plan.create)
-            target = self.topics.describe(self.target_admin, 15)
+            findings += conn.topics.create_remote(plan.create)
+            target = conn.topics.describe(conn.target_admin, 15)
             plan = plan_partitions(flow, source, target)
             findings += [f for f in plan.findings if f not in findings]
         if plan.grow:
-            findings += self.topics.grow_remote(plan.grow)
-        self.findings = findings[-MAX_FINDINGS:]
+            findings += conn.topics.grow_remote(plan.grow)
+        self.progress.found(findings)
         for f in findings:
             self.log.warning("%s", f)
-        new = {tp: remote for tp, remote in plan.copy.items() if tp not in self.positions}
+        new = {tp: remote for tp, remote in plan.copy.items() if tp not in self.parts.positions}
         if new:
-            loaded = self.offsets.load(new)
+            loaded = conn.offsets.load(new)
             for tp, (offset, slot) in loaded.items():
-                self.positions[tp] = offset if offset is not None else -2
+                self.parts.positions[tp] = offset if offset is not None else -2
                 if slot is not None and 0 <= slot < self.spec.engine.parallelism:
-                    self.slots[tp] = slot
-            self._assign_slots(list(new))
-        vanished = sorted(self.known_topics - set(source))
+                    self.parts.slots[tp] = slot
+            self.parts.assign_slots(list(new), self.spec.engine.parallelism)
+        vanished = sorted(self.parts.known_topics - set(source))
         if vanished:
-            self.consumer_epoch += 1
+            self.parts.consumer_epoch += 1
             self._error(
                 f"source topics disappeared: {', '.join(vanished)} (their positions are dropped; a topic "
                 f"created again under the same name is copied from its beginning)"
             )
-        self.known_topics = {t for t, _ in plan.copy}
-        gone = [tp for tp in self.positions if tp not in plan.copy]
+        self.parts.known_topics = {t for t, _ in plan.copy}
+        gone = [tp for tp in self.parts.positions if tp not in plan.copy]
         for tp in gone:  # topic deleted or no longer matching: forget (positions reload if it returns)
-            self.positions.pop(tp, None)
-            self.slots.pop(tp, None)
-            self.lag.pop(tp, None)
-        self.plan = plan
-
-    def _assign_slots(self, tps: list[TP]) -> None:
-        load = {s: 0 for s in range(self.spec.engine.parallelism)}
-        for tp, s in self.slots.items():
-            if s in load and tp in self.positions:
-                load[s] += 1
-        for tp in sorted(tps):
-            if tp in self.slots and self.slots[tp] in load:
-                continue
-            slot = min(load, key=lambda s: (load[s], s))
-            self.slots[tp] = slot
-            load[slot] += 1
+            self.parts.forget(tp)
+        self.parts.plan = plan
 
     # --- planning and results ---------------------------------------------------------------
     def plan_tasks(self) -> list[CopyTask]:
-        by_slot: dict[int, list[PartitionTask]] = {}
-        for tp, remote in sorted(self.plan.copy.items()):
-            if tp in self.halted or tp not in self.positions:
-                continue
-            by_slot.setdefault(self.slots.get(tp, 0), []).append(
-                PartitionTask(tp[0], tp[1], remote, self.positions[tp], self.sync_states.get(tp))
-            )
-        return [
-            CopyTask(s, self.batches, tuple(parts), self.last_owner.get(s), self.consumer_epoch)
-            for s, parts in sorted(by_slot.items())
-        ]
+        return self.parts.tasks(self.progress.batches)
 
     def absorb(self, results: list[TaskResult]) -> int:
+        conn = self.connections
         moved = 0
         to_commit: dict[TP, int] = {}
         latency: list[float] = []
@@ -600,7 +538,7 @@ class ReplicationDriver:
         failed: list[TP] = []
         for r in results:
             if r.process:
-                self.last_owner[r.slot] = r.process if not r.fatal else None
+                self.parts.last_owner[r.slot] = r.process if not r.fatal else None
             if r.error:
                 self._error(f"slot {r.slot}: {r.error}")
                 failed += [p.tp for p in r.partitions]
@@ -615,56 +553,57 @@ class ReplicationDriver:
                     continue
                 if p.count == 0 and not p.eof and not r.error and p.start >= 0:
                     silent.append(p)
-                if advances and (p.count > 0 or (p.next >= 0 and p.next != self.positions.get(tp))):
-                    self.positions[tp] = p.next
+                if advances and (p.count > 0 or (p.next >= 0 and p.next != self.parts.positions.get(tp))):
+                    self.parts.positions[tp] = p.next
                     to_commit[tp] = p.next
-                self.records += p.count
-                self.bytes += p.bytes
+                self.progress.records += p.count
+                self.progress.bytes += p.bytes
                 moved += p.count
                 if p.sync_state is not None:
-                    self.sync_states[tp] = p.sync_state
+                    self.parts.sync_states[tp] = p.sync_state
                 if p.syncs:
-                    self.syncs.write(tp[0], tp[1], p.syncs)
-                    self.delayed_syncs.pop(tp, None)
+                    conn.syncs.write(tp[0], tp[1], p.syncs)
+                    self.parts.delayed_syncs.pop(tp, None)
                 if p.last is not None:
                     if p.syncs and tuple(p.syncs[-1]) == tuple(p.last):
-                        self.delayed_syncs.pop(tp, None)
+                        self.parts.delayed_syncs.pop(tp, None)
                     else:
-                        self.delayed_syncs[tp] = (p.last[0], p.last[1])  # published at the next flush
-                self.lag[tp] = LagPosition(p.remote, self.positions.get(tp, p.next), p.hw)
+                        self.parts.delayed_syncs[tp] = (p.last[0], p.last[1])  # published at the next flush
+                self.parts.lag[tp] = LagPosition(p.remote, self.parts.positions.get(tp, p.next), p.hw)
                 if advances:
-                    self._mark_caught_up(p)
+                    self.pacing.mark_caught_up(p)
                 else:
-                    self._caught_up.pop(tp, None)
+                    self.pacing.caught_up.pop(tp, None)
         if failed:
             self.mode.recover(self._reload_positions, failed)
-        self.syncs.flush()
-        self.offsets.commit(to_commit)
-        self.latency.add(latency)
-        self.rate.add(moved)
+        conn.syncs.flush()
+        conn.offsets.commit(to_commit)
+        self.progress.latency.add(latency)
+        self.progress.rate.add(moved)
         for p in silent:
             self._check_position(p.tp, p.start)
         return moved
 
     def flush_delayed_syncs(self) -> None:
         """MM2 publishes the latest unsynced mapping of each partition at offset commit time."""
-        if not self.delayed_syncs:
+        if not self.parts.delayed_syncs:
             return
-        delayed, self.delayed_syncs = self.delayed_syncs, {}
+        delayed, self.parts.delayed_syncs = self.parts.delayed_syncs, {}
+        syncs = self.connections.syncs
         for (topic, partition), pair in delayed.items():
-            self.syncs.write(topic, partition, [pair])
-        self.syncs.flush()
+            syncs.write(topic, partition, [pair])
+        syncs.flush()
 
     def _reload_positions(self, tps: list[TP], forward_only: bool = False) -> None:
         """After a failed batch, the positions the job's group holds (delivery.py: which group, and whether a
         position may move back: exactly-once the target group is the truth, it may have committed)."""
-        wanted = {tp: self.plan.copy[tp] for tp in tps if tp in self.plan.copy}
+        wanted = {tp: self.parts.plan.copy[tp] for tp in tps if tp in self.parts.plan.copy}
         try:
-            for tp, (offset, _slot) in self.offsets.load(wanted).items():
+            for tp, (offset, _slot) in self.connections.offsets.load(wanted).items():
                 loaded = offset if offset is not None else -2
                 if forward_only:
-                    loaded = max(loaded, self.positions.get(tp, -2))
-                self.positions[tp] = loaded
+                    loaded = max(loaded, self.parts.positions.get(tp, -2))
+                self.parts.positions[tp] = loaded
         except Exception as exc:  # noqa: BLE001
             self._error(f"cannot re-read the job's committed positions: {exc}")
 
@@ -672,7 +611,8 @@ class ReplicationDriver:
     def _check_position(self, tp: TP, position: int) -> None:
         """A partition that answered neither records nor end-of-partition: is the position valid?"""
         try:
-            low, high = self.offsets.watermarks(*tp)
+            offsets = self.connections.offsets
+            low, high = offsets.watermarks(*tp)
             if position < low:
                 self._out_of_range(
                     tp, position, f"offset {position} is below the earliest offset {low} (truncated)", low, high
@@ -680,7 +620,7 @@ class ReplicationDriver:
                 return
             if position <= high:
                 return
-            end = self.offsets.end_offset(*tp)
+            end = offsets.end_offset(*tp)
             if end is not None and position > end:
                 self._out_of_range(
                     tp, position, f"offset {position} is past the end {end} (partition recreated?)", low, end
@@ -691,67 +631,66 @@ class ReplicationDriver:
     def _out_of_range(
         self, tp: TP, position: int, reason: str, low: int | None = None, high: int | None = None
     ) -> None:
-        self._caught_up.pop(tp, None)
+        self.pacing.caught_up.pop(tp, None)
         if low is None:
             try:
-                low, high = self.offsets.watermarks(*tp)
+                low, high = self.connections.offsets.watermarks(*tp)
             except Exception:  # noqa: BLE001
                 low, high = None, None
         action = "halted" if self.spec.engine.offset_reset == "halt" else f"reset to earliest offset {low}"
         event = OutOfRange(tp[0], tp[1], position, low, high, reason, action, int(time.time() * 1000))
-        self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
+        self.progress.add_out_of_range(event)
         self._error(f"{tp[0]}[{tp[1]}]: out of range: {reason}; {action}")
         if self.spec.engine.offset_reset == "halt" or low is None:
-            self.halted.add(tp)
-            self.consumer_epoch += 1
+            self.parts.halted.add(tp)
+            self.parts.consumer_epoch += 1
             return
-        self.positions[tp] = low
-        self.sync_states.pop(tp, None)
-        self.consumer_epoch += 1
-        self.offsets.commit({tp: low})  # at-least-once; exactly-once commits inside transactions
+        self.parts.positions[tp] = low
+        self.parts.sync_states.pop(tp, None)
+        self.parts.consumer_epoch += 1
+        self.connections.offsets.commit({tp: low})  # at-least-once; exactly-once commits inside transactions
 
     # --- status -----------------------------------------------------------------------------
     def _error(self, text: str) -> None:
-        text = self._redact(text)
-        with self._error_lock:
-            self.errors += 1
-            self.last_error = text
-        self.log.warning("%s", text)
+        self.log.warning("%s", self.progress.error(text))  # _error is called from the side channels' threads too
 
     def current_lag(self) -> JobLag:
         """Lag now: the driver's positions against the larger of the ends its tasks saw and the side channel read."""
-        return job_lag(self.plan.copy, self.positions, self.lag, self.source_ends, int(time.time() * 1000))
+        return job_lag(
+            self.parts.plan.copy, self.parts.positions, self.parts.lag, self.parts.source_ends, int(time.time() * 1000)
+        )
+
+    def reported_state(self) -> StatusState:
+        """The state the status record and the metrics report: running with halted partitions is degraded."""
+        return StatusState.DEGRADED if self.state is StatusState.RUNNING and self.parts.halted else self.state
 
     def status_record(self, lag: JobLag | None = None) -> StatusRecord:
         lag = lag if lag is not None else self.current_lag()
-        state = StatusState(self.state)
-        if state is StatusState.RUNNING and self.halted:
-            state = StatusState.DEGRADED
         return StatusRecord(
             flow=self.spec.flow,
             spec_hash=self.spec.spec_hash(),
             git_revision=self.spec.git_revision,
             delivery=self.spec.delivery,
-            state=state,
-            started_at=self.started_at,
+            state=self.reported_state(),
+            started_at=self.progress.started_at,
             heartbeat_at=int(time.time() * 1000),
             # what tasks reported, and what a running task has committed since (a kill loses no count but its last
             # second's: the worker commits every round)
-            records=self.records + committed_ahead(dict(self.positions), self.source_ends),
-            bytes=self.bytes,
-            records_per_second=round(self.rate.rate(), 1),
-            batches=self.batches,
-            partitions=len(self.plan.copy),
+            records=self.progress.records + committed_ahead(dict(self.parts.positions), self.parts.source_ends),
+            bytes=self.progress.bytes,
+            records_per_second=round(self.progress.rate.rate(), 1),
+            batches=self.progress.batches,
+            partitions=len(self.parts.plan.copy),
             lag_total=lag.total,
             lag=lag.partitions,
             lag_seconds=lag.seconds,
             lag_read_at=lag.read_at,
-            latency_ms=Latency.from_dict(self.latency.snapshot()),
-            errors=self.errors,
-            last_error=self.last_error,
-            findings=tuple(self.findings),
-            out_of_range=tuple(self.out_of_range),
-            halted=tuple(f"{t}:{p}" for t, p in sorted(self.halted)),
+            latency_ms=Latency.from_dict(self.progress.latency.snapshot()),
+            errors=self.progress.errors,
+            last_error=self.progress.last_error,
+            findings=tuple(self.progress.findings),
+            out_of_range=tuple(self.progress.out_of_range),
+            halted=tuple(f"{t}:{p}" for t, p in sorted(self.parts.halted)),
             checkpoints_emitted=self.checkpoints_emitted,
             instance_id=self.instance_id,
             pid=os.getpid(),
@@ -759,8 +698,20 @@ class ReplicationDriver:
         )
 
     @property
+    def records(self) -> int:
+        return self.progress.records
+
+    @property
+    def errors(self) -> int:
+        return self.progress.errors
+
+    @property
+    def last_error(self) -> str | None:
+        return self.progress.last_error
+
+    @property
     def checkpoints_emitted(self) -> int:
-        return self.checkpoints.emitted if self.checkpoints else 0
+        return self.conn.checkpoints.emitted if self.conn is not None else 0
 
     def publish_status(self) -> None:
         """The status record, and the lag metrics from the same figures (also between batches: a batch whose
@@ -768,8 +719,8 @@ class ReplicationDriver:
         lag = self.current_lag()
         record = self.status_record(lag)
         self.metrics.observe_lag(lag)
-        if self.status is not None:
-            self.status.publish(record)
+        if self.conn is not None:
+            self.conn.status.publish(record)
 
 
 def run_job(spec_path: str | Path, executor: Executor, **kw: Any) -> int:

@@ -357,14 +357,15 @@ class JobMetrics:
         self._publish_windows(now)
         self.observe_lag(driver.current_lag())
         self._observe_checkpoints(driver.checkpoints, now)
-        for event in driver.out_of_range:
+        progress = driver.progress
+        for event in progress.out_of_range:
             if not any(event is seen for seen in self._seen_out_of_range):
-                remote = driver.plan.copy.get((event.topic, event.partition), event.topic)
+                remote = driver.parts.plan.copy.get((event.topic, event.partition), event.topic)
                 self.get(f"{OWN}_out_of_range", topic=remote, partition=event.partition).inc()
-        self._seen_out_of_range = list(driver.out_of_range)
-        self._advance(f"{OWN}_errors", "_errors", driver.errors)
+        self._seen_out_of_range = list(progress.out_of_range)
+        self._advance(f"{OWN}_errors", "_errors", progress.errors)
         self._advance(f"{CHECKPOINT}_checkpoints", "_checkpoints", driver.checkpoints_emitted)
-        if driver.batch_failures:  # this batch's tasks failed (reset by the next good batch)
+        if progress.batch_failures:  # this batch's tasks failed (reset by the next good batch)
             self.get(f"{OWN}_batch_failures").inc()
         self.get(f"{OWN}_batches").inc()
         self.get(f"{OWN}_job_last_batch_timestamp_seconds").set(time.time())
@@ -461,7 +462,7 @@ class JobMetrics:
         return max(WINDOW_SECONDS, 2.0 * float(emitter.spec.settings.checkpoints.interval_seconds))
 
     def set_state(self, driver: ReplicationDriver) -> None:
-        state = "degraded" if driver.state == "running" and driver.halted else driver.state
+        state = driver.reported_state().value
         for s in JOB_STATES:
             self.get(f"{OWN}_job_state", state=s).set(1.0 if s == state else 0.0)
         spec = driver.spec

@@ -76,7 +76,7 @@ def test_halt_policy_stops_the_partition(fresh_clusters):
     c.close()
     driver = ReplicationDriver(spec, LocalExecutor())
     driver.run(max_seconds=4)
-    driver.state = "running"
+    driver.state = StatusState.RUNNING
     status = driver.status_record()
     assert status.halted == ("ledger2:0",) and status.out_of_range[0].action == "halted"
     assert status.state is StatusState.DEGRADED
@@ -115,7 +115,7 @@ def test_zombie_with_the_same_transactional_id_is_fenced(fresh_clusters):
     # Restarting resumes from the offsets committed on the target: nothing is copied twice.
     again = ReplicationDriver(spec, LocalExecutor())
     again.run(max_seconds=2)
-    assert again.records == 0 and again.positions[("txns", 0)] == 20
+    assert again.records == 0 and again.parts.positions[("txns", 0)] == 20
 
 
 def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):

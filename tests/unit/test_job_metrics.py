@@ -3,6 +3,7 @@ counts per target partition, exactly-once aborts, out-of-range events counted on
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from prometheus_client import generate_latest
@@ -12,6 +13,7 @@ from reconciler import settings
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import RATE_WINDOW_SECONDS, OutOfRange, RateWindow, StatusState
 from reconciler.replication.driver import ReplicationDriver
+from reconciler.replication.driver_parts import Connections
 from reconciler.replication.emitters import CheckpointEmitter
 from reconciler.replication.lag import LagPosition, OldestRecord, SourceEnds
 from reconciler.replication.metrics import METRICS, WINDOW_SECONDS, JobMetrics, exported_series
@@ -24,7 +26,8 @@ SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("e
 
 
 def driver(exactly_once=False, spec=None, **state) -> ReplicationDriver:
-    """A real driver, not started (no I/O), in the state a batch left it in: `state` sets its fields."""
+    """A real driver, not started (no I/O), in the state a batch left it in: `state` sets the fields of its parts
+    (`checkpoints` and `status`: its connections)."""
     spec = spec or job_spec(
         "west->east",
         ClusterSpec("west", "127.0.0.1:1"),
@@ -33,12 +36,24 @@ def driver(exactly_once=False, spec=None, **state) -> ReplicationDriver:
         git_revision="deadbeef",
     )
     d = ReplicationDriver(spec, executor=None)  # never run: no executor needed
-    d.state = "running"
-    d.plan = PartitionPlan(copy={("orders", 0): "west.orders"})
+    d.state = StatusState.RUNNING
+    d.parts.plan = PartitionPlan(copy={("orders", 0): "west.orders"})
+    clients = {name: state.pop(name) for name in ("checkpoints", "status") if name in state}
+    if clients:
+        d.conn = connections(**clients)
     for name, value in state.items():
-        assert hasattr(d, name), name  # a renamed driver field fails here, not silently in metrics
-        setattr(d, name, value)
+        # the part that holds the field: a renamed field fails here, not silently in metrics
+        part = next((p for p in (d.progress, d.parts, d.pacing) if hasattr(p, name)), d)
+        assert hasattr(part, name), name
+        setattr(part, name, value)
     return d
+
+
+def connections(checkpoints=None, status=None) -> Connections:
+    """The clients of a started driver, none of them connected: a checkpoint emitter and a status publisher
+    (what the metrics and the status record read), None for the others."""
+    given = {"checkpoints": checkpoints or emitter(), "status": status or Published()}
+    return Connections(**{f.name: given.get(f.name) for f in dataclasses.fields(Connections)})
 
 
 def emitter(**state) -> CheckpointEmitter:
@@ -83,7 +98,7 @@ def test_counts_syncs_checkpoints_and_state():
     m = JobMetrics("west->east:payments")
     d = driver(lag={("orders", 0): LagPosition(remote="west.orders", next=5, end=12)}, checkpoints=emitter())
     m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(5, 50, latency_ms=[10, 30])], latency_ms=[10, 30])])
-    d.checkpoints.emitted, d.errors = 4, 1
+    d.checkpoints.emitted, d.progress.errors = 4, 1
     m.observe(d, [TaskResult(slot=0, process="p", partitions=[part(3, 30, latency_ms=[20])], latency_ms=[20])])
     labels = dict(flow="west->east:payments", family="payments", source="west", target="east")
     assert (
@@ -108,7 +123,7 @@ def test_job_state_series_are_the_status_states():
     m = JobMetrics("west->east")
     for state in StatusState:
         d = driver()
-        d.state = state.value
+        d.state = state
         m.set_state(d)
         got = {dict(ls)["state"]: v for (n, ls), v in samples(m).items() if n == "mirror_job_state"}
         assert got == {s.value: (1.0 if s is state else 0.0) for s in StatusState}, state
@@ -244,15 +259,19 @@ def test_the_status_record_rate_and_the_prometheus_rate_are_one_window():
     clock = Clock()
     m = JobMetrics("west->east", clock=clock)
     d = driver()
-    assert type(d.rate) is RateWindow and d.rate.seconds == WINDOW_SECONDS == RATE_WINDOW_SECONDS == 60.0
+    assert (
+        type(d.progress.rate) is RateWindow and d.progress.rate.seconds == WINDOW_SECONDS == RATE_WINDOW_SECONDS == 60.0
+    )
     seen = []
     for advance, count in ((0, 600), (30, 300), (45, 0)):
         clock.now += advance
-        d.rate.add(count, count * 10, clock.now)  # what the driver's absorb adds for the batch
+        d.progress.rate.add(count, count * 10, clock.now)  # what the driver's absorb adds for the batch
         m.observe(d, [TaskResult(slot=0, process="p", partitions=[tp_part(0, count, nbytes=count * 10)])])
         gauge = value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0")
-        assert d.rate.rate(clock.now) == gauge
-        assert d.rate.rates(clock.now)[1] == value(m, "kafka_connect_mirror_source_connector_byte_rate", partition="0")
+        assert d.progress.rate.rate(clock.now) == gauge
+        assert d.progress.rate.rates(clock.now)[1] == value(
+            m, "kafka_connect_mirror_source_connector_byte_rate", partition="0"
+        )
         seen.append(gauge)
     assert seen == [600.0, 900 / 30, 300 / 60]  # a 10 s window would say 300/10 at 30 s
 
@@ -360,21 +379,21 @@ def test_a_status_publish_between_batches_carries_the_source_end_read_and_the_me
         status=Published(),
     )
     d.publish_status()
-    record = d.status.records[-1]
+    record = d.conn.status.records[-1]
     assert record.lag_total == 24_000 and record.lag[0].end == 24_100 and record.lag_read_at == now_ms - 400
     assert 12.0 <= record.lag_seconds < 60
     m = d.metrics
     assert value(m, "mirror_partition_lag_records", topic="west.orders", partition="0") == 24_000
     assert value(m, "mirror_lag_seconds", flow="west->east") == record.lag_seconds
 
-    d.positions[("orders", 0)] = 24_100  # a batch copied it all
+    d.parts.positions[("orders", 0)] = 24_100  # a batch copied it all
     d.publish_status()
-    assert d.status.records[-1].lag_total == 0 and d.status.records[-1].lag_seconds == 0.0
+    assert d.conn.status.records[-1].lag_total == 0 and d.conn.status.records[-1].lag_seconds == 0.0
     assert value(m, "mirror_partition_lag_records", partition="0") == 0 and value(m, "mirror_lag_seconds") == 0
 
-    d.source_ends = SourceEnds({("orders", 0): 24_200}, now_ms)  # lagging again, no timestamp read yet
+    d.parts.source_ends = SourceEnds({("orders", 0): 24_200}, now_ms)  # lagging again, no timestamp read yet
     d.publish_status()
-    assert d.status.records[-1].lag_total == 100 and d.status.records[-1].lag_seconds is None
+    assert d.conn.status.records[-1].lag_total == 100 and d.conn.status.records[-1].lag_seconds is None
     assert not has(m, "mirror_lag_seconds")  # unknown: no series rather than a stale one
 
 

@@ -1,0 +1,216 @@
+"""The typed parts of a replication driver (driver.py's `ReplicationDriver`): what it holds, grouped by what it is.
+
+Connections  the clients and emitters the driver opens at start (`Connections.open`), closed at its end
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.contract.spec import JobSpec
+from reconciler.contract.status import LatencyWindow, OutOfRange, RateWindow, StatusPublisher
+from reconciler.replication import clients
+from reconciler.replication.delivery import DeliveryMode
+from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
+from reconciler.replication.lag import LagPosition, SourceEndReader, SourceEnds
+from reconciler.replication.offsets import OffsetStore
+from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask
+from reconciler.replication.topics import PartitionPlan, TopicManager
+from reconciler.topology import secrets
+
+MAX_FINDINGS = 20  # findings and out-of-range events kept for the status record
+
+
+@dataclass
+class Connections:
+    """The clients and emitters a started driver uses, opened together at start (`open`) and closed together at
+    its end (`close`). The producers are confluent_kafka `Producer`s, the admins `AdminClient`s."""
+
+    source_admin: Any
+    target_admin: Any
+    topics: TopicManager
+    source_producer: Any
+    target_producer: Any
+    checkpoint_producer: Any  # the checkpoint thread's own: its flush waits for checkpoints only
+    offsets: OffsetStore
+    heartbeats: HeartbeatEmitter
+    syncs: OffsetSyncWriter
+    checkpoints: CheckpointEmitter
+    end_reader: SourceEndReader  # clients of its own: it reads in its own thread
+    status: StatusPublisher
+
+    @classmethod
+    def open(cls, spec: JobSpec, mode: DeliveryMode, env: Mapping[str, str] | None) -> Connections:
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient
+
+        source_admin = AdminClient(clients.admin_config(spec.source, env))
+        target_admin = AdminClient(clients.admin_config(spec.target, env))
+        topics = TopicManager(spec, source_admin, target_admin)
+        source_producer = Producer(clients.producer_config(spec.source, spec, environ=env))
+        target_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
+        offsets = OffsetStore(spec, mode, env)
+        heartbeats = HeartbeatEmitter(spec, source_producer if spec.heartbeats_on_source else target_producer)
+        syncs = OffsetSyncWriter(spec, source_producer if spec.offset_syncs_on_source else target_producer)
+        # The checkpoint thread's own producer: its flush waits for checkpoints only (MM2's checkpoint task
+        # has its own producer too).
+        checkpoint_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
+        checkpoints = CheckpointEmitter(spec, source_admin, checkpoint_producer, env)
+        end_reader = SourceEndReader(spec, env)
+        status = StatusPublisher(target_producer, spec.flow)
+        return cls(
+            source_admin=source_admin,
+            target_admin=target_admin,
+            topics=topics,
+            source_producer=source_producer,
+            target_producer=target_producer,
+            checkpoint_producer=checkpoint_producer,
+            offsets=offsets,
+            heartbeats=heartbeats,
+            syncs=syncs,
+            checkpoints=checkpoints,
+            end_reader=end_reader,
+            status=status,
+        )
+
+    def update_spec(self, spec: JobSpec) -> None:
+        """A reloaded spec (hot reload): the clients that read it as they run take it."""
+        self.topics.spec = spec
+        self.checkpoints.update_spec(spec)
+        self.heartbeats.spec = spec
+
+    def close(self, *, end_reader_idle: bool, checkpoints_idle: bool) -> None:
+        """Close the consumers and flush the producers. A side channel's clients still in use by its thread (not
+        `..._idle`: its round did not end in time) are left to the process's exit."""
+        if end_reader_idle:
+            self.end_reader.close()
+        self.offsets.close()
+        if checkpoints_idle:
+            self.checkpoints.close()
+        for producer in (self.source_producer, self.target_producer, self.checkpoint_producer):
+            producer.flush(10)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Progress:
+    """What the job has done since it started (`started_at`, epoch ms), as its status record and metrics report
+    it: records and bytes copied, batches run, consecutive failed batches, errors (with the last one, redacted of
+    the spec's secrets by `redact`), the findings of the last topic refresh, the last out-of-range events, and
+    the latency and rate windows. `error` is called from the side channels' threads too."""
+
+    redact: secrets.Redactor = field(default_factory=secrets.Redactor)
+    started_at: int = field(default_factory=_now_ms)
+    records: int = 0
+    bytes: int = 0
+    batches: int = 0
+    batch_failures: int = 0  # consecutive failed batches (0 after a good one)
+    errors: int = 0
+    last_error: str | None = None
+    findings: list[str] = field(default_factory=list)
+    out_of_range: list[OutOfRange] = field(default_factory=list)
+    latency: LatencyWindow = field(default_factory=LatencyWindow)
+    rate: RateWindow = field(default_factory=RateWindow)
+    _error_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def error(self, text: str) -> str:
+        """Count an error; its text, redacted, is the last error and what the caller logs."""
+        text = self.redact(text)
+        with self._error_lock:
+            self.errors += 1
+            self.last_error = text
+        return text
+
+    def found(self, findings: list[str]) -> None:
+        """The findings of a topic refresh (the last MAX_FINDINGS)."""
+        self.findings = findings[-MAX_FINDINGS:]
+
+    def add_out_of_range(self, event: OutOfRange) -> None:
+        self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
+
+
+@dataclass
+class Partitions:
+    """The source partitions the job copies and where each stands. `plan` is the last refresh's partition plan
+    (which partitions are copied, to which remote topic); `positions` the next offset to copy of each (-2: none
+    committed, from the beginning); `slots` the task slot each runs in (sticky: a partition keeps its slot, so an
+    exactly-once partition keeps its transactional id); `sync_states` the offset-sync state the workers hand
+    back, `delayed_syncs` the mapping of each partition published at the next flush; `lag` what the tasks last
+    reported and `source_ends` the side channel's last read (replaced whole, never mutated); `halted` the
+    partitions out of range under `offset_reset: halt`. `last_owner` (the process each slot last ran in) and
+    `consumer_epoch` (bumped to make the workers drop their cached consumers) go with each task."""
+
+    plan: PartitionPlan = field(default_factory=PartitionPlan)
+    positions: dict[TP, int] = field(default_factory=dict)
+    slots: dict[TP, int] = field(default_factory=dict)
+    sync_states: dict[TP, list[int]] = field(default_factory=dict)
+    delayed_syncs: dict[TP, tuple[int, int]] = field(default_factory=dict)
+    lag: dict[TP, LagPosition] = field(default_factory=dict)
+    source_ends: SourceEnds | None = None
+    halted: set[TP] = field(default_factory=set)
+    known_topics: set[str] = field(default_factory=set)
+    last_owner: dict[int, str | None] = field(default_factory=dict)
+    consumer_epoch: int = 0
+
+    def assign_slots(self, tps: list[TP], parallelism: int) -> None:
+        """Slots for `tps`: a partition with a valid slot keeps it, the others go to the least loaded slot."""
+        load = {s: 0 for s in range(parallelism)}
+        for tp, s in self.slots.items():
+            if s in load and tp in self.positions:
+                load[s] += 1
+        for tp in sorted(tps):
+            if tp in self.slots and self.slots[tp] in load:
+                continue
+            slot = min(load, key=lambda s: (load[s], s))
+            self.slots[tp] = slot
+            load[slot] += 1
+
+    def forget(self, tp: TP) -> None:
+        """A partition no longer copied (topic deleted or no longer matching): its position reloads if it returns."""
+        self.positions.pop(tp, None)
+        self.slots.pop(tp, None)
+        self.lag.pop(tp, None)
+
+    def tasks(self, batch: int) -> list[CopyTask]:
+        """One task per slot: its partitions (not halted, with a position) and the offset each starts from."""
+        by_slot: dict[int, list[PartitionTask]] = {}
+        for tp, remote in sorted(self.plan.copy.items()):
+            if tp in self.halted or tp not in self.positions:
+                continue
+            by_slot.setdefault(self.slots.get(tp, 0), []).append(
+                PartitionTask(tp[0], tp[1], remote, self.positions[tp], self.sync_states.get(tp))
+            )
+        return [
+            CopyTask(s, batch, tuple(parts), self.last_owner.get(s), self.consumer_epoch)
+            for s, parts in sorted(by_slot.items())
+        ]
+
+
+@dataclass
+class Pacing:
+    """When the loop does what. `next`: the monotonic time each periodic action is next due ("refresh",
+    "heartbeat", "status", "delayed_syncs"; the idle gate's "gate_recheck" and "heartbeats_copy"). The idle
+    gate's state (the driver's `work_waiting`): `ends_before`, the source's ends read before the last batch;
+    `caught_up`, the partitions caught up as of such an end; `idle_steps`, the steps in a row the gate found
+    nothing to copy (`idle_wait` backs off by it)."""
+
+    next: dict[str, float] = field(default_factory=dict)
+    ends_before: dict[TP, int] = field(default_factory=dict)
+    caught_up: dict[TP, int] = field(default_factory=dict)
+    idle_steps: int = 0
+
+    def mark_caught_up(self, p: PartitionResult) -> None:
+        """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""
+        at_end = p.eof and p.hw is not None and 0 <= p.hw <= p.next and not p.error and not p.out_of_range
+        end = self.ends_before.get(p.tp)
+        if at_end and end is not None:
+            self.caught_up[p.tp] = end
+        else:
+            self.caught_up.pop(p.tp, None)

@@ -1,0 +1,118 @@
+"""The replication driver is split into typed parts (issue 25): its clients are one `Connections` made at start,
+not attributes looked up with getattr; its counters, partitions, pacing and threads are dataclasses of their own;
+its state is a StatusState. The parts' own logic (slots, tasks, the idle gate's caught-up mark) is tested here
+without brokers; the driver's behaviour is tests/integration/test_replication_driver.py's."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.status import StatusState
+from reconciler.replication import driver_parts
+from reconciler.replication.driver import ReplicationDriver, Threads
+from reconciler.replication.driver_parts import MAX_FINDINGS, Connections, Pacing, Partitions, Progress
+from reconciler.replication.tasks import PartitionResult
+from reconciler.replication.topics import PartitionPlan
+from tests.spec_helpers import job_spec
+
+SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
+
+#: What a driver holds of its own after __init__: its spec, executor and lifecycle, and its parts.
+OWN = {
+    "spec_path",
+    "spec",
+    "executor",
+    "environ",
+    "stop_event",
+    "exit_code",
+    "state",
+    "instance_id",
+    "metrics",
+    "log",
+    # the parts
+    "progress",
+    "parts",
+    "pacing",
+    "conn",
+    "threads",
+}
+PARTS = {"progress": Progress, "parts": Partitions, "pacing": Pacing, "threads": Threads}
+
+
+def test_the_driver_holds_its_parts_and_few_attributes_of_its_own():
+    d = ReplicationDriver(SPEC, executor=None)
+    assert set(vars(d)) == OWN and len(vars(d)) <= 15
+    for name, part in PARTS.items():
+        assert type(getattr(d, name)) is part, name
+    assert d.conn is None  # opened at start (_connect)
+    assert d.state is StatusState.STARTING
+
+
+def test_no_attribute_is_looked_up_by_name():
+    source = inspect.getsource(ReplicationDriver)
+    assert "getattr(self" not in source and "setattr(self" not in source
+
+
+def test_the_parts_are_typed_dataclasses_with_a_docstring():
+    for part in (Connections, Progress, Partitions, Pacing, Threads):
+        assert dataclasses.is_dataclass(part), part
+        assert part.__doc__ and not part.__doc__.startswith(part.__name__ + "("), part  # not the generated one
+        hints = inspect.get_annotations(part)
+        assert set(hints) == {f.name for f in dataclasses.fields(part)}, part
+    assert "getattr" not in inspect.getsource(driver_parts)
+
+
+def test_connections_are_made_in_one_place():
+    source = inspect.getsource(ReplicationDriver._connect)
+    assert "Connections.open(" in source
+
+
+def test_slots_are_sticky_and_new_partitions_go_to_the_least_loaded():
+    parts = Partitions(positions={("a", 0): 0, ("a", 1): 0, ("b", 0): 5}, slots={("a", 0): 1, ("a", 1): 1})
+    parts.assign_slots([("a", 0), ("a", 1), ("b", 0), ("c", 0)], parallelism=2)
+    assert parts.slots == {("a", 0): 1, ("a", 1): 1, ("b", 0): 0, ("c", 0): 0}
+    parts.slots[("d", 0)] = 7  # a slot past the parallelism (it went down): assigned again
+    parts.assign_slots([("d", 0)], parallelism=2)
+    assert parts.slots[("d", 0)] == 0
+
+
+def test_tasks_one_per_slot_without_the_halted_partitions():
+    parts = Partitions(
+        plan=PartitionPlan(copy={("a", 0): "west.a", ("a", 1): "west.a", ("b", 0): "west.b", ("c", 0): "west.c"}),
+        positions={("a", 0): 3, ("a", 1): -2, ("b", 0): 9},  # ("c", 0): no position loaded yet
+        slots={("a", 0): 0, ("a", 1): 1, ("b", 0): 0},
+        sync_states={("a", 0): [1, 2]},
+        halted={("b", 0)},
+        last_owner={1: "worker-1"},
+        consumer_epoch=4,
+    )
+    tasks = parts.tasks(batch=12)
+    assert [(t.slot, t.batch, t.last_owner, t.consumer_epoch) for t in tasks] == [
+        (0, 12, None, 4),
+        (1, 12, "worker-1", 4),
+    ]
+    assert [(p.topic, p.partition, p.remote, p.start, p.sync_state) for p in tasks[0].partitions] == [
+        ("a", 0, "west.a", 3, [1, 2])
+    ]
+    parts.forget(("a", 0))
+    assert ("a", 0) not in parts.positions and ("a", 0) not in parts.slots
+
+
+def test_a_partition_is_caught_up_as_of_the_end_read_before_its_batch():
+    pacing = Pacing(ends_before={("a", 0): 10})
+    done = PartitionResult(topic="a", partition=0, remote="west.a", start=5, next=10, count=5, eof=True, hw=10)
+    pacing.mark_caught_up(done)
+    assert pacing.caught_up == {("a", 0): 10}
+    pacing.mark_caught_up(dataclasses.replace(done, eof=False))  # stopped before the end: not caught up
+    assert pacing.caught_up == {}
+
+
+def test_errors_are_counted_redacted_and_the_lists_kept_short():
+    progress = Progress()
+    progress.redact.secrets.add("pa55word")
+    assert progress.error("auth failed for pa55word") == "auth failed for ***"
+    assert progress.errors == 1 and progress.last_error == "auth failed for ***"
+    progress.found([f"finding {i}" for i in range(MAX_FINDINGS + 5)])
+    assert len(progress.findings) == MAX_FINDINGS and progress.findings[-1] == f"finding {MAX_FINDINGS + 4}"
