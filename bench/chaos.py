@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 
-import reconciler.deploy.instance as instance  # noqa: E402
-from reconciler.deploy.instance import Role  # noqa: E402
-from reconciler.deploy.local import LocalDeployer  # noqa: E402
+import reconciler.deployers.instance as instance  # noqa: E402
+from reconciler.deployers.instance import Role  # noqa: E402
+from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 from tests.integration.mirror_helpers import (  # noqa: E402
     SequencedProducer,

@@ -62,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition  # noqa: E402
 
-import reconciler.deploy.instance as instance  # noqa: E402
+import reconciler.deployers.instance as instance  # noqa: E402
 from bench.replication import (  # noqa: E402
     Clusters,
     CpuMeter,
@@ -76,7 +76,7 @@ from bench.replication import (  # noqa: E402
     steady,
 )
 from reconciler.contract.spec import JobSpec  # noqa: E402
-from reconciler.deploy.local import LocalDeployer  # noqa: E402
+from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.topology.build import load_topology_text  # noqa: E402
 
 SCENARIOS = ("backlog", "latency")
@@ -283,7 +283,7 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
             instance.end(instance.scan(under=root.resolve()), 5)
 
         log("  in process: the same spec's driver in this process's SparkSession")
-        from reconciler.replication.driver import ReplicationDriver, SparkExecutor
+        from reconciler.engine.driver import ReplicationDriver, SparkExecutor
 
         ispec = flow_spec(c.src.bootstrap, c.dst.bootstrap, "inproc", TOPIC, opts.job, opts.delivery)
         spark = c.spark  # started and warmed up (Python workers, the job's modules) before the clock

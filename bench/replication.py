@@ -78,9 +78,9 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from reconciler.adapters.read_to_end import END_READER  # noqa: E402
 from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec  # noqa: E402
 from reconciler.dev.brokers import Engine, discard, free_port, start_broker  # noqa: E402
+from reconciler.engine.driver import ReplicationDriver, SparkExecutor  # noqa: E402
+from reconciler.engine.session import build_session  # noqa: E402
 from reconciler.mirror.filters import TopicFilter  # noqa: E402
-from reconciler.replication.driver import ReplicationDriver, SparkExecutor  # noqa: E402
-from reconciler.replication.session import build_session  # noqa: E402
 from reconciler.topology.build import default_settings  # noqa: E402
 from reconciler.topology.model import Delivery  # noqa: E402
 
@@ -422,7 +422,7 @@ def warm_up(spark, parallelism: int) -> None:
     """Start the Python workers and import the job's modules once (a running job has them)."""
 
     def touch(it):
-        import reconciler.replication.worker  # noqa: F401
+        import reconciler.engine.worker  # noqa: F401
 
         return [sum(1 for _ in it)]
 

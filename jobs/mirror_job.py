@@ -1,7 +1,7 @@
 """spark-submit entry point of a replication job: one flow (`--spec`) or an engine of flows (`--engine-dir`).
 
     spark-submit jobs/mirror_job.py --spec /path/to/west-east.json [--master local[2]]
-    spark-submit jobs/mirror_job.py --engine-dir /path/to/engines/east      (reconciler.replication.engine)
+    spark-submit jobs/mirror_job.py --engine-dir /path/to/engines/east      (reconciler.engine.host)
 
 Exit codes: 0 stopped (SIGTERM/SIGINT or --max-seconds), 1 failed, 3 the spec file changed in a
 field that needs a restart (the deployer restarts the job with the new spec; an engine restarts the flow
@@ -25,15 +25,15 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
 from reconciler import settings  # noqa: E402
 from reconciler.contract.engine import EngineRecord, FlowRuntime, write_runtime  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
-from reconciler.replication.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
-from reconciler.replication.engine import EngineHost  # noqa: E402
-from reconciler.replication.lifeline import watch_parent  # noqa: E402
-from reconciler.replication.metrics import serve_merged  # noqa: E402
-from reconciler.replication.session import build_session, engine_conf, session_of  # noqa: E402
+from reconciler.engine.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
+from reconciler.engine.host import EngineHost  # noqa: E402
+from reconciler.engine.lifeline import watch_parent  # noqa: E402
+from reconciler.engine.metrics import serve_merged  # noqa: E402
+from reconciler.engine.session import build_session, engine_conf, session_of  # noqa: E402
 from reconciler.settings import AUTO_PORT  # noqa: E402
 from reconciler.topology import secrets  # noqa: E402
 
-log = logging.getLogger("reconciler.replication")
+log = logging.getLogger("reconciler.engine")
 
 
 def _orphaned(parent: int) -> None:

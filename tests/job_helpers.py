@@ -9,9 +9,9 @@ from typing import Any
 
 from reconciler.adapters.base import OpResult
 from reconciler.contract.spec import JobSpec
-from reconciler.deploy import Deployers
-from reconciler.deploy.base import Deployer, Deployment
-from reconciler.jobs.backend import JobBackend
+from reconciler.deployers import Deployers
+from reconciler.deployers.base import Deployer, Deployment
+from reconciler.jobplan.backend import JobBackend
 from reconciler.topology.flow_id import flow_ends
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from reconciler.adapters.live_read import Connections, clusters_of, read_live
 from reconciler.adapters.memory_admin import MemoryCluster, MemoryFactory
 from reconciler.apply.executor import ApplyContext, ApplyReport, execute
-from reconciler.jobs.backend import JobBackend
+from reconciler.jobplan.backend import JobBackend
 from reconciler.operations.backend import Backend
 from reconciler.operations.handlers import handler_table
 from reconciler.plan.actions import Plan

@@ -15,7 +15,7 @@ from itertools import groupby
 from typing import Protocol
 
 from reconciler.adapters.base import ClusterAdmin, ConfigAlteration, NewTopicSpec, OpResult, ResultCode
-from reconciler.deploy import Deployers
+from reconciler.deployers import Deployers
 from reconciler.plan.actions import Action, ActionKind, Plan
 
 BATCH_SIZE = 500

@@ -49,7 +49,7 @@ def cmd_up(args, backend: Backend) -> int:
 
 
 def cmd_down(args, backend: Backend) -> int:
-    from reconciler.deploy.local import LocalDeployer
+    from reconciler.deployers.local import LocalDeployer
 
     for what, res in LocalDeployer().stop_all():  # the engines first: they would only retry against stopped brokers
         print(f"{what}: {res.message}")

@@ -274,7 +274,7 @@ def wait_progress(records: tuple[int, int], waiting_for: list[str], elapsed: flo
 
 
 def step_wait(ctx: DemoContext) -> None:
-    from reconciler.deploy.local import LocalDeployer
+    from reconciler.deployers.local import LocalDeployer
 
     checks: list[tuple[str, Callable[[DemoContext], list[str]]]] = [
         ("records", _missing_records),
@@ -464,7 +464,7 @@ STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
 
 
 def _shutdown(ctx: DemoContext) -> list[str]:
-    from reconciler.deploy.local import LocalDeployer
+    from reconciler.deployers.local import LocalDeployer
 
     if ctx.stream is not None:
         ctx.stream.stop()

@@ -1,4 +1,4 @@
-"""The engine directory: what a deployer and a running engine (reconciler.replication.engine) say to each other.
+"""The engine directory: what a deployer and a running engine (reconciler.engine.host) say to each other.
 
 DIR/engine.json        `EngineRecord`: the engine's name and the settings of its Spark application
 DIR/flows/<flow>.json  one job spec per flow (reconciler.contract.spec)
@@ -6,7 +6,7 @@ DIR/flows/<flow>.restart
                        a token: a new value restarts that flow in place
 DIR/flow.<flow>.json, DIR/flow.<flow>.restart
                        the same, flat: for a directory that cannot have subdirectories (a Kubernetes ConfigMap
-                       mounted as a volume: its keys are file names; reconciler.deploy.kubernetes)
+                       mounted as a volume: its keys are file names; reconciler.deployers.kubernetes)
 DIR/runtime.json       written by the engine: instance, driver pid, metrics port, Spark application id and
                        each flow's `FlowRuntime`
 """

@@ -2,7 +2,7 @@
 
 A deployer hands the job its Prometheus port in $RECONCILER_METRICS_PORT (0: no HTTP server; `auto`: the job
 binds a free port itself, so nothing can take the port between a choice and the bind); the job's entry point
-serves `reconciler.replication.metrics` there and publishes the port it bound in its status record and in
+serves `reconciler.engine.metrics` there and publishes the port it bound in its status record and in
 `runtime.json` in its job directory. The variable, its values (`PORT_ENV`, `AUTO`, `AUTO_PORT`) and the port on
 Kubernetes (`KUBERNETES_PORT`) are named, read and checked in `reconciler.settings` (`settings.metrics_port()`).
 """

@@ -17,7 +17,7 @@ Value (JSON object):
 Secrets never appear: cluster addresses and configs are not included and error texts pass through
 the redactor of the job's resolved secret values.
 
-The one rule of job health lives here too: planning (`reconciler.jobs.state.classify`, which `plan`,
+The one rule of job health lives here too: planning (`reconciler.jobplan.state.classify`, which `plan`,
 `apply` and `status` use) and drift (`reconciler.drift.report.job_health`) both decide "is this job
 replicating?" with `health`: a record in a live state (`LIVE_STATES`) not older than `stale_after_seconds`
 of the job's status interval (three intervals, at least 15 s). Drift's `--job-stale-seconds` overrides
@@ -369,7 +369,7 @@ def health(
     stale_after: float | None = None,
 ) -> Health:
     """The one job-health classifier, with one set of thresholds: plan, apply and status
-    (`reconciler.jobs.state.classify`) and drift (`reconciler.drift.report.job_health`) call it.
+    (`reconciler.jobplan.state.classify`) and drift (`reconciler.drift.report.job_health`) call it.
     The threshold is `stale_after_seconds` of the job's status interval; `stale_after` is an explicit
     override (drift's --job-stale-seconds), never a second default."""
     limit = stale_after_seconds(status_interval_seconds) if stale_after is None else stale_after
@@ -409,7 +409,7 @@ class LatencyWindow:
 
 
 #: The span of every rate a job reports: its status record's `records_per_second` and the Prometheus
-#: `record_rate`/`byte_rate` gauges (reconciler.replication.metrics), so the two agree.
+#: `record_rate`/`byte_rate` gauges (reconciler.engine.metrics), so the two agree.
 RATE_WINDOW_SECONDS = 60.0
 
 

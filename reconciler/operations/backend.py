@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
 from reconciler.adapters.live_read import AdminFactory
 from reconciler.contract.status import StatusRecord
-from reconciler.jobs.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
+from reconciler.jobplan.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
 from reconciler.mirror.mirror_client import ClusterReader, GroupState, TopicPartition
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from reconciler.apply import executor
 from reconciler.apply.executor import Handler
-from reconciler.jobs import handlers as jobs
+from reconciler.jobplan import handlers as jobs
 from reconciler.plan.actions import ActionKind
 
 

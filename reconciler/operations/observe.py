@@ -17,7 +17,7 @@ from typing import Any
 from reconciler.adapters.base import AdminError
 from reconciler.adapters.live_read import Connections, clusters_of, read_live
 from reconciler.apply.lock import read_applied
-from reconciler.jobs.state import JobStatuses, read_statuses
+from reconciler.jobplan.state import JobStatuses, read_statuses
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
 from reconciler.operations.backend import Backend

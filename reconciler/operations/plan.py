@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconciler.adapters.live_read import Connections
-from reconciler.jobs.plan import with_jobs
+from reconciler.jobplan.plan import with_jobs
 from reconciler.operations.backend import Backend
 from reconciler.operations.observe import Observation, observe
 from reconciler.plan.actions import Plan

@@ -2,7 +2,7 @@
 
 Desired jobs (the topology) x live jobs (the deployers' view and the status records, read through the
 Backend) -> one `JobRow` per flow, in a `StatusReport`. The job health is the one classifier
-(`jobs/state.classify`) at the Backend's clock. The git revision is not read: a spec's hash leaves it out.
+(`jobplan/state.classify`) at the Backend's clock. The git revision is not read: a spec's hash leaves it out.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from reconciler.jobs.state import JobState, LiveJob, desired_jobs, iso, read_jobs
+from reconciler.jobplan.state import JobState, LiveJob, desired_jobs, iso, read_jobs
 from reconciler.operations.backend import Backend
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.model import Topology

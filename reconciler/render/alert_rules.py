@@ -1,6 +1,6 @@
 """Prometheus alert rules from a topology's `slo:` thresholds (pure): `reconciler export alerts PATH...`.
 
-The expressions name only what the jobs export (`reconciler.replication.metrics`) and what
+The expressions name only what the jobs export (`reconciler.engine.metrics`) and what
 `drift --format prometheus` writes (`reconciler.render.drift_prometheus`); the unit tests check that.
 
 | alert | from | fires when |
@@ -18,7 +18,7 @@ The expressions name only what the jobs export (`reconciler.replication.metrics`
 | MirrorTransactionAborts | always | exactly-once transactions keep aborting |
 | TopologyDrift / DriftCheckFailed | always | the scheduled drift run found drift / could not check |
 
-`deploy/monitoring/prometheus-rules.yaml` is this module's output for `DEFAULT_SLO` (a test keeps it
+`deployers/monitoring/prometheus-rules.yaml` is this module's output for `DEFAULT_SLO` (a test keeps it
 in sync); `PrometheusRule` wraps the same groups for the Prometheus operator.
 """
 
@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
+from reconciler.engine.metrics import CHECKPOINT, OWN, SOURCE
 from reconciler.render import drift_prometheus as drift
-from reconciler.replication.metrics import CHECKPOINT, OWN, SOURCE
 from reconciler.topology.model import Slo, Topology
 
 BY = "flow, family, source, target"

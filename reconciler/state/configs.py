@@ -12,7 +12,7 @@ DEFAULT_CONFIG. The rule, decided once per cluster from all topics it described:
 
 This is the one home of the rule: planning reads live configs with it (`adapters/live_read.py`), and the
 replication job copies a source topic's configs with it (`explicit_configs_of` on one topic's
-answer, `replication/topics.py`).
+answer, `engine/topics.py`).
 """
 
 from __future__ import annotations

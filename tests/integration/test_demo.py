@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from reconciler.cli import demo
-from reconciler.deploy.local import LocalDeployer
+from reconciler.deployers.local import LocalDeployer
 from reconciler.dev.brokers import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.jobs]

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import reconciler.deploy.instance as instance
+import reconciler.deployers.instance as instance
 from reconciler.contract.engine import EngineRecord, FlowState
 from reconciler.contract.status import StatusRecord, read_job_status
-from reconciler.deploy.instance import Role
-from reconciler.deploy.local import LocalDeployer
-from reconciler.deploy.process import LocalJob
+from reconciler.deployers.instance import Role
+from reconciler.deployers.local import LocalDeployer
+from reconciler.deployers.process import LocalJob
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     count_topic,
@@ -169,7 +169,7 @@ def test_a_job_of_an_earlier_release_moves_into_its_engine_without_copying_twice
     """Before engines every flow was a Spark application of its own ($RECONCILER_STATE_DIR/jobs/<flow>/). The plan
     shows the move; apply stops that job gracefully (it commits) and starts the flow in its engine, which resumes
     from the committed offsets."""
-    from reconciler.jobs.state import desired_jobs
+    from reconciler.jobplan.state import desired_jobs
     from reconciler.topology.build import load_topology
 
     env = Env(fresh_clusters, tmp_path, capsys)

@@ -14,11 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import reconciler.deploy.instance as instance
+import reconciler.deployers.instance as instance
 from reconciler.contract.status import read_job_status
-from reconciler.deploy.instance import Role
-from reconciler.deploy.local import LocalDeployer
-from reconciler.deploy.process import LocalJob
+from reconciler.deployers.instance import Role
+from reconciler.deployers.local import LocalDeployer
+from reconciler.deployers.process import LocalJob
 from tests.integration.mirror_helpers import SequencedProducer, count_topic, create_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -93,7 +93,7 @@ def test_a_leftover_instance_is_drift_and_start_stop_and_dev_down_end_it(fresh_c
         wait_for(lambda: stray.driver_pids(), 60, what="the stray's driver")
         dep = deployer.inspect(spec.flow)
         assert dep.alive and len(dep.strays) == 1 and stray.instance_id in dep.strays[0], dep
-        from reconciler.jobs.state import JobState, classify
+        from reconciler.jobplan.state import JobState, classify
 
         state, why = classify(spec.flow, None, dep, int(time.time() * 1000), spec)
         assert state is JobState.DUPLICATED and why.startswith(f"2 instances of flow {spec.flow} run"), why

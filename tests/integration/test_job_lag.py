@@ -14,8 +14,8 @@ import pytest
 
 from reconciler.cli.main import main
 from reconciler.contract.status import StatusRecord, StatusState, read_job_status
-from reconciler.deploy.instance import Role
-from reconciler.deploy.local import LocalDeployer
+from reconciler.deployers.instance import Role
+from reconciler.deployers.local import LocalDeployer
 from tests.integration.mirror_helpers import SequencedProducer, create_topic, wait_for
 from tests.integration.test_job_metrics import scrape, total
 

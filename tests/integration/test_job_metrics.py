@@ -11,8 +11,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler.contract.status import StatusState, read_job_status
-from reconciler.replication.driver import ReplicationDriver, SparkExecutor
-from reconciler.replication.metrics import METRICS, free_port
+from reconciler.engine.driver import ReplicationDriver, SparkExecutor
+from reconciler.engine.metrics import METRICS, free_port
 from tests.integration.mirror_helpers import count_topic, create_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -48,7 +48,7 @@ def scrape_until(port: int, ready, timeout: float, what: str) -> dict[str, list]
 
 
 def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
-    from reconciler.replication.session import build_session
+    from reconciler.engine.session import build_session
 
     source, target = fresh_clusters
     create_topic(source.bootstrap, "orders", 3)
@@ -161,7 +161,7 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
 def test_the_local_deployer_gives_each_job_a_metrics_port_that_status_shows(
     fresh_clusters, tmp_path, capsys, state_dir
 ):
-    from reconciler.deploy.local import LocalDeployer
+    from reconciler.deployers.local import LocalDeployer
     from tests.integration.test_jobs_apply import Env, _produce
 
     env = Env(fresh_clusters, tmp_path, capsys)

@@ -17,7 +17,7 @@ import pytest
 
 from reconciler.cli.main import main
 from reconciler.contract.status import StatusRecord, read_job_status
-from reconciler.deploy.local import LocalDeployer
+from reconciler.deployers.local import LocalDeployer
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     count_topic,
@@ -217,7 +217,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
 
 
 def test_spark_standalone_deployer_runs_a_job_on_a_master_and_worker(fresh_clusters, tmp_path, capsys, state_dir):
-    from reconciler.deploy.process import StandaloneCluster
+    from reconciler.deployers.process import StandaloneCluster
 
     cluster = StandaloneCluster.start(tmp_path / "spark")
     env = Env(fresh_clusters, tmp_path, capsys, deployer="spark-standalone", master=cluster.master_url)

@@ -10,7 +10,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from reconciler.cli.main import main
-from reconciler.deploy.local import LocalDeployer
+from reconciler.deployers.local import LocalDeployer
 from tests.integration.mirror_helpers import create_topic, read_topic, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.jobs, pytest.mark.noida]

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Producer
 
 from reconciler.contract.spec import offset_syncs_topic_name
-from reconciler.replication.emitters import CheckpointEmitter, OffsetSyncWriter
+from reconciler.engine.emitters import CheckpointEmitter, OffsetSyncWriter
 from tests.integration.mirror_helpers import create_topic, spec_for
 
 pytestmark = [pytest.mark.kafka]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.deploy.local import LocalDeployer
+from reconciler.deployers.local import LocalDeployer
 from tests.integration.mirror_helpers import count_topic, create_topic, wait_for
 from tests.integration.test_jobs_apply import TOPOLOGY, _produce
 

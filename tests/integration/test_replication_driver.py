@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
 from reconciler.contract.status import StatusState, read_job_status
-from reconciler.replication.driver import IDLE_WAIT_MAX_S, LocalExecutor, ReplicationDriver
+from reconciler.engine.driver import IDLE_WAIT_MAX_S, LocalExecutor, ReplicationDriver
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 from tests.spec_helpers import respec
 

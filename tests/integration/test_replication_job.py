@@ -12,8 +12,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from reconciler.contract.status import StatusState, read_job_status
+from reconciler.engine.driver import ReplicationDriver, SparkExecutor
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync
-from reconciler.replication.driver import ReplicationDriver, SparkExecutor
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def spark():
-    from reconciler.replication.session import build_session
+    from reconciler.engine.session import build_session
 
     session = build_session(
         spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})), master="local[2]"

@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from reconciler.contract.spec import job_group
 from reconciler.contract.status import read_job_status
-from reconciler.deploy.process import LocalJob
+from reconciler.deployers.process import LocalJob
 from reconciler.dev.brokers import Engine
 from tests.integration.mirror_helpers import (
     SequencedProducer,

@@ -1,6 +1,6 @@
 """The package's shape, checked: no import cycles in `reconciler/`, between modules or between folders; the
 folders in layers; the CLI is a leaf (only `cli/` imports `reconciler.cli`), and planning (`plan/`, `jobs/`,
-`deploy/`) does not depend on the job runtime (`reconciler.replication`, pyspark). See docs/architecture.md.
+`deployers/`) does not depend on the job runtime (`reconciler.engine`, pyspark). See docs/architecture.md.
 
 Imports are read from the source (ast), so nothing is imported to check them. A cycle between modules counts
 module-level imports (what runs at import time); the folder graph and the layering rules count every import,
@@ -19,11 +19,12 @@ two folders import each other, through any path:
        reading the live state), gitops (topologies at git revisions)
     3  contract (what the planner and the job share: spec, status record, engine records), dev (dev
        brokers), interop (MM2 import/export)
-    4  plan (desired state, diff, actions, findings), deploy (deployers), replication (the job's runtime)
+    4  plan (desired state, diff, actions, findings: the planner), deployers (local, standalone, kubernetes),
+       engine (the job's runtime: the engine host, a flow's driver, the tasks' copy code)
     5  apply (executor, lease), drift, resources.mirror_job (the job's entry point, run by spark-submit as a
        file: jobs/mirror_job.py, linked into resources/ so an installed package ships it; its own node, since
        the rest of resources/ is package data that topology/ reads)
-    6  jobs (the job plan and its apply handlers), render
+    6  jobplan (the planner's part for jobs: desired and live jobs, their actions' handlers), render
     7  operations (observe, plan, apply, drift over a Backend)
     8  cli
     9  __main__
@@ -138,9 +139,9 @@ LAYERS: tuple[tuple[str, ...], ...] = tuple(
         "topology outputs",
         "analysis logs adapters gitops",
         "contract dev interop",
-        "plan deploy replication",
+        "plan deployers engine",
         "apply drift resources.mirror_job",
-        "jobs render",
+        "jobplan render",
         "operations",
         "cli",
         "__main__",
@@ -236,12 +237,12 @@ def test_only_the_cli_imports_the_cli():
 def test_planning_does_not_depend_on_the_job_runtime():
     planning = (
         "reconciler.plan",
-        "reconciler.jobs",
-        "reconciler.deploy",
+        "reconciler.jobplan",
+        "reconciler.deployers",
         "reconciler.contract",
         "reconciler.operations",
     )
-    assert _importers(planning, "reconciler.replication") == []
+    assert _importers(planning, "reconciler.engine") == []
     # The deployers find spark-submit and the Spark version inside the pyspark wheel (a function-level
     # import, to locate files); nothing at module level, and nothing in plan/ or jobs/.
     graph = _graph_all(top_level_only=True)
@@ -251,7 +252,7 @@ def test_planning_does_not_depend_on_the_job_runtime():
     assert [
         line
         for line in _importers(
-            ("reconciler.plan", "reconciler.jobs", "reconciler.contract", "reconciler.operations"), "pyspark"
+            ("reconciler.plan", "reconciler.jobplan", "reconciler.contract", "reconciler.operations"), "pyspark"
         )
     ] == []
 
@@ -272,9 +273,9 @@ def test_the_readme_layout_names_every_package():
 
 
 def test_the_job_contracts_have_one_home_and_no_shims():
-    """The job spec and status record live in reconciler.contract, job processes in reconciler.deploy.process:
+    """The job spec and status record live in reconciler.contract, job processes in reconciler.deployers.process:
     the old re-export modules are gone and nothing (code, tests, jobs/, bench/, docs) names them."""
-    gone = ("reconciler.replication.spec", "reconciler.replication.status", "reconciler.replication.runner")
+    gone = ("reconciler.engine.spec", "reconciler.engine.status", "reconciler.engine.runner")
     gone += tuple(m.replace(".", "/") + ".py" for m in gone)
     assert [m for m in gone if m.endswith(".py") and (ROOT / m).exists()] == []
     files = [p for d in ("reconciler", "tests", "jobs", "bench", "docs") for p in (ROOT / d).rglob("*") if p.is_file()]
@@ -292,7 +293,7 @@ def test_the_job_contracts_have_one_home_and_no_shims():
 def test_one_read_to_end_loop():
     """End-of-partition events are handled by adapters/read_to_end.py only; the worker's copy loop is a bounded
     copy that records end of partition as one stop condition (docs/architecture.md says why it is not one)."""
-    allowed = {"reconciler/adapters/read_to_end.py", "reconciler/replication/worker.py"}
+    allowed = {"reconciler/adapters/read_to_end.py", "reconciler/engine/worker.py"}
     assert package_files_naming("_PARTITION_EOF", allowed) == []
 
 
@@ -301,7 +302,7 @@ def test_one_reader_config():
     (reader_config, or END_READER in the job's consumer_config, which also forces the key against a cluster's
     config): nothing else sets enable.partition.eof by hand, so no reader misses what they carry (e.g.
     fetch.queue.backoff.ms, whose default stalls a long read)."""
-    allowed = {"reconciler/adapters/read_to_end.py", "reconciler/replication/clients.py"}
+    allowed = {"reconciler/adapters/read_to_end.py", "reconciler/engine/clients.py"}
     assert package_files_naming("enable.partition.eof", allowed) == []
 
 
@@ -336,9 +337,9 @@ ONE_HOME = {
     "RateWindow": "reconciler.contract.status",
     "RATE_WINDOW_SECONDS": "reconciler.contract.status",
     "DEFAULT_STATUS_INTERVAL_SECONDS": "reconciler.contract.spec",
-    "read_statuses": "reconciler.jobs.state",
-    "JobStatuses": "reconciler.jobs.state",
-    "stale_after_seconds": "reconciler.contract.status",  # jobs/state.py had its own wrapper
+    "read_statuses": "reconciler.jobplan.state",
+    "JobStatuses": "reconciler.jobplan.state",
+    "stale_after_seconds": "reconciler.contract.status",  # jobplan/state.py had its own wrapper
     "health": "reconciler.contract.status",
     "DEFAULT_JOB_STALE_SECONDS": "nowhere",  # drift's 60 s second threshold: gone
 }
@@ -423,16 +424,21 @@ def test_no_import_only_registers():
 
 
 def test_the_registration_checker_sees_one():
-    modules = {"reconciler.jobs", "reconciler.jobs.handlers", "reconciler.jobs.plan", "reconciler.topology.flow_id"}
+    modules = {
+        "reconciler.jobplan",
+        "reconciler.jobplan.handlers",
+        "reconciler.jobplan.plan",
+        "reconciler.topology.flow_id",
+    }
     source = (
-        "from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)\n"
+        "from reconciler.jobplan import handlers as _handlers  # noqa: F401  (registers the job handlers)\n"
         "from . import handlers  # noqa: F401\n"
-        "import reconciler.jobs.handlers  # noqa: F401\n"
+        "import reconciler.jobplan.handlers  # noqa: F401\n"
         "from reconciler.topology.flow_id import FlowId  # noqa: F401 (re-exported)\n"
-        "from reconciler.jobs import handlers as h\n"
+        "from reconciler.jobplan import handlers as h\n"
     )
-    assert registration_imports(source, "reconciler.jobs.plan", modules) == [
-        "reconciler.jobs.plan:1: from reconciler.jobs import handlers as _handlers  # noqa: F401  (registers the job handlers)",
-        "reconciler.jobs.plan:2: from . import handlers  # noqa: F401",
-        "reconciler.jobs.plan:3: import reconciler.jobs.handlers  # noqa: F401",
+    assert registration_imports(source, "reconciler.jobplan.plan", modules) == [
+        "reconciler.jobplan.plan:1: from reconciler.jobplan import handlers as _handlers  # noqa: F401  (registers the job handlers)",
+        "reconciler.jobplan.plan:2: from . import handlers  # noqa: F401",
+        "reconciler.jobplan.plan:3: import reconciler.jobplan.handlers  # noqa: F401",
     ]

@@ -18,7 +18,7 @@ from reconciler.contract.status import (
     status_age_seconds,
 )
 from reconciler.drift.report import job_health
-from reconciler.jobs.state import JobState, classify
+from reconciler.jobplan.state import JobState, classify
 from tests.spec_helpers import job_spec
 
 NOW = 1_700_000_000_000

@@ -17,7 +17,7 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from reconciler.deploy.kubernetes import APP_ROOT, render
+from reconciler.deployers.kubernetes import APP_ROOT, render
 from tests.dev_tools import tool
 from tests.plan_helpers import topology
 
@@ -108,7 +108,7 @@ def test_the_job_entry_point_runs_under_the_images_python():
     r = subprocess.run([python, "jobs/mirror_job.py", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "--engine-dir" in r.stdout, r.stdout + r.stderr
     check = (
-        "import sys, pyspark, pyarrow, reconciler.replication.engine as e; "
+        "import sys, pyspark, pyarrow, reconciler.engine.host as e; "
         "print(f'{sys.version_info.major}.{sys.version_info.minor}', pyspark.__version__, pyarrow.__version__, "
         "e.EngineHost.__name__)"
     )

@@ -15,7 +15,7 @@ import pytest
 from reconciler.cli.main import main
 from reconciler.contract.spec import JobSpec
 from reconciler.drift.report import Category, Level, build_report, heartbeat_topic
-from reconciler.jobs.state import JobState, classify
+from reconciler.jobplan.state import JobState, classify
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
 from reconciler.plan.reasons import ReasonKind

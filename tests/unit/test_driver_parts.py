@@ -10,11 +10,11 @@ import inspect
 
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import StatusState
-from reconciler.replication import driver_parts
-from reconciler.replication.driver import ReplicationDriver, Threads
-from reconciler.replication.driver_parts import MAX_FINDINGS, Connections, Pacing, Partitions, Progress
-from reconciler.replication.tasks import PartitionResult
-from reconciler.replication.topics import PartitionPlan
+from reconciler.engine import driver_parts
+from reconciler.engine.driver import ReplicationDriver, Threads
+from reconciler.engine.driver_parts import MAX_FINDINGS, Connections, Pacing, Partitions, Progress
+from reconciler.engine.tasks import PartitionResult
+from reconciler.engine.topics import PartitionPlan
 from tests.spec_helpers import job_spec
 
 SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))

@@ -1,4 +1,4 @@
-"""The engine host (reconciler.replication.engine): flows started, restarted, stopped and retried from the files of
+"""The engine host (reconciler.engine.host): flows started, restarted, stopped and retried from the files of
 an engine directory, one flow's trouble never touching its neighbours. Drivers are small fakes here (the real
 ReplicationDriver runs in tests/integration/test_engines.py)."""
 
@@ -22,7 +22,7 @@ from reconciler.contract.engine import (
     write_runtime,
 )
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED
-from reconciler.replication.engine import EngineHost
+from reconciler.engine.host import EngineHost
 
 
 class FakeDriver:

@@ -6,7 +6,7 @@ import pytest
 
 from reconciler.analysis.hazards import analyse
 from reconciler.contract.spec import JobSpec, job_group, transactional_id
-from reconciler.jobs.state import desired_jobs
+from reconciler.jobplan.state import desired_jobs
 from reconciler.plan.desired import TopicRole
 from reconciler.topology.diagnostics import Diagnostics, TopologyError
 from reconciler.topology.model import flow_ends, flow_name

@@ -1,9 +1,9 @@
 """The job's group-offset sync (MM2 sync.group.offsets) follows `reconciler failover`'s rule."""
 
 from reconciler.contract.spec import ClusterSpec, JobSpec
+from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.mirror.mirror_client import GroupState, TopicPartition
 from reconciler.mirror.records import Checkpoint
-from reconciler.replication.emitters import CheckpointEmitter
 
 
 class FakeTargetGroups:

@@ -42,8 +42,8 @@ def test_importing_the_planners_registers_no_handler():
     """The planners (topics and jobs) and the plan file reader do not import the executor or any handler."""
     code = (
         "import sys\n"
-        "import reconciler.plan.desired, reconciler.plan.diff, reconciler.plan.planfile, reconciler.jobs.plan\n"
-        "print(sorted(m for m in sys.modules if m in ('reconciler.apply.executor', 'reconciler.jobs.handlers',"
+        "import reconciler.plan.desired, reconciler.plan.diff, reconciler.plan.planfile, reconciler.jobplan.plan\n"
+        "print(sorted(m for m in sys.modules if m in ('reconciler.apply.executor', 'reconciler.jobplan.handlers',"
         " 'reconciler.operations.handlers')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -15,7 +15,7 @@ from reconciler.interop.mm2_export import export_mm2
 from reconciler.interop.mm2_import import import_mm2_text
 from reconciler.interop.properties import PropertiesError, format_property, parse_properties
 from reconciler.interop.strimzi import import_strimzi_text
-from reconciler.jobs.state import desired_jobs
+from reconciler.jobplan.state import desired_jobs
 from reconciler.mirror.policy import PolicyKind
 from reconciler.render import plan_json
 from reconciler.topology.build import load_topology

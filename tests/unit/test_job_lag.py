@@ -1,10 +1,10 @@
-"""The lag rule (replication/lag.py): the driver's positions against the source's current end, not the end a
+"""The lag rule (engine/lag.py): the driver's positions against the source's current end, not the end a
 task saw when it ended; lag in seconds from the oldest unreplicated record's timestamp."""
 
 from __future__ import annotations
 
 from reconciler.contract.status import PartitionLag
-from reconciler.replication.lag import (
+from reconciler.engine.lag import (
     JobLag,
     LagPosition,
     OldestRecord,

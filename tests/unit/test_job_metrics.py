@@ -12,13 +12,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from reconciler import settings
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import RATE_WINDOW_SECONDS, OutOfRange, RateWindow, StatusState
-from reconciler.replication.driver import ReplicationDriver
-from reconciler.replication.driver_parts import Connections
-from reconciler.replication.emitters import CheckpointEmitter
-from reconciler.replication.lag import LagPosition, OldestRecord, SourceEnds
-from reconciler.replication.metrics import METRICS, WINDOW_SECONDS, JobMetrics, exported_series
-from reconciler.replication.tasks import PartitionResult, TaskResult
-from reconciler.replication.topics import PartitionPlan
+from reconciler.engine.driver import ReplicationDriver
+from reconciler.engine.driver_parts import Connections
+from reconciler.engine.emitters import CheckpointEmitter
+from reconciler.engine.lag import LagPosition, OldestRecord, SourceEnds
+from reconciler.engine.metrics import METRICS, WINDOW_SECONDS, JobMetrics, exported_series
+from reconciler.engine.tasks import PartitionResult, TaskResult
+from reconciler.engine.topics import PartitionPlan
 from reconciler.settings import AUTO_PORT
 from tests.spec_helpers import job_spec
 
@@ -159,7 +159,7 @@ def test_catalog_and_port_setting():
 
 def test_metrics_port_is_a_job_setting_handed_to_the_deployer(tmp_path):
     from reconciler.cli.main import main
-    from reconciler.deploy.base import deployment_options
+    from reconciler.deployers.base import deployment_options
     from tests.plan_helpers import topology
 
     topo = topology(
@@ -298,7 +298,7 @@ def test_lag_seconds_is_how_long_the_oldest_unreplicated_record_has_been_seen():
 
 
 def test_lag_clock_is_bounded():
-    from reconciler.replication.metrics import LagClock
+    from reconciler.engine.metrics import LagClock
 
     clock = LagClock(max_points=2)
     assert clock.observe(0, 10, 0.0) == 0.0
@@ -308,8 +308,8 @@ def test_lag_clock_is_bounded():
 
 
 def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
+    from reconciler.engine.emitters import CheckpointAck
     from reconciler.mirror.records import Checkpoint
-    from reconciler.replication.emitters import CheckpointAck
 
     clock = Clock()
     m = JobMetrics("west->east", clock=clock)
@@ -400,7 +400,7 @@ def test_a_status_publish_between_batches_carries_the_source_end_read_and_the_me
 def test_a_process_deployer_is_told_the_task_slots_of_every_flow_of_the_engine():
     """An engine is started by its first flow's deploy; the hint sizes its local[N] for the flows the same apply
     adds next (2 + 3 slots into east, 1 into west), and the plan never compares it."""
-    from reconciler.jobs.state import desired_jobs
+    from reconciler.jobplan.state import desired_jobs
     from tests.plan_helpers import topology
 
     topo = topology(
@@ -418,7 +418,7 @@ def test_a_process_deployer_is_told_the_task_slots_of_every_flow_of_the_engine()
 
 
 def test_an_engine_holds_a_task_thread_per_slot_of_its_flows():
-    from reconciler.deploy.local import local_slots
+    from reconciler.deployers.local import local_slots
 
     assert local_slots("local[2]", 5) == "local[5]"
     assert local_slots("local[8]", 5) == "local[8]"  # more asked for: kept

@@ -10,8 +10,8 @@ import pytest
 
 from reconciler.cli.main import main
 from reconciler.contract.spec import ClusterSpec, JobSpec
-from reconciler.deploy.base import Deployment
-from reconciler.jobs.state import JobState, classify
+from reconciler.deployers.base import Deployment
+from reconciler.jobplan.state import JobState, classify
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, topology
 from tests.spec_helpers import job_spec

@@ -19,9 +19,9 @@ import yaml
 from reconciler.cli.main import main
 from reconciler.contract.engine import flat_flow_file
 from reconciler.contract.spec import JobSpec
-from reconciler.deploy import Deployers
-from reconciler.deploy.base import deployment_options
-from reconciler.deploy.kubernetes import (
+from reconciler.deployers import Deployers
+from reconciler.deployers.base import deployment_options
+from reconciler.deployers.kubernetes import (
     DEFAULTS,
     ENGINE_MOUNT,
     KubernetesDeployer,
@@ -29,7 +29,7 @@ from reconciler.deploy.kubernetes import (
     render,
     resource_name,
 )
-from reconciler.jobs.backend import JobBackend
+from reconciler.jobplan.backend import JobBackend
 from reconciler.topology.build import load_topology_text
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.diagnostics import TopologyError

@@ -15,7 +15,7 @@ def emit(environ: dict, *records) -> list[str]:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logs.formatter("west->east:payments", Redactor({"s3cr3t-pw"}), environ))
-    log = logging.Logger("reconciler.replication.driver")
+    log = logging.Logger("reconciler.engine.driver")
     log.addHandler(handler)
     for msg, kw in records:
         log.warning(msg, **kw)
@@ -37,7 +37,7 @@ def test_json_lines_carry_the_flow_and_never_a_secret():
         if line.startswith("{")
     ]
     assert [d["message"] for d in lines] == ["cannot connect with password ***", "copied", "batch failed"]
-    assert all(d["flow"] == "west->east:payments" and d["logger"] == "reconciler.replication.driver" for d in lines)
+    assert all(d["flow"] == "west->east:payments" and d["logger"] == "reconciler.engine.driver" for d in lines)
     assert lines[0]["level"] == "warning" and lines[0]["ts"].endswith("Z")
     assert lines[1]["records"] == 42 and lines[1]["topic"] == "orders"
     assert "ValueError" in lines[2]["exception"] and "s3cr3t-pw" not in lines[2]["exception"]
@@ -56,7 +56,7 @@ def test_an_engine_log_names_the_flow_of_each_line():
         stream = io.StringIO()
         handler = logging.StreamHandler(stream)
         handler.setFormatter(logs.formatter(None, Redactor(), environ))
-        log = logging.Logger("reconciler.replication.driver")
+        log = logging.Logger("reconciler.engine.driver")
         log.addHandler(handler)
         for flow in ("west->east", "north->east"):
             logging.LoggerAdapter(log, {"flow": flow}).warning("batch failed")
@@ -138,7 +138,7 @@ def test_apply_logs_one_event_per_action_with_the_flow(tmp_path, monkeypatch, ca
 def test_the_job_logs_through_the_same_home():
     """The job's entry point (driver.configure_logging) sets the process up with logs.setup."""
     from reconciler.contract.spec import ClusterSpec, JobSpec
-    from reconciler.replication.driver import configure_logging
+    from reconciler.engine.driver import configure_logging
 
     root = logging.getLogger()
     saved = (root.handlers[:], root.level)
@@ -151,7 +151,7 @@ def test_the_job_logs_through_the_same_home():
         configure_logging("INFO", spec, {"RECONCILER_LOG_FORMAT": "json", "PW": "pa55word!"})
         stream = io.StringIO()
         root.handlers[0].setStream(stream)
-        logging.getLogger("reconciler.replication.driver").warning("auth failed for pa55word!")
+        logging.getLogger("reconciler.engine.driver").warning("auth failed for pa55word!")
         (line,) = stream.getvalue().splitlines()
         doc = json.loads(line)
         assert doc["flow"] == "west->east" and doc["message"] == "auth failed for ***"
@@ -167,8 +167,8 @@ def test_the_job_clients_log_into_the_job_log_when_they_are_served():
     from confluent_kafka import Producer
 
     from reconciler.contract.spec import ClusterSpec, JobSpec
-    from reconciler.replication import clients
-    from reconciler.replication.driver import configure_logging
+    from reconciler.engine import clients
+    from reconciler.engine.driver import configure_logging
 
     root = logging.getLogger()
     saved = (root.handlers[:], root.level)

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 from reconciler.analysis.expansion import checkpoint_route, route
 from reconciler.contract.spec import ClusterSpec, JobSpec, offset_syncs_topic_name
+from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata, checkpoint_is_more_recent
 from reconciler.mirror.filters import TopicFilter
 from reconciler.mirror.offset_translation import OffsetSyncStore
@@ -17,7 +18,6 @@ from reconciler.mirror.policy import (
     parse_mm2_internal_topic,
 )
 from reconciler.mirror.records import Checkpoint, OffsetSync
-from reconciler.replication.emitters import CheckpointEmitter
 from tests.spec_helpers import job_spec, respec
 
 DEFAULT = ReplicationPolicy()
@@ -227,8 +227,8 @@ def test_heartbeats_replication_disabled_leaves_heartbeat_topics_to_the_topic_fi
 def test_heartbeats_location_target_is_kafkas_placement():
     """MirrorHeartbeatTask.poll produces `heartbeats` records through the connector's producer, which
     MirrorMakerConfig points at the target cluster: with `location: target` the job writes them there."""
+    from reconciler.engine.topics import internal_topics as internal_topic_specs
     from reconciler.plan.desired import internal_topics
-    from reconciler.replication.topics import internal_topics as internal_topic_specs
     from reconciler.topology.build import default_flow
     from reconciler.topology.model import HeartbeatsLocation
 

@@ -1,5 +1,5 @@
 """deploy/monitoring/ and `reconciler export alerts`: rule files with the right structure, expressions that
-name only metrics the jobs export (replication/metrics.py) or `drift --format prometheus` writes, balanced
+name only metrics the jobs export (engine/metrics.py) or `drift --format prometheus` writes, balanced
 brackets, and a Grafana dashboard whose every panel query names an exported metric."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from reconciler.cli.main import main
+from reconciler.engine.metrics import METRICS, exported_series
 from reconciler.render import alert_rules, drift_prometheus
-from reconciler.replication.metrics import METRICS, exported_series
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "deploy" / "monitoring"
@@ -142,7 +142,7 @@ NOT_GRAPHED = {m.name for m in METRICS if m.name.endswith(("_min", "_avg"))} | {
 
 
 def test_the_dashboard_graphs_every_metric_of_the_catalog():
-    """A metric added to replication/metrics.py without a panel fails here (the catalog is the one home)."""
+    """A metric added to engine/metrics.py without a panel fails here (the catalog is the one home)."""
     dash = json.loads((MONITORING / "grafana-dashboard.json").read_text())
     named = {name for panel in dash["panels"] for t in panel["targets"] for name in metric_names(t["expr"])}
     missing = [m.name for m in METRICS if m.name not in NOT_GRAPHED and not set(m.series) & named]

@@ -9,7 +9,7 @@ import pytest
 from reconciler.adapters.live_read import Connections
 from reconciler.adapters.probe import Unreachable
 from reconciler.apply.lock import Lease
-from reconciler.jobs.state import JobState, JobStatuses, desired_jobs, read_jobs, read_statuses
+from reconciler.jobplan.state import JobState, JobStatuses, desired_jobs, read_jobs, read_statuses
 from reconciler.mirror.mirror_client import GroupState, TopicPartition
 from reconciler.mirror.records import Checkpoint, Heartbeat
 from reconciler.operations import offsets
@@ -79,7 +79,7 @@ def test_observe_records_an_unreadable_status_topic_instead_of_failing():
 
 
 def test_observe_plan_and_status_read_statuses_with_one_function():
-    # One read_statuses (jobs/state.py), one shape (JobStatuses): observe (plan, apply, drift) and `status`
+    # One read_statuses (jobplan/state.py), one shape (JobStatuses): observe (plan, apply, drift) and `status`
     # (read_jobs with the job backend alone) read the same records and word an unreadable cluster alike.
     w = world()
     board = StatusBoard()

@@ -1,10 +1,10 @@
-"""The driver's side-channel thread (replication/driver.py `Periodic`): the checkpoint rounds run there."""
+"""The driver's side-channel thread (engine/driver.py `Periodic`): the checkpoint rounds run there."""
 
 from __future__ import annotations
 
 import threading
 
-from reconciler.replication.driver import Periodic
+from reconciler.engine.driver import Periodic
 
 
 def test_an_error_is_reported_and_the_action_runs_again_at_its_next_interval():

@@ -69,7 +69,7 @@ def test_a_broker_that_takes_connections_but_never_answers_is_told_apart_from_on
     """A frozen broker (SIGSTOPped, hung) completes TCP handshakes in the kernel and says nothing; `status` must
     say so after the probe's few seconds, not wait out the status read and report a transport failure."""
     from reconciler.adapters.probe import NotAnswering, Unreachable
-    from reconciler.jobs.backend import kafka_status_reader
+    from reconciler.jobplan.backend import kafka_status_reader
     from reconciler.topology.model import Cluster
 
     silent = socket.socket()

@@ -17,9 +17,9 @@ from reconciler.contract.spec import (
     offset_syncs_topic_name,
 )
 from reconciler.contract.status import LatencyWindow, percentiles
+from reconciler.engine.sync_plan import plan_run, state_from_list, state_to_list
+from reconciler.engine.topics import TopicInfo, explicit_configs, internal_topics, plan_partitions
 from reconciler.mirror.offset_syncs import PartitionOffsetSyncState
-from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
-from reconciler.replication.topics import TopicInfo, explicit_configs, internal_topics, plan_partitions
 from reconciler.state.configs import MARKER_KEYS
 from reconciler.topology.build import load_topology_text
 from reconciler.topology.model import FlowSettings, HeartbeatsLocation

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pickle
 
 from reconciler.contract.spec import ClusterSpec, JobSpec
-from reconciler.replication.delivery import PROGRESS_COMMIT_S, AtLeastOnce, ExactlyOnce, SourceProgress, mode_of
-from reconciler.replication.tasks import CopyTask, PartitionTask, TaskResult
-from reconciler.replication.worker import PartitionCopy
+from reconciler.engine.delivery import PROGRESS_COMMIT_S, AtLeastOnce, ExactlyOnce, SourceProgress, mode_of
+from reconciler.engine.tasks import CopyTask, PartitionTask, TaskResult
+from reconciler.engine.worker import PartitionCopy
 from tests.spec_helpers import job_spec
 
 

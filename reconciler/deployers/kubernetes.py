@@ -1,6 +1,6 @@
 """`kubernetes` deployer: one SparkApplication per engine for the Spark operator (sparkoperator.k8s.io/v1beta2).
 
-An engine (reconciler.replication.engine) is one Spark application running several flows: by default every flow
+An engine (reconciler.engine.host) is one Spark application running several flows: by default every flow
 into one target cluster (`job.engine`, default the target's alias). Per engine one file
 `<manifests_dir>/engine-<engine>.yaml` with two documents:
 
@@ -66,7 +66,7 @@ from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.engine import ENGINE_FILE, INHERIT_MASTER, RESTART_SUFFIX, flat_flow_file
 from reconciler.contract.spec import JobSpec
-from reconciler.deploy.base import Deployer, Deployment
+from reconciler.deployers.base import Deployer, Deployment
 from reconciler.settings import INSTANCE_ENV, KUBERNETES_PORT, PORT_ENV
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import flow_ends

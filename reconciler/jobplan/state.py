@@ -35,9 +35,9 @@ from reconciler.contract import status as status_contract
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import StatusRecord, StatusState
-from reconciler.deploy import Deployers, Deployment
-from reconciler.deploy.base import deployment_options
-from reconciler.jobs.backend import JobBackend
+from reconciler.deployers import Deployers, Deployment
+from reconciler.deployers.base import deployment_options
+from reconciler.jobplan.backend import JobBackend
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.model import Cluster, Topology
 

@@ -28,10 +28,10 @@ from typing import Any
 
 from reconciler.contract.spec import JobSpec, job_group
 from reconciler.contract.status import PartitionLag
-from reconciler.replication import clients
-from reconciler.replication.delivery import mode_of
-from reconciler.replication.offsets import OffsetStore
-from reconciler.replication.tasks import TP
+from reconciler.engine import clients
+from reconciler.engine.delivery import mode_of
+from reconciler.engine.offsets import OffsetStore
+from reconciler.engine.tasks import TP
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Job deployers (see reconciler.deploy.base for the interface)."""
+"""Job deployers (see reconciler.deployers.base for the interface)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.contract.deployers import DEPLOYER_NAMES, KUBERNETES, LOCAL, SPARK_STANDALONE, deployer_family
-from reconciler.deploy.base import Deployer, Deployment
-from reconciler.deploy.kubernetes import KubernetesDeployer
-from reconciler.deploy.local import LocalDeployer, ProcessDeployer
-from reconciler.deploy.standalone import StandaloneDeployer
+from reconciler.deployers.base import Deployer, Deployment
+from reconciler.deployers.kubernetes import KubernetesDeployer
+from reconciler.deployers.local import LocalDeployer, ProcessDeployer
+from reconciler.deployers.standalone import StandaloneDeployer
 
 
 class Deployers:

@@ -49,20 +49,20 @@ from reconciler.contract.status import (
     StatusRecord,
     StatusState,
 )
-from reconciler.replication.delivery import DeliveryMode, mode_of
-from reconciler.replication.driver_parts import Connections, Pacing, Partitions, Progress
-from reconciler.replication.emitters import CheckpointEmitter
-from reconciler.replication.fencing import InstanceFence
-from reconciler.replication.lag import (
+from reconciler.engine.delivery import DeliveryMode, mode_of
+from reconciler.engine.driver_parts import Connections, Pacing, Partitions, Progress
+from reconciler.engine.emitters import CheckpointEmitter
+from reconciler.engine.fencing import InstanceFence
+from reconciler.engine.lag import (
     JobLag,
     LagPosition,
     committed_ahead,
     job_lag,
 )
-from reconciler.replication.metrics import JobMetrics
-from reconciler.replication.tasks import TP, CopyTask, PartitionResult, TaskResult
-from reconciler.replication.topics import plan_partitions
-from reconciler.replication.worker import run_tasks
+from reconciler.engine.metrics import JobMetrics
+from reconciler.engine.tasks import TP, CopyTask, PartitionResult, TaskResult
+from reconciler.engine.topics import plan_partitions
+from reconciler.engine.worker import run_tasks
 from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
 
@@ -276,7 +276,7 @@ class ReplicationDriver:
         self.publish_status()
 
     def fence_round(self) -> None:
-        """Stop this instance if a newer instance of the flow runs (replication/fencing.py)."""
+        """Stop this instance if a newer instance of the flow runs (engine/fencing.py)."""
         newer = self.threads.fence.newer() if self.threads.fence is not None else None
         if newer is None or self.stop_event.is_set():
             return

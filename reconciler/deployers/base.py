@@ -10,9 +10,9 @@ converges: `deploy` of a job that already runs that spec is "already done", `upd
 that is down starts it, `update` with a change that needs a restart restarts it.
 
 Implementations (chosen per flow by `job.deployer`):
-  local            reconciler.deploy.local       detached `spark-submit --master local[N]` per job
-  spark-standalone reconciler.deploy.standalone  `spark-submit --master spark://HOST:PORT`, client mode
-  kubernetes       reconciler.deploy.kubernetes  SparkApplication manifests for the Spark operator
+  local            reconciler.deployers.local       detached `spark-submit --master local[N]` per job
+  spark-standalone reconciler.deployers.standalone  `spark-submit --master spark://HOST:PORT`, client mode
+  kubernetes       reconciler.deployers.kubernetes  SparkApplication manifests for the Spark operator
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The processes of a job instance, found and ended by what they carry, not by who their parent was.
 
-A job instance is one start of a flow's job: a supervisor (`reconciler.deploy.supervisor`, the session
+A job instance is one start of a flow's job: a supervisor (`reconciler.deployers.supervisor`, the session
 leader), spark-submit's JVM, the Python driver (`mirror_job.py`) and Spark's Python workers (`pyspark.daemon`,
 which puts itself in a process group of its own, so signalling the job's process group misses it). Every one of
 them carries `$RECONCILER_JOB_INSTANCE` and `$RECONCILER_JOB_DIR` in its environment (the deployer sets them;
@@ -41,7 +41,7 @@ def new_instance_id() -> str:
 
 def classify(argv: list[str]) -> Role:
     """A job process's role from its command line (argv)."""
-    if any(a == "reconciler.deploy.supervisor" for a in argv):
+    if any(a == "reconciler.deployers.supervisor" for a in argv):
         return Role.SUPERVISOR
     if any(a.endswith("SparkSubmit") for a in argv) or (argv and argv[0].endswith("/java")):
         return Role.JVM

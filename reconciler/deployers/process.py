@@ -7,7 +7,7 @@
     LocalJob.attach(pid, spec_path, log)   # a job started by an earlier process (the local deployer)
 
 An instance has one id (`instance_id`, in every process's environment with the job directory, see
-`reconciler.deploy.instance`) and starts as `python -m reconciler.deploy.supervisor`, the leader of a session of
+`reconciler.deployers.instance`) and starts as `python -m reconciler.deployers.supervisor`, the leader of a session of
 its own (so it outlives the process that started it and a Ctrl-C in that terminal does not reach it). The
 supervisor makes the instance live and die as one: any of its processes dying ends the rest, and it writes
 spark-submit's exit code to `exit_code_path` (0 stopped, 1 failed, 3 restart required, 128+N killed by signal N).
@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import reconciler.deploy.instance as instance
+import reconciler.deployers.instance as instance
 from reconciler.contract.spec import JobSpec
-from reconciler.deploy.instance import JobProcess, Role
+from reconciler.deployers.instance import JobProcess, Role
 from reconciler.resources import import_root, job_script
 from reconciler.settings import INSTANCE_ENV, JOB_DIR_ENV
 from reconciler.topology.flow_id import FlowId, flow_ends
@@ -162,7 +162,7 @@ class LocalJob:
         exit_code_path: Path | None = None,
         instance_id: str | None = None,
     ) -> LocalJob:
-        """An engine (reconciler.replication.engine) of the flow files in `engine_dir`."""
+        """An engine (reconciler.engine.host) of the flow files in `engine_dir`."""
         log_path = log_path or engine_dir / "job.log"
         cmd = command(None, master, max_seconds, engine_dir=engine_dir.resolve())
         return cls._launch(cmd, engine_dir, engine_dir, log_path, env, exit_code_path, instance_id)
@@ -179,7 +179,7 @@ class LocalJob:
         instance_id: str | None,
     ) -> LocalJob:
         inst = instance_id or instance.new_instance_id()
-        cmd = [sys.executable, "-m", "reconciler.deploy.supervisor"]
+        cmd = [sys.executable, "-m", "reconciler.deployers.supervisor"]
         if exit_code_path is not None:
             exit_code_path.unlink(missing_ok=True)
             cmd += ["--exit-code-file", str(exit_code_path)]

@@ -1,6 +1,6 @@
 """`local` deployer: one detached `spark-submit --master local[N]` process per engine, running its flows.
 
-An engine (reconciler.replication.engine) is one Spark application holding several flows: by default every
+An engine (reconciler.engine.host) is one Spark application holding several flows: by default every
 flow into one target cluster (`job.engine`, default the target's alias). Everything about an engine lives in
 `$RECONCILER_STATE_DIR/engines/<engine>/`:
 
@@ -23,14 +23,14 @@ flow's job of an earlier release (one application per flow, `$RECONCILER_STATE_D
 gracefully (it commits) before its flow starts in an engine, which resumes from the committed offsets.
 
 An engine instance (one start) is a supervisor, the JVM, the driver and Spark's Python workers, all carrying the
-instance id and the engine directory in their environment (`reconciler.deploy.instance`); any of them dying ends
-the rest (`reconciler.deploy.supervisor`). At most one instance of an engine runs: before a start, every
+instance id and the engine directory in their environment (`reconciler.deployers.instance`); any of them dying ends
+the rest (`reconciler.deployers.supervisor`). At most one instance of an engine runs: before a start, every
 process of the engine directory still alive is stopped and reported; `inspect` reports such processes beside a
 running instance as `strays`, which `plan` shows as drift. Stop is graceful: SIGTERM to the Python driver, whose
 flows finish their batches, commit and publish a final status; every process is SIGKILLed if it has not ended
-after `stop_timeout` seconds. `reconciler.deploy.process.LocalJob` does the process work.
+after `stop_timeout` seconds. `reconciler.deployers.process.LocalJob` does the process work.
 
-The `spark-standalone` deployer (reconciler.deploy.standalone) is this one with a `spark://` master: in client
+The `spark-standalone` deployer (reconciler.deployers.standalone) is this one with a `spark://` master: in client
 mode the driver is a local process as well.
 """
 
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import reconciler.deploy.instance as instance
+import reconciler.deployers.instance as instance
 from reconciler import settings
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import ENGINE_SLOTS_HINT, LOCAL
@@ -64,9 +64,9 @@ from reconciler.contract.engine import (
     write_json,
 )
 from reconciler.contract.spec import JobSpec
-from reconciler.deploy.base import Deployer, Deployment, describe_exit, flow_slug
-from reconciler.deploy.instance import JobProcess
-from reconciler.deploy.process import LocalJob
+from reconciler.deployers.base import Deployer, Deployment, describe_exit, flow_slug
+from reconciler.deployers.instance import JobProcess
+from reconciler.deployers.process import LocalJob
 from reconciler.settings import AUTO, PORT_ENV
 from reconciler.topology.flow_id import flow_ends
 

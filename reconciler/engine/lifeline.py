@@ -3,7 +3,7 @@
 spark-submit's JVM starts the driver; if the JVM dies (killed, crashed) the driver would be re-parented and keep
 running, able to reach the clusters but not Spark. `watch_parent` notices the re-parenting within `interval`
 seconds and calls `on_orphan` (the entry point logs and exits at once). Together with the supervisor
-(`reconciler.deploy.supervisor`) this makes every process of a job instance die with it.
+(`reconciler.deployers.supervisor`) this makes every process of a job instance die with it.
 """
 
 from __future__ import annotations

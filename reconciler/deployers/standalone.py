@@ -13,7 +13,7 @@ from __future__ import annotations
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import SPARK_STANDALONE
 from reconciler.contract.spec import JobSpec
-from reconciler.deploy.local import ProcessDeployer
+from reconciler.deployers.local import ProcessDeployer
 
 
 class StandaloneDeployer(ProcessDeployer):

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from reconciler import settings
 from reconciler.contract.spec import JobSpec, transactional_id
-from reconciler.replication import clients
-from reconciler.replication.offsets import fence
-from reconciler.replication.tasks import TP, CopyTask, TaskResult
-from reconciler.replication.worker import (
+from reconciler.engine import clients
+from reconciler.engine.offsets import fence
+from reconciler.engine.tasks import TP, CopyTask, TaskResult
+from reconciler.engine.worker import (
     Copier,
     PartitionCopy,
     finish_round,
@@ -38,7 +38,7 @@ from reconciler.replication.worker import (
 from reconciler.topology.model import Delivery
 
 if TYPE_CHECKING:
-    from reconciler.replication.offsets import OffsetStore
+    from reconciler.engine.offsets import OffsetStore
 
 # Tests only: seconds an exactly-once task waits, records written, before committing.
 _TEST_TXN_DELAY_S = settings.txn_delay_for_tests()

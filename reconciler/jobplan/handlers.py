@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from reconciler.adapters.base import OpResult
 from reconciler.apply.executor import ApplyContext
-from reconciler.deploy import Deployers
+from reconciler.deployers import Deployers
 from reconciler.plan.actions import Action
 from reconciler.plan.job_actions import JobAction, RestartJob
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.spec import JobSpec, restart_fields_of
-from reconciler.jobs import backend as job_backend
-from reconciler.jobs.state import DesiredJob, JobState, JobStatuses, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
+from reconciler.jobplan import backend as job_backend
+from reconciler.jobplan.state import DesiredJob, JobState, JobStatuses, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob

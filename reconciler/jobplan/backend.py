@@ -13,7 +13,7 @@ from typing import Any
 
 from reconciler import settings
 from reconciler.contract.status import StatusRecord
-from reconciler.deploy import Deployers
+from reconciler.deployers import Deployers
 from reconciler.topology.model import Cluster
 
 #: Status records of every flow reporting to a (target) cluster: flow name -> record (a StatusRecord, or

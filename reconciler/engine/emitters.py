@@ -32,12 +32,12 @@ from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.analysis.expansion import checkpoint_route
 from reconciler.contract.spec import JobSpec, job_group, offset_syncs_topic_name
+from reconciler.engine import clients
 from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata
 from reconciler.mirror.mirror_client import TopicPartition, plan_failover
 from reconciler.mirror.offset_translation import OffsetSyncStore
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
-from reconciler.replication import clients
 
 log = logging.getLogger(__name__)
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import LatencyWindow, OutOfRange, RateWindow, StatusPublisher
-from reconciler.replication import clients
-from reconciler.replication.delivery import DeliveryMode
-from reconciler.replication.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
-from reconciler.replication.lag import LagPosition, SourceEndReader, SourceEnds
-from reconciler.replication.offsets import OffsetStore
-from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask
-from reconciler.replication.topics import PartitionPlan, TopicManager
+from reconciler.engine import clients
+from reconciler.engine.delivery import DeliveryMode
+from reconciler.engine.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
+from reconciler.engine.lag import LagPosition, SourceEndReader, SourceEnds
+from reconciler.engine.offsets import OffsetStore
+from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
+from reconciler.engine.topics import PartitionPlan, TopicManager
 from reconciler.topology import secrets
 
 MAX_FINDINGS = 20  # findings and out-of-range events kept for the status record

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from reconciler.contract.spec import JobSpec, job_group
-from reconciler.replication import clients
-from reconciler.replication.sync_plan import plan_run, state_from_list, state_to_list
-from reconciler.replication.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
+from reconciler.engine import clients
+from reconciler.engine.sync_plan import plan_run, state_from_list, state_to_list
+from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
 
 OFFSET_BEGINNING = -2
 LATENCY_SAMPLE_EVERY = 64  # one record in 64 (plus the last of each partition) is timed

@@ -32,15 +32,15 @@ from prometheus_client.metrics_core import Metric
 
 from reconciler.contract.metrics import free_port  # noqa: F401 (re-exported)
 from reconciler.contract.status import RATE_WINDOW_SECONDS, RateWindow, StatusState
-from reconciler.replication.tasks import TP, TaskResult
+from reconciler.engine.tasks import TP, TaskResult
 from reconciler.settings import KUBERNETES_PORT, PORT_ENV  # noqa: F401 (re-exported)
 from reconciler.topology.model import flow_ends
 
 if TYPE_CHECKING:  # the driver imports this module
     from reconciler.contract.status import OutOfRange
-    from reconciler.replication.driver import ReplicationDriver
-    from reconciler.replication.emitters import CheckpointEmitter
-    from reconciler.replication.lag import JobLag
+    from reconciler.engine.driver import ReplicationDriver
+    from reconciler.engine.emitters import CheckpointEmitter
+    from reconciler.engine.lag import JobLag
 
 SOURCE = "kafka_connect_mirror_source_connector"
 CHECKPOINT = "kafka_connect_mirror_checkpoint_connector"

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.contract.spec import JobSpec, job_group, transactional_id
-from reconciler.replication import clients
-from reconciler.replication.tasks import TP
+from reconciler.engine import clients
+from reconciler.engine.tasks import TP
 
 if TYPE_CHECKING:
-    from reconciler.replication.delivery import DeliveryMode
+    from reconciler.engine.delivery import DeliveryMode
 
 log = logging.getLogger(__name__)
 

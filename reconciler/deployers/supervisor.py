@@ -1,14 +1,14 @@
 """The first process of a job instance: runs spark-submit and makes the instance live and die as one.
 
-    python -m reconciler.deploy.supervisor [--exit-code-file F] -- spark-submit ... mirror_job.py --spec S
+    python -m reconciler.deployers.supervisor [--exit-code-file F] -- spark-submit ... mirror_job.py --spec S
 
 * It is the session leader the deployer starts; spark-submit (the JVM) is its child and gets SIGKILL the
   moment the supervisor dies, however it dies (Linux's parent-death signal, PR_SET_PDEATHSIG).
 * The Python driver watches its parent, the JVM, and ends when the JVM is gone
-  (`reconciler.replication.lifeline`); Spark's Python workers end when the JVM closes their pipe.
+  (`reconciler.engine.lifeline`); Spark's Python workers end when the JVM closes their pipe.
 * When spark-submit ends, for whatever reason (a clean stop, a failure, the driver or the JVM killed), the
   supervisor ends every other process of the instance (found by `$RECONCILER_JOB_INSTANCE`, see
-  `reconciler.deploy.instance`), writes spark-submit's exit code to F (128 + N when a signal N killed it, as a
+  `reconciler.deployers.instance`), writes spark-submit's exit code to F (128 + N when a signal N killed it, as a
   shell says) and exits with it.
 * SIGTERM/SIGINT to the supervisor are a request for a clean stop: it passes SIGTERM to the driver.
 
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-import reconciler.deploy.instance as instance
+import reconciler.deployers.instance as instance
 from reconciler import settings
 
 PR_SET_PDEATHSIG = 1
@@ -51,7 +51,7 @@ def _write_code(path: Path, code: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reconciler.deploy.supervisor")
+    ap = argparse.ArgumentParser(prog="python -m reconciler.deployers.supervisor")
     ap.add_argument("--exit-code-file", type=Path)
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args(argv)

@@ -54,7 +54,7 @@ def probe_consumer_config(
     cluster: ClusterSpec, spec: JobSpec, group: str, environ: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """A consumer that reads one record per partition (the lag side channel's oldest-record timestamps,
-    replication/lag.py): the job's consumer settings with small fetches, so it does not prefetch a backlog."""
+    engine/lag.py): the job's consumer settings with small fetches, so it does not prefetch a backlog."""
     conf = consumer_config(cluster, spec, group=group, environ=environ)
     conf.update({"fetch.max.bytes": 1_048_576, "max.partition.fetch.bytes": 8_192, "queued.max.messages.kbytes": 1_024})
     return conf
