@@ -269,7 +269,7 @@ class ReplicationDriver:
         self.threads.lag_reading = Periodic(
             "source end offsets",
             self.read_source_ends,
-            lambda: max(0.1, self.spec.engine.status_interval_seconds / 2),  # each status sees a read this fresh
+            self._lag_interval,  # each status sees a read this fresh
             self._error,
         )
         self.threads.lag_reading.start()
@@ -292,6 +292,10 @@ class ReplicationDriver:
         if self.conn is not None and self.spec.settings.checkpoints.enabled:
             self.conn.checkpoints.emit()
 
+    def _lag_interval(self) -> float:
+        """Seconds between two rounds of the lag side channel: half a status interval."""
+        return max(0.1, self.spec.engine.status_interval_seconds / 2)
+
     def read_source_ends(self) -> None:
         """The side channel's round: the current end of every partition copied (and the oldest unreplicated
         record's timestamp of those that lag most), for the next status record and metrics."""
@@ -300,6 +304,10 @@ class ReplicationDriver:
         # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
         copy = dict(self.parts.plan.copy)
         positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
+        idle = self.pacing.idle_ends(copy, positions, max_age_ms=int(1000 * self._lag_interval()))
+        if idle is not None:
+            self.parts.source_ends = idle
+            return
         seen = {tp: lp.end for tp, lp in dict(self.parts.lag).items() if lp.end is not None}
         last = self.parts.source_ends
         self.parts.source_ends = self.conn.end_reader.read(
@@ -404,7 +412,7 @@ class ReplicationDriver:
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
             ends = {}
-        self.pacing.ends_before = ends
+        self.pacing.ends_before, self.pacing.ends_read_at_ms = ends, int(time.time() * 1000)
         waiting = [tp for tp in copy if tp not in ends or self.pacing.caught_up.get(tp, -1) != ends[tp]]
         now = time.monotonic()
         if not waiting:

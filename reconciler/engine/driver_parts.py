@@ -203,8 +203,21 @@ class Pacing:
 
     next: dict[str, float] = field(default_factory=dict)
     ends_before: dict[TP, int] = field(default_factory=dict)
+    ends_read_at_ms: int = 0  # when `ends_before` was read (epoch ms)
     caught_up: dict[TP, int] = field(default_factory=dict)
     idle_steps: int = 0
+
+    def idle_ends(self, copy: Mapping[TP, str], positions: Mapping[TP, int], max_age_ms: int) -> SourceEnds | None:
+        """The gate's last read as the lag side channel's, while the flow is idle: every partition copied caught
+        up at an end read at most `max_age_ms` ago, at a known position (nothing lags, nothing is committed
+        beyond the positions). None otherwise: the side channel reads for itself. One read of the ends a second
+        then serves both (an idle flow saved a ListOffsets and an OffsetFetch every half status interval)."""
+        if self.idle_steps < 2 or not copy or int(time.time() * 1000) - self.ends_read_at_ms > max_age_ms:
+            return None
+        ends, caught = self.ends_before, self.caught_up
+        if any(tp not in ends or caught.get(tp) != ends[tp] or positions.get(tp, -1) < 0 for tp in copy):
+            return None
+        return SourceEnds({tp: ends[tp] for tp in copy}, self.ends_read_at_ms, committed=dict(positions))
 
     def mark_caught_up(self, p: PartitionResult) -> None:
         """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""

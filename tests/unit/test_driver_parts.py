@@ -109,6 +109,29 @@ def test_a_partition_is_caught_up_as_of_the_end_read_before_its_batch():
     assert pacing.caught_up == {}
 
 
+def test_an_idle_flow_hands_the_gates_read_to_the_lag_side_channel():
+    """One read of the source's ends serves the gate and the lag while every partition is caught up at it; any
+    partition not caught up, a stale read, or a flow that just copied: the side channel reads for itself."""
+    import time
+
+    copy = {("a", 0): "west.a", ("a", 1): "west.a"}
+    now_ms = int(time.time() * 1000)
+    pacing = Pacing(
+        ends_before={("a", 0): 10, ("a", 1): 4},
+        ends_read_at_ms=now_ms,
+        caught_up={("a", 0): 10, ("a", 1): 4},
+        idle_steps=3,
+    )
+    positions = {("a", 0): 10, ("a", 1): 4}
+    ends = pacing.idle_ends(copy, positions, max_age_ms=1_500)
+    assert ends is not None and dict(ends.ends) == {("a", 0): 10, ("a", 1): 4} and ends.read_at == now_ms
+    assert dict(ends.committed) == positions
+    assert dataclasses.replace(pacing, caught_up={("a", 0): 10}).idle_ends(copy, positions, 1_500) is None
+    assert dataclasses.replace(pacing, ends_read_at_ms=now_ms - 5_000).idle_ends(copy, positions, 1_500) is None
+    assert dataclasses.replace(pacing, idle_steps=0).idle_ends(copy, positions, 1_500) is None
+    assert pacing.idle_ends(copy, {("a", 0): 10, ("a", 1): -2}, 1_500) is None  # a position not known yet
+
+
 def test_errors_are_counted_redacted_and_the_lists_kept_short():
     progress = Progress()
     progress.redact.secrets.add("pa55word")
