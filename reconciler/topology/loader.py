@@ -119,7 +119,8 @@ class _Builder:
         try:
             value = self.constructor.construct_object(node, deep=True)
         # e.g. int('9'*5000), timestamp 2026-13-45, `!!bool yes}` (KeyError in PyYAML's bool constructor)
-        except (ValueError, OverflowError, TypeError, KeyError, AttributeError, yaml.YAMLError) as exc:
+        # `!!int ""`: IndexError in PyYAML's int constructor
+        except (ValueError, OverflowError, TypeError, KeyError, AttributeError, IndexError, yaml.YAMLError) as exc:
             raise _Refused(
                 f"cannot read value {str(getattr(node, 'value', ''))[:40]!r}: {exc}",
                 _loc(self.file, node),
@@ -280,7 +281,7 @@ def _flow_past_limit(text: str, file: str, limit: int) -> SourceLocation | None:
                 if len(stack) >= MAX_DEPTH:
                     return None
                 stack.append([isinstance(ev, yaml.MappingStartEvent), True, flows_value, False])
-    except yaml.YAMLError:
+    except (yaml.YAMLError, UnicodeError):  # e.g. a lone surrogate libyaml cannot encode: the composer says why
         return None
     return None
 

@@ -260,3 +260,18 @@ def test_an_mm2_import_past_the_flow_limit_is_refused_before_it_is_built(tmp_pat
     assert main(["import", "mm2", str(f)]) == 1
     err = capsys.readouterr().err
     assert f"{f}:7: error: more than 2 flows (limit, RECONCILER_MAX_FLOWS)" in err, err
+
+
+def test_an_empty_tagged_int_and_a_lone_surrogate_are_errors_not_tracebacks():
+    """Found by the long property run (strimzi kind, seed 24): `!!int` with no value raised IndexError in
+    PyYAML's constructor; a lone surrogate made libyaml's event parser (the flow-limit pre-scan) raise
+    UnicodeEncodeError. Both are errors at a line of the file."""
+    from reconciler.topology.diagnostics import Diagnostics
+    from reconciler.topology.loader import load_text
+
+    diags = Diagnostics()
+    assert load_text("apiVersion: reconciler/v1\nkind: !!int\n", "t.yaml", diags) == []
+    assert not diags.ok and "t.yaml:2:" in diags.render(), diags.render()
+    diags = Diagnostics()
+    load_text("apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: '\udc80'}\n", "t.yaml", diags)
+    assert not diags.ok and "t.yaml:" in diags.render(), diags.render()
