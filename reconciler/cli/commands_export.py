@@ -1,27 +1,17 @@
 """`reconciler export FORMAT PATH... [--out FILE]`: a topology in another tool's format.
 
-`EXPORTERS` maps a format to a function (validated Topology, origin text) -> file text. Other
-helpers add their formats to the same dict.
+The formats are `operations.interop.EXPORTERS` (validated Topology, origin text) -> file text.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
-from reconciler.interop.mm2_export import ExportError, export_mm2
-from reconciler.interop.strimzi import export_strimzi
+from reconciler.interop.mm2_export import ExportError
 from reconciler.operations.backend import Backend
-from reconciler.render.alert_rules import export_alerts
-from reconciler.topology.model import Topology
-
-EXPORTERS: dict[str, Callable[[Topology, str], str]] = {
-    "mm2": export_mm2,
-    "strimzi": export_strimzi,
-    "alerts": export_alerts,  # Prometheus alert rules from the topology's slo: (docs/monitoring.md)
-}
+from reconciler.operations.interop import EXPORTERS, export_topology
 
 
 def register(sub) -> None:
@@ -46,7 +36,7 @@ def cmd_export(args, backend: Backend) -> int:
     if topology is None:
         return EXIT_ERROR
     try:
-        text = EXPORTERS[args.format](topology, " ".join(args.paths))
+        text = export_topology(args.format, topology, " ".join(args.paths))
     except ExportError as exc:
         print(exc, file=sys.stderr)
         return EXIT_ERROR

@@ -10,17 +10,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from reconciler import outputs, settings
+from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK
-from reconciler.interop.draft import IMPORTED, TopologyDraft, check, render_at_input, to_yaml
-from reconciler.interop.mm2_import import import_mm2_text
-from reconciler.interop.properties import PropertiesError
-from reconciler.interop.strimzi import import_strimzi_text
+from reconciler.interop.draft import IMPORTED, TopologyDraft
 from reconciler.operations.backend import Backend
-from reconciler.topology.diagnostics import Diagnostics, SourceLocation
-from reconciler.topology.loader import read_source, too_many_flows
-
-IMPORTERS = {"mm2": import_mm2_text, "strimzi": import_strimzi_text}
+from reconciler.operations.interop import IMPORTERS, import_topology
+from reconciler.topology.loader import read_source
 
 
 def register(sub) -> None:
@@ -53,39 +48,26 @@ def cmd_import(args, backend: Backend) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"{path}:1: error: cannot read file: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    try:
-        draft = IMPORTERS[args.format](text, str(path))
-    except PropertiesError as exc:
-        print(exc.render(), file=sys.stderr)
+    imported = import_topology(args.format, text, str(path))
+    if imported.errors is not None or imported.topology is None or imported.draft is None:
+        print(imported.errors, file=sys.stderr)
         return EXIT_ERROR
     out_file = Path(args.out) / "topology.yaml" if args.out else None
-    limit = settings.max_flows()
-    if len(draft.flows) > limit:  # refused before the topology is written out and read again
-        diags = Diagnostics()
-        too_many_flows(len(draft.flows), SourceLocation(str(path), draft.flows[limit].line or 1, 1), diags, limit)
-        print(diags.render(), file=sys.stderr)
-        return EXIT_ERROR
-    yaml_text = to_yaml(draft, str(path))
-    checked = check(yaml_text, IMPORTED)
-    topology, diags = checked.topology, checked.diags
-    if topology is None:
-        print(render_at_input(draft, checked.docs, diags, str(path)), file=sys.stderr)
-        print(f"{path}: error: the imported topology does not validate (above); nothing was written", file=sys.stderr)
-        return EXIT_ERROR
-    _report(draft)
-    if diags.warnings:
-        print(diags.render().replace(IMPORTED, str(out_file or IMPORTED)), file=sys.stderr)
+    _report(imported.draft)
+    if imported.warnings is not None and imported.warnings.warnings:
+        print(imported.warnings.render().replace(IMPORTED, str(out_file or IMPORTED)), file=sys.stderr)
     if out_file is None:
-        sys.stdout.write(yaml_text)
-    else:
-        try:
-            outputs.write_text(out_file, yaml_text)
-        except outputs.OutputError as exc:
-            print(exc, file=sys.stderr)
-            return EXIT_ERROR
-        print(
-            f"wrote {out_file}: {len(topology.clusters)} clusters, {len(topology.flows)} flows, "
-            f"{len(draft.notes)} warning{'s' if len(draft.notes) != 1 else ''}",
-            file=sys.stderr,
-        )
+        sys.stdout.write(imported.yaml_text)
+        return EXIT_OK
+    try:
+        outputs.write_text(out_file, imported.yaml_text)
+    except outputs.OutputError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_ERROR
+    notes = len(imported.draft.notes)
+    print(
+        f"wrote {out_file}: {len(imported.topology.clusters)} clusters, {len(imported.topology.flows)} flows, "
+        f"{notes} warning{'s' if notes != 1 else ''}",
+        file=sys.stderr,
+    )
     return EXIT_OK

@@ -7,8 +7,6 @@ from pathlib import Path
 import pytest
 
 from reconciler.analysis.hazards import witness_topics
-from reconciler.cli.commands_export import EXPORTERS
-from reconciler.cli.commands_interop import IMPORTERS
 from reconciler.cli.main import main
 from reconciler.interop.draft import to_yaml, validate
 from reconciler.interop.mm2_export import export_mm2
@@ -17,6 +15,7 @@ from reconciler.interop.properties import PropertiesError, format_property, pars
 from reconciler.interop.strimzi import import_strimzi_text
 from reconciler.jobplan.state import desired_jobs
 from reconciler.mirror.policy import PolicyKind
+from reconciler.operations.interop import EXPORTERS, IMPORTERS
 from reconciler.render import plan_json
 from reconciler.topology.build import load_topology
 from reconciler.topology.model import Delivery, OffsetSyncsLocation, Topology

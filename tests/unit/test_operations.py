@@ -383,3 +383,20 @@ def test_force_unlock_command_renders_the_operation(tmp_path, capsys):
     assert out.startswith(f"Lease {stuck.owner} on east: held by ") and "refusing to ask" in err
     assert main(["force-unlock", str(path), "--cluster", "east", stuck.owner, "--force"], w.backend()) == 0
     assert capsys.readouterr().out.endswith(f"Removed the lease {stuck.owner} on east.\n")
+
+
+def test_import_and_export_are_operations_with_typed_outcomes():
+    """`import` and `export` call one operation each (operations/interop.py) and render its outcome: a validated
+    topology with the draft's notes, or the errors at the input's lines; nothing is written by the operation."""
+    from reconciler.operations.interop import export_topology, import_topology
+
+    good = "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\na->b.enabled = true\n"
+    imported = import_topology("mm2", good, "mm2.properties")
+    assert imported.errors is None and imported.topology is not None and imported.draft is not None
+    assert [f.name for f in imported.topology.flows] == ["a->b"] and "a->b" not in imported.yaml_text.split("#")[0]
+    assert "source: a" in imported.yaml_text
+    bad = import_topology("mm2", good + "a->b.topics = ok, (bad\n", "mm2.properties")
+    assert bad.topology is None and bad.errors is not None and bad.errors.startswith("mm2.properties:5: error:")
+    assert "nothing was written" in bad.errors
+    exported = export_topology("mm2", imported.topology, "t.yaml")
+    assert "a->b.enabled = true" in exported
