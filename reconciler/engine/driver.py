@@ -343,6 +343,13 @@ class ReplicationDriver:
             self.log.exception("replication job failed")
             self.exit_code = self.exit_code or 1
         finally:
+            if self.conn is not None and self.state is not StatusState.FAILED:
+                # MM2 fires its pending offset syncs at the offset commit a task's stop makes: the last mapping
+                # of each partition is published before the job ends, not one interval later or never.
+                try:
+                    self.flush_delayed_syncs()
+                except Exception as exc:  # noqa: BLE001
+                    self.log.warning("cannot publish the last offset syncs: %s", exc)
             try:
                 self.publish_status()
             except Exception:  # noqa: BLE001
