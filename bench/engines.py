@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
+from reconciler import logs  # noqa: E402
 from reconciler.contract.status import read_job_status  # noqa: E402
 from reconciler.deployers.instance import Role  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
@@ -153,7 +154,9 @@ class Arrivals:
         from confluent_kafka import Consumer, TopicPartition
 
         self.consumer = Consumer(
-            {"bootstrap.servers": bootstrap, "group.id": "bench-arrivals", "enable.auto.commit": False}
+            logs.client_config(
+                {"bootstrap.servers": bootstrap, "group.id": "bench-arrivals", "enable.auto.commit": False}
+            )
         )
         self.consumer.assign([TopicPartition(t, 0, 0) for t in topics])
         self.count = 0
@@ -184,7 +187,7 @@ def backlog_rate(west: Broker, east: Broker, n: int, records: int, root: Path, t
     for i in range(n):
         topic = f"b{tag}{i}"
         create_topic(west.bootstrap, topic, 1)
-        p = Producer({"bootstrap.servers": west.bootstrap, "linger.ms": 20, "batch.size": 262144})
+        p = Producer(logs.client_config({"bootstrap.servers": west.bootstrap, "linger.ms": 20, "batch.size": 262144}))
         value = b"x" * 100
         for _ in range(records):
             while True:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 LOCAL = "local"
 SPARK_STANDALONE = "spark-standalone"
 KUBERNETES = "kubernetes"
@@ -34,6 +36,21 @@ DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
 #: them): `engine_slots`, the task slots of every flow the topology puts in the flow's engine, so that an engine
 #: started by its first flow's deploy runs `local[N]` with room for the flows the same apply adds next.
 ENGINE_SLOTS_HINT = "engine_slots"
+
+
+def local_slots(master: str, slots: int) -> str:
+    """An engine's `local[N]` master holds at least one task thread per slot of its flows (Spark's tasks copy
+    records, mostly waiting on the network: more threads than cores is the point)."""
+    threads = local_threads(master)
+    if threads is None or threads >= slots:
+        return master
+    return f"local[{slots}]"
+
+
+def local_threads(master: str) -> int | None:
+    """N of a `local[N]` master (None: another master)."""
+    m = re.fullmatch(r"local\[(\d+)\]", master.strip())
+    return int(m.group(1)) if m else None
 
 
 def deployer_family(name: str) -> str:

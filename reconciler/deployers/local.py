@@ -39,7 +39,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -51,7 +50,7 @@ from typing import Any
 import reconciler.deployers.instance as instance
 from reconciler import settings
 from reconciler.adapters.base import OpResult
-from reconciler.contract.deployers import ENGINE_SLOTS_HINT, LOCAL
+from reconciler.contract.deployers import ENGINE_SLOTS_HINT, LOCAL, local_slots, local_threads
 from reconciler.contract.engine import (
     FLOWS_DIR,
     RESTART_SUFFIX,
@@ -81,21 +80,6 @@ def engine_name(spec: JobSpec, options: Mapping[str, Any] | None = None) -> str:
     """The engine a flow runs in: `job.engine` (in the deployment options), else its target cluster's alias."""
     name = (options or {}).get("engine")
     return str(name) if name else flow_ends(spec.flow)[1]
-
-
-def local_slots(master: str, slots: int) -> str:
-    """An engine's `local[N]` master holds at least one task thread per slot of its flows (Spark's tasks copy
-    records, mostly waiting on the network: more threads than cores is the point)."""
-    threads = _local_threads(master)
-    if threads is None or threads >= slots:
-        return master
-    return f"local[{slots}]"
-
-
-def _local_threads(master: str) -> int | None:
-    """N of a `local[N]` master (None: another master)."""
-    m = re.fullmatch(r"local\[(\d+)\]", master.strip())
-    return int(m.group(1)) if m else None
 
 
 def _slots(engine_dir: Path) -> int:
@@ -597,7 +581,7 @@ def _short_of_slots(eng: _Engine) -> str:
     """Words for an engine whose `local[N]` holds fewer task threads than its flows now have slots (they share
     them until the engine restarts); empty when it has room."""
     master = str((eng.record or {}).get("master", ""))
-    threads, slots = _local_threads(master), _slots(eng.dir)
+    threads, slots = local_threads(master), _slots(eng.dir)
     if threads is None or threads >= slots:
         return ""
     return f" (it runs {master} for {slots} task slots: its flows share those threads until it restarts)"
@@ -605,8 +589,7 @@ def _short_of_slots(eng: _Engine) -> str:
 
 def _same_master(running: str, wanted: str) -> bool:
     """An engine runs `local[N]` with N raised to its flows' slots (`local_slots`): any local[M] with M <= N fits."""
-    m, w = re.fullmatch(r"local\[(\d+)\]", running.strip()), re.fullmatch(r"local\[(\d+)\]", wanted.strip())
-    if m and w:
+    if local_threads(running) is not None and local_threads(wanted) is not None:
         return True
     return running == wanted
 

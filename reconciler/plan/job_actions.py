@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from reconciler.contract.deployers import KUBERNETES, SPARK_STANDALONE
+from reconciler.contract.deployers import ENGINE_SLOTS_HINT, KUBERNETES, SPARK_STANDALONE, local_slots
 from reconciler.contract.spec import JobSpec
 from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
 from reconciler.plan.reasons import ReasonKind
@@ -43,6 +43,9 @@ def where_to_run(deployer: str, spec: JobSpec | None, options: dict) -> str:
         run = f"kubernetes {options.get('namespace') or 'default'}, image {options.get('image')}"
     else:
         master = spec.engine.master if spec is not None else None
+        slots = options.get(ENGINE_SLOTS_HINT)
+        if master is not None and slots:
+            master = local_slots(master, int(slots))  # what the engine runs: room for every flow's slots
         run = f"spark-standalone {master}" if deployer == SPARK_STANDALONE else f"{deployer} {master}"
     engine = options.get("engine")
     return f"engine {engine}, {run}" if engine else run

@@ -418,8 +418,26 @@ def test_a_process_deployer_is_told_the_task_slots_of_every_flow_of_the_engine()
 
 
 def test_an_engine_holds_a_task_thread_per_slot_of_its_flows():
-    from reconciler.deployers.local import local_slots
+    from reconciler.contract.deployers import local_slots
 
     assert local_slots("local[2]", 5) == "local[5]"
     assert local_slots("local[8]", 5) == "local[8]"  # more asked for: kept
     assert local_slots("spark://h:7077", 5) == "spark://h:7077"
+
+
+def test_the_plan_names_the_master_the_engine_runs_not_the_flows_own():
+    """A flow's `job.master` is local[2] but its engine holds 5 task slots: the plan line says local[5], as the
+    engine's status and process do."""
+    from reconciler.contract.deployers import ENGINE_SLOTS_HINT, LOCAL, SPARK_STANDALONE
+    from reconciler.plan.job_actions import where_to_run
+    from tests.integration.mirror_helpers import spec_for
+
+    class At:
+        bootstrap = "127.0.0.1:1"
+
+    spec = spec_for(At(), At(), master="local[2]")
+    assert where_to_run(LOCAL, spec, {"engine": "east", ENGINE_SLOTS_HINT: 5}) == "engine east, local local[5]"
+    assert where_to_run(LOCAL, spec, {"engine": "east", ENGINE_SLOTS_HINT: 1}) == "engine east, local local[2]"
+    assert where_to_run(LOCAL, spec, {"engine": "east"}) == "engine east, local local[2]"
+    standalone = spec_for(At(), At(), master="spark://h:7077")
+    assert where_to_run(SPARK_STANDALONE, standalone, {ENGINE_SLOTS_HINT: 5}) == "spark-standalone spark://h:7077"
