@@ -76,6 +76,12 @@ CONNECTOR_KEYS: tuple[Mm2Key, ...] = tuple(
 )
 BY_SPELLING = {s: k for k in CONNECTOR_KEYS for s in k.spellings}
 
+#: The MM2 connectors (Strimzi's `sourceConnector`, `checkpointConnector`, `heartbeatConnector`) each MM2 key of a
+#: setting is given to, from the registry's `Mm2.connectors` (export to Strimzi).
+KEY_CONNECTORS: dict[str, tuple[registry.Connector, ...]] = {
+    key: s.mm2.connectors_of(key) for s in registry.mm2_settings() if s.mm2 is not None for key in s.mm2.keys
+}
+
 #: Our single refresh interval stands for both of MM2's.
 REFRESH_SETTING: Setting = ("refresh_interval_seconds",)
 REFRESH_KEYS = _mm2("refresh_interval_seconds").keys

@@ -1,6 +1,6 @@
 """Every flow setting, declared once (as Kafka's `ConfigDef` declares each key): its path in a topology's
-`defaults:` / flow, type, built-in default, documentation, JSON Schema constraints, MirrorMaker 2 key and
-whether a running job takes a change without a restart. The topology-wide
+`defaults:` / flow, type, built-in default, documentation, JSON Schema constraints, MirrorMaker 2 key (and which
+of MM2's connectors reads it) and whether a running job takes a change without a restart. The topology-wide
 settings `prune:` and `slo:` are declared here too (`TOPOLOGY_SETTINGS`, same `Setting`s: path, type, default,
 doc, constraints).
 
@@ -12,8 +12,8 @@ things rather than tune them: no default, nothing to derive.
 Derived from `FLOW_SETTINGS` (nothing else declares these facts):
 
     topology/defaults.py     BUILTIN_FLOW_DEFAULTS (`builtin_defaults()`), at import time
-    interop/mm2_keys.py      CONNECTOR_KEYS, the refresh and exactly-once keys, JOB_FIELD_KINDS, PRUNE_KEYS and
-                             SLO_KINDS, at import time
+    interop/mm2_keys.py      CONNECTOR_KEYS, the refresh and exactly-once keys, JOB_FIELD_KINDS, KEY_CONNECTORS (the
+                             Strimzi connector each MM2 key goes to), PRUNE_KEYS and SLO_KINDS, at import time
     contract/spec.py         HOT_RELOADABLE (the spec paths of the `hot_reload` settings), at import time
     schemas/topology.schema.json   `$defs.flowSettings`, the settings of `$defs.flow`, `properties.prune` and
                              `properties.slo`
@@ -63,6 +63,18 @@ NO_DEFAULT: Any = _NoDefault()
 SPEC_BY_PATH = "by path"
 
 
+class Connector(str, enum.Enum):
+    """A MirrorMaker 2 connector, as Strimzi configures each one of a mirror (`sourceConnector`, ...)."""
+
+    SOURCE = "source"
+    CHECKPOINT = "checkpoint"
+    HEARTBEAT = "heartbeat"
+
+
+SOURCE_ONLY = (Connector.SOURCE,)
+ALL_CONNECTORS = tuple(Connector)
+
+
 @dataclass(frozen=True)
 class Mm2:
     """The MirrorMaker 2 key a setting maps to (import and export, reconciler.interop)."""
@@ -73,10 +85,18 @@ class Mm2:
     kind: str | None = None  # a conversion other than the type's ("policy": class names, "location")
     also: tuple[str, ...] = ()  # further MM2 keys this one setting stands for
     own_code: bool = False  # mapped by interop code of its own (exactly-once, the two refresh intervals)
+    connectors: tuple[Connector, ...] = SOURCE_ONLY  # the MM2 connectors `key` is given to (Strimzi export)
+    also_connectors: tuple[Connector, ...] | None = None  # those the `also` keys are given to; None: `connectors`
 
     @property
     def keys(self) -> tuple[str, ...]:
         return (self.key, *self.also)
+
+    def connectors_of(self, key: str) -> tuple[Connector, ...]:
+        """The connectors MM2 key `key` (one of `keys`) is given to."""
+        if key in self.also and self.also_connectors is not None:
+            return self.also_connectors
+        return self.connectors
 
 
 @dataclass(frozen=True)
@@ -209,7 +229,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "names (KIP-690, cycles forbidden).",
         hot=False,
         choices=("default", "identity"),
-        mm2=Mm2("replication.policy.class", "default", kind="policy"),
+        mm2=Mm2("replication.policy.class", "default", kind="policy", connectors=ALL_CONNECTORS),
         spec="settings.policy.kind",
     ),
     _s(
@@ -219,7 +239,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Separator of the default policy (MM2 `replication.policy.separator`).",
         hot=False,
         constraints={"minLength": 1},
-        mm2=Mm2("replication.policy.separator", "."),
+        mm2=Mm2("replication.policy.separator", ".", connectors=ALL_CONNECTORS),
         examples=("_",),
         spec="settings.policy.separator",
     ),
@@ -284,7 +304,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         False,
         "Commit translated consumer-group offsets on the target (MM2 `sync.group.offsets.enabled`).",
         hot=True,
-        mm2=Mm2("sync.group.offsets.enabled", False),
+        mm2=Mm2("sync.group.offsets.enabled", False, connectors=(Connector.CHECKPOINT,)),
     ),
     _s(
         "sync.group_offsets_interval_seconds",
@@ -292,7 +312,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         60,
         "How often translated consumer-group offsets are committed on the target.",
         hot=True,
-        mm2=Mm2("sync.group.offsets.interval.seconds", 60),
+        mm2=Mm2("sync.group.offsets.interval.seconds", 60, connectors=(Connector.CHECKPOINT,)),
     ),
     _s(
         "heartbeats.enabled",
@@ -300,7 +320,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         True,
         "Emit heartbeats at all.",
         hot=True,
-        mm2=Mm2("emit.heartbeats.enabled", True),
+        mm2=Mm2("emit.heartbeats.enabled", True, connectors=(Connector.HEARTBEAT,)),
     ),
     _s(
         "heartbeats.interval_seconds",
@@ -308,7 +328,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         5,
         "How often heartbeats are emitted.",
         hot=True,
-        mm2=Mm2("emit.heartbeats.interval.seconds", 1),
+        mm2=Mm2("emit.heartbeats.interval.seconds", 1, connectors=(Connector.HEARTBEAT,)),
     ),
     _s(
         "heartbeats.location",
@@ -335,7 +355,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         True,
         "Emit checkpoints at all.",
         hot=True,
-        mm2=Mm2("emit.checkpoints.enabled", True),
+        mm2=Mm2("emit.checkpoints.enabled", True, connectors=(Connector.CHECKPOINT,)),
     ),
     _s(
         "checkpoints.interval_seconds",
@@ -343,7 +363,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         5,
         "How often checkpoints are emitted.",
         hot=True,
-        mm2=Mm2("emit.checkpoints.interval.seconds", 60),
+        mm2=Mm2("emit.checkpoints.interval.seconds", 60, connectors=(Connector.CHECKPOINT,)),
     ),
     _s(
         "refresh_interval_seconds",
@@ -356,7 +376,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
             600,
             also=("refresh.groups.interval.seconds",),
             own_code=True,
-        ),  # our one interval stands for both of MM2's
+            also_connectors=(Connector.CHECKPOINT,),
+        ),  # our one interval stands for both of MM2's: topics (source connector), groups (checkpoint connector)
     ),
     _s(
         "offset_syncs.topic_location",

@@ -15,8 +15,9 @@ from jsonschema import Draft202012Validator
 
 from reconciler.contract.spec import HOT_RELOADABLE, ClusterSpec, JobSpec
 from reconciler.interop import mm2_keys
-from reconciler.interop.mm2_export import export_mm2, flow_settings
+from reconciler.interop.mm2_export import connector_values, export_mm2, flow_settings
 from reconciler.interop.mm2_import import import_mm2_text
+from reconciler.interop.strimzi import PATTERN_KEYS, export_strimzi
 from reconciler.resources import schema_path
 from reconciler.topology import settings_registry as registry
 from reconciler.topology.build import load_topology_text
@@ -29,6 +30,7 @@ from reconciler.topology.settings_registry import (
     NO_DEFAULT,
     TOPOLOGY_SECTIONS,
     TOPOLOGY_SETTINGS,
+    Connector,
     Setting,
     Type,
 )
@@ -194,6 +196,31 @@ def test_the_export_reads_every_mm2_setting_from_the_model():
         if _json(got) != _json(value):
             wrong.append(f"{s.name}: set {value!r}, flow_settings holds {got!r}")
     assert wrong == []
+
+
+def test_the_strimzi_export_gives_every_mm2_key_to_the_registrys_connectors():
+    """Each MM2 key a flow's settings make goes to the Strimzi connectors its setting's `Mm2.connectors` name
+    (a new checkpoint setting with `connectors=(Connector.CHECKPOINT,)` lands in `checkpointConnector`)."""
+    field = {Connector.SOURCE: "sourceConnector", Connector.CHECKPOINT: "checkpointConnector"}
+    field[Connector.HEARTBEAT] = "heartbeatConnector"
+    misplaced, checked = [], set()
+    for s in registry.mm2_settings():
+        assert s.mm2 is not None
+        topo = _topology_with(s, _sample(s))
+        (mirror,) = yaml.safe_load(export_strimzi(topo, "test"))["spec"]["mirrors"]
+        emitted = connector_values(topo.flows[0])
+        for key in s.mm2.keys:
+            if key not in emitted or key in PATTERN_KEYS or key == "tasks.max":  # mirror fields, not connector config
+                continue
+            checked.add(key)
+            got = [c.value for c in Connector if key in mirror.get(field[c], {}).get("config", {})]
+            want = [c.value for c in Connector if c in s.mm2.connectors_of(key)]
+            if got != want:
+                misplaced.append(f"{s.name}: {key} in the connectors {got}, the registry says {want}")
+    assert misplaced == []
+    config_keys = {k for s in registry.mm2_settings() if s.mm2 for k in s.mm2.keys}
+    unchecked = config_keys - checked - set(PATTERN_KEYS) - {"tasks.max", mm2_keys.EOS_CONNECTOR_KEY}
+    assert sorted(unchecked) == [], "MM2 keys no sample value made the export write"
 
 
 def test_the_topology_settings_survive_export_and_import():
