@@ -8,7 +8,6 @@ keys, which MM2 ignores, so that export -> import loses nothing.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +24,11 @@ from reconciler.interop.mm2_keys import (
     JAAS_MODULES,
     JOB_FIELD_KINDS,
     MM2_REFRESH_DEFAULT,
+    PRUNE_KEYS,
     REFRESH_KEYS,
     REFRESH_SETTING,
     SAME_CLIENT_KEYS,
+    SLO_KINDS,
     Kind,
 )
 from reconciler.interop.properties import format_property
@@ -200,10 +201,10 @@ def topology_ext_values(topology: Topology) -> dict[str, str]:
         out[base + ".topics"] = ", ".join(rule.topics.include)
         out[base + ".tag"] = rule.tag
         out[base + ".allowed"] = ", ".join(rule.allowed)
-    for name in ("topics", "configs", "acls", "flows"):
+    for name in PRUNE_KEYS:
         if getattr(topology.prune, name):
             out[f"{EXT}prune.{name}"] = "true"
-    for name in (f.name for f in dataclasses.fields(topology.slo)):
+    for name in SLO_KINDS:
         value = getattr(topology.slo, name)
         if value is not None:
             out[f"{EXT}slo.{name}"] = _num(value)

@@ -95,11 +95,12 @@ def _parse_value(prop: Property, kind: Kind) -> Any:
             return int(text)
         except ValueError:
             raise _error(prop, f"{key} must be an integer, not {shown!r}") from None
-    if kind is Kind.SECONDS:
+    if kind in (Kind.SECONDS, Kind.NUMBER):
         try:
             value = float(text)
         except ValueError:
-            raise _error(prop, f"{key} must be a number of seconds, not {shown!r}") from None
+            what = "a number of seconds" if kind is Kind.SECONDS else "a number"
+            raise _error(prop, f"{key} must be {what}, not {shown!r}") from None
         return int(value) if value.is_integer() else value
     if kind is Kind.POLICY:
         if text not in POLICY_CLASSES:

@@ -18,6 +18,7 @@ class Kind(str, enum.Enum):
     BOOL = "bool"
     INT = "int"
     SECONDS = "seconds"  # a positive number of seconds
+    NUMBER = "number"
     STRING = "string"
     POLICY = "policy"  # replication.policy.class
     LOCATION = "location"  # offset-syncs.topic.location
@@ -56,6 +57,7 @@ def _kind(s: registry.Setting) -> Kind:
         registry.Type.BOOL: Kind.BOOL,
         registry.Type.INT: Kind.INT,
         registry.Type.SECONDS: Kind.SECONDS,
+        registry.Type.NUMBER: Kind.NUMBER,
     }.get(s.type, Kind.STRING)
 
 
@@ -73,6 +75,12 @@ CONNECTOR_KEYS: tuple[Mm2Key, ...] = tuple(
     if s.mm2 is not None and not s.mm2.own_code
 )
 BY_SPELLING = {s: k for k in CONNECTOR_KEYS for s in k.spellings}
+
+#: The MM2 connectors (Strimzi's `sourceConnector`, `checkpointConnector`, `heartbeatConnector`) each MM2 key of a
+#: setting is given to, from the registry's `Mm2.connectors` (export to Strimzi).
+KEY_CONNECTORS: dict[str, tuple[registry.Connector, ...]] = {
+    key: s.mm2.connectors_of(key) for s in registry.mm2_settings() if s.mm2 is not None for key in s.mm2.keys
+}
 
 #: Our single refresh interval stands for both of MM2's.
 REFRESH_SETTING: Setting = ("refresh_interval_seconds",)
@@ -136,13 +144,9 @@ JOB_FIELD_KINDS: dict[str, Kind] = {
     for s in registry.FLOW_SETTINGS
     if s.path[0] == "job" and s.mm2 is None and s.type is not registry.Type.MAPPING
 }  # parallelism is tasks.max; spark_conf is `reconciler.job.spark_conf.<key>`
-SLO_KINDS: dict[str, Kind] = {
-    "max_lag_records": Kind.INT,
-    "max_lag_seconds": Kind.SECONDS,
-    "max_heartbeat_age_seconds": Kind.SECONDS,
-    "max_latency_p99_ms": Kind.SECONDS,
-}
-PRUNE_KEYS = ("topics", "configs", "acls", "flows")
+#: `reconciler.prune.<key>` and `reconciler.slo.<key>`: the registry's `prune:` and `slo:` settings.
+SLO_KINDS: dict[str, Kind] = {s.path[1]: _kind(s) for s in registry.section_settings("slo")}
+PRUNE_KEYS: tuple[str, ...] = tuple(s.path[1] for s in registry.section_settings("prune"))
 
 
 def is_client_key(key: str) -> bool:

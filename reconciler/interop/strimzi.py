@@ -34,26 +34,18 @@ from reconciler.interop.mm2_export import (
     topology_ext_values,
 )
 from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties
-from reconciler.interop.mm2_keys import EOS_CONNECTOR_KEY, EOS_WORKER_KEY, JAAS_MODULES
+from reconciler.interop.mm2_keys import EOS_CONNECTOR_KEY, EOS_WORKER_KEY, JAAS_MODULES, KEY_CONNECTORS
 from reconciler.interop.properties import PropertiesError, Property, format_property, parse_properties
 from reconciler.textutil import cut
 from reconciler.topology import secrets
 from reconciler.topology.diagnostics import Diagnostics
 from reconciler.topology.loader import Document, load_text
 from reconciler.topology.model import Cluster, Topology
+from reconciler.topology.settings_registry import Connector
 
 ANNOTATION = "reconciler.dev/properties"
 API_VERSIONS = ("kafka.strimzi.io/v1beta2", "kafka.strimzi.io/v1")
 AUTH_MECHANISMS = {"scram-sha-512": "SCRAM-SHA-512", "scram-sha-256": "SCRAM-SHA-256", "plain": "PLAIN"}
-CHECKPOINT_KEYS = (
-    "emit.checkpoints.enabled",
-    "emit.checkpoints.interval.seconds",
-    "sync.group.offsets.enabled",
-    "sync.group.offsets.interval.seconds",
-    "refresh.groups.interval.seconds",
-)
-HEARTBEAT_KEYS = ("emit.heartbeats.enabled", "emit.heartbeats.interval.seconds")
-POLICY_KEYS = ("replication.policy.class", "replication.policy.separator")
 PATTERN_KEYS = {
     "topics": "topicsPattern",
     "topics.exclude": "topicsExcludePattern",
@@ -450,18 +442,14 @@ def _cluster_spec(cluster: Cluster, secret_name: str, connect_config: dict[str, 
     return spec, cfg
 
 
-def _connector_configs(values: dict[str, str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    source, checkpoint, heartbeat = {}, {}, {}
+def _connector_configs(values: dict[str, str]) -> dict[Connector, dict[str, str]]:
+    """The MM2 connector keys of a flow split into the configs of Strimzi's three connectors: each key goes to the
+    connectors the settings registry names for it (`Mm2.connectors`; the policy keys to all three)."""
+    out: dict[Connector, dict[str, str]] = {c: {} for c in Connector}
     for key, value in values.items():
-        if key in CHECKPOINT_KEYS:
-            checkpoint[key] = value
-        elif key in HEARTBEAT_KEYS:
-            heartbeat[key] = value
-        else:
-            source[key] = value
-        if key in POLICY_KEYS:
-            checkpoint[key] = heartbeat[key] = value
-    return source, checkpoint, heartbeat
+        for connector in KEY_CONNECTORS[key]:
+            out[connector][key] = value
+    return out
 
 
 def _resource(topology: Topology, target: str, origin: str) -> dict:
@@ -486,7 +474,9 @@ def _resource(topology: Topology, target: str, origin: str) -> dict:
             if ours in values:
                 mirror[field_name] = values.pop(ours)
         tasks = int(values.pop("tasks.max", "1"))
-        source_cfg, checkpoint_cfg, heartbeat_cfg = _connector_configs(values)
+        configs = _connector_configs(values)
+        source_cfg, checkpoint_cfg = configs[Connector.SOURCE], configs[Connector.CHECKPOINT]
+        heartbeat_cfg = configs[Connector.HEARTBEAT]
         connector: dict[str, Any] = {"tasksMax": tasks}
         if not f.enabled:
             connector["state"] = "stopped"

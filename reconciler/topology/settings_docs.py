@@ -1,10 +1,11 @@
 """The files derived from the settings registry (topology/settings_registry.py), rendered: the flow part of the
-JSON Schema and the README's settings table.
+JSON Schema and its `prune` and `slo` properties, and the README's two settings tables (flow settings; `prune:`
+and `slo:`).
 
 `scripts/generate_settings.py` writes them; tests/unit/test_settings_registry.py fails when the committed
 files are not what these functions make of the registry. Everything else in both files is written by hand and
-kept as it is: the schema's clusters, policies, prune, slo and a flow's `name`, `source` and `target`; the
-README around the table's markers.
+kept as it is: the schema's clusters, policies, metadata and a flow's `name`, `source` and `target`; the
+README around the tables' markers.
 """
 
 from __future__ import annotations
@@ -15,13 +16,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reconciler.topology.settings_registry import FLOW_SETTINGS, NO_DEFAULT, SECTIONS, Setting
+from reconciler.topology.settings_registry import (
+    FLOW_SETTINGS,
+    NO_DEFAULT,
+    SECTIONS,
+    TOPOLOGY_SECTIONS,
+    TOPOLOGY_SETTINGS,
+    Setting,
+)
 
 TABLE_BEGIN = (
     "<!-- settings-table:begin (generated from reconciler/topology/settings_registry.py by "
     "scripts/generate_settings.py; do not edit) -->"
 )
 TABLE_END = "<!-- settings-table:end -->"
+TOPOLOGY_TABLE_BEGIN = (
+    "<!-- topology-settings-table:begin (generated from reconciler/topology/settings_registry.py by "
+    "scripts/generate_settings.py; do not edit) -->"
+)
+TOPOLOGY_TABLE_END = "<!-- topology-settings-table:end -->"
 
 
 def _json(value: Any) -> Any:
@@ -77,6 +90,9 @@ def schema_with_settings(schema: dict[str, Any]) -> dict[str, Any]:
     own = {k: v for k, v in flow.get("properties", {}).items() if k not in registry_keys}
     flow_only = [s for s in FLOW_SETTINGS if s.flow_only]
     flow["properties"] = {**own, **_properties(flow_only, True), **_properties(shared, False)}
+    top = _properties(list(TOPOLOGY_SETTINGS), True)
+    for section in TOPOLOGY_SECTIONS:  # in place: the top-level keys keep their order
+        out["properties"][section] = top[section]
     return out
 
 
@@ -124,13 +140,27 @@ def settings_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def topology_settings_table() -> str:
+    """The README's table of the topology-wide settings (`prune:`, `slo:`), one row per setting."""
+    rows = ["| setting | default | what it does |", "|---|---|---|"]
+    for s in TOPOLOGY_SETTINGS:
+        rows.append(f"| `{s.name}` | {_cell(_default_text(s))} | {_cell(s.doc)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _replace_between(current: str, begin: str, end: str, table: str) -> str:
+    if begin not in current or end not in current:
+        raise ValueError(f"README.md has no table markers ({begin} ... {end})")
+    head, rest = current.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{table}{end}{tail}"
+
+
 def readme_text(current: str) -> str:
-    """`current` (the README's text) with the table between its markers replaced by `settings_table()`."""
-    if TABLE_BEGIN not in current or TABLE_END not in current:
-        raise ValueError(f"README.md has no settings table markers ({TABLE_BEGIN} ... {TABLE_END})")
-    head, rest = current.split(TABLE_BEGIN, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    return f"{head}{TABLE_BEGIN}\n{settings_table()}{TABLE_END}{tail}"
+    """`current` (the README's text) with the tables between their markers replaced by `settings_table()` and
+    `topology_settings_table()`."""
+    text = _replace_between(current, TABLE_BEGIN, TABLE_END, settings_table())
+    return _replace_between(text, TOPOLOGY_TABLE_BEGIN, TOPOLOGY_TABLE_END, topology_settings_table())
 
 
 # --- writing -----------------------------------------------------------------------------------

@@ -1,20 +1,30 @@
 """Every flow setting, declared once (as Kafka's `ConfigDef` declares each key): its path in a topology's
-`defaults:` / flow, type, built-in default, documentation, JSON Schema constraints, MirrorMaker 2 key and
-whether a running job takes a change without a restart.
+`defaults:` / flow, type, built-in default, documentation, JSON Schema constraints, MirrorMaker 2 key (and which
+of MM2's connectors reads it) and whether a running job takes a change without a restart. The topology-wide
+settings `prune:` and `slo:` are declared here too (`TOPOLOGY_SETTINGS`, same `Setting`s: path, type, default,
+doc, constraints).
+
+Not settings, so not here: the structure of a topology, written by hand in the schema and the model: clusters
+(their `bootstrap_servers`, librdkafka `config` with its security keys, `tags`, `replication_principal`), `flows`
+and a flow's `name`, `source` and `target`, `policies` (residency rules) and `metadata`. They name and connect
+things rather than tune them: no default, nothing to derive.
 
 Derived from `FLOW_SETTINGS` (nothing else declares these facts):
 
     topology/defaults.py     BUILTIN_FLOW_DEFAULTS (`builtin_defaults()`), at import time
-    interop/mm2_keys.py      CONNECTOR_KEYS, the refresh and exactly-once keys, JOB_FIELD_KINDS, at import time
+    interop/mm2_keys.py      CONNECTOR_KEYS, the refresh and exactly-once keys, JOB_FIELD_KINDS, KEY_CONNECTORS (the
+                             Strimzi connector each MM2 key goes to), PRUNE_KEYS and SLO_KINDS, at import time
     contract/spec.py         HOT_RELOADABLE (the spec paths of the `hot_reload` settings), at import time
-    schemas/topology.schema.json   `$defs.flowSettings` and the settings of `$defs.flow`
-    README.md                the settings table between its `settings-table` markers
+    schemas/topology.schema.json   `$defs.flowSettings`, the settings of `$defs.flow`, `properties.prune` and
+                             `properties.slo`
+    README.md                the settings tables between its `settings-table` and `topology-settings-table` markers
         (both written by `python scripts/generate_settings.py`; tests/unit/test_settings_registry.py fails
         when either is stale)
 
 Checked against it by tests/unit/test_settings_registry.py, naming the setting that is missing:
-the model (`JobSettings`'s fields, the `JobSpec` leaves of `FlowSettings`/`EngineSettings`) and the parsing of
-topology/build.py (a topology setting each one to a non-default value must change that value in the model).
+the model (`JobSettings`'s fields, the `JobSpec` leaves of `FlowSettings`/`EngineSettings`, `Prune`'s and `Slo`'s
+fields) and the parsing of topology/build.py (a topology setting each one to a non-default value must change that
+value in the model).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ class Type(str, enum.Enum):
     BOOL = "bool"
     INT = "int"
     SECONDS = "seconds"  # a positive number of seconds
+    NUMBER = "number"  # a number (its bounds in `Setting.constraints`)
     STRING = "string"
     CHOICE = "choice"  # one of `Setting.choices`
     PATTERNS = "patterns"  # a list of full-match regular expressions (non-empty strings)
@@ -52,6 +63,18 @@ NO_DEFAULT: Any = _NoDefault()
 SPEC_BY_PATH = "by path"
 
 
+class Connector(str, enum.Enum):
+    """A MirrorMaker 2 connector, as Strimzi configures each one of a mirror (`sourceConnector`, ...)."""
+
+    SOURCE = "source"
+    CHECKPOINT = "checkpoint"
+    HEARTBEAT = "heartbeat"
+
+
+SOURCE_ONLY = (Connector.SOURCE,)
+ALL_CONNECTORS = tuple(Connector)
+
+
 @dataclass(frozen=True)
 class Mm2:
     """The MirrorMaker 2 key a setting maps to (import and export, reconciler.interop)."""
@@ -62,10 +85,18 @@ class Mm2:
     kind: str | None = None  # a conversion other than the type's ("policy": class names, "location")
     also: tuple[str, ...] = ()  # further MM2 keys this one setting stands for
     own_code: bool = False  # mapped by interop code of its own (exactly-once, the two refresh intervals)
+    connectors: tuple[Connector, ...] = SOURCE_ONLY  # the MM2 connectors `key` is given to (Strimzi export)
+    also_connectors: tuple[Connector, ...] | None = None  # those the `also` keys are given to; None: `connectors`
 
     @property
     def keys(self) -> tuple[str, ...]:
         return (self.key, *self.also)
+
+    def connectors_of(self, key: str) -> tuple[Connector, ...]:
+        """The connectors MM2 key `key` (one of `keys`) is given to."""
+        if key in self.also and self.also_connectors is not None:
+            return self.also_connectors
+        return self.connectors
 
 
 @dataclass(frozen=True)
@@ -74,13 +105,13 @@ class Setting:
     type: Type
     default: Any  # built-in default (tuples for lists); NO_DEFAULT: none
     doc: str
-    hot_reload: bool  # a running job applies a change on the fly (else the change restarts it)
+    hot_reload: bool  # a running job applies a change on the fly (else the change restarts it); False for prune/slo
     mm2: Mm2 | None = None
     choices: tuple[str, ...] = ()  # Type.CHOICE
     constraints: Mapping[str, Any] = field(default_factory=dict)  # JSON Schema keywords besides the type's
     nullable: bool = False  # null is a valid value (JSON Schema type [t, "null"])
     examples: tuple[Any, ...] = ()  # shown by editors (the schema's `examples`)
-    spec: str | None = SPEC_BY_PATH  # its JobSpec leaf ("settings.offset_lag_max"); None: not in the spec
+    spec: str | None = SPEC_BY_PATH  # its JobSpec leaf ("settings.offset_lag_max"); None: not in the spec (prune/slo)
     flow_only: bool = False  # set on a flow, not in `defaults:` (`enabled`)
 
     @property
@@ -101,6 +132,7 @@ class Setting:
             Type.BOOL: {"type": "boolean"},
             Type.INT: {"type": "integer"},
             Type.SECONDS: {"type": "number", "exclusiveMinimum": 0},
+            Type.NUMBER: {"type": "number"},
             Type.STRING: {"type": "string"},
             Type.CHOICE: {"enum": list(self.choices)},
             Type.PATTERNS: {"type": "array", "items": {"type": "string", "minLength": 1}},
@@ -197,7 +229,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "names (KIP-690, cycles forbidden).",
         hot=False,
         choices=("default", "identity"),
-        mm2=Mm2("replication.policy.class", "default", kind="policy"),
+        mm2=Mm2("replication.policy.class", "default", kind="policy", connectors=ALL_CONNECTORS),
         spec="settings.policy.kind",
     ),
     _s(
@@ -207,7 +239,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Separator of the default policy (MM2 `replication.policy.separator`).",
         hot=False,
         constraints={"minLength": 1},
-        mm2=Mm2("replication.policy.separator", "."),
+        mm2=Mm2("replication.policy.separator", ".", connectors=ALL_CONNECTORS),
         examples=("_",),
         spec="settings.policy.separator",
     ),
@@ -272,7 +304,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         False,
         "Commit translated consumer-group offsets on the target (MM2 `sync.group.offsets.enabled`).",
         hot=True,
-        mm2=Mm2("sync.group.offsets.enabled", False),
+        mm2=Mm2("sync.group.offsets.enabled", False, connectors=(Connector.CHECKPOINT,)),
     ),
     _s(
         "sync.group_offsets_interval_seconds",
@@ -280,7 +312,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         60,
         "How often translated consumer-group offsets are committed on the target.",
         hot=True,
-        mm2=Mm2("sync.group.offsets.interval.seconds", 60),
+        mm2=Mm2("sync.group.offsets.interval.seconds", 60, connectors=(Connector.CHECKPOINT,)),
     ),
     _s(
         "heartbeats.enabled",
@@ -288,7 +320,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         True,
         "Emit heartbeats at all.",
         hot=True,
-        mm2=Mm2("emit.heartbeats.enabled", True),
+        mm2=Mm2("emit.heartbeats.enabled", True, connectors=(Connector.HEARTBEAT,)),
     ),
     _s(
         "heartbeats.interval_seconds",
@@ -296,7 +328,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         5,
         "How often heartbeats are emitted.",
         hot=True,
-        mm2=Mm2("emit.heartbeats.interval.seconds", 1),
+        mm2=Mm2("emit.heartbeats.interval.seconds", 1, connectors=(Connector.HEARTBEAT,)),
     ),
     _s(
         "heartbeats.location",
@@ -323,7 +355,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         True,
         "Emit checkpoints at all.",
         hot=True,
-        mm2=Mm2("emit.checkpoints.enabled", True),
+        mm2=Mm2("emit.checkpoints.enabled", True, connectors=(Connector.CHECKPOINT,)),
     ),
     _s(
         "checkpoints.interval_seconds",
@@ -331,7 +363,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         5,
         "How often checkpoints are emitted.",
         hot=True,
-        mm2=Mm2("emit.checkpoints.interval.seconds", 60),
+        mm2=Mm2("emit.checkpoints.interval.seconds", 60, connectors=(Connector.CHECKPOINT,)),
     ),
     _s(
         "refresh_interval_seconds",
@@ -340,8 +372,12 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "How often a running job looks for new topics, partitions, groups and spec changes.",
         hot=True,
         mm2=Mm2(
-            "refresh.topics.interval.seconds", 600, also=("refresh.groups.interval.seconds",), own_code=True
-        ),  # our one interval stands for both of MM2's
+            "refresh.topics.interval.seconds",
+            600,
+            also=("refresh.groups.interval.seconds",),
+            own_code=True,
+            also_connectors=(Connector.CHECKPOINT,),
+        ),  # our one interval stands for both of MM2's: topics (source connector), groups (checkpoint connector)
     ),
     _s(
         "offset_syncs.topic_location",
@@ -503,7 +539,59 @@ SECTIONS: dict[str, str | None] = {
     "checkpoints": "Checkpoints (MM2 `emit.checkpoints`).",
     "offset_syncs": None,
     "job": "Where and how the replication job runs.",
+    "prune": "Deletions the reconciler may make. Everything is off by default: nothing is deleted unless enabled here.",
+    "slo": "Thresholds for drift reports.",
 }
+
+
+def _t(path: str, type_: Type, default: Any, doc: str, **more: Any) -> Setting:
+    """A topology-wide setting: no job runs with it (not hot-reloadable, not in the job spec), no MM2 key."""
+    return Setting(tuple(path.split(".")), type_, default, doc, hot_reload=False, spec=None, **more)
+
+
+_UNSET = "; unset: no threshold."
+
+#: The topology-wide settings (`prune:`, `slo:`, each given once per topology), in the order of the schema and
+#: the README table. Their model: `Prune` and `Slo` (topology/model.py), one field per setting of the section.
+TOPOLOGY_SETTINGS: tuple[Setting, ...] = (
+    _t("prune.topics", Type.BOOL, False, "Delete remote topics no flow wants any more."),
+    _t("prune.configs", Type.BOOL, False, "Remove remote-topic configs the source no longer sets."),
+    _t("prune.acls", Type.BOOL, False, "Delete synced ACLs no longer wanted."),
+    _t("prune.flows", Type.BOOL, False, "Stop jobs of flows removed from the topology."),
+    _t(
+        "slo.max_lag_records",
+        Type.INT,
+        None,
+        "Records a flow's job may be behind (its partitions' lag, summed) before `drift` and the alert rules report "
+        "it" + _UNSET,
+        constraints={"minimum": 0},
+    ),
+    _t(
+        "slo.max_lag_seconds",
+        Type.SECONDS,
+        None,
+        "Age in seconds of the oldest source record a flow's job has not replicated yet beyond which `drift` and "
+        "the alert rules report it" + _UNSET,
+    ),
+    _t(
+        "slo.max_heartbeat_age_seconds",
+        Type.SECONDS,
+        None,
+        "Age in seconds of the newest heartbeat of a flow on its target beyond which `drift` and the alert rules "
+        "report it and `failover` marks it STALE" + _UNSET,
+    ),
+    _t(
+        "slo.max_latency_p99_ms",
+        Type.NUMBER,
+        None,
+        "p99 record age in milliseconds (source timestamp to the target's acknowledgement, backlog included) "
+        "beyond which `drift` and the alert rules report the flow" + _UNSET,
+        constraints={"exclusiveMinimum": 0},
+    ),
+)
+
+#: The top-level sections of the topology settings, in order (`prune`, `slo`).
+TOPOLOGY_SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(s.path[0] for s in TOPOLOGY_SETTINGS))
 
 #: JobSpec leaves that are no topology setting: what the reconciler derives (topic family, heartbeat carrier, the
 #: policy's source alias) and the engine settings it fixes. The two engine ones are hot-reloadable.
@@ -517,6 +605,7 @@ SPEC_ONLY_LEAVES: tuple[str, ...] = (
 SPEC_ONLY_HOT_RELOADABLE: frozenset[str] = frozenset({"engine.status_interval_seconds", "engine.offset_reset"})
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in FLOW_SETTINGS}
+TOPOLOGY_BY_NAME: dict[str, Setting] = {s.name: s for s in TOPOLOGY_SETTINGS}
 
 
 def setting(name: str) -> Setting:
@@ -552,3 +641,8 @@ def hot_reloadable_spec_paths() -> frozenset[str]:
 
 def mm2_settings() -> Iterator[Setting]:
     return (s for s in FLOW_SETTINGS if s.mm2 is not None)
+
+
+def section_settings(section: str) -> tuple[Setting, ...]:
+    """The topology settings of the top-level section `section` ("prune", "slo")."""
+    return tuple(s for s in TOPOLOGY_SETTINGS if s.path[0] == section)

@@ -1,6 +1,7 @@
-"""The flow settings registry (reconciler/topology/settings_registry.py) is the one declaration of a flow setting:
-what is derived from it is up to date, and what is written by hand (the model, the parsing of topology/build.py)
-is checked against it, each check naming the setting that is missing."""
+"""The settings registry (reconciler/topology/settings_registry.py) is the one declaration of a flow setting and
+of a topology-wide one (`prune:`, `slo:`): what is derived from it is up to date, and what is written by hand (the
+model, the parsing of topology/build.py, the interop's model-to-setting map) is checked against it, each check
+naming the setting that is missing."""
 
 from __future__ import annotations
 
@@ -14,13 +15,25 @@ from jsonschema import Draft202012Validator
 
 from reconciler.contract.spec import HOT_RELOADABLE, ClusterSpec, JobSpec
 from reconciler.interop import mm2_keys
+from reconciler.interop.mm2_export import connector_values, export_mm2, flow_settings
+from reconciler.interop.mm2_import import import_mm2_text
+from reconciler.interop.strimzi import PATTERN_KEYS, export_strimzi
 from reconciler.resources import schema_path
 from reconciler.topology import settings_registry as registry
 from reconciler.topology.build import load_topology_text
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
-from reconciler.topology.model import JobSettings
-from reconciler.topology.settings_docs import stale_files
-from reconciler.topology.settings_registry import FLOW_SETTINGS, NO_DEFAULT, Setting, Type
+from reconciler.topology.diagnostics import TopologyError
+from reconciler.topology.model import JobSettings, Topology
+from reconciler.topology.settings_docs import schema_text, stale_files
+from reconciler.topology.settings_registry import (
+    FLOW_SETTINGS,
+    NO_DEFAULT,
+    TOPOLOGY_SECTIONS,
+    TOPOLOGY_SETTINGS,
+    Connector,
+    Setting,
+    Type,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,19 +45,39 @@ def test_the_derived_files_are_up_to_date():
     )
 
 
+def test_the_schema_declares_every_setting_as_the_registry_does():
+    """Setting by setting (the check above names only the file): the committed schema's leaf of each flow and
+    topology setting is the generated one, and the schema has no setting leaf the registry does not declare."""
+    text = schema_path().read_text(encoding="utf-8")
+    committed, generated = _setting_objects(json.loads(text)), _setting_objects(json.loads(schema_text(text)))
+    stale = []
+    for where, node in generated.items():
+        want, have = _leaves(node), _leaves(committed[where])
+        stale += [f"{where}: {name}" for name in sorted(want.keys() | have.keys()) if want.get(name) != have.get(name)]
+    assert stale == [], (
+        "settings whose schema is not the registry's: run `.venv/bin/python scripts/generate_settings.py`"
+    )
+
+
 def test_every_setting_is_documented_and_its_default_is_valid():
-    assert [s.name for s in FLOW_SETTINGS if not s.doc.strip()] == []
-    assert len(registry.BY_NAME) == len(FLOW_SETTINGS), "a setting is declared twice"
+    everything = FLOW_SETTINGS + TOPOLOGY_SETTINGS
+    assert [s.name for s in everything if not s.doc.strip()] == []
+    assert len({s.name for s in everything}) == len(everything), "a setting is declared twice"
+    assert len(registry.BY_NAME) == len(FLOW_SETTINGS)
+    assert len(registry.TOPOLOGY_BY_NAME) == len(TOPOLOGY_SETTINGS)
     invalid = [
         s.name
-        for s in FLOW_SETTINGS
+        for s in everything
         if s.default not in (NO_DEFAULT, None) and not Draft202012Validator(s.json_schema()).is_valid(_json(s.default))
     ]
     assert invalid == []
     bad_examples = [
-        s.name for s in FLOW_SETTINGS for e in s.examples if not Draft202012Validator(s.json_schema()).is_valid(e)
+        s.name for s in everything for e in s.examples if not Draft202012Validator(s.json_schema()).is_valid(e)
     ]
     assert bad_examples == []
+    assert [s.name for s in TOPOLOGY_SETTINGS if len(s.path) != 2 or s.mm2 or s.hot_reload or s.spec] == [], (
+        "a topology setting is `<section>.<name>`, with no MM2 key, hot reload or job spec leaf"
+    )
 
 
 def test_the_builtin_defaults_are_the_registry_defaults_and_valid_in_the_schema():
@@ -76,6 +109,46 @@ def test_the_model_has_a_field_for_every_setting():
     )
 
 
+def test_the_model_has_a_field_for_every_topology_setting():
+    """`Topology` has a field per section (`prune`, `slo`) whose dataclass (`Prune`, `Slo`) has a field per setting
+    of the section, with the registry's default."""
+    topology = Topology(clusters={}, flows=())
+    missing, unknown, defaults = [], [], []
+    for section in TOPOLOGY_SECTIONS:
+        model = getattr(topology, section, None)
+        if model is None or not dataclasses.is_dataclass(model):
+            missing.append(f"{section} (no dataclass field of Topology)")
+            continue
+        fields = {f.name: f for f in dataclasses.fields(model)}
+        settings = {s.path[1]: s for s in registry.section_settings(section)}
+        missing += [f"{section}.{n}" for n in settings if n not in fields]
+        unknown += [f"{section}.{n}" for n in fields if n not in settings]
+        defaults += [
+            f"{section}.{n}: model {fields[n].default!r}, registry {s.default!r}"
+            for n, s in settings.items()
+            if n in fields and fields[n].default != s.default
+        ]
+    assert sorted(missing) == [], "topology settings with no model field"
+    assert sorted(unknown) == [], f"model fields of {TOPOLOGY_SECTIONS} with no setting in the registry"
+    assert defaults == [], "model defaults that are not the registry's"
+
+
+def test_the_topology_build_carries_every_topology_setting_to_the_model():
+    lost = []
+    for s in TOPOLOGY_SETTINGS:
+        value = _sample(s)
+        assert _json(value) != _json(s.default), s.name
+        try:
+            topo = load_topology_text(yaml.safe_dump({**TOPOLOGY, s.path[0]: {s.path[1]: value}}))
+        except (TopologyError, TypeError) as e:  # the schema refuses the key, the model has no field for it
+            lost.append(f"{s.name}: set {value!r}, the build fails: {e}")
+            continue
+        got = getattr(getattr(topo, s.path[0]), s.path[1])
+        if _json(got) != _json(value):
+            lost.append(f"{s.name}: set {value!r}, the model holds {got!r}")
+    assert lost == []
+
+
 def test_the_topology_build_carries_every_setting_to_the_model():
     """Each setting set to a value other than its default, in a flow: the value reaches the model (the job spec
     leaf, or for settings the spec does not carry, the flow's own field)."""
@@ -83,10 +156,7 @@ def test_the_topology_build_carries_every_setting_to_the_model():
     for s in FLOW_SETTINGS:
         value = _sample(s)
         assert _json(value) != _json(s.default), s.name
-        flow_doc: dict[str, Any] = {"source": "west", "target": "east"}
-        for name, v in {s.name: value, **EXTRA.get(s.name, {})}.items():
-            _put(flow_doc, name.split("."), v)
-        topo = load_topology_text(yaml.safe_dump({**TOPOLOGY, "flows": [flow_doc]}))
+        topo = _topology_with(s, value)
         (flow,) = topo.flows
         if s.spec_path is not None:
             got = JobSpec.from_flow(topo, flow).leaves()[s.spec_path]
@@ -113,6 +183,61 @@ def test_every_mm2_key_of_the_registry_is_mapped_by_the_interop():
     assert set(mm2_keys.JOB_FIELD_KINDS) == job_ext
 
 
+def test_the_export_reads_every_mm2_setting_from_the_model():
+    """`mm2_export.flow_settings` (the model -> setting map written by hand): an entry per setting with an MM2 key
+    or an extension key, holding the flow's value."""
+    wanted = [
+        s for s in FLOW_SETTINGS if s.mm2 is not None or (s.path[0] == "job" and s.path[1] in mm2_keys.JOB_FIELD_KINDS)
+    ]
+    wrong = []
+    for s in wanted:
+        value = _sample(s)
+        got = flow_settings(_topology_with(s, value).flows[0]).get(s.path, "no entry")
+        if _json(got) != _json(value):
+            wrong.append(f"{s.name}: set {value!r}, flow_settings holds {got!r}")
+    assert wrong == []
+
+
+def test_the_strimzi_export_gives_every_mm2_key_to_the_registrys_connectors():
+    """Each MM2 key a flow's settings make goes to the Strimzi connectors its setting's `Mm2.connectors` name
+    (a new checkpoint setting with `connectors=(Connector.CHECKPOINT,)` lands in `checkpointConnector`)."""
+    field = {Connector.SOURCE: "sourceConnector", Connector.CHECKPOINT: "checkpointConnector"}
+    field[Connector.HEARTBEAT] = "heartbeatConnector"
+    misplaced, checked = [], set()
+    for s in registry.mm2_settings():
+        assert s.mm2 is not None
+        topo = _topology_with(s, _sample(s))
+        (mirror,) = yaml.safe_load(export_strimzi(topo, "test"))["spec"]["mirrors"]
+        emitted = connector_values(topo.flows[0])
+        for key in s.mm2.keys:
+            if key not in emitted or key in PATTERN_KEYS or key == "tasks.max":  # mirror fields, not connector config
+                continue
+            checked.add(key)
+            got = [c.value for c in Connector if key in mirror.get(field[c], {}).get("config", {})]
+            want = [c.value for c in Connector if c in s.mm2.connectors_of(key)]
+            if got != want:
+                misplaced.append(f"{s.name}: {key} in the connectors {got}, the registry says {want}")
+    assert misplaced == []
+    config_keys = {k for s in registry.mm2_settings() if s.mm2 for k in s.mm2.keys}
+    unchecked = config_keys - checked - set(PATTERN_KEYS) - {"tasks.max", mm2_keys.EOS_CONNECTOR_KEY}
+    assert sorted(unchecked) == [], "MM2 keys no sample value made the export write"
+
+
+def test_the_topology_settings_survive_export_and_import():
+    """`reconciler.prune.*` and `reconciler.slo.*` (mm2_keys.PRUNE_KEYS, SLO_KINDS) carry every topology setting."""
+    lost = []
+    for s in TOPOLOGY_SETTINGS:
+        value = _sample(s)
+        topo = load_topology_text(
+            yaml.safe_dump({**TOPOLOGY, "flows": [{"source": "west", "target": "east"}], s.path[0]: {s.path[1]: value}})
+        )
+        draft = import_mm2_text(export_mm2(topo, "test"), "exported.properties")
+        got = getattr(draft, s.path[0]).get(s.path[1])
+        if _json(got) != _json(value):
+            lost.append(f"{s.name}: exported {value!r}, imported {got!r}")
+    assert lost == []
+
+
 # --- helpers ------------------------------------------------------------------------------------
 
 TOPOLOGY: dict[str, Any] = {
@@ -132,13 +257,38 @@ def _sample(s: Setting) -> Any:
         return not s.default
     if s.type is Type.CHOICE:
         return next(c for c in s.choices if c != s.default)
-    if s.type in (Type.INT, Type.SECONDS):
+    if s.type in (Type.INT, Type.SECONDS, Type.NUMBER):
         return (s.default or 0) + 7
     if s.type is Type.STRING:
         return "sample-value"
     if s.type in (Type.PATTERNS, Type.STRINGS):
         return ["sample-.*"]
     return {"spark.sample": "x"}
+
+
+def _topology_with(s: Setting, value: Any) -> Topology:
+    """A topology of one flow west->east setting flow setting `s` to `value` (and what that value needs, EXTRA)."""
+    flow_doc: dict[str, Any] = {"source": "west", "target": "east"}
+    for name, v in {s.name: value, **EXTRA.get(s.name, {})}.items():
+        _put(flow_doc, name.split("."), v)
+    return load_topology_text(yaml.safe_dump({**TOPOLOGY, "flows": [flow_doc]}))
+
+
+def _setting_objects(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The schema's objects of settings, by where they are."""
+    out = {"$defs.flowSettings": schema["$defs"]["flowSettings"], "$defs.flow": schema["$defs"]["flow"]}
+    return out | {f"properties.{section}": schema["properties"].get(section, {}) for section in TOPOLOGY_SECTIONS}
+
+
+def _leaves(node: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted name -> schema of each leaf of an object of settings (a section is an object with `properties`)."""
+    out: dict[str, Any] = {}
+    for name, sub in node.get("properties", {}).items():
+        if "properties" in sub:
+            out |= _leaves(sub, f"{prefix}{name}.")
+        else:
+            out[prefix + name] = sub
+    return out
 
 
 def _put(node: dict[str, Any], path: list[str], value: Any) -> None:
