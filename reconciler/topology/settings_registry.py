@@ -251,7 +251,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "`mm2-offset-syncs<sep><alias><sep>internal`) with `separator`, as Kafka does by default "
         "(`replication.policy.internal.topic.separator.enabled`); false always uses `.`.",
         hot=False,
-        mm2=Mm2("replication.policy.internal.topic.separator.enabled", True),
+        mm2=Mm2("replication.policy.internal.topic.separator.enabled", True, connectors=ALL_CONNECTORS),
         spec="settings.policy.internal_separator",
     ),
     _s(
@@ -386,7 +386,13 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Cluster holding mm2-offset-syncs.<target>.internal (MM2 `offset-syncs.topic.location`).",
         hot=False,
         choices=("source", "target"),
-        mm2=Mm2("offset-syncs.topic.location", "source", kind="location"),
+        # the source connector writes the offset syncs there, the checkpoint connector reads them there
+        mm2=Mm2(
+            "offset-syncs.topic.location",
+            "source",
+            kind="location",
+            connectors=(Connector.SOURCE, Connector.CHECKPOINT),
+        ),
         spec="settings.offset_syncs_location",
     ),
     _s(

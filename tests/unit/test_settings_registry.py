@@ -313,3 +313,17 @@ def _without_nones(value: Any) -> Any:
 
 def _spec() -> JobSpec:
     return JobSpec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
+
+
+def test_the_keys_mm2s_checkpoint_connector_reads_are_given_to_it():
+    """Kafka's MirrorCheckpointConfig reads `offset-syncs.topic.location` (where it finds the offset syncs the source
+    connector wrote) and the replication policy's keys; a Strimzi export with the syncs on the target must say so
+    to the checkpoint connector too."""
+    by_key = {k: s.mm2 for s in registry.mm2_settings() if s.mm2 for k in s.mm2.keys}
+    for key in (
+        "offset-syncs.topic.location",
+        "replication.policy.class",
+        "replication.policy.separator",
+        "replication.policy.internal.topic.separator.enabled",
+    ):
+        assert Connector.CHECKPOINT in by_key[key].connectors_of(key), key
