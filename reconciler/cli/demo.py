@@ -31,7 +31,6 @@ from reconciler.cli.commands_status import render_text
 from reconciler.cli.common import EXIT_OK, load_validated
 from reconciler.dev import demo_io
 from reconciler.dev.brokers import Engine, default_engine
-from reconciler.dev.clusters import DevClusters
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.drift.report import DriftReport
 from reconciler.mirror.mirror_client import latest_heartbeats, reachability
@@ -39,6 +38,7 @@ from reconciler.operations import offsets
 from reconciler.operations import status as job_status
 from reconciler.operations.apply import ApplyRequest, apply
 from reconciler.operations.backend import Backend
+from reconciler.operations.dev import dev_down, dev_up
 from reconciler.operations.drift import drift
 from reconciler.operations.plan import plan_topology
 from reconciler.plan.actions import Plan
@@ -154,7 +154,12 @@ def step_validate(ctx: DemoContext) -> None:
 
 
 def step_clusters(ctx: DemoContext) -> None:
-    for status in DevClusters().up(ctx.topo, ctx.engine):
+    outcome = dev_up(ctx.topo, ctx.backend, ctx.engine)
+    if outcome.unresolved is not None:
+        raise DemoFailed(outcome.unresolved.render())
+    if outcome.error is not None:
+        raise DemoFailed(outcome.error)
+    for status in outcome.clusters:
         print("  " + status.line())
 
 
@@ -274,8 +279,6 @@ def wait_progress(records: tuple[int, int], waiting_for: list[str], elapsed: flo
 
 
 def step_wait(ctx: DemoContext) -> None:
-    from reconciler.deployers.local import LocalDeployer
-
     checks: list[tuple[str, Callable[[DemoContext], list[str]]]] = [
         ("records", _missing_records),
         ("heartbeats", _missing_heartbeats),
@@ -314,7 +317,7 @@ def step_wait(ctx: DemoContext) -> None:
     raise DemoFailed(
         f"not everything arrived within {ctx.wait_timeout:.0f}s:\n    "
         + "\n    ".join(lines)
-        + f"\n    (job logs: {LocalDeployer().dir}/<source>.<target>/job.log)"
+        + f"\n    (job logs: {ctx.backend.local_jobs().dir}/<source>.<target>/job.log)"
     )
 
 
@@ -464,8 +467,6 @@ STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
 
 
 def _shutdown(ctx: DemoContext) -> list[str]:
-    from reconciler.deployers.local import LocalDeployer
-
     if ctx.stream is not None:
         ctx.stream.stop()
     if ctx.keep_running:
@@ -476,13 +477,12 @@ def _shutdown(ctx: DemoContext) -> list[str]:
         )
         return ["left running (--keep-running): clusters and jobs; `reconciler dev down` stops them"]
     print("\nStopping the replication jobs (graceful: finish the batch, commit) and the clusters ...")
-    done = []
-    for what, res in LocalDeployer().stop_all():
+    stopped = dev_down(ctx.backend)
+    for what, res in stopped.jobs:
         print(f"  {what}: {res.message}")
-        done.append(what)
-    clusters = DevClusters().down()
-    for status in clusters:
+    for status in stopped.clusters:
         print("  " + status.line())
+    done, clusters = stopped.jobs, stopped.clusters
     return [
         f"stopped {len(done)} engine{'s' if len(done) != 1 else ''} and {len(clusters)} cluster"
         f"{'s' if len(clusters) != 1 else ''}"

@@ -2,8 +2,10 @@
 
 Like Terraform's backend: the CLI builds the real one (`Backend.default()`: librdkafka admins, the
 job deployers unless RECONCILER_JOBS=off, Kafka readers of status records and heartbeats, a factory of
-one-cluster MirrorKafka clients for the offset commands, git, the wall clock); tests build one over the in-memory admin double (`adapters/memory_admin.py`, which
-passes the same contract suite as the real adapter) and recording deployers.
+one-cluster MirrorKafka clients for the offset commands, git, the wall clock, the dev brokers and the
+local jobs of the state directory for `dev up/down/status` and the demo); tests build one over the
+in-memory admin double (`adapters/memory_admin.py`, which passes the same contract suite as the real
+adapter) and recording deployers.
 """
 
 from __future__ import annotations
@@ -12,16 +14,21 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
+from reconciler.adapters.base import OpResult
 from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
 from reconciler.adapters.live_read import AdminFactory
 from reconciler.contract.status import StatusRecord
+from reconciler.deployers.local import LocalDeployer
+from reconciler.dev.brokers import Engine
+from reconciler.dev.clusters import DevClusters, DevClusterStatus
 from reconciler.jobplan.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
 from reconciler.mirror.mirror_client import ClusterReader, GroupState, TopicPartition
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
-from reconciler.topology.model import Cluster
+from reconciler.topology.model import Cluster, Topology
 
 HeartbeatReader = Callable[[Cluster, ReplicationPolicy], Mapping[str, Heartbeat | None]]
 
@@ -63,6 +70,24 @@ def kafka_mirror_client(cluster: Cluster, timeout: float) -> MirrorCluster:
     return MirrorKafka(logs.client_config(config), timeout)
 
 
+class DevBrokers(Protocol):
+    """The dev brokers of the state directory (`dev/clusters.DevClusters`, or a test's double): `dev up/down/status`
+    and the demo. `up` raises DevClusterError (dev/brokers.py) when a cluster cannot be started."""
+
+    def up(self, topology: Topology, engine: Engine | None = None) -> list[DevClusterStatus]: ...
+    def down(self) -> list[DevClusterStatus]: ...
+    def status(self) -> list[DevClusterStatus]: ...
+
+
+class LocalJobs(Protocol):
+    """The local deployer's engines of the state directory (`deployers/local.LocalDeployer`): `dev down` and the
+    demo's end stop them all."""
+
+    @property
+    def dir(self) -> Path: ...
+    def stop_all(self) -> list[tuple[str, OpResult]]: ...
+
+
 def git_revision_info(paths: Iterable[str], revision: str | None = None) -> dict | None:
     from reconciler.apply.revision import revision_info
 
@@ -90,6 +115,10 @@ class Backend:
     clock: Callable[[], float] = field(default=time.time)
     #: Asks the person a question (apply's and force-unlock's confirmation); None: nobody can answer.
     ask: Callable[[str], str | None] = terminal_answer
+    #: The dev brokers and the local jobs of the state directory (built when a command needs them: the state
+    #: directory is read then).
+    dev_brokers: Callable[[], DevBrokers] = DevClusters
+    local_jobs: Callable[[], LocalJobs] = LocalDeployer
 
     def read_status(self, cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
         """Every flow's latest status record on a (target) cluster: one reader for plan, status and drift."""

@@ -389,6 +389,21 @@ def test_cli_commands_import_neither_kafka_clients_nor_adapters():
     assert reaching == []
 
 
+def test_cli_commands_start_and_stop_nothing_themselves():
+    """`dev up/down/status` and the demo start and stop the dev brokers and the local jobs through the Backend
+    (`operations/dev.py` over `Backend.dev_brokers` and `Backend.local_jobs`): no command builds DevClusters or
+    a deployer of its own (every import counts, also in functions)."""
+    graph = _graph_all(top_level_only=False)
+    reaching = sorted(
+        f"{m} imports {i}"
+        for m, imports in graph.items()
+        if m.startswith("reconciler.cli.") and m not in BACKEND_WIRING
+        for i in imports
+        if i.startswith(("reconciler.dev.clusters", "reconciler.deployers")) or i == "reconciler.deployers"
+    )
+    assert reaching == []
+
+
 def registration_imports(source: str, module: str, modules: set[str], is_package: bool = False) -> list[str]:
     """Imports in `source` (of `module`) kept only for what importing does: a `# noqa: F401` import that binds
     a private name (`import x as _x`), or imports a module of `modules` (`from pkg import handlers`), or a

@@ -6,20 +6,25 @@ from __future__ import annotations
 
 import pytest
 
+from reconciler.adapters.base import OpResult
 from reconciler.adapters.live_read import Connections
 from reconciler.adapters.probe import Unreachable
 from reconciler.apply.lock import Lease
+from reconciler.dev.brokers import DevClusterError, Engine
+from reconciler.dev.clusters import DevClusterStatus
 from reconciler.jobplan.state import JobState, JobStatuses, desired_jobs, read_jobs, read_statuses
 from reconciler.mirror.mirror_client import GroupState, TopicPartition
 from reconciler.mirror.records import Checkpoint, Heartbeat
 from reconciler.operations import offsets
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
+from reconciler.operations.dev import dev_down, dev_status, dev_up
 from reconciler.operations.drift import drift, drift_view
 from reconciler.operations.lock import LeaseClaim, UnlockOutcome, remove_lease
 from reconciler.operations.observe import observe
 from reconciler.operations.offsets import GroupMove
 from reconciler.operations.plan import make_plan, plan_of, plan_topology
 from reconciler.operations.status import status
+from reconciler.topology.build import load_topology_text
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, kinds, topology
 
@@ -400,3 +405,94 @@ def test_import_and_export_are_operations_with_typed_outcomes():
     assert "nothing was written" in bad.errors
     exported = export_topology("mm2", imported.topology, "t.yaml")
     assert "a->b.enabled = true" in exported
+
+
+class _DevBrokers:
+    """Dev brokers in memory: what `dev up/down/status` asked, in order."""
+
+    def __init__(self, calls: list[str], fail: str | None = None):
+        self.calls, self.fail, self.running = calls, fail, {}
+
+    def up(self, topology, engine=None):
+        self.calls.append(f"up {engine.value if engine else None}")
+        if self.fail:
+            raise DevClusterError(self.fail)
+        out = []
+        for alias in sorted(topology.clusters):
+            state = "running" if alias in self.running else "started"
+            self.running[alias] = DevClusterStatus(alias, topology.clusters[alias].bootstrap_servers, 7, state)
+            out.append(DevClusterStatus(alias, topology.clusters[alias].bootstrap_servers, 7, state, Engine.TANSU))
+        return out
+
+    def down(self):
+        self.calls.append("down brokers")
+        out = [DevClusterStatus(s.alias, s.bootstrap, s.pid, "stopped", Engine.TANSU) for s in self.running.values()]
+        self.running = {}
+        return out
+
+    def status(self):
+        self.calls.append("status")
+        return list(self.running.values())
+
+
+class _LocalJobs:
+    def __init__(self, calls: list[str], tmp_path):
+        self.calls, self.dir = calls, tmp_path / "engines"
+
+    def stop_all(self):
+        self.calls.append("stop jobs")
+        return [("engine east", OpResult.success("stopped"))]
+
+
+def _dev_backend(calls: list[str], tmp_path, fail: str | None = None):
+    brokers, jobs = _DevBrokers(calls, fail), _LocalJobs(calls, tmp_path)
+    return world().backend(dev_brokers=lambda: brokers, local_jobs=lambda: jobs)
+
+
+def test_dev_up_down_and_status_are_operations_over_the_backend(tmp_path):
+    calls: list[str] = []
+    backend = _dev_backend(calls, tmp_path)
+    topo = world().topology
+    first = dev_up(topo, backend, Engine.NOIDA)
+    assert first.ok and [(s.alias, s.state) for s in first.clusters] == [("east", "started"), ("west", "started")]
+    assert [s.state for s in dev_up(topo, backend).clusters] == ["running", "running"]
+    assert [s.alias for s in dev_status(backend)] == ["east", "west"]
+    down = dev_down(backend)
+    assert down.jobs == [("engine east", OpResult.success("stopped"))]
+    assert [(s.alias, s.state) for s in down.clusters] == [("east", "stopped"), ("west", "stopped")]
+    # the jobs stop before the brokers (they would only retry against stopped brokers)
+    assert calls == ["up noida", "up None", "status", "stop jobs", "down brokers"]
+
+
+def test_dev_up_says_why_nothing_started(tmp_path, monkeypatch):
+    calls: list[str] = []
+    failed = dev_up(world().topology, _dev_backend(calls, tmp_path, fail="not on loopback"))
+    assert not failed.ok and failed.error == "not on loopback" and failed.clusters == []
+    monkeypatch.delenv("DEV_SECRET", raising=False)
+    text = TOPOLOGY_FILE.replace('replication_principal: "User:mirror"}', 'config: {sasl.password: "${DEV_SECRET}"}}')
+    unresolved = dev_up(load_topology_text(text), _dev_backend(calls, tmp_path))
+    assert unresolved.unresolved is not None and "DEV_SECRET" in unresolved.unresolved.render()
+    assert calls == ["up None"], "nothing starts when a reference is unset"
+
+
+def test_the_dev_commands_use_the_backends_brokers_and_jobs(tmp_path, capsys):
+    """`dev up/down/status` parse, call the operation with the Backend, and render: no broker of their own."""
+    from reconciler.cli.main import main
+
+    calls: list[str] = []
+    backend = _dev_backend(calls, tmp_path)
+    path = tmp_path / "t.yaml"
+    path.write_text(TOPOLOGY_FILE)
+    assert main(["dev", "up", str(path), "--engine", "noida"], backend) == 0
+    assert capsys.readouterr().out.count("started") == 2
+    assert main(["dev", "status"], backend) == 0
+    assert capsys.readouterr().out.count("started") == 2
+    assert main(["dev", "down"], backend) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("engine east: stopped\n") and out.count("stopped") == 3
+    assert main(["dev", "down"], backend) == 0
+    assert capsys.readouterr().out.endswith("no dev clusters running\n")
+    assert calls == ["up noida", "status", "stop jobs", "down brokers", "stop jobs", "down brokers"]
+    failing = _dev_backend([], tmp_path, fail="127.0.0.1:1 for cluster 'west' is in use by something that is not Kafka")
+    assert main(["dev", "up", str(path)], failing) == 1
+    assert "error: 127.0.0.1:1 for cluster 'west' is in use" in capsys.readouterr().err
