@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +33,8 @@ from reconciler.dev import demo_io
 from reconciler.dev.brokers import Engine, default_engine
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.drift.report import DriftReport
-from reconciler.mirror.mirror_client import latest_heartbeats, reachability
+from reconciler.mirror.mirror_client import reachability
+from reconciler.mirror.records import Heartbeat
 from reconciler.operations import offsets
 from reconciler.operations import status as job_status
 from reconciler.operations.apply import ApplyRequest, apply
@@ -219,11 +220,11 @@ def _missing_records(ctx: DemoContext) -> list[str]:
     return missing
 
 
-def _heartbeats(ctx: DemoContext) -> dict[str, dict]:
+def _heartbeats(ctx: DemoContext) -> dict[str, Mapping[str, Heartbeat | None]]:
     out = {}
     for target in sorted({f.target for f in ctx.topo.active_flows}):
         policy = next(f.policy for f in ctx.topo.active_flows if f.target == target)
-        out[target] = latest_heartbeats(ctx.backend.mirror_client(ctx.topo.clusters[target], 10.0), policy)
+        out[target] = ctx.backend.read_heartbeats(ctx.topo.clusters[target], policy)
     return out
 
 

@@ -1,8 +1,8 @@
 """The Backend: every outside dependency of an operation, as one object passed in.
 
 Like Terraform's backend: the CLI builds the real one (`Backend.default()`: librdkafka admins, the
-job deployers unless RECONCILER_JOBS=off, Kafka readers of status records and heartbeats, a factory of
-one-cluster MirrorKafka clients for the offset commands, git, the wall clock, the dev brokers and the
+job deployers unless RECONCILER_JOBS=off, a Kafka reader of status records, a factory of one-cluster
+MirrorKafka clients for the offset commands and the heartbeats (`read_heartbeats`), git, the wall clock, the dev brokers and the
 local jobs of the state directory for `dev up/down/status` and the demo); tests build one over the
 in-memory admin double (`adapters/memory_admin.py`, which passes the same contract suite as the real
 adapter) and recording deployers.
@@ -25,7 +25,7 @@ from reconciler.deployers.local import LocalDeployer
 from reconciler.dev.brokers import Engine
 from reconciler.dev.clusters import DevClusters, DevClusterStatus
 from reconciler.jobplan.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
-from reconciler.mirror.mirror_client import ClusterReader, GroupState, TopicPartition
+from reconciler.mirror.mirror_client import ClusterReader, GroupState, TopicPartition, latest_heartbeats
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
 from reconciler.topology.model import Cluster, Topology
@@ -45,17 +45,9 @@ class MirrorCluster(ClusterReader, Protocol):
 #: (cluster, per-request timeout) -> a client of that one cluster; raises Unreachable or NotAnswering
 #: (adapters/probe.py) within seconds when it is down.
 MirrorClientFactory = Callable[[Cluster, float], MirrorCluster]
+#: The per-request timeout of a heartbeat read (plan's and drift's observation).
+HEARTBEAT_READ_TIMEOUT = 15.0
 GitReader = Callable[[Iterable[str], "str | None"], "dict | None"]
-
-
-def kafka_heartbeat_reader(cluster: Cluster, policy: ReplicationPolicy) -> Mapping[str, Heartbeat | None]:
-    """The newest heartbeat of every heartbeat topic on a cluster (MirrorClient.heartbeatTopics)."""
-    from reconciler import logs
-    from reconciler.adapters.mirror_kafka import MirrorKafka
-    from reconciler.mirror.mirror_client import latest_heartbeats
-    from reconciler.topology.connection import client_config
-
-    return latest_heartbeats(MirrorKafka(logs.client_config(client_config(cluster)), timeout=15.0), policy)
 
 
 def kafka_mirror_client(cluster: Cluster, timeout: float) -> MirrorCluster:
@@ -108,8 +100,10 @@ class Backend:
     jobs: JobBackend | None = None
     #: Status records of a (target) cluster; None: the job backend's reader (or Kafka's when jobs are off).
     status_reader: StatusReader | None = None
-    read_heartbeats: HeartbeatReader = kafka_heartbeat_reader
-    #: A client of one cluster for `offsets translate`, `failover`, `reachability` (and the demo's reads).
+    #: The newest heartbeats of a (target) cluster; None: read through `mirror_client`, the one home of its client.
+    heartbeat_reader: HeartbeatReader | None = None
+    #: A client of one cluster for `offsets translate`, `failover`, `reachability`, the heartbeats (and the
+    #: demo's reads).
     mirror_client: MirrorClientFactory = kafka_mirror_client
     git: Callable[..., Any] = git_revision_info
     clock: Callable[[], float] = field(default=time.time)
@@ -125,6 +119,14 @@ class Backend:
         if self.status_reader is not None:
             return self.status_reader(cluster)
         return (self.jobs.read_status if self.jobs is not None else kafka_status_reader)(cluster)
+
+    def read_heartbeats(self, cluster: Cluster, policy: ReplicationPolicy) -> Mapping[str, Heartbeat | None]:
+        """The newest heartbeat of every heartbeat topic on a cluster (MirrorClient.heartbeatTopics), through the
+        Backend's heartbeat reader, else a client from `mirror_client` (probed first: a cluster that is down
+        says so within seconds)."""
+        if self.heartbeat_reader is not None:
+            return self.heartbeat_reader(cluster, policy)
+        return latest_heartbeats(self.mirror_client(cluster, HEARTBEAT_READ_TIMEOUT), policy)
 
     @classmethod
     def default(cls) -> Backend:

@@ -306,6 +306,15 @@ def test_one_reader_config():
     assert package_files_naming("enable.partition.eof", allowed) == []
 
 
+def test_one_home_for_the_mirror_client():
+    """A one-cluster MirrorKafka client is built in one place for the operations, the Backend's mirror client factory
+    (operations/backend.py `kafka_mirror_client`, which heartbeats, offsets and the demo use); the job builds its own
+    (engine/emitters.py: the job does not run over the Backend)."""
+    allowed = {"reconciler/operations/backend.py", "reconciler/engine/emitters.py"}
+    assert package_files_naming("MirrorKafka(", allowed) == []
+    assert (PACKAGE / "operations" / "backend.py").read_text(encoding="utf-8").count("MirrorKafka(") == 1
+
+
 def test_the_kubernetes_service_account_default_has_one_home():
     """The driver's service account default is declared in the settings registry only (model.py said "spark"
     beside defaults.py's "spark-operator-spark")."""

@@ -17,6 +17,7 @@ from reconciler.mirror.mirror_client import GroupState, TopicPartition
 from reconciler.mirror.records import Checkpoint, Heartbeat
 from reconciler.operations import offsets
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
+from reconciler.operations.backend import HEARTBEAT_READ_TIMEOUT
 from reconciler.operations.dev import dev_down, dev_status, dev_up
 from reconciler.operations.drift import drift, drift_view
 from reconciler.operations.lock import LeaseClaim, UnlockOutcome, remove_lease
@@ -60,7 +61,7 @@ def test_observe_reads_each_part_once_and_only_when_asked():
     reads: list[str] = []
     backend = w.backend(
         status_reader=lambda c: reads.append(f"status {c.alias}") or {},
-        read_heartbeats=lambda c, p: reads.append(f"heartbeats {c.alias}") or {},
+        heartbeat_reader=lambda c, p: reads.append(f"heartbeats {c.alias}") or {},
         clock=lambda: NOW,
     )
     with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
@@ -496,3 +497,25 @@ def test_the_dev_commands_use_the_backends_brokers_and_jobs(tmp_path, capsys):
     failing = _dev_backend([], tmp_path, fail="127.0.0.1:1 for cluster 'west' is in use by something that is not Kafka")
     assert main(["dev", "up", str(path)], failing) == 1
     assert "error: 127.0.0.1:1 for cluster 'west' is in use" in capsys.readouterr().err
+
+
+def test_heartbeats_are_read_through_the_backends_mirror_client():
+    """One home for the one-cluster client: plan's and drift's heartbeat reads get theirs from
+    `Backend.mirror_client` (a test's double here), not a MirrorKafka of their own."""
+    w = world()
+    east, asked, factory = _mirror_world()
+    backend = w.backend(mirror_client=factory, heartbeat_reader=None, clock=lambda: NOW)
+    with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
+        obs = observe(w.topology, conns, backend, heartbeats=True)
+    assert asked == [("east", HEARTBEAT_READ_TIMEOUT)]
+    assert obs.heartbeat_errors == {} and obs.heartbeats["east"] == {
+        "west.heartbeats": Heartbeat("west", "east", int(NOW * 1000) - 3000)
+    }
+
+    def down(cluster, timeout):
+        raise Unreachable(f"cannot connect to cluster {cluster.alias!r}")
+
+    backend = w.backend(mirror_client=down, heartbeat_reader=None)
+    with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
+        obs = observe(w.topology, conns, backend, heartbeats=True)
+    assert "cannot connect to cluster 'east'" in obs.heartbeat_errors["east"]
