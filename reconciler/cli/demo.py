@@ -74,7 +74,7 @@ class _ApplyShown(Console):
 
 def demo_apply(ctx: DemoContext) -> int:
     """`reconciler apply PATH --auto-approve` as an operation, printing only what it applied."""
-    git = ctx.backend.git([str(ctx.topology_path)])
+    git = ctx.backend.git.revision([str(ctx.topology_path)])
     request = ApplyRequest(dict(ctx.topo.clusters), ctx.topo, None, revision_label(git), git, auto_approve=True)
     io = _ApplyShown(dict(ctx.topo.clusters))
     try:
@@ -85,7 +85,7 @@ def demo_apply(ctx: DemoContext) -> int:
 
 def demo_plan(ctx: DemoContext) -> Plan:
     """`reconciler plan PATH` as an operation: the plan, printed as the command prints it."""
-    git = ctx.backend.git([str(ctx.topology_path)])
+    git = ctx.backend.git.revision([str(ctx.topology_path)])
     plan = plan_topology(ctx.topo, ctx.backend, revision_label(git)).plan
     Console(dict(ctx.topo.clusters)).out(plan_text.render(plan), end="")
     if plan.errors:
@@ -420,7 +420,7 @@ def step_summary(ctx: DemoContext) -> None:
 
 def demo_drift(ctx: DemoContext) -> DriftReport:
     """`reconciler drift PATH` as an operation: the report, its text printed as the command prints it."""
-    found = drift(ctx.topo, ctx.backend, revision=ctx.backend.git([str(ctx.topology_path)]))
+    found = drift(ctx.topo, ctx.backend, revision=ctx.backend.git.revision([str(ctx.topology_path)]))
     sys.stdout.write(drift_text.render(found))
     return found
 

@@ -2,10 +2,11 @@
 
 Like Terraform's backend: the CLI builds the real one (`Backend.default()`: librdkafka admins, the
 job deployers unless RECONCILER_JOBS=off, a Kafka reader of status records, a factory of one-cluster
-MirrorKafka clients for the offset commands and the heartbeats (`read_heartbeats`), git, the wall clock, the dev brokers and the
-local jobs of the state directory for `dev up/down/status` and the demo); tests build one over the
-in-memory admin double (`adapters/memory_admin.py`, which passes the same contract suite as the real
-adapter) and recording deployers.
+MirrorKafka clients for the offset commands and the heartbeats (`read_heartbeats`), the git repository
+of the topology files (`git.revision`), the wall clock, the dev brokers and the local jobs of the state
+directory for `dev up/down/status` and the demo); tests build one over the in-memory admin double
+(`adapters/memory_admin.py`, which passes the same contract suite as the real adapter) and recording
+deployers.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ class MirrorCluster(ClusterReader, Protocol):
 MirrorClientFactory = Callable[[Cluster, float], MirrorCluster]
 #: The per-request timeout of a heartbeat read (plan's and drift's observation).
 HEARTBEAT_READ_TIMEOUT = 15.0
-GitReader = Callable[[Iterable[str], "str | None"], "dict | None"]
 
 
 def kafka_mirror_client(cluster: Cluster, timeout: float) -> MirrorCluster:
@@ -80,10 +80,24 @@ class LocalJobs(Protocol):
     def stop_all(self) -> list[tuple[str, OpResult]]: ...
 
 
-def git_revision_info(paths: Iterable[str], revision: str | None = None) -> dict | None:
-    from reconciler.apply.revision import revision_info
+class GitRepository(Protocol):
+    """What a command reads from git, once (the planners take the revision as data): `LocalGit`, or a test's double."""
 
-    return revision_info(paths, revision)
+    def revision(self, paths: Iterable[str], revision: str | None = None) -> dict[str, Any] | None:
+        """RevisionInfo.to_dict() (commit, short, author, email, time_iso, message_subject, dirty) of the commit
+        `revision` (a topology read with `--revision REV`), else of the work tree holding `paths` (dirty when
+        the topology files differ from HEAD); None outside a git repository."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalGit:
+    """The git repository holding the topology files (apply/revision.py over gitops/)."""
+
+    def revision(self, paths: Iterable[str], revision: str | None = None) -> dict[str, Any] | None:
+        from reconciler.apply.revision import revision_info
+
+        return revision_info(paths, revision)
 
 
 def terminal_answer(question: str) -> str | None:
@@ -105,7 +119,7 @@ class Backend:
     #: A client of one cluster for `offsets translate`, `failover`, `reachability`, the heartbeats (and the
     #: demo's reads).
     mirror_client: MirrorClientFactory = kafka_mirror_client
-    git: Callable[..., Any] = git_revision_info
+    git: GitRepository = field(default_factory=LocalGit)
     clock: Callable[[], float] = field(default=time.time)
     #: Asks the person a question (apply's and force-unlock's confirmation); None: nobody can answer.
     ask: Callable[[str], str | None] = terminal_answer

@@ -4,6 +4,8 @@ fixed clock. No module global is patched: every dependency comes in through the 
 
 from __future__ import annotations
 
+import collections.abc
+
 import pytest
 
 from reconciler.adapters.base import OpResult
@@ -208,12 +210,8 @@ def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_pat
     w = world()
     path = tmp_path / "t.yaml"
     path.write_text(TOPOLOGY_FILE)
-    calls: list[tuple] = []
-
-    def git(paths, revision=None):
-        calls.append((tuple(paths), revision))
-        return {"commit": "c0ffee", "dirty": True}
-
+    git = RecordingGit({"commit": "c0ffee", "dirty": True})
+    calls = git.calls
     board, deployer = StatusBoard(), FakeDeployer("local")
     backend = w.backend(fake_backend(board, deployer), git=git)
     out = tmp_path / "plan.json"
@@ -232,6 +230,35 @@ def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_pat
     with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
         assert make_plan(w.topology, conns, backend).actions == []
     assert calls == [], "the operations never read git themselves"
+
+
+class RecordingGit:
+    """A git repository double: every revision read, and one answer."""
+
+    def __init__(self, info: dict | None):
+        self.info, self.calls = info, []
+
+    def revision(self, paths, revision=None):
+        self.calls.append((tuple(paths), revision))
+        return self.info
+
+
+def test_the_backends_outside_world_is_typed():
+    """Each Backend dependency has a type a fake is checked against (mypy): no `Any` and no loose
+    `Callable[..., Any]` (git was one: callers now name what they read, `git.revision(paths, rev)`)."""
+    import typing
+
+    from reconciler.operations.backend import Backend, GitRepository, LocalGit
+
+    hints = typing.get_type_hints(Backend)
+    loose = sorted(
+        name
+        for name, hint in hints.items()
+        if hint is typing.Any
+        or (typing.get_origin(hint) is collections.abc.Callable and typing.get_args(hint)[0] is Ellipsis)
+    )
+    assert loose == []
+    assert hints["git"] is GitRepository and isinstance(Backend().git, LocalGit)
 
 
 TOPOLOGY_FILE = """apiVersion: reconciler/v1
