@@ -20,7 +20,7 @@ def memory_backend(factory: MemoryFactory, jobs: JobBackend | None = None, **mor
     """A Backend over memory clusters: no job statuses or heartbeats unless readers are given."""
     if jobs is None:
         more.setdefault("status_reader", lambda cluster: {})
-    more.setdefault("read_heartbeats", lambda cluster, policy: {})
+    more.setdefault("heartbeat_reader", lambda cluster, policy: {})
     more.setdefault("admin_factory", factory)
     return Backend(jobs=jobs, **more)
 

@@ -4,7 +4,9 @@ killed half-way converges when planned and applied again.
 
 The executor is given its handler table (action kind -> handler); nothing registers itself on import.
 The one table of every kind's handler is built by `reconciler.operations.handlers.handler_table`:
-a new action kind gets its handler there (a unit test names a kind without one).
+a new action kind gets its handler there (a unit test names a kind without one). The topic, config and ACL
+handlers below take their own action type (`Sequence[CreateTopic]`, ...); `TypedHandler` binds one to its
+kind, checking the batch it is given.
 """
 
 from __future__ import annotations
@@ -12,11 +14,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from reconciler.adapters.base import ClusterAdmin, ConfigAlteration, NewTopicSpec, OpResult, ResultCode
 from reconciler.deployers import Deployers
-from reconciler.plan.actions import Action, ActionKind, Plan
+from reconciler.plan.actions import (
+    Action,
+    ActionKind,
+    AddPartitions,
+    CreateAcl,
+    CreateTopic,
+    DeleteAcl,
+    DeleteConfig,
+    DeleteTopic,
+    Plan,
+    SetConfig,
+)
 
 BATCH_SIZE = 500
 
@@ -35,6 +48,30 @@ Handler = Callable[[ApplyContext, str, Sequence[Action]], list[OpResult]]
 #: Which handler runs each action kind.
 HandlerTable = Mapping[ActionKind, Handler]
 
+A = TypeVar("A", bound=Action)
+
+
+@dataclass(frozen=True)
+class TypedHandler(Generic[A]):
+    """A handler of one action type, as the executor calls it: the batch is checked to hold only `action_type`
+    actions (a batch of another kind fails with a TypeError) and handed to `run` as such."""
+
+    action_type: type[A]
+    run: Callable[[ApplyContext, str, Sequence[A]], list[OpResult]]
+
+    def __call__(self, ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
+        return self.run(ctx, cluster, only(self.action_type, actions))
+
+
+def only(action_type: type[A], actions: Sequence[Action]) -> list[A]:
+    """`actions`, each checked to be an `action_type`."""
+    out: list[A] = []
+    for a in actions:
+        if not isinstance(a, action_type):
+            raise TypeError(f"a {a.KIND.value} action given to the {action_type.KIND.value} handler")
+        out.append(a)
+    return out
+
 
 def _admin(ctx: ApplyContext, cluster: str) -> ClusterAdmin:
     admin = ctx.admins(cluster)
@@ -43,50 +80,50 @@ def _admin(ctx: ApplyContext, cluster: str) -> ClusterAdmin:
     return admin
 
 
-def create_topics(ctx, cluster, actions):
+def create_topics(ctx: ApplyContext, cluster: str, actions: Sequence[CreateTopic]) -> list[OpResult]:
     res = _admin(ctx, cluster).create_topics(
         [NewTopicSpec(a.topic, a.partitions, a.replication_factor, dict(a.configs)) for a in actions]
     )
     return [res[a.topic] for a in actions]
 
 
-def add_partitions(ctx, cluster, actions):
+def add_partitions(ctx: ApplyContext, cluster: str, actions: Sequence[AddPartitions]) -> list[OpResult]:
     res = _admin(ctx, cluster).create_partitions({a.topic: a.total for a in actions})
     return [res[a.topic] for a in actions]
 
 
-def _alter(ctx, cluster, actions, set_: bool):
+def _alter(ctx: ApplyContext, cluster: str, actions: Sequence[SetConfig | DeleteConfig]) -> list[OpResult]:
     per_topic: dict[str, ConfigAlteration] = {}
     for a in actions:
         c = per_topic.get(a.topic, ConfigAlteration(a.topic))
         per_topic[a.topic] = (
             ConfigAlteration(a.topic, {**c.set, a.key: a.value}, c.delete)
-            if set_
+            if isinstance(a, SetConfig)
             else ConfigAlteration(a.topic, c.set, c.delete + (a.key,))
         )
     res = _admin(ctx, cluster).alter_configs(list(per_topic.values()))
     return [res[a.topic] for a in actions]
 
 
-def set_configs(ctx, cluster, actions):
-    return _alter(ctx, cluster, actions, True)
+def set_configs(ctx: ApplyContext, cluster: str, actions: Sequence[SetConfig]) -> list[OpResult]:
+    return _alter(ctx, cluster, actions)
 
 
-def delete_configs(ctx, cluster, actions):
-    return _alter(ctx, cluster, actions, False)
+def delete_configs(ctx: ApplyContext, cluster: str, actions: Sequence[DeleteConfig]) -> list[OpResult]:
+    return _alter(ctx, cluster, actions)
 
 
-def create_acls(ctx, cluster, actions):
+def create_acls(ctx: ApplyContext, cluster: str, actions: Sequence[CreateAcl]) -> list[OpResult]:
     res = _admin(ctx, cluster).create_acls([a.acl for a in actions])
     return [res[a.acl] for a in actions]
 
 
-def delete_acls(ctx, cluster, actions):
+def delete_acls(ctx: ApplyContext, cluster: str, actions: Sequence[DeleteAcl]) -> list[OpResult]:
     res = _admin(ctx, cluster).delete_acls([a.acl for a in actions])
     return [res[a.acl] for a in actions]
 
 
-def delete_topics(ctx, cluster, actions):
+def delete_topics(ctx: ApplyContext, cluster: str, actions: Sequence[DeleteTopic]) -> list[OpResult]:
     res = _admin(ctx, cluster).delete_topics([a.topic for a in actions])
     return [res[a.topic] for a in actions]
 

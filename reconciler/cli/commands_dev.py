@@ -5,10 +5,9 @@ from __future__ import annotations
 import sys
 
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, load_validated
-from reconciler.dev.brokers import DevClusterError, Engine
-from reconciler.dev.clusters import DevClusters
+from reconciler.dev.brokers import Engine
 from reconciler.operations.backend import Backend
-from reconciler.topology.connection import check_references
+from reconciler.operations.dev import dev_down, dev_status, dev_up
 
 
 def register(sub) -> None:
@@ -35,34 +34,31 @@ def cmd_up(args, backend: Backend) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR
-    unresolved = check_references(topology)
-    if not unresolved.ok:
-        print(unresolved.render(), file=sys.stderr)
+    outcome = dev_up(topology, backend, Engine(args.engine) if args.engine else None)
+    if outcome.unresolved is not None:
+        print(outcome.unresolved.render(), file=sys.stderr)
         return EXIT_ERROR
-    try:
-        for s in DevClusters().up(topology, Engine(args.engine) if args.engine else None):
-            print(s.line())
-    except DevClusterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    if outcome.error is not None:
+        print(f"error: {outcome.error}", file=sys.stderr)
         return EXIT_ERROR
+    for s in outcome.clusters:
+        print(s.line())
     return EXIT_OK
 
 
 def cmd_down(args, backend: Backend) -> int:
-    from reconciler.deployers.local import LocalDeployer
-
-    for what, res in LocalDeployer().stop_all():  # the engines first: they would only retry against stopped brokers
+    outcome = dev_down(backend)
+    for what, res in outcome.jobs:
         print(f"{what}: {res.message}")
-    stopped = DevClusters().down()
-    for s in stopped:
+    for s in outcome.clusters:
         print(s.line())
-    if not stopped:
+    if not outcome.clusters:
         print("no dev clusters running")
     return EXIT_OK
 
 
 def cmd_status(args, backend: Backend) -> int:
-    rows = DevClusters().status()
+    rows = dev_status(backend)
     for s in rows:
         print(s.line())
     if not rows:

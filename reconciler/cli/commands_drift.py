@@ -96,7 +96,7 @@ def cmd_drift(args, backend: Backend) -> int:
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)
-    revision = backend.git(args.paths, args.revision)
+    revision = backend.git.revision(args.paths, args.revision)
     report = drift(
         topology, backend, revision=revision, check_jobs=not args.no_jobs, job_stale_seconds=args.job_stale_seconds
     )

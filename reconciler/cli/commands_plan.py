@@ -131,7 +131,7 @@ def cmd_plan(args, backend: Backend) -> int:
             io.out(plan_base.no_changes(base, args.format), end="")
             return EXIT_OK
     # git, once: the job specs carry the revision, a saved plan records it
-    git = backend.git(args.paths, args.revision) if backend.jobs is not None or args.out else None
+    git = backend.git.revision(args.paths, args.revision) if backend.jobs is not None or args.out else None
     planned = plan_topology(topology, backend, revision_label(git))
     plan, obs = planned.plan, planned.observation
     if base is not None:
@@ -213,7 +213,7 @@ def cmd_apply(args, backend: Backend) -> int:
         topology, _ = load_validated(args.paths)
         if topology is None:
             return EXIT_ERROR
-        git = backend.git(args.paths)
+        git = backend.git.revision(args.paths)
         request = ApplyRequest(
             dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve, args.lock_timeout
         )

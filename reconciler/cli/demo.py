@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,14 +31,15 @@ from reconciler.cli.commands_status import render_text
 from reconciler.cli.common import EXIT_OK, load_validated
 from reconciler.dev import demo_io
 from reconciler.dev.brokers import Engine, default_engine
-from reconciler.dev.clusters import DevClusters
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.drift.report import DriftReport
-from reconciler.mirror.mirror_client import latest_heartbeats, reachability
+from reconciler.mirror.mirror_client import reachability
+from reconciler.mirror.records import Heartbeat
 from reconciler.operations import offsets
 from reconciler.operations import status as job_status
 from reconciler.operations.apply import ApplyRequest, apply
 from reconciler.operations.backend import Backend
+from reconciler.operations.dev import dev_down, dev_up
 from reconciler.operations.drift import drift
 from reconciler.operations.plan import plan_topology
 from reconciler.plan.actions import Plan
@@ -73,7 +74,7 @@ class _ApplyShown(Console):
 
 def demo_apply(ctx: DemoContext) -> int:
     """`reconciler apply PATH --auto-approve` as an operation, printing only what it applied."""
-    git = ctx.backend.git([str(ctx.topology_path)])
+    git = ctx.backend.git.revision([str(ctx.topology_path)])
     request = ApplyRequest(dict(ctx.topo.clusters), ctx.topo, None, revision_label(git), git, auto_approve=True)
     io = _ApplyShown(dict(ctx.topo.clusters))
     try:
@@ -84,7 +85,7 @@ def demo_apply(ctx: DemoContext) -> int:
 
 def demo_plan(ctx: DemoContext) -> Plan:
     """`reconciler plan PATH` as an operation: the plan, printed as the command prints it."""
-    git = ctx.backend.git([str(ctx.topology_path)])
+    git = ctx.backend.git.revision([str(ctx.topology_path)])
     plan = plan_topology(ctx.topo, ctx.backend, revision_label(git)).plan
     Console(dict(ctx.topo.clusters)).out(plan_text.render(plan), end="")
     if plan.errors:
@@ -154,7 +155,12 @@ def step_validate(ctx: DemoContext) -> None:
 
 
 def step_clusters(ctx: DemoContext) -> None:
-    for status in DevClusters().up(ctx.topo, ctx.engine):
+    outcome = dev_up(ctx.topo, ctx.backend, ctx.engine)
+    if outcome.unresolved is not None:
+        raise DemoFailed(outcome.unresolved.render())
+    if outcome.error is not None:
+        raise DemoFailed(outcome.error)
+    for status in outcome.clusters:
         print("  " + status.line())
 
 
@@ -214,11 +220,11 @@ def _missing_records(ctx: DemoContext) -> list[str]:
     return missing
 
 
-def _heartbeats(ctx: DemoContext) -> dict[str, dict]:
+def _heartbeats(ctx: DemoContext) -> dict[str, Mapping[str, Heartbeat | None]]:
     out = {}
     for target in sorted({f.target for f in ctx.topo.active_flows}):
         policy = next(f.policy for f in ctx.topo.active_flows if f.target == target)
-        out[target] = latest_heartbeats(ctx.backend.mirror_client(ctx.topo.clusters[target], 10.0), policy)
+        out[target] = ctx.backend.read_heartbeats(ctx.topo.clusters[target], policy)
     return out
 
 
@@ -274,8 +280,6 @@ def wait_progress(records: tuple[int, int], waiting_for: list[str], elapsed: flo
 
 
 def step_wait(ctx: DemoContext) -> None:
-    from reconciler.deployers.local import LocalDeployer
-
     checks: list[tuple[str, Callable[[DemoContext], list[str]]]] = [
         ("records", _missing_records),
         ("heartbeats", _missing_heartbeats),
@@ -314,7 +318,7 @@ def step_wait(ctx: DemoContext) -> None:
     raise DemoFailed(
         f"not everything arrived within {ctx.wait_timeout:.0f}s:\n    "
         + "\n    ".join(lines)
-        + f"\n    (job logs: {LocalDeployer().dir}/<source>.<target>/job.log)"
+        + f"\n    (job logs: {ctx.backend.local_jobs().dir}/<source>.<target>/job.log)"
     )
 
 
@@ -416,7 +420,7 @@ def step_summary(ctx: DemoContext) -> None:
 
 def demo_drift(ctx: DemoContext) -> DriftReport:
     """`reconciler drift PATH` as an operation: the report, its text printed as the command prints it."""
-    found = drift(ctx.topo, ctx.backend, revision=ctx.backend.git([str(ctx.topology_path)]))
+    found = drift(ctx.topo, ctx.backend, revision=ctx.backend.git.revision([str(ctx.topology_path)]))
     sys.stdout.write(drift_text.render(found))
     return found
 
@@ -464,8 +468,6 @@ STEPS: list[tuple[str, Callable[[DemoContext], None]]] = [
 
 
 def _shutdown(ctx: DemoContext) -> list[str]:
-    from reconciler.deployers.local import LocalDeployer
-
     if ctx.stream is not None:
         ctx.stream.stop()
     if ctx.keep_running:
@@ -476,13 +478,12 @@ def _shutdown(ctx: DemoContext) -> list[str]:
         )
         return ["left running (--keep-running): clusters and jobs; `reconciler dev down` stops them"]
     print("\nStopping the replication jobs (graceful: finish the batch, commit) and the clusters ...")
-    done = []
-    for what, res in LocalDeployer().stop_all():
+    stopped = dev_down(ctx.backend)
+    for what, res in stopped.jobs:
         print(f"  {what}: {res.message}")
-        done.append(what)
-    clusters = DevClusters().down()
-    for status in clusters:
+    for status in stopped.clusters:
         print("  " + status.line())
+    done, clusters = stopped.jobs, stopped.clusters
     return [
         f"stopped {len(done)} engine{'s' if len(done) != 1 else ''} and {len(clusters)} cluster"
         f"{'s' if len(clusters) != 1 else ''}"

@@ -1,9 +1,12 @@
 """The Backend: every outside dependency of an operation, as one object passed in.
 
 Like Terraform's backend: the CLI builds the real one (`Backend.default()`: librdkafka admins, the
-job deployers unless RECONCILER_JOBS=off, Kafka readers of status records and heartbeats, a factory of
-one-cluster MirrorKafka clients for the offset commands, git, the wall clock); tests build one over the in-memory admin double (`adapters/memory_admin.py`, which
-passes the same contract suite as the real adapter) and recording deployers.
+job deployers unless RECONCILER_JOBS=off, a Kafka reader of status records, a factory of one-cluster
+MirrorKafka clients for the offset commands and the heartbeats (`read_heartbeats`), the git repository
+of the topology files (`git.revision`), the wall clock, the dev brokers and the local jobs of the state
+directory for `dev up/down/status` and the demo); tests build one over the in-memory admin double
+(`adapters/memory_admin.py`, which passes the same contract suite as the real adapter) and recording
+deployers.
 """
 
 from __future__ import annotations
@@ -12,16 +15,21 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
+from reconciler.adapters.base import OpResult
 from reconciler.adapters.kafka_admin import KafkaAdmin  # at import: its RECONCILER_* settings are checked by main
 from reconciler.adapters.live_read import AdminFactory
 from reconciler.contract.status import StatusRecord
+from reconciler.deployers.local import LocalDeployer
+from reconciler.dev.brokers import Engine
+from reconciler.dev.clusters import DevClusters, DevClusterStatus
 from reconciler.jobplan.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
-from reconciler.mirror.mirror_client import ClusterReader, GroupState, TopicPartition
+from reconciler.mirror.mirror_client import ClusterReader, GroupState, TopicPartition, latest_heartbeats
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
-from reconciler.topology.model import Cluster
+from reconciler.topology.model import Cluster, Topology
 
 HeartbeatReader = Callable[[Cluster, ReplicationPolicy], Mapping[str, Heartbeat | None]]
 
@@ -38,17 +46,8 @@ class MirrorCluster(ClusterReader, Protocol):
 #: (cluster, per-request timeout) -> a client of that one cluster; raises Unreachable or NotAnswering
 #: (adapters/probe.py) within seconds when it is down.
 MirrorClientFactory = Callable[[Cluster, float], MirrorCluster]
-GitReader = Callable[[Iterable[str], "str | None"], "dict | None"]
-
-
-def kafka_heartbeat_reader(cluster: Cluster, policy: ReplicationPolicy) -> Mapping[str, Heartbeat | None]:
-    """The newest heartbeat of every heartbeat topic on a cluster (MirrorClient.heartbeatTopics)."""
-    from reconciler import logs
-    from reconciler.adapters.mirror_kafka import MirrorKafka
-    from reconciler.mirror.mirror_client import latest_heartbeats
-    from reconciler.topology.connection import client_config
-
-    return latest_heartbeats(MirrorKafka(logs.client_config(client_config(cluster)), timeout=15.0), policy)
+#: The per-request timeout of a heartbeat read (plan's and drift's observation).
+HEARTBEAT_READ_TIMEOUT = 15.0
 
 
 def kafka_mirror_client(cluster: Cluster, timeout: float) -> MirrorCluster:
@@ -63,10 +62,42 @@ def kafka_mirror_client(cluster: Cluster, timeout: float) -> MirrorCluster:
     return MirrorKafka(logs.client_config(config), timeout)
 
 
-def git_revision_info(paths: Iterable[str], revision: str | None = None) -> dict | None:
-    from reconciler.apply.revision import revision_info
+class DevBrokers(Protocol):
+    """The dev brokers of the state directory (`dev/clusters.DevClusters`, or a test's double): `dev up/down/status`
+    and the demo. `up` raises DevClusterError (dev/brokers.py) when a cluster cannot be started."""
 
-    return revision_info(paths, revision)
+    def up(self, topology: Topology, engine: Engine | None = None) -> list[DevClusterStatus]: ...
+    def down(self) -> list[DevClusterStatus]: ...
+    def status(self) -> list[DevClusterStatus]: ...
+
+
+class LocalJobs(Protocol):
+    """The local deployer's engines of the state directory (`deployers/local.LocalDeployer`): `dev down` and the
+    demo's end stop them all."""
+
+    @property
+    def dir(self) -> Path: ...
+    def stop_all(self) -> list[tuple[str, OpResult]]: ...
+
+
+class GitRepository(Protocol):
+    """What a command reads from git, once (the planners take the revision as data): `LocalGit`, or a test's double."""
+
+    def revision(self, paths: Iterable[str], revision: str | None = None) -> dict[str, Any] | None:
+        """RevisionInfo.to_dict() (commit, short, author, email, time_iso, message_subject, dirty) of the commit
+        `revision` (a topology read with `--revision REV`), else of the work tree holding `paths` (dirty when
+        the topology files differ from HEAD); None outside a git repository."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalGit:
+    """The git repository holding the topology files (apply/revision.py over gitops/)."""
+
+    def revision(self, paths: Iterable[str], revision: str | None = None) -> dict[str, Any] | None:
+        from reconciler.apply.revision import revision_info
+
+        return revision_info(paths, revision)
 
 
 def terminal_answer(question: str) -> str | None:
@@ -83,19 +114,33 @@ class Backend:
     jobs: JobBackend | None = None
     #: Status records of a (target) cluster; None: the job backend's reader (or Kafka's when jobs are off).
     status_reader: StatusReader | None = None
-    read_heartbeats: HeartbeatReader = kafka_heartbeat_reader
-    #: A client of one cluster for `offsets translate`, `failover`, `reachability` (and the demo's reads).
+    #: The newest heartbeats of a (target) cluster; None: read through `mirror_client`, the one home of its client.
+    heartbeat_reader: HeartbeatReader | None = None
+    #: A client of one cluster for `offsets translate`, `failover`, `reachability`, the heartbeats (and the
+    #: demo's reads).
     mirror_client: MirrorClientFactory = kafka_mirror_client
-    git: Callable[..., Any] = git_revision_info
+    git: GitRepository = field(default_factory=LocalGit)
     clock: Callable[[], float] = field(default=time.time)
     #: Asks the person a question (apply's and force-unlock's confirmation); None: nobody can answer.
     ask: Callable[[str], str | None] = terminal_answer
+    #: The dev brokers and the local jobs of the state directory (built when a command needs them: the state
+    #: directory is read then).
+    dev_brokers: Callable[[], DevBrokers] = DevClusters
+    local_jobs: Callable[[], LocalJobs] = LocalDeployer
 
     def read_status(self, cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
         """Every flow's latest status record on a (target) cluster: one reader for plan, status and drift."""
         if self.status_reader is not None:
             return self.status_reader(cluster)
         return (self.jobs.read_status if self.jobs is not None else kafka_status_reader)(cluster)
+
+    def read_heartbeats(self, cluster: Cluster, policy: ReplicationPolicy) -> Mapping[str, Heartbeat | None]:
+        """The newest heartbeat of every heartbeat topic on a cluster (MirrorClient.heartbeatTopics), through the
+        Backend's heartbeat reader, else a client from `mirror_client` (probed first: a cluster that is down
+        says so within seconds)."""
+        if self.heartbeat_reader is not None:
+            return self.heartbeat_reader(cluster, policy)
+        return latest_heartbeats(self.mirror_client(cluster, HEARTBEAT_READ_TIMEOUT), policy)
 
     @classmethod
     def default(cls) -> Backend:

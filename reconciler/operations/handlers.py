@@ -8,21 +8,30 @@ Nothing registers itself on import: the apply operation builds this table and ha
 from __future__ import annotations
 
 from reconciler.apply import executor
-from reconciler.apply.executor import Handler
+from reconciler.apply.executor import Handler, TypedHandler
 from reconciler.jobplan import handlers as jobs
-from reconciler.plan.actions import ActionKind
+from reconciler.plan.actions import (
+    ActionKind,
+    AddPartitions,
+    CreateAcl,
+    CreateTopic,
+    DeleteAcl,
+    DeleteConfig,
+    DeleteTopic,
+    SetConfig,
+)
 
 
 def handler_table() -> dict[ActionKind, Handler]:
     """Every action kind's handler: topics, configs and ACLs through the cluster admins, jobs through the deployers."""
     return {
-        ActionKind.CREATE_TOPIC: executor.create_topics,
-        ActionKind.SET_CONFIG: executor.set_configs,
-        ActionKind.ADD_PARTITIONS: executor.add_partitions,
-        ActionKind.CREATE_ACL: executor.create_acls,
-        ActionKind.DELETE_ACL: executor.delete_acls,
-        ActionKind.DELETE_CONFIG: executor.delete_configs,
-        ActionKind.DELETE_TOPIC: executor.delete_topics,
+        ActionKind.CREATE_TOPIC: TypedHandler(CreateTopic, executor.create_topics),
+        ActionKind.SET_CONFIG: TypedHandler(SetConfig, executor.set_configs),
+        ActionKind.ADD_PARTITIONS: TypedHandler(AddPartitions, executor.add_partitions),
+        ActionKind.CREATE_ACL: TypedHandler(CreateAcl, executor.create_acls),
+        ActionKind.DELETE_ACL: TypedHandler(DeleteAcl, executor.delete_acls),
+        ActionKind.DELETE_CONFIG: TypedHandler(DeleteConfig, executor.delete_configs),
+        ActionKind.DELETE_TOPIC: TypedHandler(DeleteTopic, executor.delete_topics),
         ActionKind.DEPLOY_JOB: jobs.deploy_jobs,
         ActionKind.UPDATE_JOB: jobs.update_jobs,
         ActionKind.RESTART_JOB: jobs.restart_jobs,

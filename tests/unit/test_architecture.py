@@ -306,6 +306,15 @@ def test_one_reader_config():
     assert package_files_naming("enable.partition.eof", allowed) == []
 
 
+def test_one_home_for_the_mirror_client():
+    """A one-cluster MirrorKafka client is built in one place for the operations, the Backend's mirror client factory
+    (operations/backend.py `kafka_mirror_client`, which heartbeats, offsets and the demo use); the job builds its own
+    (engine/emitters.py: the job does not run over the Backend)."""
+    allowed = {"reconciler/operations/backend.py", "reconciler/engine/emitters.py"}
+    assert package_files_naming("MirrorKafka(", allowed) == []
+    assert (PACKAGE / "operations" / "backend.py").read_text(encoding="utf-8").count("MirrorKafka(") == 1
+
+
 def test_the_kubernetes_service_account_default_has_one_home():
     """The driver's service account default is declared in the settings registry only (model.py said "spark"
     beside defaults.py's "spark-operator-spark")."""
@@ -385,6 +394,21 @@ def test_cli_commands_import_neither_kafka_clients_nor_adapters():
         if m.startswith("reconciler.cli.") and m not in BACKEND_WIRING
         for i in imports
         if i.split(".")[0] == "confluent_kafka" or i == "reconciler.adapters" or i.startswith("reconciler.adapters.")
+    )
+    assert reaching == []
+
+
+def test_cli_commands_start_and_stop_nothing_themselves():
+    """`dev up/down/status` and the demo start and stop the dev brokers and the local jobs through the Backend
+    (`operations/dev.py` over `Backend.dev_brokers` and `Backend.local_jobs`): no command builds DevClusters or
+    a deployer of its own (every import counts, also in functions)."""
+    graph = _graph_all(top_level_only=False)
+    reaching = sorted(
+        f"{m} imports {i}"
+        for m, imports in graph.items()
+        if m.startswith("reconciler.cli.") and m not in BACKEND_WIRING
+        for i in imports
+        if i.startswith(("reconciler.dev.clusters", "reconciler.deployers")) or i == "reconciler.deployers"
     )
     assert reaching == []
 

@@ -392,7 +392,7 @@ def cli(tmp_path):
     w.statuses = {"west->east": healthy(topo, "west->east")}
     w.cli = w.backend(
         status_reader=lambda cluster: dict(w.statuses),
-        read_heartbeats=lambda cluster, policy: beats(topo).get(cluster.alias, {}),
+        heartbeat_reader=lambda cluster, policy: beats(topo).get(cluster.alias, {}),
         clock=lambda: NOW / 1000,
     )
     w.path = str(path)

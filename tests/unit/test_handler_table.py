@@ -3,14 +3,16 @@ planners can emit, and it is the only registration: importing a planner register
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from collections.abc import Mapping
 
 from reconciler.adapters.base import ResultCode
-from reconciler.apply.executor import ApplyContext, HandlerTable, execute
+from reconciler.adapters.memory_admin import MemoryAdmin, MemoryCluster
+from reconciler.apply.executor import ApplyContext, HandlerTable, TypedHandler, execute
 from reconciler.operations.handlers import handler_table
-from reconciler.plan.actions import ACTION_TYPES, ActionKind, CreateTopic, Plan
+from reconciler.plan.actions import ACTION_TYPES, ActionKind, CreateTopic, DeleteTopic, Plan, SetConfig
 
 
 def kinds_without_handler(table: HandlerTable, kinds: Mapping[ActionKind, object] | None = None) -> list[str]:
@@ -48,3 +50,45 @@ def test_importing_the_planners_registers_no_handler():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_every_handler_is_typed_with_its_action_type():
+    """The topic, config and ACL handlers take their own action dataclass (`Sequence[CreateTopic]`, ...), bound to
+    their kind by a TypedHandler (mypy checks the pairing); the job handlers narrow each action to a JobAction.
+    Every handler's parameters and result are annotated, so mypy checks their bodies."""
+    unannotated, mismatched = [], []
+    for kind, handler in handler_table().items():
+        fn = handler.run if isinstance(handler, TypedHandler) else handler
+        sig = inspect.signature(fn)
+        if sig.return_annotation is inspect.Signature.empty or any(
+            p.annotation is inspect.Parameter.empty for p in sig.parameters.values()
+        ):
+            unannotated.append(kind.value)
+        if isinstance(handler, TypedHandler) and (
+            handler.action_type is not ACTION_TYPES[kind]
+            or handler.action_type.__name__ not in str(list(sig.parameters.values())[-1].annotation)
+        ):
+            mismatched.append(kind.value)
+    assert unannotated == [] and mismatched == []
+    assert sum(isinstance(h, TypedHandler) for h in handler_table().values()) == 7  # topics, configs, ACLs
+
+
+def test_a_handler_given_another_kinds_actions_fails_the_batch():
+    """A batch reaches a typed handler only as its own action type: another kind's action fails the batch (no
+    attribute error half-way through an admin call)."""
+    cluster = MemoryCluster("east")
+    cluster.add_topic("t", 1)
+    admin = MemoryAdmin(cluster)
+    table = dict(handler_table())
+    table[ActionKind.DELETE_TOPIC] = table[ActionKind.SET_CONFIG]
+    report = execute(Plan([DeleteTopic("east", "extra", topic="t")], []), ApplyContext(lambda c: admin), table)
+    [r] = report.results
+    assert r.result.code is ResultCode.FAILED
+    assert r.result.message == "a delete_topic action given to the set_config handler"
+    assert "t" in cluster.topics
+    ok = execute(
+        Plan([SetConfig("east", "tune", topic="t", key="retention.ms", value="1000")], []),
+        ApplyContext(lambda c: admin),
+        handler_table(),
+    )
+    assert ok.ok and cluster.topics["t"].configs["retention.ms"] == "1000"

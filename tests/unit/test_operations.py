@@ -4,22 +4,30 @@ fixed clock. No module global is patched: every dependency comes in through the 
 
 from __future__ import annotations
 
+import collections.abc
+
 import pytest
 
+from reconciler.adapters.base import OpResult
 from reconciler.adapters.live_read import Connections
 from reconciler.adapters.probe import Unreachable
 from reconciler.apply.lock import Lease
+from reconciler.dev.brokers import DevClusterError, Engine
+from reconciler.dev.clusters import DevClusterStatus
 from reconciler.jobplan.state import JobState, JobStatuses, desired_jobs, read_jobs, read_statuses
 from reconciler.mirror.mirror_client import GroupState, TopicPartition
 from reconciler.mirror.records import Checkpoint, Heartbeat
 from reconciler.operations import offsets
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
+from reconciler.operations.backend import HEARTBEAT_READ_TIMEOUT
+from reconciler.operations.dev import dev_down, dev_status, dev_up
 from reconciler.operations.drift import drift, drift_view
 from reconciler.operations.lock import LeaseClaim, UnlockOutcome, remove_lease
 from reconciler.operations.observe import observe
 from reconciler.operations.offsets import GroupMove
 from reconciler.operations.plan import make_plan, plan_of, plan_topology
 from reconciler.operations.status import status
+from reconciler.topology.build import load_topology_text
 from tests.job_helpers import FakeDeployer, StatusBoard, fake_backend
 from tests.plan_helpers import World, kinds, topology
 
@@ -55,7 +63,7 @@ def test_observe_reads_each_part_once_and_only_when_asked():
     reads: list[str] = []
     backend = w.backend(
         status_reader=lambda c: reads.append(f"status {c.alias}") or {},
-        read_heartbeats=lambda c, p: reads.append(f"heartbeats {c.alias}") or {},
+        heartbeat_reader=lambda c, p: reads.append(f"heartbeats {c.alias}") or {},
         clock=lambda: NOW,
     )
     with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
@@ -202,12 +210,8 @@ def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_pat
     w = world()
     path = tmp_path / "t.yaml"
     path.write_text(TOPOLOGY_FILE)
-    calls: list[tuple] = []
-
-    def git(paths, revision=None):
-        calls.append((tuple(paths), revision))
-        return {"commit": "c0ffee", "dirty": True}
-
+    git = RecordingGit({"commit": "c0ffee", "dirty": True})
+    calls = git.calls
     board, deployer = StatusBoard(), FakeDeployer("local")
     backend = w.backend(fake_backend(board, deployer), git=git)
     out = tmp_path / "plan.json"
@@ -226,6 +230,35 @@ def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_pat
     with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
         assert make_plan(w.topology, conns, backend).actions == []
     assert calls == [], "the operations never read git themselves"
+
+
+class RecordingGit:
+    """A git repository double: every revision read, and one answer."""
+
+    def __init__(self, info: dict | None):
+        self.info, self.calls = info, []
+
+    def revision(self, paths, revision=None):
+        self.calls.append((tuple(paths), revision))
+        return self.info
+
+
+def test_the_backends_outside_world_is_typed():
+    """Each Backend dependency has a type a fake is checked against (mypy): no `Any` and no loose
+    `Callable[..., Any]` (git was one: callers now name what they read, `git.revision(paths, rev)`)."""
+    import typing
+
+    from reconciler.operations.backend import Backend, GitRepository, LocalGit
+
+    hints = typing.get_type_hints(Backend)
+    loose = sorted(
+        name
+        for name, hint in hints.items()
+        if hint is typing.Any
+        or (typing.get_origin(hint) is collections.abc.Callable and typing.get_args(hint)[0] is Ellipsis)
+    )
+    assert loose == []
+    assert hints["git"] is GitRepository and isinstance(Backend().git, LocalGit)
 
 
 TOPOLOGY_FILE = """apiVersion: reconciler/v1
@@ -400,3 +433,116 @@ def test_import_and_export_are_operations_with_typed_outcomes():
     assert "nothing was written" in bad.errors
     exported = export_topology("mm2", imported.topology, "t.yaml")
     assert "a->b.enabled = true" in exported
+
+
+class _DevBrokers:
+    """Dev brokers in memory: what `dev up/down/status` asked, in order."""
+
+    def __init__(self, calls: list[str], fail: str | None = None):
+        self.calls, self.fail, self.running = calls, fail, {}
+
+    def up(self, topology, engine=None):
+        self.calls.append(f"up {engine.value if engine else None}")
+        if self.fail:
+            raise DevClusterError(self.fail)
+        out = []
+        for alias in sorted(topology.clusters):
+            state = "running" if alias in self.running else "started"
+            self.running[alias] = DevClusterStatus(alias, topology.clusters[alias].bootstrap_servers, 7, state)
+            out.append(DevClusterStatus(alias, topology.clusters[alias].bootstrap_servers, 7, state, Engine.TANSU))
+        return out
+
+    def down(self):
+        self.calls.append("down brokers")
+        out = [DevClusterStatus(s.alias, s.bootstrap, s.pid, "stopped", Engine.TANSU) for s in self.running.values()]
+        self.running = {}
+        return out
+
+    def status(self):
+        self.calls.append("status")
+        return list(self.running.values())
+
+
+class _LocalJobs:
+    def __init__(self, calls: list[str], tmp_path):
+        self.calls, self.dir = calls, tmp_path / "engines"
+
+    def stop_all(self):
+        self.calls.append("stop jobs")
+        return [("engine east", OpResult.success("stopped"))]
+
+
+def _dev_backend(calls: list[str], tmp_path, fail: str | None = None):
+    brokers, jobs = _DevBrokers(calls, fail), _LocalJobs(calls, tmp_path)
+    return world().backend(dev_brokers=lambda: brokers, local_jobs=lambda: jobs)
+
+
+def test_dev_up_down_and_status_are_operations_over_the_backend(tmp_path):
+    calls: list[str] = []
+    backend = _dev_backend(calls, tmp_path)
+    topo = world().topology
+    first = dev_up(topo, backend, Engine.NOIDA)
+    assert first.ok and [(s.alias, s.state) for s in first.clusters] == [("east", "started"), ("west", "started")]
+    assert [s.state for s in dev_up(topo, backend).clusters] == ["running", "running"]
+    assert [s.alias for s in dev_status(backend)] == ["east", "west"]
+    down = dev_down(backend)
+    assert down.jobs == [("engine east", OpResult.success("stopped"))]
+    assert [(s.alias, s.state) for s in down.clusters] == [("east", "stopped"), ("west", "stopped")]
+    # the jobs stop before the brokers (they would only retry against stopped brokers)
+    assert calls == ["up noida", "up None", "status", "stop jobs", "down brokers"]
+
+
+def test_dev_up_says_why_nothing_started(tmp_path, monkeypatch):
+    calls: list[str] = []
+    failed = dev_up(world().topology, _dev_backend(calls, tmp_path, fail="not on loopback"))
+    assert not failed.ok and failed.error == "not on loopback" and failed.clusters == []
+    monkeypatch.delenv("DEV_SECRET", raising=False)
+    text = TOPOLOGY_FILE.replace('replication_principal: "User:mirror"}', 'config: {sasl.password: "${DEV_SECRET}"}}')
+    unresolved = dev_up(load_topology_text(text), _dev_backend(calls, tmp_path))
+    assert unresolved.unresolved is not None and "DEV_SECRET" in unresolved.unresolved.render()
+    assert calls == ["up None"], "nothing starts when a reference is unset"
+
+
+def test_the_dev_commands_use_the_backends_brokers_and_jobs(tmp_path, capsys):
+    """`dev up/down/status` parse, call the operation with the Backend, and render: no broker of their own."""
+    from reconciler.cli.main import main
+
+    calls: list[str] = []
+    backend = _dev_backend(calls, tmp_path)
+    path = tmp_path / "t.yaml"
+    path.write_text(TOPOLOGY_FILE)
+    assert main(["dev", "up", str(path), "--engine", "noida"], backend) == 0
+    assert capsys.readouterr().out.count("started") == 2
+    assert main(["dev", "status"], backend) == 0
+    assert capsys.readouterr().out.count("started") == 2
+    assert main(["dev", "down"], backend) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("engine east: stopped\n") and out.count("stopped") == 3
+    assert main(["dev", "down"], backend) == 0
+    assert capsys.readouterr().out.endswith("no dev clusters running\n")
+    assert calls == ["up noida", "status", "stop jobs", "down brokers", "stop jobs", "down brokers"]
+    failing = _dev_backend([], tmp_path, fail="127.0.0.1:1 for cluster 'west' is in use by something that is not Kafka")
+    assert main(["dev", "up", str(path)], failing) == 1
+    assert "error: 127.0.0.1:1 for cluster 'west' is in use" in capsys.readouterr().err
+
+
+def test_heartbeats_are_read_through_the_backends_mirror_client():
+    """One home for the one-cluster client: plan's and drift's heartbeat reads get theirs from
+    `Backend.mirror_client` (a test's double here), not a MirrorKafka of their own."""
+    w = world()
+    east, asked, factory = _mirror_world()
+    backend = w.backend(mirror_client=factory, heartbeat_reader=None, clock=lambda: NOW)
+    with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
+        obs = observe(w.topology, conns, backend, heartbeats=True)
+    assert asked == [("east", HEARTBEAT_READ_TIMEOUT)]
+    assert obs.heartbeat_errors == {} and obs.heartbeats["east"] == {
+        "west.heartbeats": Heartbeat("west", "east", int(NOW * 1000) - 3000)
+    }
+
+    def down(cluster, timeout):
+        raise Unreachable(f"cannot connect to cluster {cluster.alias!r}")
+
+    backend = w.backend(mirror_client=down, heartbeat_reader=None)
+    with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
+        obs = observe(w.topology, conns, backend, heartbeats=True)
+    assert "cannot connect to cluster 'east'" in obs.heartbeat_errors["east"]
