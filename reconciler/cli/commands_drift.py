@@ -92,7 +92,8 @@ def cmd_drift(args, backend: Backend) -> int:
     if bad_out:
         print(bad_out[0], file=sys.stderr)
         return EXIT_ERROR
-    topology, _ = load_validated(args.paths, quiet_warnings=True, revision=args.revision)
+    at = (backend.git, args.revision) if args.revision is not None else None
+    topology, _ = load_validated(args.paths, quiet_warnings=True, at=at)
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)

@@ -113,18 +113,22 @@ def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseSco
     return (base.text() if base else "") + RENDERERS[args.format](plan)
 
 
+def _at(backend: Backend, revision: str | None):
+    return (backend.git, revision) if revision is not None else None
+
+
 def cmd_plan(args, backend: Backend) -> int:
     bad_out = outputs.problems([args.out])
     if bad_out:
         print(bad_out[0], file=sys.stderr)
         return EXIT_ERROR
-    topology, diags = load_validated(args.paths, revision=args.revision)
+    topology, diags = load_validated(args.paths, at=_at(backend, args.revision))
     if topology is None:
         return EXIT_ERROR
     io = Console(dict(topology.clusters))
     base = None
     if args.base:
-        base = plan_base.compare(args.paths, args.base, args.revision)
+        base = plan_base.compare(backend.git, args.paths, args.base, args.revision)
         if base is None:
             return EXIT_ERROR
         if not base.flows:

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from reconciler import logs, settings
 from reconciler.analysis.hazards import analyse
@@ -14,25 +15,26 @@ from reconciler.topology.build import load_topology
 from reconciler.topology.diagnostics import Diagnostic, Diagnostics
 from reconciler.topology.model import Topology
 
+if TYPE_CHECKING:
+    from reconciler.operations.backend import GitRepository
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2  # Terraform's --detailed-exitcode meaning: success, with changes / drift
 
 
 def load_validated(
-    paths: Iterable[str], quiet_warnings: bool = False, revision: str | None = None
+    paths: Iterable[str], quiet_warnings: bool = False, at: tuple[GitRepository, str] | None = None
 ) -> tuple[Topology | None, Diagnostics]:
     """load -> validate -> model -> analyse; prints every diagnostic to stderr. Topology None on errors.
 
-    With `revision`, the files are read as of that git commit (from git objects, `reconciler.gitops`),
-    paths relative to the working directory; diagnostics then name `FILE@SHORTSHA`.
+    With `at` (the Backend's git repository and a revision), the files are read as of that commit (from git
+    objects), paths relative to the working directory; diagnostics then name `FILE@SHORTSHA`.
     """
     paths = list(paths)
-    if revision is not None:
-        from reconciler.apply.revision import repo_path_for
-        from reconciler.gitops import load_topology_at
-
-        topology, diags = load_topology_at(repo_path_for(paths), revision, paths, cwd=os.getcwd())
+    if at is not None:
+        git, revision = at
+        topology, diags = git.topology_at(paths, revision)
     else:
         topology, diags = load_topology(paths)
     if topology is not None:

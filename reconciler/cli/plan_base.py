@@ -7,18 +7,20 @@ and every output format says what changed: text and Markdown in a preface, JSON 
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from reconciler.apply.revision import repo_path_for
-from reconciler.gitops import RevisionComparison, RevisionError, compare_with_base
+from reconciler.gitops import RevisionComparison, RevisionError
 from reconciler.plan.actions import FORMAT_MINOR, FORMAT_VERSION, Plan
 from reconciler.plan.attribution import restrict
 from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
 from reconciler.topology.model import Topology
+
+if TYPE_CHECKING:
+    from reconciler.operations.backend import GitRepository
 
 _MARK = {"added": "+", "removed": "-", "changed": "~", "modified": "~", "deleted": "-"}
 
@@ -126,10 +128,10 @@ def _md_words(words: str) -> str:
     return words.replace("`", "'")
 
 
-def compare(paths: Sequence[str], base_rev: str, head_rev: str | None) -> BaseScope | None:
-    """The comparison, or None after printing why it cannot be made."""
+def compare(git: GitRepository, paths: Sequence[str], base_rev: str, head_rev: str | None) -> BaseScope | None:
+    """The comparison (read by the Backend's git repository), or None after printing why it cannot be made."""
     try:
-        comparison, _ = compare_with_base(repo_path_for(paths), base_rev, paths, head_rev=head_rev, cwd=os.getcwd())
+        comparison = git.compare(paths, base_rev, head_rev)
     except RevisionError as exc:
         print(f"error: --base {base_rev}: {exc}", file=sys.stderr)
         return None

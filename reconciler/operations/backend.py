@@ -11,9 +11,10 @@ deployers.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,10 +26,12 @@ from reconciler.contract.status import StatusRecord
 from reconciler.deployers.local import LocalDeployer
 from reconciler.dev.brokers import Engine
 from reconciler.dev.clusters import DevClusters, DevClusterStatus
+from reconciler.gitops import RevisionComparison
 from reconciler.jobplan.backend import JobBackend, StatusReader, default_factory, kafka_status_reader
 from reconciler.mirror.mirror_client import ClusterReader, GroupState, TopicPartition, latest_heartbeats
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
+from reconciler.topology.diagnostics import Diagnostics
 from reconciler.topology.model import Cluster, Topology
 
 HeartbeatReader = Callable[[Cluster, ReplicationPolicy], Mapping[str, Heartbeat | None]]
@@ -81,12 +84,22 @@ class LocalJobs(Protocol):
 
 
 class GitRepository(Protocol):
-    """What a command reads from git, once (the planners take the revision as data): `LocalGit`, or a test's double."""
+    """What a command reads from git, once (the planners take the revision as data): `LocalGit`, or a test's double.
+    Paths are the topology paths as given, relative to the working directory."""
 
     def revision(self, paths: Iterable[str], revision: str | None = None) -> dict[str, Any] | None:
         """RevisionInfo.to_dict() (commit, short, author, email, time_iso, message_subject, dirty) of the commit
         `revision` (a topology read with `--revision REV`), else of the work tree holding `paths` (dirty when
         the topology files differ from HEAD); None outside a git repository."""
+        ...
+
+    def topology_at(self, paths: Sequence[str], revision: str) -> tuple[Topology | None, Diagnostics]:
+        """The topology in `paths` as of commit `revision` (from git objects; diagnostics name `FILE@SHORTSHA`)."""
+        ...
+
+    def compare(self, paths: Sequence[str], base: str, head: str | None) -> RevisionComparison:
+        """`plan --base`: the topology files and flows changed between `base` and `head` (None: the work tree).
+        Raises RevisionError when a revision cannot be read."""
         ...
 
 
@@ -98,6 +111,19 @@ class LocalGit:
         from reconciler.apply.revision import revision_info
 
         return revision_info(paths, revision)
+
+    def topology_at(self, paths: Sequence[str], revision: str) -> tuple[Topology | None, Diagnostics]:
+        from reconciler.apply.revision import repo_path_for
+        from reconciler.gitops import load_topology_at
+
+        return load_topology_at(repo_path_for(paths), revision, paths, cwd=os.getcwd())
+
+    def compare(self, paths: Sequence[str], base: str, head: str | None) -> RevisionComparison:
+        from reconciler.apply.revision import repo_path_for
+        from reconciler.gitops import compare_with_base
+
+        comparison, _ = compare_with_base(repo_path_for(paths), base, paths, head_rev=head, cwd=os.getcwd())
+        return comparison
 
 
 def terminal_answer(question: str) -> str | None:

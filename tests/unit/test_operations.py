@@ -233,14 +233,45 @@ def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_pat
 
 
 class RecordingGit:
-    """A git repository double: every revision read, and one answer."""
+    """A git repository double: every revision read, and one answer; a topology "at a revision" is the files'
+    text now, and a comparison with a base says nothing changed."""
 
     def __init__(self, info: dict | None):
-        self.info, self.calls = info, []
+        self.info, self.calls, self.reads = info, [], []
 
     def revision(self, paths, revision=None):
         self.calls.append((tuple(paths), revision))
         return self.info
+
+    def topology_at(self, paths, revision):
+        from reconciler.topology.build import load_topology
+
+        self.reads.append(("topology_at", tuple(paths), revision))
+        return load_topology(paths)
+
+    def compare(self, paths, base, head):
+        from reconciler.gitops import RevisionError
+
+        self.reads.append(("compare", tuple(paths), base, head))
+        raise RevisionError(f"unknown revision {base!r} (a test's repository)")
+
+
+def test_a_topology_at_a_revision_and_plan_base_are_read_through_the_backends_git(tmp_path, capsys):
+    """`--revision` (plan, drift) and `plan --base` read git through `backend.git`, never around it."""
+    from reconciler.cli.main import main
+
+    w = world()
+    path = tmp_path / "t.yaml"
+    path.write_text(TOPOLOGY_FILE)
+    git = RecordingGit({"commit": "c0ffee", "dirty": False})
+    backend = w.backend(fake_backend(StatusBoard(), FakeDeployer("local")), git=git)
+    assert main(["plan", str(path), "--revision", "v1", "--format", "json"], backend) in (0, 2)
+    assert main(["drift", str(path), "--revision", "v1"], backend) in (0, 2)
+    assert git.reads == [("topology_at", (str(path),), "v1")] * 2
+    git.reads.clear()
+    assert main(["plan", str(path), "--base", "main"], backend) == 1
+    assert git.reads == [("compare", (str(path),), "main", None)]
+    assert "error: --base main: unknown revision 'main' (a test's repository)" in capsys.readouterr().err
 
 
 def test_the_backends_outside_world_is_typed():
