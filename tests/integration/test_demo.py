@@ -32,7 +32,8 @@ def test_demo_runs_end_to_end(tmp_path, state_dir, capsys):
     assert code == 0, err
     assert "demo OK" in out
     assert "+ create topic eu-west.orders (4 partitions" in out
-    assert re.search(r"\+ deploy job eu-west->analytics \(engine analytics, local local\[1\], spec \w{12}\)", out)
+    # The flow's own master is local[1]; the analytics engine runs both its flows: local[2], as the plan says.
+    assert re.search(r"\+ deploy job eu-west->analytics \(engine analytics, local local\[2\], spec \w{12}\)", out)
     assert "4 replication flows in 3 engines (one Spark application per target cluster)" in out
     assert "second plan: no changes" in out
     for what in ("records", "heartbeats", "checkpoints"):
