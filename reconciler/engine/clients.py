@@ -60,6 +60,23 @@ def probe_consumer_config(
     return conf
 
 
+#: How long the broker may hold the arrival watch's fetch when there is nothing to read (engine/arrivals.py). Tansu
+#: holds a fetch that long and answers at its end, so an arriving record waits up to this for the watch: measured
+#: on Tansu, 4 partitions, a record every 370 ms: 100 ms -> wake-up p50 16 ms, max 59 ms, the idle consumer 0.14 %
+#: of a core (500 ms: p50 74 ms, max 124 ms, 0.06 %).
+WATCH_FETCH_WAIT_MS = 100
+
+
+def watch_consumer_config(
+    cluster: ClusterSpec, spec: JobSpec, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The arrival watch's consumer (engine/arrivals.py): the probe's small fetches, a short fetch wait, and no
+    end-of-partition events (it listens for records; it never reads to an end)."""
+    conf = probe_consumer_config(cluster, spec, job_group(spec) + ".watch", environ)
+    conf.update({"fetch.wait.max.ms": WATCH_FETCH_WAIT_MS, "enable.partition.eof": False})
+    return conf
+
+
 def producer_config(
     cluster: ClusterSpec,
     spec: JobSpec,

@@ -73,6 +73,18 @@ GATE_RECHECK_S = 60.0  # a caught-up flow still runs a batch this often (work_wa
 IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
 
 
+class LinkedEvent(threading.Event):
+    """An event whose `set` also sets `linked` (the driver's stop also ends its idle wait on `wake`)."""
+
+    def __init__(self, linked: threading.Event):
+        super().__init__()
+        self._linked = linked
+
+    def set(self) -> None:
+        super().set()
+        self._linked.set()
+
+
 class Periodic:
     """A side channel in a thread of its own: `action()` every `interval()` seconds (read each time, so
     a reloaded spec applies) until `stop()`; an exception goes to `on_error` and the action runs again
@@ -188,7 +200,8 @@ class ReplicationDriver:
         self.spec = spec if isinstance(spec, JobSpec) else JobSpec.load(spec)
         self.executor = executor
         self.environ = environ
-        self.stop_event = threading.Event()
+        self.pacing = Pacing()  # when each periodic action is due, and the idle gate's state
+        self.stop_event = LinkedEvent(self.pacing.wake)  # a stop ends an idle wait at once
         self.exit_code = 0
         self.state: StatusState = StatusState.STARTING
         self.instance_id = (environ if environ is not None else os.environ).get(INSTANCE_ENV)
@@ -196,7 +209,6 @@ class ReplicationDriver:
         for c in (self.spec.source, self.spec.target):
             self.progress.redact.add_from(dict(c.config), environ)
         self.parts = Partitions()  # the partitions copied: plan, positions, slots, sync state, lag, halted
-        self.pacing = Pacing()  # when each periodic action is due, and the idle gate's state
         self.conn: Connections | None = None  # the clients, opened at start (_connect)
         self.threads = Threads()  # the side channels' threads and the batch runner, from start to close
         self.metrics = JobMetrics(self.spec.flow)  # served by the job's entry point (jobs/mirror_job.py)
@@ -232,7 +244,7 @@ class ReplicationDriver:
         return self.conn.checkpoints if self.conn is not None else None
 
     def _connect(self) -> None:
-        self.conn = Connections.open(self.spec, self.mode, self.environ)
+        self.conn = Connections.open(self.spec, self.mode, self.environ, self.pacing.wake)
 
     def start(self) -> None:
         self._connect()
@@ -334,7 +346,7 @@ class ReplicationDriver:
                 if self.exit_code:
                     break
                 if not moved:
-                    self.stop_event.wait(self.idle_wait())
+                    self.idle(self.idle_wait())
             if self.state not in (StatusState.RESTART_REQUIRED, StatusState.FAILED):
                 self.state = StatusState.STOPPED
         except Exception as exc:
@@ -367,6 +379,11 @@ class ReplicationDriver:
         tasks = self.plan_tasks()
         work = self.work_waiting() if tasks else Work.RECORDS
         executor = self.executor
+        if self.conn is not None:
+            if work is Work.RECORDS:
+                self.conn.arrivals.disarm()  # the tasks read what arrives
+            else:
+                self.conn.arrivals.arm(self.watched_positions())
         if work is Work.NONE:
             tasks = []  # idle: no Spark job while there is nothing to fetch
         elif work is Work.HEARTBEATS:
@@ -451,6 +468,28 @@ class ReplicationDriver:
             if parts:
                 out.append(dataclasses.replace(t, partitions=parts, at_end_only=True))
         return out
+
+    def watched_positions(self) -> dict[TP, int]:
+        """What the arrival watch listens to while the flow is idle: each caught-up partition but the heartbeats
+        topics' (copied on the heartbeat interval), from the flow's position there."""
+        policy = self.spec.settings.policy
+        return {
+            tp: self.parts.positions[tp]
+            for tp in self.parts.plan.copy
+            if tp in self.pacing.caught_up
+            and tp in self.parts.positions
+            and tp not in self.parts.halted
+            and not policy.is_heartbeats_topic(tp[0])
+        }
+
+    def idle(self, seconds: float) -> None:
+        """Wait after a step that copied nothing: `seconds`, or until a record arrives at a watched partition or
+        the flow is stopped (both set `wake`)."""
+        wake = self.pacing.wake
+        if wake.wait(seconds):
+            wake.clear()
+            if self.stop_event.is_set():
+                wake.set()  # a stop stays seen by every later wait
 
     def idle_wait(self) -> float:
         """Seconds to wait after a step that copied nothing: the trigger interval, doubled for each step in a row

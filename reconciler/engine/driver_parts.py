@@ -14,6 +14,7 @@ from typing import Any
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import LatencyWindow, OutOfRange, RateWindow, StatusPublisher
 from reconciler.engine import clients
+from reconciler.engine.arrivals import ArrivalWatch
 from reconciler.engine.delivery import DeliveryMode
 from reconciler.engine.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.engine.lag import LagPosition, SourceEndReader, SourceEnds
@@ -42,9 +43,12 @@ class Connections:
     checkpoints: CheckpointEmitter
     end_reader: SourceEndReader  # clients of its own: it reads in its own thread
     status: StatusPublisher
+    arrivals: ArrivalWatch  # wakes the idle driver when a record arrives (a consumer in a thread of its own)
 
     @classmethod
-    def open(cls, spec: JobSpec, mode: DeliveryMode, env: Mapping[str, str] | None) -> Connections:
+    def open(
+        cls, spec: JobSpec, mode: DeliveryMode, env: Mapping[str, str] | None, wake: threading.Event
+    ) -> Connections:
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
@@ -75,6 +79,7 @@ class Connections:
             checkpoints=checkpoints,
             end_reader=end_reader,
             status=status,
+            arrivals=ArrivalWatch(spec, wake, env),
         )
 
     def update_spec(self, spec: JobSpec) -> None:
@@ -86,6 +91,7 @@ class Connections:
     def close(self, *, end_reader_idle: bool, checkpoints_idle: bool) -> None:
         """Close the consumers and flush the producers. A side channel's clients still in use by its thread (not
         `..._idle`: its round did not end in time) are left to the process's exit."""
+        self.arrivals.close()
         if end_reader_idle:
             self.end_reader.close()
         self.offsets.close()
@@ -199,13 +205,15 @@ class Pacing:
     "heartbeat", "status", "delayed_syncs"; the idle gate's "gate_recheck" and "heartbeats_copy"). The idle
     gate's state (the driver's `work_waiting`): `ends_before`, the source's ends read before the last batch;
     `caught_up`, the partitions caught up as of such an end; `idle_steps`, the steps in a row the gate found
-    nothing to copy (`idle_wait` backs off by it)."""
+    nothing to copy (`idle_wait` backs off by it); `wake`, set to end an idle wait early (a record arrived at the
+    arrival watch, or the flow stopped)."""
 
     next: dict[str, float] = field(default_factory=dict)
     ends_before: dict[TP, int] = field(default_factory=dict)
     ends_read_at_ms: int = 0  # when `ends_before` was read (epoch ms)
     caught_up: dict[TP, int] = field(default_factory=dict)
     idle_steps: int = 0
+    wake: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     def idle_ends(self, copy: Mapping[TP, str], positions: Mapping[TP, int], max_age_ms: int) -> SourceEnds | None:
         """The gate's last read as the lag side channel's, while the flow is idle: every partition copied caught

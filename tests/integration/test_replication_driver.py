@@ -309,7 +309,14 @@ def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters)
             driver.step()
         assert executor.batches == launched, "no batch while nothing arrives"
         assert driver.idle_wait() == IDLE_WAIT_MAX_S, "an idle flow reads the source's ends once a second"
+        assert driver.watched_positions() == {("busy", 0): 60, ("empty", 0): 0}, "watched from its positions"
+        # An idle wait far longer than any in the job ends when a record arrives (the arrival watch wakes it).
+        waiting = threading.Thread(target=driver.idle, args=(600.0,))
+        waiting.start()
         _produce(source.bootstrap, "empty", [b"first"])
+        waiting.join(120)
+        assert not waiting.is_alive(), "the record woke the idle driver"
+        assert driver.connections.arrivals.wakes == 1
         step_until(driver, lambda: driver.records >= 61, "the new record copied")
         assert executor.batches > launched
         assert driver.idle_wait() == spec.engine.trigger_interval_ms / 1000, "back to the trigger interval"
@@ -349,7 +356,10 @@ def test_heartbeats_alone_are_copied_by_the_driver_not_a_spark_job(fresh_cluster
             time.sleep(0.1)
         assert executor.batches == launched, "no batch for heartbeats alone"
         assert count_topic(target.bootstrap, "west.heartbeats", 1) >= copied + 2, "the driver copied them"
+        assert list(driver.watched_positions()) == [("quiet", 0)], "the arrival watch leaves the heartbeats out"
+        assert driver.connections.arrivals.wakes == 0, "a heartbeat wakes nobody"
         _produce(source.bootstrap, "quiet", [b"q"])
+        assert driver.pacing.wake.wait(60), "the arriving record woke the driver"
         step_until(driver, lambda: driver.records >= 1 and count_topic(target.bootstrap, "west.quiet", 1), "copied")
     finally:
         driver.stop_event.set()
