@@ -1,6 +1,7 @@
 """What an engine costs (issue 23): N flows in one Spark application against N applications of one flow each.
 
     python bench/engines.py [--flows 1 4 12] [--windows 3] [--idle-seconds 20] [--backlog 4000000]
+                            [--heartbeats-seconds 1]
 
 Starts two fresh Tansu brokers on loopback. For each N in --flows and each layout:
 
@@ -86,7 +87,7 @@ def measure(root: Path, seconds: float) -> dict[str, float]:
     }
 
 
-def flows(west: Broker, east: Broker, n: int) -> list:
+def flows(west: Broker, east: Broker, n: int, heartbeats_seconds: float = 1.0) -> list:
     specs = []
     for i in range(n):
         create_topic(west.bootstrap, f"t{i}", 1)
@@ -100,7 +101,7 @@ def flows(west: Broker, east: Broker, n: int) -> list:
                 parallelism=1,
                 status_interval_seconds=3.0,
                 refresh_interval_seconds=5.0,
-                heartbeats_interval_seconds=1.0,
+                heartbeats_interval_seconds=heartbeats_seconds,
                 checkpoints_interval_seconds=5.0,
                 trigger_interval_ms=200,
             )
@@ -224,6 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flows", type=int, nargs="+", default=[1, 4, 12])
     ap.add_argument("--windows", type=int, default=3)
+    ap.add_argument(
+        "--heartbeats-seconds",
+        type=float,
+        default=1.0,
+        help="every flow's heartbeats.interval_seconds: 1 (MM2's emit.heartbeats.interval.seconds, the default here) "
+        "or 5 (the topology's default); each flow emits one and copies every flow's (they share a source cluster)",
+    )
     ap.add_argument("--idle-seconds", type=float, default=20.0)
     ap.add_argument(
         "--backlog",
@@ -243,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[tuple[str, int], list[dict[str, float]]] = {}
     rates: dict[int, list[float]] = {}
     try:
-        specs = flows(west, east, max(opts.flows))
+        specs = flows(west, east, max(opts.flows), opts.heartbeats_seconds)
         for n in [] if opts.no_idle else opts.flows:
             for layout in opts.layouts:
                 say(f"{layout}: {n} flows")
@@ -260,7 +268,10 @@ def main(argv: list[str] | None = None) -> int:
         for b in brokers:
             if b.pid:
                 stop_pid(b.pid)
-    print(f"\nidle, {opts.windows} windows of {opts.idle_seconds:.0f} s each: median (min-max)")
+    print(
+        f"\nidle, {opts.windows} windows of {opts.idle_seconds:.0f} s each, heartbeats every "
+        f"{opts.heartbeats_seconds:g} s: median (min-max)"
+    )
     print(f"{'layout':9} {'flows':>5} {'JVMs':>5} {'resident MB':>22} {'idle CPU % of a core':>24}")
     for (layout, n), ms in sorted(results.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         print(
