@@ -29,7 +29,7 @@ from reconciler.engine.tasks import TP
 log = logging.getLogger(__name__)
 
 #: How long the thread blocks in one consume before it looks at a new assignment or a close.
-_CONSUME_S = 1.0
+_CONSUME_S = 0.5
 
 
 class ArrivalWatch:

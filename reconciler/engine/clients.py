@@ -63,8 +63,10 @@ def probe_consumer_config(
 #: How long the broker may hold the arrival watch's fetch when there is nothing to read (engine/arrivals.py): the
 #: watch's idle cost against how soon it hears of a record. Measured on Tansu (which answers a held fetch within
 #: ~125 ms of a record arriving), 4 partitions, a record every 370 ms, 60 records: 100 ms -> wake-up p50 16 ms,
-#: max 59 ms, the idle consumer 0.14 % of a core; 250 ms -> 69/127 ms, 0.09 %; 500 ms -> 65/127 ms, 0.07 %.
-WATCH_FETCH_WAIT_MS = 500
+#: max 59 ms, the idle consumer 0.14 % of a core; 250 ms -> 69/127 ms, 0.09 %; 500 ms -> 65/127 ms, 0.07 %. Through
+#: the deployed job (bench/deployed.py latency) 500 ms made the first records after an idle spell wait up to
+#: 270-430 ms (100 ms: 130-210 ms): the 0.07 % of a core per idle flow buys that.
+WATCH_FETCH_WAIT_MS = 100
 
 
 def watch_consumer_config(
