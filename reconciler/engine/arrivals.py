@@ -5,8 +5,8 @@ source's ends once per idle wait (up to `IDLE_WAIT_MAX_S`); a record arriving th
 for its batch. `ArrivalWatch` closes that gap without reading the ends more often: while the flow is idle it
 is assigned to the caught-up partitions at the flow's positions and fetches (the broker holds each fetch up to
 clients.py's `WATCH_FETCH_WAIT_MS`); its first record sets the driver's `wake` event and the watch disarms
-itself, so it fetches nothing while the flow copies. It never commits and delivers no record anywhere: the batch reads
-the record again from the flow's position.
+itself, so it fetches nothing while the flow copies. It never commits and delivers no record anywhere: the
+batch reads the record again from the flow's position.
 
 Heartbeats topics are not watched (their records arrive every second and are copied on the heartbeat
 interval, driver.py's `Work.HEARTBEATS`). A record the watch misses (its consumer broken) costs latency, not
@@ -40,12 +40,10 @@ class ArrivalWatch:
         spec: JobSpec,
         wake: threading.Event,
         environ: Mapping[str, str] | None = None,
-        consumer_factory: Any = None,
     ):
         self.spec = spec
         self.wake = wake
         self._environ = environ
-        self._consumer_factory = consumer_factory
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._wanted: dict[TP, int] = {}  # what the thread should be assigned to ({}: nothing)
@@ -87,8 +85,6 @@ class ArrivalWatch:
 
     # --- the thread ---------------------------------------------------------------------------
     def _consumer(self) -> Any:
-        if self._consumer_factory is not None:
-            return self._consumer_factory()
         from confluent_kafka import Consumer
 
         return Consumer(clients.watch_consumer_config(self.spec.source, self.spec, self._environ))

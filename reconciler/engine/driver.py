@@ -493,8 +493,8 @@ class ReplicationDriver:
 
     def idle_wait(self) -> float:
         """Seconds to wait after a step that copied nothing: the trigger interval, doubled for each step in a row
-        the idle gate held back, up to IDLE_WAIT_MAX_S (a record arriving at an idle flow waits at most that long
-        for its batch; a flow with traffic keeps the trigger interval)."""
+        the idle gate held back, up to IDLE_WAIT_MAX_S (a record arriving at an idle flow ends the wait sooner: the
+        arrival watch sets `wake`; a flow with traffic keeps the trigger interval)."""
         trigger = self.spec.engine.trigger_interval_ms / 1000.0
         return max(trigger, min(IDLE_WAIT_MAX_S, trigger * 2 ** min(self.pacing.idle_steps, 16)))
 
