@@ -15,6 +15,7 @@ import signal
 
 import pytest
 
+import reconciler.deployers.instance as instance
 from reconciler.cli.main import main
 from reconciler.contract.status import StatusRecord, read_job_status
 from reconciler.deployers.local import LocalDeployer
@@ -186,6 +187,13 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
             ),
             10,
             what="job dead",
+        )
+        # PySpark's daemon and its Python workers are a process group of their own: they leave when their JVM
+        # is gone, a moment after the kill, and a plan taken before that shows them, truthfully, as a duplicate.
+        wait_for(
+            lambda: instance.scan(under=state_dir.resolve()) == [],
+            60,
+            what="every process of the killed job gone",
         )
         [restart] = env.job_actions()
         assert restart["kind"] == "restart_job" and restart["state"] == "down", restart
