@@ -55,6 +55,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,7 @@ from bench.replication import (  # noqa: E402
 )
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
+from reconciler.dev.brokers import Engine  # noqa: E402
 from reconciler.topology.build import load_topology_text  # noqa: E402
 
 SCENARIOS = ("backlog", "latency")
@@ -404,27 +406,57 @@ def episodes(samples: list[tuple[float, float]], above_ms: float, gap_ms: float 
     return out
 
 
-def measure_latency(c: Clusters, load_topic: str, read_bootstrap: str, read_topic: str, opts) -> tuple[dict, list]:
-    """--rate records/s for --seconds into the source's `load_topic`, read from `read_topic` (by one reader)."""
+@dataclass
+class Reading:
+    """One latency reader's figures (p50, p99, max, received_pct) and samples ((produce ms, latency ms) each)."""
+
+    figures: dict[str, float | None]
+    samples: list[tuple[float, float]]
+
+    def p99_by_slice(self, seconds: float = 10.0) -> list[float]:
+        """p99 of the records produced in each `seconds` of the window, in order (where a growing tail shows)."""
+        if not self.samples:
+            return []
+        t0 = min(ts for ts, _ in self.samples)
+        by: dict[int, list[float]] = {}
+        for ts, lat in self.samples:
+            by.setdefault(int((ts - t0) / 1000 // seconds), []).append(lat)
+        return [percentiles(by[k], (99,))["p99"] or 0.0 for k in sorted(by)]
+
+
+def measure_latency(
+    c: Clusters, load_topic: str, read_bootstrap: str, read_topic: str, opts, beside: str | None = None
+) -> tuple[Reading, Reading | None]:
+    """--rate records/s for --seconds into the source's `load_topic`, read from `read_topic` (by one reader) and,
+    when `beside` names the source's topic, by a second plain reader of that topic at the same time (what the
+    source broker itself delivers while the job runs)."""
     parts = opts.partitions
-    reader = Reader(read_bootstrap, read_topic, parts, opts.reader_config)
+    readers = [Reader(read_bootstrap, read_topic, parts, opts.reader_config)]
+    if beside is not None:
+        readers.append(Reader(c.src.bootstrap, beside, parts, opts.reader_config))
     try:
-        steady_warm_up(c.src.bootstrap, load_topic, parts, reader)  # the reader assigned, records flowing through
+        steady_warm_up(c.src.bootstrap, load_topic, parts, readers[0])  # the reader assigned, records flowing through
         # a few seconds at the rate before measuring (the job: its first, catching-up task has ended)
         generate(c.src.bootstrap, load_topic, parts, opts.rate, 3)
         time.sleep(2)
-        reader.measure_from_now()
+        for r in readers:
+            r.measure_from_now()
         meter = c.meter()
         sent = generate(c.src.bootstrap, load_topic, parts, opts.rate, opts.seconds)
         busy = meter.window().busy_pct
         time.sleep(3)
     finally:
-        reader.close()
-    lat = [x for _, x in reader.samples]
-    out = {**percentiles(lat, (50, 99)), "max": max(lat) if lat else float("nan"), "rate": sent / opts.seconds}
-    out["busy_pct"] = busy
-    out["received_pct"] = 100 * len(lat) / max(1, sent)
-    return out, reader.samples
+        for r in readers:
+            r.close()
+
+    def figures(samples: list[tuple[float, float]]) -> dict[str, float | None]:
+        lat = [x for _, x in samples]
+        out = {**percentiles(lat, (50, 99)), "max": max(lat) if lat else float("nan")}
+        out["received_pct"] = 100 * len(lat) / max(1, sent)
+        return out
+
+    main = Reading({**figures(readers[0].samples), "rate": sent / opts.seconds, "busy_pct": busy}, readers[0].samples)
+    return main, Reading(figures(readers[1].samples), readers[1].samples) if beside is not None else None
 
 
 def steady_warm_up(bootstrap: str, topic: str, parts: int, reader: Reader) -> None:
@@ -443,8 +475,8 @@ def scenario_latency(opts, work: Path) -> dict[str, float]:
     with Clusters(opts) as c:
         create(c.src.bootstrap, {"bench-floor": parts, "bench-lat": parts})
         log(f"  floor: a plain consumer of the source topic at {opts.rate:,.0f} rec/s, no job")
-        floor, floor_samples = measure_latency(c, "bench-floor", c.src.bootstrap, "bench-floor", opts)
-        r.update({f"floor_{k}": v for k, v in floor.items() if v is not None})
+        floor, _ = measure_latency(c, "bench-floor", c.src.bootstrap, "bench-floor", opts)
+        r.update({f"floor_{k}": v for k, v in floor.figures.items() if v is not None})
 
         spec = flow_spec(c.src.bootstrap, c.dst.bootstrap, "west", "bench-lat", opts.job, opts.delivery)
         root = work / "state"
@@ -454,28 +486,44 @@ def scenario_latency(opts, work: Path) -> dict[str, float]:
             res = deployer.deploy(spec, {"engine": "bench"})
             if not res.ok:
                 raise RuntimeError(res.message)
-            job, job_samples = measure_latency(c, "bench-lat", c.dst.bootstrap, "west.bench-lat", opts)
+            job, source = measure_latency(c, "bench-lat", c.dst.bootstrap, "west.bench-lat", opts, beside="bench-lat")
         finally:
             deployer.stop_all()
             instance.end(instance.scan(under=root.resolve()), 5)
-        r.update({f"job_{k}": v for k, v in job.items() if v is not None})
+        assert source is not None
+        r.update({f"job_{k}": v for k, v in job.figures.items() if v is not None})
+        r.update({f"source_during_job_{k}": v for k, v in source.figures.items() if v is not None})
+        job_slices, source_slices = job.p99_by_slice(), source.p99_by_slice()
+        if job_slices and source_slices:
+            r["job_p99_first_10s"], r["source_during_job_p99_first_10s"] = job_slices[0], source_slices[0]
         if r.get("floor_p99") and r.get("job_p99") is not None:
             r["job_p99_x_floor"] = r["job_p99"] / r["floor_p99"]
+        if r.get("source_during_job_p99") is not None and r.get("job_p99") is not None:
+            r["job_p99_over_source"] = r["job_p99"] - r["source_during_job_p99"]
         above = max(100.0, 1.5 * (r.get("floor_p99") or 0.0))
-        eps = episodes(job_samples, above)
+        eps = episodes(job.samples, above)
         r["tail_threshold_ms"] = above
         r["tail_episodes"] = float(len(eps))
-        r["tail_records_pct"] = 100 * sum(e["records"] for e in eps) / max(1, len(job_samples))
+        r["tail_records_pct"] = 100 * sum(e["records"] for e in eps) / max(1, len(job.samples))
         log(
             f"  floor p50/p99 {r.get('floor_p50', 0):.0f}/{r.get('floor_p99', 0):.0f} ms, "
-            f"job {r.get('job_p50', 0):.0f}/{r.get('job_p99', 0):.0f} ms (max {r.get('job_max', 0):.0f})"
+            f"job {r.get('job_p50', 0):.0f}/{r.get('job_p99', 0):.0f} ms (max {r.get('job_max', 0):.0f}), "
+            f"the source topic read beside it {r.get('source_during_job_p50', 0):.0f}/"
+            f"{r.get('source_during_job_p99', 0):.0f} ms"
+        )
+        log(
+            "  p99 of each 10 s of the window: job "
+            + " ".join(f"{x:.0f}" for x in job_slices)
+            + " ms; the source topic read beside it "
+            + " ".join(f"{x:.0f}" for x in source_slices)
+            + " ms"
         )
         log(f"  job records later than {above:.0f} ms: {len(eps)} episodes, {r['tail_records_pct']:.2f}% of records")
         for e in eps:
             log(
                 f"    at {e['at_s']:6.2f} s for {e['length_s']:.2f} s: {e['records']:.0f} records, worst {e['worst_ms']:.0f} ms"
             )
-        floor_eps = episodes(floor_samples, above)
+        floor_eps = episodes(floor.samples, above)
         r["floor_tail_episodes"] = float(len(floor_eps))
     return r
 
@@ -505,7 +553,8 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
     print(
         f"\nDeployed-job benchmark, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
         f"{env['loadavg_start'][0]:.1f}, at end {env['loadavg_end'][0]:.1f}), Python {env['python']}, "
-        f"confluent-kafka {env['confluent_kafka']}, PySpark {env['pyspark']}, {env['java']}; Tansu brokers on "
+        f"confluent-kafka {env['confluent_kafka']}, PySpark {env['pyspark']}, {env['java']}; "
+        f"{Engine(opts.engine).product} brokers on "
         f"loopback; {opts.partitions} partitions; job settings: {opts.job or 'the topology defaults'}; "
         f"median [min-max] of {opts.repeat} repetitions"
     )
@@ -534,6 +583,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", type=float, default=10_000, help="latency: records/s")
     ap.add_argument("--seconds", type=float, default=30, help="latency: seconds measured")
     ap.add_argument("--delivery", default="at-least-once", choices=("at-least-once", "exactly-once"))
+    ap.add_argument(
+        "--engine", default="tansu", choices=[e.value for e in Engine], help="the brokers' engine (docs/brokers.md)"
+    )
     ap.add_argument("--job", nargs="*", default=[], metavar="KEY=VALUE", help="the flow's `job:` settings")
     ap.add_argument(
         "--reader-wait-ms",
@@ -547,9 +599,8 @@ def main(argv=None) -> int:
     opts.job = parse_job(opts.job)
     opts.reader_config = {"fetch.wait.max.ms": opts.reader_wait_ms}
     # for bench.replication.Clusters (the brokers) and its in-process SparkSession
-    opts.size, opts.engine, opts.master, opts.parallelism = (
+    opts.size, opts.master, opts.parallelism = (
         100,
-        "tansu",
         opts.job.get("master", "local[2]"),
         opts.job.get("parallelism", 2),
     )

@@ -12,6 +12,11 @@ Heartbeats topics are not watched (their records arrive every second and are cop
 interval, driver.py's `Work.HEARTBEATS`). A record the watch misses (its consumer broken) costs latency, not
 data: the gate's own read of the ends still finds it.
 
+While the watch is assigned at a flow's positions and has delivered nothing (`quiet`), nothing has arrived there
+as of its last fetch (at most `WATCH_FETCH_WAIT_MS` and a round trip ago): the idle gate and the lag side channel
+take that as the source's ends instead of reading them (driver.py's `watch_hears_all`). Any record, error or
+change of assignment ends the quiet; the gate's read of every partition once a `GATE_RECHECK_S` stays.
+
 Its clients run in a thread of its own; `arm` and `disarm` only record what the thread should do next.
 """
 
@@ -50,6 +55,7 @@ class ArrivalWatch:
         self._armed_at: dict[TP, int] = {}  # what `arm` last asked for (an unchanged arm does nothing)
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._quiet_at: dict[TP, int] | None = None  # assigned at these offsets, nothing delivered since
         self.wakes = 0  # records seen (each a wake-up): for tests and the debug log
 
     # --- the driver's side --------------------------------------------------------------------
@@ -75,6 +81,12 @@ class ArrivalWatch:
             self._armed_at = {}
             self._wanted = {}
             self._changed.notify()
+
+    def quiet(self, positions: Mapping[TP, int]) -> bool:
+        """Whether the watch is assigned at exactly these partitions and offsets and has delivered nothing since:
+        nothing arrived there (as of its last fetch)."""
+        with self._lock:
+            return bool(positions) and self._quiet_at == dict(positions)
 
     def close(self, timeout: float = 5.0) -> None:
         with self._lock:
@@ -110,6 +122,8 @@ class ArrivalWatch:
                     else:
                         consumer.unassign()
                     assigned = wanted
+                    with self._lock:
+                        self._quiet_at = dict(assigned) if assigned else None
                     if not assigned:
                         continue
                 messages = consumer.consume(1, _CONSUME_S)
@@ -119,6 +133,7 @@ class ArrivalWatch:
                 if m.error() is not None:  # the gate's read finds out what it is
                     log.debug("[%s] the arrival watch reads an error: %s", self.spec.flow, m.error())
                 with self._lock:
+                    self._quiet_at = None
                     if self._wanted is wanted:  # not re-armed meanwhile: this arrival is news for the driver
                         self._wanted = {}
                 self.wakes += 1
@@ -126,6 +141,8 @@ class ArrivalWatch:
         except Exception as exc:  # noqa: BLE001 - the gate's own reads still find every record, later
             log.warning("[%s] the arrival watch stopped: %s", self.spec.flow, exc)
         finally:
+            with self._lock:
+                self._quiet_at = None
             if consumer is not None:
                 try:
                     consumer.close()

@@ -56,6 +56,7 @@ from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.lag import (
     JobLag,
     LagPosition,
+    SourceEnds,
     committed_ahead,
     job_lag,
 )
@@ -316,7 +317,10 @@ class ReplicationDriver:
         # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
         copy = dict(self.parts.plan.copy)
         positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
-        idle = self.pacing.idle_ends(copy, positions, max_age_ms=int(1000 * self._lag_interval()))
+        if self.watch_hears_all(list(copy)):
+            idle: SourceEnds | None = self.pacing.quiet_ends(positions)
+        else:
+            idle = self.pacing.idle_ends(copy, positions, max_age_ms=int(1000 * self._lag_interval()))
         if idle is not None:
             self.parts.source_ends = idle
             return
@@ -426,11 +430,16 @@ class ReplicationDriver:
         the source's end offset (one ListOffsets request per leader) has not moved since the read taken before that
         task. A moved end, not an end past the position, is the signal: Tansu answers ListOffsets with its last
         batch's base offset + 1, below the true end, but any new batch moves it; a partition deleted and created
-        again moves it too. An engine whose flows have nothing to copy costs a request per flow per trigger
-        interval and no Spark job; heartbeats alone are copied by the driver (`Work.HEARTBEATS`)."""
+        again moves it too. While the arrival watch hears nothing at every partition but the heartbeats'
+        (`watch_hears_all`), nothing is read: those partitions are caught up as the watch knows them. An engine
+        whose flows have nothing to copy costs no request and no Spark job; heartbeats alone are copied by the
+        driver (`Work.HEARTBEATS`)."""
         if self.conn is None:
             return Work.RECORDS
         copy = [tp for tp in self.parts.plan.copy if tp not in self.parts.halted]
+        now = time.monotonic()
+        if now < self.pacing.next.get("gate_recheck", 0.0) and self.watch_hears_all(copy):
+            return self._heartbeats_when_due(now, copy)
         try:
             ends = self.conn.end_reader.end_offsets(copy)
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
@@ -438,7 +447,6 @@ class ReplicationDriver:
             ends = {}
         self.pacing.ends_before, self.pacing.ends_read_at_ms = ends, int(time.time() * 1000)
         waiting = [tp for tp in copy if tp not in ends or self.pacing.caught_up.get(tp, -1) != ends[tp]]
-        now = time.monotonic()
         if not waiting:
             # A batch now and then all the same (GATE_RECHECK_S): whatever the gate could misread, it is one
             # Spark job a minute, not a flow that stops copying.
@@ -446,15 +454,31 @@ class ReplicationDriver:
                 return Work.NONE
             waiting = copy
         self.pacing.next["gate_recheck"] = now + GATE_RECHECK_S
-        # Heartbeats alone (a record every few seconds from each flow of the source) are copied by the driver, at
-        # most once a heartbeat interval: no Spark job, and their age downstream grows by at most that much.
         policy = self.spec.settings.policy
         if all(policy.is_heartbeats_topic(topic) for topic, _ in waiting):
-            if now < self.pacing.next.get("heartbeats_copy", 0.0):
-                return Work.NONE
-            self.pacing.next["heartbeats_copy"] = now + self.spec.settings.heartbeats.interval_seconds
-            return Work.HEARTBEATS
+            return self._heartbeats_when_due(now, waiting)
         return Work.RECORDS
+
+    def _heartbeats_when_due(self, now: float, tps: list[TP]) -> Work:
+        """Heartbeats (a record every few seconds from each flow of the source) are copied by the driver, at most
+        once a heartbeat interval: no Spark job, and their age downstream grows by at most that much. HEARTBEATS
+        when that interval has passed and `tps` hold a heartbeats partition, NONE otherwise."""
+        policy = self.spec.settings.policy
+        if now < self.pacing.next.get("heartbeats_copy", 0.0) or not any(policy.is_heartbeats_topic(t) for t, _ in tps):
+            return Work.NONE
+        self.pacing.next["heartbeats_copy"] = now + self.spec.settings.heartbeats.interval_seconds
+        return Work.HEARTBEATS
+
+    def watch_hears_all(self, copy: list[TP]) -> bool:
+        """Whether the arrival watch listens at every partition in `copy` but the heartbeats topics', from the
+        flow's positions, and has heard nothing there (engine/arrivals.py): those partitions are at their ends
+        without a read of the source."""
+        watched = self.watched_positions()
+        if not watched or self.conn is None:
+            return False
+        policy = self.spec.settings.policy
+        listened = all(tp in watched for tp in copy if not policy.is_heartbeats_topic(tp[0]))
+        return listened and self.conn.arrivals.quiet(watched)
 
     def _heartbeat_tasks(self, tasks: list[CopyTask]) -> list[CopyTask]:
         """The tasks cut to their heartbeats partitions (the others are caught up: nothing to read there), ending

@@ -326,6 +326,78 @@ def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters)
     assert [r.value for r in read_topic(target.bootstrap, "west.empty", 1)[0]] == [b"first"]
 
 
+class CountingEndReader:
+    """The driver's SourceEndReader, counting its reads of the source's ends (the gate's and the lag side
+    channel's); everything else goes to the real one."""
+
+    def __init__(self, real) -> None:
+        self.real, self.reads = real, 0
+
+    def end_offsets(self, tps):
+        self.reads += 1
+        return self.real.end_offsets(tps)
+
+    def read(self, *args, **kwargs):
+        self.reads += 1
+        return self.real.read(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_while_the_arrival_watch_hears_nothing_the_source_is_not_read(fresh_clusters):
+    """Idle near zero (issue 23): once the arrival watch listens at every partition of an idle flow (its positions,
+    heartbeats aside) and hears nothing, neither the idle gate nor the lag side channel reads the source's ends
+    (a ListOffsets per flow a second before); heartbeats are still copied on their interval, the lag reads 0, and
+    a record that arrives is copied (its arrival ends the quiet, the gate reads again)."""
+    import time
+
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "calm", 2)
+    _produce(source.bootstrap, "calm", [b"c%d" % i for i in range(10)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("calm",),
+        heartbeats_enabled=True,
+        heartbeats_interval_seconds=1.0,
+        checkpoints_enabled=False,
+        refresh_interval_seconds=30.0,
+    )
+    executor = CountingExecutor()
+    driver = ReplicationDriver(spec, executor)
+    driver.start()
+    try:
+        step_until(driver, lambda: driver.records >= 10, "the records copied")
+        calm = [tp for tp in driver.parts.plan.copy if tp[0] == "calm"]
+        deadline = time.monotonic() + 60
+        while not driver.watch_hears_all(calm) and time.monotonic() < deadline:
+            driver.step()
+            time.sleep(0.1)
+        assert driver.watch_hears_all(calm), "the watch listens at the idle flow's partitions"
+        reader = CountingEndReader(driver.connections.end_reader)
+        driver.connections.end_reader = reader
+        launched, heartbeats = executor.batches, count_topic(target.bootstrap, "west.heartbeats", 1)
+        end = time.monotonic() + 3.5  # three heartbeats arrive on the source meanwhile
+        while time.monotonic() < end:
+            driver.step()
+            driver.read_source_ends()
+            time.sleep(0.1)
+        assert reader.reads == 0, "no read of the source's ends while the watch hears nothing"
+        assert executor.batches == launched, "no batch"
+        assert count_topic(target.bootstrap, "west.heartbeats", 1) >= heartbeats + 2, "heartbeats copied on time"
+        ends = driver.parts.source_ends
+        assert ends is not None and all(ends.ends[tp] == driver.parts.positions[tp] for tp in calm), "lag 0"
+        _produce(source.bootstrap, "calm", [b"late"])
+        assert driver.pacing.wake.wait(60), "the arriving record woke the driver"
+        step_until(driver, lambda: driver.records >= 11, "the late record copied")
+        assert reader.reads > 0, "its arrival ended the quiet: the gate read the ends"
+    finally:
+        driver.stop_event.set()
+        driver.close()
+    assert sum(len(records) for records in read_topic(target.bootstrap, "west.calm", 2).values()) == 11
+
+
 def test_heartbeats_alone_are_copied_by_the_driver_not_a_spark_job(fresh_clusters):
     """A flow with nothing but its heartbeats to copy (a record a second on the source here) copies them in the
     driver, at most once a heartbeat interval, and launches no batch (no Spark job) for them; any other record
