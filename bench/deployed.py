@@ -7,7 +7,7 @@
 
 This is the benchmark's headline; bench/replication.py measures the driver in process (its own
 SparkSession, the benchmark's 30-s tasks) and is the figure beside it. Each repetition starts two
-fresh Tansu brokers on loopback (source, target) and a state directory in a temporary directory.
+fresh Tansu brokers (noida-db with --engine noida) on loopback (source, target) and a state directory in a temporary directory.
 The flow is built from a one-flow topology (`JobSpec.from_flow`, as `plan` builds it: the topology's
 defaults, `job: {}` unless --job says otherwise) and deployed with `LocalDeployer().deploy(spec,
 {"engine": "bench"})`, which starts `spark-submit jobs/mirror_job.py --engine-dir DIR` as apply does.
@@ -27,8 +27,11 @@ latency   --rate records/s (100 B, --partitions partitions, a producer with libr
           linger in a process of its own) for --seconds; a plain consumer (librdkafka's defaults but
           fetch.wait.max.ms --reader-wait-ms, 100: see below; in a process of its own) reads the topic and takes (time seen - producer timestamp) per record:
           floor: the SOURCE topic, no job deployed, nothing else running;
-          job:   the job's target topic, the job deployed and caught up, nothing else reading.
-          p50/p99/max of each; the job's p99 against the floor's, and where the job's tail is: the
+          job:   the job's target topic, the job deployed and caught up; beside it a second plain reader of the
+                 job's SOURCE topic (source_during_job_*): what the source broker itself delivers while the job
+                 runs. On Tansu, whose cost per fetch grows with the partition's length, the source broker is
+                 the bound (README, "a fifth look"): job_p99_over_source is the job's own share.
+          p50/p99/max of each, the p99 of each 10 s; the job's p99 against the floor's, and where the job's tail is: the
           records later than max(100 ms, 1.5x the floor's p99) grouped into episodes (a gap of 1 s starts
           a new one), each episode's start (s into the window), length and worst latency, which shows
           whether the tail comes at the job's task boundaries (one per `max_batch_ms` at a steady rate).
