@@ -9,13 +9,14 @@ itself, so it fetches nothing while the flow copies. It never commits and delive
 batch reads the record again from the flow's position.
 
 Heartbeats topics are not watched (their records arrive every second and are copied on the heartbeat
-interval, driver.py's `Work.HEARTBEATS`). A record the watch misses (its consumer broken) costs latency, not
-data: the gate's own read of the ends still finds it.
+interval, driver.py's `Work.HEARTBEATS`). A record the watch misses costs latency, not data: a watch whose thread
+ended is no longer `quiet` and the gate reads the ends again within the second; one that stays assigned but
+silently receives nothing is overruled by the gate's read of every partition once a `GATE_RECHECK_S`.
 
 While the watch is assigned at a flow's positions and has delivered nothing (`quiet`), nothing has arrived there
 as of its last fetch (at most `WATCH_FETCH_WAIT_MS` and a round trip ago): the idle gate and the lag side channel
 take that as the source's ends instead of reading them (driver.py's `watch_hears_all`). Any record, error or
-change of assignment ends the quiet; the gate's read of every partition once a `GATE_RECHECK_S` stays.
+change of assignment ends the quiet.
 
 Its clients run in a thread of its own; `arm` and `disarm` only record what the thread should do next.
 """
