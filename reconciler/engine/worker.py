@@ -54,6 +54,13 @@ IDLE_END_S = 0.25
 # with nothing copied while 5,000 records/s flowed, and its partitions then waited 10 s for the
 # other slot's task).
 IDLE_MIN_TASK_S = 1.0
+# ... and, once the task has copied records for STREAM_S or more (a stream, not a small backlog), only after
+# IDLE_END_STREAM_S: under steady traffic a broker's hiccup (noida-db at 10,000 records/s: 0.3-0.6 s, which a plain
+# reader of the source topic sees too) ended a slot's task while the other slot's ran on, and its partitions waited
+# for it: ~9-s episodes in bench/deployed.py's latency scenario, one repetition in three. A stream that stops ends
+# its task that much later; a small backlog still ends it after IDLE_END_S.
+STREAM_S = 1.0
+IDLE_END_STREAM_S = 2.0
 PRODUCE_RETRY_S = 60.0  # how long a full producer queue may block one record before the task fails
 
 Run = tuple[int, int]  # (first upstream offset of a run of consecutive offsets, the task's count at its start)
@@ -295,6 +302,8 @@ class Copier:
         self.max_round_s = max_round_s
         # How long the task lingers once caught up (CopyTask.at_end_only: not at all).
         self.idle_end_s, self.min_task_s = (0.0, 0.0) if at_end_only else (IDLE_END_S, IDLE_MIN_TASK_S)
+        self.idle_end_stream_s = 0.0 if at_end_only else IDLE_END_STREAM_S
+        self.first_copy = self.last_copy = 0.0  # when the task first and last copied a record (0.0: not yet)
         self.budget = spec.engine.max_records_per_partition
         self.by_tp = {(p.topic, p.partition): p for p in parts}
         self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
@@ -311,7 +320,7 @@ class Copier:
         """Copy one round. The round ends (False) once every partition is caught up after ROUND_S,
         or after `max_round_s` (MAX_ROUND_S unless the mode says otherwise); the task ends (True)
         at `deadline`, when every partition is paused, or when every partition is caught up and
-        nothing arrived for IDLE_END_S.
+        nothing arrived for `idle_end()` (IDLE_END_S; IDLE_END_STREAM_S while a stream flows).
 
         "Caught up" is per round: every active partition reached its end at least once since the
         round began. At a steady rate every partition reaches its end many times a second, so a
@@ -340,7 +349,7 @@ class Copier:
             if not msgs:
                 if (
                     self.behind == 0
-                    and now - self.last_record >= self.idle_end_s
+                    and now - self.last_record >= self.idle_end()
                     and now - self.started >= self.min_task_s
                 ):
                     return True
@@ -371,9 +380,15 @@ class Copier:
                     self._retire(p)
             poll(0)
             if copied:
-                self.last_record = time.time()
+                self.last_record = self.last_copy = time.time()
+                self.first_copy = self.first_copy or self.last_copy
             if self.behind == 0 and time.time() >= soft_deadline:
                 return False
+
+    def idle_end(self) -> float:
+        """How long nothing may arrive, every partition caught up, before the task ends early: IDLE_END_S, or
+        IDLE_END_STREAM_S once the task has been copying a stream (records over STREAM_S or more)."""
+        return self.idle_end_stream_s if self.last_copy - self.first_copy >= STREAM_S else self.idle_end_s
 
     def _retire(self, p: PartitionCopy) -> None:
         self.active -= 1

@@ -326,6 +326,46 @@ def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters)
     assert [r.value for r in read_topic(target.bootstrap, "west.empty", 1)[0]] == [b"first"]
 
 
+def test_a_pause_in_a_stream_does_not_end_the_task(fresh_clusters):
+    """The tasks of one batch end together (one Spark job): a task that ended early on a short pause of a stream
+    would leave its partitions unread until the other slots' tasks end (bench/deployed.py on noida-db: ~9-s
+    episodes). A task that has been copying a stream for STREAM_S waits IDLE_END_STREAM_S of silence, not
+    IDLE_END_S: the records after a 0.8 s pause are copied by the same task, in one batch."""
+    import time
+
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "stream", 1)
+    spec = spec_for(source, target, topics_include=("stream",), heartbeats_enabled=False, checkpoints_enabled=False)
+    executor = CountingExecutor()
+    driver = ReplicationDriver(spec, executor)
+    driver.start()
+    sent = []
+
+    def stream() -> None:
+        p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2})
+        for seconds, pause in ((3.0, 0.8), (0.5, 0.0)):  # a stream, a pause, more of it
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                p.produce("stream", b"s%d" % len(sent), partition=0)
+                sent.append(1)
+                p.poll(0)
+                time.sleep(0.01)
+            p.flush(10)
+            time.sleep(pause)
+
+    producing = threading.Thread(target=stream)
+    try:
+        producing.start()
+        time.sleep(0.2)  # the first records are there when the batch starts
+        driver.step()  # one batch: it ends once the stream has been silent for IDLE_END_STREAM_S
+        producing.join(30)
+        assert executor.batches == 1
+        assert driver.records == len(sent), "the records after the pause were copied by the same task"
+    finally:
+        driver.stop_event.set()
+        driver.close()
+
+
 class CountingEndReader:
     """The driver's SourceEndReader, counting its reads of the source's ends (the gate's and the lag side
     channel's); everything else goes to the real one."""
