@@ -318,7 +318,7 @@ class ReplicationDriver:
         copy = dict(self.parts.plan.copy)
         positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
         if self.watch_hears_all(list(copy)):
-            idle: SourceEnds | None = self.pacing.quiet_ends(positions)
+            idle: SourceEnds | None = SourceEnds.at_positions(positions)
         else:
             idle = self.pacing.idle_ends(copy, positions, max_age_ms=int(1000 * self._lag_interval()))
         if idle is not None:

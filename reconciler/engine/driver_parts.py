@@ -227,14 +227,6 @@ class Pacing:
             return None
         return SourceEnds({tp: ends[tp] for tp in copy}, self.ends_read_at_ms, committed=dict(positions))
 
-    @staticmethod
-    def quiet_ends(positions: Mapping[TP, int]) -> SourceEnds:
-        """The lag side channel's ends while the arrival watch hears nothing (driver.py's `watch_hears_all`): each
-        partition ends at the flow's position, read now. A heartbeats partition, not watched but copied every
-        heartbeat interval, counts as caught up between two copies: its lag of at most one interval's heartbeats
-        is not shown."""
-        return SourceEnds(dict(positions), int(time.time() * 1000), committed=dict(positions))
-
     def mark_caught_up(self, p: PartitionResult) -> None:
         """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""
         at_end = p.eof and p.hw is not None and 0 <= p.hw <= p.next and not p.error and not p.out_of_range

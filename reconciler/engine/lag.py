@@ -73,6 +73,13 @@ class SourceEnds:
     #: the earliest offsets of partitions the job starts at the earliest (position EARLIEST, not resolved yet)
     starts: Mapping[TP, int] = field(default_factory=dict)
 
+    @classmethod
+    def at_positions(cls, positions: Mapping[TP, int]) -> SourceEnds:
+        """The ends while the arrival watch hears nothing (driver.py's `watch_hears_all`): each partition ends at
+        the flow's position, read now. A heartbeats partition, not watched but copied every heartbeat interval,
+        counts as caught up between two copies: its lag of at most one interval's heartbeats is not shown."""
+        return cls(dict(positions), int(time.time() * 1000), committed=dict(positions))
+
 
 @dataclass(frozen=True)
 class JobLag:

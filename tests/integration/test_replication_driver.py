@@ -326,6 +326,24 @@ def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters)
     assert [r.value for r in read_topic(target.bootstrap, "west.empty", 1)[0]] == [b"first"]
 
 
+def _started_heartbeat_flow(source, target, topic: str) -> tuple[ReplicationDriver, CountingExecutor]:
+    """A started driver of one flow of `topic` with heartbeats every second (no checkpoints), its tasks in this
+    process, counting the batches it launches."""
+    spec = spec_for(
+        source,
+        target,
+        topics_include=(topic,),
+        heartbeats_enabled=True,
+        heartbeats_interval_seconds=1.0,
+        checkpoints_enabled=False,
+        refresh_interval_seconds=30.0,
+    )
+    executor = CountingExecutor()
+    driver = ReplicationDriver(spec, executor)
+    driver.start()
+    return driver, executor
+
+
 def test_a_pause_in_a_stream_does_not_end_the_task(fresh_clusters):
     """The tasks of one batch end together (one Spark job): a task that ended early on a short pause of a stream
     would leave its partitions unread until the other slots' tasks end (bench/deployed.py on noida-db: ~9-s
@@ -395,18 +413,7 @@ def test_while_the_arrival_watch_hears_nothing_the_source_is_not_read(fresh_clus
     source, target = fresh_clusters
     create_topic(source.bootstrap, "calm", 2)
     _produce(source.bootstrap, "calm", [b"c%d" % i for i in range(10)])
-    spec = spec_for(
-        source,
-        target,
-        topics_include=("calm",),
-        heartbeats_enabled=True,
-        heartbeats_interval_seconds=1.0,
-        checkpoints_enabled=False,
-        refresh_interval_seconds=30.0,
-    )
-    executor = CountingExecutor()
-    driver = ReplicationDriver(spec, executor)
-    driver.start()
+    driver, executor = _started_heartbeat_flow(source, target, "calm")
     try:
         step_until(driver, lambda: driver.records >= 10, "the records copied")
         calm = [tp for tp in driver.parts.plan.copy if tp[0] == "calm"]
@@ -446,18 +453,7 @@ def test_heartbeats_alone_are_copied_by_the_driver_not_a_spark_job(fresh_cluster
 
     source, target = fresh_clusters
     create_topic(source.bootstrap, "quiet", 1)
-    spec = spec_for(
-        source,
-        target,
-        topics_include=("quiet",),
-        heartbeats_enabled=True,
-        heartbeats_interval_seconds=1.0,
-        checkpoints_enabled=False,
-        refresh_interval_seconds=30.0,
-    )
-    executor = CountingExecutor()
-    driver = ReplicationDriver(spec, executor)
-    driver.start()
+    driver, executor = _started_heartbeat_flow(source, target, "quiet")
     try:
         step_until(driver, lambda: count_topic(target.bootstrap, "west.heartbeats", 1) >= 1, "a heartbeat copied")
         launched = executor.batches
