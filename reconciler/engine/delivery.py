@@ -54,6 +54,10 @@ PROGRESS_COMMIT_S = 1.0
 
 class DeliveryMode(Protocol):
     name: str
+    #: Is a task's slot part of what it writes? Exactly-once: yes, the slot names the transactional id
+    #: (`transactional_id(spec, slot)`), so a partition stays in its slot's task. At-least-once: no, so a flow
+    #: with little to copy may be copied by one task for all its partitions (the driver's `one_task`).
+    slot_is_identity: bool
 
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         """Driver start, before positions are read."""
@@ -130,6 +134,7 @@ def _report(parts: list[PartitionCopy], errors: Mapping[TP, str]) -> None:
 
 class AtLeastOnce:
     name = Delivery.AT_LEAST_ONCE.value
+    slot_is_identity = False
 
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         return None
@@ -177,6 +182,7 @@ class AtLeastOnce:
 
 class ExactlyOnce:
     name = Delivery.EXACTLY_ONCE.value
+    slot_is_identity = True
 
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         # Fence every transactional id the job may use before reading positions, so a zombie

@@ -184,15 +184,31 @@ class Partitions:
         self.slots.pop(tp, None)
         self.lag.pop(tp, None)
 
-    def tasks(self, batch: int) -> list[CopyTask]:
-        """One task per slot: its partitions (not halted, with a position) and the offset each starts from."""
+    def copied(self) -> list[TP]:
+        """The partitions a batch copies: planned, not halted, with a position."""
+        return [tp for tp in sorted(self.plan.copy) if tp not in self.halted and tp in self.positions]
+
+    def backlog(self, ends: Mapping[TP, int]) -> int | None:
+        """Records between the positions and `ends` over the partitions copied; None when it is not known (a
+        partition without an end, or copied from its beginning: no offset yet)."""
+        total = 0
+        for tp in self.copied():
+            position = self.positions[tp]
+            if tp not in ends or position < 0:
+                return None
+            total += max(0, ends[tp] - position)
+        return total
+
+    def tasks(self, batch: int, one_task: bool = False) -> list[CopyTask]:
+        """One task per slot: its partitions (not halted, with a position) and the offset each starts from. With
+        `one_task`, a single task for all of them (in the lowest of their slots): one consumer, one fetch loop."""
         by_slot: dict[int, list[PartitionTask]] = {}
-        for tp, remote in sorted(self.plan.copy.items()):
-            if tp in self.halted or tp not in self.positions:
-                continue
+        for tp in self.copied():
             by_slot.setdefault(self.slots.get(tp, 0), []).append(
-                PartitionTask(tp[0], tp[1], remote, self.positions[tp], self.sync_states.get(tp))
+                PartitionTask(tp[0], tp[1], self.plan.copy[tp], self.positions[tp], self.sync_states.get(tp))
             )
+        if one_task and len(by_slot) > 1:
+            by_slot = {min(by_slot): sorted((p for parts in by_slot.values() for p in parts), key=lambda p: p.tp)}
         return [
             CopyTask(s, batch, tuple(parts), self.last_owner.get(s), self.consumer_epoch)
             for s, parts in sorted(by_slot.items())

@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
 from reconciler.contract.status import StatusState, read_job_status
-from reconciler.engine.driver import IDLE_WAIT_MAX_S, LocalExecutor, ReplicationDriver
+from reconciler.engine.driver import IDLE_WAIT_MAX_S, ONE_TASK_BACKLOG, LocalExecutor, ReplicationDriver
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 from tests.spec_helpers import respec
 
@@ -271,14 +271,58 @@ def test_a_partition_whose_record_budget_was_spent_is_read_again_by_the_next_tas
 
 
 class CountingExecutor(LocalExecutor):
-    """The tasks in this process, counting the batches launched (a Spark job each, in a deployed job)."""
+    """The tasks in this process, counting the batches launched (a Spark job each, in a deployed job) and keeping
+    how many partitions each task of each batch had."""
 
     def __init__(self) -> None:
         self.batches = 0
+        self.tasks: list[list[int]] = []
 
     def run(self, spec, tasks, mode):
         self.batches += 1
+        self.tasks.append([len(t.partitions) for t in tasks])
         return super().run(spec, tasks, mode)
+
+
+@pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
+def test_a_flow_with_little_to_copy_is_one_task_where_its_delivery_allows(fresh_clusters, delivery):
+    """A backlog is split over the slots; a stream (at most ONE_TASK_BACKLOG records to copy) is one task for
+    every partition at-least-once (one consumer fetching from the source), one per slot exactly-once (the slot
+    names the transactional id)."""
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "wide", 4)
+    spec = spec_for(
+        source, target, topics_include=("wide",), heartbeats_enabled=False, checkpoints_enabled=False, delivery=delivery
+    )
+    per_partition = ONE_TASK_BACKLOG // 4 + 2_000
+    # Small batches: Tansu reads a partition's end as its last batch's base offset + 1.
+    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2, "batch.num.messages": 200})
+    for partition in range(4):
+        for _ in range(per_partition):
+            p.produce("wide", b"v", partition=partition)
+            p.poll(0)
+    p.flush(30)
+    # Positions known (the job's group on the source at 0; exactly-once starts from it too), so the backlog is
+    # known: more than ONE_TASK_BACKLOG.
+    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c.commit(offsets=[TopicPartition("wide", n, 0) for n in range(4)], asynchronous=False)
+    c.close()
+    executor = CountingExecutor()
+    driver = ReplicationDriver(spec, executor)
+    driver.start()
+    try:
+        step_until(driver, lambda: driver.records >= 4 * per_partition, "the backlog copied")
+        assert executor.tasks[0] == [2, 2], "a backlog: one task per slot"
+        launched = executor.batches
+        for partition in range(4):
+            _produce(source.bootstrap, "wide", [b"s%d" % partition], partition=partition)
+        step_until(driver, lambda: driver.records >= 4 * per_partition + 4, "the stream's records copied")
+        streamed = executor.tasks[launched:]
+        assert streamed and all(t == ([4] if delivery == "at-least-once" else [2, 2]) for t in streamed), streamed
+    finally:
+        driver.stop_event.set()
+        driver.close()
+    assert count_topic(target.bootstrap, "west.wide", 4) == 4 * per_partition + 4
 
 
 def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters):

@@ -100,6 +100,23 @@ def test_tasks_one_per_slot_without_the_halted_partitions():
     assert ("a", 0) not in parts.positions and ("a", 0) not in parts.slots
 
 
+def test_one_task_holds_every_partition_in_the_lowest_slot_and_the_backlog_is_known_only_from_positions():
+    parts = Partitions(
+        plan=PartitionPlan(copy={("a", 0): "west.a", ("a", 1): "west.a", ("b", 0): "west.b"}),
+        positions={("a", 0): 3, ("a", 1): 10, ("b", 0): 0},
+        slots={("a", 0): 1, ("a", 1): 2, ("b", 0): 1},
+        last_owner={1: "worker-1", 2: "worker-2"},
+    )
+    assert [t.slot for t in parts.tasks(batch=5)] == [1, 2]
+    (one,) = parts.tasks(batch=5, one_task=True)
+    assert (one.slot, one.last_owner) == (1, "worker-1")
+    assert [(p.topic, p.partition, p.start) for p in one.partitions] == [("a", 0, 3), ("a", 1, 10), ("b", 0, 0)]
+    assert parts.backlog({("a", 0): 13, ("a", 1): 9, ("b", 0): 5}) == 15  # an end below the position counts 0
+    assert parts.backlog({("a", 0): 13, ("a", 1): 9}) is None  # ("b", 0) has no end
+    parts.positions[("b", 0)] = -2  # from the beginning: how far is not known
+    assert parts.backlog({("a", 0): 13, ("a", 1): 9, ("b", 0): 5}) is None
+
+
 def test_a_partition_is_caught_up_as_of_the_end_read_before_its_batch():
     pacing = Pacing(ends_before={("a", 0): 10})
     done = PartitionResult(topic="a", partition=0, remote="west.a", start=5, next=10, count=5, eof=True, hw=10)
