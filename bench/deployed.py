@@ -24,13 +24,16 @@ backlog   --records 100-byte records on --partitions partitions are produced fir
           from the start with its own consumer group and writes its own target topic. Ratios within
           one repetition: deployed / baseline (issue 23's target: >= 2.0), deployed / in-process, and the same for warm.
 latency   --rate records/s (100 B, --partitions partitions, a producer with librdkafka's default
-          linger in a process of its own) for --seconds; a plain consumer (librdkafka's defaults but
+          linger in a process of its own) for WARM_S (5 s) and then, without a pause, the --seconds measured (the
+          job copying a stream; *_after_pause_max is the worst record of the load's first AFTER_PAUSE_S, 2 s, after
+          the warm-up's pause: the job waking up to a stream); a plain consumer (librdkafka's defaults but
           fetch.wait.max.ms --reader-wait-ms, 100: see below; in a process of its own) reads the topic and takes (time seen - producer timestamp) per record:
           floor: the SOURCE topic, no job deployed, nothing else running;
-          job:   the job's target topic, the job deployed and caught up; beside it a second plain reader of the
-                 job's SOURCE topic (source_during_job_*): what the source broker itself delivers while the job
-                 runs. On Tansu, whose cost per fetch grows with the partition's length, the source broker is
-                 the bound (README, "a fifth look"): job_p99_over_source is the job's own share.
+          job:   the job's target topic, the job deployed and caught up.
+          --beside adds a second plain reader of the job's SOURCE topic during the job (source_during_job_*): what
+                 the source broker itself delivers while the job runs; job_p99_over_source is the job's own share.
+                 Off by default: on Tansu, whose cost per fetch grows with the partition's length, that reader's
+                 fetches load the source broker enough to raise the job's own figure (README, "a fifth look").
           p50/p99/max of each, the p99 of each 10 s; the job's p99 against the floor's, and where the job's tail is: the
           records later than max(100 ms, 1.5x the floor's p99) grouped into episodes (a gap of 1 s starts
           a new one), each episode's start (s into the window), length and worst latency, which shows
@@ -73,7 +76,7 @@ from bench.replication import (  # noqa: E402
     baseline,
     create,
     environment,
-    generate,
+    generate_window,
     log,
     percentiles,
     produce_only,
@@ -439,27 +442,38 @@ def measure_latency(
         readers.append(Reader(c.src.bootstrap, beside, parts, opts.reader_config))
     try:
         steady_warm_up(c.src.bootstrap, load_topic, parts, readers[0])  # the reader assigned, records flowing through
-        # a few seconds at the rate before measuring (the job: its first, catching-up task has ended)
-        generate(c.src.bootstrap, load_topic, parts, opts.rate, 3)
-        time.sleep(2)
         for r in readers:
             r.measure_from_now()
         meter = c.meter()
-        sent = generate(c.src.bootstrap, load_topic, parts, opts.rate, opts.seconds)
+        # WARM_S at the rate, then the window without a pause (the job copying a stream, not waking up to one)
+        sent, window_ms = generate_window(c.src.bootstrap, load_topic, parts, opts.rate, opts.seconds, WARM_S)
         busy = meter.window().busy_pct
         time.sleep(3)
     finally:
         for r in readers:
             r.close()
+    load_ms = window_ms - 1000 * WARM_S
 
     def figures(samples: list[tuple[float, float]]) -> dict[str, float | None]:
-        lat = [x for _, x in samples]
+        lat = [x for ts, x in samples if ts >= window_ms]
         out = {**percentiles(lat, (50, 99)), "max": max(lat) if lat else float("nan")}
         out["received_pct"] = 100 * len(lat) / max(1, sent)
+        woke = [x for ts, x in samples if load_ms <= ts < load_ms + 1000 * AFTER_PAUSE_S]
+        out["after_pause_max"] = max(woke) if woke else None
         return out
 
-    main = Reading({**figures(readers[0].samples), "rate": sent / opts.seconds, "busy_pct": busy}, readers[0].samples)
-    return main, Reading(figures(readers[1].samples), readers[1].samples) if beside is not None else None
+    def reading(r: Reader, **more: float) -> Reading:
+        return Reading({**figures(r.samples), **more}, [(ts, x) for ts, x in r.samples if ts >= window_ms])
+
+    main = reading(readers[0], rate=sent / opts.seconds, busy_pct=busy)
+    return main, reading(readers[1]) if beside is not None else None
+
+
+#: Seconds at the rate before the window (the job: its first, catching-up task has ended; a stream flows).
+WARM_S = 5.0
+#: The first seconds of the load, after the warm-up's pause of the stream: how late the first records are while
+#: the job wakes up to them (the arrival watch, a Spark job's start), printed apart as *_after_pause_max.
+AFTER_PAUSE_S = 2.0
 
 
 def steady_warm_up(bootstrap: str, topic: str, parts: int, reader: Reader) -> None:
@@ -489,16 +503,19 @@ def scenario_latency(opts, work: Path) -> dict[str, float]:
             res = deployer.deploy(spec, {"engine": "bench"})
             if not res.ok:
                 raise RuntimeError(res.message)
-            job, source = measure_latency(c, "bench-lat", c.dst.bootstrap, "west.bench-lat", opts, beside="bench-lat")
+            beside = "bench-lat" if opts.beside else None
+            job, source = measure_latency(c, "bench-lat", c.dst.bootstrap, "west.bench-lat", opts, beside=beside)
         finally:
             deployer.stop_all()
             instance.end(instance.scan(under=root.resolve()), 5)
-        assert source is not None
         r.update({f"job_{k}": v for k, v in job.figures.items() if v is not None})
-        r.update({f"source_during_job_{k}": v for k, v in source.figures.items() if v is not None})
-        job_slices, source_slices = job.p99_by_slice(), source.p99_by_slice()
-        if job_slices and source_slices:
-            r["job_p99_first_10s"], r["source_during_job_p99_first_10s"] = job_slices[0], source_slices[0]
+        if source is not None:
+            r.update({f"source_during_job_{k}": v for k, v in source.figures.items() if v is not None})
+        job_slices, source_slices = job.p99_by_slice(), source.p99_by_slice() if source is not None else []
+        if job_slices:
+            r["job_p99_first_10s"] = job_slices[0]
+        if source_slices:
+            r["source_during_job_p99_first_10s"] = source_slices[0]
         if r.get("floor_p99") and r.get("job_p99") is not None:
             r["job_p99_x_floor"] = r["job_p99"] / r["floor_p99"]
         if r.get("source_during_job_p99") is not None and r.get("job_p99") is not None:
@@ -510,16 +527,24 @@ def scenario_latency(opts, work: Path) -> dict[str, float]:
         r["tail_records_pct"] = 100 * sum(e["records"] for e in eps) / max(1, len(job.samples))
         log(
             f"  floor p50/p99 {r.get('floor_p50', 0):.0f}/{r.get('floor_p99', 0):.0f} ms, "
-            f"job {r.get('job_p50', 0):.0f}/{r.get('job_p99', 0):.0f} ms (max {r.get('job_max', 0):.0f}), "
-            f"the source topic read beside it {r.get('source_during_job_p50', 0):.0f}/"
-            f"{r.get('source_during_job_p99', 0):.0f} ms"
+            f"job {r.get('job_p50', 0):.0f}/{r.get('job_p99', 0):.0f} ms (max {r.get('job_max', 0):.0f}; "
+            f"the load's first {AFTER_PAUSE_S:.0f} s after a pause: max {r.get('job_after_pause_max', 0):.0f} ms)"
+            + (
+                f", the source topic read beside it {r.get('source_during_job_p50', 0):.0f}/"
+                f"{r.get('source_during_job_p99', 0):.0f} ms"
+                if source is not None
+                else ""
+            )
         )
         log(
             "  p99 of each 10 s of the window: job "
             + " ".join(f"{x:.0f}" for x in job_slices)
-            + " ms; the source topic read beside it "
-            + " ".join(f"{x:.0f}" for x in source_slices)
             + " ms"
+            + (
+                "; the source topic read beside it " + " ".join(f"{x:.0f}" for x in source_slices) + " ms"
+                if source_slices
+                else ""
+            )
         )
         log(f"  job records later than {above:.0f} ms: {len(eps)} episodes, {r['tail_records_pct']:.2f}% of records")
         for e in eps:
@@ -596,6 +621,11 @@ def main(argv=None) -> int:
         default=100,
         help="latency readers' fetch.wait.max.ms (default 100; librdkafka's own default, 500, costs ~130 ms at p50 "
         "on Tansu, 10 ms loads the broker: see docs/replication-job.md)",
+    )
+    ap.add_argument(
+        "--beside",
+        action="store_true",
+        help="latency: a second reader of the source topic during the job (source_during_job_*; loads the broker)",
     )
     ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
     opts = ap.parse_args(argv)

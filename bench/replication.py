@@ -685,23 +685,37 @@ def steady(
     return i
 
 
-def _generate(bootstrap: str, topic: str, partitions: int, rate: float, seconds: float, sent) -> None:
+def _generate(
+    bootstrap: str, topic: str, partitions: int, rate: float, seconds: float, warm_s: float, sent, window_ms
+) -> None:
     p = Producer({"bootstrap.servers": bootstrap, **GENERATOR})
+    if warm_s > 0:
+        steady(p, topic, partitions, rate, warm_s)
+    window_ms.value = time.time() * 1000
     sent.value = steady(p, topic, partitions, rate, seconds)
     p.flush(30)
 
 
-def generate(bootstrap: str, topic: str, partitions: int, rate: float, seconds: float) -> int:
+def generate_window(
+    bootstrap: str, topic: str, partitions: int, rate: float, seconds: float, warm_s: float = 0.0
+) -> tuple[int, float]:
     """The steady load in a process of its own (not in the driver's, where the GIL it shares with the
-    driver thread would delay it); returns the count produced."""
+    driver thread would delay it): `warm_s` seconds at the rate, then, without a pause, the measured
+    `seconds`. Returns the count produced in the measured part and when it began (epoch ms; records
+    with a producer timestamp from then on are the window's)."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
-    sent = ctx.Value("q", 0)
-    proc = ctx.Process(target=_generate, args=(bootstrap, topic, partitions, rate, seconds, sent))
+    sent, window_ms = ctx.Value("q", 0), ctx.Value("d", 0.0)
+    proc = ctx.Process(target=_generate, args=(bootstrap, topic, partitions, rate, seconds, warm_s, sent, window_ms))
     proc.start()
-    proc.join(seconds + 120)
-    return int(sent.value)
+    proc.join(warm_s + seconds + 120)
+    return int(sent.value), float(window_ms.value)
+
+
+def generate(bootstrap: str, topic: str, partitions: int, rate: float, seconds: float) -> int:
+    """`seconds` of steady load (generate_window without a warm-up); returns the count produced."""
+    return generate_window(bootstrap, topic, partitions, rate, seconds)[0]
 
 
 REFERENCE_S = 8.0  # seconds of load per reference reading of the source broker's CPU
