@@ -77,8 +77,9 @@ IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends 
 #: (`DeliveryMode.slot_is_identity`): a stream needs one consumer fetching from the source, not `parallelism` of
 #: them. Measured through the deployed job at 10,000 records/s on Tansu, whose cost per fetch grows with the
 #: partition's length (README, "Measured numbers"), with a plain reader of the source topic beside the job: two task
-#: consumers saturated the source broker within 30 s (p99 3.98 s), one did not (0.40 s). One task copies a backlog at 200,000+ records/s, so this is at most ~0.1 s of
-#: its work; a stream faster than one task copies leaves more than this at the next batch, which is split again.
+#: consumers saturated the source broker within 30 s (p99 3.98 s), one did not (0.40 s). One task copies a backlog
+#: at 200,000+ records/s, so this is at most ~0.1 s of its work; a stream faster than one task copies leaves more
+#: than this at the next batch, which is split again.
 ONE_TASK_BACKLOG = 20_000
 
 
