@@ -73,6 +73,7 @@ import reconciler.deployers.instance as instance  # noqa: E402
 from bench.replication import (  # noqa: E402
     Clusters,
     CpuMeter,
+    TargetReader,
     baseline,
     create,
     environment,
@@ -333,67 +334,6 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
 # ---------------------------------------------------------------- latency
 
 
-def _read(bootstrap: str, topic: str, partitions: int, config: dict, count, since_ms, stop, results) -> None:
-    """Reader process: counts records; keeps (produce timestamp, time seen - produce timestamp) of the
-    records produced at or after `since_ms`; sends them back when stopped."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-latency-{topic}-{os.getpid()}",
-            "enable.auto.commit": False,
-            **config,
-        }
-    )
-    samples: list[tuple[float, float]] = []
-    while topic not in c.list_topics(timeout=5).topics and not stop.is_set():
-        time.sleep(0.1)
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    while not stop.is_set():
-        m = c.poll(0.1)
-        if m is None or m.error():
-            continue
-        now = time.time() * 1000
-        ts = m.timestamp()[1]
-        if ts >= since_ms.value:
-            samples.append((ts, now - ts))
-        with count.get_lock():
-            count.value += 1
-    c.close()
-    results.send(samples)
-    results.close()
-
-
-class Reader:
-    def __init__(self, bootstrap: str, topic: str, partitions: int, config: dict):
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("spawn")
-        self._count, self._since, self._stop = ctx.Value("q", 0), ctx.Value("d", float("inf")), ctx.Event()
-        self._recv, send = ctx.Pipe(duplex=False)
-        self.samples: list[tuple[float, float]] = []
-        self.proc = ctx.Process(
-            target=_read,
-            args=(bootstrap, topic, partitions, config, self._count, self._since, self._stop, send),
-            daemon=True,
-        )
-        self.proc.start()
-
-    @property
-    def count(self) -> int:
-        return int(self._count.value)
-
-    def measure_from_now(self) -> None:
-        self._since.value = time.time() * 1000
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._recv.poll(60):
-            self.samples = self._recv.recv()
-        self.proc.join(10)
-        if self.proc.is_alive():
-            self.proc.kill()
-
-
 def episodes(samples: list[tuple[float, float]], above_ms: float, gap_ms: float = 1000) -> list[dict[str, float]]:
     """The records later than `above_ms`, grouped by produce time (a gap of `gap_ms` starts a new group)."""
     if not samples:
@@ -437,9 +377,9 @@ def measure_latency(
     when `beside` names the source's topic, by a second plain reader of that topic at the same time (what the
     source broker itself delivers while the job runs)."""
     parts = opts.partitions
-    readers = [Reader(read_bootstrap, read_topic, parts, opts.reader_config)]
+    readers = [TargetReader(read_bootstrap, read_topic, parts, opts.reader_config)]
     if beside is not None:
-        readers.append(Reader(c.src.bootstrap, beside, parts, opts.reader_config))
+        readers.append(TargetReader(c.src.bootstrap, beside, parts, opts.reader_config))
     try:
         steady_warm_up(c.src.bootstrap, load_topic, parts, readers[0])  # the reader assigned, records flowing through
         for r in readers:
@@ -462,8 +402,8 @@ def measure_latency(
         out["after_pause_max"] = max(woke) if woke else None
         return out
 
-    def reading(r: Reader, **more: float) -> Reading:
-        return Reading({**figures(r.samples), **more}, [(ts, x) for ts, x in r.samples if ts >= window_ms])
+    def reading(r: TargetReader, **more: float) -> Reading:
+        return Reading({**figures(r.timed), **more}, [(ts, x) for ts, x in r.timed if ts >= window_ms])
 
     main = reading(readers[0], rate=sent / opts.seconds, busy_pct=busy)
     return main, reading(readers[1]) if beside is not None else None
@@ -476,7 +416,7 @@ WARM_S = 5.0
 AFTER_PAUSE_S = 2.0
 
 
-def steady_warm_up(bootstrap: str, topic: str, parts: int, reader: Reader) -> None:
+def steady_warm_up(bootstrap: str, topic: str, parts: int, reader: TargetReader) -> None:
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap})

@@ -583,19 +583,22 @@ def scenario_size(opts) -> dict[str, float]:
     return r
 
 
-def _read_target(bootstrap: str, topic: str, partitions: int, count, since_ms, stop, results) -> None:
-    """TargetReader's process: count records, and keep (now - produce timestamp) for the records
-    produced at or after `since_ms`; send the samples back when stopped."""
+#: The benchmark readers' consumer settings (bench/deployed.py passes its own fetch wait).
+READER = {"fetch.wait.max.ms": 10, "isolation.level": "read_committed"}
+
+
+def _read_target(bootstrap: str, topic: str, partitions: int, config: dict, count, since_ms, stop, results) -> None:
+    """TargetReader's process: count records, and keep (produce timestamp, now - produce timestamp) for the
+    records produced at or after `since_ms`; send them back when stopped."""
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": f"bench-reader-{topic}",
+            "group.id": f"bench-reader-{topic}-{os.getpid()}",
             "enable.auto.commit": False,
-            "fetch.wait.max.ms": 10,
-            "isolation.level": "read_committed",
+            **config,
         }
     )
-    samples: list[float] = []
+    timed: list[tuple[float, float]] = []
     assigned = False
     while not stop.is_set():
         if not assigned:
@@ -614,21 +617,21 @@ def _read_target(bootstrap: str, topic: str, partitions: int, count, since_ms, s
                 n += 1
                 ts = m.timestamp()[1]
                 if ts >= since:
-                    samples.append(now - ts)
+                    timed.append((ts, now - ts))
         if n:
             with count.get_lock():
                 count.value += n
     c.close()
-    results.send(samples)
+    results.send(timed)
     results.close()
 
 
 class TargetReader:
-    """Reads the target's remote topic in its own process (so that the benchmark's producer and the
-    driver in this process do not delay it through the GIL): a count of records seen, and latency
-    samples (time seen - produce timestamp) of the records produced after `measure_from_now()`."""
+    """Reads a topic in its own process (so that the benchmark's producer and the driver in this process do
+    not delay it through the GIL): a count of records seen, and latency samples (time seen - produce
+    timestamp) of the records produced after `measure_from_now()`, with their produce timestamps in `timed`."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int):
+    def __init__(self, bootstrap: str, topic: str, partitions: int, config: dict | None = None):
         import multiprocessing
 
         ctx = multiprocessing.get_context("spawn")
@@ -636,10 +639,19 @@ class TargetReader:
         self._since = ctx.Value("d", float("inf"))
         self._stop = ctx.Event()
         self._recv, send = ctx.Pipe(duplex=False)
-        self.samples: list[float] = []
+        self.timed: list[tuple[float, float]] = []  # (produce timestamp ms, latency ms)
         self.proc = ctx.Process(
             target=_read_target,
-            args=(bootstrap, topic, partitions, self._count, self._since, self._stop, send),
+            args=(
+                bootstrap,
+                topic,
+                partitions,
+                READER if config is None else config,
+                self._count,
+                self._since,
+                self._stop,
+                send,
+            ),
             daemon=True,
         )
         self.proc.start()
@@ -648,13 +660,17 @@ class TargetReader:
     def count(self) -> int:
         return int(self._count.value)
 
+    @property
+    def samples(self) -> list[float]:
+        return [lat for _, lat in self.timed]
+
     def measure_from_now(self) -> None:
         self._since.value = time.time() * 1000
 
     def close(self) -> None:
         self._stop.set()
-        if self._recv.poll(30):
-            self.samples = self._recv.recv()
+        if self._recv.poll(60):
+            self.timed = self._recv.recv()
         self.proc.join(10)
         if self.proc.is_alive():
             self.proc.kill()
