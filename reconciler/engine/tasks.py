@@ -19,6 +19,10 @@ class PartitionTask:
     remote: str
     start: int  # next upstream offset to copy; < 0: from the beginning
     sync_state: list[int] | None = None  # the offset-sync state of this partition (see offset_syncs)
+    #: The source's end read before the batch, on the tasks of a split backlog (ReplicationDriver.split_tasks):
+    #: reaching it counts as reaching the partition's end (an end-of-partition event need not come while a stream
+    #: flows: a fetch that finds a record is not empty).
+    end: int | None = None
 
     @property
     def tp(self) -> TP:
@@ -32,8 +36,10 @@ class CopyTask:
     partitions: tuple[PartitionTask, ...]
     last_owner: str | None = None  # process that used this slot's transactional id last
     consumer_epoch: int = 0  # bumped by the driver to make workers drop cached consumers
-    #: end once every partition reached its end, without lingering for more (IDLE_END_S, IDLE_MIN_TASK_S):
-    #: the driver's own copies of heartbeats alone, where a record missed now is copied the next time
+    #: end as soon as every partition reached its end (its end-of-partition event, or its `end`), without lingering
+    #: for more (IDLE_END_S, IDLE_MIN_TASK_S): the driver's own copies of heartbeats alone, where a record missed now
+    #: is copied the next time, and the tasks of an at-least-once backlog split over the slots
+    #: (ReplicationDriver.split_tasks)
     at_end_only: bool = False
 
 

@@ -85,6 +85,7 @@ class PartitionCopy:
     count: int = 0
     bytes: int = 0
     eof: bool = False  # reached the end of the partition at least once in this task
+    end: int | None = None  # PartitionTask.end: reaching it counts as reaching the end
     at_end: bool = False  # reached its end in the current round (caught up at least once)
     hw: int | None = None
     paused: bool = False
@@ -120,7 +121,13 @@ class PartitionCopy:
             next=t.start,
             base_next=t.start,
             new_sync_state=t.sync_state,
+            end=t.end,
         )
+
+    @property
+    def passed_end(self) -> bool:
+        """Copied up to the end read before the batch (PartitionTask.end), where the task has one."""
+        return self.end is not None and self.next >= max(self.end, 0)
 
     @property
     def round_count(self) -> int:
@@ -303,6 +310,7 @@ class Copier:
         # How long the task lingers once caught up (CopyTask.at_end_only: not at all).
         self.idle_end_s, self.min_task_s = (0.0, 0.0) if at_end_only else (IDLE_END_S, IDLE_MIN_TASK_S)
         self.idle_end_stream_s = 0.0 if at_end_only else IDLE_END_STREAM_S
+        self.at_end_only = at_end_only
         self.first_copy = self.last_copy = 0.0  # when the task first and last copied a record (0.0: not yet)
         self.budget = spec.engine.max_records_per_partition
         self.by_tp = {(p.topic, p.partition): p for p in parts}
@@ -320,15 +328,18 @@ class Copier:
         """Copy one round. The round ends (False) once every partition is caught up after ROUND_S,
         or after `max_round_s` (MAX_ROUND_S unless the mode says otherwise); the task ends (True)
         at `deadline`, when every partition is paused, or when every partition is caught up and
-        nothing arrived for `idle_end()` (IDLE_END_S; IDLE_END_STREAM_S while a stream flows).
+        nothing arrived for `idle_end()` (IDLE_END_S; IDLE_END_STREAM_S while a stream flows), or at
+        once when every partition is caught up and the task is `at_end_only`.
 
         "Caught up" is per round: every active partition reached its end at least once since the
-        round began. At a steady rate every partition reaches its end many times a second, so a
-        round lasts about ROUND_S; under a backlog none does, so a round (and an exactly-once
+        round began: an end-of-partition event (a fetch found nothing more), or its `end` (the end read
+        before a split backlog's batch). At a slow rate a partition reaches its end many times a second,
+        so a round lasts about ROUND_S; under a backlog none does, nor under a stream whose records come
+        faster than a fetch waits for them (every fetch finds one), so a round (and an exactly-once
         transaction) lasts `max_round_s` or until the task's deadline."""
         self.behind = 0
         for part in self.parts:  # still at its end: nothing copied since its last end-of-partition event
-            part.at_end = part.eof and part.next == part.hw
+            part.at_end = (part.eof and part.next == part.hw) or part.passed_end
             if not part.paused and not part.at_end:
                 self.behind += 1
         self.last_record = began = time.time()  # time between rounds (a commit, a flush) is not idleness
@@ -339,7 +350,7 @@ class Copier:
         sample_every = LATENCY_SAMPLE_EVERY - 1
         while True:
             now = time.time()
-            if now >= deadline or self.active == 0:
+            if now >= deadline or self.active == 0 or (self.at_end_only and self.behind == 0):
                 return True
             if now >= round_deadline:
                 return False
@@ -373,6 +384,9 @@ class Copier:
                 i = _copy_run(p, msgs, i, n, produce, poll, budget, sample_every)
                 if p.count != before:
                     copied = True
+                    if not p.at_end and p.passed_end:
+                        p.at_end = True
+                        self.behind -= 1
                     if len(p.ts_samples) > sampled:  # record age when read (MM2's record-age-ms), per sample
                         p.age_ms.extend(read_ms - ts for ts in p.ts_samples[sampled:])
                 if p.paused:  # record budget spent
