@@ -75,6 +75,7 @@ from bench.replication import (  # noqa: E402
     CpuMeter,
     TargetReader,
     baseline,
+    copied_records,
     create,
     environment,
     generate_window,
@@ -302,7 +303,7 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
         try:
             driver.start()
             loop_start: float | None = None
-            while driver.records < n:
+            while copied_records(driver) < n:
                 before = time.perf_counter()
                 driver.step()
                 if loop_start is None and driver.records > 0:
