@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from reconciler import logs  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 
 
@@ -33,17 +34,19 @@ def pct(samples: list[float], q: int) -> float:
 
 def measure(bootstrap: str, partitions: int, commits: int) -> dict[str, float]:
     topic = f"commit-{partitions}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         f.result(15)
     answered: list[int] = []
     c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-{topic}",
-            "enable.auto.commit": False,
-            "on_commit": lambda err, tps: answered.append(1),
-        }
+        logs.client_config(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-{topic}",
+                "enable.auto.commit": False,
+                "on_commit": lambda err, tps: answered.append(1),
+            }
+        )
     )
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     sync_ms: list[float] = []

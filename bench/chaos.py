@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
+from reconciler import logs  # noqa: E402
 from reconciler.deployers.instance import Role  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
@@ -61,12 +62,14 @@ class TargetEnd:
     def __init__(self, bootstrap: str, topic: str, partitions: int):
         self.tps = [TopicPartition(topic, p) for p in range(partitions)]
         self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"chaos-{time.monotonic_ns()}",
-                # the remote topic appears after the first call: an unknown topic is otherwise cached for 5 min
-                "topic.metadata.refresh.interval.ms": 1000,
-            }
+            logs.client_config(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": f"chaos-{time.monotonic_ns()}",
+                    # the remote topic appears after the first call: an unknown topic is otherwise cached for 5 min
+                    "topic.metadata.refresh.interval.ms": 1000,
+                }
+            )
         )
 
     def __call__(self) -> int:

@@ -84,6 +84,7 @@ from bench.replication import (  # noqa: E402
     produce_only,
     steady,
 )
+from reconciler import logs  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.dev.brokers import Engine  # noqa: E402
@@ -141,11 +142,13 @@ class TargetWatch:
         self.tps = [TopicPartition(topic, p) for p in range(partitions)]
         self.n, self.interval, self.settle = n, interval, settle
         self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"bench-watch-{time.monotonic_ns()}",
-                "topic.metadata.refresh.interval.ms": 1000,  # the topic appears later: not cached as unknown
-            }
+            logs.client_config(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": f"bench-watch-{time.monotonic_ns()}",
+                    "topic.metadata.refresh.interval.ms": 1000,  # the topic appears later: not cached as unknown
+                }
+            )
         )
         self.first: tuple[float, int] | None = None
         self.last: float | None = None
@@ -164,12 +167,14 @@ class TargetWatch:
     def _true_end(self, reported: list[int]) -> int:
         """The sum of the partitions' ends, read from just before the reported ends to end-of-partition."""
         c = Consumer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "group.id": f"bench-end-{time.monotonic_ns()}",
-                "enable.partition.eof": True,
-                "enable.auto.commit": False,
-            }
+            logs.client_config(
+                {
+                    "bootstrap.servers": self.bootstrap,
+                    "group.id": f"bench-end-{time.monotonic_ns()}",
+                    "enable.partition.eof": True,
+                    "enable.auto.commit": False,
+                }
+            )
         )
         try:
             ends = {tp.partition: r for tp, r in zip(self.tps, reported)}
@@ -420,7 +425,7 @@ AFTER_PAUSE_S = 2.0
 def steady_warm_up(bootstrap: str, topic: str, parts: int, reader: TargetReader) -> None:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap}))
     seen = reader.count
     steady(p, topic, parts, 200, 240, until=lambda: reader.count > seen)
     p.flush(10)

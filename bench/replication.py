@@ -75,6 +75,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from reconciler import logs  # noqa: E402
 from reconciler.adapters.read_to_end import END_READER  # noqa: E402
 from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec  # noqa: E402
 from reconciler.dev.brokers import Engine, discard, free_port, start_broker  # noqa: E402
@@ -201,7 +202,7 @@ class CpuMeter:
 
 
 def create(bootstrap: str, topics: dict[str, int]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     for f in admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()]).values():
         f.result(60)
 
@@ -209,14 +210,16 @@ def create(bootstrap: str, topics: dict[str, int]) -> None:
 def produce_only(bootstrap: str, topics: list[tuple[str, int]], n: int, size: int) -> float:
     """Tuned producer writing n records round-robin over (topic, partition): records/s."""
     p = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 20,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.messages": 1_000_000,
-            "queue.buffering.max.kbytes": 1_048_576,
-            "enable.idempotence": True,
-        }
+        logs.client_config(
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 20,
+                "batch.size": 1_000_000,
+                "queue.buffering.max.messages": 1_000_000,
+                "queue.buffering.max.kbytes": 1_048_576,
+                "enable.idempotence": True,
+            }
+        )
     )
     value = b"x" * size
     k = len(topics)
@@ -235,7 +238,7 @@ def produce_only(bootstrap: str, topics: list[tuple[str, int]], n: int, size: in
 
 def _consume_share(args) -> tuple[int, float]:
     bootstrap, share, group = args
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, **CONSUMER_TUNED})
+    c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": group, **CONSUMER_TUNED}))
     c.assign([TopicPartition(t, p, 0) for t, p in share])
     got, eof = 0, set()
     start = time.perf_counter()
@@ -316,14 +319,16 @@ def baseline(source: str, target: str, tps: list[tuple[str, int]], n: int, exclu
     """What a user writes: poll one record, produce it, commit now and then. (records/s, CPU s)."""
     create(target, {"baseline-copy": max(p for _, p in tps) + 1})
     c = Consumer(
-        {
-            "bootstrap.servers": source,
-            "group.id": "bench-baseline",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
+        logs.client_config(
+            {
+                "bootstrap.servers": source,
+                "group.id": "bench-baseline",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
     )
-    p = Producer({"bootstrap.servers": target, "enable.idempotence": True})
+    p = Producer(logs.client_config({"bootstrap.servers": target, "enable.idempotence": True}))
     c.assign([TopicPartition(t, i, 0) for t, i in tps])
     copied = 0
     cpu0, start = tree_cpu(exclude), time.perf_counter()
@@ -600,12 +605,14 @@ def _read_target(bootstrap: str, topic: str, partitions: int, config: dict, coun
     """TargetReader's process: count records, and keep (produce timestamp, now - produce timestamp) for the
     records produced at or after `since_ms`; send them back when stopped."""
     c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-reader-{topic}-{os.getpid()}",
-            "enable.auto.commit": False,
-            **config,
-        }
+        logs.client_config(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-reader-{topic}-{os.getpid()}",
+                "enable.auto.commit": False,
+                **config,
+            }
+        )
     )
     timed: list[tuple[float, float]] = []
     assigned = False
@@ -713,7 +720,7 @@ def steady(
 def _generate(
     bootstrap: str, topic: str, partitions: int, rate: float, seconds: float, warm_s: float, sent, window_ms
 ) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, **GENERATOR})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, **GENERATOR}))
     if warm_s > 0:
         steady(p, topic, partitions, rate, warm_s)
     window_ms.value = time.time() * 1000
@@ -788,7 +795,7 @@ def scenario_latency(opts) -> dict[str, float]:
                 # The same reading on the source topic: how late records are visible there already
                 # (the load generator and the source broker share the machine), to set apart.
                 at_source = TargetReader(c.src.bootstrap, topic, parts)
-                p = Producer({"bootstrap.servers": c.src.bootstrap, **GENERATOR})
+                p = Producer(logs.client_config({"bootstrap.servers": c.src.bootstrap, **GENERATOR}))
                 try:
                     # warm-up until records flow through, then a steady stream
                     steady(p, topic, parts, 200, 90, until=lambda reader=reader: reader.count > 0)
@@ -837,7 +844,7 @@ def scenario_startup(opts) -> dict[str, float]:
         spec = replace(spec, engine=replace(spec.engine, max_batch_ms=1_000))
         reader = TargetReader(c.dst.bootstrap, f"{alias}.{topic}", parts)
         stop = threading.Event()
-        p = Producer({"bootstrap.servers": c.src.bootstrap, **GENERATOR})
+        p = Producer(logs.client_config({"bootstrap.servers": c.src.bootstrap, **GENERATOR}))
         trickle = threading.Thread(target=lambda: steady(p, topic, parts, 1_000, 600, until=stop.is_set), daemon=True)
         trickle.start()
         try:
