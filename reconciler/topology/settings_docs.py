@@ -1,11 +1,11 @@
 """The files derived from the settings registry (topology/settings_registry.py), rendered: the flow part of the
-JSON Schema and its `prune` and `slo` properties, and the README's two settings tables (flow settings; `prune:`
-and `slo:`).
+JSON Schema and its `prune` and `slo` properties, and the two tables of the settings reference,
+docs/reference/settings.md (flow settings; `prune:` and `slo:`).
 
 `scripts/generate_settings.py` writes them; tests/unit/test_settings_registry.py fails when the committed
 files are not what these functions make of the registry. Everything else in both files is written by hand and
 kept as it is: the schema's clusters, policies, metadata and a flow's `name`, `source` and `target`; the
-README around the tables' markers.
+page around the tables' markers.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ TOPOLOGY_TABLE_BEGIN = (
     "scripts/generate_settings.py; do not edit) -->"
 )
 TOPOLOGY_TABLE_END = "<!-- topology-settings-table:end -->"
+SETTINGS_PAGE = "docs/reference/settings.md"
 
 
 def _json(value: Any) -> Any:
@@ -105,7 +106,7 @@ def schema_text(current: str) -> str:
     return render_schema(schema_with_settings(json.loads(current)))
 
 
-# --- the README table --------------------------------------------------------------------------
+# --- the reference tables -----------------------------------------------------------------------
 
 
 def _cell(text: str) -> str:
@@ -124,11 +125,13 @@ def _mm2_text(s: Setting) -> str:
     text = ", ".join(f"`{k}`" for k in s.mm2.keys)
     if s.mm2.legacy:
         text += " (also read: " + ", ".join(f"`{k}`" for k in s.mm2.legacy) + ")"
+    if _has_default(s) and s.mm2.default is not None and _json(s.mm2.default) != _json(s.default):
+        text += f"; **MM2's default differs: `{json.dumps(_json(s.mm2.default), ensure_ascii=False)}`**"
     return text
 
 
 def settings_table() -> str:
-    """The README's table of flow settings, one row per setting."""
+    """The table of flow settings, one row per setting."""
     rows = [
         "| setting | default | hot reload | MirrorMaker 2 | what it does |",
         "|---|---|---|---|---|",
@@ -141,7 +144,7 @@ def settings_table() -> str:
 
 
 def topology_settings_table() -> str:
-    """The README's table of the topology-wide settings (`prune:`, `slo:`), one row per setting."""
+    """The table of the topology-wide settings (`prune:`, `slo:`), one row per setting."""
     rows = ["| setting | default | what it does |", "|---|---|---|"]
     for s in TOPOLOGY_SETTINGS:
         rows.append(f"| `{s.name}` | {_cell(_default_text(s))} | {_cell(s.doc)} |")
@@ -150,14 +153,14 @@ def topology_settings_table() -> str:
 
 def _replace_between(current: str, begin: str, end: str, table: str) -> str:
     if begin not in current or end not in current:
-        raise ValueError(f"README.md has no table markers ({begin} ... {end})")
+        raise ValueError(f"{SETTINGS_PAGE} has no table markers ({begin} ... {end})")
     head, rest = current.split(begin, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{begin}\n{table}{end}{tail}"
 
 
-def readme_text(current: str) -> str:
-    """`current` (the README's text) with the tables between their markers replaced by `settings_table()` and
+def settings_page_text(current: str) -> str:
+    """`current` (the settings page's text) with the tables between their markers replaced by `settings_table()` and
     `topology_settings_table()`."""
     text = _replace_between(current, TABLE_BEGIN, TABLE_END, settings_table())
     return _replace_between(text, TOPOLOGY_TABLE_BEGIN, TOPOLOGY_TABLE_END, topology_settings_table())
@@ -167,7 +170,10 @@ def readme_text(current: str) -> str:
 
 
 #: The derived files (paths from the repository root) and what makes each one's text from its current text.
-DERIVED: dict[str, Callable[[str], str]] = {"schemas/topology.schema.json": schema_text, "README.md": readme_text}
+DERIVED: dict[str, Callable[[str], str]] = {
+    "schemas/topology.schema.json": schema_text,
+    SETTINGS_PAGE: settings_page_text,
+}
 
 
 def stale_files(root: Path) -> list[str]:

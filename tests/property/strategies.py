@@ -39,7 +39,7 @@ INTEROP = ROOT / "tests" / "unit" / "interop_files"
 
 # Inputs that break the CLI on main today, each a hole of issue 24 being fixed in the file named.
 # The quick run leaves them out so that it passes and guards everything else; the long run draws them
-# (FINDINGS.md lists what it finds). When a hole is fixed, delete it here: the quick run covers it then.
+# (docs/property-tests-findings.md lists what it found). When a hole is fixed, delete it here: the quick run covers it then.
 OPEN_HOLES: dict[str, str] = {}  # every hole of issue 24 is closed: the quick run draws every family
 
 

@@ -246,16 +246,18 @@ def test_demo_wait_shows_records_seen_elapsed_and_the_limit():
     assert out.getvalue() == "a\nc\n"  # not a terminal: one line every 10 s, not one per poll
 
 
-def test_readme_failover_examples_use_a_group_the_demo_checkpoints():
+def test_docs_failover_examples_use_a_group_the_demo_checkpoints():
     import re
 
     from reconciler.cli.demo import GROUP
     from reconciler.topology.build import load_topology
 
     topo, _ = load_topology([ROOT / "topologies" / "demo"])
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     commands = [
         line
-        for line in (ROOT / "README.md").read_text().splitlines()
+        for page in pages
+        for line in page.read_text().splitlines()
         if "--group" in line and "topologies/demo" in line
     ]
     assert commands

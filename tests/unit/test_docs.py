@@ -1,0 +1,176 @@
+"""The documentation stays true: the site builds strictly, generated pages are current, every path a page names
+exists, every `reconciler` command and flag a page shows exists in the CLI, every topology a page shows validates,
+and the README stays a front door (docs/contributing.md, "Conventions")."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reconciler.cli.main import build_parser
+from reconciler.cli.reference import pages, walk
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
+#: Top-level folders and files of the repository a page may name as a path.
+TOP = ("reconciler/", "docs/", "tests/", "scripts/", "bench/", "deploy/", "schemas/", "topologies/", "jobs/", "ci/")
+TOP += (".github/", ".ci/")
+
+
+def _rel(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+def test_the_site_builds_strictly(tmp_path):
+    """`mkdocs build --strict`: a broken link, a page missing from the nav or a nav entry without a page fails."""
+    mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent))
+    assert mkdocs, "mkdocs is not installed: it is in the [docs] extra, which [test] includes"
+    out = subprocess.run(
+        [mkdocs, "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1", "HOME": str(tmp_path)},
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "site" / "getting-started" / "index.html").exists()
+
+
+def test_the_generated_reference_pages_are_current():
+    stale = [name for name, text in pages().items() if (ROOT / name).read_text(encoding="utf-8") != text]
+    assert stale == [], f"run `.venv/bin/python scripts/generate_settings.py`: stale {stale}"
+
+
+def test_the_readme_is_a_front_door():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    for must in (
+        "bash scripts/demo.sh",
+        "bash scripts/test.sh",
+        "apiVersion: reconciler/v1",
+        "docs/getting-started.md",
+    ):
+        assert must in text
+    # the README's test command is what CI runs
+    assert "scripts/test.sh" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def _named_paths(text: str) -> set[str]:
+    """Repository paths a page names in backticks or as a link target (placeholders and globs left out)."""
+    found = set(re.findall(r"`([^`\s]+)`", text)) | set(re.findall(r"\]\(([^)#\s]+)", text))
+    out = set()
+    for item in found:
+        item = item.rstrip(".,:;")
+        if not item.startswith(TOP) or re.search(r"[<>*${}\[\]|]|\.\.\.", item):
+            continue
+        if re.fullmatch(r"reconciler/[a-z-]+", item):
+            continue  # a Kubernetes annotation key (`reconciler/restart-hash`), not a path: those end in / or .py
+        out.add(item.split(":", 1)[0])  # path:LINE
+    return out
+
+
+def test_every_path_a_page_names_exists():
+    missing = [
+        f"{_rel(page)} names {path}"
+        for page in PAGES
+        for path in sorted(_named_paths(page.read_text(encoding="utf-8")))
+        if not (ROOT / path).exists()
+    ]
+    assert missing == []
+
+
+def test_the_path_check_sees_a_missing_path():
+    assert _named_paths("see `deployers/monitoring/` and `deploy/nothing.yaml` and [x](docs/nope.md)") == {
+        "deploy/nothing.yaml",
+        "docs/nope.md",
+    }
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    return {name: parser for name, _, parser in walk(build_parser())}
+
+
+def _groups() -> set[str]:
+    """Command words that only lead to subcommands (`dev`, `offsets`, `import`, ...)."""
+    return {name.rsplit(" ", 1)[0] for name in _commands() if " " in name}
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {o for a in parser._actions for o in a.option_strings}  # noqa: SLF001
+
+
+def _shown_commands(text: str) -> list[str]:
+    """`reconciler ...` command lines a page shows: in code blocks (after an optional `$ `) and inline code."""
+    lines = []
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            line = line.strip().removeprefix("$ ")
+            if line.startswith("reconciler "):
+                lines.append(line.split("  #", 1)[0].split(" # ", 1)[0])
+    lines += [m for m in re.findall(r"`(reconciler [^`]+)`", text)]
+    return lines
+
+
+def _check(line: str, commands: dict[str, argparse.ArgumentParser], groups: set[str]) -> str | None:
+    words = [w for w in line.split()[1:] if w not in ("-v", "-vv", "--verbose")]
+    name = ""
+    for w in words:
+        if w.startswith("-") or not re.fullmatch(r"[a-z][a-z-]*", w):
+            break
+        candidate = f"{name} {w}".strip()
+        if candidate in commands or candidate in groups:
+            name = candidate
+        else:
+            break
+    if name not in commands:
+        return None if name in groups or not name else f"no command `reconciler {name}`"
+    options = _options(commands[name]) | {"-h", "--help"}
+    flags = [w.split("=", 1)[0] for w in words if re.fullmatch(r"--?[a-zA-Z][-a-zA-Z]*(=.*)?", w)]
+    unknown = [f for f in flags if f not in options]
+    return f"`reconciler {name}` has no {', '.join(unknown)}" if unknown else None
+
+
+def test_every_command_and_flag_a_page_shows_exists():
+    commands, groups = _commands(), _groups()
+    wrong = [
+        f"{_rel(page)}: {line!r}: {problem}"
+        for page in PAGES
+        for line in _shown_commands(page.read_text(encoding="utf-8"))
+        if (problem := _check(line, commands, groups))
+    ]
+    assert wrong == []
+
+
+def test_the_command_check_sees_a_wrong_flag_and_command():
+    commands, groups = _commands(), _groups()
+    assert _check("reconciler plan topologies/demo --no-such-flag", commands, groups)
+    assert _check("reconciler stop west->east", commands, groups) is None  # not a command word at all: no claim
+    assert _check("reconciler dev up --engine noida t.yaml", commands, groups) is None
+    assert "no --frobnicate" in (_check("reconciler drift t --frobnicate", commands, groups) or "")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_rel)
+def test_every_topology_a_page_shows_validates(page, tmp_path):
+    from reconciler.topology.build import load_topology
+
+    blocks = [
+        b
+        for b in re.findall(r"```yaml\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
+        if "kind: Topology" in b
+    ]
+    for i, block in enumerate(blocks):
+        if "..." in block:
+            continue  # an excerpt
+        yaml.safe_load(block)
+        path = tmp_path / f"block{i}.yaml"
+        path.write_text(block, encoding="utf-8")
+        _, diagnostics = load_topology([path])
+        assert diagnostics.errors == [], f"{_rel(page)} block {i}: {diagnostics.errors}"
