@@ -357,6 +357,7 @@ KUBERNETES_ENGINE_SETTINGS = (
     "secret_name",
     "manifests_dir",
     "kubectl_apply",
+    "termination_grace_seconds",
 )
 
 
