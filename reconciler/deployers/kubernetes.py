@@ -78,6 +78,10 @@ from reconciler.topology.secrets import references
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
 ENGINE_MOUNT = "/etc/reconciler/engine"
 APP_ROOT = "/opt/reconciler"
+#: The Spark of the job image (`sparkVersion`): constraints.txt's pyspark pin, which the Dockerfile installs; not
+#: the pyspark of the machine that renders, so every machine renders the same SparkApplication (a test keeps the
+#: two equal: tests/unit/test_kubernetes_deployer.py).
+IMAGE_SPARK_VERSION = "4.3.0"
 #: The image's working directory for the job's pods (writable by the Spark images' user, uid 185: Dockerfile).
 WORK_DIR = "/opt/spark/work-dir"
 SPARK_UID = 185
@@ -236,13 +240,7 @@ def render_engine(
         "app.kubernetes.io/managed-by": "reconciler",
         "app.kubernetes.io/instance": name,
     }
-    if spark_version is None:
-        try:
-            import pyspark
-
-            spark_version = pyspark.__version__
-        except ImportError:  # pragma: no cover
-            spark_version = "4.0.0"
+    spark_version = spark_version or IMAGE_SPARK_VERSION
     port = int(opts["metrics_port"])
     pod_annotations = {"reconciler/restart-hash": settings_hash(engine, spark_conf, options)}
     if port:  # the driver serves its flows' metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml

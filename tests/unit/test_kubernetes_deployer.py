@@ -24,6 +24,7 @@ from reconciler.deployers.base import deployment_options
 from reconciler.deployers.kubernetes import (
     DEFAULTS,
     ENGINE_MOUNT,
+    IMAGE_SPARK_VERSION,
     KubernetesDeployer,
     engine_resource_name,
     render,
@@ -466,3 +467,14 @@ def test_termination_grace_and_pod_resources_come_from_the_topology():
     # the operator passes spec.driver/executor's cores and memory after sparkConf: they carry spark_conf's values
     assert (app["spec"]["driver"]["cores"], app["spec"]["driver"]["memory"]) == (2, "512m")
     assert (app["spec"]["executor"]["cores"], app["spec"]["executor"]["memory"]) == (1, "2g")
+
+
+def test_spark_version_is_the_images_whichever_machine_renders():
+    """sparkVersion is constraints.txt's pyspark pin (what the image installs), not this machine's pyspark: a
+    render from a runner without pyspark is the same manifest (a change would resubmit every engine)."""
+    root = Path(__file__).resolve().parents[2]
+    pins = re.findall(r"^pyspark==(\S+)$", (root / "constraints.txt").read_text(), re.M)
+    assert pins == [IMAGE_SPARK_VERSION]
+    topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
+    _, app = render(JobSpec.from_flow(topo, topo.flows[0]), {"image": "img:1"})
+    assert app["spec"]["sparkVersion"] == IMAGE_SPARK_VERSION
