@@ -304,10 +304,11 @@ def render_engine(
         flow: {"key": flat_flow_file(flow), "spec-hash": _hash_of(entry), "deployed-at": _iso(entry.deployed_at)}
         for flow, entry in sorted(flows.items())
     }
-    data = {ENGINE_FILE: json.dumps({"name": engine, "master": INHERIT_MASTER, "spark_conf": dict(spark_conf)})}
+    data = {ENGINE_FILE: _compact({"name": engine, "master": INHERIT_MASTER, "spark_conf": dict(spark_conf)})}
     for flow, entry in sorted(flows.items()):
         key = flat_flow_file(flow)
-        data[key] = entry.text
+        spec = entry.spec
+        data[key] = spec.to_compact_json() + "\n" if spec is not None else entry.text
         if entry.token:
             data[key[: -len(".json")] + RESTART_SUFFIX] = entry.token + "\n"
     config_map = {
@@ -319,13 +320,13 @@ def render_engine(
             "labels": dict(labels),
             "annotations": {
                 "reconciler/engine": engine,
-                "reconciler/flows": json.dumps(flow_notes, sort_keys=True),
+                "reconciler/flows": _compact(flow_notes),
                 "reconciler/secret-variables": ",".join(variables),
             },
         },
         "data": data,
     }
-    app_annotations = {"reconciler/engine": engine, "reconciler/options": json.dumps(dict(sorted(options.items())))}
+    app_annotations = {"reconciler/engine": engine, "reconciler/options": _compact(dict(sorted(options.items())))}
     if deployed_at is not None:
         app_annotations["reconciler/deployed-at"] = _iso(deployed_at)
     app = {
@@ -349,6 +350,12 @@ def render_engine(
         },
     }
     return [config_map, app]
+
+
+def _compact(value: Any) -> str:
+    """JSON without whitespace, keys sorted: the ConfigMap's flow specs and the annotations (an engine of 400 flows
+    stays within Kubernetes' limits: 1 MiB of data, 256 KiB of annotations)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def _int_conf(conf: Mapping[str, str], key: str, default: int) -> int:
