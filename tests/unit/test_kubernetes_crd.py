@@ -3,7 +3,8 @@ SparkApplication against the CRD's openAPIV3Schema of two operator releases (ven
 with no field the CRD does not list (the API server prunes unknown fields silently: a misspelt field is a setting
 lost), its webhook's rules (reconciler/topology/spark_operator.py), and the ConfigMap against Kubernetes' own
 limits. The manifests: a one-flow engine, the demo topology's engines, an engine with spark_conf, one whose flows
-reference secrets, one of several flows, one of 400 flows."""
+reference secrets, one of several flows, one of 400 flows (within the limits with room: compact JSON). And
+`reconciler validate` warns about the job.spark_conf keys the operator denies or sets itself."""
 
 from __future__ import annotations
 
@@ -415,3 +416,51 @@ def test_the_compact_form_keeps_the_spec_and_its_hash():
     assert json.loads(cm["metadata"]["annotations"]["reconciler/flows"])[topo.flows[0].name]["spec-hash"] == (
         JobSpec.from_flow(topo, topo.flows[0]).spec_hash()
     )
+
+
+def test_validate_warns_about_spark_conf_keys_the_operator_denies_or_owns(tmp_path, capsys):
+    from reconciler.cli.main import main
+
+    path = tmp_path / "t.yaml"
+    path.write_text(
+        """apiVersion: reconciler/v1
+kind: Topology
+metadata: {name: t}
+clusters: {west: {bootstrap_servers: "w:1"}, east: {bootstrap_servers: "e:1"}, north: {bootstrap_servers: "n:1"}}
+defaults:
+  job:
+    deployer: kubernetes
+    image: img:1
+    namespace: replication
+    spark_conf:
+      spark.executor.memory: 2g
+      spark.kubernetes.container.image: other:2
+flows:
+  - source: west
+    target: east
+    job:
+      spark_conf:
+        spark.executor.memory: 2g
+        spark.kubernetes.container.image: other:2
+        spark.kubernetes.namespace: default
+        spark.kubernetes.driver.podTemplateFile: /tmp/t.yaml
+  - {source: east, target: west}
+  - {source: north, target: west}
+  - {source: west, target: north, job: {deployer: local, spark_conf: {spark.master: "local[2]"}}}
+"""
+    )
+    assert main(["validate", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "valid: 3 clusters, 4 flows, 4 warnings" in captured.out
+    lines = [line for line in captured.err.splitlines() if "warning:" in line]
+    at = {re.sub(r":\d+: warning: .*key '([^']+)'.*", r" \1", line.split(str(path) + ":")[1]) for line in lines}
+    # the flow's own keys at their lines; the defaults' once (two flows take them), a local flow's not at all
+    assert at == {
+        "19 spark.kubernetes.container.image",
+        "20 spark.kubernetes.namespace",
+        "21 spark.kubernetes.driver.podTemplateFile",
+        "12 spark.kubernetes.container.image",
+    }, captured.err
+    assert any("rejects the SparkApplication (use the image field on the CRD instead" in line for line in lines)
+    assert any("must equal the application namespace 'replication'" in line for line in lines)
+    assert "spark.executor.memory" not in captured.err and "spark.master" not in captured.err
