@@ -27,6 +27,7 @@ DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
         "manifests_dir",
         "kubectl_apply",
         "metrics_port",
+        "termination_grace_seconds",
         "engine",
     ),
 }

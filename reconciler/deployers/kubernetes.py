@@ -14,7 +14,10 @@ into one target cluster (`job.engine`, default the target's alias). Per engine o
 * a SparkApplication (Python, cluster mode) running `jobs/mirror_job.py --engine-dir /etc/reconciler/engine
   --master inherit` from the image. Nothing of it depends on the engine's flows: its executors scale with the
   flows' tasks (dynamic allocation, at most `spark.dynamicAllocation.maxExecutors`), and the pods take every
-  variable of the Secret `secret_name` (`envFrom`, optional).
+  variable of the Secret `secret_name` (`envFrom`, optional). The pods' shape (the ConfigMap's volume, the
+  environment, the metrics port, a Pod Security "restricted" securityContext, the working directory, the
+  termination grace period) is in pod templates (`spec.driver.template`, `spec.executor.template`), which Spark
+  applies itself: no mutating webhook is needed (Spark operator v2.1 or later; docs/install.md).
 
 Adding, changing and removing a flow rewrites only the ConfigMap: Kubernetes updates mounted ConfigMaps in place
 (within the kubelet's sync period, about a minute) and the running engine picks the flow files up; a flow change
@@ -75,12 +78,31 @@ from reconciler.topology.secrets import references
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
 ENGINE_MOUNT = "/etc/reconciler/engine"
 APP_ROOT = "/opt/reconciler"
+#: The Spark of the job image (`sparkVersion`): constraints.txt's pyspark pin, which the Dockerfile installs; not
+#: the pyspark of the machine that renders, so every machine renders the same SparkApplication (a test keeps the
+#: two equal: tests/unit/test_kubernetes_deployer.py).
+IMAGE_SPARK_VERSION = "4.3.0"
+#: The image's working directory for the job's pods (writable by the Spark images' user, uid 185: Dockerfile).
+WORK_DIR = "/opt/spark/work-dir"
+SPARK_UID = 185
+#: The containers Spark takes from a pod template (the names the operator passes as podTemplateContainerName).
+DRIVER_CONTAINER = "spark-kubernetes-driver"
+EXECUTOR_CONTAINER = "spark-kubernetes-executor"
 #: The deployer's options when a flow's job does not set them: the topology's built-in job defaults (their one
 #: home, topology/defaults.py), except the metrics port, which this deployer fixes (the pod's port).
 DEFAULTS = {
     **{
         k: BUILTIN_FLOW_DEFAULTS["job"][k]
-        for k in ("namespace", "image", "service_account", "secret_name", "manifests_dir", "kubectl_apply", "engine")
+        for k in (
+            "namespace",
+            "image",
+            "service_account",
+            "secret_name",
+            "manifests_dir",
+            "kubectl_apply",
+            "termination_grace_seconds",
+            "engine",
+        )
     },
     "metrics_port": KUBERNETES_PORT,
 }
@@ -218,13 +240,7 @@ def render_engine(
         "app.kubernetes.io/managed-by": "reconciler",
         "app.kubernetes.io/instance": name,
     }
-    if spark_version is None:
-        try:
-            import pyspark
-
-            spark_version = pyspark.__version__
-        except ImportError:  # pragma: no cover
-            spark_version = "4.0.0"
+    spark_version = spark_version or IMAGE_SPARK_VERSION
     port = int(opts["metrics_port"])
     pod_annotations = {"reconciler/restart-hash": settings_hash(engine, spark_conf, options)}
     if port:  # the driver serves its flows' metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
@@ -243,13 +259,14 @@ def render_engine(
         **{str(k): str(v) for k, v in spark_conf.items()},
     }
     env_from = [{"secretRef": {"name": opts["secret_name"], "optional": True}}]
-    driver: dict[str, Any] = {
-        "cores": 1,
-        "memory": "512m",
-        "serviceAccount": opts["service_account"],
-        "labels": dict(labels),
-        "annotations": dict(pod_annotations),
+    grace = int(opts["termination_grace_seconds"])
+    volume = {"name": "engine", "configMap": {"name": f"{name}-flows"}}
+    driver_container: dict[str, Any] = {
+        "name": DRIVER_CONTAINER,
+        "workingDir": WORK_DIR,
+        "securityContext": _container_security(),
         "volumeMounts": [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}],
+        "envFrom": env_from,
         "env": [
             {"name": "PYTHONPATH", "value": APP_ROOT},
             {"name": PORT_ENV, "value": str(port)},
@@ -257,15 +274,28 @@ def render_engine(
             # instance, which a zombie driver of an earlier pod sees in the status topic and stops for.
             {"name": INSTANCE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
         ],
-        "envFrom": env_from,
     }
     if port:
-        driver["ports"] = [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
-    executor: dict[str, Any] = {
-        "cores": 1,
-        "memory": "512m",
+        driver_container["ports"] = [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
+    driver: dict[str, Any] = {
+        "cores": _int_conf(conf, "spark.driver.cores", 1),
+        "memory": conf.get("spark.driver.memory", "512m"),
+        "serviceAccount": opts["service_account"],
         "labels": dict(labels),
+        "annotations": dict(pod_annotations),
+        "template": _pod_template(driver_container, [volume], grace),
+    }
+    executor_container = {
+        "name": EXECUTOR_CONTAINER,
+        "workingDir": WORK_DIR,
+        "securityContext": _container_security(),
         "envFrom": [dict(e, secretRef=dict(e["secretRef"])) for e in env_from],
+    }
+    executor: dict[str, Any] = {
+        "cores": _int_conf(conf, "spark.executor.cores", 1),
+        "memory": conf.get("spark.executor.memory", "512m"),
+        "labels": dict(labels),
+        "template": _pod_template(executor_container, [], grace),
     }
     lo = int(conf.get("spark.dynamicAllocation.minExecutors", MIN_EXECUTORS))
     hi = max(lo, int(conf.get("spark.dynamicAllocation.maxExecutors", MAX_EXECUTORS)))
@@ -274,10 +304,11 @@ def render_engine(
         flow: {"key": flat_flow_file(flow), "spec-hash": _hash_of(entry), "deployed-at": _iso(entry.deployed_at)}
         for flow, entry in sorted(flows.items())
     }
-    data = {ENGINE_FILE: json.dumps({"name": engine, "master": INHERIT_MASTER, "spark_conf": dict(spark_conf)})}
+    data = {ENGINE_FILE: _compact({"name": engine, "master": INHERIT_MASTER, "spark_conf": dict(spark_conf)})}
     for flow, entry in sorted(flows.items()):
         key = flat_flow_file(flow)
-        data[key] = entry.text
+        spec = entry.spec
+        data[key] = spec.to_compact_json() + "\n" if spec is not None else entry.text
         if entry.token:
             data[key[: -len(".json")] + RESTART_SUFFIX] = entry.token + "\n"
     config_map = {
@@ -289,13 +320,13 @@ def render_engine(
             "labels": dict(labels),
             "annotations": {
                 "reconciler/engine": engine,
-                "reconciler/flows": json.dumps(flow_notes, sort_keys=True),
+                "reconciler/flows": _compact(flow_notes),
                 "reconciler/secret-variables": ",".join(variables),
             },
         },
         "data": data,
     }
-    app_annotations = {"reconciler/engine": engine, "reconciler/options": json.dumps(dict(sorted(options.items())))}
+    app_annotations = {"reconciler/engine": engine, "reconciler/options": _compact(dict(sorted(options.items())))}
     if deployed_at is not None:
         app_annotations["reconciler/deployed-at"] = _iso(deployed_at)
     app = {
@@ -314,12 +345,57 @@ def render_engine(
             "sparkConf": dict(sorted(conf.items())),
             "restartPolicy": {"type": "Always", "onFailureRetryInterval": 10, "onSubmissionFailureRetryInterval": 20},
             "dynamicAllocation": {"enabled": True, "initialExecutors": lo, "minExecutors": lo, "maxExecutors": hi},
-            "volumes": [{"name": "engine", "configMap": {"name": f"{name}-flows"}}],
             "driver": driver,
             "executor": executor,
         },
     }
     return [config_map, app]
+
+
+def _compact(value: Any) -> str:
+    """JSON without whitespace, keys sorted: the ConfigMap's flow specs and the annotations (an engine of 400 flows
+    stays within Kubernetes' limits: 1 MiB of data, 256 KiB of annotations)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _int_conf(conf: Mapping[str, str], key: str, default: int) -> int:
+    try:
+        return int(conf[key])
+    except (KeyError, ValueError):
+        return default
+
+
+def _container_security() -> dict[str, Any]:
+    """A container of Pod Security's "restricted" profile: the image's unprivileged user, no privilege escalation,
+    no capabilities, the runtime's seccomp profile."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "runAsUser": SPARK_UID,
+        "runAsGroup": SPARK_UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _pod_template(container: dict[str, Any], volumes: list[dict[str, Any]], grace: int) -> dict[str, Any]:
+    """A pod template (spec.driver.template / spec.executor.template): Spark builds the pod from it itself (the
+    operator hands it to spark-submit as spark.kubernetes.{driver,executor}.podTemplateFile), so the pod needs no
+    mutating webhook; and with a template the operator does not mark the pod for its webhook (v2.1 and later)."""
+    spec: dict[str, Any] = {
+        "terminationGracePeriodSeconds": grace,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": SPARK_UID,
+            "runAsGroup": SPARK_UID,
+            "fsGroup": SPARK_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+    }
+    if volumes:
+        spec["volumes"] = volumes
+    return {"spec": spec}
 
 
 def _hash_of(entry: FlowEntry) -> str | None:

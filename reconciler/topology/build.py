@@ -44,6 +44,7 @@ from reconciler.topology.model import (
     flow_name,
 )
 from reconciler.topology.schema import validate_document
+from reconciler.topology.spark_operator import spark_conf_problems
 
 SINGLETON_SECTIONS = ("defaults", "prune", "slo", "metadata")
 PATTERN_LISTS = (
@@ -357,6 +358,7 @@ KUBERNETES_ENGINE_SETTINGS = (
     "secret_name",
     "manifests_dir",
     "kubectl_apply",
+    "termination_grace_seconds",
 )
 
 
@@ -387,6 +389,36 @@ def _check_engines(flows: list[Flow], diags: Diagnostics) -> None:
                 hint="set them once for the engine's flows (e.g. in `defaults: {job: ...}`), or give the flow an "
                 "engine of its own (`job: {engine: NAME}`)",
                 related=tuple(w for w in (other.where,) if w is not None),
+            )
+
+
+def _check_spark_conf(
+    built: list[tuple[Flow, Document, tuple]], defaults: tuple[Document, tuple] | None, diags: Diagnostics
+) -> None:
+    """Warn about the `job.spark_conf` keys of a kubernetes flow that the Spark operator's webhook denies (the
+    SparkApplication is rejected) or that the deployer or the operator sets itself (topology/spark_operator.py),
+    once per place the key is written: the flow's own `job.spark_conf`, else `defaults.job.spark_conf`."""
+    said: set[tuple[SourceLocation | None, str]] = set()
+    for flow, doc, path in built:
+        if flow.job.deployer != "kubernetes":
+            continue
+        own = (_get(doc, path).get("job") or {}).get("spark_conf") or {}
+        for problem in spark_conf_problems(flow.job.spark_conf, flow.job.namespace):
+            if problem.key in own:
+                where: SourceLocation | None = doc.where_key(path + ("job", "spark_conf", problem.key))
+            elif defaults is not None:
+                ddoc, dpath = defaults
+                where = ddoc.where_key(dpath + ("job", "spark_conf", problem.key))
+            else:
+                where = flow.where
+            if (where, problem.key) in said:
+                continue
+            said.add((where, problem.key))
+            what = "the Spark operator rejects the SparkApplication" if problem.denied else "it is not yours to set"
+            diags.warning(
+                f"flow {flow.name}: job.spark_conf key {problem.key!r}: {what} ({problem.reason})",
+                where,
+                hint=f"remove {problem.key} from job.spark_conf (kubernetes deployer)",
             )
 
 
@@ -446,12 +478,16 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     clusters = {alias: _build_cluster(alias, doc, path) for alias, (doc, path) in src.clusters.items()}
     defaults_raw = _get(*src.singletons["defaults"]) if "defaults" in src.singletons else {}
     base = merge(BUILTIN_FLOW_DEFAULTS, defaults_raw)
-    flows = [
-        _build_flow(merge(base, _get(doc, path)), doc.where(path)) for (doc, path), ok in zip(src.flows, flow_ok) if ok
+    built = [
+        (_build_flow(merge(base, _get(doc, path)), doc.where(path)), doc, path)
+        for (doc, path), ok in zip(src.flows, flow_ok)
+        if ok
     ]
+    flows = [flow for flow, _, _ in built]
     for flow in flows:
         _check_effective(flow, clusters, diags)
     _check_engines(flows, diags)
+    _check_spark_conf(built, src.singletons.get("defaults"), diags)
     flows = _heartbeat_carriers(flows)
 
     residency = tuple(_build_residency(doc, path, clusters, diags) for doc, path in src.residency)

@@ -522,6 +522,16 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         spec=None,
     ),
     _s(
+        "job.termination_grace_seconds",
+        Type.INT,
+        60,
+        "Seconds Kubernetes gives the job's pods to stop after SIGTERM (a node drain, an upgrade, a resubmission) "
+        "before it kills them: the pods' terminationGracePeriodSeconds" + _KUBE + ".",
+        hot=False,
+        constraints={"minimum": 1},
+        spec=None,
+    ),
+    _s(
         "job.engine",
         Type.STRING,
         None,  # the flow's target alias: one engine per target cluster (Flow.engine)

@@ -24,6 +24,7 @@ from reconciler.deployers.base import deployment_options
 from reconciler.deployers.kubernetes import (
     DEFAULTS,
     ENGINE_MOUNT,
+    IMAGE_SPARK_VERSION,
     KubernetesDeployer,
     engine_resource_name,
     render,
@@ -163,14 +164,30 @@ def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
         ENGINE_MOUNT == "/etc/reconciler/engine"
     )
     assert s["restartPolicy"]["type"] == "Always" and re.fullmatch(r"\d+\.\d+\.\d+.*", s["sparkVersion"])
-    assert s["volumes"] == [{"name": "engine", "configMap": {"name": cm["metadata"]["name"]}}]
-    assert s["driver"]["volumeMounts"] == [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}]
+    # the pods' shape is in pod templates, which Spark applies itself: no mutating webhook (docs/install.md)
+    driver_pod, executor_pod = s["driver"]["template"]["spec"], s["executor"]["template"]["spec"]
+    assert driver_pod["volumes"] == [{"name": "engine", "configMap": {"name": cm["metadata"]["name"]}}]
+    [driver_c], [executor_c] = driver_pod["containers"], executor_pod["containers"]
+    assert (driver_c["name"], executor_c["name"]) == ("spark-kubernetes-driver", "spark-kubernetes-executor")
+    assert driver_c["volumeMounts"] == [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}]
+    assert "volumes" not in s and "volumeMounts" not in s["driver"], "no webhook-era copy of the pod's parts"
     assert s["driver"]["serviceAccount"] == "spark-operator-spark"
     assert s["dynamicAllocation"] == {"enabled": True, "initialExecutors": 1, "minExecutors": 1, "maxExecutors": 8}
     assert s["sparkConf"]["spark.scheduler.mode"] == "FAIR"
-    for pod in (s["driver"], s["executor"]):
-        assert pod["envFrom"] == [{"secretRef": {"name": "reconciler-secrets", "optional": True}}]
-        assert not [e for e in pod.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
+    for pod, container in ((driver_pod, driver_c), (executor_pod, executor_c)):
+        assert container["envFrom"] == [{"secretRef": {"name": "reconciler-secrets", "optional": True}}]
+        assert not [e for e in container.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
+        # Pod Security "restricted", the image's user, its writable working directory, job.termination_grace_seconds
+        assert pod["securityContext"] == {
+            "runAsNonRoot": True,
+            "runAsUser": 185,
+            "runAsGroup": 185,
+            "fsGroup": 185,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
+        assert container["securityContext"]["allowPrivilegeEscalation"] is False
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        assert container["workingDir"] == "/opt/spark/work-dir" and pod["terminationGracePeriodSeconds"] == 60
     assert all(isinstance(v, str) for v in s["sparkConf"].values())
     assert not k8s.kubectl_log.exists(), "kubectl only when asked"
 
@@ -420,10 +437,11 @@ def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
     spec = JobSpec.from_flow(topo, topo.flows[0])
     _, app = render(spec, {"image": "img:1"})
     driver = app["spec"]["driver"]
-    assert driver["ports"] == [{"name": "metrics", "containerPort": 9404, "protocol": "TCP"}]
-    assert {"name": "RECONCILER_METRICS_PORT", "value": "9404"} in driver["env"]
+    [container] = driver["template"]["spec"]["containers"]
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9404, "protocol": "TCP"}]
+    assert {"name": "RECONCILER_METRICS_PORT", "value": "9404"} in container["env"]
     # each driver pod is an instance of its own (the job's self-fencing tells a zombie pod from its successor)
-    assert {"name": "RECONCILER_JOB_INSTANCE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}} in driver[
+    assert {"name": "RECONCILER_JOB_INSTANCE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}} in container[
         "env"
     ]
     assert (
@@ -432,5 +450,31 @@ def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
     )
     _, app = render(spec, {"image": "img:1", "metrics_port": 0})
     driver = app["spec"]["driver"]
-    assert "ports" not in driver and "prometheus.io/scrape" not in driver["annotations"]
-    assert {"name": "RECONCILER_METRICS_PORT", "value": "0"} in driver["env"]
+    [container] = driver["template"]["spec"]["containers"]
+    assert "ports" not in container and "prometheus.io/scrape" not in driver["annotations"]
+    assert {"name": "RECONCILER_METRICS_PORT", "value": "0"} in container["env"]
+
+
+def test_termination_grace_and_pod_resources_come_from_the_topology():
+    topo = topology(
+        "flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1, "
+        'termination_grace_seconds: 120, spark_conf: {spark.executor.memory: "2g", spark.driver.cores: "2"}}}'
+    )
+    flow = topo.flows[0]
+    _, app = render(JobSpec.from_flow(topo, flow), deployment_options(flow.job, flow.engine))
+    for role in ("driver", "executor"):
+        assert app["spec"][role]["template"]["spec"]["terminationGracePeriodSeconds"] == 120
+    # the operator passes spec.driver/executor's cores and memory after sparkConf: they carry spark_conf's values
+    assert (app["spec"]["driver"]["cores"], app["spec"]["driver"]["memory"]) == (2, "512m")
+    assert (app["spec"]["executor"]["cores"], app["spec"]["executor"]["memory"]) == (1, "2g")
+
+
+def test_spark_version_is_the_images_whichever_machine_renders():
+    """sparkVersion is constraints.txt's pyspark pin (what the image installs), not this machine's pyspark: a
+    render from a runner without pyspark is the same manifest (a change would resubmit every engine)."""
+    root = Path(__file__).resolve().parents[2]
+    pins = re.findall(r"^pyspark==(\S+)$", (root / "constraints.txt").read_text(), re.M)
+    assert pins == [IMAGE_SPARK_VERSION]
+    topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
+    _, app = render(JobSpec.from_flow(topo, topo.flows[0]), {"image": "img:1"})
+    assert app["spec"]["sparkVersion"] == IMAGE_SPARK_VERSION
