@@ -10,6 +10,7 @@ import json
 import os
 import re
 import stat
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -177,7 +178,7 @@ def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
 
 def test_flows_added_changed_restarted_and_removed_touch_only_the_configmap(k8s):
     k8s.apply()
-    assert k8s.jobs() == [], "rendered just now: starting, not down"
+    assert k8s.jobs() == [], "rendered just now: pending sync, not down"
     cm1, app1, _ = k8s.manifest()
 
     # a flow added: the running engine picks it up from the ConfigMap
@@ -189,6 +190,8 @@ def test_flows_added_changed_restarted_and_removed_touch_only_the_configmap(k8s)
     assert app2 == app1, "the operator must not resubmit the engine for a new flow"
     assert {"flow.west.east.orders.json", "flow.west.east.refunds.json"} <= set(cm2["data"])
     assert cm2["data"]["flow.west.east.orders.json"] == cm1["data"]["flow.west.east.orders.json"]
+
+    k8s.report_all()  # the cluster synced: both flows run (a flow that never started is only re-rendered)
 
     # a hot change of one flow
     k8s.write(topics='["orders", "returns"]', extra=REFUNDS)
@@ -434,3 +437,59 @@ def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
     driver = app["spec"]["driver"]
     assert "ports" not in driver and "prometheus.io/scrape" not in driver["annotations"]
     assert {"name": "RECONCILER_METRICS_PORT", "value": "0"} in driver["env"]
+
+
+def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s):
+    """GitOps (`kubectl_apply: false`): a flow rendered for Argo CD / Flux that has published no status since is
+    "pending sync" however long the sync takes (an unmerged pull request, the controller's poll, an image pull):
+    plan and apply 10 minutes later change nothing (no restart token, the file as it was), status says so, and
+    drift says it once the wait is long."""
+    start = time.time()
+    now = [start]
+    cli = k8s.world.backend(k8s.backend, clock=lambda: now[0])
+
+    def run(*args: str) -> tuple[int, dict]:
+        code = main([args[0], str(k8s.path), *args[1:], "--format", "json"], cli)
+        return code, json.loads(k8s.capsys.readouterr().out)
+
+    assert main(["apply", str(k8s.path), "--auto-approve"], cli) == 0
+    k8s.capsys.readouterr()
+    rendered = k8s.file().read_text()
+    plans = []
+    for minutes in (0, 10):
+        now[0] = start + minutes * 60
+        code, plan = run("plan", "--detailed-exitcode")
+        plans.append(plan)
+        assert code == 0 and [a for a in plan["actions"] if a["kind"].endswith("_job")] == [], plan["actions"]
+    [pending] = [f for f in plans[1]["findings"] if f["kind"] == "pending"]
+    assert pending["severity"] == "info" and pending["reason_kind"] == "job-pending-sync"
+    assert pending["subject"] == ORDERS and "pending sync" in pending["message"] and "10m ago" in pending["message"]
+
+    assert main(["apply", str(k8s.path), "--auto-approve"], cli) == 0
+    k8s.capsys.readouterr()
+    assert k8s.file().read_text() == rendered, "an apply while the cluster has not synced rewrites nothing"
+    assert not [k for k in k8s.manifest()[0]["data"] if k.endswith(".restart")], "no restart token"
+
+    _, status = run("status")
+    [row] = status["jobs"]
+    assert row["state"] == "pending sync" and "10m ago" in row["why"], row
+
+    now[0] = start + 30 * 60  # long pending: a warning in the plan, drift (not a restart)
+    _, plan = run("plan")
+    assert [a for a in plan["actions"] if a["kind"].endswith("_job")] == []
+    [pending] = [f for f in plan["findings"] if f["kind"] == "pending"]
+    assert pending["severity"] == "warning" and "30m ago" in pending["message"] and "never restarts" in pending["hint"]
+    code, drift = run("drift")
+    items = [i for f in drift["flows"] for i in f.get("items", [])] + drift.get("items", [])
+    jobs = [i for i in items if i["category"] == "job" and ORDERS in i["flows"]]
+    assert code == 2 and jobs and all("pending sync" in i["message"] for i in jobs), jobs
+
+    # a change while pending replaces what was rendered: an update, never a restart token
+    k8s.write(delivery="exactly-once")
+    _, plan = run("plan")
+    [update] = [a for a in plan["actions"] if a["kind"].endswith("_job")]
+    assert update["kind"] == "update_job" and "pending sync" in update["reason"], update
+    assert main(["apply", str(k8s.path), "--auto-approve"], cli) == 0
+    k8s.capsys.readouterr()
+    assert k8s.spec(ORDERS).settings.delivery.value == "exactly-once"
+    assert not [k for k in k8s.manifest()[0]["data"] if k.endswith(".restart")], "no restart token"
