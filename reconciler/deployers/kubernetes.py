@@ -38,8 +38,11 @@ pod's environment is fixed when it starts, so a key added to the Secret later re
 restart; until then a flow that needs it fails alone and is retried).
 
 By default the files are only written, for a GitOps controller (Argo CD, Flux) to sync; with
-`job.kubectl_apply: true` the deployer also runs `kubectl apply -f FILE` (and `kubectl delete -f` when an engine
-loses its last flow). Without kubectl the deployer cannot see pods: whether a flow runs is read from the status
+`job.kubectl_apply: true` the deployer also runs `kubectl apply --server-side --field-manager=reconciler
+--force-conflicts -f FILE` (KUBECTL_APPLY; and `kubectl delete -f` when an engine loses its last flow). Server-side:
+client-side apply keeps the whole object in the annotation kubectl.kubernetes.io/last-applied-configuration, capped
+at 256 KiB, which a ConfigMap of about 100 flows passes; `--force-conflicts` because the reconciler owns these
+objects (a field another manager set, e.g. by a `kubectl edit`, is taken back). Without kubectl the deployer cannot see pods: whether a flow runs is read from the status
 it publishes, like for every other deployer.
 """
 
@@ -91,6 +94,8 @@ MIN_EXECUTORS = 1
 MAX_EXECUTORS = 8
 #: SparkApplication states in which its driver runs or is about to.
 ALIVE_STATES = frozenset({"RUNNING", "SUBMITTED", "PENDING_RERUN", "INVALIDATING", "SUCCEEDING"})
+#: How the manifests are applied with `kubectl_apply` (then `-f FILE`): server-side, as the reconciler.
+KUBECTL_APPLY = ("apply", "--server-side", "--field-manager=reconciler", "--force-conflicts")
 LEGACY_GLOB = "mirror-*.yaml"
 ENGINE_PREFIX = "engine-"
 
@@ -587,7 +592,7 @@ class KubernetesDeployer(Deployer):
         tmp.write_text(text)
         tmp.replace(path)
         if options.get("kubectl_apply"):
-            res = self._kubectl("apply", "-f", str(path))
+            res = self._kubectl(*KUBECTL_APPLY, "-f", str(path))
             if not res.ok:
                 return res, True, app_changed
             return OpResult.success(f"rendered {path}; kubectl apply: {res.message}"), True, app_changed

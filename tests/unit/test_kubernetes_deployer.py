@@ -322,7 +322,8 @@ def test_a_flow_of_the_earlier_layout_moves_into_its_engine(k8s, kubectl):
     if kubectl:
         log = k8s.kubectl_log.read_text().splitlines()
         deleted = log.index(f"delete -f {legacy} --ignore-not-found")
-        assert deleted < log.index(f"apply -f {k8s.file()}"), "the old application goes before the engine comes"
+        applied = log.index(f"apply --server-side --field-manager=reconciler --force-conflicts -f {k8s.file()}")
+        assert deleted < applied, "the old application goes before the engine comes"
     k8s.report_all()
     assert k8s.jobs() == []
 
@@ -331,7 +332,12 @@ def test_kubectl_apply_and_delete_when_asked(k8s):
     k8s.write(kubectl="true", extra=REFUNDS)
     k8s.apply()
     path = k8s.file()
-    assert f"apply -f {path}" in k8s.kubectl_log.read_text()
+    # server-side apply: client-side apply would keep the whole ConfigMap in an annotation capped at 256 KiB
+    applies = [line.split() for line in k8s.kubectl_log.read_text().splitlines() if line.startswith("apply")]
+    assert applies and all(
+        a == ["apply", "--server-side", "--field-manager=reconciler", "--force-conflicts", "-f", str(path)]
+        for a in applies
+    ), applies
     deps = KubernetesDeployer(str(k8s.kubectl)).deployments([{"manifests_dir": str(k8s.dir)}])
     assert sorted(d.flow for d in deps) == [ORDERS, REFUNDS_FLOW]
     assert all(d.alive and d.where.endswith(", driver pod mirror-engine-east-driver") for d in deps), deps
