@@ -388,9 +388,11 @@ class EngineManifest:
         for flow, note in sorted(notes.items()):
             key = note.get("key") or flat_flow_file(flow)
             token = data.get(key[: -len(".json")] + RESTART_SUFFIX)
+            stamp = _parse_iso(note.get("deployed-at"))
             flows[flow] = FlowEntry(
                 data.get(key) or "",
-                _parse_iso(note.get("deployed-at")) or path.stat().st_mtime,
+                # 0 (1970-01-01T00:00:00Z): not known (`reconciler render` outside git), kept as it is
+                stamp if stamp is not None else path.stat().st_mtime,
                 token.strip() if token else None,
             )
         ann = app["metadata"].get("annotations") or {}
@@ -407,6 +409,46 @@ class EngineManifest:
             _parse_iso(ann.get("reconciler/deployed-at")),
             (cm, app),
         )
+
+
+def next_entry(old: FlowEntry | None, spec: JobSpec, now: float, restart_token: str | None = None) -> FlowEntry:
+    """A flow's entry once `spec` is placed in its engine (pure): the same entry when its spec is the one it has;
+    else the new spec, rendered `now` when it needs a (re)start, else (a hot change) when it was; `restart_token`
+    (a restart) replaces its token, which a flow new to the engine never gets (it just starts)."""
+    current = old.spec if old is not None else None
+    if old is not None and current is not None and current.spec_hash() == spec.spec_hash() and restart_token is None:
+        return old
+    needs_restart = restart_token is not None or current is None or bool(current.restart_fields(spec))
+    return FlowEntry(
+        spec.to_json() + "\n",
+        now if needs_restart or old is None else old.deployed_at,
+        None if old is None else restart_token if restart_token is not None else old.token,
+    )
+
+
+def engine_text(
+    engine: str,
+    flows: Mapping[str, FlowEntry],
+    spark_conf: Mapping[str, str],
+    options: Mapping[str, Any],
+    previous: EngineManifest | None,
+    restarts: int,
+    now: float | None,
+) -> tuple[str, bool]:
+    """An engine's file as text (pure) and whether its SparkApplication differs from `previous`'s (the operator
+    resubmits it then). Its `reconciler/deployed-at`: `previous`'s while the application is the same, else `now`
+    (None: none). Raises ValueError when the engine cannot be rendered (no image)."""
+    docs = render_engine(engine, flows, spark_conf, options, restarts=restarts)
+    _, app = docs
+    app_changed = previous is None or previous.docs[1].get("spec") != app["spec"]
+    stamp = previous.deployed_at if previous is not None and not app_changed and previous.deployed_at else now
+    if stamp is not None:
+        app["metadata"]["annotations"]["reconciler/deployed-at"] = _iso(stamp)
+    header = (
+        f"# Rendered by the reconciler for engine {engine} (flows: {', '.join(sorted(flows))});"
+        " `reconciler apply` rewrites this file.\n"
+    )
+    return header + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False), app_changed
 
 
 class KubernetesDeployer(Deployer):
@@ -461,7 +503,7 @@ class KubernetesDeployer(Deployer):
                 where,
                 em.flows[flow].spec,
                 alive,
-                min(em.flows[flow].deployed_at, mtime),
+                min(em.flows[flow].deployed_at or mtime, mtime),  # not known (0): the file's time
                 False,
                 None,
                 detail,
@@ -572,16 +614,7 @@ class KubernetesDeployer(Deployer):
     ) -> tuple[OpResult, bool, bool]:
         """Render the engine's file (kept as it is when nothing in it changes); (result, whether the file changed,
         whether its SparkApplication did: the operator resubmits it)."""
-        docs = render_engine(engine, flows, spark_conf, options, restarts=restarts)
-        _, app = docs
-        app_changed = previous is None or previous.docs[1].get("spec") != app["spec"]
-        stamp = previous.deployed_at if previous is not None and not app_changed and previous.deployed_at else None
-        app["metadata"]["annotations"]["reconciler/deployed-at"] = _iso(stamp or time.time())
-        header = (
-            f"# Rendered by the reconciler for engine {engine} (flows: {', '.join(sorted(flows))});"
-            " `reconciler apply` rewrites this file.\n"
-        )
-        text = header + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
+        text, app_changed = engine_text(engine, flows, spark_conf, options, previous, restarts, time.time())
         try:
             if path.read_text() == text:
                 return OpResult.already(f"{path} already renders this"), False, False
@@ -657,17 +690,7 @@ class KubernetesDeployer(Deployer):
             flows = dict(previous.flows) if previous is not None else {}
             old = flows.get(spec.flow)
             current = old.spec if old is not None else None
-            if old is not None and current is not None and current.spec_hash() == spec.spec_hash() and not restart:
-                entry = old
-            else:
-                needs_restart = restart or current is None or bool(current.restart_fields(spec))
-                entry = FlowEntry(
-                    spec.to_json() + "\n",
-                    time.time() if needs_restart or old is None else old.deployed_at,
-                    # a new token restarts a flow the running engine has; a flow new to the engine just starts
-                    None if old is None else str(time.time_ns()) if restart else old.token,
-                )
-            flows[spec.flow] = entry
+            flows[spec.flow] = next_entry(old, spec, time.time(), str(time.time_ns()) if restart else None)
             restarts = previous.restarts if previous is not None else 0
             if restart and previous is not None and opts.get("kubectl_apply"):
                 found = self._app_state(previous.namespace, previous.app_name)
