@@ -1,6 +1,6 @@
 """`reconciler status PATH...`: every replication job of a topology, as the jobs report themselves.
 
-Per job: the flow, its deployer and where it runs, the state (running, starting, down,
+Per job: the flow, its deployer and where it runs, the state (running, starting, pending sync, down,
 restart-required, stopped, not deployed, running elsewhere), the spec hash it runs against the
 desired one, lag in records and seconds (the age of the oldest record not replicated yet), latency p50/p99, throughput, records copied and when it was last seen. Jobs the
 topology does not want any more (removed or disabled flows) are listed too.

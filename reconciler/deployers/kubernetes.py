@@ -41,8 +41,11 @@ pod's environment is fixed when it starts, so a key added to the Secret later re
 restart; until then a flow that needs it fails alone and is retried).
 
 By default the files are only written, for a GitOps controller (Argo CD, Flux) to sync; with
-`job.kubectl_apply: true` the deployer also runs `kubectl apply -f FILE` (and `kubectl delete -f` when an engine
-loses its last flow). Without kubectl the deployer cannot see pods: whether a flow runs is read from the status
+`job.kubectl_apply: true` the deployer also runs `kubectl apply --server-side --field-manager=reconciler
+--force-conflicts -f FILE` (KUBECTL_APPLY; and `kubectl delete -f` when an engine loses its last flow). Server-side:
+client-side apply keeps the whole object in the annotation kubectl.kubernetes.io/last-applied-configuration, capped
+at 256 KiB, which a ConfigMap of about 100 flows passes; `--force-conflicts` because the reconciler owns these
+objects (a field another manager set, e.g. by a `kubectl edit`, is taken back). Without kubectl the deployer cannot see pods: whether a flow runs is read from the status
 it publishes, like for every other deployer.
 """
 
@@ -113,6 +116,8 @@ MIN_EXECUTORS = 1
 MAX_EXECUTORS = 8
 #: SparkApplication states in which its driver runs or is about to.
 ALIVE_STATES = frozenset({"RUNNING", "SUBMITTED", "PENDING_RERUN", "INVALIDATING", "SUCCEEDING"})
+#: How the manifests are applied with `kubectl_apply` (then `-f FILE`): server-side, as the reconciler.
+KUBECTL_APPLY = ("apply", "--server-side", "--field-manager=reconciler", "--force-conflicts")
 LEGACY_GLOB = "mirror-*.yaml"
 ENGINE_PREFIX = "engine-"
 
@@ -459,9 +464,11 @@ class EngineManifest:
         for flow, note in sorted(notes.items()):
             key = note.get("key") or flat_flow_file(flow)
             token = data.get(key[: -len(".json")] + RESTART_SUFFIX)
+            stamp = _parse_iso(note.get("deployed-at"))
             flows[flow] = FlowEntry(
                 data.get(key) or "",
-                _parse_iso(note.get("deployed-at")) or path.stat().st_mtime,
+                # 0 (1970-01-01T00:00:00Z): not known (`reconciler render` outside git), kept as it is
+                stamp if stamp is not None else path.stat().st_mtime,
                 token.strip() if token else None,
             )
         ann = app["metadata"].get("annotations") or {}
@@ -478,6 +485,46 @@ class EngineManifest:
             _parse_iso(ann.get("reconciler/deployed-at")),
             (cm, app),
         )
+
+
+def next_entry(old: FlowEntry | None, spec: JobSpec, now: float, restart_token: str | None = None) -> FlowEntry:
+    """A flow's entry once `spec` is placed in its engine (pure): the same entry when its spec is the one it has;
+    else the new spec, rendered `now` when it needs a (re)start, else (a hot change) when it was; `restart_token`
+    (a restart) replaces its token, which a flow new to the engine never gets (it just starts)."""
+    current = old.spec if old is not None else None
+    if old is not None and current is not None and current.spec_hash() == spec.spec_hash() and restart_token is None:
+        return old
+    needs_restart = restart_token is not None or current is None or bool(current.restart_fields(spec))
+    return FlowEntry(
+        spec.to_json() + "\n",
+        now if needs_restart or old is None else old.deployed_at,
+        None if old is None else restart_token if restart_token is not None else old.token,
+    )
+
+
+def engine_text(
+    engine: str,
+    flows: Mapping[str, FlowEntry],
+    spark_conf: Mapping[str, str],
+    options: Mapping[str, Any],
+    previous: EngineManifest | None,
+    restarts: int,
+    now: float | None,
+) -> tuple[str, bool]:
+    """An engine's file as text (pure) and whether its SparkApplication differs from `previous`'s (the operator
+    resubmits it then). Its `reconciler/deployed-at`: `previous`'s while the application is the same, else `now`
+    (None: none). Raises ValueError when the engine cannot be rendered (no image)."""
+    docs = render_engine(engine, flows, spark_conf, options, restarts=restarts)
+    _, app = docs
+    app_changed = previous is None or previous.docs[1].get("spec") != app["spec"]
+    stamp = previous.deployed_at if previous is not None and not app_changed and previous.deployed_at else now
+    if stamp is not None:
+        app["metadata"]["annotations"]["reconciler/deployed-at"] = _iso(stamp)
+    header = (
+        f"# Rendered by the reconciler for engine {engine} (flows: {', '.join(sorted(flows))});"
+        " `reconciler apply` rewrites this file.\n"
+    )
+    return header + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False), app_changed
 
 
 class KubernetesDeployer(Deployer):
@@ -532,7 +579,7 @@ class KubernetesDeployer(Deployer):
                 where,
                 em.flows[flow].spec,
                 alive,
-                min(em.flows[flow].deployed_at, mtime),
+                min(em.flows[flow].deployed_at or mtime, mtime),  # not known (0): the file's time
                 False,
                 None,
                 detail,
@@ -643,16 +690,7 @@ class KubernetesDeployer(Deployer):
     ) -> tuple[OpResult, bool, bool]:
         """Render the engine's file (kept as it is when nothing in it changes); (result, whether the file changed,
         whether its SparkApplication did: the operator resubmits it)."""
-        docs = render_engine(engine, flows, spark_conf, options, restarts=restarts)
-        _, app = docs
-        app_changed = previous is None or previous.docs[1].get("spec") != app["spec"]
-        stamp = previous.deployed_at if previous is not None and not app_changed and previous.deployed_at else None
-        app["metadata"]["annotations"]["reconciler/deployed-at"] = _iso(stamp or time.time())
-        header = (
-            f"# Rendered by the reconciler for engine {engine} (flows: {', '.join(sorted(flows))});"
-            " `reconciler apply` rewrites this file.\n"
-        )
-        text = header + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
+        text, app_changed = engine_text(engine, flows, spark_conf, options, previous, restarts, time.time())
         try:
             if path.read_text() == text:
                 return OpResult.already(f"{path} already renders this"), False, False
@@ -663,7 +701,7 @@ class KubernetesDeployer(Deployer):
         tmp.write_text(text)
         tmp.replace(path)
         if options.get("kubectl_apply"):
-            res = self._kubectl("apply", "-f", str(path))
+            res = self._kubectl(*KUBECTL_APPLY, "-f", str(path))
             if not res.ok:
                 return res, True, app_changed
             return OpResult.success(f"rendered {path}; kubectl apply: {res.message}"), True, app_changed
@@ -728,17 +766,7 @@ class KubernetesDeployer(Deployer):
             flows = dict(previous.flows) if previous is not None else {}
             old = flows.get(spec.flow)
             current = old.spec if old is not None else None
-            if old is not None and current is not None and current.spec_hash() == spec.spec_hash() and not restart:
-                entry = old
-            else:
-                needs_restart = restart or current is None or bool(current.restart_fields(spec))
-                entry = FlowEntry(
-                    spec.to_json() + "\n",
-                    time.time() if needs_restart or old is None else old.deployed_at,
-                    # a new token restarts a flow the running engine has; a flow new to the engine just starts
-                    None if old is None else str(time.time_ns()) if restart else old.token,
-                )
-            flows[spec.flow] = entry
+            flows[spec.flow] = next_entry(old, spec, time.time(), str(time.time_ns()) if restart else None)
             restarts = previous.restarts if previous is not None else 0
             if restart and previous is not None and opts.get("kubectl_apply"):
                 found = self._app_state(previous.namespace, previous.app_name)

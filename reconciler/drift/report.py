@@ -371,6 +371,8 @@ def _finding_category(f: Finding) -> tuple[Category, Level]:
         return (Category.PARTITIONS if f.reason_kind is ReasonKind.PARTITIONS else Category.CONFIG), Level.DRIFT
     if k is FindingKind.PRUNE_DISABLED:  # differs from the source; kept only because pruning is off
         return (Category.ACL if f.reason_kind is ReasonKind.ACL else Category.CONFIG), Level.DRIFT
+    if k is FindingKind.PENDING:  # a rendered job no cluster has started yet: a note, drift once it waits long
+        return Category.JOB, (Level.DRIFT if f.severity is Severity.WARNING else Level.NOTE)
     if k in (FindingKind.ACLS_UNKNOWN, FindingKind.CONFLICT):
         return (Category.ACL if k is FindingKind.ACLS_UNKNOWN else Category.OTHER), Level.NOTE
     category = Category.OTHER
@@ -671,6 +673,8 @@ def build_report(
     items += _unmanaged_internal(topology, live, desired, mentioned)
 
     job_action_flows = {fl for i in items if i.category is Category.JOB and i.verb for fl in i.flows}
+    # a job the plan says is pending sync (rendered, not started yet): its finding says so, not "no status record"
+    job_action_flows |= {f.subject for f in plan.findings if f.reason_kind is ReasonKind.JOB_PENDING_SYNC}
     flows: list[FlowReport] = []
     for flow in topology.flows:
         flow_items: list[DriftItem] = []

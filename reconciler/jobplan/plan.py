@@ -10,6 +10,8 @@ Per enabled flow:
   duplicated (2+ instances)       -> restart: every instance stopped, then exactly one started
   deployer or its settings changed-> restart (stop on the old deployer, start on the new)
   running elsewhere               -> a finding (nothing here can update it)
+  pending sync (rendered, never   -> a finding (a warning past PENDING_SYNC_WARN_SECONDS), never a restart: a
+    started: GitOps)                 changed spec or deployment setting replaces what was rendered (update)
 Per job no enabled flow wants:
   flow disabled                   -> stop (`enabled: false` is MM2's "do not replicate")
   flow removed from the topology  -> stop with `prune: {flows: true}`, else an `unmanaged` finding
@@ -25,7 +27,18 @@ from typing import Any
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.contract.spec import JobSpec, restart_fields_of
 from reconciler.jobplan import backend as job_backend
-from reconciler.jobplan.state import DesiredJob, JobState, JobStatuses, LiveJob, LiveJobs, desired_jobs, iso, read_jobs
+from reconciler.jobplan.state import (
+    PENDING_SYNC_WARN_SECONDS,
+    DesiredJob,
+    JobState,
+    JobStatuses,
+    LiveJob,
+    LiveJobs,
+    desired_jobs,
+    iso,
+    pending_seconds,
+    read_jobs,
+)
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
@@ -55,7 +68,40 @@ def _job_action_args(d: DesiredJob) -> dict:
     )
 
 
-def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings: list[Finding]) -> None:
+def _option_changes(d: DesiredJob, dep) -> dict[str, list]:
+    """Deployment settings the flow's deployment differs in (every kubernetes setting; else only the engine)."""
+    return {
+        k: [dep.options.get(k), v]
+        for k, v in d.options.items()
+        if dep.options.get(k) != v and (d.deployer == KUBERNETES or k == "engine")
+    }
+
+
+def _pending_finding(d: DesiredJob, lj: LiveJob, now_ms: int) -> Finding:
+    waited = pending_seconds(lj, now_ms)
+    long = waited is not None and waited >= PENDING_SYNC_WARN_SECONDS
+    if long:
+        hint = (
+            "the reconciler never restarts a flow that never started: check that the change was merged and the "
+            "GitOps controller synced the engine's manifest (Argo CD: ServerSideApply=true), then the "
+            "SparkApplication's state and its driver's log"
+        )
+    else:
+        hint = "nothing to do: it starts when the cluster syncs the engine's manifest"
+    return Finding(
+        Severity.WARNING if long else Severity.INFO,
+        FindingKind.PENDING,
+        d.cluster,
+        d.flow,
+        f"job of flow {d.flow} is pending sync: {lj.why}",
+        hint=hint,
+        why=ReasonKind.JOB_PENDING_SYNC,
+    )
+
+
+def _plan_desired(
+    d: DesiredJob, lj: LiveJob | None, out: list[Action], findings: list[Finding], now_ms: int = 0
+) -> None:
     args = _job_action_args(d)
     if lj is None:
         out.append(DeployJob(reason=f"no job runs flow {d.flow}", why=None, **args))
@@ -147,7 +193,24 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
             )
         )
         return
-    # running or starting
+    if state is JobState.PENDING_SYNC:
+        findings.append(_pending_finding(d, lj, now_ms))
+        if dep is None or dep.deployer == d.deployer:
+            # Never started: whatever changed replaces what was rendered; there is nothing to restart.
+            option_changes = _option_changes(d, dep) if dep is not None else {}
+            if changes or option_changes or current is None:
+                what = _fields({**changes, **option_changes}) if changes or option_changes else "unreadable spec"
+                out.append(
+                    UpdateJob(
+                        reason=f"the job has not started yet (pending sync): {what} changed in what was rendered, "
+                        "which is replaced (nothing to restart)",
+                        current_hash=current.spec_hash() if current else "",
+                        changes={**changes, **option_changes},
+                        **args,
+                    )
+                )
+            return
+    # running or starting (or pending sync on another deployer: it moves)
     if dep is None or current is None:
         where = dep.where if dep else "no deployment record"
         out.append(RestartJob(reason=f"the spec the job runs cannot be read ({where})", state=state.value, **args))
@@ -165,11 +228,7 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, out: list[Action], findings
             )
         )
         return
-    option_changes = {
-        k: [dep.options.get(k), v]
-        for k, v in d.options.items()
-        if dep.options.get(k) != v and (d.deployer == KUBERNETES or k == "engine")
-    }
+    option_changes = _option_changes(d, dep)
     if option_changes:
         if "engine" in option_changes:
             before = option_changes["engine"][0]
@@ -286,7 +345,7 @@ def diff_jobs(
     actions: list[Action] = []
     findings: list[Finding] = []
     for flow, d in sorted(desired.items()):
-        _plan_desired(d, live.jobs.get(flow), actions, findings)
+        _plan_desired(d, live.jobs.get(flow), actions, findings, live.now_ms)
     for flow, lj in sorted(live.jobs.items()):
         if flow not in desired:
             _plan_unwanted(lj, topology, actions, findings)

@@ -12,6 +12,11 @@ two into a state:
                        `reconciler.contract.status.health`, stale after three status
                        intervals, at least 15 s)
     starting           deployed less than START_GRACE_SECONDS ago, process alive, no fresh status yet
+    pending sync       rendered for a cluster to sync (the deployer cannot see the process: kubernetes with
+                       `kubectl_apply: false`, for Argo CD / Flux) and no status record since the render (none,
+                       or only records older than it / of another spec): not down, never restarted (a flow that
+                       never started is not restarted); how long it waited is in `why`, and past
+                       PENDING_SYNC_WARN_SECONDS the plan's finding about it is a warning
     restart-required   the job said so (its spec changed in a field it cannot take) and exits
     down               deployed, not stopped on purpose, but the process is gone or the status is stale
     stopped            stopped on purpose (by the reconciler)
@@ -43,11 +48,16 @@ from reconciler.topology.model import Cluster, Topology
 
 #: A job just (re)started has no status until Spark is up: not "down" for this long.
 START_GRACE_SECONDS = settings.job_start_grace()
+#: A rendered flow that no cluster has started for this long (an unmerged pull request, a GitOps controller that
+#: does not sync, an image that cannot be pulled, an engine that dies before its first status) is worth a warning;
+#: it stays "pending sync" (never restarted) however long it waits.
+PENDING_SYNC_WARN_SECONDS = 900.0
 
 
 class JobState(str, enum.Enum):
     RUNNING = "running"
     STARTING = "starting"
+    PENDING_SYNC = "pending sync"
     RESTART_REQUIRED = "restart-required"
     DOWN = "down"
     STOPPED = "stopped"
@@ -117,6 +127,26 @@ def iso(epoch_ms: int | float | None) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_ms / 1000.0))
 
 
+def waited(seconds: float) -> str:
+    """A duration in words for people: 45s, 10m, 2h05m, 3d04h."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def pending_seconds(lj: LiveJob, now_ms: int) -> float | None:
+    """How long a pending-sync job has waited since its render (None: not pending sync, or no render time)."""
+    dep = lj.deployment
+    if lj.state is not JobState.PENDING_SYNC or dep is None or dep.started_at is None:
+        return None
+    return max(0.0, now_ms / 1000 - dep.started_at)
+
+
 def _last(status: StatusRecord | None) -> str:
     if status is None:
         return "no status published"
@@ -167,6 +197,19 @@ def classify(
         return JobState.RESTART_REQUIRED, _last(status)
     if fresh:
         return JobState.RUNNING, ""
+    if dep.alive is None and not (
+        status_of_this_run is not None and (dep.spec is None or status_of_this_run.spec_hash == dep.spec_hash)
+    ):
+        # Rendered for a cluster to sync (the deployer cannot see the process): nothing has started it yet.
+        since = (
+            f"rendered at {iso(dep.started_at * 1000)} ({waited(now_ms / 1000 - dep.started_at)} ago)"
+            if dep.started_at is not None
+            else "rendered"
+        )
+        before = f"; before it: {_last(status)}" if status is not None else ""
+        return JobState.PENDING_SYNC, (
+            f"{since}, no status since: the cluster has not started it yet ({dep.where}){before}"
+        )
     if (
         status_of_this_run is None
         and dep.started_at is not None

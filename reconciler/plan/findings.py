@@ -29,6 +29,7 @@ class FindingKind(str, enum.Enum):
     SECURITY = "security"  # e.g. someone else may WRITE a remote topic
     ACLS_UNKNOWN = "acls-unknown"  # source ACLs could not be read, ACL sync skipped
     MULTIPLIED = "multiplied"  # filters multiply topics along paths past RECONCILER_MAX_REMOTE_TOPICS
+    PENDING = "pending"  # a job rendered for a cluster to sync (GitOps) has not started yet
 
 
 @dataclass(frozen=True)
@@ -83,4 +84,5 @@ _DEFAULT_REASONS: dict[FindingKind, ReasonKind] = {
     FindingKind.CONFLICT: ReasonKind.CONFLICT,
     FindingKind.SECURITY: ReasonKind.ACL,
     FindingKind.ACLS_UNKNOWN: ReasonKind.ACL,
+    FindingKind.PENDING: ReasonKind.JOB_PENDING_SYNC,
 }

@@ -24,6 +24,7 @@ class ReasonKind(str, enum.Enum):
     JOB_DEPLOYMENT = "job-deployment"  # the flow's deployer or its settings changed
     JOB_UNWANTED = "job-unwanted"  # a job runs a flow the topology no longer has
     JOB_STATUS_UNKNOWN = "job-status-unknown"  # the job's status records could not be read
+    JOB_PENDING_SYNC = "job-pending-sync"  # rendered for a cluster to sync (GitOps), not started yet
     CONFLICT = "conflict"  # two wants disagree (flows on one topic, a job deployed elsewhere)
     OTHER = "other"
 

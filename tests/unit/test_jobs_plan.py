@@ -78,13 +78,36 @@ def dep(alive=True, started_age=120.0, stopped=False, detail=""):
             Deployment("west->east", "kubernetes", "k8s default/x", spec(), None, NOW / 1000 - 500),
             JobState.DOWN,
         ),  # manifests only: the status decides
+        (
+            None,
+            Deployment("west->east", "kubernetes", "k8s default/x", spec(), None, NOW / 1000 - 600),
+            JobState.PENDING_SYNC,
+        ),  # rendered 10 minutes ago for a GitOps controller, no status yet: not synced, not down
+        (
+            status(age=700, started_age=900),
+            Deployment("west->east", "kubernetes", "k8s default/x", spec(), None, NOW / 1000 - 600),
+            JobState.PENDING_SYNC,
+        ),  # only a record older than the render
+        (
+            status(age=100, started_age=300, spec_hash="0" * 64),
+            Deployment("west->east", "kubernetes", "k8s default/x", spec(), None, NOW / 1000 - 600),
+            JobState.PENDING_SYNC,
+        ),  # only a record of another spec
+        (
+            status(age=1, started_age=900, spec_hash="0" * 64),
+            Deployment("west->east", "kubernetes", "k8s default/x", spec(), None, NOW / 1000 - 600),
+            JobState.RUNNING,
+        ),  # the engine still runs the flow as it was before the render: running (the cluster syncs later)
+        (None, dep(started_age=600), JobState.DOWN),  # a deployer that sees its process: never pending sync
     ],
 )
 def test_classify(st, d, want):
     state, why = classify("west->east", st, d, NOW)
     assert state is want, why
-    if want is JobState.DOWN:
+    if want in (JobState.DOWN, JobState.PENDING_SYNC):
         assert why
+    if want is JobState.PENDING_SYNC:
+        assert "rendered at" in why and "10m ago" in why, why
 
 
 def test_stale_means_three_status_intervals_but_at_least_15s():

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import stat
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -194,7 +195,7 @@ def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
 
 def test_flows_added_changed_restarted_and_removed_touch_only_the_configmap(k8s):
     k8s.apply()
-    assert k8s.jobs() == [], "rendered just now: starting, not down"
+    assert k8s.jobs() == [], "rendered just now: pending sync, not down"
     cm1, app1, _ = k8s.manifest()
 
     # a flow added: the running engine picks it up from the ConfigMap
@@ -206,6 +207,8 @@ def test_flows_added_changed_restarted_and_removed_touch_only_the_configmap(k8s)
     assert app2 == app1, "the operator must not resubmit the engine for a new flow"
     assert {"flow.west.east.orders.json", "flow.west.east.refunds.json"} <= set(cm2["data"])
     assert cm2["data"]["flow.west.east.orders.json"] == cm1["data"]["flow.west.east.orders.json"]
+
+    k8s.report_all()  # the cluster synced: both flows run (a flow that never started is only re-rendered)
 
     # a hot change of one flow
     k8s.write(topics='["orders", "returns"]', extra=REFUNDS)
@@ -336,7 +339,8 @@ def test_a_flow_of_the_earlier_layout_moves_into_its_engine(k8s, kubectl):
     if kubectl:
         log = k8s.kubectl_log.read_text().splitlines()
         deleted = log.index(f"delete -f {legacy} --ignore-not-found")
-        assert deleted < log.index(f"apply -f {k8s.file()}"), "the old application goes before the engine comes"
+        applied = log.index(f"apply --server-side --field-manager=reconciler --force-conflicts -f {k8s.file()}")
+        assert deleted < applied, "the old application goes before the engine comes"
     k8s.report_all()
     assert k8s.jobs() == []
 
@@ -345,7 +349,12 @@ def test_kubectl_apply_and_delete_when_asked(k8s):
     k8s.write(kubectl="true", extra=REFUNDS)
     k8s.apply()
     path = k8s.file()
-    assert f"apply -f {path}" in k8s.kubectl_log.read_text()
+    # server-side apply: client-side apply would keep the whole ConfigMap in an annotation capped at 256 KiB
+    applies = [line.split() for line in k8s.kubectl_log.read_text().splitlines() if line.startswith("apply")]
+    assert applies and all(
+        a == ["apply", "--server-side", "--field-manager=reconciler", "--force-conflicts", "-f", str(path)]
+        for a in applies
+    ), applies
     deps = KubernetesDeployer(str(k8s.kubectl)).deployments([{"manifests_dir": str(k8s.dir)}])
     assert sorted(d.flow for d in deps) == [ORDERS, REFUNDS_FLOW]
     assert all(d.alive and d.where.endswith(", driver pod mirror-engine-east-driver") for d in deps), deps
@@ -478,3 +487,59 @@ def test_spark_version_is_the_images_whichever_machine_renders():
     topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
     _, app = render(JobSpec.from_flow(topo, topo.flows[0]), {"image": "img:1"})
     assert app["spec"]["sparkVersion"] == IMAGE_SPARK_VERSION
+
+
+def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s):
+    """GitOps (`kubectl_apply: false`): a flow rendered for Argo CD / Flux that has published no status since is
+    "pending sync" however long the sync takes (an unmerged pull request, the controller's poll, an image pull):
+    plan and apply 10 minutes later change nothing (no restart token, the file as it was), status says so, and
+    drift says it once the wait is long."""
+    start = time.time()
+    now = [start]
+    cli = k8s.world.backend(k8s.backend, clock=lambda: now[0])
+
+    def run(*args: str) -> tuple[int, dict]:
+        code = main([args[0], str(k8s.path), *args[1:], "--format", "json"], cli)
+        return code, json.loads(k8s.capsys.readouterr().out)
+
+    assert main(["apply", str(k8s.path), "--auto-approve"], cli) == 0
+    k8s.capsys.readouterr()
+    rendered = k8s.file().read_text()
+    plans = []
+    for minutes in (0, 10):
+        now[0] = start + minutes * 60
+        code, plan = run("plan", "--detailed-exitcode")
+        plans.append(plan)
+        assert code == 0 and [a for a in plan["actions"] if a["kind"].endswith("_job")] == [], plan["actions"]
+    [pending] = [f for f in plans[1]["findings"] if f["kind"] == "pending"]
+    assert pending["severity"] == "info" and pending["reason_kind"] == "job-pending-sync"
+    assert pending["subject"] == ORDERS and "pending sync" in pending["message"] and "10m ago" in pending["message"]
+
+    assert main(["apply", str(k8s.path), "--auto-approve"], cli) == 0
+    k8s.capsys.readouterr()
+    assert k8s.file().read_text() == rendered, "an apply while the cluster has not synced rewrites nothing"
+    assert not [k for k in k8s.manifest()[0]["data"] if k.endswith(".restart")], "no restart token"
+
+    _, status = run("status")
+    [row] = status["jobs"]
+    assert row["state"] == "pending sync" and "10m ago" in row["why"], row
+
+    now[0] = start + 30 * 60  # long pending: a warning in the plan, drift (not a restart)
+    _, plan = run("plan")
+    assert [a for a in plan["actions"] if a["kind"].endswith("_job")] == []
+    [pending] = [f for f in plan["findings"] if f["kind"] == "pending"]
+    assert pending["severity"] == "warning" and "30m ago" in pending["message"] and "never restarts" in pending["hint"]
+    code, drift = run("drift")
+    items = [i for f in drift["flows"] for i in f.get("items", [])] + drift.get("items", [])
+    jobs = [i for i in items if i["category"] == "job" and ORDERS in i["flows"]]
+    assert code == 2 and jobs and all("pending sync" in i["message"] for i in jobs), jobs
+
+    # a change while pending replaces what was rendered: an update, never a restart token
+    k8s.write(delivery="exactly-once")
+    _, plan = run("plan")
+    [update] = [a for a in plan["actions"] if a["kind"].endswith("_job")]
+    assert update["kind"] == "update_job" and "pending sync" in update["reason"], update
+    assert main(["apply", str(k8s.path), "--auto-approve"], cli) == 0
+    k8s.capsys.readouterr()
+    assert k8s.spec(ORDERS).settings.delivery.value == "exactly-once"
+    assert not [k for k in k8s.manifest()[0]["data"] if k.endswith(".restart")], "no restart token"
