@@ -209,13 +209,24 @@ def base_image(b: Buildah, progress: Progress) -> str:
             for f in (rootfs / d).glob("*"):
                 if f.is_file():
                     f.unlink()
-        ctr = b.run("from", "scratch")
+        try:
+            ctr = b.run("from", "scratch")
+        except RuntimeError as exc:
+            raise Unavailable(f"buildah cannot make a container here: {exc}") from exc
         try:
             mnt = b.run("mount", ctr)
             subprocess.run(["cp", "-a", f"{rootfs}/.", mnt], check=True, timeout=600)
             b.run("umount", ctr)
-            b.run("config", "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                  "--cmd", "/bin/bash", "--label", f"reconciler.base={base_image_key()}", ctr)
+            b.run(
+                "config",
+                "--env",
+                "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                "--cmd",
+                "/bin/bash",
+                "--label",
+                f"reconciler.base={base_image_key()}",
+                ctr,
+            )
             b.run("commit", "--rm", ctr, name, timeout=600)
         except BaseException:
             subprocess.run(b.cmd("rm", ctr), capture_output=True)
@@ -235,17 +246,40 @@ def job_image(b: Buildah, progress: Progress, base: str, root: Path = ROOT) -> s
     ca = ca_bundle()
     secret = ["--secret", f"id=ca-bundle,src={ca}"] if ca else []
     progress.run(
-        b.cmd("bud", "--isolation", "chroot", "--layers", "--build-arg", f"BASE_IMAGE={base}", *secret,
-              "-f", str(root / "Dockerfile"), "-t", name, str(root)),
+        b.cmd(
+            "bud",
+            "--isolation",
+            "chroot",
+            "--layers",
+            "--build-arg",
+            f"BASE_IMAGE={base}",
+            *secret,
+            "-f",
+            str(root / "Dockerfile"),
+            "-t",
+            name,
+            str(root),
+        ),
         b.home / "logs" / "build.log",
         steps=r"STEP \d+/\d+",
         what=f"building the job image {name}" + (f" (CA bundle {ca})" if ca else ""),
         timeout=1500,
     )
-    for old in b.images(JOB_NAME):
-        if old != name:
-            subprocess.run(b.cmd("rmi", old), capture_output=True)
+    if old := [n for n in b.images(JOB_NAME) if n != name]:  # earlier builds, and their layers, go
+        subprocess.run(b.cmd("rmi", *old), capture_output=True, timeout=600)
+        subprocess.run(b.cmd("rmi", "--prune"), capture_output=True, timeout=600)
     return name
+
+
+def probe(b: Buildah, image: str) -> None:
+    """Raises Unavailable when buildah cannot run a container of `image` here (chroot isolation, host network)."""
+    ctr = b.run("from", "--pull=false", image)
+    try:
+        b.run("run", "--isolation", "chroot", "--network", "host", ctr, "--", "true")
+    except RuntimeError as exc:
+        raise Unavailable(f"buildah cannot run a container here: {exc}") from exc
+    finally:
+        subprocess.run(b.cmd("rm", ctr), capture_output=True, timeout=120)
 
 
 def build(say: Callable[[str], None]) -> tuple[Buildah, str]:
@@ -253,4 +287,6 @@ def build(say: Callable[[str], None]) -> tuple[Buildah, str]:
     check_available()
     b = Buildah(cache_dir())
     progress = Progress(say)
-    return b, job_image(b, progress, base_image(b, progress))
+    base = base_image(b, progress)
+    probe(b, base)  # before the long build: a machine where no container runs skips here
+    return b, job_image(b, progress, base)
