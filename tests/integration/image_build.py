@@ -265,10 +265,15 @@ def job_image(b: Buildah, progress: Progress, base: str, root: Path = ROOT) -> s
         what=f"building the job image {name}" + (f" (CA bundle {ca})" if ca else ""),
         timeout=1500,
     )
-    if old := [n for n in b.images(JOB_NAME) if n != name]:  # earlier builds, and their layers, go
+    drop_others(b, name)
+    return name
+
+
+def drop_others(b: Buildah, name: str) -> None:
+    """Earlier job images of the store, and the layers only they used, are removed (the store stays bounded)."""
+    if old := [n for n in b.images(JOB_NAME) if n != name]:
         subprocess.run(b.cmd("rmi", *old), capture_output=True, timeout=600)
         subprocess.run(b.cmd("rmi", "--prune"), capture_output=True, timeout=600)
-    return name
 
 
 def probe(b: Buildah, image: str) -> None:
