@@ -4,13 +4,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-# Headless Chromium checks that the HTML drift report renders (the test skips, saying why, without it).
-# Installed only when no Chromium is present, quietly, and never fatal.
-if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
-   && ! command -v google-chrome >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+# Debian packages some tests use, each installed only when missing, quietly, and never fatal (the test skips,
+# saying why, without it): headless Chromium checks that the HTML drift report renders; buildah and debootstrap
+# build the job image and run an engine in it (tests/integration/test_image.py).
+apt_install() {  # PACKAGE WHAT-IS-SKIPPED
+  command -v apt-get >/dev/null 2>&1 || { echo "[test] no apt-get to install $1; $2 will be skipped" >&2; return 0; }
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo -n"
-  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium; } \
-    >/dev/null 2>&1 || echo "[test] could not install chromium; the HTML rendering test will be skipped" >&2
+  if [ -z "${APT_UPDATED:-}" ]; then $SUDO apt-get update -qq >/dev/null 2>&1 || true; APT_UPDATED=1; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$1" >/dev/null 2>&1 \
+    || echo "[test] could not install $1; $2 will be skipped" >&2
+}
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
+   && ! command -v google-chrome >/dev/null 2>&1; then
+  apt_install chromium "the HTML rendering test"
 fi
+for pkg in buildah debootstrap; do
+  command -v "$pkg" >/dev/null 2>&1 || [ -x "/usr/sbin/$pkg" ] || apt_install "$pkg" "the job image test"
+done
 export PYSPARK_PYTHON="$PWD/.venv/bin/python" PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -84,7 +84,10 @@ def test_the_images_python_and_pyspark_are_the_projects():
     assert Version(f"{minor}.0") in SpecifierSet(requires), f"Python {minor} is outside requires-python {requires}"
     test_workflow = (ROOT / ".github" / "workflows" / "test.yml").read_text()
     assert f'python-version: "{minor}"' in test_workflow, "the image runs the Python minor the tests run"
-    assert re.search(r"^FROM python:\$\{PYTHON_VERSION\}-slim-bookworm$", DOCKERFILE, re.M)
+    # Python's image by default; any bookworm base with python3 and its venv module (BASE_IMAGE: the test suite's
+    # image made from Debian's packages, tests/integration/test_image.py)
+    assert re.search(r"^ARG BASE_IMAGE=python:\$\{PYTHON_VERSION\}-slim-bookworm$", DOCKERFILE, re.M)
+    assert re.search(r"^FROM \$\{BASE_IMAGE\}$", DOCKERFILE, re.M)
     assert not re.search(r"^FROM .*apache/spark", DOCKERFILE, re.M) and not re.search(r"pyspark[=<>~]", DOCKERFILE)
     # pyspark (and pyarrow) come only from the `spark` extra, at the versions of constraints.txt
     assert re.search(r'pip install --no-cache-dir -c constraints\.txt "\.\[spark\]"', DOCKERFILE)
@@ -149,6 +152,53 @@ def test_the_entrypoint_starts_spark_submit_from_the_pyspark_wheel(tmp_path):
     assert r.returncode == 0 and "--engine-dir" in r.stdout, r.stdout[-2000:] + r.stderr[-4000:]
     r = subprocess.run([str(ENTRYPOINT), "echo", "passed through"], env=env, capture_output=True, text=True)
     assert r.stdout.strip() == "passed through"
+
+
+def test_the_project_is_installed_into_a_venv_with_the_hosts_ca_bundle_when_given():
+    """A virtual environment, so the same pip install works on Debian's python3 (PEP 668: no system-wide installs)
+    and on Python's image; pip trusts the `ca-bundle` build secret only when one is given (a TLS-intercepting
+    proxy), so a plain `docker build` is unchanged."""
+    assert re.search(r"python3 -m venv /opt/venv;?$", DOCKERFILE, re.M)
+    env_path = DOCKERFILE.index("ENV PATH=/opt/venv/bin:$PATH")
+    assert env_path < DOCKERFILE.index("python3 -m pip install"), "python3 is the venv's when pip installs"
+    assert "--break-system-packages" not in DOCKERFILE
+    run = re.search(r"^RUN --mount=type=secret,id=ca-bundle (.+?)(?=^\S)", DOCKERFILE, re.M | re.S)
+    assert run and "python3 -m pip install" in run.group(1)
+    assert "if [ -s /run/secrets/ca-bundle ]; then export PIP_CERT=/run/secrets/ca-bundle; fi;" in run.group(1)
+
+
+def test_the_working_directory_is_the_spark_users():
+    """The operator runs the driver in the image's working directory: the last WORKDIR is /opt/spark/work-dir,
+    owned by uid 185 (the project stays at /opt/reconciler, where the SparkApplication's main file is)."""
+    workdirs = re.findall(r"^WORKDIR (\S+)$", DOCKERFILE, re.M)
+    assert workdirs == [APP_ROOT, "/opt/spark/work-dir"]
+    assert "chown -R spark:spark /opt/spark/work-dir" in DOCKERFILE
+    assert DOCKERFILE.index("WORKDIR /opt/spark/work-dir") < DOCKERFILE.index("USER 185")
+    wf = (ROOT / ".github" / "workflows" / "image.yml").read_text()
+    assert not re.search(r"[^/]jobs/mirror_job\.py", wf), "relative to /opt/reconciler, which is no longer the workdir"
+
+
+def test_the_test_suites_image_is_rebuilt_when_what_the_dockerfile_copies_changes(tmp_path):
+    """tests/integration/image_build.py caches the built image under a hash of the Dockerfile and what it copies."""
+    from tests.integration.image_build import copied_sources, job_image_key
+
+    assert copied_sources(DOCKERFILE) == [
+        "pyproject.toml", "README.md", "LICENSE", "constraints.txt",
+        "reconciler", "schemas", "jobs", "topologies/demo", "deploy/image/entrypoint.sh",
+    ]  # fmt: skip
+    (tmp_path / "Dockerfile").write_text("FROM x\nCOPY pkg ./pkg\nCOPY run.sh /run.sh\n")
+    (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "pkg" / "a.py").write_text("a = 1\n")
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n")
+    key = job_image_key("base:1", tmp_path)
+    (tmp_path / "pkg" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    (tmp_path / "tests.py").write_text("not copied\n")
+    assert job_image_key("base:1", tmp_path) == key, "neither bytecode (.dockerignore) nor uncopied files count"
+    assert job_image_key("base:2", tmp_path) != key
+    (tmp_path / "run.sh").chmod(0o755)  # COPY keeps the mode
+    assert (executable := job_image_key("base:1", tmp_path)) != key
+    (tmp_path / "pkg" / "a.py").write_text("a = 2\n")
+    assert job_image_key("base:1", tmp_path) not in (key, executable)
 
 
 def test_image_workflow_builds_this_dockerfile():
