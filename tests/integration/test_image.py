@@ -80,9 +80,11 @@ def _produce(bootstrap: str, topic: str) -> None:
 
 def _driver_command(app: dict, pod_uid: str) -> tuple[list[str], list[str]]:
     """What the operator's driver pod runs for this SparkApplication (local master here): the environment (the
-    driver's `env`, fieldRefs as the pod's) and `/opt/entrypoint.sh driver` with the application's settings."""
+    driver pod template's container `env`, fieldRefs as the pod's) and `/opt/entrypoint.sh driver` with the
+    application's settings."""
     spec = app["spec"]
-    env = [f"{e['name']}={e['value'] if 'value' in e else pod_uid}" for e in spec["driver"]["env"]]
+    [container] = spec["driver"]["template"]["spec"]["containers"]
+    env = [f"{e['name']}={e['value'] if 'value' in e else pod_uid}" for e in container["env"]]
     conf = {**spec["sparkConf"], "spark.ui.enabled": "false"}
     cmd = ["/opt/entrypoint.sh", "driver", "--master", "local[2]"]
     for k, v in sorted(conf.items()):
