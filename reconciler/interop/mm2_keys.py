@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.interop.draft import Setting
+from reconciler.mirror.filters import GroupFilter, TopicFilter
 from reconciler.topology import settings_registry as registry
 
 
@@ -39,12 +40,16 @@ class Mm2Key:
 
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+#: Strimzi's own identity policy, from before Kafka had one (Kafka 3.0, KIP-382's follow-up); same behaviour.
+STRIMZI_IDENTITY_POLICY_CLASS = "io.strimzi.kafka.connect.mirror.IdentityReplicationPolicy"
 POLICY_CLASSES = {
     DEFAULT_POLICY_CLASS: "default",
     "DefaultReplicationPolicy": "default",
     IDENTITY_POLICY_CLASS: "identity",
+    STRIMZI_IDENTITY_POLICY_CLASS: "identity",
     "IdentityReplicationPolicy": "identity",
 }
+POLICY_KINDS = ("default", "identity")
 
 
 def _kind(s: registry.Setting) -> Kind:
@@ -82,6 +87,19 @@ KEY_CONNECTORS: dict[str, tuple[registry.Connector, ...]] = {
     key: s.mm2.connectors_of(key) for s in registry.mm2_settings() if s.mm2 is not None for key in s.mm2.keys
 }
 
+#: MM2's `topics.exclude` / `groups.exclude` default to the built-in excludes and REPLACE them when set; a topology's
+#: `exclude` adds to them unless `builtin_exclude` (the setting beside it) replaces them. The exclude setting ->
+#: (its builtin_exclude setting, the built-in patterns: the filters' own `ALWAYS_EXCLUDED`).
+BUILTIN_EXCLUDES: dict[Setting, tuple[Setting, tuple[str, ...]]] = {
+    ("topics", "exclude"): (("topics", "builtin_exclude"), TopicFilter.ALWAYS_EXCLUDED),
+    ("groups", "exclude"): (("groups", "builtin_exclude"), GroupFilter.ALWAYS_EXCLUDED),
+}
+#: A `builtin_exclude` other than MM2's (or `[]`) rides in this extension key beside MM2's exclude key, so that
+#: import can split MM2's one list back into `exclude` and `builtin_exclude`.
+BUILTIN_EXCLUDE_EXT: dict[Setting, str] = {
+    builtin: f"reconciler.{'.'.join(builtin)}" for builtin, _ in BUILTIN_EXCLUDES.values()
+}
+
 #: Our single refresh interval stands for both of MM2's.
 REFRESH_SETTING: Setting = ("refresh_interval_seconds",)
 REFRESH_KEYS = _mm2("refresh_interval_seconds").keys
@@ -92,6 +110,9 @@ MM2_REFRESH_DEFAULT = _mm2("refresh_interval_seconds").default
 EOS_WORKER_KEY = "exactly.once.source.support"
 EOS_CONNECTOR_KEY = _mm2("delivery").key
 DELIVERY_SETTING: Setting = ("delivery",)
+#: An at-least-once flow into a target whose worker enables exactly-once (for another flow): MM2 gives it
+#: exactly-once anyway; the topology's value rides in this extension key (export -> import).
+DELIVERY_EXT = "reconciler.delivery"
 
 #: Keys MM2 knows that the topology cannot express, and what to do about each.
 NOT_EXPRESSIBLE: dict[str, str] = {

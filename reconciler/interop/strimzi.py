@@ -23,18 +23,24 @@ from typing import Any
 
 import yaml
 
-from reconciler.interop.draft import TopologyDraft
+from reconciler.interop.draft import ImportOptions, TopologyDraft
 from reconciler.interop.mm2_export import (
     check_exportable,
     client_properties,
     cluster_ext_values,
     connector_values,
+    delivery_values,
     exactly_once,
     job_ext_values,
     topology_ext_values,
 )
 from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties
-from reconciler.interop.mm2_keys import EOS_CONNECTOR_KEY, EOS_WORKER_KEY, JAAS_MODULES, KEY_CONNECTORS
+from reconciler.interop.mm2_keys import (
+    EOS_WORKER_KEY,
+    JAAS_MODULES,
+    KEY_CONNECTORS,
+    SAME_CLIENT_KEYS,
+)
 from reconciler.interop.properties import PropertiesError, Property, format_property, parse_properties
 from reconciler.textutil import cut
 from reconciler.topology import secrets
@@ -53,6 +59,31 @@ PATTERN_KEYS = {
     "groups.exclude": "groupsExcludePattern",
 }
 LEGACY_PATTERNS = {"topicsBlacklistPattern": "topics.exclude", "groupsBlacklistPattern": "groups.exclude"}
+
+#: What Strimzi refuses in `spec.clusters[].config` (KafkaMirrorMaker2ClusterSpec, Strimzi's API reference): keys
+#: with these prefixes, except the listed ones (TLS tuning it leaves to the user).
+CLUSTER_CONFIG_FORBIDDEN_PREFIXES = (
+    "ssl.",
+    "sasl.",
+    "security.",
+    "listeners",
+    "plugin.path",
+    "rest.",
+    "bootstrap.servers",
+    "consumer.interceptor.classes",
+    "producer.interceptor.classes",
+)
+CLUSTER_CONFIG_ALLOWED = (
+    "ssl.endpoint.identification.algorithm",
+    "ssl.cipher.suites",
+    "ssl.protocol",
+    "ssl.enabled.protocols",
+)
+
+
+def cluster_config_accepts(key: str) -> bool:
+    """Whether Strimzi takes Kafka client key `key` in a KafkaMirrorMaker2 cluster's `config`."""
+    return key in CLUSTER_CONFIG_ALLOWED or not key.startswith(CLUSTER_CONFIG_FORBIDDEN_PREFIXES)
 
 
 # --- import --------------------------------------------------------------------------------------
@@ -336,7 +367,7 @@ class _Reader:
             self.add(f"strimzi.spec.{key}", spec[key], ("spec", key))
 
 
-def import_strimzi_text(text: str, file: str) -> TopologyDraft:
+def import_strimzi_text(text: str, file: str, options: ImportOptions | None = None) -> TopologyDraft:
     diags = Diagnostics()
     docs = load_text(text, file, diags)
     if diags.errors:
@@ -362,7 +393,7 @@ def import_strimzi_text(text: str, file: str) -> TopologyDraft:
     ordered = list(dict.fromkeys(aliases))
     first_line = props[0].line if props else 1
     props.insert(0, Property("clusters", ", ".join(ordered), file, first_line))
-    return import_properties(_first_cluster_definition(props), file)
+    return import_properties(_first_cluster_definition(props), file, options)
 
 
 def _first_cluster_definition(props: list[Property]) -> list[Property]:
@@ -437,6 +468,9 @@ def _cluster_spec(cluster: Cluster, secret_name: str, connect_config: dict[str, 
             )
         )
         connect_config.update(java)
+    for key in SAME_CLIENT_KEYS:  # same name in librdkafka and Java: in `config` where Strimzi accepts it
+        if key in cfg and cluster_config_accepts(key):
+            connect_config[key] = cfg.pop(key)
     if connect_config:
         spec["config"] = dict(connect_config)
     return spec, cfg
@@ -467,8 +501,6 @@ def _resource(topology: Topology, target: str, origin: str) -> dict:
     mirrors = []
     for f in flows:
         values = connector_values(f)
-        if f.name in eos.required:
-            values[EOS_CONNECTOR_KEY] = "required"
         mirror: dict[str, Any] = {"sourceCluster": f.source, "targetCluster": target}
         for ours, field_name in PATTERN_KEYS.items():
             if ours in values:
@@ -488,7 +520,7 @@ def _resource(topology: Topology, target: str, origin: str) -> dict:
         if heartbeat_cfg:
             mirror["heartbeatConnector"] = {"config": heartbeat_cfg}
         mirrors.append(mirror)
-        ext.update({f"{f.name}.{k}": v for k, v in job_ext_values(f).items()})
+        ext.update({f"{f.name}.{k}": v for k, v in {**job_ext_values(f), **delivery_values(f, eos)}.items()})
     metadata: dict[str, Any] = {"name": _k8s_name(f"{topology.name or 'reconciler'}-to-{target}")}
     if ext:
         metadata["annotations"] = {ANNOTATION: "\n".join(format_property(k, v) for k, v in ext.items()) + "\n"}
