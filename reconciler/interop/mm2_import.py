@@ -45,6 +45,7 @@ from reconciler.interop.mm2_keys import (
     POLICY_CLASSES,
     POLICY_KINDS,
     PRUNE_KEYS,
+    REFRESH_ENABLED_KEYS,
     REFRESH_KEYS,
     REFRESH_SETTING,
     SAME_CLIENT_KEYS,
@@ -185,6 +186,16 @@ def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -
         )
         return "${" + name + "}"
 
+    for name in dict.fromkeys(secrets.references(value)):  # a literal `${NAME}`: MM2 passes it as it is
+        if name not in ctx.env.taken:
+            ctx.env.known(name, f"the literal ${{{name}}} at {prop.where} (MM2 passes it to the client as it is)")
+            ctx.note(
+                prop,
+                prop.key,
+                f"the literal ${{{name}}} becomes a reference to environment variable {name} (MM2 substitutes no "
+                "`${NAME}`: it was a placeholder of a template)",
+                f"set {name}, or write the value out",
+            )
     return _REF.sub(repl, value)
 
 
@@ -418,6 +429,31 @@ def _delivery(source: str, target: str, fs: dict[str, Property], scopes: _Scopes
     return eos
 
 
+def _empty_separator(
+    source: str,
+    target: str,
+    settings: dict[Setting, Any],
+    fs: dict[str, Property],
+    top: dict[str, Property],
+    ctx: _Context,
+) -> None:
+    """An empty `replication.policy.separator` with the identity policy names no replicated topic (MM2 accepts it); a
+    topology's separator is never empty, so it takes the default `.`. It still shapes MM2's internal topic names
+    when `replication.policy.internal.topic.separator.enabled` (the default): those differ, and we say so."""
+    if settings[("separator",)] != "" or settings[("policy",)] != "identity":
+        return  # with the default policy an empty separator is refused by validation, at its line
+    prop = _lookup(("replication.policy.separator",), fs, top)
+    settings[("separator",)] = "."
+    if settings[("internal_separator",)]:
+        ctx.note(
+            prop,
+            "replication.policy.separator",
+            f"flow {source}->{target}: empty; with the identity policy it names no replicated topic, but MM2 named its "
+            f"internal topics `{source}checkpointsinternal` and `mm2-offset-syncs{target}internal` with it",
+            "the jobs use `.` (`<alias>.checkpoints.internal`, ...): consumers that translate offsets read the new names",
+        )
+
+
 def _without(listed: tuple[str, ...], part: tuple[str, ...]) -> tuple[str, ...] | None:
     """`listed` without `part` (at its end, as export writes it, else one occurrence of each), None if it lacks one."""
     if part and listed[-len(part) :] == part:
@@ -486,7 +522,18 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
             f"the smaller interval ({min(refresh)} s) was used for both",
         )
     settings[REFRESH_SETTING] = min(refresh)
+    for key in REFRESH_ENABLED_KEYS:
+        prop = _lookup((key,), fs, scopes.top)
+        if prop is not None and not _parse_value(prop, Kind.BOOL):
+            ctx.note(
+                prop,
+                key,
+                f"flow {source}->{target}: MM2 reads the {key.split('.')[1]} once at start; the jobs always re-read "
+                "them, every refresh_interval_seconds",
+                "not expressible; a large refresh_interval_seconds comes closest",
+            )
     _excludes(settings, lines, fs, scopes.top)
+    _empty_separator(source, target, settings, fs, scopes.top, ctx)
     settings[DELIVERY_SETTING] = _delivery(source, target, fs, scopes, ctx)
     worker = _lookup((EOS_WORKER_KEY,), fs, scopes.cluster.get(target, {}), scopes.top)
     connector = _lookup((EOS_CONNECTOR_KEY,), fs, scopes.top)
@@ -506,6 +553,8 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
     enabled = _parse_value(enabled_prop, Kind.BOOL) if enabled_prop else False
     for key, prop in fs.items():
         if key == "enabled" or key in BY_SPELLING or key in REFRESH_KEYS or key.startswith(EXT + "job."):
+            continue
+        if key in REFRESH_ENABLED_KEYS:
             continue
         if key in BUILTIN_EXCLUDE_EXT.values() or key == DELIVERY_EXT:
             continue
@@ -623,7 +672,7 @@ def _cluster(
                 if secrets.is_secret_key(lib_key)
                 else _map_refs(value, alias, lib_key, prop, ctx)
             )
-        elif key in BY_SPELLING or key in REFRESH_KEYS:
+        elif key in BY_SPELLING or key in REFRESH_KEYS or key in REFRESH_ENABLED_KEYS:
             ctx.note(
                 prop,
                 prop.key,
@@ -744,6 +793,8 @@ def import_properties(props: list[Property], file: str, options: ImportOptions |
     for key, prop in scopes.top.items():
         if key.startswith(EXT) or key in BY_SPELLING or key in REFRESH_KEYS or is_client_key(key):
             continue
+        if key in REFRESH_ENABLED_KEYS:
+            continue
         if key in (EOS_WORKER_KEY, EOS_CONNECTOR_KEY):
             continue
         _unexpressible(prop, key, ctx, "top level")
@@ -767,11 +818,12 @@ def import_properties(props: list[Property], file: str, options: ImportOptions |
             )
             continue
         draft.flows.append(_flow(source, target, scopes, ctx))
-    draft.notes.sort(key=_note_order)
+    draft.notes.sort(key=note_order)
     return draft
 
 
-def _note_order(note: Note) -> tuple[str, int]:
+def note_order(note: Note) -> tuple[str, int]:
+    """Notes in the order of the input: by file, then line (those without a place last)."""
     if note.where is None:
         return ("\uffff", 0)
     file, _, line = note.where.rpartition(":")

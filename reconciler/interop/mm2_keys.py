@@ -104,6 +104,8 @@ BUILTIN_EXCLUDE_EXT: dict[Setting, str] = {
 REFRESH_SETTING: Setting = ("refresh_interval_seconds",)
 REFRESH_KEYS = _mm2("refresh_interval_seconds").keys
 MM2_REFRESH_DEFAULT = _mm2("refresh_interval_seconds").default
+#: MM2's switches for those refreshes (default true); the jobs always refresh, every `refresh_interval_seconds`.
+REFRESH_ENABLED_KEYS = ("refresh.topics.enabled", "refresh.groups.enabled")
 
 #: Exactly-once (KIP-618 for Connect, used by MM2): the worker setting on the target cluster, and the
 #: connector setting `exactly.once.support=required` on a flow.

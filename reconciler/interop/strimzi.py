@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from reconciler.interop.draft import ImportOptions, TopologyDraft
+from reconciler.interop.draft import ImportOptions, Note, TopologyDraft
 from reconciler.interop.mm2_export import (
     check_exportable,
     client_properties,
@@ -34,7 +34,7 @@ from reconciler.interop.mm2_export import (
     job_ext_values,
     topology_ext_values,
 )
-from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties
+from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties, note_order
 from reconciler.interop.mm2_keys import (
     EOS_WORKER_KEY,
     JAAS_MODULES,
@@ -50,13 +50,19 @@ from reconciler.topology.model import Cluster, Topology
 from reconciler.topology.settings_registry import Connector
 
 ANNOTATION = "reconciler.dev/properties"
-API_VERSIONS = ("kafka.strimzi.io/v1beta2", "kafka.strimzi.io/v1")
+#: v1alpha1 is the v1beta2 shape (its `spec.config`, if any, is reported like every Strimzi field not read).
+API_VERSIONS = ("kafka.strimzi.io/v1beta2", "kafka.strimzi.io/v1", "kafka.strimzi.io/v1alpha1")
 AUTH_MECHANISMS = {"scram-sha-512": "SCRAM-SHA-512", "scram-sha-256": "SCRAM-SHA-256", "plain": "PLAIN"}
 PATTERN_KEYS = {
     "topics": "topicsPattern",
     "topics.exclude": "topicsExcludePattern",
     "groups": "groupsPattern",
     "groups.exclude": "groupsExcludePattern",
+}
+CONNECTOR_FIELDS = {
+    Connector.SOURCE: "sourceConnector",
+    Connector.CHECKPOINT: "checkpointConnector",
+    Connector.HEARTBEAT: "heartbeatConnector",
 }
 LEGACY_PATTERNS = {"topicsBlacklistPattern": "topics.exclude", "groupsBlacklistPattern": "groups.exclude"}
 
@@ -126,6 +132,7 @@ class _Reader:
     def __init__(self, doc: Document):
         self.doc = doc
         self.props: list[Property] = []
+        self.notes: list[Note] = []  # what Strimzi does that the properties cannot carry
 
     def line(self, path: tuple) -> int:
         return self.doc.where(path).line
@@ -272,6 +279,7 @@ class _Reader:
             if field_name in m and PATTERN_KEYS[ours] not in m:
                 self.add(f"{flow}.{ours}", self.text(m, field_name, path), path + (field_name,))
         seen: dict[str, tuple[str, tuple]] = {}
+        given: dict[str, list[str]] = {}  # connector setting -> the connectors whose config sets it
         for connector, spec in connectors.items():
             if spec is None:
                 continue
@@ -296,10 +304,12 @@ class _Reader:
                         hint="one flow has one value per setting: make them equal",
                     )
                 seen[key] = (_str(value), p)
+                given.setdefault(key, []).append(connector)
                 self.add(f"{flow}.{key}", value, p)
             read = {"tasksMax", "config", "state"} if connector == "sourceConnector" else {"tasksMax", "config"}
             for key in sorted(set(spec) - read, key=str):
                 self.add(f"{flow}.strimzi.{connector}.{key}", spec[key], cpath + (key,))
+        self.connector_scope(flow, given, seen)
         for key in sorted(
             set(m)
             - {
@@ -315,6 +325,35 @@ class _Reader:
             key=str,
         ):
             self.add(f"{flow}.strimzi.{key}", m[key], path + (key,))
+
+    def connector_scope(self, flow: str, given: dict[str, list[str]], seen: dict[str, tuple[str, tuple]]) -> None:
+        """Strimzi gives a connector's `config` to that connector only; a flow has one value per setting. Say so where
+        the connectors MM2 reads a key in (the settings registry's `Mm2.connectors`) are not those it was set in:
+        the others used MM2's default (or ignored it), the topology applies it to the whole flow."""
+        for key, connectors in given.items():
+            readers = KEY_CONNECTORS.get(key)
+            if readers is None:
+                continue  # not a mapped flow setting: reported as such by the import
+            wanted = {CONNECTOR_FIELDS[c] for c in readers}
+            if wanted == set(connectors):
+                continue
+            missing = sorted(wanted - set(connectors))
+            idle = sorted(set(connectors) - wanted)
+            said = []
+            if missing:
+                said.append(
+                    f"{' and '.join(missing)} read{'s' if len(missing) == 1 else ''} it too, with MM2's default"
+                )
+            if idle:
+                said.append(f"{' and '.join(idle)} ignore{'s' if len(idle) == 1 else ''} it")
+            self.notes.append(
+                Note(
+                    f"{self.doc.file}:{self.line(seen[key][1])}",
+                    key,
+                    f"set in {', '.join(connectors)} of mirror {flow} only: {'; '.join(said)}",
+                    "the topology applies it to the whole flow (one value per setting); check that is what you want",
+                )
+            )
 
     def annotation(self, text: str, path: tuple) -> None:
         base = self.line(path)
@@ -376,13 +415,31 @@ def import_strimzi_text(text: str, file: str, options: ImportOptions | None = No
     props: list[Property] = []
     aliases: list[str] = []
     found = 0
+    notes: list[Note] = []
     for doc in docs:
+        if doc.data is None:
+            continue  # an empty document (a trailing `---`)
         if not isinstance(doc.data, dict) or doc.data.get("kind") != "KafkaMirrorMaker2":
+            kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
+            name = (doc.data.get("metadata") or {}).get("name") if isinstance(doc.data, dict) else None
+            what = f"{cut(_str(kind), 60) or 'a document without kind'}" + (
+                f" {cut(_str(name), 60)!r}" if isinstance(name, str) else ""
+            )
+            notes.append(
+                Note(
+                    f"{file}:{doc.where(()).line}",
+                    _str(kind) or "document",
+                    f"{what} is not a KafkaMirrorMaker2: skipped",
+                    "keep it for your cluster (a Secret, a KafkaTopic, ...); the topology replaces only the "
+                    "KafkaMirrorMaker2",
+                )
+            )
             continue
         found += 1
         reader = _Reader(doc)
         reader.resource(aliases)
         props += reader.props
+        notes += reader.notes
     if not found:
         raise PropertiesError(
             file,
@@ -393,7 +450,9 @@ def import_strimzi_text(text: str, file: str, options: ImportOptions | None = No
     ordered = list(dict.fromkeys(aliases))
     first_line = props[0].line if props else 1
     props.insert(0, Property("clusters", ", ".join(ordered), file, first_line))
-    return import_properties(_first_cluster_definition(props), file, options)
+    draft = import_properties(_first_cluster_definition(props), file, options)
+    draft.notes = sorted(draft.notes + notes, key=note_order)
+    return draft
 
 
 def _first_cluster_definition(props: list[Property]) -> list[Property]:

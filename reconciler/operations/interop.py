@@ -25,7 +25,10 @@ from reconciler.topology.diagnostics import Diagnostics, SourceLocation
 from reconciler.topology.loader import too_many_flows
 from reconciler.topology.model import Topology
 
-IMPORTERS: dict[str, Callable[[str, str, ImportOptions | None], TopologyDraft]] = {"mm2": import_mm2_text, "strimzi": import_strimzi_text}
+IMPORTERS: dict[str, Callable[[str, str, ImportOptions | None], TopologyDraft]] = {
+    "mm2": import_mm2_text,
+    "strimzi": import_strimzi_text,
+}
 EXPORTERS: dict[str, Callable[[Topology, str], str]] = {
     "mm2": export_mm2,
     "strimzi": export_strimzi,
