@@ -20,8 +20,8 @@ from reconciler import settings
 from reconciler.interop.draft import (
     ClusterDraft,
     EnvNames,
-    ImportOptions,
     FlowDraft,
+    ImportOptions,
     Note,
     ResidencyDraft,
     Setting,
@@ -32,6 +32,7 @@ from reconciler.interop.mm2_keys import (
     BUILTIN_EXCLUDE_EXT,
     BUILTIN_EXCLUDES,
     BY_SPELLING,
+    CLIENT_OVERRIDE_PREFIXES,
     CONNECTOR_KEYS,
     DELIVERY_EXT,
     DELIVERY_SETTING,
@@ -575,18 +576,7 @@ def _unexpressible(prop: Property, key: str, ctx: _Context, scope: str) -> None:
             f"Strimzi field, not expressible ({scope})",
             "jobs run where the topology's `job:` settings say (deployer, master, parallelism); drop it",
         )
-    elif key.startswith(
-        (
-            "consumer.",
-            "producer.",
-            "admin.",
-            "source.cluster.",
-            "target.cluster.",
-            "source.admin.",
-            "target.admin.",
-            "offset-syncs.",
-        )
-    ):
+    elif key.startswith(CLIENT_OVERRIDE_PREFIXES):
         ctx.note(
             prop,
             prop.key,

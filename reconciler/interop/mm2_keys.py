@@ -140,7 +140,40 @@ NOT_EXPRESSIBLE: dict[str, str] = {
     "emit.checkpoints.enabled.for.groups": "use groups / groups.exclude",
     "admin.timeout.ms": "not configurable; drop it",
     "consumer.poll.timeout.ms": "jobs read in micro-batches (job.trigger_interval_ms); drop it",
+    "forwarding.admin.class": "topics and ACLs are created by `reconciler apply` with its own admin client; drop it",
+    "transaction.boundary": "exactly-once jobs commit one transaction per micro-batch; drop it",
 }
+
+#: The Java client keys the import maps to librdkafka (what becomes of each; mm2_import._client_config does it).
+CLIENT_KEY_FATES: dict[str, str] = {
+    "security.protocol, client.id, sasl.kerberos.service.name, ssl.key.password, ssl.cipher.suites": (
+        "the same key in `clusters.A.config`"
+    ),
+    "sasl.mechanism": "`sasl.mechanisms`",
+    "sasl.jaas.config": "Plain/Scram login module: `sasl.username`, `sasl.password: ${VAR}`; other modules reported",
+    "ssl.endpoint.identification.algorithm": "the same key (empty: `none`)",
+    "ssl.truststore.type, ssl.truststore.location, ssl.truststore.certificates": (
+        "PEM: `ssl.ca.location` / `ssl.ca.pem`; JKS/PKCS12 truststores reported (convert to PEM)"
+    ),
+    "ssl.truststore.password": "not needed by PEM (dropped with its truststore)",
+    "ssl.keystore.type, ssl.keystore.location, ssl.keystore.password": (
+        "PKCS12: same keys; PEM: `ssl.certificate.location` + `ssl.key.location`; JKS reported (convert)"
+    ),
+    "ssl.keystore.certificate.chain, ssl.keystore.key": "`ssl.certificate.pem`, `ssl.key.pem`",
+    "security.*, sasl.*, ssl.*": "any other: reported (add the librdkafka equivalent to `clusters.A.config`)",
+}
+
+#: Prefixes of per-client overrides (reported: jobs use one librdkafka config per cluster).
+CLIENT_OVERRIDE_PREFIXES = (
+    "consumer.",
+    "producer.",
+    "admin.",
+    "source.cluster.",
+    "target.cluster.",
+    "source.admin.",
+    "target.admin.",
+    "offset-syncs.",
+)
 
 #: Java client keys with the same name and meaning in librdkafka.
 SAME_CLIENT_KEYS = (

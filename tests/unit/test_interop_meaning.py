@@ -3,10 +3,13 @@ classes, Strimzi's cluster config, and every key either mapped, refused or repor
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
 from reconciler.cli.main import main
+from reconciler.interop import keys_doc
 from reconciler.interop.draft import ImportOptions, to_yaml, validate
 from reconciler.interop.mm2_export import export_mm2
 from reconciler.interop.mm2_import import import_mm2_text
@@ -16,6 +19,7 @@ from reconciler.mirror.filters import DEFAULT_GROUP_EXCLUDES, DEFAULT_TOPIC_EXCL
 from reconciler.mirror.policy import PolicyKind
 from reconciler.topology.model import Delivery, Topology
 
+ROOT = Path(__file__).resolve().parents[2]
 HEAD = "clusters = a, b\na.bootstrap.servers = a:9092\nb.bootstrap.servers = b:9092\na->b.enabled = true\n"
 
 
@@ -268,3 +272,8 @@ def test_empty_separator_is_accepted_with_identity():
     assert not draft.notes
     with pytest.raises(AssertionError, match="separator"):  # with the default policy it would shape every name
         topo(HEAD + "replication.policy.separator =\n")
+
+
+def test_the_mm2_key_table_of_docs_interop_is_up_to_date():
+    text = (ROOT / keys_doc.DOC).read_text(encoding="utf-8")
+    assert keys_doc.doc_text(text) == text, "run `.venv/bin/python scripts/generate_settings.py`"
