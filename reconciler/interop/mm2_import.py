@@ -495,6 +495,23 @@ def _excludes(
                 lines[builtin_setting] = lines[setting]
 
 
+def _flow_enabled(source: str, target: str, prop: Property | None, ctx: _Context) -> bool:
+    """MirrorMakerConfig reads `A->B.enabled` with Java's Boolean.parseBoolean: anything but `true` (any case) is
+    false, `false # passive` (an inline comment, which .properties does not have) and `yes` too. Same here, said."""
+    if prop is None:
+        return False
+    text = prop.value.strip()
+    if text.lower() not in ("true", "false"):
+        ctx.note(
+            prop,
+            prop.key,
+            f"{cut(text)!r} is neither true nor false: MM2 reads it as false (Java's Boolean.parseBoolean; a `#` after "
+            "a value is part of the value), so flow " + f"{source}->{target} is imported disabled",
+            "write true or false",
+        )
+    return text.lower() == "true"
+
+
 def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft:
     fs = scopes.flow.get((source, target), {})
     settings: dict[Setting, Any] = {}
@@ -550,8 +567,7 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
             lines[("job", field_name)] = prop.line
         else:
             ctx.note(prop, prop.key, "unknown job setting", f"job settings are {', '.join(JOB_FIELD_KINDS)}")
-    enabled_prop = fs.get("enabled")
-    enabled = _parse_value(enabled_prop, Kind.BOOL) if enabled_prop else False
+    enabled = _flow_enabled(source, target, fs.get("enabled"), ctx)
     for key, prop in fs.items():
         if key == "enabled" or key in BY_SPELLING or key in REFRESH_KEYS or key.startswith(EXT + "job."):
             continue

@@ -335,6 +335,9 @@ class _Reader:
             if readers is None:
                 continue  # not a mapped flow setting: reported as such by the import
             wanted = {CONNECTOR_FIELDS[c] for c in readers}
+            if len(readers) > 1:  # the policy keys: the heartbeat connector's one name, `heartbeats`, is the same under
+                wanted.discard(CONNECTOR_FIELDS[Connector.HEARTBEAT])  # either policy and any separator
+                connectors = [c for c in connectors if c != CONNECTOR_FIELDS[Connector.HEARTBEAT]] or connectors
             if wanted == set(connectors):
                 continue
             missing = sorted(wanted - set(connectors))

@@ -211,9 +211,10 @@ def test_import_precedence_and_spellings():
     "text, line, message",
     [
         (
-            "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = yes\n",
-            4,
-            "a->b.enabled must be true or false",
+            "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n"
+            "a->b.sync.topic.acls.enabled = yes\n",
+            5,
+            "a->b.sync.topic.acls.enabled must be true or false",
         ),
         (
             "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\ntasks.max = many\n",

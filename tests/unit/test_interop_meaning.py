@@ -231,7 +231,8 @@ def test_strimzi_other_documents_connector_scope_and_v1alpha1_are_said():
     assert "in:1: warning: Secret: Secret 'creds' is not a KafkaMirrorMaker2: skipped" in said
     assert "in:23: warning: sync.group.offsets.enabled: set in sourceConnector of mirror a->b only" in said
     assert "checkpointConnector reads it too" in said and "sourceConnector ignores it" in said
-    assert "replication.policy.class: set in" in said  # heartbeatConnector reads it too
+    # the heartbeat connector reads the policy only to name `heartbeats`, the same under either policy
+    assert "replication.policy.class: set in" not in said
     assert t.flows[0].sync.group_offsets and t.flows[0].policy.kind is PolicyKind.IDENTITY
 
 
@@ -277,3 +278,10 @@ def test_empty_separator_is_accepted_with_identity():
 def test_the_mm2_key_table_of_docs_interop_is_up_to_date():
     text = (ROOT / keys_doc.DOC).read_text(encoding="utf-8")
     assert keys_doc.doc_text(text) == text, "run `.venv/bin/python scripts/generate_settings.py`"
+
+
+@pytest.mark.parametrize("value, enabled", [("false # passive", False), ("true # active", False), ("yes", False)])
+def test_flow_enabled_is_read_as_mm2_reads_it(value, enabled):
+    t, draft = topo(HEAD.replace("a->b.enabled = true", f"a->b.enabled = {value}"))
+    assert t.flows[0].enabled is enabled
+    assert "in:4: warning: a->b.enabled:" in notes(draft) and "MM2 reads it as false" in notes(draft)
