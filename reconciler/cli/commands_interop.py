@@ -7,12 +7,14 @@ nothing written. The result is validated with the project's own validator before
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK
-from reconciler.interop.draft import IMPORTED, TopologyDraft
+from reconciler.interop.draft import IMPORTED, ImportOptions, TopologyDraft
+from reconciler.interop.mm2_keys import POLICY_KINDS
 from reconciler.operations.backend import Backend
 from reconciler.operations.interop import IMPORTERS, import_topology
 from reconciler.topology.loader import read_source
@@ -29,7 +31,23 @@ def register(sub) -> None:
     )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--out", metavar="DIR", help="write DIR/topology.yaml (default: print the topology)")
+    p.add_argument(
+        "--policy-class",
+        metavar="CLASS=identity|default",
+        action="append",
+        type=_policy_class,
+        default=[],
+        help="which policy a custom replication.policy.class behaves as (it decides every remote topic's name; "
+        "an unknown class is an error without this); repeatable",
+    )
     p.set_defaults(func=cmd_import)
+
+
+def _policy_class(text: str) -> tuple[str, str]:
+    cls, sep, kind = text.rpartition("=")
+    if not sep or not cls.strip() or kind.strip() not in POLICY_KINDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CLASS=identity or CLASS=default")
+    return cls.strip(), kind.strip()
 
 
 def _report(draft: TopologyDraft) -> None:
@@ -48,7 +66,7 @@ def cmd_import(args, backend: Backend) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"{path}:1: error: cannot read file: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    imported = import_topology(args.format, text, str(path))
+    imported = import_topology(args.format, text, str(path), ImportOptions(dict(args.policy_class)))
     if imported.errors is not None or imported.topology is None or imported.draft is None:
         print(imported.errors, file=sys.stderr)
         return EXIT_ERROR

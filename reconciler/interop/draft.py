@@ -40,6 +40,14 @@ class Note:
 
 
 @dataclass(frozen=True)
+class ImportOptions:
+    """What the user tells an import that the file cannot: which policy a custom `replication.policy.class` is
+    (class name -> "identity" or "default"; it decides every remote topic's name, so it is never guessed)."""
+
+    policy_classes: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class EnvVar:
     """A variable the user must set: the topology references it instead of holding a secret."""
 

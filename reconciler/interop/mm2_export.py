@@ -13,11 +13,13 @@ from typing import Any
 
 from reconciler.interop.draft import Setting, builtin_default
 from reconciler.interop.mm2_keys import (
+    BUILTIN_EXCLUDE_EXT,
+    BUILTIN_EXCLUDES,
     CONNECTOR_KEYS,
     DEFAULT_POLICY_CLASS,
+    DELIVERY_EXT,
     DELIVERY_SETTING,
     ENV_PROVIDER_CLASS,
-    EOS_CONNECTOR_KEY,
     EOS_WORKER_KEY,
     EXT,
     IDENTITY_POLICY_CLASS,
@@ -56,6 +58,8 @@ def flow_settings(flow: Flow) -> dict[Setting, Any]:
         ("topics", "exclude"): tuple(flow.topics.exclude),
         ("groups", "include"): tuple(flow.groups.include),
         ("groups", "exclude"): tuple(flow.groups.exclude),
+        ("topics", "builtin_exclude"): flow.topics.builtin_exclude,
+        ("groups", "builtin_exclude"): flow.groups.builtin_exclude,
         ("policy",): flow.policy.kind.value,
         ("separator",): flow.policy.separator,
         ("internal_separator",): flow.policy.internal_separator,
@@ -99,13 +103,24 @@ def _format(kind: Kind, value: Any) -> str:
     return _num(value)
 
 
+def mm2_excludes(s: dict[Setting, Any], setting: Setting) -> tuple[str, ...]:
+    """MM2's one exclude list (which replaces its built-ins) for a flow's `exclude` + effective `builtin_exclude`."""
+    builtin_setting, builtins = BUILTIN_EXCLUDES[setting]
+    own = s[builtin_setting]
+    return tuple(s[setting]) + (builtins if own is None else tuple(own))  # no dedup: import splits it back
+
+
 def connector_values(flow: Flow) -> dict[str, str]:
     """MM2 connector keys whose value differs from MM2's default (exactly-once handled separately)."""
     s = flow_settings(flow)
     out: dict[str, str] = {}
     for k in CONNECTOR_KEYS:
         value = s[k.setting]
-        if value == k.mm2_default:
+        if k.setting in BUILTIN_EXCLUDES:
+            value = mm2_excludes(s, k.setting)
+            if value == BUILTIN_EXCLUDES[k.setting][1]:
+                continue  # MM2's default: its built-in excludes
+        elif value == k.mm2_default:
             continue
         out[k.key] = _format(k.kind, value)
     if s[REFRESH_SETTING] != MM2_REFRESH_DEFAULT:
@@ -115,9 +130,13 @@ def connector_values(flow: Flow) -> dict[str, str]:
 
 
 def job_ext_values(flow: Flow) -> dict[str, str]:
-    """Job settings MM2 has no key for (parallelism is tasks.max), where they differ from our defaults."""
+    """Flow settings MM2 has no key for, where they differ from our defaults: the job's (parallelism is tasks.max),
+    and a `builtin_exclude` other than MM2's or none (MM2's exclude key already holds its patterns)."""
     s = flow_settings(flow)
     out: dict[str, str] = {}
+    for builtin_setting, key in BUILTIN_EXCLUDE_EXT.items():
+        if s[builtin_setting]:
+            out[key] = ", ".join(s[builtin_setting])
     for name, kind in JOB_FIELD_KINDS.items():
         value = s[("job", name)]
         if value != builtin_default(("job", name)) and value is not None:
@@ -213,28 +232,29 @@ def topology_ext_values(topology: Topology) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ExactlyOnce:
-    """How the flows' delivery is said in MM2: the worker setting per target, or `required` per flow."""
+    """How the flows' delivery is said in MM2 (KIP-618): the target's worker gives exactly-once to every flow into it
+    (`exactly.once.support = requested`, the default) once `exactly.once.source.support = enabled`; MM2 has no way to
+    keep one flow into such a target at-least-once, so those get exactly-once from MM2 (a stronger guarantee) and
+    carry `reconciler.delivery = at-least-once` for the import."""
 
-    worker_enabled: frozenset[str]  # target aliases whose every flow is exactly-once
-    required: frozenset[str]  # flow names that need `exactly.once.support = required`
+    worker_enabled: frozenset[str]  # target aliases with an exactly-once flow
+    at_least_once: frozenset[str]  # at-least-once flows into such a target
 
 
 def exactly_once(topology: Topology) -> ExactlyOnce:
-    targets: dict[str, list[Flow]] = {}
-    for f in topology.flows:
-        targets.setdefault(f.target, []).append(f)
-    enabled = frozenset(t for t, fs in targets.items() if all(f.delivery is Delivery.EXACTLY_ONCE for f in fs))
-    required = frozenset(
-        f.name for f in topology.flows if f.delivery is Delivery.EXACTLY_ONCE and f.target not in enabled
+    enabled = frozenset(f.target for f in topology.flows if f.delivery is Delivery.EXACTLY_ONCE)
+    weaker = frozenset(
+        f.name for f in topology.flows if f.delivery is not Delivery.EXACTLY_ONCE and f.target in enabled
     )
-    return ExactlyOnce(enabled, required)
+    return ExactlyOnce(enabled, weaker)
+
+
+def delivery_values(flow: Flow, eos: ExactlyOnce) -> dict[str, str]:
+    return {DELIVERY_EXT: flow.delivery.value} if flow.name in eos.at_least_once else {}
 
 
 def _flow_values(flow: Flow, eos: ExactlyOnce) -> dict[str, str]:
-    values = {**connector_values(flow), **job_ext_values(flow)}
-    if flow.name in eos.required:
-        values[EOS_CONNECTOR_KEY] = "required"
-    return values
+    return {**connector_values(flow), **job_ext_values(flow), **delivery_values(flow, eos)}
 
 
 class ExportError(Exception):
@@ -300,11 +320,11 @@ def export_mm2(topology: Topology, origin: str) -> str:
             Line(comment=f"--- flow {f.name}"),
             Line(f"{f.name}.enabled", "true" if f.enabled else "false"),
         ]
-        if f.name in eos.required:
+        if f.name in eos.at_least_once:
             lines.append(
                 Line(
-                    comment=f"exactly-once needs `{f.target}.{EOS_WORKER_KEY} = enabled` in MM2, which makes "
-                    f"every flow into {f.target} exactly-once"
+                    comment=f"at-least-once in the topology; MM2 gives every flow into {f.target} exactly-once "
+                    f"(`{f.target}.{EOS_WORKER_KEY} = enabled`, which another flow needs)"
                 )
             )
         lines += [Line(f"{f.name}.{k}", v) for k, v in per_flow[f.name].items() if k not in common]

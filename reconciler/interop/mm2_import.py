@@ -21,6 +21,7 @@ from reconciler.interop.draft import (
     ClusterDraft,
     EnvNames,
     FlowDraft,
+    ImportOptions,
     Note,
     ResidencyDraft,
     Setting,
@@ -28,8 +29,12 @@ from reconciler.interop.draft import (
     is_env_name,
 )
 from reconciler.interop.mm2_keys import (
+    BUILTIN_EXCLUDE_EXT,
+    BUILTIN_EXCLUDES,
     BY_SPELLING,
+    CLIENT_OVERRIDE_PREFIXES,
     CONNECTOR_KEYS,
+    DELIVERY_EXT,
     DELIVERY_SETTING,
     ENV_PROVIDER_CLASS,
     EOS_CONNECTOR_KEY,
@@ -39,7 +44,9 @@ from reconciler.interop.mm2_keys import (
     MM2_REFRESH_DEFAULT,
     NOT_EXPRESSIBLE,
     POLICY_CLASSES,
+    POLICY_KINDS,
     PRUNE_KEYS,
+    REFRESH_ENABLED_KEYS,
     REFRESH_KEYS,
     REFRESH_SETTING,
     SAME_CLIENT_KEYS,
@@ -68,8 +75,9 @@ class _Scopes:
 
 
 class _Context:
-    def __init__(self, draft: TopologyDraft, providers: dict[str, str]):
+    def __init__(self, draft: TopologyDraft, providers: dict[str, str], options: ImportOptions):
         self.draft = draft
+        self.options = options
         self.env = EnvNames(draft)
         self.providers = providers  # alias -> class
 
@@ -103,9 +111,7 @@ def _parse_value(prop: Property, kind: Kind) -> Any:
             raise _error(prop, f"{key} must be {what}, not {shown!r}") from None
         return int(value) if value.is_integer() else value
     if kind is Kind.POLICY:
-        if text not in POLICY_CLASSES:
-            return None
-        return POLICY_CLASSES[text]
+        return POLICY_CLASSES.get(text)
     if kind is Kind.LOCATION:
         if text not in ("source", "target"):
             raise _error(prop, f"{key} must be source or target, not {shown!r}")
@@ -181,6 +187,16 @@ def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -
         )
         return "${" + name + "}"
 
+    for name in dict.fromkeys(secrets.references(value)):  # a literal `${NAME}`: MM2 passes it as it is
+        if name not in ctx.env.taken:
+            ctx.env.known(name, f"the literal ${{{name}}} at {prop.where} (MM2 passes it to the client as it is)")
+            ctx.note(
+                prop,
+                prop.key,
+                f"the literal ${{{name}}} becomes a reference to environment variable {name} (MM2 substitutes no "
+                "`${NAME}`: it was a placeholder of a template)",
+                f"set {name}, or write the value out",
+            )
     return _REF.sub(repl, value)
 
 
@@ -330,25 +346,170 @@ def _lookup(spelling_list: tuple[str, ...], *scopes: dict[str, Property]) -> Pro
     return None
 
 
+def _custom_policy(prop: Property, ctx: _Context) -> str:
+    """A `replication.policy.class` that is neither Kafka's nor Strimzi's: the user says which policy it is
+    (`--policy-class CLASS=identity|default`); it decides every remote topic's name, so it is never guessed."""
+    cls = prop.value.strip()
+    kind = ctx.options.policy_classes.get(cls)
+    if kind is None:
+        raise _error(
+            prop,
+            f"replication policy class {cut(cls)!r} is not one we know (Default/IdentityReplicationPolicy of Kafka, "
+            "Strimzi's IdentityReplicationPolicy)",
+            hint=f"say which policy it behaves as: `--policy-class {cut(cls, 120)}=identity` (remote topics keep "
+            "their names) or `=default` (`<source-alias><separator><topic>`)",
+        )
+    if kind not in POLICY_KINDS:  # the CLI checks this too; a caller of the library may not
+        raise _error(prop, f"--policy-class {cut(cls)}: {kind!r} is not one of {', '.join(POLICY_KINDS)}")
+    ctx.note(
+        prop,
+        prop.key,
+        f"custom replication policy {cut(cls, 120)} imported as `policy: {kind}` (as --policy-class says)",
+        "the jobs name topics as that built-in policy does; check the class does the same",
+    )
+    return kind
+
+
 def _connector_setting(k: Mm2Key, flow_scope: dict[str, Property], top: dict[str, Property], ctx: _Context) -> Any:
     prop = _lookup(k.spellings, flow_scope, top)
     if prop is None:
         return k.mm2_default
     value = _parse_value(prop, k.kind)
     if k.kind is Kind.POLICY and value is None:
-        ctx.note(
-            prop,
-            prop.key,
-            f"replication policy {cut(prop.value.strip())!r} is not supported",
-            "only DefaultReplicationPolicy and IdentityReplicationPolicy are; the default policy was used",
-        )
-        return k.mm2_default
+        value = _custom_policy(prop, ctx)
     if k.kind is Kind.SECONDS and value <= 0:
         if k.setting[-1] == "interval_seconds" and k.setting[0] in ("heartbeats", "checkpoints"):
             return ("disable",)
         ctx.note(prop, prop.key, f"a non-positive interval ({value}) is not supported", "MM2's default was used")
         return k.mm2_default
     return value
+
+
+#: KIP-618's values: the Connect worker's `exactly.once.source.support` and a connector's `exactly.once.support`.
+EOS_WORKER_VALUES = ("enabled", "preparing", "disabled")
+EOS_CONNECTOR_VALUES = ("requested", "required")
+
+
+def _eos_value(prop: Property | None, allowed: tuple[str, ...]) -> str | None:
+    if prop is None:
+        return None
+    value = prop.value.strip().lower()
+    if value not in allowed:
+        raise _error(
+            prop,
+            f"{cut(prop.key)} must be {' or '.join(allowed)} (KIP-618), not {cut(prop.value.strip())!r}",
+            hint="MirrorMaker 2 refuses this value; write the one you mean",
+        )
+    return value
+
+
+def _delivery(source: str, target: str, fs: dict[str, Property], scopes: _Scopes, ctx: _Context) -> str:
+    """KIP-618: the target's Connect worker gives exactly-once to source connectors when `exactly.once.source.support
+    = enabled` (`preparing`, `disabled`: at-least-once); a connector's `exactly.once.support = requested` (the
+    default) takes what the worker gives, `required` makes MM2 refuse to start the connector without it. So:
+    worker enabled -> exactly-once; `required` -> exactly-once (what the line asks for; warned when the worker does
+    not enable it, as MM2 would not run the flow then); otherwise at-least-once."""
+    worker_prop = _lookup((EOS_WORKER_KEY,), fs, scopes.cluster.get(target, {}), scopes.top)
+    connector_prop = _lookup((EOS_CONNECTOR_KEY,), fs, scopes.top)
+    worker = _eos_value(worker_prop, EOS_WORKER_VALUES) or "disabled"
+    connector = _eos_value(connector_prop, EOS_CONNECTOR_VALUES) or "requested"
+    if connector == "required" and worker != "enabled":
+        ctx.note(
+            connector_prop,
+            EOS_CONNECTOR_KEY,
+            f"flow {source}->{target} requires exactly-once but its worker's {EOS_WORKER_KEY} is {worker}, so MM2 "
+            "would not start it",
+            "imported as `delivery: exactly-once`, what the line asks for",
+        )
+    eos = "exactly-once" if worker == "enabled" or connector == "required" else "at-least-once"
+    ours = _lookup((DELIVERY_EXT,), fs, scopes.top)  # export's: the topology's value where MM2 gives more
+    if ours is not None and eos == "exactly-once" and connector != "required":
+        if ours.value.strip() != "at-least-once":
+            raise _error(ours, f"{DELIVERY_EXT} must be at-least-once, not {cut(ours.value.strip())!r}")
+        return "at-least-once"
+    return eos
+
+
+def _empty_separator(
+    source: str,
+    target: str,
+    settings: dict[Setting, Any],
+    fs: dict[str, Property],
+    top: dict[str, Property],
+    ctx: _Context,
+) -> None:
+    """An empty `replication.policy.separator` with the identity policy names no replicated topic (MM2 accepts it); a
+    topology's separator is never empty, so it takes the default `.`. It still shapes MM2's internal topic names
+    when `replication.policy.internal.topic.separator.enabled` (the default): those differ, and we say so."""
+    if settings[("separator",)] != "" or settings[("policy",)] != "identity":
+        return  # with the default policy an empty separator is refused by validation, at its line
+    prop = _lookup(("replication.policy.separator",), fs, top)
+    settings[("separator",)] = "."
+    if settings[("internal_separator",)]:
+        ctx.note(
+            prop,
+            "replication.policy.separator",
+            f"flow {source}->{target}: empty; with the identity policy it names no replicated topic, but MM2 named its "
+            f"internal topics `{source}checkpointsinternal` and `mm2-offset-syncs{target}internal` with it",
+            "the jobs use `.` (`<alias>.checkpoints.internal`, ...): consumers that translate offsets read the new names",
+        )
+
+
+def _without(listed: tuple[str, ...], part: tuple[str, ...]) -> tuple[str, ...] | None:
+    """`listed` without `part` (at its end, as export writes it, else one occurrence of each), None if it lacks one."""
+    if part and listed[-len(part) :] == part:
+        return listed[: -len(part)]
+    rest = list(listed)
+    for p in part:
+        if p not in rest:
+            return None
+        rest.remove(p)
+    return tuple(rest)
+
+
+def _excludes(
+    settings: dict[Setting, Any], lines: dict[Setting, int], fs: dict[str, Property], top: dict[str, Property]
+) -> None:
+    """MM2's `topics.exclude` (`groups.exclude`) is one list that replaces the built-in excludes when set; a topology
+    has `exclude`, added to the built-ins unless `builtin_exclude` replaces them. The same names are excluded:
+    * unset: MM2's built-ins -> `exclude` empty, `builtin_exclude` unset;
+    * a list holding every built-in (as `export` writes it) -> the rest in `exclude`, `builtin_exclude` unset;
+    * any other list (an empty one too: no excludes at all) -> `exclude` it, `builtin_exclude: []`;
+    * with `reconciler.<topics|groups>.builtin_exclude = Y` (export's) -> `builtin_exclude: Y`, the rest in `exclude`.
+    """
+    for setting, (builtin_setting, builtins) in BUILTIN_EXCLUDES.items():
+        listed = settings[setting] if setting in lines else builtins
+        ext = _lookup((BUILTIN_EXCLUDE_EXT[builtin_setting],), fs, top)
+        own = _parse_value(ext, Kind.LIST) if ext is not None else None
+        rest = _without(listed, own) if own is not None else None
+        if rest is not None:
+            settings[setting] = rest
+            settings[builtin_setting] = own
+            lines[builtin_setting] = ext.line  # type: ignore[union-attr]
+        elif (rest := _without(listed, builtins)) is not None:
+            settings[setting] = rest
+        else:
+            settings[setting] = tuple(listed)
+            settings[builtin_setting] = ()
+            if setting in lines:
+                lines[builtin_setting] = lines[setting]
+
+
+def _flow_enabled(source: str, target: str, prop: Property | None, ctx: _Context) -> bool:
+    """MirrorMakerConfig reads `A->B.enabled` with Java's Boolean.parseBoolean: anything but `true` (any case) is
+    false, `false # passive` (an inline comment, which .properties does not have) and `yes` too. Same here, said."""
+    if prop is None:
+        return False
+    text = prop.value.strip()
+    if text.lower() not in ("true", "false"):
+        ctx.note(
+            prop,
+            prop.key,
+            f"{cut(text)!r} is neither true nor false: MM2 reads it as false (Java's Boolean.parseBoolean; a `#` after "
+            "a value is part of the value), so flow " + f"{source}->{target} is imported disabled",
+            "write true or false",
+        )
+    return text.lower() == "true"
 
 
 def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft:
@@ -379,12 +540,21 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
             f"the smaller interval ({min(refresh)} s) was used for both",
         )
     settings[REFRESH_SETTING] = min(refresh)
+    for key in REFRESH_ENABLED_KEYS:
+        prop = _lookup((key,), fs, scopes.top)
+        if prop is not None and not _parse_value(prop, Kind.BOOL):
+            ctx.note(
+                prop,
+                key,
+                f"flow {source}->{target}: MM2 reads the {key.split('.')[1]} once at start; the jobs always re-read "
+                "them, every refresh_interval_seconds",
+                "not expressible; a large refresh_interval_seconds comes closest",
+            )
+    _excludes(settings, lines, fs, scopes.top)
+    _empty_separator(source, target, settings, fs, scopes.top, ctx)
+    settings[DELIVERY_SETTING] = _delivery(source, target, fs, scopes, ctx)
     worker = _lookup((EOS_WORKER_KEY,), fs, scopes.cluster.get(target, {}), scopes.top)
     connector = _lookup((EOS_CONNECTOR_KEY,), fs, scopes.top)
-    eos = bool(worker and worker.value.strip().lower() == "enabled") or bool(
-        connector and connector.value.strip().lower() == "required"
-    )
-    settings[DELIVERY_SETTING] = "exactly-once" if eos else "at-least-once"
     if worker or connector:
         lines[DELIVERY_SETTING] = (connector or worker).line  # type: ignore[union-attr]
     for key, prop in {**scopes.top_job, **{k: p for k, p in fs.items() if k.startswith(EXT + "job.")}}.items():
@@ -397,10 +567,13 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
             lines[("job", field_name)] = prop.line
         else:
             ctx.note(prop, prop.key, "unknown job setting", f"job settings are {', '.join(JOB_FIELD_KINDS)}")
-    enabled_prop = fs.get("enabled")
-    enabled = _parse_value(enabled_prop, Kind.BOOL) if enabled_prop else False
+    enabled = _flow_enabled(source, target, fs.get("enabled"), ctx)
     for key, prop in fs.items():
         if key == "enabled" or key in BY_SPELLING or key in REFRESH_KEYS or key.startswith(EXT + "job."):
+            continue
+        if key in REFRESH_ENABLED_KEYS:
+            continue
+        if key in BUILTIN_EXCLUDE_EXT.values() or key == DELIVERY_EXT:
             continue
         if key in (EOS_WORKER_KEY, EOS_CONNECTOR_KEY):
             continue
@@ -419,18 +592,7 @@ def _unexpressible(prop: Property, key: str, ctx: _Context, scope: str) -> None:
             f"Strimzi field, not expressible ({scope})",
             "jobs run where the topology's `job:` settings say (deployer, master, parallelism); drop it",
         )
-    elif key.startswith(
-        (
-            "consumer.",
-            "producer.",
-            "admin.",
-            "source.cluster.",
-            "target.cluster.",
-            "source.admin.",
-            "target.admin.",
-            "offset-syncs.",
-        )
-    ):
+    elif key.startswith(CLIENT_OVERRIDE_PREFIXES):
         ctx.note(
             prop,
             prop.key,
@@ -448,7 +610,9 @@ def _ext_top(scopes: _Scopes, ctx: _Context) -> None:
     d = ctx.draft
     rules: dict[str, dict[str, Property]] = {}
     for key, prop in scopes.top.items():
-        if not key.startswith(EXT) or key.startswith(EXT + "job."):
+        if key.startswith(EXT + "job.") or key in BUILTIN_EXCLUDE_EXT.values() or key == DELIVERY_EXT:
+            continue
+        if not key.startswith(EXT):
             continue
         rest = key[len(EXT) :]
         if rest == "metadata.name":
@@ -514,7 +678,7 @@ def _cluster(
                 if secrets.is_secret_key(lib_key)
                 else _map_refs(value, alias, lib_key, prop, ctx)
             )
-        elif key in BY_SPELLING or key in REFRESH_KEYS:
+        elif key in BY_SPELLING or key in REFRESH_KEYS or key in REFRESH_ENABLED_KEYS:
             ctx.note(
                 prop,
                 prop.key,
@@ -596,7 +760,7 @@ def _key_references(last: dict[str, Property]) -> list[tuple[Property, str]]:
     return [(last[key], name) for key, names in graph.items() for name in names]
 
 
-def import_properties(props: list[Property], file: str) -> TopologyDraft:
+def import_properties(props: list[Property], file: str, options: ImportOptions | None = None) -> TopologyDraft:
     """MM2 properties -> draft; PropertiesError (FILE:LINE) for what cannot be read at all."""
     _check_sizes(props)
     last = {p.key: p for p in props}
@@ -618,7 +782,7 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
                 hint="aliases use letters, digits, '-' and '_' (a dot would make remote topic names ambiguous); rename it",
             )
     draft = TopologyDraft(name=None, clusters=[], flows=[])
-    ctx = _Context(draft, _providers(props))
+    ctx = _Context(draft, _providers(props), options or ImportOptions())
     seen: dict[str, Property] = {}
     for p in props:
         if p.key in seen and seen[p.key].value != p.value:
@@ -634,6 +798,8 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
     scopes = _scopes(list(last.values()), aliases, ctx)
     for key, prop in scopes.top.items():
         if key.startswith(EXT) or key in BY_SPELLING or key in REFRESH_KEYS or is_client_key(key):
+            continue
+        if key in REFRESH_ENABLED_KEYS:
             continue
         if key in (EOS_WORKER_KEY, EOS_CONNECTOR_KEY):
             continue
@@ -658,16 +824,17 @@ def import_properties(props: list[Property], file: str) -> TopologyDraft:
             )
             continue
         draft.flows.append(_flow(source, target, scopes, ctx))
-    draft.notes.sort(key=_note_order)
+    draft.notes.sort(key=note_order)
     return draft
 
 
-def _note_order(note: Note) -> tuple[str, int]:
+def note_order(note: Note) -> tuple[str, int]:
+    """Notes in the order of the input: by file, then line (those without a place last)."""
     if note.where is None:
         return ("\uffff", 0)
     file, _, line = note.where.rpartition(":")
     return (file, int(line) if line.isdigit() else 0)
 
 
-def import_mm2_text(text: str, file: str) -> TopologyDraft:
-    return import_properties(parse_properties(text, file), file)
+def import_mm2_text(text: str, file: str, options: ImportOptions | None = None) -> TopologyDraft:
+    return import_properties(parse_properties(text, file), file, options)

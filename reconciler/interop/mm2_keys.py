@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.interop.draft import Setting
+from reconciler.mirror.filters import GroupFilter, TopicFilter
 from reconciler.topology import settings_registry as registry
 
 
@@ -39,12 +40,16 @@ class Mm2Key:
 
 DEFAULT_POLICY_CLASS = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
 IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+#: Strimzi's own identity policy, from before Kafka had one (Kafka 3.0, KIP-382's follow-up); same behaviour.
+STRIMZI_IDENTITY_POLICY_CLASS = "io.strimzi.kafka.connect.mirror.IdentityReplicationPolicy"
 POLICY_CLASSES = {
     DEFAULT_POLICY_CLASS: "default",
     "DefaultReplicationPolicy": "default",
     IDENTITY_POLICY_CLASS: "identity",
+    STRIMZI_IDENTITY_POLICY_CLASS: "identity",
     "IdentityReplicationPolicy": "identity",
 }
+POLICY_KINDS = ("default", "identity")
 
 
 def _kind(s: registry.Setting) -> Kind:
@@ -82,16 +87,34 @@ KEY_CONNECTORS: dict[str, tuple[registry.Connector, ...]] = {
     key: s.mm2.connectors_of(key) for s in registry.mm2_settings() if s.mm2 is not None for key in s.mm2.keys
 }
 
+#: MM2's `topics.exclude` / `groups.exclude` default to the built-in excludes and REPLACE them when set; a topology's
+#: `exclude` adds to them unless `builtin_exclude` (the setting beside it) replaces them. The exclude setting ->
+#: (its builtin_exclude setting, the built-in patterns: the filters' own `ALWAYS_EXCLUDED`).
+BUILTIN_EXCLUDES: dict[Setting, tuple[Setting, tuple[str, ...]]] = {
+    ("topics", "exclude"): (("topics", "builtin_exclude"), TopicFilter.ALWAYS_EXCLUDED),
+    ("groups", "exclude"): (("groups", "builtin_exclude"), GroupFilter.ALWAYS_EXCLUDED),
+}
+#: A `builtin_exclude` other than MM2's (or `[]`) rides in this extension key beside MM2's exclude key, so that
+#: import can split MM2's one list back into `exclude` and `builtin_exclude`.
+BUILTIN_EXCLUDE_EXT: dict[Setting, str] = {
+    builtin: f"reconciler.{'.'.join(builtin)}" for builtin, _ in BUILTIN_EXCLUDES.values()
+}
+
 #: Our single refresh interval stands for both of MM2's.
 REFRESH_SETTING: Setting = ("refresh_interval_seconds",)
 REFRESH_KEYS = _mm2("refresh_interval_seconds").keys
 MM2_REFRESH_DEFAULT = _mm2("refresh_interval_seconds").default
+#: MM2's switches for those refreshes (default true); the jobs always refresh, every `refresh_interval_seconds`.
+REFRESH_ENABLED_KEYS = ("refresh.topics.enabled", "refresh.groups.enabled")
 
 #: Exactly-once (KIP-618 for Connect, used by MM2): the worker setting on the target cluster, and the
 #: connector setting `exactly.once.support=required` on a flow.
 EOS_WORKER_KEY = "exactly.once.source.support"
 EOS_CONNECTOR_KEY = _mm2("delivery").key
 DELIVERY_SETTING: Setting = ("delivery",)
+#: An at-least-once flow into a target whose worker enables exactly-once (for another flow): MM2 gives it
+#: exactly-once anyway; the topology's value rides in this extension key (export -> import).
+DELIVERY_EXT = "reconciler.delivery"
 
 #: Keys MM2 knows that the topology cannot express, and what to do about each.
 NOT_EXPRESSIBLE: dict[str, str] = {
@@ -117,7 +140,40 @@ NOT_EXPRESSIBLE: dict[str, str] = {
     "emit.checkpoints.enabled.for.groups": "use groups / groups.exclude",
     "admin.timeout.ms": "not configurable; drop it",
     "consumer.poll.timeout.ms": "jobs read in micro-batches (job.trigger_interval_ms); drop it",
+    "forwarding.admin.class": "topics and ACLs are created by `reconciler apply` with its own admin client; drop it",
+    "transaction.boundary": "exactly-once jobs commit one transaction per micro-batch; drop it",
 }
+
+#: The Java client keys the import maps to librdkafka (what becomes of each; mm2_import._client_config does it).
+CLIENT_KEY_FATES: dict[str, str] = {
+    "security.protocol, client.id, sasl.kerberos.service.name, ssl.key.password, ssl.cipher.suites": (
+        "the same key in `clusters.A.config`"
+    ),
+    "sasl.mechanism": "`sasl.mechanisms`",
+    "sasl.jaas.config": "Plain/Scram login module: `sasl.username`, `sasl.password: ${VAR}`; other modules reported",
+    "ssl.endpoint.identification.algorithm": "the same key (empty: `none`)",
+    "ssl.truststore.type, ssl.truststore.location, ssl.truststore.certificates": (
+        "PEM: `ssl.ca.location` / `ssl.ca.pem`; JKS/PKCS12 truststores reported (convert to PEM)"
+    ),
+    "ssl.truststore.password": "not needed by PEM (dropped with its truststore)",
+    "ssl.keystore.type, ssl.keystore.location, ssl.keystore.password": (
+        "PKCS12: same keys; PEM: `ssl.certificate.location` + `ssl.key.location`; JKS reported (convert)"
+    ),
+    "ssl.keystore.certificate.chain, ssl.keystore.key": "`ssl.certificate.pem`, `ssl.key.pem`",
+    "security.*, sasl.*, ssl.*": "any other: reported (add the librdkafka equivalent to `clusters.A.config`)",
+}
+
+#: Prefixes of per-client overrides (reported: jobs use one librdkafka config per cluster).
+CLIENT_OVERRIDE_PREFIXES = (
+    "consumer.",
+    "producer.",
+    "admin.",
+    "source.cluster.",
+    "target.cluster.",
+    "source.admin.",
+    "target.admin.",
+    "offset-syncs.",
+)
 
 #: Java client keys with the same name and meaning in librdkafka.
 SAME_CLIENT_KEYS = (

@@ -23,18 +23,24 @@ from typing import Any
 
 import yaml
 
-from reconciler.interop.draft import TopologyDraft
+from reconciler.interop.draft import ImportOptions, Note, TopologyDraft
 from reconciler.interop.mm2_export import (
     check_exportable,
     client_properties,
     cluster_ext_values,
     connector_values,
+    delivery_values,
     exactly_once,
     job_ext_values,
     topology_ext_values,
 )
-from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties
-from reconciler.interop.mm2_keys import EOS_CONNECTOR_KEY, EOS_WORKER_KEY, JAAS_MODULES, KEY_CONNECTORS
+from reconciler.interop.mm2_import import K8S_PROVIDER, import_properties, note_order
+from reconciler.interop.mm2_keys import (
+    EOS_WORKER_KEY,
+    JAAS_MODULES,
+    KEY_CONNECTORS,
+    SAME_CLIENT_KEYS,
+)
 from reconciler.interop.properties import PropertiesError, Property, format_property, parse_properties
 from reconciler.textutil import cut
 from reconciler.topology import secrets
@@ -44,7 +50,8 @@ from reconciler.topology.model import Cluster, Topology
 from reconciler.topology.settings_registry import Connector
 
 ANNOTATION = "reconciler.dev/properties"
-API_VERSIONS = ("kafka.strimzi.io/v1beta2", "kafka.strimzi.io/v1")
+#: v1alpha1 is the v1beta2 shape (its `spec.config`, if any, is reported like every Strimzi field not read).
+API_VERSIONS = ("kafka.strimzi.io/v1beta2", "kafka.strimzi.io/v1", "kafka.strimzi.io/v1alpha1")
 AUTH_MECHANISMS = {"scram-sha-512": "SCRAM-SHA-512", "scram-sha-256": "SCRAM-SHA-256", "plain": "PLAIN"}
 PATTERN_KEYS = {
     "topics": "topicsPattern",
@@ -52,7 +59,37 @@ PATTERN_KEYS = {
     "groups": "groupsPattern",
     "groups.exclude": "groupsExcludePattern",
 }
+CONNECTOR_FIELDS = {
+    Connector.SOURCE: "sourceConnector",
+    Connector.CHECKPOINT: "checkpointConnector",
+    Connector.HEARTBEAT: "heartbeatConnector",
+}
 LEGACY_PATTERNS = {"topicsBlacklistPattern": "topics.exclude", "groupsBlacklistPattern": "groups.exclude"}
+
+#: What Strimzi refuses in `spec.clusters[].config` (KafkaMirrorMaker2ClusterSpec, Strimzi's API reference): keys
+#: with these prefixes, except the listed ones (TLS tuning it leaves to the user).
+CLUSTER_CONFIG_FORBIDDEN_PREFIXES = (
+    "ssl.",
+    "sasl.",
+    "security.",
+    "listeners",
+    "plugin.path",
+    "rest.",
+    "bootstrap.servers",
+    "consumer.interceptor.classes",
+    "producer.interceptor.classes",
+)
+CLUSTER_CONFIG_ALLOWED = (
+    "ssl.endpoint.identification.algorithm",
+    "ssl.cipher.suites",
+    "ssl.protocol",
+    "ssl.enabled.protocols",
+)
+
+
+def cluster_config_accepts(key: str) -> bool:
+    """Whether Strimzi takes Kafka client key `key` in a KafkaMirrorMaker2 cluster's `config`."""
+    return key in CLUSTER_CONFIG_ALLOWED or not key.startswith(CLUSTER_CONFIG_FORBIDDEN_PREFIXES)
 
 
 # --- import --------------------------------------------------------------------------------------
@@ -95,6 +132,7 @@ class _Reader:
     def __init__(self, doc: Document):
         self.doc = doc
         self.props: list[Property] = []
+        self.notes: list[Note] = []  # what Strimzi does that the properties cannot carry
 
     def line(self, path: tuple) -> int:
         return self.doc.where(path).line
@@ -241,6 +279,7 @@ class _Reader:
             if field_name in m and PATTERN_KEYS[ours] not in m:
                 self.add(f"{flow}.{ours}", self.text(m, field_name, path), path + (field_name,))
         seen: dict[str, tuple[str, tuple]] = {}
+        given: dict[str, list[str]] = {}  # connector setting -> the connectors whose config sets it
         for connector, spec in connectors.items():
             if spec is None:
                 continue
@@ -265,10 +304,12 @@ class _Reader:
                         hint="one flow has one value per setting: make them equal",
                     )
                 seen[key] = (_str(value), p)
+                given.setdefault(key, []).append(connector)
                 self.add(f"{flow}.{key}", value, p)
             read = {"tasksMax", "config", "state"} if connector == "sourceConnector" else {"tasksMax", "config"}
             for key in sorted(set(spec) - read, key=str):
                 self.add(f"{flow}.strimzi.{connector}.{key}", spec[key], cpath + (key,))
+        self.connector_scope(flow, given, seen)
         for key in sorted(
             set(m)
             - {
@@ -284,6 +325,38 @@ class _Reader:
             key=str,
         ):
             self.add(f"{flow}.strimzi.{key}", m[key], path + (key,))
+
+    def connector_scope(self, flow: str, given: dict[str, list[str]], seen: dict[str, tuple[str, tuple]]) -> None:
+        """Strimzi gives a connector's `config` to that connector only; a flow has one value per setting. Say so where
+        the connectors MM2 reads a key in (the settings registry's `Mm2.connectors`) are not those it was set in:
+        the others used MM2's default (or ignored it), the topology applies it to the whole flow."""
+        for key, connectors in given.items():
+            readers = KEY_CONNECTORS.get(key)
+            if readers is None:
+                continue  # not a mapped flow setting: reported as such by the import
+            wanted = {CONNECTOR_FIELDS[c] for c in readers}
+            if len(readers) > 1:  # the policy keys: the heartbeat connector's one name, `heartbeats`, is the same under
+                wanted.discard(CONNECTOR_FIELDS[Connector.HEARTBEAT])  # either policy and any separator
+                connectors = [c for c in connectors if c != CONNECTOR_FIELDS[Connector.HEARTBEAT]] or connectors
+            if wanted == set(connectors):
+                continue
+            missing = sorted(wanted - set(connectors))
+            idle = sorted(set(connectors) - wanted)
+            said = []
+            if missing:
+                said.append(
+                    f"{' and '.join(missing)} read{'s' if len(missing) == 1 else ''} it too, with MM2's default"
+                )
+            if idle:
+                said.append(f"{' and '.join(idle)} ignore{'s' if len(idle) == 1 else ''} it")
+            self.notes.append(
+                Note(
+                    f"{self.doc.file}:{self.line(seen[key][1])}",
+                    key,
+                    f"set in {', '.join(connectors)} of mirror {flow} only: {'; '.join(said)}",
+                    "the topology applies it to the whole flow (one value per setting); check that is what you want",
+                )
+            )
 
     def annotation(self, text: str, path: tuple) -> None:
         base = self.line(path)
@@ -336,7 +409,7 @@ class _Reader:
             self.add(f"strimzi.spec.{key}", spec[key], ("spec", key))
 
 
-def import_strimzi_text(text: str, file: str) -> TopologyDraft:
+def import_strimzi_text(text: str, file: str, options: ImportOptions | None = None) -> TopologyDraft:
     diags = Diagnostics()
     docs = load_text(text, file, diags)
     if diags.errors:
@@ -345,13 +418,31 @@ def import_strimzi_text(text: str, file: str) -> TopologyDraft:
     props: list[Property] = []
     aliases: list[str] = []
     found = 0
+    notes: list[Note] = []
     for doc in docs:
+        if doc.data is None:
+            continue  # an empty document (a trailing `---`)
         if not isinstance(doc.data, dict) or doc.data.get("kind") != "KafkaMirrorMaker2":
+            kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
+            name = (doc.data.get("metadata") or {}).get("name") if isinstance(doc.data, dict) else None
+            what = f"{cut(_str(kind), 60) or 'a document without kind'}" + (
+                f" {cut(_str(name), 60)!r}" if isinstance(name, str) else ""
+            )
+            notes.append(
+                Note(
+                    f"{file}:{doc.where(()).line}",
+                    _str(kind) or "document",
+                    f"{what} is not a KafkaMirrorMaker2: skipped",
+                    "keep it for your cluster (a Secret, a KafkaTopic, ...); the topology replaces only the "
+                    "KafkaMirrorMaker2",
+                )
+            )
             continue
         found += 1
         reader = _Reader(doc)
         reader.resource(aliases)
         props += reader.props
+        notes += reader.notes
     if not found:
         raise PropertiesError(
             file,
@@ -362,7 +453,9 @@ def import_strimzi_text(text: str, file: str) -> TopologyDraft:
     ordered = list(dict.fromkeys(aliases))
     first_line = props[0].line if props else 1
     props.insert(0, Property("clusters", ", ".join(ordered), file, first_line))
-    return import_properties(_first_cluster_definition(props), file)
+    draft = import_properties(_first_cluster_definition(props), file, options)
+    draft.notes = sorted(draft.notes + notes, key=note_order)
+    return draft
 
 
 def _first_cluster_definition(props: list[Property]) -> list[Property]:
@@ -437,6 +530,9 @@ def _cluster_spec(cluster: Cluster, secret_name: str, connect_config: dict[str, 
             )
         )
         connect_config.update(java)
+    for key in SAME_CLIENT_KEYS:  # same name in librdkafka and Java: in `config` where Strimzi accepts it
+        if key in cfg and cluster_config_accepts(key):
+            connect_config[key] = cfg.pop(key)
     if connect_config:
         spec["config"] = dict(connect_config)
     return spec, cfg
@@ -467,8 +563,6 @@ def _resource(topology: Topology, target: str, origin: str) -> dict:
     mirrors = []
     for f in flows:
         values = connector_values(f)
-        if f.name in eos.required:
-            values[EOS_CONNECTOR_KEY] = "required"
         mirror: dict[str, Any] = {"sourceCluster": f.source, "targetCluster": target}
         for ours, field_name in PATTERN_KEYS.items():
             if ours in values:
@@ -488,7 +582,7 @@ def _resource(topology: Topology, target: str, origin: str) -> dict:
         if heartbeat_cfg:
             mirror["heartbeatConnector"] = {"config": heartbeat_cfg}
         mirrors.append(mirror)
-        ext.update({f"{f.name}.{k}": v for k, v in job_ext_values(f).items()})
+        ext.update({f"{f.name}.{k}": v for k, v in {**job_ext_values(f), **delivery_values(f, eos)}.items()})
     metadata: dict[str, Any] = {"name": _k8s_name(f"{topology.name or 'reconciler'}-to-{target}")}
     if ext:
         metadata["annotations"] = {ANNOTATION: "\n".join(format_property(k, v) for k, v in ext.items()) + "\n"}

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reconciler import settings
-from reconciler.interop.draft import IMPORTED, TopologyDraft, check, render_at_input, to_yaml
+from reconciler.interop.draft import IMPORTED, ImportOptions, TopologyDraft, check, render_at_input, to_yaml
 from reconciler.interop.mm2_export import export_mm2
 from reconciler.interop.mm2_import import import_mm2_text
 from reconciler.interop.properties import PropertiesError
@@ -25,7 +25,10 @@ from reconciler.topology.diagnostics import Diagnostics, SourceLocation
 from reconciler.topology.loader import too_many_flows
 from reconciler.topology.model import Topology
 
-IMPORTERS: dict[str, Callable[[str, str], TopologyDraft]] = {"mm2": import_mm2_text, "strimzi": import_strimzi_text}
+IMPORTERS: dict[str, Callable[[str, str, ImportOptions | None], TopologyDraft]] = {
+    "mm2": import_mm2_text,
+    "strimzi": import_strimzi_text,
+}
 EXPORTERS: dict[str, Callable[[Topology, str], str]] = {
     "mm2": export_mm2,
     "strimzi": export_strimzi,
@@ -46,10 +49,10 @@ class Imported:
     warnings: Diagnostics | None = None
 
 
-def import_topology(fmt: str, text: str, file: str) -> Imported:
+def import_topology(fmt: str, text: str, file: str, options: ImportOptions | None = None) -> Imported:
     """`text` (read from `file`) in format `fmt` (a key of IMPORTERS) as a topology, validated."""
     try:
-        draft = IMPORTERS[fmt](text, file)
+        draft = IMPORTERS[fmt](text, file, options)
     except PropertiesError as exc:
         return Imported(errors=exc.render())
     limit = settings.max_flows()

@@ -211,9 +211,10 @@ def test_import_precedence_and_spellings():
     "text, line, message",
     [
         (
-            "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = yes\n",
-            4,
-            "a->b.enabled must be true or false",
+            "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n"
+            "a->b.sync.topic.acls.enabled = yes\n",
+            5,
+            "a->b.sync.topic.acls.enabled must be true or false",
         ),
         (
             "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\ntasks.max = many\n",
@@ -389,7 +390,8 @@ def test_export_mm2_says_what_mm2_needs():
     assert 'password="${env:PRIMARY_MIRROR_PASSWORD}"' in props["primary.sasl.jaas.config"]
     assert props["dr.exactly.once.source.support"] == "enabled"
     assert props["primary->dr.enabled"] == "true"
-    assert props["topics.exclude"] == r".*\.tmp, scratch-.*"
+    # MM2's exclude replaces its built-ins: they are written after the topology's own
+    assert props["topics.exclude"] == r".*\.tmp, scratch-.*, .*[\-\.]internal, .*\.replica, __.*"
     assert props["tasks.max"] == "8" and props["replication.factor"] == "3"
 
 
