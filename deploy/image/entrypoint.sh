@@ -75,7 +75,12 @@ TINI=${TINI:-/usr/bin/tini}
 case "$1" in
   driver)
     shift 1
+    # spark-submit under the project's supervisor (reconciler/deployers/supervisor.py), under tini: the SIGTERM the
+    # kubelet sends PID 1 when the pod is deleted goes from tini to the supervisor, which passes it to the Python
+    # driver (Spark does not); the engine finishes its batch, commits, publishes its final status and exits 0.
+    # The supervisor runs under the Python that runs the driver (the image's python3, with the project).
     CMD=(
+      "${PYSPARK_DRIVER_PYTHON:-${PYSPARK_PYTHON:-python3}}" -m reconciler.deployers.supervisor --
       "$SPARK_HOME/bin/spark-submit"
       --conf "spark.driver.bindAddress=$SPARK_DRIVER_BIND_ADDRESS"
       --conf "spark.executorEnv.SPARK_DRIVER_POD_IP=$SPARK_DRIVER_BIND_ADDRESS"

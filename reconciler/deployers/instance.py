@@ -121,6 +121,20 @@ def scan(
     return sorted(found, key=lambda p: (p.instance_id, list(Role).index(p.role), p.pid))
 
 
+def ancestors(pid: int) -> set[int]:
+    """The processes `pid` runs under (parent, grandparent, ... up to pid 1): a process started under an init
+    (tini in the job image: it carries the instance's environment and names the supervisor in its argv) never
+    ends them."""
+    out: set[int] = set()
+    while pid > 1:
+        stat = _stat(pid)
+        if stat is None:
+            break
+        pid = int(stat[1])
+        out.add(pid)
+    return out
+
+
 def alive(p: JobProcess) -> bool:
     stat = _stat(p.pid)
     return stat is not None and stat[0] not in ("Z", "X") and int(stat[19]) == p.start_time

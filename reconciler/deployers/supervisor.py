@@ -13,6 +13,13 @@
 * SIGTERM/SIGINT to the supervisor are a request for a clean stop: it passes SIGTERM to the driver.
 
 So no process of a job keeps copying unseen: killing any one of them ends the instance.
+
+The job image's driver pod runs it too (deploy/image/entrypoint.sh: `tini -s -- python -m
+reconciler.deployers.supervisor -- spark-submit ...`), so the SIGTERM the kubelet sends PID 1 when the pod is
+deleted reaches the Python driver (Spark does not pass a signal to it), which finishes its batch, commits and
+publishes its final status. There the instance is the pod's (`metadata.uid`); without the variable the
+supervisor makes up an id and hands it to spark-submit. The processes it runs under (tini) carry the same
+instance and are never ended by it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from pathlib import Path
 
 import reconciler.deployers.instance as instance
 from reconciler import settings
+from reconciler.settings import INSTANCE_ENV
 
 PR_SET_PDEATHSIG = 1
 GRACE_SECONDS = 10.0
@@ -58,12 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not cmd:
         ap.error("no command to run")
-    inst = settings.job_instance()
+    # The instance's processes are found by their $RECONCILER_JOB_INSTANCE: one is made up if nobody set it (a
+    # pod whose environment lacks it), or a stop request could not find the driver.
+    inst = settings.job_instance() or instance.new_instance_id()
     if args.exit_code_file is not None:
         args.exit_code_file.unlink(missing_ok=True)
 
     def stop_request(signum: int, _frame: object) -> None:
-        drivers = [p for p in instance.scan(instance=inst) if p.role is instance.Role.DRIVER] if inst else []
+        drivers = [p for p in instance.scan(instance=inst) if p.role is instance.Role.DRIVER]
         _say(f"signal {signal.Signals(signum).name}: asking the driver to stop ({len(drivers)} found)")
         for p in drivers:
             os.kill(p.pid, signal.SIGTERM)
@@ -73,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     child: subprocess.Popen | None = None
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, stop_request)
-    child = subprocess.Popen(cmd, preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        cmd, preexec_fn=_die_with_parent, stdin=subprocess.DEVNULL, env={**os.environ, INSTANCE_ENV: inst}
+    )
     while True:
         try:
             status = child.wait()
@@ -81,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         except InterruptedError:  # pragma: no cover - PEP 475 retries; kept for clarity
             continue
     code = 128 - status if status < 0 else status
-    left = [p for p in instance.scan(instance=inst) if p.pid != os.getpid()] if inst else []
+    above = instance.ancestors(os.getpid())  # tini, in the job image: it ends when this process does
+    left = [p for p in instance.scan(instance=inst) if p.pid != os.getpid() and p.pid not in above]
     if left:
         _say(f"spark-submit exited with code {code}; ending the rest of the instance: {instance.summary(left)}")
         instance.end(left, GRACE_SECONDS)
