@@ -9,6 +9,7 @@ import threading
 
 import pytest
 from confluent_kafka import Producer
+from prometheus_client import generate_latest
 
 from reconciler.contract.spec import ClusterSpec, dead_letters_topic_name
 from reconciler.contract.status import FaultKind, StatusState, read_job_status
@@ -67,6 +68,10 @@ def test_refused_record_fails_its_partition_once_the_records_before_it_are_copie
     copied = [r.value for r in read_topic(target.bootstrap, "west.sized", 1)[0]]
     assert copied == [b"r%d" % i for i in range(50)]
     assert driver.parts.positions[("sized", 0)] == 50
+    # The metrics say so too (the alert rule MirrorPartitionFault reads this series).
+    metrics = generate_latest(driver.metrics.registry).decode()
+    assert 'mirror_partition_fault_since_seconds{' in metrics and 'kind="refused-record"' in metrics, metrics[-2000:]
+    assert 'mirror_job_state{family="",flow="west->east",source="west",state="degraded",target="east"} 1.0' in metrics
 
 
 @pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
