@@ -70,7 +70,7 @@ def test_refused_record_fails_its_partition_once_the_records_before_it_are_copie
     assert driver.parts.positions[("sized", 0)] == 50
     # The metrics say so too (the alert rule MirrorPartitionFault reads this series).
     metrics = generate_latest(driver.metrics.registry).decode()
-    assert 'mirror_partition_fault_since_seconds{' in metrics and 'kind="refused-record"' in metrics, metrics[-2000:]
+    assert "mirror_partition_fault_since_seconds{" in metrics and 'kind="refused-record"' in metrics, metrics[-2000:]
     assert 'mirror_job_state{family="",flow="west->east",source="west",state="degraded",target="east"} 1.0' in metrics
 
 
