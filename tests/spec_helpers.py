@@ -40,6 +40,7 @@ SETTINGS = {
     "offset_lag_max": ("offset_lag_max",),
     "family": ("family",),
     "carries_heartbeats": ("carries_heartbeats",),
+    "on_refused_record": ("on_refused_record",),
 }
 ENGINE = {f for f in EngineSettings.__dataclass_fields__}
 

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
+from reconciler.jobplan.state import iso
 from reconciler.operations.backend import Backend
 from reconciler.operations.status import status
 from reconciler.textutil import LAG_AGE, RECORD_AGE, plural
@@ -108,6 +109,16 @@ def render_text(rows: list[dict], now_ms: int) -> str:
     notes = [f"  {r['flow']}: {r['why']}" for r in rows if r["why"]]
     notes += [
         f"  {r['flow']}: last error: {r['last_error']}" for r in rows if r["last_error"] and r["state"] != "running"
+    ]
+    notes += [
+        f"  {r['flow']}: {f['topic']}:{f['partition']} not copied since {iso(f['since'])} ({f['kind']}): {f['reason']}"
+        for r in rows
+        for f in r.get("faults") or ()
+    ]
+    notes += [
+        f"  {r['flow']}: {r['dead_lettered']} record(s) refused by the target, in the dead-letter topic"
+        for r in rows
+        if r.get("dead_lettered")
     ]
     if notes:
         lines += ["", *notes]

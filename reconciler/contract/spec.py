@@ -447,6 +447,7 @@ def _from_version_1(d: dict[str, Any]) -> dict[str, Any]:
         "offset_lag_max": take("offset_lag_max", f["offset_syncs"]["lag_max"]),
         "family": take("family", None),
         "carries_heartbeats": take("carries_heartbeats", True),
+        "on_refused_record": take("on_refused_record", f["on_refused_record"]),
     }
     engine = {name: flat.pop(name) for name in [e.name for e in fields(EngineSettings)] if name in flat}
     out: dict[str, Any] = {k: flat.pop(k) for k in ("flow", "source", "target", "git_revision") if k in flat}
@@ -475,3 +476,8 @@ def offset_syncs_topic_name(spec: JobSpec) -> str:
     cluster after the source alias (MirrorSourceConfig.offsetSyncsTopic), so flows never share one."""
     policy = spec.settings.policy
     return policy.offset_syncs_topic(spec.target.alias if spec.offset_syncs_on_source else spec.source.alias)
+
+
+def dead_letters_topic_name(spec: JobSpec) -> str:
+    """The flow's dead-letter topic on the target (`on_refused_record: skip`): `<source-alias>.dead-letters.internal`."""
+    return spec.settings.policy.dead_letters_topic(spec.source.alias)

@@ -12,7 +12,9 @@ Value (JSON object):
     lag_total, lag: [{topic, partition, remote, next, end, lag}], latency_ms: {p50, p95, p99, samples}
     (record age at acknowledgement, recent window), errors (count), last_error,
     findings: [str] (remote topic problems), out_of_range: [{topic, partition, position, low, high,
-    action, at}], halted: ["topic:partition"], instance_id (one per start), pid (the driver),
+    action, at}], halted: ["topic:partition"], faults: [{topic, partition, kind, reason, offset, since}]
+    (partitions that do not progress: halted, or stuck while their source advances), dead_letters:
+    [{topic, partition, count}] (records skipped to the dead-letter topic, `on_refused_record: skip`), instance_id (one per start), pid (the driver),
     metrics_port (bound by the job), lag_seconds, lag_read_at (epoch ms the source ends were read).
 Secrets never appear: cluster addresses and configs are not included and error texts pass through
 the redactor of the job's resolved secret values.
@@ -44,7 +46,7 @@ class StatusState(str, enum.Enum):
 
     STARTING = "starting"
     RUNNING = "running"
-    DEGRADED = "degraded"  # running, but some partitions halted (offset_reset: halt)
+    DEGRADED = "degraded"  # running, but some partitions do not progress (`faults`: halted or stuck)
     STOPPING = "stopping"
     STOPPED = "stopped"
     RESTART_REQUIRED = "restart-required"  # its spec changed in a field it cannot take: it exits
@@ -183,6 +185,76 @@ class OutOfRange:
         )
 
 
+class FaultKind(str, enum.Enum):
+    """Why a partition does not progress (a `PartitionFault`)."""
+
+    REFUSED_RECORD = "refused-record"  # the target refused a record (on_refused_record: fail): halted
+    OUT_OF_RANGE = "out-of-range"  # the position fell outside the source's range (offset_reset: halt): halted
+    STUCK = "stuck"  # the source advances, the position does not (a broker not answering, authorization, ...)
+
+    @classmethod
+    def parse(cls, value: Any) -> FaultKind | None:
+        try:
+            return cls(value)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class PartitionFault:
+    """A source partition the job does not copy now: the partition, why (`kind`, `reason`), at which offset, and
+    since when (epoch ms). Halted faults (refused record, out of range) stay until the job restarts or the
+    partition is let go; a stuck one clears once the partition progresses again."""
+
+    topic: str
+    partition: int
+    kind: FaultKind | None
+    reason: str | None
+    offset: int | None
+    since: int | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}:{self.partition}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "kind": self.kind.value if self.kind is not None else None,
+            "reason": self.reason,
+            "offset": self.offset,
+            "since": self.since,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PartitionFault:
+        return cls(
+            str(d.get("topic")),
+            _int(d.get("partition")) or 0,
+            FaultKind.parse(d.get("kind")),
+            _text(d.get("reason")),
+            _int(d.get("offset")),
+            _int(d.get("since")),
+        )
+
+
+@dataclass(frozen=True)
+class PartitionCount:
+    """A count of one source partition (records skipped to the dead-letter topic, ...)."""
+
+    topic: str
+    partition: int
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "count": self.count}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PartitionCount:
+        return cls(str(d.get("topic")), _int(d.get("partition")) or 0, _int(d.get("count")) or 0)
+
+
 @dataclass(frozen=True)
 class StatusRecord:
     """One status record, as the job builds it (`ReplicationDriver.status_record`) and every reader reads it.
@@ -212,6 +284,8 @@ class StatusRecord:
     findings: tuple[str, ...] = ()
     out_of_range: tuple[OutOfRange, ...] = ()
     halted: tuple[str, ...] = ()  # "topic:partition"
+    faults: tuple[PartitionFault, ...] = ()  # the partitions that do not progress, halted ones among them
+    dead_letters: tuple[PartitionCount, ...] = ()  # records skipped to the dead-letter topic, per partition
     checkpoints_emitted: int | None = None
     # Runtime identity and truth (issue 21): which instance wrote the record, where it serves metrics,
     # and lag read from the source's current end (not from the end a task last saw).
@@ -271,6 +345,9 @@ class StatusRecord:
             "metrics_port": self.metrics_port,
             "lag_seconds": self.lag_seconds,
             "lag_read_at": self.lag_read_at,
+            # written when there are any (a record without them reads and writes back as it was)
+            **({"faults": [f.to_dict() for f in self.faults]} if self.faults else {}),
+            **({"dead_letters": [c.to_dict() for c in self.dead_letters]} if self.dead_letters else {}),
         }
 
     def to_json(self) -> str:
@@ -302,6 +379,10 @@ class StatusRecord:
             findings=tuple(str(x) for x in _list(d.get("findings"))),
             out_of_range=tuple(OutOfRange.from_dict(x) for x in _list(d.get("out_of_range")) if isinstance(x, Mapping)),
             halted=tuple(str(x) for x in _list(d.get("halted"))),
+            faults=tuple(PartitionFault.from_dict(x) for x in _list(d.get("faults")) if isinstance(x, Mapping)),
+            dead_letters=tuple(
+                PartitionCount.from_dict(x) for x in _list(d.get("dead_letters")) if isinstance(x, Mapping)
+            ),
             checkpoints_emitted=_int(d.get("checkpoints_emitted")),
             instance_id=_text(d.get("instance_id")),
             pid=_int(d.get("pid")),

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.contract.status import DOWN_STATES, StatusRecord, StatusState, health
+from reconciler.contract.status import DOWN_STATES, FaultKind, PartitionFault, StatusRecord, StatusState, health
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
@@ -149,6 +149,8 @@ class JobHealth:
     errors: int | None = None
     last_error: str | None = None
     halted: tuple[str, ...] = ()  # "topic:partition" the job stopped copying (state "degraded")
+    faults: tuple[PartitionFault, ...] = ()  # the partitions that do not progress, and why (state "degraded")
+    dead_lettered: int = 0  # records the job wrote to the dead-letter topic (on_refused_record: skip)
     unknown: str | None = None  # why the status could not be read
     stale_after: float | None = None  # the threshold applied (contract/status.py `health`); not in to_dict
 
@@ -177,6 +179,8 @@ class JobHealth:
             "errors": self.errors,
             "last_error": self.last_error,
             "halted": list(self.halted),
+            "faults": [f.to_dict() for f in self.faults],
+            "dead_lettered": self.dead_lettered,
             "unknown": self.unknown,
         }
 
@@ -462,6 +466,47 @@ def job_health(
         errors=status.errors,
         last_error=status.last_error,
         halted=status.halted,
+        faults=status.faults,
+        dead_lettered=sum(c.count for c in status.dead_letters),
+    )
+
+
+#: What to do about a partition that does not progress, by why (FaultKind).
+FAULT_HINTS: dict[FaultKind, str] = {
+    FaultKind.REFUSED_RECORD: "raise the remote topic's max.message.bytes (and the target cluster's message.max.bytes "
+    "for the job's producer), or set on_refused_record: skip; then restart the job",
+    FaultKind.OUT_OF_RANGE: "the source lost the records at its position (offset_reset: halt); see the job's "
+    "out_of_range events, then restart it",
+    FaultKind.STUCK: "the partition's source advances but the job does not copy it: see the job's last error (a broker "
+    "not answering, authorization)",
+}
+
+
+def _degraded_item(flow: Flow, job: JobHealth) -> DriftItem:
+    """A degraded job: the partitions it does not copy, why and since when (its status record's `faults`; an older
+    job's record has only `halted`)."""
+    if job.faults:
+        shown = [
+            f"{f.name} ({f.kind.value if f.kind else 'fault'} since "
+            f"{dt.datetime.fromtimestamp((f.since or 0) / 1000, dt.UTC):%Y-%m-%dT%H:%M:%SZ}: {f.reason})"
+            for f in job.faults[:5]
+        ]
+        hints = dict.fromkeys(FAULT_HINTS[f.kind] for f in job.faults if f.kind in FAULT_HINTS)
+        count = len(job.faults)
+    else:
+        shown = list(job.halted[:5])
+        hints = dict.fromkeys([FAULT_HINTS[FaultKind.OUT_OF_RANGE]])
+        count = len(job.halted)
+    more = f" and {count - 5} more" if count > 5 else ""
+    return DriftItem(
+        Category.JOB,
+        Level.DRIFT,
+        flow.target,
+        (flow.name,),
+        flow.name,
+        f"job of flow {flow.name} is degraded: {count} partition(s) not copied"
+        + (f": {'; '.join(shown)}{more}" if shown else ""),
+        "; ".join(hints) or None,
     )
 
 
@@ -498,16 +543,8 @@ def _job_items(flow: Flow, job: JobHealth) -> list[DriftItem]:
             )
         ]
     out = []
-    if job.state == "degraded" or job.halted:
-        shown = ", ".join(job.halted[:5]) + (f" and {len(job.halted) - 5} more" if len(job.halted) > 5 else "")
-        out.append(
-            item(
-                f"job of flow {flow.name} is degraded: it stopped copying {len(job.halted)} partition(s)"
-                + (f" ({shown})" if shown else ""),
-                "their offsets fell out of the source's range (offset_reset: halt); see the job's status "
-                "findings, then restart it",
-            )
-        )
+    if job.state == "degraded" or job.halted or job.faults:
+        out.append(_degraded_item(flow, job))
     if job.spec_current is False:
         out.append(
             item(

@@ -42,10 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec, dead_letters_topic_name
 from reconciler.contract.status import (
+    FaultKind,
     Latency,
     OutOfRange,
+    PartitionCount,
+    PartitionFault,
     StatusRecord,
     StatusState,
 )
@@ -576,6 +579,11 @@ class ReplicationDriver:
         self.log.info("applying new spec %s (changed: %s)", new.spec_hash()[:12], sorted(self.spec.changed_fields(new)))
         self.spec = new
         self.connections.update_spec(new)
+        if new.settings.on_refused_record == "skip":  # its dead-letter topic; the partitions halted on a refusal resume
+            for e in self.connections.topics.ensure_internal():
+                self._error(e)
+            for tp in [tp for tp, f in self.parts.halted.items() if f.kind is FaultKind.REFUSED_RECORD]:
+                del self.parts.halted[tp]
         return True
 
     def refresh(self, first: bool = False) -> None:
@@ -615,6 +623,15 @@ class ReplicationDriver:
         for tp in gone:  # topic deleted or no longer matching: forget (positions reload if it returns)
             self.parts.forget(tp)
         self.parts.plan = plan
+        self.read_record_limits()
+
+    def read_record_limits(self) -> None:
+        """The largest record each remote topic takes (Partitions.record_limits), at each refresh: a record larger
+        is refused before it is produced (`on_refused_record`), not sent to fail its whole round."""
+        try:
+            self.parts.record_limits = self.connections.topics.record_limits(list(set(self.parts.plan.copy.values())))
+        except Exception as exc:  # noqa: BLE001 - kept from the last read; the broker's answer decides meanwhile
+            self.log.info("cannot read the remote topics' max.message.bytes: %s", exc)
 
     # --- planning and results ---------------------------------------------------------------
     def plan_tasks(self, one_task: bool = False) -> list[CopyTask]:
@@ -670,6 +687,12 @@ class ReplicationDriver:
                 if p.out_of_range:
                     self._out_of_range(tp, p.start, p.out_of_range)
                     continue
+                if p.dead_lettered and advances:
+                    self.parts.dead_letters[tp] = self.parts.dead_letters.get(tp, 0) + p.dead_lettered
+                    self._error(
+                        f"{tp[0]}[{tp[1]}]: {p.dead_lettered} record(s) refused by the target written to the "
+                        f"dead-letter topic {dead_letters_topic_name(self.spec)} (on_refused_record: skip)"
+                    )
                 if p.count == 0 and not p.eof and not r.error and p.start >= 0:
                     silent.append(p)
                 if advances and (p.count > 0 or (p.next >= 0 and p.next != self.parts.positions.get(tp))):
@@ -693,6 +716,8 @@ class ReplicationDriver:
                     self.pacing.mark_caught_up(p)
                 else:
                     self.pacing.caught_up.pop(tp, None)
+                if p.refused is not None and advances:
+                    self._halt_refused(tp, p)
         if failed:
             self.mode.recover(self._reload_positions, failed)
         conn.syncs.flush()
@@ -725,6 +750,19 @@ class ReplicationDriver:
                 self.parts.positions[tp] = loaded
         except Exception as exc:  # noqa: BLE001
             self._error(f"cannot re-read the job's committed positions: {exc}")
+
+    def _halt_refused(self, tp: TP, p: PartitionResult) -> None:
+        """`on_refused_record: fail`: the partition stops at the record the target refuses (the records before it
+        were copied and their position committed); the flow is degraded until the job restarts (after the remote
+        topic's limit is raised, or with `on_refused_record: skip`)."""
+        refused = p.refused
+        assert refused is not None
+        reason = f"record at offset {refused.offset} refused by the target: {refused.reason}"
+        self.parts.halted[tp] = PartitionFault(
+            tp[0], tp[1], FaultKind.REFUSED_RECORD, reason, refused.offset, int(time.time() * 1000)
+        )
+        self.pacing.caught_up.pop(tp, None)
+        self._error(f"{tp[0]}[{tp[1]}]: halted: {reason} (on_refused_record: fail)")
 
     # --- out of range -----------------------------------------------------------------------
     def _check_position(self, tp: TP, position: int) -> None:
@@ -761,7 +799,7 @@ class ReplicationDriver:
         self.progress.add_out_of_range(event)
         self._error(f"{tp[0]}[{tp[1]}]: out of range: {reason}; {action}")
         if self.spec.engine.offset_reset == "halt" or low is None:
-            self.parts.halted.add(tp)
+            self.parts.halted[tp] = PartitionFault(tp[0], tp[1], FaultKind.OUT_OF_RANGE, reason, position, event.at)
             self.parts.consumer_epoch += 1
             return
         self.parts.positions[tp] = low
@@ -780,8 +818,13 @@ class ReplicationDriver:
         )
 
     def reported_state(self) -> StatusState:
-        """The state the status record and the metrics report: running with halted partitions is degraded."""
-        return StatusState.DEGRADED if self.state is StatusState.RUNNING and self.parts.halted else self.state
+        """The state the status record and the metrics report: running with partitions that do not progress (halted
+        or stuck: `faults`) is degraded."""
+        return StatusState.DEGRADED if self.state is StatusState.RUNNING and self.faults() else self.state
+
+    def faults(self) -> tuple[PartitionFault, ...]:
+        """The partitions that do not progress: the halted ones."""
+        return tuple(self.parts.halted[tp] for tp in sorted(self.parts.halted))
 
     def status_record(self, lag: JobLag | None = None) -> StatusRecord:
         lag = lag if lag is not None else self.current_lag()
@@ -810,6 +853,8 @@ class ReplicationDriver:
             findings=tuple(self.progress.findings),
             out_of_range=tuple(self.progress.out_of_range),
             halted=tuple(f"{t}:{p}" for t, p in sorted(self.parts.halted)),
+            faults=self.faults(),
+            dead_letters=tuple(PartitionCount(t, p, n) for (t, p), n in sorted(self.parts.dead_letters.items())),
             checkpoints_emitted=self.checkpoints_emitted,
             instance_id=self.instance_id,
             pid=os.getpid(),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.contract.spec import JobSpec
-from reconciler.contract.status import LatencyWindow, OutOfRange, RateWindow, StatusPublisher
+from reconciler.contract.status import LatencyWindow, OutOfRange, PartitionFault, RateWindow, StatusPublisher
 from reconciler.engine import clients
 from reconciler.engine.arrivals import ArrivalWatch
 from reconciler.engine.delivery import DeliveryMode
@@ -150,7 +150,10 @@ class Partitions:
     exactly-once partition keeps its transactional id); `sync_states` the offset-sync state the workers hand
     back, `delayed_syncs` the mapping of each partition published at the next flush; `lag` what the tasks last
     reported and `source_ends` the side channel's last read (replaced whole, never mutated); `halted` the
-    partitions out of range under `offset_reset: halt`. `last_owner` (the process each slot last ran in) and
+    partitions the job stopped copying and why (out of range under `offset_reset: halt`, a refused record under
+    `on_refused_record: fail`); `record_limits` the largest record each remote topic takes (its `max.message.bytes`
+    less a batch's overhead, read at each refresh); `dead_letters` the records of each partition written to the
+    dead-letter topic (`on_refused_record: skip`). `last_owner` (the process each slot last ran in) and
     `consumer_epoch` (bumped to make the workers drop their cached consumers) go with each task."""
 
     plan: PartitionPlan = field(default_factory=PartitionPlan)
@@ -160,7 +163,9 @@ class Partitions:
     delayed_syncs: dict[TP, tuple[int, int]] = field(default_factory=dict)
     lag: dict[TP, LagPosition] = field(default_factory=dict)
     source_ends: SourceEnds | None = None
-    halted: set[TP] = field(default_factory=set)
+    halted: dict[TP, PartitionFault] = field(default_factory=dict)
+    record_limits: dict[str, int] = field(default_factory=dict)
+    dead_letters: dict[TP, int] = field(default_factory=dict)
     known_topics: set[str] = field(default_factory=set)
     last_owner: dict[int, str | None] = field(default_factory=dict)
     consumer_epoch: int = 0
@@ -205,7 +210,14 @@ class Partitions:
         by_slot: dict[int, list[PartitionTask]] = {}
         for tp in self.copied():
             by_slot.setdefault(self.slots.get(tp, 0), []).append(
-                PartitionTask(tp[0], tp[1], self.plan.copy[tp], self.positions[tp], self.sync_states.get(tp))
+                PartitionTask(
+                    tp[0],
+                    tp[1],
+                    self.plan.copy[tp],
+                    self.positions[tp],
+                    self.sync_states.get(tp),
+                    max_record_bytes=self.record_limits.get(self.plan.copy[tp]),
+                )
             )
         if one_task and len(by_slot) > 1:
             by_slot = {min(by_slot): sorted((p for parts in by_slot.values() for p in parts), key=lambda p: p.tp)}

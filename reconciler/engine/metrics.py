@@ -195,6 +195,19 @@ METRICS: tuple[MetricDef, ...] = (
         "Out-of-range events (source truncated or recreated) of the partition",
     ),
     MetricDef(
+        f"{OWN}_partition_fault_since_seconds",
+        "gauge",
+        (*PARTITION_LABELS, "kind"),
+        "When the partition stopped progressing (epoch seconds; kind: refused-record, out-of-range, stuck); absent "
+        "while it progresses (the status record's `faults`)",
+    ),
+    MetricDef(
+        f"{OWN}_dead_letters",
+        "counter",
+        PARTITION_LABELS,
+        "Records of the partition the target refused, written to the dead-letter topic (on_refused_record: skip)",
+    ),
+    MetricDef(
         f"{OWN}_transaction_aborts", "counter", FLOW_LABELS, "Exactly-once batches whose transaction was aborted"
     ),
     MetricDef(f"{OWN}_errors", "counter", FLOW_LABELS, "Errors the job reported (its status record's `errors`)"),
@@ -312,6 +325,8 @@ class JobMetrics:
         self._children: dict[tuple, Any] = {}  # (name, *sorted label items) -> series (get)
         self._seen_out_of_range: list[OutOfRange] = []  # the events counted (held: identity compare)
         self._errors = 0
+        self._faults: dict[tuple[str, int, str], float] = {}  # the fault series set: (topic, partition, kind)
+        self._dead_letters: dict[TP, int] = {}  # the dead letters counted
         self._checkpoints = 0
         self._checkpoint_round = 0
         self._remote: dict[TP, str] = {}
@@ -462,6 +477,7 @@ class JobMetrics:
         return max(WINDOW_SECONDS, 2.0 * float(emitter.spec.settings.checkpoints.interval_seconds))
 
     def set_state(self, driver: ReplicationDriver) -> None:
+        self._observe_faults(driver)
         state = driver.reported_state().value
         for s in JOB_STATES:
             self.get(f"{OWN}_job_state", state=s).set(1.0 if s == state else 0.0)
@@ -469,6 +485,25 @@ class JobMetrics:
         self.get(f"{OWN}_job").info(
             {"spec_hash": spec.spec_hash(), "git_revision": spec.git_revision or "", "delivery": str(spec.delivery)}
         )
+
+    def _observe_faults(self, driver: ReplicationDriver) -> None:
+        """The partitions that do not progress (one series each while they do not) and the dead letters."""
+        name = f"{OWN}_partition_fault_since_seconds"
+        now: dict[tuple[str, int, str], float] = {}
+        for f in driver.faults():
+            remote = driver.parts.plan.copy.get((f.topic, f.partition), f.topic)
+            now[(remote, f.partition, f.kind.value if f.kind else "")] = (f.since or 0) / 1000
+        for topic, partition, kind in set(self._faults) - set(now):
+            self.remove(name, topic=topic, partition=partition, kind=kind)
+        for (topic, partition, kind), since in now.items():
+            self.get(name, topic=topic, partition=partition, kind=kind).set(since)
+        self._faults = now
+        for tp, count in dict(driver.parts.dead_letters).items():
+            seen = self._dead_letters.get(tp, 0)
+            if count > seen:
+                remote = driver.parts.plan.copy.get(tp, tp[0])
+                self.get(f"{OWN}_dead_letters", topic=remote, partition=tp[1]).inc(count - seen)
+                self._dead_letters[tp] = count
 
     def _advance(self, name: str, attr: str, total: int) -> None:
         before = getattr(self, attr)

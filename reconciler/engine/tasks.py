@@ -23,10 +23,22 @@ class PartitionTask:
     #: reaching it counts as reaching the partition's end (an end-of-partition event need not come while a stream
     #: flows: a fetch that finds a record is not empty).
     end: int | None = None
+    #: The largest record (key + value bytes) the remote topic takes (its `max.message.bytes` as the driver read it,
+    #: less a record batch's overhead); a larger one is refused before it is produced (`on_refused_record`).
+    max_record_bytes: int | None = None
 
     @property
     def tp(self) -> TP:
         return (self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class RefusedRecord:
+    """A source record the target refuses (or would: larger than the remote topic takes), and why."""
+
+    offset: int
+    size: int  # key + value bytes
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,9 @@ class PartitionResult:
     hw: int | None = None
     out_of_range: str | None = None
     error: str | None = None
+    #: `on_refused_record: fail`: the record the partition stopped at (`next` is its offset); None: none refused
+    refused: RefusedRecord | None = None
+    dead_lettered: int = 0  # `on_refused_record: skip`: records written to the dead-letter topic instead
     syncs: list[tuple[int, int]] = field(default_factory=list)  # (upstream, downstream) offset syncs to write
     sync_state: list[int] | None = None
     last: tuple[int, int] | None = None  # last replicated (upstream, downstream) pair

@@ -13,11 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.analysis.expansion import RoutedFlow, route
-from reconciler.contract.spec import STATUS_TOPIC, JobSpec, offset_syncs_topic_name
+from reconciler.contract.spec import STATUS_TOPIC, JobSpec, dead_letters_topic_name, offset_syncs_topic_name
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.state.configs import RawConfigEntry, explicit_configs_of
 
 log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = "max.message.bytes"
+#: A record batch's bytes besides one record's key and value (v2 batch header 61 bytes, the record's own ~20): a
+#: record is refused before it is produced when key + value exceed `max.message.bytes` less this.
+RECORD_OVERHEAD = 128
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,8 @@ def internal_topics(spec: JobSpec) -> dict[str, list[tuple[str, dict[str, str]]]
         (source if spec.heartbeats_on_source else target).append((HEARTBEATS_TOPIC, {"cleanup.policy": "compact"}))
     if spec.settings.checkpoints.enabled:
         target.append((spec.mirror_flow.policy.checkpoints_topic(spec.source.alias), compact))
+    if spec.settings.on_refused_record == "skip":
+        target.append((dead_letters_topic_name(spec), {}))
     syncs = (offset_syncs_topic_name(spec), {"cleanup.policy": "compact"})
     (source if spec.offset_syncs_on_source else target).append(syncs)
     return {"source": source, "target": target}
@@ -119,6 +126,26 @@ class TopicManager:
             log.warning("cannot describe configs of %s: %s", topic, exc)
             return {}
         return self.spec.mirror_flow.config_properties.apply(explicit_configs(entries))
+
+    def record_limits(self, remotes: list[str]) -> dict[str, int]:
+        """The largest record (key + value bytes) each remote topic takes: its `max.message.bytes` (the effective
+        value, as Apache Kafka and noida-db answer it; Tansu answers only the configs set, and enforces none) less
+        RECORD_OVERHEAD. A topic the answer does not cover has no entry (its records go to the broker unchecked)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        limits: dict[str, int] = {}
+        if not remotes:
+            return limits
+        resources = {t: ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(remotes))}
+        futures = self.target_admin.describe_configs(list(resources.values()), request_timeout=self.timeout)
+        for topic, res in resources.items():
+            try:
+                entry = futures[res].result(self.timeout).get(MAX_MESSAGE_BYTES)
+                if entry is not None and entry.value is not None:
+                    limits[topic] = max(0, int(entry.value) - RECORD_OVERHEAD)
+            except Exception as exc:  # noqa: BLE001 - unknown: the broker's answer decides
+                log.info("cannot read %s of %s: %s", MAX_MESSAGE_BYTES, topic, exc)
+        return limits
 
     def create_remote(self, topics: list[RemoteTopic]) -> list[str]:
         """Create missing remote topics with the source's partition count and filtered configs."""

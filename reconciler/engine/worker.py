@@ -35,10 +35,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from reconciler.contract.spec import JobSpec, job_group
+from reconciler.contract.spec import JobSpec, dead_letters_topic_name, job_group
 from reconciler.engine import clients
 from reconciler.engine.sync_plan import plan_run, state_from_list, state_to_list
-from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
+from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask, RefusedRecord, TaskResult
 
 OFFSET_BEGINNING = -2
 LATENCY_SAMPLE_EVERY = 64  # one record in 64 (plus the last of each partition) is timed
@@ -62,6 +62,13 @@ IDLE_MIN_TASK_S = 1.0
 STREAM_S = 1.0
 IDLE_END_STREAM_S = 2.0
 PRODUCE_RETRY_S = 60.0  # how long a full producer queue may block one record before the task fails
+NO_LIMIT = 1 << 62  # PartitionCopy.limit when the remote topic's limit is not known
+#: The errors by which a target refuses a record for what it is (no retry makes it pass): librdkafka's local size
+#: check (`message.max.bytes`) and the broker's answers (RecordTooLarge, InvalidRecord, CorruptRecord).
+REFUSED_ERRORS = frozenset({"MSG_SIZE_TOO_LARGE", "INVALID_RECORD", "INVALID_MSG", "RECORD_LIST_TOO_LARGE"})
+#: `on_refused_record: skip`: the headers of a dead-letter record, Kafka Connect's (`errors.deadletterqueue.*`).
+DLQ_TOPIC, DLQ_PARTITION, DLQ_OFFSET = "__connect.errors.topic", "__connect.errors.partition", "__connect.errors.offset"
+DLQ_MESSAGE, DLQ_CLASS = "__connect.errors.exception.message", "__connect.errors.exception.class.name"
 
 Run = tuple[int, int]  # (first upstream offset of a run of consecutive offsets, the task's count at its start)
 
@@ -91,6 +98,12 @@ class PartitionCopy:
     paused: bool = False
     out_of_range: str | None = None
     error: str | None = None
+    limit: int = NO_LIMIT  # PartitionTask.max_record_bytes: a larger record is refused before it is produced
+    dead_letters: str | None = None  # `on_refused_record: skip`: the dead-letter topic (None: `fail`)
+    refused: RefusedRecord | None = None  # `fail`: the record the partition stopped at (in the round in flight)
+    dead_lettered: int = 0
+    base_dead_lettered: int = 0
+    dlq_acks: dict[Any, Any] = field(default_factory=dict)  # delivery reports of dead-letter records (None: ok)
     base_next: int = -2
     base_count: int = 0
     base_bytes: int = 0
@@ -122,6 +135,7 @@ class PartitionCopy:
             base_next=t.start,
             new_sync_state=t.sync_state,
             end=t.end,
+            limit=t.max_record_bytes if t.max_record_bytes is not None else NO_LIMIT,
         )
 
     @property
@@ -137,6 +151,7 @@ class PartitionCopy:
         self.runs = []
         self.first_ack = {}
         self.acks = {}
+        self.dlq_acks = {}
         self.round_syncs = []
         self.round_state = None
         self.round_last = None
@@ -144,6 +159,7 @@ class PartitionCopy:
     def durable(self) -> None:
         """The round's records are durable: fold the round into the base."""
         self.base_next, self.base_count, self.base_bytes = self.next, self.count, self.bytes
+        self.base_dead_lettered = self.dead_lettered
         if self.round_state is not None:
             self.syncs = self.syncs + self.round_syncs
             self.new_sync_state = self.round_state
@@ -153,16 +169,17 @@ class PartitionCopy:
     def roll_back(self) -> None:
         """Nothing of the round in flight counts (unacknowledged, or an aborted transaction)."""
         self.next, self.count, self.bytes = self.base_next, self.base_count, self.base_bytes
+        self.dead_lettered, self.refused = self.base_dead_lettered, None
         self._clear_round()
 
     def reset(self) -> None:
         """Nothing of this task counts: positions stay where the task started."""
-        self.base_next, self.base_count, self.base_bytes = self.start, 0, 0
+        self.base_next, self.base_count, self.base_bytes, self.base_dead_lettered = self.start, 0, 0, 0
         self.syncs, self.new_sync_state, self.last_pair = [], self.sync_state, None
         self.roll_back()
 
     def ack_errors(self) -> list[str]:
-        return [str(k) for d in (self.first_ack, self.acks) for k in d if k is not None]
+        return [str(k) for d in (self.first_ack, self.acks, self.dlq_acks) for k in d if k is not None]
 
     def result(self) -> PartitionResult:
         return PartitionResult(
@@ -177,6 +194,8 @@ class PartitionCopy:
             self.hw,
             self.out_of_range,
             self.error,
+            self.refused,
+            self.dead_lettered,
             self.syncs,
             self.new_sync_state,
             self.last_pair,
@@ -314,6 +333,9 @@ class Copier:
         self.first_copy = self.last_copy = 0.0  # when the task first and last copied a record (0.0: not yet)
         self.budget = spec.engine.max_records_per_partition
         self.by_tp = {(p.topic, p.partition): p for p in parts}
+        dead_letters = dead_letters_topic_name(spec) if spec.settings.on_refused_record == "skip" else None
+        for p in parts:
+            p.dead_letters = dead_letters
         self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
         self.behind = len(parts)  # active partitions that have not reached their end in this round
         self.last_record = self.started = time.time()
@@ -469,7 +491,7 @@ def _copy_run(
     called once, no allocation per record beyond what the client makes, headers passed only when
     there are some (an explicit `headers=None` costs a third of a produce call), delivery reports
     into a dict through its C-level method."""
-    topic, part, remote = p.topic, p.partition, p.remote
+    topic, part, remote, limit = p.topic, p.partition, p.remote, p.limit
     nxt, count, nbytes = p.next, p.count, p.bytes
     samples, runs = p.ts_samples, p.runs
     ack = p.acks.__setitem__
@@ -492,18 +514,30 @@ def _copy_run(
         key = m.key()
         ts = m.timestamp()[1]
         headers = m.headers()
-        try:
-            if headers:
-                produce(remote, value, key, part, on_delivery=cb, timestamp=ts, headers=headers)
-            else:
-                produce(remote, value, key, part, on_delivery=cb, timestamp=ts)
-        except BufferError:
-            _produce_when_room(produce, poll, remote, value, key, part, cb, ts, headers)
+        size = (len(value) if value else 0) + (len(key) if key else 0)
+        refused = f"larger than the remote topic {remote} takes ({size} bytes)" if size > limit else None
+        if refused is None:
+            try:
+                if headers:
+                    produce(remote, value, key, part, on_delivery=cb, timestamp=ts, headers=headers)
+                else:
+                    produce(remote, value, key, part, on_delivery=cb, timestamp=ts)
+            except BufferError:
+                _produce_when_room(produce, poll, remote, value, key, part, cb, ts, headers)
+            except Exception as exc:  # the producer's own check (message.max.bytes): refused before it is sent
+                refused = _refusal(exc)
+                if refused is None:
+                    raise
+        if refused is not None:
+            if runs and runs[-1][1] == count:
+                runs.pop()  # the run this record began holds no record
+            if not _refuse(p, m, off, size, refused, produce, poll):
+                break  # `fail`: the partition stops at this record (`p.refused`; `next` stays its offset)
+            nxt = off + 1  # `skip`: written to the dead-letter topic; the next record begins a new run
+            new_run = True
+            continue
         count += 1
-        if value:
-            nbytes += len(value)
-        if key:
-            nbytes += len(key)
+        nbytes += size
         nxt = off + 1
         if not (count & sample_every):
             samples.append(ts)
@@ -513,6 +547,39 @@ def _copy_run(
             break
     p.next, p.count, p.bytes = nxt, count, nbytes
     return i
+
+
+def _refusal(exc: Exception) -> str | None:
+    """The text of a refusal (REFUSED_ERRORS) a produce call raised; None for any other error."""
+    err: Any = exc.args[0] if exc.args else None
+    name = getattr(err, "name", None)
+    if callable(name) and name() in REFUSED_ERRORS:
+        return f"{name()}: {err.str()}"
+    return None
+
+
+def _refuse(p: PartitionCopy, m: Any, off: int, size: int, reason: str, produce: Any, poll: Any) -> bool:
+    """A record the target refuses (`on_refused_record`): `skip` writes a reference to it to the dead-letter topic
+    (its key and headers, Kafka Connect's error headers, no value: the value is what the target refused) and the
+    partition copies on (True); `fail` stops the partition at it (False, `p.refused`, paused)."""
+    if p.dead_letters is None:
+        p.refused = RefusedRecord(off, size, reason)
+        p.paused = True
+        return False
+    headers = list(m.headers() or []) + [
+        (DLQ_TOPIC, p.topic.encode()),
+        (DLQ_PARTITION, str(p.partition).encode()),
+        (DLQ_OFFSET, str(off).encode()),
+        (DLQ_MESSAGE, reason.encode()),
+        (DLQ_CLASS, b"RecordRefused"),
+    ]
+    args = (p.dead_letters, None, m.key(), 0)
+    try:
+        produce(*args, on_delivery=p.dlq_acks.__setitem__, timestamp=m.timestamp()[1], headers=headers)
+    except BufferError:
+        _produce_when_room(produce, poll, *args, p.dlq_acks.__setitem__, m.timestamp()[1], headers)
+    p.dead_lettered += 1
+    return True
 
 
 def _produce_when_room(

@@ -23,6 +23,7 @@ class PolicyKind(str, enum.Enum):
 OFFSET_SYNCS_TOPIC_PREFIX = "mm2-offset-syncs"
 CHECKPOINTS_TOPIC_NAME = "checkpoints"
 INTERNAL_TOPIC_NAME = "internal"
+DEAD_LETTERS_TOPIC_NAME = "dead-letters"
 
 
 def _java_split(topic: str, separator: str) -> list[str]:
@@ -98,6 +99,14 @@ class ReplicationPolicy:
     def checkpoints_topic(self, source_alias: str) -> str:
         """Where checkpoints of `source_alias`'s consumer groups are written, on the target cluster."""
         return source_alias + self._checkpoints_suffix
+
+    def dead_letters_topic(self, source_alias: str) -> str:
+        """Where a flow from `source_alias` writes the records the target refused (`on_refused_record: skip`), on the
+        target cluster: named as MM2 names its checkpoints topic (`<source-alias>.checkpoints.internal`), so MM2's
+        internal-topic rule keeps it from being replicated further. MM2 has no dead-letter topic of its own (Kafka
+        Connect's `errors.deadletterqueue.topic.name` is for sink connectors); its records carry Connect's error
+        headers (`__connect.errors.*`)."""
+        return source_alias + self._internal_sep + DEAD_LETTERS_TOPIC_NAME + self._internal_suffix
 
     def offset_syncs_topic(self, alias: str) -> str:
         """MM2's offset-syncs topic for flows into `alias` (on the source cluster by default)."""

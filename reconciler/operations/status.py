@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from reconciler.contract.status import PartitionFault
 from reconciler.jobplan.state import JobState, LiveJob, desired_jobs, iso, read_jobs
 from reconciler.operations.backend import Backend
 from reconciler.topology.flow_id import flow_ends
@@ -40,6 +41,8 @@ class JobRow:
     records_stale: bool  # the last count a job that no longer reports gave
     errors: int | None
     last_error: str | None
+    faults: tuple[PartitionFault, ...]  # the partitions the job does not copy, why and since when (degraded)
+    dead_lettered: int | None  # records written to the dead-letter topic (on_refused_record: skip)
     heartbeat_at: int | None
     last_seen: str | None
     unreadable: str | None  # why the statuses on the flow's target could not be read
@@ -92,6 +95,8 @@ def _row(flow: str, lj: LiveJob, d, unreadable: str | None) -> JobRow:
         records_stale=st is not None and not fresh,
         errors=st.errors if st is not None else None,
         last_error=st.last_error if st is not None else None,
+        faults=st.faults if st is not None and fresh else (),
+        dead_lettered=sum(c.count for c in st.dead_letters) if st is not None else None,
         heartbeat_at=st.heartbeat_at if st is not None else None,
         last_seen=iso(st.heartbeat_at) if st is not None else None,
         unreadable=unreadable,

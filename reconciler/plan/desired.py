@@ -253,6 +253,7 @@ def _remote_topic(
         if p.hops == 1
         else f"replicates {p.origin_cluster}:{p.origin_topic} via {p.describe_path()}"
     )
+    _record_size_findings(cluster, name, first, up)
     flows = tuple(dict.fromkeys(s.flow.name for s in sources))
     return DesiredTopic(
         cluster,
@@ -268,6 +269,48 @@ def _remote_topic(
         first.upstream,
         reason,
     )
+
+
+#: librdkafka's default `message.max.bytes`: the job's producer refuses a larger record unless the target
+#: cluster's config raises it.
+PRODUCER_MAX_MESSAGE_BYTES = 1_000_000
+
+
+def _record_size_findings(cluster: str, name: str, source: _Source, up: _Upstream) -> None:
+    """A source topic that takes records larger than its remote topic (as the live target has it, where the flow does
+    not copy `max.message.bytes`) or the job's producer (`message.max.bytes` of the target cluster's config) takes:
+    such a record would be refused (`on_refused_record`)."""
+    upstream = up.live.topic(*source.upstream)
+    try:
+        allowed = int((upstream.configs if upstream is not None else {}).get("max.message.bytes", ""))
+    except ValueError:
+        return  # not set on the source (its broker's default): nothing known to compare
+    flow = source.flow
+    limits = []
+    copied = flow.sync.topic_configs and flow.config_properties.should_replicate("max.message.bytes")
+    remote = up.live.topic(cluster, name) if not copied else None
+    if remote is not None and remote.configs.get("max.message.bytes", "").isdigit():
+        if int(remote.configs["max.message.bytes"]) < allowed:
+            limits.append(f"the remote topic's max.message.bytes {remote.configs['max.message.bytes']}")
+    target = up.topology.clusters.get(cluster)
+    configured = str(target.config.get("message.max.bytes", "")) if target is not None else ""
+    producer = int(configured) if configured.isdigit() else PRODUCER_MAX_MESSAGE_BYTES
+    if producer < allowed:
+        limits.append(f"the job's producer message.max.bytes {producer}")
+    if limits:
+        up.state.findings.append(
+            Finding(
+                Severity.WARNING,
+                FindingKind.RECORD_SIZE,
+                cluster,
+                name,
+                f"{source.upstream[0]}:{source.upstream[1]} takes records of up to {allowed} bytes, more than "
+                + " and ".join(limits)
+                + f": a larger record is refused (flow {flow.name}, on_refused_record: {flow.on_refused_record})",
+                hint="raise the remote topic's max.message.bytes and the target cluster's message.max.bytes (its "
+                "config), or lower the source topic's",
+            )
+        )
 
 
 def desired_state(topology: Topology, live: LiveState, max_remote_topics: int | None = None) -> DesiredState:

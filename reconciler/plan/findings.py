@@ -28,6 +28,7 @@ class FindingKind(str, enum.Enum):
     CONFLICT = "conflict"  # two flows want different things of one topic
     SECURITY = "security"  # e.g. someone else may WRITE a remote topic
     ACLS_UNKNOWN = "acls-unknown"  # source ACLs could not be read, ACL sync skipped
+    RECORD_SIZE = "record-size"  # a source topic takes records larger than its remote topic or the job's producer
     MULTIPLIED = "multiplied"  # filters multiply topics along paths past RECONCILER_MAX_REMOTE_TOPICS
     PENDING = "pending"  # a job rendered for a cluster to sync (GitOps) has not started yet
 

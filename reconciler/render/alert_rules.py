@@ -14,6 +14,8 @@ The expressions name only what the jobs export (`reconciler.engine.metrics`) and
 | MirrorJobDown | always | a job reports no running/degraded state for 2m |
 | MirrorJobStalled | always | a job has not finished a micro-batch for 5m |
 | MirrorJobMissing | always, per enabled flow (topology export only) | no job of the flow has been scraped for 5m |
+| MirrorPartitionFault | always | a partition does not progress (a refused record, out of range, stuck) for 1m |
+| MirrorDeadLetters | always | records were written to the dead-letter topic in 15m |
 | MirrorOutOfRange | always | a partition went out of range (truncated/recreated source) in 15m |
 | MirrorTransactionAborts | always | exactly-once transactions keep aborting |
 | TopologyDrift / DriftCheckFailed | always | the scheduled drift run found drift / could not check |
@@ -141,6 +143,23 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
             "critical",
             "Replication job {{ $labels.flow }} has not finished a micro-batch for 5 minutes",
             "The driver is alive but not copying (Spark stuck, brokers unreachable).",
+        ),
+        _rule(
+            "MirrorPartitionFault",
+            f"max by ({BY}, topic, partition, kind) ({OWN}_partition_fault_since_seconds) > 0",
+            "1m",
+            "critical",
+            "{{ $labels.topic }}[{{ $labels.partition }}] of {{ $labels.flow }} is not copied ({{ $labels.kind }})",
+            "The job is degraded: the partition does not progress; `reconciler status` and `reconciler drift` say why "
+            "and since when.",
+        ),
+        _rule(
+            "MirrorDeadLetters",
+            f"sum by ({BY}, topic, partition) (increase({OWN}_dead_letters_total[15m])) > 0",
+            "0m",
+            "warning",
+            "{{ $labels.topic }}[{{ $labels.partition }}] of {{ $labels.flow }}: records refused by the target",
+            "They were written to the flow's dead-letter topic (on_refused_record: skip), not to the remote topic.",
         ),
         _rule(
             "MirrorOutOfRange",

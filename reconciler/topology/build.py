@@ -256,6 +256,7 @@ def _build_flow(raw: dict, where: SourceLocation | None) -> Flow:
         refresh_interval_seconds=raw["refresh_interval_seconds"],
         offset_syncs_location=OffsetSyncsLocation(raw["offset_syncs"]["topic_location"]),
         offset_lag_max=raw["offset_syncs"]["lag_max"],
+        on_refused_record=raw["on_refused_record"],
         job=_build_job(job),
         where=where,
         family=raw.get("name"),

@@ -120,6 +120,7 @@ class FlowSettings:
     offset_lag_max: int
     family: str | None = None  # topic family: one of several named flows of a pair
     carries_heartbeats: bool = True  # False for all but one family of a pair (heartbeats once per pair)
+    on_refused_record: str = "fail"  # a record the target refuses: "fail" (halt its partition) or "skip" (dead letter)
 
     @classmethod
     def of(cls, flow: FlowSettings) -> FlowSettings:

@@ -406,6 +406,19 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         spec="settings.offset_lag_max",
     ),
     _s(
+        "on_refused_record",
+        Type.CHOICE,
+        "fail",
+        "A source record the target refuses (larger than the remote topic's `max.message.bytes` or the job's "
+        "producer `message.max.bytes`; any record the target answers MSG_SIZE_TOO_LARGE or INVALID_RECORD): `fail` "
+        "halts its partition at that record (the flow degraded, the records before it copied); `skip` writes a "
+        "reference to it (key, headers, source topic/partition/offset and the error; no value) to "
+        "`<source-alias>.dead-letters.internal` on the target and copies on. Never retried forever. See "
+        "docs/replication-job.md.",
+        hot=True,
+        choices=("fail", "skip"),
+    ),
+    _s(
         "job.deployer",
         Type.CHOICE,
         "local",

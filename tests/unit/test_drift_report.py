@@ -152,13 +152,31 @@ def test_job_drift(world):
         "stale": healthy(topo, "west->east", heartbeat_at=NOW - 600_000),
         "old spec": healthy(topo, "west->east", spec_hash="0" * 64, git_revision="c0ffee" * 6),
         "degraded": healthy(topo, "west->east", state="degraded", halted=["orders:1"]),
+        "refused": healthy(
+            topo,
+            "west->east",
+            state="degraded",
+            halted=["orders:1"],
+            faults=[
+                {
+                    "topic": "orders",
+                    "partition": 1,
+                    "kind": "refused-record",
+                    "reason": "record at offset 50 refused by the target: too large",
+                    "offset": 50,
+                    "since": 1_700_000_000_000,
+                }
+            ],
+        ),
     }
     words = {
         "no status": "not running: no status record on east",
         "stopped": "is down: state failed; last error: boom",
         "stale": "is not reporting: last status 600s ago",
         "old spec": "runs an old spec (000000000000",
-        "degraded": "is degraded: it stopped copying 1 partition(s) (orders:1)",
+        "degraded": "is degraded: 1 partition(s) not copied: orders:1",
+        "refused": "is degraded: 1 partition(s) not copied: orders:1 (refused-record since 2023-11-14T22:13:20Z: "
+        "record at offset 50 refused by the target: too large)",
     }
     for case, status in cases.items():
         statuses = {"east->west": healthy(topo, "east->west")}
@@ -168,6 +186,8 @@ def test_job_drift(world):
         jobs = [i for i in report.drift if i.category is Category.JOB]
         assert len(jobs) == 1 and jobs[0].flows == ("west->east",) and jobs[0].cluster == "east", case
         assert words[case] in jobs[0].message, (case, jobs[0].message)
+        if case == "refused":
+            assert "on_refused_record: skip" in (jobs[0].hint or ""), jobs[0].hint
     flow = flow_of(report, "west->east")
     assert flow.job.halted == ("orders:1",) and flow.job.running
 

@@ -11,7 +11,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from reconciler import settings
 from reconciler.contract.spec import ClusterSpec
-from reconciler.contract.status import RATE_WINDOW_SECONDS, OutOfRange, RateWindow, StatusState
+from reconciler.contract.status import (
+    RATE_WINDOW_SECONDS,
+    FaultKind,
+    OutOfRange,
+    PartitionFault,
+    RateWindow,
+    StatusState,
+)
 from reconciler.engine.driver import ReplicationDriver
 from reconciler.engine.driver_parts import Connections
 from reconciler.engine.emitters import CheckpointEmitter
@@ -132,7 +139,8 @@ def test_job_state_series_are_the_status_states():
 def test_aborted_transactions_and_out_of_range_count_once():
     m = JobMetrics("west->east")
     event = OutOfRange("orders", 0, 9, 0, 5, "offset 9 is past the end 5", "halted", 0)
-    d = driver(exactly_once=True, out_of_range=[event], halted={("orders", 0)}, batch_failures=1)
+    fault = PartitionFault("orders", 0, FaultKind.OUT_OF_RANGE, event.reason, 9, 0)
+    d = driver(exactly_once=True, out_of_range=[event], halted={("orders", 0): fault}, batch_failures=1)
     m.observe(d, [TaskResult(slot=0, process="p", error="KafkaException: boom", partitions=[part(0)])])
     m.observe(d, [])  # the same event is still listed: not counted again
     assert value(m, "mirror_transaction_aborts_total") == 1

@@ -182,3 +182,28 @@ def test_identity_policy_fan_in_is_a_conflict():
     t = d.get("c", "orders")
     assert t.partitions == 5 and set(t.flows) == {"a->c", "b->c"}
     assert [f.kind.value for f in d.findings] == ["conflict"]
+
+
+def test_a_source_taking_larger_records_than_the_target_is_a_warning():
+    """A record the source takes and the target refuses (on_refused_record): plan warns, from the live configs."""
+    big = TopicState("orders", 1, 1, {"max.message.bytes": "5000000"})
+    findings = [
+        f for f in desired_state(topology(FLOW), live(west=[big], east=[])).findings if f.kind.value == "record-size"
+    ]
+    assert len(findings) == 1 and findings[0].subject == "west.orders", findings
+    assert "up to 5000000 bytes" in findings[0].message and "producer message.max.bytes 1000000" in findings[0].message
+    # The flow does not copy max.message.bytes and the remote topic takes less: that is said too.
+    off = FLOW.replace(
+        'topics: {include: ["orders", "pay.*"]}', 'topics: {include: ["orders"]}\n    sync: {topic_configs: false}'
+    )
+    remote = TopicState("west.orders", 1, 1, {"max.message.bytes": "1000000"})
+    [finding] = [
+        f
+        for f in desired_state(topology(off), live(west=[big], east=[remote])).findings
+        if f.kind.value == "record-size"
+    ]
+    assert "the remote topic's max.message.bytes 1000000" in finding.message
+    small = TopicState("orders", 1, 1, {"max.message.bytes": "500000"})
+    assert not [
+        f for f in desired_state(topology(FLOW), live(west=[small], east=[])).findings if f.kind.value == "record-size"
+    ]
