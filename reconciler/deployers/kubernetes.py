@@ -69,7 +69,7 @@ import yaml
 
 from reconciler import settings
 from reconciler.adapters.base import OpResult
-from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS, KUBERNETES
 from reconciler.contract.engine import ENGINE_FILE, INHERIT_MASTER, RESTART_SUFFIX, flat_flow_file
 from reconciler.contract.spec import JobSpec
 from reconciler.deployers.base import Deployer, Deployment
@@ -94,19 +94,7 @@ EXECUTOR_CONTAINER = "spark-kubernetes-executor"
 #: The deployer's options when a flow's job does not set them: the topology's built-in job defaults (their one
 #: home, topology/defaults.py), except the metrics port, which this deployer fixes (the pod's port).
 DEFAULTS = {
-    **{
-        k: BUILTIN_FLOW_DEFAULTS["job"][k]
-        for k in (
-            "namespace",
-            "image",
-            "service_account",
-            "secret_name",
-            "manifests_dir",
-            "kubectl_apply",
-            "termination_grace_seconds",
-            "engine",
-        )
-    },
+    **{k: BUILTIN_FLOW_DEFAULTS["job"][k] for k in DEPLOYMENT_OPTION_FIELDS[KUBERNETES] if k != "metrics_port"},
     "metrics_port": KUBERNETES_PORT,
 }
 #: Options that change where and how the manifests are written, not the SparkApplication.
