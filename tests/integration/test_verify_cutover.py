@@ -1,0 +1,145 @@
+"""`reconciler verify` and `reconciler cutover` on the embedded brokers, with a flow's driver run in process
+(tasks in this process, no Spark) doing the replication."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka import Producer
+
+from reconciler.cli.main import main
+from reconciler.engine.driver import LocalExecutor, ReplicationDriver
+from reconciler.mirror.records import OffsetSync
+from tests.helpers import write
+from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
+
+pytestmark = [pytest.mark.kafka]
+
+SYNCS = "mm2-offset-syncs.east.internal"  # the flow west->east writes its offset syncs on west (the default)
+
+
+def produce(bootstrap: str, topic: str, records, partition: int = 0) -> None:
+    """records: (key, value, headers, timestamp ms or None)."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    for key, value, headers, ts in records:
+        kw = {"timestamp": ts} if ts is not None else {}
+        p.produce(topic, value, key, partition=partition, headers=headers or None, **kw)
+    assert p.flush(10) == 0
+
+
+def replicate(source, target, topics: tuple[str, ...], done, **spec) -> None:
+    """Run the flow west->east of `topics` in this process until `done()`, then stop it."""
+    spec = spec_for(source, target, topics_include=topics, heartbeats_enabled=False, **spec)
+    driver = ReplicationDriver(spec, LocalExecutor())
+    driver.start()
+    try:
+
+        def stepped() -> bool:
+            driver.step()
+            return done()
+
+        wait_for(stepped, 90, interval=0.05, what="the flow to copy the records")
+        driver.flush_delayed_syncs()
+    finally:
+        driver.stop_event.set()
+        driver.close()
+
+
+def topology(tmp_path, name: str, source, target, topics: list[str], groups: str = "[]") -> str:
+    return str(
+        write(
+            tmp_path,
+            name,
+            f"""\
+            apiVersion: reconciler/v1
+            kind: Topology
+            clusters:
+              west: {{bootstrap_servers: "{source.bootstrap}"}}
+              east: {{bootstrap_servers: "{target.bootstrap}"}}
+            flows:
+              - {{source: west, target: east, topics: {{include: {json.dumps(topics)}}}, groups: {{include: {groups}}}}}
+            """,
+        )
+    )
+
+
+def copy(rec) -> tuple:
+    return (rec.key, rec.value, rec.headers, rec.timestamp[1])
+
+
+def test_verify_finds_missing_extra_and_changed_records_and_nothing_in_a_clean_topic(fresh_clusters, tmp_path, capsys):
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "steady", 2)
+    create_topic(source.bootstrap, "ledger", 1)
+    for p in range(2):
+        produce(
+            source.bootstrap,
+            "steady",
+            [(b"k%d" % i, b"s%d-%d" % (p, i), [("h", b"%d" % i)], None) for i in range(30)],
+            partition=p,
+        )
+    produce(source.bootstrap, "ledger", [(b"k%d" % i, b"v%d" % i, [("seq", b"%d" % i)], None) for i in range(10)])
+
+    def copied() -> bool:
+        try:
+            return (
+                len(read_topic(target.bootstrap, "west.ledger", 1, timeout=5)[0]) >= 10
+                and sum(len(r) for r in read_topic(target.bootstrap, "west.steady", 2, timeout=5).values()) >= 60
+            )
+        except AssertionError:
+            return False
+
+    replicate(source, target, ("steady", "ledger"), copied)
+
+    clean = topology(tmp_path, "clean.yaml", source, target, ["steady"])
+    assert main(["verify", clean, "--flow", "west->east"]) == 0
+    out = capsys.readouterr().out
+    assert "clean: the target holds every source record compared" in out
+    assert main(["verify", clean, "--flow", "west->east", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["clean"] and data["records_compared"] == 60
+    assert [(p["topic"], p["partition"], p["matched"], p["differences"]) for p in data["partitions"]] == [
+        ("steady", 0, 30, []),
+        ("steady", 1, 30, []),
+    ]
+
+    # While the flow is stopped, four more source records; the target gets what a faulty copy would leave:
+    # 10 never copied, 11 copied, 12 changed, an extra record, 13 copied twice (at-least-once).
+    produce(source.bootstrap, "ledger", [(b"k%d" % i, b"v%d" % i, [("seq", b"%d" % i)], None) for i in range(10, 14)])
+    src = read_topic(source.bootstrap, "ledger", 1)[0]
+    assert [r.offset for r in src[10:]] == [10, 11, 12, 13]
+    s11, s12, s13 = (copy(r) for r in src[11:14])
+    changed = (s12[0], b"v12-changed", s12[2], s12[3])
+    produce(target.bootstrap, "west.ledger", [s11, changed, (b"stray", b"x", None, None), s13, s13])
+    tgt = read_topic(target.bootstrap, "west.ledger", 1)[0]
+    t11, t12, t_extra, t13, t_dup = (r.offset for r in tgt[-5:])
+    # the offset sync the flow would have written for 13 (so 10..13 count as replicated, not as lag)
+    sync = OffsetSync("ledger", 0, 13, t13)
+    produce(source.bootstrap, SYNCS, [(sync.record_key(), sync.record_value(), None, None)])
+
+    dirty = topology(tmp_path, "all.yaml", source, target, ["steady", "ledger"])
+    assert main(["verify", dirty, "--flow", "west->east", "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert not data["clean"]
+    by = {(p["topic"], p["partition"]): p for p in data["partitions"]}
+    assert by[("steady", 0)]["differences"] == [] and by[("steady", 1)]["differences"] == []
+    ledger = by[("ledger", 0)]
+    assert ledger["differences"] == [
+        {"kind": "missing", "source_offsets": [10, 10], "target_offsets": None, "count": 1},
+        {"kind": "changed", "source_offsets": [12, 12], "target_offsets": [t12, t12], "count": 1},
+        {"kind": "extra", "source_offsets": None, "target_offsets": [t_extra, t_extra], "count": 1},
+    ]
+    assert ledger["duplicates"] == [
+        {"kind": "duplicate", "source_offsets": [13, 13], "target_offsets": [t_dup, t_dup], "count": 1}
+    ]
+    assert ledger["matched"] == 12 and ledger["pending"] == 0 and t11 == t12 - 1
+
+    assert main(["verify", dirty, "--flow", "west->east"]) == 1
+    out = capsys.readouterr().out
+    assert "3 record(s) differ" in out
+    assert ["ledger-0", "missing", "10", "-", "1"] in [line.split() for line in out.splitlines()]
+
+    # a window from after the fabricated records: only what follows is compared
+    assert main(["verify", clean, "--flow", "west->east", "--since", "2999-01-01T00:00:00Z", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["records_compared"] == 0
