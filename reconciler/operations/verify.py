@@ -155,7 +155,7 @@ def parse_since(text: str, now: float) -> int:
             "or a duration back from now (90s, 15m, 2h, 1d)"
         ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+        parsed = parsed.replace(tzinfo=dt.UTC)
     return int(parsed.timestamp() * 1000)
 
 

@@ -143,3 +143,51 @@ def test_verify_finds_missing_extra_and_changed_records_and_nothing_in_a_clean_t
     # a window from after the fabricated records: only what follows is compared
     assert main(["verify", clean, "--flow", "west->east", "--since", "2999-01-01T00:00:00Z", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["records_compared"] == 0
+
+
+def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+    admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])[group].result(10)
+
+
+def test_status_shows_each_group_s_last_checkpoint_or_why_it_is_not_synced(fresh_clusters, tmp_path, capsys):
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "orders", 2)
+    create_topic(source.bootstrap, "private", 1)
+    produce(source.bootstrap, "orders", [(None, b"o%d" % i, None, None) for i in range(10)], partition=0)
+    produce(source.bootstrap, "private", [(None, b"p", None, None)])
+    commit(source.bootstrap, "app-synced", {("orders", 0): 5})
+    commit(source.bootstrap, "app-empty", {("orders", 1): 0})  # partition 1 has no record: no offset sync
+    commit(source.bootstrap, "app-private", {("private", 0): 1})  # a topic the flow does not replicate
+    spec = spec_for(source, target, topics_include=("orders",), groups_include=("app-.*",), heartbeats_enabled=False)
+    driver = ReplicationDriver(spec, LocalExecutor())
+    driver.start()
+    try:
+        assert driver.checkpoints is not None
+
+        def judged() -> bool:
+            driver.step()
+            by = {g.group: g for g in driver.checkpoints.group_syncs}
+            return len(by) == 3 and by["app-synced"].last_checkpoint_ms is not None
+
+        wait_for(judged, 90, interval=0.05, what="a checkpoint round judging the three groups")
+        driver.publish_status()
+    finally:
+        driver.stop_event.set()
+        driver.close()
+    path = topology(tmp_path, "t.yaml", source, target, ["orders"], groups='["app-.*"]')
+    assert main(["status", path, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["jobs"]
+    groups = {g["group"]: g for g in rows[0]["groups"]}
+    assert groups["app-synced"]["reason"] is None and groups["app-synced"]["last_checkpoint_ms"] > 0
+    assert (groups["app-empty"]["reason"], groups["app-empty"]["partition"]) == ("partition_empty", "orders-1")
+    assert (groups["app-private"]["reason"], groups["app-private"]["last_checkpoint_ms"]) == ("topic_filtered", None)
+    assert main(["status", path]) == 0
+    out = capsys.readouterr().out
+    assert "group app-private: not synced: topic filtered out" in out
+    assert "group app-empty: not synced: partition empty (orders-1)" in out
+    assert "group app-synced: last checkpoint" in out
