@@ -11,6 +11,7 @@ import sys
 
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated, timeout_argument
 from reconciler.mirror.verify import DiffKind
+from reconciler.operations import cutover as cutover_op
 from reconciler.operations import offsets
 from reconciler.operations import verify as verify_op
 from reconciler.operations.backend import Backend
@@ -40,6 +41,35 @@ def register(sub) -> None:
         help="per cluster request (default 30; reading a partition to its end gets 20 of them)",
     )
     p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser(
+        "cutover",
+        help="move a flow's consumer groups to its target once it is caught up (refused while they are active)",
+    )
+    add_paths_argument(p)
+    p.add_argument("--flow", required=True, metavar="A->B", help="the flow whose target the groups move to")
+    p.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="G",
+        help="a consumer group to move (repeatable; default: every group of the flow with a checkpoint on B)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="wait and show what would be committed; commit nothing")
+    p.add_argument(
+        "--wait",
+        type=timeout_argument,
+        default=300.0,
+        metavar="SECONDS",
+        help="for the lag to reach 0 and for the final checkpoints (default 300), then fail naming what is behind",
+    )
+    p.add_argument(
+        "--record", metavar="FILE", help="where to write the cutover record (default: cutover-A.B-TIME.json)"
+    )
+    p.add_argument(
+        "--timeout", type=timeout_argument, default=30.0, metavar="SECONDS", help="per cluster request (default 30)"
+    )
+    p.set_defaults(func=cmd_cutover)
 
 
 def _run(args, body) -> int:
@@ -146,3 +176,40 @@ def verify_text(report: verify_op.VerifyReport) -> str:
         + (f"; {len(report.missing_topics)} remote topic(s) missing" if report.missing_topics else "")
     )
     return "\n".join(out) + "\n"
+
+
+def cmd_cutover(args, backend: Backend) -> int:
+    import datetime as dt
+    from pathlib import Path
+
+    from reconciler.topology.flow_id import FlowId
+
+    def body(topology, redact) -> int:
+        request = cutover_op.CutoverRequest(
+            args.flow, tuple(args.group), dry_run=args.dry_run, wait_seconds=args.wait, timeout=args.timeout
+        )
+        outcome = cutover_op.cutover(topology, request, backend, lambda line: print(redact(line), file=sys.stderr))
+        rows = [
+            (g.group, str(p.partition), p.translated, p.committed, p.action.value)
+            for g in outcome.groups
+            for p in g.outcome.plan.partitions
+        ]
+        sys.stdout.write(redact(table(("GROUP", "PARTITION (target)", "OFFSET", "COMMITTED", "ACTION"), rows)))
+        stamp = dt.datetime.fromtimestamp(outcome.started_ms / 1000, dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = Path(args.record or f"cutover-{FlowId.parse(outcome.flow).slug()}-{stamp}.json")
+        path.write_text(json.dumps(outcome.to_dict(), indent=2) + "\n")
+        print(f"wrote the cutover record to {path}", file=sys.stderr)
+        for refusal in outcome.refusals:
+            print(redact(f"error: refused: {refusal}"), file=sys.stderr)
+        if outcome.refusals:
+            return EXIT_ERROR
+        n = sum(len(g.outcome.plan.commits) for g in outcome.groups)
+        print(
+            f"dry run: {n} offset(s) would be committed on {outcome.target}; nothing was changed"
+            if outcome.dry_run
+            else f"committed {n} offset(s) for {len(outcome.groups)} group(s) on {outcome.target}",
+            file=sys.stderr,
+        )
+        return EXIT_OK
+
+    return _run(args, body)

@@ -10,6 +10,7 @@ from confluent_kafka import Producer
 
 from reconciler.cli.main import main
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
+from reconciler.mirror.offset_translation import OffsetSyncStore
 from reconciler.mirror.records import OffsetSync
 from tests.helpers import write
 from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
@@ -191,3 +192,71 @@ def test_status_shows_each_group_s_last_checkpoint_or_why_it_is_not_synced(fresh
     assert "group app-private: not synced: topic filtered out" in out
     assert "group app-empty: not synced: partition empty (orders-1)" in out
     assert "group app-synced: last checkpoint" in out
+
+
+def target_committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    req = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])]
+    result = admin.list_consumer_group_offsets(req)[group].result(10)
+    return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(fresh_clusters, tmp_path, capsys):
+    import threading
+
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "orders", 2)
+    spec = spec_for(source, target, topics_include=("orders",), groups_include=("app-.*",), heartbeats_enabled=False)
+    driver = ReplicationDriver(spec, LocalExecutor())
+    driver.start()
+    runner = threading.Thread(target=driver.run, kwargs={"max_seconds": 240}, daemon=True)
+    runner.start()
+    try:
+        for p in range(2):
+            produce(source.bootstrap, "orders", [(None, b"p%d-%d" % (p, i), None, None) for i in range(400)], p)
+        positions = {"app-a": {0: 400, 1: 400}, "app-b": {0: 250, 1: 120}, "app-c": {0: 7, 1: 0}}
+        for group, at in positions.items():  # the consumers stopped there on the source
+            commit(source.bootstrap, group, {("orders", p): o for p, o in at.items()})
+        path = topology(tmp_path, "t.yaml", source, target, ["orders"], groups='["app-.*"]')
+        record = tmp_path / "cutover.json"
+        args = ["cutover", path, "--flow", "west->east", "--wait", "120", "--record", str(record)]
+        assert main(args + ["--group", "app-a", "--group", "app-b", "--group", "app-c"]) == 0, capsys.readouterr().err
+    finally:
+        driver.stop_event.set()
+        runner.join(60)
+        driver.close()
+    err = capsys.readouterr().err
+    assert "every partition caught up (lag 0)" in err and "committed" in err
+    saved = json.loads(record.read_text())
+    assert [g["group"] for g in saved["groups"]] == ["app-a", "app-b", "app-c"]
+    assert {(e["partition"], e["offset"]) for e in saved["source_ends"]} == {(0, 400), (1, 400)}
+    copied = read_topic(target.bootstrap, "west.orders", 2)
+    # MM2's translation of the same offset syncs (OffsetSyncStore): the bound a re-read is held to
+    syncs = OffsetSyncStore()
+    for m in read_topic(source.bootstrap, SYNCS, 1)[0]:
+        syncs.add(OffsetSync.deserialize(m.key, m.value))
+    for group, at in positions.items():
+        moved = target_committed(target.bootstrap, group, "west.orders", 2)
+        for p, upstream in at.items():
+            values = [r.value for r in copied[p]]
+            # where the record the group would read next on the source is on the target
+            resume = copied[p][0].offset + (values.index(b"p%d-%d" % (p, upstream)) if upstream < 400 else len(values))
+            assert moved[p] <= resume, f"{group} would skip records on partition {p}"
+            assert moved[p] == syncs.translate_downstream("orders", p, upstream), "MM2 translates the same"
+            if group == "app-a":  # caught up at the end: within offset_lag_max (here exact, the syncs flushed)
+                assert resume - moved[p] <= 100
+
+    # a group still consuming on the source is refused
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": "app-live", "session.timeout.ms": 6000})
+    c.subscribe(["orders"])
+    try:
+        wait_for(lambda: c.poll(0.5) is not None or c.assignment(), 60, what="app-live joined")
+        assert main(["cutover", path, "--flow", "west->east", "--group", "app-live", "--wait", "5"]) == 1
+        assert "group 'app-live' is active on 'west'" in capsys.readouterr().err
+    finally:
+        c.close()
