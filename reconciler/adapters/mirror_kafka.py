@@ -19,6 +19,7 @@ from confluent_kafka.admin import AdminClient
 
 from reconciler.adapters.read_to_end import read_to_end, reader_config
 from reconciler.mirror.mirror_client import GroupState, RawRecord, TopicPartition
+from reconciler.mirror.verify import PartitionDigests, record_digest
 
 #: librdkafka's OFFSET_INVALID: the group has no committed offset for the partition.
 _NO_OFFSET = -1001
@@ -107,6 +108,60 @@ class MirrorKafka:
         finally:
             consumer.close()
         return [r for p in sorted(by_partition) for r in by_partition[p]]
+
+    # --- verify: one partition as digests, watermarks, an offset by time --------------------
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """(low, high) of a partition (high is a hint: Tansu may answer the last batch's base offset + 1)."""
+        consumer = self._consumer()
+        try:
+            return consumer.get_watermark_offsets(KafkaTopicPartition(topic, partition), timeout=self._timeout)
+        except KafkaException as exc:
+            raise ClusterIOError(f"cannot read offsets of {topic}-{partition}: {_reason(exc)}") from None
+        finally:
+            consumer.close()
+
+    def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
+        """The first offset whose timestamp is at or after `timestamp_ms` (ListOffsets); None: none is."""
+        consumer = self._consumer()
+        try:
+            found = consumer.offsets_for_times([KafkaTopicPartition(topic, partition, timestamp_ms)], self._timeout)
+        except KafkaException as exc:
+            raise ClusterIOError(f"cannot look up {topic}-{partition} by time: {_reason(exc)}") from None
+        finally:
+            consumer.close()
+        offset = found[0].offset if found else -1
+        return offset if offset >= 0 else None
+
+    def read_digests(
+        self, topic: str, partition: int, start: int, timeout: float, since_ms: int | None = None
+    ) -> PartitionDigests:
+        """Every record of one partition from `start` to its end, as (offset, digest) only; with `since_ms`, also
+        the first offset whose timestamp is at or after it (ListOffsets by time, from the records themselves:
+        Tansu answers that request with offset 0)."""
+        out = PartitionDigests()
+        offsets, digests = out.offsets, out.digests
+
+        def visit(m) -> None:
+            ts = m.timestamp()[1]
+            offsets.append(m.offset())
+            digests.append(record_digest(m.key(), m.value(), m.headers(), ts))
+            if since_ms is not None and out.first_since is None and ts >= since_ms:
+                out.first_since = m.offset()
+
+        def fail(err) -> None:
+            raise ClusterIOError(f"cannot read {topic}-{partition}: {err.str()}")
+
+        consumer = self._consumer()
+        try:
+            consumer.assign([KafkaTopicPartition(topic, partition, start)])
+            pending = read_to_end(
+                consumer, timeout, visit, partitions=[(topic, partition)], on_error=fail, batch=10_000
+            )
+            if pending:
+                raise ClusterIOError(f"timed out after {timeout:.0f}s reading {topic}-{partition} to its end")
+        finally:
+            consumer.close()
+        return out
 
     # --- consumer groups ------------------------------------------------------------------
     def group_state(self, group: str) -> GroupState:

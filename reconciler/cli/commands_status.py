@@ -17,6 +17,7 @@ from typing import Any
 
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.jobplan.state import iso
+from reconciler.mirror.group_sync import GroupSyncReason
 from reconciler.operations.backend import Backend
 from reconciler.operations.status import status
 from reconciler.textutil import LAG_AGE, RECORD_AGE, plural
@@ -122,6 +123,19 @@ def render_text(rows: list[dict], now_ms: int) -> str:
     ]
     if notes:
         lines += ["", *notes]
+    groups = [
+        f"  {r['flow']}: group {g['group']}: "
+        + (
+            f"not synced: {GroupSyncReason[g['reason'].upper()].value}"
+            + (f" ({g['partition']})" if g["partition"] else "")
+            if g["reason"]
+            else f"last checkpoint {_age(g['last_checkpoint_ms'], now_ms)}"
+        )
+        for r in rows
+        for g in r.get("groups", ())
+    ]
+    if groups:
+        lines += ["", "Consumer groups (offset syncs to the target):", *groups]
     wanted = [r for r in rows if r["wanted"]]
     ok = sum(1 for r in wanted if r["in_sync"])
     lines += [

@@ -474,8 +474,18 @@ def transactional_id(spec: JobSpec, slot: int) -> str:
 def offset_syncs_topic_name(spec: JobSpec) -> str:
     """MM2's naming: on the source cluster the topic is named after the target alias, on the target
     cluster after the source alias (MirrorSourceConfig.offsetSyncsTopic), so flows never share one."""
-    policy = spec.settings.policy
-    return policy.offset_syncs_topic(spec.target.alias if spec.offset_syncs_on_source else spec.source.alias)
+    return offset_syncs_place(spec.settings, spec.source.alias, spec.target.alias)[1]
+
+
+def offset_syncs_place(settings: FlowSettings, source: str, target: str) -> tuple[str, str]:
+    """(the cluster alias holding a flow's offset syncs, the topic's name): `reconciler verify` and `cutover`
+    read them where the job writes them."""
+    on_source = settings.offset_syncs_location is OffsetSyncsLocation.SOURCE
+    return (
+        (source, settings.policy.offset_syncs_topic(target))
+        if on_source
+        else (target, settings.policy.offset_syncs_topic(source))
+    )
 
 
 def dead_letters_topic_name(spec: JobSpec) -> str:

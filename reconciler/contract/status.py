@@ -39,6 +39,7 @@ from typing import Any, overload
 
 from reconciler import logs
 from reconciler.contract.spec import DEFAULT_STATUS_INTERVAL_SECONDS, STATUS_TOPIC
+from reconciler.mirror.group_sync import GroupSync
 
 
 class StatusState(str, enum.Enum):
@@ -294,6 +295,9 @@ class StatusRecord:
     metrics_port: int | None = None  # the port the job bound for /metrics (None: not serving)
     lag_seconds: float | None = None  # age of the oldest record not yet replicated (None: unknown)
     lag_read_at: int | None = None  # epoch ms the source's end offsets behind `lag` were read
+    # every group the flow's filter matches, with its last checkpoint or why it is not synced (issue 38); written
+    # only when there are some, so a record without groups has the same bytes as before
+    groups: tuple[GroupSync, ...] = ()
     state_text: str | None = None  # the raw `state` value
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -348,6 +352,7 @@ class StatusRecord:
             # written when there are any (a record without them reads and writes back as it was)
             **({"faults": [f.to_dict() for f in self.faults]} if self.faults else {}),
             **({"dead_letters": [c.to_dict() for c in self.dead_letters]} if self.dead_letters else {}),
+            **({"groups": [g.to_dict() for g in self.groups]} if self.groups else {}),
         }
 
     def to_json(self) -> str:
@@ -389,6 +394,7 @@ class StatusRecord:
             metrics_port=_int(d.get("metrics_port")),
             lag_seconds=_number(d.get("lag_seconds")),
             lag_read_at=_int(d.get("lag_read_at")),
+            groups=tuple(GroupSync.from_dict(x) for x in _list(d.get("groups")) if isinstance(x, Mapping)),
             state_text=_text(d.get("state")),
             extra={k: v for k, v in d.items() if k not in known},
         )

@@ -859,6 +859,7 @@ class ReplicationDriver:
             instance_id=self.instance_id,
             pid=os.getpid(),
             metrics_port=self.metrics.port,
+            groups=self.checkpoints.group_syncs if self.checkpoints is not None else (),
         )
 
     @property

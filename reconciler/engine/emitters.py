@@ -34,6 +34,7 @@ from reconciler.analysis.expansion import checkpoint_route
 from reconciler.contract.spec import JobSpec, job_group, offset_syncs_topic_name
 from reconciler.engine import clients
 from reconciler.mirror.checkpoints import CheckpointStore, OffsetAndMetadata
+from reconciler.mirror.group_sync import GroupSync, judge_group
 from reconciler.mirror.mirror_client import TopicPartition, plan_failover
 from reconciler.mirror.offset_translation import OffsetSyncStore
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
@@ -125,6 +126,9 @@ class CheckpointEmitter:
         self.read_at: dict[str, int] = {}  # group -> when its committed offsets were last read (epoch ms)
         self.rounds = 0  # checkpoint rounds acknowledged; `last_round` is the latest one's checkpoints
         self.last_round: list[CheckpointAck] = []
+        self.checkpointed_at: dict[str, int] = {}  # group -> when its newest checkpoint was written (epoch ms)
+        self.active_on_target: set[str] = set()  # groups sync.group_offsets left alone (consumers on the target)
+        self.group_syncs: tuple[GroupSync, ...] = ()  # the last round's verdict on every group it read
 
     def update_spec(self, spec: JobSpec) -> None:
         self.spec = spec
@@ -250,7 +254,11 @@ class CheckpointEmitter:
 
                 def add(m: Any) -> None:
                     try:
-                        found.append(Checkpoint.deserialize(m.key(), m.value()))
+                        cp = Checkpoint.deserialize(m.key(), m.value())
+                        found.append(cp)
+                        at = m.timestamp()[1]
+                        if at > self.checkpointed_at.get(cp.consumer_group_id, 0):
+                            self.checkpointed_at[cp.consumer_group_id] = at
                     except RecordFormatError as exc:
                         log.warning("ignoring a malformed checkpoint at offset %d: %s", m.offset(), exc)
 
@@ -272,6 +280,7 @@ class CheckpointEmitter:
         """One checkpoint round: read syncs, translate, write changed checkpoints; sync groups if due."""
         self.read_syncs()
         if not self.store.read_to_end:
+            self.judge_groups(self.source_group_offsets())
             return []
         group_offsets = self.source_group_offsets()
         cps = self.checkpoints(group_offsets)
@@ -294,6 +303,8 @@ class CheckpointEmitter:
             if left:
                 raise RuntimeError(f"{left} checkpoints not acknowledged")
             done = now_ms()
+            for cp in changed:
+                self.checkpointed_at[cp.consumer_group_id] = done
             self.emitted += len(changed)
             self.checkpoint_store.update(changed)
             self.last_round = [
@@ -307,7 +318,24 @@ class CheckpointEmitter:
         ):
             self._last_group_sync = time.monotonic()
             self.sync_group_offsets(cps)
+        self.judge_groups(group_offsets)
         return changed
+
+    def judge_groups(self, group_offsets: Mapping[str, Mapping[tuple[str, int], OffsetAndMetadata]]) -> None:
+        """Why each group read this round is (not) synced (mirror/group_sync.py), for the status record."""
+        self.group_syncs = tuple(
+            judge_group(
+                group,
+                {tp: om.offset for tp, om in offsets.items()},
+                lambda topic: checkpoint_route(self.flow, topic),
+                self.store.translate_downstream,
+                lambda topic, partition: bool(self.store.syncs(topic, partition)),
+                self.store.read_to_end,
+                self.spec.settings.sync.group_offsets and group in self.active_on_target,
+                self.checkpointed_at.get(group),
+            )
+            for group, offsets in sorted(group_offsets.items())
+        )
 
     def sync_group_offsets(self, cps: list[Checkpoint]) -> list[str]:
         """Commit translated offsets to the same groups on the target (MM2's sync.group.offsets).
@@ -322,7 +350,9 @@ class CheckpointEmitter:
         for group, translated in sorted(by_group.items()):
             try:
                 if self.target_groups.group_state(group).active:
+                    self.active_on_target.add(group)
                     continue
+                self.active_on_target.discard(group)
                 committed = self.target_groups.committed_offsets(group, translated)
                 commits = plan_failover(group, translated, committed, partitions_on_target=None).commits
                 if commits:

@@ -31,6 +31,7 @@ from reconciler.jobplan.backend import JobBackend, StatusReader, default_factory
 from reconciler.mirror.mirror_client import ClusterReader, GroupState, TopicPartition, latest_heartbeats
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
+from reconciler.mirror.verify import PartitionDigests
 from reconciler.topology.diagnostics import Diagnostics
 from reconciler.topology.model import Cluster, Topology
 
@@ -44,6 +45,12 @@ class MirrorCluster(ClusterReader, Protocol):
     def group_state(self, group: str) -> GroupState: ...
     def committed_offsets(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None: ...
+    # `reconciler verify`: one partition as digests from an offset to its end
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]: ...
+    def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None: ...
+    def read_digests(
+        self, topic: str, partition: int, start: int, timeout: float, since_ms: int | None = None
+    ) -> PartitionDigests: ...
 
 
 #: (cluster, per-request timeout) -> a client of that one cluster; raises Unreachable or NotAnswering

@@ -19,7 +19,8 @@ from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.operations.backend import Backend, MirrorCluster
 from reconciler.render.mirror import Failover, Translation
 from reconciler.topology.connection import check_references
-from reconciler.topology.model import Topology
+from reconciler.topology.flow_id import FlowId
+from reconciler.topology.model import Flow, Topology
 
 Warn = Callable[[str], None]
 
@@ -75,6 +76,23 @@ def _connect(topology: Topology, alias: str, backend: Backend, timeout: float) -
     if not diags.ok:
         raise Refused(diags.render())
     return backend.mirror_client(topology.clusters[alias], timeout)
+
+
+#: For the other operations over one flow's clusters (verify, cutover).
+cluster_errors = _cluster_errors
+connect = _connect
+
+
+def find_flow(topology: Topology, flow_id: str) -> Flow:
+    """The flow named `A->B[:family]`; Refused naming the topology's flows when there is none."""
+    try:
+        FlowId.parse(flow_id)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
+    flow = next((f for f in topology.flows if f.name == flow_id), None)
+    if flow is None:
+        raise Refused(f"no flow {flow_id} in the topology (flows: {', '.join(sorted(f.name for f in topology.flows))})")
+    return flow
 
 
 def _flow_policy(topology: Topology, source: str, target: str, warn: Warn) -> ReplicationPolicy:

@@ -13,6 +13,7 @@ from typing import Any
 
 from reconciler.contract.status import PartitionFault
 from reconciler.jobplan.state import JobState, LiveJob, desired_jobs, iso, read_jobs
+from reconciler.mirror.group_sync import GroupSync
 from reconciler.operations.backend import Backend
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.model import Topology
@@ -46,9 +47,11 @@ class JobRow:
     heartbeat_at: int | None
     last_seen: str | None
     unreadable: str | None  # why the statuses on the flow's target could not be read
+    #: every group the flow's filter matches: its last checkpoint on the target or why it is not synced (issue 38)
+    groups: tuple[GroupSync, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "groups": [g.to_dict() for g in self.groups]}
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,7 @@ def _row(flow: str, lj: LiveJob, d, unreadable: str | None) -> JobRow:
         heartbeat_at=st.heartbeat_at if st is not None else None,
         last_seen=iso(st.heartbeat_at) if st is not None else None,
         unreadable=unreadable,
+        groups=st.groups if st is not None and fresh else (),
     )
 
 
