@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from pathlib import Path
 
 from reconciler import settings
 
@@ -43,6 +44,14 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _shown_default(value: object) -> str:
+    """A default as the page shows it: a path inside the package relative to it (the page is the same whichever
+    checkout or installation generates it)."""
+    text = str(value)
+    package = str(Path(__file__).resolve().parents[1])
+    return "reconciler/" + text[len(package) + 1 :] if text.startswith(package + "/") else text
+
+
 def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
     rows = []
     for action in parser._actions:  # noqa: SLF001
@@ -61,7 +70,7 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
         if text == argparse.SUPPRESS:
             continue
         if action.default not in (None, False, argparse.SUPPRESS, []) and action.option_strings and action.nargs != 0:
-            text += f" (default: `{action.default}`)"
+            text += f" (default: `{_shown_default(action.default)}`)"
         rows.append(f"| `{_cell(name)}` | {_cell(text) or '—'} |")
     return rows
 
