@@ -17,9 +17,8 @@ Value (JSON object):
 Secrets never appear: cluster addresses and configs are not included and error texts pass through
 the redactor of the job's resolved secret values.
 
-The one rule of job health lives here too: planning (`reconciler.jobplan.state.classify`, which `plan`,
-`apply` and `status` use) and drift (`reconciler.drift.report.job_health`) both decide "is this job
-replicating?" with `health`: a record in a live state (`LIVE_STATES`) not older than `stale_after_seconds`
+The one rule of job health lives here too: the one verdict on a job (`reconciler.contract.jobstate.classify`,
+which plan, apply, status and drift use) decides "is this job's report fresh?" with `health`: a record in a live state (`LIVE_STATES`) not older than `stale_after_seconds`
 of the job's status interval (three intervals, at least 15 s). Drift's `--job-stale-seconds` overrides
 the threshold only when given.
 """
@@ -368,8 +367,8 @@ def health(
     status_interval_seconds: float | None,
     stale_after: float | None = None,
 ) -> Health:
-    """The one job-health classifier, with one set of thresholds: plan, apply and status
-    (`reconciler.jobplan.state.classify`) and drift (`reconciler.drift.report.job_health`) call it.
+    """The one job-health classifier, with one set of thresholds: plan, apply, status
+    and drift (`reconciler.contract.jobstate.classify` and `reported_verdict`) call it.
     The threshold is `stale_after_seconds` of the job's status interval; `stale_after` is an explicit
     override (drift's --job-stale-seconds), never a second default."""
     limit = stale_after_seconds(status_interval_seconds) if stale_after is None else stale_after

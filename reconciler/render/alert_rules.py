@@ -17,6 +17,7 @@ The expressions name only what the jobs export (`reconciler.engine.metrics`) and
 | MirrorOutOfRange | always | a partition went out of range (truncated/recreated source) in 15m |
 | MirrorTransactionAborts | always | exactly-once transactions keep aborting |
 | TopologyDrift / DriftCheckFailed | always | the scheduled drift run found drift / could not check |
+| MirrorJobVerdictDown | always | the scheduled drift run's verdict on a job (the plan's: status record and deployment) is down, duplicated or restart-required |
 
 `deployers/monitoring/prometheus-rules.yaml` is this module's output for `DEFAULT_SLO` (a test keeps it
 in sync); `PrometheusRule` wraps the same groups for the Prometheus operator.
@@ -172,6 +173,15 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
             )
         )
     drift_rules = [
+        _rule(
+            "MirrorJobVerdictDown",
+            f'{drift.PREFIX}_job_verdict{{verdict=~"down|duplicated|restart-required"}} == 1',
+            "0m",
+            "critical",
+            "Replication job {{ $labels.flow }} is {{ $labels.verdict }}",
+            "The verdict of the scheduled `reconciler drift --format prometheus` (the same as `reconciler plan`'s: "
+            "the job's status record and its deployment); `reconciler apply` restarts it.",
+        ),
         _rule(
             "TopologyDrift",
             f'{drift.PREFIX}_status{{status="drift"}} == 1',
