@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics_core import Metric
 
-from reconciler.contract.metrics import free_port  # noqa: F401 (re-exported)
+from reconciler.contract.metrics import CHECKPOINT, OWN, SOURCE
 from reconciler.contract.status import RATE_WINDOW_SECONDS, RateWindow, StatusState
 from reconciler.engine.tasks import TP, TaskResult
 from reconciler.settings import KUBERNETES_PORT, PORT_ENV  # noqa: F401 (re-exported)
@@ -42,9 +42,6 @@ if TYPE_CHECKING:  # the driver imports this module
     from reconciler.engine.emitters import CheckpointEmitter
     from reconciler.engine.lag import JobLag
 
-SOURCE = "kafka_connect_mirror_source_connector"
-CHECKPOINT = "kafka_connect_mirror_checkpoint_connector"
-OWN = "mirror"
 
 FLOW_LABELS = ("flow", "family", "source", "target")
 TOPIC_LABELS = (*FLOW_LABELS, "topic")

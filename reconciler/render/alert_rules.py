@@ -1,6 +1,7 @@
 """Prometheus alert rules from a topology's `slo:` thresholds (pure): `reconciler export alerts PATH...`.
 
-The expressions name only what the jobs export (`reconciler.engine.metrics`) and what
+The expressions name only what the jobs export (`reconciler.engine.metrics`, under the prefixes of
+`reconciler.contract.metrics`) and what
 `drift --format prometheus` writes (`reconciler.render.drift_prometheus`); the unit tests check that.
 
 | alert | from | fires when |
@@ -29,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from reconciler.engine.metrics import CHECKPOINT, OWN, SOURCE
+from reconciler.contract.metrics import CHECKPOINT, OWN, SOURCE
 from reconciler.render import drift_prometheus as drift
 from reconciler.topology.model import Slo, Topology
 
