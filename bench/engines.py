@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import reconciler.deployers.instance as instance  # noqa: E402
 from bench.deployed import TargetWatch  # noqa: E402
 from reconciler import logs  # noqa: E402
-from reconciler.contract.status import read_job_status  # noqa: E402
 from reconciler.deployers.instance import Role  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.deployers.process import LocalJob  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
+from reconciler.jobplan.backend import read_job_status  # noqa: E402
 from tests.integration.mirror_helpers import create_topic, spec_for, wait_for  # noqa: E402
 
 TICKS = 100.0  # clock ticks per second (/proc/PID/stat)

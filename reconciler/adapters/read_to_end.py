@@ -15,7 +15,7 @@ partition reports its end.
 `reader_config(conf, group)` is the one set of settings such a consumer is built with (the job's own
 consumers start from `END_READER` too, `engine/clients.py`).
 
-Users: the status reader (`contract/status.py`), the heartbeat and checkpoint reader
+Users: the status reader (`adapters/status_read.py`), the heartbeat and checkpoint reader
 (`adapters/mirror_kafka.py`), the Kafka admin's `read_to_end` (lease and applied records), the demo,
 and the replication job's offset-sync, checkpoint and end-offset reads (`engine/emitters.py`,
 `engine/offsets.py`).

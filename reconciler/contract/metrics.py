@@ -1,4 +1,4 @@
-"""The metrics port contract between the deployers and a replication job (docs/monitoring.md).
+"""The metrics contract between the deployers, a replication job and the alert rules (docs/monitoring.md).
 
 A deployer hands the job its Prometheus port in $RECONCILER_METRICS_PORT (0: no HTTP server; `auto`: the job
 binds a free port itself, so nothing can take the port between a choice and the bind); the job's entry point
@@ -9,11 +9,9 @@ Kubernetes (`KUBERNETES_PORT`) are named, read and checked in `reconciler.settin
 
 from __future__ import annotations
 
-import socket
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free right now (the local deployer's choice for a job's metrics)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+#: The metric name prefixes a job exports (`reconciler.engine.metrics` defines the families under them) and the
+#: alert rules name (`reconciler.render.alert_rules`): MirrorMaker 2's source and checkpoint connectors' names,
+#: as Strimzi's JMX exporter publishes them, and `mirror_*` for what MM2 lacks.
+SOURCE = "kafka_connect_mirror_source_connector"
+CHECKPOINT = "kafka_connect_mirror_checkpoint_connector"
+OWN = "mirror"

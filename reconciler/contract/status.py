@@ -3,7 +3,8 @@
 Every few seconds the driver writes one JSON record to the compacted topic
 `reconciler.status.internal` on the TARGET cluster, keyed by the flow name ("west->east"), so the
 latest value per flow is the job's current status whatever runs the job (local process, Spark
-standalone, Kubernetes). `read_job_status(cluster_config, flow_name)` returns it (or None).
+standalone, Kubernetes). Reading it back is I/O, not the contract's: `reconciler.jobplan.backend`
+(`read_all_job_status`, `read_job_status`) over `reconciler.adapters.status_read`.
 
 Value (JSON object):
     flow, spec_hash, git_revision, delivery, state ("starting" | "running" | "degraded" |
@@ -19,9 +20,8 @@ Value (JSON object):
 Secrets never appear: cluster addresses and configs are not included and error texts pass through
 the redactor of the job's resolved secret values.
 
-The one rule of job health lives here too: planning (`reconciler.jobplan.state.classify`, which `plan`,
-`apply` and `status` use) and drift (`reconciler.drift.report.job_health`) both decide "is this job
-replicating?" with `health`: a record in a live state (`LIVE_STATES`) not older than `stale_after_seconds`
+The one rule of job health lives here too: the one verdict on a job (`reconciler.contract.jobstate.classify`,
+which plan, apply, status and drift use) decides "is this job's report fresh?" with `health`: a record in a live state (`LIVE_STATES`) not older than `stale_after_seconds`
 of the job's status interval (three intervals, at least 15 s). Drift's `--job-stale-seconds` overrides
 the threshold only when given.
 """
@@ -37,7 +37,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from reconciler import logs
 from reconciler.contract.spec import DEFAULT_STATUS_INTERVAL_SECONDS, STATUS_TOPIC
 from reconciler.mirror.group_sync import GroupSync
 
@@ -455,8 +454,8 @@ def health(
     status_interval_seconds: float | None,
     stale_after: float | None = None,
 ) -> Health:
-    """The one job-health classifier, with one set of thresholds: plan, apply and status
-    (`reconciler.jobplan.state.classify`) and drift (`reconciler.drift.report.job_health`) call it.
+    """The one job-health classifier, with one set of thresholds: plan, apply, status
+    and drift (`reconciler.contract.jobstate.classify` and `reported_verdict`) call it.
     The threshold is `stale_after_seconds` of the job's status interval; `stale_after` is an explicit
     override (drift's --job-stale-seconds), never a second default."""
     limit = stale_after_seconds(status_interval_seconds) if stale_after is None else stale_after
@@ -550,55 +549,3 @@ class StatusPublisher:
         text = status.to_json() if isinstance(status, StatusRecord) else json.dumps(status, sort_keys=True)
         self.producer.produce(self.topic, text.encode(), self.flow_name.encode(), partition=0)
         self.producer.flush(flush_timeout)
-
-
-def _client_config(cluster_config: Any) -> dict[str, Any]:
-    if hasattr(cluster_config, "client_config"):  # ClusterSpec
-        return dict(cluster_config.client_config())
-    if hasattr(cluster_config, "bootstrap_servers"):  # topology Cluster
-        from reconciler.topology.connection import client_config
-
-        return client_config(cluster_config)
-    return dict(cluster_config)
-
-
-def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str, StatusRecord]:
-    """Latest status of every flow that reports to this (target) cluster: flow name -> status."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from reconciler.adapters.read_to_end import read_to_end, reader_config
-
-    consumer = Consumer(logs.client_config(reader_config(_client_config(cluster_config), "__reconciler.status-reader")))
-    out: dict[str, StatusRecord] = {}
-    try:
-        md = consumer.list_topics(STATUS_TOPIC, timeout=timeout)
-        t = md.topics.get(STATUS_TOPIC)
-        if t is None or t.error is not None:
-            return out
-        parts = sorted(t.partitions)
-        consumer.assign([TopicPartition(STATUS_TOPIC, p, -2) for p in parts])
-
-        def latest(m) -> None:
-            if m.key() is None:
-                return
-            if m.value() is None:
-                out.pop(m.key().decode(), None)
-                return
-            try:
-                out[m.key().decode()] = StatusRecord.from_json(m.value(), m.key().decode())
-            except ValueError:
-                pass
-
-        read_to_end(consumer, timeout, latest, partitions=[(STATUS_TOPIC, p) for p in parts], poll_seconds=0.5)
-    finally:
-        consumer.close()
-    return out
-
-
-def read_job_status(cluster_config: Any, flow_name: str, timeout: float = 10.0) -> StatusRecord | None:
-    """The latest status the job of `flow_name` published on its target cluster, or None.
-
-    `cluster_config`: librdkafka settings ({"bootstrap.servers": ...}, resolved), a ClusterSpec, or
-    a topology Cluster (its `${ENV_VAR}` references are resolved here).
-    """
-    return read_all_job_status(cluster_config, timeout).get(flow_name)

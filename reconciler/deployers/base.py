@@ -20,11 +20,11 @@ from __future__ import annotations
 import abc
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS, ENGINE_SLOTS_HINT, PROCESS_DEPLOYERS
+from reconciler.contract.jobstate import Deployment
 from reconciler.contract.spec import JobSpec
 from reconciler.topology.flow_id import FlowId, flow_ends
 from reconciler.topology.model import JobSettings
@@ -50,30 +50,6 @@ def restart_hash(spec: JobSpec) -> str:
 def flow_slug(flow: str) -> str:
     """A file name for a flow: `eu-west->eu-central` -> `eu-west.eu-central` (aliases never contain '.')."""
     return FlowId(*flow_ends(flow)).slug()
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """What a deployer knows about one job it deployed."""
-
-    flow: str
-    deployer: str  # local | spark-standalone | kubernetes
-    where: str  # for people: "pid 1234, local[1]", "k8s default/mirror-a-to-b"
-    spec: JobSpec | None  # the spec last handed to the job (None: unreadable)
-    alive: bool | None  # the process runs; None: the deployer cannot tell (the status decides)
-    started_at: float | None = None  # epoch seconds it was (re)started or rendered
-    stopped: bool = False  # stopped on purpose (by `stop`): not "down"
-    exit_code: int | None = None  # when it ended and the code is known
-    detail: str = ""  # e.g. "exited with code 3 (restart required)"
-    options: Mapping[str, Any] = field(default_factory=dict)  # deployment_options it was deployed with
-    instance_id: str | None = None  # the instance the deployer started last (one per start)
-    #: Processes of this flow's job that are not the recorded running instance (an orphan whose supervisor was
-    #: killed, a leftover of an earlier start), one description per instance: each still copies unseen.
-    strays: tuple[str, ...] = ()
-
-    @property
-    def spec_hash(self) -> str | None:
-        return self.spec.spec_hash() if self.spec is not None else None
 
 
 EXIT_MEANINGS = {

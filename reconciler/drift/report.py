@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.contract.jobstate import REPLICATING, JobState, LiveJob, LiveJobs, reported_verdict
 from reconciler.contract.status import DOWN_STATES, FaultKind, PartitionFault, StatusRecord, StatusState, health
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
@@ -131,11 +132,12 @@ class DriftItem:
 
 @dataclass(frozen=True)
 class JobHealth:
-    """What the flow's job last reported on its target cluster (None fields: not reported)."""
+    """The verdict on the flow's job (`reconciler.contract.jobstate`: the plan's own, when drift is handed the
+    plan's live jobs) and what it last reported on its target cluster (None fields: not reported)."""
 
     reported: bool  # a status record exists
-    state: str | None = None
-    running: bool = False
+    state: str | None = None  # the state the job last reported (what it says of itself)
+    running: bool = False  # the verdict is one of REPLICATING (running, running elsewhere)
     stale: bool = False  # the record is older than `stale_after`
     status_age_seconds: float | None = None
     spec_hash: str | None = None
@@ -153,6 +155,8 @@ class JobHealth:
     dead_lettered: int = 0  # records the job wrote to the dead-letter topic (on_refused_record: skip)
     unknown: str | None = None  # why the status could not be read
     stale_after: float | None = None  # the threshold applied (contract/status.py `health`); not in to_dict
+    verdict: JobState | None = None  # the one verdict (None: not checked)
+    why: str = ""  # the verdict in words (the plan's reason)
 
     @property
     def spec_current(self) -> bool | None:
@@ -163,6 +167,8 @@ class JobHealth:
     def to_dict(self) -> dict:
         return {
             "reported": self.reported,
+            "verdict": self.verdict.value if self.verdict is not None else None,
+            "why": self.why,
             "state": self.state,
             "running": self.running,
             "stale": self.stale,
@@ -439,21 +445,28 @@ def job_health(
     stale_seconds: float | None = None,
     unknown: str | None = None,
     status_interval_seconds: float | None = None,
+    live: LiveJob | None = None,
 ) -> JobHealth:
-    """The report's view of a job, classified by the one rule (contract/status.py `health`): stale after
-    `stale_after_seconds(status_interval_seconds)`, or after `stale_seconds` when given (an override)."""
+    """The report's view of a job. `live`: the plan's verdict on it (`reconciler.contract.jobstate.classify`,
+    status record and deployment), shown as it is; without it (no deployer view) the verdict is the record's
+    alone (`reported_verdict`). Stale after `stale_after_seconds(status_interval_seconds)`, or after
+    `stale_seconds` when given (an override the plan's verdict was computed with too)."""
     if unknown is not None:
-        return JobHealth(False, desired_spec_hash=desired_hash, unknown=unknown)
-    status = StatusRecord.of(record)
+        return JobHealth(False, desired_spec_hash=desired_hash, unknown=unknown, verdict=JobState.UNKNOWN, why=unknown)
+    status = StatusRecord.of(live.status if live is not None else record)
+    verdict = (
+        live.state if live is not None else reported_verdict(status, now_ms, status_interval_seconds, stale_seconds)
+    )
+    why = live.why if live is not None else ""
     if status is None:
-        return JobHealth(False, desired_spec_hash=desired_hash)
-    verdict = health(status, now_ms, status_interval_seconds, stale_seconds)
+        return JobHealth(False, desired_spec_hash=desired_hash, verdict=verdict, why=why)
+    rule = health(status, now_ms, status_interval_seconds, stale_seconds)
     return JobHealth(
         True,
         state=status.state_name,
-        running=verdict.replicating,
-        stale=verdict.stale,
-        stale_after=verdict.stale_after,
+        running=verdict in REPLICATING,
+        stale=rule.stale,
+        stale_after=rule.stale_after,
         status_age_seconds=status.age_seconds(now_ms),
         spec_hash=status.spec_hash,
         desired_spec_hash=desired_hash,
@@ -468,6 +481,8 @@ def job_health(
         halted=status.halted,
         faults=status.faults,
         dead_lettered=sum(c.count for c in status.dead_letters),
+        verdict=verdict,
+        why=why,
     )
 
 
@@ -514,32 +529,50 @@ def _job_items(flow: Flow, job: JobHealth) -> list[DriftItem]:
     def item(message: str, hint: str | None, level: Level = Level.DRIFT) -> DriftItem:
         return DriftItem(Category.JOB, level, flow.target, (flow.name,), flow.name, message, hint)
 
-    if job.unknown is not None:
+    verdict = job.verdict
+    if job.unknown is not None or verdict is JobState.UNKNOWN:
+        why = job.unknown or job.why
+        return [item(f"job status of flow {flow.name} could not be read on {flow.target}: {why}", None, Level.ERROR)]
+    if verdict in (JobState.STARTING, JobState.PENDING_SYNC):
+        return []  # not down: just started, or waiting for a cluster to sync it (the plan's finding says so)
+    if verdict is JobState.DUPLICATED:
         return [
-            item(f"job status of flow {flow.name} could not be read on {flow.target}: {job.unknown}", None, Level.ERROR)
+            item(
+                f"job of flow {flow.name} is duplicated: {job.why}",
+                "apply restarts it (every instance ends, one starts): reconciler apply",
+            )
         ]
-    if not job.reported:
+    if verdict is JobState.STOPPED:
+        return [item(f"job of flow {flow.name} is stopped: {job.why or 'stopped on purpose'}", "reconciler apply")]
+    if not job.reported and verdict is not JobState.DOWN:
         return [
             item(
                 f"job of flow {flow.name} is not running: no status record on {flow.target}",
                 "deploy the flow's job (reconciler apply), or check its deployer's logs",
             )
         ]
-    if StatusState.parse(job.state) in DOWN_STATES:
-        why = f"; last error: {job.last_error}" if job.last_error else ""
+    if verdict not in REPLICATING:
+        if job.reported and StatusState.parse(job.state) in DOWN_STATES:
+            why = f"; last error: {job.last_error}" if job.last_error else ""
+            return [
+                item(
+                    f"job of flow {flow.name} is down: state {job.state}{why}",
+                    "restart the job (reconciler apply), and check its logs",
+                )
+            ]
+        if job.reported and job.stale:
+            age = "never" if job.status_age_seconds is None else f"{job.status_age_seconds:.0f}s ago"
+            return [
+                item(
+                    f"job of flow {flow.name} is not reporting: last status {age} (state {job.state}; "
+                    f"a running job reports every few seconds, limit {job.stale_after or 0:.0f}s)",
+                    "the job process probably died: check its deployer and restart it (reconciler apply)",
+                )
+            ]
         return [
             item(
-                f"job of flow {flow.name} is down: state {job.state}{why}",
+                f"job of flow {flow.name} is {(verdict or JobState.DOWN).value}: {job.why or 'no fresh status'}",
                 "restart the job (reconciler apply), and check its logs",
-            )
-        ]
-    if job.stale:
-        age = "never" if job.status_age_seconds is None else f"{job.status_age_seconds:.0f}s ago"
-        return [
-            item(
-                f"job of flow {flow.name} is not reporting: last status {age} (state {job.state}; "
-                f"a running job reports every few seconds, limit {job.stale_after or 0:.0f}s)",
-                "the job process probably died: check its deployer and restart it (reconciler apply)",
             )
         ]
     out = []
@@ -687,6 +720,7 @@ def build_report(
     now_ms: int = 0,
     job_stale_seconds: float | None = None,
     check_jobs: bool = True,
+    live_jobs: LiveJobs | None = None,
 ) -> DriftReport:
     """Everything in one pure function.
 
@@ -698,6 +732,8 @@ def build_report(
     `heartbeat_errors` says why). `applied`: cluster -> its last `applied/<cluster>` record or None.
     `revision`: RevisionInfo.to_dict() of the topology checked. `check_jobs=False` skips job, lag and
     latency checks (for topologies whose flows are replicated by something that reports no status).
+    `live_jobs`: the plan's verdict on every job (`reconciler.contract.jobstate`), shown as it is in the items,
+    the flows table and the metrics; None (no deployer view): each job's verdict is its status record's alone.
     """
     desired = desired if desired is not None else desired_state(topology, live)
     job_statuses, job_status_errors = job_statuses or {}, job_status_errors or {}
@@ -729,7 +765,12 @@ def build_report(
                     want = JobSpec.from_flow(topology, flow).spec_hash()
                 unknown = job_status_errors.get(flow.target) or (None if target.reachable else "cluster unreachable")
                 interval = EngineSettings.of(flow.job).status_interval_seconds  # the spec's (JobSpec.from_flow)
-                job = job_health(job_statuses.get(flow.name), want, now_ms, job_stale_seconds, unknown, interval)
+                lj = None
+                if live_jobs is not None:
+                    lj = live_jobs.jobs.get(flow.name) or LiveJob(flow.name, JobState.NOT_DEPLOYED)
+                job = job_health(
+                    job_statuses.get(flow.name), want, now_ms, job_stale_seconds, unknown, interval, live=lj
+                )
                 if flow.name not in job_action_flows and target.reachable:  # a job action already says it
                     flow_items += _job_items(flow, job)
             hb_known = flow.target in heartbeats

@@ -12,7 +12,10 @@ interval (driver.py): one ListOffsets(latest, read_committed) request for every 
 the end is the last stable offset; then, for the partitions that lag most (`PROBE_LIMIT`), the
 timestamp of the record at the job's position, the oldest record not replicated yet, read with a
 consumer of its own (one assign, one record each; once per position, which moves only when a batch
-ends). `lag_seconds` is the age of the oldest of those.
+ends). That is the one definition of lag in seconds (what `slo.max_lag_seconds` promises): the age, by its
+timestamp, of the oldest record not replicated yet; per partition (`JobLag.partition_seconds`, the metric
+`mirror_partition_lag_seconds`) and for the job, the oldest of them (`JobLag.seconds`: the status record's
+`lag_seconds`, the metric `mirror_lag_seconds`, drift's `lag-age` check and the `MirrorLagAgeHigh` alert).
 
 The status record (`ReplicationDriver.status_record`) and the metrics (`JobMetrics.observe_lag`) both
 take one `JobLag`, so they say the same.
@@ -84,12 +87,16 @@ class SourceEnds:
 @dataclass(frozen=True)
 class JobLag:
     """The job's lag: per partition, the total in records, the oldest unreplicated record's age in seconds
-    (None: unknown; 0.0: nothing lags) and when the source's ends behind it were read (epoch ms, None: never)."""
+    (None: unknown; 0.0: nothing lags) and when the source's ends behind it were read (epoch ms, None: never);
+    `partition_seconds`: the same age per partition where it is known (0.0: caught up; absent: lags and its
+    oldest record's timestamp was not read, e.g. not among the `PROBE_LIMIT` that lag most). `seconds` is the
+    largest of them."""
 
     partitions: tuple[PartitionLag, ...] = ()
     total: int = 0
     seconds: float | None = None
     read_at: int | None = None
+    partition_seconds: Mapping[TP, float] = field(default_factory=dict)
 
 
 def partition_lag(next_offset: int | None, end: int | None) -> int | None:
@@ -147,28 +154,44 @@ def job_lag(
         lag = partition_lag(next_offset, end)
         total += lag or 0
         parts.append(PartitionLag(tp[0], tp[1], remote, next_offset, end, lag))
+    oldest = source.oldest if source is not None else {}
     return JobLag(
         tuple(parts),
         total,
-        lag_seconds(parts, source.oldest if source is not None else {}, now_ms),
+        lag_seconds(parts, oldest, now_ms),
         source.read_at if source is not None else None,
+        partition_lag_seconds(parts, oldest, now_ms),
     )
 
 
+def partition_lag_seconds(
+    parts: Iterable[PartitionLag], oldest: Mapping[TP, OldestRecord], now_ms: int
+) -> dict[TP, float]:
+    """Per partition, the age of its oldest record not replicated yet: 0.0 when it does not lag, now - the
+    timestamp read at its current position when it does. A timestamp read at an earlier position is of a record
+    copied since: not used; such a partition, and one not read (not among the `PROBE_LIMIT` that lag most), is
+    left out (unknown)."""
+    out: dict[TP, float] = {}
+    for p in parts:
+        tp = (p.topic, p.partition)
+        if p.lag == 0:
+            out[tp] = 0.0
+        elif p.lag and (o := oldest.get(tp)) is not None and o.at == p.next:
+            out[tp] = max(0.0, (now_ms - o.timestamp_ms) / 1000.0)
+    return out
+
+
 def lag_seconds(parts: Iterable[PartitionLag], oldest: Mapping[TP, OldestRecord], now_ms: int) -> float | None:
-    """Age of the oldest record not replicated yet: now - the earliest timestamp read at a lagging partition's
-    current position. A timestamp read at an earlier position is of a record copied since: not used. 0.0 when
-    no partition lags; None when some do and none of them has a timestamp at its position (not read yet, or
-    not among the `PROBE_LIMIT` that lag most)."""
-    lagging = [p for p in parts if p.lag]
+    """Age of the oldest record not replicated yet: the largest `partition_lag_seconds` of a lagging partition.
+    0.0 when no partition lags; None when some do and none of them has a timestamp at its position (not read
+    yet, or not among the `PROBE_LIMIT` that lag most)."""
+    parts = list(parts)
+    lagging = [(p.topic, p.partition) for p in parts if p.lag]
     if not lagging:
         return 0.0
-    stamps = [
-        o.timestamp_ms for p in lagging if (o := oldest.get((p.topic, p.partition))) is not None and o.at == p.next
-    ]
-    if not stamps:
-        return None
-    return max(0.0, (now_ms - min(stamps)) / 1000.0)
+    ages = partition_lag_seconds(parts, oldest, now_ms)
+    known = [ages[tp] for tp in lagging if tp in ages]
+    return max(known) if known else None
 
 
 def probe_targets(positions: Mapping[TP, int], ends: Mapping[TP, int], limit: int = PROBE_LIMIT) -> dict[TP, int]:

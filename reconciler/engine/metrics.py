@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics_core import Metric
 
-from reconciler.contract.metrics import free_port  # noqa: F401 (re-exported)
+from reconciler.contract.metrics import CHECKPOINT, OWN, SOURCE
 from reconciler.contract.status import RATE_WINDOW_SECONDS, RateWindow, StatusState
 from reconciler.engine.tasks import TP, TaskResult
 from reconciler.settings import KUBERNETES_PORT, PORT_ENV  # noqa: F401 (re-exported)
@@ -42,9 +42,6 @@ if TYPE_CHECKING:  # the driver imports this module
     from reconciler.engine.emitters import CheckpointEmitter
     from reconciler.engine.lag import JobLag
 
-SOURCE = "kafka_connect_mirror_source_connector"
-CHECKPOINT = "kafka_connect_mirror_checkpoint_connector"
-OWN = "mirror"
 
 FLOW_LABELS = ("flow", "family", "source", "target")
 TOPIC_LABELS = (*FLOW_LABELS, "topic")
@@ -179,7 +176,8 @@ METRICS: tuple[MetricDef, ...] = (
         f"{OWN}_partition_lag_seconds",
         "gauge",
         PARTITION_LABELS,
-        "Seconds since the job first saw the oldest source record it has not replicated yet (0: caught up)",
+        "Age of the partition's oldest source record not replicated yet (now - its timestamp; 0: caught up; "
+        "absent: unknown)",
     ),
     MetricDef(
         f"{OWN}_lag_seconds",
@@ -269,35 +267,6 @@ class StatWindow:
         )
 
 
-class LagClock:
-    """Lag in seconds of one source partition, by the job's own clock (no producer timestamps).
-
-    The driver sees the partition's end offset after each batch and at each status interval (the source's
-    end read beside the batches, lag.py); the clock keeps when it first saw each larger end offset. The oldest record not yet replicated is the one at the job's next offset;
-    it is known to exist since the first observation whose end offset is past it, so the lag is
-    `now - that observation` (0 when the job is caught up). It reads low by at most one status interval
-    (the record arrived between two observations) and does not count time before the job started.
-    """
-
-    def __init__(self, max_points: int = 10_000):
-        self.max_points = max_points
-        self._points: deque[tuple[int, float]] = deque()  # (end offset, first seen), both increasing
-
-    def observe(self, next_offset: int, end: int, now: float) -> float:
-        if self._points and end < self._points[-1][0]:
-            self._points.clear()  # the partition was recreated or truncated: start over
-        if not self._points or end > self._points[-1][0]:
-            if len(self._points) >= self.max_points:  # bounded: the newest point widens (reads older)
-                self._points[-1] = (end, self._points[-1][1])
-            else:
-                self._points.append((end, now))
-        while self._points and self._points[0][0] <= next_offset:
-            self._points.popleft()
-        if next_offset >= end or not self._points:
-            return 0.0
-        return max(0.0, now - self._points[0][1])
-
-
 def _series_key(name: str, labels: dict[str, Any]) -> tuple[Any, ...]:
     """(name, *sorted (label, value as text) pairs): one labelled series of the registry."""
     return (name, *sorted((k, str(v)) for k, v in labels.items()))
@@ -310,7 +279,7 @@ class JobMetrics:
         self.registry = registry or CollectorRegistry()
         self.port: int | None = None  # the port /metrics is served on (serve), None: not served
         self.flow = flow_labels(flow)
-        self.clock = clock  # monotonic seconds for the windows and lag clocks (tests inject one)
+        self.clock = clock  # monotonic seconds for the windows (tests inject one)
         self.families: dict[str, Any] = {}
         for m in METRICS:
             if m.kind == "counter":
@@ -333,7 +302,6 @@ class JobMetrics:
         self._rates: dict[TP, RateWindow] = {}
         self._ages: dict[TP, StatWindow] = {}
         self._latencies: dict[TP, StatWindow] = {}
-        self._lag_clocks: dict[TP, LagClock] = {}
         self._lag_remote: dict[TP, str] = {}
         self._checkpoint_latencies: dict[tuple[str, str, int], StatWindow] = {}  # (group, topic, partition)
         self.get(f"{OWN}_job_start_time_seconds").set(time.time())
@@ -429,24 +397,25 @@ class JobMetrics:
     def observe_lag(self, lag: JobLag) -> None:
         """The job's lag as the status record has it (the driver calls this with each record it publishes, and
         `observe` after each batch)."""
-        now = self.clock()
         # A partition without a known lag (no position or no end yet) has no series.
         current = {
             (p.topic, p.partition): (p.remote or p.topic, p.lag, p.next, p.end)
             for p in lag.partitions
             if p.lag is not None and p.next is not None and p.end is not None
         }
-        for tp in [tp for tp in self._lag_clocks if tp not in current]:  # topic deleted or no longer copied
+        for tp in [tp for tp in self._lag_remote if tp not in current]:  # topic deleted or no longer copied
             remote = self._lag_remote.pop(tp)
             for name in (f"{OWN}_partition_lag_records", f"{OWN}_partition_lag_seconds"):
                 self.remove(name, topic=remote, partition=tp[1])
-            del self._lag_clocks[tp]
-        for tp, (remote, records, next_offset, end) in current.items():
+        for tp, (remote, records, _next_offset, _end) in current.items():
             labels = {"topic": remote, "partition": tp[1]}
             self.get(f"{OWN}_partition_lag_records", **labels).set(records)
-            seconds = self._lag_clocks.setdefault(tp, LagClock()).observe(next_offset, end, now)
             self._lag_remote[tp] = remote
-            self.get(f"{OWN}_partition_lag_seconds", **labels).set(seconds)
+            seconds = lag.partition_seconds.get(tp)  # the one definition (lag.py): the oldest record's age
+            if seconds is None:
+                self.remove(f"{OWN}_partition_lag_seconds", **labels)  # unknown: no series, not a stale figure
+            else:
+                self.get(f"{OWN}_partition_lag_seconds", **labels).set(seconds)
         if lag.seconds is None:
             self.remove(f"{OWN}_lag_seconds")  # unknown: no series, rather than a stale figure
         else:

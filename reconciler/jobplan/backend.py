@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler import settings
+from reconciler import logs, settings
+from reconciler.contract.spec import STATUS_TOPIC
 from reconciler.contract.status import StatusRecord
 from reconciler.deployers import Deployers
 from reconciler.topology.model import Cluster
@@ -26,11 +27,34 @@ STATUS_READ_TIMEOUT = 10.0
 def kafka_status_reader(cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
     """Raises Unreachable or NotAnswering (adapters/probe.py) within seconds when the cluster is down."""
     from reconciler.adapters.probe import require_reachable
-    from reconciler.contract.status import read_all_job_status
     from reconciler.topology.connection import client_config
 
     require_reachable(cluster.alias, client_config(cluster))  # a cluster that is down: milliseconds, not timeouts
     return read_all_job_status(cluster, timeout=STATUS_READ_TIMEOUT)
+
+
+def _client_config(cluster_config: Any) -> dict[str, Any]:
+    if hasattr(cluster_config, "client_config"):  # ClusterSpec
+        return dict(cluster_config.client_config())
+    if hasattr(cluster_config, "bootstrap_servers"):  # topology Cluster: its ${ENV_VAR} references resolved here
+        from reconciler.topology.connection import client_config
+
+        return client_config(cluster_config)
+    return dict(cluster_config)
+
+
+def read_all_job_status(cluster_config: Any, timeout: float = 10.0) -> dict[str, StatusRecord]:
+    """Latest status of every flow that reports to this (target) cluster: flow name -> status. `cluster_config`:
+    librdkafka settings ({"bootstrap.servers": ...}, resolved), a ClusterSpec, or a topology Cluster."""
+    from reconciler.adapters.status_read import read_latest_objects
+
+    found = read_latest_objects(logs.client_config(_client_config(cluster_config)), STATUS_TOPIC, timeout)
+    return {flow: StatusRecord.from_dict(value, flow) for flow, value in found.items()}
+
+
+def read_job_status(cluster_config: Any, flow_name: str, timeout: float = 10.0) -> StatusRecord | None:
+    """The latest status the job of `flow_name` published on its target cluster, or None."""
+    return read_all_job_status(cluster_config, timeout).get(flow_name)
 
 
 @dataclass

@@ -367,15 +367,38 @@ def with_jobs(
     desired job specs carry it (their hash leaves it out)."""
     if backend is None:
         return plan
+    return plan_with_jobs(plan, topology, live, backend, git_revision, statuses, now_ms)[0]
+
+
+def plan_with_jobs(
+    plan: Plan,
+    topology: Topology,
+    live: LiveState,
+    backend: job_backend.JobBackend,
+    git_revision: str | None = None,
+    statuses: JobStatuses | None = None,
+    now_ms: int | None = None,
+    stale_after: float | None = None,
+) -> tuple[Plan, LiveJobs]:
+    """`with_jobs`, and the live jobs it planned from (the one verdict per job, which drift shows as it is);
+    `stale_after`: an explicit status threshold (drift's --job-stale-seconds), None: the one rule."""
     desired = desired_jobs(topology, git_revision)
     skip = {a: c.error or "unreachable" for a, c in live.clusters.items() if not c.reachable}
-    jobs = read_jobs(topology, backend, desired, skip, now_ms=now_ms, statuses=statuses)
+    jobs = read_jobs(topology, backend, desired, skip, now_ms=now_ms, statuses=statuses, stale_after=stale_after)
     actions, findings = diff_jobs(topology, desired, jobs)
     if not actions and not findings:
-        return plan
-    return Plan(
-        plan.actions + actions, plan.findings + findings, plan.clusters, plan.scope, plan.fingerprint, plan.topology
+        return plan, jobs
+    return (
+        Plan(
+            plan.actions + actions,
+            plan.findings + findings,
+            plan.clusters,
+            plan.scope,
+            plan.fingerprint,
+            plan.topology,
+        ),
+        jobs,
     )
 
 
-__all__ = ["diff_jobs", "with_jobs", "iso"]
+__all__ = ["diff_jobs", "with_jobs", "plan_with_jobs", "iso"]

@@ -5,66 +5,41 @@ with its deployer settings.
 
 Live (I/O, once per run): per flow, the latest status record the job published on its target
 cluster (`reconciler.status.internal`, read once per target, in parallel) and what the deployers
-know (the spec they handed to the job, whether its process runs, where). `classify` turns the
-two into a state:
-
-    running            a fresh status saying starting/running/degraded (the one rule of job health:
-                       `reconciler.contract.status.health`, stale after three status
-                       intervals, at least 15 s)
-    starting           deployed less than START_GRACE_SECONDS ago, process alive, no fresh status yet
-    pending sync       rendered for a cluster to sync (the deployer cannot see the process: kubernetes with
-                       `kubectl_apply: false`, for Argo CD / Flux) and no status record since the render (none,
-                       or only records older than it / of another spec): not down, never restarted (a flow that
-                       never started is not restarted); how long it waited is in `why`, and past
-                       PENDING_SYNC_WARN_SECONDS the plan's finding about it is a warning
-    restart-required   the job said so (its spec changed in a field it cannot take) and exits
-    down               deployed, not stopped on purpose, but the process is gone or the status is stale
-    stopped            stopped on purpose (by the reconciler)
-    not deployed       no deployment, no fresh status
-    running elsewhere  a fresh status, but no deployment known here (started from another state dir)
-    duplicated         more than one instance of the flow's job has processes (an orphan whose supervisor
-                       was killed, a leftover of an earlier start): each copies, so records arrive twice
+know (the spec they handed to the job, whether its process runs, where). `classify`
+(`reconciler.contract.jobstate`, the one verdict, which drift uses too) turns the two into a `JobState`.
 """
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from reconciler import settings
-from reconciler.contract import status as status_contract
 from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.jobstate import (
+    START_GRACE_SECONDS,
+    Deployment,
+    JobState,
+    LiveJob,
+    LiveJobs,
+    classify,
+    iso,
+    waited,
+)
 from reconciler.contract.spec import JobSpec
-from reconciler.contract.status import StatusRecord, StatusState
-from reconciler.deployers import Deployers, Deployment
+from reconciler.contract.status import StatusRecord
+from reconciler.deployers import Deployers
 from reconciler.deployers.base import deployment_options
 from reconciler.jobplan.backend import JobBackend
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.model import Cluster, Topology
 
-#: A job just (re)started has no status until Spark is up: not "down" for this long.
-START_GRACE_SECONDS = settings.job_start_grace()
 #: A rendered flow that no cluster has started for this long (an unmerged pull request, a GitOps controller that
 #: does not sync, an image that cannot be pulled, an engine that dies before its first status) is worth a warning;
 #: it stays "pending sync" (never restarted) however long it waits.
 PENDING_SYNC_WARN_SECONDS = 900.0
-
-
-class JobState(str, enum.Enum):
-    RUNNING = "running"
-    STARTING = "starting"
-    PENDING_SYNC = "pending sync"
-    RESTART_REQUIRED = "restart-required"
-    DOWN = "down"
-    STOPPED = "stopped"
-    NOT_DEPLOYED = "not deployed"
-    ELSEWHERE = "running elsewhere"
-    DUPLICATED = "duplicated"
-    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -94,134 +69,12 @@ def desired_jobs(topology: Topology, git_revision: str | None = None) -> dict[st
     }
 
 
-@dataclass(frozen=True)
-class LiveJob:
-    flow: str
-    state: JobState
-    why: str = ""  # in words, for reasons and `status`
-    status: StatusRecord | None = None  # the job's latest status record
-    deployment: Deployment | None = None  # the deployment of the desired deployer family (or the only one)
-    others: tuple[Deployment, ...] = ()  # deployments of this flow by other deployer families
-
-    @property
-    def running_hash(self) -> str | None:
-        if self.status is None or self.state not in (JobState.RUNNING, JobState.ELSEWHERE):
-            return None
-        return self.status.spec_hash
-
-    @property
-    def last_seen_ms(self) -> int | None:
-        return self.status.heartbeat_at if self.status is not None else None
-
-
-@dataclass
-class LiveJobs:
-    jobs: dict[str, LiveJob] = field(default_factory=dict)
-    unreadable: dict[str, str] = field(default_factory=dict)  # target cluster -> why its statuses are unknown
-    now_ms: int = 0
-
-
-def iso(epoch_ms: int | float | None) -> str:
-    if epoch_ms is None:
-        return "never"
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_ms / 1000.0))
-
-
-def waited(seconds: float) -> str:
-    """A duration in words for people: 45s, 10m, 2h05m, 3d04h."""
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
-
-
 def pending_seconds(lj: LiveJob, now_ms: int) -> float | None:
     """How long a pending-sync job has waited since its render (None: not pending sync, or no render time)."""
     dep = lj.deployment
     if lj.state is not JobState.PENDING_SYNC or dep is None or dep.started_at is None:
         return None
     return max(0.0, now_ms / 1000 - dep.started_at)
-
-
-def _last(status: StatusRecord | None) -> str:
-    if status is None:
-        return "no status published"
-    text = f"last status '{status.state_name}' at {iso(status.heartbeat_at)}"
-    if status.state in (StatusState.FAILED, StatusState.RESTART_REQUIRED) and status.last_error:
-        text += f": {status.last_error}"
-    return text
-
-
-def classify(
-    flow: str,
-    record: StatusRecord | Mapping[str, Any] | None,
-    dep: Deployment | None,
-    now_ms: int,
-    spec: JobSpec | None = None,
-    start_grace: float = START_GRACE_SECONDS,
-) -> tuple[JobState, str]:
-    """The state of one job from its status record and its deployment (pure)."""
-    status = StatusRecord.of(record, flow)
-    known = spec or (dep.spec if dep else None)
-    verdict = status_contract.health(status, now_ms, known.engine.status_interval_seconds if known else None)
-    stale_after, fresh = verdict.stale_after, verdict.replicating
-    if dep is not None and dep.strays:
-        count = len(dep.strays) + (1 if dep.alive else 0)
-        running = f"instance {dep.instance_id} ({dep.where}) and " if dep.alive else ""
-        return JobState.DUPLICATED, (
-            f"{count} instance{'s' if count != 1 else ''} of flow {flow} run: {running}"
-            f"{'; '.join(dep.strays)} that the reconciler did not account for"
-        )
-    if dep is None or (dep.stopped and not dep.alive):
-        if fresh:
-            return JobState.ELSEWHERE, (
-                f"reports from somewhere this state directory did not start it ({_last(status)})"
-            )
-        if dep is not None:
-            return JobState.STOPPED, dep.detail
-        return JobState.NOT_DEPLOYED, ""
-    status_of_this_run = (
-        status
-        if (status and dep.started_at is not None and (status.started_at or 0) >= dep.started_at * 1000 - 5000)
-        else None
-    )
-    if dep.alive is False:
-        if status_of_this_run and status_of_this_run.state is StatusState.RESTART_REQUIRED:
-            return JobState.RESTART_REQUIRED, f"{dep.detail}; {_last(status)}"
-        return JobState.DOWN, f"{dep.detail}; {_last(status)}"
-    if status_of_this_run and status_of_this_run.state is StatusState.RESTART_REQUIRED:
-        return JobState.RESTART_REQUIRED, _last(status)
-    if fresh:
-        return JobState.RUNNING, ""
-    if dep.alive is None and not (
-        status_of_this_run is not None and (dep.spec is None or status_of_this_run.spec_hash == dep.spec_hash)
-    ):
-        # Rendered for a cluster to sync (the deployer cannot see the process): nothing has started it yet.
-        since = (
-            f"rendered at {iso(dep.started_at * 1000)} ({waited(now_ms / 1000 - dep.started_at)} ago)"
-            if dep.started_at is not None
-            else "rendered"
-        )
-        before = f"; before it: {_last(status)}" if status is not None else ""
-        return JobState.PENDING_SYNC, (
-            f"{since}, no status since: the cluster has not started it yet ({dep.where}){before}"
-        )
-    if (
-        status_of_this_run is None
-        and dep.started_at is not None
-        and now_ms - dep.started_at * 1000 < start_grace * 1000
-    ):
-        return JobState.STARTING, f"started at {iso(dep.started_at * 1000)}, no status yet"
-    if dep.alive is True:
-        return (
-            JobState.DOWN,
-            f"{dep.where} runs but publishes no status (stale after {stale_after:.0f}s): {_last(status)}",
-        )
-    return JobState.DOWN, f"no fresh status (stale after {stale_after:.0f}s): {_last(status)}"
 
 
 class StatusSource(Protocol):
@@ -277,16 +130,18 @@ def read_jobs(
     skip: Mapping[str, str] | None = None,
     now_ms: int | None = None,
     statuses: JobStatuses | None = None,
+    stale_after: float | None = None,
 ) -> LiveJobs:
     """The live state of every job the topology wants, the deployers know, or that reports.
-    `statuses`: already read (reconciler.operations.observe), else read here."""
+    `statuses`: already read (reconciler.operations.observe), else read here; `stale_after`: an explicit
+    threshold for status records (drift's --job-stale-seconds), None: the one rule."""
     statuses = statuses if statuses is not None else read_statuses(topology, backend, skip or {})
     records, unreadable = statuses.records, statuses.unreadable()
     jobs = [f.job for f in topology.flows] + ([topology.default_job] if topology.default_job else [])
     k8s_options: list[Mapping[str, Any]] = [deployment_options(j) for j in jobs if j.deployer == KUBERNETES]
     deployments = backend.deployers.deployments(k8s_options)
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    return assemble(desired, records, deployments, unreadable, now_ms)
+    return assemble(desired, records, deployments, unreadable, now_ms, stale_after=stale_after)
 
 
 def assemble(
@@ -296,6 +151,7 @@ def assemble(
     unreadable: Mapping[str, str],
     now_ms: int,
     start_grace: float = START_GRACE_SECONDS,
+    stale_after: float | None = None,
 ) -> LiveJobs:
     """Pure: statuses + deployments -> LiveJobs."""
     records = {flow: StatusRecord.of(s, flow) for flow, s in statuses.items()}
@@ -317,6 +173,28 @@ def assemble(
         if target in unreadable and (dep is None or dep.alive is not False):
             state, why = JobState.UNKNOWN, f"statuses on {target} cannot be read: {unreadable[target]}"
         else:
-            state, why = classify(flow, records.get(flow), dep, now_ms, want.spec if want else None, start_grace)
+            state, why = classify(
+                flow, records.get(flow), dep, now_ms, want.spec if want else None, start_grace, stale_after
+            )
         jobs[flow] = LiveJob(flow, state, why, records.get(flow), dep, others)
     return LiveJobs(jobs, dict(unreadable), now_ms)
+
+
+__all__ = [
+    "START_GRACE_SECONDS",
+    "PENDING_SYNC_WARN_SECONDS",
+    "Deployment",
+    "DesiredJob",
+    "JobState",
+    "JobStatuses",
+    "LiveJob",
+    "LiveJobs",
+    "assemble",
+    "classify",
+    "desired_jobs",
+    "iso",
+    "pending_seconds",
+    "read_jobs",
+    "read_statuses",
+    "waited",
+]

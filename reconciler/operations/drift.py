@@ -2,7 +2,10 @@
 
 One observation (clusters, job statuses, heartbeats, applied records) feeds both the plan (the same
 `plan_of` as `reconciler plan`, so whatever the plan learns to compare shows up in drift too) and
-the pure `reconciler.drift.report.build_report`.
+the pure `reconciler.drift.report.build_report`, which is handed the live jobs the plan computed: the one
+verdict on each job (`reconciler.contract.jobstate`), not a second one from the status records alone.
+`--job-stale-seconds` (`job_stale_seconds`) is the status threshold of that one verdict for the whole drift
+run, its plan included, so the items, the flows table and the metrics never contradict the plan drift shows.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from reconciler.contract.status import StatusRecord
 from reconciler.drift.report import DriftReport, build_report
 from reconciler.operations.backend import Backend
 from reconciler.operations.observe import Observation, heartbeat_targets, message, observe
-from reconciler.operations.plan import plan_of
+from reconciler.operations.plan import plan_and_jobs
 from reconciler.topology.model import Topology
 
 
@@ -30,7 +33,7 @@ def drift_view(
 ) -> DriftReport:
     """Pure over the observation (plus the deployers' listing the job plan asks for)."""
     topology, live = obs.topology, obs.live
-    plan = plan_of(obs, backend, revision_label(revision))
+    plan, live_jobs = plan_and_jobs(obs, backend, revision_label(revision), stale_after=job_stale_seconds)
     statuses: dict[str, StatusRecord] = {}
     status_errors: dict[str, str] = {}
     if check_jobs and obs.statuses is not None:
@@ -55,6 +58,7 @@ def drift_view(
         now_ms=obs.now_ms,
         job_stale_seconds=job_stale_seconds,
         check_jobs=check_jobs,
+        live_jobs=live_jobs if check_jobs else None,
     )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconciler.adapters.live_read import Connections
-from reconciler.jobplan.plan import with_jobs
+from reconciler.contract.jobstate import LiveJobs
+from reconciler.jobplan.plan import plan_with_jobs
 from reconciler.operations.backend import Backend
 from reconciler.operations.observe import Observation, observe
 from reconciler.plan.actions import Plan
@@ -22,11 +23,28 @@ from reconciler.topology.model import Topology
 def plan_of(obs: Observation, backend: Backend, git_revision: str | None = None) -> Plan:
     """`git_revision`: `<sha>[-dirty]` of the topology (`revision_label` of what `backend.git` read once for
     the command), carried by the desired job specs; None outside git."""
+    return plan_and_jobs(obs, backend, git_revision)[0]
+
+
+def plan_and_jobs(
+    obs: Observation, backend: Backend, git_revision: str | None = None, stale_after: float | None = None
+) -> tuple[Plan, LiveJobs | None]:
+    """`plan_of`, and the live jobs (the one verdict per job) it planned from: None when jobs are off.
+    `stale_after`: an explicit status threshold (drift's --job-stale-seconds), None: the one rule."""
     plan = diff(obs.desired, obs.live, obs.topology)
     if backend.jobs is None:
-        return plan
+        return plan, None
     # the replication jobs: deploy / update / restart / stop
-    return with_jobs(plan, obs.topology, obs.live, backend.jobs, git_revision, statuses=obs.statuses, now_ms=obs.now_ms)
+    return plan_with_jobs(
+        plan,
+        obs.topology,
+        obs.live,
+        backend.jobs,
+        git_revision,
+        statuses=obs.statuses,
+        now_ms=obs.now_ms,
+        stale_after=stale_after,
+    )
 
 
 def observe_for_plan(

@@ -1,16 +1,16 @@
 """Prometheus alert rules from a topology's `slo:` thresholds (pure): `reconciler export alerts PATH...`.
 
-The expressions name only what the jobs export (`reconciler.engine.metrics`) and what
+The expressions name only what the jobs export (`reconciler.engine.metrics`, under the prefixes of
+`reconciler.contract.metrics`) and what
 `drift --format prometheus` writes (`reconciler.render.drift_prometheus`); the unit tests check that.
 
 | alert | from | fires when |
 |---|---|---|
 | MirrorLagHigh | `slo.max_lag_records` | a flow's summed partition lag stays above it for 5m |
-| MirrorLagAgeHigh | `slo.max_lag_seconds` | the oldest record a flow has not replicated (by its timestamp) stays older than it for 5m |
+| MirrorLagAgeHigh | `slo.max_lag_seconds` | the oldest record a flow has not replicated (by its timestamp: `mirror_lag_seconds`, the one lag in seconds, engine/lag.py) stays older than it for 5m |
 | MirrorLatencyP99High | `slo.max_latency_p99_ms` | the 5m p99 of replication latency stays above it for 5m |
 | MirrorCheckpointLatencyP99High | `slo.max_latency_p99_ms` | the 15m p99 of checkpoint latency stays above it for 5m |
 | MirrorHeartbeatStale | `slo.max_heartbeat_age_seconds` | the scheduled drift run saw an older newest heartbeat |
-| MirrorLagSecondsHigh | `slo.max_heartbeat_age_seconds` | a partition's lag in seconds stays above it for 1m |
 | MirrorJobDown | always | a job reports no running/degraded state for 2m |
 | MirrorJobStalled | always | a job has not finished a micro-batch for 5m |
 | MirrorJobMissing | always, per enabled flow (topology export only) | no job of the flow has been scraped for 5m |
@@ -19,6 +19,7 @@ The expressions name only what the jobs export (`reconciler.engine.metrics`) and
 | MirrorOutOfRange | always | a partition went out of range (truncated/recreated source) in 15m |
 | MirrorTransactionAborts | always | exactly-once transactions keep aborting |
 | TopologyDrift / DriftCheckFailed | always | the scheduled drift run found drift / could not check |
+| MirrorJobVerdictDown | always | the scheduled drift run's verdict on a job (the plan's: status record and deployment) is down, duplicated or restart-required |
 
 `deployers/monitoring/prometheus-rules.yaml` is this module's output for `DEFAULT_SLO` (a test keeps it
 in sync); `PrometheusRule` wraps the same groups for the Prometheus operator.
@@ -31,13 +32,13 @@ from typing import Any
 
 import yaml
 
-from reconciler.engine.metrics import CHECKPOINT, OWN, SOURCE
+from reconciler.contract.metrics import CHECKPOINT, OWN, SOURCE
 from reconciler.render import drift_prometheus as drift
 from reconciler.topology.model import Slo, Topology
 
 BY = "flow, family, source, target"
 #: The thresholds of the static rules in deploy/monitoring/ (edit them there, or export your topology's).
-DEFAULT_SLO = Slo(max_lag_records=10_000, max_heartbeat_age_seconds=120, max_latency_p99_ms=30_000)
+DEFAULT_SLO = Slo(max_lag_records=10_000, max_lag_seconds=120, max_heartbeat_age_seconds=120, max_latency_p99_ms=30_000)
 
 
 def _rule(alert: str, expr: str, for_: str, severity: str, summary: str, description: str) -> dict[str, Any]:
@@ -105,17 +106,6 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
             )
         )
     if slo.max_heartbeat_age_seconds is not None:
-        slo_rules.append(
-            _rule(
-                "MirrorLagSecondsHigh",
-                f"max by ({BY}, topic, partition) ({OWN}_partition_lag_seconds) > {_num(slo.max_heartbeat_age_seconds)}",
-                "1m",
-                "warning",
-                "{{ $labels.topic }}[{{ $labels.partition }}] of {{ $labels.flow }} is behind by more than the SLO",
-                f"Its oldest record not replicated yet has waited {{{{ $value }}}}s (slo.max_heartbeat_age_seconds "
-                f"{_num(slo.max_heartbeat_age_seconds)}: the target's view of the source may be no older).",
-            )
-        )
         slo_rules.append(
             _rule(
                 "MirrorHeartbeatStale",
@@ -191,6 +181,15 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
             )
         )
     drift_rules = [
+        _rule(
+            "MirrorJobVerdictDown",
+            f'{drift.PREFIX}_job_verdict{{verdict=~"down|duplicated|restart-required"}} == 1',
+            "0m",
+            "critical",
+            "Replication job {{ $labels.flow }} is {{ $labels.verdict }}",
+            "The verdict of the scheduled `reconciler drift --format prometheus` (the same as `reconciler plan`'s: "
+            "the job's status record and its deployment); `reconciler apply` restarts it.",
+        ),
         _rule(
             "TopologyDrift",
             f'{drift.PREFIX}_status{{status="drift"}} == 1',

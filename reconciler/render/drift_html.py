@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from html import escape
 
+from reconciler.contract.jobstate import JobState
 from reconciler.drift.report import CATEGORY_TITLES, Category, DriftItem, DriftReport, FlowReport, Level
 from reconciler.render import svg
-from reconciler.render.drift_text import flow_row
+from reconciler.render.drift_text import flow_row, verdict_words
 from reconciler.topology.model import Topology
 
 CSS = """
@@ -115,7 +116,7 @@ def _edge_label(f: FlowReport) -> str:
     if job is not None and job.lag_total is not None and job.running:
         text = f"lag {job.lag_total:,}"
     elif job is not None and not job.running:
-        text = "job down" if job.reported else "no job"
+        text = f"job {job.verdict.value}" if job.verdict is not None else "job down" if job.reported else "no job"
     else:
         text = "ok" if not n else ""
     if n:
@@ -130,10 +131,10 @@ def _charts(report: DriftReport) -> str:
 
     def lag_bar(f: FlowReport) -> svg.Bar:
         job = f.job
-        if job is None or not job.reported:
+        if job is None or (not job.reported and job.verdict in (None, JobState.NOT_DEPLOYED)):
             return svg.Bar(f.name, None, "no job status")
         if not job.running:
-            return svg.Bar(f.name, None, f"job {job.state or 'down'}" + (" (stale)" if job.stale else ""))
+            return svg.Bar(f.name, None, f"job {verdict_words(job)}")
         return (
             svg.Bar(f.name, job.lag_total, "no lag reported")
             if job.lag_total is not None

@@ -16,7 +16,8 @@ scheduled drift job feeds alerting. Every family is a gauge: a drift run is a sn
 | `reconciler_drift_slo_threshold` | slo | the topology's `slo:` values that are set |
 | `reconciler_drift_slo_breach` | flow, family, source, target, slo | 1 if the flow breaches that SLO |
 | `reconciler_drift_flow_items` | flow, family, source, target | drift items of the flow |
-| `reconciler_drift_job_up` | flow, family, source, target | 1 if the job reports a running state and is not stale |
+| `reconciler_drift_job_up` | flow, family, source, target | 1 if the verdict on the job is `running` or `running elsewhere` |
+| `reconciler_drift_job_verdict` | flow, family, source, target, verdict | 1 for the verdict on the job (`reconciler.contract.jobstate.JobState`: the plan's, from its status record and its deployment) |
 | `reconciler_drift_job_state` | flow, family, source, target, state | 1 for the state the job last reported |
 | `reconciler_drift_job_spec_current` | flow, family, source, target | 1 if the job runs the spec the topology wants |
 | `reconciler_drift_job_status_age_seconds`, `reconciler_drift_job_lag_records`, `reconciler_drift_job_latency_p99_ms`, `reconciler_drift_heartbeat_age_seconds` | flow, family, source, target | as reported (absent when not reported) |
@@ -52,6 +53,7 @@ FAMILIES = tuple(
         "slo_breach",
         "flow_items",
         "job_up",
+        "job_verdict",
         "job_state",
         "job_spec_current",
         "job_status_age_seconds",
@@ -157,7 +159,8 @@ class DriftCollector(Collector):
 
         breach = _gauge("slo_breach", "1 if the flow breaches the SLO", [*FLOW_LABELS, "slo"])
         flow_items = _gauge("flow_items", "Drift items of the flow", FLOW_LABELS)
-        up = _gauge("job_up", "1 if the flow's job reports a running state and is not stale", FLOW_LABELS)
+        up = _gauge("job_up", "1 if the verdict on the flow's job is running (here or elsewhere)", FLOW_LABELS)
+        verdict = _gauge("job_verdict", "1 for the verdict on the flow's job", [*FLOW_LABELS, "verdict"])
         state = _gauge("job_state", "1 for the state the flow's job last reported", [*FLOW_LABELS, "state"])
         current = _gauge("job_spec_current", "1 if the job runs the spec the topology wants", FLOW_LABELS)
         age = _gauge("job_status_age_seconds", "Age of the job's last status record", FLOW_LABELS)
@@ -178,7 +181,9 @@ class DriftCollector(Collector):
             job = f.job
             if job is None:
                 continue
-            up.add_metric(labels, 1.0 if job.running and not job.stale else 0.0)
+            up.add_metric(labels, 1.0 if job.running else 0.0)
+            if job.verdict is not None:
+                verdict.add_metric([*labels, job.verdict.value], 1.0)
             if job.state:
                 state.add_metric([*labels, job.state], 1.0)
             if job.spec_current is not None:
@@ -186,7 +191,7 @@ class DriftCollector(Collector):
             for family, value in ((age, job.status_age_seconds), (lag, job.lag_total), (p99, job.latency_p99_ms)):
                 if value is not None:
                     family.add_metric(labels, float(value))
-        yield from (breach, flow_items, up, state, current, age, lag, p99, hb)
+        yield from (breach, flow_items, up, verdict, state, current, age, lag, p99, hb)
 
 
 def render(report: DriftReport) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reconciler.drift.report import DriftItem, DriftReport, FlowReport, Level
+from reconciler.drift.report import DriftItem, DriftReport, FlowReport, JobHealth, Level
 from reconciler.render.mirror import table
 
 _MARK = {Level.ERROR: "x", Level.DRIFT: "!", Level.NOTE: "i"}
@@ -36,17 +36,26 @@ def _num(x, unit: str = "") -> str:
     return f"{int(x):,}{unit}"
 
 
+def verdict_words(job: JobHealth) -> str:
+    """The one verdict on a job (`reconciler.contract.jobstate`), with what the job last said of itself where
+    that adds to it: `running`, `running (degraded)`, `down (last: running, stale)`, `duplicated`."""
+    verdict = job.verdict.value if job.verdict is not None else "?"
+    if not job.reported or job.state is None:
+        return verdict
+    if job.running:
+        return verdict if job.state == "running" else f"{verdict} ({job.state})"
+    return f"{verdict} (last: {job.state}{', stale' if job.stale else ''})"
+
+
 def flow_row(f: FlowReport) -> tuple:
     job = f.job
     if job is None:
         state, spec = "(disabled)", "-"
     elif job.unknown:
         state, spec = "unknown", "-"
-    elif not job.reported:
-        state, spec = "not running", "-"
     else:
-        state = (job.state or "?") + (" (stale)" if job.stale else "")
-        spec = {True: "current", False: "OLD", None: "-"}[job.spec_current]
+        state = verdict_words(job)
+        spec = {True: "current", False: "OLD", None: "-"}[job.spec_current] if job.reported else "-"
     return (
         f.name,
         f.status.upper() if f.status in ("drift", "error") else f.status,

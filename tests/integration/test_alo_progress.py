@@ -16,12 +16,12 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from reconciler.contract.spec import job_group
-from reconciler.contract.status import read_job_status
 from reconciler.deployers.instance import Role
 from reconciler.deployers.process import LocalJob
 from reconciler.engine.delivery import PROGRESS_COMMIT_S, AtLeastOnce
 from reconciler.engine.tasks import CopyTask, PartitionTask, TaskResult
 from reconciler.engine.worker import copy_task
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     create_topic,

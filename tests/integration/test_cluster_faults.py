@@ -12,8 +12,9 @@ from confluent_kafka import Producer
 from prometheus_client import generate_latest
 
 from reconciler.contract.spec import ClusterSpec, dead_letters_topic_name
-from reconciler.contract.status import FaultKind, StatusState, read_job_status
+from reconciler.contract.status import FaultKind, StatusState
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka]

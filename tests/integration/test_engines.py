@@ -15,10 +15,11 @@ import pytest
 
 import reconciler.deployers.instance as instance
 from reconciler.contract.engine import EngineRecord, FlowState
-from reconciler.contract.status import StatusRecord, read_job_status
+from reconciler.contract.status import StatusRecord
 from reconciler.deployers.instance import Role
 from reconciler.deployers.local import LocalDeployer
 from reconciler.deployers.process import LocalJob
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     count_topic,

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from reconciler.contract.status import read_job_status
 from reconciler.deployers.local import LocalDeployer
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, wait_for
 from tests.integration.test_jobs_apply import Env, _produce
 

@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import reconciler.deployers.instance as instance
-from reconciler.contract.status import read_job_status
 from reconciler.deployers.instance import Role
 from reconciler.deployers.local import LocalDeployer
 from reconciler.deployers.process import LocalJob
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import SequencedProducer, count_topic, create_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]

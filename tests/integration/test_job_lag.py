@@ -13,9 +13,10 @@ import time
 import pytest
 
 from reconciler.cli.main import main
-from reconciler.contract.status import StatusRecord, StatusState, read_job_status
+from reconciler.contract.status import StatusRecord, StatusState
 from reconciler.deployers.instance import Role
 from reconciler.deployers.local import LocalDeployer
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import SequencedProducer, create_topic, wait_for
 from tests.integration.test_job_metrics import scrape, total
 

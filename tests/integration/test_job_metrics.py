@@ -10,9 +10,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from reconciler.contract.status import StatusState, read_job_status
+from reconciler.contract.status import StatusState
+from reconciler.dev.brokers import free_port
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor
-from reconciler.engine.metrics import METRICS, free_port
+from reconciler.engine.metrics import METRICS
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]

@@ -17,8 +17,9 @@ import pytest
 
 import reconciler.deployers.instance as instance
 from reconciler.cli.main import main
-from reconciler.contract.status import StatusRecord, read_job_status
+from reconciler.contract.status import StatusRecord
 from reconciler.deployers.local import LocalDeployer
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     count_topic,

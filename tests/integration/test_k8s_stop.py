@@ -25,8 +25,9 @@ from confluent_kafka import Consumer, TopicPartition
 
 import reconciler.deployers.instance as instance
 from reconciler.contract.spec import JobSpec, job_group
-from reconciler.contract.status import StatusRecord, read_job_status
+from reconciler.contract.status import StatusRecord
 from reconciler.deployers.kubernetes import APP_ROOT, ENGINE_MOUNT, FlowEntry, render_engine
+from reconciler.jobplan.backend import read_job_status
 from reconciler.settings import INSTANCE_ENV
 from tests.integration.mirror_helpers import SequencedProducer, create_topic, read_topic, seqs, spec_for, wait_for
 from tests.spec_helpers import respec

@@ -9,8 +9,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
-from reconciler.contract.status import StatusState, read_job_status
+from reconciler.contract.status import StatusState
 from reconciler.engine.driver import IDLE_WAIT_MAX_S, ONE_TASK_BACKLOG, LocalExecutor, ReplicationDriver
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 from tests.spec_helpers import respec
 

@@ -11,8 +11,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from reconciler.contract.status import StatusState, read_job_status
+from reconciler.contract.status import StatusState
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor
+from reconciler.jobplan.backend import read_job_status
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 

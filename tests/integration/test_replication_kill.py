@@ -9,9 +9,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from reconciler.contract.spec import job_group
-from reconciler.contract.status import read_job_status
 from reconciler.deployers.process import LocalJob
 from reconciler.dev.brokers import Engine
+from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import (
     SequencedProducer,
     broker_hides_aborted,

@@ -261,6 +261,22 @@ def _graph_all(top_level_only: bool) -> dict[str, set[str]]:
     return {_module_name(p): _imports(p, top_level_only) for p in PACKAGE.rglob("*.py")}
 
 
+def test_the_contract_holds_types_and_formats_only_and_render_reads_no_data_plane():
+    """contract/ is the wire format between the control and the data plane: no cluster I/O (no Kafka client, in
+    functions neither; reading the status topic is `adapters/status_read.py`'s). render/ formats what the
+    control plane computed: it names the job's metrics through `contract/metrics.py`, never `reconciler.engine`."""
+    graph = _graph_all(top_level_only=False)
+    clients = sorted(
+        f"{m} imports {i}"
+        for m, imports in graph.items()
+        if m.startswith("reconciler.contract")
+        for i in imports
+        if i.split(".")[0] == "confluent_kafka"
+    )
+    assert clients == []
+    assert _importers(("reconciler.render",), "reconciler.engine") == []
+
+
 def test_the_checker_sees_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
 

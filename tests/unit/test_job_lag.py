@@ -74,7 +74,7 @@ def test_lag_seconds_is_the_age_of_the_oldest_record_at_a_lagging_position():
 def test_job_lag_carries_the_lag_in_seconds_of_the_read():
     ends = SourceEnds({("orders", 0): 200}, NOW - 1_000, {("orders", 0): OldestRecord(100, NOW - 4_000)})
     lag = job_lag(COPY, {("orders", 0): 100}, {}, ends, NOW)
-    assert lag == JobLag(lag.partitions, 100, 4.0, NOW - 1_000)
+    assert lag == JobLag(lag.partitions, 100, 4.0, NOW - 1_000, {("orders", 0): 4.0})
 
 
 def test_the_partitions_probed_for_a_timestamp_are_those_that_lag_most():

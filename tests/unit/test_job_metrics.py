@@ -284,35 +284,33 @@ def test_the_status_record_rate_and_the_prometheus_rate_are_one_window():
     assert seen == [600.0, 900 / 30, 300 / 60]  # a 10 s window would say 300/10 at 30 s
 
 
-def test_lag_seconds_is_how_long_the_oldest_unreplicated_record_has_been_seen():
-    clock = Clock()
-    m = JobMetrics("west->east", clock=clock)
+def test_lag_in_seconds_has_one_definition_per_partition_and_per_job_the_oldest_records_age():
+    """A job restarted with a backlog: its oldest unreplicated record is an hour old by its timestamp, so the
+    partition's figure, the job's figure and the status record all say an hour (the job's own clock said ~0)."""
+    from reconciler.engine.lag import job_lag
 
-    def lag_after(next_offset, end, seconds):
-        clock.now += seconds
-        d = driver(lag={("orders", 0): LagPosition(remote="west.orders", next=next_offset, end=end)})
-        m.observe(d, [])
-        return value(m, "mirror_partition_lag_seconds", topic="west.orders", partition="0")
-
-    assert lag_after(100, 100, 0) == 0  # caught up
-    assert lag_after(100, 150, 5) == 0  # offsets 100..149 first seen now
-    assert lag_after(120, 180, 10) == 10  # offset 120 was seen 10 s ago (150-179 only now)
-    assert lag_after(150, 200, 4) == 4  # 150 first seen with end 180, 4 s ago
-    assert lag_after(150, 200, 20) == 24  # stuck: the lag in seconds grows while the records wait
-    assert lag_after(200, 200, 1) == 0
-    assert value(m, "mirror_partition_lag_records", topic="west.orders", partition="0") == 0
-    assert lag_after(5, 10, 1) == 0  # the end went backwards (recreated): the clock starts over
-    assert lag_after(5, 10, 3) == 3
-
-
-def test_lag_clock_is_bounded():
-    from reconciler.engine.metrics import LagClock
-
-    clock = LagClock(max_points=2)
-    assert clock.observe(0, 10, 0.0) == 0.0
-    assert clock.observe(0, 20, 1.0) == 1.0
-    assert clock.observe(0, 30, 2.0) == 2.0  # full: the newest point widens to end 30 keeping time 1.0
-    assert clock.observe(15, 30, 3.0) == 2.0
+    now_ms = 1_800_000_000_000
+    copy = {("orders", 0): "west.orders", ("orders", 1): "west.orders", ("orders", 2): "west.orders"}
+    positions = {("orders", 0): 100, ("orders", 1): 50, ("orders", 2): 70}
+    ends = SourceEnds(
+        {("orders", 0): 5_000, ("orders", 1): 60, ("orders", 2): 70},
+        now_ms,
+        {("orders", 0): OldestRecord(100, now_ms - 3_600_000), ("orders", 1): OldestRecord(50, now_ms - 30_000)},
+    )
+    lag = job_lag(copy, positions, {}, ends, now_ms)
+    assert lag.partition_seconds == {("orders", 0): 3600.0, ("orders", 1): 30.0, ("orders", 2): 0.0}
+    assert lag.seconds == 3600.0 == max(lag.partition_seconds.values())
+    m = JobMetrics("west->east")
+    m.observe_lag(lag)
+    got = {p: value(m, "mirror_partition_lag_seconds", partition=p) for p in "012"}
+    assert got == {"0": 3600.0, "1": 30.0, "2": 0.0}
+    assert value(m, "mirror_lag_seconds") == 3600.0
+    # a lagging partition whose oldest record was not read (not among those that lag most): no series, not 0
+    unread = job_lag(copy, positions, {}, dataclasses.replace(ends, oldest={}), now_ms)
+    m.observe_lag(unread)
+    assert not has(m, "mirror_partition_lag_seconds", partition="0") and not has(m, "mirror_lag_seconds")
+    assert value(m, "mirror_partition_lag_seconds", partition="2") == 0.0
+    assert value(m, "mirror_partition_lag_records", partition="0") == 4_900
 
 
 def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
@@ -393,6 +391,7 @@ def test_a_status_publish_between_batches_carries_the_source_end_read_and_the_me
     m = d.metrics
     assert value(m, "mirror_partition_lag_records", topic="west.orders", partition="0") == 24_000
     assert value(m, "mirror_lag_seconds", flow="west->east") == record.lag_seconds
+    assert value(m, "mirror_partition_lag_seconds", partition="0") == record.lag_seconds, "one definition"
 
     d.parts.positions[("orders", 0)] = 24_100  # a batch copied it all
     d.publish_status()

@@ -96,7 +96,7 @@ def test_static_rules_and_prometheus_rule_are_the_rendered_defaults():
     alerts = {r["alert"] for g in rules["groups"] for r in g["rules"]}
     assert {
         "MirrorLagHigh",
-        "MirrorLagSecondsHigh",
+        "MirrorLagAgeHigh",
         "MirrorLatencyP99High",
         "MirrorCheckpointLatencyP99High",
         "MirrorHeartbeatStale",
@@ -186,8 +186,11 @@ def test_export_alerts_from_the_topology_slo(tmp_path, capsys, to_file):
     assert any(e.endswith("> 500") and "mirror_partition_lag_records" in e for e in exprs)
     assert any(e.endswith("> 45") for e in exprs)
     assert "max by (flow, family, source, target) (mirror_lag_seconds) > 90" in exprs
-    # the freshness SLO also bounds each partition's lag in seconds (the job's own clock, no drift run needed)
-    assert "max by (flow, family, source, target, topic, partition) (mirror_partition_lag_seconds) > 45" in exprs
+    # one lag in seconds, on its own SLO: the heartbeat SLO bounds heartbeats only (issue 37)
+    assert not any("partition_lag_seconds" in e for e in exprs)
+    assert [e for e in exprs if "lag_seconds" in e] == [
+        "max by (flow, family, source, target) (mirror_lag_seconds) > 90"
+    ]
     assert not any("latency_ms" in e for e in exprs)  # no max_latency_p99_ms set: no latency rules
     missing = [e for e in exprs if e.startswith("absent(")]
     assert missing == ['absent(mirror_job_start_time_seconds{flow="west->east"})']  # enabled flows only
