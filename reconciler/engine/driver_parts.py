@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.contract.spec import JobSpec
-from reconciler.contract.status import LatencyWindow, OutOfRange, PartitionFault, RateWindow, StatusPublisher
+from reconciler.contract.status import (
+    FaultKind,
+    LatencyWindow,
+    OutOfRange,
+    PartitionFault,
+    RateWindow,
+    StatusPublisher,
+)
 from reconciler.engine import clients
 from reconciler.engine.arrivals import ArrivalWatch
 from reconciler.engine.delivery import DeliveryMode
@@ -122,6 +129,8 @@ class Progress:
     last_error: str | None = None
     findings: list[str] = field(default_factory=list)
     out_of_range: list[OutOfRange] = field(default_factory=list)
+    #: the losses seen at the source since start, per partition and kind (`FaultKind.TRUNCATED`, ...)
+    data_loss: dict[tuple[TP, FaultKind], int] = field(default_factory=dict)
     latency: LatencyWindow = field(default_factory=LatencyWindow)
     rate: RateWindow = field(default_factory=RateWindow)
     _error_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -140,6 +149,8 @@ class Progress:
 
     def add_out_of_range(self, event: OutOfRange) -> None:
         self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
+        key = ((event.topic, event.partition), event.kind or FaultKind.OUT_OF_RANGE)
+        self.data_loss[key] = self.data_loss.get(key, 0) + 1
 
 
 @dataclass
@@ -167,6 +178,7 @@ class Partitions:
     record_limits: dict[str, int] = field(default_factory=dict)
     dead_letters: dict[TP, int] = field(default_factory=dict)
     known_topics: set[str] = field(default_factory=set)
+    topic_ids: dict[str, str] = field(default_factory=dict)  # the source topics' ids, where the broker gives them
     last_owner: dict[int, str | None] = field(default_factory=dict)
     consumer_epoch: int = 0
 
@@ -239,6 +251,7 @@ class Pacing:
     next: dict[str, float] = field(default_factory=dict)
     ends_before: dict[TP, int] = field(default_factory=dict)
     ends_read_at_ms: int = 0  # when `ends_before` was read (epoch ms)
+    moved_back: dict[TP, tuple[int, int]] = field(default_factory=dict)  # ends below the last read: (before, now)
     caught_up: dict[TP, int] = field(default_factory=dict)
     idle_steps: int = 0
     wake: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)

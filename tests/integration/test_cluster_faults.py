@@ -8,13 +8,15 @@ import dataclasses
 import threading
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from prometheus_client import generate_latest
 
-from reconciler.contract.spec import ClusterSpec, dead_letters_topic_name
+from reconciler.contract.spec import ClusterSpec, dead_letters_topic_name, job_group
 from reconciler.contract.status import FaultKind, StatusState, read_job_status
+from reconciler.drift.report import job_health
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
-from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
+from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka]
 
@@ -102,3 +104,109 @@ def test_refused_record_skipped_to_the_dead_letter_topic(noida_clusters, deliver
     assert letter.key == b"k50" and letter.value is None
     assert headers["__connect.errors.topic"] == b"sized2" and headers["__connect.errors.offset"] == b"50"
     assert b"larger than the remote topic" in headers["__connect.errors.exception.message"]
+
+
+# --- data lost at the source (offset_reset) ------------------------------------------------------------------------
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for v in values:
+        p.produce(topic, v, partition=0)
+    assert p.flush(30) == 0
+
+
+def _status(target, spec):
+    return read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
+
+
+@pytest.mark.parametrize(
+    ("delivery", "policy", "first_new"),
+    [("exactly-once", "resume-at-end", 30), ("at-least-once", "earliest", 0)],  # earliest: resume-at-start's old name
+)
+def test_a_position_past_the_log_end_is_reported_and_the_reused_offsets_are_copied(
+    noida_clusters, delivery, policy, first_new
+):
+    """The source loses the records at and before the job's position and gives their offsets to new records (the
+    topic deleted and created again with fewer records: on noida-db, which gives no topic ids, this is what a broker
+    that lost its tail shows). The loss is reported (status `out_of_range`, `data_loss`, drift) and the partition
+    resumes where `offset_reset` says, so the records written at the reused offsets are copied, each once."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "tail", 1)
+    _produce(source.bootstrap, "tail", [b"old-%d" % i for i in range(100)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("tail",),
+        delivery=delivery,
+        offset_reset=policy,
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+    )
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = _run(driver)
+    isolation = "read_committed" if delivery == "exactly-once" else "read_uncommitted"
+    try:
+        wait_for(lambda: driver.parts.positions.get(("tail", 0)) == 100, 40, what="the old records copied")
+        admin = AdminClient({"bootstrap.servers": source.bootstrap})
+        admin.delete_topics(["tail"])["tail"].result(15)
+        wait_for(lambda: "tail" not in admin.list_topics(timeout=5).topics, 15, what="the topic deleted")
+        create_topic(source.bootstrap, "tail", 1)
+        _produce(source.bootstrap, "tail", [b"new-%d" % i for i in range(30)])
+        status = wait_for(lambda: (s := _status(target, spec)) and s.data_loss and s, 30, what="the loss reported")
+        # The offsets 30..99 the job had copied from the old topic are given to new records: they are copied.
+        _produce(source.bootstrap, "tail", [b"new-%d" % i for i in range(30, 130)])
+        wait_for(lambda: driver.parts.positions.get(("tail", 0)) == 130, 40, what="the new records copied")
+    finally:
+        driver.stop_event.set()
+        thread.join(30)
+    [loss] = status.data_loss
+    assert (loss.topic, loss.partition, loss.kind, loss.count) == ("tail", 0, FaultKind.LOST_TAIL, 1), status
+    event = status.out_of_range[0]
+    assert event.kind is FaultKind.LOST_TAIL and event.position == 100, event
+    where = "end" if policy == "resume-at-end" else "start"
+    assert f"resumed at the log {where} {first_new}" in (event.action or ""), event
+    assert status.state is StatusState.RUNNING and not status.faults  # resumed: not halted
+    copied = [r.value for r in read_topic(target.bootstrap, "west.tail", 1, isolation=isolation)[0]]
+    assert copied == [b"old-%d" % i for i in range(100)] + [b"new-%d" % i for i in range(first_new, 130)]
+    # drift says so (non-zero), until the job restarts
+    health = job_health(status.to_dict(), None, status.heartbeat_at or 0)
+    assert health.data_loss == status.data_loss
+    metrics = generate_latest(driver.metrics.registry).decode()
+    assert "mirror_out_of_range_total{" in metrics and 'kind="lost-tail"' in metrics
+
+
+def test_pause_halts_a_truncated_partition_and_fail_stops_the_job(noida_clusters):
+    """Below the log start (records deleted under the job's position): `pause` halts the partition (a fault of kind
+    `truncated`, the flow degraded); `fail` stops the job (state failed, exit 1)."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "cut", 1)
+    _produce(source.bootstrap, "cut", [b"r%d" % i for i in range(50)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("cut",),
+        offset_reset="halt",
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+    )
+    # The job's committed position is 10; the records below 40 are deleted.
+    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c.commit(offsets=[TopicPartition("cut", 0, 10)], asynchronous=False)
+    c.close()
+    admin = AdminClient({"bootstrap.servers": source.bootstrap})
+    [done] = admin.delete_records([TopicPartition("cut", 0, 40)]).values()
+    done.result(15)
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = _run(driver)
+    try:
+        status = wait_for(lambda: (s := _status(target, spec)) and s.faults and s, 30, what="the partition halted")
+    finally:
+        driver.stop_event.set()
+        thread.join(30)
+    [fault] = status.faults
+    assert (fault.kind, fault.offset, status.state) == (FaultKind.TRUNCATED, 10, StatusState.DEGRADED), status
+    assert count_topic(target.bootstrap, "west.cut", 1) == 0
+    failing = ReplicationDriver(
+        dataclasses.replace(spec, engine=dataclasses.replace(spec.engine, offset_reset="fail")), LocalExecutor()
+    )
+    assert failing.run(max_seconds=30) == 1
+    assert failing.state is StatusState.FAILED and failing.faults()[0].kind is FaultKind.TRUNCATED
