@@ -59,7 +59,7 @@ from reconciler.contract.status import (
     StatusState,
 )
 from reconciler.engine.delivery import DeliveryMode, mode_of
-from reconciler.engine.driver_parts import Connections, Pacing, Partitions, Progress
+from reconciler.engine.driver_parts import Connections, Pacing, Partitions, Progress, StuckWatch
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.lag import (
@@ -81,6 +81,9 @@ log = logging.getLogger(__name__)
 
 #: The faults a loss at the source halts a partition with (`offset_reset: pause` or `fail`).
 LOSS_KINDS = frozenset({FaultKind.OUT_OF_RANGE, FaultKind.TRUNCATED, FaultKind.LOST_TAIL, FaultKind.RECREATED})
+#: A partition whose source is ahead while its position does not move is stuck (FaultKind.STUCK) after this many
+#: status intervals, and at least two batch deadlines (`max_batch_ms`: a task's count arrives when it ends).
+STUCK_INTERVALS = 5
 TICK_S = 0.5  # how often the side channels are looked at while a batch runs
 GATE_RECHECK_S = 60.0  # a caught-up flow still runs a batch this often (work_waiting)
 IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
@@ -231,6 +234,7 @@ class ReplicationDriver:
         for c in (self.spec.source, self.spec.target):
             self.progress.redact.add_from(dict(c.config), environ)
         self.parts = Partitions()  # the partitions copied: plan, positions, slots, sync state, lag, halted
+        self.stuck = StuckWatch()  # the partitions that do not progress while their source is ahead
         self.conn: Connections | None = None  # the clients, opened at start (_connect)
         self.threads = Threads()  # the side channels' threads and the batch runner, from start to close
         self.metrics = JobMetrics(self.spec.flow)  # served by the job's entry point (jobs/mirror_job.py)
@@ -923,8 +927,14 @@ class ReplicationDriver:
         return StatusState.DEGRADED if self.state is StatusState.RUNNING and self.faults() else self.state
 
     def faults(self) -> tuple[PartitionFault, ...]:
-        """The partitions that do not progress: the halted ones."""
-        return tuple(self.parts.halted[tp] for tp in sorted(self.parts.halted))
+        """The partitions that do not progress: the halted ones, and those stuck (`StuckWatch`)."""
+        faults = {**self.stuck.stuck, **self.parts.halted}
+        return tuple(faults[tp] for tp in sorted(faults))
+
+    def stuck_after_seconds(self) -> float:
+        """How long a partition behind its source may not move before it is stuck (STUCK_INTERVALS)."""
+        engine = self.spec.engine
+        return max(STUCK_INTERVALS * engine.status_interval_seconds, 2 * engine.max_batch_ms / 1000)
 
     def status_record(self, lag: JobLag | None = None) -> StatusRecord:
         lag = lag if lag is not None else self.current_lag()
@@ -987,6 +997,13 @@ class ReplicationDriver:
         """The status record, and the lag metrics from the same figures (also between batches: a batch whose
         tasks are held up must not hold up the lag the job reports)."""
         lag = self.current_lag()
+        halted = self.parts.halted
+        self.stuck.observe(
+            [p for p in lag.partitions if (p.topic, p.partition) not in halted],
+            int(time.time() * 1000),
+            int(1000 * self.stuck_after_seconds()),
+            self.progress.last_error,
+        )
         record = self.status_record(lag)
         self.metrics.observe_lag(lag)
         if self.conn is not None:

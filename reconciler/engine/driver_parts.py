@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from reconciler.contract.status import (
     LatencyWindow,
     OutOfRange,
     PartitionFault,
+    PartitionLag,
     RateWindow,
     StatusPublisher,
 )
@@ -237,6 +238,38 @@ class Partitions:
             CopyTask(s, batch, tuple(parts), self.last_owner.get(s), self.consumer_epoch)
             for s, parts in sorted(by_slot.items())
         ]
+
+
+@dataclass
+class StuckWatch:
+    """The partitions that do not progress while their source is ahead (FaultKind.STUCK: a record the target refuses
+    that the worker did not predict, an authorization error, a broker that does not answer): `seen` holds, per
+    partition behind its source's end, the position it was seen at and since when (epoch ms). A partition whose
+    position has not moved while its end stayed ahead for `bound_ms` is stuck; it clears once it moves or catches
+    up. Fed the job's lag (the positions, including what running tasks committed, against the source's ends) at
+    each status."""
+
+    seen: dict[TP, tuple[int, int]] = field(default_factory=dict)
+    stuck: dict[TP, PartitionFault] = field(default_factory=dict)
+
+    def observe(self, lag: Iterable[PartitionLag], now_ms: int, bound_ms: int, why: str | None) -> None:
+        seen: dict[TP, tuple[int, int]] = {}
+        stuck: dict[TP, PartitionFault] = {}
+        for p in lag:
+            tp = (p.topic, p.partition)
+            if p.next is None or p.end is None or p.next < 0 or p.end <= p.next:
+                continue  # caught up (or not known): not stuck
+            position, since = self.seen.get(tp, (p.next, now_ms))
+            if position != p.next:
+                position, since = p.next, now_ms  # it moved
+            seen[tp] = (position, since)
+            if now_ms - since >= bound_ms:
+                reason = (
+                    f"the source's end {p.end} is ahead of the job's position {p.next}, which has not moved for "
+                    f"{(now_ms - since) / 1000:.0f} s" + (f" (last error: {why})" if why else "")
+                )
+                stuck[tp] = PartitionFault(tp[0], tp[1], FaultKind.STUCK, reason, p.next, since)
+        self.seen, self.stuck = seen, stuck
 
 
 @dataclass

@@ -5,6 +5,8 @@ does not), so those tests run on noida-db."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import threading
 
 import pytest
@@ -210,3 +212,51 @@ def test_pause_halts_a_truncated_partition_and_fail_stops_the_job(noida_clusters
     )
     assert failing.run(max_seconds=30) == 1
     assert failing.state is StatusState.FAILED and failing.faults()[0].kind is FaultKind.TRUNCATED
+
+
+# --- a partition that does not progress while its source advances (stuck) -----------------------------------------
+def test_a_partition_behind_a_frozen_target_is_stuck_until_it_progresses(noida_clusters):
+    """The target broker frozen (SIGSTOP) while records arrive: the partition's position does not move while its
+    source is ahead, so after `stuck_after_seconds` it is a `stuck` fault (since when, why) and the flow is degraded;
+    once the broker answers again it copies on and the fault clears."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "frozen", 1)
+    _produce(source.bootstrap, "frozen", [b"a%d" % i for i in range(20)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("frozen",),
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+        status_interval_seconds=1.0,
+        max_batch_ms=2000,
+    )
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = threading.Thread(target=driver.run, kwargs={"max_seconds": 90}, daemon=True)
+    thread.start()
+    assert target.pid is not None
+    try:
+        wait_for(lambda: driver.parts.positions.get(("frozen", 0)) == 20, 30, what="the first records copied")
+        os.kill(target.pid, signal.SIGSTOP)
+        try:
+            _produce(source.bootstrap, "frozen", [b"b%d" % i for i in range(20)])
+            bound = driver.stuck_after_seconds()
+            fault = wait_for(
+                lambda: next((f for f in driver.faults() if f.kind is FaultKind.STUCK), None),
+                bound + 15,
+                what="the partition reported stuck",
+            )
+            assert driver.reported_state() is StatusState.DEGRADED
+            assert driver.status_record().faults == (fault,)
+        finally:
+            os.kill(target.pid, signal.SIGCONT)
+        wait_for(lambda: driver.parts.positions.get(("frozen", 0)) == 40, 60, what="copying again")
+        wait_for(lambda: not driver.faults(), 2 * spec.engine.status_interval_seconds + 10, what="the fault cleared")
+    finally:
+        driver.stop_event.set()
+        thread.join(30)
+    assert (fault.topic, fault.partition, fault.offset) == ("frozen", 0, 20), fault
+    assert fault.since is not None and "has not moved for" in (fault.reason or ""), fault
+    assert [r.value for r in read_topic(target.bootstrap, "west.frozen", 1)[0]] == [b"a%d" % i for i in range(20)] + [
+        b"b%d" % i for i in range(20)
+    ]
