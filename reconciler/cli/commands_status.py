@@ -121,6 +121,12 @@ def render_text(rows: list[dict], now_ms: int) -> str:
         for r in rows
         if r.get("dead_lettered")
     ]
+    notes += [
+        f"  {r['flow']}: the source lost records at {c['topic']}:{c['partition']} ({c.get('kind') or 'out-of-range'}, "
+        f"{c['count']} time(s)); see the job's out_of_range events"
+        for r in rows
+        for c in r.get("data_loss") or ()
+    ]
     if notes:
         lines += ["", *notes]
     groups = [

@@ -76,9 +76,26 @@ def restart_fields_of(changed: Iterable[str]) -> set[str]:
     return {name for name in changed if not is_hot_reloadable(name) and name != "git_revision"}
 
 
-#: What a job does when its next offset is outside the source partition (truncated/recreated):
-#: "earliest" resumes at the earliest available offset, "halt" stops that partition; both report it.
-OFFSET_RESET_CHOICES = ("earliest", "halt")
+class OffsetReset(str, enum.Enum):
+    """What a job does when the source lost the records at its next offset (`engine.offset_reset`): the position is
+    below the partition's log start (retention or a deletion passed it), above its log end (the broker lost
+    acknowledged records; their offsets will be given to new ones), or its topic was recreated. Each is reported
+    (status `out_of_range` and `data_loss`, drift, metrics) whatever the policy."""
+
+    RESUME = "resume"  # the default: where nothing the source holds is skipped and nothing is copied twice (below)
+    FAIL = "fail"  # the job stops (state failed, exit 1): nothing more is copied until someone looks
+    PAUSE = "pause"  # the partition halts (a PartitionFault, the flow degraded); the others copy on
+    RESUME_AT_START = "resume-at-start"  # at the partition's log start: nothing the source holds is skipped
+    RESUME_AT_END = "resume-at-end"  # at the partition's log end: nothing is copied twice, what the source holds is not
+
+    @classmethod
+    def of(cls, value: str) -> OffsetReset:
+        return cls(OFFSET_RESET_ALIASES.get(value, value))
+
+
+#: The values of `offset_reset` before issue 34, kept working: `earliest` is `resume-at-start`, `halt` is `pause`.
+OFFSET_RESET_ALIASES = {"earliest": OffsetReset.RESUME_AT_START.value, "halt": OffsetReset.PAUSE.value}
+OFFSET_RESET_CHOICES = (*(o.value for o in OffsetReset), *OFFSET_RESET_ALIASES)
 
 
 # --- dataclasses <-> JSON, field by field (the model's own types, serialized as they are) ----------
@@ -171,7 +188,7 @@ class EngineSettings:
     trigger_interval_ms: int = _FLOW["job"]["trigger_interval_ms"]
     max_batch_ms: int = _FLOW["job"]["max_batch_ms"]
     status_interval_seconds: float = DEFAULT_STATUS_INTERVAL_SECONDS
-    offset_reset: str = "earliest"
+    offset_reset: str = _FLOW["job"]["offset_reset"]
     spark_conf: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -182,6 +199,7 @@ class EngineSettings:
             max_records_per_partition=job.max_records_per_partition,
             trigger_interval_ms=job.trigger_interval_ms,
             max_batch_ms=job.max_batch_ms,
+            offset_reset=job.offset_reset,
             spark_conf=dict(sorted(job.spark_conf.items())),
         )
 

@@ -13,9 +13,10 @@ Value (JSON object):
     lag_total, lag: [{topic, partition, remote, next, end, lag}], latency_ms: {p50, p95, p99, samples}
     (record age at acknowledgement, recent window), errors (count), last_error,
     findings: [str] (remote topic problems), out_of_range: [{topic, partition, position, low, high,
-    action, at}], halted: ["topic:partition"], faults: [{topic, partition, kind, reason, offset, since}]
+    action, at, kind}], halted: ["topic:partition"], faults: [{topic, partition, kind, reason, offset, since}]
     (partitions that do not progress: halted, or stuck while their source advances), dead_letters:
-    [{topic, partition, count}] (records skipped to the dead-letter topic, `on_refused_record: skip`), instance_id (one per start), pid (the driver),
+    [{topic, partition, count}] (records skipped to the dead-letter topic, `on_refused_record: skip`), data_loss:
+    [{topic, partition, kind, count}] (losses seen at the source: truncated, lost-tail, recreated), instance_id (one per start), pid (the driver),
     metrics_port (bound by the job), lag_seconds, lag_read_at (epoch ms the source ends were read).
 Secrets never appear: cluster addresses and configs are not included and error texts pass through
 the redactor of the job's resolved secret values.
@@ -158,6 +159,7 @@ class OutOfRange:
     reason: str | None
     action: str | None
     at: int | None
+    kind: FaultKind | None = None  # which loss: truncated, lost-tail, recreated (out-of-range: side unknown)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -169,6 +171,7 @@ class OutOfRange:
             "reason": self.reason,
             "action": self.action,
             "at": self.at,
+            **({"kind": self.kind.value} if self.kind is not None else {}),
         }
 
     @classmethod
@@ -182,6 +185,7 @@ class OutOfRange:
             _text(d.get("reason")),
             _text(d.get("action")),
             _int(d.get("at")),
+            FaultKind.parse(d.get("kind")),
         )
 
 
@@ -189,7 +193,10 @@ class FaultKind(str, enum.Enum):
     """Why a partition does not progress (a `PartitionFault`)."""
 
     REFUSED_RECORD = "refused-record"  # the target refused a record (on_refused_record: fail): halted
-    OUT_OF_RANGE = "out-of-range"  # the position fell outside the source's range (offset_reset: halt): halted
+    OUT_OF_RANGE = "out-of-range"  # the position fell outside the source's range, which side unknown
+    TRUNCATED = "truncated"  # the position is below the source's log start (retention or a deletion passed it)
+    LOST_TAIL = "lost-tail"  # the position is above the source's log end: the broker lost records it had acknowledged
+    RECREATED = "recreated"  # the source topic was deleted and created again (its topic id changed)
     STUCK = "stuck"  # the source advances, the position does not (a broker not answering, authorization, ...)
 
     @classmethod
@@ -241,18 +248,25 @@ class PartitionFault:
 
 @dataclass(frozen=True)
 class PartitionCount:
-    """A count of one source partition (records skipped to the dead-letter topic, ...)."""
+    """A count of one source partition (records skipped to the dead-letter topic; losses at the source, by `kind`)."""
 
     topic: str
     partition: int
     count: int
+    kind: FaultKind | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "count": self.count}
+        kind = {"kind": self.kind.value} if self.kind is not None else {}
+        return {"topic": self.topic, "partition": self.partition, "count": self.count, **kind}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PartitionCount:
-        return cls(str(d.get("topic")), _int(d.get("partition")) or 0, _int(d.get("count")) or 0)
+        return cls(
+            str(d.get("topic")),
+            _int(d.get("partition")) or 0,
+            _int(d.get("count")) or 0,
+            FaultKind.parse(d.get("kind")),
+        )
 
 
 @dataclass(frozen=True)
@@ -286,6 +300,7 @@ class StatusRecord:
     halted: tuple[str, ...] = ()  # "topic:partition"
     faults: tuple[PartitionFault, ...] = ()  # the partitions that do not progress, halted ones among them
     dead_letters: tuple[PartitionCount, ...] = ()  # records skipped to the dead-letter topic, per partition
+    data_loss: tuple[PartitionCount, ...] = ()  # losses seen at the source, per partition and kind (out_of_range)
     checkpoints_emitted: int | None = None
     # Runtime identity and truth (issue 21): which instance wrote the record, where it serves metrics,
     # and lag read from the source's current end (not from the end a task last saw).
@@ -352,6 +367,7 @@ class StatusRecord:
             **({"faults": [f.to_dict() for f in self.faults]} if self.faults else {}),
             **({"dead_letters": [c.to_dict() for c in self.dead_letters]} if self.dead_letters else {}),
             **({"groups": [g.to_dict() for g in self.groups]} if self.groups else {}),
+            **({"data_loss": [c.to_dict() for c in self.data_loss]} if self.data_loss else {}),
         }
 
     def to_json(self) -> str:
@@ -387,6 +403,7 @@ class StatusRecord:
             dead_letters=tuple(
                 PartitionCount.from_dict(x) for x in _list(d.get("dead_letters")) if isinstance(x, Mapping)
             ),
+            data_loss=tuple(PartitionCount.from_dict(x) for x in _list(d.get("data_loss")) if isinstance(x, Mapping)),
             checkpoints_emitted=_int(d.get("checkpoints_emitted")),
             instance_id=_text(d.get("instance_id")),
             pid=_int(d.get("pid")),

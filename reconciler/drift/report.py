@@ -33,7 +33,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.contract.jobstate import REPLICATING, JobState, LiveJob, LiveJobs, reported_verdict
-from reconciler.contract.status import DOWN_STATES, FaultKind, PartitionFault, StatusRecord, StatusState, health
+from reconciler.contract.status import (
+    DOWN_STATES,
+    FaultKind,
+    PartitionCount,
+    PartitionFault,
+    StatusRecord,
+    StatusState,
+    health,
+)
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
@@ -153,6 +161,7 @@ class JobHealth:
     halted: tuple[str, ...] = ()  # "topic:partition" the job stopped copying (state "degraded")
     faults: tuple[PartitionFault, ...] = ()  # the partitions that do not progress, and why (state "degraded")
     dead_lettered: int = 0  # records the job wrote to the dead-letter topic (on_refused_record: skip)
+    data_loss: tuple[PartitionCount, ...] = ()  # losses the job saw at the source since it started, by kind
     unknown: str | None = None  # why the status could not be read
     stale_after: float | None = None  # the threshold applied (contract/status.py `health`); not in to_dict
     verdict: JobState | None = None  # the one verdict (None: not checked)
@@ -187,6 +196,7 @@ class JobHealth:
             "halted": list(self.halted),
             "faults": [f.to_dict() for f in self.faults],
             "dead_lettered": self.dead_lettered,
+            "data_loss": [c.to_dict() for c in self.data_loss],
             "unknown": self.unknown,
         }
 
@@ -483,6 +493,7 @@ def job_health(
         dead_lettered=sum(c.count for c in status.dead_letters),
         verdict=verdict,
         why=why,
+        data_loss=status.data_loss,
     )
 
 
@@ -490,8 +501,14 @@ def job_health(
 FAULT_HINTS: dict[FaultKind, str] = {
     FaultKind.REFUSED_RECORD: "raise the remote topic's max.message.bytes (and the target cluster's message.max.bytes "
     "for the job's producer), or set on_refused_record: skip; then restart the job",
-    FaultKind.OUT_OF_RANGE: "the source lost the records at its position (offset_reset: halt); see the job's "
-    "out_of_range events, then restart it",
+    FaultKind.OUT_OF_RANGE: "the source lost the records at its position (offset_reset: pause); see the job's "
+    "out_of_range events, then restart it or set offset_reset: resume-at-start or resume-at-end",
+    FaultKind.TRUNCATED: "the source's retention passed the job's position (offset_reset: pause); restart the job or "
+    "set offset_reset: resume-at-start (copies what is left) or resume-at-end",
+    FaultKind.LOST_TAIL: "the source lost records it had acknowledged and will reuse their offsets (offset_reset: "
+    "pause); set offset_reset: resume-at-end (copies the reused offsets) or resume-at-start",
+    FaultKind.RECREATED: "the source topic was deleted and created again (offset_reset: pause); set offset_reset: "
+    "resume-at-start to copy the new topic from its beginning",
     FaultKind.STUCK: "the partition's source advances but the job does not copy it: see the job's last error (a broker "
     "not answering, authorization)",
 }
@@ -578,6 +595,20 @@ def _job_items(flow: Flow, job: JobHealth) -> list[DriftItem]:
     out = []
     if job.state == "degraded" or job.halted or job.faults:
         out.append(_degraded_item(flow, job))
+    if job.data_loss:
+        shown = [
+            f"{c.topic}:{c.partition} {c.kind.value if c.kind else 'out-of-range'} x{c.count}" for c in job.data_loss
+        ]
+        out.append(
+            item(
+                f"the source of flow {flow.name} lost records the job had reached since it started: "
+                + ", ".join(shown[:5])
+                + (f" and {len(shown) - 5} more" if len(shown) > 5 else ""),
+                "see the job's out_of_range events (reconciler status) for what it did (engine offset_reset); the "
+                "source lost acknowledged records (retention shorter than the lag, a broker that lost its tail, a "
+                "topic recreated): check it. Shown until the job restarts",
+            )
+        )
     if job.spec_current is False:
         out.append(
             item(

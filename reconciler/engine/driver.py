@@ -42,7 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec, dead_letters_topic_name
+from reconciler.contract.spec import (
+    EXIT_RESTART_REQUIRED,
+    EXIT_SUPERSEDED,
+    JobSpec,
+    OffsetReset,
+    dead_letters_topic_name,
+)
 from reconciler.contract.status import (
     FaultKind,
     Latency,
@@ -53,7 +59,7 @@ from reconciler.contract.status import (
     StatusState,
 )
 from reconciler.engine.delivery import DeliveryMode, mode_of
-from reconciler.engine.driver_parts import Connections, Pacing, Partitions, Progress
+from reconciler.engine.driver_parts import Connections, Pacing, Partitions, Progress, StuckWatch
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.lag import (
@@ -64,6 +70,7 @@ from reconciler.engine.lag import (
     job_lag,
 )
 from reconciler.engine.metrics import JobMetrics
+from reconciler.engine.source_loss import ends_moved_back, position_loss, recreated_topics, resume_at
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, TaskResult
 from reconciler.engine.topics import plan_partitions
 from reconciler.engine.worker import run_tasks
@@ -72,6 +79,11 @@ from reconciler.topology import secrets
 
 log = logging.getLogger(__name__)
 
+#: The faults a loss at the source halts a partition with (`offset_reset: pause` or `fail`).
+LOSS_KINDS = frozenset({FaultKind.OUT_OF_RANGE, FaultKind.TRUNCATED, FaultKind.LOST_TAIL, FaultKind.RECREATED})
+#: A partition whose source is ahead while its position does not move is stuck (FaultKind.STUCK) after this many
+#: status intervals, and at least two batch deadlines (`max_batch_ms`: a task's count arrives when it ends).
+STUCK_INTERVALS = 5
 TICK_S = 0.5  # how often the side channels are looked at while a batch runs
 GATE_RECHECK_S = 60.0  # a caught-up flow still runs a batch this often (work_waiting)
 IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
@@ -222,6 +234,7 @@ class ReplicationDriver:
         for c in (self.spec.source, self.spec.target):
             self.progress.redact.add_from(dict(c.config), environ)
         self.parts = Partitions()  # the partitions copied: plan, positions, slots, sync state, lag, halted
+        self.stuck = StuckWatch()  # the partitions that do not progress while their source is ahead
         self.conn: Connections | None = None  # the clients, opened at start (_connect)
         self.threads = Threads()  # the side channels' threads and the batch runner, from start to close
         self.metrics = JobMetrics(self.spec.flow)  # served by the job's entry point (jobs/mirror_job.py)
@@ -394,6 +407,8 @@ class ReplicationDriver:
                 self.refresh()
         tasks = self.plan_tasks()
         work = self.work_waiting() if tasks else Work.RECORDS
+        if self.pacing.moved_back and self._ends_moved_back():
+            tasks = self.plan_tasks()  # positions moved (or partitions halted): the batch starts from them
         executor = self.executor
         if self.conn is not None:
             if work is Work.RECORDS:
@@ -461,6 +476,8 @@ class ReplicationDriver:
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
             ends = {}
+        back = ends_moved_back(self.pacing.ends_before, ends)
+        self.pacing.moved_back = {tp: (self.pacing.ends_before[tp], end) for tp, end in back.items()}
         self.pacing.ends_before, self.pacing.ends_read_at_ms = ends, int(time.time() * 1000)
         waiting = [tp for tp in copy if tp not in ends or self.pacing.caught_up.get(tp, -1) != ends[tp]]
         if not waiting:
@@ -584,12 +601,20 @@ class ReplicationDriver:
                 self._error(e)
             for tp in [tp for tp, f in self.parts.halted.items() if f.kind is FaultKind.REFUSED_RECORD]:
                 del self.parts.halted[tp]
+        if resume_at(self.offset_reset, 0, 0) is not None:  # partitions paused on a loss: the new policy decides
+            for tp in [tp for tp, f in self.parts.halted.items() if f.kind in LOSS_KINDS]:
+                del self.parts.halted[tp]
+                self.parts.consumer_epoch += 1
         return True
+
+    @property
+    def offset_reset(self) -> OffsetReset:
+        return OffsetReset.of(self.spec.engine.offset_reset)
 
     def refresh(self, first: bool = False) -> None:
         """Discover source topics/partitions, create missing remote topics, load new positions."""
         flow, conn = self.spec.mirror_flow, self.connections
-        source = conn.topics.describe(conn.source_admin, 15)
+        source = conn.topics.describe(conn.source_admin, 15, ids=True)
         target = conn.topics.describe(conn.target_admin, 15)
         plan = plan_partitions(flow, source, target)
         findings = list(plan.findings)
@@ -619,6 +644,11 @@ class ReplicationDriver:
                 f"created again under the same name is copied from its beginning)"
             )
         self.parts.known_topics = {t for t, _ in plan.copy}
+        ids = {name: info.topic_id for name, info in source.items() if name in self.parts.known_topics}
+        for topic in recreated_topics(self.parts.topic_ids, ids):
+            for tp in sorted(tp for tp in plan.copy if tp[0] == topic and tp in self.parts.positions):
+                self._recreated(tp, self.parts.topic_ids[topic], ids[topic] or "")
+        self.parts.topic_ids.update({t: i for t, i in ids.items() if i is not None})
         gone = [tp for tp in self.parts.positions if tp not in plan.copy]
         for tp in gone:  # topic deleted or no longer matching: forget (positions reload if it returns)
             self.parts.forget(tp)
@@ -764,15 +794,16 @@ class ReplicationDriver:
         self.pacing.caught_up.pop(tp, None)
         self._error(f"{tp[0]}[{tp[1]}]: halted: {reason} (on_refused_record: fail)")
 
-    # --- out of range -----------------------------------------------------------------------
+    # --- data lost at the source (engine/source_loss.py) -------------------------------------
     def _check_position(self, tp: TP, position: int) -> None:
-        """A partition that answered neither records nor end-of-partition: is the position valid?"""
+        """A partition that answered neither records nor end-of-partition (Tansu answers a fetch outside the log
+        with nothing at all): is the position valid?"""
         try:
             offsets = self.connections.offsets
             low, high = offsets.watermarks(*tp)
             if position < low:
                 self._out_of_range(
-                    tp, position, f"offset {position} is below the earliest offset {low} (truncated)", low, high
+                    tp, position, f"offset {position} is below the log start {low} (truncated)", low, high
                 )
                 return
             if position <= high:
@@ -780,32 +811,102 @@ class ReplicationDriver:
             end = offsets.end_offset(*tp)
             if end is not None and position > end:
                 self._out_of_range(
-                    tp, position, f"offset {position} is past the end {end} (partition recreated?)", low, end
+                    tp, position, f"offset {position} is past the log end {end} (records lost, or recreated)", low, end
                 )
         except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
             self.log.info("cannot check position of %s: %s", tp, exc)
 
-    def _out_of_range(
-        self, tp: TP, position: int, reason: str, low: int | None = None, high: int | None = None
-    ) -> None:
-        self.pacing.caught_up.pop(tp, None)
-        if low is None:
-            try:
-                low, high = self.connections.offsets.watermarks(*tp)
-            except Exception:  # noqa: BLE001
-                low, high = None, None
-        action = "halted" if self.spec.engine.offset_reset == "halt" else f"reset to earliest offset {low}"
-        event = OutOfRange(tp[0], tp[1], position, low, high, reason, action, int(time.time() * 1000))
-        self.progress.add_out_of_range(event)
-        self._error(f"{tp[0]}[{tp[1]}]: out of range: {reason}; {action}")
-        if self.spec.engine.offset_reset == "halt" or low is None:
-            self.parts.halted[tp] = PartitionFault(tp[0], tp[1], FaultKind.OUT_OF_RANGE, reason, position, event.at)
-            self.parts.consumer_epoch += 1
+    def _ends_moved_back(self) -> bool:
+        """The source's end of some partitions, read before this batch, is below the last read (`Pacing.moved_back`):
+        the broker lost records at and after it (at-least-once or not, the job may have copied them), and new records
+        will get their offsets. Reported each time; a position past the end is handled by `offset_reset` now, before
+        the batch copies from it: reused offsets below the position would be skipped. Whether positions moved."""
+        moved, self.pacing.moved_back = self.pacing.moved_back, {}
+        changed = False
+        for tp, (before, end) in sorted(moved.items()):
+            if tp in self.parts.halted:
+                continue
+            position = self.parts.positions.get(tp, -2)
+            reason = f"the log end moved back from {before} to {end}: the source lost records it had acknowledged"
+            if position > end:
+                self._out_of_range(
+                    tp, position, f"{reason}; offset {position} is past it", None, end, FaultKind.LOST_TAIL
+                )
+                changed = True
+            else:
+                self._report_loss(
+                    tp,
+                    position,
+                    f"{reason} (the job had not copied past it)",
+                    None,
+                    end,
+                    FaultKind.LOST_TAIL,
+                    "reported; the job's position is within the log",
+                )
+        return changed
+
+    def _recreated(self, tp: TP, before: str, now: str) -> None:
+        """The source topic's id changed since the last refresh: deleted and created again."""
+        position = self.parts.positions.get(tp, -2)
+        if position < 0:
             return
-        self.parts.positions[tp] = low
-        self.parts.sync_states.pop(tp, None)
+        reason = f"topic {tp[0]} was recreated (topic id {before} is now {now})"
+        self._out_of_range(tp, position, reason, None, None, FaultKind.RECREATED)
+
+    def _out_of_range(
+        self,
+        tp: TP,
+        position: int,
+        reason: str,
+        low: int | None = None,
+        high: int | None = None,
+        kind: FaultKind | None = None,
+    ) -> None:
+        """The source lost the records at the partition's position (`kind`; classified by the log's range when not
+        given): reported, then `offset_reset` decides: resume at the log start or end, halt the partition, or fail
+        the job."""
+        self.pacing.caught_up.pop(tp, None)
+        if low is None or high is None:
+            try:
+                w_low, w_high = self.connections.offsets.watermarks(*tp)
+                low = w_low if low is None else low
+                high = w_high if high is None else high
+            except Exception:  # noqa: BLE001
+                pass
+        if kind is None:
+            kind = (position_loss(position, low, high) if low is not None and high is not None else None) or (
+                FaultKind.OUT_OF_RANGE
+            )
+        policy = self.offset_reset
+        to = resume_at(policy, low, high, kind)
+        if policy is OffsetReset.FAIL:
+            action = "failed: the job stops (offset_reset: fail)"
+        elif to is None:
+            action = f"halted (offset_reset: {policy.value})"
+        else:
+            action = f"resumed at the log {'start' if to == low else 'end'} {to} (offset_reset: {policy.value})"
+        at = self._report_loss(tp, position, reason, low, high, kind, action)
         self.parts.consumer_epoch += 1
-        self.connections.offsets.commit({tp: low})  # at-least-once; exactly-once commits inside transactions
+        if to is None:
+            self.parts.halted[tp] = PartitionFault(tp[0], tp[1], kind, reason, position, at)
+            if policy is OffsetReset.FAIL:
+                self.state = StatusState.FAILED
+                self.exit_code = self.exit_code or 1
+                self.stop_event.set()
+            return
+        self.parts.positions[tp] = to
+        self.parts.sync_states.pop(tp, None)
+        self.connections.offsets.commit({tp: to})  # at-least-once; exactly-once commits inside transactions
+
+    def _report_loss(
+        self, tp: TP, position: int, reason: str, low: int | None, high: int | None, kind: FaultKind, action: str
+    ) -> int:
+        """A loss at the source in the status record (`out_of_range`, counted in `data_loss`), the log and the
+        metrics; when (epoch ms)."""
+        event = OutOfRange(tp[0], tp[1], position, low, high, reason, action, int(time.time() * 1000), kind)
+        self.progress.add_out_of_range(event)
+        self._error(f"{tp[0]}[{tp[1]}]: {kind.value}: {reason}; {action}")
+        return event.at or 0
 
     # --- status -----------------------------------------------------------------------------
     def _error(self, text: str) -> None:
@@ -823,8 +924,14 @@ class ReplicationDriver:
         return StatusState.DEGRADED if self.state is StatusState.RUNNING and self.faults() else self.state
 
     def faults(self) -> tuple[PartitionFault, ...]:
-        """The partitions that do not progress: the halted ones."""
-        return tuple(self.parts.halted[tp] for tp in sorted(self.parts.halted))
+        """The partitions that do not progress: the halted ones, and those stuck (`StuckWatch`)."""
+        faults = {**self.stuck.stuck, **self.parts.halted}
+        return tuple(faults[tp] for tp in sorted(faults))
+
+    def stuck_after_seconds(self) -> float:
+        """How long a partition behind its source may not move before it is stuck (STUCK_INTERVALS)."""
+        engine = self.spec.engine
+        return max(STUCK_INTERVALS * engine.status_interval_seconds, 2 * engine.max_batch_ms / 1000)
 
     def status_record(self, lag: JobLag | None = None) -> StatusRecord:
         lag = lag if lag is not None else self.current_lag()
@@ -855,6 +962,12 @@ class ReplicationDriver:
             halted=tuple(f"{t}:{p}" for t, p in sorted(self.parts.halted)),
             faults=self.faults(),
             dead_letters=tuple(PartitionCount(t, p, n) for (t, p), n in sorted(self.parts.dead_letters.items())),
+            data_loss=tuple(
+                PartitionCount(t, p, n, kind)
+                for ((t, p), kind), n in sorted(
+                    self.progress.data_loss.items(), key=lambda kv: (kv[0][0], kv[0][1].value)
+                )
+            ),
             checkpoints_emitted=self.checkpoints_emitted,
             instance_id=self.instance_id,
             pid=os.getpid(),
@@ -882,6 +995,13 @@ class ReplicationDriver:
         """The status record, and the lag metrics from the same figures (also between batches: a batch whose
         tasks are held up must not hold up the lag the job reports)."""
         lag = self.current_lag()
+        halted = self.parts.halted
+        self.stuck.observe(
+            [p for p in lag.partitions if (p.topic, p.partition) not in halted],
+            int(time.time() * 1000),
+            int(1000 * self.stuck_after_seconds()),
+            self.progress.last_error,
+        )
         record = self.status_record(lag)
         self.metrics.observe_lag(lag)
         if self.conn is not None:

@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.contract.spec import JobSpec
-from reconciler.contract.status import LatencyWindow, OutOfRange, PartitionFault, RateWindow, StatusPublisher
+from reconciler.contract.status import (
+    FaultKind,
+    LatencyWindow,
+    OutOfRange,
+    PartitionFault,
+    PartitionLag,
+    RateWindow,
+    StatusPublisher,
+)
 from reconciler.engine import clients
 from reconciler.engine.arrivals import ArrivalWatch
 from reconciler.engine.delivery import DeliveryMode
@@ -122,6 +130,8 @@ class Progress:
     last_error: str | None = None
     findings: list[str] = field(default_factory=list)
     out_of_range: list[OutOfRange] = field(default_factory=list)
+    #: the losses seen at the source since start, per partition and kind (`FaultKind.TRUNCATED`, ...)
+    data_loss: dict[tuple[TP, FaultKind], int] = field(default_factory=dict)
     latency: LatencyWindow = field(default_factory=LatencyWindow)
     rate: RateWindow = field(default_factory=RateWindow)
     _error_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -140,6 +150,8 @@ class Progress:
 
     def add_out_of_range(self, event: OutOfRange) -> None:
         self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
+        key = ((event.topic, event.partition), event.kind or FaultKind.OUT_OF_RANGE)
+        self.data_loss[key] = self.data_loss.get(key, 0) + 1
 
 
 @dataclass
@@ -167,6 +179,7 @@ class Partitions:
     record_limits: dict[str, int] = field(default_factory=dict)
     dead_letters: dict[TP, int] = field(default_factory=dict)
     known_topics: set[str] = field(default_factory=set)
+    topic_ids: dict[str, str] = field(default_factory=dict)  # the source topics' ids, where the broker gives them
     last_owner: dict[int, str | None] = field(default_factory=dict)
     consumer_epoch: int = 0
 
@@ -228,6 +241,38 @@ class Partitions:
 
 
 @dataclass
+class StuckWatch:
+    """The partitions that do not progress while their source is ahead (FaultKind.STUCK: a record the target refuses
+    that the worker did not predict, an authorization error, a broker that does not answer): `seen` holds, per
+    partition behind its source's end, the position it was seen at and since when (epoch ms). A partition whose
+    position has not moved while its end stayed ahead for `bound_ms` is stuck; it clears once it moves or catches
+    up. Fed the job's lag (the positions, including what running tasks committed, against the source's ends) at
+    each status."""
+
+    seen: dict[TP, tuple[int, int]] = field(default_factory=dict)
+    stuck: dict[TP, PartitionFault] = field(default_factory=dict)
+
+    def observe(self, lag: Iterable[PartitionLag], now_ms: int, bound_ms: int, why: str | None) -> None:
+        seen: dict[TP, tuple[int, int]] = {}
+        stuck: dict[TP, PartitionFault] = {}
+        for p in lag:
+            tp = (p.topic, p.partition)
+            if p.next is None or p.end is None or p.next < 0 or p.end <= p.next:
+                continue  # caught up (or not known): not stuck
+            position, since = self.seen.get(tp, (p.next, now_ms))
+            if position != p.next:
+                position, since = p.next, now_ms  # it moved
+            seen[tp] = (position, since)
+            if now_ms - since >= bound_ms:
+                reason = (
+                    f"the source's end {p.end} is ahead of the job's position {p.next}, which has not moved for "
+                    f"{(now_ms - since) / 1000:.0f} s" + (f" (last error: {why})" if why else "")
+                )
+                stuck[tp] = PartitionFault(tp[0], tp[1], FaultKind.STUCK, reason, p.next, since)
+        self.seen, self.stuck = seen, stuck
+
+
+@dataclass
 class Pacing:
     """When the loop does what. `next`: the monotonic time each periodic action is next due ("refresh",
     "heartbeat", "status", "delayed_syncs"; the idle gate's "gate_recheck" and "heartbeats_copy"). The idle
@@ -239,6 +284,7 @@ class Pacing:
     next: dict[str, float] = field(default_factory=dict)
     ends_before: dict[TP, int] = field(default_factory=dict)
     ends_read_at_ms: int = 0  # when `ends_before` was read (epoch ms)
+    moved_back: dict[TP, tuple[int, int]] = field(default_factory=dict)  # ends below the last read: (before, now)
     caught_up: dict[TP, int] = field(default_factory=dict)
     idle_steps: int = 0
     wake: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)

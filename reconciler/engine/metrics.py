@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics_core import Metric
 
 from reconciler.contract.metrics import CHECKPOINT, OWN, SOURCE
-from reconciler.contract.status import RATE_WINDOW_SECONDS, RateWindow, StatusState
+from reconciler.contract.status import RATE_WINDOW_SECONDS, FaultKind, RateWindow, StatusState
 from reconciler.engine.tasks import TP, TaskResult
 from reconciler.settings import KUBERNETES_PORT, PORT_ENV  # noqa: F401 (re-exported)
 from reconciler.topology.model import flow_ends
@@ -189,8 +189,9 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         f"{OWN}_out_of_range",
         "counter",
-        PARTITION_LABELS,
-        "Out-of-range events (source truncated or recreated) of the partition",
+        (*PARTITION_LABELS, "kind"),
+        "Records lost at the source, seen at the partition (kind: truncated, lost-tail, recreated, out-of-range; the "
+        "status record's `data_loss`)",
     ),
     MetricDef(
         f"{OWN}_partition_fault_since_seconds",
@@ -344,7 +345,8 @@ class JobMetrics:
         for event in progress.out_of_range:
             if not any(event is seen for seen in self._seen_out_of_range):
                 remote = driver.parts.plan.copy.get((event.topic, event.partition), event.topic)
-                self.get(f"{OWN}_out_of_range", topic=remote, partition=event.partition).inc()
+                kind = (event.kind or FaultKind.OUT_OF_RANGE).value
+                self.get(f"{OWN}_out_of_range", topic=remote, partition=event.partition, kind=kind).inc()
         self._seen_out_of_range = list(progress.out_of_range)
         self._advance(f"{OWN}_errors", "_errors", progress.errors)
         self._advance(f"{CHECKPOINT}_checkpoints", "_checkpoints", driver.checkpoints_emitted)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from reconciler.contract.status import PartitionFault
+from reconciler.contract.status import PartitionCount, PartitionFault
 from reconciler.jobplan.state import JobState, LiveJob, desired_jobs, iso, read_jobs
 from reconciler.mirror.group_sync import GroupSync
 from reconciler.operations.backend import Backend
@@ -44,6 +44,7 @@ class JobRow:
     last_error: str | None
     faults: tuple[PartitionFault, ...]  # the partitions the job does not copy, why and since when (degraded)
     dead_lettered: int | None  # records written to the dead-letter topic (on_refused_record: skip)
+    data_loss: tuple[PartitionCount, ...]  # losses seen at the source since the job started, per partition and kind
     heartbeat_at: int | None
     last_seen: str | None
     unreadable: str | None  # why the statuses on the flow's target could not be read
@@ -100,6 +101,7 @@ def _row(flow: str, lj: LiveJob, d, unreadable: str | None) -> JobRow:
         last_error=st.last_error if st is not None else None,
         faults=st.faults if st is not None and fresh else (),
         dead_lettered=sum(c.count for c in st.dead_letters) if st is not None else None,
+        data_loss=st.data_loss if st is not None else (),
         heartbeat_at=st.heartbeat_at if st is not None else None,
         last_seen=iso(st.heartbeat_at) if st is not None else None,
         unreadable=unreadable,

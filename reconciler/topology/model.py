@@ -83,6 +83,8 @@ class JobSettings:
     trigger_interval_ms: int
     max_batch_ms: int
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    # what the job does when the source lost the records at a partition's position (contract/spec.py OffsetReset)
+    offset_reset: str = _JOB["offset_reset"]
     namespace: str = _JOB["namespace"]
     image: str | None = _JOB["image"]
     # kubernetes: the driver's service account

@@ -465,6 +465,20 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         constraints={"minimum": 100},
     ),
     _s(
+        "job.offset_reset",
+        Type.CHOICE,
+        "resume",
+        "What the job does when the source lost the records at a partition's next offset (each loss is reported in "
+        "status, drift and the metrics whatever this says): `resume` resumes where nothing the source still holds is "
+        "skipped and nothing is copied twice (the log start when retention passed the position or the topic was "
+        "recreated; the log end when the broker lost its acknowledged tail, so the offsets it gives new records are "
+        "copied); `resume-at-start` / `resume-at-end` always there; `pause` halts the partition (the flow degraded); "
+        "`fail` stops the job. `earliest` and `halt` are the older names of `resume-at-start` and `pause`. MirrorMaker "
+        "2 has no such choice: it forces the consumer's auto.offset.reset.",
+        hot=True,
+        choices=("resume", "resume-at-start", "resume-at-end", "pause", "fail", "earliest", "halt"),
+    ),
+    _s(
         "job.trigger_interval_ms",
         Type.INT,
         200,
@@ -629,9 +643,8 @@ SPEC_ONLY_LEAVES: tuple[str, ...] = (
     "settings.carries_heartbeats",
     "settings.policy.source_cluster_alias",
     "engine.status_interval_seconds",
-    "engine.offset_reset",
 )
-SPEC_ONLY_HOT_RELOADABLE: frozenset[str] = frozenset({"engine.status_interval_seconds", "engine.offset_reset"})
+SPEC_ONLY_HOT_RELOADABLE: frozenset[str] = frozenset({"engine.status_interval_seconds"})
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in FLOW_SETTINGS}
 TOPOLOGY_BY_NAME: dict[str, Setting] = {s.name: s for s in TOPOLOGY_SETTINGS}

@@ -5,17 +5,23 @@ does not), so those tests run on noida-db."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import threading
+import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from prometheus_client import generate_latest
 
-from reconciler.contract.spec import ClusterSpec, dead_letters_topic_name
+from reconciler.contract.spec import ClusterSpec, dead_letters_topic_name, job_group
 from reconciler.contract.status import FaultKind, StatusState
+from reconciler.dev.brokers import Engine, start_broker, stop_pid
+from reconciler.drift.report import job_health
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
 from reconciler.jobplan.backend import read_job_status
-from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
+from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka]
 
@@ -103,3 +109,233 @@ def test_refused_record_skipped_to_the_dead_letter_topic(noida_clusters, deliver
     assert letter.key == b"k50" and letter.value is None
     assert headers["__connect.errors.topic"] == b"sized2" and headers["__connect.errors.offset"] == b"50"
     assert b"larger than the remote topic" in headers["__connect.errors.exception.message"]
+
+
+# --- data lost at the source (offset_reset) ------------------------------------------------------------------------
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for v in values:
+        p.produce(topic, v, partition=0)
+    assert p.flush(30) == 0
+
+
+def _status(target, spec):
+    return read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
+
+
+@pytest.mark.parametrize(
+    ("delivery", "policy", "first_new"),
+    [("exactly-once", "resume-at-end", 30), ("at-least-once", "earliest", 0)],  # earliest: resume-at-start's old name
+)
+def test_a_position_past_the_log_end_is_reported_and_the_reused_offsets_are_copied(
+    noida_clusters, delivery, policy, first_new
+):
+    """The source loses the records at and before the job's position and gives their offsets to new records (the
+    topic deleted and created again with fewer records: on noida-db, which gives no topic ids, this is what a broker
+    that lost its tail shows). The loss is reported (status `out_of_range`, `data_loss`, drift) and the partition
+    resumes where `offset_reset` says, so the records written at the reused offsets are copied, each once."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "tail", 1)
+    _produce(source.bootstrap, "tail", [b"old-%d" % i for i in range(100)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("tail",),
+        delivery=delivery,
+        offset_reset=policy,
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+    )
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = _run(driver)
+    isolation = "read_committed" if delivery == "exactly-once" else "read_uncommitted"
+    try:
+        wait_for(lambda: driver.parts.positions.get(("tail", 0)) == 100, 40, what="the old records copied")
+        admin = AdminClient({"bootstrap.servers": source.bootstrap})
+        admin.delete_topics(["tail"])["tail"].result(15)
+        wait_for(lambda: "tail" not in admin.list_topics(timeout=5).topics, 15, what="the topic deleted")
+        create_topic(source.bootstrap, "tail", 1)
+        _produce(source.bootstrap, "tail", [b"new-%d" % i for i in range(30)])
+        status = wait_for(lambda: (s := _status(target, spec)) and s.data_loss and s, 30, what="the loss reported")
+        # The offsets 30..99 the job had copied from the old topic are given to new records: they are copied.
+        _produce(source.bootstrap, "tail", [b"new-%d" % i for i in range(30, 130)])
+        wait_for(lambda: driver.parts.positions.get(("tail", 0)) == 130, 40, what="the new records copied")
+    finally:
+        driver.stop_event.set()
+        thread.join(30)
+    [loss] = status.data_loss
+    assert (loss.topic, loss.partition, loss.kind, loss.count) == ("tail", 0, FaultKind.LOST_TAIL, 1), status
+    event = status.out_of_range[0]
+    assert event.kind is FaultKind.LOST_TAIL and event.position == 100, event
+    where = "end" if policy == "resume-at-end" else "start"
+    assert f"resumed at the log {where} {first_new}" in (event.action or ""), event
+    assert status.state is StatusState.RUNNING and not status.faults  # resumed: not halted
+    copied = [r.value for r in read_topic(target.bootstrap, "west.tail", 1, isolation=isolation)[0]]
+    assert copied == [b"old-%d" % i for i in range(100)] + [b"new-%d" % i for i in range(first_new, 130)]
+    # drift says so (non-zero), until the job restarts
+    health = job_health(status.to_dict(), None, status.heartbeat_at or 0)
+    assert health.data_loss == status.data_loss
+    metrics = generate_latest(driver.metrics.registry).decode()
+    assert "mirror_out_of_range_total{" in metrics and 'kind="lost-tail"' in metrics
+
+
+def test_pause_halts_a_truncated_partition_and_fail_stops_the_job(noida_clusters):
+    """Below the log start (records deleted under the job's position): `pause` halts the partition (a fault of kind
+    `truncated`, the flow degraded); `fail` stops the job (state failed, exit 1)."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "cut", 1)
+    _produce(source.bootstrap, "cut", [b"r%d" % i for i in range(50)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("cut",),
+        offset_reset="halt",
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+    )
+    # The job's committed position is 10; the records below 40 are deleted.
+    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c.commit(offsets=[TopicPartition("cut", 0, 10)], asynchronous=False)
+    c.close()
+    admin = AdminClient({"bootstrap.servers": source.bootstrap})
+    [done] = admin.delete_records([TopicPartition("cut", 0, 40)]).values()
+    done.result(15)
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = _run(driver)
+    try:
+        status = wait_for(lambda: (s := _status(target, spec)) and s.faults and s, 30, what="the partition halted")
+    finally:
+        driver.stop_event.set()
+        thread.join(30)
+    [fault] = status.faults
+    assert (fault.kind, fault.offset, status.state) == (FaultKind.TRUNCATED, 10, StatusState.DEGRADED), status
+    assert count_topic(target.bootstrap, "west.cut", 1) == 0
+    failing = ReplicationDriver(
+        dataclasses.replace(spec, engine=dataclasses.replace(spec.engine, offset_reset="fail")), LocalExecutor()
+    )
+    assert failing.run(max_seconds=30) == 1
+    assert failing.state is StatusState.FAILED and failing.faults()[0].kind is FaultKind.TRUNCATED
+
+
+# --- a partition that does not progress while its source advances (stuck) -----------------------------------------
+def test_a_partition_behind_a_frozen_target_is_stuck_until_it_progresses(noida_clusters):
+    """The target broker frozen (SIGSTOP) while records arrive: the partition's position does not move while its
+    source is ahead, so after `stuck_after_seconds` it is a `stuck` fault (since when, why) and the flow is degraded;
+    once the broker answers again it copies on and the fault clears."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "frozen", 1)
+    _produce(source.bootstrap, "frozen", [b"a%d" % i for i in range(20)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("frozen",),
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+        status_interval_seconds=1.0,
+        max_batch_ms=2000,
+    )
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = threading.Thread(target=driver.run, kwargs={"max_seconds": 90}, daemon=True)
+    thread.start()
+    assert target.pid is not None
+    try:
+        wait_for(lambda: driver.parts.positions.get(("frozen", 0)) == 20, 30, what="the first records copied")
+        os.kill(target.pid, signal.SIGSTOP)
+        try:
+            _produce(source.bootstrap, "frozen", [b"b%d" % i for i in range(20)])
+            bound = driver.stuck_after_seconds()
+            fault = wait_for(
+                lambda: next((f for f in driver.faults() if f.kind is FaultKind.STUCK), None),
+                bound + 15,
+                what="the partition reported stuck",
+            )
+            assert driver.reported_state() is StatusState.DEGRADED
+            assert driver.status_record().faults == (fault,)
+        finally:
+            os.kill(target.pid, signal.SIGCONT)
+        wait_for(lambda: driver.parts.positions.get(("frozen", 0)) == 40, 60, what="copying again")
+        wait_for(lambda: not driver.faults(), 2 * spec.engine.status_interval_seconds + 10, what="the fault cleared")
+    finally:
+        driver.stop_event.set()
+        thread.join(30)
+    assert (fault.topic, fault.partition, fault.offset) == ("frozen", 0, 20), fault
+    assert fault.since is not None and "has not moved for" in (fault.reason or ""), fault
+    assert [r.value for r in read_topic(target.bootstrap, "west.frozen", 1)[0]] == [b"a%d" % i for i in range(20)] + [
+        b"b%d" % i for i in range(20)
+    ]
+
+
+# --- a source broker restarted under load --------------------------------------------------------------------------
+def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters):
+    """The source broker stopped gracefully and started again on its data while ~1,500 records/s arrive: records
+    written after it answers again reach the target within 30 s, with no command; every record the source still
+    holds is on the target once (exactly-once), and what the broker lost at its restart is reported, not skipped."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "load", 1)
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("load",),
+        delivery="exactly-once",
+        offset_reset="resume-at-end",
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+    )
+    stop, pause = threading.Event(), threading.Event()
+    sent = [0]
+
+    def load() -> None:
+        p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 5})
+        while not stop.is_set():
+            if pause.is_set():
+                stop.wait(0.05)
+                continue
+            for _ in range(15):
+                p.produce("load", b"%d" % sent[0], partition=0)
+                sent[0] += 1
+            p.poll(0)
+            stop.wait(0.01)
+        p.flush(30)
+
+    loader = threading.Thread(target=load, daemon=True)
+    loader.start()
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = threading.Thread(target=driver.run, kwargs={"max_seconds": 180}, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: driver.parts.positions.get(("load", 0), 0) > 3000, 60, what="the load copied")
+        assert source.pid is not None and source.data_dir is not None
+        stop_pid(source.pid)  # SIGTERM: a graceful stop, as a rolling restart does
+        pause.set()
+        restarted = start_broker(source.host, source.port, engine=Engine.NOIDA, data_dir=source.data_dir)
+        source.pid, source.process = restarted.pid, restarted.process
+        first_after = sent[0]
+        pause.clear()
+        answered = time.monotonic()
+        isolation = "read_committed"
+        wait_for(
+            lambda: any(
+                int(r.value) >= first_after
+                for r in read_topic(target.bootstrap, "west.load", 1, isolation=isolation)[0]
+            ),
+            30,
+            interval=1.0,
+            what="a record written after the restart on the target",
+        )
+        flowing_after = time.monotonic() - answered
+        stop.set()
+        loader.join(60)
+        end_offset = read_topic(source.bootstrap, "load", 1)[0][-1].offset + 1
+        wait_for(lambda: driver.parts.positions.get(("load", 0)) == end_offset, 60, what="the rest copied")
+    finally:
+        stop.set()
+        driver.stop_event.set()
+        thread.join(30)
+    held = [r.value for r in read_topic(source.bootstrap, "load", 1)[0]]
+    copied = [r.value for r in read_topic(target.bootstrap, "west.load", 1, isolation="read_committed")[0]]
+    print(f"records flowing {flowing_after:.1f} s after the broker answered; source {len(held)}, target {len(copied)}")
+    lost = driver.progress.data_loss
+    if not lost:  # the broker kept every record the job had read: the target is the source, record for record
+        assert copied == held
+    else:  # it lost some the job had copied: those stay on the target, reported; every record it holds is copied
+        assert set(held) <= set(copied) and len(copied) == len(set(copied))

@@ -49,7 +49,7 @@ def test_out_of_range_position_is_reported_not_skipped(fresh_clusters):
     assert status is not None
     events = status.out_of_range
     assert events and events[0].topic == "ledger" and events[0].position == 50, status
-    assert "reset to earliest offset 0" in (events[0].action or "") and "out of range" in (status.last_error or "")
+    assert "resumed at the log start 0" in (events[0].action or "") and "past the log end" in (status.last_error or "")
     # After the report, the partition is copied from its earliest offset.
     assert [r.value for r in read_topic(target.bootstrap, "west.ledger", 1)[0]] == [b"new-%d" % i for i in range(5)]
 
@@ -79,7 +79,7 @@ def test_halt_policy_stops_the_partition(fresh_clusters):
     driver.run(max_seconds=4)
     driver.state = StatusState.RUNNING
     status = driver.status_record()
-    assert status.halted == ("ledger2:0",) and status.out_of_range[0].action == "halted"
+    assert status.halted == ("ledger2:0",) and status.out_of_range[0].action == "halted (offset_reset: pause)"
     assert status.state is StatusState.DEGRADED
     assert count_topic(target.bootstrap, "west.ledger2", 1) == 0
 

@@ -12,7 +12,7 @@ from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import StatusState
 from reconciler.engine import driver_parts
 from reconciler.engine.driver import ReplicationDriver, Threads
-from reconciler.engine.driver_parts import MAX_FINDINGS, Connections, Pacing, Partitions, Progress
+from reconciler.engine.driver_parts import MAX_FINDINGS, Connections, Pacing, Partitions, Progress, StuckWatch
 from reconciler.engine.tasks import PartitionResult
 from reconciler.engine.topics import PartitionPlan
 from tests.spec_helpers import job_spec
@@ -37,13 +37,14 @@ OWN = {
     "pacing",
     "conn",
     "threads",
+    "stuck",
 }
-PARTS = {"progress": Progress, "parts": Partitions, "pacing": Pacing, "threads": Threads}
+PARTS = {"progress": Progress, "parts": Partitions, "pacing": Pacing, "threads": Threads, "stuck": StuckWatch}
 
 
 def test_the_driver_holds_its_parts_and_few_attributes_of_its_own():
     d = ReplicationDriver(SPEC, executor=None)
-    assert set(vars(d)) == OWN and len(vars(d)) <= 15
+    assert set(vars(d)) == OWN and len(vars(d)) <= 16
     for name, part in PARTS.items():
         assert type(getattr(d, name)) is part, name
     assert d.conn is None  # opened at start (_connect)

@@ -138,13 +138,13 @@ def test_job_state_series_are_the_status_states():
 
 def test_aborted_transactions_and_out_of_range_count_once():
     m = JobMetrics("west->east")
-    event = OutOfRange("orders", 0, 9, 0, 5, "offset 9 is past the end 5", "halted", 0)
-    fault = PartitionFault("orders", 0, FaultKind.OUT_OF_RANGE, event.reason, 9, 0)
+    event = OutOfRange("orders", 0, 9, 0, 5, "offset 9 is past the end 5", "halted", 0, FaultKind.LOST_TAIL)
+    fault = PartitionFault("orders", 0, FaultKind.LOST_TAIL, event.reason, 9, 0)
     d = driver(exactly_once=True, out_of_range=[event], halted={("orders", 0): fault}, batch_failures=1)
     m.observe(d, [TaskResult(slot=0, process="p", error="KafkaException: boom", partitions=[part(0)])])
     m.observe(d, [])  # the same event is still listed: not counted again
     assert value(m, "mirror_transaction_aborts_total") == 1
-    assert value(m, "mirror_out_of_range_total", topic="west.orders", partition="0") == 1
+    assert value(m, "mirror_out_of_range_total", topic="west.orders", partition="0", kind="lost-tail") == 1
     assert value(m, "mirror_batch_failures_total") == 2
     assert value(m, "mirror_job_state", state="degraded") == 1
     assert not any(n == "kafka_connect_mirror_source_connector_record_count_total" for n, _ in samples(m))
