@@ -337,6 +337,11 @@ class Copier:
         for p in parts:
             p.dead_letters = dead_letters
         self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
+        # A partition spent its record budget: it has more to copy, in the next task, so the task ends as soon as
+        # its other partitions are caught up instead of lingering for them (a trickle such as the heartbeats
+        # partition would otherwise keep it alive to its deadline: a one-partition backlog then copied a budget
+        # per `max_batch_ms`, 125k records/s instead of 300k).
+        self.spent = False
         self.behind = len(parts)  # active partitions that have not reached their end in this round
         self.last_record = self.started = time.time()
         self._eof = KafkaError._PARTITION_EOF
@@ -351,7 +356,7 @@ class Copier:
         or after `max_round_s` (MAX_ROUND_S unless the mode says otherwise); the task ends (True)
         at `deadline`, when every partition is paused, or when every partition is caught up and
         nothing arrived for `idle_end()` (IDLE_END_S; IDLE_END_STREAM_S while a stream flows), or at
-        once when every partition is caught up and the task is `at_end_only`.
+        once when every partition is caught up and the task is `at_end_only` or a partition spent its budget.
 
         "Caught up" is per round: every active partition reached its end at least once since the
         round began: an end-of-partition event (a fetch found nothing more), or its `end` (the end read
@@ -372,7 +377,7 @@ class Copier:
         sample_every = LATENCY_SAMPLE_EVERY - 1
         while True:
             now = time.time()
-            if now >= deadline or self.active == 0 or (self.at_end_only and self.behind == 0):
+            if now >= deadline or self.active == 0 or (self.behind == 0 and (self.at_end_only or self.spent)):
                 return True
             if now >= round_deadline:
                 return False
@@ -414,6 +419,7 @@ class Copier:
                 if p.paused:  # record budget spent
                     self.consumer.pause([self._tp(p.topic, p.partition)])
                     self._retire(p)
+                    self.spent = True
             poll(0)
             if copied:
                 self.last_record = self.last_copy = time.time()

@@ -570,3 +570,58 @@ def test_heartbeats_alone_are_copied_by_the_driver_not_a_spark_job(fresh_cluster
     finally:
         driver.stop_event.set()
         driver.close()
+
+
+def test_a_partition_with_its_budget_spent_ends_the_task_once_the_others_are_caught_up(fresh_clusters):
+    """A backlog larger than a task's record budget per partition beside a trickle (the heartbeats partition of a
+    one-partition topic): the task used to linger for the trickle, a stream by then, until its deadline
+    (`max_batch_ms`), so the backlog moved one budget per deadline (issue 39: 125k records/s instead of 300k on a
+    4M-record partition). It ends once the trickle is caught up: with 60-s tasks, 6 budgets are copied within the
+    first deadline."""
+    import time
+
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "hot", 1)
+    create_topic(source.bootstrap, "trickle", 1)
+    _produce(source.bootstrap, "hot", [b"h%d" % i for i in range(6_000)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("hot", "trickle"),
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+        parallelism=1,
+        max_records_per_partition=1_000,
+        max_batch_ms=60_000,
+    )
+    executor = CountingExecutor()
+    driver = ReplicationDriver(spec, executor)
+    driver.start()
+    stop = threading.Event()
+
+    def trickle() -> None:  # a record every 0.1 s: a stream, never 2 s of silence (IDLE_END_STREAM_S)
+        p = Producer({"bootstrap.servers": source.bootstrap})
+        i = 0
+        while not stop.is_set():
+            p.produce("trickle", b"t%d" % i, partition=0)
+            p.flush(5)
+            i += 1
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        hot = ("hot", 0)
+        deadline = time.monotonic() + 55  # inside the first task's deadline (60 s)
+        while driver.parts.positions.get(hot, 0) < 6_000 and time.monotonic() < deadline:
+            driver.step()
+        assert driver.parts.positions.get(hot, 0) == 6_000, (
+            f"{driver.parts.positions.get(hot, 0)} of 6,000 copied in {executor.batches} batch(es): "
+            "a task lingered for the trickle after its budget was spent"
+        )
+        assert executor.batches >= 6  # one budget (1,000 records) per task
+    finally:
+        stop.set()
+        thread.join(10)
+        driver.stop_event.set()
+        driver.close()
