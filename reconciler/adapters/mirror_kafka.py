@@ -214,7 +214,9 @@ class MirrorKafka:
                 future.result(self._timeout)
                 out[tp] = None
             except KafkaException as exc:
-                out[tp] = _reason(exc)
+                code = exc.args[0].code() if exc.args and hasattr(exc.args[0], "code") else None
+                unsupported = code in (KafkaError._TRANSPORT, KafkaError.UNSUPPORTED_VERSION)
+                out[tp] = _reason(exc) + (" (the broker does not take DeleteRecords)" if unsupported else "")
         return out
 
     def _offsets_call(self, call, group: str, partitions: list, failing: str, refused: str) -> list:
