@@ -197,7 +197,7 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         f"{OWN}_group_not_synced",
         "gauge",
-        ("group", "reason"),
+        (*FLOW_LABELS, "group", "reason"),
         "1 while the consumer group's offsets are not synced to the target, for this reason (active_on_target, "
         "no_offset_sync, topic_filtered, partition_empty, not_yet_discovered); absent once synced (the status "
         "record's `groups`)",
@@ -205,7 +205,7 @@ METRICS: tuple[MetricDef, ...] = (
     MetricDef(
         f"{OWN}_group_last_checkpoint_seconds",
         "gauge",
-        ("group",),
+        (*FLOW_LABELS, "group"),
         "When the job last wrote a checkpoint of the consumer group to the target (epoch seconds); absent: never",
     ),
     MetricDef(
