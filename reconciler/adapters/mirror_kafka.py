@@ -195,6 +195,30 @@ class MirrorKafka:
             f"the broker refused offsets of group {group!r}",
         )
 
+    # --- `reconciler failback --truncate` ---------------------------------------------------
+    def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, str | None]:
+        """DeleteRecords: every record of each partition before its offset (Kafka can only move a partition's
+        start, never cut its tail). Per partition, None when done, else the broker's error (a broker without the
+        request answers with one, e.g. UNSUPPORTED_VERSION)."""
+        if not before:
+            return {}
+        wanted = [KafkaTopicPartition(tp.topic, tp.partition, o) for tp, o in sorted(before.items())]
+        out: dict[TopicPartition, str | None] = {}
+        try:
+            futures = self._admin.delete_records(wanted, request_timeout=self._timeout)
+        except (KafkaException, NotImplementedError, ValueError) as exc:
+            return {tp: f"DeleteRecords not available: {exc}" for tp in before}
+        for ktp, future in futures.items():
+            tp = TopicPartition(ktp.topic, ktp.partition)
+            try:
+                future.result(self._timeout)
+                out[tp] = None
+            except KafkaException as exc:
+                code = exc.args[0].code() if exc.args and hasattr(exc.args[0], "code") else None
+                unsupported = code in (KafkaError._TRANSPORT, KafkaError.UNSUPPORTED_VERSION)
+                out[tp] = _reason(exc) + (" (the broker does not take DeleteRecords)" if unsupported else "")
+        return out
+
     def _offsets_call(self, call, group: str, partitions: list, failing: str, refused: str) -> list:
         """One group-offsets admin call; raises ClusterIOError for the request or for any refused partition."""
         try:

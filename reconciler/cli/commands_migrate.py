@@ -1,6 +1,7 @@
-"""`verify` and `cutover`: what operators do around one flow's replication (issue 38).
+"""`verify`, `cutover` and `failback`: what operators do around one flow's replication (issue 38).
 
-Each command parses, calls one operation (`operations/verify.py`, `operations/cutover.py`) with the Backend,
+Each command parses, calls one operation (`operations/verify.py`, `operations/cutover.py`,
+`operations/failback.py`) with the Backend,
 and renders what it returns; every printed line goes through the topology's Redactor.
 """
 
@@ -12,6 +13,7 @@ import sys
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated, timeout_argument
 from reconciler.mirror.verify import DiffKind
 from reconciler.operations import cutover as cutover_op
+from reconciler.operations import failback as failback_op
 from reconciler.operations import offsets
 from reconciler.operations import verify as verify_op
 from reconciler.operations.backend import Backend
@@ -70,6 +72,33 @@ def register(sub) -> None:
         "--timeout", type=timeout_argument, default=30.0, metavar="SECONDS", help="per cluster request (default 30)"
     )
     p.set_defaults(func=cmd_cutover)
+
+    p = sub.add_parser(
+        "failback",
+        help="after a failover A->B: count (and truncate) what A accepted that never reached B, and set where the "
+        "reverse flow B->A starts so that nothing is copied back into A twice",
+    )
+    add_paths_argument(p)
+    p.add_argument("--from", dest="source", required=True, metavar="B", help="the cluster the groups run on now")
+    p.add_argument("--to", dest="target", required=True, metavar="A", help="the cluster they go back to")
+    p.add_argument(
+        "--record",
+        metavar="CUTOVER.json",
+        help="the record `cutover` wrote: A is compared from each partition's end at cutover "
+        "(default: from past the flow A->B's newest offset sync)",
+    )
+    p.add_argument(
+        "--truncate",
+        action="store_true",
+        help="delete (DeleteRecords) each partition of A holding divergent records up to its end, where the broker "
+        "supports it: the divergent records and the ones before them, which B holds",
+    )
+    p.add_argument("--dry-run", action="store_true", help="count and show; commit and delete nothing")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--timeout", type=timeout_argument, default=30.0, metavar="SECONDS", help="per cluster request (default 30)"
+    )
+    p.set_defaults(func=cmd_failback)
 
 
 def _run(args, body) -> int:
@@ -213,3 +242,116 @@ def cmd_cutover(args, backend: Backend) -> int:
         return EXIT_OK
 
     return _run(args, body)
+
+
+def cmd_failback(args, backend: Backend) -> int:
+    from pathlib import Path
+
+    record = None
+    if args.record:
+        try:
+            record = cutover_op.CutoverRecord.parse(Path(args.record).read_text(), args.record)
+        except (OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
+
+    def body(topology, redact) -> int:
+        request = failback_op.FailbackRequest(
+            args.source, args.target, record, truncate=args.truncate, dry_run=args.dry_run, timeout=args.timeout
+        )
+        outcome = failback_op.failback(topology, request, backend)
+        text = json.dumps(failback_json(outcome), indent=2) + "\n" if args.format == "json" else failback_text(outcome)
+        sys.stdout.write(redact(text))
+        for error in outcome.truncate_errors:
+            print(redact(f"error: not truncated: {error}"), file=sys.stderr)
+        return EXIT_ERROR if outcome.truncate_errors else EXIT_OK
+
+    return _run(args, body)
+
+
+def failback_json(o: failback_op.FailbackOutcome) -> dict:
+    return {
+        "forward": o.forward,
+        "reverse": o.reverse,
+        "from": o.source,
+        "to": o.target,
+        "dry_run": o.dry_run,
+        "from_record": o.from_record,
+        "divergent_records": o.divergent,
+        "partitions": [
+            {
+                "topic": d.topic,
+                "partition": d.partition,
+                "remote_topic": d.remote_topic,
+                "cutover_end": d.cutover_end,
+                "end": d.end,
+                "copied_after_cutover": d.copied,
+                "divergent": d.count,
+                "divergent_offsets": [[r.source_first, r.source_last] for r in d.runs],
+                "truncated": d.truncated,
+                "truncate_error": d.truncate_error,
+            }
+            for d in o.divergence
+        ],
+        "reverse_group": o.starts.group,
+        "reverse_starts": [
+            {
+                "topic": p.partition.topic,
+                "partition": p.partition.partition,
+                "position": p.translated,
+                "committed_before": p.committed,
+                "action": p.action.value,
+            }
+            for p in o.starts.partitions
+        ],
+        "applied": o.applied,
+    }
+
+
+def failback_text(o: failback_op.FailbackOutcome) -> str:
+    out = [
+        f"failback {o.source} -> {o.target}: {o.target}'s records after the cutover"
+        + ("" if o.from_record else " (past the newest offset sync: no --record)")
+        + f" that never reached {o.source}"
+    ]
+    rows = [
+        (
+            f"{d.topic}-{d.partition}",
+            d.cutover_end,
+            d.end,
+            d.copied,
+            d.count,
+            ", ".join(_span(r.source_first, r.source_last) for r in d.runs) or "-",
+        )
+        + ((("yes" if d.truncated else "no" if d.truncate_error else "-"),) if o.truncate else ())
+        for d in o.divergence
+    ]
+    head = ("PARTITION", "FROM", "END", "COPIED", "DIVERGENT", "OFFSETS") + (("TRUNCATED",) if o.truncate else ())
+    out.append(table(head, rows).rstrip("\n"))
+    out.append("")
+    if o.starts.partitions:
+        out.append(f"the reverse flow {o.reverse} starts on {o.source} (its job's group {o.starts.group}):")
+        starts = [
+            (str(p.partition), p.translated, "-" if p.committed is None else p.committed, p.action.value)
+            for p in o.starts.partitions
+        ]
+        out.append(table(("PARTITION", "POSITION", "BEFORE", "ACTION"), starts).rstrip("\n"))
+    else:
+        out.append(
+            f"the reverse flow {o.reverse} writes none of {o.target}'s original topics (its policy names them apart): "
+            "no start position to set"
+        )
+    out.append("")
+    n = len(o.starts.commits)
+    out.append(
+        f"{o.divergent} divergent record(s); "
+        + (
+            f"dry run: {n} position(s) would be committed{' and partitions truncated' if o.truncate else ''}; "
+            "nothing was changed"
+            if o.dry_run
+            else f"committed {n} position(s)"
+            + (f"; truncated {sum(1 for d in o.divergence if d.truncated)} partition(s)" if o.truncate else "")
+            + f"; next: enable flow {o.reverse} and apply"
+        )
+    )
+    return "\n".join(out) + "\n"

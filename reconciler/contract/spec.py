@@ -482,7 +482,12 @@ STATUS_TOPIC = "reconciler.status.internal"
 def job_group(spec: JobSpec) -> str:
     """Consumer group holding the job's source offsets: on the source cluster (at-least-once) or
     on the target cluster (exactly-once, KIP-656). `__` keeps it out of every GroupFilter."""
-    return f"__reconciler.mirror.{spec.flow}"
+    return job_group_of(spec.flow)
+
+
+def job_group_of(flow: str) -> str:
+    """`job_group` by the flow's id: `reconciler failback` sets the reverse flow's positions there."""
+    return f"__reconciler.mirror.{flow}"
 
 
 def transactional_id(spec: JobSpec, slot: int) -> str:

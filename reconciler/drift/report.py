@@ -42,6 +42,7 @@ from reconciler.contract.status import (
     StatusState,
     health,
 )
+from reconciler.mirror.group_sync import GroupSync, GroupSyncReason
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
@@ -162,6 +163,7 @@ class JobHealth:
     faults: tuple[PartitionFault, ...] = ()  # the partitions that do not progress, and why (state "degraded")
     dead_lettered: int = 0  # records the job wrote to the dead-letter topic (on_refused_record: skip)
     data_loss: tuple[PartitionCount, ...] = ()  # losses the job saw at the source since it started, by kind
+    groups: tuple[GroupSync, ...] = ()  # each group the flow's filter matches: synced, or why not (issue 38)
     unknown: str | None = None  # why the status could not be read
     stale_after: float | None = None  # the threshold applied (contract/status.py `health`); not in to_dict
     verdict: JobState | None = None  # the one verdict (None: not checked)
@@ -494,7 +496,42 @@ def job_health(
         verdict=verdict,
         why=why,
         data_loss=status.data_loss,
+        groups=status.groups,
     )
+
+
+#: What to do about a group whose offsets are not synced, by why; the reasons in GROUP_SYNC_AT_RISK are drift
+#: (a failover would lose the group's place), the others notes.
+GROUP_SYNC_HINTS: dict[GroupSyncReason, str] = {
+    GroupSyncReason.ACTIVE_ON_TARGET: "its consumers run on the target: stop them there, or leave the group to them",
+    GroupSyncReason.NO_OFFSET_SYNC: "it committed before the first record the flow copied of the partition: the "
+    "records before are not on the target, and a failover cannot place it (it would start from auto.offset.reset); "
+    "let it consume past that record on the source",
+    GroupSyncReason.TOPIC_FILTERED: "it reads only topics the flow does not copy: widen the flow's topics, or narrow "
+    "its groups filter",
+    GroupSyncReason.PARTITION_EMPTY: "the flow has copied nothing from the partition yet: it is synced once a record is",
+    GroupSyncReason.NOT_YET_DISCOVERED: "the job has not read its offset syncs to the end yet: wait a checkpoint "
+    "interval",
+}
+GROUP_SYNC_AT_RISK: frozenset[GroupSyncReason] = frozenset({GroupSyncReason.NO_OFFSET_SYNC})
+
+
+def _group_sync_items(flow: Flow, job: JobHealth) -> list[DriftItem]:
+    """One item per group of the flow whose offsets are not synced, with its reason (the job's last status)."""
+    return [
+        DriftItem(
+            Category.JOB,
+            Level.DRIFT if g.reason in GROUP_SYNC_AT_RISK else Level.NOTE,
+            flow.target,
+            (flow.name,),
+            g.group,
+            f"group {g.group} of flow {flow.name} is not synced: {g.reason.value}"
+            + (f" ({g.partition})" if g.partition else ""),
+            GROUP_SYNC_HINTS.get(g.reason),
+        )
+        for g in job.groups
+        if g.reason is not None
+    ]
 
 
 #: What to do about a partition that does not progress, by why (FaultKind).
@@ -804,6 +841,8 @@ def build_report(
                 )
                 if flow.name not in job_action_flows and target.reachable:  # a job action already says it
                     flow_items += _job_items(flow, job)
+                if target.reachable and job.running:
+                    flow_items += _group_sync_items(flow, job)
             hb_known = flow.target in heartbeats
             if hb_known and hb_topic:
                 hb = heartbeats[flow.target].get(hb_topic)

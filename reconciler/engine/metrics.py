@@ -194,6 +194,20 @@ METRICS: tuple[MetricDef, ...] = (
         "status record's `data_loss`)",
     ),
     MetricDef(
+        f"{OWN}_group_not_synced",
+        "gauge",
+        (*FLOW_LABELS, "group", "reason"),
+        "1 while the consumer group's offsets are not synced to the target, for this reason (active_on_target, "
+        "no_offset_sync, topic_filtered, partition_empty, not_yet_discovered); absent once synced (the status "
+        "record's `groups`)",
+    ),
+    MetricDef(
+        f"{OWN}_group_last_checkpoint_seconds",
+        "gauge",
+        (*FLOW_LABELS, "group"),
+        "When the job last wrote a checkpoint of the consumer group to the target (epoch seconds); absent: never",
+    ),
+    MetricDef(
         f"{OWN}_partition_fault_since_seconds",
         "gauge",
         (*PARTITION_LABELS, "kind"),
@@ -298,6 +312,8 @@ class JobMetrics:
         self._faults: dict[tuple[str, int, str], float] = {}  # the fault series set: (topic, partition, kind)
         self._dead_letters: dict[TP, int] = {}  # the dead letters counted
         self._checkpoints = 0
+        self._group_reasons: dict[str, str] = {}  # the group-sync series set (group -> reason)
+        self._group_times: dict[str, float] = {}
         self._checkpoint_round = 0
         self._remote: dict[TP, str] = {}
         self._rates: dict[TP, RateWindow] = {}
@@ -341,6 +357,7 @@ class JobMetrics:
         self._publish_windows(now)
         self.observe_lag(driver.current_lag())
         self._observe_checkpoints(driver.checkpoints, now)
+        self._observe_group_syncs(driver.checkpoints)
         progress = driver.progress
         for event in progress.out_of_range:
             if not any(event is seen for seen in self._seen_out_of_range):
@@ -441,6 +458,22 @@ class JobMetrics:
             self._set_stats(f"{CHECKPOINT}_checkpoint_latency_ms", stats, topic=topic, partition=partition, group=group)
             if stats is None:
                 del self._checkpoint_latencies[key]
+
+    def _observe_group_syncs(self, emitter: CheckpointEmitter | None) -> None:
+        """Each group's verdict of the last checkpoint round (mirror/group_sync.py): a series per group not synced
+        and its reason, and its last checkpoint time."""
+        syncs = emitter.group_syncs if emitter is not None else ()
+        reasons = {g.group: g.reason.name.lower() for g in syncs if g.reason is not None}
+        times = {g.group: g.last_checkpoint_ms / 1000 for g in syncs if g.last_checkpoint_ms is not None}
+        for group, reason in self._group_reasons.items() - reasons.items():
+            self.remove(f"{OWN}_group_not_synced", group=group, reason=reason)
+        for group in self._group_times.keys() - times.keys():
+            self.remove(f"{OWN}_group_last_checkpoint_seconds", group=group)
+        for group, reason in reasons.items():
+            self.get(f"{OWN}_group_not_synced", group=group, reason=reason).set(1.0)
+        for group, at in times.items():
+            self.get(f"{OWN}_group_last_checkpoint_seconds", group=group).set(at)
+        self._group_reasons, self._group_times = reasons, times
 
     @staticmethod
     def _checkpoint_window(emitter: CheckpointEmitter) -> float:

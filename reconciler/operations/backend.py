@@ -51,6 +51,8 @@ class MirrorCluster(ClusterReader, Protocol):
     def read_digests(
         self, topic: str, partition: int, start: int, timeout: float, since_ms: int | None = None
     ) -> PartitionDigests: ...
+    # `reconciler failback --truncate`: DeleteRecords; per partition None or the broker's error
+    def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, str | None]: ...
 
 
 #: (cluster, per-request timeout) -> a client of that one cluster; raises Unreachable or NotAnswering

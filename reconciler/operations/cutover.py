@@ -231,3 +231,38 @@ def _wait_checkpoints(flow, target, committed, request: CutoverRequest, syncs_at
             )
         progress(f"{flow.name}: waiting for the final checkpoints: {'; '.join(waiting)}")
         time.sleep(request.poll_seconds)
+
+
+@dataclass(frozen=True)
+class CutoverRecord:
+    """What `reconciler failback` reads back from a cutover record (`CutoverOutcome.to_dict`)."""
+
+    flow: str
+    source: str
+    target: str
+    dry_run: bool
+    started_ms: int
+    source_ends: dict[mc.TopicPartition, int]
+
+    @classmethod
+    def parse(cls, text: str, name: str) -> CutoverRecord:
+        """ValueError naming the file and what is wrong with it."""
+        import json
+
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{name}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg}): give a record `cutover` wrote"
+            ) from None
+        if not isinstance(d, dict) or d.get("kind") != "reconciler-cutover":
+            raise ValueError(f'{name}: not a cutover record (no "kind": "reconciler-cutover")')
+        if d.get("version") != 1:
+            raise ValueError(f"{name}: cutover record version {d.get('version')!r}; this reconciler reads version 1")
+        try:
+            ends = {mc.TopicPartition(str(e["topic"]), int(e["partition"])): int(e["offset"]) for e in d["source_ends"]}
+            return cls(
+                str(d["flow"]), str(d["source"]), str(d["target"]), bool(d["dry_run"]), int(d["started_ms"]), ends
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: a cutover record without a valid {exc}: give the file `cutover` wrote") from None

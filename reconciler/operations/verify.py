@@ -65,7 +65,8 @@ class VerifyReport:
         return sum(p.source_records for p in self.partitions)
 
 
-def _syncs(raw) -> list[OffsetSync]:
+def read_syncs(raw) -> list[OffsetSync]:
+    """The offset syncs among a topic's records (anything else skipped): verify and failback."""
     out = []
     for key, value in raw:
         try:
@@ -85,7 +86,7 @@ def verify(topology: Topology, request: VerifyRequest, backend: Backend) -> Veri
         syncs_alias, syncs_topic = offset_syncs_place(flow, flow.source, flow.target)
         syncs_cluster = source if syncs_alias == flow.source else target
         syncs_parts = syncs_cluster.topics().get(syncs_topic, 0)
-        syncs = _syncs(syncs_cluster.read_all(syncs_topic, syncs_parts)) if syncs_parts else []
+        syncs = read_syncs(syncs_cluster.read_all(syncs_topic, syncs_parts)) if syncs_parts else []
         on_source, on_target = source.topics(), target.topics()
         verdicts: list[PartitionVerdict] = []
         missing_topics: list[str] = []
@@ -106,24 +107,45 @@ def verify(topology: Topology, request: VerifyRequest, backend: Backend) -> Veri
 
 
 def _partition(source, target, topic, p, remote, remote_partitions, syncs, request, read_timeout) -> PartitionVerdict:
+    return compare_partition(
+        source, target, topic, p, remote, remote_partitions, syncs, read_timeout, since_ms=request.since_ms
+    )[0]
+
+
+def compare_partition(
+    source,
+    target,
+    topic: str,
+    p: int,
+    remote: str,
+    remote_partitions: int,
+    syncs: list[OffsetSync],
+    read_timeout: float,
+    *,
+    since_ms: int | None = None,
+    start_offset: int | None = None,
+) -> tuple[PartitionVerdict, PartitionDigests, PartitionDigests]:
+    """One partition compared from its window start (its beginning, the first record at or after `since_ms`, or
+    `start_offset`: `reconciler failback` compares from each partition's end at cutover); with both sides' digests
+    (what failback locates the divergent and the copied records with)."""
     low, _ = source.watermarks(topic, p)
-    window = low
-    if request.since_ms is not None:  # a hint only (brokers differ); the records' timestamps decide below
-        at = source.offset_for_time(topic, p, request.since_ms)
+    window = low if start_offset is None else max(low, start_offset)
+    if since_ms is not None:  # a hint only (brokers differ); the records' timestamps decide below
+        at = source.offset_for_time(topic, p, since_ms)
         window = max(low, at if at is not None else low)
     anchor = SyncAnchor.fold(syncs, topic, p, window)
     on_target = p < remote_partitions
     target_low = target.watermarks(remote, p)[0] if on_target else 0
     s_start, t_start = anchor.starts(window, target_low)
-    src = source.read_digests(topic, p, s_start, read_timeout, request.since_ms)
-    if request.since_ms is not None:
+    src = source.read_digests(topic, p, s_start, read_timeout, since_ms)
+    if since_ms is not None:
         window = src.first_since if src.first_since is not None else (src.offsets[-1] + 1 if src else s_start)
     # before the first sync: the flow never copied these (it started later)
     not_compared = max(0, s_start - window) if s_start > window else 0
     tgt = target.read_digests(remote, p, t_start, read_timeout) if on_target else PartitionDigests()
     alignment = align(src, tgt, anchor.replicated_through, window)
     in_window = sum(1 for o in src.offsets if o >= window) if s_start < window else len(src)
-    return PartitionVerdict(
+    verdict = PartitionVerdict(
         topic,
         p,
         remote,
@@ -134,6 +156,7 @@ def _partition(source, target, topic, p, remote, remote_partitions, syncs, reque
         not_compared,
         alignment,
     )
+    return verdict, src, tgt
 
 
 def parse_since(text: str, now: float) -> int:

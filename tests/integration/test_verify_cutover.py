@@ -9,7 +9,9 @@ import pytest
 from confluent_kafka import Producer
 
 from reconciler.cli.main import main
+from reconciler.contract.status import StatusState
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
+from reconciler.mirror import mirror_client as mc
 from reconciler.mirror.offset_translation import OffsetSyncStore
 from reconciler.mirror.records import OffsetSync
 from tests.helpers import write
@@ -260,3 +262,158 @@ def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(fre
         assert "group 'app-live' is active on 'west'" in capsys.readouterr().err
     finally:
         c.close()
+
+
+def round_trip_topology(tmp_path, name: str, source, target, policy: str, forward_enabled: bool = False) -> str:
+    return str(
+        write(
+            tmp_path,
+            name,
+            f"""\
+            apiVersion: reconciler/v1
+            kind: Topology
+            clusters:
+              west: {{bootstrap_servers: "{source.bootstrap}"}}
+              east: {{bootstrap_servers: "{target.bootstrap}"}}
+            flows:
+              - {{source: west, target: east, topics: {{include: ["orders"]}}, policy: {policy},
+                  enabled: {str(forward_enabled).lower()}}}
+              - {{source: east, target: west, topics: {{include: ["orders"]}}, policy: {policy}}}
+            """,
+        )
+    )
+
+
+def run_flow(spec, done) -> None:
+    driver = ReplicationDriver(spec, LocalExecutor())
+    driver.start()
+    try:
+
+        def stepped() -> bool:
+            driver.step()
+            return done()
+
+        wait_for(stepped, 90, interval=0.05, what="the flow to copy the records")
+        driver.flush_delayed_syncs()
+        driver.state = StatusState.STOPPED  # as `run` ends: its last status record says the job stopped
+        driver.publish_status()
+    finally:
+        driver.stop_event.set()
+        driver.close()
+
+
+def counted(bootstrap: str, topic: str, partitions: int, want: dict[int, int]):
+    def done() -> bool:
+        try:
+            got = read_topic(bootstrap, topic, partitions, timeout=5)
+        except AssertionError:
+            return False
+        return all(len(got[p]) >= n for p, n in want.items())
+
+    return done
+
+
+def test_failover_then_failback_with_the_identity_policy_copies_nothing_back_twice(fresh_clusters, tmp_path, capsys):
+    from reconciler.operations.cutover import CutoverOutcome
+
+    west, east = fresh_clusters
+    create_topic(west.bootstrap, "orders", 2)
+    for p in range(2):
+        produce(west.bootstrap, "orders", [(None, b"w%d-%d" % (p, i), None, None) for i in range(20)], p)
+    # west->east with the identity policy: east's copy is named `orders` too
+    run_flow(
+        spec_for(west, east, topics_include=("orders",), heartbeats_enabled=False, policy="identity"),
+        counted(east.bootstrap, "orders", 2, {0: 20, 1: 20}),
+    )
+    # the cutover record of that moment (each partition's end: 20)
+    record = tmp_path / "cutover.json"
+    ends = {mc.TopicPartition("orders", p): 20 for p in range(2)}
+    record.write_text(json.dumps(CutoverOutcome("west->east", "west", "east", False, 0, ends, ()).to_dict()))
+    # after the failover: west still accepts three records on partition 0 (never copied: the flow is off), east
+    # takes its own producers' records
+    produce(west.bootstrap, "orders", [(None, b"w0-late%d" % i, None, None) for i in range(3)], 0)
+    for p in range(2):
+        produce(east.bootstrap, "orders", [(None, b"e%d-%d" % (p, i), None, None) for i in range(5)], p)
+
+    path = round_trip_topology(tmp_path, "t.yaml", west, east, "identity")
+    args = ["failback", path, "--from", "east", "--to", "west", "--record", str(record), "--format", "json"]
+    assert main(args + ["--dry-run"]) == 0, capsys.readouterr().err
+    dry = json.loads(capsys.readouterr().out)
+    assert not dry["applied"] and [s["action"] for s in dry["reverse_starts"]] == ["commit", "commit"]
+    assert main(args) == 0, capsys.readouterr().err
+    out = json.loads(capsys.readouterr().out)
+    by = {p["partition"]: p for p in out["partitions"]}
+    # exactly the three records west accepted after the cutover, by offset
+    assert out["divergent_records"] == 3
+    assert (by[0]["divergent"], by[0]["divergent_offsets"], by[0]["cutover_end"], by[0]["end"]) == (
+        3,
+        [[20, 22]],
+        20,
+        23,
+    )
+    assert (by[1]["divergent"], by[1]["divergent_offsets"]) == (0, [])
+    # the reverse flow starts on east past the last record east holds from west (20 records: position 20)
+    assert out["applied"] and out["reverse_group"] == "__reconciler.mirror.east->west"
+    assert [(s["topic"], s["partition"], s["position"]) for s in out["reverse_starts"]] == [
+        ("orders", 0, 20),
+        ("orders", 1, 20),
+    ]
+
+    # the reverse flow, started from there, copies east's own records only
+    run_flow(
+        spec_for(
+            east,
+            west,
+            source_alias="east",
+            target_alias="west",
+            topics_include=("orders",),
+            heartbeats_enabled=False,
+            policy="identity",
+        ),
+        counted(west.bootstrap, "orders", 2, {0: 28, 1: 25}),
+    )
+    back = read_topic(west.bootstrap, "orders", 2)
+    for p in range(2):
+        values = [r.value for r in back[p]]
+        assert len(values) == len(set(values)), f"a record of west copied back into orders-{p} twice"
+        assert values[-5:] == [b"e%d-%d" % (p, i) for i in range(5)]
+    assert len(back[0]) == 28 and len(back[1]) == 25
+
+
+def test_failback_with_the_default_policy_writes_apart_and_counts_without_a_record(fresh_clusters, tmp_path, capsys):
+    west, east = fresh_clusters
+    create_topic(west.bootstrap, "orders", 1)
+    produce(west.bootstrap, "orders", [(None, b"w%d" % i, None, None) for i in range(30)])
+    run_flow(
+        spec_for(west, east, topics_include=("orders",), heartbeats_enabled=False),
+        counted(east.bootstrap, "west.orders", 1, {0: 30}),
+    )
+    produce(west.bootstrap, "orders", [(None, b"late%d" % i, None, None) for i in range(4)])  # never reached east
+    create_topic(east.bootstrap, "orders", 1)
+    produce(east.bootstrap, "orders", [(None, b"e%d" % i, None, None) for i in range(6)])
+
+    enabled = round_trip_topology(tmp_path, "on.yaml", west, east, "default", forward_enabled=True)
+    assert main(["failback", enabled, "--from", "east", "--to", "west"]) == 1
+    assert "flow west->east is still enabled in the topology" in capsys.readouterr().err
+    path = round_trip_topology(tmp_path, "t.yaml", west, east, "default")
+    assert main(["failback", path, "--from", "east", "--to", "west", "--truncate", "--format", "json"]) in (0, 1)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    part = out["partitions"][0]
+    assert (out["divergent_records"], part["divergent_offsets"], part["cutover_end"]) == (4, [[30, 33]], 30)
+    assert out["reverse_starts"] == []  # east's copy of west's orders is never copied back (KIP-382)
+    if part["truncated"]:
+        lo = read_topic(west.bootstrap, "orders", 1)[0]
+        assert lo == []
+    else:  # a broker without DeleteRecords: said, exit 1
+        assert part["truncate_error"] and "error: not truncated: orders-0:" in captured.err
+
+    run_flow(
+        spec_for(
+            east, west, source_alias="east", target_alias="west", topics_include=("orders",), heartbeats_enabled=False
+        ),
+        counted(west.bootstrap, "east.orders", 1, {0: 6}),
+    )
+    assert [r.value for r in read_topic(west.bootstrap, "east.orders", 1)[0]] == [b"e%d" % i for i in range(6)]
+    if not part["truncated"]:
+        assert len(read_topic(west.bootstrap, "orders", 1)[0]) == 34  # west's originals: nothing came back
