@@ -507,7 +507,9 @@ def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s
     rendered = k8s.file().read_text()
     plans = []
     for minutes in (0, 10):
-        now[0] = start + minutes * 60 + 30  # the deployer stamps the render with the wall clock: a margin for a slow run
+        now[0] = (
+            start + minutes * 60 + 30
+        )  # the deployer stamps the render with the wall clock: a margin for a slow run
         code, plan = run("plan", "--detailed-exitcode")
         plans.append(plan)
         assert code == 0 and [a for a in plan["actions"] if a["kind"].endswith("_job")] == [], plan["actions"]
