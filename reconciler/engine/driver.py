@@ -866,6 +866,7 @@ class ReplicationDriver:
         given): reported, then `offset_reset` decides: resume at the log start or end, halt the partition, or fail
         the job."""
         self.pacing.caught_up.pop(tp, None)
+        tail_seen_lost = kind is FaultKind.LOST_TAIL  # told by the caller: the end moved back between two reads
         if low is None or high is None:
             try:
                 w_low, w_high = self.connections.offsets.watermarks(*tp)
@@ -878,7 +879,7 @@ class ReplicationDriver:
                 FaultKind.OUT_OF_RANGE
             )
         policy = self.offset_reset
-        to = resume_at(policy, low, high, kind)
+        to = resume_at(policy, low, high, kind, tail_seen_lost)
         if policy is OffsetReset.FAIL:
             action = "failed: the job stops (offset_reset: fail)"
         elif to is None:

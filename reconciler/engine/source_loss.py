@@ -45,13 +45,17 @@ def recreated_topics(before: Mapping[str, str | None], now: Mapping[str, str | N
     return sorted(t for t, tid in now.items() if tid is not None and before.get(t) not in (None, tid))
 
 
-def resume_at(policy: OffsetReset, low: int | None, end: int | None, kind: FaultKind | None = None) -> int | None:
+def resume_at(
+    policy: OffsetReset, low: int | None, end: int | None, kind: FaultKind | None = None, tail_seen_lost: bool = False
+) -> int | None:
     """Where a partition that lost records (`kind`) resumes under `policy` (None: it does not; halted or failed).
-    `resume` (the default): at the log end after a lost tail (the records below it were copied; the offsets the
-    broker gives new records from there on are copied, nothing twice), else at the log start (retention passed the
-    position, the topic was recreated, or the side is not known: nothing the source holds is skipped)."""
+    `resume` (the default): at the log end after a lost tail the job saw happen (`tail_seen_lost`: the end moved
+    back between two reads; the records below it were copied, the offsets the broker gives new records from there
+    on are copied, nothing twice); else at the log start: retention passed the position, the topic was recreated,
+    or a position past the end at first sight (after a restart a lost tail and a recreated topic look alike by
+    offsets): copied again rather than skipped."""
     if policy is OffsetReset.RESUME:
-        return end if kind is FaultKind.LOST_TAIL else low
+        return end if kind is FaultKind.LOST_TAIL and tail_seen_lost else low
     if policy is OffsetReset.RESUME_AT_START:
         return low
     if policy is OffsetReset.RESUME_AT_END:

@@ -424,7 +424,8 @@ def import_strimzi_text(text: str, file: str, options: ImportOptions | None = No
             continue  # an empty document (a trailing `---`)
         if not isinstance(doc.data, dict) or doc.data.get("kind") != "KafkaMirrorMaker2":
             kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
-            name = (doc.data.get("metadata") or {}).get("name") if isinstance(doc.data, dict) else None
+            metadata = doc.data.get("metadata") if isinstance(doc.data, dict) else None
+            name = metadata.get("name") if isinstance(metadata, dict) else None
             what = f"{cut(_str(kind), 60) or 'a document without kind'}" + (
                 f" {cut(_str(name), 60)!r}" if isinstance(name, str) else ""
             )

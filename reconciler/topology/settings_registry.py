@@ -470,9 +470,10 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "resume",
         "What the job does when the source lost the records at a partition's next offset (each loss is reported in "
         "status, drift and the metrics whatever this says): `resume` resumes where nothing the source still holds is "
-        "skipped and nothing is copied twice (the log start when retention passed the position or the topic was "
-        "recreated; the log end when the broker lost its acknowledged tail, so the offsets it gives new records are "
-        "copied); `resume-at-start` / `resume-at-end` always there; `pause` halts the partition (the flow degraded); "
+        "skipped and nothing is copied twice where that can be told (the log end when the job saw the broker lose "
+        "its acknowledged tail, so the offsets it gives new records are copied; else the log start: retention "
+        "passed the position, the topic was recreated, or a position past the end seen first after a restart, "
+        "copied again rather than skipped); `resume-at-start` / `resume-at-end` always there; `pause` halts the partition (the flow degraded); "
         "`fail` stops the job. `earliest` and `halt` are the older names of `resume-at-start` and `pause`. MirrorMaker "
         "2 has no such choice: it forces the consumer's auto.offset.reset.",
         hot=True,

@@ -73,7 +73,10 @@ class DriverPod:
             SPARK_DRIVER_BIND_ADDRESS="127.0.0.1",  # the pod's IP, set by Spark's driver pod
             TINI=str(TINI),
         )
-        for item in spec["driver"]["env"]:
+        [container] = spec["driver"]["template"]["spec"]["containers"]  # the driver pod's template
+        grace = spec["driver"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert grace == GRACE_SECONDS, grace  # the kubelet's SIGKILL comes after it: the stop must fit in it
+        for item in container["env"]:
             if "value" in item:
                 env[item["name"]] = here(item["value"])
             else:

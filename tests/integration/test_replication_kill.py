@@ -36,16 +36,21 @@ def _run_with_kill(source, target, tmp_path, delivery: str):
         source, target, topics_include=(topic,), delivery=delivery, max_batch_ms=500, max_records_per_partition=2_000
     )
     producer = SequencedProducer(source.bootstrap, topic, PARTITIONS, TOTAL, RATE)
-    producer.start()
     # Exactly-once: hold each transaction open a while so the kill lands inside one.
     env = {"RECONCILER_TEST_TXN_DELAY_MS": "400"} if delivery == "exactly-once" else None
     job = LocalJob.start(spec, tmp_path / "first", env=env)
 
+    def status():
+        return read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow, timeout=3)
+
     def copied() -> int:
-        status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow, timeout=3)
-        return (status.records or 0) if status is not None else 0
+        return ((s := status()) is not None and s.records) or 0
 
     try:
+        # The stream starts once the job runs (a slow Spark start on a loaded machine must not let the job find the
+        # whole stream waiting as one backlog, copied before the kill), and lasts TOTAL / RATE = 8 s.
+        wait_for(lambda: status() is not None or not job.alive(), 120, what="the job running")
+        producer.start()
         wait_for(lambda: copied() >= 3_000 or not job.alive(), 120, what="records copied")
         assert job.alive(), job.log_tail()
     finally:

@@ -285,3 +285,12 @@ def test_flow_enabled_is_read_as_mm2_reads_it(value, enabled):
     t, draft = topo(HEAD.replace("a->b.enabled = true", f"a->b.enabled = {value}"))
     assert t.flows[0].enabled is enabled
     assert "in:4: warning: a->b.enabled:" in notes(draft) and "MM2 reads it as false" in notes(draft)
+
+
+def test_another_document_with_a_metadata_of_the_wrong_shape_is_named_not_a_traceback():
+    """Found by the property run: a document that is not a KafkaMirrorMaker2 whose `metadata` is a string."""
+    from reconciler.interop.properties import PropertiesError
+    from reconciler.interop.strimzi import import_strimzi_text
+
+    with pytest.raises(PropertiesError, match="no KafkaMirrorMaker2 resource"):
+        import_strimzi_text('apiVersion: kafka.strimzi.io/v1\nkind: "(?="\nmetadata: "xx"\n', "in")

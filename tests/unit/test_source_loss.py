@@ -35,7 +35,7 @@ def test_a_recreated_topic_is_one_whose_id_changed():
         (OffsetReset.RESUME, FaultKind.TRUNCATED, 100),  # retention passed it: what is left, from the start
         (OffsetReset.RESUME, FaultKind.RECREATED, 100),  # a new topic: all of it
         (OffsetReset.RESUME, FaultKind.OUT_OF_RANGE, 100),  # side not known: skip nothing
-        (OffsetReset.RESUME, FaultKind.LOST_TAIL, 400),  # the lost tail: the reused offsets from the end on
+        (OffsetReset.RESUME, FaultKind.LOST_TAIL, 100),  # past the end at first sight: lost tail or recreated
         (OffsetReset.RESUME_AT_START, FaultKind.LOST_TAIL, 100),
         (OffsetReset.RESUME_AT_END, FaultKind.TRUNCATED, 400),
         (OffsetReset.PAUSE, FaultKind.TRUNCATED, None),
@@ -44,6 +44,11 @@ def test_a_recreated_topic_is_one_whose_id_changed():
 )
 def test_where_each_policy_resumes(policy, kind, expected):
     assert resume_at(policy, low=100, end=400, kind=kind) == expected
+
+
+def test_resume_after_a_tail_the_job_saw_lost_is_at_the_end():
+    # the records below the end were copied; the offsets the broker gives new records from there on are
+    assert resume_at(OffsetReset.RESUME, low=100, end=400, kind=FaultKind.LOST_TAIL, tail_seen_lost=True) == 400
 
 
 def test_the_older_names_still_work():
