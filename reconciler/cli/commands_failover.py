@@ -78,8 +78,9 @@ def _warn(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def _run(args, body) -> int:
-    """Load the topology, run `body(topology, redact)`, and turn refusals and cluster errors into exit 1."""
+def run_on_topology(args, body) -> int:
+    """Load the topology, run `body(topology, redact)`, and turn refusals and cluster errors into exit 1: the offset
+    commands here and verify, cutover and failback (commands_migrate.py)."""
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
         return EXIT_ERROR
@@ -101,7 +102,7 @@ def cmd_translate(args, backend: Backend) -> int:
         _emit(args, redact, render.translation_text(t), render.translation_json(t))
         return EXIT_OK
 
-    return _run(args, body)
+    return run_on_topology(args, body)
 
 
 def cmd_failover(args, backend: Backend) -> int:
@@ -112,7 +113,7 @@ def cmd_failover(args, backend: Backend) -> int:
         _emit(args, redact, render.failover_text(outcome.shown), render.failover_json(outcome.shown))
         return _conclude(args, outcome.plan, outcome.refusal, outcome.applied)
 
-    return _run(args, body)
+    return run_on_topology(args, body)
 
 
 def _conclude(args, plan: mc.FailoverPlan, refusal: str | None, applied: bool) -> int:
@@ -156,4 +157,4 @@ def cmd_reachability(args, backend: Backend) -> int:
         )
         return EXIT_OK
 
-    return _run(args, body)
+    return run_on_topology(args, body)

@@ -10,15 +10,14 @@ from __future__ import annotations
 import json
 import sys
 
-from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated, timeout_argument
+from reconciler.cli.commands_failover import run_on_topology
+from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, timeout_argument
 from reconciler.mirror.verify import DiffKind
 from reconciler.operations import cutover as cutover_op
 from reconciler.operations import failback as failback_op
-from reconciler.operations import offsets
 from reconciler.operations import verify as verify_op
 from reconciler.operations.backend import Backend
 from reconciler.render.mirror import table
-from reconciler.topology.connection import redactor_for
 
 
 def register(sub) -> None:
@@ -101,18 +100,6 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_failback)
 
 
-def _run(args, body) -> int:
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
-    if topology is None:
-        return EXIT_ERROR
-    redact = redactor_for(topology)
-    try:
-        return body(topology, redact)
-    except offsets.Refused as exc:
-        print(redact(f"error: {exc}"), file=sys.stderr)
-        return EXIT_ERROR
-
-
 def cmd_verify(args, backend: Backend) -> int:
     try:
         since = verify_op.parse_since(args.since, backend.clock()) if args.since else None
@@ -126,7 +113,7 @@ def cmd_verify(args, backend: Backend) -> int:
         sys.stdout.write(redact(text))
         return EXIT_OK if report.clean else EXIT_ERROR
 
-    return _run(args, body)
+    return run_on_topology(args, body)
 
 
 def verify_json(report: verify_op.VerifyReport) -> dict:
@@ -241,7 +228,7 @@ def cmd_cutover(args, backend: Backend) -> int:
         )
         return EXIT_OK
 
-    return _run(args, body)
+    return run_on_topology(args, body)
 
 
 def cmd_failback(args, backend: Backend) -> int:
@@ -266,7 +253,7 @@ def cmd_failback(args, backend: Backend) -> int:
             print(redact(f"error: not truncated: {error}"), file=sys.stderr)
         return EXIT_ERROR if outcome.truncate_errors else EXIT_OK
 
-    return _run(args, body)
+    return run_on_topology(args, body)
 
 
 def failback_json(o: failback_op.FailbackOutcome) -> dict:
