@@ -23,6 +23,8 @@ from reconciler.operations.status import status
 from reconciler.textutil import LAG_AGE, RECORD_AGE, plural
 from reconciler.topology.connection import redactor_for
 
+FILTERED_GROUPS_SHOWN = 5  # groups named on the line of those a flow does not copy for (`status`, text)
+
 
 def register(sub) -> None:
     p = sub.add_parser("status", help="show every replication job: where, state, spec, lag, latency, throughput")
@@ -129,6 +131,7 @@ def render_text(rows: list[dict], now_ms: int) -> str:
     ]
     if notes:
         lines += ["", *notes]
+    filtered = GroupSyncReason.TOPIC_FILTERED.name.lower()
     groups = [
         f"  {r['flow']}: group {g['group']}: "
         + (
@@ -139,7 +142,15 @@ def render_text(rows: list[dict], now_ms: int) -> str:
         )
         for r in rows
         for g in r.get("groups", ())
+        if g["reason"] != filtered
     ]
+    # A group that reads only topics the flow does not copy is another flow's business (in a mesh, most groups are
+    # that for most flows): one line per flow, not one per group; `--format json` has each.
+    for r in rows:
+        names = sorted(g["group"] for g in r.get("groups", ()) if g["reason"] == filtered)
+        if names:
+            shown = ", ".join(names[:FILTERED_GROUPS_SHOWN]) + (", ..." if len(names) > FILTERED_GROUPS_SHOWN else "")
+            groups.append(f"  {r['flow']}: groups that read only topics the flow does not copy ({len(names)}): {shown}")
     if groups:
         lines += ["", "Consumer groups (offset syncs to the target):", *groups]
     wanted = [r for r in rows if r["wanted"]]
