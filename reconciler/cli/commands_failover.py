@@ -19,7 +19,7 @@ from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_
 from reconciler.mirror import mirror_client as mc
 from reconciler.operations import offsets
 from reconciler.operations.backend import Backend
-from reconciler.render import mirror as render
+from reconciler.render import failover as render
 from reconciler.topology.connection import redactor_for
 from reconciler.topology.model import Topology
 from reconciler.topology.secrets import Redactor

@@ -17,7 +17,7 @@ from reconciler.operations import cutover as cutover_op
 from reconciler.operations import failback as failback_op
 from reconciler.operations import verify as verify_op
 from reconciler.operations.backend import Backend
-from reconciler.render.mirror import table
+from reconciler.render.failover import table
 
 
 def register(sub) -> None:

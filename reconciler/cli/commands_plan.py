@@ -13,7 +13,6 @@ from collections.abc import Callable
 
 from reconciler import logs, outputs
 from reconciler.apply.executor import ActionResult
-from reconciler.apply.revision import revision_label
 from reconciler.cli import plan_base
 from reconciler.cli.common import (
     EXIT_CHANGES,
@@ -26,6 +25,7 @@ from reconciler.cli.common import (
     load_validated,
     relative_diagnostics,
 )
+from reconciler.gitops.revision import revision_label
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
 from reconciler.operations.backend import Backend
 from reconciler.operations.plan import plan_topology

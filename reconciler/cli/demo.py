@@ -25,7 +25,6 @@ from pathlib import Path
 
 from reconciler import outputs, settings
 from reconciler.analysis.expansion import route
-from reconciler.apply.revision import revision_label
 from reconciler.cli.commands_plan import Console, ConsoleApplyUI, conclude_apply
 from reconciler.cli.commands_status import render_text
 from reconciler.cli.common import EXIT_OK, load_validated
@@ -33,6 +32,7 @@ from reconciler.dev import demo_io
 from reconciler.dev.brokers import Engine, default_engine
 from reconciler.dev.sample_data import produce, sample_records
 from reconciler.drift.report import DriftReport
+from reconciler.gitops.revision import revision_label
 from reconciler.mirror.mirror_client import reachability
 from reconciler.mirror.records import Heartbeat
 from reconciler.operations import offsets

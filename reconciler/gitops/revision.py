@@ -328,3 +328,40 @@ def load_topology_head(
         return load_topology_at(repo_path, head_rev, paths, cwd)
     base = Path(cwd) if cwd is not None else Path(open_repo(repo_path).working_tree_dir)  # type: ignore[arg-type]
     return load_topology([Path(p) if Path(p).is_absolute() else base / p for p in paths])
+
+
+# --- the revision an apply records and drift reports ---------------------------------------------
+def repo_path_for(paths: Iterable[str]) -> Path:
+    """A directory inside the repository holding `paths`: the nearest existing ancestor of the first one."""
+    first = next(iter(paths), ".")
+    p = Path(first).resolve()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p if p.is_dir() else p.parent
+
+
+def revision_info(paths: Iterable[str], revision: str | None = None) -> dict | None:
+    """RevisionInfo.to_dict() of `revision` (a commit) or of the work tree at `paths`; None outside git."""
+    paths = [p for p in paths if p and not str(p).startswith("<")]
+    if not paths:
+        return None
+    try:
+        repo = repo_path_for(paths)
+        if revision is not None:
+            return describe_revision(repo, revision).to_dict()
+        return describe_worktree(repo, paths, cwd=os.getcwd()).to_dict()
+    except RevisionError:
+        return None
+    except Exception:  # noqa: BLE001 - git missing or a broken repository: no revision, never a failed apply
+        return None
+
+
+def revision_label(info: Mapping | None) -> str | None:
+    if not info:
+        return None
+    return info["commit"] + ("-dirty" if info.get("dirty") else "")
+
+
+def topology_revision(files: Iterable[str]) -> str | None:
+    """`<sha>[-dirty]` of the work tree holding the files (kept for callers of the short form)."""
+    return revision_label(revision_info(list(files)))

@@ -114,22 +114,22 @@ class GitRepository(Protocol):
 
 @dataclass(frozen=True)
 class LocalGit:
-    """The git repository holding the topology files (apply/revision.py over gitops/)."""
+    """The git repository holding the topology files (gitops/revision.py)."""
 
     def revision(self, paths: Iterable[str], revision: str | None = None) -> dict[str, Any] | None:
-        from reconciler.apply.revision import revision_info
+        from reconciler.gitops.revision import revision_info
 
         return revision_info(paths, revision)
 
     def topology_at(self, paths: Sequence[str], revision: str) -> tuple[Topology | None, Diagnostics]:
-        from reconciler.apply.revision import repo_path_for
         from reconciler.gitops import load_topology_at
+        from reconciler.gitops.revision import repo_path_for
 
         return load_topology_at(repo_path_for(paths), revision, paths, cwd=os.getcwd())
 
     def compare(self, paths: Sequence[str], base: str, head: str | None) -> RevisionComparison:
-        from reconciler.apply.revision import repo_path_for
         from reconciler.gitops import compare_with_base
+        from reconciler.gitops.revision import repo_path_for
 
         comparison, _ = compare_with_base(repo_path_for(paths), base, paths, head_rev=head, cwd=os.getcwd())
         return comparison

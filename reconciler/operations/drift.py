@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.adapters.live_read import Connections
-from reconciler.apply.revision import revision_label
 from reconciler.contract.status import StatusRecord
 from reconciler.drift.report import DriftReport, build_report
+from reconciler.gitops.revision import revision_label
 from reconciler.operations.backend import Backend
 from reconciler.operations.observe import Observation, heartbeat_targets, message, observe
 from reconciler.operations.plan import plan_and_jobs

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler.apply.revision import revision_label
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.deployers.kubernetes import (
     ENGINE_PREFIX,
@@ -30,6 +29,7 @@ from reconciler.deployers.kubernetes import (
     engine_text,
     next_entry,
 )
+from reconciler.gitops.revision import revision_label
 from reconciler.jobplan.state import DesiredJob, desired_jobs
 from reconciler.operations.backend import Backend
 from reconciler.topology.model import Topology

@@ -17,7 +17,7 @@ from reconciler.adapters.probe import NotAnswering, Unreachable
 from reconciler.mirror import mirror_client as mc
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.operations.backend import Backend, MirrorCluster
-from reconciler.render.mirror import Failover, Translation
+from reconciler.render.failover import Failover, Translation
 from reconciler.topology.connection import check_references
 from reconciler.topology.flow_id import FlowId
 from reconciler.topology.model import Flow, Topology

@@ -33,7 +33,7 @@ class SavedPlan:
     clusters: dict[str, Cluster]
     revision: str | None = None
     saved_at: float = 0.0
-    git: dict | None = None  # RevisionInfo.to_dict() of the topology's commit (reconciler.apply.revision)
+    git: dict | None = None  # RevisionInfo.to_dict() of the topology's commit (reconciler.gitops.revision)
 
 
 def save(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from reconciler.drift.report import DriftItem, DriftReport, FlowReport, JobHealth, Level
-from reconciler.render.mirror import table
+from reconciler.render.failover import table
 
 _MARK = {Level.ERROR: "x", Level.DRIFT: "!", Level.NOTE: "i"}
 

@@ -8,7 +8,7 @@ from reconciler.mirror import mirror_client as mc
 from reconciler.mirror.mirror_client import FailoverAction, GroupState, TopicPartition
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.mirror.records import Checkpoint, Heartbeat
-from reconciler.render import mirror as render
+from reconciler.render import failover as render
 
 DEFAULT = ReplicationPolicy()
 IDENTITY = ReplicationPolicy(PolicyKind.IDENTITY)
