@@ -21,12 +21,12 @@ from typing import Any
 
 from reconciler.apply.revision import revision_label
 from reconciler.contract.deployers import KUBERNETES
+from reconciler.deployers.base import engine_of
 from reconciler.deployers.kubernetes import (
     ENGINE_PREFIX,
     EngineManifest,
     FlowEntry,
     engine_file,
-    engine_of,
     engine_text,
     next_entry,
 )
