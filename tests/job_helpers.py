@@ -10,13 +10,22 @@ from typing import Any
 from reconciler.adapters.base import OpResult
 from reconciler.contract.spec import JobSpec
 from reconciler.deployers import Deployers
-from reconciler.deployers.base import Deployer, Deployment
+from reconciler.deployers.base import (
+    Deployer,
+    Deployment,
+    EngineChange,
+    EngineDeployment,
+    FlowChange,
+    FlowOp,
+    engine_of,
+)
 from reconciler.jobplan.backend import JobBackend
 from reconciler.topology.flow_id import flow_ends
 
 
 class FakeDeployer(Deployer):
-    """Deployments in a dict; `calls` records (operation, flow)."""
+    """Deployments in a dict, grouped into engines by their `engine` option (else the target's alias); `calls`
+    records (operation, flow): a placement of a flow that runs is an "update", else a "deploy"."""
 
     def __init__(self, name: str = "local"):
         self.name = name
@@ -37,29 +46,36 @@ class FakeDeployer(Deployer):
         )
         return OpResult.success(f"started pid {self.pid}")
 
-    def inspect(self, flow, options=None):
-        return self.jobs.get(flow)
+    def engines(self, options=None) -> list[EngineDeployment]:
+        by: dict[str, list[Deployment]] = {}
+        for d in self.jobs.values():
+            by.setdefault(engine_of(d.flow, d.options), []).append(d)
+        return [
+            EngineDeployment(name, self.name, f"engine {name}", any(d.alive for d in deps), tuple(deps))
+            for name, deps in sorted(by.items())
+        ]
 
-    def deployments(self, options=None):
-        return list(self.jobs.values())
+    def apply(self, change: EngineChange) -> list[OpResult]:
+        return [self._one(fc) for fc in change.flows]
 
-    def deploy(self, spec, options=None):
-        self.calls.append(("deploy", spec.flow))
-        return self._start(spec, options)
-
-    def update(self, spec, options=None):
-        self.calls.append(("update", spec.flow))
-        self.jobs[spec.flow] = replace(self.jobs[spec.flow], spec=spec)
-        return OpResult.success("handed over")
-
-    def restart(self, spec, options=None):
-        self.calls.append(("restart", spec.flow))
-        return self._start(spec, options)
-
-    def stop(self, flow, options=None):
-        self.calls.append(("stop", flow))
-        self.jobs[flow] = replace(self.jobs[flow], alive=False, stopped=True, detail="stopped by the reconciler")
-        return OpResult.success("stopped")
+    def _one(self, fc: FlowChange) -> OpResult:
+        if fc.op is FlowOp.REMOVE:
+            self.calls.append(("stop", fc.flow))
+            self.jobs[fc.flow] = replace(
+                self.jobs[fc.flow], alive=False, stopped=True, detail="stopped by the reconciler"
+            )
+            return OpResult.success("stopped")
+        assert fc.spec is not None
+        if fc.op is FlowOp.RESTART:
+            self.calls.append(("restart", fc.flow))
+            return self._start(fc.spec, fc.options)
+        running = self.jobs.get(fc.flow)
+        if running is not None and running.alive and not running.stopped:
+            self.calls.append(("update", fc.flow))
+            self.jobs[fc.flow] = replace(running, spec=fc.spec)
+            return OpResult.success("handed over")
+        self.calls.append(("deploy", fc.flow))
+        return self._start(fc.spec, fc.options)
 
     # --- test controls ------------------------------------------------------------------------
     def crash(self, flow: str, detail: str = "process 1001 exited with code 1 (failed)") -> None:

@@ -26,8 +26,9 @@ change of the engine's own settings (spark_conf, image, namespace, service accou
 the SparkApplication, whose driver carries the annotation `reconciler/restart-hash` (the hash of those settings):
 the operator resubmits it, every flow of the engine restarts; `restartPolicy: Always` restarts it after a crash.
 
-The deployer's interface stays per flow (deploy/update/restart/stop(flow)/inspect(flow)): it reads the engine's
-file back to know the other flows. A flow moving to another engine leaves the old one (whose file goes when its
+`engines` reads the engine files back (each with its flows); `apply` places, restarts and removes the flows of an
+engine change one after the other under a lock on the manifests directory, reading the engine's file back to know
+its other flows. A flow moving to another engine leaves the old one (whose file goes when its
 last flow does). A manifest of the earlier layout (one SparkApplication per flow, `mirror-<source>-to-<target>-
 <hash>.yaml`) is reported by `inspect` without an engine, so the plan shows the flow moving into its engine; the
 move deletes that file (and `kubectl delete -f` it first with `kubectl_apply`). The new engine resumes the flow
@@ -72,7 +73,16 @@ from reconciler.adapters.base import OpResult
 from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS, KUBERNETES
 from reconciler.contract.engine import ENGINE_FILE, INHERIT_MASTER, RESTART_SUFFIX, flat_flow_file
 from reconciler.contract.spec import JobSpec
-from reconciler.deployers.base import Deployer, Deployment
+from reconciler.deployers.base import (
+    Deployer,
+    Deployment,
+    EngineChange,
+    EngineDeployment,
+    FlowChange,
+    FlowOp,
+    each_flow,
+    engine_of,
+)
 from reconciler.settings import INSTANCE_ENV, KUBERNETES_PORT, PORT_ENV
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import flow_ends
@@ -143,12 +153,6 @@ def engine_resource_name(engine: str) -> str:
         return readable
     digest = hashlib.sha256(engine.encode()).hexdigest()[:6]
     return f"{readable[:43].rstrip('-')}-{digest}"
-
-
-def engine_of(flow: str, options: Mapping[str, Any] | None) -> str:
-    """The engine a flow runs in: `job.engine` (in the deployment options), else its target cluster's alias."""
-    name = (options or {}).get("engine")
-    return str(name) if name else flow_ends(flow)[1]
 
 
 def engine_file(engine: str, options: Mapping[str, Any]) -> Path:
@@ -548,10 +552,9 @@ class KubernetesDeployer(Deployer):
                 out.append(found)
         return out
 
-    def _engine_deployments(self, em: EngineManifest, only: str | None = None) -> list[Deployment]:
+    def _engine_deployment(self, em: EngineManifest) -> EngineDeployment:
         alive, detail, where = None, f"engine {em.engine}, manifest {em.path}", f"k8s {em.namespace}/{em.app_name}"
-        flows = [f for f in em.flows if only is None or f == only]
-        if flows and em.options.get("kubectl_apply"):
+        if em.flows and em.options.get("kubectl_apply"):
             found = self._app_state(em.namespace, em.app_name)
             if found is not None:
                 state, pod = found
@@ -560,21 +563,22 @@ class KubernetesDeployer(Deployer):
                 if pod:
                     where += f", driver pod {pod}"
         mtime = em.path.stat().st_mtime
-        return [
+        flows = tuple(
             Deployment(
                 flow,
                 self.name,
                 where,
-                em.flows[flow].spec,
+                entry.spec,
                 alive,
-                min(em.flows[flow].deployed_at or mtime, mtime),  # not known (0): the file's time
+                min(entry.deployed_at or mtime, mtime),  # not known (0): the file's time
                 False,
                 None,
                 detail,
                 {**em.options, "engine": em.engine},
             )
-            for flow in flows
-        ]
+            for flow, entry in em.flows.items()
+        )
+        return EngineDeployment(em.engine, self.name, where, alive, flows)
 
     def _legacy_deployment(self, path: Path) -> Deployment | None:
         """A manifest of the earlier layout (one SparkApplication per flow): reported without an engine."""
@@ -627,32 +631,19 @@ class KubernetesDeployer(Deployer):
             "podName"
         )
 
-    def inspect(self, flow: str, options: Mapping[str, Any] | None = None) -> Deployment | None:
-        """The flow in its engine's file, else in another engine's file of the directory, else its manifest of the
-        earlier layout (None: nowhere)."""
-        options = options or {}
-        root = manifests_root(options)
-        own = EngineManifest.load(engine_file(engine_of(flow, options), options))
-        engines = ([own] if own is not None else []) + [
-            e for e in self._engines(root) if own is None or e.path != own.path
-        ]
-        for em in engines:
-            if flow in em.flows:
-                return self._engine_deployments(em, flow)[0]
-        legacy = root / f"{resource_name(flow)}.yaml"
-        return self._legacy_deployment(legacy) if legacy.exists() else None
-
-    def deployments(self, options: list[Mapping[str, Any]] | None = None) -> list[Deployment]:
+    def engines(self, options: list[Mapping[str, Any]] | None = None) -> list[EngineDeployment]:
+        """The engine files of the manifests directories of `options` (and the default one), and every manifest of
+        the earlier layout (one SparkApplication per flow) as an engine without a name holding its flow."""
         roots = sorted({manifests_root(o) for o in (options or [])} | {manifests_root({})})
-        out: list[Deployment] = []
+        out: list[EngineDeployment] = []
+        earlier: list[EngineDeployment] = []
         for root in roots:
-            for em in self._engines(root):
-                out += self._engine_deployments(em)
+            out += [self._engine_deployment(em) for em in self._engines(root)]
             for path in sorted(root.glob(LEGACY_GLOB)) if root.is_dir() else []:
                 dep = self._legacy_deployment(path)
                 if dep is not None:
-                    out.append(dep)
-        return out
+                    earlier.append(EngineDeployment(None, self.name, dep.where, dep.alive, (dep,)))
+        return out + earlier
 
     # --- changes -------------------------------------------------------------------------------
     def _kubectl(self, *args: str) -> OpResult:
@@ -779,16 +770,19 @@ class KubernetesDeployer(Deployer):
             how += "; the engine's own settings changed: the operator resubmits its SparkApplication (all its flows)"
         return OpResult(res.code, f"{moved}{how}; {res.message}")
 
-    def deploy(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        return self._place(spec, options, restart=False)
+    def apply(self, change: EngineChange) -> list[OpResult]:
+        """The flow changes of the engine one after the other (each rewrites the engine's file under the lock)."""
 
-    def update(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        return self._place(spec, options, restart=False)
+        def one(fc: FlowChange) -> OpResult:
+            if fc.op is FlowOp.REMOVE:
+                return self._remove(fc.flow, fc.options)
+            assert fc.spec is not None  # FlowChange checks it
+            return self._place(fc.spec, {**fc.options, "engine": change.engine}, restart=fc.op is FlowOp.RESTART)
 
-    def restart(self, spec: JobSpec, options: Mapping[str, Any] | None = None) -> OpResult:
-        return self._place(spec, options, restart=True)
+        return each_flow(change, one, parallel=False)
 
-    def stop(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
+    def _remove(self, flow: str, options: Mapping[str, Any] | None = None) -> OpResult:
+        """`flow` leaves every engine file of its manifests directory (and its manifest of the earlier layout)."""
         options = options or {}
         root = manifests_root(options)
         if not root.is_dir():

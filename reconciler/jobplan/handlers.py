@@ -1,10 +1,12 @@
-"""Executor handlers for the job actions: each goes to the deployer the action names.
+"""Executor handlers for the job actions: each goes to the deployer the action names, an engine at a time.
 
 They are plain functions: `reconciler.operations.handlers.handler_table` puts them in the executor's
 handler table (importing this module registers nothing).
 
-The jobs of one batch (one target cluster, one kind) are handled in parallel, so a restart of
-several jobs costs one graceful-stop wait, not one per job.
+The actions of one batch (one target cluster, one kind) are grouped by deployer and engine: each engine gets one
+`Deployer.apply` with the changes of its flows (the deployer's unit is the engine, reconciler.deployers.base). The
+engines of a batch are handled in parallel, and so are the flows within an engine, so a restart of several jobs
+costs one graceful-stop wait, not one per job.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from reconciler.adapters.base import OpResult
 from reconciler.apply.executor import ApplyContext
 from reconciler.deployers import Deployers
+from reconciler.deployers.base import EngineChange, FlowChange, FlowOp, engine_of
 from reconciler.plan.actions import Action
 from reconciler.plan.job_actions import JobAction, RestartJob
 
@@ -40,31 +43,72 @@ def _each(
         return list(pool.map(one, actions))
 
 
+def _by_engine(ctx: ApplyContext, actions: Sequence[Action], op: FlowOp) -> list[OpResult]:
+    """One `apply` per (deployer, engine) of the actions, with `op` for each of its flows; results in action order."""
+    deployers = _deployers(ctx)
+    results: list[OpResult | None] = [None] * len(actions)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, a in enumerate(actions):
+        if not isinstance(a, JobAction):
+            results[i] = OpResult.failed(f"TypeError: {a.KIND.value} is not a job action")
+            continue
+        groups.setdefault((a.deployer, engine_of(a.flow, a.options)), []).append(i)
+
+    def one(key: tuple[str, str], indexes: list[int]) -> list[OpResult]:
+        try:
+            changes = []
+            for i in indexes:
+                a = actions[i]
+                assert isinstance(a, JobAction)
+                spec = None if op is FlowOp.REMOVE else a.job_spec()
+                changes.append(FlowChange(op, a.flow, spec, a.options))
+            return deployers.get(key[0]).apply(EngineChange(key[1], tuple(changes)))
+        except Exception as exc:  # noqa: BLE001 - one engine's failure is its flows' result, not the batch's
+            return [OpResult.failed(f"{type(exc).__name__}: {exc}")] * len(indexes)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(groups)))) as pool:
+        for indexes, got in zip(groups.values(), pool.map(one, groups.keys(), groups.values())):
+            for i, res in zip(indexes, got):
+                results[i] = res
+    return [r if r is not None else OpResult.failed("no result") for r in results]
+
+
 def deploy_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
-    return _each(ctx, actions, lambda d, a: d.get(a.deployer).deploy(a.job_spec(), a.options))
+    return _by_engine(ctx, actions, FlowOp.PLACE)
 
 
 def update_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
-    return _each(ctx, actions, lambda d, a: d.get(a.deployer).update(a.job_spec(), a.options))
+    return _by_engine(ctx, actions, FlowOp.PLACE)
 
 
-def _restart(d: Deployers, a: JobAction) -> OpResult:
-    if (
+def _moves(a: Action) -> bool:
+    """A restart onto another deployer family: stopped on the old one, then started on the new."""
+    return (
         isinstance(a, RestartJob)
-        and a.previous_deployer
-        and Deployers.family(a.previous_deployer) != Deployers.family(a.deployer)
-    ):
-        stopped = d.get(a.previous_deployer).stop(a.flow, a.options)
-        if not stopped.ok:
-            return OpResult.failed(f"cannot stop the job on {a.previous_deployer}: {stopped.message}")
-        res = d.get(a.deployer).deploy(a.job_spec(), a.options)
-        return OpResult(res.code, f"stopped on {a.previous_deployer}; {res.message}")
-    return d.get(a.deployer).restart(a.job_spec(), a.options)
+        and bool(a.previous_deployer)
+        and Deployers.family(a.previous_deployer or "") != Deployers.family(a.deployer)
+    )
+
+
+def _move(d: Deployers, a: JobAction) -> OpResult:
+    assert isinstance(a, RestartJob) and a.previous_deployer
+    stopped = d.get(a.previous_deployer).stop(a.flow, a.options)
+    if not stopped.ok:
+        return OpResult.failed(f"cannot stop the job on {a.previous_deployer}: {stopped.message}")
+    res = d.get(a.deployer).deploy(a.job_spec(), a.options)
+    return OpResult(res.code, f"stopped on {a.previous_deployer}; {res.message}")
 
 
 def restart_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
-    return _each(ctx, actions, _restart)
+    moving = [i for i, a in enumerate(actions) if _moves(a)]
+    staying = [i for i in range(len(actions)) if i not in moving]
+    results: dict[int, OpResult] = {}
+    if moving:
+        results.update(zip(moving, _each(ctx, [actions[i] for i in moving], _move)))
+    if staying:
+        results.update(zip(staying, _by_engine(ctx, [actions[i] for i in staying], FlowOp.RESTART)))
+    return [results[i] for i in range(len(actions))]
 
 
 def stop_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
-    return _each(ctx, actions, lambda d, a: d.get(a.deployer).stop(a.flow, a.options))
+    return _by_engine(ctx, actions, FlowOp.REMOVE)

@@ -15,16 +15,21 @@ Per enabled flow:
 Per job no enabled flow wants:
   flow disabled                   -> stop (`enabled: false` is MM2's "do not replicate")
   flow removed from the topology  -> stop with `prune: {flows: true}`, else an `unmanaged` finding
+A restart replaces the flow's whole engine (`_engine_restarts`: every other flow of the engine restarts with it, and
+the action names them) when the engine's own Spark settings change (`engine.master` but for one `local[N]` for
+another, `engine.spark_conf`, the metrics port; on kubernetes the settings of its SparkApplication), when it runs
+twice (duplicated), or when it is down as a whole (none of its flows runs); any other restart is in place.
 The spec compared is the one the deployer handed to the job (not the hash in its status, which
 lags a hot update by up to one refresh interval), so a plan right after apply is empty.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.deployers import KUBERNETES, deployer_family, local_threads
 from reconciler.contract.spec import JobSpec, restart_fields_of
 from reconciler.jobplan import backend as job_backend
 from reconciler.jobplan.state import (
@@ -338,6 +343,58 @@ def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings:
             out.append(StopJob(reason=f"flow {flow} was removed from the topology (prune.flows is on)", **args))
 
 
+#: JobSpec paths of an engine's own Spark settings: a change of one replaces the engine's application.
+ENGINE_SETTINGS = ("engine.master", "engine.spark_conf")
+#: Kubernetes deployment settings that are not in the engine's SparkApplication (a change rewrites files only).
+K8S_FILE_SETTINGS = frozenset({"engine", "manifests_dir", "kubectl_apply"})
+
+
+def _engine_restart(a: RestartJob, live: LiveJobs, mates: list[str]) -> str:
+    """Why restart `a` replaces its whole engine ('': the flow restarts in place; a move between deployers or
+    engines is a move, not a replacement)."""
+    if "engine" in a.changes or (
+        a.previous_deployer and deployer_family(a.previous_deployer) != deployer_family(a.deployer)
+    ):
+        return ""
+    if a.state == JobState.DUPLICATED.value:
+        return "it runs more than once"
+    changed = []
+    for k, (old, new) in a.changes.items():
+        if k == "engine.master" and local_threads(str(old or "")) is not None and local_threads(str(new)) is not None:
+            continue  # one local[N] for another: the engine runs local[max] already
+        if k.startswith(ENGINE_SETTINGS) or (
+            k not in K8S_FILE_SETTINGS if a.deployer == KUBERNETES else k == "metrics_port"
+        ):
+            changed.append(k)
+    if changed:
+        return f"its Spark settings changed: {_fields(changed)}"
+    flows = [live.jobs.get(f) for f in [a.flow, *mates]]
+    if a.state in (JobState.DOWN.value, JobState.RESTART_REQUIRED.value) and all(
+        lj is not None and lj.deployment is not None and lj.deployment.alive is False for lj in flows
+    ):
+        return "it is not running"
+    return ""
+
+
+def _engine_restarts(actions: list[Action], live: LiveJobs) -> list[Action]:
+    """The restarts, marked where they replace the flow's whole engine, with the engine's other flows (pure)."""
+    engines: dict[tuple[str, str], set[str]] = {}
+    for lj in live.jobs.values():
+        dep = lj.deployment
+        if dep is not None and dep.options.get("engine") and not dep.stopped:
+            engines.setdefault((deployer_family(dep.deployer), str(dep.options["engine"])), set()).add(lj.flow)
+    out: list[Action] = []
+    for a in actions:
+        if isinstance(a, RestartJob) and a.options.get("engine"):
+            key = (deployer_family(a.deployer), str(a.options["engine"]))
+            mates = sorted(engines.get(key, set()) - {a.flow})
+            why = _engine_restart(a, live, mates)
+            if why:
+                a = dataclasses.replace(a, engine_restart=why, engine_flows=mates)
+        out.append(a)
+    return out
+
+
 def diff_jobs(
     topology: Topology, desired: Mapping[str, DesiredJob], live: LiveJobs
 ) -> tuple[list[Action], list[Finding]]:
@@ -349,7 +406,7 @@ def diff_jobs(
     for flow, lj in sorted(live.jobs.items()):
         if flow not in desired:
             _plan_unwanted(lj, topology, actions, findings)
-    return actions, findings
+    return _engine_restarts(actions, live), findings
 
 
 def with_jobs(

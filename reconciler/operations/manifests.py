@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.contract.deployers import KUBERNETES
+from reconciler.deployers.base import engine_of
 from reconciler.deployers.kubernetes import (
     ENGINE_PREFIX,
     EngineManifest,
     FlowEntry,
     engine_file,
-    engine_of,
     engine_text,
     next_entry,
 )

@@ -112,6 +112,10 @@ class Action:
             if f.name == "why":
                 kwargs[f.name] = ReasonKind(d["reason_kind"]) if d.get("reason_kind") else None
                 continue
+            if f.name not in d and (
+                f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+            ):
+                continue  # a field this plan file predates: its default
             value = d[f.name]
             if f.name == "acl":
                 value = AclBinding.from_dict(value)

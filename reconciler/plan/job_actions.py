@@ -1,6 +1,8 @@
 """Plan actions for replication jobs: deploy, update in place, restart, stop.
 
-One job per flow. Each action is attached to the flow's *target* cluster (where the job reports
+One action per flow (a flow's job is its part of an engine, the Spark application holding it). A restart that
+replaces the flow's whole engine (its Spark settings changed, it runs twice, or it is down) says so and names the
+engine's other flows, which restart with it (`engine_restart`, `engine_flows`). Each action is attached to the flow's *target* cluster (where the job reports
 its status, and whose lease an apply takes). Order: update and restart run in `Phase.JOB` of the
 target cluster, after its topic and ACL actions and before its deletions (a job whose filter was
 narrowed must have the new spec before its old remote topics are deleted, or it would re-create
@@ -11,7 +13,8 @@ to deploy (`spec`, with `${ENV_VAR}` references unresolved: never a secret).
 Renderers print them through the generic `describe()` / `details()`; the JSON form has, besides
 `kind`, `verb`, `cluster`, `reason`, `description`: `flow`, `deployer`, `options` (deployer
 settings), `spec` (the job spec), `spec_hash`, and per kind `current_hash`, `changes`
-({field: [current, desired]}), `state` (the job's live state), `previous_deployer`, `where`.
+({field: [current, desired]}), `state` (the job's live state), `previous_deployer`, `where`, `engine_restart`
+(why the whole engine restarts; "" when the flow restarts in place) and `engine_flows` (its other flows).
 """
 
 from __future__ import annotations
@@ -161,9 +164,19 @@ class RestartJob(JobAction):
     state: str = ""
     previous_deployer: str | None = None
     running: bool = True  # a process of the job runs now (False: it is dead, nothing to stop: a plain start)
+    engine_restart: str = ""  # why the flow's whole engine restarts (its application is replaced); "": in place
+    engine_flows: list = field(default_factory=list)  # the engine's other flows, restarted with it
 
     def __hash__(self) -> int:
         return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
+
+    def _engine_replacement(self) -> str:
+        """' and with it flows X, Y: engine E is replaced' ('' for a restart in place)."""
+        if not self.engine_restart:
+            return ""
+        engine = self.options.get("engine") or "?"
+        others = f" and with it flow{'s' if len(self.engine_flows) != 1 else ''} {', '.join(self.engine_flows)}"
+        return f"{others if self.engine_flows else ''}: REPLACES engine {engine}"
 
     def describe(self) -> str:
         if self.current_hash and self.current_hash != self.spec_hash:
@@ -176,8 +189,8 @@ class RestartJob(JobAction):
         verb = "restart" if self.running else "start"
         if self.state == "duplicated":
             verb = "STOP EVERY INSTANCE of"
-            return f"{verb} job {self.flow}, then start one ({where}, {spec})"
-        return f"{verb} job {self.flow} ({where}, {spec})"
+            return f"{verb} job {self.flow}, then start one ({where}, {spec}){self._engine_replacement()}"
+        return f"{verb} job {self.flow}{self._engine_replacement()} ({where}, {spec})"
 
     def details(self) -> list[str]:
         engine = self.options.get("engine")
@@ -187,6 +200,16 @@ class RestartJob(JobAction):
                 f"moves {'from engine ' + str(now) if now else 'from its own Spark application'} into engine {engine}: "
                 "the current job stops gracefully (it commits), then the flow starts in the engine from the committed "
                 "offsets: nothing copied twice, nothing skipped"
+            )
+        elif self.engine_restart:
+            others = (
+                f"its other flows ({', '.join(self.engine_flows)}) stop gracefully and restart with it"
+                if self.engine_flows
+                else "it holds no other flow"
+            )
+            how = (
+                f"the whole engine {engine} restarts ({self.engine_restart}): {others}; "
+                "every flow resumes from its committed offsets"
             )
         elif self.state == "duplicated":
             how = "every instance stopped (graceful, then SIGKILL), then exactly one started; resumes from its committed offsets"

@@ -341,10 +341,10 @@ def test_status_shows_lag_in_records_and_in_seconds(env, capsys):
 
 
 def test_job_changes_apply_after_a_partial_failure(env, monkeypatch):
-    def boom(spec, options=None):
+    def boom(change):
         raise RuntimeError("spark-submit not found")
 
-    monkeypatch.setattr(env.deployer, "deploy", boom)
+    monkeypatch.setattr(env.deployer, "apply", boom)
     assert main(["apply", str(env.path), "--auto-approve"], env.cli) == 1
     captured = env.capsys.readouterr()
     assert "FAILED: RuntimeError: spark-submit not found" in captured.out
