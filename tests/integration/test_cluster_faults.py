@@ -254,7 +254,9 @@ def test_a_partition_behind_a_frozen_target_is_stuck_until_it_progresses(noida_c
         finally:
             os.kill(target.pid, signal.SIGCONT)
         wait_for(lambda: driver.parts.positions.get(("frozen", 0)) == 40, 60, what="copying again")
-        wait_for(lambda: not driver.reporter.faults(), 2 * spec.engine.status_interval_seconds + 10, what="the fault cleared")
+        wait_for(
+            lambda: not driver.reporter.faults(), 2 * spec.engine.status_interval_seconds + 10, what="the fault cleared"
+        )
     finally:
         driver.stop_event.set()
         thread.join(30)

@@ -13,8 +13,8 @@ import inspect
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import StatusState
 from reconciler.engine import driver_parts
-from reconciler.engine.driver import ReplicationDriver, Threads
 from reconciler.engine.batches import Absorber, BatchShaper
+from reconciler.engine.driver import ReplicationDriver, Threads
 from reconciler.engine.driver_parts import MAX_FINDINGS, Connections, Pacing, Partitions, Progress, StuckWatch, Timers
 from reconciler.engine.idle_gate import IdleGate
 from reconciler.engine.reporting import Reporter

@@ -49,7 +49,9 @@ class Clients:
 def gate(ends: dict[TP, int], positions: dict[TP, int], caught_up: dict[TP, int] | None = None, **pacing):
     parts = Partitions(plan=PartitionPlan(copy={tp: f"west.{tp[0]}" for tp in positions}), positions=dict(positions))
     clients = Clients(Ends(ends), Watch())
-    g = IdleGate(lambda: SPEC, parts, lambda: clients, Pacing(caught_up=dict(caught_up or {}), **pacing), threading.Event())
+    g = IdleGate(
+        lambda: SPEC, parts, lambda: clients, Pacing(caught_up=dict(caught_up or {}), **pacing), threading.Event()
+    )
     return g, clients
 
 
@@ -99,7 +101,9 @@ def test_heartbeats_alone_are_copied_by_the_driver_once_a_heartbeat_interval():
     assert g.work_waiting() is Work.HEARTBEATS
     assert g.pacing.heartbeats_copy >= time.monotonic() + SPEC.settings.heartbeats.interval_seconds - 5
     assert g.work_waiting() is Work.NONE, "the next copy waits a heartbeat interval"
-    task = CopyTask(0, 1, (PartitionTask("orders", 0, "west.orders", 10), PartitionTask("heartbeats", 0, "heartbeats", 3)))
+    task = CopyTask(
+        0, 1, (PartitionTask("orders", 0, "west.orders", 10), PartitionTask("heartbeats", 0, "heartbeats", 3))
+    )
     (only,) = g.heartbeat_tasks([task])
     assert [p.topic for p in only.partitions] == ["heartbeats"] and only.at_end_only
     assert g.heartbeat_tasks([CopyTask(1, 1, (PartitionTask("orders", 0, "west.orders", 10),))]) == []

@@ -104,7 +104,10 @@ def value(m, name, **labels):
 def test_counts_syncs_checkpoints_and_state():
     m = JobMetrics("west->east:payments")
     d = driver(lag={("orders", 0): LagPosition(remote="west.orders", next=5, end=12)}, checkpoints=emitter())
-    m.observe(d.reporter, [TaskResult(slot=0, process="p", partitions=[part(5, 50, latency_ms=[10, 30])], latency_ms=[10, 30])])
+    m.observe(
+        d.reporter,
+        [TaskResult(slot=0, process="p", partitions=[part(5, 50, latency_ms=[10, 30])], latency_ms=[10, 30])],
+    )
     d.checkpoints.emitted, d.progress.errors = 4, 1
     m.observe(d.reporter, [TaskResult(slot=0, process="p", partitions=[part(3, 30, latency_ms=[20])], latency_ms=[20])])
     labels = dict(flow="west->east:payments", family="payments", source="west", target="east")
@@ -231,7 +234,9 @@ def test_record_age_and_latency_per_partition_with_mm2_min_max_avg_over_a_window
         ],
     )
     clock.now += 30
-    m.observe(d.reporter, [TaskResult(slot=0, process="p", partitions=[tp_part(0, 64, age_ms=[200], latency_ms=[260])])])
+    m.observe(
+        d.reporter, [TaskResult(slot=0, process="p", partitions=[tp_part(0, 64, age_ms=[200], latency_ms=[260])])]
+    )
     age = "kafka_connect_mirror_source_connector_record_age_ms"
     lat = "kafka_connect_mirror_source_connector_replication_latency_ms"
     assert [value(m, f"{age}_{s}", partition="0") for s in ("min", "max", "avg")] == [100, 300, 200]
@@ -358,7 +363,9 @@ def test_lag_series_of_a_partition_no_longer_copied_are_removed():
     assert value(m, "mirror_partition_lag_records", partition="0") == 4
     m.observe(driver(lag={}).reporter, [])  # the topic was deleted: a stale lag must not keep an alert firing
     assert not has(m, "mirror_partition_lag_records") and not has(m, "mirror_partition_lag_seconds")
-    m.observe(driver(lag={("orders", 0): LagPosition(remote="west.orders", next=0, end=3)}).reporter, [])  # created again
+    m.observe(
+        driver(lag={("orders", 0): LagPosition(remote="west.orders", next=0, end=3)}).reporter, []
+    )  # created again
     assert value(m, "mirror_partition_lag_records", partition="0") == 3  # a removed series is registered anew
 
 
