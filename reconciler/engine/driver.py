@@ -210,7 +210,7 @@ class ReplicationDriver:
         self.timers = Timers()  # when the loop's periodic actions are next due
         self.conn: Connections | None = None  # the clients, opened at start (_connect)
         self.threads = Threads()  # the side channels' threads and the batch runner, from start to close
-        self.metrics = metrics or JobMetrics(self.spec.flow)  # served by the job's entry point (jobs/mirror_job.py)
+        self.metrics = metrics if metrics is not None else JobMetrics(self.spec.flow)  # served by jobs/mirror_job.py
         # The flow on each line (an engine's log holds the lines of all its flows): a field in JSON, `[flow]` in text.
         self.log = logging.LoggerAdapter(log, {"flow": self.spec.flow})
         spec_now, mode_now = (lambda: self.spec), (lambda: self.mode)

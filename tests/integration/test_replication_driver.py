@@ -10,7 +10,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
 from reconciler.contract.status import StatusState
-from reconciler.engine.driver import IDLE_WAIT_MAX_S, ONE_TASK_BACKLOG, LocalExecutor, ReplicationDriver
+from reconciler.engine.batches import ONE_TASK_BACKLOG
+from reconciler.engine.driver import LocalExecutor, ReplicationDriver
+from reconciler.engine.idle_gate import IDLE_WAIT_MAX_S
 from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 from tests.spec_helpers import respec
@@ -316,7 +318,7 @@ def test_a_flow_with_little_to_copy_is_one_task_where_its_delivery_allows(fresh_
     try:
         step_until(driver, lambda: driver.records >= 4 * per_partition, "the backlog copied")
         assert executor.tasks[0] == [2, 2], "a backlog: one task per slot"
-        split_ends_at_end = delivery == "at-least-once"  # ReplicationDriver.split_tasks
+        split_ends_at_end = delivery == "at-least-once"  # BatchShaper.split_tasks
         assert executor.at_end_only[0] == [split_ends_at_end] * 2
         launched = executor.batches
         for partition in range(4):
