@@ -411,7 +411,7 @@ def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters)
         assert driver.gate.idle_wait() == IDLE_WAIT_MAX_S, "an idle flow reads the source's ends once a second"
         assert driver.gate.watched_positions() == {("busy", 0): 60, ("empty", 0): 0}, "watched from its positions"
         # An idle wait far longer than any in the job ends when a record arrives (the arrival watch wakes it).
-        waiting = threading.Thread(target=driver.idle, args=(600.0,))
+        waiting = threading.Thread(target=driver.gate.idle, args=(600.0,))
         waiting.start()
         _produce(source.bootstrap, "empty", [b"first"])
         waiting.join(120)
