@@ -403,7 +403,7 @@ def copied_records(driver: ReplicationDriver) -> int:
     """How many of the benchmark's records (topics written from offset 0, no transactions) the driver has copied:
     the sum of its positions, heartbeats aside. Not `driver.records`, which counts the heartbeats it copies too: a
     loop on that stops a few records short when a batch ends before the partitions' last records (a split backlog
-    ends at the ends read before it, ReplicationDriver.split_tasks)."""
+    ends at the ends read before it, BatchShaper.split_tasks, engine/batches.py)."""
     heartbeats = driver.spec.settings.policy.is_heartbeats_topic
     return sum(max(pos, 0) for (t, _), pos in driver.parts.positions.items() if not heartbeats(t))
 

@@ -271,7 +271,7 @@ class PartitionCount:
 
 @dataclass(frozen=True)
 class StatusRecord:
-    """One status record, as the job builds it (`ReplicationDriver.status_record`) and every reader reads it.
+    """One status record, as the job builds it (`Reporter.status_record`, engine/reporting.py) and every reader reads it.
 
     Counters are None when a record does not carry them (older jobs); `to_dict` writes every field, so
     the JSON a job publishes is the same as before this type existed; keys this version does not know

@@ -1,6 +1,6 @@
 """The idle gate's ear: a consumer at an idle flow's positions that wakes its driver when a record arrives.
 
-An idle flow (every partition caught up, driver.py's `work_waiting`) launches no Spark job and reads the
+An idle flow (every partition caught up, idle_gate.py's `IdleGate.work_waiting`) launches no Spark job and reads the
 source's ends once per idle wait (up to `IDLE_WAIT_MAX_S`); a record arriving then would wait up to that wait
 for its batch. `ArrivalWatch` closes that gap without reading the ends more often: while the flow is idle it
 is assigned to the caught-up partitions at the flow's positions and fetches (the broker holds each fetch up to
@@ -9,13 +9,13 @@ itself, so it fetches nothing while the flow copies. It never commits and delive
 batch reads the record again from the flow's position.
 
 Heartbeats topics are not watched (their records arrive every second and are copied on the heartbeat
-interval, driver.py's `Work.HEARTBEATS`). A record the watch misses costs latency, not data: a watch whose thread
+interval, idle_gate.py's `Work.HEARTBEATS`). A record the watch misses costs latency, not data: a watch whose thread
 ended is no longer `quiet` and the gate reads the ends again within the second; one that stays assigned but
 silently receives nothing is overruled by the gate's read of every partition once a `GATE_RECHECK_S`.
 
 While the watch is assigned at a flow's positions and has delivered nothing (`quiet`), nothing has arrived there
 as of its last fetch (at most `WATCH_FETCH_WAIT_MS` and a round trip ago): the idle gate and the lag side channel
-take that as the source's ends instead of reading them (driver.py's `watch_hears_all`). Any record, error or
+take that as the source's ends instead of reading them (idle_gate.py's `watch_hears_all`). Any record, error or
 change of assignment ends the quiet.
 
 Its clients run in a thread of its own; `arm` and `disarm` only record what the thread should do next.

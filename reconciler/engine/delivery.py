@@ -56,7 +56,7 @@ class DeliveryMode(Protocol):
     name: str
     #: Is a task's slot part of what it writes? Exactly-once: yes, the slot names the transactional id
     #: (`transactional_id(spec, slot)`), so a partition stays in its slot's task. At-least-once: no, so a flow
-    #: with little to copy may be copied by one task for all its partitions (the driver's `one_task`).
+    #: with little to copy may be copied by one task for all its partitions (`BatchShaper.one_task`, batches.py).
     slot_is_identity: bool
 
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:

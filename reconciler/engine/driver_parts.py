@@ -1,6 +1,11 @@
 """The typed parts of a replication driver (driver.py's `ReplicationDriver`): what it holds, grouped by what it is.
 
 Connections  the clients and emitters the driver opens at start (`Connections.open`), closed at its end
+Progress     what the job has done: counts, errors, findings, losses, latency and rate
+Partitions   the partitions copied and where each stands: plan, positions, slots, sync state, lag, halted
+StuckWatch   the partitions that do not progress while their source is ahead
+Timers       when the loop next does each periodic action
+Pacing       the idle gate's state (engine/idle_gate.py), shared with the batch parts (engine/batches.py)
 """
 
 from __future__ import annotations
@@ -273,20 +278,33 @@ class StuckWatch:
 
 
 @dataclass
-class Pacing:
-    """When the loop does what. `next`: the monotonic time each periodic action is next due ("refresh",
-    "heartbeat", "status", "delayed_syncs"; the idle gate's "gate_recheck" and "heartbeats_copy"). The idle
-    gate's state (the driver's `work_waiting`): `ends_before`, the source's ends read before the last batch;
-    `caught_up`, the partitions caught up as of such an end; `idle_steps`, the steps in a row the gate found
-    nothing to copy (`idle_wait` backs off by it); `wake`, set to end an idle wait early (a record arrived at the
-    arrival watch, or the flow stopped)."""
+class Timers:
+    """When the driver's loop next does each periodic action (monotonic seconds): re-read the spec and refresh the
+    topics (`refresh`), emit a heartbeat (`heartbeat`), publish the status (`status`), publish the delayed offset
+    syncs (`delayed_syncs`). Set at start (`ReplicationDriver.start`); 0.0 before."""
 
-    next: dict[str, float] = field(default_factory=dict)
+    refresh: float = 0.0
+    heartbeat: float = 0.0
+    status: float = 0.0
+    delayed_syncs: float = 0.0
+
+
+@dataclass
+class Pacing:
+    """The idle gate's state (engine/idle_gate.py `IdleGate`), which the batch parts read and update too:
+    `ends_before`, the source's ends read before the last batch; `caught_up`, the partitions caught up as of such an
+    end; `moved_back`, the ends read below the last read (before, now); `idle_steps`, the steps in a row the gate
+    found nothing to copy (`idle_wait` backs off by it); `wake`, set to end an idle wait early (a record arrived at
+    the arrival watch, or the flow stopped); and the gate's own timers (monotonic seconds): `gate_recheck`, when a
+    caught-up flow runs a batch all the same, and `heartbeats_copy`, when the driver next copies heartbeats."""
+
     ends_before: dict[TP, int] = field(default_factory=dict)
     ends_read_at_ms: int = 0  # when `ends_before` was read (epoch ms)
     moved_back: dict[TP, tuple[int, int]] = field(default_factory=dict)  # ends below the last read: (before, now)
     caught_up: dict[TP, int] = field(default_factory=dict)
     idle_steps: int = 0
+    gate_recheck: float = 0.0
+    heartbeats_copy: float = 0.0
     wake: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     def idle_ends(self, copy: Mapping[TP, str], positions: Mapping[TP, int], max_age_ms: int) -> SourceEnds | None:

@@ -17,7 +17,7 @@ timestamp, of the oldest record not replicated yet; per partition (`JobLag.parti
 `mirror_partition_lag_seconds`) and for the job, the oldest of them (`JobLag.seconds`: the status record's
 `lag_seconds`, the metric `mirror_lag_seconds`, drift's `lag-age` check and the `MirrorLagAgeHigh` alert).
 
-The status record (`ReplicationDriver.status_record`) and the metrics (`JobMetrics.observe_lag`) both
+The status record (`Reporter.status_record`, engine/reporting.py) and the metrics (`JobMetrics.observe_lag`) both
 take one `JobLag`, so they say the same.
 """
 
@@ -78,7 +78,7 @@ class SourceEnds:
 
     @classmethod
     def at_positions(cls, positions: Mapping[TP, int]) -> SourceEnds:
-        """The ends while the arrival watch hears nothing (driver.py's `watch_hears_all`): each partition ends at
+        """The ends while the arrival watch hears nothing (idle_gate.py's `watch_hears_all`): each partition ends at
         the flow's position, read now. A heartbeats partition, not watched but copied every heartbeat interval,
         counts as caught up between two copies: its lag of at most one interval's heartbeats is not shown."""
         return cls(dict(positions), int(time.time() * 1000), committed=dict(positions))

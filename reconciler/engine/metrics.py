@@ -6,8 +6,8 @@ gauges); what MM2 lacks is under `mirror_*`. Every series has the labels `flow`,
 only flow), `source` and `target`; per-partition ones add `topic` (the remote topic on the target, as MM2
 labels it) and `partition`; checkpoint ones also `group`.
 
-`JobMetrics.observe(driver, results)` is the one hook: the driver calls it once per micro-batch with the
-typed task results it has just absorbed into its status record, so the status record and the metrics
+`JobMetrics.observe(reporter, results)` is the one hook: the driver calls it once per micro-batch with its
+`Reporter` (reporting.py: what the flow reports) and the typed task results it has just absorbed into its status record, so the status record and the metrics
 come from the same numbers. Lag also moves between batches (a batch's tasks may be held up while records
 arrive): the driver hands `observe_lag` the same `JobLag` (lag.py) each status record is built from. Checkpoint latencies come from the checkpoint emitter's last acknowledged
 round (`CheckpointEmitter.last_round`, emitters.py), read by the same hook. `serve(port)` exposes them
@@ -36,11 +36,11 @@ from reconciler.engine.tasks import TP, TaskResult
 from reconciler.settings import KUBERNETES_PORT, PORT_ENV  # noqa: F401 (re-exported)
 from reconciler.topology.model import flow_ends
 
-if TYPE_CHECKING:  # the driver imports this module
+if TYPE_CHECKING:  # the reporter imports this module
     from reconciler.contract.status import OutOfRange
-    from reconciler.engine.driver import ReplicationDriver
     from reconciler.engine.emitters import CheckpointEmitter
     from reconciler.engine.lag import JobLag
+    from reconciler.engine.reporting import Reporter
 
 
 FLOW_LABELS = ("flow", "family", "source", "target")
@@ -333,8 +333,9 @@ class JobMetrics:
         return child
 
     # --- the hook -------------------------------------------------------------------------
-    def observe(self, driver: ReplicationDriver, results: Iterable[TaskResult]) -> None:
-        """One micro-batch: the task results the driver absorbed and the driver's state after absorbing them."""
+    def observe(self, driver: Reporter, results: Iterable[TaskResult]) -> None:
+        """One micro-batch: the task results the driver absorbed and the flow's state after absorbing them (`driver`:
+        what the flow reports, reporting.py)."""
         now = self.clock()
         spec = driver.spec
         for r in results:
@@ -480,7 +481,7 @@ class JobMetrics:
         """A checkpoint is emitted once per round at most: keep it visible until the round after next."""
         return max(WINDOW_SECONDS, 2.0 * float(emitter.spec.settings.checkpoints.interval_seconds))
 
-    def set_state(self, driver: ReplicationDriver) -> None:
+    def set_state(self, driver: Reporter) -> None:
         self._observe_faults(driver)
         state = driver.reported_state().value
         for s in JOB_STATES:
@@ -490,7 +491,7 @@ class JobMetrics:
             {"spec_hash": spec.spec_hash(), "git_revision": spec.git_revision or "", "delivery": str(spec.delivery)}
         )
 
-    def _observe_faults(self, driver: ReplicationDriver) -> None:
+    def _observe_faults(self, driver: Reporter) -> None:
         """The partitions that do not progress (one series each while they do not) and the dead letters."""
         name = f"{OWN}_partition_fault_since_seconds"
         now: dict[tuple[str, int, str], float] = {}

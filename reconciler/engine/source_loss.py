@@ -1,6 +1,6 @@
 """Data lost at the source (issue 34): which loss a partition's next offset shows, and where the job resumes.
 
-Pure rules; the driver reads the offsets (engine/driver.py `_check_position`, `_out_of_range`) and acts. A loss is
+Pure rules; the driver's loss handler reads the offsets and acts (engine/source_faults.py `SourceFaults`). A loss is
 seen three ways, each within one batch:
 - the position is below the partition's log start (retention or a deletion passed it): `truncated`;
 - the position is above its log end (the broker lost records it had acknowledged, as noida-db 0.2.3 does at a

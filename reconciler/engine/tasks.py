@@ -19,7 +19,7 @@ class PartitionTask:
     remote: str
     start: int  # next upstream offset to copy; < 0: from the beginning
     sync_state: list[int] | None = None  # the offset-sync state of this partition (see offset_syncs)
-    #: The source's end read before the batch, on the tasks of a split backlog (ReplicationDriver.split_tasks):
+    #: The source's end read before the batch, on the tasks of a split backlog (batches.py `BatchShaper.split_tasks`):
     #: reaching it counts as reaching the partition's end (an end-of-partition event need not come while a stream
     #: flows: a fetch that finds a record is not empty).
     end: int | None = None
@@ -51,7 +51,7 @@ class CopyTask:
     #: end as soon as every partition reached its end (its end-of-partition event, or its `end`), without lingering
     #: for more (IDLE_END_S, IDLE_MIN_TASK_S): the driver's own copies of heartbeats alone, where a record missed now
     #: is copied the next time, and the tasks of an at-least-once backlog split over the slots
-    #: (ReplicationDriver.split_tasks)
+    #: (batches.py `BatchShaper.split_tasks`)
     at_end_only: bool = False
 
 

@@ -214,7 +214,7 @@ def test_pause_halts_a_truncated_partition_and_fail_stops_the_job(noida_clusters
         dataclasses.replace(spec, engine=dataclasses.replace(spec.engine, offset_reset="fail")), LocalExecutor()
     )
     assert failing.run(max_seconds=30) == 1
-    assert failing.state is StatusState.FAILED and failing.faults()[0].kind is FaultKind.TRUNCATED
+    assert failing.state is StatusState.FAILED and failing.reporter.faults()[0].kind is FaultKind.TRUNCATED
 
 
 # --- a partition that does not progress while its source advances (stuck) -----------------------------------------
@@ -243,18 +243,20 @@ def test_a_partition_behind_a_frozen_target_is_stuck_until_it_progresses(noida_c
         os.kill(target.pid, signal.SIGSTOP)
         try:
             _produce(source.bootstrap, "frozen", [b"b%d" % i for i in range(20)])
-            bound = driver.stuck_after_seconds()
+            bound = driver.reporter.stuck_after_seconds()
             fault = wait_for(
-                lambda: next((f for f in driver.faults() if f.kind is FaultKind.STUCK), None),
+                lambda: next((f for f in driver.reporter.faults() if f.kind is FaultKind.STUCK), None),
                 bound + 15,
                 what="the partition reported stuck",
             )
-            assert driver.reported_state() is StatusState.DEGRADED
-            assert driver.status_record().faults == (fault,)
+            assert driver.reporter.reported_state() is StatusState.DEGRADED
+            assert driver.reporter.status_record().faults == (fault,)
         finally:
             os.kill(target.pid, signal.SIGCONT)
         wait_for(lambda: driver.parts.positions.get(("frozen", 0)) == 40, 60, what="copying again")
-        wait_for(lambda: not driver.faults(), 2 * spec.engine.status_interval_seconds + 10, what="the fault cleared")
+        wait_for(
+            lambda: not driver.reporter.faults(), 2 * spec.engine.status_interval_seconds + 10, what="the fault cleared"
+        )
     finally:
         driver.stop_event.set()
         thread.join(30)

@@ -10,7 +10,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
 from reconciler.contract.status import StatusState
-from reconciler.engine.driver import IDLE_WAIT_MAX_S, ONE_TASK_BACKLOG, LocalExecutor, ReplicationDriver
+from reconciler.engine.batches import ONE_TASK_BACKLOG
+from reconciler.engine.driver import LocalExecutor, ReplicationDriver
+from reconciler.engine.idle_gate import IDLE_WAIT_MAX_S
 from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 from tests.spec_helpers import respec
@@ -78,7 +80,7 @@ def test_halt_policy_stops_the_partition(fresh_clusters):
     driver = ReplicationDriver(spec, LocalExecutor())
     driver.run(max_seconds=4)
     driver.state = StatusState.RUNNING
-    status = driver.status_record()
+    status = driver.reporter.status_record()
     assert status.halted == ("ledger2:0",) and status.out_of_range[0].action == "halted (offset_reset: pause)"
     assert status.state is StatusState.DEGRADED
     assert count_topic(target.bootstrap, "west.ledger2", 1) == 0
@@ -316,7 +318,7 @@ def test_a_flow_with_little_to_copy_is_one_task_where_its_delivery_allows(fresh_
     try:
         step_until(driver, lambda: driver.records >= 4 * per_partition, "the backlog copied")
         assert executor.tasks[0] == [2, 2], "a backlog: one task per slot"
-        split_ends_at_end = delivery == "at-least-once"  # ReplicationDriver.split_tasks
+        split_ends_at_end = delivery == "at-least-once"  # BatchShaper.split_tasks
         assert executor.at_end_only[0] == [split_ends_at_end] * 2
         launched = executor.batches
         for partition in range(4):
@@ -406,10 +408,10 @@ def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters)
         for _ in range(20):
             driver.step()
         assert executor.batches == launched, "no batch while nothing arrives"
-        assert driver.idle_wait() == IDLE_WAIT_MAX_S, "an idle flow reads the source's ends once a second"
-        assert driver.watched_positions() == {("busy", 0): 60, ("empty", 0): 0}, "watched from its positions"
+        assert driver.gate.idle_wait() == IDLE_WAIT_MAX_S, "an idle flow reads the source's ends once a second"
+        assert driver.gate.watched_positions() == {("busy", 0): 60, ("empty", 0): 0}, "watched from its positions"
         # An idle wait far longer than any in the job ends when a record arrives (the arrival watch wakes it).
-        waiting = threading.Thread(target=driver.idle, args=(600.0,))
+        waiting = threading.Thread(target=driver.gate.idle, args=(600.0,))
         waiting.start()
         _produce(source.bootstrap, "empty", [b"first"])
         waiting.join(120)
@@ -417,7 +419,7 @@ def test_a_caught_up_flow_launches_no_batch_until_records_arrive(fresh_clusters)
         assert driver.connections.arrivals.wakes == 1
         step_until(driver, lambda: driver.records >= 61, "the new record copied")
         assert executor.batches > launched
-        assert driver.idle_wait() == spec.engine.trigger_interval_ms / 1000, "back to the trigger interval"
+        assert driver.gate.idle_wait() == spec.engine.trigger_interval_ms / 1000, "back to the trigger interval"
     finally:
         driver.stop_event.set()
         driver.close()
@@ -516,10 +518,10 @@ def test_while_the_arrival_watch_hears_nothing_the_source_is_not_read(fresh_clus
         step_until(driver, lambda: driver.records >= 10, "the records copied")
         calm = [tp for tp in driver.parts.plan.copy if tp[0] == "calm"]
         deadline = time.monotonic() + 60
-        while not driver.watch_hears_all(calm) and time.monotonic() < deadline:
+        while not driver.gate.watch_hears_all(calm) and time.monotonic() < deadline:
             driver.step()
             time.sleep(0.1)
-        assert driver.watch_hears_all(calm), "the watch listens at the idle flow's partitions"
+        assert driver.gate.watch_hears_all(calm), "the watch listens at the idle flow's partitions"
         reader = CountingEndReader(driver.connections.end_reader)
         driver.connections.end_reader = reader
         launched, heartbeats = executor.batches, count_topic(target.bootstrap, "west.heartbeats", 1)
@@ -534,7 +536,7 @@ def test_while_the_arrival_watch_hears_nothing_the_source_is_not_read(fresh_clus
         ends = driver.parts.source_ends
         assert ends is not None and all(ends.ends[tp] == driver.parts.positions[tp] for tp in calm), "lag 0"
         _produce(source.bootstrap, "calm", [b"late"])
-        assert driver.pacing.wake.wait(60), "the arriving record woke the driver"
+        assert driver.gate.pacing.wake.wait(60), "the arriving record woke the driver"
         step_until(driver, lambda: driver.records >= 11, "the late record copied")
         assert reader.reads > 0, "its arrival ended the quiet: the gate read the ends"
     finally:
@@ -562,10 +564,10 @@ def test_heartbeats_alone_are_copied_by_the_driver_not_a_spark_job(fresh_cluster
             time.sleep(0.1)
         assert executor.batches == launched, "no batch for heartbeats alone"
         assert count_topic(target.bootstrap, "west.heartbeats", 1) >= copied + 2, "the driver copied them"
-        assert list(driver.watched_positions()) == [("quiet", 0)], "the arrival watch leaves the heartbeats out"
+        assert list(driver.gate.watched_positions()) == [("quiet", 0)], "the arrival watch leaves the heartbeats out"
         assert driver.connections.arrivals.wakes == 0, "a heartbeat wakes nobody"
         _produce(source.bootstrap, "quiet", [b"q"])
-        assert driver.pacing.wake.wait(60), "the arriving record woke the driver"
+        assert driver.gate.pacing.wake.wait(60), "the arriving record woke the driver"
         step_until(driver, lambda: driver.records >= 1 and count_topic(target.bootstrap, "west.quiet", 1), "copied")
     finally:
         driver.stop_event.set()

@@ -43,7 +43,7 @@ def replicate(source, target, topics: tuple[str, ...], done, **spec) -> None:
             return done()
 
         wait_for(stepped, 90, interval=0.05, what="the flow to copy the records")
-        driver.flush_delayed_syncs()
+        driver.absorber.flush_delayed_syncs()
     finally:
         driver.stop_event.set()
         driver.close()
@@ -178,7 +178,7 @@ def test_status_shows_each_group_s_last_checkpoint_or_why_it_is_not_synced(fresh
             return len(by) == 3 and by["app-synced"].last_checkpoint_ms is not None
 
         wait_for(judged, 90, interval=0.05, what="a checkpoint round judging the three groups")
-        driver.publish_status()
+        driver.reporter.publish_status()
     finally:
         driver.stop_event.set()
         driver.close()
@@ -295,9 +295,9 @@ def run_flow(spec, done) -> None:
             return done()
 
         wait_for(stepped, 90, interval=0.05, what="the flow to copy the records")
-        driver.flush_delayed_syncs()
+        driver.absorber.flush_delayed_syncs()
         driver.state = StatusState.STOPPED  # as `run` ends: its last status record says the job stopped
-        driver.publish_status()
+        driver.reporter.publish_status()
     finally:
         driver.stop_event.set()
         driver.close()

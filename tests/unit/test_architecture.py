@@ -482,3 +482,26 @@ def test_the_registration_checker_sees_one():
         "reconciler.jobplan.plan:2: from . import handlers  # noqa: F401",
         "reconciler.jobplan.plan:3: import reconciler.jobplan.handlers  # noqa: F401",
     ]
+
+
+#: The longest a class under reconciler/ may be (lines from `class` to its last line, docstring and blank lines
+#: included): a class longer does several things, split it by behaviour (issue 37, the driver split).
+MAX_CLASS_LINES = 400
+#: Classes over MAX_CLASS_LINES while they are split, each with its issue; never a class under reconciler/engine/.
+CLASS_SIZE_EXCEPTIONS = {
+    "reconciler/deployers/local.py:ProcessDeployer",  # issue 37: being split
+}
+
+
+def test_no_class_is_over_400_lines():
+    over = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                size = node.end_lineno - node.lineno + 1
+                if size > MAX_CLASS_LINES:
+                    over[f"{rel}:{node.name}"] = size
+    assert not any(name.startswith("reconciler/engine/") for name in CLASS_SIZE_EXCEPTIONS)
+    unexpected = {name: size for name, size in over.items() if name not in CLASS_SIZE_EXCEPTIONS}
+    assert not unexpected, f"classes over {MAX_CLASS_LINES} lines (split them by behaviour): {unexpected}"

@@ -1,7 +1,9 @@
 """The replication driver is split into typed parts (issue 25): its clients are one `Connections` made at start,
-not attributes looked up with getattr; its counters, partitions, pacing and threads are dataclasses of their own;
-its state is a StatusState. The parts' own logic (slots, tasks, the idle gate's caught-up mark) is tested here
-without brokers; the driver's behaviour is tests/integration/test_replication_driver.py's."""
+not attributes looked up with getattr; its counters, partitions, timers, pacing and threads are dataclasses of their
+own; its state is a StatusState. Its behaviours are classes of their own (issue 37: the idle gate, the loss handler,
+the batch shaper and absorber, the reporter), each given its dependencies (tests/unit/test_idle_gate.py,
+test_source_faults.py, test_batches.py, test_reporting.py). The parts' own logic (slots, tasks, the idle gate's
+caught-up mark) is tested here without brokers; the driver's behaviour is tests/integration/test_replication_driver.py's."""
 
 from __future__ import annotations
 
@@ -11,8 +13,12 @@ import inspect
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import StatusState
 from reconciler.engine import driver_parts
+from reconciler.engine.batches import Absorber, BatchShaper
 from reconciler.engine.driver import ReplicationDriver, Threads
-from reconciler.engine.driver_parts import MAX_FINDINGS, Connections, Pacing, Partitions, Progress, StuckWatch
+from reconciler.engine.driver_parts import MAX_FINDINGS, Connections, Pacing, Partitions, Progress, StuckWatch, Timers
+from reconciler.engine.idle_gate import IdleGate
+from reconciler.engine.reporting import Reporter
+from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tasks import PartitionResult
 from reconciler.engine.topics import PartitionPlan
 from tests.spec_helpers import job_spec
@@ -31,33 +37,61 @@ OWN = {
     "instance_id",
     "metrics",
     "log",
-    # the parts
+    # the parts it holds
     "progress",
     "parts",
-    "pacing",
+    "timers",
     "conn",
     "threads",
-    "stuck",
+    # the parts that act on them (issue 37)
+    "gate",
+    "faults",
+    "shaper",
+    "absorber",
+    "reporter",
 }
-PARTS = {"progress": Progress, "parts": Partitions, "pacing": Pacing, "threads": Threads, "stuck": StuckWatch}
+PARTS = {
+    "progress": Progress,
+    "parts": Partitions,
+    "timers": Timers,
+    "threads": Threads,
+    "gate": IdleGate,
+    "faults": SourceFaults,
+    "shaper": BatchShaper,
+    "absorber": Absorber,
+    "reporter": Reporter,
+}
 
 
 def test_the_driver_holds_its_parts_and_few_attributes_of_its_own():
     d = ReplicationDriver(SPEC, executor=None)
-    assert set(vars(d)) == OWN and len(vars(d)) <= 16
+    assert set(vars(d)) == OWN and len(vars(d)) <= 20
     for name, part in PARTS.items():
         assert type(getattr(d, name)) is part, name
     assert d.conn is None  # opened at start (_connect)
+    assert type(d.gate.pacing) is Pacing and type(d.reporter.stuck) is StuckWatch
+    # one Pacing, the gate's, shared by the parts that read and mark what is caught up
+    assert d.faults.pacing is d.gate.pacing and d.shaper.pacing is d.gate.pacing and d.absorber.pacing is d.gate.pacing
     assert d.state is StatusState.STARTING
 
 
 def test_no_attribute_is_looked_up_by_name():
-    source = inspect.getsource(ReplicationDriver)
-    assert "getattr(self" not in source and "setattr(self" not in source
+    for cls in (ReplicationDriver, IdleGate, SourceFaults, BatchShaper, Absorber, Reporter):
+        source = inspect.getsource(cls)
+        assert "getattr(self" not in source and "setattr(self" not in source, cls
+        assert cls.__doc__, cls
+
+
+def test_the_timers_are_typed_fields_not_string_keys():
+    """Pacing.next was a dict keyed by "refresh", "heartbeat", ...: now `Timers` fields (the loop's) and the gate's
+    own two in `Pacing`."""
+    assert [f.name for f in dataclasses.fields(Timers)] == ["refresh", "heartbeat", "status", "delayed_syncs"]
+    assert {"gate_recheck", "heartbeats_copy"} <= {f.name for f in dataclasses.fields(Pacing)}
+    assert "next" not in {f.name for f in dataclasses.fields(Pacing)}
 
 
 def test_the_parts_are_typed_dataclasses_with_a_docstring():
-    for part in (Connections, Progress, Partitions, Pacing, Threads):
+    for part in (Connections, Progress, Partitions, Pacing, Timers, Threads):
         assert dataclasses.is_dataclass(part), part
         assert part.__doc__ and not part.__doc__.startswith(part.__name__ + "("), part  # not the generated one
         hints = inspect.get_annotations(part)

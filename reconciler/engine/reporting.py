@@ -1,0 +1,159 @@
+"""What a flow's driver reports: its lag, its state, the partitions that do not progress, its status record (published
+to the status topic) and the metrics read from the same figures (engine/metrics.py reads them here)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from reconciler.contract.spec import JobSpec
+from reconciler.contract.status import (
+    Latency,
+    PartitionCount,
+    PartitionFault,
+    StatusRecord,
+    StatusState,
+)
+from reconciler.engine.driver_parts import Partitions, Progress, StuckWatch
+from reconciler.engine.emitters import CheckpointEmitter
+from reconciler.engine.lag import JobLag, committed_ahead, job_lag
+from reconciler.engine.metrics import JobMetrics
+
+#: A partition whose source is ahead while its position does not move is stuck (FaultKind.STUCK) after this many
+#: status intervals, and at least two batch deadlines (`max_batch_ms`: a task's count arrives when it ends).
+STUCK_INTERVALS = 5
+
+
+class StatusSink(Protocol):
+    """Where status records go (contract/status.py `StatusPublisher`)."""
+
+    def publish(self, status: StatusRecord) -> None: ...
+
+
+class ReportClients(Protocol):
+    """What the reporter reads and writes of the driver's clients (driver_parts.py `Connections`)."""
+
+    @property
+    def status(self) -> StatusSink: ...
+
+    @property
+    def checkpoints(self) -> CheckpointEmitter: ...
+
+
+class Reporter:
+    """The flow's reports. It is given the flow's spec (a getter: a reload replaces it), its partitions, progress and
+    stuck watch, its metrics, its clients (a getter: None before start), its lifecycle state (a getter) and its
+    instance id. The metrics (`JobMetrics.observe`) read the flow through it: `spec`, `progress`, `parts`,
+    `checkpoints`, `current_lag`, `reported_state`, `faults`."""
+
+    def __init__(
+        self,
+        spec: Callable[[], JobSpec],
+        parts: Partitions,
+        progress: Progress,
+        stuck: StuckWatch,
+        metrics: JobMetrics,
+        clients: Callable[[], ReportClients | None],
+        state: Callable[[], StatusState],
+        instance_id: str | None,
+    ):
+        self._spec, self.parts, self.progress, self.stuck, self.metrics = spec, parts, progress, stuck, metrics
+        self._clients, self._state, self.instance_id = clients, state, instance_id
+
+    @property
+    def spec(self) -> JobSpec:
+        return self._spec()
+
+    @property
+    def checkpoints(self) -> CheckpointEmitter | None:
+        """The checkpoint emitter (None before start)."""
+        clients = self._clients()
+        return clients.checkpoints if clients is not None else None
+
+    @property
+    def checkpoints_emitted(self) -> int:
+        checkpoints = self.checkpoints
+        return checkpoints.emitted if checkpoints is not None else 0
+
+    def current_lag(self) -> JobLag:
+        """Lag now: the driver's positions against the larger of the ends its tasks saw and the side channel read."""
+        return job_lag(
+            self.parts.plan.copy, self.parts.positions, self.parts.lag, self.parts.source_ends, int(time.time() * 1000)
+        )
+
+    def reported_state(self) -> StatusState:
+        """The state the status record and the metrics report: running with partitions that do not progress (halted
+        or stuck: `faults`) is degraded."""
+        state = self._state()
+        return StatusState.DEGRADED if state is StatusState.RUNNING and self.faults() else state
+
+    def faults(self) -> tuple[PartitionFault, ...]:
+        """The partitions that do not progress: the halted ones, and those stuck (`StuckWatch`)."""
+        faults = {**self.stuck.stuck, **self.parts.halted}
+        return tuple(faults[tp] for tp in sorted(faults))
+
+    def stuck_after_seconds(self) -> float:
+        """How long a partition behind its source may not move before it is stuck (STUCK_INTERVALS)."""
+        engine = self._spec().engine
+        return max(STUCK_INTERVALS * engine.status_interval_seconds, 2 * engine.max_batch_ms / 1000)
+
+    def status_record(self, lag: JobLag | None = None) -> StatusRecord:
+        lag = lag if lag is not None else self.current_lag()
+        spec, progress, parts = self._spec(), self.progress, self.parts
+        checkpoints = self.checkpoints
+        return StatusRecord(
+            flow=spec.flow,
+            spec_hash=spec.spec_hash(),
+            git_revision=spec.git_revision,
+            delivery=spec.delivery,
+            state=self.reported_state(),
+            started_at=progress.started_at,
+            heartbeat_at=int(time.time() * 1000),
+            # what tasks reported, and what a running task has committed since (a kill loses no count but its last
+            # second's: the worker commits every round)
+            records=progress.records + committed_ahead(dict(parts.positions), parts.source_ends),
+            bytes=progress.bytes,
+            records_per_second=round(progress.rate.rate(), 1),
+            batches=progress.batches,
+            partitions=len(parts.plan.copy),
+            lag_total=lag.total,
+            lag=lag.partitions,
+            lag_seconds=lag.seconds,
+            lag_read_at=lag.read_at,
+            latency_ms=Latency.from_dict(progress.latency.snapshot()),
+            errors=progress.errors,
+            last_error=progress.last_error,
+            findings=tuple(progress.findings),
+            out_of_range=tuple(progress.out_of_range),
+            halted=tuple(f"{t}:{p}" for t, p in sorted(parts.halted)),
+            faults=self.faults(),
+            dead_letters=tuple(PartitionCount(t, p, n) for (t, p), n in sorted(parts.dead_letters.items())),
+            data_loss=tuple(
+                PartitionCount(t, p, n, kind)
+                for ((t, p), kind), n in sorted(progress.data_loss.items(), key=lambda kv: (kv[0][0], kv[0][1].value))
+            ),
+            checkpoints_emitted=self.checkpoints_emitted,
+            instance_id=self.instance_id,
+            pid=os.getpid(),
+            metrics_port=self.metrics.port,
+            groups=checkpoints.group_syncs if checkpoints is not None else (),
+        )
+
+    def publish_status(self) -> None:
+        """The status record, and the lag metrics from the same figures (also between batches: a batch whose
+        tasks are held up must not hold up the lag the job reports)."""
+        lag = self.current_lag()
+        halted = self.parts.halted
+        self.stuck.observe(
+            [p for p in lag.partitions if (p.topic, p.partition) not in halted],
+            int(time.time() * 1000),
+            int(1000 * self.stuck_after_seconds()),
+            self.progress.last_error,
+        )
+        record = self.status_record(lag)
+        self.metrics.observe_lag(lag)
+        clients = self._clients()
+        if clients is not None:
+            clients.status.publish(record)

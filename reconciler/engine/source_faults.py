@@ -1,0 +1,201 @@
+"""What a flow's driver does when the source lost records or the target refuses one (issue 34): the stateful side of
+engine/source_loss.py's pure rules.
+
+`SourceFaults` checks a partition's position against the source's log (`check_position`), acts on ends that moved
+back (`ends_moved_back`) and on recreated topics (`recreated`); each loss is reported (the status record's
+`out_of_range`, counted in `data_loss`, the log) and `offset_reset` decides (`out_of_range`): resume at the log start
+or end, halt the partition, or fail the job. A record the target refuses under `on_refused_record: fail` halts its
+partition (`halt_refused`). A reloaded spec whose policy resumes releases the partitions halted under the old one
+(`release_halted`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from reconciler.contract.spec import JobSpec, OffsetReset
+from reconciler.contract.status import FaultKind, OutOfRange, PartitionFault
+from reconciler.engine.driver_parts import Pacing, Partitions, Progress
+from reconciler.engine.source_loss import position_loss, resume_at
+from reconciler.engine.tasks import TP, PartitionResult
+
+log = logging.getLogger(__name__)
+
+#: The faults a loss at the source halts a partition with (`offset_reset: pause` or `fail`).
+LOSS_KINDS = frozenset({FaultKind.OUT_OF_RANGE, FaultKind.TRUNCATED, FaultKind.LOST_TAIL, FaultKind.RECREATED})
+
+
+class SourceOffsets(Protocol):
+    """What the loss handler reads and commits on the source (offsets.py `OffsetStore`)."""
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]: ...
+
+    def end_offset(self, topic: str, partition: int) -> int | None: ...
+
+    def commit(self, positions: Mapping[TP, int]) -> None: ...
+
+
+class SourceFaults:
+    """A flow's handling of data lost at the source and of records the target refuses. It is given the flow's spec
+    (a getter: its `offset_reset` applies as reloaded), the partitions it moves or halts, the idle gate's pacing (a
+    partition it touches is no longer caught up), the progress it reports to, the source's offsets (a getter: the
+    clients open at start), `error` (count and log an error) and `fail` (`offset_reset: fail`: the job stops)."""
+
+    def __init__(
+        self,
+        spec: Callable[[], JobSpec],
+        parts: Partitions,
+        pacing: Pacing,
+        progress: Progress,
+        offsets: Callable[[], SourceOffsets],
+        error: Callable[[str], None],
+        fail: Callable[[], None],
+        log: logging.Logger | logging.LoggerAdapter[logging.Logger] = log,
+    ):
+        self._spec, self.parts, self.pacing, self.progress = spec, parts, pacing, progress
+        self._offsets, self._error, self._fail, self.log = offsets, error, fail, log
+
+    @property
+    def offset_reset(self) -> OffsetReset:
+        return OffsetReset.of(self._spec().engine.offset_reset)
+
+    def check_position(self, tp: TP, position: int) -> None:
+        """A partition that answered neither records nor end-of-partition (Tansu answers a fetch outside the log
+        with nothing at all): is the position valid?"""
+        try:
+            offsets = self._offsets()
+            low, high = offsets.watermarks(*tp)
+            if position < low:
+                self.out_of_range(
+                    tp, position, f"offset {position} is below the log start {low} (truncated)", low, high
+                )
+                return
+            if position <= high:
+                return
+            end = offsets.end_offset(*tp)
+            if end is not None and position > end:
+                self.out_of_range(
+                    tp, position, f"offset {position} is past the log end {end} (records lost, or recreated)", low, end
+                )
+        except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
+            self.log.info("cannot check position of %s: %s", tp, exc)
+
+    def ends_moved_back(self) -> bool:
+        """The source's end of some partitions, read before this batch, is below the last read (`Pacing.moved_back`):
+        the broker lost records at and after it (at-least-once or not, the job may have copied them), and new records
+        will get their offsets. Reported each time; a position past the end is handled by `offset_reset` now, before
+        the batch copies from it: reused offsets below the position would be skipped. Whether positions moved."""
+        moved, self.pacing.moved_back = self.pacing.moved_back, {}
+        changed = False
+        for tp, (before, end) in sorted(moved.items()):
+            if tp in self.parts.halted:
+                continue
+            position = self.parts.positions.get(tp, -2)
+            reason = f"the log end moved back from {before} to {end}: the source lost records it had acknowledged"
+            if position > end:
+                self.out_of_range(
+                    tp, position, f"{reason}; offset {position} is past it", None, end, FaultKind.LOST_TAIL
+                )
+                changed = True
+            else:
+                self.report_loss(
+                    tp,
+                    position,
+                    f"{reason} (the job had not copied past it)",
+                    None,
+                    end,
+                    FaultKind.LOST_TAIL,
+                    "reported; the job's position is within the log",
+                )
+        return changed
+
+    def recreated(self, tp: TP, before: str, now: str) -> None:
+        """The source topic's id changed since the last refresh: deleted and created again."""
+        position = self.parts.positions.get(tp, -2)
+        if position < 0:
+            return
+        reason = f"topic {tp[0]} was recreated (topic id {before} is now {now})"
+        self.out_of_range(tp, position, reason, None, None, FaultKind.RECREATED)
+
+    def out_of_range(
+        self,
+        tp: TP,
+        position: int,
+        reason: str,
+        low: int | None = None,
+        high: int | None = None,
+        kind: FaultKind | None = None,
+    ) -> None:
+        """The source lost the records at the partition's position (`kind`; classified by the log's range when not
+        given): reported, then `offset_reset` decides: resume at the log start or end, halt the partition, or fail
+        the job."""
+        self.pacing.caught_up.pop(tp, None)
+        tail_seen_lost = kind is FaultKind.LOST_TAIL  # told by the caller: the end moved back between two reads
+        if low is None or high is None:
+            try:
+                w_low, w_high = self._offsets().watermarks(*tp)
+                low = w_low if low is None else low
+                high = w_high if high is None else high
+            except Exception:  # noqa: BLE001
+                pass
+        if kind is None:
+            kind = (position_loss(position, low, high) if low is not None and high is not None else None) or (
+                FaultKind.OUT_OF_RANGE
+            )
+        policy = self.offset_reset
+        to = resume_at(policy, low, high, kind, tail_seen_lost)
+        if policy is OffsetReset.FAIL:
+            action = "failed: the job stops (offset_reset: fail)"
+        elif to is None:
+            action = f"halted (offset_reset: {policy.value})"
+        else:
+            action = f"resumed at the log {'start' if to == low else 'end'} {to} (offset_reset: {policy.value})"
+        at = self.report_loss(tp, position, reason, low, high, kind, action)
+        self.parts.consumer_epoch += 1
+        if to is None:
+            self.parts.halted[tp] = PartitionFault(tp[0], tp[1], kind, reason, position, at)
+            if policy is OffsetReset.FAIL:
+                self._fail()
+            return
+        self.parts.positions[tp] = to
+        self.parts.sync_states.pop(tp, None)
+        self._offsets().commit({tp: to})  # at-least-once; exactly-once commits inside transactions
+
+    def report_loss(
+        self, tp: TP, position: int, reason: str, low: int | None, high: int | None, kind: FaultKind, action: str
+    ) -> int:
+        """A loss at the source in the status record (`out_of_range`, counted in `data_loss`), the log and the
+        metrics; when (epoch ms)."""
+        event = OutOfRange(tp[0], tp[1], position, low, high, reason, action, int(time.time() * 1000), kind)
+        self.progress.add_out_of_range(event)
+        self._error(f"{tp[0]}[{tp[1]}]: {kind.value}: {reason}; {action}")
+        return event.at or 0
+
+    def release_halted(self) -> None:
+        """After a spec reload: the partitions halted under a policy the new spec changed resume (a refused record
+        under `on_refused_record: skip`, its records going to the dead-letter topic; a loss under an `offset_reset`
+        that resumes: the new policy decides where, and the workers drop their cached consumers)."""
+        halted = self.parts.halted
+        if self._spec().settings.on_refused_record == "skip":
+            for tp in [tp for tp, f in halted.items() if f.kind is FaultKind.REFUSED_RECORD]:
+                del halted[tp]
+        if resume_at(self.offset_reset, 0, 0) is not None:
+            for tp in [tp for tp, f in halted.items() if f.kind in LOSS_KINDS]:
+                del halted[tp]
+                self.parts.consumer_epoch += 1
+
+    def halt_refused(self, tp: TP, p: PartitionResult) -> None:
+        """`on_refused_record: fail`: the partition stops at the record the target refuses (the records before it
+        were copied and their position committed); the flow is degraded until the job restarts (after the remote
+        topic's limit is raised, or with `on_refused_record: skip`)."""
+        refused = p.refused
+        assert refused is not None
+        reason = f"record at offset {refused.offset} refused by the target: {refused.reason}"
+        self.parts.halted[tp] = PartitionFault(
+            tp[0], tp[1], FaultKind.REFUSED_RECORD, reason, refused.offset, int(time.time() * 1000)
+        )
+        self.pacing.caught_up.pop(tp, None)
+        self._error(f"{tp[0]}[{tp[1]}]: halted: {reason} (on_refused_record: fail)")

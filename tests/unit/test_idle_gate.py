@@ -1,0 +1,149 @@
+"""The idle gate's decisions (engine/idle_gate.py), without brokers: the source's ends and the arrival watch are
+fakes behind the gate's small protocols (`EndOffsets`, `Arrivals`). Whether a batch runs, when heartbeats alone are
+copied by the driver, what the watch listens to, and how long an idle driver waits. The gate through real brokers
+is tests/integration/test_replication_driver.py's."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from reconciler.contract.spec import ClusterSpec
+from reconciler.engine.driver_parts import Pacing, Partitions
+from reconciler.engine.idle_gate import GATE_RECHECK_S, IDLE_WAIT_MAX_S, IdleGate, Work
+from reconciler.engine.tasks import TP, CopyTask, PartitionTask
+from reconciler.engine.topics import PartitionPlan
+from tests.spec_helpers import job_spec
+
+SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
+ORDERS, BEATS = ("orders", 0), ("heartbeats", 0)
+
+
+@dataclass
+class Ends:
+    ends: dict[TP, int]
+    reads: int = 0
+
+    def end_offsets(self, partitions: list[TP]) -> dict[TP, int]:
+        self.reads += 1
+        return {tp: self.ends[tp] for tp in partitions if tp in self.ends}
+
+
+@dataclass
+class Watch:
+    heard: bool = False
+    asked: list[dict[TP, int]] = field(default_factory=list)
+
+    def quiet(self, positions) -> bool:
+        self.asked.append(dict(positions))
+        return not self.heard
+
+
+@dataclass
+class Clients:
+    end_reader: Ends
+    arrivals: Watch
+
+
+def gate(ends: dict[TP, int], positions: dict[TP, int], caught_up: dict[TP, int] | None = None, **pacing):
+    parts = Partitions(plan=PartitionPlan(copy={tp: f"west.{tp[0]}" for tp in positions}), positions=dict(positions))
+    clients = Clients(Ends(ends), Watch())
+    g = IdleGate(
+        lambda: SPEC, parts, lambda: clients, Pacing(caught_up=dict(caught_up or {}), **pacing), threading.Event()
+    )
+    return g, clients
+
+
+def test_before_start_a_batch_runs():
+    g = IdleGate(lambda: SPEC, Partitions(), lambda: None, Pacing(), threading.Event())
+    assert g.work_waiting() is Work.RECORDS and not g.watch_hears_all([ORDERS])
+
+
+def test_records_wait_until_every_partition_is_caught_up_at_the_end_read_before_its_batch():
+    g, clients = gate({ORDERS: 10}, {ORDERS: 4})
+    assert g.work_waiting() is Work.RECORDS  # never caught up
+    assert g.pacing.ends_before == {ORDERS: 10} and g.pacing.gate_recheck > time.monotonic()
+    g.pacing.caught_up[ORDERS] = 10  # its task ended at that end
+    assert g.work_waiting() is Work.NONE, "caught up, and the end has not moved: no Spark job"
+    clients.end_reader.ends[ORDERS] = 11  # a record arrived, and the arrival watch heard it
+    clients.arrivals.heard = True
+    assert g.work_waiting() is Work.RECORDS
+
+
+def test_a_caught_up_flow_still_runs_a_batch_once_a_recheck_interval():
+    g, _ = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
+    g.pacing.gate_recheck = 0.0  # the recheck is due
+    assert g.work_waiting() is Work.RECORDS
+    assert g.pacing.gate_recheck >= time.monotonic() + GATE_RECHECK_S - 5
+    assert g.work_waiting() is Work.NONE
+
+
+def test_an_end_that_moved_back_is_handed_to_the_loss_handler():
+    g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10}, ends_before={ORDERS: 10})
+    clients.end_reader.ends[ORDERS] = 6
+    g.work_waiting()
+    assert g.pacing.moved_back == {ORDERS: (10, 6)}
+
+
+def test_an_unreadable_end_means_a_batch():
+    g, clients = gate({}, {ORDERS: 10}, caught_up={ORDERS: 10})
+
+    def fail(partitions):
+        raise RuntimeError("broker down")
+
+    clients.end_reader.end_offsets = fail  # type: ignore[method-assign]
+    assert g.work_waiting() is Work.RECORDS and g.pacing.ends_before == {}
+
+
+def test_heartbeats_alone_are_copied_by_the_driver_once_a_heartbeat_interval():
+    g, _ = gate({ORDERS: 10, BEATS: 7}, {ORDERS: 10, BEATS: 3}, caught_up={ORDERS: 10})
+    assert g.work_waiting() is Work.HEARTBEATS
+    assert g.pacing.heartbeats_copy >= time.monotonic() + SPEC.settings.heartbeats.interval_seconds - 5
+    assert g.work_waiting() is Work.NONE, "the next copy waits a heartbeat interval"
+    task = CopyTask(
+        0, 1, (PartitionTask("orders", 0, "west.orders", 10), PartitionTask("heartbeats", 0, "heartbeats", 3))
+    )
+    (only,) = g.heartbeat_tasks([task])
+    assert [p.topic for p in only.partitions] == ["heartbeats"] and only.at_end_only
+    assert g.heartbeat_tasks([CopyTask(1, 1, (PartitionTask("orders", 0, "west.orders", 10),))]) == []
+
+
+def test_the_watch_listens_at_caught_up_partitions_but_the_heartbeats_and_the_halted():
+    g, clients = gate({}, {ORDERS: 10, ("orders", 1): 5, BEATS: 3}, caught_up={ORDERS: 10, BEATS: 3})
+    assert g.watched_positions() == {ORDERS: 10}
+    assert not g.watch_hears_all([ORDERS, ("orders", 1), BEATS]), "orders[1] is not listened to"
+    assert g.watch_hears_all([ORDERS, BEATS]) and clients.arrivals.asked[-1] == {ORDERS: 10}
+    clients.arrivals.heard = True
+    assert not g.watch_hears_all([ORDERS, BEATS])
+    g.parts.halted[ORDERS] = None  # type: ignore[assignment]
+    assert g.watched_positions() == {}
+
+
+def test_while_the_watch_hears_nothing_the_gate_reads_nothing():
+    g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
+    g.pacing.gate_recheck = time.monotonic() + 60
+    assert g.work_waiting() is Work.NONE and clients.end_reader.reads == 0
+    ends = g.idle_source_ends(g.parts.plan.copy, g.parts.positions, max_age_ms=1_000)
+    assert ends is not None and dict(ends.ends) == {ORDERS: 10}
+    clients.arrivals.heard = True  # the watch heard something: the gate reads the ends (unmoved here: no batch)
+    assert g.work_waiting() is Work.NONE and clients.end_reader.reads == 1
+    clients.end_reader.ends[ORDERS] = 12
+    assert g.work_waiting() is Work.RECORDS and clients.end_reader.reads == 2
+
+
+def test_the_idle_wait_doubles_up_to_its_bound_and_a_stop_ends_it_for_good():
+    g, _ = gate({}, {ORDERS: 0})
+    trigger = SPEC.engine.trigger_interval_ms / 1000
+    assert g.idle_wait() == trigger
+    g.pacing.idle_steps = 1
+    assert g.idle_wait() == min(IDLE_WAIT_MAX_S, max(trigger, 2 * trigger))
+    g.pacing.idle_steps = 40
+    assert g.idle_wait() == max(trigger, IDLE_WAIT_MAX_S)
+    g.pacing.wake.set()  # a record arrived: the wait ends, and the next one waits again
+    g.idle(30)
+    assert not g.pacing.wake.is_set()
+    g.stop.set()
+    g.pacing.wake.set()
+    g.idle(30)
+    assert g.pacing.wake.is_set(), "a stop stays seen by every later wait"

@@ -1,0 +1,144 @@
+"""The loss handler's policy outcomes (engine/source_faults.py `SourceFaults`), without brokers: the source's
+offsets are a fake behind `SourceOffsets`. Each `offset_reset` on a position past the log, below it, or a tail the
+job saw lost; a recreated topic; an end moved back; a refused record; and what a reloaded policy releases. The pure
+rules are tests/unit/test_source_loss.py's; the handler through real brokers is tests/integration/test_cluster_faults.py's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.status import FaultKind
+from reconciler.engine.driver_parts import Pacing, Partitions, Progress
+from reconciler.engine.source_faults import SourceFaults
+from reconciler.engine.tasks import TP, PartitionResult, RefusedRecord
+from tests.spec_helpers import job_spec, respec
+
+SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
+TPX: TP = ("orders", 0)
+
+
+@dataclass
+class Offsets:
+    low: int = 100
+    high: int = 200
+    end: int | None = 200
+    commits: list[dict[TP, int]] = field(default_factory=list)
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        return self.low, self.high
+
+    def end_offset(self, topic: str, partition: int) -> int | None:
+        return self.end
+
+    def commit(self, positions) -> None:
+        self.commits.append(dict(positions))
+
+
+@dataclass
+class Handler:
+    faults: SourceFaults
+    offsets: Offsets
+    errors: list[str]
+    failed: list[bool]
+    spec: list  # the spec the handler reads: [0] is replaced as a reload would
+
+
+def handler(offset_reset: str = "resume", position: int = 50, **spec) -> Handler:
+    box = [respec(SPEC, offset_reset=offset_reset, **spec)]
+    offsets, errors, failed = Offsets(), [], []
+    parts = Partitions(positions={TPX: position})
+    faults = SourceFaults(
+        lambda: box[0],
+        parts,
+        Pacing(caught_up={TPX: 1}),
+        Progress(),
+        lambda: offsets,
+        errors.append,
+        lambda: failed.append(True),
+    )
+    return Handler(faults, offsets, errors, failed, box)
+
+
+@pytest.mark.parametrize(
+    "policy, position, resumed_at",
+    [
+        ("resume", 50, 100),  # truncated: from the log start
+        ("resume", 250, 100),  # past the end at first sight: a lost tail or a recreated topic look alike
+        ("resume-at-start", 250, 100),
+        ("resume-at-end", 50, 200),
+    ],
+)
+def test_a_resuming_policy_moves_the_position_and_commits_it(policy, position, resumed_at):
+    h = handler(policy, position)
+    h.faults.check_position(TPX, position)
+    parts = h.faults.parts
+    assert parts.positions[TPX] == resumed_at and h.offsets.commits == [{TPX: resumed_at}]
+    assert TPX not in parts.halted and not h.failed and parts.consumer_epoch == 1
+    assert TPX not in h.faults.pacing.caught_up
+    (event,) = h.faults.progress.out_of_range
+    kind = FaultKind.TRUNCATED if position < 100 else FaultKind.LOST_TAIL
+    assert event.kind is kind and f"resumed at the log {'start' if resumed_at == 100 else 'end'}" in event.action
+    assert h.faults.progress.data_loss == {(TPX, kind): 1} and len(h.errors) == 1
+
+
+def test_pause_halts_the_partition_and_fail_stops_the_job():
+    h = handler("pause", 50)
+    h.faults.check_position(TPX, 50)
+    fault = h.faults.parts.halted[TPX]
+    assert fault.kind is FaultKind.TRUNCATED and fault.offset == 50 and not h.failed and not h.offsets.commits
+    assert h.faults.parts.positions[TPX] == 50
+    h = handler("fail", 50)
+    h.faults.check_position(TPX, 50)
+    assert h.failed == [True] and TPX in h.faults.parts.halted and "failed" in h.faults.progress.out_of_range[0].action
+
+
+def test_a_valid_position_is_left_alone():
+    h = handler("resume", 150)
+    h.faults.check_position(TPX, 150)
+    h.offsets.end = 260  # past the high watermark, within the log end (read_committed): valid
+    h.faults.check_position(TPX, 250)
+    assert not h.faults.progress.out_of_range and h.faults.parts.positions[TPX] == 150
+
+
+def test_a_tail_lost_while_the_job_watched_resumes_at_the_end_and_one_within_the_log_is_only_reported():
+    h = handler("resume", 190)
+    h.faults.pacing.moved_back = {TPX: (190, 170)}
+    assert h.faults.ends_moved_back() is True
+    assert h.faults.parts.positions[TPX] == 170 and h.faults.pacing.moved_back == {}
+    h = handler("resume", 150)
+    h.faults.pacing.moved_back = {TPX: (190, 170)}
+    assert h.faults.ends_moved_back() is False
+    (event,) = h.faults.progress.out_of_range
+    assert event.kind is FaultKind.LOST_TAIL and event.action.startswith("reported")
+    assert h.faults.parts.positions[TPX] == 150 and not h.offsets.commits
+
+
+def test_a_recreated_topic_resumes_at_its_start():
+    h = handler("resume", 150)
+    h.faults.recreated(TPX, "id-1", "id-2")
+    assert h.faults.progress.out_of_range[0].kind is FaultKind.RECREATED and h.faults.parts.positions[TPX] == 100
+    h = handler("resume", -2)  # no position yet: nothing lost
+    h.faults.recreated(TPX, "id-1", "id-2")
+    assert not h.faults.progress.out_of_range
+
+
+def test_a_refused_record_halts_its_partition_and_a_reloaded_policy_releases_the_halted():
+    h = handler("pause", 50)
+    refused = PartitionResult("orders", 0, "west.orders", 40, 45, 5, refused=RefusedRecord(45, 2_000_000, "too large"))
+    h.faults.halt_refused(TPX, refused)
+    assert h.faults.parts.halted[TPX].kind is FaultKind.REFUSED_RECORD and TPX not in h.faults.pacing.caught_up
+    h.faults.release_halted()  # on_refused_record: fail and offset_reset: pause still: nothing released
+    assert TPX in h.faults.parts.halted
+    skip = handler("pause", 50, on_refused_record="skip")
+    skip.faults.parts.halted.update(h.faults.parts.halted)
+    skip.faults.release_halted()
+    assert skip.faults.parts.halted == {}
+    lost = handler("pause", 50)
+    lost.faults.check_position(TPX, 50)
+    lost.spec[0] = respec(SPEC, offset_reset="resume")  # a reload
+    epoch = lost.faults.parts.consumer_epoch
+    lost.faults.release_halted()
+    assert lost.faults.parts.halted == {} and lost.faults.parts.consumer_epoch == epoch + 1
