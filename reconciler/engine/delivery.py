@@ -28,6 +28,7 @@ from reconciler.engine import clients
 from reconciler.engine.offsets import fence
 from reconciler.engine.tasks import TP, CopyTask, TaskResult
 from reconciler.engine.worker import (
+    MAX_REFUSAL_REDOS,
     Copier,
     PartitionCopy,
     finish_round,
@@ -157,11 +158,14 @@ class AtLeastOnce:
             done = False
             while not done:
                 done = copier.run(deadline)
-                if not finish_round(spec, parts, producer, result, FLUSH_TIMEOUT_S):
+                # Records the broker refused are settled by the policy (the records acknowledged around them kept).
+                if not finish_round(spec, parts, producer, result, FLUSH_TIMEOUT_S, settle=True):
                     for p in parts:  # positions must not advance past records that were not acknowledged
                         p.reset()
                     return
                 for p in parts:
+                    if p.refused is not None:  # `fail`: the partition stopped at a refused record
+                        copier.stop(p)
                     p.durable()
                 if not done:
                     _report(parts, copier.commit(progress.due(parts, time.time()), asynchronous=True))
@@ -202,6 +206,7 @@ class ExactlyOnce:
         producer = txn_producer(spec, txn_id, task.last_owner)
         deadline = time.time() + spec.engine.max_batch_ms / 1000.0
         copier = Copier(spec, parts, producer, task.consumer_epoch, at_end_only=task.at_end_only)
+        redos = 0
         try:
             done = False
             while not done:  # one transaction per round: records visible a round after they are read
@@ -209,20 +214,39 @@ class ExactlyOnce:
                 try:
                     done = copier.run(deadline)
                     self._commit_round(spec, task, parts, producer, result)
+                    redos = 0
                 except Exception as exc:  # noqa: BLE001
-                    result.error = result.error or f"{type(exc).__name__}: {exc}"
+                    error = result.error or f"{type(exc).__name__}: {exc}"
                     fatal = isinstance(exc, KafkaException) and (exc.args[0].fatal() or "FENCED" in exc.args[0].name())
                     try:
                         if not fatal:
                             producer.abort_transaction(30)
+                            producer.poll(0)  # the delivery reports of the purged records
                     except Exception:  # noqa: BLE001
                         fatal = True
                     if fatal:
                         result.fatal = True
                         clients.CACHE.drop(("txn", spec.target.bootstrap_servers, txn_id))
+                    refusals = {id(p): p.round_refusals(first_only=True) for p in parts}
                     for p in parts:  # nothing of this transaction is visible: back to the last committed round
                         p.roll_back()
-                    return
+                    if fatal or not any(refusals.values()) or redos >= MAX_REFUSAL_REDOS:
+                        result.error = error
+                        return
+                    # Records the broker refused (a refusal the limit read at the last refresh did not predict):
+                    # the round is redone with them known, so it commits the records before each, settles each by
+                    # the policy (as a predicted refusal) and copies the records after it.
+                    # A fresh producer: the aborted one takes its epoch bump (records after the refused one were
+                    # out of sequence) lazily, in the next transaction, and purges that transaction's records.
+                    redos += 1
+                    result.error = None
+                    for p in parts:
+                        p.known_refused.update({r.record.offset: r.record for r in refusals[id(p)]})
+                        if p.error is not None and p.error.startswith("delivery failed"):
+                            p.error = None
+                    producer = copier.producer = txn_producer(spec, txn_id, None)
+                    copier.rewind()
+                    done = False
         finally:
             copier.close()
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -71,6 +72,46 @@ DLQ_TOPIC, DLQ_PARTITION, DLQ_OFFSET = "__connect.errors.topic", "__connect.erro
 DLQ_MESSAGE, DLQ_CLASS = "__connect.errors.exception.message", "__connect.errors.exception.class.name"
 
 Run = tuple[int, int]  # (first upstream offset of a run of consecutive offsets, the task's count at its start)
+#: How often in a row one exactly-once task redoes a round aborted for records the broker refused (each redo knows one
+#: more; a committed round starts the count again). A round with more fails its task, until the driver's next refresh
+#: reads the remote topic's new limit and the refusals are predicted.
+MAX_REFUSAL_REDOS = 20
+
+
+class Acks:
+    """The delivery reports of one partition's round, in the order its records were produced (librdkafka reports
+    a partition's records in that order): the first record's message if it was acknowledged, the last acknowledged
+    message, and each failed record by its index in the round, with its error and message. The index makes a record
+    the broker refuses known by its source offset (`PartitionCopy.offset_at`), so that the records acknowledged
+    around it are not copied again. `report` is the producer's `on_delivery` for every record: one Python call per
+    record (about 50 ns more than a dict's C-level `__setitem__`)."""
+
+    __slots__ = ("n", "first", "last", "failed")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.first: Any = None
+        self.last: Any = None
+        self.failed: list[tuple[int, Any, Any]] = []
+
+    def report(self, err: Any, msg: Any) -> None:
+        n = self.n
+        self.n = n + 1
+        if err is None:
+            self.last = msg
+            if n == 0:
+                self.first = msg
+        else:
+            self.failed.append((n, err, msg))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A record of the round the broker refused (its delivery report): which one, and the message produced."""
+
+    record: RefusedRecord
+    index: int  # in the round (Acks)
+    message: Any
 
 
 @dataclass
@@ -101,6 +142,10 @@ class PartitionCopy:
     limit: int = NO_LIMIT  # PartitionTask.max_record_bytes: a larger record is refused before it is produced
     dead_letters: str | None = None  # `on_refused_record: skip`: the dead-letter topic (None: `fail`)
     refused: RefusedRecord | None = None  # `fail`: the record the partition stopped at (in the round in flight)
+    #: Records the broker refused in a round that was aborted (exactly-once), by source offset: the redo refuses
+    #: them before producing them, as it does a record larger than `limit`. Kept for the task.
+    known_refused: dict[int, RefusedRecord] = field(default_factory=dict)
+    settled: frozenset[int] = frozenset()  # indices (Acks) of the round's refused records settled by the policy
     dead_lettered: int = 0
     base_dead_lettered: int = 0
     dlq_acks: dict[Any, Any] = field(default_factory=dict)  # delivery reports of dead-letter records (None: ok)
@@ -108,11 +153,7 @@ class PartitionCopy:
     base_count: int = 0
     base_bytes: int = 0
     runs: list[Run] = field(default_factory=list)
-    # Delivery reports land in these maps through their C-level methods (no Python frame per
-    # record): `first_ack.setdefault` for the round's first record, `acks.__setitem__` for the
-    # others. Key None holds the first / last acknowledged message; any other key is an error.
-    first_ack: dict[Any, Any] = field(default_factory=dict)
-    acks: dict[Any, Any] = field(default_factory=dict)
+    acks: Acks = field(default_factory=Acks)  # the round's delivery reports, in order
     ts_samples: list[int] = field(default_factory=list)  # the round's sampled record timestamps
     age_ms: list[int] = field(default_factory=list)  # per sample: read time - record timestamp
     latency_ms: list[int] = field(default_factory=list)  # per sample: acknowledgement - record timestamp
@@ -149,8 +190,8 @@ class PartitionCopy:
 
     def _clear_round(self) -> None:
         self.runs = []
-        self.first_ack = {}
-        self.acks = {}
+        self.acks = Acks()
+        self.settled = frozenset()
         self.dlq_acks = {}
         self.round_syncs = []
         self.round_state = None
@@ -179,7 +220,34 @@ class PartitionCopy:
         self.roll_back()
 
     def ack_errors(self) -> list[str]:
-        return [str(k) for d in (self.first_ack, self.acks, self.dlq_acks) for k in d if k is not None]
+        failed = [str(err) for i, err, _ in self.acks.failed if i not in self.settled]
+        return failed + [str(k) for k in self.dlq_acks if k is not None]
+
+    def offset_at(self, index: int) -> int:
+        """The source offset of the round's `index`-th produced record (Acks), from the round's runs."""
+        count = self.base_count + index
+        run = bisect_right([c for _, c in self.runs], count) - 1
+        up0, c0 = self.runs[run]
+        return up0 + (count - c0)
+
+    def round_refusals(self, first_only: bool = False) -> list[Refusal]:
+        """The round's records the broker refused for what they are (REFUSED_ERRORS), by source offset, in order.
+
+        `first_only` (a transaction): only the first, placed by the count of acknowledged records. Once a
+        transaction failed, librdkafka reports the records it purges from its queue before the refused one (seen on
+        noida-db), so a failure's place among the reports says nothing; the acknowledged records are the ones
+        produced before the first refused one (the transaction stops at it), and the redo checks the size."""
+        refusals = []
+        for i, err, msg in self.acks.failed:
+            name = _error_name(err)
+            if name in REFUSED_ERRORS and i not in self.settled:
+                index = self.acks.n - len(self.acks.failed) if first_only else i
+                size = len(msg.value() or b"") + len(msg.key() or b"")
+                record = RefusedRecord(self.offset_at(index), size, f"{name} from the target broker: {err.str()}")
+                refusals.append(Refusal(record, index, msg))
+                if first_only:
+                    break
+        return refusals
 
     def result(self) -> PartitionResult:
         return PartitionResult(
@@ -336,7 +404,8 @@ class Copier:
         dead_letters = dead_letters_topic_name(spec) if spec.settings.on_refused_record == "skip" else None
         for p in parts:
             p.dead_letters = dead_letters
-        self.active = len(parts)  # partitions neither paused (budget spent) nor out of range
+        self.active = len(parts)  # partitions neither paused (budget spent, refused) nor out of range
+        self.retired: set[TP] = set()  # ... and the others
         # A partition spent its record budget: it has more to copy, in the next task, so the task ends as soon as
         # its other partitions are caught up instead of lingering for them (a trickle such as the heartbeats
         # partition would otherwise keep it alive to its deadline: a one-partition backlog then copied a budget
@@ -433,9 +502,40 @@ class Copier:
         return self.idle_end_stream_s if self.last_copy - self.first_copy >= STREAM_S else self.idle_end_s
 
     def _retire(self, p: PartitionCopy) -> None:
+        if (p.topic, p.partition) in self.retired:
+            return
+        self.retired.add((p.topic, p.partition))
         self.active -= 1
         if not p.at_end:
             self.behind -= 1
+
+    def stop(self, p: PartitionCopy) -> None:
+        """Read no more of `p` in this task (a record the broker refused settled by `fail`: it stopped there)."""
+        p.paused = True
+        self.consumer.pause([self._tp(p.topic, p.partition)])
+        self._retire(p)
+
+    def rewind(self) -> None:
+        """Read every partition again from its position (`next`, after a roll back): an exactly-once round aborted
+        for records the broker refused is redone, those records known (`PartitionCopy.known_refused`). Partitions
+        paused in the aborted round (record budget, a refused record) are read again: what paused them was rolled
+        back and happens again."""
+        resumed = []
+        for p in self.parts:
+            if p.out_of_range is not None:
+                continue
+            tp = (p.topic, p.partition)
+            if tp in self.retired:
+                self.retired.discard(tp)
+                self.active += 1
+                p.paused = False
+                resumed.append(self._tp(p.topic, p.partition))
+        if resumed:
+            self.consumer.resume(resumed)
+        for p in self.parts:
+            if p.out_of_range is None:
+                self.consumer.seek(self._tp(p.topic, p.partition, p.next if p.next >= 0 else OFFSET_BEGINNING))
+        self.spent = False
 
     def _on_event(self, p: PartitionCopy, m: Any, err: Any, eof_code: int) -> None:
         """A consumer event for a partition: its end (caught up), out of range, or a transient error."""
@@ -499,8 +599,8 @@ def _copy_run(
     into a dict through its C-level method."""
     topic, part, remote, limit = p.topic, p.partition, p.remote, p.limit
     nxt, count, nbytes = p.next, p.count, p.bytes
-    samples, runs = p.ts_samples, p.runs
-    ack = p.acks.__setitem__
+    samples, runs, known = p.ts_samples, p.runs, p.known_refused
+    cb = p.acks.report
     new_run = not runs
     while i < n:
         m = msgs[i]
@@ -508,12 +608,9 @@ def _copy_run(
             break
         i += 1
         off = m.offset()
-        cb = ack
         if off != nxt or new_run:
             if off < nxt:
                 continue  # a prefetched record before our position (cached consumer)
-            if not runs:
-                cb = p.first_ack.setdefault  # the round's first record: its downstream offset is kept too
             runs.append((off, count))
             new_run = False
         value = m.value()
@@ -522,6 +619,8 @@ def _copy_run(
         headers = m.headers()
         size = (len(value) if value else 0) + (len(key) if key else 0)
         refused = f"larger than the remote topic {remote} takes ({size} bytes)" if size > limit else None
+        if known and refused is None and off in known and known[off].size == size:
+            refused = known[off].reason  # refused by the broker in an aborted round of this task
         if refused is None:
             try:
                 if headers:
@@ -555,23 +654,31 @@ def _copy_run(
     return i
 
 
+def _error_name(err: Any) -> str | None:
+    name = getattr(err, "name", None)
+    return name() if callable(name) else None
+
+
 def _refusal(exc: Exception) -> str | None:
     """The text of a refusal (REFUSED_ERRORS) a produce call raised; None for any other error."""
     err: Any = exc.args[0] if exc.args else None
-    name = getattr(err, "name", None)
-    if callable(name) and name() in REFUSED_ERRORS:
-        return f"{name()}: {err.str()}"
+    name = _error_name(err)
+    if name in REFUSED_ERRORS:
+        return f"{name}: {err.str()}"
     return None
 
 
 def _refuse(p: PartitionCopy, m: Any, off: int, size: int, reason: str, produce: Any, poll: Any) -> bool:
     """A record the target refuses (`on_refused_record`): `skip` writes a reference to it to the dead-letter topic
     (its key and headers, Kafka Connect's error headers, no value: the value is what the target refused) and the
-    partition copies on (True); `fail` stops the partition at it (False, `p.refused`, paused)."""
+    partition copies on (True); `fail` stops the partition at it (False, `p.refused`, paused). `m` is the source
+    record, or the delivery report of a record the broker refused (at-least-once, `settle_refusals`), which has lost
+    the record's headers and timestamp: that reference has the key only, and the time it is written."""
     if p.dead_letters is None:
         p.refused = RefusedRecord(off, size, reason)
         p.paused = True
         return False
+    ts = max(m.timestamp()[1], 0)  # 0: the producer's clock
     headers = list(m.headers() or []) + [
         (DLQ_TOPIC, p.topic.encode()),
         (DLQ_PARTITION, str(p.partition).encode()),
@@ -581,9 +688,9 @@ def _refuse(p: PartitionCopy, m: Any, off: int, size: int, reason: str, produce:
     ]
     args = (p.dead_letters, None, m.key(), 0)
     try:
-        produce(*args, on_delivery=p.dlq_acks.__setitem__, timestamp=m.timestamp()[1], headers=headers)
+        produce(*args, on_delivery=p.dlq_acks.__setitem__, timestamp=ts, headers=headers)
     except BufferError:
-        _produce_when_room(produce, poll, *args, p.dlq_acks.__setitem__, m.timestamp()[1], headers)
+        _produce_when_room(produce, poll, *args, p.dlq_acks.__setitem__, ts, headers)
     p.dead_lettered += 1
     return True
 
@@ -607,12 +714,44 @@ def _produce_when_room(
                 raise
 
 
+def settle_refusals(p: PartitionCopy, produce: Any, poll: Any) -> bool:
+    """At-least-once, after the round's acknowledgements: records the broker refused (their delivery reports, a
+    refusal the limit read at the last refresh did not predict) are settled by the policy, as a predicted refusal
+    is, while the records acknowledged around them are kept (they are on the target: copying the round again would
+    copy them twice). `skip`: each refused record's reference goes to the dead-letter topic (acknowledged before the
+    round is durable) and the partition's position stays past the round. `fail`: the partition stops at the first
+    refused record (`p.refused`; its position is that record's offset); the records after it the broker took are on
+    the target, and are copied again if the partition is resumed there. False when a delivery failed otherwise (the
+    round fails as any failed round: nothing settled)."""
+    refusals = p.round_refusals()
+    if not refusals or len(refusals) != len(p.acks.failed):
+        return False
+    p.settled = frozenset(r.index for r in refusals)
+    p.count -= len(refusals)
+    p.bytes -= sum(r.record.size for r in refusals)
+    for r in refusals:
+        if not _refuse(p, r.message, r.record.offset, r.record.size, r.record.reason, produce, poll):
+            p.next = r.record.offset  # `fail`: stopped there
+            break
+    return True
+
+
 def finish_round(
-    spec: JobSpec, parts: list[PartitionCopy], producer: Any, result: TaskResult, flush_timeout: float
+    spec: JobSpec,
+    parts: list[PartitionCopy],
+    producer: Any,
+    result: TaskResult,
+    flush_timeout: float,
+    settle: bool = False,
 ) -> bool:
-    """Wait for every acknowledgement of the round; take latency samples (record age at
-    acknowledgement) and plan the round's offset syncs. False on any failure."""
+    """Wait for every acknowledgement of the round; with `settle` (at-least-once), settle the records the broker
+    refused by the policy (`settle_refusals`); take latency samples (record age at acknowledgement) and plan the
+    round's offset syncs. False on any failure."""
     left = producer.flush(flush_timeout)
+    if left == 0 and settle:
+        settled = [p for p in parts if p.acks.failed and settle_refusals(p, producer.produce, producer.poll)]
+        if settled:
+            left = producer.flush(flush_timeout)  # the dead-letter records
     now_ms = int(time.time() * 1000)
     ok = left == 0
     if not ok:
@@ -641,14 +780,18 @@ def _plan_syncs(spec: JobSpec, p: PartitionCopy) -> None:
     and its last (upstream, downstream) pair."""
     state = state_from_list(p.new_sync_state, spec.settings.offset_lag_max)
     n = p.round_count
-    first: Any = p.first_ack.get(None)
-    last: Any = p.acks.get(None, first)
+    first: Any = p.acks.first
+    last: Any = p.acks.last
     if last is None:
-        return  # not reached: a round with records and no failure has its acknowledgements
+        return  # every record of the round refused (settled), or not reached
     first_down = first.offset() if first is not None else None
     last_down = last.offset()
     runs = p.runs
-    last_up = runs[-1][0] + (p.count - runs[-1][1]) - 1
+    if p.settled:  # records refused in the round: the last acknowledged one is the one mapping known for sure
+        last_up = p.offset_at(max(i for i in range(p.acks.n) if i not in p.settled))
+        first_down = None
+    else:
+        last_up = runs[-1][0] + (p.count - runs[-1][1]) - 1
     syncs: list[tuple[int, int]] = []
     if first_down is None or last_down - first_down != n - 1:
         # Downstream offsets not consecutive (should not happen with one idempotent producer):

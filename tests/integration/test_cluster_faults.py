@@ -12,7 +12,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from prometheus_client import generate_latest
 
 from reconciler.contract.spec import ClusterSpec, dead_letters_topic_name, job_group
@@ -109,6 +109,94 @@ def test_refused_record_skipped_to_the_dead_letter_topic(noida_clusters, deliver
     assert letter.key == b"k50" and letter.value is None
     assert headers["__connect.errors.topic"] == b"sized2" and headers["__connect.errors.offset"] == b"50"
     assert b"larger than the remote topic" in headers["__connect.errors.exception.message"]
+
+
+def _lower_max_message_bytes(bootstrap: str, topic: str, value: int) -> None:
+    """`kafka-configs --alter` on the target: the topic's limit lowered while the job runs."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    res = ConfigResource(
+        ResourceType.TOPIC,
+        topic,
+        incremental_configs=[ConfigEntry("max.message.bytes", str(value), incremental_operation=AlterConfigOpType.SET)],
+    )
+    for f in admin.incremental_alter_configs([res]).values():
+        f.result(15)
+
+
+@pytest.mark.parametrize("policy", ["fail", "skip"])
+@pytest.mark.parametrize("delivery", ["at-least-once", "exactly-once"])
+def test_a_refusal_the_job_did_not_predict_ends_in_the_policy(noida_clusters, delivery, policy):
+    """The remote topic took 5 MB when the job read its limit (at its start; the next refresh is an hour away), and
+    is lowered to 1 MB while the job runs (noida-db enforces the new limit at once, as Apache Kafka does): the 2 MB
+    record at offset 50 is produced and the broker refuses it in its delivery report. The records before it are
+    copied once; the refused one ends in the policy (`fail`: the partition halted, a refused-record fault; `skip`:
+    its reference in the dead-letter topic, counted); with `skip` the records after it are copied, each once. It is
+    not retried forever: a few more batches change nothing."""
+    source, target = noida_clusters
+    topic = f"lowered-{policy}-{delivery}"
+    create_topic(source.bootstrap, topic, 1, {"max.message.bytes": "5000000"})
+    create_topic(target.bootstrap, f"west.{topic}", 1, {"max.message.bytes": "5000000"})
+    _produce(source.bootstrap, topic, [b"r%d" % i for i in range(50)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=(topic,),
+        delivery=delivery,
+        on_refused_record=policy,
+        refresh_interval_seconds=3600.0,
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+    )
+    spec = dataclasses.replace(spec, target=ClusterSpec("east", target.bootstrap, {"message.max.bytes": "10000000"}))
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = _run(driver)
+    tp = (topic, 0)
+    isolation = "read_committed" if delivery == "exactly-once" else "read_uncommitted"
+    try:
+        wait_for(lambda: driver.parts.positions.get(tp) == 50, 40, what="the first 50 records copied")
+        _lower_max_message_bytes(target.bootstrap, f"west.{topic}", 1_000_000)
+        p = Producer({"bootstrap.servers": source.bootstrap, "message.max.bytes": 10_000_000, "linger.ms": 5})
+        for i in range(50, 101):
+            p.produce(topic, b"B" * BIG if i == 50 else b"r%d" % i, key=b"k%d" % i, partition=0)
+        assert p.flush(30) == 0
+        if policy == "fail":
+            status = wait_for(lambda: (s := _status(target, spec)) and s.faults and s, 40, what="the partition halted")
+        else:
+            wait_for(lambda: driver.parts.positions.get(tp) == 101, 40, what="the partition copied to its end")
+            status = wait_for(lambda: (s := _status(target, spec)) and s.dead_letters and s, 20, what="counted")
+        batches = driver.progress.batches
+        wait_for(lambda: driver.progress.batches >= batches + 3, 30, what="three more batches")
+        status = _status(target, spec)
+        assert status is not None
+    finally:
+        driver.stop_event.set()
+        thread.join(30)
+    copied = [(r.key, r.value) for r in read_topic(target.bootstrap, f"west.{topic}", 1, isolation=isolation)[0]]
+    assert len(copied) == len(set(copied)), "a record copied twice"
+    before = [(None, b"r%d" % i) for i in range(50)]
+    after = [(b"k%d" % i, b"r%d" % i) for i in range(51, 101)]
+    if policy == "fail":
+        [fault] = status.faults
+        assert (fault.topic, fault.partition, fault.kind, fault.offset) == (topic, 0, FaultKind.REFUSED_RECORD, 50)
+        assert "MSG_SIZE_TOO_LARGE" in (fault.reason or ""), fault
+        assert status.state is StatusState.DEGRADED and status.halted == (f"{topic}:0",)
+        assert driver.parts.positions[tp] == 50
+        assert copied[:50] == before
+        if delivery == "exactly-once":  # the transaction with the refused record aborted; its redo stopped there
+            assert copied == before
+        else:  # the records after it the broker took in the same round stay (copied again if resumed at 50)
+            assert copied[50:] == after[: len(copied) - 50]
+        metrics = generate_latest(driver.metrics.registry).decode()
+        assert 'kind="refused-record"' in metrics, metrics[-2000:]
+    else:
+        assert copied == before + after  # each once, in order
+        assert [(c.topic, c.partition, c.count) for c in status.dead_letters] == [(topic, 0, 1)]
+        assert status.state is StatusState.RUNNING and not status.faults
+        [letter] = read_topic(target.bootstrap, dead_letters_topic_name(spec), 1, isolation=isolation)[0]
+        headers = dict(letter.headers or [])
+        assert letter.key == b"k50" and letter.value is None
+        assert headers["__connect.errors.topic"] == topic.encode() and headers["__connect.errors.offset"] == b"50"
+        assert b"MSG_SIZE_TOO_LARGE" in headers["__connect.errors.exception.message"]
 
 
 # --- data lost at the source (offset_reset) ------------------------------------------------------------------------
