@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from confluent_kafka import KafkaException
+
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec
 from reconciler.contract.status import StatusState
 from reconciler.engine.batches import Absorber, BatchShaper
@@ -421,7 +423,10 @@ class ReplicationDriver:
         if now >= self.timers.refresh:
             self.timers.refresh = now + self.spec.settings.refresh_interval_seconds
             if self.reload_spec():
-                self.refresh()
+                try:
+                    self.refresh()
+                except KafkaException as exc:  # a cluster not answering (issue 34): the last plan stands till the next
+                    self._error(f"topic refresh: {exc}")
         gate, shaper, pacing = self.gate, self.shaper, self.gate.pacing
         tasks = shaper.plan_tasks()
         work = gate.work_waiting() if tasks else Work.RECORDS

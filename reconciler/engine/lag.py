@@ -41,6 +41,11 @@ log = logging.getLogger(__name__)
 #: A position not resolved yet: the partition's earliest offset (Kafka's OFFSET_BEGINNING).
 EARLIEST = -2
 
+#: How long the driver's loop waits for the ends it reads before a batch (`end_offsets` without a timeout: the idle
+#: gate, driver.py's `work_waiting`): a source broker that does not answer holds the loop this long, not the side
+#: channel's `timeout` (10 s a read); the gate then launches the batch, which finds out what is wrong.
+GATE_TIMEOUT_S = 3.0
+
 #: At most this many partitions (those with the largest lag) have their oldest record's timestamp read per round.
 PROBE_LIMIT = 20
 
@@ -241,9 +246,9 @@ class SourceEndReader:
         at a partition's position is kept, not read again (the record there does not change)."""
         read_at = int(time.time() * 1000)
         committed = self.committed(copy) if copy else {}
-        ends = self.end_offsets(copy)
+        ends = self.end_offsets(copy, timeout=self.timeout)
         fresh = [tp for tp, pos in positions.items() if pos == EARLIEST and tp in committed]
-        starts = self.end_offsets(fresh, earliest=True) if fresh else {}
+        starts = self.end_offsets(fresh, earliest=True, timeout=self.timeout) if fresh else {}
         merged = {tp: max(e, seen_ends.get(tp, e)) for tp, e in ends.items()}
         targets = probe_targets(latest_positions(positions, committed), {**seen_ends, **merged})
         kept = {tp: o for tp, o in (known or {}).items() if targets.get(tp) == o.at}
@@ -257,7 +262,9 @@ class SourceEndReader:
         group at-least-once, the target group exactly-once): what is durable on the target, a second or so
         behind a running task. A failed read is logged and left out (the driver's positions still count)."""
         if self._store is None:
-            self._store = OffsetStore(self.spec, mode_of(self.spec), self.environ)
+            # One short attempt: a broker away (the target's, exactly-once) must not hold this read for minutes (five
+            # attempts of 15 s did: the source's ends went unread, so a stuck partition was not seen).
+            self._store = OffsetStore(self.spec, mode_of(self.spec), self.environ, attempts=1, timeout=self.timeout)
         try:
             loaded = self._store.load(copy)
         except Exception as exc:  # noqa: BLE001 - the lag then uses the driver's positions alone
@@ -265,9 +272,11 @@ class SourceEndReader:
             return {}
         return {tp: pos for tp, (pos, _slot) in loaded.items() if pos is not None and pos >= 0}
 
-    def end_offsets(self, partitions: Iterable[TP], earliest: bool = False) -> dict[TP, int]:
+    def end_offsets(
+        self, partitions: Iterable[TP], earliest: bool = False, timeout: float = GATE_TIMEOUT_S
+    ) -> dict[TP, int]:
         """One ListOffsets(latest) request (per leader), read_committed: the last stable offset of each partition
-        (earliest: the log start offset instead).
+        (earliest: the log start offset instead), waited for `timeout` seconds in all.
 
         Tansu answers it with the base offset of the partition's last batch + 1, which can be below the true
         end: lag = max(0, end - next) then reads low, by less than one producer batch, and never negative."""
@@ -279,13 +288,14 @@ class SourceEndReader:
         if not wanted:
             return {}
         futures = self._admin.list_offsets(
-            wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.timeout
+            wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
         )
+        deadline = time.monotonic() + timeout
         out: dict[TP, int] = {}
         failed: list[str] = []
         for tp, future in futures.items():
             try:
-                offset = future.result(timeout=self.timeout).offset
+                offset = future.result(timeout=max(0.1, deadline - time.monotonic())).offset
             except Exception as exc:  # noqa: BLE001 - e.g. a topic deleted since the last refresh
                 failed.append(f"{tp.topic}[{tp.partition}]: {exc}")
                 continue

@@ -39,21 +39,33 @@ def _retry(what: str, fn, attempts: int = 5, delay: float = 0.5):
         except Exception as exc:  # noqa: BLE001 - transient broker errors are retried
             last = exc
             log.warning("%s failed (attempt %d/%d): %s", what, i + 1, attempts, exc)
-            time.sleep(delay * (2**i))
+            if i + 1 < attempts:
+                time.sleep(delay * (2**i))
     assert last is not None
     raise last
 
 
 class OffsetStore:
     """Reads (and, at-least-once, commits) the job's positions: {(topic, partition): next offset}.
-    Which group is the truth is the delivery mode's call (delivery.py)."""
+    Which group is the truth is the delivery mode's call (delivery.py). A read of the positions waits `timeout`
+    seconds for the broker, `attempts` times (the driver's start and recovery: retried, a position is needed; the
+    lag side channel's read: once and short, so a broker away does not hold its read of the source's ends)."""
 
-    def __init__(self, spec: JobSpec, mode: DeliveryMode, environ: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        spec: JobSpec,
+        mode: DeliveryMode,
+        environ: Mapping[str, str] | None = None,
+        *,
+        attempts: int = 5,
+        timeout: float = 15.0,
+    ):
         from confluent_kafka import Consumer
 
         self.spec = spec
         self.environ = environ
         self.mode = mode
+        self.attempts, self.timeout = attempts, timeout
         self._source = Consumer(clients.consumer_config(spec.source, spec, environ=environ))
         self._target: Any = None  # made on first use (exactly-once only)
 
@@ -83,7 +95,9 @@ class OffsetStore:
         keys = list(partitions)
         out: dict[TP, tuple[int | None, int | None]] = {k: (None, None) for k in keys}
         tps = [TopicPartition(partitions[k], k[1]) for k in keys]
-        got = _retry("read exactly-once offsets", lambda: self._target.committed(tps, timeout=15))
+        got = _retry(
+            "read exactly-once offsets", lambda: self._target.committed(tps, timeout=self.timeout), self.attempts
+        )
         for k, tp in zip(keys, got):
             if tp.offset >= 0:
                 slot = None
@@ -103,7 +117,7 @@ class OffsetStore:
         keys = list(partitions)
         out = {k: known.get(k, (None, None)) for k in keys}
         tps = [TopicPartition(k[0], k[1]) for k in keys]
-        got = _retry("read source offsets", lambda: self._source.committed(tps, timeout=15))
+        got = _retry("read source offsets", lambda: self._source.committed(tps, timeout=self.timeout), self.attempts)
         for k, tp in zip(keys, got):
             if out[k][0] is None and tp.offset >= 0:
                 out[k] = (tp.offset, None)

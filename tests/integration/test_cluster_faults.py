@@ -19,7 +19,7 @@ from reconciler.contract.spec import ClusterSpec, dead_letters_topic_name, job_g
 from reconciler.contract.status import FaultKind, StatusState
 from reconciler.dev.brokers import Engine, start_broker, stop_pid
 from reconciler.drift.report import job_health
-from reconciler.engine.driver import LocalExecutor, ReplicationDriver
+from reconciler.engine.driver import LocalExecutor, ReplicationDriver, SparkExecutor
 from reconciler.jobplan.backend import read_job_status
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 
@@ -355,70 +355,144 @@ def test_a_partition_behind_a_frozen_target_is_stuck_until_it_progresses(noida_c
     ]
 
 
-# --- a source broker restarted under load --------------------------------------------------------------------------
-def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters):
-    """The source broker stopped gracefully and started again on its data while ~1,500 records/s arrive: records
-    written after it answers again reach the target within 30 s, with no command; every record the source still
-    holds is on the target once (exactly-once), and what the broker lost at its restart is reported, not skipped."""
-    source, target = noida_clusters
-    create_topic(source.bootstrap, "load", 1)
-    spec = spec_for(
-        source,
-        target,
-        topics_include=("load",),
-        delivery="exactly-once",
-        offset_reset="resume-at-end",
-        heartbeats_enabled=False,
-        checkpoints_enabled=False,
-    )
-    stop, pause = threading.Event(), threading.Event()
-    sent = [0]
+# --- brokers restarted, or refusing connections, under load -------------------------------------------------------
+class _Load(threading.Thread):
+    """~1,500 records/s into partition 0 of `topic`, values b"0", b"1", ... (`sent`: how many so far); `paused`
+    holds it (while the source broker is down: what a producer would buffer is not what the test is about)."""
 
-    def load() -> None:
-        p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 5})
-        while not stop.is_set():
-            if pause.is_set():
-                stop.wait(0.05)
+    def __init__(self, bootstrap: str, topic: str):
+        super().__init__(daemon=True)
+        self.bootstrap, self.topic = bootstrap, topic
+        self.sent = 0
+        self.paused, self._done = threading.Event(), threading.Event()
+
+    def run(self) -> None:
+        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        while not self._done.is_set():
+            if self.paused.is_set():
+                self._done.wait(0.05)
                 continue
             for _ in range(15):
-                p.produce("load", b"%d" % sent[0], partition=0)
-                sent[0] += 1
+                p.produce(self.topic, b"%d" % self.sent, partition=0)
+                self.sent += 1
             p.poll(0)
-            stop.wait(0.01)
-        p.flush(30)
+            self._done.wait(0.01)
+        p.flush(60)
 
-    loader = threading.Thread(target=load, daemon=True)
-    loader.start()
-    driver = ReplicationDriver(spec, LocalExecutor())
+    def stop(self) -> None:
+        self._done.set()
+        self.join(90)
+
+
+def _restart(broker, down_seconds: float = 0.0) -> float:
+    """Stop `broker` gracefully (SIGTERM, as a rolling restart does), keep it down `down_seconds` (its port refuses
+    connections), start it again on its data; the monotonic time it answers again."""
+    assert broker.pid is not None and broker.data_dir is not None
+    stop_pid(broker.pid)
+    time.sleep(down_seconds)
+    restarted = start_broker(broker.host, broker.port, engine=Engine.NOIDA, data_dir=broker.data_dir)
+    broker.pid, broker.process = restarted.pid, restarted.process
+    return time.monotonic()
+
+
+def _copied_since(target, remote: str, first: int, isolation: str) -> bool:
+    """Whether a record the load wrote at or after `first` is on the target."""
+    return any(int(r.value) >= first for r in read_topic(target.bootstrap, remote, 1, isolation=isolation)[0])
+
+
+def _load_spec(source, target, topic: str, delivery: str, quiet: bool = True, **kw):
+    """The flow of `topic`; `quiet`: without heartbeats and checkpoints."""
+    return spec_for(
+        source,
+        target,
+        topics_include=(topic,),
+        delivery=delivery,
+        offset_reset="resume-at-end",
+        heartbeats_enabled=not quiet,
+        checkpoints_enabled=not quiet,
+        status_interval_seconds=1.0,
+        max_batch_ms=2000,
+        **kw,
+    )
+
+
+def _isolation(delivery: str) -> str:
+    return "read_committed" if delivery == "exactly-once" else "read_uncommitted"
+
+
+def _assert_outage_reported(driver: ReplicationDriver, what: str, errors_before: int):
+    """The status record the job publishes while a broker is away is not "running, lag 0": degraded with the
+    partition stuck (drift says so), or errors counted since the broker went away. Waited for within the stuck
+    bound; returns the record."""
+    record = wait_for(
+        lambda: (
+            (s := driver.reporter.status_record())
+            and (s.state is StatusState.DEGRADED or (s.errors or 0) > errors_before)
+            and s
+        ),
+        driver.reporter.stuck_after_seconds() + 20,
+        what=f"the outage of the {what} reported",
+    )
+    if record.state is StatusState.DEGRADED:
+        assert record.faults and record.faults[0].kind is FaultKind.STUCK, record
+        health = job_health(record.to_dict(), None, int(time.time() * 1000))
+        assert health.state == "degraded" and health.faults == record.faults, health
+    return record
+
+
+def _finish(driver, thread, load, source, topic: str) -> None:
+    """Stop the load, wait for the job to copy the source to its end, stop the job."""
+    load.stop()
+    end = read_topic(source.bootstrap, topic, 1)[0][-1].offset + 1
+    wait_for(lambda: driver.parts.positions.get((topic, 0)) == end, 90, what="the rest copied")
+    driver.stop_event.set()
+    thread.join(60)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local SparkSession for the module's tests that run the job's tasks in Spark's Python workers."""
+    from reconciler.engine.session import build_session
+
+    session = build_session(
+        spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})), master="local[2]"
+    )
+    yield session
+    session.stop()
+
+
+@pytest.mark.parametrize("executor", ["local", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])])
+def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters, request, executor):
+    """The source broker stopped gracefully and started again on its data while ~1,500 records/s arrive: records
+    written after it answers again reach the target within 30 s, with no command; every record the source still
+    holds is on the target once (exactly-once), and what the broker lost at its restart is reported, not skipped.
+    With the tasks in the driver's process, and in Spark's Python workers (the deployed job)."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "load", 1)
+    # In Spark as deployed: heartbeats and checkpoints on (heartbeats and offset syncs written to the source too).
+    spec = _load_spec(source, target, "load", "exactly-once", quiet=executor == "local")
+    load = _Load(source.bootstrap, "load")
+    load.start()
+    run_in = SparkExecutor(request.getfixturevalue("spark").sparkContext) if executor == "spark" else LocalExecutor()
+    driver = ReplicationDriver(spec, run_in)
     thread = threading.Thread(target=driver.run, kwargs={"max_seconds": 180}, daemon=True)
     thread.start()
     try:
-        wait_for(lambda: driver.parts.positions.get(("load", 0), 0) > 3000, 60, what="the load copied")
-        assert source.pid is not None and source.data_dir is not None
-        stop_pid(source.pid)  # SIGTERM: a graceful stop, as a rolling restart does
-        pause.set()
-        restarted = start_broker(source.host, source.port, engine=Engine.NOIDA, data_dir=source.data_dir)
-        source.pid, source.process = restarted.pid, restarted.process
-        first_after = sent[0]
-        pause.clear()
-        answered = time.monotonic()
-        isolation = "read_committed"
+        wait_for(lambda: driver.parts.positions.get(("load", 0), 0) > 3000, 90, what="the load copied")
+        load.paused.set()
+        answered = _restart(source)
+        first_after = load.sent
+        load.paused.clear()
         wait_for(
-            lambda: any(
-                int(r.value) >= first_after
-                for r in read_topic(target.bootstrap, "west.load", 1, isolation=isolation)[0]
-            ),
+            lambda: _copied_since(target, "west.load", first_after, "read_committed"),
             30,
             interval=1.0,
             what="a record written after the restart on the target",
         )
         flowing_after = time.monotonic() - answered
-        stop.set()
-        loader.join(60)
-        end_offset = read_topic(source.bootstrap, "load", 1)[0][-1].offset + 1
-        wait_for(lambda: driver.parts.positions.get(("load", 0)) == end_offset, 60, what="the rest copied")
+        _finish(driver, thread, load, source, "load")
     finally:
-        stop.set()
+        load.stop()
         driver.stop_event.set()
         thread.join(30)
     held = [r.value for r in read_topic(source.bootstrap, "load", 1)[0]]
@@ -428,4 +502,128 @@ def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters):
     if not lost:  # the broker kept every record the job had read: the target is the source, record for record
         assert copied == held
     else:  # it lost some the job had copied: those stay on the target, reported; every record it holds is copied
+        assert set(held) <= set(copied) and len(copied) == len(set(copied))
+
+
+@pytest.mark.parametrize(
+    "delivery",
+    [
+        pytest.param(
+            "exactly-once",
+            marks=pytest.mark.xfail(
+                reason="issue 34, open: after the target broker's restart the open transaction's "
+                "send_offsets_to_transaction does not return for 60 s and more (seen with 30 s and 10 s timeouts)",
+                strict=False,
+            ),
+        ),
+        "at-least-once",
+    ],
+)
+def test_a_target_broker_restarted_under_load_is_ridden_out(noida_clusters, delivery):
+    """The target broker stopped gracefully while ~1,500 records/s arrive, kept down until the job reports the
+    outage (the partition stuck: degraded, not "running, lag 0"), then started again on its data: records written
+    after it answers reach the target within 30 s, with no command. Exactly-once: the target holds every source
+    record once, in order; at-least-once: every one, at least once."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "tload", 1)
+    spec = _load_spec(source, target, "tload", delivery)
+    load = _Load(source.bootstrap, "tload")
+    load.start()
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = threading.Thread(target=driver.run, kwargs={"max_seconds": 150}, daemon=True)
+    thread.start()
+    isolation = _isolation(delivery)
+    try:
+        wait_for(lambda: driver.parts.positions.get(("tload", 0), 0) > 3000, 60, what="the load copied")
+        assert target.pid is not None
+        errors = driver.errors
+        stop_pid(target.pid)
+        outage = _assert_outage_reported(driver, "target", errors)
+        answered = _restart(target)
+        first_after = load.sent
+        wait_for(
+            lambda: _copied_since(target, "west.tload", first_after, isolation),
+            30,
+            interval=1.0,
+            what="a record written after the restart on the target",
+        )
+        flowing_after = time.monotonic() - answered
+        # The published status tells the truth again: running, the fault cleared.
+        wait_for(
+            lambda: (s := _status(target, spec)) and s.state is StatusState.RUNNING and not s.faults,
+            30,
+            what="the status record running again",
+        )
+        _finish(driver, thread, load, source, "tload")
+    finally:
+        load.stop()
+        driver.stop_event.set()
+        thread.join(30)
+    held = [r.value for r in read_topic(source.bootstrap, "tload", 1)[0]]
+    copied = [r.value for r in read_topic(target.bootstrap, "west.tload", 1, isolation=isolation)[0]]
+    print(
+        f"outage reported as {outage.state.value} ({outage.last_error}); records flowing {flowing_after:.1f} s after "
+        f"the broker answered; source {len(held)}, target {len(copied)} ({len(copied) - len(set(copied))} twice)"
+    )
+    if delivery == "exactly-once":
+        assert copied == held  # nothing twice, nothing missing, in source order
+    else:
+        assert set(copied) == set(held)  # nothing missing (duplicates allowed)
+
+
+@pytest.mark.slow
+def test_a_source_broker_refusing_connections_for_minutes_is_ridden_out(noida_clusters):
+    """The source broker stopped for ~90 s (its port refuses connections), then started on its data: the published
+    status record shows the outage meanwhile (errors counted, or degraded; never a quiet "running"), and the flow
+    copies again by itself (the clients' back-off; no command) within 30 s of the broker answering."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "away", 1)
+    spec = _load_spec(source, target, "away", "exactly-once")
+    load = _Load(source.bootstrap, "away")
+    load.start()
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = threading.Thread(target=driver.run, kwargs={"max_seconds": 240}, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: driver.parts.positions.get(("away", 0), 0) > 3000, 60, what="the load copied")
+        before = wait_for(lambda: _status(target, spec), 10, what="a status record")
+        assert source.pid is not None
+        load.paused.set()
+        down_at = time.monotonic()
+        stop_pid(source.pid)
+        outage = wait_for(
+            lambda: (
+                (s := _status(target, spec))
+                and (s.state is StatusState.DEGRADED or (s.errors or 0) > (before.errors or 0))
+                and s
+            ),
+            60,
+            what="the outage in the published status record",
+        )
+        health = job_health(outage.to_dict(), None, int(time.time() * 1000))
+        assert health.state == "degraded" or (health.errors or 0) > (before.errors or 0), health
+        answered = _restart(source, down_seconds=max(0.0, down_at + 90 - time.monotonic()))
+        first_after = load.sent
+        load.paused.clear()
+        wait_for(
+            lambda: _copied_since(target, "west.away", first_after, "read_committed"),
+            30,
+            interval=1.0,
+            what="a record written after the broker answered on the target",
+        )
+        flowing_after = time.monotonic() - answered
+        _finish(driver, thread, load, source, "away")
+    finally:
+        load.stop()
+        driver.stop_event.set()
+        thread.join(30)
+    held = [r.value for r in read_topic(source.bootstrap, "away", 1)[0]]
+    copied = [r.value for r in read_topic(target.bootstrap, "west.away", 1, isolation="read_committed")[0]]
+    print(
+        f"outage published as {outage.state.value}, errors {before.errors} -> {outage.errors} ({outage.last_error}); "
+        f"records flowing {flowing_after:.1f} s after the broker answered; source {len(held)}, target {len(copied)}"
+    )
+    if not driver.progress.data_loss:
+        assert copied == held
+    else:  # the broker lost records the job had copied (reported): every record it holds is copied, once
         assert set(held) <= set(copied) and len(copied) == len(set(copied))

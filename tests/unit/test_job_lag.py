@@ -90,11 +90,12 @@ class Reader(SourceEndReader):
 
     def __init__(self, ends, stamps, committed=None):
         self.ends, self.stamps, self.probed, self.commits = ends, stamps, [], committed or {}
+        self.timeout = 10.0
 
     def committed(self, copy):
         return {tp: pos for tp, pos in self.commits.items() if tp in copy}
 
-    def end_offsets(self, partitions, earliest=False):
+    def end_offsets(self, partitions, earliest=False, timeout=3.0):
         return {tp: 0 if earliest else self.ends[tp] for tp in partitions if tp in self.ends}
 
     def oldest_records(self, positions, timeout=2.0):
