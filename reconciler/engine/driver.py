@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import KafkaException
 
@@ -58,7 +58,16 @@ from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, Job
 from reconciler.contract.status import StatusState
 from reconciler.engine.batches import Absorber, BatchShaper
 from reconciler.engine.delivery import DeliveryMode, mode_of
-from reconciler.engine.driver_parts import Connections, Pacing, Partitions, Progress, StuckWatch, Timers
+from reconciler.engine.driver_parts import (
+    Cluster,
+    Connections,
+    Pacing,
+    Partitions,
+    Progress,
+    ReachWatch,
+    StuckWatch,
+    Timers,
+)
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.idle_gate import IdleGate, Work
@@ -73,6 +82,7 @@ from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 TICK_S = 0.5  # how often the side channels are looked at while a batch runs
 
@@ -236,6 +246,7 @@ class ReplicationDriver:
             self.parts,
             self.progress,
             StuckWatch(),
+            ReachWatch(),
             self.metrics,
             lambda: self.conn,
             lambda: self.state,
@@ -357,13 +368,26 @@ class ReplicationDriver:
         positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
         idle = self.gate.idle_source_ends(copy, positions, max_age_ms=int(1000 * self._lag_interval()))
         if idle is not None:
-            self.parts.source_ends = idle
+            self.parts.source_ends = idle  # the gate read them: the source answered
+            self.reporter.reach.answered(Cluster.SOURCE)
             return
         seen = {tp: lp.end for tp, lp in dict(self.parts.lag).items() if lp.end is not None}
-        last = self.parts.source_ends
-        self.parts.source_ends = self.conn.end_reader.read(
-            copy, positions, seen, last.oldest if last is not None else None
+        last, reader = self.parts.source_ends, self.conn.end_reader
+        self.parts.source_ends = self._call(
+            Cluster.SOURCE, lambda: reader.read(copy, positions, seen, last.oldest if last is not None else None)
         )
+
+    def _call(self, cluster: Cluster, call: Callable[[], T]) -> T:
+        """`call()`, a call to `cluster`, told to the reach watch (the clusters that do not answer): a failure
+        (raised on) or an answer."""
+        at_ms = int(time.time() * 1000)
+        try:
+            out = call()
+        except Exception as exc:
+            self.reporter.reach.failed(cluster, at_ms, f"{type(exc).__name__}: {exc}")
+            raise
+        self.reporter.reach.answered(cluster)
+        return out
 
     def close(self) -> None:
         lag_idle, checkpoints_idle = self.threads.stop()
@@ -528,8 +552,8 @@ class ReplicationDriver:
     def refresh(self, first: bool = False) -> None:
         """Discover source topics/partitions, create missing remote topics, load new positions."""
         flow, conn = self.spec.mirror_flow, self.connections
-        source = conn.topics.describe(conn.source_admin, 15, ids=True)
-        target = conn.topics.describe(conn.target_admin, 15)
+        source = self._call(Cluster.SOURCE, lambda: conn.topics.describe(conn.source_admin, 15, ids=True))
+        target = self._call(Cluster.TARGET, lambda: conn.topics.describe(conn.target_admin, 15))
         plan = plan_partitions(flow, source, target)
         findings = list(plan.findings)
         if plan.create:
