@@ -211,6 +211,7 @@ class ReplicationDriver:
         self.executor = executor
         self.environ = environ
         pacing = Pacing()  # the idle gate's state, shared with the batch parts
+        reach = ReachWatch()  # the clusters that do not answer: told by the gate, the side channel, the status
         self.stop_event = LinkedEvent(pacing.wake)  # a stop ends an idle wait at once
         self.exit_code = 0
         self.state: StatusState = StatusState.STARTING
@@ -226,7 +227,7 @@ class ReplicationDriver:
         # The flow on each line (an engine's log holds the lines of all its flows): a field in JSON, `[flow]` in text.
         self.log = logging.LoggerAdapter(log, {"flow": self.spec.flow})
         spec_now, mode_now = (lambda: self.spec), (lambda: self.mode)
-        self.gate = IdleGate(spec_now, self.parts, lambda: self.conn, pacing, self.stop_event, self.log)
+        self.gate = IdleGate(spec_now, self.parts, lambda: self.conn, pacing, self.stop_event, self.log, reach)
         self.faults = SourceFaults(
             spec_now,
             self.parts,
@@ -246,7 +247,7 @@ class ReplicationDriver:
             self.parts,
             self.progress,
             StuckWatch(),
-            ReachWatch(),
+            reach,
             self.metrics,
             lambda: self.conn,
             lambda: self.state,
@@ -366,10 +367,13 @@ class ReplicationDriver:
         # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
         copy = dict(self.parts.plan.copy)
         positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
-        idle = self.gate.idle_source_ends(copy, positions, max_age_ms=int(1000 * self._lag_interval()))
+        # The arrival watch's silence stands for the ends while the source answered a read lately (half the stuck
+        # bound): a source that does not answer is silent too, so an idle flow still reads its ends that often.
+        trust_ms = int(500 * self.reporter.stuck_after_seconds())
+        heard = self.reporter.reach.answered_within(Cluster.SOURCE, int(time.time() * 1000), trust_ms)
+        idle = self.gate.idle_source_ends(copy, positions, int(1000 * self._lag_interval()), trust_watch=heard)
         if idle is not None:
-            self.parts.source_ends = idle  # the gate read them: the source answered
-            self.reporter.reach.answered(Cluster.SOURCE)
+            self.parts.source_ends = idle
             return
         seen = {tp: lp.end for tp, lp in dict(self.parts.lag).items() if lp.end is not None}
         last, reader = self.parts.source_ends, self.conn.end_reader
@@ -386,7 +390,7 @@ class ReplicationDriver:
         except Exception as exc:
             self.reporter.reach.failed(cluster, at_ms, f"{type(exc).__name__}: {exc}")
             raise
-        self.reporter.reach.answered(cluster)
+        self.reporter.reach.answered(cluster, int(time.time() * 1000))
         return out
 
     def close(self) -> None:

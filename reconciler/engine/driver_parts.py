@@ -294,19 +294,26 @@ class Cluster(str, enum.Enum):
 class ReachWatch:
     """The clusters that do not answer the job: per cluster whose last call failed, since when its calls have failed
     (epoch ms, the start of the first failed call) and the last error; a call that succeeds clears it. Fed by the
-    lag side channel's end-offset reads (the source), the status record's delivery (the target) and the topic
+    lag side channel's and the idle gate's end-offset reads (the source), the status record's delivery (the target) and the topic
     refresh (both). A partition the job copies is unreachable (FaultKind.SOURCE_UNREACHABLE / TARGET_UNREACHABLE)
     once its cluster has failed for the stuck bound: it cannot progress, and whether its source advances is not
-    known (the source's ends cannot be read, so StuckWatch cannot tell)."""
+    known (the source's ends cannot be read, so StuckWatch cannot tell). The idle gate's end reads tell it too."""
 
     failing: dict[Cluster, tuple[int, str]] = field(default_factory=dict)
+    answered_at: dict[Cluster, int] = field(default_factory=dict)  # when each cluster last answered (epoch ms)
 
     def failed(self, cluster: Cluster, at_ms: int, error: str) -> None:
         since = self.failing.get(cluster, (at_ms, error))[0]
         self.failing[cluster] = (since, error)
 
-    def answered(self, cluster: Cluster) -> None:
+    def answered(self, cluster: Cluster, at_ms: int) -> None:
         self.failing.pop(cluster, None)
+        self.answered_at[cluster] = at_ms
+
+    def answered_within(self, cluster: Cluster, now_ms: int, max_age_ms: int) -> bool:
+        """Whether the cluster answers and last did at most `max_age_ms` ago (the arrival watch's silence stands for
+        the source's ends only so long: it hears nothing from a source that does not answer either)."""
+        return self.answers(cluster) and now_ms - self.answered_at.get(cluster, now_ms - max_age_ms - 1) <= max_age_ms
 
     def answers(self, cluster: Cluster) -> bool:
         """False while the cluster's last call failed (the source: its ends, so the lag, are not known now)."""

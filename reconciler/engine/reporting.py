@@ -178,4 +178,4 @@ class Reporter:
             if waiting:
                 self.reach.failed(Cluster.TARGET, at_ms, f"the status record was not acknowledged ({waiting} waiting)")
             else:
-                self.reach.answered(Cluster.TARGET)
+                self.reach.answered(Cluster.TARGET, at_ms)

@@ -123,7 +123,7 @@ def test_a_source_that_does_not_answer_makes_the_lag_unknown_then_its_partitions
     # ... and once its calls have failed for the stuck bound, every partition copied is unreachable, since the first
     # failure; a later failure keeps that since, and a halted partition keeps its own fault.
     since = now_ms - bound_ms - 1000
-    r.reach.answered(Cluster.SOURCE)
+    r.reach.answered(Cluster.SOURCE, int(time.time() * 1000))
     r.reach.failed(Cluster.SOURCE, since, "KafkaException: timed out")
     r.reach.failed(Cluster.SOURCE, now_ms, "KafkaException: connection refused")
     r.publish_status()
@@ -147,7 +147,7 @@ def test_a_source_that_does_not_answer_makes_the_lag_unknown_then_its_partitions
     del r.parts.halted[("orders", 1)]
 
     # The source answers: the fault clears and the lag is known again.
-    r.reach.answered(Cluster.SOURCE)
+    r.reach.answered(Cluster.SOURCE, int(time.time() * 1000))
     r.publish_status()
     record = clients.status.records[-1]
     assert record.state is StatusState.RUNNING and record.faults == () and record.lag_total == 0
