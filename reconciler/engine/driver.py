@@ -515,7 +515,7 @@ class ReplicationDriver:
                 self.connections.heartbeats.emit()
             if now >= timers.delayed_syncs:
                 timers.delayed_syncs = now + spec.settings.checkpoints.interval_seconds
-                self.absorber.flush_delayed_syncs()
+                self.absorber.flush_delayed_syncs(max(1.0, spec.engine.status_interval_seconds))
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time
             self._error(f"{type(exc).__name__}: {exc}")
         if now >= timers.status:

@@ -422,7 +422,7 @@ def _isolation(delivery: str) -> str:
 
 def _assert_outage_reported(driver: ReplicationDriver, what: str, errors_before: int):
     """The status record the job publishes while a broker is away is not "running, lag 0": degraded with the
-    partition stuck (drift says so), or errors counted since the broker went away. Waited for within the stuck
+    partition stuck or the cluster unreachable (drift says so), or errors counted since the broker went away. Waited for within the stuck
     bound; returns the record."""
     record = wait_for(
         lambda: (
@@ -433,8 +433,9 @@ def _assert_outage_reported(driver: ReplicationDriver, what: str, errors_before:
         driver.reporter.stuck_after_seconds() + 20,
         what=f"the outage of the {what} reported",
     )
-    if record.state is StatusState.DEGRADED:
-        assert record.faults and record.faults[0].kind is FaultKind.STUCK, record
+    if record.state is StatusState.DEGRADED:  # stuck (the source advances), or the cluster away unreachable
+        unreachable = FaultKind.SOURCE_UNREACHABLE if what == "source" else FaultKind.TARGET_UNREACHABLE
+        assert record.faults and record.faults[0].kind in (FaultKind.STUCK, unreachable), record
         health = job_health(record.to_dict(), None, int(time.time() * 1000))
         assert health.state == "degraded" and health.faults == record.faults, health
     return record
