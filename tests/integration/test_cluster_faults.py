@@ -422,8 +422,8 @@ def _isolation(delivery: str) -> str:
 
 def _assert_outage_reported(driver: ReplicationDriver, what: str, errors_before: int):
     """The status record the job publishes while a broker is away is not "running, lag 0": degraded with the
-    partition stuck or the cluster unreachable (drift says so), or errors counted since the broker went away. Waited for within the stuck
-    bound; returns the record."""
+    partition stuck or the cluster unreachable (drift says so), or errors counted since the broker went away. Waited
+    for within the stuck bound; returns the record."""
     record = wait_for(
         lambda: (
             (s := driver.reporter.status_record())
