@@ -50,7 +50,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaException
 
@@ -82,7 +82,6 @@ from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 TICK_S = 0.5  # how often the side channels are looked at while a batch runs
 
@@ -367,31 +366,16 @@ class ReplicationDriver:
         # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
         copy = dict(self.parts.plan.copy)
         positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
-        # The arrival watch's silence stands for the ends while the source answered a read lately (half the stuck
-        # bound): a source that does not answer is silent too, so an idle flow still reads its ends that often.
-        trust_ms = int(500 * self.reporter.stuck_after_seconds())
-        heard = self.reporter.reach.answered_within(Cluster.SOURCE, int(time.time() * 1000), trust_ms)
+        heard = self.reporter.reach.answered_within(Cluster.SOURCE, int(500 * self.reporter.stuck_after_seconds()))
         idle = self.gate.idle_source_ends(copy, positions, int(1000 * self._lag_interval()), trust_watch=heard)
         if idle is not None:
             self.parts.source_ends = idle
             return
         seen = {tp: lp.end for tp, lp in dict(self.parts.lag).items() if lp.end is not None}
         last, reader = self.parts.source_ends, self.conn.end_reader
-        self.parts.source_ends = self._call(
+        self.parts.source_ends = self.reporter.reach.call(
             Cluster.SOURCE, lambda: reader.read(copy, positions, seen, last.oldest if last is not None else None)
         )
-
-    def _call(self, cluster: Cluster, call: Callable[[], T]) -> T:
-        """`call()`, a call to `cluster`, told to the reach watch (the clusters that do not answer): a failure
-        (raised on) or an answer."""
-        at_ms = int(time.time() * 1000)
-        try:
-            out = call()
-        except Exception as exc:
-            self.reporter.reach.failed(cluster, at_ms, f"{type(exc).__name__}: {exc}")
-            raise
-        self.reporter.reach.answered(cluster, int(time.time() * 1000))
-        return out
 
     def close(self) -> None:
         lag_idle, checkpoints_idle = self.threads.stop()
@@ -556,8 +540,8 @@ class ReplicationDriver:
     def refresh(self, first: bool = False) -> None:
         """Discover source topics/partitions, create missing remote topics, load new positions."""
         flow, conn = self.spec.mirror_flow, self.connections
-        source = self._call(Cluster.SOURCE, lambda: conn.topics.describe(conn.source_admin, 15, ids=True))
-        target = self._call(Cluster.TARGET, lambda: conn.topics.describe(conn.target_admin, 15))
+        source = self.reporter.reach.call(Cluster.SOURCE, lambda: conn.topics.describe(conn.source_admin, 15, ids=True))
+        target = self.reporter.reach.call(Cluster.TARGET, lambda: conn.topics.describe(conn.target_admin, 15))
         plan = plan_partitions(flow, source, target)
         findings = list(plan.findings)
         if plan.create:

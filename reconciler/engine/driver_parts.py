@@ -14,9 +14,9 @@ from __future__ import annotations
 import enum
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import (
@@ -37,6 +37,8 @@ from reconciler.engine.offsets import OffsetStore
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
 from reconciler.engine.topics import PartitionPlan, TopicManager
 from reconciler.topology import secrets
+
+T = TypeVar("T")
 
 MAX_FINDINGS = 20  # findings and out-of-range events kept for the status record
 
@@ -310,10 +312,22 @@ class ReachWatch:
         self.failing.pop(cluster, None)
         self.answered_at[cluster] = at_ms
 
-    def answered_within(self, cluster: Cluster, now_ms: int, max_age_ms: int) -> bool:
+    def answered_within(self, cluster: Cluster, max_age_ms: int, now_ms: int | None = None) -> bool:
         """Whether the cluster answers and last did at most `max_age_ms` ago (the arrival watch's silence stands for
         the source's ends only so long: it hears nothing from a source that does not answer either)."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         return self.answers(cluster) and now_ms - self.answered_at.get(cluster, now_ms - max_age_ms - 1) <= max_age_ms
+
+    def call(self, cluster: Cluster, call: Callable[[], T]) -> T:
+        """`call()`, a call to `cluster`, told here: a failure (raised on) or an answer."""
+        at_ms = int(time.time() * 1000)
+        try:
+            out = call()
+        except Exception as exc:
+            self.failed(cluster, at_ms, f"{type(exc).__name__}: {exc}")
+            raise
+        self.answered(cluster, int(time.time() * 1000))
+        return out
 
     def answers(self, cluster: Cluster) -> bool:
         """False while the cluster's last call failed (the source: its ends, so the lag, are not known now)."""

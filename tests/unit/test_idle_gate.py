@@ -140,13 +140,13 @@ def test_the_gate_tells_whether_the_source_answers_and_an_untrusted_watch_stands
     g.work_waiting()  # a read of the ends (the recheck is due: a batch all the same)
     assert clients.end_reader.reads == 1 and g.reach.answers(Cluster.SOURCE)
     now_ms = int(time.time() * 1000)
-    assert g.reach.answered_within(Cluster.SOURCE, now_ms, 60_000)
-    assert not g.reach.answered_within(Cluster.SOURCE, now_ms + 120_000, 60_000), "answered, but too long ago"
+    assert g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms)
+    assert not g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms + 120_000), "answered, but too long ago"
     clients.end_reader.down = True
     g.pacing.gate_recheck = 0.0
     assert g.work_waiting() is Work.RECORDS, "ends unknown: the batch finds out what is wrong"
     (since, error) = g.reach.failing[Cluster.SOURCE]
-    assert since >= now_ms and "timed out" in error and not g.reach.answered_within(Cluster.SOURCE, now_ms, 60_000)
+    assert since >= now_ms and "timed out" in error and not g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms)
     # The watch hears nothing (a source that does not answer is silent too): not taken for the ends, untrusted.
     g.pacing.gate_recheck = time.monotonic() + 60
     assert g.watch_hears_all([ORDERS])
