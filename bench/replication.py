@@ -6,7 +6,7 @@
 The headline figures are bench/deployed.py's: the job as `apply` deploys it (LocalDeployer ->
 spark-submit jobs/mirror_job.py -> records on the target), beside the hand-written loop and the
 in-process driver in the same run, and its latency beside a plain consumer of the source topic with
-no job. This file measures the driver IN PROCESS (its own SparkSession, warmed up, the benchmark's
+no job. This file measures the driver IN PROCESS (its own SparkContext, warmed up, the benchmark's
 30-s tasks, timed by the driver's own loop): what the copy loop can do, not what a user gets. Its
 latency scenario reads with fetch.wait.max.ms 10 in two readers at once (the target topic and the
 source topic) beside the job's consumers: on Tansu each tailing reader costs the source broker most
@@ -80,7 +80,7 @@ from reconciler.adapters.read_to_end import END_READER  # noqa: E402
 from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec  # noqa: E402
 from reconciler.dev.brokers import Engine, discard, free_port, start_broker  # noqa: E402
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor  # noqa: E402
-from reconciler.engine.session import build_session  # noqa: E402
+from reconciler.engine.session import build_context  # noqa: E402
 from reconciler.mirror.filters import TopicFilter  # noqa: E402
 from reconciler.topology.build import default_settings  # noqa: E402
 from reconciler.topology.model import Delivery  # noqa: E402
@@ -411,7 +411,7 @@ def copied_records(driver: ReplicationDriver) -> int:
 def run_job(c: Clusters, spec: JobSpec, n: int) -> JobRun:
     """Copy a backlog of n records; the first batch includes worker start-up and counts in full
     (conservative)."""
-    driver = ReplicationDriver(spec, SparkExecutor(c.spark.sparkContext))
+    driver = ReplicationDriver(spec, SparkExecutor(c.spark))
     t0 = time.perf_counter()
     driver.start()
     first: tuple[float, float, CpuMeter] | None = None
@@ -440,7 +440,7 @@ def warm_up(spark, parallelism: int) -> None:
 
         return [sum(1 for _ in it)]
 
-    spark.sparkContext.parallelize(range(parallelism * 4), parallelism * 2).mapPartitions(touch).collect()
+    spark.parallelize(range(parallelism * 4), parallelism * 2).mapPartitions(touch).collect()
 
 
 # The steady-load generator's producer: librdkafka's default linger (5 ms), as an application would run.
@@ -468,7 +468,7 @@ class Clusters:
     def spark(self):
         if self._spark is None:
             t = time.perf_counter()
-            self._spark = build_session(
+            self._spark = build_context(
                 job_spec(self.src.bootstrap, self.dst.bootstrap, "x", "at-least-once", (".*",), self.opts),
                 self.opts.master,
             )
@@ -788,7 +788,7 @@ def scenario_latency(opts) -> dict[str, float]:
                 alias, topic = f"lat{key}{int(rate)}", f"bench-lat-{key}-{int(rate)}"
                 create(c.src.bootstrap, {topic: parts})
                 spec = job_spec(c.src.bootstrap, c.dst.bootstrap, alias, mode, (topic,), opts)
-                driver = ReplicationDriver(spec, SparkExecutor(c.spark.sparkContext))
+                driver = ReplicationDriver(spec, SparkExecutor(c.spark))
                 thread = threading.Thread(target=driver.run, daemon=True)
                 thread.start()
                 reader = TargetReader(c.dst.bootstrap, f"{alias}.{topic}", parts)
@@ -850,7 +850,7 @@ def scenario_startup(opts) -> dict[str, float]:
         try:
             for phase in ("first_record_s", "restart_flowing_s"):
                 seen = reader.count
-                driver = ReplicationDriver(spec, SparkExecutor(spark.sparkContext))
+                driver = ReplicationDriver(spec, SparkExecutor(spark))
                 t0 = time.perf_counter()
                 thread = threading.Thread(target=driver.run, daemon=True)
                 thread.start()
