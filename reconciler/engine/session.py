@@ -49,7 +49,6 @@ def application_conf(
         "spark.master": master,
         "spark.app.name": name,
         "spark.python.worker.reuse": "true",
-        "spark.python.daemon.module": WORKER_DAEMON_MODULE,  # the workers forked with the copy code imported
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.task.maxFailures": "1",  # the worker never raises; a crash is re-planned by the driver
@@ -59,6 +58,10 @@ def application_conf(
         "spark.driver.memory": "512m",
         "spark.executor.memory": "512m",
     }
+    if not master.startswith("spark://"):
+        # The workers forked with the copy code imported (engine/daemon.py). Not on a standalone cluster, whose
+        # machines may get the project only as `--py-files`, which a task puts on its path but a daemon never sees.
+        conf["spark.python.daemon.module"] = WORKER_DAEMON_MODULE
     conf.update(extra or {})
     conf.update({str(k): str(v) for k, v in own.items()})
     if conf["spark.master"] == INHERIT_MASTER:  # keep the master spark-submit was given (Kubernetes operator)
