@@ -24,6 +24,8 @@ throughput  8 partitions x --records of --size bytes: the client limit (produce-
             (rate from the first copied batch to the last record; Spark start-up is not in it; the
             benchmark's tasks run up to 30 s, and job_alo_spec_defaults is at-least-once again with
             the spec's default task length and record budget, what a new job gets),
+            after a throwaway copy of 100,000 records (a SparkContext's first copy job costs more), the two
+            modes in turn first from one repetition to the next,
             and CPU-seconds per million records of the job (driver + Spark JVM + Python workers,
             read from /proc) against the baseline's (its process CPU time).
 scale       the same backlog spread over 512 partitions in 50 topics, at-least-once, against the
@@ -511,6 +513,10 @@ def cpu_figures(tag: str, w: CpuWindow, units: float, unit: str) -> dict[str, fl
     }
 
 
+#: Records of the throwaway copy before the throughput scenario's measured jobs (see there).
+WARM_COPY_RECORDS = 100_000
+
+
 def scenario_throughput(opts) -> dict[str, float]:
     n, parts = opts.records, 8
     with Clusters(opts) as c:
@@ -522,7 +528,16 @@ def scenario_throughput(opts) -> dict[str, float]:
         r.update(cpu_figures("ceiling", window, n / 1e6, "m"))
         r["baseline"], base_cpu = baseline(c.src.bootstrap, c.dst.bootstrap, tps, n, c.exclude)
         r["baseline_cpu_s_per_m"] = base_cpu * 1e6 / n
-        for mode, key in (("at-least-once", "alo"), ("exactly-once", "eos")):
+        # The first copy job of a SparkContext costs more than the next ones (measured: ~1.6-2.0 CPU-s per 300k
+        # records against ~1.0-1.3, whichever mode it was, 2026-11-27): with at-least-once always first, it
+        # alone paid for it, and at-least-once looked slower than exactly-once. A throwaway copy first, and
+        # the two modes in turn first from one repetition to the next.
+        create(c.src.bootstrap, {"bench-warm": parts})
+        warm = min(n, WARM_COPY_RECORDS)
+        produce_only(c.src.bootstrap, [("bench-warm", p) for p in range(parts)], warm, opts.size)
+        run_job(c, job_spec(c.src.bootstrap, c.dst.bootstrap, "warm", "at-least-once", ("bench-warm",), opts), warm)
+        modes = [("at-least-once", "alo"), ("exactly-once", "eos")]
+        for mode, key in modes if getattr(opts, "repetition", 0) % 2 == 0 else modes[::-1]:
             log(f"  job {mode}")
             j = run_job(c, job_spec(c.src.bootstrap, c.dst.bootstrap, key, mode, ("bench-src",), opts), n)
             r[f"job_{key}"], r[f"job_{key}_cpu_s_per_m"] = j.rate, j.cpu_s * 1e6 / n
@@ -981,6 +996,7 @@ def main(argv=None) -> int:
     env = environment(opts)
     runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
     for i in range(opts.repeat):
+        opts.repetition = i
         for s in scenarios:
             log(f"{s}, repetition {i + 1}/{opts.repeat}")
             runs[s].append(RUNNERS[s](opts))
