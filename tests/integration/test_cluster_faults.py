@@ -510,10 +510,11 @@ def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters, requ
     [
         pytest.param(
             "exactly-once",
-            marks=pytest.mark.xfail(
+            # Skipped, not xfail: the batch that hangs keeps its thread pool's worker alive, and the interpreter joins
+            # that worker at exit, so the test session would never end.
+            marks=pytest.mark.skip(
                 reason="issue 34, open: after the target broker's restart the open transaction's "
                 "send_offsets_to_transaction does not return for 60 s and more (seen with 30 s and 10 s timeouts)",
-                strict=False,
             ),
         ),
         "at-least-once",
