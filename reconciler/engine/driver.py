@@ -58,6 +58,7 @@ from reconciler.contract.status import (
     StatusRecord,
     StatusState,
 )
+from reconciler.engine.clients import SharedClients
 from reconciler.engine.delivery import DeliveryMode, mode_of
 from reconciler.engine.driver_parts import Connections, Pacing, Partitions, Progress, StuckWatch
 from reconciler.engine.emitters import CheckpointEmitter
@@ -220,11 +221,13 @@ class ReplicationDriver:
         *,
         environ: Mapping[str, str] | None = None,
         install_signal_handlers: bool = False,
+        shared: SharedClients | None = None,
     ):
         self.spec_path = None if isinstance(spec, JobSpec) else Path(spec)
         self.spec = spec if isinstance(spec, JobSpec) else JobSpec.load(spec)
         self.executor = executor
         self.environ = environ
+        self.shared = shared  # the engine's clients, shared by its flows (None: this flow's own)
         self.pacing = Pacing()  # when each periodic action is due, and the idle gate's state
         self.stop_event = LinkedEvent(self.pacing.wake)  # a stop ends an idle wait at once
         self.exit_code = 0
@@ -270,7 +273,7 @@ class ReplicationDriver:
         return self.conn.checkpoints if self.conn is not None else None
 
     def _connect(self) -> None:
-        self.conn = Connections.open(self.spec, self.mode, self.environ, self.pacing.wake)
+        self.conn = Connections.open(self.spec, self.mode, self.environ, self.pacing.wake, self.shared)
 
     def start(self) -> None:
         self._connect()

@@ -204,16 +204,16 @@ def probe_targets(positions: Mapping[TP, int], ends: Mapping[TP, int], limit: in
 
 # --- I/O: the side channel's clients ----------------------------------------------------------------
 class SourceEndReader:
-    """Reads the source's end offsets and oldest-record timestamps with clients of its own (it runs in
-    its own thread; the OffsetStore's consumer belongs to the driver's loop)."""
+    """Reads the source's end offsets (with `admin`, the source's admin client: the engine's, shared with its
+    other flows of that cluster; ListOffsets are futures, safe from any thread) and oldest-record timestamps with
+    consumers of its own (it runs in its own thread; the OffsetStore's consumer belongs to the driver's loop).
+    The idle gate (driver.py's `work_waiting`) and the lag side channel both read the ends through it."""
 
-    def __init__(self, spec: JobSpec, environ: Mapping[str, str] | None = None, timeout: float = 10.0):
-        from confluent_kafka.admin import AdminClient
-
+    def __init__(self, spec: JobSpec, admin: Any, environ: Mapping[str, str] | None = None, timeout: float = 10.0):
         self.spec = spec
         self.environ = environ
         self.timeout = timeout
-        self._admin = AdminClient(clients.admin_config(spec.source, environ))
+        self._admin = admin
         self._consumer: Any = None  # made on first use (only when something lags)
         self._store: OffsetStore | None = None  # made on first use: the job's committed positions
 

@@ -25,6 +25,7 @@ OWN = {
     "spec",
     "executor",
     "environ",
+    "shared",  # the engine's clients (engine/clients.py SharedClients)
     "stop_event",
     "exit_code",
     "state",
@@ -44,7 +45,7 @@ PARTS = {"progress": Progress, "parts": Partitions, "pacing": Pacing, "threads":
 
 def test_the_driver_holds_its_parts_and_few_attributes_of_its_own():
     d = ReplicationDriver(SPEC, executor=None)
-    assert set(vars(d)) == OWN and len(vars(d)) <= 16
+    assert set(vars(d)) == OWN and len(vars(d)) <= 17
     for name, part in PARTS.items():
         assert type(getattr(d, name)) is part, name
     assert d.conn is None  # opened at start (_connect)
