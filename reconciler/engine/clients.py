@@ -200,10 +200,12 @@ class Role(enum.Enum):
     ADMIN = "admin"  # topics, configs, ListOffsets (the idle gate's and the lag's end reads), group offsets
     PRODUCER = "producer"  # heartbeats, offset syncs, status records
     CHECKPOINTS = "checkpoint producer"  # the checkpoint rounds' own: their flush waits for checkpoints only
+    WATCH = "arrival watch"  # the idle flows' arrival watches (engine/arrivals.py's ArrivalHub): one consumer
 
 
-#: Settings that name a client, not how it connects: flows whose clients differ only in these share one.
-_NAMING = ("client.id", "logger")
+#: Settings that name a client, not how it connects: flows whose clients differ only in these share one (the watch
+#: never joins its group nor commits: its `group.id` names it only).
+_NAMING = ("client.id", "logger", "group.id")
 
 
 def sharing_key(role: Role, conf: Mapping[str, Any]) -> tuple[Role, str]:
@@ -223,12 +225,17 @@ class SharedClients:
         self._lock = threading.Lock()
         self._clients: dict[tuple[Role, str], tuple[Any, int]] = {}
 
-    def acquire(self, role: Role, conf: dict[str, Any]) -> Any:
+    def acquire(self, role: Role, conf: dict[str, Any], make: Callable[[], Any] | None = None) -> Any:
+        """The client of `role` for these settings; `make` makes it (Role.WATCH: an ArrivalHub) where the factory
+        does not."""
         key = sharing_key(role, conf)
         with self._lock:
             client, users = self._clients.get(key, (None, 0))
             if client is None:
-                client = self.factory.admin(conf) if role is Role.ADMIN else self.factory.producer(conf)
+                if make is not None:
+                    client = make()
+                else:
+                    client = self.factory.admin(conf) if role is Role.ADMIN else self.factory.producer(conf)
             self._clients[key] = (client, users + 1)
             return client
 
@@ -240,11 +247,15 @@ class SharedClients:
             if key is None:
                 return
             _, users = self._clients[key]
-            if users <= 1:
+            last = users <= 1
+            if last:
                 del self._clients[key]
             else:
                 self._clients[key] = (client, users - 1)
-        if key[0] is not Role.ADMIN:
+        if key[0] is Role.WATCH:
+            if last:
+                client.close()
+        elif key[0] is not Role.ADMIN:
             client.flush(flush_timeout)
 
     def count(self) -> int:

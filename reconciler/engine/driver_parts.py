@@ -22,7 +22,7 @@ from reconciler.contract.status import (
     StatusPublisher,
 )
 from reconciler.engine import clients
-from reconciler.engine.arrivals import ArrivalWatch
+from reconciler.engine.arrivals import ArrivalHub, ArrivalWatch, watch_config
 from reconciler.engine.delivery import DeliveryMode
 from reconciler.engine.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.engine.lag import LagPosition, SourceEndReader, SourceEnds
@@ -82,6 +82,8 @@ class Connections:
         checkpoints = CheckpointEmitter(spec, source_admin, checkpoint_producer, env)
         end_reader = SourceEndReader(spec, source_admin, env)
         status = StatusPublisher(target_producer, spec.flow)
+        watch = watch_config(spec, env)
+        hub = shared.acquire(role.WATCH, watch, lambda: ArrivalHub(watch, spec.source.alias))
         return cls(
             source_admin=source_admin,
             target_admin=target_admin,
@@ -95,7 +97,7 @@ class Connections:
             checkpoints=checkpoints,
             end_reader=end_reader,
             status=status,
-            arrivals=ArrivalWatch(spec, wake, env),
+            arrivals=ArrivalWatch(spec, wake, env, hub),
             shared=shared,
         )
 
@@ -110,6 +112,7 @@ class Connections:
         still in use by its thread (not `..._idle`: its round did not end in time) are left to the process's exit
         (the shared ones stay held)."""
         self.arrivals.close()
+        self.shared.release(self.arrivals.hub)
         if end_reader_idle:
             self.end_reader.close()
         self.offsets.close()

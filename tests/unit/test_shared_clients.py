@@ -67,13 +67,15 @@ def test_an_engine_of_three_flows_opens_one_client_per_cluster_and_role():
         assert len(factory.of("admin", WEST)) == 1 and len(factory.of("admin", EAST)) == 1
         assert len(factory.of("producer", WEST)) == 1  # heartbeats and offset syncs on the source
         assert len(factory.of("producer", EAST)) == 2  # status and heartbeats; the checkpoint rounds' own
-        assert len(factory.made) == shared.count() == 5
+        assert len(factory.made) == 5 and shared.count() == 6  # and the watch's hub
         for role in ("source_admin", "target_admin", "source_producer", "target_producer", "checkpoint_producer"):
             assert len({id(getattr(c, role)) for c in conns}) == 1, role
         assert conns[0].target_producer is not conns[0].checkpoint_producer
         # The end reads (idle gate, lag) go through the shared source admin, not an admin of their own.
         assert all(c.end_reader._admin is c.source_admin for c in conns)
         assert conns[0].status.producer is conns[2].target_producer
+        # One arrival watch consumer (its hub) listens for the three idle flows of the source.
+        assert len({id(c.arrivals.hub) for c in conns}) == 1
     finally:
         close(conns)
     assert shared.count() == 0
@@ -90,6 +92,7 @@ def test_a_flow_of_another_source_shares_only_the_target_clients():
         assert conns[0].source_producer is not conns[1].source_producer
         assert len(factory.of("admin", NORTH)) == len(factory.of("producer", NORTH)) == 1
         assert len(factory.made) == 7
+        assert conns[0].arrivals.hub is not conns[1].arrivals.hub
     finally:
         close(conns)
 
@@ -100,7 +103,7 @@ def test_a_client_lives_until_its_last_flow_lets_go():
     conns = opened([spec("s0"), spec("s1")], shared)
     producer = conns[0].target_producer
     close(conns[:1])
-    assert shared.count() == 5  # the other flow still uses them
+    assert shared.count() == 6  # the other flow still uses them
     assert producer.flushes == 1  # the leaving flow's records are flushed
     again = opened([spec("s2")], shared)  # a flow started later (or again) takes the same clients
     assert again[0].target_producer is producer and len(factory.made) == 5
