@@ -51,7 +51,7 @@ class Connections:
     heartbeats: HeartbeatEmitter
     syncs: OffsetSyncWriter
     checkpoints: CheckpointEmitter
-    end_reader: SourceEndReader  # consumers of its own: it reads in its own thread
+    end_reader: SourceEndReader  # reads in its own thread: the shared source admin, `offsets`, a probe consumer
     status: StatusPublisher
     arrivals: ArrivalWatch  # wakes the idle driver when a record arrives (a consumer in a thread of its own)
     shared: clients.SharedClients
@@ -80,7 +80,7 @@ class Connections:
         # own producer too).
         checkpoint_producer = shared.acquire(role.CHECKPOINTS, clients.producer_config(spec.target, spec, environ=env))
         checkpoints = CheckpointEmitter(spec, source_admin, checkpoint_producer, env)
-        end_reader = SourceEndReader(spec, source_admin, env)
+        end_reader = SourceEndReader(spec, source_admin, env, store=offsets)
         status = StatusPublisher(target_producer, spec.flow)
         watch = watch_config(spec, env)
         hub = shared.acquire(role.WATCH, watch, lambda: ArrivalHub(watch, spec.source.alias))

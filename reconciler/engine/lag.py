@@ -209,18 +209,28 @@ class SourceEndReader:
     consumers of its own (it runs in its own thread; the OffsetStore's consumer belongs to the driver's loop).
     The idle gate (driver.py's `work_waiting`) and the lag side channel both read the ends through it."""
 
-    def __init__(self, spec: JobSpec, admin: Any, environ: Mapping[str, str] | None = None, timeout: float = 10.0):
+    def __init__(
+        self,
+        spec: JobSpec,
+        admin: Any,
+        environ: Mapping[str, str] | None = None,
+        timeout: float = 10.0,
+        store: OffsetStore | None = None,
+    ):
         self.spec = spec
         self.environ = environ
         self.timeout = timeout
         self._admin = admin
         self._consumer: Any = None  # made on first use (only when something lags)
-        self._store: OffsetStore | None = None  # made on first use: the job's committed positions
+        # The job's committed positions: the driver's OffsetStore (its reads of committed offsets are safe from
+        # this thread too), or one of its own made on first use.
+        self._store: OffsetStore | None = store
+        self._own_store = store is None
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is not None and self._own_store:
             self._store.close()
-            self._store = None
+        self._store = None
         if self._consumer is not None:
             try:
                 self._consumer.close()
@@ -257,7 +267,7 @@ class SourceEndReader:
         group at-least-once, the target group exactly-once): what is durable on the target, a second or so
         behind a running task. A failed read is logged and left out (the driver's positions still count)."""
         if self._store is None:
-            self._store = OffsetStore(self.spec, mode_of(self.spec), self.environ)
+            self._store, self._own_store = OffsetStore(self.spec, mode_of(self.spec), self.environ), True
         try:
             loaded = self._store.load(copy)
         except Exception as exc:  # noqa: BLE001 - the lag then uses the driver's positions alone
