@@ -25,6 +25,7 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
 from reconciler import settings  # noqa: E402
 from reconciler.contract.engine import EngineRecord, FlowRuntime, write_runtime  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
+from reconciler.engine.clients import SharedClients  # noqa: E402
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.engine.host import EngineHost  # noqa: E402
 from reconciler.engine.lifeline import watch_parent  # noqa: E402
@@ -78,10 +79,11 @@ def run_engine(args: argparse.Namespace) -> int:
     sc = context_of(conf)
     start_workers(sc)  # while the flows connect and plan their first batch
     executor = SparkExecutor(sc)
+    shared = SharedClients()  # the flows' producers and admins, one per cluster and role (engine/clients.py)
     port: int | None = None
 
     def make_driver(path: Path) -> ReplicationDriver:
-        driver = ReplicationDriver(path, executor)
+        driver = ReplicationDriver(path, executor, shared=shared)
         for c in (driver.spec.source, driver.spec.target):
             redact.add_from(dict(c.config))
         driver.metrics.port = port

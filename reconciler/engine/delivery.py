@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reconciler import settings
 from reconciler.contract.spec import JobSpec, transactional_id
 from reconciler.engine import clients
-from reconciler.engine.offsets import fence
+from reconciler.engine.offsets import PATIENT, Patience, fence
 from reconciler.engine.tasks import TP, CopyTask, TaskResult
 from reconciler.engine.worker import (
     MAX_REFUSAL_REDOS,
@@ -63,7 +63,9 @@ class DeliveryMode(Protocol):
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         """Driver start, before positions are read."""
 
-    def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+    def load(
+        self, store: OffsetStore, partitions: Mapping[TP, str], patience: Patience = PATIENT
+    ) -> dict[TP, tuple[int | None, int | None]]:
         """(next offset or None, slot or None) per partition."""
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
@@ -140,8 +142,10 @@ class AtLeastOnce:
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         return None
 
-    def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
-        return store.source_positions(partitions, {tp: (None, None) for tp in partitions})
+    def load(
+        self, store: OffsetStore, partitions: Mapping[TP, str], patience: Patience = PATIENT
+    ) -> dict[TP, tuple[int | None, int | None]]:
+        return store.source_positions(partitions, {tp: (None, None) for tp in partitions}, patience)
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
         # Rounds end when caught up (acknowledgements awaited, latency sampled), and after
@@ -193,10 +197,12 @@ class ExactlyOnce:
         # cannot commit after we read (its open transaction is aborted).
         fence(spec, range(spec.engine.parallelism), environ)
 
-    def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+    def load(
+        self, store: OffsetStore, partitions: Mapping[TP, str], patience: Patience = PATIENT
+    ) -> dict[TP, tuple[int | None, int | None]]:
         # The target group first; the source group seeds partitions it lacks (e.g. a flow switched
         # from at-least-once), instead of copying everything again.
-        return store.source_positions(partitions, store.target_positions(partitions))
+        return store.source_positions(partitions, store.target_positions(partitions, patience), patience)
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
         from confluent_kafka import KafkaException

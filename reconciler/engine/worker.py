@@ -272,19 +272,36 @@ class PartitionCopy:
         )
 
 
-def _consumer(spec: JobSpec, epoch: int = 0):
-    """The cached source consumer. The driver bumps `epoch` when source topics disappear or an
-    offset is out of range: librdkafka can crash on a cached consumer whose topic was deleted and
-    recreated, so a fresh one is made."""
-    from confluent_kafka import Consumer
-
-    key = (
+def _consumer_key(spec: JobSpec, epoch: int) -> tuple:
+    return (
         "consumer",
         spec.flow,  # the flows of one engine share the Python workers: each flow keeps its own consumer
         spec.source.bootstrap_servers,
         json.dumps(dict(spec.source.config), sort_keys=True),
         epoch,
     )
+
+
+def release_consumer(spec: JobSpec, epoch: int) -> None:
+    """Between tasks the flow's cached consumer fetches nothing (issue 39): left assigned, it fetched its last
+    task's partitions every fetch wait (50 ms, END_READER) and buffered what arrived, until the next task assigned
+    it again (which starts from the task's positions, dropping that buffer): in the driver (the heartbeat copies)
+    and in every Python worker that ran a task of the flow, idle flows included."""
+    consumer = clients.CACHE.peek(_consumer_key(spec, epoch))
+    if consumer is not None:
+        try:
+            consumer.unassign()
+        except Exception:  # noqa: BLE001 - a broken consumer is the next task's to find (and replace)
+            pass
+
+
+def _consumer(spec: JobSpec, epoch: int = 0):
+    """The cached source consumer. The driver bumps `epoch` when source topics disappear or an
+    offset is out of range: librdkafka can crash on a cached consumer whose topic was deleted and
+    recreated, so a fresh one is made."""
+    from confluent_kafka import Consumer
+
+    key = _consumer_key(spec, epoch)
     if clients.CACHE.peek(key) is None:  # the flow's consumers of earlier epochs or settings are dropped
         for old in [k for k in clients.CACHE.keys() if k[0] == "consumer" and k[1] == spec.flow and k != key]:
             clients.CACHE.drop(old)
@@ -362,6 +379,7 @@ def copy_task(spec: JobSpec, task: CopyTask, mode: CopyMode) -> TaskResult:
     except Exception as exc:  # noqa: BLE001 - reported to the driver
         result.error = f"{type(exc).__name__}: {exc}"
         result.traceback = traceback.format_exc(limit=8)
+    release_consumer(spec, task.consumer_epoch)
     if result.error and any(code in result.error for code in STALE_METADATA):
         forget_producers(spec)  # the next task's producer reads the target's partitions afresh
     result.partitions = [p.result() for p in parts]
