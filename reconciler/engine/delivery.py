@@ -53,6 +53,11 @@ FLUSH_TIMEOUT_S = 60.0
 PROGRESS_COMMIT_S = 1.0
 
 
+class BrokersLostInTransaction(RuntimeError):
+    """The transactional producer lost its target brokers during the transaction (worker.py `BrokersLost`): the
+    transaction is aborted, not committed, and the producer replaced."""
+
+
 class DeliveryMode(Protocol):
     name: str
     #: Is a task's slot part of what it writes? Exactly-once: yes, the slot names the transactional id
@@ -230,6 +235,9 @@ class ExactlyOnce:
                             producer.poll(0)  # the delivery reports of the purged records
                     except Exception:  # noqa: BLE001
                         fatal = True
+                    # A producer that lost its brokers is not used again (worker.py BrokersLost): the next task's
+                    # producer fences its epoch (init_transactions), the driver reloads the positions the target holds.
+                    fatal = fatal or producer.brokers_lost.lost is not None
                     if fatal:
                         result.fatal = True
                         clients.CACHE.drop(("txn", spec.target.bootstrap_servers, txn_id))
@@ -262,7 +270,12 @@ class ExactlyOnce:
     ) -> None:
         from confluent_kafka import TopicPartition
 
-        if not finish_round(spec, parts, producer, result, FLUSH_TIMEOUT_S):
+        delivered = finish_round(spec, parts, producer, result, FLUSH_TIMEOUT_S)
+        lost = producer.brokers_lost.lost
+        if lost is not None:  # before a failed delivery: the records were purged at the loss
+            result.error = f"the target's brokers went away during the transaction ({lost}): aborted, to be redone"
+            raise BrokersLostInTransaction(result.error)
+        if not delivered:
             raise RuntimeError(result.error or "delivery failed")
         if _TEST_TXN_DELAY_S and any(p.round_count for p in parts):
             time.sleep(_TEST_TXN_DELAY_S)  # fault-injection hook: widen the window a kill lands in

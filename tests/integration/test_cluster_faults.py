@@ -506,21 +506,7 @@ def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters, requ
         assert set(held) <= set(copied) and len(copied) == len(set(copied))
 
 
-@pytest.mark.parametrize(
-    "delivery",
-    [
-        pytest.param(
-            "exactly-once",
-            # Skipped, not xfail: the batch that hangs keeps its thread pool's worker alive, and the interpreter joins
-            # that worker at exit, so the test session would never end.
-            marks=pytest.mark.skip(
-                reason="issue 34, open: after the target broker's restart the open transaction's "
-                "send_offsets_to_transaction does not return for 60 s and more (seen with 30 s and 10 s timeouts)",
-            ),
-        ),
-        "at-least-once",
-    ],
-)
+@pytest.mark.parametrize("delivery", ["exactly-once", "at-least-once"])
 def test_a_target_broker_restarted_under_load_is_ridden_out(noida_clusters, delivery):
     """The target broker stopped gracefully while ~1,500 records/s arrive, kept down until the job reports the
     outage (the partition stuck: degraded, not "running, lag 0"), then started again on its data: records written
