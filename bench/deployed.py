@@ -6,7 +6,7 @@
     python bench/deployed.py --job max_batch_ms=30000 ...             # a `job:` setting of the flow changed
 
 This is the benchmark's headline; bench/replication.py measures the driver in process (its own
-SparkSession, the benchmark's 30-s tasks) and is the figure beside it. Each repetition starts two
+SparkContext, the benchmark's 30-s tasks) and is the figure beside it. Each repetition starts two
 fresh Tansu brokers (noida-db with --engine noida) on loopback (source, target) and a state directory in a temporary directory.
 The flow is built from a one-flow topology (`JobSpec.from_flow`, as `plan` builds it: the topology's
 defaults, `job: {}` unless --job says otherwise) and deployed with `LocalDeployer().deploy(spec,
@@ -18,11 +18,15 @@ backlog   --records 100-byte records on --partitions partitions are produced fir
           from the first copied record seen on the target to the last: the target's high watermarks,
           polled every 50 ms; spark-submit and Spark start-up are not in it, printed apart as
           deploy_to_first_s), the deployed job warm (a second flow, `warm`, added to the running engine
-          as apply adds one, copying the same backlog: without the first task's start-up), and the in-process driver on the same spec (its own SparkSession in this
+          as apply adds one, copying the same backlog: without the first task's start-up), and the in-process driver on the same spec (its own SparkContext in this
           process, stopped before anything else runs; timed the same way from the target, and by its
           own loop as bench/replication.py does: in_process_loop). Each reads the same source topic
           from the start with its own consumer group and writes its own target topic. Ratios within
           one repetition: deployed / baseline (issue 23's target: >= 2.0), deployed / in-process, and the same for warm.
+startup   apply -> the first copied record (issue 39's target: <= 10 s): 1,000 records wait on the source; the
+          clock runs from LocalDeployer.deploy (a new engine: spark-submit, the JVM, the SparkContext, the flow's
+          driver start, its first batch) until the target's high watermarks first move (polled every 50 ms).
+          --logs DIR keeps each repetition's engine log (job.log: timestamped lines of each step).
 latency   --rate records/s (100 B, --partitions partitions, a producer with librdkafka's default
           linger in a process of its own) for WARM_S (5 s) and then, without a pause, the --seconds measured (the
           job copying a stream; *_after_pause_max is the worst record of the load's first AFTER_PAUSE_S, 2 s, after
@@ -90,7 +94,7 @@ from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.dev.brokers import Engine  # noqa: E402
 from reconciler.topology.build import load_topology_text  # noqa: E402
 
-SCENARIOS = ("backlog", "latency")
+SCENARIOS = ("backlog", "latency", "startup")
 TOPIC = "bench-src"
 
 
@@ -297,13 +301,13 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
             deployer.stop_all()
             instance.end(instance.scan(under=root.resolve()), 5)
 
-        log("  in process: the same spec's driver in this process's SparkSession")
+        log("  in process: the same spec's driver in this process's SparkContext")
         from reconciler.engine.driver import ReplicationDriver, SparkExecutor
 
         ispec = flow_spec(c.src.bootstrap, c.dst.bootstrap, "inproc", TOPIC, opts.job, opts.delivery)
         spark = c.spark  # started and warmed up (Python workers, the job's modules) before the clock
         r["in_process_spark_start_s"] = c.spark_start_s or 0.0
-        driver = ReplicationDriver(ispec, SparkExecutor(spark.sparkContext))
+        driver = ReplicationDriver(ispec, SparkExecutor(spark))
         watch = TargetWatch(c.dst.bootstrap, f"inproc.{TOPIC}", parts, n, c.meter)
         try:
             driver.start()
@@ -334,6 +338,50 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
             f"  baseline {r['baseline']:,.0f}/s, deployed {r['deployed']:,.0f}/s "
             f"({r['deployed_x_baseline']:.2f}x), warm {r['deployed_warm']:,.0f}/s, in process {r['in_process']:,.0f}/s ({r['in_process_x_baseline']:.2f}x)"
         )
+    return r
+
+
+# ---------------------------------------------------------------- startup
+
+
+#: Records waiting on the source when the start-up scenario deploys (a few per partition: the first is seen at once).
+STARTUP_RECORDS = 1000
+
+
+def scenario_startup(opts, work: Path) -> dict[str, float]:
+    """apply -> the first copied record: records are waiting on the source; the flow is deployed into no
+    engine (LocalDeployer.deploy: spark-submit, the JVM, the SparkContext, the flow's driver start, its first
+    batch); the clock runs from the call to deploy until the target's high watermarks first move."""
+    parts = opts.partitions
+    r: dict[str, float] = {}
+    with Clusters(opts) as c:
+        create(c.src.bootstrap, {TOPIC: parts})
+        produce_only(c.src.bootstrap, [(TOPIC, p) for p in range(parts)], STARTUP_RECORDS, 100)
+        spec = flow_spec(c.src.bootstrap, c.dst.bootstrap, "west", TOPIC, opts.job, opts.delivery)
+        root = work / "state"
+        deployer = LocalDeployer(root=root, stop_timeout=30)
+        watch = TargetWatch(c.dst.bootstrap, f"west.{TOPIC}", parts, STARTUP_RECORDS, c.meter)
+        t_deploy = time.monotonic()
+        try:
+            res = deployer.deploy(spec, {"engine": "bench"})
+            if not res.ok:
+                raise RuntimeError(res.message)
+            r["deploy_call_s"] = time.monotonic() - t_deploy
+            deadline = time.monotonic() + 120
+            while watch.first is None and time.monotonic() < deadline and deployer_alive(root)():
+                time.sleep(0.02)
+            if watch.first is None:
+                raise RuntimeError("no record copied within 120 s of the deploy")
+            r["deploy_to_first_s"] = watch.first[0] - t_deploy
+            log(f"  apply -> first copied record: {r['deploy_to_first_s']:.2f} s")
+        finally:
+            watch.close()
+            deployer.stop_all()
+            instance.end(instance.scan(under=root.resolve()), 5)
+            if opts.logs:  # the engine's log, whose timestamped lines show where the seconds went
+                Path(opts.logs).mkdir(parents=True, exist_ok=True)
+                for f in root.glob("engines/*/job.log"):
+                    shutil.copy(f, Path(opts.logs) / f"startup-{time.strftime('%H%M%S')}-{f.parent.name}.log")
     return r
 
 
@@ -505,11 +553,13 @@ def scenario_latency(opts, work: Path) -> dict[str, float]:
 RUNNERS: dict[str, Callable[[Any, Path], dict[str, float]]] = {
     "backlog": scenario_backlog,
     "latency": scenario_latency,
+    "startup": scenario_startup,
 }
 
 TARGETS = {
     "deployed_x_baseline": ("deployed job / hand-written loop", ">=", 2.0),
     "job_p99": ("p99 ms through the deployed job", "<=", 250),
+    "deploy_to_first_s": ("apply -> first copied record, s", "<=", 10),
 }
 
 
@@ -536,6 +586,8 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
         what = (
             f"{opts.records:,} records"
             if scenario == "backlog"
+            else f"{STARTUP_RECORDS:,} records waiting"
+            if scenario == "startup"
             else f"{opts.rate:,.0f} records/s for {opts.seconds:.0f} s"
         )
         print(f"\n  {scenario} ({what})")
@@ -550,7 +602,12 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="scenario to run (repeatable; default both)")
+    ap.add_argument(
+        "--scenario",
+        action="append",
+        choices=SCENARIOS,
+        help="scenario to run (repeatable; default backlog and latency)",
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--records", type=int, default=1_000_000, help="backlog, 100-byte records")
     ap.add_argument("--partitions", type=int, default=8)
@@ -573,11 +630,12 @@ def main(argv=None) -> int:
         action="store_true",
         help="latency: a second reader of the source topic during the job (source_during_job_*; loads the broker)",
     )
+    ap.add_argument("--logs", help="startup: copy each repetition's engine log (job.log) into this directory")
     ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
     opts = ap.parse_args(argv)
     opts.job = parse_job(opts.job)
     opts.reader_config = {"fetch.wait.max.ms": opts.reader_wait_ms}
-    # for bench.replication.Clusters (the brokers) and its in-process SparkSession
+    # for bench.replication.Clusters (the brokers) and its in-process SparkContext
     opts.size, opts.master, opts.parallelism = (
         100,
         opts.job.get("master", "local[2]"),
@@ -586,7 +644,7 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    scenarios = [s for s in SCENARIOS if not opts.scenario or s in opts.scenario]
+    scenarios = [s for s in SCENARIOS if s in (opts.scenario or ("backlog", "latency"))]
     env = environment(opts)
     runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
     for i in range(opts.repeat):

@@ -25,11 +25,12 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
 from reconciler import settings  # noqa: E402
 from reconciler.contract.engine import EngineRecord, FlowRuntime, write_runtime  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
+from reconciler.engine.clients import SharedClients  # noqa: E402
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.engine.host import EngineHost  # noqa: E402
 from reconciler.engine.lifeline import watch_parent  # noqa: E402
 from reconciler.engine.metrics import serve_merged  # noqa: E402
-from reconciler.engine.session import build_session, engine_conf, session_of  # noqa: E402
+from reconciler.engine.session import build_context, context_of, engine_conf, start_workers  # noqa: E402
 from reconciler.settings import AUTO_PORT  # noqa: E402
 from reconciler.topology import secrets  # noqa: E402
 
@@ -53,16 +54,17 @@ def run_flow(args: argparse.Namespace) -> int:
     spec = JobSpec.load(args.spec)
     configure_logging(args.log_level, spec)
     logging.getLogger("py4j").setLevel(logging.WARNING)
-    session = build_session(spec, args.master)
+    sc = build_context(spec, args.master)
+    start_workers(sc)  # while the driver connects and plans its first batch
     try:
-        driver = ReplicationDriver(Path(args.spec), SparkExecutor(session.sparkContext), install_signal_handlers=True)
+        driver = ReplicationDriver(Path(args.spec), SparkExecutor(sc), install_signal_handlers=True)
         if args.metrics_port:
             driver.metrics.serve(0 if args.metrics_port == AUTO_PORT else args.metrics_port)
             log.info("metrics on http://0.0.0.0:%d/metrics", driver.metrics.port)
-        _say_who(driver.metrics.port, session.sparkContext.applicationId)
+        _say_who(driver.metrics.port, sc.applicationId)
         return driver.run(max_seconds=args.max_seconds)
     finally:
-        session.stop()
+        sc.stop()
 
 
 def run_engine(args: argparse.Namespace) -> int:
@@ -74,18 +76,20 @@ def run_engine(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, None, redact)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     conf = engine_conf(record.name, args.master or record.master, record.spark_conf)
-    session = session_of(conf)
-    executor = SparkExecutor(session.sparkContext)
+    sc = context_of(conf)
+    start_workers(sc)  # while the flows connect and plan their first batch
+    executor = SparkExecutor(sc)
+    shared = SharedClients()  # the flows' producers and admins, one per cluster and role (engine/clients.py)
     port: int | None = None
 
     def make_driver(path: Path) -> ReplicationDriver:
-        driver = ReplicationDriver(path, executor)
+        driver = ReplicationDriver(path, executor, shared=shared)
         for c in (driver.spec.source, driver.spec.target):
             redact.add_from(dict(c.config))
         driver.metrics.port = port
         return driver
 
-    app = session.sparkContext.applicationId
+    app = sc.applicationId
     host = EngineHost(engine_dir, make_driver, on_change=lambda flows: _say_who(port, app, flows))
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: host.stop_event.set())
@@ -100,7 +104,7 @@ def run_engine(args: argparse.Namespace) -> int:
         log.info("engine %s started (%s)", record.name, conf.get("spark.master", "inherited master"))
         return host.run(max_seconds=args.max_seconds)
     finally:
-        session.stop()
+        sc.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

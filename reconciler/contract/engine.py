@@ -37,6 +37,9 @@ RESTART_SUFFIX = ".restart"
 #: An EngineRecord's master (and `--master`) meaning: do not set spark.master, keep the one spark-submit was
 #: started with (the Kubernetes operator's).
 INHERIT_MASTER = "inherit"
+#: The module Spark runs as the job's Python daemon (`spark.python.daemon.module`, engine/daemon.py): its workers are
+#: forked from it and carry it on their command line, which is how a deployer tells them (deployers/instance.py).
+WORKER_DAEMON_MODULE = "reconciler.engine.daemon"
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler.contract.engine import WORKER_DAEMON_MODULE
 from reconciler.settings import INSTANCE_ENV, JOB_DIR_ENV
 
 
@@ -48,7 +49,8 @@ def classify(argv: list[str]) -> Role:
     if any(a.endswith("mirror_job.py") for a in argv):
         return Role.DRIVER
     if any(
-        a in ("pyspark.daemon", "pyspark.worker") or a.endswith(("pyspark/daemon.py", "pyspark/worker.py"))
+        a in ("pyspark.daemon", "pyspark.worker", WORKER_DAEMON_MODULE)
+        or a.endswith(("pyspark/daemon.py", "pyspark/worker.py"))
         for a in argv
     ):
         return Role.WORKER

@@ -18,7 +18,8 @@ as of its last fetch (at most `WATCH_FETCH_WAIT_MS` and a round trip ago): the i
 take that as the source's ends instead of reading them (idle_gate.py's `watch_hears_all`). Any record, error or
 change of assignment ends the quiet.
 
-Its clients run in a thread of its own; `arm` and `disarm` only record what the thread should do next.
+Its consumer runs in a thread of its own (`ArrivalHub`), shared by the watches of an engine's flows that read the
+same source cluster; `arm` and `disarm` only record what the thread should do next.
 """
 
 from __future__ import annotations
@@ -38,26 +39,159 @@ log = logging.getLogger(__name__)
 _CONSUME_S = 0.5
 
 
+class ArrivalHub:
+    """One consumer, in a thread of its own, listening for the watches of every flow of an engine that reads the
+    same source cluster (engine/clients.py's `SharedClients.watch_hub`): each idle consumer fetches every
+    `WATCH_FETCH_WAIT_MS`, so twelve idle flows of one source cost one consumer's fetches, not twelve. It is
+    assigned to the union of the armed partitions (a partition two flows watch: from the lower position); a record
+    wakes each watch armed at that partition at or below its offset."""
+
+    def __init__(self, conf: Mapping[str, Any], name: str, consumer_factory: Any = None):
+        self._conf = dict(conf)
+        self._name = name
+        self._factory = consumer_factory
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._watches: list[ArrivalWatch] = []
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    # --- the watches' side (called with nothing locked) --------------------------------------------------------
+    def join(self, watch: ArrivalWatch) -> None:
+        with self._lock:
+            self._watches.append(watch)
+
+    def leave(self, watch: ArrivalWatch) -> None:
+        with self._lock:
+            if watch in self._watches:
+                self._watches.remove(watch)
+            self._changed.notify()
+
+    def changed(self) -> None:
+        """A watch's wanted partitions changed: the thread assigns again (started on the first arm)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._changed.notify()
+            start = self._thread is None
+            if start:
+                self._thread = threading.Thread(target=self._run, name=f"arrivals-{self._name}", daemon=True)
+        if start:
+            assert self._thread is not None
+            self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        with self._lock:
+            self._closed = True
+            self._changed.notify()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    # --- the thread ---------------------------------------------------------------------------
+    def _union(self) -> dict[TP, int]:
+        """Lock held: the partitions any watch wants, each from the lowest position wanted."""
+        out: dict[TP, int] = {}
+        for w in self._watches:
+            for tp, pos in w._wanted.items():
+                out[tp] = min(pos, out.get(tp, pos))
+        return out
+
+    def _consumer(self) -> Any:
+        if self._factory is not None:
+            return self._factory(self._conf)
+        from confluent_kafka import Consumer
+
+        return Consumer(self._conf)
+
+    def _run(self) -> None:
+        from confluent_kafka import TopicPartition
+
+        consumer: Any = None
+        assigned: dict[TP, int] = {}
+        try:
+            while True:
+                with self._lock:
+                    while not self._closed and not self._union() and not assigned:
+                        self._changed.wait()
+                    if self._closed:
+                        return
+                    wanted = self._union()
+                if wanted != assigned:
+                    if consumer is None:
+                        consumer = self._consumer()
+                    if wanted:
+                        consumer.assign([TopicPartition(t, p, pos) for (t, p), pos in sorted(wanted.items())])
+                    else:
+                        consumer.unassign()
+                    assigned = wanted
+                    with self._lock:
+                        for w in self._watches:  # assigned at (or below) every wanted position: quiet from now
+                            w._quiet_at = dict(w._wanted) if w._wanted else None
+                    if not assigned:
+                        continue
+                messages = consumer.consume(1, _CONSUME_S)
+                if not messages:
+                    continue
+                m = messages[0]
+                err = m.error()
+                if err is not None:  # the gate's read finds out what it is
+                    log.debug("[%s] the arrival watch reads an error: %s", self._name, err)
+                tp = (m.topic(), m.partition()) if m.topic() is not None else None
+                offset = m.offset() if err is None else None
+                woken = []
+                with self._lock:
+                    for w in self._watches:
+                        pos = w._wanted.get(tp) if tp is not None else None
+                        if tp is not None and pos is None and (w._quiet_at is None or tp not in w._quiet_at):
+                            continue  # not this watch's partition
+                        if offset is not None and pos is not None and offset < pos:
+                            continue  # below this watch's position (read for a neighbour watching from lower)
+                        w._quiet_at = None
+                        if err is None or tp is None or pos is not None:
+                            w._wanted = {}  # this arrival is news for its driver: disarmed until a new arm
+                            woken.append(w)
+                    if offset is not None and tp is not None and tp in assigned:
+                        # read past it: the consumer moved on from this record; a later reassign starts there
+                        assigned = {**assigned, tp: max(assigned[tp], offset + 1)}
+                for w in woken:
+                    w.wakes += 1
+                    w.wake.set()
+        except Exception as exc:  # noqa: BLE001 - the gate's own reads still find every record, later
+            log.warning("[%s] the arrival watch stopped: %s", self._name, exc)
+        finally:
+            with self._lock:
+                self._closed = True  # a watch whose thread ended is never quiet again (the gate reads the ends)
+                for w in self._watches:
+                    w._quiet_at = None
+            if consumer is not None:
+                try:
+                    consumer.close()
+                except Exception:  # noqa: BLE001
+                    pass
+
+
 class ArrivalWatch:
-    """Wakes `wake` when a record arrives at one of the armed partitions (the module's docstring)."""
+    """Wakes `wake` when a record arrives at one of the armed partitions (the module's docstring); its fetches are
+    `hub`'s, shared with the engine's other flows of the same source (None: a hub of its own)."""
 
     def __init__(
         self,
         spec: JobSpec,
         wake: threading.Event,
         environ: Mapping[str, str] | None = None,
+        hub: ArrivalHub | None = None,
     ):
         self.spec = spec
         self.wake = wake
-        self._environ = environ
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._wanted: dict[TP, int] = {}  # what the thread should be assigned to ({}: nothing)
+        self._own_hub = hub is None
+        self.hub = hub if hub is not None else ArrivalHub(watch_config(spec, environ), spec.flow)
+        self._lock = self.hub._lock  # the hub's thread reads and writes the fields below under it
+        self._wanted: dict[TP, int] = {}  # what the hub should listen to for this watch ({}: nothing)
         self._armed_at: dict[TP, int] = {}  # what `arm` last asked for (an unchanged arm does nothing)
         self._closed = False
-        self._thread: threading.Thread | None = None
         self._quiet_at: dict[TP, int] | None = None  # assigned at these offsets, nothing delivered since
         self.wakes = 0  # records seen (each a wake-up): for tests and the debug log
+        self.hub.join(self)
 
     # --- the driver's side --------------------------------------------------------------------
     def arm(self, positions: Mapping[TP, int]) -> None:
@@ -69,10 +203,8 @@ class ArrivalWatch:
                 return
             self._armed_at = dict(wanted)
             self._wanted = dict(wanted)
-            self._changed.notify()
-        if wanted and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"arrivals-{self.spec.flow}", daemon=True)
-            self._thread.start()
+            self._quiet_at = None  # quiet again once the hub has assigned these
+        self.hub.changed()
 
     def disarm(self) -> None:
         """Fetch nothing (the flow is copying: its tasks read the records)."""
@@ -81,7 +213,8 @@ class ArrivalWatch:
                 return
             self._armed_at = {}
             self._wanted = {}
-            self._changed.notify()
+            self._quiet_at = None
+        self.hub.changed()
 
     def quiet(self, positions: Mapping[TP, int]) -> bool:
         """Whether the watch is assigned at exactly these partitions and offsets and has delivered nothing since:
@@ -92,60 +225,13 @@ class ArrivalWatch:
     def close(self, timeout: float = 5.0) -> None:
         with self._lock:
             self._closed = True
-            self._changed.notify()
-        if self._thread is not None:
-            self._thread.join(timeout)
+            self._wanted = {}
+            self._quiet_at = None
+        self.hub.leave(self)
+        if self._own_hub:
+            self.hub.close(timeout)
 
-    # --- the thread ---------------------------------------------------------------------------
-    def _consumer(self) -> Any:
-        from confluent_kafka import Consumer
 
-        return Consumer(clients.watch_consumer_config(self.spec.source, self.spec, self._environ))
-
-    def _run(self) -> None:
-        from confluent_kafka import TopicPartition
-
-        consumer: Any = None
-        assigned: dict[TP, int] = {}
-        try:
-            while True:
-                with self._lock:
-                    while not self._closed and not self._wanted and not assigned:
-                        self._changed.wait()
-                    if self._closed:
-                        return
-                    wanted = self._wanted
-                if wanted != assigned:
-                    if consumer is None:
-                        consumer = self._consumer()
-                    if wanted:
-                        consumer.assign([TopicPartition(t, p, pos) for (t, p), pos in sorted(wanted.items())])
-                    else:
-                        consumer.unassign()
-                    assigned = wanted
-                    with self._lock:
-                        self._quiet_at = dict(assigned) if assigned else None
-                    if not assigned:
-                        continue
-                messages = consumer.consume(1, _CONSUME_S)
-                if not messages:
-                    continue
-                m = messages[0]
-                if m.error() is not None:  # the gate's read finds out what it is
-                    log.debug("[%s] the arrival watch reads an error: %s", self.spec.flow, m.error())
-                with self._lock:
-                    self._quiet_at = None
-                    if self._wanted is wanted:  # not re-armed meanwhile: this arrival is news for the driver
-                        self._wanted = {}
-                self.wakes += 1
-                self.wake.set()
-        except Exception as exc:  # noqa: BLE001 - the gate's own reads still find every record, later
-            log.warning("[%s] the arrival watch stopped: %s", self.spec.flow, exc)
-        finally:
-            with self._lock:
-                self._quiet_at = None
-            if consumer is not None:
-                try:
-                    consumer.close()
-                except Exception:  # noqa: BLE001
-                    pass
+def watch_config(spec: JobSpec, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The watch consumer's settings for `spec`'s source (clients.py's `watch_consumer_config`)."""
+    return clients.watch_consumer_config(spec.source, spec, environ)

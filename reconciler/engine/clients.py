@@ -1,5 +1,6 @@
-"""librdkafka settings for the job's clients, and a per-process cache of them.
+"""librdkafka settings for the job's clients, a per-process cache of them, and an engine's shared clients.
 
+The flows of an engine share their producers and admin clients, one per cluster and role (`SharedClients`).
 Python workers are reused across Spark tasks (`spark.python.worker.reuse`), so a worker keeps
 its consumer, producers and their connections in `CACHE` (module state survives between tasks;
 the pickled task function's globals do not).
@@ -7,11 +8,13 @@ the pickled task function's globals do not).
 
 from __future__ import annotations
 
+import enum
+import json
 import os
 import socket
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from reconciler import logs
 from reconciler.adapters.read_to_end import END_READER
@@ -166,3 +169,96 @@ class ClientCache:
 
 
 CACHE = ClientCache()
+
+
+# --- an engine's clients, shared by its flows ---------------------------------------------------------------
+class ClientFactory(Protocol):
+    """Makes the librdkafka clients the flows of an engine share (KafkaClients; tests count what is made)."""
+
+    def producer(self, conf: dict[str, Any]) -> Any: ...
+
+    def admin(self, conf: dict[str, Any]) -> Any: ...
+
+
+class KafkaClients:
+    """confluent_kafka's `Producer` and `AdminClient`."""
+
+    def producer(self, conf: dict[str, Any]) -> Any:
+        from confluent_kafka import Producer
+
+        return Producer(conf)
+
+    def admin(self, conf: dict[str, Any]) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(conf)
+
+
+class Role(enum.Enum):
+    """What a shared client is for: one client per cluster and role in an engine."""
+
+    ADMIN = "admin"  # topics, configs, ListOffsets (the idle gate's and the lag's end reads), group offsets
+    PRODUCER = "producer"  # heartbeats, offset syncs, status records
+    CHECKPOINTS = "checkpoint producer"  # the checkpoint rounds' own: their flush waits for checkpoints only
+    WATCH = "arrival watch"  # the idle flows' arrival watches (engine/arrivals.py's ArrivalHub): one consumer
+
+
+#: Settings that name a client, not how it connects: flows whose clients differ only in these share one (the watch
+#: never joins its group nor commits: its `group.id` names it only).
+_NAMING = ("client.id", "logger", "group.id")
+
+
+def sharing_key(role: Role, conf: Mapping[str, Any]) -> tuple[Role, str]:
+    """Which clients are one: the same role and the same connection settings (secrets resolved), whatever the
+    flow's aliases call the cluster (`client.id`)."""
+    return role, json.dumps({k: v for k, v in conf.items() if k not in _NAMING}, sort_keys=True, default=repr)
+
+
+class SharedClients:
+    """The producers and admin clients of an engine's flows, one per cluster and role (`Role`): each librdkafka
+    client runs a main thread and a thread per broker that wake up on their own timers, so an engine of N idle
+    flows pays for N times fewer of them. A flow `acquire`s a client at its start and `release`s it at its end;
+    the first acquire makes it (with that flow's `client.id`), the last release flushes and forgets it."""
+
+    def __init__(self, factory: ClientFactory | None = None) -> None:
+        self.factory: ClientFactory = factory if factory is not None else KafkaClients()
+        self._lock = threading.Lock()
+        self._clients: dict[tuple[Role, str], tuple[Any, int]] = {}
+
+    def acquire(self, role: Role, conf: dict[str, Any], make: Callable[[], Any] | None = None) -> Any:
+        """The client of `role` for these settings; `make` makes it (Role.WATCH: an ArrivalHub) where the factory
+        does not."""
+        key = sharing_key(role, conf)
+        with self._lock:
+            client, users = self._clients.get(key, (None, 0))
+            if client is None:
+                if make is not None:
+                    client = make()
+                else:
+                    client = self.factory.admin(conf) if role is Role.ADMIN else self.factory.producer(conf)
+            self._clients[key] = (client, users + 1)
+            return client
+
+    def release(self, client: Any, flush_timeout: float = 10.0) -> None:
+        """A flow is done with `client`: its producer's messages are flushed (a neighbour's too, if it still
+        shares it); the last user's release forgets it (librdkafka closes it when it is collected)."""
+        with self._lock:
+            key = next((k for k, (c, _) in self._clients.items() if c is client), None)
+            if key is None:
+                return
+            _, users = self._clients[key]
+            last = users <= 1
+            if last:
+                del self._clients[key]
+            else:
+                self._clients[key] = (client, users - 1)
+        if key[0] is Role.WATCH:
+            if last:
+                client.close()
+        elif key[0] is not Role.ADMIN:
+            client.flush(flush_timeout)
+
+    def count(self) -> int:
+        """Clients open now."""
+        with self._lock:
+            return len(self._clients)

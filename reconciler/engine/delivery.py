@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reconciler import settings
 from reconciler.contract.spec import JobSpec, transactional_id
 from reconciler.engine import clients
-from reconciler.engine.offsets import fence
+from reconciler.engine.offsets import PATIENT, Patience, fence
 from reconciler.engine.tasks import TP, CopyTask, TaskResult
 from reconciler.engine.worker import (
     MAX_REFUSAL_REDOS,
@@ -53,6 +53,11 @@ FLUSH_TIMEOUT_S = 60.0
 PROGRESS_COMMIT_S = 1.0
 
 
+class BrokersLostInTransaction(RuntimeError):
+    """The transactional producer lost its target brokers during the transaction (worker.py `BrokersLost`): the
+    transaction is aborted, not committed, and the producer replaced."""
+
+
 class DeliveryMode(Protocol):
     name: str
     #: Is a task's slot part of what it writes? Exactly-once: yes, the slot names the transactional id
@@ -63,7 +68,9 @@ class DeliveryMode(Protocol):
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         """Driver start, before positions are read."""
 
-    def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+    def load(
+        self, store: OffsetStore, partitions: Mapping[TP, str], patience: Patience = PATIENT
+    ) -> dict[TP, tuple[int | None, int | None]]:
         """(next offset or None, slot or None) per partition."""
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
@@ -140,8 +147,10 @@ class AtLeastOnce:
     def prepare(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         return None
 
-    def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
-        return store.source_positions(partitions, {tp: (None, None) for tp in partitions})
+    def load(
+        self, store: OffsetStore, partitions: Mapping[TP, str], patience: Patience = PATIENT
+    ) -> dict[TP, tuple[int | None, int | None]]:
+        return store.source_positions(partitions, {tp: (None, None) for tp in partitions}, patience)
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
         # Rounds end when caught up (acknowledgements awaited, latency sampled), and after
@@ -193,10 +202,12 @@ class ExactlyOnce:
         # cannot commit after we read (its open transaction is aborted).
         fence(spec, range(spec.engine.parallelism), environ)
 
-    def load(self, store: OffsetStore, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+    def load(
+        self, store: OffsetStore, partitions: Mapping[TP, str], patience: Patience = PATIENT
+    ) -> dict[TP, tuple[int | None, int | None]]:
         # The target group first; the source group seeds partitions it lacks (e.g. a flow switched
         # from at-least-once), instead of copying everything again.
-        return store.source_positions(partitions, store.target_positions(partitions))
+        return store.source_positions(partitions, store.target_positions(partitions, patience), patience)
 
     def copy(self, spec: JobSpec, task: CopyTask, parts: list[PartitionCopy], result: TaskResult) -> None:
         from confluent_kafka import KafkaException
@@ -224,6 +235,9 @@ class ExactlyOnce:
                             producer.poll(0)  # the delivery reports of the purged records
                     except Exception:  # noqa: BLE001
                         fatal = True
+                    # A producer that lost its brokers is not used again (worker.py BrokersLost): the next task's
+                    # producer fences its epoch (init_transactions), the driver reloads the positions the target holds.
+                    fatal = fatal or producer.brokers_lost.lost is not None
                     if fatal:
                         result.fatal = True
                         clients.CACHE.drop(("txn", spec.target.bootstrap_servers, txn_id))
@@ -256,7 +270,12 @@ class ExactlyOnce:
     ) -> None:
         from confluent_kafka import TopicPartition
 
-        if not finish_round(spec, parts, producer, result, FLUSH_TIMEOUT_S):
+        delivered = finish_round(spec, parts, producer, result, FLUSH_TIMEOUT_S)
+        lost = producer.brokers_lost.lost
+        if lost is not None:  # before a failed delivery: the records were purged at the loss
+            result.error = f"the target's brokers went away during the transaction ({lost}): aborted, to be redone"
+            raise BrokersLostInTransaction(result.error)
+        if not delivered:
             raise RuntimeError(result.error or "delivery failed")
         if _TEST_TXN_DELAY_S and any(p.round_count for p in parts):
             time.sleep(_TEST_TXN_DELAY_S)  # fault-injection hook: widen the window a kill lands in

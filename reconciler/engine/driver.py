@@ -57,6 +57,7 @@ from confluent_kafka import KafkaException
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec
 from reconciler.contract.status import StatusState
 from reconciler.engine.batches import Absorber, BatchShaper
+from reconciler.engine.clients import SharedClients
 from reconciler.engine.delivery import DeliveryMode, mode_of
 from reconciler.engine.driver_parts import (
     Cluster,
@@ -204,11 +205,13 @@ class ReplicationDriver:
         environ: Mapping[str, str] | None = None,
         install_signal_handlers: bool = False,
         metrics: JobMetrics | None = None,
+        shared: SharedClients | None = None,
     ):
         self.spec_path = None if isinstance(spec, JobSpec) else Path(spec)
         self.spec = spec if isinstance(spec, JobSpec) else JobSpec.load(spec)
         self.executor = executor
         self.environ = environ
+        self.shared = shared  # the engine's clients, shared by its flows (None: this flow's own)
         pacing = Pacing()  # the idle gate's state, shared with the batch parts
         reach = ReachWatch()  # the clusters that do not answer: told by the gate, the side channel, the status
         self.stop_event = LinkedEvent(pacing.wake)  # a stop ends an idle wait at once
@@ -294,7 +297,7 @@ class ReplicationDriver:
         return self.conn.checkpoints if self.conn is not None else None
 
     def _connect(self) -> None:
-        self.conn = Connections.open(self.spec, self.mode, self.environ, self.gate.pacing.wake)
+        self.conn = Connections.open(self.spec, self.mode, self.environ, self.gate.pacing.wake, self.shared)
 
     def start(self) -> None:
         self._connect()

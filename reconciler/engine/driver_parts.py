@@ -29,7 +29,7 @@ from reconciler.contract.status import (
     StatusPublisher,
 )
 from reconciler.engine import clients
-from reconciler.engine.arrivals import ArrivalWatch
+from reconciler.engine.arrivals import ArrivalHub, ArrivalWatch, watch_config
 from reconciler.engine.delivery import DeliveryMode
 from reconciler.engine.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.engine.lag import LagPosition, SourceEndReader, SourceEnds
@@ -46,43 +46,53 @@ MAX_FINDINGS = 20  # findings and out-of-range events kept for the status record
 @dataclass
 class Connections:
     """The clients and emitters a started driver uses, opened together at start (`open`) and closed together at
-    its end (`close`). The producers are confluent_kafka `Producer`s, the admins `AdminClient`s."""
+    its end (`close`). The producers (confluent_kafka `Producer`s) and the admins (`AdminClient`s) are the
+    engine's, shared with its other flows of the same clusters (clients.py's `SharedClients`): `close` hands them
+    back."""
 
-    source_admin: Any
+    source_admin: Any  # also the end reads' (the idle gate's and the lag side channel's ListOffsets)
     target_admin: Any
     topics: TopicManager
     source_producer: Any
     target_producer: Any
-    checkpoint_producer: Any  # the checkpoint thread's own: its flush waits for checkpoints only
+    checkpoint_producer: Any  # the checkpoint rounds' own: its flush waits for checkpoints only
     offsets: OffsetStore
     heartbeats: HeartbeatEmitter
     syncs: OffsetSyncWriter
     checkpoints: CheckpointEmitter
-    end_reader: SourceEndReader  # clients of its own: it reads in its own thread
+    end_reader: SourceEndReader  # reads in its own thread: the shared source admin, `offsets`, a probe consumer
     status: StatusPublisher
     arrivals: ArrivalWatch  # wakes the idle driver when a record arrives (a consumer in a thread of its own)
+    shared: clients.SharedClients
 
     @classmethod
     def open(
-        cls, spec: JobSpec, mode: DeliveryMode, env: Mapping[str, str] | None, wake: threading.Event
+        cls,
+        spec: JobSpec,
+        mode: DeliveryMode,
+        env: Mapping[str, str] | None,
+        wake: threading.Event,
+        shared: clients.SharedClients | None = None,
     ) -> Connections:
-        from confluent_kafka import Producer
-        from confluent_kafka.admin import AdminClient
-
-        source_admin = AdminClient(clients.admin_config(spec.source, env))
-        target_admin = AdminClient(clients.admin_config(spec.target, env))
+        """`shared`: the engine's clients (None: a pool of this flow's own, as a job of one flow has)."""
+        shared = shared if shared is not None else clients.SharedClients()
+        role = clients.Role
+        source_admin = shared.acquire(role.ADMIN, clients.admin_config(spec.source, env))
+        target_admin = shared.acquire(role.ADMIN, clients.admin_config(spec.target, env))
         topics = TopicManager(spec, source_admin, target_admin)
-        source_producer = Producer(clients.producer_config(spec.source, spec, environ=env))
-        target_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
+        source_producer = shared.acquire(role.PRODUCER, clients.producer_config(spec.source, spec, environ=env))
+        target_producer = shared.acquire(role.PRODUCER, clients.producer_config(spec.target, spec, environ=env))
         offsets = OffsetStore(spec, mode, env)
         heartbeats = HeartbeatEmitter(spec, source_producer if spec.heartbeats_on_source else target_producer)
         syncs = OffsetSyncWriter(spec, source_producer if spec.offset_syncs_on_source else target_producer)
-        # The checkpoint thread's own producer: its flush waits for checkpoints only (MM2's checkpoint task
-        # has its own producer too).
-        checkpoint_producer = Producer(clients.producer_config(spec.target, spec, environ=env))
+        # The checkpoint rounds' own producer: its flush waits for checkpoints only (MM2's checkpoint task has its
+        # own producer too).
+        checkpoint_producer = shared.acquire(role.CHECKPOINTS, clients.producer_config(spec.target, spec, environ=env))
         checkpoints = CheckpointEmitter(spec, source_admin, checkpoint_producer, env)
-        end_reader = SourceEndReader(spec, env)
+        end_reader = SourceEndReader(spec, source_admin, env, store=offsets)
         status = StatusPublisher(target_producer, spec.flow)
+        watch = watch_config(spec, env)
+        hub = shared.acquire(role.WATCH, watch, lambda: ArrivalHub(watch, spec.source.alias))
         return cls(
             source_admin=source_admin,
             target_admin=target_admin,
@@ -96,7 +106,8 @@ class Connections:
             checkpoints=checkpoints,
             end_reader=end_reader,
             status=status,
-            arrivals=ArrivalWatch(spec, wake, env),
+            arrivals=ArrivalWatch(spec, wake, env, hub),
+            shared=shared,
         )
 
     def update_spec(self, spec: JobSpec) -> None:
@@ -106,16 +117,25 @@ class Connections:
         self.heartbeats.spec = spec
 
     def close(self, *, end_reader_idle: bool, checkpoints_idle: bool) -> None:
-        """Close the consumers and flush the producers. A side channel's clients still in use by its thread (not
-        `..._idle`: its round did not end in time) are left to the process's exit."""
+        """Close the consumers, flush the producers and hand the shared clients back. A side channel's clients
+        still in use by its thread (not `..._idle`: its round did not end in time) are left to the process's exit
+        (the shared ones stay held)."""
         self.arrivals.close()
+        self.shared.release(self.arrivals.hub)
         if end_reader_idle:
             self.end_reader.close()
         self.offsets.close()
         if checkpoints_idle:
             self.checkpoints.close()
-        for producer in (self.source_producer, self.target_producer, self.checkpoint_producer):
-            producer.flush(10)
+        held = [self.target_admin, self.source_producer, self.target_producer]
+        if end_reader_idle and checkpoints_idle:
+            held.append(self.source_admin)
+        if checkpoints_idle:
+            held.append(self.checkpoint_producer)
+        else:
+            self.checkpoint_producer.flush(10)
+        for client in held:
+            self.shared.release(client)
 
 
 def _now_ms() -> int:

@@ -33,7 +33,7 @@ from reconciler.contract.spec import JobSpec, job_group
 from reconciler.contract.status import PartitionLag
 from reconciler.engine import clients
 from reconciler.engine.delivery import mode_of
-from reconciler.engine.offsets import OffsetStore
+from reconciler.engine.offsets import OffsetStore, once
 from reconciler.engine.tasks import TP
 
 log = logging.getLogger(__name__)
@@ -215,23 +215,33 @@ def probe_targets(positions: Mapping[TP, int], ends: Mapping[TP, int], limit: in
 
 # --- I/O: the side channel's clients ----------------------------------------------------------------
 class SourceEndReader:
-    """Reads the source's end offsets and oldest-record timestamps with clients of its own (it runs in
-    its own thread; the OffsetStore's consumer belongs to the driver's loop)."""
+    """Reads the source's end offsets (with `admin`, the source's admin client: the engine's, shared with its
+    other flows of that cluster; ListOffsets are futures, safe from any thread) and oldest-record timestamps with
+    consumers of its own (it runs in its own thread; the OffsetStore's consumer belongs to the driver's loop).
+    The idle gate (driver.py's `work_waiting`) and the lag side channel both read the ends through it."""
 
-    def __init__(self, spec: JobSpec, environ: Mapping[str, str] | None = None, timeout: float = 10.0):
-        from confluent_kafka.admin import AdminClient
-
+    def __init__(
+        self,
+        spec: JobSpec,
+        admin: Any,
+        environ: Mapping[str, str] | None = None,
+        timeout: float = 10.0,
+        store: OffsetStore | None = None,
+    ):
         self.spec = spec
         self.environ = environ
         self.timeout = timeout
-        self._admin = AdminClient(clients.admin_config(spec.source, environ))
+        self._admin = admin
         self._consumer: Any = None  # made on first use (only when something lags)
-        self._store: OffsetStore | None = None  # made on first use: the job's committed positions
+        # The job's committed positions: the driver's OffsetStore (its reads of committed offsets are safe from
+        # this thread too), or one of its own made on first use.
+        self._store: OffsetStore | None = store
+        self._own_store = store is None
 
     def close(self) -> None:
-        if self._store is not None:
+        if self._store is not None and self._own_store:
             self._store.close()
-            self._store = None
+        self._store = None
         if self._consumer is not None:
             try:
                 self._consumer.close()
@@ -268,11 +278,9 @@ class SourceEndReader:
         group at-least-once, the target group exactly-once): what is durable on the target, a second or so
         behind a running task. A failed read is logged and left out (the driver's positions still count)."""
         if self._store is None:
-            # One short attempt: a broker away (the target's, exactly-once) must not hold this read for minutes (five
-            # attempts of 15 s did: the source's ends went unread, so a stuck partition was not seen).
-            self._store = OffsetStore(self.spec, mode_of(self.spec), self.environ, attempts=1, timeout=self.timeout)
+            self._store, self._own_store = OffsetStore(self.spec, mode_of(self.spec), self.environ), True
         try:
-            loaded = self._store.load(copy)
+            loaded = self._store.load(copy, once(self.timeout))
         except Exception as exc:  # noqa: BLE001 - the lag then uses the driver's positions alone
             log.info("cannot read the job's committed positions: %s", exc)
             return {}

@@ -18,6 +18,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reconciler.adapters.read_to_end import read_to_end
@@ -45,27 +46,35 @@ def _retry(what: str, fn, attempts: int = 5, delay: float = 0.5):
     raise last
 
 
+@dataclass(frozen=True)
+class Patience:
+    """How a read of the job's positions waits for the broker: `timeout` seconds, `attempts` times."""
+
+    attempts: int = 5
+    timeout: float = 15.0
+
+
+#: The driver's start and recovery: retried, a position is needed.
+PATIENT = Patience()
+
+
+def once(timeout: float) -> Patience:
+    """One short read (the lag side channel's): a broker away must not hold its read of the source's ends (five
+    attempts of 15 s did: the ends went unread, so a partition behind a stopped target was not seen stuck)."""
+    return Patience(1, timeout)
+
+
 class OffsetStore:
     """Reads (and, at-least-once, commits) the job's positions: {(topic, partition): next offset}.
-    Which group is the truth is the delivery mode's call (delivery.py). A read of the positions waits `timeout`
-    seconds for the broker, `attempts` times (the driver's start and recovery: retried, a position is needed; the
-    lag side channel's read: once and short, so a broker away does not hold its read of the source's ends)."""
+    Which group is the truth is the delivery mode's call (delivery.py); how long a read waits is the caller's
+    (`Patience`). Its reads of committed offsets are safe from several threads (the driver's and the lag's)."""
 
-    def __init__(
-        self,
-        spec: JobSpec,
-        mode: DeliveryMode,
-        environ: Mapping[str, str] | None = None,
-        *,
-        attempts: int = 5,
-        timeout: float = 15.0,
-    ):
+    def __init__(self, spec: JobSpec, mode: DeliveryMode, environ: Mapping[str, str] | None = None):
         from confluent_kafka import Consumer
 
         self.spec = spec
         self.environ = environ
         self.mode = mode
-        self.attempts, self.timeout = attempts, timeout
         self._source = Consumer(clients.consumer_config(spec.source, spec, environ=environ))
         self._target: Any = None  # made on first use (exactly-once only)
 
@@ -77,15 +86,19 @@ class OffsetStore:
                 except Exception:  # noqa: BLE001
                     pass
 
-    def load(self, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+    def load(
+        self, partitions: Mapping[TP, str], patience: Patience = PATIENT
+    ) -> dict[TP, tuple[int | None, int | None]]:
         """(next offset or None, slot or None) per partition; `partitions` maps (topic, p) -> remote topic."""
-        return self.mode.load(self, partitions) if partitions else {}
+        return self.mode.load(self, partitions, patience) if partitions else {}
 
     def commit(self, positions: Mapping[TP, int]) -> None:
         if positions:
             self.mode.commit(self, positions)
 
-    def target_positions(self, partitions: Mapping[TP, str]) -> dict[TP, tuple[int | None, int | None]]:
+    def target_positions(
+        self, partitions: Mapping[TP, str], patience: Patience = PATIENT
+    ) -> dict[TP, tuple[int | None, int | None]]:
         """The job's group on the target (exactly-once), stored under the remote topic, with the
         slot from the commit metadata."""
         from confluent_kafka import Consumer, TopicPartition
@@ -96,7 +109,9 @@ class OffsetStore:
         out: dict[TP, tuple[int | None, int | None]] = {k: (None, None) for k in keys}
         tps = [TopicPartition(partitions[k], k[1]) for k in keys]
         got = _retry(
-            "read exactly-once offsets", lambda: self._target.committed(tps, timeout=self.timeout), self.attempts
+            "read exactly-once offsets",
+            lambda: self._target.committed(tps, timeout=patience.timeout),
+            patience.attempts,
         )
         for k, tp in zip(keys, got):
             if tp.offset >= 0:
@@ -109,7 +124,10 @@ class OffsetStore:
         return out
 
     def source_positions(
-        self, partitions: Mapping[TP, str], known: dict[TP, tuple[int | None, int | None]]
+        self,
+        partitions: Mapping[TP, str],
+        known: dict[TP, tuple[int | None, int | None]],
+        patience: Patience = PATIENT,
     ) -> dict[TP, tuple[int | None, int | None]]:
         """The job's group on the source, for the partitions `known` has no offset for."""
         from confluent_kafka import TopicPartition
@@ -117,7 +135,9 @@ class OffsetStore:
         keys = list(partitions)
         out = {k: known.get(k, (None, None)) for k in keys}
         tps = [TopicPartition(k[0], k[1]) for k in keys]
-        got = _retry("read source offsets", lambda: self._source.committed(tps, timeout=self.timeout), self.attempts)
+        got = _retry(
+            "read source offsets", lambda: self._source.committed(tps, timeout=patience.timeout), patience.attempts
+        )
         for k, tp in zip(keys, got):
             if out[k][0] is None and tp.offset >= 0:
                 out[k] = (tp.offset, None)

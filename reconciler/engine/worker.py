@@ -32,9 +32,11 @@ import json
 import time
 import traceback
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from confluent_kafka import Producer
 
 from reconciler.contract.spec import JobSpec, dead_letters_topic_name, job_group
 from reconciler.engine import clients
@@ -272,19 +274,36 @@ class PartitionCopy:
         )
 
 
-def _consumer(spec: JobSpec, epoch: int = 0):
-    """The cached source consumer. The driver bumps `epoch` when source topics disappear or an
-    offset is out of range: librdkafka can crash on a cached consumer whose topic was deleted and
-    recreated, so a fresh one is made."""
-    from confluent_kafka import Consumer
-
-    key = (
+def _consumer_key(spec: JobSpec, epoch: int) -> tuple:
+    return (
         "consumer",
         spec.flow,  # the flows of one engine share the Python workers: each flow keeps its own consumer
         spec.source.bootstrap_servers,
         json.dumps(dict(spec.source.config), sort_keys=True),
         epoch,
     )
+
+
+def release_consumer(spec: JobSpec, epoch: int) -> None:
+    """Between tasks the flow's cached consumer fetches nothing (issue 39): left assigned, it fetched its last
+    task's partitions every fetch wait (50 ms, END_READER) and buffered what arrived, until the next task assigned
+    it again (which starts from the task's positions, dropping that buffer): in the driver (the heartbeat copies)
+    and in every Python worker that ran a task of the flow, idle flows included."""
+    consumer = clients.CACHE.peek(_consumer_key(spec, epoch))
+    if consumer is not None:
+        try:
+            consumer.unassign()
+        except Exception:  # noqa: BLE001 - a broken consumer is the next task's to find (and replace)
+            pass
+
+
+def _consumer(spec: JobSpec, epoch: int = 0):
+    """The cached source consumer. The driver bumps `epoch` when source topics disappear or an
+    offset is out of range: librdkafka can crash on a cached consumer whose topic was deleted and
+    recreated, so a fresh one is made."""
+    from confluent_kafka import Consumer
+
+    key = _consumer_key(spec, epoch)
     if clients.CACHE.peek(key) is None:  # the flow's consumers of earlier epochs or settings are dropped
         for old in [k for k in clients.CACHE.keys() if k[0] == "consumer" and k[1] == spec.flow and k != key]:
             clients.CACHE.drop(old)
@@ -306,8 +325,6 @@ def forget_producers(spec: JobSpec) -> None:
 
 
 def plain_producer(spec: JobSpec):
-    from confluent_kafka import Producer
-
     key = (
         "producer",
         spec.flow,
@@ -317,21 +334,65 @@ def plain_producer(spec: JobSpec):
     return clients.CACHE.get(key, lambda: Producer(clients.producer_config(spec.target, spec)))
 
 
+class BrokersLost:
+    """The `error_cb` of a transactional producer: the first error by which it lost its target brokers (librdkafka's
+    `_ALL_BROKERS_DOWN`, `_TRANSPORT`) since it was made, else None (`lost`). Served by the producer's flush and poll.
+
+    A transaction that lived through such a loss is never committed (delivery.py `ExactlyOnce`): it is aborted and
+    its round redone by a new producer, from the positions the target committed. Two reasons, both seen with the
+    target broker stopped gracefully and started again under a stream (issue 34):
+    * librdkafka 2.9 and later (confluentinc/librdkafka#5511, open in 2.16.1): once every broker was down, the client
+      re-bootstraps and decommissions the brokers it knew while the group coordinator it cached stays one of them;
+      `send_offsets_to_transaction` then waits for that dead coordinator forever, past its own timeout.
+    * noida-db 0.2.3 aborts a transaction open at its restart on the partitions (an abort marker: its records are
+      never visible) while its transaction coordinator keeps it open: the offsets sent afterwards and the commit are
+      accepted, so committing it would record positions past records that are not on the target. Apache Kafka keeps
+      the transaction open across a restart; aborting it there is as correct.
+
+    At the loss the producer's records still queued or in flight are purged (`purge`, given the producer's): sent
+    after noida-db's restart they would sit in a transaction its coordinator no longer ends (no marker: the
+    partition's last stable offset stays there, and read_committed readers see nothing after it); the transaction is
+    aborted anyway."""
+
+    CODES = ("_ALL_BROKERS_DOWN", "_TRANSPORT")
+
+    def __init__(self, purge: Callable[[], None] = lambda: None) -> None:
+        self.lost: str | None = None
+        self.purge = purge
+
+    def __call__(self, error: Any) -> None:
+        if self.lost is None and error.name() in self.CODES:
+            self.lost = f"{error.name()}: {error.str()}"
+            self.purge()
+
+
+class TxnProducer(Producer):
+    """A transactional producer with its `BrokersLost` watch (`brokers_lost`)."""
+
+    brokers_lost: BrokersLost
+
+    @classmethod
+    def of(cls, conf: dict[str, Any]) -> TxnProducer:
+        watch = BrokersLost()
+        producer = cls({**conf, "error_cb": watch})
+        producer.brokers_lost = watch
+        watch.purge = lambda: producer.purge(in_queue=True, in_flight=True, blocking=False)
+        return producer
+
+
 def txn_producer(spec: JobSpec, txn_id: str, last_owner: str | None):
     """The slot's transactional producer, reused only if this process was the last to use the id.
 
     Another process that took the id since has fenced ours; re-initialising costs one
     InitProducerId round trip, so the driver tells us who used it last.
     """
-    from confluent_kafka import Producer
-
     key = ("txn", spec.target.bootstrap_servers, txn_id)
     cached = clients.CACHE.peek(key)
     if cached is not None and last_owner == clients.process_identity():
         return cached
     if cached is not None:
         clients.CACHE.drop(key)
-    producer = Producer(clients.producer_config(spec.target, spec, transactional_id=txn_id))
+    producer = TxnProducer.of(clients.producer_config(spec.target, spec, transactional_id=txn_id))
     producer.init_transactions(30)
     clients.CACHE.put(key, producer)
     return producer
@@ -362,6 +423,7 @@ def copy_task(spec: JobSpec, task: CopyTask, mode: CopyMode) -> TaskResult:
     except Exception as exc:  # noqa: BLE001 - reported to the driver
         result.error = f"{type(exc).__name__}: {exc}"
         result.traceback = traceback.format_exc(limit=8)
+    release_consumer(spec, task.consumer_epoch)
     if result.error and any(code in result.error for code in STALE_METADATA):
         forget_producers(spec)  # the next task's producer reads the target's partitions afresh
     result.partitions = [p.result() for p in parts]

@@ -452,14 +452,15 @@ def _finish(driver, thread, load, source, topic: str) -> None:
 
 @pytest.fixture(scope="module")
 def spark():
-    """One local SparkSession for the module's tests that run the job's tasks in Spark's Python workers."""
-    from reconciler.engine.session import build_session
+    """One local SparkContext, as an engine starts it, for the module's tests that run the job's tasks in Spark's
+    Python workers."""
+    from reconciler.engine.session import build_context
 
-    session = build_session(
+    sc = build_context(
         spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})), master="local[2]"
     )
-    yield session
-    session.stop()
+    yield sc
+    sc.stop()
 
 
 @pytest.mark.parametrize("executor", ["local", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])])
@@ -474,7 +475,7 @@ def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters, requ
     spec = _load_spec(source, target, "load", "exactly-once", quiet=executor == "local")
     load = _Load(source.bootstrap, "load")
     load.start()
-    run_in = SparkExecutor(request.getfixturevalue("spark").sparkContext) if executor == "spark" else LocalExecutor()
+    run_in = SparkExecutor(request.getfixturevalue("spark")) if executor == "spark" else LocalExecutor()
     driver = ReplicationDriver(spec, run_in)
     thread = threading.Thread(target=driver.run, kwargs={"max_seconds": 180}, daemon=True)
     thread.start()
@@ -506,20 +507,7 @@ def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters, requ
         assert set(held) <= set(copied) and len(copied) == len(set(copied))
 
 
-@pytest.mark.parametrize(
-    "delivery",
-    [
-        pytest.param(
-            "exactly-once",
-            marks=pytest.mark.xfail(
-                reason="issue 34, open: after the target broker's restart the open transaction's "
-                "send_offsets_to_transaction does not return for 60 s and more (seen with 30 s and 10 s timeouts)",
-                strict=False,
-            ),
-        ),
-        "at-least-once",
-    ],
-)
+@pytest.mark.parametrize("delivery", ["exactly-once", "at-least-once"])
 def test_a_target_broker_restarted_under_load_is_ridden_out(noida_clusters, delivery):
     """The target broker stopped gracefully while ~1,500 records/s arrive, kept down until the job reports the
     outage (the partition stuck: degraded, not "running, lag 0"), then started again on its data: records written

@@ -50,7 +50,7 @@ def scrape_until(port: int, ready, timeout: float, what: str) -> dict[str, list]
 
 
 def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
-    from reconciler.engine.session import build_session
+    from reconciler.engine.session import build_context
 
     source, target = fresh_clusters
     create_topic(source.bootstrap, "orders", 3)
@@ -63,8 +63,8 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     c.commit(offsets=[TopicPartition("orders", i, 150) for i in range(3)], asynchronous=False)
     c.close()
     spec = spec_for(source, target, topics_include=("orders",), groups_include=("billing-.*",))
-    spark = build_session(spec, master="local[2]")
-    driver = ReplicationDriver(spec, SparkExecutor(spark.sparkContext))
+    spark = build_context(spec, master="local[2]")
+    driver = ReplicationDriver(spec, SparkExecutor(spark))
     port = free_port()
     server = driver.metrics.serve(port, addr="127.0.0.1")
     thread = threading.Thread(target=driver.run, daemon=True)

@@ -43,3 +43,18 @@ def test_every_read_of_the_offset_syncs_reaches_the_end_with_or_without_new_sync
     finally:
         emitter.close()
         del writer, producer  # a client left behind logs its broker's shutdown
+
+
+def test_the_start_up_replay_of_an_empty_offset_syncs_topic_reaches_its_end(fresh_clusters):
+    """A flow's first start finds its offset-syncs topic just created and empty: the replay that start() does before
+    the first batch (MM2's OffsetSyncStore.start()) must see the end at once, not wait out its timeout."""
+    source, target = fresh_clusters
+    spec = spec_for(source, target)
+    create_topic(source.bootstrap, offset_syncs_topic_name(spec), 1)
+    emitter = CheckpointEmitter(spec, source_admin=None, target_producer=None, environ={})
+    try:
+        replay = emitter.read_syncs(timeout=20)
+        assert (replay.count, replay.reached_end) == (0, True)
+        assert emitter.store.read_to_end  # checkpoints may be emitted from the first round on
+    finally:
+        emitter.close()

@@ -22,20 +22,20 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def spark():
-    from reconciler.engine.session import build_session
+    from reconciler.engine.session import build_context
 
-    session = build_session(
+    sc = build_context(
         spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})), master="local[2]"
     )
-    yield session
-    session.stop()
+    yield sc
+    sc.stop()
 
 
 class RunningJob:
     """A ReplicationDriver on a thread, sharing the module's SparkContext."""
 
     def __init__(self, spec, spark):
-        self.driver = ReplicationDriver(spec, SparkExecutor(spark.sparkContext))
+        self.driver = ReplicationDriver(spec, SparkExecutor(spark))
         self.thread = threading.Thread(target=self.driver.run, daemon=True)
 
     def __enter__(self):

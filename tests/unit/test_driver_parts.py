@@ -31,6 +31,7 @@ OWN = {
     "spec",
     "executor",
     "environ",
+    "shared",  # the engine's clients (engine/clients.py SharedClients)
     "stop_event",
     "exit_code",
     "state",
@@ -65,7 +66,7 @@ PARTS = {
 
 def test_the_driver_holds_its_parts_and_few_attributes_of_its_own():
     d = ReplicationDriver(SPEC, executor=None)
-    assert set(vars(d)) == OWN and len(vars(d)) <= 20
+    assert set(vars(d)) == OWN and len(vars(d)) <= 21
     for name, part in PARTS.items():
         assert type(getattr(d, name)) is part, name
     assert d.conn is None  # opened at start (_connect)

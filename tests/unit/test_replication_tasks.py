@@ -5,6 +5,7 @@ acknowledged positions as it goes, never behind where the task started."""
 from __future__ import annotations
 
 import pickle
+import time
 
 from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.engine.delivery import PROGRESS_COMMIT_S, AtLeastOnce, ExactlyOnce, SourceProgress, mode_of
@@ -115,3 +116,31 @@ def test_a_failed_at_least_once_task_never_commits_behind_what_it_committed_or_w
     # a task that moved nothing commits nothing
     idle = [PartitionCopy.of(PartitionTask("orders", 0, "west.orders", 100))]
     assert SourceProgress.of(idle).final(idle) == {}
+
+
+def test_a_transactional_producer_knows_when_it_lost_its_brokers_and_purges_what_it_holds():
+    """worker.BrokersLost (issue 34): the first loss is kept and purges the producer's records once; other errors
+    do not count. A real producer whose broker refuses connections reports the loss through its poll."""
+    from confluent_kafka import KafkaError
+
+    from reconciler.dev.brokers import free_port
+    from reconciler.engine.worker import BrokersLost, TxnProducer
+
+    purged = []
+    watch = BrokersLost(lambda: purged.append(1))
+    watch(KafkaError(KafkaError._MSG_TIMED_OUT, "a record timed out"))
+    assert watch.lost is None and not purged
+    watch(KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"))
+    watch(KafkaError(KafkaError._TRANSPORT, "connection refused"))
+    assert watch.lost == "_ALL_BROKERS_DOWN: 1/1 brokers are down" and purged == [1]
+
+    producer = TxnProducer.of({"bootstrap.servers": f"127.0.0.1:{free_port()}"})  # no transaction: no init wait
+    reports: list = []
+    producer.produce("topic", b"held in the queue", on_delivery=lambda err, msg: reports.append(err))
+    deadline = time.monotonic() + 15
+    while producer.brokers_lost.lost is None and time.monotonic() < deadline:
+        producer.poll(0.1)
+    assert producer.brokers_lost.lost is not None
+    assert producer.brokers_lost.lost.split(":")[0] in BrokersLost.CODES
+    producer.flush(5)  # serves the purged record's delivery report
+    assert [e.name() for e in reports] == ["_PURGE_QUEUE"] and len(producer) == 0  # purged at the loss

@@ -1,0 +1,60 @@
+"""The arrival watches of an engine's flows that read one source share one consumer (engine/arrivals.py's
+`ArrivalHub`, issue 39): a record wakes the flow watching its partition, and only it."""
+
+from __future__ import annotations
+
+import threading
+
+from confluent_kafka import Producer
+
+from reconciler.contract.spec import ClusterSpec
+from reconciler.engine.arrivals import ArrivalHub, ArrivalWatch, watch_config
+from tests.integration.mirror_helpers import create_topic, wait_for
+from tests.spec_helpers import job_spec
+
+
+def _produce(bootstrap: str, topic: str, n: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    for i in range(n):
+        p.produce(topic, b"r%d" % i, partition=0)
+    p.flush(10)
+
+
+def test_one_consumer_wakes_only_the_flow_whose_partition_got_a_record(fresh_clusters):
+    source, target = fresh_clusters
+    for topic in ("quiet", "busy"):
+        create_topic(source.bootstrap, topic, 1)
+        _produce(source.bootstrap, topic, 3)
+    specs = [
+        job_spec(f"{alias}->east", ClusterSpec(alias, source.bootstrap), ClusterSpec("east", target.bootstrap))
+        for alias in ("a", "b")
+    ]
+    made: list[dict] = []
+
+    def consumer(conf: dict):
+        from confluent_kafka import Consumer
+
+        made.append(conf)
+        return Consumer(conf)
+
+    hub = ArrivalHub(watch_config(specs[0]), "west", consumer)
+    wakes = [threading.Event(), threading.Event()]
+    watches = [ArrivalWatch(s, w, None, hub) for s, w in zip(specs, wakes)]
+    at = [{("quiet", 0): 3}, {("busy", 0): 3}]
+    try:
+        for w, positions in zip(watches, at):
+            w.arm(positions)
+        wait_for(lambda: all(w.quiet(p) for w, p in zip(watches, at)), 30, what="both watches quiet")
+        _produce(source.bootstrap, "busy", 1)
+        assert wakes[1].wait(30), "the record at b's partition wakes b"
+        assert watches[1].wakes == 1 and not watches[1].quiet(at[1])
+        assert not wakes[0].is_set() and watches[0].wakes == 0, "a neighbour's record wakes nobody else"
+        wait_for(lambda: watches[0].quiet(at[0]), 30, what="a quiet again after the hub's reassignment")
+        # b armed again past the record: quiet again, on the same consumer
+        watches[1].arm({("busy", 0): 4})
+        wait_for(lambda: watches[1].quiet({("busy", 0): 4}), 30, what="b quiet at its new position")
+        assert len(made) == 1, "one consumer for both flows"
+    finally:
+        for w in watches:
+            w.close()
+        hub.close()
