@@ -213,7 +213,6 @@ class ReplicationDriver:
         self.environ = environ
         self.shared = shared  # the engine's clients, shared by its flows (None: this flow's own)
         pacing = Pacing()  # the idle gate's state, shared with the batch parts
-        reach = ReachWatch()  # the clusters that do not answer: told by the gate, the side channel, the status
         self.stop_event = LinkedEvent(pacing.wake)  # a stop ends an idle wait at once
         self.exit_code = 0
         self.state: StatusState = StatusState.STARTING
@@ -229,7 +228,7 @@ class ReplicationDriver:
         # The flow on each line (an engine's log holds the lines of all its flows): a field in JSON, `[flow]` in text.
         self.log = logging.LoggerAdapter(log, {"flow": self.spec.flow})
         spec_now, mode_now = (lambda: self.spec), (lambda: self.mode)
-        self.gate = IdleGate(spec_now, self.parts, lambda: self.conn, pacing, self.stop_event, self.log, reach)
+        self.gate = IdleGate(spec_now, self.parts, lambda: self.conn, pacing, self.stop_event, self.log, ReachWatch())
         self.faults = SourceFaults(
             spec_now,
             self.parts,
@@ -249,7 +248,7 @@ class ReplicationDriver:
             self.parts,
             self.progress,
             StuckWatch(),
-            reach,
+            self.gate.reach,  # the clusters that do not answer: told by the gate, the side channel, the status
             self.metrics,
             lambda: self.conn,
             lambda: self.state,
@@ -369,8 +368,7 @@ class ReplicationDriver:
         # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
         copy = dict(self.parts.plan.copy)
         positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
-        heard = self.reporter.reach.answered_within(Cluster.SOURCE, int(500 * self.reporter.stuck_after_seconds()))
-        idle = self.gate.idle_source_ends(copy, positions, int(1000 * self._lag_interval()), trust_watch=heard)
+        idle = self.gate.idle_source_ends(copy, positions, int(1000 * self._lag_interval()), self.reporter.heard())
         if idle is not None:
             self.parts.source_ends = idle
             return

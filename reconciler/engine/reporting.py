@@ -106,6 +106,11 @@ class Reporter:
         faults = {**unreachable, **self.stuck.stuck, **parts.halted}
         return tuple(faults[tp] for tp in sorted(faults))
 
+    def heard(self) -> bool:
+        """Whether the source answered a read within half the stuck bound: the arrival watch's silence stands for its
+        ends only so long (a source that does not answer is silent too; idle_gate.py `idle_source_ends`)."""
+        return self.reach.answered_within(Cluster.SOURCE, int(500 * self.stuck_after_seconds()))
+
     def stuck_after_seconds(self) -> float:
         """How long a partition behind its source may not move before it is stuck, and a cluster may not answer before
         the partitions behind it are unreachable (STUCK_INTERVALS)."""
