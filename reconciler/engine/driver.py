@@ -133,9 +133,11 @@ class Periodic:
 @dataclass
 class Threads:
     """The driver's threads beside its loop, from start to close: the side channels (`Periodic`) of the checkpoint
-    rounds, of the fencing rounds (with their `fence`, when the job has an instance id) and of the source end
-    reads, and `runner`, the one thread a batch runs in (the loop ticks the side channels while it runs)."""
+    rounds, of the fencing rounds (with their `fence`, when the job has an instance id), of the source end reads
+    and of the status (a loop held up by a cluster that does not answer must not hold up the status that says so),
+    and `runner`, the one thread a batch runs in (the loop ticks the side channels while it runs)."""
 
+    status: Periodic | None = None
     checkpointing: Periodic | None = None
     fencing: Periodic | None = None
     fence: InstanceFence | None = None
@@ -150,6 +152,8 @@ class Threads:
     def stop(self) -> tuple[bool, bool]:
         """Stop them all, the fence closed once its thread has stopped; whether the source end reads and the
         checkpoint rounds stopped in time (if not, their clients are still in use)."""
+        if self.status is not None:
+            self.status.stop(timeout=15)
         if self.fencing is not None and self.fencing.stop(timeout=10) and self.fence is not None:
             self.fence.close()
         lag_idle = self.lag_reading is None or self.lag_reading.stop(timeout=15)
@@ -313,7 +317,6 @@ class ReplicationDriver:
         self.timers = Timers(
             refresh=now + self.spec.settings.refresh_interval_seconds,
             heartbeat=now,
-            status=now,
             delayed_syncs=now + self.spec.settings.checkpoints.interval_seconds,
         )
         self.state = StatusState.RUNNING
@@ -338,6 +341,10 @@ class ReplicationDriver:
         )
         self.threads.lag_reading.start()
         self.reporter.publish_status()
+        self.threads.status = Periodic(
+            "status", self.reporter.publish_status, lambda: self.spec.engine.status_interval_seconds, self.log.warning
+        )
+        self.threads.status.start()
 
     def fence_round(self) -> None:
         """Stop this instance if a newer instance of the flow runs (engine/fencing.py)."""
@@ -503,12 +510,6 @@ class ReplicationDriver:
                 self.absorber.flush_delayed_syncs(max(1.0, spec.engine.status_interval_seconds))
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time
             self._error(f"{type(exc).__name__}: {exc}")
-        if now >= timers.status:
-            timers.status = now + spec.engine.status_interval_seconds
-            try:
-                self.reporter.publish_status()
-            except Exception as exc:  # noqa: BLE001
-                self.log.warning("cannot publish status: %s", exc)
 
     # --- spec reload and topic refresh ------------------------------------------------------
     def reload_spec(self) -> bool:

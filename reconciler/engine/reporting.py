@@ -86,7 +86,9 @@ class Reporter:
         unknown while the source does not answer (`ReachWatch`): the ends read before are not its ends now."""
         parts = self.parts
         now_ms, ends_known = int(time.time() * 1000), self.reach.answers(Cluster.SOURCE)
-        return job_lag(parts.plan.copy, parts.positions, parts.lag, parts.source_ends, now_ms, ends_known)
+        # Copies (atomic): the status thread reads what the loop's thread changes.
+        copy, positions, lag = dict(parts.plan.copy), dict(parts.positions), dict(parts.lag)
+        return job_lag(copy, positions, lag, parts.source_ends, now_ms, ends_known)
 
     def reported_state(self) -> StatusState:
         """The state the status record and the metrics report: running with partitions that do not progress (halted,
