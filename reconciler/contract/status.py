@@ -14,7 +14,8 @@ Value (JSON object):
     (record age at acknowledgement, recent window), errors (count), last_error,
     findings: [str] (remote topic problems), out_of_range: [{topic, partition, position, low, high,
     action, at, kind}], halted: ["topic:partition"], faults: [{topic, partition, kind, reason, offset, since}]
-    (partitions that do not progress: halted, or stuck while their source advances), dead_letters:
+    (partitions that do not progress: halted, stuck while their source advances, or behind a cluster that does not
+    answer: source-unreachable, target-unreachable), dead_letters:
     [{topic, partition, count}] (records skipped to the dead-letter topic, `on_refused_record: skip`), data_loss:
     [{topic, partition, kind, count}] (losses seen at the source: truncated, lost-tail, recreated), instance_id (one per start), pid (the driver),
     metrics_port (bound by the job), lag_seconds, lag_read_at (epoch ms the source ends were read).
@@ -47,7 +48,7 @@ class StatusState(str, enum.Enum):
 
     STARTING = "starting"
     RUNNING = "running"
-    DEGRADED = "degraded"  # running, but some partitions do not progress (`faults`: halted or stuck)
+    DEGRADED = "degraded"  # running, but some partitions do not progress (`faults`: halted, stuck, unreachable)
     STOPPING = "stopping"
     STOPPED = "stopped"
     RESTART_REQUIRED = "restart-required"  # its spec changed in a field it cannot take: it exits
@@ -198,6 +199,11 @@ class FaultKind(str, enum.Enum):
     LOST_TAIL = "lost-tail"  # the position is above the source's log end: the broker lost records it had acknowledged
     RECREATED = "recreated"  # the source topic was deleted and created again (its topic id changed)
     STUCK = "stuck"  # the source advances, the position does not (a broker not answering, authorization, ...)
+    #: the job's calls to the source cluster (its end offsets, its topics) have failed for the stuck bound: whether
+    #: the partition's source advances is not known, nor its lag
+    SOURCE_UNREACHABLE = "source-unreachable"
+    #: the job's calls to the target cluster (its status record, its topics) have failed for the stuck bound
+    TARGET_UNREACHABLE = "target-unreachable"
 
     @classmethod
     def parse(cls, value: Any) -> FaultKind | None:
@@ -561,8 +567,9 @@ class StatusPublisher:
         self.flow_name = flow_name
         self.topic = topic
 
-    def publish(self, status: StatusRecord | Mapping[str, Any], flush_timeout: float = 5.0) -> None:
-        """`status`: the record (a JSON object too, for tests that publish what an older job wrote)."""
+    def publish(self, status: StatusRecord | Mapping[str, Any], flush_timeout: float = 5.0) -> int:
+        """`status`: the record (a JSON object too, for tests that publish what an older job wrote). Returns how
+        many of the producer's messages the target had not acknowledged after `flush_timeout` (0: delivered)."""
         text = status.to_json() if isinstance(status, StatusRecord) else json.dumps(status, sort_keys=True)
         self.producer.produce(self.topic, text.encode(), self.flow_name.encode(), partition=0)
-        self.producer.flush(flush_timeout)
+        return int(self.producer.flush(flush_timeout))

@@ -548,6 +548,10 @@ FAULT_HINTS: dict[FaultKind, str] = {
     "resume-at-start to copy the new topic from its beginning",
     FaultKind.STUCK: "the partition's source advances but the job does not copy it: see the job's last error (a broker "
     "not answering, authorization)",
+    FaultKind.SOURCE_UNREACHABLE: "the job cannot reach the source cluster (its lag is unknown meanwhile): check its "
+    "brokers, the network path and the job's credentials there; the job copies on once the cluster answers",
+    FaultKind.TARGET_UNREACHABLE: "the job cannot reach the target cluster: check its brokers, the network path and the "
+    "job's credentials there; the job copies on once the cluster answers",
 }
 
 

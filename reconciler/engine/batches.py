@@ -70,7 +70,7 @@ class SyncWrites(Protocol):
 
     def write(self, topic: str, partition: int, pairs: list[tuple[int, int]] | list[list[int]]) -> None: ...
 
-    def flush(self) -> None: ...
+    def flush(self, timeout: float = ...) -> None: ...
 
 
 class JobOffsets(Protocol):
@@ -177,15 +177,17 @@ class Absorber:
             self.faults.check_position(p.tp, p.start)
         return moved
 
-    def flush_delayed_syncs(self) -> None:
-        """MM2 publishes the latest unsynced mapping of each partition at offset commit time."""
+    def flush_delayed_syncs(self, timeout: float = 30.0) -> None:
+        """MM2 publishes the latest unsynced mapping of each partition at offset commit time. `timeout`: how long to
+        wait for them (the loop's tick waits a status interval: a source that does not answer must not hold the
+        status up for 30 s; what is not delivered stays queued in the producer, its errors raised at the next flush)."""
         if not self.parts.delayed_syncs:
             return
         delayed, self.parts.delayed_syncs = self.parts.delayed_syncs, {}
         syncs = self._clients().syncs
         for (topic, partition), pair in delayed.items():
             syncs.write(topic, partition, [pair])
-        syncs.flush()
+        syncs.flush(timeout)
 
     def reload_positions(self, tps: list[TP], forward_only: bool = False) -> None:
         """After a failed batch, the positions the job's group holds (delivery.py: which group, and whether a

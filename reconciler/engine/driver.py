@@ -59,7 +59,16 @@ from reconciler.contract.status import StatusState
 from reconciler.engine.batches import Absorber, BatchShaper
 from reconciler.engine.clients import SharedClients
 from reconciler.engine.delivery import DeliveryMode, mode_of
-from reconciler.engine.driver_parts import Connections, Pacing, Partitions, Progress, StuckWatch, Timers
+from reconciler.engine.driver_parts import (
+    Cluster,
+    Connections,
+    Pacing,
+    Partitions,
+    Progress,
+    ReachWatch,
+    StuckWatch,
+    Timers,
+)
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.idle_gate import IdleGate, Work
@@ -219,7 +228,7 @@ class ReplicationDriver:
         # The flow on each line (an engine's log holds the lines of all its flows): a field in JSON, `[flow]` in text.
         self.log = logging.LoggerAdapter(log, {"flow": self.spec.flow})
         spec_now, mode_now = (lambda: self.spec), (lambda: self.mode)
-        self.gate = IdleGate(spec_now, self.parts, lambda: self.conn, pacing, self.stop_event, self.log)
+        self.gate = IdleGate(spec_now, self.parts, lambda: self.conn, pacing, self.stop_event, self.log, ReachWatch())
         self.faults = SourceFaults(
             spec_now,
             self.parts,
@@ -239,6 +248,7 @@ class ReplicationDriver:
             self.parts,
             self.progress,
             StuckWatch(),
+            self.gate.reach,  # the clusters that do not answer: told by the gate, the side channel, the status
             self.metrics,
             lambda: self.conn,
             lambda: self.state,
@@ -358,14 +368,14 @@ class ReplicationDriver:
         # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
         copy = dict(self.parts.plan.copy)
         positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
-        idle = self.gate.idle_source_ends(copy, positions, max_age_ms=int(1000 * self._lag_interval()))
+        idle = self.gate.idle_source_ends(copy, positions, int(1000 * self._lag_interval()), self.reporter.heard())
         if idle is not None:
             self.parts.source_ends = idle
             return
         seen = {tp: lp.end for tp, lp in dict(self.parts.lag).items() if lp.end is not None}
-        last = self.parts.source_ends
-        self.parts.source_ends = self.conn.end_reader.read(
-            copy, positions, seen, last.oldest if last is not None else None
+        last, reader = self.parts.source_ends, self.conn.end_reader
+        self.parts.source_ends = self.reporter.reach.call(
+            Cluster.SOURCE, lambda: reader.read(copy, positions, seen, last.oldest if last is not None else None)
         )
 
     def close(self) -> None:
@@ -490,7 +500,7 @@ class ReplicationDriver:
                 self.connections.heartbeats.emit()
             if now >= timers.delayed_syncs:
                 timers.delayed_syncs = now + spec.settings.checkpoints.interval_seconds
-                self.absorber.flush_delayed_syncs()
+                self.absorber.flush_delayed_syncs(max(1.0, spec.engine.status_interval_seconds))
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time
             self._error(f"{type(exc).__name__}: {exc}")
         if now >= timers.status:
@@ -531,8 +541,8 @@ class ReplicationDriver:
     def refresh(self, first: bool = False) -> None:
         """Discover source topics/partitions, create missing remote topics, load new positions."""
         flow, conn = self.spec.mirror_flow, self.connections
-        source = conn.topics.describe(conn.source_admin, 15, ids=True)
-        target = conn.topics.describe(conn.target_admin, 15)
+        source = self.reporter.reach.call(Cluster.SOURCE, lambda: conn.topics.describe(conn.source_admin, 15, ids=True))
+        target = self.reporter.reach.call(Cluster.TARGET, lambda: conn.topics.describe(conn.target_admin, 15))
         plan = plan_partitions(flow, source, target)
         findings = list(plan.findings)
         if plan.create:

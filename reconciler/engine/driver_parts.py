@@ -4,17 +4,19 @@ Connections  the clients and emitters the driver opens at start (`Connections.op
 Progress     what the job has done: counts, errors, findings, losses, latency and rate
 Partitions   the partitions copied and where each stands: plan, positions, slots, sync state, lag, halted
 StuckWatch   the partitions that do not progress while their source is ahead
+ReachWatch   the clusters whose calls fail, since when: the partitions behind them do not progress (unreachable)
 Timers       when the loop next does each periodic action
 Pacing       the idle gate's state (engine/idle_gate.py), shared with the batch parts (engine/batches.py)
 """
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import (
@@ -36,6 +38,8 @@ from reconciler.engine.offsets import OffsetStore
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
 from reconciler.engine.topics import PartitionPlan, TopicManager
 from reconciler.topology import secrets
+
+T = TypeVar("T")
 
 MAX_FINDINGS = 20  # findings and out-of-range events kept for the status record
 
@@ -299,6 +303,78 @@ class StuckWatch:
                 )
                 stuck[tp] = PartitionFault(tp[0], tp[1], FaultKind.STUCK, reason, p.next, since)
         self.seen, self.stuck = seen, stuck
+
+
+class Cluster(str, enum.Enum):
+    """Which of the flow's two clusters a call went to (`ReachWatch`), and the fault of the partitions behind it."""
+
+    SOURCE = "source"
+    TARGET = "target"
+
+    @property
+    def fault(self) -> FaultKind:
+        return FaultKind.SOURCE_UNREACHABLE if self is Cluster.SOURCE else FaultKind.TARGET_UNREACHABLE
+
+
+@dataclass
+class ReachWatch:
+    """The clusters that do not answer the job: per cluster whose last call failed, since when its calls have failed
+    (epoch ms, the start of the first failed call) and the last error; a call that succeeds clears it. Fed by the
+    lag side channel's and the idle gate's end-offset reads (the source), the status record's delivery (the target) and the topic
+    refresh (both). A partition the job copies is unreachable (FaultKind.SOURCE_UNREACHABLE / TARGET_UNREACHABLE)
+    once its cluster has failed for the stuck bound: it cannot progress, and whether its source advances is not
+    known (the source's ends cannot be read, so StuckWatch cannot tell). The idle gate's end reads tell it too."""
+
+    failing: dict[Cluster, tuple[int, str]] = field(default_factory=dict)
+    answered_at: dict[Cluster, int] = field(default_factory=dict)  # when each cluster last answered (epoch ms)
+
+    def failed(self, cluster: Cluster, at_ms: int, error: str) -> None:
+        since = self.failing.get(cluster, (at_ms, error))[0]
+        self.failing[cluster] = (since, error)
+
+    def answered(self, cluster: Cluster, at_ms: int) -> None:
+        self.failing.pop(cluster, None)
+        self.answered_at[cluster] = at_ms
+
+    def answered_within(self, cluster: Cluster, max_age_ms: int, now_ms: int | None = None) -> bool:
+        """Whether the cluster answers and last did at most `max_age_ms` ago (the arrival watch's silence stands for
+        the source's ends only so long: it hears nothing from a source that does not answer either)."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return self.answers(cluster) and now_ms - self.answered_at.get(cluster, now_ms - max_age_ms - 1) <= max_age_ms
+
+    def call(self, cluster: Cluster, call: Callable[[], T]) -> T:
+        """`call()`, a call to `cluster`, told here: a failure (raised on) or an answer."""
+        at_ms = int(time.time() * 1000)
+        try:
+            out = call()
+        except Exception as exc:
+            self.failed(cluster, at_ms, f"{type(exc).__name__}: {exc}")
+            raise
+        self.answered(cluster, int(time.time() * 1000))
+        return out
+
+    def answers(self, cluster: Cluster) -> bool:
+        """False while the cluster's last call failed (the source: its ends, so the lag, are not known now)."""
+        return cluster not in dict(self.failing)
+
+    def faults(
+        self, positions: Mapping[TP, int | None], names: Mapping[Cluster, str], now_ms: int, bound_ms: int
+    ) -> dict[TP, PartitionFault]:
+        """Every partition copied (`positions`: the job's next offset, None or negative: not resolved yet) behind a
+        cluster that has failed for `bound_ms`, the source's first (`names`: the clusters' names, for the reason)."""
+        down = [(c, *self.failing[c]) for c in (Cluster.TARGET, Cluster.SOURCE) if c in dict(self.failing)]
+        out: dict[TP, PartitionFault] = {}
+        for cluster, since, error in down:
+            if now_ms - since < bound_ms:
+                continue
+            reason = (
+                f"the {cluster.value} cluster {names.get(cluster, '')} has not answered the job for "
+                f"{(now_ms - since) / 1000:.0f} s (last error: {error})"
+            )
+            for tp, pos in positions.items():
+                offset = pos if pos is not None and pos >= 0 else None
+                out[tp] = PartitionFault(tp[0], tp[1], cluster.fault, reason, offset, since)
+        return out
 
 
 @dataclass

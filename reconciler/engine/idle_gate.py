@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from reconciler.contract.spec import JobSpec
-from reconciler.engine.driver_parts import Pacing, Partitions
+from reconciler.engine.driver_parts import Cluster, Pacing, Partitions, ReachWatch
 from reconciler.engine.lag import SourceEnds
 from reconciler.engine.source_loss import ends_moved_back
 from reconciler.engine.tasks import TP, CopyTask
@@ -73,6 +73,7 @@ class IdleGate:
         pacing: Pacing,
         stop: threading.Event,
         log: logging.Logger | logging.LoggerAdapter[logging.Logger] = log,
+        reach: ReachWatch | None = None,
     ):
         self._spec, self.parts, self._clients, self.pacing, self.stop, self.log = (
             spec,
@@ -82,6 +83,7 @@ class IdleGate:
             stop,
             log,
         )
+        self.reach = reach if reach is not None else ReachWatch()  # told whether the source answers its reads
 
     def work_waiting(self) -> Work:
         """What is there to copy? A Spark job is launched unless every partition is *caught up*: its last task
@@ -101,11 +103,15 @@ class IdleGate:
         now = time.monotonic()
         if now < pacing.gate_recheck and self.watch_hears_all(copy):
             return self._heartbeats_when_due(now, copy)
+        at_ms = int(time.time() * 1000)
         try:
             ends = dict(clients.ends.listed_latest(copy))
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
+            self.reach.failed(Cluster.SOURCE, at_ms, f"{type(exc).__name__}: {exc}")
             ends = {}
+        else:
+            self.reach.answered(Cluster.SOURCE, at_ms)
         back = ends_moved_back(pacing.ends_before, ends)
         pacing.moved_back = {tp: (pacing.ends_before[tp], end) for tp, end in back.items()}
         pacing.ends_before, pacing.ends_read_at_ms = ends, int(time.time() * 1000)
@@ -146,12 +152,13 @@ class IdleGate:
         return listened and clients.arrivals.quiet(watched)
 
     def idle_source_ends(
-        self, copy: Mapping[TP, str], positions: Mapping[TP, int], max_age_ms: int
+        self, copy: Mapping[TP, str], positions: Mapping[TP, int], max_age_ms: int, trust_watch: bool = True
     ) -> SourceEnds | None:
         """The source's ends without a read, for the lag side channel (driver.py `read_source_ends`), while the flow
-        is idle: at the positions while the arrival watch hears nothing at any partition (`watch_hears_all`), else
-        the gate's own last read if every partition is caught up at it (`Pacing.idle_ends`); None: read them."""
-        if self.watch_hears_all(list(copy)):
+        is idle: at the positions while the arrival watch hears nothing at any partition (`watch_hears_all`; only
+        with `trust_watch`: the source answered a read lately), else the gate's own last read if every partition is
+        caught up at it (`Pacing.idle_ends`); None: read them."""
+        if trust_watch and self.watch_hears_all(list(copy)):
             return SourceEnds.at_positions(positions)
         return self.pacing.idle_ends(copy, positions, max_age_ms)
 

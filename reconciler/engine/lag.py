@@ -87,14 +87,14 @@ class SourceEnds:
 
 @dataclass(frozen=True)
 class JobLag:
-    """The job's lag: per partition, the total in records, the oldest unreplicated record's age in seconds
-    (None: unknown; 0.0: nothing lags) and when the source's ends behind it were read (epoch ms, None: never);
-    `partition_seconds`: the same age per partition where it is known (0.0: caught up; absent: lags and its
-    oldest record's timestamp was not read, e.g. not among the `PROBE_LIMIT` that lag most). `seconds` is the
-    largest of them."""
+    """The job's lag: per partition, the total in records (None: unknown, the source's ends cannot be read now),
+    the oldest unreplicated record's age in seconds (None: unknown; 0.0: nothing lags) and when the source's ends
+    behind it were read (epoch ms, None: never); `partition_seconds`: the same age per partition where it is known
+    (0.0: caught up; absent: lags and its oldest record's timestamp was not read, e.g. not among the `PROBE_LIMIT`
+    that lag most). `seconds` is the largest of them."""
 
     partitions: tuple[PartitionLag, ...] = ()
-    total: int = 0
+    total: int | None = 0
     seconds: float | None = None
     read_at: int | None = None
     partition_seconds: Mapping[TP, float] = field(default_factory=dict)
@@ -137,12 +137,15 @@ def job_lag(
     seen: Mapping[TP, LagPosition],
     source: SourceEnds | None,
     now_ms: int,
+    ends_known: bool = True,
 ) -> JobLag:
     """The lag of every partition a task has reported on (`seen`) or that has a position and is copied.
 
     `copy`: source partition -> remote topic; `positions`: the driver's next offsets; `seen`: what the tasks
     reported; `source`: the side channel's last read (None: none yet), whose committed positions count
-    where they are ahead of the driver's."""
+    where they are ahead of the driver's. `ends_known` False: the source does not answer its end-offset reads now
+    (`ReachWatch`), so the ends read before are no longer its ends: every end and lag is unknown (None, the total
+    and the seconds too), not the lag against the last ends read (unknown is not zero)."""
     ends = source.ends if source is not None else {}
     positions = latest_positions(positions, source.committed if source is not None else {})
     parts = []
@@ -151,16 +154,19 @@ def job_lag(
         last = seen.get(tp)
         remote = last.remote if last is not None else copy[tp]
         next_offset = positions.get(tp, last.next if last is not None else None)
-        end = latest_end(last.end if last is not None else None, ends.get(tp))
+        end = latest_end(last.end if last is not None else None, ends.get(tp)) if ends_known else None
         lag = partition_lag(next_offset, end)
         total += lag or 0
         parts.append(PartitionLag(tp[0], tp[1], remote, next_offset, end, lag))
+    read_at = source.read_at if source is not None else None
+    if not ends_known:
+        return JobLag(tuple(parts), None, None, read_at, {})
     oldest = source.oldest if source is not None else {}
     return JobLag(
         tuple(parts),
         total,
         lag_seconds(parts, oldest, now_ms),
-        source.read_at if source is not None else None,
+        read_at,
         partition_lag_seconds(parts, oldest, now_ms),
     )
 

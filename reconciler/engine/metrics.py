@@ -211,8 +211,9 @@ METRICS: tuple[MetricDef, ...] = (
         f"{OWN}_partition_fault_since_seconds",
         "gauge",
         (*PARTITION_LABELS, "kind"),
-        "When the partition stopped progressing (epoch seconds; kind: refused-record, out-of-range, stuck); absent "
-        "while it progresses (the status record's `faults`)",
+        "When the partition stopped progressing (epoch seconds; kind: refused-record, out-of-range, truncated, "
+        "lost-tail, recreated, stuck, source-unreachable, target-unreachable); absent while it progresses (the status "
+        "record's `faults`)",
     ),
     MetricDef(
         f"{OWN}_dead_letters",

@@ -16,7 +16,7 @@ from reconciler.contract.status import (
     StatusRecord,
     StatusState,
 )
-from reconciler.engine.driver_parts import Partitions, Progress, StuckWatch
+from reconciler.engine.driver_parts import Cluster, Partitions, Progress, ReachWatch, StuckWatch
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.lag import JobLag, committed_ahead, job_lag
 from reconciler.engine.metrics import JobMetrics
@@ -29,7 +29,9 @@ STUCK_INTERVALS = 5
 class StatusSink(Protocol):
     """Where status records go (contract/status.py `StatusPublisher`)."""
 
-    def publish(self, status: StatusRecord) -> None: ...
+    def publish(self, status: StatusRecord) -> int:
+        """Publish; how many messages the target had not acknowledged when it returned (0: delivered)."""
+        ...
 
 
 class ReportClients(Protocol):
@@ -43,8 +45,8 @@ class ReportClients(Protocol):
 
 
 class Reporter:
-    """The flow's reports. It is given the flow's spec (a getter: a reload replaces it), its partitions, progress and
-    stuck watch, its metrics, its clients (a getter: None before start), its lifecycle state (a getter) and its
+    """The flow's reports. It is given the flow's spec (a getter: a reload replaces it), its partitions, progress,
+    stuck watch and reach watch (the clusters that do not answer), its metrics, its clients (a getter: None before start), its lifecycle state (a getter) and its
     instance id. The metrics (`JobMetrics.observe`) read the flow through it: `spec`, `progress`, `parts`,
     `checkpoints`, `current_lag`, `reported_state`, `faults`."""
 
@@ -54,12 +56,14 @@ class Reporter:
         parts: Partitions,
         progress: Progress,
         stuck: StuckWatch,
+        reach: ReachWatch,
         metrics: JobMetrics,
         clients: Callable[[], ReportClients | None],
         state: Callable[[], StatusState],
         instance_id: str | None,
     ):
         self._spec, self.parts, self.progress, self.stuck, self.metrics = spec, parts, progress, stuck, metrics
+        self.reach = reach
         self._clients, self._state, self.instance_id = clients, state, instance_id
 
     @property
@@ -78,24 +82,38 @@ class Reporter:
         return checkpoints.emitted if checkpoints is not None else 0
 
     def current_lag(self) -> JobLag:
-        """Lag now: the driver's positions against the larger of the ends its tasks saw and the side channel read."""
-        return job_lag(
-            self.parts.plan.copy, self.parts.positions, self.parts.lag, self.parts.source_ends, int(time.time() * 1000)
-        )
+        """Lag now: the driver's positions against the larger of the ends its tasks saw and the side channel read;
+        unknown while the source does not answer (`ReachWatch`): the ends read before are not its ends now."""
+        parts = self.parts
+        now_ms, ends_known = int(time.time() * 1000), self.reach.answers(Cluster.SOURCE)
+        return job_lag(parts.plan.copy, parts.positions, parts.lag, parts.source_ends, now_ms, ends_known)
 
     def reported_state(self) -> StatusState:
-        """The state the status record and the metrics report: running with partitions that do not progress (halted
-        or stuck: `faults`) is degraded."""
+        """The state the status record and the metrics report: running with partitions that do not progress (halted,
+        stuck or unreachable: `faults`) is degraded."""
         state = self._state()
         return StatusState.DEGRADED if state is StatusState.RUNNING and self.faults() else state
 
     def faults(self) -> tuple[PartitionFault, ...]:
-        """The partitions that do not progress: the halted ones, and those stuck (`StuckWatch`)."""
-        faults = {**self.stuck.stuck, **self.parts.halted}
+        """The partitions that do not progress: the halted ones, those stuck (`StuckWatch`) and those behind a cluster
+        that has not answered for the stuck bound (`ReachWatch`), one fault each: halted first, then stuck (seen
+        directly: its source advances; its reason carries the last error), then unreachable."""
+        spec, parts = self._spec(), self.parts
+        positions = {tp: parts.positions.get(tp) for tp in dict(parts.plan.copy) if tp not in parts.halted}
+        names = {Cluster.SOURCE: spec.source.alias, Cluster.TARGET: spec.target.alias}
+        bound_ms = int(1000 * self.stuck_after_seconds())
+        unreachable = self.reach.faults(positions, names, int(time.time() * 1000), bound_ms)
+        faults = {**unreachable, **self.stuck.stuck, **parts.halted}
         return tuple(faults[tp] for tp in sorted(faults))
 
+    def heard(self) -> bool:
+        """Whether the source answered a read within half the stuck bound: the arrival watch's silence stands for its
+        ends only so long (a source that does not answer is silent too; idle_gate.py `idle_source_ends`)."""
+        return self.reach.answered_within(Cluster.SOURCE, int(500 * self.stuck_after_seconds()))
+
     def stuck_after_seconds(self) -> float:
-        """How long a partition behind its source may not move before it is stuck (STUCK_INTERVALS)."""
+        """How long a partition behind its source may not move before it is stuck, and a cluster may not answer before
+        the partitions behind it are unreachable (STUCK_INTERVALS)."""
         engine = self._spec().engine
         return max(STUCK_INTERVALS * engine.status_interval_seconds, 2 * engine.max_batch_ms / 1000)
 
@@ -156,4 +174,13 @@ class Reporter:
         self.metrics.observe_lag(lag)
         clients = self._clients()
         if clients is not None:
-            clients.status.publish(record)
+            at_ms = int(time.time() * 1000)
+            try:
+                waiting = clients.status.publish(record)
+            except Exception as exc:
+                self.reach.failed(Cluster.TARGET, at_ms, f"status record: {type(exc).__name__}: {exc}")
+                raise
+            if waiting:
+                self.reach.failed(Cluster.TARGET, at_ms, f"the status record was not acknowledged ({waiting} waiting)")
+            else:
+                self.reach.answered(Cluster.TARGET, at_ms)

@@ -14,7 +14,7 @@ The expressions name only what the jobs export (`reconciler.engine.metrics`, und
 | MirrorJobDown | always | a job reports no running/degraded state for 2m |
 | MirrorJobStalled | always | a job has not finished a micro-batch for 5m |
 | MirrorJobMissing | always, per enabled flow (topology export only) | no job of the flow has been scraped for 5m |
-| MirrorPartitionFault | always | a partition does not progress (a refused record, out of range, stuck) for 1m |
+| MirrorPartitionFault | always | a partition does not progress (a refused record, out of range, stuck, a cluster unreachable) for 1m |
 | MirrorDeadLetters | always | records were written to the dead-letter topic in 15m |
 | MirrorOutOfRange | always | a partition went out of range (truncated/recreated source) in 15m |
 | MirrorTransactionAborts | always | exactly-once transactions keep aborting |

@@ -60,7 +60,7 @@ class Syncs:
     def write(self, topic, partition, pairs) -> None:
         self.written.append((topic, partition, [tuple(p) for p in pairs]))
 
-    def flush(self) -> None:
+    def flush(self, timeout: float = 30.0) -> None:
         self.flushes += 1
 
 

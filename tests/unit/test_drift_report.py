@@ -14,7 +14,8 @@ import pytest
 
 from reconciler.cli.main import main
 from reconciler.contract.spec import JobSpec
-from reconciler.drift.report import Category, Level, build_report, heartbeat_topic
+from reconciler.contract.status import FaultKind
+from reconciler.drift.report import FAULT_HINTS, Category, Level, build_report, heartbeat_topic
 from reconciler.jobplan.state import JobState, classify
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
@@ -152,6 +153,22 @@ def test_job_drift(world):
         "stale": healthy(topo, "west->east", heartbeat_at=NOW - 600_000),
         "old spec": healthy(topo, "west->east", spec_hash="0" * 64, git_revision="c0ffee" * 6),
         "degraded": healthy(topo, "west->east", state="degraded", halted=["orders:1"]),
+        "unreachable": healthy(
+            topo,
+            "west->east",
+            state="degraded",
+            lag_total=None,
+            faults=[
+                {
+                    "topic": "orders",
+                    "partition": 0,
+                    "kind": "source-unreachable",
+                    "reason": "the source cluster west has not answered the job for 40 s (last error: timed out)",
+                    "offset": 7,
+                    "since": 1_700_000_000_000,
+                }
+            ],
+        ),
         "refused": healthy(
             topo,
             "west->east",
@@ -177,6 +194,8 @@ def test_job_drift(world):
         "degraded": "is degraded: 1 partition(s) not copied: orders:1",
         "refused": "is degraded: 1 partition(s) not copied: orders:1 (refused-record since 2023-11-14T22:13:20Z: "
         "record at offset 50 refused by the target: too large)",
+        "unreachable": "is degraded: 1 partition(s) not copied: orders:0 (source-unreachable since "
+        "2023-11-14T22:13:20Z: the source cluster west has not answered the job for 40 s",
     }
     for case, status in cases.items():
         statuses = {"east->west": healthy(topo, "east->west")}
@@ -188,8 +207,15 @@ def test_job_drift(world):
         assert words[case] in jobs[0].message, (case, jobs[0].message)
         if case == "refused":
             assert "on_refused_record: skip" in (jobs[0].hint or ""), jobs[0].hint
+        if case == "unreachable":  # a degraded job is drift (non-zero exit) with the fault's hint; its lag unknown
+            assert jobs[0].level is Level.DRIFT and "cannot reach the source cluster" in (jobs[0].hint or "")
+            assert flow_of(report, "west->east").job.lag_total is None
     flow = flow_of(report, "west->east")
     assert flow.job.halted == ("orders:1",) and flow.job.running
+
+
+def test_every_fault_kind_has_a_hint():
+    assert set(FAULT_HINTS) == set(FaultKind)
 
 
 def test_drift_finds_a_job_stale_by_the_rule_plan_and_status_use(world):

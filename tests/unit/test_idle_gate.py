@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from reconciler.contract.spec import ClusterSpec
-from reconciler.engine.driver_parts import Pacing, Partitions
+from reconciler.engine.driver_parts import Cluster, Pacing, Partitions
 from reconciler.engine.idle_gate import GATE_RECHECK_S, IDLE_WAIT_MAX_S, IdleGate, Work
 from reconciler.engine.tasks import TP, CopyTask, PartitionTask
 from reconciler.engine.topics import PartitionPlan
@@ -24,9 +24,12 @@ ORDERS, BEATS = ("orders", 0), ("heartbeats", 0)
 class Ends:
     ends: dict[TP, int]
     reads: int = 0
+    down: bool = False  # the source does not answer
 
     def listed_latest(self, partitions: list[TP]) -> dict[TP, int]:
         self.reads += 1
+        if self.down:
+            raise RuntimeError("cannot read the source's end offsets: timed out")
         return {tp: self.ends[tp] for tp in partitions if tp in self.ends}
 
 
@@ -130,6 +133,28 @@ def test_while_the_watch_hears_nothing_the_gate_reads_nothing():
     assert g.work_waiting() is Work.NONE and clients.ends.reads == 1
     clients.ends.ends[ORDERS] = 12
     assert g.work_waiting() is Work.RECORDS and clients.ends.reads == 2
+
+
+def test_the_gate_tells_whether_the_source_answers_and_an_untrusted_watch_stands_for_no_ends():
+    g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
+    g.work_waiting()  # a read of the ends (the recheck is due: a batch all the same)
+    assert clients.end_reader.reads == 1 and g.reach.answers(Cluster.SOURCE)
+    now_ms = int(time.time() * 1000)
+    assert g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms)
+    assert not g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms + 120_000), "answered, but too long ago"
+    clients.end_reader.down = True
+    g.pacing.gate_recheck = 0.0
+    assert g.work_waiting() is Work.RECORDS, "ends unknown: the batch finds out what is wrong"
+    (since, error) = g.reach.failing[Cluster.SOURCE]
+    assert since >= now_ms and "timed out" in error and not g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms)
+    # The watch hears nothing (a source that does not answer is silent too): not taken for the ends, untrusted.
+    g.pacing.gate_recheck = time.monotonic() + 60
+    assert g.watch_hears_all([ORDERS])
+    assert g.idle_source_ends(g.parts.plan.copy, g.parts.positions, 1_000, trust_watch=False) is None
+    clients.end_reader.down = False
+    g.pacing.gate_recheck = 0.0
+    g.work_waiting()
+    assert clients.end_reader.reads == 3 and g.reach.answers(Cluster.SOURCE), "answered: cleared"
 
 
 def test_the_idle_wait_doubles_up_to_its_bound_and_a_stop_ends_it_for_good():

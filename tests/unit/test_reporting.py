@@ -1,6 +1,7 @@
 """The reporter (engine/reporting.py `Reporter`), without brokers: the status publisher is a fake behind
 `StatusSink`, the checkpoint emitter a real one never connected. Lag, the degraded state of a running flow with
-faults, the stuck bound, and the status record published with the lag metrics from the same figures."""
+faults, the stuck bound, the clusters that do not answer (unreachable: a fault after the stuck bound, the lag unknown
+meanwhile), and the status record published with the lag metrics from the same figures."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from dataclasses import dataclass, field
 
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import FaultKind, PartitionFault, StatusRecord, StatusState
-from reconciler.engine.driver_parts import Partitions, Progress, StuckWatch
+from reconciler.drift.report import job_health
+from reconciler.engine.driver_parts import Cluster, Partitions, Progress, ReachWatch, StuckWatch
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.lag import LagPosition, SourceEnds
 from reconciler.engine.metrics import JobMetrics
@@ -24,9 +26,11 @@ TPX = ("orders", 0)
 @dataclass
 class Sink:
     records: list[StatusRecord] = field(default_factory=list)
+    waiting: int = 0  # what the target has not acknowledged after each publish (0: delivered)
 
-    def publish(self, status: StatusRecord) -> None:
+    def publish(self, status: StatusRecord) -> int:
         self.records.append(status)
+        return self.waiting
 
 
 @dataclass
@@ -38,7 +42,15 @@ class Clients:
 def reporter(state=StatusState.RUNNING, clients: Clients | None = None) -> Reporter:
     parts = Partitions(plan=PartitionPlan(copy={TPX: "west.orders"}), positions={TPX: 40})
     return Reporter(
-        lambda: SPEC, parts, Progress(), StuckWatch(), JobMetrics(SPEC.flow), lambda: clients, lambda: state, "i-1"
+        lambda: SPEC,
+        parts,
+        Progress(),
+        StuckWatch(),
+        ReachWatch(),
+        JobMetrics(SPEC.flow),
+        lambda: clients,
+        lambda: state,
+        "i-1",
     )
 
 
@@ -80,3 +92,85 @@ def test_the_status_record_is_published_with_the_lag_metrics_from_the_same_figur
     series = {s.name: s.value for f in r.metrics.registry.collect() for s in f.samples}
     assert series.get("mirror_partition_lag_records") == 60
     assert reporter().checkpoints is None and reporter().checkpoints_emitted == 0, "before start: no clients"
+
+
+def _series(r: Reporter, name: str) -> dict[tuple, float]:
+    return {
+        tuple(sorted(x.labels.items())): x.value
+        for f in r.metrics.registry.collect()
+        for x in f.samples
+        if x.name == name
+    }
+
+
+def test_a_source_that_does_not_answer_makes_the_lag_unknown_then_its_partitions_unreachable():
+    clients = Clients(Sink(), CheckpointEmitter(SPEC, source_admin=None, target_producer=None, environ={}))
+    r = reporter(clients=clients)
+    r.parts.plan = PartitionPlan(copy={TPX: "west.orders", ("orders", 1): "west.orders"})
+    r.parts.positions[("orders", 1)] = -2  # not resolved yet
+    r.parts.source_ends = SourceEnds({TPX: 40, ("orders", 1): 0}, int(time.time() * 1000))
+    assert r.current_lag().total == 0, "caught up, by a read of the ends"
+    bound_ms = int(1000 * r.stuck_after_seconds())
+    now_ms = int(time.time() * 1000)
+
+    # A failed read of the source's ends: its lag is unknown at once (not the lag against the ends read before) ...
+    r.reach.failed(Cluster.SOURCE, now_ms, "KafkaException: timed out")
+    lag = r.current_lag()
+    assert lag.total is None and lag.seconds is None
+    assert [(p.end, p.lag) for p in lag.partitions] == [(None, None)] * 2
+    assert r.faults() == () and r.reported_state() is StatusState.RUNNING, "... a fault only after the stuck bound"
+
+    # ... and once its calls have failed for the stuck bound, every partition copied is unreachable, since the first
+    # failure; a later failure keeps that since, and a halted partition keeps its own fault.
+    since = now_ms - bound_ms - 1000
+    r.reach.answered(Cluster.SOURCE, int(time.time() * 1000))
+    r.reach.failed(Cluster.SOURCE, since, "KafkaException: timed out")
+    r.reach.failed(Cluster.SOURCE, now_ms, "KafkaException: connection refused")
+    r.publish_status()
+    record = clients.status.records[-1]
+    assert record.state is StatusState.DEGRADED and record.lag_total is None and record.lag_seconds is None
+    assert [(f.topic, f.partition, f.kind, f.offset, f.since) for f in record.faults] == [
+        ("orders", 0, FaultKind.SOURCE_UNREACHABLE, 40, since),
+        ("orders", 1, FaultKind.SOURCE_UNREACHABLE, None, since),
+    ]
+    reason = record.faults[0].reason or ""
+    assert "the source cluster west has not answered" in reason and "connection refused" in reason, reason
+    health = job_health(record.to_dict(), None, int(time.time() * 1000))
+    assert health.state == "degraded" and health.faults == record.faults and health.lag_total is None
+    r.metrics.observe(r, [])  # after each batch (the driver's step): the same faults
+    faults = _series(r, "mirror_partition_fault_since_seconds")
+    assert {dict(k)["kind"] for k in faults} == {"source-unreachable"} and len(faults) == 2, faults
+    assert _series(r, "mirror_partition_lag_records") == {}, "an unknown lag has no series, not 0"
+    halted = PartitionFault("orders", 1, FaultKind.TRUNCATED, "gone", 0, 1)
+    r.parts.halted[("orders", 1)] = halted
+    assert [(f.partition, f.kind) for f in r.faults()] == [(0, FaultKind.SOURCE_UNREACHABLE), (1, FaultKind.TRUNCATED)]
+    del r.parts.halted[("orders", 1)]
+
+    # The source answers: the fault clears and the lag is known again.
+    r.reach.answered(Cluster.SOURCE, int(time.time() * 1000))
+    r.publish_status()
+    record = clients.status.records[-1]
+    assert record.state is StatusState.RUNNING and record.faults == () and record.lag_total == 0
+    r.metrics.observe(r, [])
+    assert _series(r, "mirror_partition_fault_since_seconds") == {}
+
+
+def test_a_target_that_does_not_take_the_status_record_makes_its_partitions_unreachable():
+    clients = Clients(Sink(waiting=1), CheckpointEmitter(SPEC, source_admin=None, target_producer=None, environ={}))
+    r = reporter(clients=clients)
+    r.parts.source_ends = SourceEnds({TPX: 40}, int(time.time() * 1000))
+    r.publish_status()
+    ((cluster, (since, error)),) = r.reach.failing.items()
+    assert cluster is Cluster.TARGET and "not acknowledged" in error
+    assert r.current_lag().total == 0, "the source's ends still read: the lag is known"
+    r.reach.failing[Cluster.TARGET] = (since - int(1000 * r.stuck_after_seconds()), error)
+    (fault,) = r.faults()
+    assert fault.kind is FaultKind.TARGET_UNREACHABLE and "the target cluster east" in (fault.reason or "")
+    # A partition seen stuck (its source advances) stays stuck: the direct observation, with the last error.
+    stuck = PartitionFault("orders", 0, FaultKind.STUCK, "not moving", 40, 1)
+    r.stuck.stuck[TPX] = stuck
+    assert r.faults() == (stuck,)
+    clients.status.waiting = 0
+    r.stuck.stuck.clear()
+    r.publish_status()
+    assert r.reach.failing == {} and r.faults() == ()
