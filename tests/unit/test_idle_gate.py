@@ -138,11 +138,11 @@ def test_while_the_watch_hears_nothing_the_gate_reads_nothing():
 def test_the_gate_tells_whether_the_source_answers_and_an_untrusted_watch_stands_for_no_ends():
     g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
     g.work_waiting()  # a read of the ends (the recheck is due: a batch all the same)
-    assert clients.end_reader.reads == 1 and g.reach.answers(Cluster.SOURCE)
+    assert clients.ends.reads == 1 and g.reach.answers(Cluster.SOURCE)
     now_ms = int(time.time() * 1000)
     assert g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms)
     assert not g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms + 120_000), "answered, but too long ago"
-    clients.end_reader.down = True
+    clients.ends.down = True
     g.pacing.gate_recheck = 0.0
     assert g.work_waiting() is Work.RECORDS, "ends unknown: the batch finds out what is wrong"
     (since, error) = g.reach.failing[Cluster.SOURCE]
@@ -151,10 +151,10 @@ def test_the_gate_tells_whether_the_source_answers_and_an_untrusted_watch_stands
     g.pacing.gate_recheck = time.monotonic() + 60
     assert g.watch_hears_all([ORDERS])
     assert g.idle_source_ends(g.parts.plan.copy, g.parts.positions, 1_000, trust_watch=False) is None
-    clients.end_reader.down = False
+    clients.ends.down = False
     g.pacing.gate_recheck = 0.0
     g.work_waiting()
-    assert clients.end_reader.reads == 3 and g.reach.answers(Cluster.SOURCE), "answered: cleared"
+    assert clients.ends.reads == 3 and g.reach.answers(Cluster.SOURCE), "answered: cleared"
 
 
 def test_the_idle_wait_doubles_up_to_its_bound_and_a_stop_ends_it_for_good():
