@@ -339,8 +339,8 @@ class KafkaAdmin:
 
     def read_to_end(self, topic: str) -> list[Record]:
         """Every record of partition 0 of `topic` (the lease topic), read without writing anything: up to
-        the end-of-partition event, not the high watermark (Tansu reports the last batch's base offset + 1
-        there). [] when the topic does not exist."""
+        the end-of-partition event, not the high watermark (below the true end on Tansu: engine/ends.py). []
+        when the topic does not exist."""
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
         consumer = Consumer(reader_config(self._conf, "reconciler-reader"), logger=_log)

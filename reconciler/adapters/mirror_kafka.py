@@ -4,8 +4,8 @@ Kept thin so that `reconciler.mirror.mirror_client` stays pure: list topics, rea
 it, or its tail), describe a consumer group, read and commit its offsets.
 
 Reading "to the end" stops at the end-of-partition event of a fetch rather than at the high
-watermark from ListOffsets, because some brokers (Tansu) report the base offset of the last
-batch + 1 there, which would cut a read short (docs/brokers.md).
+watermark from ListOffsets, which some brokers list below the true end (Tansu: engine/ends.py explains it,
+docs/brokers.md), which would cut a read short.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ class MirrorKafka:
 
     # --- verify: one partition as digests, watermarks, an offset by time --------------------
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
-        """(low, high) of a partition (high is a hint: Tansu may answer the last batch's base offset + 1)."""
+        """(low, high) of a partition (high is a hint: below the true end on Tansu, engine/ends.py)."""
         consumer = self._consumer()
         try:
             return consumer.get_watermark_offsets(KafkaTopicPartition(topic, partition), timeout=self._timeout)

@@ -18,7 +18,7 @@ consumers start from `END_READER` too, `engine/clients.py`).
 Users: the status reader (`adapters/status_read.py`), the heartbeat and checkpoint reader
 (`adapters/mirror_kafka.py`), the Kafka admin's `read_to_end` (lease and applied records), the demo,
 and the replication job's offset-sync, checkpoint and end-offset reads (`engine/emitters.py`,
-`engine/offsets.py`).
+`engine/ends.py`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 #: What every consumer that reads partitions to their end needs.
 END_READER: dict[str, Any] = {
     "enable.auto.commit": False,
-    "enable.partition.eof": True,  # the end is an event (a high watermark is not trusted: Tansu answers a base offset)
+    "enable.partition.eof": True,  # the end is an event (a high watermark is not: see engine/ends.py on Tansu)
     "fetch.wait.max.ms": 50,  # an idle partition answers (its end) within this, not librdkafka's 500 ms
     # librdkafka's default (1,000 ms) stops fetching a partition for a whole second each time its local queue
     # holds queued.min.messages (100,000): a long read then crawls at ~200k records/s instead of ~900k

@@ -238,7 +238,7 @@ class ReplicationDriver:
             self.parts,
             pacing,
             self.progress,
-            lambda: self.connections.offsets,
+            lambda: self.connections,
             self._error,
             self._fail,
             self.log,

@@ -32,6 +32,7 @@ from reconciler.engine import clients
 from reconciler.engine.arrivals import ArrivalHub, ArrivalWatch, watch_config
 from reconciler.engine.delivery import DeliveryMode
 from reconciler.engine.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
+from reconciler.engine.ends import KafkaEndRequests, PartitionEnds
 from reconciler.engine.lag import LagPosition, SourceEndReader, SourceEnds
 from reconciler.engine.offsets import OffsetStore
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
@@ -50,7 +51,7 @@ class Connections:
     engine's, shared with its other flows of the same clusters (clients.py's `SharedClients`): `close` hands them
     back."""
 
-    source_admin: Any  # also the end reads' (the idle gate's and the lag side channel's ListOffsets)
+    source_admin: Any  # also the listed ends' (`ends`: the idle gate's and the lag side channel's ListOffsets)
     target_admin: Any
     topics: TopicManager
     source_producer: Any
@@ -60,7 +61,8 @@ class Connections:
     heartbeats: HeartbeatEmitter
     syncs: OffsetSyncWriter
     checkpoints: CheckpointEmitter
-    end_reader: SourceEndReader  # reads in its own thread: the shared source admin, `offsets`, a probe consumer
+    ends: PartitionEnds  # the source partitions' ends (engine/ends.py): the shared source admin, `offsets`' consumer
+    end_reader: SourceEndReader  # reads in its own thread: `ends`' listed ends, `offsets`, a probe consumer
     status: StatusPublisher
     arrivals: ArrivalWatch  # wakes the idle driver when a record arrives (a consumer in a thread of its own)
     shared: clients.SharedClients
@@ -89,7 +91,8 @@ class Connections:
         # own producer too).
         checkpoint_producer = shared.acquire(role.CHECKPOINTS, clients.producer_config(spec.target, spec, environ=env))
         checkpoints = CheckpointEmitter(spec, source_admin, checkpoint_producer, env)
-        end_reader = SourceEndReader(spec, source_admin, env, store=offsets)
+        ends = PartitionEnds(KafkaEndRequests(spec, source_admin, lambda: offsets.source_consumer, env))
+        end_reader = SourceEndReader(spec, ends, env, store=offsets)
         status = StatusPublisher(target_producer, spec.flow)
         watch = watch_config(spec, env)
         hub = shared.acquire(role.WATCH, watch, lambda: ArrivalHub(watch, spec.source.alias))
@@ -104,6 +107,7 @@ class Connections:
             heartbeats=heartbeats,
             syncs=syncs,
             checkpoints=checkpoints,
+            ends=ends,
             end_reader=end_reader,
             status=status,
             arrivals=ArrivalWatch(spec, wake, env, hub),

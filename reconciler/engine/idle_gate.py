@@ -38,9 +38,9 @@ class Work(enum.Enum):
 
 
 class EndOffsets(Protocol):
-    """Reads the source's end offsets (lag.py `SourceEndReader`)."""
+    """Lists the source's ends (engine/ends.py `PartitionEnds`)."""
 
-    def end_offsets(self, partitions: list[TP]) -> Mapping[TP, int]: ...
+    def listed_latest(self, partitions: list[TP]) -> Mapping[TP, int]: ...
 
 
 class Arrivals(Protocol):
@@ -53,7 +53,7 @@ class GateClients(Protocol):
     """What the gate reads of the driver's clients (driver_parts.py `Connections`)."""
 
     @property
-    def end_reader(self) -> EndOffsets: ...
+    def ends(self) -> EndOffsets: ...
 
     @property
     def arrivals(self) -> Arrivals: ...
@@ -89,9 +89,9 @@ class IdleGate:
         """What is there to copy? A Spark job is launched unless every partition is *caught up*: its last task
         ended at the end of the partition (end-of-partition seen, its position at the high watermark it saw), and
         the source's end offset (one ListOffsets request per leader) has not moved since the read taken before that
-        task. A moved end, not an end past the position, is the signal: Tansu answers ListOffsets with its last
-        batch's base offset + 1, below the true end, but any new batch moves it; a partition deleted and created
-        again moves it too. While the arrival watch hears nothing at every partition but the heartbeats'
+        task. A moved end, not an end past the position, is the signal: a listed end can be below the true end
+        (on Tansu: engine/ends.py), but any new batch moves it; a partition deleted and created again moves it too.
+        While the arrival watch hears nothing at every partition but the heartbeats'
         (`watch_hears_all`), nothing is read: those partitions are caught up as the watch knows them. An engine
         whose flows have nothing to copy costs no request and no Spark job; heartbeats alone are copied by the
         driver (`Work.HEARTBEATS`)."""
@@ -105,7 +105,7 @@ class IdleGate:
             return self._heartbeats_when_due(now, copy)
         at_ms = int(time.time() * 1000)
         try:
-            ends = dict(clients.end_reader.end_offsets(copy))
+            ends = dict(clients.ends.listed_latest(copy))
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
             self.reach.failed(Cluster.SOURCE, at_ms, f"{type(exc).__name__}: {exc}")

@@ -7,9 +7,9 @@ the end the driver read from the source itself (`SourceEnds`, read beside the ba
 that read, a job whose tasks do not end (Python workers stalled, paused or slow) would keep
 reporting the end its last task saw, i.e. lag 0 however far behind it falls.
 
-The read (I/O, `SourceEndReader`), run by the driver in a side channel of its own every half status
-interval (driver.py): one ListOffsets(latest, read_committed) request for every partition copied, so
-the end is the last stable offset; then, for the partitions that lag most (`PROBE_LIMIT`), the
+The read (I/O, `SourceEndReader`), run by the driver in a side channel of its own every half status interval
+(driver.py): the ends as the source lists them (`PartitionEnds.listed_latest`, engine/ends.py: one ListOffsets request
+for every partition copied; what that end is on each broker is said there); then, for the partitions that lag most (`PROBE_LIMIT`), the
 timestamp of the record at the job's position, the oldest record not replicated yet, read with a
 consumer of its own (one assign, one record each; once per position, which moves only when a batch
 ends). That is the one definition of lag in seconds (what `slo.max_lag_seconds` promises): the age, by its
@@ -33,6 +33,7 @@ from reconciler.contract.spec import JobSpec, job_group
 from reconciler.contract.status import PartitionLag
 from reconciler.engine import clients
 from reconciler.engine.delivery import mode_of
+from reconciler.engine.ends import PartitionEnds
 from reconciler.engine.offsets import OffsetStore, once
 from reconciler.engine.tasks import TP
 
@@ -40,11 +41,6 @@ log = logging.getLogger(__name__)
 
 #: A position not resolved yet: the partition's earliest offset (Kafka's OFFSET_BEGINNING).
 EARLIEST = -2
-
-#: How long the driver's loop waits for the ends it reads before a batch (`end_offsets` without a timeout: the idle
-#: gate, driver.py's `work_waiting`): a source broker that does not answer holds the loop this long, not the side
-#: channel's `timeout` (10 s a read); the gate then launches the batch, which finds out what is wrong.
-GATE_TIMEOUT_S = 3.0
 
 #: At most this many partitions (those with the largest lag) have their oldest record's timestamp read per round.
 PROBE_LIMIT = 20
@@ -215,15 +211,15 @@ def probe_targets(positions: Mapping[TP, int], ends: Mapping[TP, int], limit: in
 
 # --- I/O: the side channel's clients ----------------------------------------------------------------
 class SourceEndReader:
-    """Reads the source's end offsets (with `admin`, the source's admin client: the engine's, shared with its
-    other flows of that cluster; ListOffsets are futures, safe from any thread) and oldest-record timestamps with
-    consumers of its own (it runs in its own thread; the OffsetStore's consumer belongs to the driver's loop).
-    The idle gate (driver.py's `work_waiting`) and the lag side channel both read the ends through it."""
+    """The lag side channel's read: the source's listed ends (`ends`, the flow's `PartitionEnds`: ListOffsets
+    through the engine's shared source admin, safe from any thread), the job's committed positions and
+    oldest-record timestamps with a consumer of its own (it runs in its own thread; the OffsetStore's consumer
+    belongs to the driver's loop)."""
 
     def __init__(
         self,
         spec: JobSpec,
-        admin: Any,
+        ends: PartitionEnds,
         environ: Mapping[str, str] | None = None,
         timeout: float = 10.0,
         store: OffsetStore | None = None,
@@ -231,7 +227,7 @@ class SourceEndReader:
         self.spec = spec
         self.environ = environ
         self.timeout = timeout
-        self._admin = admin
+        self.ends = ends
         self._consumer: Any = None  # made on first use (only when something lags)
         # The job's committed positions: the driver's OffsetStore (its reads of committed offsets are safe from
         # this thread too), or one of its own made on first use.
@@ -262,9 +258,9 @@ class SourceEndReader:
         at a partition's position is kept, not read again (the record there does not change)."""
         read_at = int(time.time() * 1000)
         committed = self.committed(copy) if copy else {}
-        ends = self.end_offsets(copy, timeout=self.timeout)
+        ends = self.ends.listed_latest(copy, timeout=self.timeout)
         fresh = [tp for tp, pos in positions.items() if pos == EARLIEST and tp in committed]
-        starts = self.end_offsets(fresh, earliest=True, timeout=self.timeout) if fresh else {}
+        starts = self.ends.listed_earliest(fresh, timeout=self.timeout) if fresh else {}
         merged = {tp: max(e, seen_ends.get(tp, e)) for tp, e in ends.items()}
         targets = probe_targets(latest_positions(positions, committed), {**seen_ends, **merged})
         kept = {tp: o for tp, o in (known or {}).items() if targets.get(tp) == o.at}
@@ -285,41 +281,6 @@ class SourceEndReader:
             log.info("cannot read the job's committed positions: %s", exc)
             return {}
         return {tp: pos for tp, (pos, _slot) in loaded.items() if pos is not None and pos >= 0}
-
-    def end_offsets(
-        self, partitions: Iterable[TP], earliest: bool = False, timeout: float = GATE_TIMEOUT_S
-    ) -> dict[TP, int]:
-        """One ListOffsets(latest) request (per leader), read_committed: the last stable offset of each partition
-        (earliest: the log start offset instead), waited for `timeout` seconds in all.
-
-        Tansu answers it with the base offset of the partition's last batch + 1, which can be below the true
-        end: lag = max(0, end - next) then reads low, by less than one producer batch, and never negative."""
-        from confluent_kafka import IsolationLevel, TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
-        which = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
-        wanted = {TopicPartition(t, p): which for t, p in sorted(set(partitions))}
-        if not wanted:
-            return {}
-        futures = self._admin.list_offsets(
-            wanted, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout
-        )
-        deadline = time.monotonic() + timeout
-        out: dict[TP, int] = {}
-        failed: list[str] = []
-        for tp, future in futures.items():
-            try:
-                offset = future.result(timeout=max(0.1, deadline - time.monotonic())).offset
-            except Exception as exc:  # noqa: BLE001 - e.g. a topic deleted since the last refresh
-                failed.append(f"{tp.topic}[{tp.partition}]: {exc}")
-                continue
-            if offset >= 0:
-                out[(tp.topic, tp.partition)] = offset
-        if failed and not out:
-            raise RuntimeError(f"cannot read the source's end offsets: {failed[0]}")
-        for f in failed:
-            log.info("cannot read the end offset of %s", f)
-        return out
 
     def oldest_records(self, positions: Mapping[TP, int], timeout: float = 2.0) -> dict[TP, OldestRecord]:
         """The timestamp of the first record at or after each position (one record each, `timeout` in all).

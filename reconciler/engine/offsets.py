@@ -21,8 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reconciler.adapters.read_to_end import read_to_end
-from reconciler.contract.spec import JobSpec, job_group, transactional_id
+from reconciler.contract.spec import JobSpec, transactional_id
 from reconciler.engine import clients
 from reconciler.engine.tasks import TP
 
@@ -77,6 +76,12 @@ class OffsetStore:
         self.mode = mode
         self._source = Consumer(clients.consumer_config(spec.source, spec, environ=environ))
         self._target: Any = None  # made on first use (exactly-once only)
+
+    @property
+    def source_consumer(self) -> Any:
+        """The job's consumer on the source (its group's committed offsets; `PartitionEnds.watermarks` asks the
+        source's watermarks through it too, engine/ends.py)."""
+        return self._source
 
     def close(self) -> None:
         for c in (self._source, self._target):
@@ -150,34 +155,6 @@ class OffsetStore:
         tps = [TopicPartition(t, p, o) for (t, p), o in positions.items() if o >= 0]
         if tps:
             _retry("commit source offsets", lambda: self._source.commit(offsets=tps, asynchronous=False))
-
-    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
-        from confluent_kafka import TopicPartition
-
-        return self._source.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-
-    def end_offset(self, topic: str, partition: int, timeout: float = 5.0) -> int | None:
-        """The true end of a partition, read to end-of-partition from just before the reported end.
-
-        Needed on brokers whose ListOffsets(latest) is below the end (Tansu reports the base offset
-        of the last batch + 1)."""
-        from confluent_kafka import Consumer, TopicPartition
-
-        low, high = self.watermarks(topic, partition)
-        probe = Consumer(clients.consumer_config(self.spec.source, self.spec, group=job_group(self.spec) + ".probe"))
-        end = [high]
-        try:
-            probe.assign([TopicPartition(topic, partition, max(low, high - 1))])
-            pending = read_to_end(
-                probe,
-                timeout,
-                lambda m: end.append(m.offset() + 1),
-                partitions=[(topic, partition)],
-                on_eof=lambda m: end.append(m.offset()),
-            )
-            return None if pending else max(end)
-        finally:
-            probe.close()
 
 
 def fence(spec: JobSpec, slots: Iterable[int], environ: Mapping[str, str] | None = None) -> None:

@@ -28,21 +28,35 @@ log = logging.getLogger(__name__)
 LOSS_KINDS = frozenset({FaultKind.OUT_OF_RANGE, FaultKind.TRUNCATED, FaultKind.LOST_TAIL, FaultKind.RECREATED})
 
 
-class SourceOffsets(Protocol):
-    """What the loss handler reads and commits on the source (offsets.py `OffsetStore`)."""
+class SourceLog(Protocol):
+    """What the loss handler reads of the source's log (engine/ends.py `PartitionEnds`)."""
 
-    def watermarks(self, topic: str, partition: int) -> tuple[int, int]: ...
+    def watermarks(self, tp: TP) -> tuple[int, int]: ...
 
-    def end_offset(self, topic: str, partition: int) -> int | None: ...
+    def true_end(self, tp: TP) -> int | None: ...
+
+
+class Commits(Protocol):
+    """Where the loss handler commits a position it moved (offsets.py `OffsetStore`)."""
 
     def commit(self, positions: Mapping[TP, int]) -> None: ...
+
+
+class FaultClients(Protocol):
+    """What the loss handler uses of the driver's clients (driver_parts.py `Connections`)."""
+
+    @property
+    def ends(self) -> SourceLog: ...
+
+    @property
+    def offsets(self) -> Commits: ...
 
 
 class SourceFaults:
     """A flow's handling of data lost at the source and of records the target refuses. It is given the flow's spec
     (a getter: its `offset_reset` applies as reloaded), the partitions it moves or halts, the idle gate's pacing (a
-    partition it touches is no longer caught up), the progress it reports to, the source's offsets (a getter: the
-    clients open at start), `error` (count and log an error) and `fail` (`offset_reset: fail`: the job stops)."""
+    partition it touches is no longer caught up), the progress it reports to, the driver's clients (a getter: they
+    open at start; the source's ends and the job's positions), `error` (count and log an error) and `fail` (`offset_reset: fail`: the job stops)."""
 
     def __init__(
         self,
@@ -50,13 +64,13 @@ class SourceFaults:
         parts: Partitions,
         pacing: Pacing,
         progress: Progress,
-        offsets: Callable[[], SourceOffsets],
+        clients: Callable[[], FaultClients],
         error: Callable[[str], None],
         fail: Callable[[], None],
         log: logging.Logger | logging.LoggerAdapter[logging.Logger] = log,
     ):
         self._spec, self.parts, self.pacing, self.progress = spec, parts, pacing, progress
-        self._offsets, self._error, self._fail, self.log = offsets, error, fail, log
+        self._clients, self._error, self._fail, self.log = clients, error, fail, log
 
     @property
     def offset_reset(self) -> OffsetReset:
@@ -64,10 +78,11 @@ class SourceFaults:
 
     def check_position(self, tp: TP, position: int) -> None:
         """A partition that answered neither records nor end-of-partition (Tansu answers a fetch outside the log
-        with nothing at all): is the position valid?"""
+        with nothing at all): is the position valid? Below the log start it is not; past the high watermark it is
+        checked against the true end (engine/ends.py: on Tansu the high watermark is below it)."""
         try:
-            offsets = self._offsets()
-            low, high = offsets.watermarks(*tp)
+            ends = self._clients().ends
+            low, high = ends.watermarks(tp)
             if position < low:
                 self.out_of_range(
                     tp, position, f"offset {position} is below the log start {low} (truncated)", low, high
@@ -75,7 +90,7 @@ class SourceFaults:
                 return
             if position <= high:
                 return
-            end = offsets.end_offset(*tp)
+            end = ends.true_end(tp)
             if end is not None and position > end:
                 self.out_of_range(
                     tp, position, f"offset {position} is past the log end {end} (records lost, or recreated)", low, end
@@ -136,7 +151,7 @@ class SourceFaults:
         tail_seen_lost = kind is FaultKind.LOST_TAIL  # told by the caller: the end moved back between two reads
         if low is None or high is None:
             try:
-                w_low, w_high = self._offsets().watermarks(*tp)
+                w_low, w_high = self._clients().ends.watermarks(tp)
                 low = w_low if low is None else low
                 high = w_high if high is None else high
             except Exception:  # noqa: BLE001
@@ -162,7 +177,7 @@ class SourceFaults:
             return
         self.parts.positions[tp] = to
         self.parts.sync_states.pop(tp, None)
-        self._offsets().commit({tp: to})  # at-least-once; exactly-once commits inside transactions
+        self._clients().offsets.commit({tp: to})  # at-least-once; exactly-once commits inside transactions
 
     def report_loss(
         self, tp: TP, position: int, reason: str, low: int | None, high: int | None, kind: FaultKind, action: str

@@ -3,8 +3,8 @@
 The driver plans one task per slot each micro-batch: a list of source partitions with the offset
 to start from. The worker reads each partition from its start offset until it is caught up (the
 consumer reports end-of-partition), or until the per-partition record budget or the batch time
-budget is spent. It does not trust a high watermark as an end bound (Tansu's ListOffsets answers
-the base offset of the last batch + 1, which would strand the tail of an idle partition).
+budget is spent. It does not trust a high watermark as an end bound (on Tansu it is below the true end, which
+would strand the tail of an idle partition: engine/ends.py).
 
 Every record is written to the same partition of the remote topic with its key, value, headers
 and timestamp. Then:

@@ -484,20 +484,20 @@ def test_a_pause_in_a_stream_does_not_end_the_task(fresh_clusters):
         driver.close()
 
 
-class CountingEndReader:
-    """The driver's SourceEndReader, counting its reads of the source's ends (the gate's and the lag side
-    channel's); everything else goes to the real one."""
+class CountingEnds:
+    """The driver's PartitionEnds (engine/ends.py), counting its ListOffsets reads of the source's ends (the gate's
+    and the lag side channel's); everything else goes to the real one."""
 
     def __init__(self, real) -> None:
         self.real, self.reads = real, 0
 
-    def end_offsets(self, tps):
+    def listed_latest(self, *args, **kwargs):
         self.reads += 1
-        return self.real.end_offsets(tps)
+        return self.real.listed_latest(*args, **kwargs)
 
-    def read(self, *args, **kwargs):
+    def listed_earliest(self, *args, **kwargs):
         self.reads += 1
-        return self.real.read(*args, **kwargs)
+        return self.real.listed_earliest(*args, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self.real, name)
@@ -522,8 +522,8 @@ def test_while_the_arrival_watch_hears_nothing_the_source_is_not_read(fresh_clus
             driver.step()
             time.sleep(0.1)
         assert driver.gate.watch_hears_all(calm), "the watch listens at the idle flow's partitions"
-        reader = CountingEndReader(driver.connections.end_reader)
-        driver.connections.end_reader = reader
+        reader = CountingEnds(driver.connections.ends)
+        driver.connections.ends = driver.connections.end_reader.ends = reader  # type: ignore[assignment]
         launched, heartbeats = executor.batches, count_topic(target.bootstrap, "west.heartbeats", 1)
         end = time.monotonic() + 3.5  # three heartbeats arrive on the source meanwhile
         while time.monotonic() < end:

@@ -75,10 +75,10 @@ class Offsets:
     def commit(self, positions) -> None:
         self.commits.append(dict(positions))
 
-    def watermarks(self, topic, partition):
+    def watermarks(self, tp):
         return 100, 200
 
-    def end_offset(self, topic, partition):
+    def true_end(self, tp):
         return 200
 
 
@@ -87,10 +87,14 @@ class Clients:
     syncs: Syncs = field(default_factory=Syncs)
     offsets: Offsets = field(default_factory=Offsets)
 
+    @property
+    def ends(self) -> Offsets:
+        return self.offsets
+
 
 def absorber(spec=SPEC):
     parts, pacing, progress, clients, errors = partitions(), Pacing(ends_before={A0: 5}), Progress(), Clients(), []
-    faults = SourceFaults(lambda: spec, parts, pacing, progress, lambda: clients.offsets, errors.append, lambda: None)
+    faults = SourceFaults(lambda: spec, parts, pacing, progress, lambda: clients, errors.append, lambda: None)
     a = Absorber(lambda: spec, lambda: mode_of(spec), parts, pacing, progress, faults, lambda: clients, errors.append)
     return a, clients, errors
 

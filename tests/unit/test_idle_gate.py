@@ -26,7 +26,7 @@ class Ends:
     reads: int = 0
     down: bool = False  # the source does not answer
 
-    def end_offsets(self, partitions: list[TP]) -> dict[TP, int]:
+    def listed_latest(self, partitions: list[TP]) -> dict[TP, int]:
         self.reads += 1
         if self.down:
             raise RuntimeError("cannot read the source's end offsets: timed out")
@@ -45,7 +45,7 @@ class Watch:
 
 @dataclass
 class Clients:
-    end_reader: Ends
+    ends: Ends
     arrivals: Watch
 
 
@@ -69,7 +69,7 @@ def test_records_wait_until_every_partition_is_caught_up_at_the_end_read_before_
     assert g.pacing.ends_before == {ORDERS: 10} and g.pacing.gate_recheck > time.monotonic()
     g.pacing.caught_up[ORDERS] = 10  # its task ended at that end
     assert g.work_waiting() is Work.NONE, "caught up, and the end has not moved: no Spark job"
-    clients.end_reader.ends[ORDERS] = 11  # a record arrived, and the arrival watch heard it
+    clients.ends.ends[ORDERS] = 11  # a record arrived, and the arrival watch heard it
     clients.arrivals.heard = True
     assert g.work_waiting() is Work.RECORDS
 
@@ -84,7 +84,7 @@ def test_a_caught_up_flow_still_runs_a_batch_once_a_recheck_interval():
 
 def test_an_end_that_moved_back_is_handed_to_the_loss_handler():
     g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10}, ends_before={ORDERS: 10})
-    clients.end_reader.ends[ORDERS] = 6
+    clients.ends.ends[ORDERS] = 6
     g.work_waiting()
     assert g.pacing.moved_back == {ORDERS: (10, 6)}
 
@@ -95,7 +95,7 @@ def test_an_unreadable_end_means_a_batch():
     def fail(partitions):
         raise RuntimeError("broker down")
 
-    clients.end_reader.end_offsets = fail  # type: ignore[method-assign]
+    clients.ends.listed_latest = fail  # type: ignore[method-assign]
     assert g.work_waiting() is Work.RECORDS and g.pacing.ends_before == {}
 
 
@@ -126,23 +126,23 @@ def test_the_watch_listens_at_caught_up_partitions_but_the_heartbeats_and_the_ha
 def test_while_the_watch_hears_nothing_the_gate_reads_nothing():
     g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
     g.pacing.gate_recheck = time.monotonic() + 60
-    assert g.work_waiting() is Work.NONE and clients.end_reader.reads == 0
+    assert g.work_waiting() is Work.NONE and clients.ends.reads == 0
     ends = g.idle_source_ends(g.parts.plan.copy, g.parts.positions, max_age_ms=1_000)
     assert ends is not None and dict(ends.ends) == {ORDERS: 10}
     clients.arrivals.heard = True  # the watch heard something: the gate reads the ends (unmoved here: no batch)
-    assert g.work_waiting() is Work.NONE and clients.end_reader.reads == 1
-    clients.end_reader.ends[ORDERS] = 12
-    assert g.work_waiting() is Work.RECORDS and clients.end_reader.reads == 2
+    assert g.work_waiting() is Work.NONE and clients.ends.reads == 1
+    clients.ends.ends[ORDERS] = 12
+    assert g.work_waiting() is Work.RECORDS and clients.ends.reads == 2
 
 
 def test_the_gate_tells_whether_the_source_answers_and_an_untrusted_watch_stands_for_no_ends():
     g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
     g.work_waiting()  # a read of the ends (the recheck is due: a batch all the same)
-    assert clients.end_reader.reads == 1 and g.reach.answers(Cluster.SOURCE)
+    assert clients.ends.reads == 1 and g.reach.answers(Cluster.SOURCE)
     now_ms = int(time.time() * 1000)
     assert g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms)
     assert not g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms + 120_000), "answered, but too long ago"
-    clients.end_reader.down = True
+    clients.ends.down = True
     g.pacing.gate_recheck = 0.0
     assert g.work_waiting() is Work.RECORDS, "ends unknown: the batch finds out what is wrong"
     (since, error) = g.reach.failing[Cluster.SOURCE]
@@ -151,10 +151,10 @@ def test_the_gate_tells_whether_the_source_answers_and_an_untrusted_watch_stands
     g.pacing.gate_recheck = time.monotonic() + 60
     assert g.watch_hears_all([ORDERS])
     assert g.idle_source_ends(g.parts.plan.copy, g.parts.positions, 1_000, trust_watch=False) is None
-    clients.end_reader.down = False
+    clients.ends.down = False
     g.pacing.gate_recheck = 0.0
     g.work_waiting()
-    assert clients.end_reader.reads == 3 and g.reach.answers(Cluster.SOURCE), "answered: cleared"
+    assert clients.ends.reads == 3 and g.reach.answers(Cluster.SOURCE), "answered: cleared"
 
 
 def test_the_idle_wait_doubles_up_to_its_bound_and_a_stop_ends_it_for_good():

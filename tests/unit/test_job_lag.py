@@ -4,6 +4,7 @@ task saw when it ended; lag in seconds from the oldest unreplicated record's tim
 from __future__ import annotations
 
 from reconciler.contract.status import PartitionLag
+from reconciler.engine.ends import PartitionEnds
 from reconciler.engine.lag import (
     JobLag,
     LagPosition,
@@ -16,6 +17,7 @@ from reconciler.engine.lag import (
     partition_lag,
     probe_targets,
 )
+from tests.ends_helpers import FakeEndRequests
 
 COPY = {("orders", 0): "west.orders", ("orders", 1): "west.orders"}
 NOW = 1_700_000_100_000
@@ -89,14 +91,12 @@ class Reader(SourceEndReader):
     """The side channel's reader with its two reads answered from dicts (no clients)."""
 
     def __init__(self, ends, stamps, committed=None):
-        self.ends, self.stamps, self.probed, self.commits = ends, stamps, [], committed or {}
+        self.stamps, self.probed, self.commits = stamps, [], committed or {}
+        self.ends = PartitionEnds(FakeEndRequests(latest=ends, earliest={tp: 0 for tp in ends}))
         self.timeout = 10.0
 
     def committed(self, copy):
         return {tp: pos for tp, pos in self.commits.items() if tp in copy}
-
-    def end_offsets(self, partitions, earliest=False, timeout=3.0):
-        return {tp: 0 if earliest else self.ends[tp] for tp in partitions if tp in self.ends}
 
     def oldest_records(self, positions, timeout=2.0):
         self.probed.append(dict(positions))

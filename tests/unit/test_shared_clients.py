@@ -72,7 +72,10 @@ def test_an_engine_of_three_flows_opens_one_client_per_cluster_and_role():
             assert len({id(getattr(c, role)) for c in conns}) == 1, role
         assert conns[0].target_producer is not conns[0].checkpoint_producer
         # The end reads (idle gate, lag) go through the shared source admin, not an admin of their own.
-        assert all(c.end_reader._admin is c.source_admin for c in conns)
+        assert all(c.ends.requests.admin is c.source_admin for c in conns)  # type: ignore[attr-defined]
+        # the watermarks through the flow's OffsetStore consumer, not a consumer of their own
+        assert all(c.ends.requests.consumer() is c.offsets.source_consumer for c in conns)  # type: ignore[attr-defined]
+        assert all(c.end_reader.ends is c.ends for c in conns)
         # and the lag's reads of committed positions through the flow's OffsetStore, not a consumer of their own
         assert all(c.end_reader._store is c.offsets for c in conns)
         assert conns[0].status.producer is conns[2].target_producer

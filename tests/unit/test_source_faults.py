@@ -1,5 +1,5 @@
 """The loss handler's policy outcomes (engine/source_faults.py `SourceFaults`), without brokers: the source's
-offsets are a fake behind `SourceOffsets`. Each `offset_reset` on a position past the log, below it, or a tail the
+ends and offsets are a fake behind `FaultClients`. Each `offset_reset` on a position past the log, below it, or a tail the
 job saw lost; a recreated topic; an end moved back; a refused record; and what a reloaded policy releases. The pure
 rules are tests/unit/test_source_loss.py's; the handler through real brokers is tests/integration/test_cluster_faults.py's."""
 
@@ -27,14 +27,22 @@ class Offsets:
     end: int | None = 200
     commits: list[dict[TP, int]] = field(default_factory=list)
 
-    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+    def watermarks(self, tp: TP) -> tuple[int, int]:
         return self.low, self.high
 
-    def end_offset(self, topic: str, partition: int) -> int | None:
+    def true_end(self, tp: TP) -> int | None:
         return self.end
 
     def commit(self, positions) -> None:
         self.commits.append(dict(positions))
+
+
+@dataclass
+class Clients:
+    """The driver's clients as the handler sees them: the source's ends and the job's positions (one fake)."""
+
+    ends: Offsets
+    offsets: Offsets
 
 
 @dataclass
@@ -55,7 +63,7 @@ def handler(offset_reset: str = "resume", position: int = 50, **spec) -> Handler
         parts,
         Pacing(caught_up={TPX: 1}),
         Progress(),
-        lambda: offsets,
+        lambda: Clients(offsets, offsets),
         errors.append,
         lambda: failed.append(True),
     )

@@ -1,0 +1,173 @@
+"""The ends of a flow's source partitions: one reader (`PartitionEnds`) whose methods name the end they return.
+
+A partition's "end" is three different numbers, and which one a caller gets is its method's name:
+
+    listed_latest(tps)    ListOffsets(latest, read_committed) through the source admin: the end as the broker lists
+                          it (the last stable offset on Apache Kafka and noida-db)
+    listed_earliest(tps)  ListOffsets(earliest): the log start offset
+    watermarks(tp)        (low, high) through the job's source consumer (librdkafka's query_watermark_offsets, asked
+                          of the broker each time, never its cache)
+    true_end(tp)          read to end-of-partition from just before the listed end: the offset the next record
+                          produced will get
+
+The Tansu quirk, explained here once (every other place in the code points here): Tansu answers ListOffsets(latest),
+and so the high watermark, with the base offset of the partition's LAST BATCH + 1, not the offset after its last
+record. Twenty records produced as two batches of ten list as 11 on Tansu and as 20 on Apache Kafka and noida-db
+(docs/brokers.md; `tests/integration/test_partition_ends.py` shows each method's answer on both). So on Tansu:
+`listed_latest` and `watermarks`' high are below the true end by less than one producer batch (lag read from them
+reads low by that much, never negative), and they move whenever a batch is added (the idle gate's signal is a moved
+end for that reason, not an end past the position); only `true_end` is the end on every broker, at the cost of a
+consumer and a fetch. The worker's copy loop (engine/worker.py) never takes a listed end as a bound either: it reads
+to end-of-partition, and its cached high watermark (`get_watermark_offsets(cached=True)`, the fetch responses') is
+only what it reports.
+
+The requests themselves are behind a small protocol (`EndRequests`; `KafkaEndRequests` is the real one, built on
+the flow's shared source admin and its OffsetStore's consumer: no client of its own but the short-lived probe of
+`true_end`), so the rules above (partial failures, negative answers, where the read to the end starts) are tested
+without a broker.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from reconciler.adapters.read_to_end import read_to_end
+from reconciler.contract.spec import JobSpec, job_group
+from reconciler.engine import clients
+from reconciler.engine.tasks import TP
+
+log = logging.getLogger(__name__)
+
+#: How long the driver's loop waits for the ends it lists before a batch (`listed_latest`'s default: the idle gate,
+#: idle_gate.py's `work_waiting`): a source broker that does not answer holds the loop this long, not the lag side
+#: channel's timeout (10 s a read); the gate then launches the batch, which finds out what is wrong.
+GATE_TIMEOUT_S = 3.0
+
+#: How long a `watermarks` read waits for the broker.
+WATERMARKS_TIMEOUT_S = 10.0
+
+
+class EndRequests(Protocol):
+    """The broker requests behind `PartitionEnds` (`KafkaEndRequests`, or a test's fake)."""
+
+    def list_offsets(self, partitions: Sequence[TP], earliest: bool, timeout: float) -> Mapping[TP, int | Exception]:
+        """One ListOffsets(latest, or earliest) request per leader, read_committed: each partition's answer, or the
+        error it got, within `timeout` seconds in all."""
+        ...
+
+    def watermarks(self, tp: TP, timeout: float) -> tuple[int, int]:
+        """(low, high) of a partition, asked of the broker."""
+        ...
+
+    def read_end(self, tp: TP, start: int, timeout: float) -> int | None:
+        """Read the partition from `start` to end-of-partition: the offset after the last record read, or the
+        end-of-partition event's offset (past any transaction marker), the larger; None: no end within `timeout`."""
+        ...
+
+
+class PartitionEnds:
+    """The source partitions' ends, each method named by the end it returns (see the module's docstring for what
+    each means on Tansu and on Apache Kafka / noida-db). `listed_*` are safe from any thread (the admin's futures);
+    `watermarks` and `true_end` use the driver's consumer and belong to the driver's loop."""
+
+    def __init__(self, requests: EndRequests):
+        self.requests = requests
+
+    def listed_latest(self, partitions: Iterable[TP], timeout: float = GATE_TIMEOUT_S) -> dict[TP, int]:
+        """ListOffsets(latest, read_committed), one request per leader, `timeout` seconds in all: the last stable
+        offset on Apache Kafka and noida-db; on Tansu its last batch's base offset + 1, below the true end by less
+        than a batch, moved by every new batch. A partition that failed is left out (logged); all failed: raises."""
+        return self._listed(partitions, False, timeout)
+
+    def listed_earliest(self, partitions: Iterable[TP], timeout: float = GATE_TIMEOUT_S) -> dict[TP, int]:
+        """ListOffsets(earliest), as `listed_latest`: the log start offset (the same on every broker)."""
+        return self._listed(partitions, True, timeout)
+
+    def watermarks(self, tp: TP) -> tuple[int, int]:
+        """(low, high) asked of the broker through the consumer (two ListOffsets requests, not librdkafka's cache):
+        low is the log start; high the last stable offset on Apache Kafka and noida-db, on Tansu the last batch's
+        base offset + 1 (as `listed_latest`)."""
+        return self.requests.watermarks(tp, WATERMARKS_TIMEOUT_S)
+
+    def true_end(self, tp: TP, timeout: float = 5.0) -> int | None:
+        """The offset the next record produced will get, on every broker: `watermarks`, then a read from just
+        before the high watermark to end-of-partition (on Tansu the high watermark is inside the last batch).
+        None: the end was not reached within `timeout`."""
+        low, high = self.watermarks(tp)
+        end = self.requests.read_end(tp, max(low, high - 1), timeout)
+        return None if end is None else max(high, end)
+
+    def _listed(self, partitions: Iterable[TP], earliest: bool, timeout: float) -> dict[TP, int]:
+        wanted = sorted(set(partitions))
+        if not wanted:
+            return {}
+        out: dict[TP, int] = {}
+        failed: list[str] = []
+        for tp, answer in self.requests.list_offsets(wanted, earliest, timeout).items():
+            if isinstance(answer, Exception):
+                failed.append(f"{tp[0]}[{tp[1]}]: {answer}")
+            elif answer >= 0:
+                out[tp] = answer
+        if failed and not out:
+            raise RuntimeError(f"cannot read the source's end offsets: {failed[0]}")
+        for f in failed:
+            log.info("cannot read the end offset of %s", f)
+        return out
+
+
+class KafkaEndRequests:
+    """`EndRequests` over confluent_kafka: ListOffsets through `admin` (the engine's shared source admin), the
+    watermarks through `consumer()` (the flow's OffsetStore's source consumer), the read to the end with a probe
+    consumer made for each read (group: the job's + ".probe"; it assigns, never joins nor commits)."""
+
+    def __init__(
+        self, spec: JobSpec, admin: Any, consumer: Callable[[], Any], environ: Mapping[str, str] | None = None
+    ):
+        self.spec, self.admin, self.consumer, self.environ = spec, admin, consumer, environ
+
+    def list_offsets(self, partitions: Sequence[TP], earliest: bool, timeout: float) -> dict[TP, int | Exception]:
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        which = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
+        futures = self.admin.list_offsets(
+            {TopicPartition(t, p): which for t, p in partitions},
+            isolation_level=IsolationLevel.READ_COMMITTED,
+            request_timeout=timeout,
+        )
+        deadline = time.monotonic() + timeout
+        out: dict[TP, int | Exception] = {}
+        for tp, future in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = future.result(timeout=max(0.1, deadline - time.monotonic())).offset
+            except Exception as exc:  # noqa: BLE001 - e.g. a topic deleted since the last refresh
+                out[(tp.topic, tp.partition)] = exc
+        return out
+
+    def watermarks(self, tp: TP, timeout: float) -> tuple[int, int]:
+        from confluent_kafka import TopicPartition
+
+        return self.consumer().get_watermark_offsets(TopicPartition(*tp), timeout=timeout)
+
+    def read_end(self, tp: TP, start: int, timeout: float) -> int | None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        group = job_group(self.spec) + ".probe"
+        config = clients.consumer_config(self.spec.source, self.spec, group=group, environ=self.environ)
+        probe = Consumer(config)
+        end = [start]
+        try:
+            probe.assign([TopicPartition(tp[0], tp[1], start)])
+            pending = read_to_end(
+                probe,
+                timeout,
+                lambda m: end.append(m.offset() + 1),
+                partitions=[tp],
+                on_eof=lambda m: end.append(m.offset()),
+            )
+            return None if pending else max(end)
+        finally:
+            probe.close()
