@@ -11,6 +11,7 @@ itself), 4 superseded by a newer instance of the flow.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
 import signal
@@ -127,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         "`auto` meaning -1, else off)",
     )
     args = ap.parse_args(argv)
+    # `kill -USR1 <driver pid>` (runtime.json's pid) writes every thread's Python stack to the job's log: what a job
+    # that copies nothing and logs nothing is waiting for.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     watch_parent(_orphaned)
     return run_engine(args) if args.engine_dir else run_flow(args)
 

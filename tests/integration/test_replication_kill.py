@@ -4,10 +4,15 @@ nothing lost or duplicated for a read_committed consumer (exactly-once)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from reconciler.contract.engine import read_runtime
 from reconciler.contract.spec import job_group
 from reconciler.deployers.process import LocalJob
 from reconciler.dev.brokers import Engine
@@ -129,6 +134,15 @@ def test_exactly_once_survives_sigkill(fresh_clusters, tmp_path):
         assert aborted == list(range(upstream, upstream + len(aborted))), f"partition {p}: aborted block {aborted[:5]}"
 
 
+def _thread_dump(job: LocalJob, job_dir: Path) -> str:
+    """The Python stacks of the job's driver (jobs/mirror_job.py dumps them on SIGUSR1), from its log."""
+    pid = read_runtime(job_dir).get("pid")
+    if isinstance(pid, int) and job.alive():
+        os.kill(pid, signal.SIGUSR1)
+        time.sleep(2)
+    return job.log_tail(200)
+
+
 @pytest.mark.noida
 def test_exactly_once_killed_again_and_again_copies_each_record_once_on_noida(noida_clusters, tmp_path):
     """What Tansu cannot show (it shows aborted transactions to read_committed readers): on noida-db, which hides
@@ -157,7 +171,10 @@ def test_exactly_once_killed_again_and_again_copies_each_record_once_on_noida(no
     for i in range(kills):
         job = LocalJob.start(spec, tmp_path / f"run-{i}", env=env)
         try:
-            wait_for(lambda j=job: copied(j) >= 2_000 or not j.alive(), 120, what=f"records copied by run {i}")
+            try:
+                wait_for(lambda j=job: copied(j) >= 2_000 or not j.alive(), 120, what=f"records copied by run {i}")
+            except AssertionError as exc:  # what the job waits for: its threads' stacks, in its log (SIGUSR1)
+                raise AssertionError(f"{exc}\n{_thread_dump(job, tmp_path / f'run-{i}')}") from None
             assert job.alive(), job.log_tail()
         finally:
             job.kill()
