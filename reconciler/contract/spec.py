@@ -366,10 +366,17 @@ class JobSpec:
         return path
 
     def spec_hash(self) -> str:
-        d = self.to_dict()
-        d.pop("git_revision", None)
-        canonical = json.dumps(d, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        """The hash of the spec's canonical JSON (git_revision aside). Computed once per spec (issue 39: the
+        running job asks for it at every step and status): a JobSpec is frozen, so the value kept on the instance
+        (outside its fields: not compared, not copied by `with_`) never goes stale."""
+        cached: str | None = self.__dict__.get("_spec_hash")
+        if cached is None:
+            d = self.to_dict()
+            d.pop("git_revision", None)
+            canonical = json.dumps(d, sort_keys=True, separators=(",", ":"))
+            cached = hashlib.sha256(canonical.encode()).hexdigest()
+            object.__setattr__(self, "_spec_hash", cached)
+        return cached
 
     # --- hot reload ---------------------------------------------------------------------
     def leaves(self) -> dict[str, Any]:
@@ -411,6 +418,37 @@ class JobSpec:
 
     def with_engine(self, **changes: Any) -> JobSpec:
         return replace(self, engine=replace(self.engine, **changes))
+
+
+@dataclass
+class SpecFile:
+    """A running job's spec file, parsed again only when it changed (issue 39: a flow re-read and parsed it at every
+    refresh interval). `read()` loads it; `changed()` loads it if the file's identity (inode, mtime_ns, size) differs
+    from the last load's, else returns None. `JobSpec.write` replaces the file (a new inode), and so does a
+    Kubernetes ConfigMap update (a new file behind the symlink), so a rewrite is seen even within one mtime tick.
+    A load that fails is not remembered: the next call tries again (and the job reports it again). `load` is given
+    for tests (JobSpec.load by default)."""
+
+    path: Path
+    load: typing.Callable[[Path], JobSpec] = JobSpec.load
+    _loaded: tuple[int, int, int] | None = None
+
+    def _identity(self) -> tuple[int, int, int]:
+        st = self.path.stat()
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def read(self) -> JobSpec:
+        """Load the file (whether or not it changed)."""
+        identity = self._identity()  # before the read: a file replaced meanwhile is read again next time
+        spec = self.load(self.path)
+        self._loaded = identity
+        return spec
+
+    def changed(self) -> JobSpec | None:
+        """The spec in the file if the file changed since the last load, else None (nothing read nor parsed)."""
+        if self._identity() == self._loaded:
+            return None
+        return self.read()
 
 
 def _from_version_1(d: dict[str, Any]) -> dict[str, Any]:

@@ -54,7 +54,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaException
 
-from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec, SpecFile
 from reconciler.contract.status import StatusState
 from reconciler.engine.batches import Absorber, BatchShaper
 from reconciler.engine.clients import SharedClients
@@ -210,9 +210,12 @@ class ReplicationDriver:
         install_signal_handlers: bool = False,
         metrics: JobMetrics | None = None,
         shared: SharedClients | None = None,
+        spec_file: SpecFile | None = None,
     ):
-        self.spec_path = None if isinstance(spec, JobSpec) else Path(spec)
-        self.spec = spec if isinstance(spec, JobSpec) else JobSpec.load(spec)
+        # The spec file re-read at each refresh (None: a spec given as a value, never reloaded); `spec_file` is
+        # given for tests (a SpecFile of `spec` by default).
+        self.spec_file = None if isinstance(spec, JobSpec) else spec_file or SpecFile(Path(spec))
+        self.spec = spec if isinstance(spec, JobSpec) else self.spec_file.read()
         self.executor = executor
         self.environ = environ
         self.shared = shared  # the engine's clients, shared by its flows (None: this flow's own)
@@ -496,7 +499,10 @@ class ReplicationDriver:
             moved = self.absorber.absorb(results)
         self.progress.batches += 1
         self.metrics.observe(self.reporter, results)  # the same task results and counters as the status record
-        return moved > 0
+        # A copy of heartbeats alone is not traffic (issue 39): the loop waits after it as after an idle step (the
+        # next heartbeats are due an interval later, a record arriving at a watched partition ends the wait), rather
+        # than stepping again at once to find nothing due.
+        return moved > 0 and work is not Work.HEARTBEATS
 
     def tick(self) -> None:
         now = time.monotonic()
@@ -513,15 +519,16 @@ class ReplicationDriver:
 
     # --- spec reload and topic refresh ------------------------------------------------------
     def reload_spec(self) -> bool:
-        """Re-read the spec file; apply hot-reloadable changes. False if the job must stop."""
-        if self.spec_path is None:
+        """Re-read the spec file if it changed (SpecFile: an unchanged file is not parsed again); apply
+        hot-reloadable changes. False if the job must stop."""
+        if self.spec_file is None:
             return True
         try:
-            new = JobSpec.load(self.spec_path)
+            new = self.spec_file.changed()
         except Exception as exc:  # noqa: BLE001 - a half-written or broken file: keep the current spec
-            self._error(f"cannot re-read spec {self.spec_path}: {exc}")
+            self._error(f"cannot re-read spec {self.spec_file.path}: {exc}")
             return True
-        if new.spec_hash() == self.spec.spec_hash():
+        if new is None or new.spec_hash() == self.spec.spec_hash():
             return True
         restart = self.spec.restart_fields(new)
         if restart:

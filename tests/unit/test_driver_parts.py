@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
-from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, ClusterSpec, JobSpec, SpecFile
 from reconciler.contract.status import StatusState
 from reconciler.engine import driver_parts
 from reconciler.engine.batches import Absorber, BatchShaper
@@ -21,13 +21,13 @@ from reconciler.engine.reporting import Reporter
 from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tasks import PartitionResult
 from reconciler.engine.topics import PartitionPlan
-from tests.spec_helpers import job_spec
+from tests.spec_helpers import job_spec, respec
 
 SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
 
 #: What a driver holds of its own after __init__: its spec, executor and lifecycle, and its parts.
 OWN = {
-    "spec_path",
+    "spec_file",  # the spec file re-read at each refresh (contract/spec.py SpecFile; None: a spec given as a value)
     "spec",
     "executor",
     "environ",
@@ -193,3 +193,53 @@ def test_errors_are_counted_redacted_and_the_lists_kept_short():
     assert progress.errors == 1 and progress.last_error == "auth failed for ***"
     progress.found([f"finding {i}" for i in range(MAX_FINDINGS + 5)])
     assert len(progress.findings) == MAX_FINDINGS and progress.findings[-1] == f"finding {MAX_FINDINGS + 4}"
+
+
+class CountingLoad:
+    """A SpecFile's `load` that counts the files it parses."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+
+    def __call__(self, path) -> JobSpec:
+        self.paths.append(str(path))
+        return JobSpec.load(path)
+
+
+def test_an_unchanged_spec_file_is_not_parsed_again(tmp_path):
+    """Issue 39: each refresh re-read and parsed the spec file; now only a file that changed is parsed (its inode,
+    mtime and size), and the reload goes on as before: a hot-reloadable change would be applied, a change that needs
+    a restart stops the job."""
+    path = SPEC.write(tmp_path / "spec.json")
+    load = CountingLoad()
+    d = ReplicationDriver(path, executor=None, spec_file=SpecFile(path, load))
+    assert d.spec == SPEC and len(load.paths) == 1
+    for _ in range(3):
+        assert d.reload_spec() is True
+    assert len(load.paths) == 1 and d.exit_code == 0  # unchanged: not read again
+    SPEC.write(path)  # written again, the same spec: read once, nothing to apply
+    assert d.reload_spec() is True and len(load.paths) == 2 and d.spec == SPEC and d.exit_code == 0
+    assert d.reload_spec() is True and len(load.paths) == 2
+    respec(SPEC, delivery="exactly-once").write(path)  # a change that needs a restart
+    assert d.reload_spec() is False and len(load.paths) == 3
+    assert d.exit_code == EXIT_RESTART_REQUIRED and d.state is StatusState.RESTART_REQUIRED
+
+
+def test_a_spec_file_that_cannot_be_read_is_tried_again(tmp_path):
+    path = SPEC.write(tmp_path / "spec.json")
+    load = CountingLoad()
+    d = ReplicationDriver(path, executor=None, spec_file=SpecFile(path, load))
+    path.write_text("{not json")
+    assert d.reload_spec() is True and d.errors == 1 and "cannot re-read spec" in (d.last_error or "")
+    assert d.reload_spec() is True and d.errors == 2 and len(load.paths) == 3  # reported at each refresh, as before
+    SPEC.write(path)
+    assert d.reload_spec() is True and d.spec == SPEC and len(load.paths) == 4
+    assert d.reload_spec() is True and len(load.paths) == 4 and d.errors == 2
+
+
+def test_the_spec_hash_is_computed_once_and_kept_out_of_the_fields():
+    spec = respec(SPEC, topics_include=("orders",))
+    assert spec.spec_hash() == spec.spec_hash() == JobSpec.from_json(spec.to_json()).spec_hash()
+    other = spec.with_settings(delivery=respec(SPEC, delivery="exactly-once").settings.delivery)
+    assert other.spec_hash() != spec.spec_hash() and other != spec
+    assert spec == JobSpec.from_json(spec.to_json())  # the kept hash is not compared
