@@ -193,6 +193,15 @@ class SparkExecutor:
         return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
 
 
+def _spec_of(spec: JobSpec | str | Path, spec_file: SpecFile | None) -> tuple[SpecFile | None, JobSpec]:
+    """A driver's spec file, re-read at each refresh (None: a spec given as a value; `spec_file`: for tests), and
+    its spec."""
+    if isinstance(spec, JobSpec):
+        return None, spec
+    file = spec_file or SpecFile(Path(spec))
+    return file, file.read()
+
+
 class ReplicationDriver:
     """One flow's replication job (the module's docstring): the loop (`run`, `step`, `tick`), the lifecycle (`start`,
     `close`, the fencing, checkpoint and source-end rounds) and the spec reload (`reload_spec`, `refresh`). Besides
@@ -212,10 +221,7 @@ class ReplicationDriver:
         shared: SharedClients | None = None,
         spec_file: SpecFile | None = None,
     ):
-        # The spec file re-read at each refresh (None: a spec given as a value, never reloaded); `spec_file` is
-        # given for tests (a SpecFile of `spec` by default).
-        self.spec_file = None if isinstance(spec, JobSpec) else spec_file or SpecFile(Path(spec))
-        self.spec = spec if isinstance(spec, JobSpec) else self.spec_file.read()
+        self.spec_file, self.spec = _spec_of(spec, spec_file)
         self.executor = executor
         self.environ = environ
         self.shared = shared  # the engine's clients, shared by its flows (None: this flow's own)
@@ -499,9 +505,8 @@ class ReplicationDriver:
             moved = self.absorber.absorb(results)
         self.progress.batches += 1
         self.metrics.observe(self.reporter, results)  # the same task results and counters as the status record
-        # A copy of heartbeats alone is not traffic (issue 39): the loop waits after it as after an idle step (the
-        # next heartbeats are due an interval later, a record arriving at a watched partition ends the wait), rather
-        # than stepping again at once to find nothing due.
+        # Heartbeats alone are not traffic (issue 39): the loop waits after them as after an idle step (a record
+        # arriving at a watched partition ends the wait), not stepping at once to find nothing due.
         return moved > 0 and work is not Work.HEARTBEATS
 
     def tick(self) -> None:
