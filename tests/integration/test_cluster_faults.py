@@ -487,7 +487,7 @@ def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters, requ
         # restart is seen as its end moving back; new records that refill it before the job looks hide it (no leader
         # epoch to tell, on this broker): a limit docs/replication-job.md states, not what this test is about.
         restarted_ms = int(time.time() * 1000)
-        wait_for(lambda: driver.gate.pacing.ends_read_at_ms >= restarted_ms, 30, what="the source's ends read again")
+        wait_for(lambda: driver.gate.ends_read_since(restarted_ms), 30, what="the source's ends read again")
         first_after = load.sent
         load.paused.clear()
         wait_for(

@@ -89,6 +89,19 @@ def test_an_end_that_moved_back_is_handed_to_the_loss_handler():
     assert g.pacing.moved_back == {ORDERS: (10, 6)}
 
 
+def test_ends_read_since_counts_only_reads_the_source_answered():
+    g, clients = gate({ORDERS: 10}, {ORDERS: 4})
+    before = int(time.time() * 1000)
+    assert not g.ends_read_since(before), "nothing read yet"
+    clients.ends.down = True
+    g.work_waiting()
+    assert clients.ends.reads == 1 and not g.ends_read_since(before), "asked, not answered"
+    clients.ends.down = False
+    g.work_waiting()
+    assert g.ends_read_since(before) and g.pacing.ends_before == {ORDERS: 10}
+    assert not g.ends_read_since(int(time.time() * 1000) + 60_000), "not read since a later time"
+
+
 def test_an_unreadable_end_means_a_batch():
     g, clients = gate({}, {ORDERS: 10}, caught_up={ORDERS: 10})
 
