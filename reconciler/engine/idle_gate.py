@@ -119,8 +119,11 @@ class IdleGate:
         else:
             self.reach.answered(Cluster.SOURCE, at_ms)
             self._ends_answered_at_ms = at_ms
-        back = ends_moved_back(pacing.ends_before, ends)
-        pacing.moved_back = {tp: (pacing.ends_before[tp], end) for tp, end in back.items()}
+        # Compared with the last ends the source answered, not the last read: a broker that lost its tail is one
+        # that went away, and the reads that failed meanwhile must not erase what its end was.
+        back = ends_moved_back(pacing.ends_answered, ends)
+        pacing.moved_back = {tp: (pacing.ends_answered[tp], end) for tp, end in back.items()}
+        pacing.ends_answered = {**pacing.ends_answered, **ends}
         pacing.ends_before, pacing.ends_read_at_ms = ends, int(time.time() * 1000)
         waiting = [tp for tp in copy if tp not in ends or pacing.caught_up.get(tp, -1) != ends[tp]]
         if not waiting:
