@@ -3,7 +3,6 @@ the metric families, their labels, and record counts that match the records copi
 
 from __future__ import annotations
 
-import threading
 import urllib.request
 
 import pytest
@@ -49,7 +48,7 @@ def scrape_until(port: int, ready, timeout: float, what: str) -> dict[str, list]
     return wait_for(attempt, timeout, what=what)
 
 
-def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
+def test_a_running_job_serves_mm2_style_metrics(fresh_clusters, driver_runs):
     from reconciler.engine.session import build_context
 
     source, target = fresh_clusters
@@ -67,8 +66,7 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     driver = ReplicationDriver(spec, SparkExecutor(spark))
     port = free_port()
     server = driver.metrics.serve(port, addr="127.0.0.1")
-    thread = threading.Thread(target=driver.run, daemon=True)
-    thread.start()
+    thread = driver_runs.run(driver)
     try:
         wait_for(lambda: count_topic(target.bootstrap, "west.orders", 3) >= 600, 120, what="orders replicated")
         found = scrape_until(
@@ -77,13 +75,11 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
             90,
             what="record counts and checkpoint latencies scraped",
         )
-        driver.stop_event.set()
-        thread.join(60)
+        thread.stop(60)
         assert not thread.is_alive()
         final = scrape(port)  # after the last batch: the same moment as the final status record
     finally:
-        driver.stop_event.set()
-        thread.join(60)
+        thread.stop(60)
         server.shutdown()
         spark.stop()
     # every family of the catalog is registered (names are what dashboards and alert rules use)

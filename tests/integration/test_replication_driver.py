@@ -121,7 +121,7 @@ def test_zombie_with_the_same_transactional_id_is_fenced(fresh_clusters):
     assert again.records == 0 and again.parts.positions[("txns", 0)] == 20
 
 
-def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):
+def test_hot_reload_and_restart_required(fresh_clusters, tmp_path, driver_runs):
     source, target = fresh_clusters
     create_topic(source.bootstrap, "alpha", 1)
     create_topic(source.bootstrap, "beta", 1)
@@ -130,8 +130,7 @@ def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):
     spec = spec_for(source, target, topics_include=("alpha",), heartbeats_enabled=False, checkpoints_enabled=False)
     path = spec.write(tmp_path / "spec.json")
     driver = ReplicationDriver(path, LocalExecutor())
-    thread = threading.Thread(target=driver.run, daemon=True)
-    thread.start()
+    thread = driver_runs.run(driver)
     try:
         wait_for(lambda: count_topic(target.bootstrap, "west.alpha", 1) == 5, 30, what="alpha replicated")
         # A hot-reloadable change (topic filter): applied without a restart.
@@ -143,15 +142,14 @@ def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):
         thread.join(30)
         assert not thread.is_alive() and driver.exit_code == EXIT_RESTART_REQUIRED
     finally:
-        driver.stop_event.set()
-        thread.join(30)
+        thread.stop(30)
     status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
     assert (
         status is not None and status.state is StatusState.RESTART_REQUIRED and "delivery" in (status.last_error or "")
     )
 
 
-def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):
+def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters, driver_runs):
     """The target broker freezes (SIGSTOP) for a few seconds mid-stream, then resumes."""
     import os
     import signal
@@ -165,8 +163,7 @@ def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):
     producer = SequencedProducer(source.bootstrap, "stall", 2, 6_000, 1_500.0)
     producer.start()
     driver = ReplicationDriver(spec, LocalExecutor())
-    thread = threading.Thread(target=driver.run, daemon=True)
-    thread.start()
+    thread = driver_runs.run(driver)
     try:
         wait_for(lambda: driver.records >= 1_000, 30, what="copying started")
         os.kill(target.pid, signal.SIGSTOP)
@@ -184,8 +181,7 @@ def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):
         )
     finally:
         os.kill(target.pid, signal.SIGCONT)
-        driver.stop_event.set()
-        thread.join(60)
+        thread.stop(60)
     got = read_topic(target.bootstrap, "west.stall", 2)
     for p, want in expected.items():
         s = seqs(got[p])

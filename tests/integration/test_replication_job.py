@@ -4,7 +4,6 @@ heartbeats travel two hops."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -15,6 +14,7 @@ from reconciler.contract.status import StatusState
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor
 from reconciler.jobplan.backend import read_job_status
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync
+from tests.helpers import DriverRun
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -31,21 +31,16 @@ def spark():
     sc.stop()
 
 
-class RunningJob:
-    """A ReplicationDriver on a thread, sharing the module's SparkContext."""
+class RunningJob(DriverRun):
+    """A ReplicationDriver on a thread (tests/helpers.py DriverRun: stopped at the block's end with a bounded wait, an
+    error if it did not stop), sharing the module's SparkContext; the block is given the driver."""
 
     def __init__(self, spec, spark):
-        self.driver = ReplicationDriver(spec, SparkExecutor(spark))
-        self.thread = threading.Thread(target=self.driver.run, daemon=True)
+        super().__init__(ReplicationDriver(spec, SparkExecutor(spark)))
 
     def __enter__(self):
-        self.thread.start()
+        self.start()
         return self.driver
-
-    def __exit__(self, *exc):
-        self.driver.stop_event.set()
-        self.thread.join(60)
-        assert not self.thread.is_alive()
 
 
 def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spark):

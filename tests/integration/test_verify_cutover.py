@@ -207,16 +207,14 @@ def target_committed(bootstrap: str, group: str, topic: str, partitions: int) ->
     return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
 
-def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(fresh_clusters, tmp_path, capsys):
-    import threading
-
+def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(
+    fresh_clusters, tmp_path, capsys, driver_runs
+):
     source, target = fresh_clusters
     create_topic(source.bootstrap, "orders", 2)
     spec = spec_for(source, target, topics_include=("orders",), groups_include=("app-.*",), heartbeats_enabled=False)
     driver = ReplicationDriver(spec, LocalExecutor())
-    driver.start()
-    runner = threading.Thread(target=driver.run, kwargs={"max_seconds": 240}, daemon=True)
-    runner.start()
+    runner = driver_runs.run(driver, max_seconds=240)  # `run` starts the driver (and closes it when it stops)
     try:
         for p in range(2):
             produce(source.bootstrap, "orders", [(None, b"p%d-%d" % (p, i), None, None) for i in range(400)], p)
@@ -228,9 +226,7 @@ def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(fre
         args = ["cutover", path, "--flow", "west->east", "--wait", "120", "--record", str(record)]
         assert main(args + ["--group", "app-a", "--group", "app-b", "--group", "app-c"]) == 0, capsys.readouterr().err
     finally:
-        driver.stop_event.set()
-        runner.join(60)
-        driver.close()
+        runner.stop(60)
     err = capsys.readouterr().err
     assert "every partition caught up (lag 0)" in err and "committed" in err
     saved = json.loads(record.read_text())
