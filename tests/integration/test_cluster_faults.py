@@ -15,6 +15,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from prometheus_client import generate_latest
 
+from reconciler import logs
 from reconciler.contract.spec import ClusterSpec, dead_letters_topic_name, job_group
 from reconciler.contract.status import FaultKind, StatusState
 from reconciler.dev.brokers import Engine, start_broker, stop_pid
@@ -34,7 +35,9 @@ def _refused_record_setup(source, target, topic: str, **kw):
     job's producer takes 10 MB (the target cluster's client config), so the remote topic is what refuses it."""
     create_topic(source.bootstrap, topic, 1, {"max.message.bytes": "5000000"})
     create_topic(target.bootstrap, f"west.{topic}", 1, {"max.message.bytes": "1000000"})
-    p = Producer({"bootstrap.servers": source.bootstrap, "message.max.bytes": 10_000_000, "linger.ms": 5})
+    p = Producer(
+        logs.client_config({"bootstrap.servers": source.bootstrap, "message.max.bytes": 10_000_000, "linger.ms": 5})
+    )
     for i in range(101):
         p.produce(topic, b"B" * BIG if i == 50 else b"r%d" % i, key=b"k%d" % i, partition=0)
     assert p.flush(30) == 0
@@ -106,7 +109,7 @@ def test_refused_record_skipped_to_the_dead_letter_topic(noida_clusters, deliver
 
 def _lower_max_message_bytes(bootstrap: str, topic: str, value: int) -> None:
     """`kafka-configs --alter` on the target: the topic's limit lowered while the job runs."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     res = ConfigResource(
         ResourceType.TOPIC,
         topic,
@@ -148,7 +151,9 @@ def test_a_refusal_the_job_did_not_predict_ends_in_the_policy(noida_clusters, de
     try:
         wait_for(lambda: driver.parts.positions.get(tp) == 50, 40, what="the first 50 records copied")
         _lower_max_message_bytes(target.bootstrap, f"west.{topic}", 1_000_000)
-        p = Producer({"bootstrap.servers": source.bootstrap, "message.max.bytes": 10_000_000, "linger.ms": 5})
+        p = Producer(
+            logs.client_config({"bootstrap.servers": source.bootstrap, "message.max.bytes": 10_000_000, "linger.ms": 5})
+        )
         for i in range(50, 101):
             p.produce(topic, b"B" * BIG if i == 50 else b"r%d" % i, key=b"k%d" % i, partition=0)
         assert p.flush(30) == 0
@@ -193,7 +198,7 @@ def test_a_refusal_the_job_did_not_predict_ends_in_the_policy(noida_clusters, de
 
 # --- data lost at the source (offset_reset) ------------------------------------------------------------------------
 def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 5}))
     for v in values:
         p.produce(topic, v, partition=0)
     assert p.flush(30) == 0
@@ -231,7 +236,7 @@ def test_a_position_past_the_log_end_is_reported_and_the_reused_offsets_are_copi
     isolation = "read_committed" if delivery == "exactly-once" else "read_uncommitted"
     try:
         wait_for(lambda: driver.parts.positions.get(("tail", 0)) == 100, 40, what="the old records copied")
-        admin = AdminClient({"bootstrap.servers": source.bootstrap})
+        admin = AdminClient(logs.client_config({"bootstrap.servers": source.bootstrap}))
         admin.delete_topics(["tail"])["tail"].result(15)
         wait_for(lambda: "tail" not in admin.list_topics(timeout=5).topics, 15, what="the topic deleted")
         create_topic(source.bootstrap, "tail", 1)
@@ -273,10 +278,10 @@ def test_pause_halts_a_truncated_partition_and_fail_stops_the_job(noida_clusters
         checkpoints_enabled=False,
     )
     # The job's committed position is 10; the records below 40 are deleted.
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)}))
     c.commit(offsets=[TopicPartition("cut", 0, 10)], asynchronous=False)
     c.close()
-    admin = AdminClient({"bootstrap.servers": source.bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": source.bootstrap}))
     [done] = admin.delete_records([TopicPartition("cut", 0, 40)]).values()
     done.result(15)
     driver = ReplicationDriver(spec, LocalExecutor())
@@ -355,7 +360,7 @@ class _Load(threading.Thread):
         self.paused, self._done = threading.Event(), threading.Event()
 
     def run(self) -> None:
-        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
+        p = Producer(logs.client_config({"bootstrap.servers": self.bootstrap, "linger.ms": 5}))
         while not self._done.is_set():
             if self.paused.is_set():
                 self._done.wait(0.05)

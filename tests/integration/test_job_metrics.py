@@ -9,6 +9,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
+from reconciler import logs
 from reconciler.contract.status import StatusState
 from reconciler.dev.brokers import free_port
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor
@@ -53,12 +54,16 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters, driver_runs):
 
     source, target = fresh_clusters
     create_topic(source.bootstrap, "orders", 3)
-    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 5})
+    p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 5}))
     for i in range(600):
         p.produce("orders", f"v{i}".encode(), f"k{i}".encode(), partition=i % 3)
     p.flush(30)
     # a consumer group on the source that has read 150 records of each partition: the job checkpoints it
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": "billing-app", "enable.auto.commit": False})
+    c = Consumer(
+        logs.client_config(
+            {"bootstrap.servers": source.bootstrap, "group.id": "billing-app", "enable.auto.commit": False}
+        )
+    )
     c.commit(offsets=[TopicPartition("orders", i, 150) for i in range(3)], asynchronous=False)
     c.close()
     spec = spec_for(source, target, topics_include=("orders",), groups_include=("billing-.*",))

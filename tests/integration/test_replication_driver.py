@@ -8,6 +8,7 @@ import threading
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from reconciler import logs
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
 from reconciler.contract.status import StatusState
 from reconciler.engine.batches import ONE_TASK_BACKLOG
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.kafka]
 
 
 def _produce(bootstrap, topic, values, partition=0):
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 2}))
     for v in values:
         p.produce(topic, v, partition=partition)
     p.flush(10)
@@ -42,7 +43,7 @@ def test_out_of_range_position_is_reported_not_skipped(fresh_clusters):
         max_batch_ms=1_000,
     )
     # The job's committed position points past the end (the partition was truncated or recreated).
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)}))
     c.commit(offsets=[TopicPartition("ledger", 0, 50)], asynchronous=False)
     c.close()
     driver = ReplicationDriver(spec, LocalExecutor())
@@ -74,7 +75,7 @@ def test_halt_policy_stops_the_partition(fresh_clusters):
         heartbeats_enabled=False,
         checkpoints_enabled=False,
     )
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)}))
     c.commit(offsets=[TopicPartition("ledger2", 0, 99)], asynchronous=False)
     c.close()
     driver = ReplicationDriver(spec, LocalExecutor())
@@ -101,7 +102,9 @@ def test_zombie_with_the_same_transactional_id_is_fenced(fresh_clusters):
     )
     create_topic(target.bootstrap, "west.txns", 1)
     # A zombie task of an earlier run: same transactional id, a transaction open with records in it.
-    zombie = Producer({"bootstrap.servers": target.bootstrap, "transactional.id": transactional_id(spec, 0)})
+    zombie = Producer(
+        logs.client_config({"bootstrap.servers": target.bootstrap, "transactional.id": transactional_id(spec, 0)})
+    )
     zombie.init_transactions(10)
     zombie.begin_transaction()
     zombie.produce("west.txns", b"zombie", partition=0)
@@ -297,7 +300,7 @@ def test_a_flow_with_little_to_copy_is_one_task_where_its_delivery_allows(fresh_
     )
     per_partition = ONE_TASK_BACKLOG // 4 + 2_000
     # Small batches: Tansu reads a partition's end as its last batch's base offset + 1.
-    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2, "batch.num.messages": 200})
+    p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 2, "batch.num.messages": 200}))
     for partition in range(4):
         for _ in range(per_partition):
             p.produce("wide", b"v", partition=partition)
@@ -305,7 +308,7 @@ def test_a_flow_with_little_to_copy_is_one_task_where_its_delivery_allows(fresh_
     p.flush(30)
     # Positions known (the job's group on the source at 0; exactly-once starts from it too), so the backlog is
     # known: more than ONE_TASK_BACKLOG.
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)}))
     c.commit(offsets=[TopicPartition("wide", n, 0) for n in range(4)], asynchronous=False)
     c.close()
     executor = CountingExecutor()
@@ -348,7 +351,7 @@ def test_a_split_backlog_ends_at_its_end_and_leaves_a_stream_to_one_task(fresh_c
     streaming, sent = threading.Event(), []
 
     def stream() -> None:
-        p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2})
+        p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 2}))
         streaming.set()
         # 100 a second into partition 0 for 6 s: shorter than a task's deadline (max_batch_ms, 10 s), so a task
         # that streamed on would end after the stream
@@ -456,7 +459,7 @@ def test_a_pause_in_a_stream_does_not_end_the_task(fresh_clusters):
     sent = []
 
     def stream() -> None:
-        p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2})
+        p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 2}))
         for seconds, pause in ((3.0, 0.8), (0.5, 0.0)):  # a stream, a pause, more of it
             end = time.monotonic() + seconds
             while time.monotonic() < end:
@@ -598,7 +601,7 @@ def test_a_partition_with_its_budget_spent_ends_the_task_once_the_others_are_cau
     stop = threading.Event()
 
     def trickle() -> None:  # a record every 0.1 s: a stream, never 2 s of silence (IDLE_END_STREAM_S)
-        p = Producer({"bootstrap.servers": source.bootstrap})
+        p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap}))
         i = 0
         while not stop.is_set():
             p.produce("trickle", b"t%d" % i, partition=0)

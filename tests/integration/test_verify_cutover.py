@@ -8,6 +8,7 @@ import json
 import pytest
 from confluent_kafka import Producer
 
+from reconciler import logs
 from reconciler.cli.main import main
 from reconciler.contract.status import StatusState
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
@@ -24,7 +25,7 @@ SYNCS = "mm2-offset-syncs.east.internal"  # the flow west->east writes its offse
 
 def produce(bootstrap: str, topic: str, records, partition: int = 0) -> None:
     """records: (key, value, headers, timestamp ms or None)."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 2}))
     for key, value, headers, ts in records:
         kw = {"timestamp": ts} if ts is not None else {}
         p.produce(topic, value, key, partition=partition, headers=headers or None, **kw)
@@ -152,7 +153,7 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])[group].result(10)
 
@@ -201,7 +202,7 @@ def target_committed(bootstrap: str, group: str, topic: str, partitions: int) ->
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     req = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])]
     result = admin.list_consumer_group_offsets(req)[group].result(10)
     return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
@@ -251,7 +252,9 @@ def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(
     # a group still consuming on the source is refused
     from confluent_kafka import Consumer
 
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": "app-live", "session.timeout.ms": 6000})
+    c = Consumer(
+        logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": "app-live", "session.timeout.ms": 6000})
+    )
     c.subscribe(["orders"])
     try:
         wait_for(lambda: c.poll(0.5) is not None or c.assignment(), 60, what="app-live joined")
