@@ -26,15 +26,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from reconciler import logs  # noqa: E402
 from reconciler.cli.main import main  # noqa: E402
 from reconciler.dev.brokers import discard, free_port, start_broker  # noqa: E402
 from reconciler.mirror.records import OffsetSync  # noqa: E402
 
 
 def fill(bootstrap: str, topic: str, records: int, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # held while its future is awaited
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))  # held while its future is awaited
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000}))
     ts = 1_700_000_000_000
     for i in range(records):
         while True:
@@ -65,7 +66,7 @@ def main_bench() -> int:
         west, east = (b.bootstrap for b in brokers)
         fill(west, "bench", args.records, args.partitions)
         fill(east, "west.bench", args.records, args.partitions)
-        p = Producer({"bootstrap.servers": west})
+        p = Producer(logs.client_config({"bootstrap.servers": west}))
         for part in range(args.partitions):
             s = OffsetSync("bench", part, 0, 0)
             p.produce("mm2-offset-syncs.east.internal", s.record_value(), s.record_key(), partition=0)

@@ -80,10 +80,16 @@ class JsonFormatter(logging.Formatter):
             doc["flow"] = self.flow
         for key, value in vars(record).items():
             if key not in _RECORD_ATTRS and not key.startswith("_"):
-                doc[key] = value if isinstance(value, (int, float, bool)) or value is None else str(value)
+                if isinstance(value, (list, tuple)):  # a list of names (e.g. the flows of one action)
+                    doc[key] = [str(v) for v in value]
+                else:
+                    doc[key] = value if isinstance(value, (int, float, bool)) or value is None else str(value)
         if record.exc_info:
             doc["exception"] = self.formatException(record.exc_info)
-        doc = {k: self.redact(v) if isinstance(v, str) else v for k, v in doc.items()}
+        doc = {
+            k: self.redact(v) if isinstance(v, str) else [self.redact(x) for x in v] if isinstance(v, list) else v
+            for k, v in doc.items()
+        }
         return json.dumps(doc, ensure_ascii=False, default=str)
 
 

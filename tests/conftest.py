@@ -2,7 +2,8 @@
 
 `broker_factory` starts as many brokers as a test needs; `two_clusters` is the common source/target pair,
 `noida_clusters` a pair on noida-db (for what Tansu cannot show: partitions grown, aborted transactions
-hidden). Brokers are stopped (and noida's data removed) at the end of the session.
+hidden). Brokers are stopped (and noida's data removed) at the end of the session. `driver_runs` runs replication
+drivers in threads and stops them at the test's end.
 
 Replication jobs are left out of plans (RECONCILER_JOBS=off) except in tests marked `jobs`:
 the topic tests run against the memory double or brokers no job should be started for.
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.dev.brokers import Broker, Engine, default_engine, discard, free_port, start_broker
+from tests.helpers import DRIVER_STOP_S, DriverRuns
 
 
 class BrokerFactory:
@@ -79,6 +81,20 @@ def state_dir(tmp_path, monkeypatch) -> Path:
     d = tmp_path / "state"
     monkeypatch.setenv("RECONCILER_STATE_DIR", str(d))
     return d
+
+
+@pytest.fixture
+def driver_runs():
+    """Replication drivers run in daemon threads (`driver_runs.run(driver, max_seconds=...)`, tests/helpers.py
+    DriverRun), each stopped at the test's end with a bounded wait: one that did not stop is a test error (with its
+    thread's stack), never a session that hangs."""
+    runs = DriverRuns()
+    yield runs
+    stuck = runs.stop_all()
+    if stuck:
+        pytest.fail(
+            f"{len(stuck)} replication driver(s) did not stop within {DRIVER_STOP_S:.0f} s:\n" + "\n".join(stuck)
+        )
 
 
 def pytest_addoption(parser):

@@ -178,6 +178,7 @@ class _TextProgress:
             f"{r.action.VERB.value} {r.action.describe()}: {status}{msg}",
             level=logging.INFO if r.result.ok else logging.ERROR,
             flow=getattr(r.action, "flow", None),
+            flows=list(getattr(r.action, "flows", ())) or None,  # an engine replacement: every flow it restarts
             cluster=r.action.cluster,
             action=r.action.KIND.value,
             result=r.result.code.value,

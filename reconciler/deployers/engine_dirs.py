@@ -10,7 +10,6 @@ decides nothing about flows: reconciler.deployers.local places and removes them.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -34,7 +33,7 @@ from reconciler.contract.engine import (
 )
 from reconciler.contract.spec import JobSpec
 from reconciler.deployers.base import describe_exit, flow_slug
-from reconciler.deployers.process import LocalJob
+from reconciler.deployers.process import LocalJob, recorded_job
 from reconciler.settings import AUTO, PORT_ENV
 from reconciler.topology.flow_id import flow_ends
 
@@ -149,20 +148,7 @@ class EngineDirs:
 
     def engine(self, name: str) -> LocalEngine:
         d = self.engine_dir(name)
-        try:
-            record = json.loads((d / "job.json").read_text())
-        except (OSError, ValueError):
-            record = None
-        job = None
-        if record is not None:
-            job = LocalJob.attach(
-                record.get("pid") or 0,
-                d / "engine.json",
-                d / "job.log",
-                record.get("pid_start"),
-                d / "exit_code",
-                record.get("instance_id"),
-            )
+        record, job = recorded_job(d, "engine.json") or (None, None)
         return LocalEngine(name, d, record, job)
 
     def write_record(self, engine: str, record: dict) -> None:

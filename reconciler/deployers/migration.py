@@ -18,7 +18,7 @@ from reconciler.contract.engine import write_json
 from reconciler.deployers.base import Deployment, EngineDeployment, flow_slug
 from reconciler.deployers.engine_dirs import load_spec
 from reconciler.deployers.instance import JobProcess
-from reconciler.deployers.process import LocalJob
+from reconciler.deployers.process import recorded_job
 
 
 def per_instance(procs: list[JobProcess]) -> tuple[str, ...]:
@@ -62,18 +62,10 @@ class EarlierJobs:
 
     def engine(self, flow: str, procs: list[JobProcess]) -> EngineDeployment | None:
         d = Path(self.job_dir(flow))
-        try:
-            record = json.loads((d / "job.json").read_text())
-        except (OSError, ValueError):
+        found = recorded_job(d, "spec.json")
+        if found is None:
             return None
-        job = LocalJob.attach(
-            record.get("pid") or 0,
-            d / "spec.json",
-            d / "job.log",
-            record.get("pid_start"),
-            d / "exit_code",
-            record.get("instance_id"),
-        )
+        record, job = found
         alive = job.alive()
         stopped = bool(record.get("stopped_at"))
         strays = [p for p in procs if not alive or p.instance_id != record.get("instance_id")]

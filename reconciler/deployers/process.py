@@ -5,6 +5,7 @@
     job.kill()                             # SIGKILL every process of the instance (a crash: nothing flushed)
     job.stop()                             # SIGTERM to the driver: clean stop, final status published
     LocalJob.attach(pid, spec_path, log)   # a job started by an earlier process (the local deployer)
+    recorded_job(job_dir, "engine.json")   # a job directory's record (job.json) and the job attached to it
 
 An instance has one id (`instance_id`, in every process's environment with the job directory, see
 `reconciler.deployers.instance`) and starts as `python -m reconciler.deployers.supervisor`, the leader of a session of
@@ -15,6 +16,7 @@ spark-submit's exit code to `exit_code_path` (0 stopped, 1 failed, 3 restart req
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -296,6 +298,26 @@ class LocalJob:
                 return self.exit_code()
             time.sleep(0.2)
         return None
+
+
+def recorded_job(job_dir: Path, spec_file: str) -> tuple[dict, LocalJob] | None:
+    """A job directory's deployer record (`job.json`) and the job attached to the instance it records (by pid, with
+    its start time against pid reuse, and instance id; log `job.log`, exit code `exit_code`); None: no readable
+    record. `spec_file`: the file of `job_dir` the job reads (an engine's `engine.json`, a per-flow job's
+    `spec.json` of an earlier release). The process deployers' one way to find what they started."""
+    try:
+        record = json.loads((job_dir / "job.json").read_text())
+    except (OSError, ValueError):
+        return None
+    job = LocalJob.attach(
+        record.get("pid") or 0,
+        job_dir / spec_file,
+        job_dir / "job.log",
+        record.get("pid_start"),
+        job_dir / "exit_code",
+        record.get("instance_id"),
+    )
+    return record, job
 
 
 @dataclass

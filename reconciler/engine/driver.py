@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +131,44 @@ class Periodic:
                 self._on_error(f"{self.name}: {type(exc).__name__}: {exc}")
 
 
+class BatchRunner:
+    """The one thread the batches run in, one after another (`submit` -> a Future the loop waits on while it ticks).
+    A daemon thread: a batch that never returns (a cluster that does not answer, a Spark job held up) does not keep
+    the process from exiting; a `ThreadPoolExecutor`'s worker would (concurrent.futures joins its workers at the
+    interpreter's exit, so a job, or a test, whose batch hung never ended)."""
+
+    def __init__(self, name: str = "batch"):
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._queue.put((future, fn, args))
+        return future
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, fn, args = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # noqa: BLE001 - the loop's `batch.result()` raises it
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+            del item, future, fn, args  # no reference to a batch's tasks or results kept while waiting for the next
+
+    def shutdown(self, timeout: float) -> bool:
+        """Stop once the batch in progress (if any) has ended; False if it did not end within `timeout`."""
+        self._queue.put(None)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
 @dataclass
 class Threads:
     """The driver's threads beside its loop, from start to close: the side channels (`Periodic`) of the checkpoint
@@ -142,11 +181,11 @@ class Threads:
     fencing: Periodic | None = None
     fence: InstanceFence | None = None
     lag_reading: Periodic | None = None
-    runner: ThreadPoolExecutor | None = None
+    runner: BatchRunner | None = None
 
-    def batch_runner(self) -> ThreadPoolExecutor:
+    def batch_runner(self) -> BatchRunner:
         if self.runner is None:
-            self.runner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch")
+            self.runner = BatchRunner()
         return self.runner
 
     def stop(self) -> tuple[bool, bool]:
@@ -159,7 +198,8 @@ class Threads:
         lag_idle = self.lag_reading is None or self.lag_reading.stop(timeout=15)
         checkpoints_idle = self.checkpointing is None or self.checkpointing.stop(timeout=30)
         if self.runner is not None:
-            self.runner.shutdown(wait=True)
+            if not self.runner.shutdown(timeout=60):  # a batch in progress (close called while `step` waits on it)
+                log.warning("a batch did not end within 60 s of the job stopping: left to the process's exit")
             self.runner = None
         return lag_idle, checkpoints_idle
 

@@ -392,13 +392,16 @@ class Timers:
 class Pacing:
     """The idle gate's state (engine/idle_gate.py `IdleGate`), which the batch parts read and update too:
     `ends_before`, the source's ends read before the last batch; `caught_up`, the partitions caught up as of such an
-    end; `moved_back`, the ends read below the last read (before, now); `idle_steps`, the steps in a row the gate
+    end; `ends_answered`, each partition's end as the source last answered it (kept across failed reads);
+    `moved_back`, the ends read below those (before, now); `idle_steps`, the steps in a row the gate
     found nothing to copy (`idle_wait` backs off by it); `wake`, set to end an idle wait early (a record arrived at
     the arrival watch, or the flow stopped); and the gate's own timers (monotonic seconds): `gate_recheck`, when a
     caught-up flow runs a batch all the same, and `heartbeats_copy`, when the driver next copies heartbeats."""
 
     ends_before: dict[TP, int] = field(default_factory=dict)
     ends_read_at_ms: int = 0  # when `ends_before` was read (epoch ms)
+    # each partition's end as the source last answered it, kept across reads that failed: where a lost tail shows
+    ends_answered: dict[TP, int] = field(default_factory=dict)
     moved_back: dict[TP, tuple[int, int]] = field(default_factory=dict)  # ends below the last read: (before, now)
     caught_up: dict[TP, int] = field(default_factory=dict)
     idle_steps: int = 0

@@ -84,6 +84,12 @@ class IdleGate:
             log,
         )
         self.reach = reach if reach is not None else ReachWatch()  # told whether the source answers its reads
+        self._ends_answered_at_ms = 0  # when the source last answered the gate's read of its ends (epoch ms)
+
+    def ends_read_since(self, at_ms: int) -> bool:
+        """Whether the gate has read the source's ends (asked at or after `at_ms`, epoch ms, and answered) since:
+        its `pacing` compares the next ends with those."""
+        return self._ends_answered_at_ms >= at_ms
 
     def work_waiting(self) -> Work:
         """What is there to copy? A Spark job is launched unless every partition is *caught up*: its last task
@@ -112,8 +118,12 @@ class IdleGate:
             ends = {}
         else:
             self.reach.answered(Cluster.SOURCE, at_ms)
-        back = ends_moved_back(pacing.ends_before, ends)
-        pacing.moved_back = {tp: (pacing.ends_before[tp], end) for tp, end in back.items()}
+            self._ends_answered_at_ms = at_ms
+        # Compared with the last ends the source answered, not the last read: a broker that lost its tail is one
+        # that went away, and the reads that failed meanwhile must not erase what its end was.
+        back = ends_moved_back(pacing.ends_answered, ends)
+        pacing.moved_back = {tp: (pacing.ends_answered[tp], end) for tp, end in back.items()}
+        pacing.ends_answered = {**pacing.ends_answered, **ends}
         pacing.ends_before, pacing.ends_read_at_ms = ends, int(time.time() * 1000)
         waiting = [tp for tp in copy if tp not in ends or pacing.caught_up.get(tp, -1) != ends[tp]]
         if not waiting:

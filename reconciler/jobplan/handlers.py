@@ -4,7 +4,8 @@ They are plain functions: `reconciler.operations.handlers.handler_table` puts th
 handler table (importing this module registers nothing).
 
 The actions of one batch (one target cluster, one kind) are grouped by deployer and engine: each engine gets one
-`Deployer.apply` with the changes of its flows (the deployer's unit is the engine, reconciler.deployers.base). The
+`Deployer.apply` with the changes of its flows (a restart that replaces an engine hands over the restarts it carries,
+`RestartJob.joined`, with its own, and its result is theirs together) (the deployer's unit is the engine, reconciler.deployers.base). The
 engines of a batch are handled in parallel, and so are the flows within an engine, so a restart of several jobs
 costs one graceful-stop wait, not one per job.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from reconciler.adapters.base import OpResult
+from reconciler.adapters.base import OpResult, ResultCode
 from reconciler.apply.executor import ApplyContext
 from reconciler.deployers import Deployers
 from reconciler.deployers.base import EngineChange, FlowChange, FlowOp, engine_of
@@ -43,8 +44,23 @@ def _each(
         return list(pool.map(one, actions))
 
 
+def _flow_actions(a: JobAction) -> list[JobAction]:
+    """The per-flow actions an action stands for: itself, and the restarts an engine replacement carries."""
+    return [a, *a.joined] if isinstance(a, RestartJob) else [a]
+
+
+def _one_result(flows: Sequence[JobAction], results: Sequence[OpResult]) -> OpResult:
+    """One action's result from its flows' results: the worst code; each flow's message named when there are several."""
+    if len(results) == 1:
+        return results[0]
+    order = [ResultCode.FAILED, ResultCode.UNSUPPORTED, ResultCode.OK, ResultCode.ALREADY_DONE]
+    code = min((r.code for r in results), key=order.index)
+    return OpResult(code, "; ".join(f"{a.flow}: {r.message}" for a, r in zip(flows, results)))
+
+
 def _by_engine(ctx: ApplyContext, actions: Sequence[Action], op: FlowOp) -> list[OpResult]:
-    """One `apply` per (deployer, engine) of the actions, with `op` for each of its flows; results in action order."""
+    """One `apply` per (deployer, engine) of the actions, with `op` for each of their flows (an engine replacement's
+    joined restarts included); one result per action, in action order."""
     deployers = _deployers(ctx)
     results: list[OpResult | None] = [None] * len(actions)
     groups: dict[tuple[str, str], list[int]] = {}
@@ -55,16 +71,25 @@ def _by_engine(ctx: ApplyContext, actions: Sequence[Action], op: FlowOp) -> list
         groups.setdefault((a.deployer, engine_of(a.flow, a.options)), []).append(i)
 
     def one(key: tuple[str, str], indexes: list[int]) -> list[OpResult]:
+        per_action = []
+        for i in indexes:
+            a = actions[i]
+            assert isinstance(a, JobAction)
+            per_action.append(_flow_actions(a))
         try:
-            changes = []
-            for i in indexes:
-                a = actions[i]
-                assert isinstance(a, JobAction)
-                spec = None if op is FlowOp.REMOVE else a.job_spec()
-                changes.append(FlowChange(op, a.flow, spec, a.options))
-            return deployers.get(key[0]).apply(EngineChange(key[1], tuple(changes)))
+            changes = [
+                FlowChange(op, f.flow, None if op is FlowOp.REMOVE else f.job_spec(), f.options)
+                for flows in per_action
+                for f in flows
+            ]
+            got = deployers.get(key[0]).apply(EngineChange(key[1], tuple(changes)))
         except Exception as exc:  # noqa: BLE001 - one engine's failure is its flows' result, not the batch's
             return [OpResult.failed(f"{type(exc).__name__}: {exc}")] * len(indexes)
+        out, at = [], 0
+        for flows in per_action:
+            out.append(_one_result(flows, got[at : at + len(flows)]))
+            at += len(flows)
+        return out
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(groups)))) as pool:
         for indexes, got in zip(groups.values(), pool.map(one, groups.keys(), groups.values())):

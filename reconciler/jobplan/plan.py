@@ -15,8 +15,8 @@ Per enabled flow:
 Per job no enabled flow wants:
   flow disabled                   -> stop (`enabled: false` is MM2's "do not replicate")
   flow removed from the topology  -> stop with `prune: {flows: true}`, else an `unmanaged` finding
-A restart replaces the flow's whole engine (`_engine_restarts`: every other flow of the engine restarts with it, and
-the action names them) when the engine's own Spark settings change (`engine.master` but for one `local[N]` for
+A restart replaces the flow's whole engine (`_engine_restarts`: every other flow of the engine restarts with it, the
+action names them and carries the restarts planned for them, so one engine replacement is one action) when the engine's own Spark settings change (`engine.master` but for one `local[N]` for
 another, `engine.spark_conf`, the metrics port; on kubernetes the settings of its SparkApplication), when it runs
 twice (duplicated), or when it is down as a whole (none of its flows runs); any other restart is in place.
 The spec compared is the one the deployer handed to the job (not the hash in its status, which
@@ -376,21 +376,58 @@ def _engine_restart(a: RestartJob, live: LiveJobs, mates: list[str]) -> str:
     return ""
 
 
+def _engine_key(a: RestartJob) -> tuple[str, str]:
+    return (deployer_family(a.deployer), str(a.options["engine"]))
+
+
+def _joins_a_replacement(a: Action) -> bool:
+    """A restart of a flow that stays in its engine and deployer family (not a move), so an engine replacement
+    restarts it anyway."""
+    return (
+        isinstance(a, RestartJob)
+        and bool(a.options.get("engine"))
+        and "engine" not in a.changes
+        and not (a.previous_deployer and deployer_family(a.previous_deployer) != deployer_family(a.deployer))
+    )
+
+
 def _engine_restarts(actions: list[Action], live: LiveJobs) -> list[Action]:
-    """The restarts, marked where they replace the flow's whole engine, with the engine's other flows (pure)."""
+    """The restarts, marked where they replace the flow's whole engine, with the engine's other flows (pure). One
+    engine replacement is one action: the first restart that replaces an engine carries (`joined`) every other
+    restart of that engine into the same target cluster (each cluster's lease covers its own actions, so an engine
+    holding flows into two clusters has one replacement action per cluster)."""
     engines: dict[tuple[str, str], set[str]] = {}
     for lj in live.jobs.values():
         dep = lj.deployment
         if dep is not None and dep.options.get("engine") and not dep.stopped:
             engines.setdefault((deployer_family(dep.deployer), str(dep.options["engine"])), set()).add(lj.flow)
-    out: list[Action] = []
+    marked: list[Action] = []
     for a in actions:
         if isinstance(a, RestartJob) and a.options.get("engine"):
-            key = (deployer_family(a.deployer), str(a.options["engine"]))
-            mates = sorted(engines.get(key, set()) - {a.flow})
+            mates = sorted(engines.get(_engine_key(a), set()) - {a.flow})
             why = _engine_restart(a, live, mates)
             if why:
                 a = dataclasses.replace(a, engine_restart=why, engine_flows=mates)
+        marked.append(a)
+    leads: dict[tuple[str, str, str], RestartJob] = {}
+    for a in marked:
+        if isinstance(a, RestartJob) and a.engine_restart:
+            leads.setdefault((a.cluster, *_engine_key(a)), a)
+    joined: dict[tuple[str, str, str], list[RestartJob]] = {}
+    for a in marked:
+        if _joins_a_replacement(a):
+            assert isinstance(a, RestartJob)
+            key = (a.cluster, *_engine_key(a))
+            if key in leads and leads[key] is not a:
+                joined.setdefault(key, []).append(dataclasses.replace(a, engine_restart="", engine_flows=[]))
+    out: list[Action] = []
+    for a in marked:
+        if isinstance(a, RestartJob) and a.options.get("engine"):
+            key = (a.cluster, *_engine_key(a))
+            if leads.get(key) is a:
+                a = dataclasses.replace(a, joined=tuple(joined.get(key, ())))
+            elif any(j.flow == a.flow for j in joined.get(key, ())):
+                continue  # carried by its engine's replacement
         out.append(a)
     return out
 

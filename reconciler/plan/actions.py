@@ -20,8 +20,9 @@ from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import AclBinding
 
 FORMAT_VERSION = 1
-#: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings.
-FORMAT_MINOR = 2
+#: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings; 3 = `joined`
+#: on `restart_job` (one engine replacement, one action).
+FORMAT_MINOR = 3
 
 
 @dataclass(frozen=True)

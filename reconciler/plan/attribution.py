@@ -29,6 +29,7 @@ from reconciler.mirror.policy import (
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.desired import DesiredState
 from reconciler.plan.findings import Finding
+from reconciler.plan.job_actions import JobAction
 from reconciler.topology.flow_id import FlowId, flow_ends, flow_name
 from reconciler.topology.model import Topology
 
@@ -74,9 +75,8 @@ def _flow_subject(subject: str, topology: Topology) -> str | None:
 
 
 def action_flows(action: Action, desired: DesiredState | None, topology: Topology) -> tuple[str, ...]:
-    flow = getattr(action, "flow", None)
-    if isinstance(flow, str) and flow:
-        return (flow,)
+    if isinstance(action, JobAction) and action.flow:
+        return action.flows  # an engine replacement: every flow whose restart it carries
     subject = action.subject
     named = _flow_subject(subject, topology)
     if named:

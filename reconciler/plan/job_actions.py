@@ -1,8 +1,10 @@
 """Plan actions for replication jobs: deploy, update in place, restart, stop.
 
-One action per flow (a flow's job is its part of an engine, the Spark application holding it). A restart that
-replaces the flow's whole engine (its Spark settings changed, it runs twice, or it is down) says so and names the
-engine's other flows, which restart with it (`engine_restart`, `engine_flows`). Each action is attached to the flow's *target* cluster (where the job reports
+One action per flow (a flow's job is its part of an engine, the Spark application holding it), but for a restart
+that replaces the flow's whole engine (its Spark settings changed, it runs twice, or it is down): it says so, names
+the engine's other flows, which restart with it (`engine_restart`, `engine_flows`), and carries the restarts the
+plan has for those of them in the same target cluster (`joined`), so one engine replacement is one action.
+Each action is attached to the flow's *target* cluster (where the job reports
 its status, and whose lease an apply takes). Order: update and restart run in `Phase.JOB` of the
 target cluster, after its topic and ACL actions and before its deletions (a job whose filter was
 narrowed must have the new spec before its old remote topics are deleted, or it would re-create
@@ -14,12 +16,15 @@ Renderers print them through the generic `describe()` / `details()`; the JSON fo
 `kind`, `verb`, `cluster`, `reason`, `description`: `flow`, `deployer`, `options` (deployer
 settings), `spec` (the job spec), `spec_hash`, and per kind `current_hash`, `changes`
 ({field: [current, desired]}), `state` (the job's live state), `previous_deployer`, `where`, `engine_restart`
-(why the whole engine restarts; "" when the flow restarts in place) and `engine_flows` (its other flows).
+(why the whole engine restarts; "" when the flow restarts in place), `engine_flows` (its other flows) and `joined`
+(the restarts of other flows this engine replacement carries out, each a `restart_job` object).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -79,6 +84,11 @@ class JobAction(Action):
     @property
     def subject(self) -> str:
         return self.flow
+
+    @property
+    def flows(self) -> tuple[str, ...]:
+        """Every flow this action changes (a restart that replaces an engine: the flows whose restarts it carries)."""
+        return (self.flow,)
 
     def __hash__(self) -> int:
         return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
@@ -166,9 +176,32 @@ class RestartJob(JobAction):
     running: bool = True  # a process of the job runs now (False: it is dead, nothing to stop: a plain start)
     engine_restart: str = ""  # why the flow's whole engine restarts (its application is replaced); "": in place
     engine_flows: list = field(default_factory=list)  # the engine's other flows, restarted with it
+    #: The restarts of other flows of the engine (same target cluster) that this replacement carries out: one engine
+    #: replacement is one action; apply hands them to the engine with this one (`jobplan/handlers.py`).
+    joined: tuple[RestartJob, ...] = ()
 
     def __hash__(self) -> int:
         return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
+
+    @property
+    def flows(self) -> tuple[str, ...]:
+        return (self.flow, *(j.flow for j in self.joined))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["joined"] = [j.to_dict() for j in self.joined]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RestartJob:
+        a = super().from_dict({**d, "joined": ()})
+        assert isinstance(a, RestartJob)
+        return dataclasses.replace(a, joined=tuple(cls.from_dict(j) for j in d.get("joined") or ()))
+
+    def _spec_words(self) -> str:
+        if self.current_hash and self.current_hash != self.spec_hash:
+            return f"spec {short(self.current_hash)} -> {short(self.spec_hash)}"
+        return f"spec {short(self.spec_hash)}"
 
     def _engine_replacement(self) -> str:
         """' and with it flows X, Y: engine E is replaced' ('' for a restart in place)."""
@@ -179,10 +212,7 @@ class RestartJob(JobAction):
         return f"{others if self.engine_flows else ''}: REPLACES engine {engine}"
 
     def describe(self) -> str:
-        if self.current_hash and self.current_hash != self.spec_hash:
-            spec = f"spec {short(self.current_hash)} -> {short(self.spec_hash)}"
-        else:
-            spec = f"spec {short(self.spec_hash)}"
+        spec = self._spec_words()
         where = where_to_run(self.deployer, self._spec_or_none(), self.options)
         if self.previous_deployer and self.previous_deployer != self.deployer:
             where = f"{self.previous_deployer} -> {where}"
@@ -203,7 +233,8 @@ class RestartJob(JobAction):
             )
         elif self.engine_restart:
             others = (
-                f"its other flows ({', '.join(self.engine_flows)}) stop gracefully and restart with it"
+                f"its other flows ({', '.join(self.engine_flows)}) "
+                + ("stop gracefully and restart with it" if self.running else "start with it")
                 if self.engine_flows
                 else "it holds no other flow"
             )
@@ -219,7 +250,11 @@ class RestartJob(JobAction):
             how = "graceful stop, then start; resumes from its committed offsets"
         else:
             how = "not running (nothing to stop): start; resumes from its committed offsets"
-        return self._changes() + [how]
+        lines = self._changes() + [how]
+        for j in self.joined:
+            lines.append(f"with it flow {j.flow} ({j._spec_words()}): {j.reason}")
+            lines += [f"  {c}" for c in j._changes()]
+        return lines
 
 
 @dataclass(frozen=True)

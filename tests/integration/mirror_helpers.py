@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from reconciler import logs
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.contract.spec import ClusterSpec, JobSpec
 from tests.spec_helpers import job_spec
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, config: dict | None = None) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     for f in admin.create_topics([NewTopic(name, partitions, 1, config=config or {})]).values():
         f.result(15)
 
@@ -54,13 +55,15 @@ def read_topic(
 ) -> dict[int, list[Rec]]:
     """Every record of `topic`, per partition, read to end-of-partition."""
     c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"verify-{time.monotonic_ns()}",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-        }
+        logs.client_config(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"verify-{time.monotonic_ns()}",
+                "enable.partition.eof": True,
+                "enable.auto.commit": False,
+                "isolation.level": isolation,
+            }
+        )
     )
     out: dict[int, list[Rec]] = {p: [] for p in range(partitions)}
     try:
@@ -117,7 +120,9 @@ class SequencedProducer(threading.Thread):
 
     def run(self) -> None:
         try:
-            p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": True})
+            p = Producer(
+                logs.client_config({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": True})
+            )
             seq = [0] * self.partitions
             start = time.monotonic()
             for i in range(self.total):
@@ -157,7 +162,7 @@ def broker_hides_aborted(bootstrap: str, topic: str) -> bool:
     """Whether a read_committed consumer on this broker skips records of aborted transactions
     (Kafka does; the Tansu test broker does not)."""
     create_topic(bootstrap, topic, 1)
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"probe-{topic}"})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "transactional.id": f"probe-{topic}"}))
     p.init_transactions(15)
     p.begin_transaction()
     p.produce(topic, b"aborted", partition=0)

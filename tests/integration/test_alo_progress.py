@@ -15,6 +15,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
+from reconciler import logs
 from reconciler.contract.spec import job_group
 from reconciler.deployers.instance import Role
 from reconciler.deployers.process import LocalJob
@@ -45,7 +46,9 @@ class TargetEnd:
 
     def __init__(self, bootstrap: str, topic: str):
         self.topic = topic
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"watch-{time.monotonic_ns()}"})
+        self.consumer = Consumer(
+            logs.client_config({"bootstrap.servers": bootstrap, "group.id": f"watch-{time.monotonic_ns()}"})
+        )
 
     def __call__(self) -> int:
         try:
@@ -88,7 +91,7 @@ def test_an_at_least_once_task_commits_its_progress_on_the_source_while_it_runs(
     task = CopyTask(0, 0, tuple(PartitionTask("ticks", p, "west.ticks", -2) for p in range(2)))
     results: list[TaskResult] = []
     runner = threading.Thread(target=lambda: results.append(copy_task(spec, task, AtLeastOnce())))
-    group = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    group = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)}))
     tps = [TopicPartition("ticks", p) for p in range(2)]
     seen: list[tuple[float, int]] = []  # (seconds since the task began, committed offsets summed)
     producer.start()

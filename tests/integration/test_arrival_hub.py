@@ -7,6 +7,7 @@ import threading
 
 from confluent_kafka import Producer
 
+from reconciler import logs
 from reconciler.contract.spec import ClusterSpec
 from reconciler.engine.arrivals import ArrivalHub, ArrivalWatch, watch_config
 from tests.integration.mirror_helpers import create_topic, wait_for
@@ -14,7 +15,7 @@ from tests.spec_helpers import job_spec
 
 
 def _produce(bootstrap: str, topic: str, n: int) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 2}))
     for i in range(n):
         p.produce(topic, b"r%d" % i, partition=0)
     p.flush(10)
@@ -35,7 +36,7 @@ def test_one_consumer_wakes_only_the_flow_whose_partition_got_a_record(fresh_clu
         from confluent_kafka import Consumer
 
         made.append(conf)
-        return Consumer(conf)
+        return Consumer(logs.client_config(conf, logs.JOB_CLIENT_LOGGER))  # the job's watch: its logger kept
 
     hub = ArrivalHub(watch_config(specs[0]), "west", consumer)
     wakes = [threading.Event(), threading.Event()]

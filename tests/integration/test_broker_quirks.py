@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from reconciler import logs
 from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.dev.brokers import Broker, Engine
 from reconciler.state.live import API_DELETE_ACLS
@@ -36,7 +37,7 @@ def broker(request, broker_factory) -> Broker:
 
 
 def admin(b: Broker) -> AdminClient:
-    return AdminClient({"bootstrap.servers": b.bootstrap})
+    return AdminClient(logs.client_config({"bootstrap.servers": b.bootstrap}))
 
 
 def topic(b: Broker, name: str, partitions: int = 1) -> str:
@@ -91,12 +92,12 @@ def test_acls_without_an_authorizer(broker):
 
 def test_high_watermark_and_list_offsets_latest(broker):
     name = topic(broker, "quirk-hw")
-    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 50})
+    p = Producer(logs.client_config({"bootstrap.servers": broker.bootstrap, "linger.ms": 50}))
     for _batch in range(2):
         for _ in range(10):
             p.produce(name, b"x", partition=0)
         p.flush(10)
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "quirk-hw"})
+    c = Consumer(logs.client_config({"bootstrap.servers": broker.bootstrap, "group.id": "quirk-hw"}))
     tp = TopicPartition(name, 0)
     _, high = c.get_watermark_offsets(tp, timeout=5)
     c.close()
@@ -111,7 +112,7 @@ def test_high_watermark_and_list_offsets_latest(broker):
 
 def test_commit_metadata(broker):
     name = topic(broker, "quirk-meta")
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "quirk-meta"})
+    c = Consumer(logs.client_config({"bootstrap.servers": broker.bootstrap, "group.id": "quirk-meta"}))
     c.commit(offsets=[TopicPartition(name, 0, 5, metadata="slot 3")], asynchronous=False)
     got = c.committed([TopicPartition(name, 0)], timeout=5)[0]
     c.close()
@@ -123,10 +124,14 @@ def test_commit_metadata(broker):
 def test_aborted_transactions_and_read_committed_readers(broker):
     name = topic(broker, "quirk-txn")
     reader = Consumer(
-        {"bootstrap.servers": broker.bootstrap, "group.id": "quirk-txn-long", "isolation.level": "read_committed"}
+        logs.client_config(
+            {"bootstrap.servers": broker.bootstrap, "group.id": "quirk-txn-long", "isolation.level": "read_committed"}
+        )
     )
     reader.assign([TopicPartition(name, 0, 0)])
-    tx = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"quirk-{broker.engine.value}"})
+    tx = Producer(
+        logs.client_config({"bootstrap.servers": broker.bootstrap, "transactional.id": f"quirk-{broker.engine.value}"})
+    )
     tx.init_transactions(10)
 
     def transaction(value: bytes, commit: bool) -> None:
@@ -142,7 +147,9 @@ def test_aborted_transactions_and_read_committed_readers(broker):
     long_lived += read(reader, 3)
     reader.close()
     fresh = Consumer(
-        {"bootstrap.servers": broker.bootstrap, "group.id": "quirk-txn-fresh", "isolation.level": "read_committed"}
+        logs.client_config(
+            {"bootstrap.servers": broker.bootstrap, "group.id": "quirk-txn-fresh", "isolation.level": "read_committed"}
+        )
     )
     fresh.assign([TopicPartition(name, 0, 0)])
     from_start = read(fresh, 3)

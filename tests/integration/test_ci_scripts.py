@@ -21,6 +21,7 @@ import git
 import pytest
 from confluent_kafka import Producer
 
+from reconciler import logs
 from reconciler.adapters.base import ConfigAlteration, NewTopicSpec
 from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.apply.lock import read_applied
@@ -97,7 +98,7 @@ class CI:
         topo, _ = load_topology([self.root / "topologies" / "prod"])
         spec = JobSpec.from_flow(topo, topo.flow("west->east"))
         self.admin["east"].create_topics([NewTopicSpec(STATUS_TOPIC, 1, -1, {"cleanup.policy": "compact"})])
-        producer = Producer({"bootstrap.servers": self.boot["east"]})
+        producer = Producer(logs.client_config({"bootstrap.servers": self.boot["east"]}))
         StatusPublisher(producer, "west->east").publish(
             {
                 "flow": "west->east",

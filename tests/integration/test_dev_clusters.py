@@ -7,6 +7,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from reconciler import logs
 from reconciler.cli.main import main
 from reconciler.dev.brokers import Engine, free_port, pid_alive
 from tests.helpers import write
@@ -45,12 +46,16 @@ def test_dev_up_is_idempotent_answers_kafka_and_down_stops(tmp_path, state_dir, 
         # a real Kafka round trip on the west broker: create, produce with key/headers/timestamp, consume
         bootstrap = f"127.0.0.1:{ports[0]}"
         topic = f"dev-{uuid.uuid4().hex[:8]}"
-        admin = AdminClient({"bootstrap.servers": bootstrap})  # keep a reference: the futures need the handle
+        admin = AdminClient(
+            logs.client_config({"bootstrap.servers": bootstrap})
+        )  # keep a reference: the futures need the handle
         admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(10)
-        producer = Producer({"bootstrap.servers": bootstrap})
+        producer = Producer(logs.client_config({"bootstrap.servers": bootstrap}))
         producer.produce(topic, key=b"k", value=b"v", headers=[("h", b"1")], timestamp=1234, partition=1)
         assert producer.flush(10) == 0
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "t", "auto.offset.reset": "earliest"})
+        consumer = Consumer(
+            logs.client_config({"bootstrap.servers": bootstrap, "group.id": "t", "auto.offset.reset": "earliest"})
+        )
         consumer.assign([TopicPartition(topic, 1, 0)])
         msg = consumer.poll(10)
         consumer.close()

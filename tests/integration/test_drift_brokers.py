@@ -15,6 +15,7 @@ import time
 import pytest
 from confluent_kafka import Producer
 
+from reconciler import logs
 from reconciler.adapters.base import ConfigAlteration, NewTopicSpec
 from reconciler.adapters.kafka_admin import KafkaAdmin
 from reconciler.cli.main import main
@@ -51,7 +52,7 @@ class Env:
         self.capsys = capsys
         self.tmp = tmp_path
         self.admin = {a: KafkaAdmin(Cluster(a, b)) for a, b in self.boot.items()}
-        self.producer = Producer({"bootstrap.servers": east.bootstrap, "linger.ms": 0})
+        self.producer = Producer(logs.client_config({"bootstrap.servers": east.bootstrap, "linger.ms": 0}))
 
     def drift(self, *extra: str) -> tuple[int, dict]:
         code = main(["drift", str(self.path), "--format", "json", *extra])

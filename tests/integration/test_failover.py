@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from reconciler import logs
 from reconciler.cli.main import main
 from reconciler.mirror.records import Checkpoint, Heartbeat
 from tests.helpers import write
@@ -28,19 +29,19 @@ RECORDS = 20
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(10)
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[int, bytes | None, bytes | None]]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap})
+    producer = Producer(logs.client_config({"bootstrap.servers": bootstrap}))
     for partition, key, value in records:
         producer.produce(topic, key=key, value=value, partition=partition)
     assert producer.flush(10) == 0
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])]
     result = admin.list_consumer_group_offsets(request)[group].result(10)
     return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
@@ -136,13 +137,15 @@ def test_failover_commits_translated_offsets_and_the_group_resumes_without_skipp
     # the migrated consumer starts on B exactly where the checkpoint put it: it sees every record
     # the group had not yet consumed on A (offsets >= the upstream offsets), none skipped
     consumer = Consumer(
-        {
-            "bootstrap.servers": r["east"],
-            "group.id": r["group"],
-            "enable.auto.commit": False,
-            "auto.offset.reset": "latest",
-            **FAST_GROUP,
-        }
+        logs.client_config(
+            {
+                "bootstrap.servers": r["east"],
+                "group.id": r["group"],
+                "enable.auto.commit": False,
+                "auto.offset.reset": "latest",
+                **FAST_GROUP,
+            }
+        )
     )
     consumer.subscribe([r["remote"]])
     seen: dict[int, list[tuple[int, bytes]]] = {0: [], 1: []}
@@ -167,13 +170,15 @@ def test_failover_commits_translated_offsets_and_the_group_resumes_without_skipp
 def test_failover_refuses_while_the_group_is_active_on_the_target(replicated, capsys):
     r = replicated
     consumer = Consumer(
-        {
-            "bootstrap.servers": r["east"],
-            "group.id": r["group"],
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            **FAST_GROUP,
-        }
+        logs.client_config(
+            {
+                "bootstrap.servers": r["east"],
+                "group.id": r["group"],
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                **FAST_GROUP,
+            }
+        )
     )
     assigned: list = []
     consumer.subscribe([r["remote"]], on_assign=lambda c, ps: assigned.extend(ps))

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Producer
 
+from reconciler import logs
 from reconciler.deployers.kubernetes import ENGINE_MOUNT, render
 from tests.integration import image_build
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
@@ -70,7 +71,7 @@ def test_the_images_working_directory_is_writable_by_its_user(container):
 
 
 def _produce(bootstrap: str, topic: str) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True}))
     for i in range(RECORDS):
         p.produce(topic, f"value-{i}-".encode() * (1 + i % 5), f"key-{i}".encode(), i % PARTITIONS)
         if i % 1000 == 0:

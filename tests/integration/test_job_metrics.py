@@ -3,13 +3,13 @@ the metric families, their labels, and record counts that match the records copi
 
 from __future__ import annotations
 
-import threading
 import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
+from reconciler import logs
 from reconciler.contract.status import StatusState
 from reconciler.dev.brokers import free_port
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor
@@ -49,17 +49,21 @@ def scrape_until(port: int, ready, timeout: float, what: str) -> dict[str, list]
     return wait_for(attempt, timeout, what=what)
 
 
-def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
+def test_a_running_job_serves_mm2_style_metrics(fresh_clusters, driver_runs):
     from reconciler.engine.session import build_context
 
     source, target = fresh_clusters
     create_topic(source.bootstrap, "orders", 3)
-    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 5})
+    p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 5}))
     for i in range(600):
         p.produce("orders", f"v{i}".encode(), f"k{i}".encode(), partition=i % 3)
     p.flush(30)
     # a consumer group on the source that has read 150 records of each partition: the job checkpoints it
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": "billing-app", "enable.auto.commit": False})
+    c = Consumer(
+        logs.client_config(
+            {"bootstrap.servers": source.bootstrap, "group.id": "billing-app", "enable.auto.commit": False}
+        )
+    )
     c.commit(offsets=[TopicPartition("orders", i, 150) for i in range(3)], asynchronous=False)
     c.close()
     spec = spec_for(source, target, topics_include=("orders",), groups_include=("billing-.*",))
@@ -67,8 +71,7 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
     driver = ReplicationDriver(spec, SparkExecutor(spark))
     port = free_port()
     server = driver.metrics.serve(port, addr="127.0.0.1")
-    thread = threading.Thread(target=driver.run, daemon=True)
-    thread.start()
+    thread = driver_runs.run(driver)
     try:
         wait_for(lambda: count_topic(target.bootstrap, "west.orders", 3) >= 600, 120, what="orders replicated")
         found = scrape_until(
@@ -77,13 +80,11 @@ def test_a_running_job_serves_mm2_style_metrics(fresh_clusters):
             90,
             what="record counts and checkpoint latencies scraped",
         )
-        driver.stop_event.set()
-        thread.join(60)
+        thread.stop(60)
         assert not thread.is_alive()
         final = scrape(port)  # after the last batch: the same moment as the final status record
     finally:
-        driver.stop_event.set()
-        thread.join(60)
+        thread.stop(60)
         server.shutdown()
         spark.stop()
     # every family of the catalog is registered (names are what dashboards and alert rules use)

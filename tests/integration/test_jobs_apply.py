@@ -16,6 +16,7 @@ import signal
 import pytest
 
 import reconciler.deployers.instance as instance
+from reconciler import logs
 from reconciler.cli.main import main
 from reconciler.contract.status import StatusRecord
 from reconciler.deployers.local import LocalDeployer
@@ -103,7 +104,7 @@ class Env:
 def _produce(bootstrap: str, topic: str, n: int) -> None:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 5}))
     for i in range(n):
         p.produce(topic, f"{topic}-{i}".encode(), partition=i % 2 if topic != "refunds" else 0)
     p.flush(30)

@@ -24,6 +24,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 import reconciler.deployers.instance as instance
+from reconciler import logs
 from reconciler.contract.spec import JobSpec, job_group
 from reconciler.contract.status import StatusRecord
 from reconciler.deployers.kubernetes import APP_ROOT, ENGINE_MOUNT, FlowEntry, render_engine
@@ -128,7 +129,7 @@ def _status(bootstrap: str, flow: str) -> StatusRecord | None:
 def _committed(bootstrap: str, spec: JobSpec, topic: str) -> dict[int, int]:
     """The job's committed positions: next source offset per partition (at-least-once: its group on the source;
     exactly-once: its group on the target, under the remote topic)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": job_group(spec)})
+    c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": job_group(spec)}))
     try:
         tps = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
         return {tp.partition: tp.offset for tp in tps}

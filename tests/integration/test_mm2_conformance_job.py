@@ -12,6 +12,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from reconciler import logs
 from reconciler.mirror.records import Checkpoint, OffsetSync
 from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
 from tests.integration.test_replication_job import RunningJob, spark  # noqa: F401 - the module's Spark fixture
@@ -21,7 +22,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
 def _checkpoints(bootstrap: str, topic: str, group: str) -> list[Checkpoint]:
     cons = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"cp-{time.monotonic_ns()}", "enable.partition.eof": True}
+        logs.client_config(
+            {"bootstrap.servers": bootstrap, "group.id": f"cp-{time.monotonic_ns()}", "enable.partition.eof": True}
+        )
     )
     cons.assign([TopicPartition(topic, 0, 0)])
     out = []
@@ -39,7 +42,7 @@ def _checkpoints(bootstrap: str, topic: str, group: str) -> list[Checkpoint]:
 
 def _commit(bootstrap: str, group: str, offset: int, metadata: str) -> str:
     """Commit with metadata; returns the metadata the broker gives back (Tansu keeps none: "")."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}))
     c.commit(offsets=[TopicPartition("ledger", 0, offset, metadata)], asynchronous=False)
     kept = c.committed([TopicPartition("ledger", 0)], timeout=10)[0].metadata or ""
     c.close()
@@ -49,7 +52,7 @@ def _commit(bootstrap: str, group: str, offset: int, metadata: str) -> str:
 def test_separator_internal_names_and_monotonic_checkpoints_with_metadata(fresh_clusters, spark):  # noqa: F811
     source, target = fresh_clusters
     create_topic(source.bootstrap, "ledger", 1)
-    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2})
+    p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 2}))
     for i in range(300):
         p.produce("ledger", f"{i}".encode(), partition=0)
         if i % 40 == 0:
@@ -89,7 +92,7 @@ def test_a_restarted_job_reads_its_checkpoints_and_never_moves_them_backwards(fr
     still gets a checkpoint (OffsetSyncStore.start(false))."""
     source, target = fresh_clusters
     create_topic(source.bootstrap, "ledger", 1)
-    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2})
+    p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 2}))
     for i in range(200):
         p.produce("ledger", f"{i}".encode(), partition=0)
         if i % 30 == 0:

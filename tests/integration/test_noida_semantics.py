@@ -9,6 +9,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
 
+from reconciler import logs
 from reconciler.cli.main import main
 from reconciler.deployers.local import LocalDeployer
 from tests.integration.mirror_helpers import create_topic, read_topic, wait_for
@@ -30,7 +31,7 @@ flows:
 
 
 def produce(bootstrap: str, partitions: range, per_partition: int, tag: str) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 5}))
     for part in partitions:
         for i in range(per_partition):
             p.produce("orders", f"{tag}-{part}-{i}".encode(), partition=part)
@@ -55,13 +56,17 @@ def test_a_source_topic_grown_is_planned_grown_in_place_and_copied_into(noida_cl
         produce(west.bootstrap, range(2), 100, "before")
         wait_for(lambda: sum(map(len, read_topic(east.bootstrap, "west.orders", 2).values())) >= 200, 120)
 
-        admin = AdminClient({"bootstrap.servers": west.bootstrap})
+        admin = AdminClient(logs.client_config({"bootstrap.servers": west.bootstrap}))
         admin.create_partitions([NewPartitions("orders", 4)])["orders"].result(15)
         code, out = cli("plan", "--detailed-exitcode")
         assert code == 2 and "add partitions to west.orders: 2 -> 4" in out, out
         code, out = cli("apply", "--auto-approve")
         assert code == 0 and "add partitions to west.orders: 2 -> 4" in out, out
-        remote = AdminClient({"bootstrap.servers": east.bootstrap}).list_topics(timeout=10).topics["west.orders"]
+        remote = (
+            AdminClient(logs.client_config({"bootstrap.servers": east.bootstrap}))
+            .list_topics(timeout=10)
+            .topics["west.orders"]
+        )
         assert len(remote.partitions) == 4, "grown in place, not recreated"
 
         produce(west.bootstrap, range(4), 100, "after")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Producer
 
+from reconciler import logs
 from reconciler.contract.spec import offset_syncs_topic_name
 from reconciler.engine.emitters import CheckpointEmitter, OffsetSyncWriter
 from tests.integration.mirror_helpers import create_topic, spec_for
@@ -21,7 +22,7 @@ def test_every_read_of_the_offset_syncs_reaches_the_end_with_or_without_new_sync
     spec = spec_for(source, target)
     syncs_topic = offset_syncs_topic_name(spec)
     create_topic(source.bootstrap, syncs_topic, 1)
-    producer = Producer({"bootstrap.servers": source.bootstrap})
+    producer = Producer(logs.client_config({"bootstrap.servers": source.bootstrap}))
     writer = OffsetSyncWriter(spec, producer)
     writer.write("orders", 0, [(0, 0), (100, 100)])
     writer.flush()

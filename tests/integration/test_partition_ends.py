@@ -8,6 +8,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from reconciler import logs
 from reconciler.contract.spec import ClusterSpec
 from reconciler.dev.brokers import Broker, Engine
 from reconciler.engine.delivery import mode_of
@@ -28,13 +29,13 @@ def broker(request, broker_factory) -> Broker:
 def test_each_end_on_each_broker(broker):
     name = "ends-contract"
     create_topic(broker.bootstrap, name, 2)
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 50})
+    producer = Producer(logs.client_config({"bootstrap.servers": broker.bootstrap, "linger.ms": 50}))
     for _batch in range(2):
         for _ in range(10):
             producer.produce(name, b"x", partition=0)
         producer.flush(10)
     spec = job_spec("west->east", ClusterSpec("west", broker.bootstrap), ClusterSpec("east", broker.bootstrap))
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": broker.bootstrap}))
     store = OffsetStore(spec, mode_of(spec))  # the flow's consumer on the source, as the driver's Connections
     ends = PartitionEnds(KafkaEndRequests(spec, admin, lambda: store.source_consumer))
     full, empty = (name, 0), (name, 1)

@@ -8,6 +8,7 @@ import threading
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from reconciler import logs
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, job_group, transactional_id
 from reconciler.contract.status import StatusState
 from reconciler.engine.batches import ONE_TASK_BACKLOG
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.kafka]
 
 
 def _produce(bootstrap, topic, values, partition=0):
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 2}))
     for v in values:
         p.produce(topic, v, partition=partition)
     p.flush(10)
@@ -42,7 +43,7 @@ def test_out_of_range_position_is_reported_not_skipped(fresh_clusters):
         max_batch_ms=1_000,
     )
     # The job's committed position points past the end (the partition was truncated or recreated).
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)}))
     c.commit(offsets=[TopicPartition("ledger", 0, 50)], asynchronous=False)
     c.close()
     driver = ReplicationDriver(spec, LocalExecutor())
@@ -74,7 +75,7 @@ def test_halt_policy_stops_the_partition(fresh_clusters):
         heartbeats_enabled=False,
         checkpoints_enabled=False,
     )
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)}))
     c.commit(offsets=[TopicPartition("ledger2", 0, 99)], asynchronous=False)
     c.close()
     driver = ReplicationDriver(spec, LocalExecutor())
@@ -101,7 +102,9 @@ def test_zombie_with_the_same_transactional_id_is_fenced(fresh_clusters):
     )
     create_topic(target.bootstrap, "west.txns", 1)
     # A zombie task of an earlier run: same transactional id, a transaction open with records in it.
-    zombie = Producer({"bootstrap.servers": target.bootstrap, "transactional.id": transactional_id(spec, 0)})
+    zombie = Producer(
+        logs.client_config({"bootstrap.servers": target.bootstrap, "transactional.id": transactional_id(spec, 0)})
+    )
     zombie.init_transactions(10)
     zombie.begin_transaction()
     zombie.produce("west.txns", b"zombie", partition=0)
@@ -121,7 +124,7 @@ def test_zombie_with_the_same_transactional_id_is_fenced(fresh_clusters):
     assert again.records == 0 and again.parts.positions[("txns", 0)] == 20
 
 
-def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):
+def test_hot_reload_and_restart_required(fresh_clusters, tmp_path, driver_runs):
     source, target = fresh_clusters
     create_topic(source.bootstrap, "alpha", 1)
     create_topic(source.bootstrap, "beta", 1)
@@ -130,8 +133,7 @@ def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):
     spec = spec_for(source, target, topics_include=("alpha",), heartbeats_enabled=False, checkpoints_enabled=False)
     path = spec.write(tmp_path / "spec.json")
     driver = ReplicationDriver(path, LocalExecutor())
-    thread = threading.Thread(target=driver.run, daemon=True)
-    thread.start()
+    thread = driver_runs.run(driver)
     try:
         wait_for(lambda: count_topic(target.bootstrap, "west.alpha", 1) == 5, 30, what="alpha replicated")
         # A hot-reloadable change (topic filter): applied without a restart.
@@ -143,15 +145,14 @@ def test_hot_reload_and_restart_required(fresh_clusters, tmp_path):
         thread.join(30)
         assert not thread.is_alive() and driver.exit_code == EXIT_RESTART_REQUIRED
     finally:
-        driver.stop_event.set()
-        thread.join(30)
+        thread.stop(30)
     status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
     assert (
         status is not None and status.state is StatusState.RESTART_REQUIRED and "delivery" in (status.last_error or "")
     )
 
 
-def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):
+def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters, driver_runs):
     """The target broker freezes (SIGSTOP) for a few seconds mid-stream, then resumes."""
     import os
     import signal
@@ -165,8 +166,7 @@ def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):
     producer = SequencedProducer(source.bootstrap, "stall", 2, 6_000, 1_500.0)
     producer.start()
     driver = ReplicationDriver(spec, LocalExecutor())
-    thread = threading.Thread(target=driver.run, daemon=True)
-    thread.start()
+    thread = driver_runs.run(driver)
     try:
         wait_for(lambda: driver.records >= 1_000, 30, what="copying started")
         os.kill(target.pid, signal.SIGSTOP)
@@ -184,8 +184,7 @@ def test_broker_stalls_are_retried_and_nothing_is_lost(fresh_clusters):
         )
     finally:
         os.kill(target.pid, signal.SIGCONT)
-        driver.stop_event.set()
-        thread.join(60)
+        thread.stop(60)
     got = read_topic(target.bootstrap, "west.stall", 2)
     for p, want in expected.items():
         s = seqs(got[p])
@@ -301,7 +300,7 @@ def test_a_flow_with_little_to_copy_is_one_task_where_its_delivery_allows(fresh_
     )
     per_partition = ONE_TASK_BACKLOG // 4 + 2_000
     # Small batches: Tansu reads a partition's end as its last batch's base offset + 1.
-    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2, "batch.num.messages": 200})
+    p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 2, "batch.num.messages": 200}))
     for partition in range(4):
         for _ in range(per_partition):
             p.produce("wide", b"v", partition=partition)
@@ -309,7 +308,7 @@ def test_a_flow_with_little_to_copy_is_one_task_where_its_delivery_allows(fresh_
     p.flush(30)
     # Positions known (the job's group on the source at 0; exactly-once starts from it too), so the backlog is
     # known: more than ONE_TASK_BACKLOG.
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)})
+    c = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)}))
     c.commit(offsets=[TopicPartition("wide", n, 0) for n in range(4)], asynchronous=False)
     c.close()
     executor = CountingExecutor()
@@ -352,7 +351,7 @@ def test_a_split_backlog_ends_at_its_end_and_leaves_a_stream_to_one_task(fresh_c
     streaming, sent = threading.Event(), []
 
     def stream() -> None:
-        p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2})
+        p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 2}))
         streaming.set()
         # 100 a second into partition 0 for 6 s: shorter than a task's deadline (max_batch_ms, 10 s), so a task
         # that streamed on would end after the stream
@@ -460,7 +459,7 @@ def test_a_pause_in_a_stream_does_not_end_the_task(fresh_clusters):
     sent = []
 
     def stream() -> None:
-        p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2})
+        p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 2}))
         for seconds, pause in ((3.0, 0.8), (0.5, 0.0)):  # a stream, a pause, more of it
             end = time.monotonic() + seconds
             while time.monotonic() < end:
@@ -602,7 +601,7 @@ def test_a_partition_with_its_budget_spent_ends_the_task_once_the_others_are_cau
     stop = threading.Event()
 
     def trickle() -> None:  # a record every 0.1 s: a stream, never 2 s of silence (IDLE_END_STREAM_S)
-        p = Producer({"bootstrap.servers": source.bootstrap})
+        p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap}))
         i = 0
         while not stop.is_set():
             p.produce("trickle", b"t%d" % i, partition=0)

@@ -4,17 +4,18 @@ heartbeats travel two hops."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
+from reconciler import logs
 from reconciler.contract.status import StatusState
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor
 from reconciler.jobplan.backend import read_job_status
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync
+from tests.helpers import DriverRun
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
@@ -31,27 +32,22 @@ def spark():
     sc.stop()
 
 
-class RunningJob:
-    """A ReplicationDriver on a thread, sharing the module's SparkContext."""
+class RunningJob(DriverRun):
+    """A ReplicationDriver on a thread (tests/helpers.py DriverRun: stopped at the block's end with a bounded wait, an
+    error if it did not stop), sharing the module's SparkContext; the block is given the driver."""
 
     def __init__(self, spec, spark):
-        self.driver = ReplicationDriver(spec, SparkExecutor(spark))
-        self.thread = threading.Thread(target=self.driver.run, daemon=True)
+        super().__init__(ReplicationDriver(spec, SparkExecutor(spark)))
 
     def __enter__(self):
-        self.thread.start()
+        self.start()
         return self.driver
-
-    def __exit__(self, *exc):
-        self.driver.stop_event.set()
-        self.thread.join(60)
-        assert not self.thread.is_alive()
 
 
 def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spark):
     source, target = two_clusters
     create_topic(source.bootstrap, "orders", 3, config={"retention.ms": "7200000", "min.insync.replicas": "1"})
-    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 5})
+    p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 5}))
     sent = []
     for i in range(3000):
         part = (i * 7) % 3
@@ -92,7 +88,7 @@ def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spa
         status.to_dict()
     )
     # Created with the source's partitions and configs, less MM2's excluded properties.
-    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": target.bootstrap}))
     md = admin.list_topics(timeout=10)
     assert len(md.topics["west.orders"].partitions) == 3
     res = ConfigResource(ResourceType.TOPIC, "west.orders")
@@ -106,20 +102,24 @@ def test_records_arrive_identical_and_new_topics_are_picked_up(two_clusters, spa
 def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clusters, spark):
     source, target = fresh_clusters
     create_topic(source.bootstrap, "payments", 1)
-    p = Producer({"bootstrap.servers": source.bootstrap, "linger.ms": 2})
+    p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 2}))
     for i in range(500):
         p.produce("payments", f"{i}".encode(), partition=0)
         if i % 50 == 0:
             p.flush(10)  # several batches, so offsets are not trivially aligned
     p.flush(10)
     # A consumer group on the source has processed the first 123 records.
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": "billing-app", "enable.auto.commit": False})
+    c = Consumer(
+        logs.client_config(
+            {"bootstrap.servers": source.bootstrap, "group.id": "billing-app", "enable.auto.commit": False}
+        )
+    )
     c.commit(offsets=[TopicPartition("payments", 0, 123)], asynchronous=False)
     c.close()
     # The target already holds records of its own in a topic of the same remote name? No: but make
     # downstream offsets differ from upstream ones by pre-filling the remote topic.
     create_topic(target.bootstrap, "west.payments", 1)
-    q = Producer({"bootstrap.servers": target.bootstrap})
+    q = Producer(logs.client_config({"bootstrap.servers": target.bootstrap}))
     for _ in range(37):
         q.produce("west.payments", b"pre-existing", partition=0)
     q.flush(10)
@@ -135,11 +135,13 @@ def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clust
 
     def checkpoint():
         cons = Consumer(
-            {
-                "bootstrap.servers": target.bootstrap,
-                "group.id": f"cp-{time.monotonic_ns()}",
-                "enable.partition.eof": True,
-            }
+            logs.client_config(
+                {
+                    "bootstrap.servers": target.bootstrap,
+                    "group.id": f"cp-{time.monotonic_ns()}",
+                    "enable.partition.eof": True,
+                }
+            )
         )
         cons.assign([TopicPartition("west.checkpoints.internal", 0, 0)])
         found = None
@@ -156,7 +158,7 @@ def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clust
 
     with RunningJob(spec, spark):
         cp = wait_for(checkpoint, 90, what="a checkpoint for billing-app")
-        admin = AdminClient({"bootstrap.servers": target.bootstrap})
+        admin = AdminClient(logs.client_config({"bootstrap.servers": target.bootstrap}))
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         def synced():
@@ -178,12 +180,14 @@ def test_checkpoints_let_a_group_move_to_the_target_without_skipping(fresh_clust
     assert all(b[0] - a[0] <= spec.settings.offset_lag_max + 1 for a, b in zip(ups, ups[1:])) and ups[-1][0] == 499
     # The consumer moved to the target resumes from the synced offset and skips nothing.
     c = Consumer(
-        {
-            "bootstrap.servers": target.bootstrap,
-            "group.id": "billing-app",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "error",
-        }
+        logs.client_config(
+            {
+                "bootstrap.servers": target.bootstrap,
+                "group.id": "billing-app",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "error",
+            }
+        )
     )
     c.subscribe(["west.payments"])
     first = None
@@ -212,4 +216,7 @@ def test_heartbeats_reach_the_second_hop(broker_factory, spark):
     local = [Heartbeat.deserialize(r.key, r.value) for r in read_topic(c.bootstrap, "B.heartbeats", 1)[0]]
     assert {(h.source_cluster_alias, h.target_cluster_alias) for h in local} == {("B", "C")}
     # The cycle rule: nothing of C's or B's own comes back to A.
-    assert "B.heartbeats" not in AdminClient({"bootstrap.servers": a.bootstrap}).list_topics(timeout=10).topics
+    assert (
+        "B.heartbeats"
+        not in AdminClient(logs.client_config({"bootstrap.servers": a.bootstrap})).list_topics(timeout=10).topics
+    )

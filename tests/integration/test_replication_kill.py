@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from reconciler import logs
 from reconciler.contract.engine import read_runtime
 from reconciler.contract.spec import job_group
 from reconciler.deployers.process import LocalJob
@@ -81,7 +82,7 @@ def _run_with_kill(source, target, tmp_path, delivery: str):
 
 
 def _committed(bootstrap, spec, remote_topic):
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": job_group(spec)})
+    c = Consumer(logs.client_config({"bootstrap.servers": bootstrap, "group.id": job_group(spec)}))
     try:
         tps = c.committed([TopicPartition(remote_topic, p) for p in range(PARTITIONS)], timeout=10)
         return {tp.partition: (tp.offset, json.loads(tp.metadata or "{}")) for tp in tps}

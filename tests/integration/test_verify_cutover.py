@@ -8,6 +8,7 @@ import json
 import pytest
 from confluent_kafka import Producer
 
+from reconciler import logs
 from reconciler.cli.main import main
 from reconciler.contract.status import StatusState
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
@@ -24,7 +25,7 @@ SYNCS = "mm2-offset-syncs.east.internal"  # the flow west->east writes its offse
 
 def produce(bootstrap: str, topic: str, records, partition: int = 0) -> None:
     """records: (key, value, headers, timestamp ms or None)."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 2}))
     for key, value, headers, ts in records:
         kw = {"timestamp": ts} if ts is not None else {}
         p.produce(topic, value, key, partition=partition, headers=headers or None, **kw)
@@ -152,7 +153,7 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, tps)])[group].result(10)
 
@@ -201,22 +202,20 @@ def target_committed(bootstrap: str, group: str, topic: str, partitions: int) ->
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
     req = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(partitions)])]
     result = admin.list_consumer_group_offsets(req)[group].result(10)
     return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
 
 
-def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(fresh_clusters, tmp_path, capsys):
-    import threading
-
+def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(
+    fresh_clusters, tmp_path, capsys, driver_runs
+):
     source, target = fresh_clusters
     create_topic(source.bootstrap, "orders", 2)
     spec = spec_for(source, target, topics_include=("orders",), groups_include=("app-.*",), heartbeats_enabled=False)
     driver = ReplicationDriver(spec, LocalExecutor())
-    driver.start()
-    runner = threading.Thread(target=driver.run, kwargs={"max_seconds": 240}, daemon=True)
-    runner.start()
+    runner = driver_runs.run(driver, max_seconds=240)  # `run` starts the driver (and closes it when it stops)
     try:
         for p in range(2):
             produce(source.bootstrap, "orders", [(None, b"p%d-%d" % (p, i), None, None) for i in range(400)], p)
@@ -228,9 +227,7 @@ def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(fre
         args = ["cutover", path, "--flow", "west->east", "--wait", "120", "--record", str(record)]
         assert main(args + ["--group", "app-a", "--group", "app-b", "--group", "app-c"]) == 0, capsys.readouterr().err
     finally:
-        driver.stop_event.set()
-        runner.join(60)
-        driver.close()
+        runner.stop(60)
     err = capsys.readouterr().err
     assert "every partition caught up (lag 0)" in err and "committed" in err
     saved = json.loads(record.read_text())
@@ -255,7 +252,9 @@ def test_cutover_of_a_live_flow_moves_three_groups_without_skipping_a_record(fre
     # a group still consuming on the source is refused
     from confluent_kafka import Consumer
 
-    c = Consumer({"bootstrap.servers": source.bootstrap, "group.id": "app-live", "session.timeout.ms": 6000})
+    c = Consumer(
+        logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": "app-live", "session.timeout.ms": 6000})
+    )
     c.subscribe(["orders"])
     try:
         wait_for(lambda: c.poll(0.5) is not None or c.assignment(), 60, what="app-live joined")

@@ -503,3 +503,107 @@ def test_no_class_is_over_400_lines():
     assert not any(name.startswith("reconciler/engine/") for name in CLASS_SIZE_EXCEPTIONS)
     unexpected = {name: size for name, size in over.items() if name not in CLASS_SIZE_EXCEPTIONS}
     assert not unexpected, f"classes over {MAX_CLASS_LINES} lines (split them by behaviour): {unexpected}"
+
+
+# --- the tests' and the benchmarks' Kafka clients log through reconciler.logs -----------------------------------------
+#: The confluent-kafka clients. Each is given its configuration through `reconciler.logs.client_config` (or a function
+#: of the package that returns its result, e.g. engine/clients.py's `producer_config`): librdkafka's lines then go to a
+#: logger instead of stderr, where they buried a test's output while its brokers restarted.
+KAFKA_CLIENTS = ("Producer", "Consumer", "AdminClient")
+CLIENT_CONFIG = "reconciler.logs.client_config"
+
+
+def _local_names(tree: ast.Module, module: str, is_package: bool = False) -> dict[str, str]:
+    """Every name a file imports (at any depth), as the dotted name it stands for."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, node, is_package)
+            for a in node.names:
+                names[a.asname or a.name] = f"{base}.{a.name}"
+    return names
+
+
+def _dotted(expr: ast.expr, names: dict[str, str]) -> str:
+    if isinstance(expr, ast.Name):
+        return names.get(expr.id, expr.id)
+    if isinstance(expr, ast.Attribute):
+        return f"{_dotted(expr.value, names)}.{expr.attr}"
+    return ""
+
+
+def _logging_config_functions() -> set[str]:
+    """`reconciler.logs.client_config` and the package's top-level functions whose every return is a call of one of
+    these (engine/clients.py's `producer_config`, `consumer_config`, ...), as dotted names."""
+    found = {CLIENT_CONFIG}
+    trees = [
+        (_module_name(p), ast.parse(p.read_text(encoding="utf-8")), p.name == "__init__.py")
+        for p in PACKAGE.rglob("*.py")
+    ]
+    grew = True
+    while grew:
+        grew = False
+        for module, tree, is_package in trees:
+            names = _local_names(tree, module, is_package)
+            for node in tree.body:
+                qualified = f"{module}.{node.name}" if isinstance(node, ast.FunctionDef) else None
+                if qualified is None or qualified in found:
+                    continue
+                returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
+                local = {**names, **{n.name: f"{module}.{n.name}" for n in tree.body if isinstance(n, ast.FunctionDef)}}
+                if returns and all(isinstance(v, ast.Call) and _dotted(v.func, local) in found for v in returns):
+                    found.add(qualified)
+                    grew = True
+    return found
+
+
+def unlogged_clients(source: str, module: str, logging_configs: set[str]) -> list[int]:
+    """The lines of `source` that construct a confluent-kafka client whose configuration is not a call of one of
+    `logging_configs`."""
+    tree = ast.parse(source)
+    names = _local_names(tree, module)
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        made = _dotted(node.func, names)
+        if not (made.startswith("confluent_kafka.") and made.rsplit(".", 1)[-1] in KAFKA_CLIENTS):
+            continue
+        config = node.args[0] if node.args else None
+        if not (isinstance(config, ast.Call) and _dotted(config.func, names) in logging_configs):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_tests_and_benchmarks_give_their_kafka_clients_a_logger():
+    """Every Producer, Consumer and AdminClient a test or a benchmark makes is configured through
+    `reconciler.logs.client_config` (the one home for a client's logger), so librdkafka prints nothing on stderr."""
+    configs = _logging_config_functions()
+    assert {"reconciler.engine.clients.producer_config", "reconciler.engine.clients.consumer_config"} <= configs
+    files = sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")])
+    bare = [
+        f"{p.relative_to(ROOT)}:{line}"
+        for p in files
+        for line in unlogged_clients(p.read_text(encoding="utf-8"), _module_name(p), configs)
+    ]
+    assert bare == [], "clients without reconciler.logs.client_config(...) around their configuration: " + ", ".join(
+        bare
+    )
+
+
+def test_the_client_checker_sees_a_bare_client():
+    source = (
+        "from confluent_kafka import Consumer, Producer as P\n"
+        "import confluent_kafka.admin as admin\n"
+        "from reconciler import logs\n"
+        "from reconciler.topology.connection import client_config\n"
+        "Consumer({'group.id': 'g'})\n"
+        "P(logs.client_config({}))\n"
+        "admin.AdminClient(client_config(cluster))\n"  # the topology's client_config attaches no logger
+        "Consumer(conf)\n"
+        "SequencedProducer('x:1')\n"
+    )
+    assert unlogged_clients(source, "tests.sample", {CLIENT_CONFIG}) == [5, 7, 8]

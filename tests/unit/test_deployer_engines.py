@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 from reconciler.adapters.base import OpResult
+from reconciler.apply.executor import ApplyContext
 from reconciler.contract.spec import ClusterSpec, JobSpec
+from reconciler.deployers import Deployers
 from reconciler.deployers.base import (
     Deployer,
     Deployment,
@@ -23,9 +25,13 @@ from reconciler.deployers.base import (
 )
 from reconciler.deployers.local import LocalDeployer
 from reconciler.deployers.standalone import StandaloneDeployer
-from reconciler.jobplan.plan import _engine_restarts
-from reconciler.jobplan.state import JobState, LiveJob, LiveJobs
+from reconciler.jobplan.handlers import restart_jobs
+from reconciler.jobplan.plan import _engine_restarts, diff_jobs
+from reconciler.jobplan.state import JobState, LiveJob, LiveJobs, desired_jobs
+from reconciler.plan.actions import Plan, action_from_dict
 from reconciler.plan.job_actions import RestartJob
+from reconciler.render import plan_markdown, plan_text
+from tests.plan_helpers import topology
 from tests.spec_helpers import job_spec
 
 
@@ -215,3 +221,80 @@ def test_a_plan_saved_before_engine_restarts_still_loads():
     del saved["engine_restart"], saved["engine_flows"]
     loaded = RestartJob.from_dict(saved)
     assert isinstance(loaded, RestartJob) and loaded.engine_restart == "" and loaded.engine_flows == []
+
+
+# --- one engine replacement, one action (the demo's analytics engine killed: issue 37 follow-up) ----------
+
+
+ANALYTICS = """flows:
+  - {source: west, target: east, topics: {include: ["orders.*"]}}
+  - {source: north, target: east, topics: {include: ["orders.*"]}}
+  - {source: west, target: north, topics: {include: ["orders.*"]}}
+"""
+
+
+def _dead_engine_plan():
+    """The plan of a topology whose engine east (two flows) was killed (SIGKILL: both flows down, nothing alive),
+    pure: desired jobs x live jobs through `diff_jobs`, no broker, no deployer."""
+    topo = topology(ANALYTICS, {"west": "127.0.0.1:1", "north": "127.0.0.1:2", "east": "127.0.0.1:3"})
+    desired = desired_jobs(topo)
+    jobs = {}
+    for flow, d in desired.items():
+        east = d.cluster == "east"
+        deployment = Deployment(
+            flow, d.deployer, f"engine {d.options['engine']}", d.spec, not east, 1.0, options=dict(d.options)
+        )
+        why = "instance ab12 was killed by SIGKILL (exit code 137) (engine east)" if east else ""
+        jobs[flow] = LiveJob(flow, JobState.DOWN if east else JobState.RUNNING, why, deployment=deployment)
+    actions, findings = diff_jobs(topo, desired, LiveJobs(jobs))
+    return Plan(actions, findings, sorted(topo.clusters), topology="t")
+
+
+def test_one_engine_replacement_is_one_action_naming_all_its_flows():
+    plan = _dead_engine_plan()
+    [a] = plan.actions
+    assert isinstance(a, RestartJob) and a.engine_restart == "it is not running"
+    assert (a.flow, a.engine_flows, [j.flow for j in a.joined]) == ("north->east", ["west->east"], ["west->east"])
+    assert a.flows == ("north->east", "west->east")
+    [j] = a.joined
+    assert j.engine_restart == "" and j.spec_hash == spec_of(plan, "west->east") and not j.joined
+    assert plan.counts() == {"create": 0, "update": 1, "delete": 0}
+
+    text = plan_text.render(plan)
+    assert text.count("REPLACES engine east") == 1, text
+    assert "start job north->east and with it flow west->east: REPLACES engine east" in text
+    assert "with it flow west->east (spec " in text and "killed by SIGKILL" in text
+    markdown = plan_markdown.render(plan)
+    assert markdown.count("REPLACES engine east") == 1, markdown
+
+    [saved] = json.loads(json.dumps([a.to_dict() for a in plan.actions]))
+    assert saved["description"].count("REPLACES") == 1
+    assert [x["flow"] for x in saved["joined"]] == ["west->east"] and saved["joined"][0]["kind"] == "restart_job"
+    again = action_from_dict(saved)
+    assert again == a and isinstance(again, RestartJob) and again.joined == a.joined, "a saved plan keeps it"
+
+
+def test_apply_hands_an_engine_replacement_and_the_restarts_it_carries_to_one_engine_change(tmp_path):
+    plan = _dead_engine_plan()
+    recording = Recording()
+    deployers = Deployers(tmp_path)
+    deployers.by_name[recording.name] = recording
+    [res] = restart_jobs(ApplyContext(lambda cluster: None, deployers=deployers), "east", plan.actions)
+    assert [(c.engine, [(f.op, f.flow, f.spec.spec_hash()) for f in c.flows]) for c in recording.changes] == [
+        (
+            "east",
+            [
+                (FlowOp.RESTART, "north->east", spec_of(plan, "north->east")),
+                (FlowOp.RESTART, "west->east", spec_of(plan, "west->east")),
+            ],
+        )
+    ]
+    assert res.ok and res.message == "north->east: restart north->east; west->east: restart west->east"
+
+
+def spec_of(plan: Plan, flow: str) -> str:
+    for a in plan.actions:
+        for j in (a, *getattr(a, "joined", ())):
+            if getattr(j, "flow", None) == flow:
+                return j.spec_hash
+    raise AssertionError(f"no action for {flow}")

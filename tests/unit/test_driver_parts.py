@@ -195,6 +195,31 @@ def test_errors_are_counted_redacted_and_the_lists_kept_short():
     assert len(progress.findings) == MAX_FINDINGS and progress.findings[-1] == f"finding {MAX_FINDINGS + 4}"
 
 
+def test_a_batch_that_never_returns_does_not_keep_the_process_from_exiting():
+    """The batches run in a daemon thread (`BatchRunner`): a process whose batch hangs (a cluster that does not answer)
+    still exits once its driver has given up on it; a ThreadPoolExecutor's worker is joined at the interpreter's exit,
+    so that process (a job, or the test session) never ended. Its results and errors come back through the Future."""
+    import subprocess
+    import sys
+
+    from reconciler.engine.driver import BatchRunner
+
+    runner = BatchRunner()
+    assert runner.submit(sum, [1, 2, 3]).result(30) == 6
+    failed = runner.submit(int, "x")
+    assert isinstance(failed.exception(30), ValueError)
+    assert runner.shutdown(timeout=30)
+    hung = (
+        "import threading\n"
+        "from reconciler.engine.driver import Threads\n"
+        "threads = Threads()\n"
+        "threads.batch_runner().submit(threading.Event().wait)\n"  # never returns
+        "print('exiting', flush=True)\n"
+    )
+    exited = subprocess.run([sys.executable, "-c", hung], capture_output=True, text=True, timeout=120)
+    assert exited.returncode == 0 and exited.stdout == "exiting\n", exited.stderr[-2000:]
+
+
 class CountingLoad:
     """A SpecFile's `load` that counts the files it parses."""
 

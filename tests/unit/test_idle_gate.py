@@ -83,10 +83,41 @@ def test_a_caught_up_flow_still_runs_a_batch_once_a_recheck_interval():
 
 
 def test_an_end_that_moved_back_is_handed_to_the_loss_handler():
-    g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10}, ends_before={ORDERS: 10})
+    g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10}, ends_answered={ORDERS: 10})
     clients.ends.ends[ORDERS] = 6
     g.work_waiting()
     assert g.pacing.moved_back == {ORDERS: (10, 6)}
+
+
+def test_an_end_moved_back_across_reads_that_failed_is_seen():
+    """A source broker that lost its tail went away first: the gate's reads failed meanwhile (its ends before a
+    batch are unknown then), and the first read it answers is still compared with the end it last answered."""
+    g, clients = gate({ORDERS: 10}, {ORDERS: 10})
+    g.work_waiting()
+    clients.ends.down = True
+    g.pacing.gate_recheck = 0.0
+    g.work_waiting()
+    assert g.pacing.ends_before == {} and g.pacing.moved_back == {}
+    clients.ends.down, clients.ends.ends[ORDERS] = False, 6
+    g.pacing.gate_recheck = 0.0
+    g.work_waiting()
+    assert g.pacing.moved_back == {ORDERS: (10, 6)}
+    g.pacing.gate_recheck = 0.0
+    g.work_waiting()
+    assert g.pacing.moved_back == {}, "reported once: the next read compares with the end it answered now"
+
+
+def test_ends_read_since_counts_only_reads_the_source_answered():
+    g, clients = gate({ORDERS: 10}, {ORDERS: 4})
+    before = int(time.time() * 1000)
+    assert not g.ends_read_since(before), "nothing read yet"
+    clients.ends.down = True
+    g.work_waiting()
+    assert clients.ends.reads == 1 and not g.ends_read_since(before), "asked, not answered"
+    clients.ends.down = False
+    g.work_waiting()
+    assert g.ends_read_since(before) and g.pacing.ends_before == {ORDERS: 10}
+    assert not g.ends_read_since(int(time.time() * 1000) + 60_000), "not read since a later time"
 
 
 def test_an_unreadable_end_means_a_batch():

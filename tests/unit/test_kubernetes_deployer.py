@@ -262,9 +262,12 @@ def test_a_change_of_the_engines_own_settings_changes_the_application(k8s):
     k8s.report_all()
     _, app1, _ = k8s.manifest()
     k8s.write(extra=REFUNDS, image="registry.example/reconciler:1.5.0")
-    restarts = k8s.jobs()
+    [replace] = k8s.jobs()  # one engine replacement, one action: the other flow's restart is joined to it
+    restarts = [replace, *replace["joined"]]
     assert [a["kind"] for a in restarts] == ["restart_job", "restart_job"]
+    assert sorted(a["flow"] for a in restarts) == sorted([ORDERS, REFUNDS_FLOW])
     assert all("deployment settings changed: image" in a["reason"] for a in restarts)
+    assert replace["description"].count("REPLACES engine east") == 1
     out = k8s.apply()
     assert "the operator resubmits its SparkApplication" in out
     _, app2, _ = k8s.manifest()

@@ -133,6 +133,7 @@ def test_apply_logs_one_event_per_action_with_the_flow(tmp_path, monkeypatch, ca
     deploys = [e for e in events if e.get("action") == "deploy_job"]
     assert len(deploys) == 1 and deploys[0]["flow"] == "west->east" and deploys[0]["result"] == "ok"
     assert deploys[0]["level"] == "info" and deploys[0]["cluster"]
+    assert deploys[0]["flows"] == ["west->east"]  # an engine replacement lists every flow it restarts here
 
 
 def test_the_job_logs_through_the_same_home():

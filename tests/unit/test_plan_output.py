@@ -50,7 +50,7 @@ def test_json_shape_and_round_trip(world):
         "actions",
         "findings",
     }
-    assert doc["format_minor"] == 2 and all("reason_kind" in x for x in doc["actions"] + doc["findings"])
+    assert doc["format_minor"] == 3 and all("reason_kind" in x for x in doc["actions"] + doc["findings"])
     create = next(a for a in doc["actions"] if a["kind"] == "create_topic" and a["topic"] == "west.orders")
     assert create == {
         "kind": "create_topic",
