@@ -146,7 +146,8 @@ class Absorber:
                     silent.append(p)
                 if advances and (p.count > 0 or (p.next >= 0 and p.next != parts.positions.get(tp))):
                     parts.positions[tp] = p.next
-                    to_commit[tp] = p.next
+                    if p.source_committed != p.next:  # at-least-once: the task's own last commit recorded it
+                        to_commit[tp] = p.next
                 self.progress.records += p.count
                 self.progress.bytes += p.bytes
                 moved += p.count

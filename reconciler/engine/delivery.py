@@ -156,7 +156,9 @@ class AtLeastOnce:
         # Rounds end when caught up (acknowledgements awaited, latency sampled), and after
         # PROGRESS_COMMIT_S under a backlog; the task copies until its time budget while records
         # flow. Acknowledged positions are committed on the source as the task goes, so a kill
-        # repeats about a round, not the whole task; the driver commits the task's result after it.
+        # repeats about a round, not the whole task. The task's end commits synchronously; the driver commits the
+        # task's result after it only where that commit did not record it (`source_committed`: an idle flow's
+        # heartbeat copy made two synchronous commits of the same positions a second, issue 39).
         producer = plain_producer(spec)
         deadline = time.time() + spec.engine.max_batch_ms / 1000.0
         copier = Copier(
@@ -180,7 +182,13 @@ class AtLeastOnce:
                     _report(parts, copier.commit(progress.due(parts, time.time()), asynchronous=True))
         finally:
             # Synchronous, failed task or not: it waits out the task's asynchronous commits too.
-            _report(parts, copier.commit(progress.final(parts), asynchronous=False))
+            final = progress.final(parts)
+            errors = copier.commit(final, asynchronous=False)
+            _report(parts, errors)
+            for p in parts:  # the driver need not commit these positions again
+                tp = (p.topic, p.partition)
+                if tp in final and tp not in errors:
+                    p.source_committed = final[tp]
             copier.close()
 
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:

@@ -77,6 +77,9 @@ class PartitionResult:
     # Sampled records of the partition (one in LATENCY_SAMPLE_EVERY), for the per-partition metrics:
     age_ms: list[int] = field(default_factory=list)  # read time - record timestamp (MM2's record-age-ms)
     latency_ms: list[int] = field(default_factory=list)  # acknowledgement - record timestamp (replication-latency-ms)
+    #: at-least-once: the position the task's last commit on the source recorded, answered without error (-1: none);
+    #: the driver commits `next` only where it differs (the task's synchronous commit at its end made it already)
+    source_committed: int = -1
 
     @property
     def tp(self) -> TP:

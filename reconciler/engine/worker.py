@@ -165,6 +165,7 @@ class PartitionCopy:
     syncs: list[tuple[int, int]] = field(default_factory=list)  # offset syncs of the durable rounds
     new_sync_state: list[int] | None = None
     last_pair: tuple[int, int] | None = None  # last replicated (upstream, downstream)
+    source_committed: int = -1  # at-least-once: the position the task's last commit on the source recorded
 
     @classmethod
     def of(cls, t: PartitionTask) -> PartitionCopy:
@@ -271,6 +272,7 @@ class PartitionCopy:
             self.last_pair,
             age_ms=self.age_ms,
             latency_ms=self.latency_ms,
+            source_committed=self.source_committed,
         )
 
 

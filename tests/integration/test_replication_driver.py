@@ -563,6 +563,13 @@ def test_heartbeats_alone_are_copied_by_the_driver_not_a_spark_job(fresh_cluster
             time.sleep(0.1)
         assert executor.batches == launched, "no batch for heartbeats alone"
         assert count_topic(target.bootstrap, "west.heartbeats", 1) >= copied + 2, "the driver copied them"
+        # The copy's own synchronous commit recorded the position (the driver does not commit it a second time).
+        c = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(driver.spec)}))
+        try:
+            (got,) = c.committed([TopicPartition("heartbeats", 0)], timeout=10)
+        finally:
+            c.close()
+        assert got.offset == driver.parts.positions[("heartbeats", 0)] > 0, "the group is where the driver is"
         assert list(driver.gate.watched_positions()) == [("quiet", 0)], "the arrival watch leaves the heartbeats out"
         assert driver.connections.arrivals.wakes == 0, "a heartbeat wakes nobody"
         _produce(source.bootstrap, "quiet", [b"q"])

@@ -118,6 +118,16 @@ def test_absorbing_moves_commits_counts_and_marks_caught_up():
     assert clients.syncs.written[-1] == ("a", 0, [(6, 60)]) and parts.delayed_syncs == {}
 
 
+def test_positions_the_task_committed_itself_are_not_committed_again():
+    """At-least-once: a task's synchronous commit at its end recorded its positions (`source_committed`); the
+    driver commits only those it did not (a failed or missing commit, a position that moved on past it)."""
+    a, clients, _ = absorber()
+    a.absorb([TaskResult(0, "p1", partitions=[result(source_committed=5), result(A1, next=4, count=4)])])
+    assert a.parts.positions == {A0: 5, A1: 4} and clients.offsets.commits == [{A1: 4}]
+    a.absorb([TaskResult(0, "p1", partitions=[result(start=5, next=9, count=4, source_committed=7)])])
+    assert a.parts.positions[A0] == 9 and clients.offsets.commits[-1] == {A0: 9}
+
+
 def test_a_failed_task_does_not_advance_and_its_positions_are_reloaded():
     a, clients, errors = absorber()
     a.parts.positions[A0] = 3
