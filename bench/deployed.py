@@ -375,13 +375,7 @@ def scenario_startup(opts, work: Path) -> dict[str, float]:
             if not res.ok:
                 raise RuntimeError(res.message)
             r["deploy_call_s"] = time.monotonic() - t_deploy
-            deadline = time.monotonic() + 120
-            while watch.first is None and time.monotonic() < deadline and deployer_alive(root)():
-                time.sleep(0.02)
-            if watch.first is None:
-                raise RuntimeError("no record copied within 120 s of the deploy")
-            r["deploy_to_first_s"] = watch.first[0] - t_deploy
-            log(f"  apply -> first copied record: {r['deploy_to_first_s']:.2f} s")
+            r["deploy_to_first_s"] = first_record_after(watch, root, t_deploy, "the deploy")
         finally:
             watch.close()
             deployer.stop_all()
@@ -389,6 +383,19 @@ def scenario_startup(opts, work: Path) -> dict[str, float]:
             keep_logs(opts, root, "startup")
         r.update(startup_by_cli(opts, c, work))
     return r
+
+
+def first_record_after(watch: TargetWatch, root: Path, t0: float, what: str) -> float:
+    """Seconds from `t0` (monotonic) until `watch` saw the first copied record; an error after 120 s or once no
+    process of the job runs under `root`."""
+    deadline = time.monotonic() + 120
+    while watch.first is None and time.monotonic() < deadline and deployer_alive(root)():
+        time.sleep(0.02)
+    if watch.first is None:
+        raise RuntimeError(f"no record copied within 120 s of {what}")
+    seconds = watch.first[0] - t0
+    log(f"  {what} -> first copied record: {seconds:.2f} s")
+    return seconds
 
 
 def keep_logs(opts, root: Path, what: str) -> None:
@@ -425,13 +432,7 @@ def startup_by_cli(opts, c: Clusters, work: Path) -> dict[str, float]:
         if done.returncode != 0:
             raise RuntimeError(f"reconciler apply exited {done.returncode}: {done.stderr[-2000:]}")
         r["apply_cli_returned_s"] = time.monotonic() - t0
-        deadline = time.monotonic() + 120
-        while watch.first is None and time.monotonic() < deadline and deployer_alive(root)():
-            time.sleep(0.02)
-        if watch.first is None:
-            raise RuntimeError("no record copied within 120 s of `reconciler apply`")
-        r["apply_cli_to_first_s"] = watch.first[0] - t0
-        log(f"  reconciler apply -> first copied record: {r['apply_cli_to_first_s']:.2f} s")
+        r["apply_cli_to_first_s"] = first_record_after(watch, root, t0, "`reconciler apply`")
     finally:
         watch.close()
         LocalDeployer(root=root, stop_timeout=30).stop_all()
