@@ -26,6 +26,7 @@ from reconciler.cli.common import (
     relative_diagnostics,
 )
 from reconciler.gitops.revision import revision_label
+from reconciler.gitops.trust import ClusterPin, pin_clusters
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
 from reconciler.operations.backend import Backend
 from reconciler.operations.plan import plan_topology
@@ -61,6 +62,13 @@ def register(sub) -> None:
         metavar="REV",
         help="plan only the flows changed between git revision REV and the "
         "work tree (or --revision), and say which files and flows changed",
+    )
+    p.add_argument(
+        "--clusters-from",
+        metavar="REV",
+        help="connect with the clusters' connection settings (bootstrap_servers, config) of the topology at git "
+        "revision REV, never the work tree's: a pull request's plan (ci/plan-pr.sh); clusters the change adds "
+        "are not connected and their flows not planned",
     )
     p.set_defaults(func=cmd_plan)
 
@@ -98,19 +106,45 @@ class Console:
         sys.stderr.flush()
 
 
-def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None) -> str:
+def _render(
+    args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None, pin: ClusterPin | None = None
+) -> str:
     if args.format == "markdown":
         return plan_markdown.render(
             plan,
             topology=topology,
             warnings=relative_diagnostics(diags.warnings),
-            preface=base.markdown() if base else "",
+            preface=plan_markdown.pin_preface(pin) + (base.markdown() if base else ""),
         )
-    if args.format == "json" and base is not None:
+    if args.format == "json" and (base is not None or pin is not None):
         import json
 
-        return json.dumps({"base": base.to_dict(), **plan.to_dict()}, indent=2) + "\n"
-    return (base.text() if base else "") + RENDERERS[args.format](plan)
+        extra = {"base": base.to_dict()} if base is not None else {}
+        extra.update({"clusters_from": pin.to_dict()} if pin is not None else {})
+        return json.dumps({**extra, **plan.to_dict()}, indent=2) + "\n"
+    return plan_text.pin_preface(pin) + (base.text() if base else "") + RENDERERS[args.format](plan)
+
+
+def _pin(args, backend: Backend, topology: Topology) -> tuple[Topology, ClusterPin | None] | None:
+    """`--clusters-from REV`: the topology with the connection settings of REV (gitops/trust.py); None when REV's
+    topology cannot be read (nothing is then trusted, nothing connects)."""
+    if not args.clusters_from:
+        return topology, None
+    try:
+        trusted, tdiags = backend.git.topology_at(args.paths, args.clusters_from)
+    except Exception as exc:  # noqa: BLE001 - RevisionError, a path outside the repository: one message
+        trusted, tdiags = None, None
+        why = str(exc)
+    else:
+        why = "; ".join(str(d) for d in tdiags.errors[:3]) if tdiags is not None else ""
+    if trusted is None:
+        print(
+            f"error: --clusters-from {args.clusters_from}: the topology there cannot be read ({why}); "
+            "no connection settings can be trusted, nothing was planned",
+            file=sys.stderr,
+        )
+        return None
+    return pin_clusters(topology, trusted, args.clusters_from)
 
 
 def _at(backend: Backend, revision: str | None):
@@ -122,9 +156,16 @@ def cmd_plan(args, backend: Backend) -> int:
     if bad_out:
         print(bad_out[0], file=sys.stderr)
         return EXIT_ERROR
+    if args.out and args.clusters_from:
+        print("error: --clusters-from plans a change before merge for review; it cannot be saved with --out", file=sys.stderr)
+        return EXIT_ERROR
     topology, diags = load_validated(args.paths, at=_at(backend, args.revision))
     if topology is None:
         return EXIT_ERROR
+    pinned = _pin(args, backend, topology)
+    if pinned is None:
+        return EXIT_ERROR
+    topology, pin = pinned
     io = Console(dict(topology.clusters))
     base = None
     if args.base:
@@ -143,7 +184,7 @@ def cmd_plan(args, backend: Backend) -> int:
     if args.out and args.format == "text" and not plan.errors:
         io.out(plan_text.summary(plan), end="")  # Terraform-like: the saved plan is shown by `show`
     else:
-        io.out(_render(args, plan, topology, diags, base), end="")
+        io.out(_render(args, plan, topology, diags, base, pin), end="")
     if plan.errors:
         if args.out:
             io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")

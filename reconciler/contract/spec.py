@@ -169,8 +169,8 @@ class ClusterSpec:
         return cls(cluster.alias, cluster.bootstrap_servers, dict(sorted(cluster.config.items())))
 
     def client_config(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """librdkafka settings with references resolved (raises secrets.UnresolvedReference)."""
-        return secrets.client_settings(self.bootstrap_servers, self.config, environ)
+        """librdkafka settings with references resolved (raises secrets.SecretsError)."""
+        return secrets.client_settings(self.alias, self.bootstrap_servers, self.config, environ)
 
 
 #: How often a job publishes its status record, when its spec does not say (the one home of this default: the

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from reconciler.gitops.trust import ClusterPin
 from reconciler.plan.actions import Action, Plan, Verb
 from reconciler.topology.diagnostics import Diagnostic
 from reconciler.topology.model import Topology
@@ -159,3 +160,17 @@ def render(
         else:
             cut = "\n\n_… cut to fit a comment; run `reconciler plan` for the full plan._\n"
             return text[: max_chars - len(cut)] + cut
+
+
+def pin_preface(pin: ClusterPin | None) -> str:
+    """What `plan --clusters-from` did with the change's connection settings (gitops/trust.py), as Markdown."""
+    if pin is None or pin.clean:
+        return ""
+    items = "\n".join(f"- {_md_text(line)}" for line in pin.lines())
+    return f"**Connection settings come from `{_md_text(pin.rev)}`, not from this change:**\n\n{items}\n\n"
+
+
+def _md_text(text: str) -> str:
+    """Plain text as Markdown text: every character that could open an element escaped, controls shown."""
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    return "".join("\\" + c if c in "\\`*_{}[]()<>#+-.!|~&" else c for c in text)

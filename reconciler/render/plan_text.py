@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from reconciler.gitops.trust import ClusterPin
 from reconciler.plan.actions import Plan, Verb
 from reconciler.plan.findings import Finding, Severity
 from reconciler.textutil import plural
@@ -77,3 +78,12 @@ def summary(plan: Plan) -> str:
         lines.append(f"  {plural(len(warnings), 'warning')} (plan without --out to see them)")
     lines.append(plan.summary_line())
     return "\n".join(lines) + "\n"
+
+
+def pin_preface(pin: ClusterPin | None) -> str:
+    """What `plan --clusters-from` did with the change's connection settings (gitops/trust.py)."""
+    if pin is None or pin.clean:
+        return ""
+    lines = [f"Connection settings come from {pin.rev}, not from this change:"]
+    lines += ["  " + "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in line) for line in pin.lines()]
+    return "\n".join(lines) + "\n\n"

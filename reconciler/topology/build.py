@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -197,7 +197,12 @@ def _check_compiles(pattern: str, where: SourceLocation, diags: Diagnostics) -> 
 def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
     raw = _get(doc, path)
     config = raw.get("config") if isinstance(raw, dict) else None
-    for key, value in (config if isinstance(config, dict) else {}).items():
+    config = config if isinstance(config, dict) else {}
+    bootstrap = raw.get("bootstrap_servers") if isinstance(raw, dict) else None
+    for problem in secrets.reference_problems(alias, _stringify(bootstrap or ""), config):
+        key_path = ("bootstrap_servers",) if problem.key == secrets.BOOTSTRAP else ("config", problem.key)
+        diags.error(f"cluster {alias!r}: {problem.message}", doc.where(path + key_path), hint=problem.hint)
+    for key, value in config.items():
         if secrets.is_secret_key(str(key)) and not secrets.is_env_reference(_stringify(value)):
             env_name = secrets.suggested_env_name(alias, str(key))
             diags.error(
@@ -393,6 +398,32 @@ def _check_engines(flows: list[Flow], diags: Diagnostics) -> None:
             )
 
 
+def _check_spark_conf_secrets(
+    built: list[tuple[Flow, Document, tuple]],
+    defaults: tuple[Document, tuple] | None,
+    clusters: Mapping[str, Cluster],
+    diags: Diagnostics,
+) -> None:
+    """The secrets rule on `job.spark_conf` (topology/secrets.py), once per place a key is written."""
+    said: set[tuple[SourceLocation | None, str]] = set()
+    prefixes: tuple[str, ...] | None = None
+    for flow, doc, path in built:
+        if not flow.job.spark_conf:
+            continue
+        prefixes = prefixes or tuple(secrets.env_prefix(a) for a in sorted(clusters))
+        own = (_get(doc, path).get("job") or {}).get("spark_conf") or {}
+        for problem in secrets.spark_conf_problems(flow.job.spark_conf, prefixes):
+            if problem.key in own:
+                where: SourceLocation | None = doc.where(path + ("job", "spark_conf", problem.key))
+            elif defaults is not None:
+                where = defaults[0].where(defaults[1] + ("job", "spark_conf", problem.key))
+            else:
+                where = flow.where
+            if (where, problem.key) not in said:
+                said.add((where, problem.key))
+                diags.error(f"flow {flow.name}: {problem.message}", where, hint=problem.hint)
+
+
 def _check_spark_conf(
     built: list[tuple[Flow, Document, tuple]], defaults: tuple[Document, tuple] | None, diags: Diagnostics
 ) -> None:
@@ -489,6 +520,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
         _check_effective(flow, clusters, diags)
     _check_engines(flows, diags)
     _check_spark_conf(built, src.singletons.get("defaults"), diags)
+    _check_spark_conf_secrets(built, src.singletons.get("defaults"), clusters, diags)
     flows = _heartbeat_carriers(flows)
 
     residency = tuple(_build_residency(doc, path, clusters, diags) for doc, path in src.residency)

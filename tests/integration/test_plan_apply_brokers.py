@@ -26,7 +26,7 @@ clusters:
   east:
     bootstrap_servers: "{east}"
     replication_principal: "User:mirror"
-    config: {{sasl.password: "${{IT_EAST_PASSWORD}}"}}
+    config: {{sasl.password: "${{EAST_IT_PASSWORD}}"}}
 flows:
   - source: west
     target: east
@@ -40,7 +40,7 @@ SECRET = "s3cr3t-value-that-must-not-leak"
 class Env:
     def __init__(self, clusters, tmp_path, monkeypatch, capsys):
         west, east = clusters
-        monkeypatch.setenv("IT_EAST_PASSWORD", SECRET)
+        monkeypatch.setenv("EAST_IT_PASSWORD", SECRET)
         self.tmp, self.capsys = tmp_path, capsys
         self.topo = tmp_path / "topology.yaml"
         self.bootstrap = {"west": west.bootstrap, "east": east.bootstrap}
@@ -216,10 +216,10 @@ def test_concurrent_apply_is_refused_while_the_lease_is_held(env):
 def test_unreachable_cluster_and_missing_secret_are_errors(env, monkeypatch):
     code, out, _ = env.run("plan", "TOPO", "--detailed-exitcode")
     assert code == 2
-    monkeypatch.delenv("IT_EAST_PASSWORD")
+    monkeypatch.delenv("EAST_IT_PASSWORD")
     code, out, _ = env.run("plan", "TOPO", "--detailed-exitcode")
-    assert code == 1 and "IT_EAST_PASSWORD not set" in out
-    monkeypatch.setenv("IT_EAST_PASSWORD", SECRET)
+    assert code == 1 and "EAST_IT_PASSWORD not set" in out
+    monkeypatch.setenv("EAST_IT_PASSWORD", SECRET)
     env.bootstrap["west"] = "127.0.0.1:1"
     env.write()
     code, out, _ = env.run("plan", "TOPO", "--detailed-exitcode")
