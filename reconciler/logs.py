@@ -45,7 +45,7 @@ def configure(verbosity: int) -> None:
     if verbosity <= 0:
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    handler.setFormatter(RedactingFormatter("%(name)s: %(message)s", REDACT))  # secrets redacted at every level
     CLIENT_LOGGER.addHandler(handler)
     CLIENT_LOGGER.setLevel(logging.WARNING if verbosity == 1 else logging.DEBUG)
 
