@@ -157,7 +157,10 @@ def cmd_plan(args, backend: Backend) -> int:
         print(bad_out[0], file=sys.stderr)
         return EXIT_ERROR
     if args.out and args.clusters_from:
-        print("error: --clusters-from plans a change before merge for review; it cannot be saved with --out", file=sys.stderr)
+        print(
+            "error: --clusters-from plans a change before merge for review; it cannot be saved with --out",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     topology, diags = load_validated(args.paths, at=_at(backend, args.revision))
     if topology is None:

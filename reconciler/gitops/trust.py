@@ -89,9 +89,7 @@ def pin_clusters(head: Topology, base: Topology, rev: str) -> tuple[Topology, Cl
         fields = _changed_fields(cluster, trusted)
         if fields:
             changed.append(ChangedCluster(alias, fields))
-        clusters[alias] = replace(
-            cluster, **{name: getattr(trusted, name) for name in CONNECTION_FIELDS}
-        )
+        clusters[alias] = replace(cluster, **{name: getattr(trusted, name) for name in CONNECTION_FIELDS})
     kept = tuple(f for f in head.flows if f.source in clusters and f.target in clusters)
     skipped = tuple(sorted(f.name for f in head.flows if f not in kept))
     pinned = replace(head, clusters=clusters, flows=kept)

@@ -167,7 +167,11 @@ def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -
         if provider == K8S_PROVIDER:
             secret, _, skey = body.partition(":")
             if is_env_name(skey):
-                return "${" + _cluster_var(skey, alias, f"key {cut(skey)!r} of Kubernetes Secret {cut(secret)!r}", ctx) + "}"
+                return (
+                    "${"
+                    + _cluster_var(skey, alias, f"key {cut(skey)!r} of Kubernetes Secret {cut(secret)!r}", ctx)
+                    + "}"
+                )
             name = ctx.env.add(
                 secrets.suggested_env_name(alias, key),
                 f"key {cut(skey)!r} of Kubernetes Secret {cut(secret)!r}",

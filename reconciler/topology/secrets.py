@@ -86,7 +86,9 @@ class ReferenceProblem:
                 f"{self.key}: ${{{self.name}}} is not allowed here: references are resolved only in "
                 "bootstrap_servers and credential settings (passwords, keys, tokens, user names, certificates)"
             )
-        return f"{self.key}: ${{{self.name}}} is not allowed: this cluster reads only variables named {self.env_prefix}*"
+        return (
+            f"{self.key}: ${{{self.name}}} is not allowed: this cluster reads only variables named {self.env_prefix}*"
+        )
 
     @property
     def hint(self) -> str:

@@ -200,7 +200,7 @@ class CaptureListener:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
         self.sock.settimeout(0.2)
-        self.address = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
         self.connections = 0
         self.received = bytearray()
         self._stop = threading.Event()
@@ -208,12 +208,11 @@ class CaptureListener:
         self._thread.start()
 
     def _serve(self) -> None:
-        import socket
 
         while not self._stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-            except (TimeoutError, socket.timeout, OSError):
+            except OSError:  # TimeoutError included
                 continue
             self.connections += 1
             conn.settimeout(0.5)

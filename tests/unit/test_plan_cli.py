@@ -119,12 +119,12 @@ def test_failed_actions_make_apply_fail(world, capsys):
 def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
     from reconciler.adapters.base import AdminError
 
-    monkeypatch.setenv("CLI_TOKEN", "tok-9f8e7d6c5b4a")
+    monkeypatch.setenv("EAST_CLI_TOKEN", "tok-9f8e7d6c5b4a")
     path = tmp_path / "t.yaml"
     path.write_text(
         TOPO.replace(
             'east: {bootstrap_servers: "127.0.0.1:2"}',
-            'east: {bootstrap_servers: "127.0.0.1:2", config: {sasl.oauthbearer.token: "${CLI_TOKEN}"}}',
+            'east: {bootstrap_servers: "127.0.0.1:2", config: {sasl.oauthbearer.token: "${EAST_CLI_TOKEN}"}}',
         )
     )
     w = World(topology('flows:\n  - {source: west, target: east, topics: {include: ["orders"]}}'))
