@@ -527,12 +527,12 @@ def test_dev_up_says_why_nothing_started(tmp_path, monkeypatch):
     calls: list[str] = []
     failed = dev_up(world().topology, _dev_backend(calls, tmp_path, fail="not on loopback"))
     assert not failed.ok and failed.error == "not on loopback" and failed.clusters == []
-    monkeypatch.delenv("EAST_DEV_SECRET", raising=False)
+    monkeypatch.delenv("WEST_DEV_SECRET", raising=False)
     text = TOPOLOGY_FILE.replace(
-        'replication_principal: "User:mirror"}', 'config: {sasl.password: "${EAST_DEV_SECRET}"}}'
+        'replication_principal: "User:mirror"}', 'config: {sasl.password: "${WEST_DEV_SECRET}"}}', 1
     )
     unresolved = dev_up(load_topology_text(text), _dev_backend(calls, tmp_path))
-    assert unresolved.unresolved is not None and "EAST_DEV_SECRET" in unresolved.unresolved.render()
+    assert unresolved.unresolved is not None and "WEST_DEV_SECRET" in unresolved.unresolved.render()
     assert calls == ["up None"], "nothing starts when a reference is unset"
 
 
