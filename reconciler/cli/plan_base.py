@@ -116,7 +116,7 @@ class BaseScope:
 
     def markdown(self) -> str:
         rev, short = md_code_span(self.rev), md_code_span(self.comparison.base.short)
-        out = [f"**Changes since {rev} ({short})** in {md_inline(self.head_label)}:", ""]
+        out = [f"**Changes since {rev} ({short})** in {self.head_label}:", ""]  # our words and a hex sha
         out += [f"- {label}: {md_inline(words)}" for label, words in self.lines()]
         summary = md_inline(self.summary()[0].upper() + self.summary()[1:])
         out += [
