@@ -10,6 +10,7 @@ text must hold no control character but its newlines. See docs/security.md, "Hos
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections import Counter
@@ -19,9 +20,10 @@ import pytest
 from cmarkgfm.cmark import Options
 from markdown_it import MarkdownIt
 
+from reconciler.cli.commands_status import render_text
 from reconciler.cli.main import main
 from reconciler.drift.report import build_report
-from reconciler.render import drift_markdown, drift_text, graph, plan_markdown, plan_text
+from reconciler.render import drift_html, drift_markdown, drift_text, graph, plan_markdown, plan_text
 from reconciler.state.live import AclBinding
 from reconciler.state.live import AclOperation as Op
 from reconciler.state.live import AclPermission as Perm
@@ -281,11 +283,16 @@ def test_plan_text(name):
     assert f"west.t{term(name)}" in text and f"for topology {term(name)}:" in text
 
 
-def test_mermaid_label_stays_in_its_quotes():
-    w = world_of('a"]\n  evil["x')
-    chart = graph.mermaid(w.topology)
-    assert chart.count("\n") == 4, chart  # flowchart, two nodes, one edge
-    assert '"]' not in chart.split("<br/>", 1)[1].split("\n")[0][:-2]
+@pytest.mark.parametrize("name", ['a"]\n  evil["x', 'x"| evil |"y', "```\nflowchart", "#quot;<b>&amp;`md`"])
+def test_mermaid_labels_stay_in_their_quotes(name):
+    chart = graph.mermaid(world_of(name).topology)
+    lines = chart.splitlines()
+    assert len(lines) == 4 and lines[0] == "flowchart LR", chart  # the header, two clusters, one flow: no new line
+    for line in lines[1:]:
+        assert line.count('"') == 2, line  # one quoted label each, nothing closes it early
+        assert not re.search(
+            r"[<>&`|]|#(?!quot;|35;|lt;|gt;|amp;|96;|124;)", line.split('"')[1].replace("<br/>", "")
+        ), line
 
 
 # --- the drift report ------------------------------------------------------------------------------------------------
@@ -300,6 +307,44 @@ def test_drift_text(name):
     text = drift_text.render(report_of(name))
     assert_terminal_safe(text)
     assert f"group {term(name)}" in text
+
+
+def test_html_report_escapes_once():
+    """The HTML report keeps its own escaping (html.escape), not the Markdown or terminal rule."""
+    name = '<img src=x>&"y"'
+    page = drift_html.render(report_of(name), world_of(name).topology)
+    assert html.escape(name) in page and "<img src=x>" not in page and "\\<img" not in page
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_status_text(name):
+    row = {
+        "flow": "west->east",
+        "wanted": True,
+        "deployer": "local",
+        "where": name,
+        "state": "stopped",
+        "job_state": name,
+        "why": name,
+        "desired_hash": "a" * 12,
+        "deployed_hash": "a" * 12,
+        "running_hash": None,
+        "in_sync": False,
+        "lag_total": None,
+        "lag_seconds": None,
+        "latency_ms": None,
+        "records_per_second": None,
+        "records": None,
+        "errors": None,
+        "last_error": name,
+        "heartbeat_at": None,
+        "last_seen": None,
+        "unreadable": None,
+        "groups": [{"group": name, "reason": "no_offset_sync", "partition": name, "last_checkpoint_ms": None}],
+    }
+    text = render_text([row], 0)
+    assert_terminal_safe(text)
+    assert f"west->east: {term(name)}" in text and f"group {term(name)}" in text
 
 
 # --- the CLI: plan's outputs, apply's question and output ------------------------------------------------------------
