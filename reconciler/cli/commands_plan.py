@@ -33,7 +33,7 @@ from reconciler.operations.plan import plan_topology
 from reconciler.plan import planfile
 from reconciler.plan.actions import ActionKind, Plan, Verb
 from reconciler.render import plan_json, plan_markdown, plan_text
-from reconciler.textutil import plural
+from reconciler.textutil import plural, term
 from reconciler.topology.model import Cluster, Topology
 from reconciler.topology.secrets import Redactor
 
@@ -90,7 +90,8 @@ def register(sub) -> None:
 
 
 class Console:
-    """stdout/stderr through the redactor."""
+    """stdout/stderr through the redactor, and `term` for what a renderer did not escape (issue 44): no
+    escape sequence or control character but the newlines between lines reaches the terminal."""
 
     def __init__(self, clusters: dict[str, Cluster]):
         self.redact = Redactor()
@@ -98,11 +99,11 @@ class Console:
             self.redact.add_from(c.config)
 
     def out(self, text: str = "", end: str = "\n") -> None:
-        sys.stdout.write(self.redact(text) + end)
+        sys.stdout.write(term(self.redact(text), newlines=True) + end)
         sys.stdout.flush()
 
     def err(self, text: str) -> None:
-        sys.stderr.write(self.redact(text) + "\n")
+        sys.stderr.write(term(self.redact(text), newlines=True) + "\n")
         sys.stderr.flush()
 
 
@@ -209,7 +210,7 @@ class _TextProgress:
     def batch(self, index, total, cluster, kind, size) -> None:
         # one batch holds restarts of running jobs and starts of dead ones: each result line says which
         label = "(re)start job" if kind is ActionKind.RESTART_JOB else kind.value.replace("_", " ")
-        self.io.out(f"[{index}/{total}] {cluster}: {label} x{size}")
+        self.io.out(f"[{index}/{total}] {term(cluster)}: {label} x{size}")
 
     def result(self, r: ActionResult) -> None:
         status = {"ok": "done", "already-done": "done (already)", "unsupported": "UNSUPPORTED", "failed": "FAILED"}[
@@ -217,7 +218,7 @@ class _TextProgress:
         ]
         show = not r.result.ok or getattr(r.action, "SHOW_RESULT", False)  # e.g. a job's pid
         msg = f": {r.result.message}" if r.result.message and show else ""
-        self.io.out(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}")
+        self.io.out(term(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}"))
         logs.event(  # a structured line per action with RECONCILER_LOG_FORMAT=json (nothing in text)
             f"{r.action.VERB.value} {r.action.describe()}: {status}{msg}",
             level=logging.INFO if r.result.ok else logging.ERROR,
@@ -254,7 +255,7 @@ def cmd_apply(args, backend: Backend) -> int:
         try:
             saved = planfile.load(args.paths[0])
         except planfile.PlanFileError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(term(f"error: {exc}"), file=sys.stderr)
             return EXIT_ERROR
         # The plan file is the approval (Terraform applies a saved plan without asking again).
         request = ApplyRequest(saved.clusters, None, saved.plan, saved.revision, saved.git, True, args.lock_timeout)

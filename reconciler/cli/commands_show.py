@@ -11,6 +11,7 @@ from reconciler.cli.common import EXIT_ERROR, EXIT_OK
 from reconciler.operations.backend import Backend
 from reconciler.plan import planfile
 from reconciler.render import plan_json, plan_text
+from reconciler.textutil import term
 
 
 def register(sub) -> None:
@@ -30,7 +31,7 @@ def cmd_show(args, backend: Backend) -> int:
     try:
         saved = planfile.load(args.planfile)
     except planfile.PlanFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(term(f"error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
     if args.format == "json":
         doc = json.loads(plan_json.render(saved.plan))
@@ -45,8 +46,8 @@ def cmd_show(args, backend: Backend) -> int:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(saved.saved_at)) if saved.saved_at else "unknown time"
     print(
         f"Saved plan {args.planfile}: made at {when}"
-        + (f" from {saved.revision}" if saved.revision else "")
-        + f", clusters {', '.join(sorted(saved.clusters))}."
+        + (f" from {term(saved.revision)}" if saved.revision else "")
+        + f", clusters {', '.join(term(c) for c in sorted(saved.clusters))}."
     )
     print(f"`reconciler apply {args.planfile}` applies exactly this plan (refused if the clusters changed since).\n")
     sys.stdout.write(plan_text.render(saved.plan))

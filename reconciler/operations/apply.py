@@ -22,7 +22,7 @@ from reconciler.operations.plan import make_plan
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan
 from reconciler.render import plan_text
-from reconciler.textutil import plural
+from reconciler.textutil import plural, term
 from reconciler.topology.model import Cluster, Topology
 
 
@@ -81,14 +81,14 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
         touched = sorted({a.cluster for a in plan.actions})
         admins = [admin for admin in (conns.get(a) for a in touched) if admin is not None]
         if len(admins) != len(touched):
-            ui.err("error: " + "; ".join(conns.errors.values()))
+            ui.err("error: " + "; ".join(term(e) for e in conns.errors.values()))
             return ApplyOutcome(False)
         started = time.monotonic()
         try:
 
             def waiting(held: LockHeld, left: float) -> None:
                 ui.err(
-                    f"waiting for the lease on {held.cluster}: held by {held.holder.get('who', '?')} "
+                    f"waiting for the lease on {term(held.cluster)}: held by {term(held.holder.get('who', '?'))} "
                     f"({left:.0f}s left of --lock-timeout)"
                 )
 
@@ -99,11 +99,11 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
                     # Nothing to refuse: --auto-approve approved whatever the plan is, so plan again
                     # from what the lease now protects (Terraform plans under its lock the same way).
                     plan = make_plan(topology, conns, backend, live, request.revision)
-                    ui.out(f"\nThe clusters changed while planning ({stale}); planned again under the lease:\n")
+                    ui.out(f"\nThe clusters changed while planning ({term(stale)}); planned again under the lease:\n")
                     ui.out(plan_text.render(plan), end="")
                     stale = unlocked(plan, touched) or ("the new plan has errors" if plan.errors else None)
                 if stale:
-                    ui.err(f"error: refusing to apply a stale plan: {stale}")
+                    ui.err(f"error: refusing to apply a stale plan: {term(stale)}")
                     return ApplyOutcome(False)
                 ui.out(f"\nApplying {plural(len(plan.actions), 'action')} on {', '.join(touched)} (lease held) ...")
                 ctx = ApplyContext(conns.get, backend.jobs_or_default().deployers)
@@ -120,6 +120,6 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
                             }
                         )
         except (LockHeld, AdminError) as exc:
-            ui.err(f"error: {exc}")
+            ui.err(term(f"error: {exc}"))
             return ApplyOutcome(False)
     return ApplyOutcome(report.ok, report, time.monotonic() - started)

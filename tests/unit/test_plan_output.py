@@ -10,6 +10,7 @@ from reconciler.render import plan_json, plan_markdown, plan_text
 from reconciler.state.live import AclBinding
 from reconciler.state.live import AclOperation as Op
 from reconciler.state.live import AclPermission as Perm
+from reconciler.textutil import md_inline
 from tests.plan_helpers import World, topology
 
 FLOW = """flows:
@@ -106,7 +107,7 @@ def test_markdown_destructive_first_warnings_and_mermaid(world):
     ]
     assert order == sorted(order)
     assert md.count("DELETE topic west.gone") == 1, "each action once"
-    assert "`flows.yaml:7:5` diamond: records reach east twice _(narrow a filter)_" in md
+    assert f"`flows.yaml:7:5` {md_inline('diamond: records reach east twice')} _(narrow a filter)_" in md
     assert 'west -->|"orders (default)"| east' in md
 
 
