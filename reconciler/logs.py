@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from reconciler import settings
 from reconciler.topology.secrets import Redactor
+from reconciler.textutil import term
 
 CLIENT_LOGGER = logging.getLogger("reconciler.kafka")
 CLIENT_LOGGER.addHandler(logging.NullHandler())
@@ -94,7 +95,7 @@ class JsonFormatter(logging.Formatter):
 
 
 class RedactingFormatter(logging.Formatter):
-    """The human line format, with secrets redacted."""
+    """The human line format, with secrets redacted and control characters shown (textutil.term)."""
 
     def __init__(self, fmt: str, redact: Any = None):
         super().__init__(fmt)
@@ -106,7 +107,7 @@ class RedactingFormatter(logging.Formatter):
         if flow and f"[{flow}] " not in text:  # a line of one of an engine's flows (the driver's LoggerAdapter)
             head, sep, tail = text.partition(": ")
             text = f"{head}{sep}[{flow}] {tail}" if sep else f"[{flow}] {text}"
-        return self.redact(text)
+        return term(self.redact(text), newlines=True)  # a broker's or a topology's bytes reach no terminal raw
 
 
 def log_format(environ: Mapping[str, str] | None = None) -> str:

@@ -167,11 +167,5 @@ def pin_preface(pin: ClusterPin | None) -> str:
     """What `plan --clusters-from` did with the change's connection settings (gitops/trust.py), as Markdown."""
     if pin is None or pin.clean:
         return ""
-    items = "\n".join(f"- {_md_text(line)}" for line in pin.lines())
-    return f"**Connection settings come from `{_md_text(pin.rev)}`, not from this change:**\n\n{items}\n\n"
-
-
-def _md_text(text: str) -> str:
-    """Plain text as Markdown text: every character that could open an element escaped, controls shown."""
-    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
-    return "".join("\\" + c if c in "\\`*_{}[]()<>#+-.!|~&" else c for c in text)
+    items = "\n".join(f"- {md_inline(line)}" for line in pin.lines())
+    return f"**Connection settings come from {md_code_span(pin.rev)}, not from this change:**\n\n{items}\n\n"

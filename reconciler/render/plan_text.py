@@ -86,6 +86,6 @@ def pin_preface(pin: ClusterPin | None) -> str:
     """What `plan --clusters-from` did with the change's connection settings (gitops/trust.py)."""
     if pin is None or pin.clean:
         return ""
-    lines = [f"Connection settings come from {pin.rev}, not from this change:"]
-    lines += ["  " + "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in line) for line in pin.lines()]
+    lines = [f"Connection settings come from {term(pin.rev)}, not from this change:"]
+    lines += [f"  {term(line)}" for line in pin.lines()]
     return "\n".join(lines) + "\n\n"
