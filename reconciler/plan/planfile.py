@@ -84,7 +84,7 @@ def signing_key(environ: Mapping[str, str] | None = None) -> PlanKey:
         raise PlanFileError(
             f"{settings.PLAN_KEY_ENV} is not set: a saved plan must be signed so that `apply FILE` can tell it "
             f"was not edited; set it from the CI's secret store (locally: export {settings.PLAN_KEY_ENV}=\"$(openssl "
-            "rand -hex 32)\"), or apply the topology itself without --out"
+            'rand -hex 32)"), or apply the topology itself without --out'
         )
     return keys[0]
 
@@ -245,9 +245,7 @@ def load(path: str | Path, keys: list[PlanKey] | None = None) -> SavedPlan:
     if not isinstance(body, dict) or not isinstance(body.get("actions"), list) or not isinstance(topo, dict):
         raise _damaged(path, "no plan or no topology in it")
     if doc.get("actions_sha256") != actions_digest(body["actions"]):
-        raise PlanFileError(
-            f"plan file {path}: its actions do not match their digest (actions_sha256); plan again"
-        )
+        raise PlanFileError(f"plan file {path}: its actions do not match their digest (actions_sha256); plan again")
     if "clusters" in doc:
         raise _damaged(path, "it carries connection settings (`clusters`), which a saved plan never holds")
     try:

@@ -202,7 +202,8 @@ def test_status_names_a_cluster_whose_statuses_cannot_be_read():
     assert report.rows[0].unreadable == "RuntimeError: status topic not readable"
 
 
-def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_path, capsys):
+def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
     """plan, apply, drift and status read the revision through `backend.git` at most once; the job plan
     (`with_jobs`) takes it as data and the desired job specs carry it."""
     from reconciler.cli.main import main
