@@ -145,10 +145,15 @@ def document(
             "content_sha256": topology.content_digest,
             "commit": (git or {}).get("commit"),
         },
-        "actions_sha256": actions_digest(body["actions"]),
         "plan": body,
-        "signature": {"algorithm": ALGORITHM, "key_id": key.id},
     }
+    return sign(doc, key)
+
+
+def sign(doc: dict[str, Any], key: PlanKey) -> dict[str, Any]:
+    """`doc` with its actions digest and signature (by `key`) set anew."""
+    doc["actions_sha256"] = actions_digest(doc["plan"]["actions"])
+    doc["signature"] = {"algorithm": ALGORITHM, "key_id": key.id}
     doc["signature"]["value"] = key.sign(_signed_part(doc))
     return doc
 
