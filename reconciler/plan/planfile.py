@@ -241,11 +241,16 @@ def _verify(path: str | Path, doc: Mapping[str, Any], keys: list[PlanKey]) -> Pl
     return key
 
 
-def load(path: str | Path, keys: list[PlanKey] | None = None) -> SavedPlan:
+def load(path: str | Path, keys: list[PlanKey] | None = None, verify: bool = True) -> SavedPlan:
     """The saved plan at `path`, its signature verified with `keys` (None: the keys of the environment) and its
-    actions digest checked. Raises PlanFileError (one line) when it is unreadable, unsigned or edited."""
+    actions digest checked. Raises PlanFileError (one line) when it is unreadable, unsigned or edited.
+    `verify=False` (only `show` without a key, which applies nothing): the signature is not checked."""
     doc = _read(path)
-    key = _verify(path, doc, verifying_keys() if keys is None else keys)
+    if verify:
+        key_id_ = _verify(path, doc, verifying_keys() if keys is None else keys).id
+    else:
+        sig = doc.get("signature")
+        key_id_ = str(sig.get("key_id")) if isinstance(sig, dict) else "none"
     body, topo = doc.get("plan"), doc.get("topology")
     if not isinstance(body, dict) or not isinstance(body.get("actions"), list) or not isinstance(topo, dict):
         raise _damaged(path, "no plan or no topology in it")
@@ -259,7 +264,9 @@ def load(path: str | Path, keys: list[PlanKey] | None = None) -> SavedPlan:
         raise _damaged(path, cut(str(exc) or type(exc).__name__)) from None
     saved_at = doc.get("saved_at", 0.0)
     if isinstance(saved_at, bool) or not isinstance(saved_at, (int, float)) or not 0 <= saved_at <= LATEST_TIME:
-        raise _damaged(path, f"saved_at {cut(repr(saved_at), 60)} is not a time (seconds since 1970)")
+        raise _damaged(
+            path, f"saved_at {cut(repr(saved_at), 60)} is not a time (seconds since 1970, as `plan --out` writes)"
+        )
     for key_name, kinds, value in (
         ("revision", str, doc.get("revision")),
         ("git", dict, doc.get("git")),
@@ -271,7 +278,7 @@ def load(path: str | Path, keys: list[PlanKey] | None = None) -> SavedPlan:
     if not isinstance(digest, str) or not digest:
         raise _damaged(path, "no topology content digest")
     return SavedPlan(
-        str(path), plan, digest, topo.get("commit"), key.id, doc.get("revision"), float(saved_at), doc.get("git")
+        str(path), plan, digest, topo.get("commit"), key_id_, doc.get("revision"), float(saved_at), doc.get("git")
     )
 
 
