@@ -441,3 +441,43 @@ def test_the_executor_runs_what_the_topology_allows(env):
     )
     assert _guarded(env, plan, PRUNE).ok
     assert "west.legacy" not in env.world["east"].topics and "payments" in env.world["east"].topics
+
+
+# --- show, and the private file mode ------------------------------------------------------------------------------
+
+
+def test_show_verifies_when_a_key_is_set_and_says_when_it_cannot(env, capsys, monkeypatch):
+    env.plan()
+    capsys.readouterr()
+    assert env.run("show", str(env.out)) == 0
+    assert f"signed with key {KEY_ID} (verified)" in capsys.readouterr().out
+    doc = env.doc()
+    doc["plan"]["actions"].append(DELETE_PAYMENTS)
+    doc["actions_sha256"] = planfile.actions_digest(doc["plan"]["actions"])
+    env.save(doc)
+    assert env.run("show", str(env.out)) == 1
+    assert "signature does not verify" in capsys.readouterr().err
+    monkeypatch.delenv("RECONCILER_PLAN_KEY")
+    assert env.run("show", str(env.out), "--format", "json") == 0  # a reviewer without the key reads it ...
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["saved"]["verified"] is False
+    assert "not verified" in captured.err  # ... told so; apply would refuse it
+
+
+def test_private_outputs_are_0600_whatever_the_umask_or_the_old_file(tmp_path):
+    from reconciler import outputs
+
+    old = os.umask(0)
+    try:
+        target = tmp_path / "a" / "b" / "spec.json"
+        outputs.write_text(target, "x", private=True)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600
+        assert {stat.S_IMODE(p.stat().st_mode) for p in (target.parent, target.parent.parent)} == {0o700}
+        target.chmod(0o644)
+        outputs.write_text(target, "y", private=True)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o600 and target.read_text() == "y"
+        public = tmp_path / "public.txt"
+        outputs.write_text(public, "z")
+        assert stat.S_IMODE(public.stat().st_mode) == 0o666  # the default: what open() would give
+    finally:
+        os.umask(old)
