@@ -21,8 +21,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
 from reconciler import settings
-from reconciler.topology.secrets import Redactor
 from reconciler.textutil import term
+from reconciler.topology.secrets import Redactor
 
 CLIENT_LOGGER = logging.getLogger("reconciler.kafka")
 CLIENT_LOGGER.addHandler(logging.NullHandler())

@@ -49,7 +49,9 @@ def register(sub) -> None:
     add_paths_argument(p)
     p.add_argument("--format", choices=sorted(RENDERERS), default="text")
     p.add_argument(
-        "--out", metavar="FILE", help="save the plan (with a fingerprint of the live state) for `apply FILE`"
+        "--out",
+        metavar="FILE",
+        help="save the plan, signed with $RECONCILER_PLAN_KEY (required), for `apply FILE TOPOLOGY...`",
     )
     p.add_argument(
         "--detailed-exitcode",
@@ -72,8 +74,14 @@ def register(sub) -> None:
     )
     p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("apply", help="apply a topology (plan, confirm, apply) or a saved plan file")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="topology files or directories, or one saved plan file")
+    p = sub.add_parser("apply", help="apply a topology (plan, confirm, apply) or a saved plan file of it")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="topology files or directories; or a saved plan file (`plan --out`) followed by the topology it was "
+        "planned from",
+    )
     p.add_argument(
         "--auto-approve",
         action="store_true",
@@ -163,6 +171,13 @@ def cmd_plan(args, backend: Backend) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+    key = None
+    if args.out:  # before any work: a saved plan is signed, or not saved
+        try:
+            key = planfile.signing_key()
+        except planfile.PlanFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     topology, diags = load_validated(args.paths, at=_at(backend, args.revision))
     if topology is None:
         return EXIT_ERROR
@@ -193,13 +208,16 @@ def cmd_plan(args, backend: Backend) -> int:
         if args.out:
             io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")
         return EXIT_ERROR
-    if args.out:
+    if args.out and key is not None:
         try:
-            planfile.save(args.out, plan, dict(topology.clusters), revision_label(git), git=git)
+            planfile.save(args.out, plan, topology, key, revision_label(git), git=git)
         except outputs.OutputError as exc:
             io.err(str(exc))
             return EXIT_ERROR
-        io.err(f"Saved the plan to {args.out}. Apply exactly this plan with: reconciler apply {args.out}")
+        io.err(
+            f"Saved the plan to {args.out} (signed with key {key.id}). Apply exactly this plan with: "
+            f"reconciler apply {args.out} {' '.join(args.paths)}"
+        )
     return EXIT_CHANGES if args.detailed_exitcode and plan.has_changes else EXIT_OK
 
 
@@ -251,23 +269,30 @@ class ConsoleApplyUI:
 
 def cmd_apply(args, backend: Backend) -> int:
     saved = None
-    if len(args.paths) == 1 and planfile.is_plan_file(args.paths[0]):
+    paths = list(args.paths)
+    if planfile.is_plan_file(paths[0]):
+        plan_path, paths = paths[0], paths[1:]
+        if not paths:
+            print(
+                f"error: plan file {plan_path}: give the topology it was planned from too: reconciler apply "
+                f"{plan_path} TOPOLOGY... (the clusters are reached with the topology's connection settings, never "
+                "the file's)",
+                file=sys.stderr,
+            )
+            return EXIT_ERROR
         try:
-            saved = planfile.load(args.paths[0])
+            saved = planfile.load(plan_path)
         except planfile.PlanFileError as exc:
             print(term(f"error: {exc}"), file=sys.stderr)
             return EXIT_ERROR
-        # The plan file is the approval (Terraform applies a saved plan without asking again).
-        request = ApplyRequest(saved.clusters, None, saved.plan, saved.revision, saved.git, True, args.lock_timeout)
-    else:
-        topology, _ = load_validated(args.paths)
-        if topology is None:
-            return EXIT_ERROR
-        git = backend.git.revision(args.paths)
-        request = ApplyRequest(
-            dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve, args.lock_timeout
-        )
-    io = Console(dict(request.clusters))
+    topology, _ = load_validated(paths)
+    if topology is None:
+        return EXIT_ERROR
+    git = backend.git.revision(paths)
+    # A saved plan file is the approval (Terraform applies a saved plan without asking again).
+    auto_approve = args.auto_approve or saved is not None
+    request = ApplyRequest(topology, saved, revision_label(git), git, auto_approve, args.lock_timeout)
+    io = Console(dict(topology.clusters))
     return conclude_apply(io, apply(request, backend, ConsoleApplyUI(io, request.auto_approve, backend.ask)))
 
 

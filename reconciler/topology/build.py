@@ -7,6 +7,8 @@ Files of a directory merge into one topology: clusters and flows from every file
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -534,8 +536,25 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
         name=(single.get("metadata") or {}).get("name"),
         files=tuple(dict.fromkeys(d.file for d in docs)),
         default_job=_build_job(base["job"]),
+        content_digest=content_digest(docs),
     )
     return None if diags.errors else topology
+
+
+def _keyed(data: Any) -> Any:
+    """`data` with every mapping key a string (YAML allows `1:` and `true:` keys; JSON sorts only strings)."""
+    if isinstance(data, dict):
+        return {f"{type(k).__name__}:{k}" if not isinstance(k, str) else k: _keyed(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_keyed(v) for v in data]
+    return data
+
+
+def content_digest(docs: list[Document]) -> str:
+    """sha256 over the documents' data (`${ENV_VAR}`s unresolved): the same for a topology read from the work tree
+    or from git objects, whatever the files' names; any value changed, added or removed changes it."""
+    texts = sorted(json.dumps(_keyed(d.data), sort_keys=True, separators=(",", ":"), default=repr) for d in docs)
+    return hashlib.sha256(json.dumps(texts, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def load_topology(paths: Iterable[str | Path], diags: Diagnostics | None = None) -> tuple[Topology | None, Diagnostics]:

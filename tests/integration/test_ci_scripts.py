@@ -34,6 +34,7 @@ pytestmark = pytest.mark.kafka
 
 PROJECT = Path(__file__).resolve().parents[2]
 SECRET = "ci-secret-that-must-not-leak"
+PLAN_KEY = "ci-plan-key-that-must-not-leak-0123456789"
 ALICE = git.Actor("Alice Example", "alice@example.com")
 BOB = git.Actor("Bob Builder", "bob@example.com")
 
@@ -81,6 +82,7 @@ class CI:
             "OUT_DIR": str(self.out),
             "RECONCILER": f"{sys.executable} -m reconciler",
             "EAST_CI_PASSWORD": SECRET,
+            "RECONCILER_PLAN_KEY": PLAN_KEY,
             "PYTHONPATH": str(PROJECT),
             **env,
         }
@@ -119,7 +121,7 @@ def ci(fresh_clusters, tmp_path):
     for a in c.admin.values():
         a.close()
     outputs = "\n".join(c.logs) + "".join(p.read_text(errors="replace") for p in c.out.glob("*") if p.is_file())
-    assert SECRET not in outputs
+    assert SECRET not in outputs and PLAN_KEY not in outputs
 
 
 def test_ci_steps_locally(ci):
@@ -165,6 +167,8 @@ def test_ci_steps_locally(ci):
     assert "(lease held)" in done.stdout and "Apply complete: 1 created" in done.stdout
     saved = json.loads((ci.out / "plan.json").read_text())
     assert saved["git"]["commit"] == merge and saved["git"]["dirty"] is False
+    assert saved["topology"]["commit"] == merge and "clusters" not in saved and saved["signature"]["value"]
+    assert (ci.out / "plan.json").stat().st_mode & 0o777 == 0o600
     rec = read_applied(ci.admin["east"])
     assert rec["git"]["commit"] == merge and rec["git"]["author"] == "Merge Bot" and rec["git"]["dirty"] is False
     assert rec["clusters"] == ["east"]

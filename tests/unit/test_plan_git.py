@@ -187,7 +187,8 @@ def applied(repo, alias: str) -> dict:
     return read_applied(MemoryAdmin(repo.factory.clusters[alias], alias))
 
 
-def test_apply_records_the_git_revision(repo, capsys):
+def test_apply_records_the_git_revision(repo, capsys, monkeypatch):
+    monkeypatch.setenv("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
     assert run(repo, capsys, "apply", PATH, "--auto-approve")[0] == 0
     rec = applied(repo, "east")
     assert rec["revision"] == repo.v2 and rec["clusters"] == ["east", "north", "west"]
@@ -211,7 +212,7 @@ def test_apply_records_the_git_revision(repo, capsys):
     planfile = repo.root.parent / "plan.json"
     assert run(repo, capsys, "plan", PATH, "--revision", repo.v3[:8], "--out", str(planfile))[0] == 0
     assert json.loads(planfile.read_text())["git"]["commit"] == repo.v3
-    assert run(repo, capsys, "apply", str(planfile), "--auto-approve")[0] == 0
+    assert run(repo, capsys, "apply", str(planfile), PATH, "--auto-approve")[0] == 0
     assert applied(repo, "north")["git"]["commit"] == repo.v3 and applied(repo, "north")["git"]["dirty"] is False
     assert (
         repo.factory.clusters["north"].topics["reconciler.lease.internal"]
