@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from reconciler import outputs
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.topology import secrets, settings_registry
@@ -358,11 +359,10 @@ class JobSpec:
         return cls.from_json(Path(path).read_text())
 
     def write(self, path: str | Path) -> Path:
-        """Write atomically (a running job may be re-reading the file)."""
+        """Write atomically (a running job may be re-reading the file), readable by its owner only (0600: a spec
+        names clusters, principals and the variables that hold their secrets)."""
         path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json() + "\n")
-        tmp.replace(path)
+        outputs.write_text(path, self.to_json() + "\n", private=True)
         return path
 
     def spec_hash(self) -> str:
