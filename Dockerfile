@@ -32,15 +32,18 @@ ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /opt/reconciler
 COPY pyproject.toml README.md LICENSE constraints.txt ./
+COPY requirements ./requirements
 COPY reconciler ./reconciler
 COPY schemas ./schemas
 COPY jobs ./jobs
 COPY topologies/demo ./topologies/demo
-# The project with the job runtime (pyspark, pyarrow) at the versions of constraints.txt; then SPARK_HOME
+# The project with the job runtime (pyspark, pyarrow) from the hash-locked requirements/image.txt (the versions of
+# constraints.txt; scripts/lock.sh), the build requirements included, no build isolation; then SPARK_HOME
 # (/opt/spark) made of the pyspark wheel's Spark, with a work directory the spark user can write.
 RUN --mount=type=secret,id=ca-bundle set -eux; \
     if [ -s /run/secrets/ca-bundle ]; then export PIP_CERT=/run/secrets/ca-bundle; fi; \
-    python3 -m pip install --no-cache-dir -c constraints.txt ".[spark]"; \
+    python3 -m pip install --no-cache-dir --require-hashes --no-deps -r requirements/image.txt; \
+    python3 -m pip install --no-cache-dir --no-deps --no-build-isolation .; \
     pyspark_home="$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"; \
     mkdir -p /opt/spark/work-dir; \
     for d in bin sbin jars python data examples; do \

@@ -89,8 +89,9 @@ def test_the_images_python_and_pyspark_are_the_projects():
     assert re.search(r"^ARG BASE_IMAGE=python:\$\{PYTHON_VERSION\}-slim-bookworm$", DOCKERFILE, re.M)
     assert re.search(r"^FROM \$\{BASE_IMAGE\}$", DOCKERFILE, re.M)
     assert not re.search(r"^FROM .*apache/spark", DOCKERFILE, re.M) and not re.search(r"pyspark[=<>~]", DOCKERFILE)
-    # pyspark (and pyarrow) come only from the `spark` extra, at the versions of constraints.txt
-    assert re.search(r'pip install --no-cache-dir -c constraints\.txt "\.\[spark\]"', DOCKERFILE)
+    # pyspark (and pyarrow) come only from the `spark` extra, hash-locked at the versions of constraints.txt
+    assert re.search(r"pip install --no-cache-dir --require-hashes --no-deps -r requirements/image\.txt", DOCKERFILE)
+    assert re.search(r"pip install --no-cache-dir --no-deps --no-build-isolation \.;", DOCKERFILE)
     spark_extra = re.search(r"^spark = \[(.+)\]", pyproject, re.M).group(1)  # type: ignore[union-attr]
     pyspark_spec = re.search(r'"pyspark([^"]+)"', spark_extra).group(1)  # type: ignore[union-attr]
     pinned = _pinned("pyspark")
@@ -183,7 +184,7 @@ def test_the_test_suites_image_is_rebuilt_when_what_the_dockerfile_copies_change
     from tests.integration.image_build import copied_sources, job_image_key
 
     assert copied_sources(DOCKERFILE) == [
-        "pyproject.toml", "README.md", "LICENSE", "constraints.txt",
+        "pyproject.toml", "README.md", "LICENSE", "constraints.txt", "requirements",
         "reconciler", "schemas", "jobs", "topologies/demo", "deploy/image/entrypoint.sh",
     ]  # fmt: skip
     (tmp_path / "Dockerfile").write_text("FROM x\nCOPY pkg ./pkg\nCOPY run.sh /run.sh\n")
@@ -203,6 +204,8 @@ def test_the_test_suites_image_is_rebuilt_when_what_the_dockerfile_copies_change
 
 def test_image_workflow_builds_this_dockerfile():
     wf = (ROOT / ".github" / "workflows" / "image.yml").read_text()
-    assert "docker build" in wf and "-f Dockerfile" in wf
-    steps = yaml.safe_load(wf)["jobs"]["image"]["steps"]
-    assert any("mirror_job.py" in (s.get("run") or "") for s in steps), "the built image runs the job's entry point"
+    build = (ROOT / "ci" / "build-image.sh").read_text()  # the build and its checks, run by both jobs
+    assert "docker build" in build and "-f Dockerfile" in build and "mirror_job.py" in build
+    for job in ("image", "publish"):
+        steps = yaml.safe_load(wf)["jobs"][job]["steps"]
+        assert any("ci/build-image.sh" in (s.get("run") or "") for s in steps), job
