@@ -30,8 +30,18 @@ from reconciler.plan.actions import (
 from reconciler.plan.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.reasons import ReasonKind
-from reconciler.state.live import AclOperation, AclPattern, AclPermission, AclUnavailable, ClusterState, LiveState
+from reconciler.state.live import (
+    AclBinding,
+    AclOperation,
+    AclPattern,
+    AclPermission,
+    AclResource,
+    AclUnavailable,
+    ClusterState,
+    LiveState,
+)
 from reconciler.topology.model import Topology
+from reconciler.topology.principals import WILDCARD_PRINCIPAL
 
 
 @dataclass
@@ -159,11 +169,7 @@ def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None,
         )
         out.actions.append(CreateAcl(t.cluster, why, a))
     for a in sorted(have - t.acls):
-        foreign_writer = (
-            a.permission is AclPermission.ALLOW
-            and a.operation in (AclOperation.WRITE, AclOperation.ALL)
-            and a.principal != writer
-        )
+        foreign_writer = _is_foreign_writer(a, writer)
         if prune:
             why = (
                 "nobody but the replication principal may write a remote topic"
@@ -191,6 +197,53 @@ def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None,
                 hint="set `prune: {acls: true}` to remove ACLs the source does not grant",
                 why=ReasonKind.ACL,
             )
+
+
+def _is_foreign_writer(a: AclBinding, writer: str | None) -> bool:
+    """An ALLOW of WRITE (or ALL) on a topic for anyone but the replication principal (`User:*` is anyone)."""
+    return (
+        a.resource is AclResource.TOPIC
+        and a.permission is AclPermission.ALLOW
+        and a.operation in (AclOperation.WRITE, AclOperation.ALL)
+        and a.principal != writer
+    )
+
+
+def _covers(a: AclBinding, topic: str) -> bool:
+    """Whether a topic ACL's resource pattern covers `topic`: its name, the wildcard `*`, or a matching prefix."""
+    if a.pattern is AclPattern.PREFIXED:
+        return topic.startswith(a.topic)
+    return a.pattern is AclPattern.LITERAL and a.topic in (topic, "*")
+
+
+def _foreign_writers(cluster: str, c: ClusterState, topics: list[DesiredTopic], writer: str | None, out: _Out) -> None:
+    """ "Only the replicator writes remote topics": the ACLs that let anyone else WRITE (or ALL) a remote topic through
+    a wildcard (`*`) or PREFIXED resource, or (without ACL sync, which handles them in `_acls`) a literal one; a
+    `User:*` principal is anyone. One warning per ACL, naming the remote topics it opens. Apply never deletes them
+    (a PREFIXED or `*` ACL covers other topics too; without ACL sync the topic's ACLs are not the reconciler's)."""
+    if c.acls is None or c.acls_unavailable is not None:
+        return
+    remote = [t for t in topics if t.role is TopicRole.REMOTE and (writer is not None or t.acls is not None)]
+    for a in sorted(c.acls):
+        if not _is_foreign_writer(a, writer):
+            continue
+        literal = a.pattern is AclPattern.LITERAL and a.topic != "*"
+        opened = [t.name for t in remote if _covers(a, t.name) and not (literal and t.acls is not None)]
+        if not opened:
+            continue
+        shown = ", ".join(opened[:3]) + (f" and {len(opened) - 3} more" if len(opened) > 3 else "")
+        who = "anyone" if a.principal == WILDCARD_PRINCIPAL else a.principal
+        out.find(
+            Severity.WARNING,
+            FindingKind.SECURITY,
+            cluster,
+            opened[0] if literal else a.topic,
+            f"{a.describe()} lets {who} {a.operation.value} {len(opened)} remote topic(s) on {cluster} ({shown}); only "
+            f"the replication principal {writer or '(none declared)'} should write them",
+            hint="narrow the ACL so that it does not cover the remote topics (they start with `<source alias>.`), or "
+            "remove it; apply does not delete it (docs/security.md, ACL sync)",
+            why=ReasonKind.ACL,
+        )
 
 
 def _capability_findings(cluster: str, c: ClusterState, topics: list[DesiredTopic], out: _Out) -> None:
@@ -329,6 +382,7 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
         _capability_findings(cluster, c, topics, out)
         acls = c.acls_by_topic()
         writer = topology.clusters[cluster].replication_principal if cluster in topology.clusters else None
+        _foreign_writers(cluster, c, topics, writer, out)
         for t in topics:
             lt = c.topics.get(t.name)
             if lt is None:

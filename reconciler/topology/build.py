@@ -43,6 +43,7 @@ from reconciler.topology.model import (
     Topology,
     flow_name,
 )
+from reconciler.topology.principals import principal_problem
 from reconciler.topology.schema import validate_document
 from reconciler.topology.spark_operator import spark_conf_problems
 
@@ -204,6 +205,25 @@ def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -
                 f"cluster {alias!r}: {key} is a literal secret",
                 doc.where(path + ("config", key)),
                 hint=f"never commit secrets: write `{key}: ${{{env_name}}}` and set {env_name} in the environment",
+            )
+
+
+#: The cluster fields that name a principal (issue 45): each names exactly one identity.
+PRINCIPAL_FIELDS = ("replication_principal",)
+
+
+def _check_principals(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
+    raw = _get(doc, path)
+    for key in PRINCIPAL_FIELDS:
+        if not isinstance(raw, dict) or not isinstance(raw.get(key), str):
+            continue  # absent, or not a string: the schema says so
+        problem = principal_problem(raw[key])
+        if problem is not None:
+            diags.error(
+                f"cluster {alias!r}: {key} {raw[key]!r} is not one principal: {problem}",
+                doc.where(path + (key,)),
+                hint="name the one principal the replication jobs authenticate as, e.g. `User:mirror`; it is "
+                "granted WRITE on every remote topic of the cluster (docs/security.md)",
             )
 
 
@@ -471,6 +491,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     src = _merge_documents(docs, diags)
     for alias, (doc, path) in src.clusters.items():
         _check_secrets(alias, doc, path, diags)
+        _check_principals(alias, doc, path, diags)
     seen: dict[tuple[str, str], dict[str | None, SourceLocation]] = {}
     flow_ok = [_check_flow(_get(doc, path), doc, path, src.clusters, seen, diags) for doc, path in src.flows]
     if not all(valid) or diags.errors:
