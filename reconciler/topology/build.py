@@ -370,7 +370,7 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
 #: The settings of an engine's Spark application: every enabled flow of the engine must agree on them (one
 #: application holds them all: reconciler.deployers.local, reconciler.deployers.kubernetes). A `local[N]` master is
 #: raised to the engine's task slots anyway, so local masters agree whatever their N.
-ENGINE_SETTINGS = ("deployer", "master", "spark_conf", "metrics_port")
+ENGINE_SETTINGS = ("deployer", "master", "spark_conf", "metrics_port", "metrics_bind")
 KUBERNETES_ENGINE_SETTINGS = (
     *ENGINE_SETTINGS,
     "namespace",

@@ -97,6 +97,8 @@ class JobSettings:
     kubectl_apply: bool = _JOB["kubectl_apply"]
     # the job's Prometheus port; None: the deployer picks, 0: none
     metrics_port: int | None = _JOB["metrics_port"]
+    # the address the job's /metrics listens on; None: 127.0.0.1 (kubernetes: 0.0.0.0, always)
+    metrics_bind: str | None = _JOB["metrics_bind"]
     # kubernetes: the pods' terminationGracePeriodSeconds
     termination_grace_seconds: int = _JOB["termination_grace_seconds"]
     # the engine (Spark application) the flow runs in; None: its target's (Flow.engine)

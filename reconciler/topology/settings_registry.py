@@ -550,6 +550,19 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         spec=None,
     ),
     _s(
+        "job.metrics_bind",
+        Type.STRING,
+        None,
+        "Address the job's /metrics listens on (it has no authentication: docs/security.md); unset: 127.0.0.1, this "
+        "machine only (local, spark-standalone), 0.0.0.0 on kubernetes (the pod network, where Prometheus scrapes "
+        "the pod; the kubernetes deployer ignores the setting). 0.0.0.0 opens it on every interface.",
+        hot=False,
+        nullable=True,
+        constraints={"pattern": r"^([0-9]{1,3}(\.[0-9]{1,3}){3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*)$"},
+        examples=("0.0.0.0",),
+        spec=None,
+    ),
+    _s(
         "job.termination_grace_seconds",
         Type.INT,
         60,
