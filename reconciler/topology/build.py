@@ -26,6 +26,7 @@ from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation, TopologyError
+from reconciler.topology.k8s_names import RISKY_SERVICE_ACCOUNTS, SYSTEM_NAMESPACES
 from reconciler.topology.loader import Document, load_paths, load_text, too_many_flows
 from reconciler.topology.model import (
     Cluster,
@@ -443,6 +444,54 @@ def _check_spark_conf(
             )
 
 
+def _job_key_where(
+    flow: Flow, doc: Document, path: tuple, defaults: tuple[Document, tuple] | None, key: str
+) -> SourceLocation | None:
+    """Where a flow's `job.<key>` is written: the flow's own, else `defaults.job`, else the flow."""
+    if key in (_get(doc, path).get("job") or {}):
+        return doc.where(path + ("job", key))
+    if defaults is not None and key in (_get(*defaults).get("job") or {}):
+        return defaults[0].where(defaults[1] + ("job", key))
+    return flow.where
+
+
+def _check_kubernetes_names(
+    built: list[tuple[Flow, Document, tuple]], defaults: tuple[Document, tuple] | None, diags: Diagnostics
+) -> None:
+    """Warn (once per place written) about a kubernetes flow's service account that is the namespace's `default` or
+    named after a privileged ClusterRole, and a namespace of the cluster's own components (k8s_names.py). The names'
+    form is the schema's (DNS-1123)."""
+    said: set[tuple[SourceLocation | None, str]] = set()
+    for flow, doc, path in built:
+        if flow.job.deployer != "kubernetes":
+            continue
+        account, namespace = flow.job.service_account, flow.job.namespace
+        problems = []
+        if account in RISKY_SERVICE_ACCOUNTS:
+            problems.append(
+                (
+                    "service_account",
+                    f"job.service_account {account!r} is {RISKY_SERVICE_ACCOUNTS[account]}",
+                    "give the Spark driver a service account of its own, bound to a Role with only what the Spark "
+                    "operator needs (pods, services, configmaps in its namespace; docs/security.md)",
+                )
+            )
+        if namespace in SYSTEM_NAMESPACES:
+            problems.append(
+                (
+                    "namespace",
+                    f"job.namespace {namespace!r} is a namespace of the cluster's own components",
+                    "run the replication jobs in a namespace of their own",
+                )
+            )
+        for key, message, hint in problems:
+            where = _job_key_where(flow, doc, path, defaults, key)
+            if (where, key) in said:
+                continue
+            said.add((where, key))
+            diags.warning(f"flow {flow.name}: {message}", where, hint=hint)
+
+
 def _heartbeat_carriers(flows: list[Flow]) -> list[Flow]:
     """MM2's internal topics are per pair: of a pair's families, only the first enabled one by name
     replicates (and emits) heartbeats; the others leave them alone."""
@@ -510,6 +559,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
         _check_effective(flow, clusters, diags)
     _check_engines(flows, diags)
     _check_spark_conf(built, src.singletons.get("defaults"), diags)
+    _check_kubernetes_names(built, src.singletons.get("defaults"), diags)
     flows = _heartbeat_carriers(flows)
 
     residency = tuple(_build_residency(doc, path, clusters, diags) for doc, path in src.residency)
