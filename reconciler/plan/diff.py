@@ -29,6 +29,7 @@ from reconciler.plan.actions import (
 )
 from reconciler.plan.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.plan.findings import Finding, FindingKind, Severity
+from reconciler.plan.permissions import RequiredAcl, Role, enforcement, missing, required_acls
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import (
     AclBinding,
@@ -360,6 +361,81 @@ def _prune_topics(
                 )
 
 
+def _check_permissions(
+    topology: Topology, desired: DesiredState, live: LiveState, actions: list[Action], out: _Out
+) -> list[RequiredAcl]:
+    """The rights the flows need on each cluster that enforces ACLs (plan/permissions.py), checked against its ACLs
+    as this plan leaves them (its own ACL creations and deletions counted): each one missing is an error naming the
+    ACL, so apply refuses and nothing deploys. Returns the rights checked (the plan's `permissions`)."""
+    own: dict[str, set[AclBinding]] = {}
+    for t in desired.all():
+        if t.acls is not None:
+            own.setdefault(t.cluster, set()).update(t.acls)
+    created: dict[str, set[AclBinding]] = {}
+    deleted: dict[str, set[AclBinding]] = {}
+    for a in actions:
+        if isinstance(a, CreateAcl):
+            created.setdefault(a.cluster, set()).add(a.acl)
+        elif isinstance(a, DeleteAcl):
+            deleted.setdefault(a.cluster, set()).add(a.acl)
+    required: list[RequiredAcl] | None = None
+    checked: list[RequiredAcl] = []
+    if any(not live.cluster(a).reachable for a in topology.clusters):
+        return checked  # an error already; the desired state is incomplete
+    for alias in sorted(topology.clusters):
+        c = live.clusters.get(alias)
+        if c is None or not c.reachable:
+            continue
+        enf = enforcement(alias, topology, c, frozenset(own.get(alias, ())))
+        if not enf.checked:
+            continue
+        if required is None:
+            required = required_acls(topology, desired)
+        mine = [r for r in required if r.cluster == alias]
+        if not mine:
+            continue
+        checked += mine
+        if not enf.readable:
+            why = (c.acls_unavailable or AclUnavailable.NO_API).explain(alias)
+            out.find(
+                Severity.ERROR,
+                FindingKind.PERMISSION,
+                alias,
+                "",
+                f"cluster {alias} enforces ACLs ({enf.why}) but they cannot be read ({why}): the "
+                f"{len(mine)} rights the flows need there cannot be checked",
+                hint="grant the reconciler's principal DESCRIBE on the cluster, or set `acls_enforced: false` on the "
+                "cluster if it does not enforce ACLs",
+                why=ReasonKind.ACL,
+            )
+            continue
+        for role in sorted({r.role for r in mine if r.principal is None and r.role is Role.REPLICATION}):
+            out.find(
+                Severity.WARNING,
+                FindingKind.PERMISSION,
+                alias,
+                "",
+                f"cluster {alias} enforces ACLs ({enf.why}) but declares no {role.field}: the rights of its "
+                "replication jobs are not checked",
+                hint=f"set `clusters.{alias}.{role.field}` (docs/security.md)",
+                why=ReasonKind.ACL,
+            )
+        acls = (set(c.acls or ()) | created.get(alias, set())) - deleted.get(alias, set())
+        for r in missing(mine, acls):
+            out.find(
+                Severity.ERROR,
+                FindingKind.PERMISSION,
+                alias,
+                r.name,
+                f"{r.describe()} is missing on cluster {alias}, which enforces ACLs ({enf.why}): "
+                f"{r.who} ({r.role.value} principal) needs it: {r.why}",
+                hint=f"kafka-acls.sh --bootstrap-server <{alias}> {r.kafka_acls()}; `reconciler permissions` lists "
+                "every right the flows need (docs/security.md)",
+                why=ReasonKind.ACL,
+            )
+    return checked
+
+
 def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
     out = _Out(findings=list(desired.findings))
     scope = {k: set(v) for k, v in desired.consulted.items()}
@@ -394,7 +470,14 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
                     _configs(t, dict(lt.configs), c, topology.prune.configs, out)
             _acls(t, c, acls, writer, topology.prune.acls, out)  # ACLs may exist before their topic does
     _prune_topics(topology, desired, live, scope, out)
+    permissions = _check_permissions(topology, desired, live, out.actions, out)
     scope_lists = {k: sorted(v) for k, v in sorted(scope.items())}
     return Plan(
-        out.actions, out.findings, sorted(live.clusters), scope_lists, live.fingerprint(scope_lists), topology.name
+        out.actions,
+        out.findings,
+        sorted(live.clusters),
+        scope_lists,
+        live.fingerprint(scope_lists),
+        topology.name,
+        permissions,
     )

@@ -51,6 +51,9 @@ def save(
                 "bootstrap_servers": c.bootstrap_servers,
                 "config": dict(c.config),
                 "replication_principal": c.replication_principal,
+                "reconciler_principal": c.reconciler_principal,
+                "plan_principal": c.plan_principal,
+                "acls_enforced": c.acls_enforced,
             }
             for a, c in sorted(used.items())
         },
@@ -88,7 +91,16 @@ def load(path: str | Path) -> SavedPlan:
         )
     try:
         clusters = {
-            a: Cluster(a, c["bootstrap_servers"], c.get("config") or {}, {}, c.get("replication_principal"))
+            a: Cluster(
+                a,
+                c["bootstrap_servers"],
+                c.get("config") or {},
+                {},
+                c.get("replication_principal"),
+                reconciler_principal=c.get("reconciler_principal"),
+                plan_principal=c.get("plan_principal"),
+                acls_enforced=c.get("acls_enforced"),
+            )
             for a, c in doc["clusters"].items()
         }
         plan = Plan.from_dict(doc["plan"])

@@ -210,7 +210,7 @@ def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -
 
 
 #: The cluster fields that name a principal (issue 45): each names exactly one identity.
-PRINCIPAL_FIELDS = ("replication_principal",)
+PRINCIPAL_FIELDS = ("replication_principal", "reconciler_principal", "plan_principal")
 
 
 def _check_principals(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
@@ -223,8 +223,8 @@ def _check_principals(alias: str, doc: Document, path: tuple, diags: Diagnostics
             diags.error(
                 f"cluster {alias!r}: {key} {raw[key]!r} is not one principal: {problem}",
                 doc.where(path + (key,)),
-                hint="name the one principal the replication jobs authenticate as, e.g. `User:mirror`; it is "
-                "granted WRITE on every remote topic of the cluster (docs/security.md)",
+                hint="name one principal, e.g. `User:mirror`: the replication principal is granted WRITE on every "
+                "remote topic of the cluster (docs/security.md)",
             )
 
 
@@ -237,6 +237,9 @@ def _build_cluster(alias: str, doc: Document, path: tuple) -> Cluster:
         tags={str(k): str(v) for k, v in (raw.get("tags") or {}).items()},
         replication_principal=raw.get("replication_principal"),
         where=doc.where_key(path),
+        reconciler_principal=raw.get("reconciler_principal"),
+        plan_principal=raw.get("plan_principal"),
+        acls_enforced=raw.get("acls_enforced"),
     )
 
 

@@ -36,6 +36,11 @@ class Cluster:
     tags: Mapping[str, str] = field(default_factory=dict)
     replication_principal: str | None = None
     where: SourceLocation | None = field(default=None, compare=False)
+    # issue 45 (plan/permissions.py): the principal `apply` connects as, the read-only one of `plan`/`drift`, and
+    # whether the cluster enforces ACLs (None: decided from its ACLs)
+    reconciler_principal: str | None = None
+    plan_principal: str | None = None
+    acls_enforced: bool | None = None
 
 
 @dataclass(frozen=True)
