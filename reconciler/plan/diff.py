@@ -13,7 +13,7 @@ ever recreated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_topic_any, known_policies
 from reconciler.plan.actions import (
@@ -394,8 +394,8 @@ def _check_permissions(
         mine = [r for r in required if r.cluster == alias]
         if not mine:
             continue
-        checked += mine
         if not enf.readable:
+            checked += mine
             why = (c.acls_unavailable or AclUnavailable.NO_API).explain(alias)
             out.find(
                 Severity.ERROR,
@@ -421,7 +421,10 @@ def _check_permissions(
                 why=ReasonKind.ACL,
             )
         acls = (set(c.acls or ()) | created.get(alias, set())) - deleted.get(alias, set())
-        for r in missing(mine, acls):
+        lacking = missing(mine, acls)
+        gone = set(lacking)
+        checked += [replace(r, granted=r not in gone) if r.principal is not None else r for r in mine]
+        for r in lacking:
             out.find(
                 Severity.ERROR,
                 FindingKind.PERMISSION,

@@ -81,6 +81,8 @@ class RequiredAcl:
     name: str
     operation: AclOperation
     why: str = field(default="", compare=False)
+    #: whether the cluster grants it: None until checked (a plan checks the clusters that enforce ACLs)
+    granted: bool | None = field(default=None, compare=False)
 
     def sort_key(self) -> tuple:
         return (
@@ -142,6 +144,7 @@ class RequiredAcl:
             "name": self.name,
             "operation": self.operation.value,
             "why": self.why,
+            "granted": self.granted,
         }
 
     @classmethod
@@ -155,6 +158,7 @@ class RequiredAcl:
             d["name"],
             AclOperation(d["operation"]),
             d.get("why", ""),
+            d.get("granted"),
         )
 
 
@@ -303,7 +307,9 @@ def required_acls(topology: Topology, desired: DesiredState) -> list[RequiredAcl
                     needs.topic(flow.source, rec, t.upstream[1], _READ_ONLY_TOPIC, f"apply reads it ({why})")
                     needs.topic(flow.source, ro, t.upstream[1], _READ_ONLY_TOPIC, f"plan reads it ({why})")
         needs.topic(t.cluster, rec, t.name, _MANAGED_TOPIC, f"apply creates and configures it ({t.role.value})")
-        reads = _READ_ONLY_TOPIC + ((Op.READ,) if t.role is not TopicRole.REMOTE else ())
+        # the internal topics' records, and the remote heartbeats (drift reads how old they are) are read
+        heartbeats = any(f.policy.is_heartbeats_topic(t.name) for f in on)
+        reads = _READ_ONLY_TOPIC + ((Op.READ,) if t.role is not TopicRole.REMOTE or heartbeats else ())
         needs.topic(t.cluster, ro, t.name, reads, f"plan and drift read it ({t.role.value})")
     return sorted(needs.out.values(), key=RequiredAcl.sort_key)
 
