@@ -159,9 +159,10 @@ def test_kafka_grant_rules():
     r = RequiredAcl(
         "east", Role.REPLICATION, "User:mirror", AclResource.TOPIC, AclPattern.LITERAL, "west.orders", Op.DESCRIBE
     )
-    allow = lambda name, op, principal="User:mirror", pattern=AclPattern.LITERAL, host="*": AclBinding(  # noqa: E731
-        name, principal, host, op, Perm.ALLOW, pattern
-    )
+
+    def allow(name, op, principal="User:mirror", pattern=AclPattern.LITERAL, host="*"):
+        return AclBinding(name, principal, host, op, Perm.ALLOW, pattern)
+
     assert granted(r, [allow("west.orders", Op.DESCRIBE)])
     assert granted(r, [allow("west.orders", Op.WRITE)]), "WRITE implies DESCRIBE"
     assert granted(r, [allow("west.", Op.ALL, pattern=AclPattern.PREFIXED)])
@@ -180,9 +181,10 @@ def test_kafka_grant_rules():
         "reconciler.mirror.a->b.",
         Op.WRITE,
     )
-    as_txn = lambda name, pattern: AclBinding(
-        name, "User:mirror", "*", Op.WRITE, Perm.ALLOW, pattern, AclResource.TRANSACTIONAL_ID
-    )  # noqa: E731
+
+    def as_txn(name, pattern):
+        return AclBinding(name, "User:mirror", "*", Op.WRITE, Perm.ALLOW, pattern, AclResource.TRANSACTIONAL_ID)
+
     assert granted(txn, [as_txn("reconciler.mirror.", AclPattern.PREFIXED)])
     assert not granted(txn, [as_txn("reconciler.mirror.a->b.0", AclPattern.LITERAL)]), "one id is not every slot's"
     assert not granted(txn, [allow("reconciler.mirror.", Op.WRITE, pattern=AclPattern.PREFIXED)]), "a topic ACL"
