@@ -487,6 +487,15 @@ def _check_kubernetes_names(
                     "run the replication jobs in a namespace of their own",
                 )
             )
+        if flow.job.metrics_bind is not None:
+            problems.append(
+                (
+                    "metrics_bind",
+                    f"job.metrics_bind {flow.job.metrics_bind!r} is ignored on kubernetes: the driver pod listens on "
+                    "0.0.0.0, the pod network",
+                    "remove it; restrict who reaches the metrics port with a NetworkPolicy (docs/security.md)",
+                )
+            )
         for key, message, hint in problems:
             where = _job_key_where(flow, doc, path, defaults, key)
             if (where, key) in said:

@@ -60,6 +60,7 @@ def test_good_kubernetes_names_are_accepted(tmp_path, job):
         ('service_account: "default"', "the namespace's default service account"),
         ('service_account: "cluster-admin"', "cluster-admin ClusterRole"),
         ('namespace: "kube-system"', "namespace of the cluster's own components"),
+        ('metrics_bind: "127.0.0.1"', "is ignored on kubernetes"),
     ],
 )
 def test_risky_but_legal_names_are_warnings_at_their_position(tmp_path, job, said):
