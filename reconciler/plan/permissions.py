@@ -41,6 +41,7 @@ from typing import Any
 
 from reconciler.contract.spec import LEASE_TOPIC, STATUS_TOPIC, job_group_of, transactional_id_prefix
 from reconciler.mirror.filters import PatternFilter
+from reconciler.mirror.policy import PolicyKind
 from reconciler.plan.desired import DesiredState, TopicRole, internal_topics
 from reconciler.state.live import (
     CLUSTER_RESOURCE_NAME,
@@ -284,7 +285,7 @@ def required_acls(topology: Topology, desired: DesiredState) -> list[RequiredAcl
         needs.cluster(alias, rec, (Op.ALTER,), "ACL sync creates (and with prune.acls deletes) the remote topics' ACLs")
     for flow in flows.values():
         needs.topic(flow.target, ro, STATUS_TOPIC, (Op.READ, Op.DESCRIBE), f"plan reads the status of flow {flow.name}")
-        if topology.prune.topics:
+        if topology.prune.topics and flow.policy.kind is PolicyKind.DEFAULT:  # identity-policy topics: never pruned
             needs.add(
                 flow.target,
                 rec,
