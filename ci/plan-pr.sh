@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Pull request: plan what the pull request changes in the topology and write the comment body.
 #
-# Runs `reconciler plan --base BASE_REF` (only the flows changed since the base branch, saying which
-# files and flows changed) as Markdown, prefixed with a hidden marker so that CI updates ONE comment
+# Runs `reconciler plan --base BASE_REF --clusters-from BASE_REF` (only the flows changed since the base
+# branch, saying which files and flows changed; every cluster connected with the base branch's connection
+# settings, never the pull request's: docs/security.md) as Markdown, prefixed with a hidden marker so that CI updates ONE comment
 # per pull request instead of adding one per push. Nothing is applied.
 #
 # Environment:
@@ -10,7 +11,8 @@
 #   BASE_REF        what the pull request is compared with (default origin/main)
 #   OUT_DIR         where to write plan-comment.md (default ci-out)
 #   RECONCILER      the CLI (default `reconciler`; e.g. `python -m reconciler`)
-#   ${ENV_VAR}s the topology references (cluster credentials), from the CI's secret store
+#   ${ENV_VAR}s the topology references (the read-only plan principal's credentials, from the CI secret
+#                   store's plan environment; never the apply principal's: docs/security.md)
 # Exit: 0 the plan was made (with or without changes), 1 it failed (the comment body says why).
 set -uo pipefail
 : "${TOPOLOGY_PATHS:?set TOPOLOGY_PATHS to the topology files or directories}"
@@ -22,7 +24,7 @@ read -r -a paths <<< "$TOPOLOGY_PATHS"
 mkdir -p "$OUT_DIR"
 
 # shellcheck disable=SC2086 # RECONCILER may be a command with arguments
-$RECONCILER plan "${paths[@]}" --base "$BASE_REF" --format markdown --detailed-exitcode \
+$RECONCILER plan "${paths[@]}" --base "$BASE_REF" --clusters-from "$BASE_REF" --format markdown --detailed-exitcode \
   > "$OUT_DIR/plan.md" 2> "$OUT_DIR/plan.err"
 code=$?
 cat "$OUT_DIR/plan.err" >&2

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
 from reconciler import settings
+from reconciler.textutil import term
 from reconciler.topology.secrets import Redactor
 
 CLIENT_LOGGER = logging.getLogger("reconciler.kafka")
@@ -45,7 +46,7 @@ def configure(verbosity: int) -> None:
     if verbosity <= 0:
         return
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    handler.setFormatter(RedactingFormatter("%(name)s: %(message)s", REDACT))  # secrets redacted at every level
     CLIENT_LOGGER.addHandler(handler)
     CLIENT_LOGGER.setLevel(logging.WARNING if verbosity == 1 else logging.DEBUG)
 
@@ -94,7 +95,7 @@ class JsonFormatter(logging.Formatter):
 
 
 class RedactingFormatter(logging.Formatter):
-    """The human line format, with secrets redacted."""
+    """The human line format, with secrets redacted and control characters shown (textutil.term)."""
 
     def __init__(self, fmt: str, redact: Any = None):
         super().__init__(fmt)
@@ -106,7 +107,7 @@ class RedactingFormatter(logging.Formatter):
         if flow and f"[{flow}] " not in text:  # a line of one of an engine's flows (the driver's LoggerAdapter)
             head, sep, tail = text.partition(": ")
             text = f"{head}{sep}[{flow}] {tail}" if sep else f"[{flow}] {text}"
-        return self.redact(text)
+        return term(self.redact(text), newlines=True)  # a broker's or a topology's bytes reach no terminal raw
 
 
 def log_format(environ: Mapping[str, str] | None = None) -> str:

@@ -40,21 +40,30 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_text(path: str | Path, text: str) -> None:
+def write_text(path: str | Path, text: str, private: bool = False) -> None:
     """Write `text` (UTF-8) to `path` atomically, creating missing parent directories. On any failure
     (read-only or missing directory, /proc, /sys, a full disk) raise OutputError and leave nothing behind:
-    no temporary file, no directory created here, the old file (if any) unchanged."""
+    no temporary file, no directory created here, the old file (if any) unchanged.
+
+    `private`: for files only their owner may read (saved plans, specs, state): the file is 0600 whatever the
+    umask or the mode of the file it replaces, and every directory created here 0700."""
     p = Path(path)
     created: list[Path] = []
     tmp: str | None = None
     try:
         for parent in reversed(p.parents):
             if not parent.exists():
-                parent.mkdir()
+                parent.mkdir(mode=0o700) if private else parent.mkdir()
                 created.append(parent)
+                if private:
+                    os.chmod(parent, 0o700)  # mkdir's mode is masked by the umask
         fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), os.stat(p).st_mode & 0o7777 if p.exists() else _file_mode())
+            if private:
+                mode = 0o600
+            else:
+                mode = os.stat(p).st_mode & 0o7777 if p.exists() else _file_mode()
+            os.fchmod(f.fileno(), mode)
             f.write(text)
         os.replace(tmp, p)
         tmp = None

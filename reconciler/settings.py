@@ -26,6 +26,8 @@ nothing changed. An unset or empty variable is its default.
 | RECONCILER_TEST_TXN_DELAY_MS  | 0           | tests only: milliseconds an exactly-once task waits before committing |
 | RECONCILER_JOB_INSTANCE       | (unset)     | the id of a job instance, set by the deployer on every process of it |
 | RECONCILER_JOB_DIR            | (unset)     | the job's state directory, set by the deployer                 |
+| RECONCILER_PLAN_KEY           | (unset)     | the secret that signs saved plans (`plan --out`) and verifies them (`apply FILE`) |
+| RECONCILER_PLAN_KEY_PREVIOUS  | (unset)     | during a key rotation: the former key, accepted to verify (never to sign) |
 """
 
 from __future__ import annotations
@@ -249,6 +251,16 @@ JOB_INSTANCE: Setting[str | None] = _setting(
 JOB_DIR: Setting[Path | None] = _setting(
     JOB_DIR_ENV, None, "a job's state directory, set by the deployer", _directory, "(unset: the deployer sets it)"
 )
+#: The keys of saved plans (docs/security.md, "Saved plans: signing and verification"). Any text is a key (its
+#: length is checked where it is used, without ever printing it: a malformed-value line would show the secret).
+PLAN_KEY_ENV = "RECONCILER_PLAN_KEY"
+PLAN_KEY_PREVIOUS_ENV = "RECONCILER_PLAN_KEY_PREVIOUS"
+PLAN_KEY: Setting[str | None] = _setting(
+    PLAN_KEY_ENV, None, "the key that signs and verifies saved plans", str, "(from the CI's secret store)"
+)
+PLAN_KEY_PREVIOUS: Setting[str | None] = _setting(
+    PLAN_KEY_PREVIOUS_ENV, None, "the former plan key, accepted to verify during a rotation", str, "(unset)"
+)
 
 
 def admin_timeout(environ: Mapping[str, str] | None = None) -> float:
@@ -321,6 +333,12 @@ def job_instance(environ: Mapping[str, str] | None = None) -> str | None:
 def job_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     """The state directory of the job this process belongs to (None: not started by a deployer)."""
     return JOB_DIR(environ)
+
+
+def plan_keys(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The saved-plan keys that are set, by variable name: the current one first, then the previous one."""
+    keys = {PLAN_KEY_ENV: PLAN_KEY(environ), PLAN_KEY_PREVIOUS_ENV: PLAN_KEY_PREVIOUS(environ)}
+    return {name: key for name, key in keys.items() if key}
 
 
 # --- generic readers (a value with no variable of its own in the table) -------------------------------------

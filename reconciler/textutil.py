@@ -1,5 +1,8 @@
 """Wording shared by every output a person reads: one pluralisation rule ("1 flow", "2 flows"), one way
-to quote a long value (`cut`)."""
+to quote a long value (`cut`), and one escaping rule for values read from a topology or a cluster (names,
+tags, topic names and patterns, principals: issue 44): `term` for a terminal, `md_inline`,
+`md_code_span` and `md_fence` for Markdown (docs/security.md, "Hostile names in outputs"). The HTML
+report escapes with `html.escape` on its own (render/drift_html.py)."""
 
 from __future__ import annotations
 
@@ -91,3 +94,54 @@ class LiveLine:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
             self._width = 0
+
+
+# --- escaping (issue 44) -------------------------------------------------------------------------------
+#: Characters a terminal or a Markdown viewer does not show as themselves: C0 controls, DEL, C1 controls
+#: (ESC and CSI among them), the Unicode line and paragraph separators, the bidirectional controls
+#: (U+202E "right-to-left override" among them), zero-width characters and the byte-order mark.
+_INVISIBLE = "\x7f-\x9f\u061c\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+_CONTROL = re.compile(f"[\x00-\x1f{_INVISIBLE}]")
+_CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f{_INVISIBLE}]")
+#: What Markdown could read as syntax in a value: emphasis, code, links and images, headings, lists, tables,
+#: HTML and entities, strikethrough, math (`$`); `:` and `.` so `http://x.y` and `www.x.y` are no GFM autolink.
+_MD_META = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>&~:$])")
+_BACKTICKS = re.compile(r"`+")
+
+
+def _shown(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def term(value: object, newlines: bool = False) -> str:
+    """`value` for a terminal: every control character, escape sequence, bidi override or invisible
+    character shown as `\\x1b`, `\\u202e`; a newline too (`\\x0a`), unless `newlines` (a block of lines).
+    A backslash already in the value is kept as it is (regular expressions stay readable)."""
+    return (_CONTROL_BUT_NEWLINE if newlines else _CONTROL).sub(_shown, str(value))
+
+
+def md_inline(value: object) -> str:
+    """`value` in Markdown text, a title or a table cell: controls shown as in `term` (no new line, no
+    hidden text), every Markdown metacharacter backslash-escaped, so it reads literally and forms no link,
+    image, autolink, HTML, comment, emphasis, heading or table cell of its own."""
+    return _MD_META.sub(r"\\\1", term(value))
+
+
+def md_code_span(value: object, in_table: bool = False) -> str:
+    """`value` as inline code: delimited by a backtick run longer than any inside it, controls shown as in
+    `term`. `in_table`: `|` escaped too (GFM splits a table row on every unescaped `|`, even in code)."""
+    text = term(value)
+    if in_table:
+        text = text.replace("|", "\\|")
+    tick = "`" * (1 + max((len(r) for r in _BACKTICKS.findall(text)), default=0))
+    pad = " " if not text or text[0] in "` " or text[-1] in "` " else ""
+    return f"{tick}{pad}{text}{pad}{tick}"
+
+
+def md_fence(content: str, info: str = "") -> str:
+    """`content` (lines) as a fenced code block whose fence is longer than any backtick run inside, so no
+    line closes it early; controls but the newlines between lines shown as in `term`."""
+    text = term(content.rstrip("\n"), newlines=True)
+    fence = "`" * max(3, 1 + max((len(r) for r in _BACKTICKS.findall(text)), default=0))
+    return f"{fence}{info}\n{text}\n{fence}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from reconciler.adapters.live_read import Connections, clusters_of, read_live
 from reconciler.adapters.memory_admin import MemoryCluster, MemoryFactory
 from reconciler.apply.executor import ApplyContext, ApplyReport, execute
+from reconciler.apply.guard import TopologyGuard
 from reconciler.jobplan.backend import JobBackend
 from reconciler.operations.backend import Backend
 from reconciler.operations.handlers import handler_table
@@ -53,12 +54,15 @@ class World:
 
     def plan(self, topo: Topology | None = None) -> Plan:
         topo = topo or self.topology
+        self.planned_from = topo
         live = self.live()
         return diff(desired_state(topo, live), live, topo)
 
-    def apply(self, plan: Plan) -> ApplyReport:
+    def apply(self, plan: Plan, topo: Topology | None = None) -> ApplyReport:
+        """Execute `plan` under the executor's guard of `topo` (default: the topology last planned)."""
+        topo = topo or getattr(self, "planned_from", None) or self.topology
         with Connections(dict(self.topology.clusters), self.factory) as conns:
-            return execute(plan, ApplyContext(conns.get), handler_table())
+            return execute(plan, ApplyContext(conns.get), handler_table(), guard=TopologyGuard(topo))
 
 
 def kinds(plan: Plan) -> list[tuple[str, str, str]]:

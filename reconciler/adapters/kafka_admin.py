@@ -55,9 +55,11 @@ DEFAULT_TIMEOUT = settings.admin_timeout()
 def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The resolved librdkafka config for `cluster`; raises AdminError naming unset variables (never values)."""
     try:
-        return secrets.client_settings(cluster.bootstrap_servers, cluster.config, environ)
+        return secrets.client_settings(cluster.alias, cluster.bootstrap_servers, cluster.config, environ)
     except secrets.UnresolvedReference as exc:
         raise AdminError(f"cluster {cluster.alias!r}: environment variable(s) {', '.join(exc.names)} not set") from None
+    except secrets.RefusedReference as exc:
+        raise AdminError(f"cluster {cluster.alias!r}: {exc}") from None
 
 
 #: The binding `acls_unavailable` asks to delete: reserved names no ACL of a real deployment carries.

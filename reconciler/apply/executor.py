@@ -17,6 +17,7 @@ from itertools import groupby
 from typing import Generic, Protocol, TypeVar
 
 from reconciler.adapters.base import ClusterAdmin, ConfigAlteration, NewTopicSpec, OpResult, ResultCode
+from reconciler.apply.guard import ActionGuard, GuardRefused, refusals
 from reconciler.deployers import Deployers
 from reconciler.plan.actions import (
     Action,
@@ -173,9 +174,18 @@ def execute(
     handlers: HandlerTable,
     progress: Progress | None = None,
     batch_size: int = BATCH_SIZE,
+    *,
+    guard: ActionGuard,
 ) -> ApplyReport:
     """Apply every action of `plan` in order, one batch per (cluster, kind) run of actions, each batch by
-    the handler `handlers` has for its kind (a kind without one fails its actions)."""
+    the handler `handlers` has for its kind (a kind without one fails its actions).
+
+    First `guard` (reconciler/apply/guard.py, `TopologyGuard` of the topology) is asked about every action: when
+    it refuses any, nothing runs and GuardRefused says why (the guard is not optional: defence in depth against a
+    planner bug or an edited plan)."""
+    refused = refusals(guard, plan.actions)
+    if refused:
+        raise GuardRefused(refused)
     progress = progress or _Silent()
     report = ApplyReport()
     todo = batches(plan.actions, batch_size)

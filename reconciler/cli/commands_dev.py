@@ -8,6 +8,7 @@ from reconciler.cli.common import EXIT_ERROR, EXIT_OK, load_validated
 from reconciler.dev.brokers import Engine
 from reconciler.operations.backend import Backend
 from reconciler.operations.dev import dev_down, dev_status, dev_up
+from reconciler.textutil import term
 
 
 def register(sub) -> None:
@@ -39,7 +40,7 @@ def cmd_up(args, backend: Backend) -> int:
         print(outcome.unresolved.render(), file=sys.stderr)
         return EXIT_ERROR
     if outcome.error is not None:
-        print(f"error: {outcome.error}", file=sys.stderr)
+        print(term(f"error: {outcome.error}"), file=sys.stderr)
         return EXIT_ERROR
     for s in outcome.clusters:
         print(s.line())

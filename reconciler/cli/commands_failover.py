@@ -20,6 +20,7 @@ from reconciler.mirror import mirror_client as mc
 from reconciler.operations import offsets
 from reconciler.operations.backend import Backend
 from reconciler.render import failover as render
+from reconciler.textutil import term
 from reconciler.topology.connection import redactor_for
 from reconciler.topology.model import Topology
 from reconciler.topology.secrets import Redactor
@@ -88,12 +89,12 @@ def run_on_topology(args, body) -> int:
     try:
         return body(topology, redact)
     except offsets.Refused as exc:
-        print(redact(f"error: {exc}"), file=sys.stderr)
+        print(term(redact(f"error: {exc}")), file=sys.stderr)
         return EXIT_ERROR
 
 
 def _emit(args, redact: Redactor, text: str, data: dict) -> None:
-    sys.stdout.write(redact(json.dumps(data, indent=2) + "\n" if args.format == "json" else text))
+    sys.stdout.write(redact(json.dumps(data, indent=2) + "\n" if args.format == "json" else term(text, newlines=True)))
 
 
 def cmd_translate(args, backend: Backend) -> int:
@@ -121,26 +122,27 @@ def _conclude(args, plan: mc.FailoverPlan, refusal: str | None, applied: bool) -
     kept = sum(p.action is mc.FailoverAction.KEEP_AHEAD for p in plan.partitions)
     if kept:
         print(
-            f"note: {kept} partition(s) already committed further on {args.target} are kept "
+            f"note: {kept} partition(s) already committed further on {term(args.target)} are kept "
             "(--allow-rewind moves them back)",
             file=sys.stderr,
         )
     if not args.apply:
         if refusal:
-            print(f"note: --apply would be refused: {refusal}", file=sys.stderr)
+            print(f"note: --apply would be refused: {term(refusal)}", file=sys.stderr)
         print(
-            f"dry run: {n} offset(s) would be committed to group {args.group} on {args.target}; "
+            f"dry run: {n} offset(s) would be committed to group {term(args.group)} on {term(args.target)}; "
             "nothing was changed (use --apply)",
             file=sys.stderr,
         )
         return EXIT_OK
     if refusal:
-        print(f"error: refusing to fail over: {refusal}; nothing was changed", file=sys.stderr)
+        print(f"error: refusing to fail over: {term(refusal)}; nothing was changed", file=sys.stderr)
         return EXIT_ERROR
     print(
-        f"committed {n} offset(s) to group {args.group} on {args.target}"
+        f"committed {n} offset(s) to group {term(args.group)} on {term(args.target)}"
         if applied
-        else f"nothing to commit: group {args.group} on {args.target} is already at or past the translated offsets",
+        else f"nothing to commit: group {term(args.group)} on {term(args.target)} is already at or past the "
+        "translated offsets",
         file=sys.stderr,
     )
     return EXIT_OK

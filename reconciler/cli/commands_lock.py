@@ -18,6 +18,7 @@ import time
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, confirmed, load_validated
 from reconciler.operations.backend import Backend
 from reconciler.operations.lock import LeaseClaim, remove_lease
+from reconciler.textutil import term
 
 
 def register(sub) -> None:
@@ -36,7 +37,7 @@ def cmd_force_unlock(args, backend: Backend) -> int:
 
     def confirm(claim: LeaseClaim) -> bool:
         since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(claim.acquired_at))
-        print(f"Lease {claim.lock_id} on {claim.cluster}: held by {claim.who} since {since}.")
+        print(f"Lease {term(claim.lock_id)} on {term(claim.cluster)}: held by {term(claim.who)} since {since}.")
         return args.force or confirmed(
             backend.ask,
             "Remove it? An apply that still runs would lose its exclusivity.",
@@ -47,8 +48,8 @@ def cmd_force_unlock(args, backend: Backend) -> int:
 
     outcome = remove_lease(topology, args.cluster, args.lock_id, backend, confirm)
     if outcome.error is not None:
-        print(f"error: {outcome.error}", file=sys.stderr)
+        print(term(f"error: {outcome.error}"), file=sys.stderr)
     if not outcome.removed:
         return EXIT_ERROR
-    print(f"Removed the lease {args.lock_id} on {args.cluster}.")
+    print(f"Removed the lease {term(args.lock_id)} on {term(args.cluster)}.")
     return EXIT_OK

@@ -18,6 +18,7 @@ from reconciler.operations import failback as failback_op
 from reconciler.operations import verify as verify_op
 from reconciler.operations.backend import Backend
 from reconciler.render.failover import table
+from reconciler.textutil import term
 
 
 def register(sub) -> None:
@@ -104,13 +105,13 @@ def cmd_verify(args, backend: Backend) -> int:
     try:
         since = verify_op.parse_since(args.since, backend.clock()) if args.since else None
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(term(f"error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
 
     def body(topology, redact) -> int:
         report = verify_op.verify(topology, verify_op.VerifyRequest(args.flow, since, args.timeout), backend)
         text = json.dumps(verify_json(report), indent=2) + "\n" if args.format == "json" else verify_text(report)
-        sys.stdout.write(redact(text))
+        sys.stdout.write(term(redact(text), newlines=True))
         return EXIT_OK if report.clean else EXIT_ERROR
 
     return run_on_topology(args, body)
@@ -204,7 +205,9 @@ def cmd_cutover(args, backend: Backend) -> int:
         request = cutover_op.CutoverRequest(
             args.flow, tuple(args.group), dry_run=args.dry_run, wait_seconds=args.wait, timeout=args.timeout
         )
-        outcome = cutover_op.cutover(topology, request, backend, lambda line: print(redact(line), file=sys.stderr))
+        outcome = cutover_op.cutover(
+            topology, request, backend, lambda line: print(term(redact(line)), file=sys.stderr)
+        )
         rows = [
             (g.group, str(p.partition), p.translated, p.committed, p.action.value)
             for g in outcome.groups
@@ -216,7 +219,7 @@ def cmd_cutover(args, backend: Backend) -> int:
         path.write_text(json.dumps(outcome.to_dict(), indent=2) + "\n")
         print(f"wrote the cutover record to {path}", file=sys.stderr)
         for refusal in outcome.refusals:
-            print(redact(f"error: refused: {refusal}"), file=sys.stderr)
+            print(term(redact(f"error: refused: {refusal}")), file=sys.stderr)
         if outcome.refusals:
             return EXIT_ERROR
         n = sum(len(g.outcome.plan.commits) for g in outcome.groups)
@@ -239,7 +242,7 @@ def cmd_failback(args, backend: Backend) -> int:
         try:
             record = cutover_op.CutoverRecord.parse(Path(args.record).read_text(), args.record)
         except (OSError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(term(f"error: {exc}"), file=sys.stderr)
             return EXIT_ERROR
 
     def body(topology, redact) -> int:
@@ -248,9 +251,9 @@ def cmd_failback(args, backend: Backend) -> int:
         )
         outcome = failback_op.failback(topology, request, backend)
         text = json.dumps(failback_json(outcome), indent=2) + "\n" if args.format == "json" else failback_text(outcome)
-        sys.stdout.write(redact(text))
+        sys.stdout.write(term(redact(text), newlines=True))
         for error in outcome.truncate_errors:
-            print(redact(f"error: not truncated: {error}"), file=sys.stderr)
+            print(term(redact(f"error: not truncated: {error}")), file=sys.stderr)
         return EXIT_ERROR if outcome.truncate_errors else EXIT_OK
 
     return run_on_topology(args, body)

@@ -26,13 +26,14 @@ from reconciler.cli.common import (
     relative_diagnostics,
 )
 from reconciler.gitops.revision import revision_label
+from reconciler.gitops.trust import ClusterPin, pin_clusters
 from reconciler.operations.apply import ApplyOutcome, ApplyRequest, apply
 from reconciler.operations.backend import Backend
 from reconciler.operations.plan import plan_topology
 from reconciler.plan import planfile
 from reconciler.plan.actions import ActionKind, Plan, Verb
 from reconciler.render import plan_json, plan_markdown, plan_text
-from reconciler.textutil import plural
+from reconciler.textutil import plural, term
 from reconciler.topology.model import Cluster, Topology
 from reconciler.topology.secrets import Redactor
 
@@ -48,7 +49,9 @@ def register(sub) -> None:
     add_paths_argument(p)
     p.add_argument("--format", choices=sorted(RENDERERS), default="text")
     p.add_argument(
-        "--out", metavar="FILE", help="save the plan (with a fingerprint of the live state) for `apply FILE`"
+        "--out",
+        metavar="FILE",
+        help="save the plan, signed with $RECONCILER_PLAN_KEY (required), for `apply FILE TOPOLOGY...`",
     )
     p.add_argument(
         "--detailed-exitcode",
@@ -62,10 +65,23 @@ def register(sub) -> None:
         help="plan only the flows changed between git revision REV and the "
         "work tree (or --revision), and say which files and flows changed",
     )
+    p.add_argument(
+        "--clusters-from",
+        metavar="REV",
+        help="connect with the clusters' connection settings (bootstrap_servers, config) of the topology at git "
+        "revision REV, never the work tree's: a pull request's plan (ci/plan-pr.sh); clusters the change adds "
+        "are not connected and their flows not planned",
+    )
     p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("apply", help="apply a topology (plan, confirm, apply) or a saved plan file")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="topology files or directories, or one saved plan file")
+    p = sub.add_parser("apply", help="apply a topology (plan, confirm, apply) or a saved plan file of it")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="topology files or directories; or a saved plan file (`plan --out`) followed by the topology it was "
+        "planned from",
+    )
     p.add_argument(
         "--auto-approve",
         action="store_true",
@@ -82,7 +98,8 @@ def register(sub) -> None:
 
 
 class Console:
-    """stdout/stderr through the redactor."""
+    """stdout/stderr through the redactor, and `term` for what a renderer did not escape (issue 44): no
+    escape sequence or control character but the newlines between lines reaches the terminal."""
 
     def __init__(self, clusters: dict[str, Cluster]):
         self.redact = Redactor()
@@ -90,27 +107,53 @@ class Console:
             self.redact.add_from(c.config)
 
     def out(self, text: str = "", end: str = "\n") -> None:
-        sys.stdout.write(self.redact(text) + end)
+        sys.stdout.write(term(self.redact(text), newlines=True) + end)
         sys.stdout.flush()
 
     def err(self, text: str) -> None:
-        sys.stderr.write(self.redact(text) + "\n")
+        sys.stderr.write(term(self.redact(text), newlines=True) + "\n")
         sys.stderr.flush()
 
 
-def _render(args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None) -> str:
+def _render(
+    args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None, pin: ClusterPin | None = None
+) -> str:
     if args.format == "markdown":
         return plan_markdown.render(
             plan,
             topology=topology,
             warnings=relative_diagnostics(diags.warnings),
-            preface=base.markdown() if base else "",
+            preface=plan_markdown.pin_preface(pin) + (base.markdown() if base else ""),
         )
-    if args.format == "json" and base is not None:
+    if args.format == "json" and (base is not None or pin is not None):
         import json
 
-        return json.dumps({"base": base.to_dict(), **plan.to_dict()}, indent=2) + "\n"
-    return (base.text() if base else "") + RENDERERS[args.format](plan)
+        extra = {"base": base.to_dict()} if base is not None else {}
+        extra.update({"clusters_from": pin.to_dict()} if pin is not None else {})
+        return json.dumps({**extra, **plan.to_dict()}, indent=2) + "\n"
+    return plan_text.pin_preface(pin) + (base.text() if base else "") + RENDERERS[args.format](plan)
+
+
+def _pin(args, backend: Backend, topology: Topology) -> tuple[Topology, ClusterPin | None] | None:
+    """`--clusters-from REV`: the topology with the connection settings of REV (gitops/trust.py); None when REV's
+    topology cannot be read (nothing is then trusted, nothing connects)."""
+    if not args.clusters_from:
+        return topology, None
+    try:
+        trusted, tdiags = backend.git.topology_at(args.paths, args.clusters_from)
+    except Exception as exc:  # noqa: BLE001 - RevisionError, a path outside the repository: one message
+        trusted, tdiags = None, None
+        why = str(exc)
+    else:
+        why = "; ".join(str(d) for d in tdiags.errors[:3]) if tdiags is not None else ""
+    if trusted is None:
+        print(
+            f"error: --clusters-from {args.clusters_from}: the topology there cannot be read ({why}); "
+            "no connection settings can be trusted, nothing was planned",
+            file=sys.stderr,
+        )
+        return None
+    return pin_clusters(topology, trusted, args.clusters_from)
 
 
 def _at(backend: Backend, revision: str | None):
@@ -122,9 +165,26 @@ def cmd_plan(args, backend: Backend) -> int:
     if bad_out:
         print(bad_out[0], file=sys.stderr)
         return EXIT_ERROR
+    if args.out and args.clusters_from:
+        print(
+            "error: --clusters-from plans a change before merge for review; it cannot be saved with --out",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+    key = None
+    if args.out:  # before any work: a saved plan is signed, or not saved
+        try:
+            key = planfile.signing_key()
+        except planfile.PlanFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_ERROR
     topology, diags = load_validated(args.paths, at=_at(backend, args.revision))
     if topology is None:
         return EXIT_ERROR
+    pinned = _pin(args, backend, topology)
+    if pinned is None:
+        return EXIT_ERROR
+    topology, pin = pinned
     io = Console(dict(topology.clusters))
     base = None
     if args.base:
@@ -143,18 +203,21 @@ def cmd_plan(args, backend: Backend) -> int:
     if args.out and args.format == "text" and not plan.errors:
         io.out(plan_text.summary(plan), end="")  # Terraform-like: the saved plan is shown by `show`
     else:
-        io.out(_render(args, plan, topology, diags, base), end="")
+        io.out(_render(args, plan, topology, diags, base, pin), end="")
     if plan.errors:
         if args.out:
             io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")
         return EXIT_ERROR
-    if args.out:
+    if args.out and key is not None:
         try:
-            planfile.save(args.out, plan, dict(topology.clusters), revision_label(git), git=git)
+            planfile.save(args.out, plan, topology, key, revision_label(git), git=git)
         except outputs.OutputError as exc:
             io.err(str(exc))
             return EXIT_ERROR
-        io.err(f"Saved the plan to {args.out}. Apply exactly this plan with: reconciler apply {args.out}")
+        io.err(
+            f"Saved the plan to {args.out} (signed with key {key.id}). Apply exactly this plan with: "
+            f"reconciler apply {args.out} {' '.join(args.paths)}"
+        )
     return EXIT_CHANGES if args.detailed_exitcode and plan.has_changes else EXIT_OK
 
 
@@ -165,7 +228,7 @@ class _TextProgress:
     def batch(self, index, total, cluster, kind, size) -> None:
         # one batch holds restarts of running jobs and starts of dead ones: each result line says which
         label = "(re)start job" if kind is ActionKind.RESTART_JOB else kind.value.replace("_", " ")
-        self.io.out(f"[{index}/{total}] {cluster}: {label} x{size}")
+        self.io.out(f"[{index}/{total}] {term(cluster)}: {label} x{size}")
 
     def result(self, r: ActionResult) -> None:
         status = {"ok": "done", "already-done": "done (already)", "unsupported": "UNSUPPORTED", "failed": "FAILED"}[
@@ -173,7 +236,7 @@ class _TextProgress:
         ]
         show = not r.result.ok or getattr(r.action, "SHOW_RESULT", False)  # e.g. a job's pid
         msg = f": {r.result.message}" if r.result.message and show else ""
-        self.io.out(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}")
+        self.io.out(term(f"    {r.action.VERB.value} {r.action.describe()}: {status}{msg}"))
         logs.event(  # a structured line per action with RECONCILER_LOG_FORMAT=json (nothing in text)
             f"{r.action.VERB.value} {r.action.describe()}: {status}{msg}",
             level=logging.INFO if r.result.ok else logging.ERROR,
@@ -206,23 +269,30 @@ class ConsoleApplyUI:
 
 def cmd_apply(args, backend: Backend) -> int:
     saved = None
-    if len(args.paths) == 1 and planfile.is_plan_file(args.paths[0]):
+    paths = list(args.paths)
+    if planfile.is_plan_file(paths[0]):
+        plan_path, paths = paths[0], paths[1:]
+        if not paths:
+            print(
+                f"error: plan file {plan_path}: give the topology it was planned from too: reconciler apply "
+                f"{plan_path} TOPOLOGY... (the clusters are reached with the topology's connection settings, never "
+                "the file's)",
+                file=sys.stderr,
+            )
+            return EXIT_ERROR
         try:
-            saved = planfile.load(args.paths[0])
+            saved = planfile.load(plan_path)
         except planfile.PlanFileError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(term(f"error: {exc}"), file=sys.stderr)
             return EXIT_ERROR
-        # The plan file is the approval (Terraform applies a saved plan without asking again).
-        request = ApplyRequest(saved.clusters, None, saved.plan, saved.revision, saved.git, True, args.lock_timeout)
-    else:
-        topology, _ = load_validated(args.paths)
-        if topology is None:
-            return EXIT_ERROR
-        git = backend.git.revision(args.paths)
-        request = ApplyRequest(
-            dict(topology.clusters), topology, None, revision_label(git), git, args.auto_approve, args.lock_timeout
-        )
-    io = Console(dict(request.clusters))
+    topology, _ = load_validated(paths)
+    if topology is None:
+        return EXIT_ERROR
+    git = backend.git.revision(paths)
+    # A saved plan file is the approval (Terraform applies a saved plan without asking again).
+    auto_approve = args.auto_approve or saved is not None
+    request = ApplyRequest(topology, saved, revision_label(git), git, auto_approve, args.lock_timeout)
+    io = Console(dict(topology.clusters))
     return conclude_apply(io, apply(request, backend, ConsoleApplyUI(io, request.auto_approve, backend.ask)))
 
 

@@ -18,7 +18,7 @@ from reconciler import outputs
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, add_revision_argument, load_validated
 from reconciler.operations.backend import Backend
 from reconciler.operations.manifests import RenderError, render_manifests
-from reconciler.textutil import plural
+from reconciler.textutil import plural, term
 
 
 def register(sub) -> None:
@@ -45,7 +45,7 @@ def cmd_render(args, backend: Backend) -> int:
     try:
         rendered = render_manifests(topology, backend, args.paths, out, args.revision)
     except RenderError as exc:
-        print(f"error: {exc}; nothing written", file=sys.stderr)
+        print(term(f"error: {exc}; nothing written"), file=sys.stderr)
         return EXIT_ERROR
     for f in rendered.files:
         what = f"engine {f.engine}: {plural(len(f.flows), 'flow')}"
@@ -61,7 +61,7 @@ def cmd_render(args, backend: Backend) -> int:
     if not rendered.files:
         print("no enabled flow uses the kubernetes deployer: nothing to render")
     for flow, deployer in rendered.not_rendered:
-        print(f"not rendered: flow {flow} (deployer {deployer}: only kubernetes flows have manifests)")
+        print(term(f"not rendered: flow {flow} (deployer {deployer}: only kubernetes flows have manifests)"))
     for path in rendered.leftovers:
         print(f"left alone: {path} (no engine of the topology; delete it if the engine is gone)")
     return EXIT_OK

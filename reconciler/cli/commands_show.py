@@ -7,10 +7,12 @@ import json
 import sys
 import time
 
+from reconciler import settings
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK
 from reconciler.operations.backend import Backend
 from reconciler.plan import planfile
 from reconciler.render import plan_json, plan_text
+from reconciler.textutil import term
 
 
 def register(sub) -> None:
@@ -27,27 +29,41 @@ def cmd_show(args, backend: Backend) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
-    try:
-        saved = planfile.load(args.planfile)
+    try:  # verified when a key is set; a reviewer without the key still reads it, told it is not verified
+        verify = bool(settings.plan_keys())
+        saved = planfile.load(args.planfile, verify=verify)
     except planfile.PlanFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(term(f"error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
+    if not verify:
+        print(
+            f"warning: {args.planfile}: signature (key {saved.key_id}) not verified: {settings.PLAN_KEY_ENV} is not "
+            "set; `apply` verifies it",
+            file=sys.stderr,
+        )
     if args.format == "json":
         doc = json.loads(plan_json.render(saved.plan))
         doc["saved"] = {
             "revision": saved.revision,
             "saved_at": saved.saved_at,
             "git": saved.git,
-            "clusters": sorted(saved.clusters),
+            "clusters": sorted(saved.plan.clusters),
+            "topology": {"content_sha256": saved.topology_digest, "commit": saved.commit},
+            "key_id": saved.key_id,
+            "verified": verify,
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return EXIT_OK
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(saved.saved_at)) if saved.saved_at else "unknown time"
     print(
         f"Saved plan {args.planfile}: made at {when}"
-        + (f" from {saved.revision}" if saved.revision else "")
-        + f", clusters {', '.join(sorted(saved.clusters))}."
+        + (f" from {term(saved.revision)}" if saved.revision else "")
+        + f", clusters {', '.join(term(c) for c in sorted(saved.plan.clusters))}, signed with key {saved.key_id}"
+        + (" (verified)." if verify else " (not verified).")
     )
-    print(f"`reconciler apply {args.planfile}` applies exactly this plan (refused if the clusters changed since).\n")
+    print(
+        f"`reconciler apply {args.planfile} TOPOLOGY...` applies exactly this plan (refused if it was edited, if the "
+        "topology is not the one planned, or if the clusters changed since).\n"
+    )
     sys.stdout.write(plan_text.render(saved.plan))
     return EXIT_OK

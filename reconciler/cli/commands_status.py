@@ -20,7 +20,7 @@ from reconciler.jobplan.state import iso
 from reconciler.mirror.group_sync import GroupSyncReason
 from reconciler.operations.backend import Backend
 from reconciler.operations.status import status
-from reconciler.textutil import LAG_AGE, RECORD_AGE, plural
+from reconciler.textutil import LAG_AGE, RECORD_AGE, plural, term
 from reconciler.topology.connection import redactor_for
 
 FILTERED_GROUPS_SHOWN = 5  # groups named on the line of those a flow does not copy for (`status`, text)
@@ -107,6 +107,7 @@ def render_text(rows: list[dict], now_ms: int) -> str:
                 _age(r["heartbeat_at"], now_ms, bool(r["unreadable"])),
             ]
         )
+    table = [[term(c) for c in row] for row in table]  # names and job messages read from the clusters (issue 44)
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
     notes = [f"  {r['flow']}: {r['why']}" for r in rows if r["why"]]
@@ -130,7 +131,7 @@ def render_text(rows: list[dict], now_ms: int) -> str:
         for c in r.get("data_loss") or ()
     ]
     if notes:
-        lines += ["", *notes]
+        lines += ["", *(term(n) for n in notes)]
     filtered = GroupSyncReason.TOPIC_FILTERED.name.lower()
     groups = [
         f"  {r['flow']}: group {g['group']}: "
@@ -152,7 +153,7 @@ def render_text(rows: list[dict], now_ms: int) -> str:
             shown = ", ".join(names[:FILTERED_GROUPS_SHOWN]) + (", ..." if len(names) > FILTERED_GROUPS_SHOWN else "")
             groups.append(f"  {r['flow']}: groups that read only topics the flow does not copy ({len(names)}): {shown}")
     if groups:
-        lines += ["", "Consumer groups (offset syncs to the target):", *groups]
+        lines += ["", "Consumer groups (offset syncs to the target):", *(term(g) for g in groups)]
     wanted = [r for r in rows if r["wanted"]]
     ok = sum(1 for r in wanted if r["in_sync"])
     lines += [
@@ -174,7 +175,7 @@ def cmd_status(args, backend: Backend) -> int:
     report = status(topology, backend)
     unreadable = report.unreadable
     for alias, why in unreadable.items():  # lead with it: the table below cannot say what runs there
-        print(f"error: cannot read job statuses on cluster {alias}: {why}", file=sys.stderr)
+        print(term(f"error: cannot read job statuses on cluster {alias}: {why}"), file=sys.stderr)
     if args.format == "json":
         text = json.dumps(report.to_dict(), indent=2) + "\n"
     else:

@@ -75,7 +75,7 @@ class _ApplyShown(Console):
 def demo_apply(ctx: DemoContext) -> int:
     """`reconciler apply PATH --auto-approve` as an operation, printing only what it applied."""
     git = ctx.backend.git.revision([str(ctx.topology_path)])
-    request = ApplyRequest(dict(ctx.topo.clusters), ctx.topo, None, revision_label(git), git, auto_approve=True)
+    request = ApplyRequest(ctx.topo, None, revision_label(git), git, auto_approve=True)
     io = _ApplyShown(dict(ctx.topo.clusters))
     try:
         return conclude_apply(io, apply(request, ctx.backend, ConsoleApplyUI(io, True, ctx.backend.ask)))

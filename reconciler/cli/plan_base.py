@@ -17,6 +17,7 @@ from reconciler.plan.actions import FORMAT_MINOR, FORMAT_VERSION, Plan
 from reconciler.plan.attribution import restrict
 from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
+from reconciler.textutil import md_code_span, md_inline, term
 from reconciler.topology.model import Topology
 
 if TYPE_CHECKING:
@@ -108,24 +109,21 @@ class BaseScope:
         return words + f": {', '.join(self.flows)}"
 
     def text(self) -> str:
-        head = f"Changes between {self.rev} ({self.comparison.base.short}) and {self.head_label}:"
-        body = [f"  {label}: {words}" for label, words in self.lines()]
-        return "\n".join([head, *body, self.summary()[0].upper() + self.summary()[1:] + "."]) + "\n\n"
+        head = f"Changes between {term(self.rev)} ({self.comparison.base.short}) and {self.head_label}:"
+        body = [f"  {label}: {term(words)}" for label, words in self.lines()]
+        summary = term(self.summary())
+        return "\n".join([head, *body, summary[0].upper() + summary[1:] + "."]) + "\n\n"
 
     def markdown(self) -> str:
-        out = [f"**Changes since `{self.rev}` (`{self.comparison.base.short}`)** in {self.head_label}:", ""]
-        out += [f"- {label}: {_md_words(words)}" for label, words in self.lines()]
+        rev, short = md_code_span(self.rev), md_code_span(self.comparison.base.short)
+        out = [f"**Changes since {rev} ({short})** in {self.head_label}:", ""]  # our words and a hex sha
+        out += [f"- {label}: {md_inline(words)}" for label, words in self.lines()]
+        summary = md_inline(self.summary()[0].upper() + self.summary()[1:])
         out += [
             "",
-            f"_{self.summary()[0].upper() + self.summary()[1:]}; the rest of the topology is not part of this plan._"
-            if self.flows
-            else f"_{self.summary()}._",
+            f"_{summary}; the rest of the topology is not part of this plan._" if self.flows else f"_{summary}._",
         ]
         return "\n".join(out) + "\n"
-
-
-def _md_words(words: str) -> str:
-    return words.replace("`", "'")
 
 
 def compare(git: GitRepository, paths: Sequence[str], base_rev: str, head_rev: str | None) -> BaseScope | None:
@@ -133,10 +131,10 @@ def compare(git: GitRepository, paths: Sequence[str], base_rev: str, head_rev: s
     try:
         comparison = git.compare(paths, base_rev, head_rev)
     except RevisionError as exc:
-        print(f"error: --base {base_rev}: {exc}", file=sys.stderr)
+        print(term(f"error: --base {base_rev}: {exc}"), file=sys.stderr)
         return None
     if comparison.old is None:
-        print(f"note: the topology at {base_rev} does not load or validate; planning every flow", file=sys.stderr)
+        print(term(f"note: the topology at {base_rev} does not load or validate; planning every flow"), file=sys.stderr)
     all_flows = tuple(sorted(f.name for f in comparison.new.flows)) if comparison.new is not None else ()
     return BaseScope(base_rev, comparison, tuple(sorted(comparison.affected_flows())), all_flows)
 
@@ -176,5 +174,5 @@ def no_changes(scope: BaseScope, fmt: str) -> str:
             + "\n"
         )
     if fmt == "markdown":
-        return f"### Reconciler plan\n\n**{what} Nothing to plan.**\n\n" + scope.markdown()
-    return scope.text() + what + " Nothing to plan.\n"
+        return f"### Reconciler plan\n\n**{md_inline(what)} Nothing to plan\\.**\n\n" + scope.markdown()
+    return scope.text() + term(what) + " Nothing to plan.\n"

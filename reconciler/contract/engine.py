@@ -17,13 +17,13 @@ import enum
 import json
 import logging
 import os
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reconciler import outputs
 from reconciler.contract.deployers import RUNTIME_FILE
 from reconciler.topology.flow_id import flow_ends
 
@@ -94,10 +94,9 @@ class FlowRuntime:
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Atomic: a temporary file beside `path`, then a rename."""
-    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    """Atomic (a temporary file beside `path`, then a rename), readable by its owner only (0600, directories
+    created 0700): engine and job records name clusters and processes."""
+    outputs.write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", private=True)
 
 
 def flow_files(engine_dir: Path) -> dict[str, Path]:

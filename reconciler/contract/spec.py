@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from reconciler import outputs
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.topology import secrets, settings_registry
@@ -169,8 +170,8 @@ class ClusterSpec:
         return cls(cluster.alias, cluster.bootstrap_servers, dict(sorted(cluster.config.items())))
 
     def client_config(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-        """librdkafka settings with references resolved (raises secrets.UnresolvedReference)."""
-        return secrets.client_settings(self.bootstrap_servers, self.config, environ)
+        """librdkafka settings with references resolved (raises secrets.SecretsError)."""
+        return secrets.client_settings(self.alias, self.bootstrap_servers, self.config, environ)
 
 
 #: How often a job publishes its status record, when its spec does not say (the one home of this default: the
@@ -358,11 +359,10 @@ class JobSpec:
         return cls.from_json(Path(path).read_text())
 
     def write(self, path: str | Path) -> Path:
-        """Write atomically (a running job may be re-reading the file)."""
+        """Write atomically (a running job may be re-reading the file), readable by its owner only (0600: a spec
+        names clusters, principals and the variables that hold their secrets)."""
         path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json() + "\n")
-        tmp.replace(path)
+        outputs.write_text(path, self.to_json() + "\n", private=True)
         return path
 
     def spec_hash(self) -> str:

@@ -157,7 +157,7 @@ class EngineDirs:
     @contextmanager
     def locked(self, engine: str) -> Iterator[None]:
         """One change of an engine at a time (apply handles the flows of a batch in parallel)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         with open(self.dir / f".{engine}.lock", "w") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:

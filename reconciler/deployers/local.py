@@ -254,7 +254,7 @@ class ProcessDeployer(Deployer):
             eng = self._engine(name)
             path = self.flow_file(name, spec.flow)
             current = load_spec(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             wanted = EngineRecord(name, spec.engine.master, dict(spec.engine.spark_conf))
             if not eng.running:
                 spec.write(path)

@@ -144,7 +144,7 @@ class LocalJob:
         exit_code_path: Path | None = None,
         instance_id: str | None = None,
     ) -> LocalJob:
-        workdir.mkdir(parents=True, exist_ok=True)
+        workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
         stem = name or FlowId(*flow_ends(spec.flow)).slug("-")
         spec_path = spec.write(spec_path or workdir / f"{stem}.json")
         log_path = log_path or workdir / f"{stem}.log"
@@ -331,7 +331,7 @@ class StandaloneCluster:
     def start(cls, workdir: Path, cores: int = 2, memory: str = "2g", timeout: float = 90.0) -> StandaloneCluster:
         from reconciler.dev.brokers import free_port
 
-        workdir.mkdir(parents=True, exist_ok=True)
+        workdir.mkdir(mode=0o700, parents=True, exist_ok=True)
         spark_class = str(spark_submit().parent / "spark-class")
         env = job_env({"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(workdir / "work")})
         port = free_port()

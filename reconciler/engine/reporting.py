@@ -4,6 +4,7 @@ to the status topic) and the metrics read from the same figures (engine/metrics.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -65,6 +66,14 @@ class Reporter:
         self._spec, self.parts, self.progress, self.stuck, self.metrics = spec, parts, progress, stuck, metrics
         self.reach = reach
         self._clients, self._state, self.instance_id = clients, state, instance_id
+        # Two threads publish (the status thread, and the loop's at start and at the end; a test's own call): each
+        # round takes a number before it reads the flow, and a round numbered below one already published is not
+        # produced (issue 49: a status round that had read the flow before a checkpoint round judged the groups was
+        # produced after the record that held the verdicts, and `status` read that older record).
+        self._numbering = threading.Lock()
+        self._producing = threading.Lock()  # the number check and the produce, as one
+        self._rounds = 0  # rounds numbered
+        self._published = 0  # the number of the newest round produced
 
     @property
     def spec(self) -> JobSpec:
@@ -163,7 +172,12 @@ class Reporter:
 
     def publish_status(self) -> None:
         """The status record, and the lag metrics from the same figures (also between batches: a batch whose
-        tasks are held up must not hold up the lag the job reports)."""
+        tasks are held up must not hold up the lag the job reports). Safe from several threads: the record produced
+        last read the flow after every record produced before it (a round overtaken by a later one is dropped), so
+        a call made after an event publishes a record that shows it, or is superseded by one that does."""
+        with self._numbering:
+            self._rounds += 1
+            number = self._rounds
         lag = self.current_lag()
         halted = self.parts.halted
         self.stuck.observe(
@@ -173,9 +187,16 @@ class Reporter:
             self.progress.last_error,
         )
         record = self.status_record(lag)
-        self.metrics.observe_lag(lag)
-        clients = self._clients()
-        if clients is not None:
+        with self._producing:
+            # The record produced last is the one read back (the status topic keeps the latest per flow): a round that
+            # read the flow before a round already produced is older than what the topic holds, and is dropped.
+            if number < self._published:
+                return
+            self._published = number
+            self.metrics.observe_lag(lag)
+            clients = self._clients()
+            if clients is None:
+                return
             at_ms = int(time.time() * 1000)
             try:
                 waiting = clients.status.publish(record)

@@ -17,6 +17,7 @@ from typing import Any
 from reconciler.contract.engine import INHERIT_MASTER, WORKER_DAEMON_MODULE
 from reconciler.contract.spec import JobSpec
 from reconciler.resources import import_root
+from reconciler.topology import secrets
 
 __all__ = [
     "INHERIT_MASTER",
@@ -63,7 +64,9 @@ def application_conf(
         # machines may get the project only as `--py-files`, which a task puts on its path but a daemon never sees.
         conf["spark.python.daemon.module"] = WORKER_DAEMON_MODULE
     conf.update(extra or {})
-    conf.update({str(k): str(v) for k, v in own.items()})
+    # `${NAME}` in spark_conf (validated by topology/secrets.py spark_conf_problems) is resolved here, in the
+    # engine's own process: never on spark-submit's command line nor in a rendered file.
+    conf.update(secrets.resolve_config({str(k): str(v) for k, v in own.items()}))
     if conf["spark.master"] == INHERIT_MASTER:  # keep the master spark-submit was given (Kubernetes operator)
         del conf["spark.master"]
     return conf

@@ -167,14 +167,18 @@ def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -
         if provider == K8S_PROVIDER:
             secret, _, skey = body.partition(":")
             if is_env_name(skey):
-                return "${" + ctx.env.known(skey, f"key {cut(skey)!r} of Kubernetes Secret {cut(secret)!r}") + "}"
+                return (
+                    "${"
+                    + _cluster_var(skey, alias, f"key {cut(skey)!r} of Kubernetes Secret {cut(secret)!r}", ctx)
+                    + "}"
+                )
             name = ctx.env.add(
                 secrets.suggested_env_name(alias, key),
                 f"key {cut(skey)!r} of Kubernetes Secret {cut(secret)!r}",
             )
             return "${" + name + "}"
         if cls == ENV_PROVIDER_CLASS or (not cls and provider == "env"):
-            return "${" + ctx.env.known(body, f"as for MirrorMaker 2 (referenced at {prop.where})") + "}"
+            return "${" + _cluster_var(body, alias, f"as for MirrorMaker 2 (referenced at {prop.where})", ctx) + "}"
         name = ctx.env.add(
             secrets.suggested_env_name(alias, key),
             f"what MM2's config provider {cut(provider, 60)!r} resolved `${{{cut(provider, 60)}:{cut(body, 60)}}}` to ({prop.where})",
@@ -188,6 +192,10 @@ def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -
         return "${" + name + "}"
 
     for name in dict.fromkeys(secrets.references(value)):  # a literal `${NAME}`: MM2 passes it as it is
+        if not name.startswith(secrets.env_prefix(alias)):
+            renamed = _cluster_var(name, alias, f"the literal ${{{name}}} at {prop.where}", ctx)
+            value = value.replace("${" + name + "}", "${" + renamed + "}")
+            name = renamed
         if name not in ctx.env.taken:
             ctx.env.known(name, f"the literal ${{{name}}} at {prop.where} (MM2 passes it to the client as it is)")
             ctx.note(
@@ -198,6 +206,16 @@ def _map_refs(value: str, alias: str, key: str, prop: Property, ctx: _Context) -
                 f"set {name}, or write the value out",
             )
     return _REF.sub(repl, value)
+
+
+def _cluster_var(name: str, alias: str, source: str, ctx: _Context) -> str:
+    """The topology's variable for environment variable `name` read by cluster `alias`: a cluster reads only
+    variables named after it (topology/secrets.py), so `NEON_PW` of cluster `primary` becomes `PRIMARY_NEON_PW`,
+    set from `NEON_PW`."""
+    prefix = secrets.env_prefix(alias)
+    if name.startswith(prefix):
+        return ctx.env.known(name, source)
+    return ctx.env.known(prefix + name, f"the value of {name}, {source}")
 
 
 def _secret(value: str, alias: str, key: str, prop: Property, ctx: _Context) -> str:

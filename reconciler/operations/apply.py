@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from reconciler.adapters.base import AdminError
 from reconciler.adapters.live_read import Connections, read_live
 from reconciler.apply.executor import ApplyContext, ApplyReport, Progress, execute
+from reconciler.apply.guard import GuardRefused, TopologyGuard, refusals
 from reconciler.apply.lock import ClusterLocks, LockHeld
 from reconciler.operations.backend import Backend
 from reconciler.operations.handlers import handler_table
@@ -22,8 +23,8 @@ from reconciler.operations.plan import make_plan
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan
 from reconciler.render import plan_text
-from reconciler.textutil import plural
-from reconciler.topology.model import Cluster, Topology
+from reconciler.textutil import plural, term
+from reconciler.topology.model import Topology
 
 
 class ApplyUI(Protocol):
@@ -39,9 +40,11 @@ class ApplyUI(Protocol):
 
 @dataclass(frozen=True)
 class ApplyRequest:
-    clusters: Mapping[str, Cluster]
-    topology: Topology | None = None  # None: apply exactly `saved`
-    saved: Plan | None = None
+    """What to apply: the topology (always: the clusters are reached with its connection settings, never a saved
+    plan's), planned now, or a verified saved plan (`planfile.load`) of it."""
+
+    topology: Topology
+    saved: planfile.SavedPlan | None = None  # apply exactly these actions, each checked against a fresh plan
     revision: str | None = None  # `<sha>[-dirty]` of `git`: recorded, and carried by the job specs planned
     git: Mapping[str, Any] | None = None
     auto_approve: bool = False
@@ -61,65 +64,85 @@ def unlocked(plan: Plan, locked: list[str]) -> str | None:
     return f"it now also changes {', '.join(extra)}, whose lease is not held; run apply again" if extra else None
 
 
+def _saved_refusal(saved: planfile.SavedPlan, fresh: Plan) -> str | None:
+    """Why the saved plan may not run, given the topology planned again now (`fresh`), or None."""
+    if fresh.errors:
+        return f"plan file {saved.path}: the topology, planned again against the clusters, has errors; plan again"
+    extra = planfile.unexpected(saved.plan, fresh)
+    return planfile.unexpected_reason(saved.path, extra) if extra else None
+
+
 def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
     topology, saved = request.topology, request.saved
-    with Connections(dict(request.clusters), backend.admin_factory) as conns:
+    guard = TopologyGuard(topology)
+    revision = saved.revision if saved is not None else request.revision
+    with Connections(dict(topology.clusters), backend.admin_factory) as conns:
         if saved is not None:
-            plan = saved
-        elif topology is not None:
-            plan = make_plan(topology, conns, backend, git_revision=request.revision)
+            mismatch = planfile.topology_mismatch(saved, topology, request.git)
+            if mismatch is None:  # what the topology would do now: every saved action must be among it
+                mismatch = _saved_refusal(saved, make_plan(topology, conns, backend, git_revision=revision))
+            if mismatch:
+                ui.err(f"error: {mismatch}")
+                return ApplyOutcome(False)
+            plan = saved.plan
         else:
-            raise ValueError("an ApplyRequest needs a topology or a saved plan")
+            plan = make_plan(topology, conns, backend, git_revision=revision)
         ui.out(plan_text.render(plan), end="")
         if plan.errors:
             ui.err("error: the plan has errors (see above); nothing was applied")
             return ApplyOutcome(False)
         if not plan.actions:
             return ApplyOutcome(True)
+        refused = refusals(guard, plan.actions)
+        if refused:
+            ui.err(f"error: {GuardRefused(refused)}")
+            return ApplyOutcome(False)
         if not ui.confirm(plan):
             return ApplyOutcome(False)
         touched = sorted({a.cluster for a in plan.actions})
         admins = [admin for admin in (conns.get(a) for a in touched) if admin is not None]
         if len(admins) != len(touched):
-            ui.err("error: " + "; ".join(conns.errors.values()))
+            ui.err("error: " + "; ".join(term(e) for e in conns.errors.values()))
             return ApplyOutcome(False)
         started = time.monotonic()
         try:
 
             def waiting(held: LockHeld, left: float) -> None:
                 ui.err(
-                    f"waiting for the lease on {held.cluster}: held by {held.holder.get('who', '?')} "
+                    f"waiting for the lease on {term(held.cluster)}: held by {term(held.holder.get('who', '?'))} "
                     f"({left:.0f}s left of --lock-timeout)"
                 )
 
             with ClusterLocks(admins, timeout=request.lock_timeout, on_wait=waiting) as locks:
                 live = read_live(conns, plan.clusters)
                 stale = planfile.stale_reason(plan, live)
-                if stale and topology is not None and saved is None and request.auto_approve:
+                if stale is None and saved is not None:  # again under the lease: what the clusters hold now
+                    stale = _saved_refusal(saved, make_plan(topology, conns, backend, live, revision))
+                elif stale and saved is None and request.auto_approve:
                     # Nothing to refuse: --auto-approve approved whatever the plan is, so plan again
                     # from what the lease now protects (Terraform plans under its lock the same way).
-                    plan = make_plan(topology, conns, backend, live, request.revision)
-                    ui.out(f"\nThe clusters changed while planning ({stale}); planned again under the lease:\n")
+                    plan = make_plan(topology, conns, backend, live, revision)
+                    ui.out(f"\nThe clusters changed while planning ({term(stale)}); planned again under the lease:\n")
                     ui.out(plan_text.render(plan), end="")
                     stale = unlocked(plan, touched) or ("the new plan has errors" if plan.errors else None)
                 if stale:
-                    ui.err(f"error: refusing to apply a stale plan: {stale}")
+                    ui.err(f"error: refusing to apply a stale plan: {term(stale)}")
                     return ApplyOutcome(False)
                 ui.out(f"\nApplying {plural(len(plan.actions), 'action')} on {', '.join(touched)} (lease held) ...")
                 ctx = ApplyContext(conns.get, backend.jobs_or_default().deployers)
-                report = execute(plan, ctx, handler_table(), ui.progress)
+                report = execute(plan, ctx, handler_table(), ui.progress, guard=guard)
                 if report.ok:
                     for lease in locks.leases:
                         lease.record_applied(
                             {
                                 "fingerprint": plan.fingerprint,
-                                "revision": request.revision,
-                                "git": request.git,
+                                "revision": revision,
+                                "git": saved.git if saved is not None else request.git,
                                 "clusters": touched,
                                 "actions": sum(1 for a in plan.actions if a.cluster == lease.admin.alias),
                             }
                         )
-        except (LockHeld, AdminError) as exc:
-            ui.err(f"error: {exc}")
+        except (LockHeld, AdminError, GuardRefused) as exc:
+            ui.err(term(f"error: {exc}"))
             return ApplyOutcome(False)
     return ApplyOutcome(report.ok, report, time.monotonic() - started)

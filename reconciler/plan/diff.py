@@ -276,8 +276,11 @@ def _separators(topology: Topology) -> list[str]:
     return sorted({f.policy.separator for f in topology.flows if f.policy.kind is PolicyKind.DEFAULT}) or ["."]
 
 
-def _remote_source(name: str, cluster: str, topology: Topology, separators: list[str]) -> str | None:
-    """The alias a topic claims to come from (`<alias><sep>...`), when it is another cluster of the topology."""
+def remote_source(name: str, cluster: str, topology: Topology, separators: list[str] | None = None) -> str | None:
+    """The alias a topic claims to come from (`<alias><sep>...`), when it is another cluster of the topology: the
+    one rule of which topics are deletion candidates (the planner's `_prune_topics`, and the executor's guard,
+    reconciler/apply/guard.py)."""
+    separators = _separators(topology) if separators is None else separators
     if is_internal_topic_any(name, known_policies(topology.flows)):
         return None
     for sep in separators:
@@ -301,7 +304,7 @@ def _prune_topics(
         for name in sorted(c.topics):
             if desired.get(cluster, name) is not None:
                 continue
-            src = _remote_source(name, cluster, topology, separators)
+            src = remote_source(name, cluster, topology, separators)
             if src is None:
                 continue
             scope.setdefault(cluster, set()).add(name)

@@ -1,10 +1,12 @@
 """DriftReport -> Markdown (a GitHub issue or comment): summary, clusters, drift per cluster and flow,
-flows with their jobs, notes folded away. Cut to fit GitHub's 65,536-character limit."""
+flows with their jobs, notes folded away. Cut to fit GitHub's 65,536-character limit. Every value read from
+the topology or a cluster goes through `reconciler.textutil` (`md_inline`, `md_code_span`: issue 44)."""
 
 from __future__ import annotations
 
 from reconciler.drift.report import DriftReport, Level
 from reconciler.render.drift_text import FLOW_HEADERS, flow_row, revision_words
+from reconciler.textutil import md_code_span, md_inline
 
 MAX_ITEMS = 200
 MAX_CHARS = 60_000
@@ -13,29 +15,34 @@ _STATUS = {"ok": "✅ ok", "drift": "⚠️ drift", "error": "❌ error", "disab
 
 
 def _cell(text) -> str:
-    return ("-" if text is None else str(text)).replace("|", "\\|").replace("\n", " ")
+    return "-" if text is None else md_inline(text)
+
+
+def _code(text) -> str:
+    return md_code_span(text, in_table=True)
 
 
 def _render(report: DriftReport, max_items: int) -> str:
-    title = f"### Drift report: `{report.topology}`" if report.topology else "### Drift report"
+    title = f"### Drift report: {md_code_span(report.topology)}" if report.topology else "### Drift report"
     out = [
         title,
         "",
-        f"**{report.headline()}**",
+        f"**{md_inline(report.headline())}**",
         "",
-        f"Checked {report.generated_at} against topology revision {revision_words(report.revision)}.",
+        f"Checked {md_inline(report.generated_at)} against topology revision {md_inline(revision_words(report.revision))}.",
         "",
     ]
     out += ["| cluster | status | drift items | last reconciled to |", "|---|---|---:|---|"]
     for c in report.clusters:
         a = c.applied
         applied = (
-            f"`{a['short']}`{' (dirty)' if a['dirty'] else ''} by {a.get('who') or '?'} at {a.get('applied_at') or '?'}"
+            f"{_code(a['short'])}{' (dirty)' if a['dirty'] else ''} by {_cell(a.get('who') or '?')} "
+            f"at {_cell(a.get('applied_at') or '?')}"
             if a
             else ("no apply recorded" if c.reachable else _cell(c.error))
         )
         out.append(
-            f"| `{c.alias}` | {_STATUS[c.status]} | {sum(1 for i in c.items if i.level is Level.DRIFT)} | {applied} |"
+            f"| {_code(c.alias)} | {_STATUS[c.status]} | {sum(1 for i in c.items if i.level is Level.DRIFT)} | {applied} |"
         )
     out.append("")
     shown = 0
@@ -44,7 +51,7 @@ def _render(report: DriftReport, max_items: int) -> str:
         if not items:
             continue
         out += [
-            f"#### Cluster `{c.alias}`",
+            f"#### Cluster {md_code_span(c.alias)}",
             "",
             "| | what | flow | subject | details | what to do |",
             "|---|---|---|---|---|---|",
@@ -53,8 +60,8 @@ def _render(report: DriftReport, max_items: int) -> str:
             if shown >= max_items:
                 break
             shown += 1
-            flows = ", ".join(f"`{f}`" for f in i.flows) or "-"
-            verb = f"`{i.verb}` " if i.verb else ""
+            flows = ", ".join(_code(f) for f in i.flows) or "-"
+            verb = f"{_code(i.verb)} " if i.verb else ""
             out.append(
                 f"| {_ICON[i.level]} | {i.category.value} | {flows} | {_cell(i.subject) if i.subject else '-'} | "
                 f"{verb}{_cell(i.message)}{' _(' + _cell(i.reason) + ')_' if i.reason else ''} | {_cell(i.hint or '')} |"
@@ -72,12 +79,12 @@ def _render(report: DriftReport, max_items: int) -> str:
         ]
         for f in report.flows:
             row = list(flow_row(f))
-            row[0], row[1] = f"`{row[0]}`", _STATUS.get(f.status, f.status)
-            out.append("| " + " | ".join(_cell(x) for x in row) + " |")
+            cells = [_code(row[0]), _STATUS.get(f.status) or _cell(f.status), *(_cell(x) for x in row[2:])]
+            out.append("| " + " | ".join(cells) + " |")
         out.append("")
     if report.notes:
         out += [f"<details><summary>Notes ({len(report.notes)})</summary>", ""]
-        out += [f"- `{i.cluster}` {_cell(i.message)}" for i in report.notes[:max_items]]
+        out += [f"- {md_code_span(i.cluster)} {_cell(i.message)}" for i in report.notes[:max_items]]
         out += ["", "</details>", ""]
     return "\n".join(out)
 

@@ -1,4 +1,5 @@
-"""DriftReport -> text (terminal) and JSON. Grouped by cluster, then by flow; notes last."""
+"""DriftReport -> text (terminal) and JSON. Grouped by cluster, then by flow; notes last. Values read from
+the topology or a cluster are shown through `reconciler.textutil.term` (issue 44)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 
 from reconciler.drift.report import DriftItem, DriftReport, FlowReport, JobHealth, Level
 from reconciler.render.failover import table
+from reconciler.textutil import term
 
 _MARK = {Level.ERROR: "x", Level.DRIFT: "!", Level.NOTE: "i"}
 
@@ -25,7 +27,7 @@ def revision_words(rev) -> str:
 
 def _item_line(i: DriftItem) -> str:
     verb = f"{i.verb} " if i.verb else ""
-    return f"{_MARK[i.level]} {i.category.value:<13} {verb}{i.message}"
+    return f"{_MARK[i.level]} {i.category.value:<13} {term(verb)}{term(i.message)}"
 
 
 def _num(x, unit: str = "") -> str:
@@ -71,26 +73,26 @@ FLOW_HEADERS = ["FLOW", "STATUS", "JOB", "SPEC", "LAG", "P99 RECORD AGE", "HEART
 
 
 def render(report: DriftReport) -> str:
-    name = f" for topology {report.topology}" if report.topology else ""
+    name = f" for topology {term(report.topology)}" if report.topology else ""
     lines = [
-        f"Drift report{name}, {report.generated_at}",
-        f"topology revision: {revision_words(report.revision)}",
+        f"Drift report{name}, {term(report.generated_at)}",
+        f"topology revision: {term(revision_words(report.revision))}",
         "",
-        report.headline(),
+        term(report.headline()),
         "",
     ]
     for cluster in report.clusters:
         groups = report.by_cluster().get(cluster.alias, {})
         shown = {flow: [i for i in items if i.level is not Level.NOTE] for flow, items in groups.items()}
-        head = f"cluster {cluster.alias}: {cluster.status.upper() if cluster.status != 'ok' else 'ok'}"
+        head = f"cluster {term(cluster.alias)}: {cluster.status.upper() if cluster.status != 'ok' else 'ok'}"
         if cluster.error:
-            head += f" ({cluster.error})"
+            head += f" ({term(cluster.error)})"
         a = cluster.applied
         if a:
             head += (
-                f"; last reconciled to {a['short']}{' (dirty)' if a['dirty'] else ''}"
-                + (f" at {a['applied_at']}" if a.get("applied_at") else "")
-                + (f" by {a['who']}" if a.get("who") else "")
+                f"; last reconciled to {term(a['short'])}{' (dirty)' if a['dirty'] else ''}"
+                + (f" at {term(a['applied_at'])}" if a.get("applied_at") else "")
+                + (f" by {term(a['who'])}" if a.get("who") else "")
             )
         elif cluster.reachable:
             head += "; no apply recorded"
@@ -98,13 +100,13 @@ def render(report: DriftReport) -> str:
         for flow, items in sorted(shown.items(), key=lambda kv: (kv[0] == "", kv[0])):
             if not items:
                 continue
-            lines.append(f"  flow {flow}:" if flow else "  (no flow):")
+            lines.append(f"  flow {term(flow)}:" if flow else "  (no flow):")
             for i in items:
                 lines.append(f"    {_item_line(i)}")
                 if i.reason:
-                    lines.append(f"        # {i.reason}")
+                    lines.append(f"        # {term(i.reason)}")
                 elif i.hint:
-                    lines.append(f"        hint: {i.hint}")
+                    lines.append(f"        hint: {term(i.hint)}")
         lines.append("")
     if report.flows:
         lines.append("flows:")
@@ -113,10 +115,10 @@ def render(report: DriftReport) -> str:
     notes = report.notes
     if notes:
         lines.append("notes:")
-        lines += [f"  i {i.cluster}: {i.message}" for i in notes]
+        lines += [f"  i {term(i.cluster)}: {term(i.message)}" for i in notes]
         lines.append("")
     slo = {k: v for k, v in report.slo.items() if v is not None}
     lines.append(
-        "SLO: " + (", ".join(f"{k}={v}" for k, v in slo.items()) if slo else "none set (`slo:` in the topology)")
+        "SLO: " + (", ".join(f"{k}={term(v)}" for k, v in slo.items()) if slo else "none set (`slo:` in the topology)")
     )
     return "\n".join(lines) + "\n"

@@ -18,11 +18,12 @@ from reconciler.mirror.mirror_client import (
     upstream_topic_name,
 )
 from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.textutil import term
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """Left-aligned columns, two spaces apart; `-` for None."""
-    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    """Left-aligned columns, two spaces apart; `-` for None; every cell shown through `term` (issue 44)."""
+    cells = [[("-" if c is None else term(c)) for c in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
@@ -73,15 +74,16 @@ def translation_json(t: Translation) -> dict:
 
 def translation_text(t: Translation) -> str:
     head = (
-        f"group {t.group}: offsets on {t.target} translated from {t.source} "
-        f"(checkpoints in {t.policy.checkpoints_topic(t.source)} on {t.target})\n"
+        f"group {term(t.group)}: offsets on {term(t.target)} translated from {term(t.source)} "
+        f"(checkpoints in {term(t.policy.checkpoints_topic(t.source))} on {term(t.target)})\n"
     )
     rows = [
         (o["topic"], o["partition"], o["offset"], o["upstream_topic"], o["upstream_offset"])
         for o in translation_json(t)["offsets"]
     ]
     body = table(
-        [f"TOPIC ({t.target})", "PARTITION", "OFFSET", f"UPSTREAM TOPIC ({t.source})", "UPSTREAM OFFSET"], rows
+        [f"TOPIC ({term(t.target)})", "PARTITION", "OFFSET", f"UPSTREAM TOPIC ({term(t.source)})", "UPSTREAM OFFSET"],
+        rows,
     )
     return head + body + _skipped_note(t.scan)
 
@@ -128,14 +130,14 @@ def failover_text(f: Failover) -> str:
     t = f.translation
     gs = f.group_state
     lines = [
-        f"failover of group {t.group} from {t.source} to {t.target}",
-        f"group {t.group} on {t.target}: state {gs.state}, {gs.members} member(s) reported"
+        f"failover of group {term(t.group)} from {term(t.source)} to {term(t.target)}",
+        f"group {term(t.group)} on {term(t.target)}: state {term(gs.state)}, {gs.members} member(s) reported"
         + (" -> ACTIVE" if gs.active else ""),
     ]
     rows = [
         (p.partition.topic, p.partition.partition, p.translated, p.committed, p.action.value) for p in f.plan.partitions
     ]
-    body = table([f"TOPIC ({t.target})", "PARTITION", "TRANSLATED", "COMMITTED", "ACTION"], rows)
+    body = table([f"TOPIC ({term(t.target)})", "PARTITION", "TRANSLATED", "COMMITTED", "ACTION"], rows)
     return "\n".join(lines) + "\n" + body + _skipped_note(t.scan)
 
 
@@ -174,9 +176,9 @@ def reachability_text(r: Reachability, max_age_seconds: float | None = None) -> 
         return "STALE" if max_age_seconds is not None and age > max_age_seconds else "ok"
 
     if not r.upstream:
-        head = f"cluster {r.cluster}: no upstream clusters (no replicated heartbeat topics)\n"
+        head = f"cluster {term(r.cluster)}: no upstream clusters (no replicated heartbeat topics)\n"
     else:
-        head = f"cluster {r.cluster}: upstream clusters from heartbeats\n" + table(
+        head = f"cluster {term(r.cluster)}: upstream clusters from heartbeats\n" + table(
             ["UPSTREAM", "HOPS", "VIA", "LAST HEARTBEAT", "AGE", "STATUS"],
             [
                 (u.alias, u.hops, u.via, _iso(u.last_heartbeat_ms), _seconds(u.age_seconds), status(u.age_seconds))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from reconciler.textutil import term
 from reconciler.topology.model import Flow, Topology
 
 
@@ -11,9 +12,8 @@ def _node_id(alias: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", alias)
 
 
-def _cluster_label(topology: Topology, alias: str) -> str:
-    tags = topology.clusters[alias].tags
-    return alias + ("<br/>" + ", ".join(f"{k}={v}" for k, v in sorted(tags.items())) if tags else "")
+def _tag_words(topology: Topology, alias: str) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(topology.clusters[alias].tags.items()))
 
 
 def _edge_label(flow: Flow) -> str:
@@ -26,14 +26,29 @@ def _edge_label(flow: Flow) -> str:
     return f"{topics} ({', '.join(extras)})"
 
 
+#: Mermaid's entity codes (`#quot;`, `#35;`) for what could end a quoted label or be read as markup in
+#: it (HTML, a Markdown string's backticks); one pass, so a code's own `#` is not escaped again.
+_MERMAID = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "&": "#amp;", "`": "#96;", "|": "#124;"}
+_MERMAID_RE = re.compile("[" + re.escape("".join(_MERMAID)) + "]")
+
+
 def _escape(text: str) -> str:
-    return text.replace('"', "#quot;")
+    """A value in a quoted Mermaid label: controls shown as in `reconciler.textutil.term` (a newline in a
+    name is `\\x0a`, not a new line of the diagram), markup and quotes as entity codes (issue 44)."""
+    return _MERMAID_RE.sub(lambda m: _MERMAID[m.group()], term(text))
+
+
+def _dot(text: str) -> str:
+    """A value in a quoted DOT string: controls shown as in `term`, backslashes and quotes escaped."""
+    return term(text).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def mermaid(topology: Topology) -> str:
     lines = ["flowchart LR"]
     for alias in sorted(topology.clusters):
-        lines.append(f'  {_node_id(alias)}["{_escape(_cluster_label(topology, alias))}"]')
+        tags = _tag_words(topology, alias)
+        label = _escape(alias) + (f"<br/>{_escape(tags)}" if tags else "")
+        lines.append(f'  {_node_id(alias)}["{label}"]')
     for flow in topology.flows:
         arrow = "-.->" if not flow.enabled else "-->"
         lines.append(f'  {_node_id(flow.source)} {arrow}|"{_escape(_edge_label(flow))}"| {_node_id(flow.target)}')
@@ -43,11 +58,12 @@ def mermaid(topology: Topology) -> str:
 def dot(topology: Topology) -> str:
     lines = ["digraph topology {", "  rankdir=LR;", "  node [shape=box, style=rounded];"]
     for alias in sorted(topology.clusters):
-        label = _cluster_label(topology, alias).replace("<br/>", "\\n").replace('"', '\\"')
-        lines.append(f'  "{alias}" [label="{label}"];')
+        tags = _tag_words(topology, alias)
+        label = _dot(alias) + (f"\\n{_dot(tags)}" if tags else "")
+        lines.append(f'  "{_dot(alias)}" [label="{label}"];')
     for flow in topology.flows:
         style = ", style=dashed" if not flow.enabled else ""
-        label = _edge_label(flow).replace("\\", "\\\\").replace('"', '\\"')
-        lines.append(f'  "{flow.source}" -> "{flow.target}" [label="{label}"{style}];')
+        label = _dot(_edge_label(flow))
+        lines.append(f'  "{_dot(flow.source)}" -> "{_dot(flow.target)}" [label="{label}"{style}];')
     lines.append("}")
     return "\n".join(lines) + "\n"

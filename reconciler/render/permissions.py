@@ -1,5 +1,6 @@
 """The ACLs the flows need (plan/permissions.py) as text, Markdown and JSON: `reconciler permissions` and the
-permissions section of a plan (for the clusters the plan checked)."""
+permissions section of a plan (for the clusters the plan checked). Names read from the topology or a cluster go
+through `reconciler.textutil` (`term` for a terminal, `md_code_span`/`md_inline` for Markdown; issue 44)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 
 from reconciler.plan.permissions import Enforcement, RequiredAcl, by_principal
-from reconciler.textutil import plural
+from reconciler.textutil import md_code_span, md_inline, plural, term
 
 
 def _resources(rs: Sequence[RequiredAcl]) -> dict[str, list[str]]:
@@ -25,7 +26,7 @@ def summary_lines(required: Iterable[RequiredAcl], missing: Iterable[RequiredAcl
         lack = [r for r in rs if r in gone]
         state = f"{len(lack)} missing (see the errors)" if lack else "all granted"
         lines.append(
-            f"  {cluster}: {role.value} principal {who}: {plural(len(rs), 'ACL')} on "
+            f"  {term(cluster)}: {role.value} principal {term(who)}: {plural(len(rs), 'ACL')} on "
             f"{plural(len(_resources(rs)), 'resource')}, {state}"
         )
     return lines
@@ -43,13 +44,15 @@ def text(
     for (cluster, role, who), rs in by_principal(required).items():
         e = enforcement.get(cluster)
         checked = f"checked: {e.why}" if e is not None and e.checked else f"not checked: {e.why if e else 'not read'}"
-        lines.append(f"cluster {cluster}, {role.value} principal {who} ({checked}):")
+        lines.append(f"cluster {term(cluster)}, {role.value} principal {term(who)} ({term(checked)}):")
         per: dict[str, list[str]] = {}
         for r in rs:
             per.setdefault(r.resource(), []).append(r.operation.value + (" (MISSING)" if r in gone else ""))
-        lines += [f"  ALLOW {res}: {', '.join(ops)}" for res, ops in per.items()]
+        lines += [f"  ALLOW {term(res)}: {', '.join(ops)}" for res, ops in per.items()]
     for alias, why in sorted(unreadable.items()):
-        lines.append(f"cluster {alias} could not be read ({why}): the rights on the topics it holds are not listed")
+        lines.append(
+            f"cluster {term(alias)} could not be read ({term(why)}): the rights on the topics it holds are not listed"
+        )
     n = len(missing)
     lines += [
         "",
@@ -68,7 +71,10 @@ def markdown_table(required: Sequence[RequiredAcl], missing: Iterable[RequiredAc
         for r in rs:
             per.setdefault(r.resource(), []).append(r.operation.value + (" ❌" if r in gone else ""))
         for res, ops in per.items():
-            out.append(f"| `{cluster}` | {role.value} `{who}` | {res} | {', '.join(ops)} |")
+            out.append(
+                f"| {md_code_span(cluster, in_table=True)} | {role.value} {md_code_span(who, in_table=True)} "
+                f"| {md_inline(res)} | {', '.join(ops)} |"
+            )
     return out
 
 

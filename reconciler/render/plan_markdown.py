@@ -6,6 +6,10 @@ the other actions grouped per cluster in ```diff blocks (GitHub colours `+`/`-` 
 changes), each with its reason; the plan's findings as a table; the topology's validation
 warnings; and the topology graph as a ```mermaid block (GitHub draws it).
 
+Every value read from the topology or a cluster goes through `reconciler.textutil` (`md_inline`,
+`md_code_span`, `md_fence`): a hostile name forms no link, image, HTML, heading or early fence end
+(issue 44, docs/security.md).
+
 Whatever the plan's size, the result fits a GitHub comment (65,536 characters): the action and
 finding lists are cut first (saying how many were left out), then the graph is dropped.
 """
@@ -14,8 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from reconciler.gitops.trust import ClusterPin
 from reconciler.plan.actions import Action, Plan, Verb
 from reconciler.render.permissions import markdown_table
+from reconciler.textutil import md_code_span, md_fence, md_inline, term
 from reconciler.topology.diagnostics import Diagnostic
 from reconciler.topology.model import Topology
 
@@ -26,19 +32,15 @@ MAX_WARNINGS = 50
 MAX_CHARS = 60_000
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _diff_lines(a: Action) -> list[str]:
     mark = "!" if a.VERB is Verb.UPDATE else a.VERB.value
-    out = [f"{mark} {a.describe()}"]
-    out += [f"{mark}     {d}" for d in a.details()]
-    out.append(f"#     {a.reason}")
+    out = [f"{mark} {term(a.describe())}"]
+    out += [f"{mark}     {term(d)}" for d in a.details()]
+    out.append(f"#     {term(a.reason)}")
     return out
 
 
@@ -55,11 +57,10 @@ def _sections(title_fmt: str, actions: Sequence[Action], budget: list[int]) -> l
     for cluster, group in _by_cluster(actions).items():
         if budget[0] <= 0:
             break
-        out += [title_fmt.format(cluster=cluster, n=_plural(len(group), "action")), "", "```diff"]
-        for a in group[: budget[0]]:
-            out += _diff_lines(a)
+        lines = [line for a in group[: budget[0]] for line in _diff_lines(a)]
+        out += [title_fmt.format(cluster=md_code_span(cluster), n=_plural(len(group), "action")), ""]
+        out += [md_fence("\n".join(lines), "diff"), ""]
         budget[0] -= min(len(group), budget[0])
-        out += ["```", ""]
     return out
 
 
@@ -72,7 +73,7 @@ def _render(
     preface: str,
     with_graph: bool,
 ) -> str:
-    title = f"### Reconciler plan: `{plan.topology}`" if plan.topology else "### Reconciler plan"
+    title = f"### Reconciler plan: {md_code_span(plan.topology)}" if plan.topology else "### Reconciler plan"
     out = [title, "", f"**{plan.summary_line()}**", ""]
     if preface:
         out += [preface.rstrip(), ""]
@@ -83,17 +84,17 @@ def _render(
         clusters = sorted({a.cluster for a in destructive})
         out += [
             "> [!CAUTION]",
-            f"> **This plan DELETES {_plural(len(destructive), 'thing')}** on {', '.join(f'`{c}`' for c in clusters)} "
+            f"> **This plan DELETES {_plural(len(destructive), 'thing')}** on {', '.join(md_code_span(c) for c in clusters)} "
             "(pruning is enabled in the topology). Deleted topics lose their records. Review the `-` lines below "
             "before merging.",
             "",
         ]
         out += [f"#### 🛑 Destructive changes ({len(destructive)})", ""]
-        out += _sections("##### Cluster `{cluster}` ({n})", destructive, budget)
+        out += _sections("##### Cluster {cluster} ({n})", destructive, budget)
     if others:
         if destructive:
             out += [f"#### Other changes ({len(others)})", ""]
-        out += _sections("#### Cluster `{cluster}` ({n})", others, budget)
+        out += _sections("#### Cluster {cluster} ({n})", others, budget)
     shown = max_actions - budget[0] if plan.actions else 0
     if shown < len(plan.actions):
         out += [f"_… and {len(plan.actions) - shown} more actions; run `reconciler plan` for the full list._", ""]
@@ -101,9 +102,12 @@ def _render(
         out += ["#### Findings", "", "| | kind | where | finding | what to do |", "|---|---|---|---|---|"]
         icon = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
         for f in plan.findings[:max_findings]:
-            where = f"`{f.cluster}`" + (f" `{f.subject}`" if f.subject else "")
+            where = md_code_span(f.cluster, in_table=True) + (
+                f" {md_code_span(f.subject, in_table=True)}" if f.subject else ""
+            )
             out.append(
-                f"| {icon[f.severity.value]} | {f.kind.value} | {where} | {_cell(f.message)} | {_cell(f.hint or '')} |"
+                f"| {icon[f.severity.value]} | {f.kind.value} | {where} | {md_inline(f.message)} "
+                f"| {md_inline(f.hint or '')} |"
             )
         if len(plan.findings) > max_findings:
             out.append(f"\n_… and {len(plan.findings) - max_findings} more findings._")
@@ -123,9 +127,9 @@ def _render(
     if warnings:
         out += [f"#### Validation warnings ({len(warnings)})", ""]
         for d in list(warnings)[: min(MAX_WARNINGS, max(max_findings, 1))]:
-            where = f"`{d.where}` " if d.where else ""
-            hint = f" _({d.hint})_" if d.hint else ""
-            out.append(f"- ⚠️ {where}{_cell(d.message)}{hint}")
+            where = f"{md_code_span(d.where)} " if d.where else ""
+            hint = f" _({md_inline(d.hint)})_" if d.hint else ""
+            out.append(f"- ⚠️ {where}{md_inline(d.message)}{hint}")
         if len(warnings) > min(MAX_WARNINGS, max(max_findings, 1)):
             out.append(f"- _… and {len(warnings) - min(MAX_WARNINGS, max(max_findings, 1))} more._")
         out.append("")
@@ -136,9 +140,7 @@ def _render(
             out += [
                 "<details open><summary>Topology graph</summary>",
                 "",
-                "```mermaid",
-                mermaid(topology).rstrip(),
-                "```",
+                md_fence(mermaid(topology), "mermaid"),
                 "",
                 "</details>",
                 "",
@@ -172,3 +174,11 @@ def render(
         else:
             cut = "\n\n_… cut to fit a comment; run `reconciler plan` for the full plan._\n"
             return text[: max_chars - len(cut)] + cut
+
+
+def pin_preface(pin: ClusterPin | None) -> str:
+    """What `plan --clusters-from` did with the change's connection settings (gitops/trust.py), as Markdown."""
+    if pin is None or pin.clean:
+        return ""
+    items = "\n".join(f"- {md_inline(line)}" for line in pin.lines())
+    return f"**Connection settings come from {md_code_span(pin.rev)}, not from this change:**\n\n{items}\n\n"

@@ -1,11 +1,14 @@
-"""Plan -> text for terminals, Terraform-like: `+` create, `~` change, `-` delete, reasons, findings, summary."""
+"""Plan -> text for terminals, Terraform-like: `+` create, `~` change, `-` delete, reasons, findings, summary.
+Every value read from the topology or a cluster is shown through `reconciler.textutil.term` (issue 44): no
+escape sequence, control character or bidi override reaches the terminal, and a name's newline is `\\x0a`."""
 
 from __future__ import annotations
 
+from reconciler.gitops.trust import ClusterPin
 from reconciler.plan.actions import Plan, Verb
 from reconciler.plan.findings import Finding, Severity
 from reconciler.render.permissions import summary_lines
-from reconciler.textutil import plural
+from reconciler.textutil import plural, term
 
 
 def deletion_banner(plan: Plan) -> str | None:
@@ -18,11 +21,11 @@ def deletion_banner(plan: Plan) -> str | None:
 def _finding_lines(findings: list[Finding]) -> list[str]:
     lines = []
     for f in findings:
-        where = f"{f.cluster}" + (f":{f.subject}" if f.subject else "")
+        where = term(f.cluster) + (f":{term(f.subject)}" if f.subject else "")
         mark = {Severity.ERROR: "x", Severity.WARNING: "!", Severity.INFO: "i"}[f.severity]
-        lines.append(f"  {mark} {f.severity.value} [{f.kind.value}] {where}: {f.message}")
+        lines.append(f"  {mark} {f.severity.value} [{f.kind.value}] {where}: {term(f.message)}")
         if f.hint:
-            lines.append(f"      hint: {f.hint}")
+            lines.append(f"      hint: {term(f.hint)}")
     return lines
 
 
@@ -42,7 +45,7 @@ def render(plan: Plan) -> str:
     """The plan for a terminal. With errors it leads with them and lists no actions: they were
     computed from incomplete state (e.g. a cluster that could not be read) and none can be applied."""
     lines: list[str] = []
-    name = f" for topology {plan.topology}" if plan.topology else ""
+    name = f" for topology {term(plan.topology)}" if plan.topology else ""
     if plan.errors:
         lines.append(f"Reconciler plan{name}: {plan.summary_line()}")
         lines += ["", "Errors:"] + _finding_lines([f for f in plan.findings if f.severity is Severity.ERROR])
@@ -64,11 +67,11 @@ def render(plan: Plan) -> str:
         if banner:
             lines += ["", banner]
         for cluster, actions in plan.by_cluster().items():
-            lines += ["", f"cluster {cluster}:"]
+            lines += ["", f"cluster {term(cluster)}:"]
             for a in actions:
-                lines.append(f"  {a.VERB.value} {a.describe()}")
-                lines += [f"        {d}" for d in a.details()]
-                lines.append(f"      # {a.reason}")
+                lines.append(f"  {a.VERB.value} {term(a.describe())}")
+                lines += [f"        {term(d)}" for d in a.details()]
+                lines.append(f"      # {term(a.reason)}")
     if plan.findings:
         lines += ["", "Findings:"] + _finding_lines(plan.findings)
     lines += _permission_lines(plan)
@@ -86,9 +89,18 @@ def summary(plan: Plan) -> str:
         counts: dict[str, int] = {}
         for a in actions:
             counts[a.VERB.value] = counts.get(a.VERB.value, 0) + 1
-        lines.append(f"  {cluster}: " + ", ".join(f"{v} {n}" for v, n in counts.items()))
+        lines.append(f"  {term(cluster)}: " + ", ".join(f"{v} {n}" for v, n in counts.items()))
     warnings = [f for f in plan.findings if f.severity is Severity.WARNING]
     if warnings:
         lines.append(f"  {plural(len(warnings), 'warning')} (plan without --out to see them)")
     lines.append(plan.summary_line())
     return "\n".join(lines) + "\n"
+
+
+def pin_preface(pin: ClusterPin | None) -> str:
+    """What `plan --clusters-from` did with the change's connection settings (gitops/trust.py)."""
+    if pin is None or pin.clean:
+        return ""
+    lines = [f"Connection settings come from {term(pin.rev)}, not from this change:"]
+    lines += [f"  {term(line)}" for line in pin.lines()]
+    return "\n".join(lines) + "\n\n"

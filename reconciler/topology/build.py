@@ -7,8 +7,10 @@ Files of a directory merge into one topology: clusters and flows from every file
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -199,7 +201,12 @@ def _check_compiles(pattern: str, where: SourceLocation, diags: Diagnostics) -> 
 def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
     raw = _get(doc, path)
     config = raw.get("config") if isinstance(raw, dict) else None
-    for key, value in (config if isinstance(config, dict) else {}).items():
+    config = config if isinstance(config, dict) else {}
+    bootstrap = raw.get("bootstrap_servers") if isinstance(raw, dict) else None
+    for problem in secrets.reference_problems(alias, _stringify(bootstrap or ""), config):
+        key_path = ("bootstrap_servers",) if problem.key == secrets.BOOTSTRAP else ("config", problem.key)
+        diags.error(f"cluster {alias!r}: {problem.message}", doc.where(path + key_path), hint=problem.hint)
+    for key, value in config.items():
         if secrets.is_secret_key(str(key)) and not secrets.is_env_reference(_stringify(value)):
             env_name = secrets.suggested_env_name(alias, str(key))
             diags.error(
@@ -417,6 +424,32 @@ def _check_engines(flows: list[Flow], diags: Diagnostics) -> None:
             )
 
 
+def _check_spark_conf_secrets(
+    built: list[tuple[Flow, Document, tuple]],
+    defaults: tuple[Document, tuple] | None,
+    clusters: Mapping[str, Cluster],
+    diags: Diagnostics,
+) -> None:
+    """The secrets rule on `job.spark_conf` (topology/secrets.py), once per place a key is written."""
+    said: set[tuple[SourceLocation | None, str]] = set()
+    prefixes: tuple[str, ...] | None = None
+    for flow, doc, path in built:
+        if not flow.job.spark_conf:
+            continue
+        prefixes = prefixes or tuple(secrets.env_prefix(a) for a in sorted(clusters))
+        own = (_get(doc, path).get("job") or {}).get("spark_conf") or {}
+        for problem in secrets.spark_conf_problems(flow.job.spark_conf, prefixes):
+            if problem.key in own:
+                where: SourceLocation | None = doc.where(path + ("job", "spark_conf", problem.key))
+            elif defaults is not None:
+                where = defaults[0].where(defaults[1] + ("job", "spark_conf", problem.key))
+            else:
+                where = flow.where
+            if (where, problem.key) not in said:
+                said.add((where, problem.key))
+                diags.error(f"flow {flow.name}: {problem.message}", where, hint=problem.hint)
+
+
 def _check_spark_conf(
     built: list[tuple[Flow, Document, tuple]], defaults: tuple[Document, tuple] | None, diags: Diagnostics
 ) -> None:
@@ -572,6 +605,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     _check_engines(flows, diags)
     _check_spark_conf(built, src.singletons.get("defaults"), diags)
     _check_kubernetes_names(built, src.singletons.get("defaults"), diags)
+    _check_spark_conf_secrets(built, src.singletons.get("defaults"), clusters, diags)
     flows = _heartbeat_carriers(flows)
 
     residency = tuple(_build_residency(doc, path, clusters, diags) for doc, path in src.residency)
@@ -585,8 +619,25 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
         name=(single.get("metadata") or {}).get("name"),
         files=tuple(dict.fromkeys(d.file for d in docs)),
         default_job=_build_job(base["job"]),
+        content_digest=content_digest(docs),
     )
     return None if diags.errors else topology
+
+
+def _keyed(data: Any) -> Any:
+    """`data` with every mapping key a string (YAML allows `1:` and `true:` keys; JSON sorts only strings)."""
+    if isinstance(data, dict):
+        return {f"{type(k).__name__}:{k}" if not isinstance(k, str) else k: _keyed(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_keyed(v) for v in data]
+    return data
+
+
+def content_digest(docs: list[Document]) -> str:
+    """sha256 over the documents' data (`${ENV_VAR}`s unresolved): the same for a topology read from the work tree
+    or from git objects, whatever the files' names; any value changed, added or removed changes it."""
+    texts = sorted(json.dumps(_keyed(d.data), sort_keys=True, separators=(",", ":"), default=repr) for d in docs)
+    return hashlib.sha256(json.dumps(texts, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def load_topology(paths: Iterable[str | Path], diags: Diagnostics | None = None) -> tuple[Topology | None, Diagnostics]:

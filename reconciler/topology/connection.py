@@ -1,6 +1,6 @@
 """Client settings for a cluster, at the edge where a command connects.
 
-Resolution itself has one path, `secrets.client_settings` (one error type, UnresolvedReference),
+Resolution itself has one path, `secrets.client_settings` (errors: UnresolvedReference, RefusedReference),
 also used by the admin adapter and the job's ClusterSpec; this module is where a command turns a
 missing variable into a topology diagnostic. Validation
 does not need the variables, a command that connects does, and reports every missing one at
@@ -18,9 +18,11 @@ from reconciler.topology.model import Cluster, Topology
 
 def _unresolved(cluster: Cluster, environ: Mapping[str, str] | None) -> list[str]:
     try:
-        secrets.client_settings(cluster.bootstrap_servers, cluster.config, environ)
+        secrets.client_settings(cluster.alias, cluster.bootstrap_servers, cluster.config, environ)
     except secrets.UnresolvedReference as exc:
         return list(exc.names)
+    except secrets.RefusedReference:
+        return []  # validation reports each at its key (topology/build.py)
     return []
 
 
@@ -45,10 +47,15 @@ def check_references(
 def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """librdkafka settings (bootstrap.servers + config) with references resolved; TopologyError if any is unset."""
     try:
-        return secrets.client_settings(cluster.bootstrap_servers, cluster.config, environ)
+        return secrets.client_settings(cluster.alias, cluster.bootstrap_servers, cluster.config, environ)
     except secrets.UnresolvedReference as exc:
         diags = Diagnostics()
         diags.error(f"cluster {cluster.alias!r} needs environment variables {', '.join(exc.names)}", cluster.where)
+        raise TopologyError(diags) from None
+    except secrets.RefusedReference as exc:
+        diags = Diagnostics()
+        for problem in exc.problems:
+            diags.error(f"cluster {cluster.alias!r}: {problem.message}", cluster.where, hint=problem.hint)
         raise TopologyError(diags) from None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from reconciler.textutil import cut_values
+from reconciler.textutil import cut_values, term
 
 
 @dataclass(frozen=True, order=True)
@@ -43,11 +43,12 @@ class Diagnostic:
             object.__setattr__(self, "hint", cut_values(self.hint))
 
     def render(self) -> str:
-        head = f"{self.where}: " if self.where else ""
-        lines = [f"{head}{self.severity.value}: {self.message}"]
-        lines += [f"  {loc}: see also" for loc in self.related]
+        """`FILE:LINE:COL: severity: message` for a terminal; names in it shown through `term` (issue 44)."""
+        head = f"{term(self.where)}: " if self.where else ""
+        lines = [f"{head}{self.severity.value}: {term(self.message)}"]
+        lines += [f"  {term(loc)}: see also" for loc in self.related]
         if self.hint:
-            lines.append(f"  hint: {self.hint}")
+            lines.append(f"  hint: {term(self.hint)}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:

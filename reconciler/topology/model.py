@@ -205,6 +205,9 @@ class Topology:
     name: str | None = None
     files: tuple[str, ...] = ()
     default_job: JobSettings | None = None  # `defaults: {job: ...}` merged: where jobs of removed flows were deployed
+    #: sha256 of the documents as read (canonical JSON of each, sorted): what a saved plan was planned from
+    #: (`reconciler.plan.planfile`); a comment or layout edit keeps it, any value changed does not
+    content_digest: str = ""
 
     def flow(self, name: str) -> Flow:
         return next(f for f in self.flows if f.name == name)

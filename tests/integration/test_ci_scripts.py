@@ -34,6 +34,7 @@ pytestmark = pytest.mark.kafka
 
 PROJECT = Path(__file__).resolve().parents[2]
 SECRET = "ci-secret-that-must-not-leak"
+PLAN_KEY = "ci-plan-key-that-must-not-leak-0123456789"
 ALICE = git.Actor("Alice Example", "alice@example.com")
 BOB = git.Actor("Bob Builder", "bob@example.com")
 
@@ -44,7 +45,7 @@ clusters:
   west: {{bootstrap_servers: "{west}"}}
   east:
     bootstrap_servers: "{east}"
-    config: {{sasl.password: "${{CI_EAST_PASSWORD}}"}}
+    config: {{sasl.password: "${{EAST_CI_PASSWORD}}"}}
 flows:
   - source: west
     target: east
@@ -80,7 +81,8 @@ class CI:
             "TOPOLOGY_PATHS": "topologies/prod",
             "OUT_DIR": str(self.out),
             "RECONCILER": f"{sys.executable} -m reconciler",
-            "CI_EAST_PASSWORD": SECRET,
+            "EAST_CI_PASSWORD": SECRET,
+            "RECONCILER_PLAN_KEY": PLAN_KEY,
             "PYTHONPATH": str(PROJECT),
             **env,
         }
@@ -119,7 +121,7 @@ def ci(fresh_clusters, tmp_path):
     for a in c.admin.values():
         a.close()
     outputs = "\n".join(c.logs) + "".join(p.read_text(errors="replace") for p in c.out.glob("*") if p.is_file())
-    assert SECRET not in outputs
+    assert SECRET not in outputs and PLAN_KEY not in outputs
 
 
 def test_ci_steps_locally(ci):
@@ -165,6 +167,8 @@ def test_ci_steps_locally(ci):
     assert "(lease held)" in done.stdout and "Apply complete: 1 created" in done.stdout
     saved = json.loads((ci.out / "plan.json").read_text())
     assert saved["git"]["commit"] == merge and saved["git"]["dirty"] is False
+    assert saved["topology"]["commit"] == merge and "clusters" not in saved and saved["signature"]["value"]
+    assert (ci.out / "plan.json").stat().st_mode & 0o777 == 0o600
     rec = read_applied(ci.admin["east"])
     assert rec["git"]["commit"] == merge and rec["git"]["author"] == "Merge Bot" and rec["git"]["dirty"] is False
     assert rec["clusters"] == ["east"]
@@ -187,3 +191,84 @@ def test_ci_steps_locally(ci):
     doc = json.loads((ci.out / "drift.json").read_text())
     assert doc["status"] == "drift" and doc["summary"]["by_category"] == {"config": 1}
     assert next(c for c in doc["clusters"] if c["cluster"] == "east")["applied"]["commit"] == merge
+
+
+class CaptureListener:
+    """A TCP listener that records every byte any client sends it (a host a pull request names)."""
+
+    def __init__(self):
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.connections = 0
+        self.received = bytearray()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # TimeoutError included
+                continue
+            self.connections += 1
+            conn.settimeout(0.5)
+            try:
+                while chunk := conn.recv(65536):
+                    self.received += chunk
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+
+
+def test_a_pull_request_cannot_send_credentials_to_a_host_it_names(ci):
+    """Issue 44: the plan of a pull request connects with the base branch's connection settings only; a
+    reference outside the credential keys or to another variable is refused; the capture listener the pull
+    request names receives nothing (0 connections, 0 bytes of the secret)."""
+    ci.create("west", "orders", 1)
+    ci.write('"orders"')
+    ci.commit("prod: replicate orders", ALICE)
+    capture = CaptureListener()
+    try:
+        ci.repo.git.checkout("-b", "evil")
+        path = ci.root / "topologies" / "prod" / "topology.yaml"
+        honest = path.read_text()
+
+        # 1. the pull request points east at its own host: planned with main's east, and the comment says so
+        path.write_text(honest.replace(ci.boot["east"], capture.address))
+        ci.commit("prod: move east", BOB)
+        done = ci.script("plan-pr.sh", BASE_REF="main", EAST_CI_PASSWORD=SECRET)
+        body = (ci.out / "plan-comment.md").read_text()
+        assert done.returncode == 0, done.stderr
+        assert "Connection settings come from `main`, not from this change" in body
+        assert "cluster 'east': this change sets bootstrap\\_servers" in body
+
+        # 2. a secret in a setting sent to the broker as data, and a variable of no cluster: refused at validation
+        for config in ('{client.id: "${EAST_CI_PASSWORD}"}', '{sasl.password: "${GITHUB_TOKEN}"}'):
+            path.write_text(
+                honest.replace(ci.boot["east"], capture.address).replace(
+                    'config: {sasl.password: "${EAST_CI_PASSWORD}"}', f"config: {config}"
+                )
+            )
+            ci.commit("prod: tune east", BOB)
+            done = ci.script("plan-pr.sh", BASE_REF="main", GITHUB_TOKEN=SECRET)
+            body = (ci.out / "plan-comment.md").read_text()
+            assert done.returncode == 1 and "is not allowed" in body, body
+        time.sleep(1.0)
+    finally:
+        capture.close()
+        ci.repo.git.checkout("main")
+    assert capture.connections == 0 and SECRET.encode() not in capture.received

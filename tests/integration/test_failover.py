@@ -200,7 +200,7 @@ def test_failover_refuses_while_the_group_is_active_on_the_target(replicated, ca
 
 
 def test_commands_need_the_target_clusters_variables(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv("NOWHERE_BOOTSTRAP", raising=False)
+    monkeypatch.delenv("B_NOWHERE_BOOTSTRAP", raising=False)
     topology = write(
         tmp_path,
         "t.yaml",
@@ -209,13 +209,13 @@ def test_commands_need_the_target_clusters_variables(tmp_path, capsys, monkeypat
         kind: Topology
         clusters:
           a: {bootstrap_servers: "127.0.0.1:1"}
-          b: {bootstrap_servers: "${NOWHERE_BOOTSTRAP}"}
+          b: {bootstrap_servers: "${B_NOWHERE_BOOTSTRAP}"}
         flows:
           - {source: a, target: b}
         """,
     )
     assert main(["offsets", "translate", "--group", "g", "--source", "a", "--target", "b", str(topology)]) == 1
-    assert "NOWHERE_BOOTSTRAP" in capsys.readouterr().err
+    assert "B_NOWHERE_BOOTSTRAP" in capsys.readouterr().err
 
 
 def test_reachability_shows_upstream_clusters_hops_and_heartbeat_age(broker_factory, tmp_path, capsys):

@@ -26,7 +26,7 @@ clusters:
   east:
     bootstrap_servers: "{east}"
     replication_principal: "User:mirror"
-    config: {{sasl.password: "${{IT_EAST_PASSWORD}}"}}
+    config: {{sasl.password: "${{EAST_IT_PASSWORD}}"}}
 flows:
   - source: west
     target: east
@@ -40,7 +40,7 @@ SECRET = "s3cr3t-value-that-must-not-leak"
 class Env:
     def __init__(self, clusters, tmp_path, monkeypatch, capsys):
         west, east = clusters
-        monkeypatch.setenv("IT_EAST_PASSWORD", SECRET)
+        monkeypatch.setenv("EAST_IT_PASSWORD", SECRET)
         self.tmp, self.capsys = tmp_path, capsys
         self.topo = tmp_path / "topology.yaml"
         self.bootstrap = {"west": west.bootstrap, "east": east.bootstrap}
@@ -164,7 +164,8 @@ def test_plan_apply_converge_and_drift(engine_env):
     assert {"orders", "payments", "unrelated", "not-matching"} <= set(env.admin["west"].list_topics())
 
 
-def test_saved_plan_applies_once_and_stale_plans_are_refused(env):
+def test_saved_plan_applies_once_and_stale_plans_are_refused(env, monkeypatch):
+    monkeypatch.setenv("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
     env.create("west", "orders", 2, {"retention.ms": "3600000"})
     plan_file = env.tmp / "plan.json"
     code, _, err = env.run("plan", "TOPO", "--out", str(plan_file), "--detailed-exitcode")
@@ -173,16 +174,17 @@ def test_saved_plan_applies_once_and_stale_plans_are_refused(env):
     env.admin["west"].alter_configs(
         [__import__("reconciler.adapters.base", fromlist=["x"]).ConfigAlteration("orders", {"retention.ms": "7200000"})]
     )
-    code, _, err = env.run("apply", str(plan_file), "--auto-approve")
-    assert code == 1 and "stale plan" in err and "run `reconciler plan` again" in err
+    code, _, err = env.run("apply", str(plan_file), "TOPO", "--auto-approve")
+    # the topology planned again wants the new retention: the saved action is not among it
+    assert code == 1 and "would not create topic west.orders" in err and "plan again" in err
     assert "west.orders" not in env.admin["east"].list_topics()
 
     env.run("plan", "TOPO", "--out", str(plan_file))
-    code, out, _ = env.run("apply", str(plan_file), "--auto-approve")
+    code, out, _ = env.run("apply", str(plan_file), "TOPO", "--auto-approve")
     assert code == 0 and "Apply complete" in out
     assert env.configs("east", "west.orders") == {"retention.ms": "7200000"}
-    code, _, err = env.run("apply", str(plan_file), "--auto-approve")  # the clusters moved on: stale now
-    assert code == 1 and "stale" in err
+    code, _, err = env.run("apply", str(plan_file), "TOPO", "--auto-approve")  # the clusters moved on
+    assert code == 1 and "would not create topic west.orders" in err
 
 
 def test_unsupported_partition_increase_is_a_finding(env):
@@ -216,10 +218,10 @@ def test_concurrent_apply_is_refused_while_the_lease_is_held(env):
 def test_unreachable_cluster_and_missing_secret_are_errors(env, monkeypatch):
     code, out, _ = env.run("plan", "TOPO", "--detailed-exitcode")
     assert code == 2
-    monkeypatch.delenv("IT_EAST_PASSWORD")
+    monkeypatch.delenv("EAST_IT_PASSWORD")
     code, out, _ = env.run("plan", "TOPO", "--detailed-exitcode")
-    assert code == 1 and "IT_EAST_PASSWORD not set" in out
-    monkeypatch.setenv("IT_EAST_PASSWORD", SECRET)
+    assert code == 1 and "EAST_IT_PASSWORD not set" in out
+    monkeypatch.setenv("EAST_IT_PASSWORD", SECRET)
     env.bootstrap["west"] = "127.0.0.1:1"
     env.write()
     code, out, _ = env.run("plan", "TOPO", "--detailed-exitcode")

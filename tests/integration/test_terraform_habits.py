@@ -28,7 +28,8 @@ flows:
 """
 
 
-def test_show_renders_the_saved_plan_offline(fresh_clusters, tmp_path, capsys):
+def test_show_renders_the_saved_plan_offline(fresh_clusters, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
     west, east = fresh_clusters
     create_topic(west.bootstrap, "orders", 2)
     topo = tmp_path / "topology.yaml"
@@ -41,7 +42,8 @@ def test_show_renders_the_saved_plan_offline(fresh_clusters, tmp_path, capsys):
         stop_pid(broker.pid)
     assert main(["show", str(plan_file)]) == 0
     out = capsys.readouterr().out
-    assert "+ create topic west.orders" in out and f"reconciler apply {plan_file}" in out
+    assert "+ create topic west.orders" in out and f"reconciler apply {plan_file} TOPOLOGY" in out
+    assert "(verified)" in out
     assert main(["show", str(plan_file), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert any(a["kind"] == "create_topic" and "west.orders" in json.dumps(a) for a in doc["actions"])
@@ -51,7 +53,8 @@ def test_show_renders_the_saved_plan_offline(fresh_clusters, tmp_path, capsys):
     assert "not a saved plan" in capsys.readouterr().err
 
 
-def test_saved_plan_needs_no_confirmation(fresh_clusters, tmp_path, capsys):
+def test_saved_plan_needs_no_confirmation(fresh_clusters, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
     west, east = fresh_clusters
     create_topic(west.bootstrap, "orders", 1)
     topo = tmp_path / "topology.yaml"
@@ -61,7 +64,7 @@ def test_saved_plan_needs_no_confirmation(fresh_clusters, tmp_path, capsys):
     nobody = replace(Backend.default(), ask=lambda question: None)  # no terminal: a topology apply refuses to ask
     assert main(["apply", str(topo)], nobody) == 1
     assert "refusing to ask for confirmation" in capsys.readouterr().err
-    assert main(["apply", str(plan_file)], nobody) == 0  # the plan file is the approval
+    assert main(["apply", str(plan_file), str(topo)], nobody) == 0  # the plan file is the approval
     assert "Apply complete" in capsys.readouterr().out
 
 

@@ -15,6 +15,17 @@ from reconciler.operations.handlers import handler_table
 from reconciler.plan.actions import ACTION_TYPES, ActionKind, CreateTopic, DeleteTopic, Plan, SetConfig
 
 
+class _AllowAll:
+    """These tests are about handler dispatch: a guard that allows every action (the executor's topology guard is
+    tested in test_planfile_signing.py)."""
+
+    def refusal(self, action) -> None:
+        return None
+
+
+ALLOW = _AllowAll()
+
+
 def kinds_without_handler(table: HandlerTable, kinds: Mapping[ActionKind, object] | None = None) -> list[str]:
     """The action kinds (of `kinds`: every registered action type, default) that `table` has no handler for."""
     kinds = ACTION_TYPES if kinds is None else kinds
@@ -35,7 +46,7 @@ def test_the_checker_names_a_kind_without_a_handler():
 
 def test_a_kind_missing_from_the_table_fails_its_actions():
     plan = Plan([CreateTopic("east", "missing", topic="t")], [])
-    report = execute(plan, ApplyContext(lambda cluster: None), {})
+    report = execute(plan, ApplyContext(lambda cluster: None), {}, guard=ALLOW)
     [r] = report.results
     assert r.result.code is ResultCode.FAILED and r.result.message == "no handler for action kind create_topic"
 
@@ -81,7 +92,9 @@ def test_a_handler_given_another_kinds_actions_fails_the_batch():
     admin = MemoryAdmin(cluster)
     table = dict(handler_table())
     table[ActionKind.DELETE_TOPIC] = table[ActionKind.SET_CONFIG]
-    report = execute(Plan([DeleteTopic("east", "extra", topic="t")], []), ApplyContext(lambda c: admin), table)
+    report = execute(
+        Plan([DeleteTopic("east", "extra", topic="t")], []), ApplyContext(lambda c: admin), table, guard=ALLOW
+    )
     [r] = report.results
     assert r.result.code is ResultCode.FAILED
     assert r.result.message == "a delete_topic action given to the set_config handler"
@@ -90,5 +103,6 @@ def test_a_handler_given_another_kinds_actions_fails_the_batch():
         Plan([SetConfig("east", "tune", topic="t", key="retention.ms", value="1000")], []),
         ApplyContext(lambda c: admin),
         handler_table(),
+        guard=ALLOW,
     )
     assert ok.ok and cluster.topics["t"].configs["retention.ms"] == "1000"

@@ -243,10 +243,10 @@ def test_mm2_long_reference_chain_is_no_recursion(tmp_path, capsys):
     assert "Traceback" not in err
 
 
-def test_mm2_reference_to_a_key_is_a_warning(tmp_path, capsys):
+def test_mm2_reference_in_client_id_is_refused(tmp_path, capsys):
     rc, _, err, src = _import(tmp_path, capsys, "mm2", MM2 + "x = 1\nclient.id = ${x}\n")
-    assert rc == 0
-    assert f"{src}:6: warning: client.id: ${{x}} names a key of this file" in err
+    # client.id is sent to the broker as it is: a reference there could send a secret in clear text
+    assert rc == 1 and "client.id: ${" in err and "is not allowed here" in err, err
 
 
 def test_mm2_long_key_is_cut_in_messages(tmp_path, capsys):
@@ -356,7 +356,8 @@ def _saved_plan(tmp_path) -> tuple[str, dict]:
     world = World(topology("flows:\n  - source: west\n    target: east\n    topics: {include: [orders]}\n"))
     world["west"].add_topic("orders", 1)
     path = tmp_path / "plan.json"
-    planfile.save(path, world.plan(), dict(world.topology.clusters), revision="abc123")
+    key = planfile.PlanKey("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
+    planfile.save(path, world.plan(), world.topology, key, revision="abc123")
     return str(path), json.loads(path.read_text())
 
 
@@ -380,8 +381,8 @@ def test_show_refuses_a_saved_at_that_is_not_a_time(tmp_path, capsys, fmt, saved
     (tmp_path / "plan.json").write_text(json.dumps(doc))
     assert main(["show", path, "--format", fmt]) == 1
     captured = capsys.readouterr()
-    assert captured.err == f"error: {path}: damaged saved plan: saved_at {shown} is not a time " + (
-        "(seconds since 1970, as `plan --out` writes)\n"
+    assert captured.err == f"error: plan file {path}: damaged saved plan: saved_at {shown} is not a time " + (
+        "(seconds since 1970, as `plan --out` writes); plan again\n"
     )
     assert captured.out == ""
 
@@ -393,7 +394,7 @@ def test_show_of_a_plan_nested_100k_deep_is_an_error(tmp_path, capsys, fmt):
     (tmp_path / "plan.json").write_text(deep)
     assert main(["show", path, "--format", fmt]) == 1
     captured = capsys.readouterr()
-    assert captured.err == f"error: {path}: damaged saved plan: nested too deeply to be a plan\n"
+    assert captured.err == f"error: plan file {path}: damaged saved plan: nested too deeply to be a plan; plan again\n"
     assert captured.out == ""
 
 
@@ -407,7 +408,7 @@ def test_show_refuses_other_damage_in_one_line(tmp_path, capsys):
         (tmp_path / "plan.json").write_text(json.dumps(bad))
         assert main(["show", path]) == 1
         err = capsys.readouterr().err
-        assert err.startswith(f"error: {path}: ") and err.count("\n") == 1 and len(err) < 500, err
+        assert err.startswith(f"error: plan file {path}: ") and err.count("\n") == 1 and len(err) < 500, err
 
 
 def test_an_input_larger_than_any_configuration_is_one_line_not_gigabytes(tmp_path, capsys):

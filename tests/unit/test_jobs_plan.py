@@ -303,12 +303,16 @@ def test_unreadable_statuses_plan_nothing_for_their_jobs(env):
     assert "status topic not readable" in f["message"]
 
 
-def test_saved_plan_deploys_exactly_the_planned_spec(env, tmp_path, capsys):
+def test_saved_plan_deploys_exactly_the_planned_spec(env, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
     out = tmp_path / "plan.json"
     assert main(["plan", str(env.path), "--out", str(out)], env.cli) == 0
     capsys.readouterr()
-    env.write(topics='["refunds"]')  # the topology moves on; the saved plan is what gets applied
-    assert main(["apply", str(out), "--auto-approve"], env.cli) == 0
+    env.write(topics='["refunds"]')  # the topology moved on: the saved plan is not of it, nothing is applied
+    assert main(["apply", str(out), str(env.path), "--auto-approve"], env.cli) == 1
+    assert "planned from other topology content" in capsys.readouterr().err and "west->east" not in env.deployer.jobs
+    env.write(topics='["orders"]')  # the topology planned: exactly the planned spec is deployed
+    assert main(["apply", str(out), str(env.path), "--auto-approve"], env.cli) == 0
     assert env.deployer.jobs["west->east"].spec.settings.topics.include == ("orders",)
 
 

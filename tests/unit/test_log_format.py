@@ -194,3 +194,20 @@ def test_the_job_clients_log_into_the_job_log_when_they_are_served():
         assert "127.0.0.1:1" in first["message"]
     finally:
         root.handlers[:], root.level = saved
+
+
+def test_verbose_text_logs_are_redacted_and_escaped(capsys):
+    """`-v` (text format): the Kafka clients' lines go through the redactor and show control characters."""
+    import logging
+
+    logs.REDACT.add_from({"sasl.password": "${WEST_PW}"}, {"WEST_PW": "v-secret-123"})
+    logs.configure(1)
+    try:
+        logs.CLIENT_LOGGER.warning("auth failed with v-secret-123 \x1b[2K for principal \u202eevil")
+    finally:
+        for h in list(logs.CLIENT_LOGGER.handlers):
+            if not isinstance(h, logging.NullHandler):
+                logs.CLIENT_LOGGER.removeHandler(h)
+    err = capsys.readouterr().err
+    assert "v-secret-123" not in err and "***" in err
+    assert "\x1b" not in err and "\u202e" not in err and "\\x1b[2K" in err

@@ -134,17 +134,17 @@ def make_plan_of(w: World, backend):
 def test_apply_executes_under_the_lease_and_records_what_it_applied():
     w = world()
     backend = w.backend()
-    outcome = apply(ApplyRequest(dict(w.topology.clusters), w.topology, revision="abc"), backend, _UI())
+    outcome = apply(ApplyRequest(w.topology, revision="abc"), backend, _UI())
     assert outcome.ok and outcome.report is not None and "west.orders" in w["east"].topics
     with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
         assert make_plan(w.topology, conns, backend).actions == []
-    again = apply(ApplyRequest(dict(w.topology.clusters), w.topology), backend, _UI())
+    again = apply(ApplyRequest(w.topology), backend, _UI())
     assert again == ApplyOutcome(True)  # nothing to do: nothing executed
 
 
 def test_apply_does_nothing_when_not_confirmed():
     w = world()
-    outcome = apply(ApplyRequest(dict(w.topology.clusters), w.topology), w.backend(), _UI(answer=False))
+    outcome = apply(ApplyRequest(w.topology), w.backend(), _UI(answer=False))
     assert outcome == ApplyOutcome(False) and "west.orders" not in w["east"].topics
 
 
@@ -153,7 +153,7 @@ def test_drift_is_a_view_of_the_plan_and_the_observation():
     backend = w.backend(clock=lambda: NOW)
     report = drift(w.topology, backend, check_jobs=False)
     assert report.has_drift and report.generated_at.startswith("2027-01-15")  # the backend's clock
-    apply(ApplyRequest(dict(w.topology.clusters), w.topology), backend, _UI())
+    apply(ApplyRequest(w.topology), backend, _UI())
     with Connections(dict(w.topology.clusters), backend.admin_factory) as conns:
         obs = observe(w.topology, conns, backend, statuses=True, heartbeats=True, applied=True)
     view = drift_view(obs, backend, check_jobs=False)
@@ -175,7 +175,7 @@ def test_status_reports_typed_rows_at_the_backends_clock():
         False,
         True,
     )
-    apply(ApplyRequest(dict(w.topology.clusters), w.topology), backend, _UI())
+    apply(ApplyRequest(w.topology), backend, _UI())
     board.report("west->east", deployer.jobs["west->east"].spec, lag_total=7)
     report = status(w.topology, w.backend(fake_backend(board, deployer)))  # the wall clock: the board's
     [row] = report.rows
@@ -202,7 +202,8 @@ def test_status_names_a_cluster_whose_statuses_cannot_be_read():
     assert report.rows[0].unreadable == "RuntimeError: status topic not readable"
 
 
-def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_path, capsys):
+def test_git_is_read_once_per_command_by_the_backend_and_planned_as_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
     """plan, apply, drift and status read the revision through `backend.git` at most once; the job plan
     (`with_jobs`) takes it as data and the desired job specs carry it."""
     from reconciler.cli.main import main
@@ -527,10 +528,12 @@ def test_dev_up_says_why_nothing_started(tmp_path, monkeypatch):
     calls: list[str] = []
     failed = dev_up(world().topology, _dev_backend(calls, tmp_path, fail="not on loopback"))
     assert not failed.ok and failed.error == "not on loopback" and failed.clusters == []
-    monkeypatch.delenv("DEV_SECRET", raising=False)
-    text = TOPOLOGY_FILE.replace('replication_principal: "User:mirror"}', 'config: {sasl.password: "${DEV_SECRET}"}}')
+    monkeypatch.delenv("WEST_DEV_SECRET", raising=False)
+    text = TOPOLOGY_FILE.replace(
+        'replication_principal: "User:mirror"}', 'config: {sasl.password: "${WEST_DEV_SECRET}"}}', 1
+    )
     unresolved = dev_up(load_topology_text(text), _dev_backend(calls, tmp_path))
-    assert unresolved.unresolved is not None and "DEV_SECRET" in unresolved.unresolved.render()
+    assert unresolved.unresolved is not None and "WEST_DEV_SECRET" in unresolved.unresolved.render()
     assert calls == ["up None"], "nothing starts when a reference is unset"
 
 

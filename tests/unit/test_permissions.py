@@ -233,7 +233,7 @@ def test_removing_each_required_acl_in_turn_is_an_error_naming_it_and_apply_chan
         assert errors and all(f.kind.value == "permission" and f.cluster == r.cluster for f in errors), r
         assert any(f.message.startswith(r.describe() + " is missing") for f in errors), (r.describe(), errors)
         assert f"--allow-principal '{r.principal}'" in " ".join(f.hint or "" for f in errors)
-        outcome = apply(ApplyRequest(dict(w.topology.clusters), w.topology), w.backend(), ui := _UI())
+        outcome = apply(ApplyRequest(w.topology), w.backend(), ui := _UI())
         assert not outcome.ok and outcome.report is None and "nothing was applied" in ui.errors[0]
         assert snapshot(w) == before, f"apply changed something without {r.describe()}"
         w[r.cluster].acls |= gone
@@ -336,6 +336,6 @@ def test_the_plan_shows_the_rights_it_checked_in_text_and_markdown():
     md = plan_markdown.render(plan)
     assert "<details open><summary>ACLs the flows need on the clusters that enforce ACLs" in md
     assert (
-        "| `east` | replication `User:mirror` | topic west.payments | ALTER_CONFIGS, CREATE ❌, DESCRIBE, WRITE |" in md
+        "| `east` | replication `User:mirror` | topic west\\.payments | ALTER_CONFIGS, CREATE ❌, DESCRIBE, WRITE |" in md
     )
     assert [r.to_dict()["granted"] for r in plan.permissions].count(False) == 1

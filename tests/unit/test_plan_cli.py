@@ -64,7 +64,8 @@ def test_no_terminal_no_question(world, capsys):
     assert "west.orders" not in world["east"].topics
 
 
-def test_saved_plan_apply_and_refusals(world, capsys, tmp_path):
+def test_saved_plan_apply_and_refusals(world, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
     out = tmp_path / "p.json"
     assert main(["plan", world.path, "--out", str(out)], world.backend()) == 0
     doc = json.loads(out.read_text())
@@ -74,15 +75,15 @@ def test_saved_plan_apply_and_refusals(world, capsys, tmp_path):
         "orders",
     ]
     world["west"].topics["orders"].partitions = 3
-    assert main(["apply", str(out), "--auto-approve"], world.backend()) == 1
-    assert "stale" in capsys.readouterr().err
+    assert main(["apply", str(out), world.path, "--auto-approve"], world.backend()) == 1
+    assert "would not create topic west.orders (2 partitions" in capsys.readouterr().err
     main(["plan", world.path, "--out", str(out)], world.backend())
-    assert main(["apply", str(out), "--auto-approve"], world.backend()) == 0
+    assert main(["apply", str(out), world.path, "--auto-approve"], world.backend()) == 0
     assert world["east"].topics["west.orders"].partitions == 3
     bad = tmp_path / "bad.json"
-    bad.write_text('{"kind": "reconciler-saved-plan", "format_version": 1}')
-    assert main(["apply", str(bad), "--auto-approve"], world.backend()) == 1
-    assert "damaged saved plan" in capsys.readouterr().err
+    bad.write_text('{"kind": "reconciler-saved-plan", "format_version": 2}')
+    assert main(["apply", str(bad), world.path, "--auto-approve"], world.backend()) == 1
+    assert "not signed" in capsys.readouterr().err
 
 
 def test_impossible_changes_are_findings_not_actions(world, capsys):
@@ -119,12 +120,12 @@ def test_failed_actions_make_apply_fail(world, capsys):
 def test_cli_output_redacts_resolved_secrets(tmp_path, monkeypatch, capsys):
     from reconciler.adapters.base import AdminError
 
-    monkeypatch.setenv("CLI_TOKEN", "tok-9f8e7d6c5b4a")
+    monkeypatch.setenv("EAST_CLI_TOKEN", "tok-9f8e7d6c5b4a")
     path = tmp_path / "t.yaml"
     path.write_text(
         TOPO.replace(
             'east: {bootstrap_servers: "127.0.0.1:2"}',
-            'east: {bootstrap_servers: "127.0.0.1:2", config: {sasl.oauthbearer.token: "${CLI_TOKEN}"}}',
+            'east: {bootstrap_servers: "127.0.0.1:2", config: {sasl.oauthbearer.token: "${EAST_CLI_TOKEN}"}}',
         )
     )
     w = World(topology('flows:\n  - {source: west, target: east, topics: {include: ["orders"]}}'))
@@ -168,7 +169,8 @@ def test_auto_approve_plans_again_when_clusters_change_before_the_lease(world, m
     assert main(["plan", world.path, "--detailed-exitcode"], world.backend()) == 0
 
 
-def test_plan_out_prints_a_summary_not_the_whole_plan(world, capsys, tmp_path):
+def test_plan_out_prints_a_summary_not_the_whole_plan(world, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
     out = tmp_path / "p.json"
     assert main(["plan", world.path, "--out", str(out)], world.backend()) == 0
     captured = capsys.readouterr()

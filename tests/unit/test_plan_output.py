@@ -10,6 +10,7 @@ from reconciler.render import plan_json, plan_markdown, plan_text
 from reconciler.state.live import AclBinding
 from reconciler.state.live import AclOperation as Op
 from reconciler.state.live import AclPermission as Perm
+from reconciler.textutil import md_inline
 from tests.plan_helpers import World, topology
 
 FLOW = """flows:
@@ -108,7 +109,7 @@ def test_markdown_destructive_first_warnings_and_mermaid(world):
     ]
     assert order == sorted(order)
     assert md.count("DELETE topic west.gone") == 1, "each action once"
-    assert "`flows.yaml:7:5` diamond: records reach east twice _(narrow a filter)_" in md
+    assert f"`flows.yaml:7:5` {md_inline('diamond: records reach east twice')} _(narrow a filter)_" in md
     assert 'west -->|"orders (default)"| east' in md
 
 
@@ -128,14 +129,18 @@ def test_markdown_is_cut_for_huge_plans(world):
     assert "more actions" in md
 
 
+KEY = planfile.PlanKey("RECONCILER_PLAN_KEY", "test-plan-key-0123456789abcdef")
+
+
 def test_saved_plan_round_trip_and_staleness(world, tmp_path):
     plan = world.plan()
     path = tmp_path / "plan.json"
-    planfile.save(path, plan, dict(world.topology.clusters), revision="abc123")
+    planfile.save(path, plan, world.topology, KEY, revision="abc123")
     assert planfile.is_plan_file(path) and not planfile.is_plan_file(tmp_path)
-    saved = planfile.load(path)
+    saved = planfile.load(path, [KEY])
     assert saved.revision == "abc123" and saved.plan.to_dict() == plan.to_dict()
-    assert set(saved.clusters) == {"east", "west"}
+    assert saved.topology_digest == world.topology.content_digest and saved.key_id == KEY.id
+    assert "clusters" not in json.loads(path.read_text()), "no connection settings in a saved plan"
     assert planfile.stale_reason(saved.plan, world.live()) is None
     world["east"].add_topic("totally-unrelated", 1)  # outside the plan's scope: still fresh
     assert planfile.stale_reason(saved.plan, world.live()) is None
@@ -150,7 +155,10 @@ def test_damaged_or_foreign_plan_files_are_refused(tmp_path):
         planfile.load(p)
     p.write_text('{"kind": "reconciler-saved-plan", "format_version": 99}')
     with pytest.raises(planfile.PlanFileError, match="format_version"):
-        planfile.load(p)
+        planfile.load(p, [KEY])
+    p.write_text('{"kind": "reconciler-saved-plan", "format_version": 1, "clusters": {}}')
+    with pytest.raises(planfile.PlanFileError, match="from an earlier reconciler.*plan again"):
+        planfile.load(p, [KEY])
 
 
 def test_secrets_never_reach_plans_or_saved_plans(tmp_path, monkeypatch):
@@ -173,10 +181,10 @@ clusters:
     w["west"].add_topic("orders", 1)
     plan = w.plan()
     path = tmp_path / "plan.json"
-    planfile.save(path, plan, dict(topo.clusters))
+    planfile.save(path, plan, topo, KEY)
     outputs = [plan_text.render(plan), plan_json.render(plan), plan_markdown.render(plan), path.read_text()]
     assert all("hunter2" not in o for o in outputs)
-    assert "${EAST_SASL_PASSWORD}" in path.read_text()
+    assert "EAST_SASL_PASSWORD" not in path.read_text(), "no connection settings, not even references"
 
 
 def test_summary_of_a_plan_with_errors_does_not_claim_a_match(world):

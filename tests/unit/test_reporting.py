@@ -5,6 +5,7 @@ meanwhile), and the status record published with the lag metrics from the same f
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ from reconciler.engine.lag import LagPosition, SourceEnds
 from reconciler.engine.metrics import JobMetrics
 from reconciler.engine.reporting import STUCK_INTERVALS, Reporter
 from reconciler.engine.topics import PartitionPlan
+from reconciler.mirror.group_sync import GroupSync, GroupSyncReason
 from tests.spec_helpers import job_spec
 
 SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
@@ -36,7 +38,7 @@ class Sink:
 @dataclass
 class Clients:
     status: Sink
-    checkpoints: CheckpointEmitter
+    checkpoints: CheckpointEmitter | GatedVerdicts
 
 
 def reporter(state=StatusState.RUNNING, clients: Clients | None = None) -> Reporter:
@@ -174,3 +176,52 @@ def test_a_target_that_does_not_take_the_status_record_makes_its_partitions_unre
     r.stuck.stuck.clear()
     r.publish_status()
     assert r.reach.failing == {} and r.faults() == ()
+
+
+class GatedVerdicts:
+    """A checkpoint emitter's verdicts on the groups as the status record reads them, with the order of two threads
+    made explicit: a read from the thread named `status` returns the verdicts held at that moment, then waits for `go`
+    before its status round goes on (as a status thread preempted between its read of the flow and its produce)."""
+
+    emitted = 0
+
+    def __init__(self) -> None:
+        self.verdicts: tuple[GroupSync, ...] = ()
+        self.read, self.go = threading.Event(), threading.Event()
+
+    @property
+    def group_syncs(self) -> tuple[GroupSync, ...]:
+        verdicts = self.verdicts
+        if threading.current_thread().name == "status":
+            self.read.set()
+            assert self.go.wait(10), "the test never let the status round go on"
+        return verdicts
+
+
+def test_a_status_round_overtaken_by_a_later_one_is_not_produced_after_it():
+    """Issue 49: the status thread read the flow before a checkpoint round judged the groups; the caller that waited
+    for the verdicts published a record holding them; then the status thread produced its older record, the latest
+    on the status topic, and `status` showed no group."""
+    verdicts = GatedVerdicts()
+    clients = Clients(Sink(), verdicts)
+    r = reporter(clients=clients)
+    status_round = threading.Thread(target=r.publish_status, name="status", daemon=True)
+    status_round.start()
+    assert verdicts.read.wait(10), "the status round reads the verdicts"  # none yet: no checkpoint round has run
+    judged = (
+        GroupSync("app-empty", None, GroupSyncReason.PARTITION_EMPTY, "orders-1"),
+        GroupSync("app-synced", 1_700_000_000_000, None),
+    )
+    verdicts.verdicts = judged  # a checkpoint round judges the groups
+    r.publish_status()  # who waited for the verdicts publishes: its record holds them
+    assert clients.status.records[-1].groups == judged
+    verdicts.go.set()  # the status round, which read the flow before, goes on
+    status_round.join(10)
+    assert not status_round.is_alive()
+    assert [record.groups for record in clients.status.records] == [judged], (
+        "the record produced last (the one `status` reads back) is the newest one read"
+    )
+    # A later round reads the flow after the last one produced: it is produced.
+    verdicts.go.clear()
+    r.publish_status()
+    assert [record.groups for record in clients.status.records] == [judged, judged]

@@ -35,6 +35,8 @@ BAD = {
     "RECONCILER_TEST_TXN_DELAY_MS": "abc",
     "RECONCILER_JOB_DIR": "{file}",
     "RECONCILER_JOB_INSTANCE": None,  # any text is an id
+    "RECONCILER_PLAN_KEY": None,  # any text is a key (never printed: its length is checked where it is used)
+    "RECONCILER_PLAN_KEY_PREVIOUS": None,
 }
 
 
