@@ -336,6 +336,7 @@ def test_the_plan_shows_the_rights_it_checked_in_text_and_markdown():
     md = plan_markdown.render(plan)
     assert "<details open><summary>ACLs the flows need on the clusters that enforce ACLs" in md
     assert (
-        "| `east` | replication `User:mirror` | topic west\\.payments | ALTER_CONFIGS, CREATE ❌, DESCRIBE, WRITE |" in md
+        "| `east` | replication `User:mirror` | topic west\\.payments | ALTER_CONFIGS, CREATE ❌, DESCRIBE, WRITE |"
+        in md
     )
     assert [r.to_dict()["granted"] for r in plan.permissions].count(False) == 1
