@@ -18,7 +18,7 @@ class PermissionsReport:
     required: list[RequiredAcl]
     enforcement: dict[str, Enforcement] = field(default_factory=dict)
     missing: list[RequiredAcl] = field(default_factory=list)  # on the clusters that enforce ACLs
-    unreadable: dict[str, str] = field(default_factory=dict)  # cluster -> why it could not be read
+    unreadable: dict[str, str] = field(default_factory=dict)  # cluster -> what could not be read there
 
     @property
     def ok(self) -> bool:
@@ -40,9 +40,14 @@ def permissions(topology: Topology, backend: Backend) -> PermissionsReport:
     for alias in sorted(topology.clusters):
         c = live.cluster(alias)
         if not c.reachable:
-            unreadable[alias] = c.error or "unreachable"
+            unreadable[alias] = (
+                f"could not be read ({c.error or 'unreachable'}): the rights on the topics it holds are not listed"
+            )
             continue
         enf[alias] = e = enforcement(alias, topology, c, frozenset(own.get(alias, ())))
         if e.checked and e.readable:
             lacking += missing([r for r in required if r.cluster == alias], c.acls or ())
+        elif e.checked:  # acls_enforced: true, and the ACLs cannot be read: nothing can be said to be granted
+            why = c.acls_unavailable.explain(alias) if c.acls_unavailable else "its ACLs cannot be read"
+            unreadable[alias] = f"enforces ACLs ({e.why}) but they cannot be read: {why}; nothing is checked there"
     return PermissionsReport(required, enf, lacking, unreadable)

@@ -50,9 +50,7 @@ def text(
             per.setdefault(r.resource(), []).append(r.operation.value + (" (MISSING)" if r in gone else ""))
         lines += [f"  ALLOW {term(res)}: {', '.join(ops)}" for res, ops in per.items()]
     for alias, why in sorted(unreadable.items()):
-        lines.append(
-            f"cluster {term(alias)} could not be read ({term(why)}): the rights on the topics it holds are not listed"
-        )
+        lines.append(f"cluster {term(alias)} {term(why)}")
     n = len(missing)
     lines += [
         "",

@@ -340,3 +340,16 @@ def test_the_plan_shows_the_rights_it_checked_in_text_and_markdown():
         in md
     )
     assert [r.to_dict()["granted"] for r in plan.permissions].count(False) == 1
+
+
+def test_the_permissions_command_fails_on_an_enforcing_cluster_whose_acls_cannot_be_read(tmp_path, capsys):
+    from reconciler.cli.main import main
+
+    path = tmp_path / "t.yaml"
+    path.write_text(topo_text(cluster_extra=", acls_enforced: true"))
+    w = world_of(path.read_text())
+    w["east"].acls_unavailable = AclUnavailable.UNAUTHORIZED
+    grant_all(w, [r for r in required(w) if r.cluster == "west"])
+    assert main(["permissions", str(path)], w.backend()) == 1
+    out = capsys.readouterr().out
+    assert "cluster east enforces ACLs (acls_enforced: true) but they cannot be read: the reconciler's principal" in out
