@@ -18,11 +18,11 @@ An undeclared principal is listed (`principal` None) but not checked.
 
 Whether a cluster enforces ACLs (`Enforcement`): `acls_enforced: true|false` says so; unset, it does when its ACLs
 can be read and at least one of them names one of its declared principals, other than the ACLs the reconciler's own
-ACL sync writes (those the plan wants, and any LITERAL ALLOW WRITE on a topic for the replication principal). Nothing
-is checked while a cluster of the topology cannot be read (the plan has that error already, and the desired state
-it would check against is incomplete). A cluster whose ACLs never name the principals is taken not to enforce them (its brokers run
-without an authorizer, with `allow.everyone.if.no.acl.found`, or the principals are `super.users`): its rights are
-listed, not checked.
+ACL sync writes (those the plan wants, and any LITERAL ALLOW WRITE on a topic for the replication principal). A
+cluster whose ACLs never name the principals is taken not to enforce them (its brokers run without an authorizer,
+with `allow.everyone.if.no.acl.found`, or the principals are `super.users`): its rights are listed, not checked.
+Nothing is checked while a cluster of the topology cannot be read (the plan has that error already, and the desired
+state it would check against is incomplete).
 
 A required right is granted when an ALLOW ACL from any host (`*`) for the principal or `User:*` covers the resource
 (LITERAL of its name, LITERAL `*`, or PREFIXED of a prefix of its name; a PREFIXED requirement only by a PREFIXED ACL
