@@ -60,8 +60,8 @@ def run_flow(args: argparse.Namespace) -> int:
     try:
         driver = ReplicationDriver(Path(args.spec), SparkExecutor(sc), install_signal_handlers=True)
         if args.metrics_port:
-            driver.metrics.serve(0 if args.metrics_port == AUTO_PORT else args.metrics_port)
-            log.info("metrics on http://0.0.0.0:%d/metrics", driver.metrics.port)
+            driver.metrics.serve(0 if args.metrics_port == AUTO_PORT else args.metrics_port, args.metrics_bind)
+            log.info("metrics on http://%s:%d/metrics", args.metrics_bind, driver.metrics.port)
         _say_who(driver.metrics.port, sc.applicationId)
         return driver.run(max_seconds=args.max_seconds)
     finally:
@@ -99,8 +99,9 @@ def run_engine(args: argparse.Namespace) -> int:
             port = serve_merged(
                 lambda: [d.metrics.registry for d in host.drivers()],  # type: ignore[attr-defined]
                 0 if args.metrics_port == AUTO_PORT else args.metrics_port,
+                args.metrics_bind,
             )
-            log.info("metrics on http://0.0.0.0:%d/metrics", port)
+            log.info("metrics on http://%s:%d/metrics", args.metrics_bind, port)
         _say_who(port, app, [])
         log.info("engine %s started (%s)", record.name, conf.get("spark.master", "inherited master"))
         return host.run(max_seconds=args.max_seconds)
@@ -126,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
         default=settings.metrics_port(),
         help="serve Prometheus metrics on this port (0: off; -1: any free port; default $RECONCILER_METRICS_PORT, "
         "`auto` meaning -1, else off)",
+    )
+    ap.add_argument(
+        "--metrics-bind",
+        default=settings.metrics_bind(),
+        help="the address /metrics listens on (default $RECONCILER_METRICS_BIND, else 127.0.0.1: this machine only; "
+        "the endpoint has no authentication, docs/security.md)",
     )
     args = ap.parse_args(argv)
     # `kill -USR1 <driver pid>` (runtime.json's pid) writes every thread's Python stack to the job's log: what a job

@@ -22,6 +22,7 @@ nothing changed. An unset or empty variable is its default.
 | RECONCILER_KUBECTL            | kubectl     | the kubectl program the kubernetes deployer runs (`kubectl_apply`) |
 | RECONCILER_STATE_DIR          | .reconciler | local state: dev brokers, local jobs, rendered manifests       |
 | RECONCILER_METRICS_PORT       | 0           | the job's Prometheus port (0: none; `auto`: any free port); set by the deployers |
+| RECONCILER_METRICS_BIND       | 127.0.0.1   | the address the job's /metrics listens on; set by the deployers (kubernetes: 0.0.0.0) |
 | RECONCILER_TEST_TXN_DELAY_MS  | 0           | tests only: milliseconds an exactly-once task waits before committing |
 | RECONCILER_JOB_INSTANCE       | (unset)     | the id of a job instance, set by the deployer on every process of it |
 | RECONCILER_JOB_DIR            | (unset)     | the job's state directory, set by the deployer                 |
@@ -53,6 +54,13 @@ JOB_DIR_ENV = "RECONCILER_JOB_DIR"
 PORT_ENV = "RECONCILER_METRICS_PORT"
 #: The port of a job's metrics on Kubernetes (9404: the JMX exporter's port in Strimzi, where MM2 is scraped).
 KUBERNETES_PORT = 9404
+#: The environment variable the deployers hand a job the address of its /metrics in (issue 45: the endpoint has no
+#: authentication, so a job binds the loopback interface unless told otherwise; docs/security.md).
+BIND_ENV = "RECONCILER_METRICS_BIND"
+#: Where a job's /metrics listens by default: this machine only (local and spark-standalone deployers).
+LOOPBACK = "127.0.0.1"
+#: Every interface: the kubernetes deployer's choice (the pod network; Prometheus scrapes the pod's address).
+ALL_INTERFACES = "0.0.0.0"
 #: $RECONCILER_METRICS_PORT's value for "bind any free port" (what the local deployers hand a job).
 AUTO = "auto"
 #: `metrics_port`'s answer for AUTO: the job binds port 0 and reports the port it got.
@@ -159,6 +167,15 @@ def _port(raw: str) -> int:
     return int(raw)
 
 
+def _address(raw: str) -> str:
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        raise ValueError("an IP address (127.0.0.1: this machine only; 0.0.0.0: every interface)") from None
+
+
 def _program(raw: str) -> str:
     if shutil.which(raw) is None:
         raise ValueError("a program on PATH or an executable file")
@@ -217,6 +234,9 @@ STATE_DIR = _setting(
     ".reconciler",
 )
 METRICS_PORT = _setting(PORT_ENV, 0, "the replication job's metrics port", _port, str(KUBERNETES_PORT))
+METRICS_BIND = _setting(
+    BIND_ENV, LOOPBACK, "the address the replication job's /metrics listens on", _address, ALL_INTERFACES
+)
 TEST_TXN_DELAY_MS = _setting(
     "RECONCILER_TEST_TXN_DELAY_MS",
     0.0,
@@ -293,6 +313,11 @@ def state_dir(environ: Mapping[str, str] | None = None) -> Path:
 def metrics_port(environ: Mapping[str, str] | None = None) -> int:
     """The job's metrics port (0: off; AUTO_PORT for `auto`)."""
     return METRICS_PORT(environ)
+
+
+def metrics_bind(environ: Mapping[str, str] | None = None) -> str:
+    """The address the job's /metrics listens on (127.0.0.1 unless the deployer says otherwise)."""
+    return METRICS_BIND(environ)
 
 
 def txn_delay_for_tests(environ: Mapping[str, str] | None = None) -> float:

@@ -35,6 +35,7 @@ from reconciler.state.live import (
     AclOperation,
     AclPattern,
     AclPermission,
+    AclResource,
     AclUnavailable,
     Capabilities,
 )
@@ -192,8 +193,10 @@ class KafkaAdmin:
         if self.acls_unavailable() is AclUnavailable.DISABLED:  # some brokers answer DescribeAcls with [] then
             raise AclsUnavailableError(AclUnavailable.DISABLED, repr(self.alias))
         # None matches any name, principal and host (librdkafka); the type stubs only know str.
+        # Every resource type: topics for ACL sync, groups, the cluster and transactional ids for the permission
+        # check (plan/permissions.py); ACL sync manages topic ACLs only (ClusterState.acls_by_topic).
         flt = AclBindingFilter(
-            ResourceType.TOPIC,
+            ResourceType.ANY,
             None,  # type: ignore[arg-type]
             ResourcePatternType.ANY,
             None,  # type: ignore[arg-type]
@@ -369,6 +372,11 @@ class KafkaAdmin:
             self._producer = None
 
 
+#: confluent_kafka calls the CLUSTER resource type BROKER (librdkafka's RD_KAFKA_RESOURCE_BROKER, type 4).
+_KAFKA_RESOURCE = {AclResource.CLUSTER: "BROKER"}
+_OUR_RESOURCE = {"BROKER": AclResource.CLUSTER.value}
+
+
 def _to_kafka_acl(a: AclBinding, as_filter: bool = False):
     from confluent_kafka.admin import (
         AclBinding as KBinding,
@@ -385,7 +393,7 @@ def _to_kafka_acl(a: AclBinding, as_filter: bool = False):
 
     cls = AclBindingFilter if as_filter else KBinding
     return cls(
-        ResourceType.TOPIC,
+        ResourceType[_KAFKA_RESOURCE.get(a.resource, a.resource.value)],
         a.topic,
         ResourcePatternType[a.pattern.value],
         a.principal,
@@ -409,4 +417,5 @@ def _from_kafka_acl(b) -> AclBinding:
         enum_or(AclOperation, b.operation.name, AclOperation.UNKNOWN),
         enum_or(AclPermission, b.permission_type.name, AclPermission.UNKNOWN),
         enum_or(AclPattern, b.resource_pattern_type.name, AclPattern.UNKNOWN),
+        enum_or(AclResource, _OUR_RESOURCE.get(b.restype.name, b.restype.name), AclResource.UNKNOWN),
     )

@@ -22,7 +22,7 @@ from reconciler.adapters.base import (
     TopicMeta,
 )
 from reconciler.state.configs import ConfigSource, RawConfigEntry
-from reconciler.state.live import AclBinding, AclUnavailable, Capabilities, ConfigSourceMode
+from reconciler.state.live import AclBinding, AclResource, AclUnavailable, Capabilities, ConfigSourceMode
 
 # What a real broker lists for a topic with no overrides (a representative subset, incl. the marker keys).
 BROKER_TOPIC_DEFAULTS = {
@@ -215,7 +215,9 @@ class MemoryAdmin:
             if self.cluster.topics.pop(name, None) is None:
                 out[name] = OpResult.failed("UNKNOWN_TOPIC_OR_PART: topic does not exist")
             else:
-                self.cluster.acls = {a for a in self.cluster.acls if a.topic != name}
+                self.cluster.acls = {
+                    a for a in self.cluster.acls if a.topic != name or a.resource is not AclResource.TOPIC
+                }
                 out[name] = OpResult.success()
         return out
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 from reconciler import settings
 from reconciler.adapters.base import AdminError, ClusterAdmin, NewTopicSpec
+from reconciler.contract.spec import LEASE_TOPIC
 from reconciler.dev.brokers import pid_alive
 
-LEASE_TOPIC = "reconciler.lease.internal"
 DEFAULT_TTL = settings.lease_ttl()
 
 

@@ -16,6 +16,7 @@ from reconciler.cli import (
     commands_interop,
     commands_lock,
     commands_migrate,
+    commands_permissions,
     commands_plan,
     commands_render,
     commands_show,
@@ -27,6 +28,7 @@ from reconciler.operations.backend import Backend
 COMMAND_MODULES = [
     commands_topology,
     commands_plan,
+    commands_permissions,
     commands_status,
     commands_drift,
     commands_dev,

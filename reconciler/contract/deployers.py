@@ -17,8 +17,8 @@ PROCESS_DEPLOYERS: frozenset[str] = frozenset({LOCAL, SPARK_STANDALONE})
 #: JobSettings fields that change how a deployer runs a job but are not part of the job spec
 #: (so not of its hash): a change to one of them needs a redeploy (restart).
 DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
-    LOCAL: ("metrics_port", "engine"),
-    SPARK_STANDALONE: ("metrics_port", "engine"),
+    LOCAL: ("metrics_port", "metrics_bind", "engine"),
+    SPARK_STANDALONE: ("metrics_port", "metrics_bind", "engine"),
     KUBERNETES: (
         "namespace",
         "image",

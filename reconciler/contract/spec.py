@@ -515,6 +515,9 @@ def _from_version_1(d: dict[str, Any]) -> dict[str, Any]:
 
 # --- names the job uses (stable: changing them loses offsets) ---------------------------------
 STATUS_TOPIC = "reconciler.status.internal"
+#: The apply lease and the applied records, on every cluster an apply changes (apply/lock.py; here so that the
+#: planner's permission check, plan/permissions.py, names it without importing apply/).
+LEASE_TOPIC = "reconciler.lease.internal"
 
 
 def job_group(spec: JobSpec) -> str:
@@ -529,7 +532,13 @@ def job_group_of(flow: str) -> str:
 
 
 def transactional_id(spec: JobSpec, slot: int) -> str:
-    return f"reconciler.mirror.{spec.flow}.{slot}"
+    return f"{transactional_id_prefix(spec.flow)}{slot}"
+
+
+def transactional_id_prefix(flow: str) -> str:
+    """What every transactional id of an exactly-once flow starts with (one per slot): the PREFIXED
+    TransactionalId resource its replication principal needs WRITE and DESCRIBE on (plan/permissions.py)."""
+    return f"reconciler.mirror.{flow}."
 
 
 def offset_syncs_topic_name(spec: JobSpec) -> str:

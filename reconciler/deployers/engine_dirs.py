@@ -34,7 +34,7 @@ from reconciler.contract.engine import (
 from reconciler.contract.spec import JobSpec
 from reconciler.deployers.base import describe_exit, flow_slug
 from reconciler.deployers.process import LocalJob, recorded_job
-from reconciler.settings import AUTO, PORT_ENV
+from reconciler.settings import AUTO, BIND_ENV, LOOPBACK, PORT_ENV
 from reconciler.topology.flow_id import flow_ends
 
 #: Seconds to wait after starting an engine for an immediate failure (bad spark-submit, bad settings).
@@ -179,6 +179,8 @@ class EngineDirs:
         env = {**os.environ, **self.env}
         if port is None and settings.METRICS_PORT.raw(env) is not None and settings.metrics_port(env) == 0:
             port, port_env = 0, "0"
+        # job.metrics_bind: that address; unset: this machine only (the endpoint has no authentication, issue 45)
+        bind = (options or {}).get("metrics_bind") or LOOPBACK
         inst = instance.new_instance_id()
         record = {
             "engine": name,
@@ -191,12 +193,13 @@ class EngineDirs:
             "started_at": time.time(),
             "log": str(d / "job.log"),
             "metrics_port": port or None,
+            "metrics_bind": bind,
         }
         self.write_record(name, record)
         job = LocalJob.start_engine(
             d,
             master=master,
-            env={**self.env, PORT_ENV: port_env},
+            env={**self.env, PORT_ENV: port_env, BIND_ENV: bind},
             log_path=d / "job.log",
             exit_code_path=d / "exit_code",
             instance_id=inst,

@@ -83,7 +83,7 @@ from reconciler.deployers.base import (
     each_flow,
     engine_of,
 )
-from reconciler.settings import INSTANCE_ENV, KUBERNETES_PORT, PORT_ENV
+from reconciler.settings import ALL_INTERFACES, BIND_ENV, INSTANCE_ENV, KUBERNETES_PORT, PORT_ENV
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.secrets import references
@@ -267,6 +267,8 @@ def render_engine(
         "env": [
             {"name": "PYTHONPATH", "value": APP_ROOT},
             {"name": PORT_ENV, "value": str(port)},
+            # the pod network: Prometheus scrapes the pod's address (issue 45; docs/security.md, Metrics exposure)
+            {"name": BIND_ENV, "value": ALL_INTERFACES},
             # One instance per driver pod: the operator's resubmission (restartPolicy) is a new pod, a new
             # instance, which a zombie driver of an earlier pod sees in the status topic and stops for.
             {"name": INSTANCE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},

@@ -73,6 +73,7 @@ from reconciler.deployers.engine_dirs import (
 )
 from reconciler.deployers.instance import JobProcess
 from reconciler.deployers.migration import EarlierJobs, per_instance
+from reconciler.settings import ALL_INTERFACES, LOOPBACK
 
 __all__ = ["PICKUP_SECONDS", "START_CHECK_SECONDS", "STOP_TIMEOUT_SECONDS", "LocalDeployer", "ProcessDeployer"]
 
@@ -263,11 +264,13 @@ class ProcessDeployer(Deployer):
                 eng.record.get("spark_conf", {}) != dict(spec.engine.spark_conf)
                 or not _same_master(eng.record.get("master", ""), spec.engine.master)
                 or (options or {}).get("metrics_port") != eng.record.get("metrics_port")
+                # an engine recorded before job.metrics_bind listens on every interface: it restarts on loopback
+                or ((options or {}).get("metrics_bind") or LOOPBACK) != eng.record.get("metrics_bind", ALL_INTERFACES)
             ):
                 spec.write(path)
                 stopped = self.dirs.stop(eng)
                 res = self.dirs.start(name, wanted, options)
-                why = "its Spark settings (master, spark_conf, metrics port) changed"
+                why = "its Spark settings (master, spark_conf, metrics port or address) changed"
                 return OpResult(res.code, f"{moved}{why}: {stopped}; {res.message}")
             fr = eng.flows().get(spec.flow)
             hash_ = spec.spec_hash()

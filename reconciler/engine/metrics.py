@@ -33,7 +33,7 @@ from prometheus_client.metrics_core import Metric
 from reconciler.contract.metrics import CHECKPOINT, OWN, SOURCE
 from reconciler.contract.status import RATE_WINDOW_SECONDS, FaultKind, RateWindow, StatusState
 from reconciler.engine.tasks import TP, TaskResult
-from reconciler.settings import KUBERNETES_PORT, PORT_ENV  # noqa: F401 (re-exported)
+from reconciler.settings import KUBERNETES_PORT, LOOPBACK, PORT_ENV  # noqa: F401 (re-exported)
 from reconciler.topology.model import flow_ends
 
 if TYPE_CHECKING:  # the reporter imports this module
@@ -518,8 +518,9 @@ class JobMetrics:
         setattr(self, attr, max(before, total))
 
     # --- HTTP -----------------------------------------------------------------------------
-    def serve(self, port: int, addr: str = "0.0.0.0") -> Any:
-        """Serve /metrics on `port` in a daemon thread; returns the server (shutdown() to stop)."""
+    def serve(self, port: int, addr: str = LOOPBACK) -> Any:
+        """Serve /metrics on `port` of `addr` (default: this machine only, issue 45) in a daemon thread; returns the
+        server (shutdown() to stop)."""
         from prometheus_client import start_http_server
 
         server, _thread = start_http_server(port, addr=addr, registry=self.registry)
@@ -546,7 +547,7 @@ class MergedMetrics:
         yield from merged.values()
 
 
-def serve_merged(registries: Callable[[], Iterable[CollectorRegistry]], port: int, addr: str = "0.0.0.0") -> int:
+def serve_merged(registries: Callable[[], Iterable[CollectorRegistry]], port: int, addr: str = LOOPBACK) -> int:
     """Serve the merged /metrics of several registries on `port` (0: a free one) in a daemon thread; the port bound."""
     from prometheus_client import start_http_server
 

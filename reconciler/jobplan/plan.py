@@ -490,6 +490,7 @@ def plan_with_jobs(
             plan.scope,
             plan.fingerprint,
             plan.topology,
+            plan.permissions,
         ),
         jobs,
     )

@@ -16,13 +16,15 @@ from typing import Any, ClassVar
 from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
 from reconciler.plan.findings import Finding, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
+from reconciler.plan.permissions import RequiredAcl
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import AclBinding
 
 FORMAT_VERSION = 1
 #: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings; 3 = `joined`
-#: on `restart_job` (one engine replacement, one action).
-FORMAT_MINOR = 3
+#: on `restart_job` (one engine replacement, one action); 4 = `permissions` (the ACLs the flows need on the clusters
+#: the plan checked, issue 45).
+FORMAT_MINOR = 4
 
 
 @dataclass(frozen=True)
@@ -178,10 +180,13 @@ class Plan:
     scope: dict[str, list[str]] = field(default_factory=dict)  # cluster -> topic names the plan depends on
     fingerprint: str = ""
     topology: str | None = None
+    #: the ACLs the flows need on the clusters that enforce ACLs (plan/permissions.py), checked against them
+    permissions: list[RequiredAcl] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.actions = sorted(self.actions, key=lambda a: a.sort_key())
         self.findings = sorted(set(self.findings), key=lambda f: f.sort_key())
+        self.permissions = sorted(self.permissions, key=RequiredAcl.sort_key)
 
     @property
     def has_changes(self) -> bool:
@@ -234,6 +239,7 @@ class Plan:
             },
             "actions": [a.to_dict() for a in self.actions],
             "findings": [f.to_dict() for f in self.findings],
+            "permissions": [r.to_dict() for r in self.permissions],
         }
         if include_scope:
             out["scope"] = {k: list(v) for k, v in self.scope.items()}
@@ -250,4 +256,5 @@ class Plan:
             {k: list(v) for k, v in d.get("scope", {}).items()},
             d["fingerprint"],
             d.get("topology"),
+            [RequiredAcl.from_dict(r) for r in d.get("permissions", ())],
         )

@@ -115,4 +115,5 @@ def restrict(plan: Plan, flows: Iterable[str], desired: DesiredState | None, top
         {k: list(v) for k, v in plan.scope.items()},
         plan.fingerprint,
         plan.topology,
+        [r for r in plan.permissions if r.cluster in ends],
     )

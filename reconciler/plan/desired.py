@@ -3,7 +3,8 @@
 * Remote topics: `expand` (the same `route` the jobs use) run on the live topic names. A remote
   topic has its upstream's partition count, the upstream's explicit configs passed through the
   flow's config-property filter, the flow's replication factor, and (ACL sync) READ for every
-  principal allowed to READ the upstream, DENY entries copied, WRITE for the target cluster's
+  principal allowed to READ the upstream, DENY entries copied (except a DENY that would match the
+  replication principal: reported, not copied, see `synced_acls`), WRITE for the target cluster's
   replication principal only. The upstream of a multi-hop topic is the previous hop's *desired*
   topic, so a chain converges in one apply.
 * Internal topics (MirrorMaker 2's own choices, apache/kafka MirrorUtils.createSinglePartitionCompactedTopic):
@@ -30,8 +31,18 @@ from reconciler.analysis.hazards import multiplication_message
 from reconciler.mirror.filters import ConfigPropertyFilter
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.plan.findings import Finding, FindingKind, Severity
-from reconciler.state.live import AclBinding, AclOperation, AclPattern, AclPermission, AclUnavailable, LiveState
+from reconciler.plan.reasons import ReasonKind
+from reconciler.state.live import (
+    AclBinding,
+    AclOperation,
+    AclPattern,
+    AclPermission,
+    AclResource,
+    AclUnavailable,
+    LiveState,
+)
 from reconciler.topology.model import Flow, HeartbeatsLocation, OffsetSyncsLocation, Topology
+from reconciler.topology.principals import WILDCARD_PRINCIPAL
 
 INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
 
@@ -180,15 +191,36 @@ class _Upstream:
         return self._acls[cluster].get(name, [])
 
 
+def _denies_replicator(a: AclBinding, writer: str | None) -> bool:
+    """A source DENY that, copied to a remote topic, would apply to the target's replication principal: its own
+    principal or Kafka's wildcard `User:*` (any host and operation: a DENY of READ or DESCRIBE, copied, would
+    stop the next hop of a chain or the job's own describe; safest is not to copy it at all)."""
+    return a.permission is AclPermission.DENY and (a.principal == writer or a.principal == WILDCARD_PRINCIPAL)
+
+
+def replicator_denies(upstream: list[AclBinding], writer: str | None) -> list[AclBinding]:
+    """The literal source DENY entries ACL sync does not copy because they would deny the replication principal
+    (reported as a plan finding by `_source`)."""
+    return sorted(a for a in upstream if a.pattern is AclPattern.LITERAL and _denies_replicator(a, writer))
+
+
 def synced_acls(topic: str, upstream: list[AclBinding], writer: str | None) -> frozenset[AclBinding]:
-    """READ for whoever may READ upstream (ALLOW READ/ALL -> ALLOW READ), DENY entries copied, WRITE only for `writer`."""
+    """READ for whoever may READ upstream (ALLOW READ/ALL -> ALLOW READ), DENY entries copied, WRITE only for `writer`.
+
+    A DENY that would match `writer` (its principal, or `User:*`) is never copied (`replicator_denies`): copied, it
+    would stop the replication itself. Its effect on readers is kept instead: the ALLOW READ grants it overrides on
+    the source (a DENY of READ or ALL, for the same principal or `User:*`, from any host) are not copied either,
+    so a remote topic is never more readable than its source (issue 45)."""
+    denied = [a for a in replicator_denies(upstream, writer) if a.operation in (AclOperation.READ, AclOperation.ALL)]
     out = set()
     for a in upstream:
-        if a.pattern is not AclPattern.LITERAL:
+        if a.pattern is not AclPattern.LITERAL or a.resource is not AclResource.TOPIC:
             continue
         if a.permission is AclPermission.ALLOW and a.operation in (AclOperation.READ, AclOperation.ALL):
+            if any(d.principal in (a.principal, WILDCARD_PRINCIPAL) for d in denied):
+                continue  # nobody it names may read the source: the remote topic grants nothing either
             out.add(AclBinding(topic, a.principal, a.host, AclOperation.READ, AclPermission.ALLOW))
-        elif a.permission is AclPermission.DENY:
+        elif a.permission is AclPermission.DENY and not _denies_replicator(a, writer):
             out.add(AclBinding(topic, a.principal, a.host, a.operation, AclPermission.DENY))
     if writer:
         out.add(AclBinding(topic, writer, "*", AclOperation.WRITE, AclPermission.ALLOW))
@@ -218,7 +250,26 @@ def _source(p: Placement, name: str, up: _Upstream, topology: Topology, state: D
     if flow.sync.acls:
         upstream_acls = up.acls(*upstream)
         if upstream_acls is not None:
-            acls = synced_acls(name, upstream_acls, topology.clusters[flow.target].replication_principal)
+            writer = topology.clusters[flow.target].replication_principal
+            acls = synced_acls(name, upstream_acls, writer)
+            for a in replicator_denies(upstream_acls, writer):
+                state.findings.append(
+                    Finding(
+                        Severity.WARNING,
+                        FindingKind.SECURITY,
+                        flow.target,
+                        name,
+                        f"ACL sync does not copy {a.describe()} from {upstream[0]} to {flow.target}:{name}: it would "
+                        f"deny the replication principal {writer or '(none declared)'}"
+                        + (
+                            "; the READ grants it overrides are not copied either"
+                            if a.operation in (AclOperation.READ, AclOperation.ALL)
+                            else ""
+                        ),
+                        hint="deny the principals you mean by name instead of `User:*` (docs/security.md, ACL sync)",
+                        why=ReasonKind.ACL,
+                    )
+                )
     return _Source(p, flow, upstream, partitions, configs, acls)
 
 

@@ -13,7 +13,7 @@ ever recreated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_topic_any, known_policies
 from reconciler.plan.actions import (
@@ -29,9 +29,20 @@ from reconciler.plan.actions import (
 )
 from reconciler.plan.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.plan.findings import Finding, FindingKind, Severity
+from reconciler.plan.permissions import RequiredAcl, Role, enforcement, missing, required_acls
 from reconciler.plan.reasons import ReasonKind
-from reconciler.state.live import AclOperation, AclPattern, AclPermission, AclUnavailable, ClusterState, LiveState
+from reconciler.state.live import (
+    AclBinding,
+    AclOperation,
+    AclPattern,
+    AclPermission,
+    AclResource,
+    AclUnavailable,
+    ClusterState,
+    LiveState,
+)
 from reconciler.topology.model import Topology
+from reconciler.topology.principals import WILDCARD_PRINCIPAL
 
 
 @dataclass
@@ -159,11 +170,7 @@ def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None,
         )
         out.actions.append(CreateAcl(t.cluster, why, a))
     for a in sorted(have - t.acls):
-        foreign_writer = (
-            a.permission is AclPermission.ALLOW
-            and a.operation in (AclOperation.WRITE, AclOperation.ALL)
-            and a.principal != writer
-        )
+        foreign_writer = _is_foreign_writer(a, writer)
         if prune:
             why = (
                 "nobody but the replication principal may write a remote topic"
@@ -191,6 +198,53 @@ def _acls(t: DesiredTopic, c: ClusterState, live_acls: dict, writer: str | None,
                 hint="set `prune: {acls: true}` to remove ACLs the source does not grant",
                 why=ReasonKind.ACL,
             )
+
+
+def _is_foreign_writer(a: AclBinding, writer: str | None) -> bool:
+    """An ALLOW of WRITE (or ALL) on a topic for anyone but the replication principal (`User:*` is anyone)."""
+    return (
+        a.resource is AclResource.TOPIC
+        and a.permission is AclPermission.ALLOW
+        and a.operation in (AclOperation.WRITE, AclOperation.ALL)
+        and a.principal != writer
+    )
+
+
+def _covers(a: AclBinding, topic: str) -> bool:
+    """Whether a topic ACL's resource pattern covers `topic`: its name, the wildcard `*`, or a matching prefix."""
+    if a.pattern is AclPattern.PREFIXED:
+        return topic.startswith(a.topic)
+    return a.pattern is AclPattern.LITERAL and a.topic in (topic, "*")
+
+
+def _foreign_writers(cluster: str, c: ClusterState, topics: list[DesiredTopic], writer: str | None, out: _Out) -> None:
+    """ "Only the replicator writes remote topics": the ACLs that let anyone else WRITE (or ALL) a remote topic through
+    a wildcard (`*`) or PREFIXED resource, or (without ACL sync, which handles them in `_acls`) a literal one; a
+    `User:*` principal is anyone. One warning per ACL, naming the remote topics it opens. Apply never deletes them
+    (a PREFIXED or `*` ACL covers other topics too; without ACL sync the topic's ACLs are not the reconciler's)."""
+    if c.acls is None or c.acls_unavailable is not None:
+        return
+    remote = [t for t in topics if t.role is TopicRole.REMOTE and (writer is not None or t.acls is not None)]
+    for a in sorted(c.acls):
+        if not _is_foreign_writer(a, writer):
+            continue
+        literal = a.pattern is AclPattern.LITERAL and a.topic != "*"
+        opened = [t.name for t in remote if _covers(a, t.name) and not (literal and t.acls is not None)]
+        if not opened:
+            continue
+        shown = ", ".join(opened[:3]) + (f" and {len(opened) - 3} more" if len(opened) > 3 else "")
+        who = "anyone" if a.principal == WILDCARD_PRINCIPAL else a.principal
+        out.find(
+            Severity.WARNING,
+            FindingKind.SECURITY,
+            cluster,
+            opened[0] if literal else a.topic,
+            f"{a.describe()} lets {who} {a.operation.value} {len(opened)} remote topic(s) on {cluster} ({shown}); only "
+            f"the replication principal {writer or '(none declared)'} should write them",
+            hint="narrow the ACL so that it does not cover the remote topics (they start with `<source alias>.`), or "
+            "remove it; apply does not delete it (docs/security.md, ACL sync)",
+            why=ReasonKind.ACL,
+        )
 
 
 def _capability_findings(cluster: str, c: ClusterState, topics: list[DesiredTopic], out: _Out) -> None:
@@ -310,6 +364,84 @@ def _prune_topics(
                 )
 
 
+def _check_permissions(
+    topology: Topology, desired: DesiredState, live: LiveState, actions: list[Action], out: _Out
+) -> list[RequiredAcl]:
+    """The rights the flows need on each cluster that enforces ACLs (plan/permissions.py), checked against its ACLs
+    as this plan leaves them (its own ACL creations and deletions counted): each one missing is an error naming the
+    ACL, so apply refuses and nothing deploys. Returns the rights checked (the plan's `permissions`)."""
+    own: dict[str, set[AclBinding]] = {}
+    for t in desired.all():
+        if t.acls is not None:
+            own.setdefault(t.cluster, set()).update(t.acls)
+    created: dict[str, set[AclBinding]] = {}
+    deleted: dict[str, set[AclBinding]] = {}
+    for a in actions:
+        if isinstance(a, CreateAcl):
+            created.setdefault(a.cluster, set()).add(a.acl)
+        elif isinstance(a, DeleteAcl):
+            deleted.setdefault(a.cluster, set()).add(a.acl)
+    required: list[RequiredAcl] | None = None
+    checked: list[RequiredAcl] = []
+    if any(not live.cluster(a).reachable for a in topology.clusters):
+        return checked  # an error already; the desired state is incomplete
+    for alias in sorted(topology.clusters):
+        c = live.clusters.get(alias)
+        if c is None or not c.reachable:
+            continue
+        enf = enforcement(alias, topology, c, frozenset(own.get(alias, ())))
+        if not enf.checked:
+            continue
+        if required is None:
+            required = required_acls(topology, desired)
+        mine = [r for r in required if r.cluster == alias]
+        if not mine:
+            continue
+        if not enf.readable:
+            checked += mine
+            why = (c.acls_unavailable or AclUnavailable.NO_API).explain(alias)
+            out.find(
+                Severity.ERROR,
+                FindingKind.PERMISSION,
+                alias,
+                "",
+                f"cluster {alias} enforces ACLs ({enf.why}) but they cannot be read ({why}): the "
+                f"{len(mine)} rights the flows need there cannot be checked",
+                hint="grant the reconciler's principal DESCRIBE on the cluster, or set `acls_enforced: false` on the "
+                "cluster if it does not enforce ACLs",
+                why=ReasonKind.ACL,
+            )
+            continue
+        for role in sorted({r.role for r in mine if r.principal is None and r.role is Role.REPLICATION}):
+            out.find(
+                Severity.WARNING,
+                FindingKind.PERMISSION,
+                alias,
+                "",
+                f"cluster {alias} enforces ACLs ({enf.why}) but declares no {role.field}: the rights of its "
+                "replication jobs are not checked",
+                hint=f"set `clusters.{alias}.{role.field}` (docs/security.md)",
+                why=ReasonKind.ACL,
+            )
+        acls = (set(c.acls or ()) | created.get(alias, set())) - deleted.get(alias, set())
+        lacking = missing(mine, acls)
+        gone = set(lacking)
+        checked += [replace(r, granted=r not in gone) if r.principal is not None else r for r in mine]
+        for r in lacking:
+            out.find(
+                Severity.ERROR,
+                FindingKind.PERMISSION,
+                alias,
+                r.name,
+                f"{r.describe()} is missing on cluster {alias}, which enforces ACLs ({enf.why}): "
+                f"{r.who} ({r.role.value} principal) needs it: {r.why}",
+                hint=f"kafka-acls.sh --bootstrap-server <{alias}> {r.kafka_acls()}; `reconciler permissions` lists "
+                "every right the flows need (docs/security.md)",
+                why=ReasonKind.ACL,
+            )
+    return checked
+
+
 def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
     out = _Out(findings=list(desired.findings))
     scope = {k: set(v) for k, v in desired.consulted.items()}
@@ -332,6 +464,7 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
         _capability_findings(cluster, c, topics, out)
         acls = c.acls_by_topic()
         writer = topology.clusters[cluster].replication_principal if cluster in topology.clusters else None
+        _foreign_writers(cluster, c, topics, writer, out)
         for t in topics:
             lt = c.topics.get(t.name)
             if lt is None:
@@ -343,7 +476,14 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
                     _configs(t, dict(lt.configs), c, topology.prune.configs, out)
             _acls(t, c, acls, writer, topology.prune.acls, out)  # ACLs may exist before their topic does
     _prune_topics(topology, desired, live, scope, out)
+    permissions = _check_permissions(topology, desired, live, out.actions, out)
     scope_lists = {k: sorted(v) for k, v in sorted(scope.items())}
     return Plan(
-        out.actions, out.findings, sorted(live.clusters), scope_lists, live.fingerprint(scope_lists), topology.name
+        out.actions,
+        out.findings,
+        sorted(live.clusters),
+        scope_lists,
+        live.fingerprint(scope_lists),
+        topology.name,
+        permissions,
     )

@@ -27,6 +27,7 @@ class FindingKind(str, enum.Enum):
     RETAINED = "retained"  # would be pruned, kept for safety (disabled flow, still a source)
     CONFLICT = "conflict"  # two flows want different things of one topic
     SECURITY = "security"  # e.g. someone else may WRITE a remote topic
+    PERMISSION = "permission"  # a principal lacks an ACL the flows need, on a cluster that enforces ACLs (issue 45)
     ACLS_UNKNOWN = "acls-unknown"  # source ACLs could not be read, ACL sync skipped
     RECORD_SIZE = "record-size"  # a source topic takes records larger than its remote topic or the job's producer
     MULTIPLIED = "multiplied"  # filters multiply topics along paths past RECONCILER_MAX_REMOTE_TOPICS
@@ -84,6 +85,7 @@ _DEFAULT_REASONS: dict[FindingKind, ReasonKind] = {
     FindingKind.RETAINED: ReasonKind.TOPIC_EXTRA,
     FindingKind.CONFLICT: ReasonKind.CONFLICT,
     FindingKind.SECURITY: ReasonKind.ACL,
+    FindingKind.PERMISSION: ReasonKind.ACL,
     FindingKind.ACLS_UNKNOWN: ReasonKind.ACL,
     FindingKind.PENDING: ReasonKind.JOB_PENDING_SYNC,
 }

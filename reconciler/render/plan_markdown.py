@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from reconciler.gitops.trust import ClusterPin
 from reconciler.plan.actions import Action, Plan, Verb
+from reconciler.render.permissions import markdown_table
 from reconciler.textutil import md_code_span, md_fence, md_inline, term
 from reconciler.topology.diagnostics import Diagnostic
 from reconciler.topology.model import Topology
@@ -111,6 +112,18 @@ def _render(
         if len(plan.findings) > max_findings:
             out.append(f"\n_… and {len(plan.findings) - max_findings} more findings._")
         out.append("")
+    if plan.permissions:
+        missing = [r for r in plan.permissions if r.granted is False]
+        head = f"{len(missing)} missing" if missing else "all granted"
+        out += [
+            f"<details{' open' if missing else ''}><summary>ACLs the flows need on the clusters that enforce ACLs "
+            f"({len(plan.permissions)}, {head})</summary>",
+            "",
+            *markdown_table(plan.permissions[: max_findings * 5], missing),
+            "",
+            "</details>",
+            "",
+        ]
     if warnings:
         out += [f"#### Validation warnings ({len(warnings)})", ""]
         for d in list(warnings)[: min(MAX_WARNINGS, max(max_findings, 1))]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from reconciler.gitops.trust import ClusterPin
 from reconciler.plan.actions import Plan, Verb
 from reconciler.plan.findings import Finding, Severity
+from reconciler.render.permissions import summary_lines
 from reconciler.textutil import plural, term
 
 
@@ -28,6 +29,18 @@ def _finding_lines(findings: list[Finding]) -> list[str]:
     return lines
 
 
+def _permission_lines(plan: Plan) -> list[str]:
+    """The ACLs the flows need on the clusters that enforce ACLs (checked), one line per principal; none when no
+    cluster enforces ACLs (`reconciler permissions` lists them all)."""
+    if not plan.permissions:
+        return []
+    missing = [r for r in plan.permissions if r.granted is False]
+    return [
+        "",
+        "Permissions (the ACLs the flows need on the clusters that enforce ACLs; `reconciler permissions` lists them):",
+    ] + summary_lines(plan.permissions, missing)
+
+
 def render(plan: Plan) -> str:
     """The plan for a terminal. With errors it leads with them and lists no actions: they were
     computed from incomplete state (e.g. a cluster that could not be read) and none can be applied."""
@@ -39,6 +52,7 @@ def render(plan: Plan) -> str:
         others = [f for f in plan.findings if f.severity is not Severity.ERROR]
         if others:
             lines += ["", "Other findings:"] + _finding_lines(others)
+        lines += _permission_lines(plan)
         if plan.actions:
             lines += [
                 "",
@@ -60,6 +74,7 @@ def render(plan: Plan) -> str:
                 lines.append(f"      # {term(a.reason)}")
     if plan.findings:
         lines += ["", "Findings:"] + _finding_lines(plan.findings)
+    lines += _permission_lines(plan)
     lines += ["", plan.summary_line()]
     return "\n".join(lines).lstrip("\n") + "\n"
 

@@ -50,9 +50,28 @@ class AclPattern(str, enum.Enum):
     UNKNOWN = "UNKNOWN"
 
 
+class AclResource(str, enum.Enum):
+    """The resource types of the ACLs the reconciler reads (Kafka's ResourceType)."""
+
+    TOPIC = "TOPIC"
+    GROUP = "GROUP"
+    CLUSTER = "CLUSTER"
+    TRANSACTIONAL_ID = "TRANSACTIONAL_ID"
+    UNKNOWN = "UNKNOWN"
+
+    @property
+    def label(self) -> str:
+        return self.value.lower().replace("_", "-")
+
+
+#: The one name of the CLUSTER resource (Kafka's Resource.CLUSTER_NAME).
+CLUSTER_RESOURCE_NAME = "kafka-cluster"
+
+
 @dataclass(frozen=True, order=True)
 class AclBinding:
-    """One ACL on a topic resource. The reconciler reads all topic ACLs and manages LITERAL ones."""
+    """One ACL. The reconciler manages LITERAL ones on topics; `topic` is the resource's name (the resource is a
+    topic unless `resource` says otherwise: the permission check reads groups, the cluster and transactional ids)."""
 
     topic: str
     principal: str
@@ -60,16 +79,18 @@ class AclBinding:
     operation: AclOperation
     permission: AclPermission
     pattern: AclPattern = AclPattern.LITERAL
+    resource: AclResource = AclResource.TOPIC
 
     def describe(self) -> str:
+        where = "the cluster" if self.resource is AclResource.CLUSTER else f"{self.resource.label} {self.topic}"
         return (
-            f"{self.permission.value} {self.principal} {self.operation.value} on topic {self.topic}"
+            f"{self.permission.value} {self.principal} {self.operation.value} on {where}"
             + (f" from {self.host}" if self.host != "*" else "")
             + (f" ({self.pattern.value.lower()})" if self.pattern is not AclPattern.LITERAL else "")
         )
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "topic": self.topic,
             "principal": self.principal,
             "host": self.host,
@@ -77,6 +98,9 @@ class AclBinding:
             "permission": self.permission.value,
             "pattern": self.pattern.value,
         }
+        if self.resource is not AclResource.TOPIC:  # a topic's ACL reads as it did before resource types
+            out["resource"] = self.resource.value
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping) -> AclBinding:
@@ -87,6 +111,7 @@ class AclBinding:
             AclOperation(d["operation"]),
             AclPermission(d["permission"]),
             AclPattern(d.get("pattern", "LITERAL")),
+            AclResource(d.get("resource", "TOPIC")),
         )
 
 
@@ -203,9 +228,11 @@ class ClusterState:
         return self.error is None
 
     def acls_by_topic(self) -> dict[str, list[AclBinding]]:
+        """The topic ACLs by topic name (ACLs of other resources are left out)."""
         out: dict[str, list[AclBinding]] = {}
         for a in self.acls or ():
-            out.setdefault(a.topic, []).append(a)
+            if a.resource is AclResource.TOPIC:
+                out.setdefault(a.topic, []).append(a)
         return out
 
 

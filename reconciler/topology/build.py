@@ -28,6 +28,7 @@ from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation, TopologyError
+from reconciler.topology.k8s_names import RISKY_SERVICE_ACCOUNTS, SYSTEM_NAMESPACES
 from reconciler.topology.loader import Document, load_paths, load_text, too_many_flows
 from reconciler.topology.model import (
     Cluster,
@@ -45,6 +46,7 @@ from reconciler.topology.model import (
     Topology,
     flow_name,
 )
+from reconciler.topology.principals import principal_problem
 from reconciler.topology.schema import validate_document
 from reconciler.topology.spark_operator import spark_conf_problems
 
@@ -214,6 +216,25 @@ def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -
             )
 
 
+#: The cluster fields that name a principal (issue 45): each names exactly one identity.
+PRINCIPAL_FIELDS = ("replication_principal", "reconciler_principal", "plan_principal")
+
+
+def _check_principals(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
+    raw = _get(doc, path)
+    for key in PRINCIPAL_FIELDS:
+        if not isinstance(raw, dict) or not isinstance(raw.get(key), str):
+            continue  # absent, or not a string: the schema says so
+        problem = principal_problem(raw[key])
+        if problem is not None:
+            diags.error(
+                f"cluster {alias!r}: {key} {raw[key]!r} is not one principal: {problem}",
+                doc.where(path + (key,)),
+                hint="name one principal, e.g. `User:mirror`: the replication principal is granted WRITE on every "
+                "remote topic of the cluster (docs/security.md)",
+            )
+
+
 def _build_cluster(alias: str, doc: Document, path: tuple) -> Cluster:
     raw = _get(doc, path)
     return Cluster(
@@ -223,6 +244,9 @@ def _build_cluster(alias: str, doc: Document, path: tuple) -> Cluster:
         tags={str(k): str(v) for k, v in (raw.get("tags") or {}).items()},
         replication_principal=raw.get("replication_principal"),
         where=doc.where_key(path),
+        reconciler_principal=raw.get("reconciler_principal"),
+        plan_principal=raw.get("plan_principal"),
+        acls_enforced=raw.get("acls_enforced"),
     )
 
 
@@ -357,7 +381,7 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
 #: The settings of an engine's Spark application: every enabled flow of the engine must agree on them (one
 #: application holds them all: reconciler.deployers.local, reconciler.deployers.kubernetes). A `local[N]` master is
 #: raised to the engine's task slots anyway, so local masters agree whatever their N.
-ENGINE_SETTINGS = ("deployer", "master", "spark_conf", "metrics_port")
+ENGINE_SETTINGS = ("deployer", "master", "spark_conf", "metrics_port", "metrics_bind")
 KUBERNETES_ENGINE_SETTINGS = (
     *ENGINE_SETTINGS,
     "namespace",
@@ -456,6 +480,63 @@ def _check_spark_conf(
             )
 
 
+def _job_key_where(
+    flow: Flow, doc: Document, path: tuple, defaults: tuple[Document, tuple] | None, key: str
+) -> SourceLocation | None:
+    """Where a flow's `job.<key>` is written: the flow's own, else `defaults.job`, else the flow."""
+    if key in (_get(doc, path).get("job") or {}):
+        return doc.where(path + ("job", key))
+    if defaults is not None and key in (_get(*defaults).get("job") or {}):
+        return defaults[0].where(defaults[1] + ("job", key))
+    return flow.where
+
+
+def _check_kubernetes_names(
+    built: list[tuple[Flow, Document, tuple]], defaults: tuple[Document, tuple] | None, diags: Diagnostics
+) -> None:
+    """Warn (once per place written) about a kubernetes flow's service account that is the namespace's `default` or
+    named after a privileged ClusterRole, and a namespace of the cluster's own components (k8s_names.py). The names'
+    form is the schema's (DNS-1123)."""
+    said: set[tuple[SourceLocation | None, str]] = set()
+    for flow, doc, path in built:
+        if flow.job.deployer != "kubernetes":
+            continue
+        account, namespace = flow.job.service_account, flow.job.namespace
+        problems = []
+        if account in RISKY_SERVICE_ACCOUNTS:
+            problems.append(
+                (
+                    "service_account",
+                    f"job.service_account {account!r} is {RISKY_SERVICE_ACCOUNTS[account]}",
+                    "give the Spark driver a service account of its own, bound to a Role with only what the Spark "
+                    "operator needs (pods, services, configmaps in its namespace; docs/security.md)",
+                )
+            )
+        if namespace in SYSTEM_NAMESPACES:
+            problems.append(
+                (
+                    "namespace",
+                    f"job.namespace {namespace!r} is a namespace of the cluster's own components",
+                    "run the replication jobs in a namespace of their own",
+                )
+            )
+        if flow.job.metrics_bind is not None:
+            problems.append(
+                (
+                    "metrics_bind",
+                    f"job.metrics_bind {flow.job.metrics_bind!r} is ignored on kubernetes: the driver pod listens on "
+                    "0.0.0.0, the pod network",
+                    "remove it; restrict who reaches the metrics port with a NetworkPolicy (docs/security.md)",
+                )
+            )
+        for key, message, hint in problems:
+            where = _job_key_where(flow, doc, path, defaults, key)
+            if (where, key) in said:
+                continue
+            said.add((where, key))
+            diags.warning(f"flow {flow.name}: {message}", where, hint=hint)
+
+
 def _heartbeat_carriers(flows: list[Flow]) -> list[Flow]:
     """MM2's internal topics are per pair: of a pair's families, only the first enabled one by name
     replicates (and emits) heartbeats; the others leave them alone."""
@@ -504,6 +585,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
     src = _merge_documents(docs, diags)
     for alias, (doc, path) in src.clusters.items():
         _check_secrets(alias, doc, path, diags)
+        _check_principals(alias, doc, path, diags)
     seen: dict[tuple[str, str], dict[str | None, SourceLocation]] = {}
     flow_ok = [_check_flow(_get(doc, path), doc, path, src.clusters, seen, diags) for doc, path in src.flows]
     if not all(valid) or diags.errors:
@@ -522,6 +604,7 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
         _check_effective(flow, clusters, diags)
     _check_engines(flows, diags)
     _check_spark_conf(built, src.singletons.get("defaults"), diags)
+    _check_kubernetes_names(built, src.singletons.get("defaults"), diags)
     _check_spark_conf_secrets(built, src.singletons.get("defaults"), clusters, diags)
     flows = _heartbeat_carriers(flows)
 

@@ -36,6 +36,11 @@ class Cluster:
     tags: Mapping[str, str] = field(default_factory=dict)
     replication_principal: str | None = None
     where: SourceLocation | None = field(default=None, compare=False)
+    # issue 45 (plan/permissions.py): the principal `apply` connects as, the read-only one of `plan`/`drift`, and
+    # whether the cluster enforces ACLs (None: decided from its ACLs)
+    reconciler_principal: str | None = None
+    plan_principal: str | None = None
+    acls_enforced: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,8 @@ class JobSettings:
     kubectl_apply: bool = _JOB["kubectl_apply"]
     # the job's Prometheus port; None: the deployer picks, 0: none
     metrics_port: int | None = _JOB["metrics_port"]
+    # the address the job's /metrics listens on; None: 127.0.0.1 (kubernetes: 0.0.0.0, always)
+    metrics_bind: str | None = _JOB["metrics_bind"]
     # kubernetes: the pods' terminationGracePeriodSeconds
     termination_grace_seconds: int = _JOB["termination_grace_seconds"]
     # the engine (Spark application) the flow runs in; None: its target's (Flow.engine)

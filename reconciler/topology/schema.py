@@ -13,6 +13,7 @@ from jsonschema.exceptions import ValidationError
 
 from reconciler.resources import schema_path
 from reconciler.topology.diagnostics import Diagnostics
+from reconciler.topology.k8s_names import PATTERN_MEANINGS
 from reconciler.topology.loader import Document
 
 
@@ -79,6 +80,19 @@ def _report(err: ValidationError, doc: Document, diags: Diagnostics) -> None:
     if err.validator == "type":
         diags.error(
             f"{at} must be of type {err.validator_value}, not {type(err.instance).__name__} ({err.instance!r})",
+            doc.where(path),
+        )
+        return
+    if err.validator == "pattern" and err.validator_value in PATTERN_MEANINGS:
+        diags.error(f"{at}: {err.instance!r} is not {PATTERN_MEANINGS[err.validator_value]}", doc.where(path))
+        return
+    pattern = err.schema.get("pattern")
+    if err.validator in ("maxLength", "minLength") and pattern in PATTERN_MEANINGS and isinstance(err.instance, str):
+        if not re.search(pattern, err.instance):
+            return  # the value's pattern error says it once
+        diags.error(
+            f"{at}: {err.instance[:40]!r}... is {len(err.instance)} characters long: it is not "
+            f"{PATTERN_MEANINGS[pattern]}",
             doc.where(path),
         )
         return

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
+from reconciler.topology.k8s_names import IP_ADDRESS, LABEL_SCHEMA, SUBDOMAIN_SCHEMA
 
 
 class Type(str, enum.Enum):
@@ -495,7 +496,15 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         examples=({"spark.executor.memory": "2g"},),
     ),
-    _s("job.namespace", Type.STRING, "default", "Kubernetes namespace" + _KUBE + ".", hot=False, spec=None),
+    _s(
+        "job.namespace",
+        Type.STRING,
+        "default",
+        "Kubernetes namespace" + _KUBE + "; a DNS-1123 label (docs/security.md).",
+        hot=False,
+        constraints=LABEL_SCHEMA,
+        spec=None,
+    ),
     _s(
         "job.image",
         Type.STRING,
@@ -509,16 +518,20 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "job.service_account",
         Type.STRING,
         "spark-operator-spark",  # the kubeflow spark-operator chart's, release spark-operator
-        "Service account of the Spark driver pod" + _KUBE + ".",
+        "Service account of the Spark driver pod" + _KUBE + "; a DNS-1123 subdomain, not the namespace's `default` "
+        "(docs/security.md).",
         hot=False,
+        constraints=SUBDOMAIN_SCHEMA,
         spec=None,
     ),
     _s(
         "job.secret_name",
         Type.STRING,
         "reconciler-secrets",
-        "Kubernetes Secret holding the ${ENV_VAR}s the job spec references, one key per variable" + _KUBE + ".",
+        "Kubernetes Secret holding the ${ENV_VAR}s the job spec references, one key per variable" + _KUBE + "; a "
+        "DNS-1123 subdomain.",
         hot=False,
+        constraints=SUBDOMAIN_SCHEMA,
         spec=None,
     ),
     _s(
@@ -547,6 +560,19 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         nullable=True,
         constraints={"minimum": 0, "maximum": 65535},
+        spec=None,
+    ),
+    _s(
+        "job.metrics_bind",
+        Type.STRING,
+        None,
+        "Address the job's /metrics listens on (it has no authentication: docs/security.md); unset: 127.0.0.1, this "
+        "machine only (local, spark-standalone), 0.0.0.0 on kubernetes (the pod network, where Prometheus scrapes "
+        "the pod; the kubernetes deployer ignores the setting). 0.0.0.0 opens it on every interface.",
+        hot=False,
+        nullable=True,
+        constraints={"pattern": IP_ADDRESS},
+        examples=("0.0.0.0",),
         spec=None,
     ),
     _s(

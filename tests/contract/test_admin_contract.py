@@ -13,7 +13,15 @@ import pytest
 from reconciler.adapters.base import AclsUnavailableError, ConfigAlteration, NewTopicSpec, ResultCode
 from reconciler.apply.lock import Lease, LockHeld
 from reconciler.state.configs import detect_mode, explicit_configs
-from reconciler.state.live import AclBinding, AclOperation, AclPermission, AclUnavailable
+from reconciler.state.live import (
+    CLUSTER_RESOURCE_NAME,
+    AclBinding,
+    AclOperation,
+    AclPattern,
+    AclPermission,
+    AclResource,
+    AclUnavailable,
+)
 
 
 def eventually(check, timeout=15.0):
@@ -129,6 +137,46 @@ def test_acls_or_unsupported(admin, prefix):
     assert eventually(lambda: acl in admin.describe_acls())
     assert admin.delete_acls([acl])[acl].ok
     assert eventually(lambda: acl not in admin.describe_acls())
+
+
+def test_acls_of_every_resource_type_are_read_with_their_type(admin, prefix):
+    """The permission check (plan/permissions.py) reads group, cluster and transactional-id ACLs too (issue 45)."""
+    if admin.acls_unavailable() is not None:
+        pytest.skip("no ACLs to manage here (test_acls_or_unsupported says what instead)")
+    acls = [
+        AclBinding(
+            f"{prefix}.g",
+            "User:reconciler-contract",
+            "*",
+            AclOperation.READ,
+            AclPermission.ALLOW,
+            AclPattern.LITERAL,
+            AclResource.GROUP,
+        ),
+        AclBinding(
+            CLUSTER_RESOURCE_NAME,
+            "User:reconciler-contract",
+            "*",
+            AclOperation.DESCRIBE,
+            AclPermission.ALLOW,
+            AclPattern.LITERAL,
+            AclResource.CLUSTER,
+        ),
+        AclBinding(
+            f"{prefix}.txn.",
+            "User:reconciler-contract",
+            "*",
+            AclOperation.WRITE,
+            AclPermission.ALLOW,
+            AclPattern.PREFIXED,
+            AclResource.TRANSACTIONAL_ID,
+        ),
+    ]
+    results = admin.create_acls(acls)
+    assert all(r.ok for r in results.values()), results
+    assert eventually(lambda: set(acls) <= set(admin.describe_acls()))
+    assert all(r.ok for r in admin.delete_acls(acls).values())
+    assert eventually(lambda: not set(acls) & set(admin.describe_acls()))
 
 
 def test_records_round_trip_with_tombstones(admin, prefix):

@@ -174,6 +174,7 @@ def test_the_local_deployer_gives_each_job_a_metrics_port_that_status_shows(
     try:
         env.apply()
         assert env.record()["metrics_port"] is None, "the job binds a free port itself"
+        assert env.record()["metrics_bind"] == "127.0.0.1", "this machine only (issue 45)"
         port = wait_for(lambda: LocalDeployer().metrics_port("west->east"), 60, what="the port the job bound")
         assert isinstance(port, int) and port > 0
         wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 300, 120, what=f"orders replicated ({env.log()})")

@@ -176,9 +176,17 @@ def test_metrics_port_is_a_job_setting_handed_to_the_deployer(tmp_path):
     topo = topology(
         "flows:\n  - {source: west, target: east, job: {metrics_port: 9500}}\n  - {source: east, target: west}"
     )
-    assert deployment_options(topo.flows[0].job, topo.flows[0].engine) == {"metrics_port": 9500, "engine": "east"}
+    assert deployment_options(topo.flows[0].job, topo.flows[0].engine) == {
+        "metrics_port": 9500,
+        "metrics_bind": None,
+        "engine": "east",
+    }
     # the deployer picks the port; the engine is the target's (one per target cluster)
-    assert deployment_options(topo.flows[1].job, topo.flows[1].engine) == {"metrics_port": None, "engine": "west"}
+    assert deployment_options(topo.flows[1].job, topo.flows[1].engine) == {
+        "metrics_port": None,
+        "metrics_bind": None,
+        "engine": "west",
+    }
     bad = tmp_path / "t.yaml"
     bad.write_text(
         "apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: t}\nclusters:\n"
@@ -425,9 +433,9 @@ def test_a_process_deployer_is_told_the_task_slots_of_every_flow_of_the_engine()
     )
     jobs = desired_jobs(topo)
     assert {name: dict(j.options) for name, j in jobs.items()} == {
-        "west->east:a": {"metrics_port": None, "engine": "east", "engine_slots": 5},
-        "west->east:b": {"metrics_port": None, "engine": "east", "engine_slots": 5},
-        "east->west": {"metrics_port": None, "engine": "west", "engine_slots": 1},
+        "west->east:a": {"metrics_port": None, "metrics_bind": None, "engine": "east", "engine_slots": 5},
+        "west->east:b": {"metrics_port": None, "metrics_bind": None, "engine": "east", "engine_slots": 5},
+        "east->west": {"metrics_port": None, "metrics_bind": None, "engine": "west", "engine_slots": 1},
     }
 
 

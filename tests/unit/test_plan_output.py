@@ -50,8 +50,10 @@ def test_json_shape_and_round_trip(world):
         "summary",
         "actions",
         "findings",
+        "permissions",
     }
-    assert doc["format_minor"] == 3 and all("reason_kind" in x for x in doc["actions"] + doc["findings"])
+    assert doc["permissions"] == []  # no cluster of the world enforces ACLs (test_permissions.py)
+    assert doc["format_minor"] == 4 and all("reason_kind" in x for x in doc["actions"] + doc["findings"])
     create = next(a for a in doc["actions"] if a["kind"] == "create_topic" and a["topic"] == "west.orders")
     assert create == {
         "kind": "create_topic",

@@ -31,6 +31,7 @@ BAD = {
     "RECONCILER_KUBECTL": "no-such-kubectl-abc",
     "RECONCILER_STATE_DIR": "{file}",
     "RECONCILER_METRICS_PORT": "abc",
+    "RECONCILER_METRICS_BIND": "abc",
     "RECONCILER_TEST_TXN_DELAY_MS": "abc",
     "RECONCILER_JOB_DIR": "{file}",
     "RECONCILER_JOB_INSTANCE": None,  # any text is an id
