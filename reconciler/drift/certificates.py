@@ -91,7 +91,7 @@ class CertificateCheck:
         """Whole days to the earliest expiry (negative: days since it expired)."""
         if self.seconds_left is None:
             return None
-        return int(self.seconds_left // DAY_SECONDS) if self.seconds_left >= 0 else -int(-self.seconds_left // DAY_SECONDS)
+        return int(self.seconds_left / DAY_SECONDS)  # toward zero
 
     def to_dict(self) -> dict:
         return {
@@ -148,9 +148,9 @@ def _time(tag: int, value: bytes) -> int:
             when = dt.datetime.strptime(text, "%Y%m%d%H%M%SZ")
         else:
             raise CertificateError("malformed certificate (validity)")
-    except (UnicodeDecodeError, ValueError) as exc:
-        if isinstance(exc, CertificateError):
-            raise
+    except CertificateError:
+        raise
+    except ValueError:  # UnicodeDecodeError is one
         raise CertificateError("malformed certificate (validity time)") from None
     return int(when.replace(tzinfo=dt.UTC).timestamp() * 1000)
 

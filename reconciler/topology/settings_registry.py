@@ -664,7 +664,7 @@ TOPOLOGY_SETTINGS: tuple[Setting, ...] = (
         30,
         "Days before a cluster's client or CA certificate (`ssl.certificate.location`, `ssl.ca.location`, "
         "`ssl.certificate.pem`, `ssl.ca.pem`) expires from which `drift` reports it (an expired one always is); "
-        "0: only expired ones (docs/security.md, \"Certificate expiry\").",
+        '0: only expired ones (docs/security.md, "Certificate expiry").',
         constraints={"minimum": 0},
     ),
 )

@@ -220,9 +220,7 @@ def test_every_output_shows_it_escaped(certs, tmp_path):
     assert "certificates expiring" in html and "in 2 days" in html  # html.escape, the HTML report's own rule
     assert "c_&lt;i&gt;" in html and "<i>" not in html
     prom = drift_prometheus.render(report)
-    [sample] = [
-        line for line in prom.splitlines() if line.startswith("reconciler_drift_certificate_expiry_seconds{")
-    ]
+    [sample] = [line for line in prom.splitlines() if line.startswith("reconciler_drift_certificate_expiry_seconds{")]
     assert 'cluster="west"' in sample and 'setting="ssl.certificate.location"' in sample
     assert float(sample.rsplit(" ", 1)[1]) == pytest.approx(2 * DAY_SECONDS, abs=1)
     assert 'reconciler_drift_items{category="certificate",cluster="west",level="drift"} 1.0' in prom
