@@ -97,7 +97,7 @@ CATEGORY_TITLES = {
     Category.LATENCY: "latency over SLO",
     Category.HEARTBEAT: "heartbeat age over SLO",
     Category.CLUSTER: "unreadable clusters",
-    Category.CERTIFICATE: "certificates expiring",
+    Category.CERTIFICATE: "certificates expired or expiring",
     Category.REVISION: "revisions",
     Category.OTHER: "other",
 }

@@ -156,6 +156,7 @@ def test_drift_reports_expiring_and_unreadable_certificates(certs, monkeypatch):
     now = not_after_ms(certs["client"]) - 9 * DAY_MS - 1000  # client: 9 days left; bundle: its intermediate, 4
     report = run(w, now)
     assert report.status() == "drift" and report.counts() == {"certificate": 2}, report.headline()
+    assert "(2 certificates expired or expiring) on 1 cluster" in report.headline()
     west = {i.subject: i for i in cert_items(report) if i.cluster == "west"}
     assert set(west) == {"ssl.certificate.location", "ssl.ca.location"}  # the 400-day PEM text is fine
     client, bundle = west["ssl.certificate.location"], west["ssl.ca.location"]
@@ -217,7 +218,7 @@ def test_every_output_shows_it_escaped(certs, tmp_path):
     row = next(line for line in md.splitlines() if "| certificate |" in line)
     assert "in 2 days" in row and "a\\`b\\|\\*c\\_\\<i\\>\\\\x1b\\[31m" in row and "\x1b" not in md
     html = drift_html.render(report, w.topology)
-    assert "certificates expiring" in html and "in 2 days" in html  # html.escape, the HTML report's own rule
+    assert "certificates expired or expiring" in html and "in 2 days" in html  # html.escape, the HTML report's own rule
     assert "c_&lt;i&gt;" in html and "<i>" not in html
     prom = drift_prometheus.render(report)
     [sample] = [line for line in prom.splitlines() if line.startswith("reconciler_drift_certificate_expiry_seconds{")]
