@@ -197,9 +197,11 @@ def _explain(pattern: str, error: str) -> str:
     if what == "invalid perl operator":
         at = pattern.find(fragment)
         here = pattern[at:] if at >= 0 else fragment
-        for start, message in _PERL_OPERATORS:
-            if here.startswith(start):
-                return message + where
+        while at >= 0:  # `(?P<n>a)(?P=n)`: RE2 names `(?P`, the second one
+            for start, message in _PERL_OPERATORS:
+                if pattern.startswith(start, at):
+                    return f"{message} (character {at + 1} of the pattern)"
+            at = pattern.find(fragment, at + 1)
         if here.startswith("(?") and len(here) > 2 and here[2].isalpha():
             return f"the inline flag `{here[:3]}` is not supported by the linear-time matcher: {_FLAGS}{where}"
         return f"the group `{fragment}` is not supported by the linear-time matcher{where}"
