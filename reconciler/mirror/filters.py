@@ -109,6 +109,9 @@ class UserPattern:
             return False  # a lone surrogate: no Kafka name holds one
         return bool(self._regexp.Match(_BOTH, text, 0, len(text))[0] != _NO_MATCH)
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return UserPattern, (self.pattern,)  # a job's spec is pickled to Spark's workers; RE2's program is not
+
     def __repr__(self) -> str:
         return f"UserPattern({self.pattern!r})"
 
@@ -295,9 +298,10 @@ def compile_user_pattern(pattern: str) -> UserPattern:
 class _AnyOf:
     """Several user patterns: one RE2 program of their union when it fits RE2's memory, else each in turn."""
 
-    __slots__ = ("_parts",)
+    __slots__ = ("_patterns", "_parts")
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
+        self._patterns = patterns
         compiled = [compile_user_pattern(p) for p in patterns]  # refuses a bad one, by its own words
         try:
             self._parts: tuple[UserPattern, ...] = (
@@ -308,6 +312,9 @@ class _AnyOf:
 
     def fullmatch(self, name: str) -> bool:
         return any(p.fullmatch(name) for p in self._parts)
+
+    def __reduce__(self) -> tuple[Any, tuple[tuple[str, ...]]]:
+        return _AnyOf, (self._patterns,)
 
 
 def _compile_any(patterns: tuple[str, ...]) -> _AnyOf | None:

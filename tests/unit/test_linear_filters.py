@@ -182,6 +182,26 @@ def test_a_name_longer_than_its_bound_never_matches():
     assert ConfigPropertyFilter().apply(configs) == {"retention.ms": "1"}, "no config is named so: not copied"
 
 
+def test_a_filter_that_has_matched_still_pickles():
+    """The driver routes topics with the spec's filters, then pickles the spec to Spark's workers."""
+    import copy
+    import pickle
+
+    from reconciler.contract.spec import JobSpec
+    from reconciler.topology.build import load_topology_text
+    from tests.helpers import MINIMAL
+
+    topology = load_topology_text(MINIMAL)
+    spec = JobSpec.from_flow(topology, topology.flows[0])
+    flow = spec.mirror_flow
+    assert flow.topics.matches("orders.eu") and not flow.topics.matches("orders.tmp")
+    assert not flow.groups.matches("connect-x") and flow.config_properties.should_replicate("retention.ms")
+    again = pickle.loads(pickle.dumps(spec))
+    assert again.mirror_flow.topics.matches("orders.eu") and again == spec
+    flt = TopicFilter(("a", "b.*"))
+    assert flt.matches("bx") and copy.deepcopy(flt).matches("bx")
+
+
 def test_a_name_with_a_lone_surrogate_never_matches():
     assert not TopicFilter((".*",)).matches("a\ud800")
 
