@@ -115,6 +115,6 @@ def examples(pattern: str) -> tuple[str, ...]:
     compiled = compile_user_pattern(pattern)  # the filters' matcher decides, not Python's parser
     try:
         candidates = _seq(sre_parse.parse(pattern))
-    except (re.error, RecursionError, TypeError, OverflowError):
+    except (re.error, RecursionError, TypeError, OverflowError, ValueError, MemoryError):
         return ()  # RE2-only syntax (`\p{L}`, `\Q...\E`, `(?<n>...)`): no example, an approximation
     return tuple(dict.fromkeys(c for c in candidates if c and compiled.fullmatch(c)))

@@ -234,6 +234,10 @@ def _repeats(pattern: str) -> Iterator[str]:
                 end = pattern.find("\\E", i + 2)
                 i = len(pattern) if end < 0 else end + 2
                 continue
+            if pattern[i + 1 : i + 2] in ("x", "p", "P") and pattern.startswith("{", i + 2):  # `\x{1234}`, `\p{L}`
+                end = pattern.find("}", i + 2)
+                i = len(pattern) if end < 0 else end + 1
+                continue
             i += 2
             continue
         if in_class:
@@ -256,7 +260,6 @@ def _repeats(pattern: str) -> Iterator[str]:
         i += 1
 
 
-@lru_cache(maxsize=8192)
 def pattern_problem(pattern: Any) -> str | None:
     """Why the linear-time matcher refuses `pattern` (the construct, where, and what to write instead), or None.
 
@@ -266,6 +269,11 @@ def pattern_problem(pattern: Any) -> str | None:
     pattern's FILE:LINE:COL, and a filter refuses to be built with such a pattern (a job reading its spec)."""
     if not isinstance(pattern, str):
         return f"is not a string ({type(pattern).__name__})"
+    return _problem(pattern)
+
+
+@lru_cache(maxsize=8192)
+def _problem(pattern: str) -> str | None:
     if len(pattern) > MAX_PATTERN_CHARS:
         return f"has {len(pattern):,} characters (limit {MAX_PATTERN_CHARS:,}): split it, or use a shorter prefix"
     for bad in _repeats(pattern):

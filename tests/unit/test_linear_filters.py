@@ -316,6 +316,9 @@ def test_a_filter_joins_its_patterns_as_before(include, name):
         (r"\w+", "caf\u00e9", False),  # ASCII \w, as Java's (Python's re reads Unicode)
         (r"\d", "\u0663", False),  # ASCII \d, as Java's
         (".", "\n", False),
+        (r"caf\x{e9}", "caf\u00e9", True),
+        (r"\x{2603}{2}", "\u2603\u2603", True),  # not a count of 2603
+        ("x{1000}", "x" * 1000, True),
     ],
 )
 def test_the_documented_choices(pattern, name, matches):
