@@ -227,6 +227,24 @@ def test_plan_against_a_cluster_holding_a_long_topic_name_completes(length):
     assert not any(name.startswith(("west.aaa", "west.xxx")) for name in created)
 
 
+def test_an_engines_topic_refresh_reports_a_topic_name_past_kafkas_limit_and_copies_the_rest():
+    from reconciler.contract.spec import JobSpec
+    from reconciler.engine.topics import TopicInfo, plan_partitions
+    from reconciler.topology.build import load_topology_text
+
+    topology = load_topology_text(_topology_with(r"\w*\w*\w*\w*\w*\w*\w*\w*z"))
+    flow = JobSpec.from_flow(topology, topology.flows[0]).mirror_flow
+    long_name, fine = "a" * 9_999 + "z", "a" * 200 + "z"
+    source = {long_name: TopicInfo(long_name, 1), fine: TopicInfo(fine, 1)}
+    t = time.perf_counter()
+    plan = plan_partitions(flow, source, {})
+    assert time.perf_counter() - t < 1
+    assert [rt.remote for rt in plan.create] == ["west." + fine]
+    assert plan.findings == [
+        f"source topic {'a' * 60}... (10,000 chars) is longer than Kafka's 249 characters: never replicated"
+    ]
+
+
 # --- 4. MirrorMaker 2's patterns keep working ----------------------------------------------------
 
 CORPUS = Path(__file__).parent / "interop_files" / "corpus"
