@@ -264,6 +264,18 @@ def _patterns_in(node) -> list[str]:
     return []
 
 
+def test_an_imported_mm2_pattern_re2_cannot_read_is_named_at_the_line_of_the_setting(tmp_path, capsys):
+    """Java reads lookahead; an import says at the input's line what to write instead (nothing is written)."""
+    src = tmp_path / "mm2.properties"
+    src.write_text(
+        "clusters = a, b\na.bootstrap.servers = a:1\nb.bootstrap.servers = b:1\na->b.enabled = true\n"
+        "a->b.topics = orders, (?!tmp-).*\n"
+    )
+    assert main(["import", "mm2", str(src)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{src}:5: error: pattern '(?!tmp-).*' is refused: negative lookahead `(?!`"), err
+
+
 def test_mirrormaker_2s_built_in_excludes_and_the_import_corpus_patterns_are_read():
     builtins = DEFAULT_TOPIC_EXCLUDES + DEFAULT_GROUP_EXCLUDES + DEFAULT_CONFIG_PROPERTY_EXCLUDES
     assert [p for p in builtins if pattern_problem(p)] == []
