@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reconciler import settings
 from reconciler.adapters.base import (
@@ -24,7 +24,8 @@ from reconciler.adapters.base import (
     Record,
     TopicMeta,
 )
-from reconciler.adapters.probe import ProbeError, probe_api_versions
+from reconciler.adapters.connect_errors import ErrorCollector, diagnose, message
+from reconciler.adapters.probe import ProbeError, probe_api_versions, tls_cause
 from reconciler.adapters.read_to_end import read_to_end as read_partitions_to_end
 from reconciler.adapters.read_to_end import reader_config
 from reconciler.state.configs import RawConfigEntry
@@ -78,8 +79,10 @@ class KafkaAdmin:
         self._conf = client_config(cluster, environ)
         self._redact = secrets.Redactor()
         self._redact.add_from(cluster.config, environ)
+        self._errors = ErrorCollector()  # librdkafka's error callbacks: why a connection failed (TLS, SASL)
         try:
-            self._admin = AdminClient({**self._conf, "socket.timeout.ms": int(timeout * 1000)}, logger=_log)
+            conf: dict[str, Any] = {**self._conf, "socket.timeout.ms": int(timeout * 1000), "error_cb": self._errors}
+            self._admin = AdminClient(conf, logger=_log)
         except Exception as exc:  # noqa: BLE001 - e.g. an unknown or invalid client property
             raise AdminError(f"cluster {self.alias!r}: invalid client configuration: {self._msg(exc)}") from None
         self._caps: Capabilities | None = None
@@ -119,6 +122,16 @@ class KafkaAdmin:
             return OpResult.unsupported(detail) if reason is AclUnavailable.DISABLED else OpResult.failed(detail)
         return OpResult.failed(self._msg(exc))
 
+    def connection_cause(self) -> str | None:
+        """After a failed call: the line saying why the cluster could not be talked to (an untrusted certificate,
+        a client certificate required, SASL credentials refused...) from librdkafka's error callbacks, or None."""
+        try:
+            self._admin.poll(0.2)  # serves the error callbacks queued while the call waited
+        except Exception:  # noqa: BLE001
+            pass
+        cause = diagnose(self._errors.snapshot(), str(self._conf.get("security.protocol", "PLAINTEXT")))
+        return None if cause is None else self._redact(message(self.alias, self._conf["bootstrap.servers"], cause))
+
     # --- reads -----------------------------------------------------------------------------
     def capabilities(self) -> Capabilities:
         if self._caps is None:
@@ -127,6 +140,10 @@ class KafkaAdmin:
                     probe_api_versions(self._conf["bootstrap.servers"], self._conf, timeout=min(self.timeout, 10.0))
                 )
             except ProbeError as exc:
+                if (cause := tls_cause(exc, self._conf)) is not None:  # the handshake failed: so will every call
+                    raise AdminError(
+                        self._redact(message(self.alias, self._conf["bootstrap.servers"], cause))
+                    ) from None
                 if exc.unreachable:
                     raise AdminError(
                         f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: "
@@ -145,6 +162,8 @@ class KafkaAdmin:
         try:
             md = self._admin.list_topics(timeout=self.timeout)
         except KafkaException as exc:
+            if (why := self.connection_cause()) is not None:
+                raise AdminError(why) from None
             raise AdminError(
                 f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: {self._msg(exc)}"
             ) from None

@@ -143,10 +143,16 @@ class Broker:
         return f"{self.host}:{self.port}"
 
 
-def broker_command(engine: Engine, host: str, port: int, data_dir: Path | None) -> list[str]:
-    """The command line of one broker on host:port (noida: keeping its data in `data_dir`)."""
+def broker_command(
+    engine: Engine, host: str, port: int, data_dir: Path | None, advertised: tuple[str, int] | None = None
+) -> list[str]:
+    """The command line of one broker on host:port (noida: keeping its data in `data_dir`). `advertised`: the
+    host:port its metadata sends clients to instead of its own (a TLS terminator in front of it, dev/tls.py);
+    only Tansu can."""
     if engine is Engine.NOIDA:
         assert data_dir is not None
+        if advertised is not None:
+            raise DevClusterError("noida-db cannot advertise another address than the one it listens on")
         return [
             str(noida_binary()),
             "start",
@@ -160,13 +166,14 @@ def broker_command(engine: Engine, host: str, port: int, data_dir: Path | None) 
             str(data_dir),
         ]
     url = f"tcp://{host}:{port}"
+    advertised_url = f"tcp://{advertised[0]}:{advertised[1]}" if advertised else url
     return [
         str(tansu_binary()),
         "broker",
         "--listener-url",
         url,
         "--advertised-listener-url",
-        url,
+        advertised_url,
         "--storage-engine",
         "memory://tansu/",
     ]
@@ -179,9 +186,11 @@ def start_broker(
     timeout: float = 30.0,
     engine: Engine | None = None,
     data_dir: Path | None = None,
+    advertised: tuple[str, int] | None = None,
 ) -> Broker:
     """Start a broker on host:port (detached from our session) and wait until it answers Kafka requests.
-    noida keeps its data in `data_dir` (default: a new temporary directory, removed by `discard`)."""
+    noida keeps its data in `data_dir` (default: a new temporary directory, removed by `discard`).
+    `advertised`: the address its metadata names instead of host:port (Tansu only; see broker_command)."""
     if not is_loopback(host):
         raise DevClusterError(f"refusing to start a dev broker on non-loopback address {host!r}")
     if port_open(host, port):
@@ -193,7 +202,7 @@ def start_broker(
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
     proc = subprocess.Popen(
-        broker_command(engine, host, port, data_dir),
+        broker_command(engine, host, port, data_dir, advertised),
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
