@@ -114,7 +114,7 @@ _RULES = _rules()
 #: A plaintext client at a TLS (or SASL) port: the broker closes the connection before it answers ApiVersions.
 _CLOSED_EARLY = re.compile(
     r"(connection reset by peer|Disconnected).{0,60}in state APIVERSION_QUERY|"
-    r"connection closed during ApiVersions",
+    r"connection closed during ApiVersions|^\[Errno 104\] Connection reset by peer$",
     re.IGNORECASE,
 )
 
@@ -133,8 +133,8 @@ def diagnose(texts: Iterable[str], protocol: str = "PLAINTEXT") -> Cause | None:
             if _CLOSED_EARLY.search(t):
                 return Cause(
                     "not-tls-client",
-                    "the broker closed the connection before answering (connection reset): it probably expects TLS "
-                    "or SASL; set security.protocol (SSL, SASL_SSL or SASL_PLAINTEXT) and the settings that go with it",
+                    "the broker closed the connection before answering (connection reset): it probably expects TLS; "
+                    "set security.protocol to SSL (or SASL_SSL) and ssl.ca.location",
                 )
     for t in texts:
         if "_SSL" in t or "SSL handshake failed" in t or "SSLError" in t:

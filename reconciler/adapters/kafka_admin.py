@@ -24,7 +24,7 @@ from reconciler.adapters.base import (
     Record,
     TopicMeta,
 )
-from reconciler.adapters.connect_errors import ErrorCollector, diagnose, message
+from reconciler.adapters.connect_errors import Cause, ErrorCollector, diagnose, message
 from reconciler.adapters.probe import ProbeError, probe_api_versions, tls_cause
 from reconciler.adapters.read_to_end import read_to_end as read_partitions_to_end
 from reconciler.adapters.read_to_end import reader_config
@@ -86,6 +86,7 @@ class KafkaAdmin:
         except Exception as exc:  # noqa: BLE001 - e.g. an unknown or invalid client property
             raise AdminError(f"cluster {self.alias!r}: invalid client configuration: {self._msg(exc)}") from None
         self._caps: Capabilities | None = None
+        self._probe_cause: Cause | None = None  # what the probe's failure said, when it says why (connect_errors)
         self._acl_probe: tuple[AclUnavailable | None] | None = None  # acls_unavailable(), asked once
         self._producer: Producer | None = None
 
@@ -130,6 +131,7 @@ class KafkaAdmin:
         except Exception:  # noqa: BLE001
             pass
         cause = diagnose(self._errors.snapshot(), str(self._conf.get("security.protocol", "PLAINTEXT")))
+        cause = cause or self._probe_cause  # e.g. a plaintext client at a TLS port: librdkafka only says "down"
         return None if cause is None else self._redact(message(self.alias, self._conf["bootstrap.servers"], cause))
 
     # --- reads -----------------------------------------------------------------------------
@@ -144,6 +146,7 @@ class KafkaAdmin:
                     raise AdminError(
                         self._redact(message(self.alias, self._conf["bootstrap.servers"], cause))
                     ) from None
+                self._probe_cause = diagnose(exc.reasons, str(self._conf.get("security.protocol", "PLAINTEXT")))
                 if exc.unreachable:
                     raise AdminError(
                         f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: "
