@@ -273,12 +273,13 @@ def test_plan_apply_copy_status_drift_verify_over_tls_and_mutual_tls(secure_fact
         # status, drift, verify: all read the clusters over TLS
         def running():
             code, out = cli.run("status", "TOPO")
-            return out if code == 0 and "running" in out and "exactly-once" in out else None
+            [row] = [line for line in out.splitlines() if line.startswith("west->east ")]
+            return out if code == 0 and " running " in row and "1 of 1 job run the desired spec" in out else None
 
-        wait_for(running, 60, interval=2, what="status: running exactly-once")
+        wait_for(running, 60, interval=2, what="status: the job runs the desired (exactly-once) spec")
         code, out = cli.run("drift", "TOPO", "--format", "json")
         doc = json.loads(out[: out.rindex("}") + 1])
-        assert code == 0 and doc["status"] == "ok", out
+        assert code == 0 and doc["status"] == "in-sync" and doc["flows"][0]["status"] == "ok", out
         code, out = cli.run("verify", "TOPO", "--flow", "west->east")
         assert code == 0 and "clean" in out, out
     finally:
