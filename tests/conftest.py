@@ -67,12 +67,12 @@ class SecureFactory:
         self.brokers: list = []
         self._n = itertools.count()
 
-    def start(self, mutual: bool = False):
+    def start(self, mutual: bool = False, sasl: bool = False):
         from reconciler.dev.tls import start_secure_broker
 
         n = next(self._n)
         broker = start_secure_broker(
-            self.work / f"tls-{n}", self.ca, mutual=mutual, log_path=self.work / f"tansu-tls-{n}.log"
+            self.work / f"tls-{n}", self.ca, mutual=mutual, sasl=sasl, log_path=self.work / f"tansu-tls-{n}.log"
         )
         self.brokers.append(broker)
         return broker

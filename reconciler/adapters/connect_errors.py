@@ -86,7 +86,8 @@ def _rules() -> list[tuple[re.Pattern[str], str, str]]:
         # SASL
         (
             rx(
-                r"unsupported sasl mechanism|UNSUPPORTED_SASL_MECHANISM|no worthy mechs|mechanism .* not (enabled|supported)"
+                r"unsupported sasl mechanism|UNSUPPORTED_SASL_MECHANISM|no worthy mechs|mechanism .* not (enabled|supported)|"
+                r"mechanism handshake failed"
             ),
             "sasl-mechanism",
             "SASL authentication failed: the broker does not offer this mechanism; set sasl.mechanism to one its "
@@ -133,8 +134,8 @@ def diagnose(texts: Iterable[str], protocol: str = "PLAINTEXT") -> Cause | None:
             if _CLOSED_EARLY.search(t):
                 return Cause(
                     "not-tls-client",
-                    "the broker closed the connection before answering (connection reset): it probably expects TLS; "
-                    "set security.protocol to SSL (or SASL_SSL) and ssl.ca.location",
+                    "the broker closed the connection before answering (connection reset): it probably expects TLS "
+                    "or SASL; set security.protocol (SSL, SASL_SSL or SASL_PLAINTEXT) and the settings that go with it",
                 )
     for t in texts:
         if "_SSL" in t or "SSL handshake failed" in t or "SSLError" in t:

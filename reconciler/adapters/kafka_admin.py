@@ -51,6 +51,8 @@ _log.addHandler(logging.NullHandler())
 _log.propagate = False
 
 DEFAULT_TIMEOUT = settings.admin_timeout()
+#: Seconds of one metadata request's wait, after which librdkafka's error callbacks are looked at (list_topics).
+METADATA_SLICE = 2.0
 
 
 def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -123,15 +125,17 @@ class KafkaAdmin:
             return OpResult.unsupported(detail) if reason is AclUnavailable.DISABLED else OpResult.failed(detail)
         return OpResult.failed(self._msg(exc))
 
-    def connection_cause(self) -> str | None:
+    def connection_cause(self, librdkafka_only: bool = False) -> str | None:
         """After a failed call: the line saying why the cluster could not be talked to (an untrusted certificate,
-        a client certificate required, SASL credentials refused...) from librdkafka's error callbacks, or None."""
+        a client certificate required, SASL credentials refused...) from librdkafka's error callbacks, else (unless
+        `librdkafka_only`) from the probe's failure; or None."""
         try:
             self._admin.poll(0.2)  # serves the error callbacks queued while the call waited
         except Exception:  # noqa: BLE001
             pass
         cause = diagnose(self._errors.snapshot(), str(self._conf.get("security.protocol", "PLAINTEXT")))
-        cause = cause or self._probe_cause  # e.g. a plaintext client at a TLS port: librdkafka only says "down"
+        if not librdkafka_only:
+            cause = cause or self._probe_cause  # e.g. a plaintext client at a TLS port: librdkafka only says "down"
         return None if cause is None else self._redact(message(self.alias, self._conf["bootstrap.servers"], cause))
 
     # --- reads -----------------------------------------------------------------------------
@@ -162,14 +166,22 @@ class KafkaAdmin:
     def list_topics(self) -> dict[str, TopicMeta]:
         from confluent_kafka import KafkaException
 
-        try:
-            md = self._admin.list_topics(timeout=self.timeout)
-        except KafkaException as exc:
-            if (why := self.connection_cause()) is not None:
-                raise AdminError(why) from None
-            raise AdminError(
-                f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: {self._msg(exc)}"
-            ) from None
+        # In slices: a TLS or SASL failure librdkafka reports (error_cb) ends the wait at once, since retrying
+        # cannot cure it; anything else is waited for until the timeout, as before.
+        deadline = time.monotonic() + self.timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                md = self._admin.list_topics(timeout=max(0.1, min(METADATA_SLICE, remaining)))
+                break
+            except KafkaException as exc:
+                last_slice = remaining <= METADATA_SLICE
+                if (why := self.connection_cause(librdkafka_only=not last_slice)) is not None:
+                    raise AdminError(why) from None
+                if last_slice:
+                    raise AdminError(
+                        f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: {self._msg(exc)}"
+                    ) from None
         out = {}
         for name, tm in md.topics.items():
             if tm.error is not None or not tm.partitions:

@@ -145,7 +145,15 @@ def probe_api_versions(
                 reasons.append(str(exc) or f"no connection within {timeout:g}s")
             errors.append(f"{host}:{port}: {reasons[-1]}")
         except (OSError, ValueError, ProbeError, ssl.SSLError) as exc:
-            reasons.append(str(exc))
+            reason = str(exc)
+            if (
+                took
+                and "SSL" in protocol
+                and isinstance(exc, _CLOSED)
+                and not isinstance(exc, ssl.SSLCertVerificationError)
+            ):
+                reason = _tls_alert(host, int(port), config, timeout) or reason
+            reasons.append(reason)
             errors.append(f"{host}:{port}: {reasons[-1]}")
     raise ProbeError(
         "; ".join(errors) or "no bootstrap address",
@@ -153,6 +161,27 @@ def probe_api_versions(
         silent=silent,
         reasons=tuple(reasons),
     )
+
+
+#: How a TLS connection ends when the broker's alert (a client certificate required or refused) was lost: our request
+#: written after the alert made the connection reset, which discards the alert.
+_CLOSED = (ConnectionResetError, BrokenPipeError, ssl.SSLEOFError, ssl.SSLZeroReturnError, ProbeError)
+
+
+def _tls_alert(host: str, port: int, config: Mapping[str, str], timeout: float) -> str | None:
+    """After a TLS connection was closed on us: connect again and, before writing anything, wait up to 1 s for the
+    alert a broker sends when it refuses the client (TLS 1.3 checks the client certificate after the handshake).
+    The alert's text, or None."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            with _ssl_context(config).wrap_socket(raw, server_hostname=host) as sock:
+                sock.settimeout(min(timeout, 1.0))
+                sock.recv(1)
+    except ssl.SSLError as exc:
+        return str(exc)
+    except OSError:
+        return None
+    return None
 
 
 class Unreachable(Exception):

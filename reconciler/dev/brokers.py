@@ -144,15 +144,21 @@ class Broker:
 
 
 def broker_command(
-    engine: Engine, host: str, port: int, data_dir: Path | None, advertised: tuple[str, int] | None = None
+    engine: Engine,
+    host: str,
+    port: int,
+    data_dir: Path | None,
+    advertised: tuple[str, int] | None = None,
+    authentication: bool = False,
 ) -> list[str]:
     """The command line of one broker on host:port (noida: keeping its data in `data_dir`). `advertised`: the
     host:port its metadata sends clients to instead of its own (a TLS terminator in front of it, dev/tls.py);
-    only Tansu can."""
+    only Tansu can. `authentication`: Tansu's `--authentication`, SASL required of every client (and no user can be
+    created in memory storage: every client is refused; docs/brokers.md, "Secure test brokers")."""
     if engine is Engine.NOIDA:
         assert data_dir is not None
-        if advertised is not None:
-            raise DevClusterError("noida-db cannot advertise another address than the one it listens on")
+        if advertised is not None or authentication:
+            raise DevClusterError("noida-db can neither advertise another address nor require SASL")
         return [
             str(noida_binary()),
             "start",
@@ -176,7 +182,7 @@ def broker_command(
         advertised_url,
         "--storage-engine",
         "memory://tansu/",
-    ]
+    ] + (["--authentication"] if authentication else [])
 
 
 def start_broker(
@@ -187,6 +193,7 @@ def start_broker(
     engine: Engine | None = None,
     data_dir: Path | None = None,
     advertised: tuple[str, int] | None = None,
+    authentication: bool = False,
 ) -> Broker:
     """Start a broker on host:port (detached from our session) and wait until it answers Kafka requests.
     noida keeps its data in `data_dir` (default: a new temporary directory, removed by `discard`).
@@ -202,7 +209,7 @@ def start_broker(
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
     proc = subprocess.Popen(
-        broker_command(engine, host, port, data_dir, advertised),
+        broker_command(engine, host, port, data_dir, advertised, authentication),
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -217,7 +224,7 @@ def start_broker(
                 f"{engine.product} exited with code {proc.returncode} on {host}:{port}"
                 + (f"; see {log_path}" if log_path else "")
             )
-        if port_open(host, port) and answers_kafka(broker.bootstrap, timeout=2.0):
+        if port_open(host, port) and (authentication or answers_kafka(broker.bootstrap, timeout=2.0)):
             return broker
         time.sleep(0.1)
     stop_pid(proc.pid)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler.dev.brokers import (
@@ -171,7 +171,7 @@ class SecureBroker:
     ca: CertificateAuthority
     client_cert: Path | None = None
     client_key: Path | None = None
-    extra: dict[str, str] = field(default_factory=dict)
+    sasl: bool = False  # the broker requires SASL (and, in memory storage, refuses every user: see the module doc)
 
     @property
     def host(self) -> str:
@@ -191,7 +191,7 @@ class SecureBroker:
 
     def client_settings(self) -> dict[str, str]:
         """The librdkafka settings (a topology's `clusters.<alias>.config`) of a client of this broker."""
-        conf = {"security.protocol": "SSL", "ssl.ca.location": str(self.ca.cert)}
+        conf = {"security.protocol": "SASL_SSL" if self.sasl else "SSL", "ssl.ca.location": str(self.ca.cert)}
         if self.mutual and self.client_cert and self.client_key:
             conf |= {"ssl.certificate.location": str(self.client_cert), "ssl.key.location": str(self.client_key)}
         return conf
@@ -212,19 +212,24 @@ def start_secure_broker(
     ca: CertificateAuthority,
     *,
     mutual: bool = False,
+    sasl: bool = False,
     host: str = "127.0.0.1",
     log_path: Path | None = None,
 ) -> SecureBroker:
     """A Tansu broker on a free plaintext port advertising a free TLS port, and stunnel on that TLS port (with
     `mutual`: a client certificate signed by `ca` required). Only Tansu can advertise another port than the one
-    it listens on, so the secure brokers are Tansu whatever $RECONCILER_DEV_ENGINE says."""
+    it listens on, so the secure brokers are Tansu whatever $RECONCILER_DEV_ENGINE says. `sasl`: Tansu requires
+    SASL of every client (`--authentication`); no user can be created, so every client is refused: a broker for
+    testing how a refused login is reported, not for a successful SASL_SSL login."""
     if missing := missing_tools():
         raise DevClusterError(f"secure dev brokers need {', '.join(missing)} (Debian packages)")
     tls_port, plain_port = free_port(), free_port()
     server_cert, server_key = ca.dir / "server.pem", ca.dir / "server.key"
     if not server_cert.exists():
         server_cert, server_key = ca.issue("server", server=True)
-    broker = start_broker(host, plain_port, log_path=log_path, engine=Engine.TANSU, advertised=(host, tls_port))
+    broker = start_broker(
+        host, plain_port, log_path=log_path, engine=Engine.TANSU, advertised=(host, tls_port), authentication=sasl
+    )
     try:
         term = start_terminator(
             host, tls_port, plain_port, server_cert, server_key, workdir, ca=ca.cert if mutual else None
@@ -239,4 +244,4 @@ def start_secure_broker(
         client_cert, client_key = ca.dir / "client.pem", ca.dir / "client.key"
         if not client_cert.exists():
             client_cert, client_key = ca.issue("client", server=False)
-    return SecureBroker(broker, term, ca, client_cert, client_key)
+    return SecureBroker(broker, term, ca, client_cert, client_key, sasl)

@@ -180,13 +180,15 @@ def test_missing_client_certificate_is_named(secure_pair, tmp_path, capsys, stat
     path = tmp_path / "topology.yaml"
     no_cert = {"security.protocol": "SSL", "ssl.ca.location": str(east.ca.cert)}
     path.write_text(topology(west, east, east_conf=no_cert))
-    code, out = Cli(path, capsys).run("plan", "TOPO")
-    assert code == 1, out
-    assert (
+    want = (
         f"cluster 'east' ({east.bootstrap}): TLS handshake failed: the broker requires a client certificate "
         "(mutual TLS) and none was sent; set ssl.certificate.location and ssl.key.location"
-    ) in out
-    _one_line_error(out)
+    )
+    cli = Cli(path, capsys)
+    for args in (("plan", "TOPO"), ("drift", "TOPO"), ("status", "TOPO")):
+        code, out = cli.run(*args)
+        assert code == 1 and want in out, (args, out)
+        _one_line_error(out)
 
 
 def test_certificate_for_another_name_is_a_hostname_mismatch(secure_pair, secure_ca, tmp_path, capsys, state_dir):
@@ -217,6 +219,34 @@ def test_plaintext_client_at_a_tls_port_is_told_to_set_security_protocol(secure_
     assert code == 1, out
     assert f"cluster 'west' ({west.bootstrap}): the broker closed the connection before answering" in out
     assert "set security.protocol" in out
+    _one_line_error(out)
+
+
+def test_refused_sasl_login_is_named_without_the_password(
+    secure_factory, secure_pair, tmp_path, capsys, state_dir, monkeypatch
+):
+    """SASL_SSL through the terminator to a Tansu that requires SASL (`--authentication`) and knows no user: the
+    login every client gets there is the one a wrong password gets."""
+    west, _ = secure_pair
+    east = secure_factory.start(sasl=True)
+    secret = "correct-horse-battery-staple"
+    monkeypatch.setenv("EAST_SASL_PASSWORD", secret)
+    sasl = {
+        **east.client_settings(),
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "mirror",
+        "sasl.password": "${EAST_SASL_PASSWORD}",
+    }
+    assert sasl["security.protocol"] == "SASL_SSL"
+    path = tmp_path / "topology.yaml"
+    path.write_text(topology(west, east, east_conf=sasl))
+    code, out = Cli(path, capsys).run("plan", "TOPO")
+    assert code == 1, out
+    assert (
+        f"cluster 'east' ({east.bootstrap}): SASL authentication failed: the broker refused the credentials "
+        "(wrong user name or password, or wrong sasl.mechanism); check sasl.username, sasl.password and sasl.mechanism"
+    ) in out
+    assert secret not in out
     _one_line_error(out)
 
 
