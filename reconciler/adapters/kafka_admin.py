@@ -166,16 +166,21 @@ class KafkaAdmin:
     def list_topics(self) -> dict[str, TopicMeta]:
         from confluent_kafka import KafkaException
 
-        # In slices: a TLS or SASL failure librdkafka reports (error_cb) ends the wait at once, since retrying
-        # cannot cure it; anything else is waited for until the timeout, as before.
+        # In slices while connections fail: a TLS or SASL failure librdkafka reports (error_cb) ends the wait at
+        # once, since retrying cannot cure it; a broker that is connected but slow (no error reported) gets the rest
+        # of the timeout in one wait, as before.
         deadline = time.monotonic() + self.timeout
+        first_wait = True
         while True:
             remaining = deadline - time.monotonic()
+            failing = first_wait or bool(self._errors.snapshot())
+            wait = min(METADATA_SLICE, remaining) if failing else remaining
+            first_wait = False
             try:
-                md = self._admin.list_topics(timeout=max(0.1, min(METADATA_SLICE, remaining)))
+                md = self._admin.list_topics(timeout=max(0.1, wait))
                 break
             except KafkaException as exc:
-                last_slice = remaining <= METADATA_SLICE
+                last_slice = wait >= remaining
                 if (why := self.connection_cause(librdkafka_only=not last_slice)) is not None:
                     raise AdminError(why) from None
                 if last_slice:
