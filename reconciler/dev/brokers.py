@@ -114,12 +114,14 @@ def port_open(host: str, port: int) -> bool:
         return False
 
 
-def answers_kafka(bootstrap: str, timeout: float = 3.0) -> bool:
-    """True when a Kafka-protocol broker answers a metadata request at `bootstrap`."""
+def answers_kafka(bootstrap: str, timeout: float = 3.0, config: dict | None = None) -> bool:
+    """True when a Kafka-protocol broker answers a metadata request at `bootstrap` (with the client settings
+    `config`: TLS for a secure dev broker)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)}))
+    conf = {**(config or {}), "bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)}
+    admin = AdminClient(logs.client_config(conf))
     try:
         admin.list_topics(timeout=timeout)
         return True

@@ -245,3 +245,84 @@ def start_secure_broker(
         if not client_cert.exists():
             client_cert, client_key = ca.issue("client", server=False)
     return SecureBroker(broker, term, ca, client_cert, client_key, sasl)
+
+
+# --- `reconciler dev up` of a cluster whose settings ask for TLS ---------------------------------------------------
+def dev_tls_mode(alias: str, config: dict) -> str | None:
+    """What `dev up` starts for a cluster with these (resolved) client settings: None (plaintext), "tls" or "mutual"
+    (ssl.certificate.location set). Raises DevClusterError for what it cannot start (SASL, certificates as PEM text)."""
+    protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol == "PLAINTEXT":
+        return None
+    if protocol.startswith("SASL"):
+        raise DevClusterError(
+            f"cluster {alias!r} asks for {protocol}: dev clusters cannot require SASL with a working login "
+            "(docs/brokers.md, 'Secure test brokers'); use security.protocol SSL or PLAINTEXT for a dev cluster"
+        )
+    if protocol != "SSL":
+        raise DevClusterError(f"cluster {alias!r}: security.protocol {protocol!r} is not one dev up can start")
+    if not config.get("ssl.ca.location") or config.get("ssl.ca.pem"):
+        raise DevClusterError(
+            f"cluster {alias!r} uses TLS: dev up writes its CA to the file named by ssl.ca.location (set it; "
+            "ssl.ca.pem is not supported by dev up)"
+        )
+    if bool(config.get("ssl.certificate.location")) != bool(config.get("ssl.key.location")):
+        raise DevClusterError(f"cluster {alias!r}: set both ssl.certificate.location and ssl.key.location, or neither")
+    return "mutual" if config.get("ssl.certificate.location") else "tls"
+
+
+def _issued_by_a_dev_ca(path: Path) -> bool:
+    """True when `path` is a certificate whose issuer is a dev CA (CN=reconciler-dev-ca): one dev up wrote."""
+    out = subprocess.run(["openssl", "x509", "-noout", "-issuer", "-in", str(path)], capture_output=True, text=True)
+    return out.returncode == 0 and "CN=reconciler-dev-ca" in out.stdout.replace(" ", "")
+
+
+def _place(source: Path, dest: Path, what: str, alias: str, ours: bool | None = None) -> None:
+    """Copy `source` to `dest` unless `dest` already holds it; overwrite only what a dev up wrote (a certificate
+    of a dev CA, or the key beside one: `ours`), never anything else."""
+    if dest.exists():
+        if dest.read_bytes() == source.read_bytes():
+            return
+        if not (_issued_by_a_dev_ca(dest) if ours is None else ours):
+            raise DevClusterError(
+                f"cluster {alias!r}: {dest} exists and was not written by dev up ({what}); remove it or name another file"
+            )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, dest)
+    dest.chmod(0o600 if what == "key" else 0o644)
+
+
+def start_dev_secure_broker(
+    alias: str, host: str, port: int, config: dict, mode: str, state: Path, log_path: Path
+) -> tuple[Broker, Terminator]:
+    """`dev up` of a TLS cluster: the state dir's dev CA (`state/tls/`, made once), its certificate written to the
+    topology's ssl.ca.location (and, for mutual TLS, a client certificate and key to ssl.certificate.location and
+    ssl.key.location) unless already there; Tansu on a free port advertising host:port; stunnel on host:port."""
+    if missing := missing_tools():
+        raise DevClusterError(f"cluster {alias!r} uses TLS: dev up needs {', '.join(missing)} (Debian packages)")
+    ca_dir = state / "tls"
+    ca = CertificateAuthority(ca_dir) if (ca_dir / "ca.key").exists() else CertificateAuthority.create(ca_dir, days=30)
+    _place(ca.cert, Path(config["ssl.ca.location"]), "CA certificate", alias)
+    server_cert, server_key = ca_dir / "server.pem", ca_dir / "server.key"
+    if not server_cert.exists():
+        server_cert, server_key = ca.issue("server", server=True, days=30)
+    if mode == "mutual":
+        cert, key = ca_dir / f"client-{alias}.pem", ca_dir / f"client-{alias}.key"
+        if not cert.exists():
+            cert, key = ca.issue(f"client-{alias}", server=False, days=30)
+        cert_dest, key_dest = Path(config["ssl.certificate.location"]), Path(config["ssl.key.location"])
+        ours = not cert_dest.exists() or _issued_by_a_dev_ca(cert_dest)
+        _place(cert, cert_dest, "client certificate", alias)
+        _place(key, key_dest, "key", alias, ours=ours)
+    plain_port = free_port()
+    broker = start_broker(host, plain_port, log_path=log_path, engine=Engine.TANSU, advertised=(host, port))
+    try:
+        term = start_terminator(
+            host, port, plain_port, server_cert, server_key, state / "tls", ca=ca.cert if mode == "mutual" else None
+        )
+    except Exception:
+        from reconciler.dev.brokers import discard
+
+        discard(broker)
+        raise
+    return broker, term

@@ -250,6 +250,77 @@ def test_refused_sasl_login_is_named_without_the_password(
     _one_line_error(out)
 
 
+# --- reconciler dev up from the topology's own settings -------------------------------------------------------------
+def test_dev_up_starts_tls_and_mutual_tls_clusters_from_the_topologys_settings(secure_ca, tmp_path, capsys, state_dir):
+    """`dev up` reads each cluster's `config`: SSL starts Tansu behind stunnel on the cluster's port with the dev CA
+    written to ssl.ca.location; ssl.certificate.location makes it mutual TLS (and gets a client certificate)."""
+    from reconciler.dev.brokers import free_port, pid_alive
+
+    certs = tmp_path / "certs"
+    wport, eport = free_port(), free_port()
+    west = {"security.protocol": "SSL", "ssl.ca.location": str(certs / "ca.pem")}
+    east = {**west, "ssl.certificate.location": str(certs / "east.pem"), "ssl.key.location": str(certs / "east.key")}
+    path = tmp_path / "topology.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            apiVersion: reconciler/v1
+            kind: Topology
+            clusters:
+              west: {{bootstrap_servers: "127.0.0.1:{wport}", config: {_yaml_map(west)}}}
+              east: {{bootstrap_servers: "127.0.0.1:{eport}", config: {_yaml_map(east)}}}
+            flows:
+              - {{source: west, target: east}}
+            """
+        )
+    )
+    cli = Cli(path, capsys)
+    try:
+        code, out = cli.run("dev", "up", "TOPO")
+        assert code == 0 and "started (tls)" in out and "started (mutual)" in out, out
+        records = {p.stem: json.loads(p.read_text()) for p in (state_dir / "dev").glob("*.json")}
+        for alias, port, conf in (("west", wport, west), ("east", eport, east)):
+            bootstrap = f"127.0.0.1:{port}"
+            assert not refused(bootstrap, conf), alias
+            assert refused(bootstrap), f"{alias}: a plaintext client got through"
+            md = AdminClient(logs.client_config({"bootstrap.servers": bootstrap, **conf})).list_topics(timeout=10)
+            assert [f"{m.host}:{m.port}" for m in md.brokers.values()] == [bootstrap]
+        assert refused(f"127.0.0.1:{eport}", west), "east requires a client certificate"
+        code, out = cli.run("dev", "up", "TOPO")  # idempotent: the same brokers, the same certificates
+        assert code == 0 and out.count("running") == 2, out
+        code, out = cli.run("plan", "TOPO", "--detailed-exitcode")
+        assert code in (0, 2), out
+    finally:
+        code, out = cli.run("dev", "down")
+    assert code == 0, out
+    for rec in records.values():
+        assert not pid_alive(rec["pid"]) and not pid_alive(rec["terminator_pid"])
+
+
+def test_dev_up_refuses_sasl_and_a_foreign_ca_file(tmp_path, capsys, state_dir, rogue_ca):
+    from reconciler.dev.brokers import free_port
+
+    foreign = tmp_path / "ca.pem"
+    foreign.write_text(rogue_ca.cert.read_text())  # a CA that is not a dev CA: the user's own
+    for conf, said in (
+        ({"security.protocol": "SASL_SSL", "ssl.ca.location": str(foreign)}, "cannot require SASL"),
+        ({"security.protocol": "SSL", "ssl.ca.location": str(foreign)}, "was not written by dev up"),
+    ):
+        path = tmp_path / "topology.yaml"
+        path.write_text(
+            "apiVersion: reconciler/v1\nkind: Topology\nclusters:\n"
+            f'  west: {{bootstrap_servers: "127.0.0.1:{free_port()}", config: {_yaml_map(conf)}}}\n'
+            "flows: []\n"
+        )
+        cli = Cli(path, capsys)
+        try:
+            code, out = cli.run("dev", "up", "TOPO")
+        finally:
+            cli.run("dev", "down")
+        assert code == 1 and said in out and "Traceback" not in out, out
+    assert foreign.read_text() == rogue_ca.cert.read_text(), "left as it was"
+
+
 # --- end to end -------------------------------------------------------------------------------------------------
 @pytest.mark.spark
 @pytest.mark.slow
