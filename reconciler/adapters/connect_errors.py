@@ -20,6 +20,7 @@ import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,54 @@ def diagnose(texts: Iterable[str], protocol: str = "PLAINTEXT") -> Cause | None:
 def message(alias: str, bootstrap: str, cause: Cause) -> str:
     """The one line: cluster 'west' (host:port): <cause>."""
     return f"cluster {alias!r} ({bootstrap}): {cause.text}"
+
+
+class ConnectionFailed(Exception):
+    """A client call failed and librdkafka said why (`cause`); the caller names the cluster (`message`)."""
+
+    def __init__(self, cause: Cause):
+        super().__init__(cause.text)
+        self.cause = cause
+
+
+def explain(collector: ErrorCollector, client: Any, protocol: str) -> Cause | None:
+    """After a failed call of `client` (a confluent-kafka client whose error_cb is `collector`): serve its queued
+    callbacks, then diagnose what they said."""
+    try:
+        client.poll(0.2)
+    except Exception:  # noqa: BLE001 - a closed or odd client: use what was collected
+        pass
+    return diagnose(collector.snapshot(), protocol)
+
+
+#: Seconds of one metadata request's wait, after which librdkafka's error callbacks are looked at (`list_topics`).
+METADATA_SLICE = 2.0
+
+
+def list_topics(client: Any, collector: ErrorCollector, timeout: float, protocol: str, topic: str | None = None):
+    """`client.list_topics(topic, timeout=...)`, waited for in slices while connections fail: a TLS or SASL failure
+    librdkafka reports (error_cb: `collector`) ends the wait at once with ConnectionFailed, since retrying cannot
+    cure it; a broker that is connected but slow (no error reported) gets the rest of `timeout` in one wait. At the
+    end, the last KafkaException (the caller words it)."""
+    import time
+
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    first = True
+    while True:
+        remaining = deadline - time.monotonic()
+        failing = first or bool(collector.snapshot())
+        wait = min(METADATA_SLICE, remaining) if failing else remaining
+        first = False
+        try:
+            return client.list_topics(topic, timeout=max(0.1, wait))
+        except KafkaException:
+            cause = explain(collector, client, protocol)
+            if cause is not None:
+                raise ConnectionFailed(cause) from None
+            if wait >= remaining:
+                raise
 
 
 class ErrorCollector:

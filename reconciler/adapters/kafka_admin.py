@@ -24,7 +24,15 @@ from reconciler.adapters.base import (
     Record,
     TopicMeta,
 )
-from reconciler.adapters.connect_errors import Cause, ErrorCollector, diagnose, message
+from reconciler.adapters.connect_errors import (
+    Cause,
+    ConnectionFailed,
+    ErrorCollector,
+    diagnose,
+    explain,
+    list_topics,
+    message,
+)
 from reconciler.adapters.probe import ProbeError, probe_api_versions, tls_cause
 from reconciler.adapters.read_to_end import read_to_end as read_partitions_to_end
 from reconciler.adapters.read_to_end import reader_config
@@ -51,8 +59,6 @@ _log.addHandler(logging.NullHandler())
 _log.propagate = False
 
 DEFAULT_TIMEOUT = settings.admin_timeout()
-#: Seconds of one metadata request's wait, after which librdkafka's error callbacks are looked at (list_topics).
-METADATA_SLICE = 2.0
 
 
 def client_config(cluster: Cluster, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -125,17 +131,15 @@ class KafkaAdmin:
             return OpResult.unsupported(detail) if reason is AclUnavailable.DISABLED else OpResult.failed(detail)
         return OpResult.failed(self._msg(exc))
 
-    def connection_cause(self, librdkafka_only: bool = False) -> str | None:
+    @property
+    def _protocol(self) -> str:
+        return str(self._conf.get("security.protocol", "PLAINTEXT"))
+
+    def connection_cause(self) -> str | None:
         """After a failed call: the line saying why the cluster could not be talked to (an untrusted certificate,
-        a client certificate required, SASL credentials refused...) from librdkafka's error callbacks, else (unless
-        `librdkafka_only`) from the probe's failure; or None."""
-        try:
-            self._admin.poll(0.2)  # serves the error callbacks queued while the call waited
-        except Exception:  # noqa: BLE001
-            pass
-        cause = diagnose(self._errors.snapshot(), str(self._conf.get("security.protocol", "PLAINTEXT")))
-        if not librdkafka_only:
-            cause = cause or self._probe_cause  # e.g. a plaintext client at a TLS port: librdkafka only says "down"
+        a client certificate required, SASL credentials refused...) from librdkafka's error callbacks, else from the
+        probe's failure (e.g. a plaintext client at a TLS port: librdkafka only says "down"); or None."""
+        cause = explain(self._errors, self._admin, self._protocol) or self._probe_cause
         return None if cause is None else self._redact(message(self.alias, self._conf["bootstrap.servers"], cause))
 
     # --- reads -----------------------------------------------------------------------------
@@ -166,27 +170,16 @@ class KafkaAdmin:
     def list_topics(self) -> dict[str, TopicMeta]:
         from confluent_kafka import KafkaException
 
-        # In slices while connections fail: a TLS or SASL failure librdkafka reports (error_cb) ends the wait at
-        # once, since retrying cannot cure it; a broker that is connected but slow (no error reported) gets the rest
-        # of the timeout in one wait, as before.
-        deadline = time.monotonic() + self.timeout
-        first_wait = True
-        while True:
-            remaining = deadline - time.monotonic()
-            failing = first_wait or bool(self._errors.snapshot())
-            wait = min(METADATA_SLICE, remaining) if failing else remaining
-            first_wait = False
-            try:
-                md = self._admin.list_topics(timeout=max(0.1, wait))
-                break
-            except KafkaException as exc:
-                last_slice = wait >= remaining
-                if (why := self.connection_cause(librdkafka_only=not last_slice)) is not None:
-                    raise AdminError(why) from None
-                if last_slice:
-                    raise AdminError(
-                        f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: {self._msg(exc)}"
-                    ) from None
+        try:
+            md = list_topics(self._admin, self._errors, self.timeout, self._protocol)
+        except ConnectionFailed as exc:
+            raise AdminError(self._redact(message(self.alias, self._conf["bootstrap.servers"], exc.cause))) from None
+        except KafkaException as exc:
+            if (why := self.connection_cause()) is not None:  # what the probe saw, e.g. a plaintext client at TLS
+                raise AdminError(why) from None
+            raise AdminError(
+                f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: {self._msg(exc)}"
+            ) from None
         out = {}
         for name, tm in md.topics.items():
             if tm.error is not None or not tm.partitions:
