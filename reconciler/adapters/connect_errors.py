@@ -79,9 +79,12 @@ def _rules() -> list[tuple[re.Pattern[str], str, str]]:
         ),
         # TLS spoken to a port that does not (a plaintext listener)
         (
-            rx(r"wrong version number|WRONG_VERSION_NUMBER|packet length too long|record layer failure|http request"),
+            rx(
+                r"wrong version number|WRONG_VERSION_NUMBER|packet length too long|record layer failure|http request|"
+                r"connecting to a PLAINTEXT broker listener"
+            ),
             "tls-not-tls",
-            f"{_HANDSHAKE}: the broker does not speak TLS on this port (wrong version number); use the port of its "
+            f"{_HANDSHAKE}: the broker does not speak TLS on this port (a plaintext listener); use the port of its "
             "TLS listener, or security.protocol PLAINTEXT / SASL_PLAINTEXT if this listener is not encrypted",
         ),
         # SASL

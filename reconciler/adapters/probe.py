@@ -219,9 +219,11 @@ def require_reachable(alias: str, config: Mapping[str, str], timeout: float = CO
         if cause is not None:
             raise HandshakeFailed(message(alias, bootstrap, cause)) from None
         if exc.silent:
+            tls = "SSL" in str(config.get("security.protocol", "PLAINTEXT")).upper()
             raise NotAnswering(
-                f"cluster {alias!r} at {bootstrap} does not answer ({why}): it is hung, paused or overloaded; "
-                "check the broker, then run again"
+                f"cluster {alias!r} at {bootstrap} does not answer ({why}): it is hung, paused or overloaded"
+                + (", or this is not a TLS port (some plaintext listeners never answer a TLS handshake)" if tls else "")
+                + "; check the broker, then run again"
             ) from None
 
 

@@ -27,7 +27,7 @@ from reconciler import logs
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.cli.main import main
 from reconciler.deployers.local import LocalDeployer
-from reconciler.dev.brokers import free_port
+from reconciler.dev.brokers import Engine, free_port
 from reconciler.dev.tls import CertificateAuthority, start_terminator
 from tests.integration.mirror_helpers import wait_for
 
@@ -209,6 +209,25 @@ def test_certificate_for_another_name_is_a_hostname_mismatch(secure_pair, secure
         _one_line_error(out)
     finally:
         term.stop()
+
+
+def test_tls_client_at_a_plaintext_port_is_told_the_port_does_not_speak_tls(
+    secure_pair, broker_factory, tmp_path, capsys, state_dir
+):
+    """noida-db's plaintext listener closes a TLS handshake (librdkafka: "connecting to a PLAINTEXT broker
+    listener?"); Tansu's waits for more bytes, which the probe reports as a broker that does not answer."""
+    west, east = secure_pair
+    noida = broker_factory.start(Engine.NOIDA)
+    plaintext = type("B", (), {"bootstrap": noida.bootstrap, "client_settings": west.client_settings})
+    path = tmp_path / "topology.yaml"
+    path.write_text(topology(plaintext, east))
+    code, out = Cli(path, capsys).run("plan", "TOPO")
+    assert code == 1, out
+    assert (
+        f"cluster 'west' ({noida.bootstrap}): TLS handshake failed: the broker does not speak TLS on this port "
+        "(a plaintext listener); use the port of its TLS listener"
+    ) in out
+    _one_line_error(out)
 
 
 def test_plaintext_client_at_a_tls_port_is_told_to_set_security_protocol(secure_pair, tmp_path, capsys, state_dir):

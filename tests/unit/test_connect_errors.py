@@ -48,6 +48,11 @@ CASES = [
     ),
     (f"_SSL: {B}: SSL handshake failed: error:0A00010B:SSL routines::wrong version number", "tls-not-tls"),
     (
+        f"_TRANSPORT: {B}: SSL handshake failed: Disconnected: SSL connection closed by peer: connecting to a "
+        "PLAINTEXT broker listener? (after 4ms in state SSL_HANDSHAKE)",
+        "tls-not-tls",
+    ),
+    (
         "_AUTHENTICATION: sasl_ssl://127.0.0.1:9093/bootstrap: SASL authentication error: SASL SCRAM authentication "
         "failed: broker responded with unknown-user (after 82ms in state AUTH_REQ)",
         "sasl-auth",
