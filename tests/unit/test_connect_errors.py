@@ -83,18 +83,20 @@ def test_each_librdkafka_or_ssl_text_has_its_cause(text, kind):
 
 
 def test_the_sentences_name_the_setting_to_change():
-    def said(text: str) -> str:
+    def said(kind: str) -> str:
+        text = next(t for t, k in CASES if k == kind)
         cause = diagnose([text], "SASL_SSL")
         assert cause is not None
         return cause.text
 
-    assert said(CASES[0][0]) == (
+    assert said("tls-untrusted") == (
         "TLS handshake failed: the broker's certificate is not trusted (certificate verify failed); "
         "set ssl.ca.location to the CA that signed it"
     )
-    assert "ssl.certificate.location and ssl.key.location" in said(CASES[4][0])
-    assert "check sasl.username, sasl.password and sasl.mechanism" in said(CASES[8][0])
-    assert "set sasl.mechanism" in said(CASES[10][0])
+    assert "ssl.certificate.location and ssl.key.location" in said("tls-client-cert-required")
+    assert "check sasl.username, sasl.password and sasl.mechanism" in said("sasl-auth")
+    assert "set sasl.mechanism" in said("sasl-mechanism")
+    assert "use the port of its TLS listener" in said("tls-not-tls")
 
 
 def test_a_plaintext_client_reset_by_a_tls_port_is_told_to_set_security_protocol():
