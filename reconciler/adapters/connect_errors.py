@@ -162,7 +162,8 @@ class ConnectionFailed(Exception):
 
 def explain(collector: ErrorCollector, client: Any, protocol: str) -> Cause | None:
     """After a failed call of `client` (a confluent-kafka client whose error_cb is `collector`): serve its queued
-    callbacks, then diagnose what they said."""
+    callbacks (poll: for a Consumer, only before it is assigned, or a record would be taken), then diagnose what
+    they said."""
     try:
         client.poll(0.2)
     except Exception:  # noqa: BLE001 - a closed or odd client: use what was collected
