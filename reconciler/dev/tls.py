@@ -32,6 +32,10 @@ from reconciler.dev.brokers import (
     stop_pid,
 )
 
+#: Days the throwaway certificates are valid: longer than any `slo.certificate_expiry_days` a test or a dev topology
+#: would set, so that `drift` does not report them as expiring (the default warns 30 days ahead).
+VALID_DAYS = 400
+
 #: Debian package of each tool the secure brokers need.
 TOOLS = {"openssl": "openssl", "stunnel4": "stunnel4"}
 
@@ -75,7 +79,7 @@ class CertificateAuthority:
         return self.dir / "ca.key"
 
     @classmethod
-    def create(cls, dir: Path, name: str = "reconciler-dev-ca", days: int = 2) -> CertificateAuthority:
+    def create(cls, dir: Path, name: str = "reconciler-dev-ca", days: int = VALID_DAYS) -> CertificateAuthority:
         dir.mkdir(parents=True, exist_ok=True)
         ca = cls(dir, name)
         _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
@@ -84,7 +88,9 @@ class CertificateAuthority:
                  cwd=dir)  # fmt: skip
         return ca
 
-    def issue(self, name: str, *, server: bool, hosts: tuple[str, ...] = ("127.0.0.1", "localhost"), days: int = 2):
+    def issue(
+        self, name: str, *, server: bool, hosts: tuple[str, ...] = ("127.0.0.1", "localhost"), days: int = VALID_DAYS
+    ):
         """A key and certificate `name.key` / `name.pem` signed by this CA: a server certificate for `hosts`
         (subjectAltName), or a client certificate (CN=name). Returns (cert, key) paths."""
         san = ",".join(f"IP:{h}" if h.replace(".", "").isdigit() or ":" in h else f"DNS:{h}" for h in hosts)
@@ -301,15 +307,15 @@ def start_dev_secure_broker(
     if missing := missing_tools():
         raise DevClusterError(f"cluster {alias!r} uses TLS: dev up needs {', '.join(missing)} (Debian packages)")
     ca_dir = state / "tls"
-    ca = CertificateAuthority(ca_dir) if (ca_dir / "ca.key").exists() else CertificateAuthority.create(ca_dir, days=30)
+    ca = CertificateAuthority(ca_dir) if (ca_dir / "ca.key").exists() else CertificateAuthority.create(ca_dir)
     _place(ca.cert, Path(config["ssl.ca.location"]), "CA certificate", alias)
     server_cert, server_key = ca_dir / "server.pem", ca_dir / "server.key"
     if not server_cert.exists():
-        server_cert, server_key = ca.issue("server", server=True, days=30)
+        server_cert, server_key = ca.issue("server", server=True)
     if mode == "mutual":
         cert, key = ca_dir / f"client-{alias}.pem", ca_dir / f"client-{alias}.key"
         if not cert.exists():
-            cert, key = ca.issue(f"client-{alias}", server=False, days=30)
+            cert, key = ca.issue(f"client-{alias}", server=False)
         cert_dest, key_dest = Path(config["ssl.certificate.location"]), Path(config["ssl.key.location"])
         ours = not cert_dest.exists() or _issued_by_a_dev_ca(cert_dest)
         _place(cert, cert_dest, "client certificate", alias)
