@@ -90,8 +90,8 @@ def _rules() -> list[tuple[re.Pattern[str], str, str]]:
         # SASL
         (
             rx(
-                r"unsupported sasl mechanism|UNSUPPORTED_SASL_MECHANISM|no worthy mechs|mechanism .* not (enabled|supported)|"
-                r"mechanism handshake failed"
+                r"unsupported sasl mechanism|UNSUPPORTED_SASL_MECHANISM|no worthy mechs|"
+                r"mechanism .* not (enabled|supported)|mechanism handshake failed"
             ),
             "sasl-mechanism",
             "SASL authentication failed: the broker does not offer this mechanism; set sasl.mechanism to one its "

@@ -291,7 +291,8 @@ def _place(source: Path, dest: Path, what: str, alias: str, ours: bool | None = 
             return
         if not (_issued_by_a_dev_ca(dest) if ours is None else ours):
             raise DevClusterError(
-                f"cluster {alias!r}: {dest} exists and was not written by dev up ({what}); remove it or name another file"
+                f"cluster {alias!r}: {dest} exists and was not written by dev up ({what}); "
+                "remove it or name another file"
             )
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, dest)
