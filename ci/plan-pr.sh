@@ -36,9 +36,15 @@ cat "$OUT_DIR/plan.err" >&2
     echo
     echo "The topology does not validate or the clusters could not be read:"
     echo
-    echo '```'
-    tail -c 30000 "$OUT_DIR/plan.err"
-    echo '```'
+    # The errors quote the topology (names, patterns): a fence longer than any backtick run in them, so no
+    # quoted text can close it and be read as Markdown (docs/security.md).
+    tail -c 30000 "$OUT_DIR/plan.err" > "$OUT_DIR/plan.err.tail"
+    longest=$(grep -o '`\+' "$OUT_DIR/plan.err.tail" | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
+    fence=$(printf '%*s' $(( longest < 3 ? 3 : longest + 1 )) '' | tr ' ' '`')
+    echo "$fence"
+    cat "$OUT_DIR/plan.err.tail"
+    echo
+    echo "$fence"
     cat "$OUT_DIR/plan.md"
   else
     cat "$OUT_DIR/plan.md"

@@ -153,10 +153,15 @@ def test_ci_steps_locally(ci):
     assert "west.payments" not in ci.admin["east"].list_topics(), "planning a pull request applies nothing"
 
     # an invalid change: the comment says why, and the step fails
-    ci.write('"orders", "pay(ments"')
+    ci.write('"orders", "pay(ments```<!--"')  # the error quotes the pattern: it must not close the fence
     done = ci.script("plan-pr.sh", BASE_REF="main")
     body = (ci.out / "plan-comment.md").read_text()
     assert done.returncode == 1 and "### ❌ Reconciler plan failed" in body and "pay(ments" in body
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(body)
+    fences = [t for t in tokens if t.type == "fence"]
+    assert "pay(ments```<!--" in fences[0].content and not any(t.type == "html_block" for t in tokens[1:]), body
     ci.repo.git.checkout("--", "topologies/prod/topology.yaml")
 
     # merge: apply-main plans from the merge commit, saves the plan, applies it under the lease
