@@ -59,6 +59,7 @@ def run_flow(args: argparse.Namespace) -> int:
     start_workers(sc)  # while the driver connects and plans its first batch
     try:
         driver = ReplicationDriver(Path(args.spec), SparkExecutor(sc), install_signal_handlers=True)
+        driver.restart_on_rotation = False  # its exit would end the job: an engine restarts a flow in place
         if args.metrics_port:
             driver.metrics.serve(0 if args.metrics_port == AUTO_PORT else args.metrics_port, args.metrics_bind)
             log.info("metrics on http://%s:%d/metrics", args.metrics_bind, driver.metrics.port)
