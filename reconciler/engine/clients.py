@@ -262,9 +262,10 @@ _NAMING = ("client.id", "logger", "group.id")
 
 
 def sharing_key(role: Role, conf: Mapping[str, Any]) -> tuple[Role, str]:
-    """Which clients are one: the same role and the same connection settings (secrets resolved), whatever the
-    flow's aliases call the cluster (`client.id`)."""
-    return role, json.dumps({k: v for k, v in conf.items() if k not in _NAMING}, sort_keys=True, default=repr)
+    """Which clients are one: the same role and the same connection settings (secrets resolved: a rotated
+    credential makes a client of its own), whatever the flow's aliases call the cluster (`client.id`). The key is
+    their fingerprint (sha256), so no credential is kept in it."""
+    return role, secrets.fingerprint({k: v for k, v in conf.items() if k not in _NAMING})
 
 
 class SharedClients:

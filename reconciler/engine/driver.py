@@ -57,8 +57,9 @@ from confluent_kafka import KafkaException
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec, SpecFile
 from reconciler.contract.status import StatusState
+from reconciler.engine import clients as engine_clients
 from reconciler.engine.batches import Absorber, BatchShaper
-from reconciler.engine.clients import FINGERPRINTS, SharedClients
+from reconciler.engine.clients import SharedClients
 from reconciler.engine.delivery import DeliveryMode, mode_of
 from reconciler.engine.driver_parts import (
     Cluster,
@@ -357,7 +358,7 @@ class ReplicationDriver:
 
     def _credentials(self) -> dict[str, str]:
         """The fingerprint of each cluster's resolved client settings now (at most FINGERPRINT_TTL_S old)."""
-        return {c.alias: FINGERPRINTS.of(c, self.environ) for c in (self.spec.source, self.spec.target)}
+        return {c.alias: engine_clients.FINGERPRINTS.of(c, self.environ) for c in (self.spec.source, self.spec.target)}
 
     def credentials_changed(self) -> bool:
         """Whether a credential of the flow's clusters changed since start (a file of RECONCILER_SECRETS_DIR

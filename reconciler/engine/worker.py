@@ -381,6 +381,7 @@ class TxnProducer(Producer):
     """A transactional producer with its `BrokersLost` watch (`brokers_lost`)."""
 
     brokers_lost: BrokersLost
+    fingerprint: str  # of the target's resolved settings it was made with (clients.Fingerprints)
 
     @classmethod
     def of(cls, conf: dict[str, Any]) -> TxnProducer:

@@ -207,7 +207,9 @@ def lookup(name: str, environ: Mapping[str, str] | None = None) -> str | None:
         except (FileNotFoundError, NotADirectoryError):
             pass
         except (OSError, UnicodeDecodeError) as exc:
-            raise SecretsError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
+            raise SecretsError(
+                f"{path}: cannot be read ({getattr(exc, 'strerror', None) or type(exc).__name__})"
+            ) from None
         else:
             return text.rstrip("\r\n")
     return env.get(name)
