@@ -159,7 +159,7 @@ class Fingerprints:
             if known is not None and now - known[1] < self.ttl:
                 return known[0]
         try:
-            fp = secrets.fingerprint(cluster.client_config(environ))
+            fp = secrets.fingerprint(cluster.client_config(environ), files=True)
         except secrets.SecretsError:
             fp = known[0] if known is not None else ""
         with self._lock:
@@ -263,9 +263,9 @@ _NAMING = ("client.id", "logger", "group.id")
 
 def sharing_key(role: Role, conf: Mapping[str, Any]) -> tuple[Role, str]:
     """Which clients are one: the same role and the same connection settings (secrets resolved: a rotated
-    credential makes a client of its own), whatever the flow's aliases call the cluster (`client.id`). The key is
-    their fingerprint (sha256), so no credential is kept in it."""
-    return role, secrets.fingerprint({k: v for k, v in conf.items() if k not in _NAMING})
+    credential, or a certificate file renewed in place, makes a client of its own), whatever the flow's aliases
+    call the cluster (`client.id`). The key is their fingerprint (sha256), so no credential is kept in it."""
+    return role, secrets.fingerprint({k: v for k, v in conf.items() if k not in _NAMING}, files=True)
 
 
 class SharedClients:

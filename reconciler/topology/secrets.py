@@ -223,10 +223,31 @@ def resolve(value: str, environ: Mapping[str, str] | None = None) -> str:
     return ENV_REF.sub(lambda m: str(found[m.group(1)]), value)
 
 
-def fingerprint(resolved: Mapping[str, object]) -> str:
+#: Settings that name a file holding a credential (a certificate, a key, a keytab): a file rewritten in place is a
+#: changed credential too, so `fingerprint(..., files=True)` covers their contents, not only their paths.
+_CREDENTIAL_FILE_KEY = re.compile(
+    r"^(ssl\.(ca|certificate|key|keystore|truststore|crl)\.location|sasl\.kerberos\.keytab)$", re.I
+)
+
+
+def _file_digest(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError as exc:
+        return f"unreadable: {type(exc).__name__}"
+
+
+def fingerprint(resolved: Mapping[str, object], files: bool = False) -> str:
     """The sha256 of resolved client settings: what tells a running engine that a credential changed, without
-    keeping or printing the values themselves."""
-    text = json.dumps({str(k): v for k, v in resolved.items()}, sort_keys=True, default=repr)
+    keeping or printing the values themselves. With `files`, the contents of the credential files they name
+    (`ssl.*.location`, `sasl.kerberos.keytab`) count too: a certificate renewed at the same path changes it."""
+    shown: dict[str, object] = {str(k): v for k, v in resolved.items()}
+    if files:
+        for key, value in resolved.items():
+            if _CREDENTIAL_FILE_KEY.match(str(key)) and isinstance(value, str) and value:
+                shown[f"{key} (content)"] = _file_digest(value)
+    text = json.dumps(shown, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -288,3 +288,20 @@ def test_the_driver_stops_for_a_restart_in_place_when_a_credential_changed(rotat
     driver.restart_on_rotation = True
     assert ReplicationDriver.credentials_changed(driver) is True
     assert driver.exit_code == EXIT_RESTART_REQUIRED and driver.stop_event.is_set()
+
+
+def test_a_certificate_renewed_at_the_same_path_changes_the_fingerprint(tmp_path):
+    cert = tmp_path / "client.pem"
+    cert.write_text("certificate 1")
+    cluster = ClusterSpec("west", WEST, {"ssl.certificate.location": str(cert)})
+    clock = Clock()
+    fps = Fingerprints(ttl=5.0, clock=clock)
+    first = fps.of(cluster, {})
+    clock.now += 5
+    assert fps.of(cluster, {}) == first
+    cert.write_text("certificate 2")
+    clock.now += 5
+    assert fps.of(cluster, {}) != first
+    # without `files` (what the shared clients' key uses) only the path counts
+    conf = {"ssl.certificate.location": str(cert)}
+    assert secrets.fingerprint(conf) == secrets.fingerprint(dict(conf))
