@@ -50,6 +50,28 @@ def _log(state_dir: Path) -> str:
         return ""
 
 
+def _rotate(env: Env, state_dir: Path, path: Path, line: str, pid: int | None, instance_id: str | None) -> None:
+    """Rewrite a credential file as the kubelet updates a mounted Secret (one rename); the engine logs `line`, the
+    flow restarts in place in the same process within a minute, and copies on."""
+    before, log_before = _status(env.east, FLOW), len(_log(state_dir))
+    copied = count_topic(env.east, "west.orders", 2)
+    staged = path.with_name(f".{path.name}.new")
+    staged.write_text("mirror-2026-02\n")
+    os.replace(staged, path)
+    rotated_at = time.monotonic()
+    wait_for(lambda: line in _log(state_dir)[log_before:], 60, what=f"the engine logs {line!r}")
+    restarted = wait_for(
+        lambda: (
+            s if (s := _status(env.east, FLOW)).state_name == "running" and s.started_at != before.started_at else None
+        ),
+        60,
+        what="the flow restarted in place",
+    )
+    assert time.monotonic() - rotated_at < 60, "reconnected within a minute"
+    assert restarted.pid == pid and restarted.instance_id == instance_id, "the same engine process"
+    wait_for(lambda: count_topic(env.east, "west.orders", 2) > copied, 60, what="copying on after the rotation")
+
+
 def test_a_rotated_credential_file_reconnects_an_exactly_once_flow_without_restarting_the_engine(
     fresh_clusters, tmp_path, capsys, state_dir, monkeypatch
 ):
@@ -70,29 +92,10 @@ def test_a_rotated_credential_file_reconnects_an_exactly_once_flow_without_resta
         first = _running(env.east, FLOW)
         assert first.delivery == "exactly-once"
         wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 300, 120, what="records copied")
-        pid, log_before = first.pid, len(_log(state_dir))
+        pid = first.pid
 
         for alias, name in (("east", "EAST_SASL_USERNAME"), ("west", "WEST_SASL_USERNAME")):
-            before = _status(env.east, FLOW)
-            copied = count_topic(env.east, "west.orders", 2)
-            # what the kubelet does to a mounted Secret, in one rename
-            staged = secrets_dir / f".{name}.new"
-            staged.write_text("mirror-2026-02\n")
-            os.replace(staged, secrets_dir / name)
-            rotated_at = time.monotonic()
-            line = RECONNECT.format(alias=alias)
-            wait_for(lambda: line in _log(state_dir)[log_before:], 60, what=f"the engine logs {line!r}")
-            restarted = wait_for(
-                lambda: s
-                if (s := _status(env.east, FLOW)).state_name == "running" and s.started_at != before.started_at
-                else None,
-                60,
-                what="the flow restarted in place",
-            )
-            assert time.monotonic() - rotated_at < 60, "reconnected within a minute"
-            assert restarted.pid == pid and restarted.instance_id == first.instance_id, "the same engine process"
-            wait_for(lambda: count_topic(env.east, "west.orders", 2) > copied, 60, what="copying on after the rotation")
-            log_before = len(_log(state_dir))
+            _rotate(env, state_dir, secrets_dir / name, RECONNECT.format(alias=alias), pid, first.instance_id)
 
         text = _log(state_dir)
         assert "mirror-2026-02" not in text and "mirror-2026-01" not in text, "no credential in the engine's log"
