@@ -57,7 +57,6 @@ from confluent_kafka import KafkaException
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, EXIT_SUPERSEDED, JobSpec, SpecFile
 from reconciler.contract.status import StatusState
-from reconciler.engine import clients as engine_clients
 from reconciler.engine.batches import Absorber, BatchShaper
 from reconciler.engine.clients import SharedClients
 from reconciler.engine.delivery import DeliveryMode, mode_of
@@ -269,10 +268,6 @@ class ReplicationDriver:
         pacing = Pacing()  # the idle gate's state, shared with the batch parts
         self.stop_event = LinkedEvent(pacing.wake)  # a stop ends an idle wait at once
         self.exit_code = 0
-        self.fingerprints: dict[str, str] = {}  # each cluster's credentials at start (credentials_changed)
-        # An engine's flows restart in place on a rotated credential; the one-flow entry point (`--spec`), whose
-        # exit would end its process, keeps its driver's clients (its workers' clients still reconnect).
-        self.restart_on_rotation = True
         self.state: StatusState = StatusState.STARTING
         self.instance_id = (environ if environ is not None else os.environ).get(INSTANCE_ENV)
         self.progress = Progress()  # counts, errors, findings: what the status record and the metrics report
@@ -356,33 +351,7 @@ class ReplicationDriver:
     def _connect(self) -> None:
         self.conn = Connections.open(self.spec, self.mode, self.environ, self.gate.pacing.wake, self.shared)
 
-    def _credentials(self) -> dict[str, str]:
-        """The fingerprint of each cluster's resolved client settings now (at most FINGERPRINT_TTL_S old)."""
-        return {c.alias: engine_clients.FINGERPRINTS.of(c, self.environ) for c in (self.spec.source, self.spec.target)}
-
-    def credentials_changed(self) -> bool:
-        """Whether a credential of the flow's clusters changed since start (a file of RECONCILER_SECRETS_DIR
-        rewritten: a Kubernetes Secret rotated). Then the flow stops with EXIT_RESTART_REQUIRED and its engine
-        starts it again at once, in the same process (engine/host.py): every client of the flow (fencing, emitters,
-        status, lag, admin, its shared clients and the workers' cached ones) is made again with the new
-        credentials, through the path a restart already takes (an exactly-once flow fences its transactional ids
-        first). Not an error, and not the `restart-required` state: nothing for the reconciler to do."""
-        if not self.fingerprints or not self.restart_on_rotation:
-            return False
-        now = self._credentials()
-        changed = sorted(alias for alias, fp in now.items() if fp and fp != self.fingerprints.get(alias))
-        if not changed:
-            return False
-        self.log.info(
-            "credentials of %s changed: restarting the flow in place to reconnect",
-            ", ".join(f"cluster {a!r}" for a in changed),
-        )
-        self.exit_code = EXIT_RESTART_REQUIRED
-        self.stop_event.set()
-        return True
-
     def start(self) -> None:
-        self.fingerprints = self._credentials()
         self._connect()
         conn = self.connections
         errs = conn.topics.ensure_internal()
@@ -491,7 +460,7 @@ class ReplicationDriver:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 moved = self.step()
-                if self.exit_code or self.credentials_changed():
+                if self.exit_code or self.connections.credentials.stops(self):  # rotated: restart in place
                     break
                 if not moved:
                     self.gate.idle(self.gate.idle_wait())

@@ -6,7 +6,6 @@ the engine process."""
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,7 +14,7 @@ import pytest
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, ClusterSpec
 from reconciler.engine import clients, worker
 from reconciler.engine.clients import Fingerprints
-from reconciler.engine.driver import ReplicationDriver
+from reconciler.engine.driver_parts import CredentialWatch
 from reconciler.topology import secrets
 from tests.spec_helpers import job_spec
 
@@ -268,26 +267,19 @@ def test_source_and_target_clients_get_their_own_clusters_credentials_only(rotat
 
 
 # --- the driver: a flow restarts in place -----------------------------------------------------------------------
-def test_the_driver_stops_for_a_restart_in_place_when_a_credential_changed(rotating):
-    log = logging.getLogger("test")
-    driver = SimpleNamespace(
-        spec=rotating.spec,
-        environ=None,
-        restart_on_rotation=True,
-        exit_code=0,
-        stop_event=threading.Event(),
-        log=log,
-    )
-    driver._credentials = lambda: ReplicationDriver._credentials(driver)
-    driver.fingerprints = driver._credentials()
-    assert ReplicationDriver.credentials_changed(driver) is False
+def test_the_driver_stops_for_a_restart_in_place_when_a_credential_changed(rotating, caplog, monkeypatch):
+    driver = SimpleNamespace(exit_code=0, log=logging.getLogger("test"))
+    watch = CredentialWatch(rotating.spec, None)  # made with the clients (Connections.open)
+    assert not watch.stops(driver) and driver.exit_code == 0
     (rotating.dir / "EAST_PASSWORD").write_text("east-2\n")
     rotating.clock.now += 5
-    driver.restart_on_rotation = False  # the one-flow entry point: its exit would end the job
-    assert ReplicationDriver.credentials_changed(driver) is False
-    driver.restart_on_rotation = True
-    assert ReplicationDriver.credentials_changed(driver) is True
-    assert driver.exit_code == EXIT_RESTART_REQUIRED and driver.stop_event.is_set()
+    monkeypatch.setattr(CredentialWatch, "enabled", False)  # the one-flow entry point: its exit would end the job
+    assert not watch.stops(driver)
+    monkeypatch.setattr(CredentialWatch, "enabled", True)
+    with caplog.at_level(logging.INFO):
+        assert watch.stops(driver) and driver.exit_code == EXIT_RESTART_REQUIRED
+    assert watch.changed() == ["east"]
+    assert "cluster 'east' changed: restarting the flow in place" in caplog.text and "east-2" not in caplog.text
 
 
 def test_a_certificate_renewed_at_the_same_path_changes_the_fingerprint(tmp_path):
