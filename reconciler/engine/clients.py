@@ -144,16 +144,18 @@ class Fingerprints:
     def __init__(self, ttl: float = FINGERPRINT_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl, self.clock = ttl, clock
         self._lock = threading.Lock()
-        self._known: dict[tuple[str, str, str], tuple[str, float]] = {}
+        self._known: dict[tuple[str, str, str, int | None], tuple[str, float]] = {}
 
     @staticmethod
-    def _key(cluster: ClusterSpec) -> tuple[str, str, str]:
-        return cluster.alias, cluster.bootstrap_servers, json.dumps(dict(cluster.config), sort_keys=True)
+    def _key(cluster: ClusterSpec, environ: Mapping[str, str] | None) -> tuple[str, str, str, int | None]:
+        # an environment given (tests) is one of its own: the process's is None
+        env = None if environ is None else id(environ)
+        return cluster.alias, cluster.bootstrap_servers, json.dumps(dict(cluster.config), sort_keys=True), env
 
     def of(self, cluster: ClusterSpec, environ: Mapping[str, str] | None = None) -> str:
         """The cluster's fingerprint now (at most `ttl` seconds old). A resolution that fails keeps the last one
         (the client built next resolves again and says what is wrong); with none known it is ''."""
-        key, now = self._key(cluster), self.clock()
+        key, now = self._key(cluster, environ), self.clock()
         with self._lock:
             known = self._known.get(key)
             if known is not None and now - known[1] < self.ttl:

@@ -297,3 +297,13 @@ def test_a_certificate_renewed_at_the_same_path_changes_the_fingerprint(tmp_path
     # without `files` (what the shared clients' key uses) only the path counts
     conf = {"ssl.certificate.location": str(cert)}
     assert secrets.fingerprint(conf) == secrets.fingerprint(dict(conf))
+
+
+def test_the_python_workers_are_told_the_secrets_dir(tmp_path, monkeypatch):
+    from reconciler.engine.session import application_conf
+
+    monkeypatch.delenv("RECONCILER_SECRETS_DIR", raising=False)
+    assert "spark.executorEnv.RECONCILER_SECRETS_DIR" not in application_conf("e", "local[1]", {})
+    monkeypatch.setenv("RECONCILER_SECRETS_DIR", str(tmp_path))
+    conf = application_conf("e", "local[1]", {})
+    assert conf["spark.executorEnv.RECONCILER_SECRETS_DIR"] == str(tmp_path)
