@@ -307,3 +307,26 @@ def test_the_python_workers_are_told_the_secrets_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("RECONCILER_SECRETS_DIR", str(tmp_path))
     conf = application_conf("e", "local[1]", {})
     assert conf["spark.executorEnv.RECONCILER_SECRETS_DIR"] == str(tmp_path)
+
+
+def test_the_env_command_counts_a_file_of_the_secrets_dir_as_set(tmp_path, capsys, monkeypatch):
+    from reconciler.cli.main import main
+
+    root = Path(__file__).resolve().parents[2]
+    path = str(root / "topologies" / "dr-active-passive")
+    names = ("PRIMARY_BOOTSTRAP", "PRIMARY_MIRROR_USERNAME", "PRIMARY_MIRROR_PASSWORD")
+    for name in (*names, "DR_BOOTSTRAP", "DR_MIRROR_USERNAME", "DR_MIRROR_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
+    for name in names:
+        (secrets_dir / name).write_text("x\n")
+    (secrets_dir / "DR_BOOTSTRAP").write_text("127.0.0.1:9092\n")
+    monkeypatch.setenv("RECONCILER_SECRETS_DIR", str(secrets_dir))
+    monkeypatch.setenv("DR_MIRROR_USERNAME", "mirror")
+    assert main(["env", path, "--check"]) == 1
+    captured = capsys.readouterr()
+    assert "1 variable the topology needs is not set: DR_MIRROR_PASSWORD" in captured.err
+    (secrets_dir / "DR_MIRROR_PASSWORD").write_text("pw\n")
+    assert main(["env", path, "--check"]) == 0
+    assert "NOT SET" not in capsys.readouterr().out
