@@ -14,10 +14,11 @@ into one target cluster (`job.engine`, default the target's alias). Per engine o
 * a SparkApplication (Python, cluster mode) running `jobs/mirror_job.py --engine-dir /etc/reconciler/engine
   --master inherit` from the image. Nothing of it depends on the engine's flows: its executors scale with the
   flows' tasks (dynamic allocation, at most `spark.dynamicAllocation.maxExecutors`), and the pods take every
-  key of the Secret `secret_name` as a variable (`envFrom`, optional) and as a file (see Secrets below). The pods' shape (the ConfigMap's volume, the
-  environment, the metrics port, a Pod Security "restricted" securityContext, the working directory, the
-  termination grace period) is in pod templates (`spec.driver.template`, `spec.executor.template`), which Spark
-  applies itself: no mutating webhook is needed (Spark operator v2.1 or later; docs/install.md).
+  key of the Secret `secret_name` as a variable (`envFrom`, optional) and as a file (see Secrets below). The
+  pods' shape (the ConfigMap's and the Secret's volumes, the environment, the metrics port, a Pod Security
+  "restricted" securityContext, the working directory, the termination grace period) is in pod templates
+  (`spec.driver.template`, `spec.executor.template`), which Spark applies itself: no mutating webhook is needed
+  (Spark operator v2.1 or later; docs/install.md).
 
 Adding, changing and removing a flow rewrites only the ConfigMap: Kubernetes updates mounted ConfigMaps in place
 (within the kubelet's sync period, about a minute) and the running engine picks the flow files up; a flow change

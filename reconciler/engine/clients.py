@@ -138,8 +138,8 @@ FINGERPRINT_TTL_S = 5.0
 class Fingerprints:
     """The fingerprint (secrets.fingerprint: sha256, never the values) of each cluster's resolved client settings,
     re-resolved at most every `ttl` seconds per process. The client caches key their clients by it, so a rotated
-    credential makes new clients (the old ones closed) within `ttl` of the change; the first process to see a
-    change logs it once ("credentials of cluster 'west' changed: reconnecting")."""
+    credential makes new clients (the old ones closed) within `ttl` of the change; each process logs a change
+    once, without values ("credentials of cluster 'west' changed: reconnecting")."""
 
     def __init__(self, ttl: float = FINGERPRINT_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl, self.clock = ttl, clock
@@ -170,10 +170,6 @@ class Fingerprints:
         if last is not None and last[0] and fp and last[0] != fp:
             log.info("credentials of cluster %r changed: reconnecting", cluster.alias)
         return fp
-
-    def clear(self) -> None:
-        with self._lock:
-            self._known.clear()
 
 
 FINGERPRINTS = Fingerprints()
