@@ -152,13 +152,14 @@ class Fingerprints:
         env = None if environ is None else id(environ)
         return cluster.alias, cluster.bootstrap_servers, json.dumps(dict(cluster.config), sort_keys=True), env
 
-    def of(self, cluster: ClusterSpec, environ: Mapping[str, str] | None = None) -> str:
-        """The cluster's fingerprint now (at most `ttl` seconds old). A resolution that fails keeps the last one
-        (the client built next resolves again and says what is wrong); with none known it is ''."""
+    def of(self, cluster: ClusterSpec, environ: Mapping[str, str] | None = None, fresh: bool = False) -> str:
+        """The cluster's fingerprint now (at most `ttl` seconds old; `fresh`: resolved now, as the clients made next
+        are). A resolution that fails keeps the last one (the client built next resolves again and says what is
+        wrong); with none known it is ''."""
         key, now = self._key(cluster, environ), self.clock()
         with self._lock:
             known = self._known.get(key)
-            if known is not None and now - known[1] < self.ttl:
+            if known is not None and now - known[1] < self.ttl and not fresh:
                 return known[0]
         try:
             fp = secrets.fingerprint(cluster.client_config(environ), files=True)

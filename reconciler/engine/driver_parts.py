@@ -58,11 +58,11 @@ class CredentialWatch:
 
     def __init__(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
         self.clusters, self.environ = (spec.source, spec.target), environ
-        self.at_start = self.now()
+        self.at_start = self.now(fresh=True)  # what the clients made next resolve, not a cached answer
 
-    def now(self) -> dict[str, str]:
+    def now(self, fresh: bool = False) -> dict[str, str]:
         """Each cluster's fingerprint now, by alias."""
-        return {c.alias: clients.FINGERPRINTS.of(c, self.environ) for c in self.clusters}
+        return {c.alias: clients.FINGERPRINTS.of(c, self.environ, fresh) for c in self.clusters}
 
     def changed(self) -> list[str]:
         """The aliases of the clusters whose credentials changed since start."""

@@ -128,8 +128,11 @@ def test_fingerprints_are_re_resolved_after_their_ttl_only(tmp_path, caplog):
         assert second != first
         clock.now += 10
         assert fps.of(WEST_CLUSTER, env) == second  # read again, unchanged: no new line
+        (tmp_path / "WEST_PASSWORD").write_text("third-password\n")
+        third = fps.of(WEST_CLUSTER, env, fresh=True)  # resolved now, whatever the TTL
+        assert third not in (first, second)
     lines = [r.getMessage() for r in caplog.records]
-    assert lines == ["credentials of cluster 'west' changed: reconnecting"]
+    assert lines == ["credentials of cluster 'west' changed: reconnecting"] * 2  # one line per change
     assert not any("password" in line for line in lines)
 
 
