@@ -2,7 +2,9 @@
 
 `broker_factory` starts as many brokers as a test needs; `two_clusters` is the common source/target pair,
 `noida_clusters` a pair on noida-db (for what Tansu cannot show: partitions grown, aborted transactions
-hidden). Brokers are stopped (and noida's data removed) at the end of the session. `driver_runs` runs replication
+hidden). `secure_ca` is a throwaway private CA (openssl) and `secure_factory.start(mutual=...)` a Tansu broker
+reachable only through stunnel with TLS (and with `mutual`, a client certificate required), advertising the TLS
+port (reconciler/dev/tls.py); tests using them skip, saying why, without openssl or stunnel4. Brokers are stopped (and noida's data removed) at the end of the session. `driver_runs` runs replication
 drivers in threads and stops them at the test's end.
 
 Replication jobs are left out of plans (RECONCILER_JOBS=off) except in tests marked `jobs`:
@@ -54,6 +56,50 @@ def broker_factory(tmp_path_factory):
     factory = BrokerFactory(tmp_path_factory.mktemp("brokers"))
     yield factory
     gc.collect()  # test clients held in reference cycles (an AdminClient and its futures) go before their brokers
+    factory.stop_all()
+
+
+class SecureFactory:
+    """Brokers behind a TLS terminator, each with certificates of `ca`; stopped at the end of the session."""
+
+    def __init__(self, work: Path, ca):
+        self.work, self.ca = work, ca
+        self.brokers: list = []
+        self._n = itertools.count()
+
+    def start(self, mutual: bool = False, sasl: bool = False):
+        from reconciler.dev.tls import start_secure_broker
+
+        n = next(self._n)
+        broker = start_secure_broker(
+            self.work / f"tls-{n}", self.ca, mutual=mutual, sasl=sasl, log_path=self.work / f"tansu-tls-{n}.log"
+        )
+        self.brokers.append(broker)
+        return broker
+
+    def stop_all(self) -> None:
+        for b in self.brokers:
+            b.stop()
+        self.brokers.clear()
+
+
+@pytest.fixture(scope="session")
+def secure_ca(tmp_path_factory):
+    """A throwaway private CA (reconciler.dev.tls.CertificateAuthority); skips without openssl or stunnel4."""
+    from reconciler.dev.tls import CertificateAuthority, missing_tools
+
+    if missing := missing_tools():
+        pytest.skip(
+            f"the secure brokers need the Debian package(s) {', '.join(missing)} (scripts/test.sh installs them)"
+        )
+    return CertificateAuthority.create(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="session")
+def secure_factory(secure_ca, tmp_path_factory):
+    factory = SecureFactory(tmp_path_factory.mktemp("secure"), secure_ca)
+    yield factory
+    gc.collect()
     factory.stop_all()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reconciler import settings
 from reconciler.adapters.base import (
@@ -24,7 +24,16 @@ from reconciler.adapters.base import (
     Record,
     TopicMeta,
 )
-from reconciler.adapters.probe import ProbeError, probe_api_versions
+from reconciler.adapters.connect_errors import (
+    Cause,
+    ConnectionFailed,
+    ErrorCollector,
+    diagnose,
+    explain,
+    list_topics,
+    message,
+)
+from reconciler.adapters.probe import ProbeError, probe_api_versions, tls_cause
 from reconciler.adapters.read_to_end import read_to_end as read_partitions_to_end
 from reconciler.adapters.read_to_end import reader_config
 from reconciler.state.configs import RawConfigEntry
@@ -78,11 +87,14 @@ class KafkaAdmin:
         self._conf = client_config(cluster, environ)
         self._redact = secrets.Redactor()
         self._redact.add_from(cluster.config, environ)
+        self._errors = ErrorCollector()  # librdkafka's error callbacks: why a connection failed (TLS, SASL)
         try:
-            self._admin = AdminClient({**self._conf, "socket.timeout.ms": int(timeout * 1000)}, logger=_log)
+            conf: dict[str, Any] = {**self._conf, "socket.timeout.ms": int(timeout * 1000), "error_cb": self._errors}
+            self._admin = AdminClient(conf, logger=_log)
         except Exception as exc:  # noqa: BLE001 - e.g. an unknown or invalid client property
             raise AdminError(f"cluster {self.alias!r}: invalid client configuration: {self._msg(exc)}") from None
         self._caps: Capabilities | None = None
+        self._probe_cause: Cause | None = None  # what the probe's failure said, when it says why (connect_errors)
         self._acl_probe: tuple[AclUnavailable | None] | None = None  # acls_unavailable(), asked once
         self._producer: Producer | None = None
 
@@ -119,6 +131,17 @@ class KafkaAdmin:
             return OpResult.unsupported(detail) if reason is AclUnavailable.DISABLED else OpResult.failed(detail)
         return OpResult.failed(self._msg(exc))
 
+    @property
+    def _protocol(self) -> str:
+        return str(self._conf.get("security.protocol", "PLAINTEXT"))
+
+    def connection_cause(self) -> str | None:
+        """After a failed call: the line saying why the cluster could not be talked to (an untrusted certificate,
+        a client certificate required, SASL credentials refused...) from librdkafka's error callbacks, else from the
+        probe's failure (e.g. a plaintext client at a TLS port: librdkafka only says "down"); or None."""
+        cause = explain(self._errors, self._admin, self._protocol) or self._probe_cause
+        return None if cause is None else self._redact(message(self.alias, self._conf["bootstrap.servers"], cause))
+
     # --- reads -----------------------------------------------------------------------------
     def capabilities(self) -> Capabilities:
         if self._caps is None:
@@ -127,6 +150,11 @@ class KafkaAdmin:
                     probe_api_versions(self._conf["bootstrap.servers"], self._conf, timeout=min(self.timeout, 10.0))
                 )
             except ProbeError as exc:
+                if (cause := tls_cause(exc, self._conf)) is not None:  # the handshake failed: so will every call
+                    raise AdminError(
+                        self._redact(message(self.alias, self._conf["bootstrap.servers"], cause))
+                    ) from None
+                self._probe_cause = diagnose(exc.reasons, str(self._conf.get("security.protocol", "PLAINTEXT")))
                 if exc.unreachable:
                     raise AdminError(
                         f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: "
@@ -143,8 +171,12 @@ class KafkaAdmin:
         from confluent_kafka import KafkaException
 
         try:
-            md = self._admin.list_topics(timeout=self.timeout)
+            md = list_topics(self._admin, self._errors, self.timeout, self._protocol)
+        except ConnectionFailed as exc:
+            raise AdminError(self._redact(message(self.alias, self._conf["bootstrap.servers"], exc.cause))) from None
         except KafkaException as exc:
+            if (why := self.connection_cause()) is not None:  # what the probe saw, e.g. a plaintext client at TLS
+                raise AdminError(why) from None
             raise AdminError(
                 f"cluster {self.alias!r} unreachable at {self._conf['bootstrap.servers']}: {self._msg(exc)}"
             ) from None

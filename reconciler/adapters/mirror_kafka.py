@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
+from reconciler.adapters.connect_errors import ConnectionFailed, ErrorCollector, explain, list_topics, message
 from reconciler.adapters.read_to_end import read_to_end, reader_config
 from reconciler.mirror.mirror_client import GroupState, RawRecord, TopicPartition
 from reconciler.mirror.verify import PartitionDigests, record_digest
@@ -37,22 +39,36 @@ def _reason(exc: KafkaException) -> str:
 class MirrorKafka:
     """One cluster, reached with librdkafka settings that already have secrets resolved."""
 
-    def __init__(self, config: Mapping[str, str], timeout: float = 30.0) -> None:
+    def __init__(self, config: Mapping[str, str], timeout: float = 30.0, alias: str | None = None) -> None:
         self._config: dict[str, str | int | float | bool] = dict(config)
         self._timeout = timeout
-        self._admin = AdminClient(self._config)  # held for as long as its futures are awaited
+        self._alias = alias
+        self._errors = ErrorCollector()  # librdkafka's error callbacks: why a connection failed (TLS, SASL)
+        admin_config: dict[str, Any] = {**self._config, "error_cb": self._errors}
+        self._admin = AdminClient(admin_config)  # held for as long as its futures are awaited
 
-    def _failed(self, message: str) -> ClusterIOError:
+    def _failed(self, text: str) -> ClusterIOError:
         """The error of a failed admin call, after handing the client's queued log lines (why it failed) to its
-        `logger` (shown with -v): an admin client's lines wait in its queue until it is polled."""
-        self._admin.poll(0)
-        return ClusterIOError(message)
+        `logger` (shown with -v): an admin client's lines wait in its queue until it is polled. When librdkafka
+        said why the cluster cannot be talked to (TLS, SASL), that is the error, naming the cluster."""
+        cause = explain(self._errors, self._admin, self._protocol)
+        if cause is not None:
+            name = self._alias or "?"
+            return ClusterIOError(message(name, str(self._config.get("bootstrap.servers", "")), cause))
+        return ClusterIOError(text)
+
+    @property
+    def _protocol(self) -> str:
+        return str(self._config.get("security.protocol", "PLAINTEXT"))
 
     # --- topics ---------------------------------------------------------------------------
     def topics(self) -> dict[str, int]:
         """Topic name -> partition count."""
         try:
-            metadata = self._admin.list_topics(timeout=self._timeout)
+            metadata = list_topics(self._admin, self._errors, self._timeout, self._protocol)
+        except ConnectionFailed as exc:
+            bootstrap = str(self._config.get("bootstrap.servers"))
+            raise ClusterIOError(message(self._alias or "?", bootstrap, exc.cause)) from None
         except KafkaException as exc:
             raise self._failed(f"cannot list topics: {_reason(exc)}") from None
         return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}

@@ -21,6 +21,8 @@ import ssl
 import struct
 from collections.abc import Mapping
 
+from reconciler.adapters.connect_errors import Cause, diagnose, message
+
 API_VERSIONS = 18
 UNSUPPORTED_VERSION = 35
 _CLIENT_ID = b"reconciler-probe"
@@ -59,16 +61,45 @@ def decode_response(payload: bytes, correlation_id: int = 1) -> dict[int, tuple[
     return out
 
 
+#: TLS settings the probe's Python `ssl` context cannot apply as librdkafka would (a PKCS#12 keystore, an OpenSSL
+#: engine or provider, a Windows certificate store): with any of them a TLS failure of the probe proves nothing.
+_FOREIGN_SSL_KEYS = ("ssl.keystore.", "ssl.engine.", "ssl.providers", "ssl.ca.certificate.stores", "ssl_engine")
+
+
+def probe_speaks_for(config: Mapping[str, str]) -> bool:
+    """True when the probe sets up TLS as the cluster's librdkafka clients do, so that its TLS failure is theirs."""
+    return not any(str(k).startswith(_FOREIGN_SSL_KEYS) for k in config) and config.get("ssl.ca.location") != "probe"
+
+
 def _ssl_context(config: Mapping[str, str]) -> ssl.SSLContext:
-    ctx = ssl.create_default_context(cafile=config.get("ssl.ca.location") or None)
+    """librdkafka's TLS settings as a Python context: the CA (file, directory or PEM text), the client certificate
+    and key (files or PEM text), hostname verification and `enable.ssl.certificate.verification`."""
+    import os
+    import tempfile
+
+    ca = config.get("ssl.ca.location") or None
+    if ca == "probe":
+        ca = None
+    ctx = ssl.create_default_context(
+        cafile=ca if ca and not os.path.isdir(ca) else None,
+        capath=ca if ca and os.path.isdir(ca) else None,
+        cadata=config.get("ssl.ca.pem") or None,
+    )
     if config.get("ssl.endpoint.identification.algorithm", "https") == "none":
         ctx.check_hostname = False
+    if str(config.get("enable.ssl.certificate.verification", "true")).lower() in ("false", "0"):
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    password = config.get("ssl.key.password") or None
     if config.get("ssl.certificate.location"):
-        ctx.load_cert_chain(
-            config["ssl.certificate.location"],
-            config.get("ssl.key.location") or None,
-            config.get("ssl.key.password") or None,
-        )
+        ctx.load_cert_chain(config["ssl.certificate.location"], config.get("ssl.key.location") or None, password)
+    elif config.get("ssl.certificate.pem") and config.get("ssl.key.pem"):
+        with tempfile.TemporaryDirectory(prefix="reconciler-probe-") as d:  # load_cert_chain reads files only
+            cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+            for path, text in ((cert, config["ssl.certificate.pem"]), (key, config["ssl.key.pem"])):
+                with open(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                    f.write(text)
+            ctx.load_cert_chain(cert, key, password)
     return ctx
 
 
@@ -114,7 +145,15 @@ def probe_api_versions(
                 reasons.append(str(exc) or f"no connection within {timeout:g}s")
             errors.append(f"{host}:{port}: {reasons[-1]}")
         except (OSError, ValueError, ProbeError, ssl.SSLError) as exc:
-            reasons.append(str(exc))
+            reason = str(exc)
+            if (
+                took
+                and "SSL" in protocol
+                and isinstance(exc, _CLOSED)
+                and not isinstance(exc, ssl.SSLCertVerificationError)
+            ):
+                reason = _tls_alert(host, int(port), config, timeout) or reason
+            reasons.append(reason)
             errors.append(f"{host}:{port}: {reasons[-1]}")
     raise ProbeError(
         "; ".join(errors) or "no bootstrap address",
@@ -124,8 +163,35 @@ def probe_api_versions(
     )
 
 
+#: How a TLS connection ends when the broker's alert (a client certificate required or refused) was lost: our request
+#: written after the alert made the connection reset, which discards the alert.
+_CLOSED = (ConnectionResetError, BrokenPipeError, ssl.SSLEOFError, ssl.SSLZeroReturnError, ProbeError)
+
+
+def _tls_alert(host: str, port: int, config: Mapping[str, str], timeout: float) -> str | None:
+    """After a TLS connection was closed on us: connect again and, before writing anything, wait up to 1 s for the
+    alert a broker sends when it refuses the client (TLS 1.3 checks the client certificate after the handshake).
+    The alert's text, or None."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            with _ssl_context(config).wrap_socket(raw, server_hostname=host) as sock:
+                sock.settimeout(min(timeout, 1.0))
+                sock.recv(1)
+    except ssl.SSLError as exc:
+        return str(exc)
+    except OSError:
+        return None
+    return None
+
+
 class Unreachable(Exception):
     """No bootstrap address of a cluster takes a connection (refused, no route, unknown host)."""
+
+
+class HandshakeFailed(Unreachable):
+    """A broker of the cluster takes connections but the TLS handshake fails (an untrusted or mismatched
+    certificate, a client certificate required or refused, TLS spoken to a plaintext port): one line naming the
+    cluster, the cause and the setting to change (adapters/connect_errors.py)."""
 
 
 class NotAnswering(Exception):
@@ -135,9 +201,10 @@ class NotAnswering(Exception):
 
 def require_reachable(alias: str, config: Mapping[str, str], timeout: float = CONNECT_TIMEOUT) -> None:
     """Return once a broker of cluster `alias` answers ApiVersions; else raise Unreachable or NotAnswering
-    within about `timeout` seconds, one line naming the cluster and its bootstrap servers and what to do.
-    `config`: the cluster's resolved client config (bootstrap.servers, security). Any other failure (a TLS
-    or protocol error) is left to the command's real call, which says it in its own words."""
+    within about `timeout` seconds, one line naming the cluster and its bootstrap servers and what to do; raise
+    HandshakeFailed (an Unreachable) when the TLS handshake fails for a reason connect_errors.diagnose names.
+    `config`: the cluster's resolved client config (bootstrap.servers, security). Any other failure (a
+    protocol error) is left to the command's real call, which says it in its own words."""
     bootstrap = str(config.get("bootstrap.servers", ""))
     try:
         probe_api_versions(bootstrap, config, timeout=timeout)
@@ -148,8 +215,23 @@ def require_reachable(alias: str, config: Mapping[str, str], timeout: float = CO
                 f"cannot connect to cluster {alias!r} at {bootstrap}: {why}; check that it is running and that "
                 "its bootstrap_servers in the topology are right"
             ) from None
+        cause = tls_cause(exc, config)
+        if cause is not None:
+            raise HandshakeFailed(message(alias, bootstrap, cause)) from None
         if exc.silent:
+            tls = "SSL" in str(config.get("security.protocol", "PLAINTEXT")).upper()
             raise NotAnswering(
-                f"cluster {alias!r} at {bootstrap} does not answer ({why}): it is hung, paused or overloaded; "
-                "check the broker, then run again"
+                f"cluster {alias!r} at {bootstrap} does not answer ({why}): it is hung, paused or overloaded"
+                + (", or this is not a TLS port (some plaintext listeners never answer a TLS handshake)" if tls else "")
+                + "; check the broker, then run again"
             ) from None
+
+
+def tls_cause(exc: ProbeError, config: Mapping[str, str]) -> Cause | None:
+    """The TLS failure a probe error shows (connect_errors.diagnose), when the probe set up TLS as the cluster's
+    clients would and the handshake (not the network) failed; else None."""
+    protocol = str(config.get("security.protocol", "PLAINTEXT"))
+    if exc.unreachable or "SSL" not in protocol.upper() or not probe_speaks_for(config):
+        return None
+    cause = diagnose(exc.reasons, protocol)
+    return cause if cause is not None and cause.is_tls else None

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler.adapters.connect_errors import ErrorCollector, list_topics
 from reconciler.adapters.read_to_end import read_to_end, reader_config
 
 
@@ -19,13 +20,17 @@ def read_latest_objects(
     conf: Mapping[str, Any], topic: str, timeout: float = 10.0, group: str = "__reconciler.status-reader"
 ) -> dict[str, Mapping[str, Any]]:
     """key -> the latest value of a compacted topic of JSON objects (a tombstone removes its key; a value that is
-    not a JSON object is skipped). `conf`: the librdkafka settings of the cluster (resolved, with its logger)."""
+    not a JSON object is skipped). `conf`: the librdkafka settings of the cluster (resolved, with its logger).
+    Raises connect_errors.ConnectionFailed when the cluster cannot be talked to for a reason librdkafka names
+    (TLS, SASL)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer(reader_config(conf, group))
+    errors = ErrorCollector()
+    consumer = Consumer(reader_config({**conf, "error_cb": conf.get("error_cb") or errors}, group))
     out: dict[str, Mapping[str, Any]] = {}
     try:
-        md = consumer.list_topics(topic, timeout=timeout)
+        # a TLS or SASL failure: ConnectionFailed at once (the caller names the cluster)
+        md = list_topics(consumer, errors, timeout, str(conf.get("security.protocol", "PLAINTEXT")), topic)
         t = md.topics.get(topic)
         if t is None or t.error is not None:
             return out

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
-from reconciler.mirror.filters import TopicFilter
+from reconciler.mirror.filters import MAX_TOPIC_NAME_CHARS, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.topology.model import Flow, Heartbeats, Topology
 
@@ -94,7 +94,7 @@ def checkpoint_route(flow: RoutedFlow, topic: str) -> str | None:
     return policy.format_remote_topic(flow.source, topic)
 
 
-KAFKA_MAX_TOPIC_NAME = 249  # Kafka's limit on topic names (org.apache.kafka.common.internals.Topic.MAX_NAME_LENGTH)
+KAFKA_MAX_TOPIC_NAME = MAX_TOPIC_NAME_CHARS  # Kafka's limit on topic names (Topic.MAX_NAME_LENGTH)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,5 +1,8 @@
 """Example strings a regular expression matches ("witnesses").
 
+Candidates are built from Python's parse of the pattern and kept only when the filters' own matcher
+(`mirror/filters.py:compile_user_pattern`, RE2) fully matches them; a pattern that matcher refuses has none.
+
 Whether two topic filters can overlap is answered by trying concrete names: the examples of
 one filter's include patterns, pushed through the other filters. This is exact for literal
 patterns and a good approximation for the prefix/suffix patterns topologies use in practice.
@@ -19,6 +22,8 @@ from functools import lru_cache
 from re import _constants as sre_c  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 
+from reconciler.mirror.filters import MAX_TOPIC_NAME_CHARS, compile_user_pattern, pattern_problem
+
 _CATEGORY_EXAMPLE = {
     sre_c.CATEGORY_DIGIT: "0",
     sre_c.CATEGORY_WORD: "a",
@@ -28,7 +33,7 @@ _CATEGORY_EXAMPLE = {
     sre_c.CATEGORY_NOT_SPACE: "a",
 }
 _LIMIT = 16
-MAX_CHARS = 249  # Kafka's limit on a topic name: a longer example names no topic (analysis.expansion)
+MAX_CHARS = MAX_TOPIC_NAME_CHARS  # Kafka's limit on a topic name: a longer example names no topic
 
 
 def _any_char(chars: str = "ax") -> list[str]:
@@ -105,9 +110,11 @@ def _node(op, av) -> list[str]:
 def examples(pattern: str) -> tuple[str, ...]:
     """A few strings that fully match `pattern` (verified), most specific first; none longer than
     MAX_CHARS, so a pattern that only matches longer names has none."""
+    if pattern_problem(pattern) is not None:
+        return ()  # validate reports it; no filter holds it
+    compiled = compile_user_pattern(pattern)  # the filters' matcher decides, not Python's parser
     try:
         candidates = _seq(sre_parse.parse(pattern))
-        compiled = re.compile(pattern)
-    except (re.error, RecursionError, TypeError):
-        return ()
+    except (re.error, RecursionError, TypeError, OverflowError, ValueError, MemoryError):
+        return ()  # RE2-only syntax (`\p{L}`, `\Q...\E`, `(?<n>...)`): no example, an approximation
     return tuple(dict.fromkeys(c for c in candidates if c and compiled.fullmatch(c)))

@@ -114,12 +114,14 @@ def port_open(host: str, port: int) -> bool:
         return False
 
 
-def answers_kafka(bootstrap: str, timeout: float = 3.0) -> bool:
-    """True when a Kafka-protocol broker answers a metadata request at `bootstrap`."""
+def answers_kafka(bootstrap: str, timeout: float = 3.0, config: dict | None = None) -> bool:
+    """True when a Kafka-protocol broker answers a metadata request at `bootstrap` (with the client settings
+    `config`: TLS for a secure dev broker)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)}))
+    conf = {**(config or {}), "bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)}
+    admin = AdminClient(logs.client_config(conf))
     try:
         admin.list_topics(timeout=timeout)
         return True
@@ -143,10 +145,22 @@ class Broker:
         return f"{self.host}:{self.port}"
 
 
-def broker_command(engine: Engine, host: str, port: int, data_dir: Path | None) -> list[str]:
-    """The command line of one broker on host:port (noida: keeping its data in `data_dir`)."""
+def broker_command(
+    engine: Engine,
+    host: str,
+    port: int,
+    data_dir: Path | None,
+    advertised: tuple[str, int] | None = None,
+    authentication: bool = False,
+) -> list[str]:
+    """The command line of one broker on host:port (noida: keeping its data in `data_dir`). `advertised`: the
+    host:port its metadata sends clients to instead of its own (a TLS terminator in front of it, dev/tls.py);
+    only Tansu can. `authentication`: Tansu's `--authentication`, SASL required of every client (and no user can be
+    created in memory storage: every client is refused; docs/brokers.md, "Secure test brokers")."""
     if engine is Engine.NOIDA:
         assert data_dir is not None
+        if advertised is not None or authentication:
+            raise DevClusterError("noida-db can neither advertise another address nor require SASL")
         return [
             str(noida_binary()),
             "start",
@@ -160,16 +174,17 @@ def broker_command(engine: Engine, host: str, port: int, data_dir: Path | None) 
             str(data_dir),
         ]
     url = f"tcp://{host}:{port}"
+    advertised_url = f"tcp://{advertised[0]}:{advertised[1]}" if advertised else url
     return [
         str(tansu_binary()),
         "broker",
         "--listener-url",
         url,
         "--advertised-listener-url",
-        url,
+        advertised_url,
         "--storage-engine",
         "memory://tansu/",
-    ]
+    ] + (["--authentication"] if authentication else [])
 
 
 def start_broker(
@@ -179,9 +194,12 @@ def start_broker(
     timeout: float = 30.0,
     engine: Engine | None = None,
     data_dir: Path | None = None,
+    advertised: tuple[str, int] | None = None,
+    authentication: bool = False,
 ) -> Broker:
     """Start a broker on host:port (detached from our session) and wait until it answers Kafka requests.
-    noida keeps its data in `data_dir` (default: a new temporary directory, removed by `discard`)."""
+    noida keeps its data in `data_dir` (default: a new temporary directory, removed by `discard`).
+    `advertised`: the address its metadata names instead of host:port (Tansu only; see broker_command)."""
     if not is_loopback(host):
         raise DevClusterError(f"refusing to start a dev broker on non-loopback address {host!r}")
     if port_open(host, port):
@@ -193,7 +211,7 @@ def start_broker(
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL
     env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
     proc = subprocess.Popen(
-        broker_command(engine, host, port, data_dir),
+        broker_command(engine, host, port, data_dir, advertised, authentication),
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -208,7 +226,7 @@ def start_broker(
                 f"{engine.product} exited with code {proc.returncode} on {host}:{port}"
                 + (f"; see {log_path}" if log_path else "")
             )
-        if port_open(host, port) and answers_kafka(broker.bootstrap, timeout=2.0):
+        if port_open(host, port) and (authentication or answers_kafka(broker.bootstrap, timeout=2.0)):
             return broker
         time.sleep(0.1)
     stop_pid(proc.pid)

@@ -1,6 +1,10 @@
 """`reconciler dev up/down`: one broker (Tansu or noida-db) per loopback cluster of a topology, tracked in a
 state dir: `dev/<alias>.json` (alias, bootstrap, pid, engine), `dev/<alias>.log`, and for noida
-`dev/<alias>.data` (its data; removed by `dev down`, so a dev cluster starts empty on either engine)."""
+`dev/<alias>.data` (its data; removed by `dev down`, so a dev cluster starts empty on either engine).
+
+A cluster whose `config` says `security.protocol: SSL` gets a Tansu broker behind stunnel on its port (TLS; with
+ssl.certificate.location, mutual TLS), certificates from the state dir's dev CA written where its settings name
+them (`reconciler/dev/tls.py`, docs/brokers.md "Secure test brokers")."""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from reconciler.dev.brokers import (
     start_broker,
     stop_pid,
 )
+from reconciler.dev.tls import dev_tls_mode, start_dev_secure_broker
 from reconciler.topology.connection import client_config
 from reconciler.topology.model import Topology
 
@@ -61,19 +66,30 @@ class DevClusters:
                     f"cluster {alias!r} has bootstrap address {cluster.bootstrap_servers!r}, which is not on loopback; "
                     "dev clusters only start on 127.0.0.1/localhost (point real clusters' topologies at real brokers)"
                 )
-            targets.append((alias, host, port))
+            config = client_config(cluster)
+            targets.append((alias, host, port, config, dev_tls_mode(alias, config)))
         self.dir.mkdir(parents=True, exist_ok=True)
         out = []
-        for alias, host, port in targets:
+        for alias, host, port, config, tls in targets:
+            security = {k: v for k, v in config.items() if k != "bootstrap.servers"} if tls else None
             rec = self._load(alias)
-            if rec and pid_alive(rec["pid"]) and answers_kafka(f"{host}:{port}"):
+            if rec and pid_alive(rec["pid"]) and answers_kafka(f"{host}:{port}", config=security):
                 out.append(DevClusterStatus(alias, f"{host}:{port}", rec["pid"], "running", _engine(rec)))
                 continue
             if port_open(host, port):
-                if answers_kafka(f"{host}:{port}"):
+                if answers_kafka(f"{host}:{port}", config=security):
                     out.append(DevClusterStatus(alias, f"{host}:{port}", None, "foreign"))
                     continue
                 raise DevClusterError(f"{host}:{port} for cluster {alias!r} is in use by something that is not Kafka")
+            if tls:  # Tansu behind stunnel on the cluster's port (reconciler/dev/tls.py)
+                broker, term = start_dev_secure_broker(
+                    alias, host, port, config, tls, self.dir, self.dir / f"{alias}.log"
+                )
+                record = {"alias": alias, "bootstrap": f"{host}:{port}", "pid": broker.pid, "engine": "tansu"}
+                record |= {"tls": tls, "terminator_pid": term.pid, "plaintext_port": broker.port}
+                self._record(alias).write_text(json.dumps(record))
+                out.append(DevClusterStatus(alias, f"{host}:{port}", broker.pid, f"started ({tls})", Engine.TANSU))
+                continue
             data = self.dir / f"{alias}.data"
             if engine is Engine.NOIDA:  # a leftover of a broker that was not stopped by `dev down`
                 discard(Broker(host, port, data_dir=data))
@@ -89,6 +105,8 @@ class DevClusters:
         out = []
         for rec_path in sorted(self.dir.glob("*.json")) if self.dir.exists() else []:
             rec = json.loads(rec_path.read_text())
+            if rec.get("terminator_pid") and pid_alive(rec["terminator_pid"]):
+                stop_pid(rec["terminator_pid"])
             if pid_alive(rec["pid"]):
                 stop_pid(rec["pid"])
             if rec.get("data_dir"):

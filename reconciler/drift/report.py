@@ -18,6 +18,7 @@ Where each kind of drift comes from:
 | job | any other action kind whose name mentions a job (the job issue's deploy/update/restart/stop, subject = flow); else the job status record: none, stopped/failed, not updated for `job_stale_seconds`, degraded (halted partitions), or a spec hash other than `JobSpec.from_flow(...).spec_hash()` |
 | lag, latency, heartbeat | the job status's `lag_total` and `latency_ms.p99`, and the age of the newest heartbeat in the flow's remote heartbeats topic on the target, against the topology's `slo` |
 | cluster | a cluster that could not be read (an error: exit 1) |
+| certificate | a cluster's client or CA certificate (`ssl.certificate.location`, `ssl.ca.location`, `ssl.certificate.pem`, `ssl.ca.pem`: `drift/certificates.py`) expired or expiring within `slo.certificate_expiry_days`; one that cannot be read is a note |
 
 Levels: `error` (something could not be checked), `drift` (counts: exit 2), `note` (shown, not
 counted: capability limits, topics kept for safety, revisions).
@@ -28,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,8 @@ from reconciler.contract.status import (
     StatusState,
     health,
 )
+from reconciler.drift.certificates import CertificateCheck, CertificateSource, Expiry
+from reconciler.drift.certificates import check as check_certificate
 from reconciler.mirror.group_sync import GroupSync, GroupSyncReason
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
@@ -70,6 +73,7 @@ class Category(str, enum.Enum):
     LATENCY = "latency"
     HEARTBEAT = "heartbeat"
     CLUSTER = "cluster"
+    CERTIFICATE = "certificate"
     REVISION = "revision"
     OTHER = "other"
 
@@ -93,6 +97,7 @@ CATEGORY_TITLES = {
     Category.LATENCY: "latency over SLO",
     Category.HEARTBEAT: "heartbeat age over SLO",
     Category.CLUSTER: "unreadable clusters",
+    Category.CERTIFICATE: "certificates expired or expiring",
     Category.REVISION: "revisions",
     Category.OTHER: "other",
 }
@@ -243,6 +248,7 @@ class ClusterReport:
     error: str | None
     applied: Mapping[str, Any] | None  # the last `applied/<cluster>` record, normalized (see `applied_view`)
     items: tuple[DriftItem, ...] = ()
+    certificates: tuple[CertificateCheck, ...] = ()  # its client and CA certificates (drift/certificates.py)
 
     @property
     def status(self) -> str:
@@ -258,6 +264,7 @@ class ClusterReport:
             "status": self.status,
             "applied": dict(self.applied) if self.applied else None,
             "drift": sum(1 for i in self.items if i.level is Level.DRIFT),
+            "certificates": [c.to_dict() for c in self.certificates],
         }
 
 
@@ -728,6 +735,52 @@ def heartbeat_topic(flow: Flow) -> str:
     return flow.policy.format_remote_topic(flow.source, HEARTBEATS_TOPIC)
 
 
+# --- certificates ----------------------------------------------------------------------------------------
+
+
+def _certificate_named(c: CertificateCheck) -> str:
+    return f"{c.setting} of cluster {c.cluster}" + (f" ({c.shown})" if c.shown else "")
+
+
+def certificate_item(c: CertificateCheck) -> DriftItem | None:
+    """Expired or expiring within the window: drift; unreadable: a note naming the setting, never its content."""
+    named = _certificate_named(c)
+    if c.state is Expiry.UNREADABLE:
+        return DriftItem(
+            Category.CERTIFICATE,
+            Level.NOTE,
+            c.cluster,
+            (),
+            c.setting,
+            f"{named} could not be read as a certificate, so its expiry is not checked: {c.problem}",
+            "point it at a readable PEM file (or PEM text) of the certificate",
+        )
+    if c.state is Expiry.OK:
+        return None
+    which = f"certificate {c.subject or '(no common name)'}"
+    if c.certificates > 1:
+        which += f", the first to expire of its {c.certificates}"
+    days = c.days_left or 0
+    if c.state is Expiry.EXPIRED:
+        ago = "today" if days == 0 else f"{plural(-days, 'day')} ago"
+        message = f"{named}: {which}, expired at {c.not_after_iso} ({ago})"
+    else:
+        message = (
+            f"{named}: {which}, expires at {c.not_after_iso}, in {plural(days, 'day')} "
+            f"(slo.certificate_expiry_days {c.window_days})"
+        )
+    return DriftItem(
+        Category.CERTIFICATE,
+        Level.DRIFT,
+        c.cluster,
+        (),
+        c.setting,
+        message,
+        "renew the certificate and deploy it where the reconciler and the jobs read it"
+        + (": connections to the cluster fail until then" if c.state is Expiry.EXPIRED else ""),
+    )
+
+
 # --- applied revisions ----------------------------------------------------------------------------------
 
 
@@ -793,6 +846,7 @@ def build_report(
     job_stale_seconds: float | None = None,
     check_jobs: bool = True,
     live_jobs: LiveJobs | None = None,
+    certificates: Sequence[CertificateSource] = (),
 ) -> DriftReport:
     """Everything in one pure function.
 
@@ -806,6 +860,8 @@ def build_report(
     latency checks (for topologies whose flows are replicated by something that reports no status).
     `live_jobs`: the plan's verdict on every job (`reconciler.contract.jobstate`), shown as it is in the items,
     the flows table and the metrics; None (no deployer view): each job's verdict is its status record's alone.
+    `certificates`: what the edge read of each cluster's certificate settings (`drift/certificates.py`), checked
+    against `now_ms` and the topology's `slo.certificate_expiry_days`.
     """
     desired = desired if desired is not None else desired_state(topology, live)
     job_statuses, job_status_errors = job_statuses or {}, job_status_errors or {}
@@ -866,6 +922,8 @@ def build_report(
         items += flow_items
         flows.append(FlowReport(flow.name, flow.source, flow.target, flow.enabled, job, hb_topic, hb_age))
 
+    checks = [check_certificate(c, now_ms, topology.slo.certificate_expiry_days) for c in certificates]
+    items += [i for c in checks if (i := certificate_item(c)) is not None]
     clusters = []
     for alias in sorted(live.clusters):
         c = live.cluster(alias)
@@ -889,7 +947,14 @@ def build_report(
         for f in flows
     ]
     clusters = [
-        ClusterReport(c.alias, c.reachable, c.error, c.applied, tuple(i for i in items if i.cluster == c.alias))
+        ClusterReport(
+            c.alias,
+            c.reachable,
+            c.error,
+            c.applied,
+            tuple(i for i in items if i.cluster == c.alias),
+            tuple(k for k in checks if k.cluster == c.alias),
+        )
         for c in clusters
     ]
     slo = topology.slo

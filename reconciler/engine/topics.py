@@ -14,6 +14,7 @@ from typing import Any
 
 from reconciler.analysis.expansion import RoutedFlow, route
 from reconciler.contract.spec import STATUS_TOPIC, JobSpec, dead_letters_topic_name, offset_syncs_topic_name
+from reconciler.mirror.filters import MAX_TOPIC_NAME_CHARS
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.state.configs import RawConfigEntry, explicit_configs_of
 
@@ -57,6 +58,12 @@ def plan_partitions(
     of its remote topic, once the remote topic has that partition."""
     plan = PartitionPlan()
     for name in sorted(source):
+        if len(name) > MAX_TOPIC_NAME_CHARS:  # never matched by a filter (issue 44); said once per refresh
+            shown = name if len(name) <= 60 else f"{name[:60]}... ({len(name):,} chars)"
+            plan.findings.append(
+                f"source topic {shown} is longer than Kafka's {MAX_TOPIC_NAME_CHARS} characters: never replicated"
+            )
+            continue
         remote = route(flow, name)
         if remote is None:
             continue

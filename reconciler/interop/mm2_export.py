@@ -36,6 +36,7 @@ from reconciler.interop.mm2_keys import (
 from reconciler.interop.properties import format_property
 from reconciler.topology import secrets
 from reconciler.topology.model import Cluster, Delivery, Flow, Topology
+from reconciler.topology.settings_registry import TOPOLOGY_BY_NAME
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,7 @@ def topology_ext_values(topology: Topology) -> dict[str, str]:
             out[f"{EXT}prune.{name}"] = "true"
     for name in SLO_KINDS:
         value = getattr(topology.slo, name)
-        if value is not None:
+        if value is not None and value != TOPOLOGY_BY_NAME[f"slo.{name}"].default:  # the default goes without saying
             out[f"{EXT}slo.{name}"] = _num(value)
     return out
 

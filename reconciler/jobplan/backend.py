@@ -26,11 +26,16 @@ STATUS_READ_TIMEOUT = 10.0
 
 def kafka_status_reader(cluster: Cluster) -> Mapping[str, StatusRecord | Mapping[str, Any]]:
     """Raises Unreachable or NotAnswering (adapters/probe.py) within seconds when the cluster is down."""
-    from reconciler.adapters.probe import require_reachable
+    from reconciler.adapters.connect_errors import ConnectionFailed, message
+    from reconciler.adapters.probe import HandshakeFailed, require_reachable
     from reconciler.topology.connection import client_config
 
-    require_reachable(cluster.alias, client_config(cluster))  # a cluster that is down: milliseconds, not timeouts
-    return read_all_job_status(cluster, timeout=STATUS_READ_TIMEOUT)
+    config = client_config(cluster)
+    require_reachable(cluster.alias, config)  # a cluster that is down: milliseconds, not timeouts
+    try:
+        return read_all_job_status(cluster, timeout=STATUS_READ_TIMEOUT)
+    except ConnectionFailed as exc:  # e.g. SASL credentials refused: ApiVersions (the probe) needs no login
+        raise HandshakeFailed(message(cluster.alias, str(config.get("bootstrap.servers", "")), exc.cause)) from None
 
 
 def _client_config(cluster_config: Any) -> dict[str, Any]:

@@ -71,7 +71,7 @@ def kafka_mirror_client(cluster: Cluster, timeout: float) -> MirrorCluster:
 
     config = client_config(cluster)
     require_reachable(cluster.alias, config, min(timeout, CONNECT_TIMEOUT))
-    return MirrorKafka(logs.client_config(config), timeout)
+    return MirrorKafka(logs.client_config(config), timeout, alias=cluster.alias)
 
 
 class DevBrokers(Protocol):

@@ -59,6 +59,7 @@ def drift_view(
         job_stale_seconds=job_stale_seconds,
         check_jobs=check_jobs,
         live_jobs=live_jobs if check_jobs else None,
+        certificates=obs.certificates,
     )
 
 
@@ -72,6 +73,12 @@ def drift(
 ) -> DriftReport:
     with Connections(dict(topology.clusters), backend.admin_factory) as conns:
         obs = observe(
-            topology, conns, backend, statuses=check_jobs or backend.jobs is not None, heartbeats=True, applied=True
+            topology,
+            conns,
+            backend,
+            statuses=check_jobs or backend.jobs is not None,
+            heartbeats=True,
+            applied=True,
+            certificates=True,
         )
         return drift_view(obs, backend, revision=revision, check_jobs=check_jobs, job_stale_seconds=job_stale_seconds)

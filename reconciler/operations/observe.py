@@ -17,13 +17,16 @@ from typing import Any
 from reconciler.adapters.base import AdminError
 from reconciler.adapters.live_read import Connections, clusters_of, read_live
 from reconciler.apply.lock import read_applied
+from reconciler.drift.certificates import CERTIFICATE_SETTINGS, FILE_SETTINGS, CertificateSource
 from reconciler.jobplan.state import JobStatuses, read_statuses
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
 from reconciler.operations.backend import Backend
 from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.state.live import LiveState
-from reconciler.topology.model import Topology
+from reconciler.topology.connection import client_config
+from reconciler.topology.diagnostics import TopologyError
+from reconciler.topology.model import Cluster, Topology
 
 
 @dataclass
@@ -36,6 +39,7 @@ class Observation:
     heartbeat_errors: dict[str, str] = field(default_factory=dict)
     applied: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
     now_ms: int = 0
+    certificates: tuple[CertificateSource, ...] = ()  # each cluster's certificate settings, as read (drift)
 
 
 def message(exc: BaseException) -> str:
@@ -61,6 +65,7 @@ def observe(
     statuses: bool = False,
     heartbeats: bool = False,
     applied: bool = False,
+    certificates: bool = False,
 ) -> Observation:
     """Read the live clusters (unless `live` is given) and whichever other parts are asked for."""
     live = live if live is not None else read_live(conns, clusters_of(topology))
@@ -88,4 +93,37 @@ def observe(
 
         with ThreadPoolExecutor(max_workers=max(1, min(4, len(targets)))) as pool:
             list(pool.map(one, targets))
+    if certificates:
+        obs.certificates = read_certificates(topology)
     return obs
+
+
+def _certificate_sources(cluster: Cluster) -> list[CertificateSource]:
+    present = [k for k in CERTIFICATE_SETTINGS if cluster.config.get(k)]
+    if not present:
+        return []
+    try:
+        config = client_config(cluster)  # the one path: ${NAME} references resolved
+    except TopologyError:
+        return [CertificateSource(cluster.alias, k, error="its settings reference unset variables") for k in present]
+    out = []
+    for key in present:
+        value = config.get(key) or ""
+        if key not in FILE_SETTINGS:  # the PEM text itself: never shown
+            out.append(CertificateSource(cluster.alias, key, data=value.encode("utf-8", "replace")))
+            continue
+        shown = str(cluster.config[key])  # the topology's value (a reference stays unresolved)
+        try:
+            with open(value, "rb") as fh:
+                data = fh.read(1 << 20)  # a certificate bundle is kilobytes; no more than a MiB is read
+        except OSError as exc:
+            out.append(CertificateSource(cluster.alias, key, shown, error=exc.strerror or type(exc).__name__))
+            continue
+        out.append(CertificateSource(cluster.alias, key, shown, data=data))
+    return out
+
+
+def read_certificates(topology: Topology) -> tuple[CertificateSource, ...]:
+    """Every cluster's certificate settings (`drift/certificates.py` `CERTIFICATE_SETTINGS`) as the clients would
+    read them: the files read, the PEM texts taken as they are, whatever the cluster's reachability."""
+    return tuple(s for alias in sorted(topology.clusters) for s in _certificate_sources(topology.clusters[alias]))

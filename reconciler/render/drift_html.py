@@ -238,7 +238,9 @@ def _clusters_table(report: DriftReport) -> str:
     for c in report.clusters:
         a = c.applied
         if a:
-            rev = f"<code>{_e(a['short'])}</code>" + (" <span class='pill p-drift'>dirty</span>" if a["dirty"] else "")
+            rev = f"<code>{_e(a['short'] or 'outside git')}</code>" + (
+                " <span class='pill p-drift'>dirty</span>" if a["dirty"] else ""
+            )
             subject = _e(a.get("message_subject") or "")
             by = f"{_e(a.get('author') or '?')}, committed {_e(a.get('time_iso') or '?')}"
             applied = f"{_e(a.get('applied_at'))} by {_e(a.get('who'))}"

@@ -36,7 +36,7 @@ def _render(report: DriftReport, max_items: int) -> str:
     for c in report.clusters:
         a = c.applied
         applied = (
-            f"{_code(a['short'])}{' (dirty)' if a['dirty'] else ''} by {_cell(a.get('who') or '?')} "
+            f"{_code(a['short'] or 'outside git')}{' (dirty)' if a['dirty'] else ''} by {_cell(a.get('who') or '?')} "
             f"at {_cell(a.get('applied_at') or '?')}"
             if a
             else ("no apply recorded" if c.reachable else _cell(c.error))

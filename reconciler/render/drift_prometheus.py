@@ -10,6 +10,7 @@ scheduled drift job feeds alerting. Every family is a gauge: a drift run is a sn
 | `reconciler_drift_items` | category, level, cluster | drift/error/note items of that kind on that cluster |
 | `reconciler_drift_generated_timestamp_seconds` | | when the report was made |
 | `reconciler_drift_cluster_reachable` | cluster | 1 if the cluster could be read |
+| `reconciler_drift_certificate_expiry_seconds` | cluster, setting | seconds until the earliest expiry of the certificates of the cluster's setting (`ssl.certificate.location`, `ssl.ca.location`, `ssl.certificate.pem`, `ssl.ca.pem`); negative once expired; absent when it could not be read |
 | `reconciler_drift_applied_info` | cluster, commit, short, who, dirty | 1 per cluster with an `applied/<cluster>` record |
 | `reconciler_drift_applied_timestamp_seconds` | cluster | when the reconciler last applied to the cluster |
 | `reconciler_drift_revision_info` | commit, short | the revision the topology was checked at |
@@ -46,6 +47,7 @@ FAMILIES = tuple(
         "items",
         "generated_timestamp_seconds",
         "cluster_reachable",
+        "certificate_expiry_seconds",
         "applied_info",
         "applied_timestamp_seconds",
         "revision_info",
@@ -144,6 +146,17 @@ class DriftCollector(Collector):
                 if at is not None:
                     applied_at.add_metric([c.alias], at)
         yield from (reachable, applied_info, applied_at)
+
+        expiry = _gauge(
+            "certificate_expiry_seconds",
+            "Seconds until the earliest expiry of the certificates of the cluster's setting (negative: expired)",
+            ["cluster", "setting"],
+        )
+        for c in r.clusters:
+            for cert in c.certificates:
+                if cert.seconds_left is not None:
+                    expiry.add_metric([c.alias, cert.setting], cert.seconds_left)
+        yield expiry
 
         if r.revision:
             rev = _gauge("revision_info", "The git revision the topology was checked at", ["commit", "short"])

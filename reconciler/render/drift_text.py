@@ -90,7 +90,7 @@ def render(report: DriftReport) -> str:
         a = cluster.applied
         if a:
             head += (
-                f"; last reconciled to {term(a['short'])}{' (dirty)' if a['dirty'] else ''}"
+                f"; last reconciled to {term(a['short'] or 'an unknown revision (applied outside git)')}{' (dirty)' if a['dirty'] else ''}"
                 + (f" at {term(a['applied_at'])}" if a.get("applied_at") else "")
                 + (f" by {term(a['who'])}" if a.get("who") else "")
             )

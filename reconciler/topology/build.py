@@ -17,12 +17,12 @@ from typing import Any
 
 from reconciler import settings
 from reconciler.mirror.filters import (
-    BACKTRACKING_HINT,
+    PATTERN_HINT,
     ConfigPropertyFilter,
     GroupFilter,
     PatternFilter,
     TopicFilter,
-    backtracking_hazard,
+    pattern_problem,
 )
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
 from reconciler.topology import secrets
@@ -142,60 +142,16 @@ def _check_patterns(doc: Document, diags: Diagnostics) -> None:
                     _check_regex(pattern, doc.where(base + (section, key, i)), diags)
 
 
-MAX_PATTERN_CHARS = 1_000  # a topic/group/config pattern; longer ones are refused (pattern complexity limit)
-
-
 def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> bool:
-    """A pattern compiles alone *and* as one alternative of a filter (filters join their patterns
-    with `|`, so named groups and global inline flags such as `(?i)` fail there), and cannot backtrack
-    catastrophically (the filters' own check, `backtracking_hazard`). True when it is fine."""
-    before = len(diags.errors)
-    _check_compiles(pattern, where, diags)
-    if len(diags.errors) == before and isinstance(pattern, str):
-        why = backtracking_hazard(pattern)
-        if why is not None:
-            diags.error(f"pattern {pattern!r} can backtrack catastrophically: {why}", where, hint=BACKTRACKING_HINT)
-    return len(diags.errors) == before
-
-
-def _check_compiles(pattern: str, where: SourceLocation, diags: Diagnostics) -> None:
-    hint = "patterns are full-match Python/Java-style regular expressions; escape dots as \\\\. in YAML double quotes"
+    """A pattern the linear-time matcher reads (`mirror/filters.py:pattern_problem`, the filters' own check:
+    at most 1,000 characters, no construct RE2 cannot express, each named with the fix). True when it is fine."""
     if not isinstance(pattern, str):
-        return  # the schema reports the type
-    if len(pattern) > MAX_PATTERN_CHARS:
-        diags.error(
-            f"pattern of {len(pattern):,} characters (limit {MAX_PATTERN_CHARS:,})",
-            where,
-            hint="split it into several patterns, or use a shorter prefix pattern",
-        )
-        return
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        diags.error(f"pattern {pattern!r} does not compile: {exc.msg}", where, hint=hint)
-        return
-    except (RecursionError, OverflowError, MemoryError, ValueError) as exc:
-        diags.error(
-            f"pattern {pattern[:60]!r} is too complex to compile ({type(exc).__name__})",
-            where,
-            hint="use a simpler pattern: fewer nested groups and smaller repetition counts",
-        )
-        return
-    try:
-        re.compile(f"(?:{pattern})|(?:{pattern})")
-    except re.error as exc:
-        diags.error(
-            f"pattern {pattern!r} cannot be one alternative of a filter: {exc.msg}",
-            where,
-            hint="a filter joins its patterns with `|`: do not use named groups `(?P<name>...)` "
-            "or global flags such as `(?i)` (write `[Oo]rders` instead)",
-        )
-    except (RecursionError, OverflowError, MemoryError, ValueError) as exc:
-        diags.error(
-            f"pattern {pattern[:60]!r} is too complex to compile ({type(exc).__name__})",
-            where,
-            hint="use a simpler pattern: fewer nested groups and smaller repetition counts",
-        )
+        return True  # the schema reports the type
+    problem = pattern_problem(pattern)
+    if problem is None:
+        return True
+    diags.error(f"pattern {pattern!r} {problem}", where, hint=PATTERN_HINT)
+    return False
 
 
 def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:

@@ -193,6 +193,7 @@ class Slo:
     max_lag_seconds: float | None = None  # age of the oldest record not replicated yet
     max_heartbeat_age_seconds: float | None = None
     max_latency_p99_ms: float | None = None
+    certificate_expiry_days: int = 30  # a client/CA certificate expiring within this many days is drift
 
 
 @dataclass(frozen=True)

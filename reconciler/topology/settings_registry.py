@@ -658,6 +658,15 @@ TOPOLOGY_SETTINGS: tuple[Setting, ...] = (
         "beyond which `drift` and the alert rules report the flow" + _UNSET,
         constraints={"exclusiveMinimum": 0},
     ),
+    _t(
+        "slo.certificate_expiry_days",
+        Type.INT,
+        30,
+        "Days before a cluster's client or CA certificate (`ssl.certificate.location`, `ssl.ca.location`, "
+        "`ssl.certificate.pem`, `ssl.ca.pem`) expires from which `drift` reports it (an expired one always is); "
+        '0: only expired ones (docs/security.md, "Certificate expiry").',
+        constraints={"minimum": 0},
+    ),
 )
 
 #: The top-level sections of the topology settings, in order (`prune`, `slo`).

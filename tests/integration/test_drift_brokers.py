@@ -22,6 +22,7 @@ from reconciler.cli.main import main
 from reconciler.contract.spec import STATUS_TOPIC, JobSpec
 from reconciler.contract.status import StatusPublisher
 from reconciler.mirror.records import Heartbeat
+from reconciler.textutil import md_inline
 from reconciler.topology.build import load_topology
 from reconciler.topology.model import Cluster
 
@@ -195,7 +196,7 @@ def test_drift_of_each_kind_on_embedded_clusters(env):
     assert main(["drift", str(env.path), "--out", str(html), "--out", str(md)]) == 2
     out = env.capsys.readouterr().out
     assert "cluster east: DRIFT" in out and "west.legacy" in out
-    assert "<svg" in html.read_text() and "west.legacy" in md.read_text()
+    assert "<svg" in html.read_text() and md_inline("west.legacy") in md.read_text()  # Markdown-escaped (issue 44)
 
     # a cluster that cannot be read is an error, not "no drift"
     env.path.write_text(TOPOLOGY.format(west=env.boot["west"], east="127.0.0.1:1"))

@@ -176,7 +176,7 @@ def test_saved_plan_applies_once_and_stale_plans_are_refused(env, monkeypatch):
     )
     code, _, err = env.run("apply", str(plan_file), "TOPO", "--auto-approve")
     # the topology planned again wants the new retention: the saved action is not among it
-    assert code == 1 and "would not create topic west.orders" in err and "plan again" in err
+    assert code == 1 and "would not create topic" in err and "plan again" in err
     assert "west.orders" not in env.admin["east"].list_topics()
 
     env.run("plan", "TOPO", "--out", str(plan_file))
@@ -184,7 +184,7 @@ def test_saved_plan_applies_once_and_stale_plans_are_refused(env, monkeypatch):
     assert code == 0 and "Apply complete" in out
     assert env.configs("east", "west.orders") == {"retention.ms": "7200000"}
     code, _, err = env.run("apply", str(plan_file), "TOPO", "--auto-approve")  # the clusters moved on
-    assert code == 1 and "would not create topic west.orders" in err
+    assert code == 1 and "would not create topic" in err
 
 
 def test_unsupported_partition_increase_is_a_finding(env):
