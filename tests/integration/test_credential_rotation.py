@@ -185,7 +185,9 @@ def test_a_client_certificate_renewed_in_place_reaches_the_live_connections_of_a
             what="the flow running over mutual TLS",
         )
         wait_for(lambda: len(values(econf, "west.orders")) >= 300, 120, interval=2, what="records copied")
-        assert renewed_name not in stunnel_log.read_text(errors="replace")
+        accepted = stunnel_log.read_text(errors="replace")
+        assert f"CN={east.client_cert.stem}" in accepted, "the broker's log names each client certificate it accepts"
+        assert renewed_name not in accepted
         log_before = len(_log(state_dir))
         # renewed in place: a new key and certificate at the same paths (each file replaced in one rename)
         for source, dest in ((renewed_key, key), (renewed_cert, cert)):
