@@ -28,6 +28,7 @@ from reconciler.contract.engine import EngineRecord, FlowRuntime, write_runtime 
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.engine.clients import SharedClients  # noqa: E402
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
+from reconciler.engine.driver_parts import CredentialWatch  # noqa: E402
 from reconciler.engine.host import EngineHost  # noqa: E402
 from reconciler.engine.lifeline import watch_parent  # noqa: E402
 from reconciler.engine.metrics import serve_merged  # noqa: E402
@@ -53,6 +54,7 @@ def _say_who(metrics_port: int | None, application_id: str | None, flows: list[F
 
 def run_flow(args: argparse.Namespace) -> int:
     spec = JobSpec.load(args.spec)
+    CredentialWatch.enabled = False  # a rotated credential ends no one-flow job (an engine restarts a flow in place)
     configure_logging(args.log_level, spec)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     sc = build_context(spec, args.master)

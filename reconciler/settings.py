@@ -28,6 +28,7 @@ nothing changed. An unset or empty variable is its default.
 | RECONCILER_JOB_DIR            | (unset)     | the job's state directory, set by the deployer                 |
 | RECONCILER_PLAN_KEY           | (unset)     | the secret that signs saved plans (`plan --out`) and verifies them (`apply FILE`) |
 | RECONCILER_PLAN_KEY_PREVIOUS  | (unset)     | during a key rotation: the former key, accepted to verify (never to sign) |
+| RECONCILER_SECRETS_DIR        | (unset)     | a directory of credential files: `${NAME}` reads the file NAME there before the environment |
 """
 
 from __future__ import annotations
@@ -261,6 +262,17 @@ PLAN_KEY: Setting[str | None] = _setting(
 PLAN_KEY_PREVIOUS: Setting[str | None] = _setting(
     PLAN_KEY_PREVIOUS_ENV, None, "the former plan key, accepted to verify during a rotation", str, "(unset)"
 )
+#: A directory of credential files, one per variable (a mounted Kubernetes Secret volume): `${NAME}` resolves from
+#: the file `$RECONCILER_SECRETS_DIR/NAME` before the environment, and a rewritten file is picked up by a running
+#: engine (topology/secrets.py; docs/security.md, "Rotating credentials").
+SECRETS_DIR_ENV = "RECONCILER_SECRETS_DIR"
+SECRETS_DIR: Setting[Path | None] = _setting(
+    SECRETS_DIR_ENV,
+    None,
+    "a directory of credential files, read before the environment",
+    _directory,
+    "/etc/reconciler/secrets",
+)
 
 
 def admin_timeout(environ: Mapping[str, str] | None = None) -> float:
@@ -333,6 +345,11 @@ def job_instance(environ: Mapping[str, str] | None = None) -> str | None:
 def job_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     """The state directory of the job this process belongs to (None: not started by a deployer)."""
     return JOB_DIR(environ)
+
+
+def secrets_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The directory of credential files `${NAME}` reads before the environment (None: the environment only)."""
+    return SECRETS_DIR(environ)
 
 
 def plan_keys(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -2,12 +2,12 @@
 
 CI maps one secret per variable into the steps that connect (`.github/workflows/*.yml`); this lists
 them, with the cluster setting that uses each, so the mapping is derived from the topology rather
-than guessed. `--check` exits 1 naming every variable that is not set (a CI pre-flight).
+than guessed. `--check` exits 1 naming every variable that is not set (a CI pre-flight). A variable is set when
+the environment holds it or, with RECONCILER_SECRETS_DIR, a file of that name there does (topology/secrets.py `lookup`).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 
@@ -15,7 +15,7 @@ from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_
 from reconciler.operations.backend import Backend
 from reconciler.textutil import plural
 from reconciler.topology.model import Topology
-from reconciler.topology.secrets import references
+from reconciler.topology.secrets import SecretsError, lookup, references
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,14 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_env)
 
 
+def _is_set(name: str) -> bool:
+    """Whether `${name}` resolves: a file of RECONCILER_SECRETS_DIR or the environment (an unreadable file: no)."""
+    try:
+        return lookup(name) is not None
+    except SecretsError:
+        return False
+
+
 def cmd_env(args, backend: Backend) -> int:
     topology, _ = load_validated(args.paths, quiet_warnings=True)
     if topology is None:
@@ -53,11 +61,11 @@ def cmd_env(args, backend: Backend) -> int:
     else:
         for name in names:
             where = ", ".join(f"{u.cluster}.{u.setting}" for u in uses if u.name == name)
-            state = "set" if name in os.environ else "NOT SET"
+            state = "set" if _is_set(name) else "NOT SET"
             print(f"{name:<32} {state:<8} used by {where}")
         if not names:
             print("The topology references no environment variables.")
-    missing = [n for n in names if n not in os.environ]
+    missing = [n for n in names if not _is_set(n)]
     if args.check and missing:
         print(
             f"error: {plural(len(missing), 'variable')} the topology needs "

@@ -14,10 +14,11 @@ into one target cluster (`job.engine`, default the target's alias). Per engine o
 * a SparkApplication (Python, cluster mode) running `jobs/mirror_job.py --engine-dir /etc/reconciler/engine
   --master inherit` from the image. Nothing of it depends on the engine's flows: its executors scale with the
   flows' tasks (dynamic allocation, at most `spark.dynamicAllocation.maxExecutors`), and the pods take every
-  variable of the Secret `secret_name` (`envFrom`, optional). The pods' shape (the ConfigMap's volume, the
-  environment, the metrics port, a Pod Security "restricted" securityContext, the working directory, the
-  termination grace period) is in pod templates (`spec.driver.template`, `spec.executor.template`), which Spark
-  applies itself: no mutating webhook is needed (Spark operator v2.1 or later; docs/install.md).
+  key of the Secret `secret_name` as a variable (`envFrom`, optional) and as a file (see Secrets below). The
+  pods' shape (the ConfigMap's and the Secret's volumes, the environment, the metrics port, a Pod Security
+  "restricted" securityContext, the working directory, the termination grace period) is in pod templates
+  (`spec.driver.template`, `spec.executor.template`), which Spark applies itself: no mutating webhook is needed
+  (Spark operator v2.1 or later; docs/install.md).
 
 Adding, changing and removing a flow rewrites only the ConfigMap: Kubernetes updates mounted ConfigMaps in place
 (within the kubelet's sync period, about a minute) and the running engine picks the flow files up; a flow change
@@ -36,10 +37,13 @@ from its committed offsets; an old driver still running meanwhile sees the newer
 itself (exit 4).
 
 Secrets: the specs keep `${ENV_VAR}` references; the driver and the executors take every key of the Kubernetes
-Secret `secret_name` as an environment variable (`envFrom`). No secret value is ever rendered; the ConfigMap's
-annotation `reconciler/secret-variables` lists the variables its flows reference (the Secret must hold them: a
-pod's environment is fixed when it starts, so a key added to the Secret later reaches the engine at its next
-restart; until then a flow that needs it fails alone and is retried).
+Secret `secret_name` as an environment variable (`envFrom`) and as a file, the Secret mounted at
+/etc/reconciler/secrets (SECRETS_MOUNT), their RECONCILER_SECRETS_DIR, which `${NAME}` reads first. The kubelet
+rewrites the mounted files when the Secret changes (within its sync period, about a minute), so a rotated
+credential, or a key added later, reaches the running engine: its flows reconnect with it (docs/security.md,
+"Rotating credentials"); the environment, fixed when a pod starts, keeps the old values. No secret value is ever
+rendered; the ConfigMap's annotation `reconciler/secret-variables` lists the variables its flows reference (the
+Secret must hold them; until it does, a flow that needs one fails alone and is retried).
 
 By default the files are only written, for a GitOps controller (Argo CD, Flux) to sync; with
 `job.kubectl_apply: true` the deployer also runs `kubectl apply --server-side --field-manager=reconciler
@@ -83,13 +87,16 @@ from reconciler.deployers.base import (
     each_flow,
     engine_of,
 )
-from reconciler.settings import ALL_INTERFACES, BIND_ENV, INSTANCE_ENV, KUBERNETES_PORT, PORT_ENV
+from reconciler.settings import ALL_INTERFACES, BIND_ENV, INSTANCE_ENV, KUBERNETES_PORT, PORT_ENV, SECRETS_DIR_ENV
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
 ENGINE_MOUNT = "/etc/reconciler/engine"
+#: Where the Secret `secret_name` is mounted on the driver and the executors, one file per key: their
+#: RECONCILER_SECRETS_DIR, so `${NAME}` reads the key NAME there (and a rotated Secret reaches running engines).
+SECRETS_MOUNT = "/etc/reconciler/secrets"
 APP_ROOT = "/opt/reconciler"
 #: The Spark of the job image (`sparkVersion`): constraints.txt's pyspark pin, which the Dockerfile installs; not
 #: the pyspark of the machine that renders, so every machine renders the same SparkApplication (a test keeps the
@@ -258,14 +265,24 @@ def render_engine(
     env_from = [{"secretRef": {"name": opts["secret_name"], "optional": True}}]
     grace = int(opts["termination_grace_seconds"])
     volume = {"name": "engine", "configMap": {"name": f"{name}-flows"}}
+    # The same Secret as files (one per key): what `${NAME}` reads first (RECONCILER_SECRETS_DIR), and what the
+    # kubelet rewrites when the Secret changes, so a rotated credential reaches the running engine (docs/security.md,
+    # "Rotating credentials"); `envFrom` stays for what reads the environment. Owner and group (fsGroup) read only.
+    secrets_volume = {
+        "name": "secrets",
+        "secret": {"secretName": opts["secret_name"], "optional": True, "defaultMode": 0o440},
+    }
+    secrets_mount = {"name": "secrets", "mountPath": SECRETS_MOUNT, "readOnly": True}
+    secrets_env = {"name": SECRETS_DIR_ENV, "value": SECRETS_MOUNT}
     driver_container: dict[str, Any] = {
         "name": DRIVER_CONTAINER,
         "workingDir": WORK_DIR,
         "securityContext": _container_security(),
-        "volumeMounts": [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}],
+        "volumeMounts": [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}, dict(secrets_mount)],
         "envFrom": env_from,
         "env": [
             {"name": "PYTHONPATH", "value": APP_ROOT},
+            dict(secrets_env),
             {"name": PORT_ENV, "value": str(port)},
             # the pod network: Prometheus scrapes the pod's address (issue 45; docs/security.md, Metrics exposure)
             {"name": BIND_ENV, "value": ALL_INTERFACES},
@@ -282,19 +299,21 @@ def render_engine(
         "serviceAccount": opts["service_account"],
         "labels": dict(labels),
         "annotations": dict(pod_annotations),
-        "template": _pod_template(driver_container, [volume], grace),
+        "template": _pod_template(driver_container, [volume, _copy(secrets_volume)], grace),
     }
     executor_container = {
         "name": EXECUTOR_CONTAINER,
         "workingDir": WORK_DIR,
         "securityContext": _container_security(),
+        "volumeMounts": [dict(secrets_mount)],
         "envFrom": [dict(e, secretRef=dict(e["secretRef"])) for e in env_from],
+        "env": [dict(secrets_env)],
     }
     executor: dict[str, Any] = {
         "cores": _int_conf(conf, "spark.executor.cores", 1),
         "memory": conf.get("spark.executor.memory", "512m"),
         "labels": dict(labels),
-        "template": _pod_template(executor_container, [], grace),
+        "template": _pod_template(executor_container, [_copy(secrets_volume)], grace),
     }
     lo = int(conf.get("spark.dynamicAllocation.minExecutors", MIN_EXECUTORS))
     hi = max(lo, int(conf.get("spark.dynamicAllocation.maxExecutors", MAX_EXECUTORS)))
@@ -355,6 +374,11 @@ def _compact(value: Any) -> str:
     """JSON without whitespace, keys sorted: the ConfigMap's flow specs and the annotations (an engine of 400 flows
     stays within Kubernetes' limits: 1 MiB of data, 256 KiB of annotations)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _copy(value: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a nested manifest part: the driver's and the executors' pod templates share no object."""
+    return json.loads(json.dumps(value))
 
 
 def _int_conf(conf: Mapping[str, str], key: str, default: int) -> int:

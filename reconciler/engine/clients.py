@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from reconciler import logs
 from reconciler.adapters.read_to_end import END_READER
 from reconciler.contract.spec import ClusterSpec, JobSpec, job_group
+from reconciler.topology import secrets
+
+log = logging.getLogger(__name__)
 
 #: How often the job's clients refresh the metadata of the topics they use (librdkafka's default is 5 minutes):
 #: a partition added to a source or remote topic is known within this (MM2 re-reads topics every
@@ -124,6 +129,53 @@ def admin_config(cluster: ClusterSpec, environ: Mapping[str, str] | None = None)
     )
 
 
+#: How long a process trusts its last resolution of a cluster's settings (Fingerprints): a credential rotated in
+#: RECONCILER_SECRETS_DIR (or anywhere `${NAME}` reads) is seen within this, and an idle engine reads its credential
+#: files at most once per cluster this often, not at every task.
+FINGERPRINT_TTL_S = 5.0
+
+
+class Fingerprints:
+    """The fingerprint (secrets.fingerprint: sha256, never the values) of each cluster's resolved client settings,
+    re-resolved at most every `ttl` seconds per process. The client caches key their clients by it, so a rotated
+    credential makes new clients (the old ones closed) within `ttl` of the change; each process logs a change
+    once, without values ("credentials of cluster 'west' changed: reconnecting")."""
+
+    def __init__(self, ttl: float = FINGERPRINT_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl, self.clock = ttl, clock
+        self._lock = threading.Lock()
+        self._known: dict[tuple[str, str, str, int | None], tuple[str, float]] = {}
+
+    @staticmethod
+    def _key(cluster: ClusterSpec, environ: Mapping[str, str] | None) -> tuple[str, str, str, int | None]:
+        # an environment given (tests) is one of its own: the process's is None
+        env = None if environ is None else id(environ)
+        return cluster.alias, cluster.bootstrap_servers, json.dumps(dict(cluster.config), sort_keys=True), env
+
+    def of(self, cluster: ClusterSpec, environ: Mapping[str, str] | None = None, fresh: bool = False) -> str:
+        """The cluster's fingerprint now (at most `ttl` seconds old; `fresh`: resolved now, as the clients made next
+        are). A resolution that fails keeps the last one (the client built next resolves again and says what is
+        wrong); with none known it is ''."""
+        key, now = self._key(cluster, environ), self.clock()
+        with self._lock:
+            known = self._known.get(key)
+            if known is not None and now - known[1] < self.ttl and not fresh:
+                return known[0]
+        try:
+            fp = secrets.fingerprint(cluster.client_config(environ), files=True)
+        except secrets.SecretsError:
+            fp = known[0] if known is not None else ""
+        with self._lock:
+            last = self._known.get(key)
+            self._known[key] = (fp, now)
+        if last is not None and last[0] and fp and last[0] != fp:
+            log.info("credentials of cluster %r changed: reconnecting", cluster.alias)
+        return fp
+
+
+FINGERPRINTS = Fingerprints()
+
+
 def process_identity() -> str:
     """Which worker process this is: a transactional producer is reused only by its own process."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -209,9 +261,10 @@ _NAMING = ("client.id", "logger", "group.id")
 
 
 def sharing_key(role: Role, conf: Mapping[str, Any]) -> tuple[Role, str]:
-    """Which clients are one: the same role and the same connection settings (secrets resolved), whatever the
-    flow's aliases call the cluster (`client.id`)."""
-    return role, json.dumps({k: v for k, v in conf.items() if k not in _NAMING}, sort_keys=True, default=repr)
+    """Which clients are one: the same role and the same connection settings (secrets resolved: a rotated
+    credential, or a certificate file renewed in place, makes a client of its own), whatever the flow's aliases
+    call the cluster (`client.id`). The key is their fingerprint (sha256), so no credential is kept in it."""
+    return role, secrets.fingerprint({k: v for k, v in conf.items() if k not in _NAMING}, files=True)
 
 
 class SharedClients:

@@ -460,7 +460,7 @@ class ReplicationDriver:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 moved = self.step()
-                if self.exit_code:
+                if self.exit_code or self.connections.credentials.stops(self):  # rotated: restart in place
                     break
                 if not moved:
                     self.gate.idle(self.gate.idle_wait())

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from reconciler.contract.spec import JobSpec
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, JobSpec
 from reconciler.contract.status import (
     FaultKind,
     LatencyWindow,
@@ -44,6 +44,43 @@ T = TypeVar("T")
 MAX_FINDINGS = 20  # findings and out-of-range events kept for the status record
 
 
+class CredentialWatch:
+    """Whether a credential of the flow's clusters changed since its clients were made (`Connections.open`): a file
+    of RECONCILER_SECRETS_DIR rewritten, a Kubernetes Secret rotated (clients.Fingerprints, at most
+    FINGERPRINT_TTL_S old). Then the driver stops with EXIT_RESTART_REQUIRED (`stops`) and its engine starts it again
+    at once, in the same process (engine/host.py): every client of the flow (fencing, emitters, status, lag, admin,
+    the arrival watch, its shared clients) is made again with the new credentials, through the path any restart
+    takes (an exactly-once flow fences its transactional ids first). Not an error, and not the `restart-required`
+    state: nothing for the reconciler to do. `enabled` False (the one-flow entry point, `--spec`, whose exit would end
+    its process): the driver keeps its clients (its workers' clients still reconnect, keyed by the fingerprint)."""
+
+    enabled = True
+
+    def __init__(self, spec: JobSpec, environ: Mapping[str, str] | None) -> None:
+        self.clusters, self.environ = (spec.source, spec.target), environ
+        self.at_start = self.now(fresh=True)  # what the clients made next resolve, not a cached answer
+
+    def now(self, fresh: bool = False) -> dict[str, str]:
+        """Each cluster's fingerprint now, by alias."""
+        return {c.alias: clients.FINGERPRINTS.of(c, self.environ, fresh) for c in self.clusters}
+
+    def changed(self) -> list[str]:
+        """The aliases of the clusters whose credentials changed since start."""
+        return sorted(alias for alias, fp in self.now().items() if fp and fp != self.at_start.get(alias))
+
+    def stops(self, driver: Any) -> bool:
+        """Whether the driver must stop for a restart in place: a credential changed (said in one line, no value);
+        then its `exit_code` is EXIT_RESTART_REQUIRED."""
+        changed = self.changed() if self.enabled else []
+        if changed:
+            driver.log.info(
+                "credentials of %s changed: restarting the flow in place to reconnect",
+                ", ".join(f"cluster {a!r}" for a in changed),
+            )
+            driver.exit_code = EXIT_RESTART_REQUIRED
+        return bool(changed)
+
+
 @dataclass
 class Connections:
     """The clients and emitters a started driver uses, opened together at start (`open`) and closed together at
@@ -66,6 +103,7 @@ class Connections:
     status: StatusPublisher
     arrivals: ArrivalWatch  # wakes the idle driver when a record arrives (a consumer in a thread of its own)
     shared: clients.SharedClients
+    credentials: CredentialWatch  # the clusters' credentials these clients were made with
 
     @classmethod
     def open(
@@ -78,6 +116,7 @@ class Connections:
     ) -> Connections:
         """`shared`: the engine's clients (None: a pool of this flow's own, as a job of one flow has)."""
         shared = shared if shared is not None else clients.SharedClients()
+        credentials = CredentialWatch(spec, env)  # before the clients: a change while they are made is one
         role = clients.Role
         source_admin = shared.acquire(role.ADMIN, clients.admin_config(spec.source, env))
         target_admin = shared.acquire(role.ADMIN, clients.admin_config(spec.target, env))
@@ -112,6 +151,7 @@ class Connections:
             status=status,
             arrivals=ArrivalWatch(spec, wake, env, hub),
             shared=shared,
+            credentials=credentials,
         )
 
     def update_spec(self, spec: JobSpec) -> None:

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from reconciler import settings
 from reconciler.contract.engine import INHERIT_MASTER, WORKER_DAEMON_MODULE
 from reconciler.contract.spec import JobSpec
 from reconciler.resources import import_root
@@ -63,6 +64,9 @@ def application_conf(
         # The workers forked with the copy code imported (engine/daemon.py). Not on a standalone cluster, whose
         # machines may get the project only as `--py-files`, which a task puts on its path but a daemon never sees.
         conf["spark.python.daemon.module"] = WORKER_DAEMON_MODULE
+    secrets_dir = settings.secrets_dir()
+    if secrets_dir is not None:  # the Python workers read `${NAME}` from there too (a shared mount on a cluster)
+        conf[f"spark.executorEnv.{settings.SECRETS_DIR_ENV}"] = str(secrets_dir)
     conf.update(extra or {})
     # `${NAME}` in spark_conf (validated by topology/secrets.py spark_conf_problems) is resolved here, in the
     # engine's own process: never on spark-submit's command line nor in a rendered file.

@@ -283,6 +283,7 @@ def _consumer_key(spec: JobSpec, epoch: int) -> tuple:
         spec.source.bootstrap_servers,
         json.dumps(dict(spec.source.config), sort_keys=True),
         epoch,
+        clients.FINGERPRINTS.of(spec.source),  # a rotated credential: a new consumer (the old one dropped)
     )
 
 
@@ -291,8 +292,12 @@ def release_consumer(spec: JobSpec, epoch: int) -> None:
     task's partitions every fetch wait (50 ms, END_READER) and buffered what arrived, until the next task assigned
     it again (which starts from the task's positions, dropping that buffer): in the driver (the heartbeat copies)
     and in every Python worker that ran a task of the flow, idle flows included."""
-    consumer = clients.CACHE.peek(_consumer_key(spec, epoch))
-    if consumer is not None:
+    for key in clients.CACHE.keys():  # whatever its settings' fingerprint (it may have changed during the task)
+        if key[0] != "consumer" or key[1] != spec.flow or key[4] != epoch:
+            continue
+        consumer = clients.CACHE.peek(key)
+        if consumer is None:
+            continue
         try:
             consumer.unassign()
         except Exception:  # noqa: BLE001 - a broken consumer is the next task's to find (and replace)
@@ -332,7 +337,11 @@ def plain_producer(spec: JobSpec):
         spec.flow,
         spec.target.bootstrap_servers,
         json.dumps(dict(spec.target.config), sort_keys=True),
+        clients.FINGERPRINTS.of(spec.target),  # a rotated credential: a new producer (the old one dropped)
     )
+    if clients.CACHE.peek(key) is None:  # the flow's producers of earlier credentials (flushed at their task's end)
+        for old in [k for k in clients.CACHE.keys() if k[0] == "producer" and k[1] == spec.flow and k != key]:
+            clients.CACHE.drop(old)
     return clients.CACHE.get(key, lambda: Producer(clients.producer_config(spec.target, spec)))
 
 
@@ -372,6 +381,7 @@ class TxnProducer(Producer):
     """A transactional producer with its `BrokersLost` watch (`brokers_lost`)."""
 
     brokers_lost: BrokersLost
+    fingerprint: str  # of the target's resolved settings it was made with (clients.Fingerprints)
 
     @classmethod
     def of(cls, conf: dict[str, Any]) -> TxnProducer:
@@ -387,14 +397,21 @@ def txn_producer(spec: JobSpec, txn_id: str, last_owner: str | None):
 
     Another process that took the id since has fenced ours; re-initialising costs one
     InitProducerId round trip, so the driver tells us who used it last.
+
+    A producer made with other credentials (the target's settings resolve to another fingerprint: a rotated
+    secret) is replaced the same way: the new producer's init_transactions fences the old one's epoch and aborts
+    any transaction of the id still open, so nothing it sent becomes visible twice (between tasks there is none:
+    each round's transaction is committed or aborted within its task).
     """
     key = ("txn", spec.target.bootstrap_servers, txn_id)
+    fp = clients.FINGERPRINTS.of(spec.target)
     cached = clients.CACHE.peek(key)
-    if cached is not None and last_owner == clients.process_identity():
+    if cached is not None and last_owner == clients.process_identity() and getattr(cached, "fingerprint", fp) == fp:
         return cached
     if cached is not None:
         clients.CACHE.drop(key)
     producer = TxnProducer.of(clients.producer_config(spec.target, spec, transactional_id=txn_id))
+    producer.fingerprint = fp
     producer.init_transactions(30)
     clients.CACHE.put(key, producer)
     return producer
@@ -404,7 +421,10 @@ def group_metadata(spec: JobSpec):
     """Consumer-group metadata of the job's offsets group on the target (send_offsets_to_transaction)."""
     from confluent_kafka import Consumer
 
-    key = ("group-meta", spec.target.bootstrap_servers, job_group(spec))
+    key = ("group-meta", spec.target.bootstrap_servers, job_group(spec), clients.FINGERPRINTS.of(spec.target))
+    if clients.CACHE.peek(key) is None:  # the one of earlier credentials
+        for old in [k for k in clients.CACHE.keys() if k[:3] == key[:3] and k != key]:
+            clients.CACHE.drop(old)
     consumer = clients.CACHE.get(key, lambda: Consumer(clients.consumer_config(spec.target, spec)))
     return consumer.consumer_group_metadata()
 

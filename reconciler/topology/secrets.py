@@ -15,16 +15,28 @@ again by `client_settings` at the edge):
   `WEST_` for cluster `west`), so a topology cannot read `GITHUB_TOKEN`, a CI variable or another
   cluster's password. (A cluster `east` can read `EAST_BACKUP_*`, which a cluster `east_backup` reads
   too: give clusters aliases that are not prefixes of one another when that matters.)
+
+Where a variable's value comes from (`lookup`): with RECONCILER_SECRETS_DIR set, the file of that name in that
+directory (its content, trailing newline stripped: a mounted Kubernetes Secret volume, one key per variable, which
+the kubelet rewrites when the Secret changes), else the process environment. A name is a `${NAME}` name
+(`[A-Za-z_][A-Za-z0-9_]*`): it never holds a path separator or `..`, so it names a file in that directory only.
+A running engine re-resolves its clients' settings every few seconds and reconnects when the result changed
+(engine/clients.py `Fingerprints`): `fingerprint` is what it compares, never the values.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+from reconciler import settings
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_REF = re.compile(r"\$\{(" + ENV_NAME.pattern + r")\}")
 #: Settings whose values are secrets: a literal value is a validation error (librdkafka's sasl.password,
 #: ssl.key.password, ssl.key.pem, sasl.oauthbearer.config; Spark's spark.authenticate.secret, s3a keys, ...).
 _SECRET_KEY = re.compile(
@@ -179,12 +191,64 @@ class RefusedReference(SecretsError):
         super().__init__("; ".join(p.message for p in problems))
 
 
-def resolve(value: str, environ: Mapping[str, str] | None = None) -> str:
+def lookup(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The value of variable `name`: the file `$RECONCILER_SECRETS_DIR/name` when the directory is set and holds
+    it (its content, trailing newline stripped), else the environment's; None when neither has it. (`environ`:
+    the environment, RECONCILER_SECRETS_DIR included; None: the process's.) A file that exists but cannot be read
+    raises SecretsError naming the file, never falls back silently to another value."""
     env = os.environ if environ is None else environ
-    missing = [n for n in references(value) if n not in env]
+    directory = settings.secrets_dir(env)
+    if directory is not None:
+        if not ENV_NAME.fullmatch(name):  # unreachable through ENV_REF; a name is never a path
+            raise SecretsError(f"{name!r} is not a variable name")
+        path = directory / name
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SecretsError(
+                f"{path}: cannot be read ({getattr(exc, 'strerror', None) or type(exc).__name__})"
+            ) from None
+        else:
+            return text.rstrip("\r\n")
+    return env.get(name)
+
+
+def resolve(value: str, environ: Mapping[str, str] | None = None) -> str:
+    found = {n: lookup(n, environ) for n in dict.fromkeys(references(value))}
+    missing = [n for n, v in found.items() if v is None]
     if missing:
         raise UnresolvedReference(missing)
-    return ENV_REF.sub(lambda m: env[m.group(1)], value)
+    return ENV_REF.sub(lambda m: str(found[m.group(1)]), value)
+
+
+#: Settings that name a file holding a credential (a certificate, a key, a keytab): a file rewritten in place is a
+#: changed credential too, so `fingerprint(..., files=True)` covers their contents, not only their paths.
+_CREDENTIAL_FILE_KEY = re.compile(
+    r"^(ssl\.(ca|certificate|key|keystore|truststore|crl)\.location|sasl\.kerberos\.keytab)$", re.I
+)
+
+
+def _file_digest(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError as exc:
+        return f"unreadable: {type(exc).__name__}"
+
+
+def fingerprint(resolved: Mapping[str, object], files: bool = False) -> str:
+    """The sha256 of resolved client settings: what tells a running engine that a credential changed, without
+    keeping or printing the values themselves. With `files`, the contents of the credential files they name
+    (`ssl.*.location`, `sasl.kerberos.keytab`) count too: a certificate renewed at the same path changes it."""
+    shown: dict[str, object] = {str(k): v for k, v in resolved.items()}
+    if files:
+        for key, value in resolved.items():
+            if _CREDENTIAL_FILE_KEY.match(str(key)) and isinstance(value, str) and value:
+                shown[f"{key} (content)"] = _file_digest(value)
+    text = json.dumps(shown, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def client_settings(
@@ -221,11 +285,14 @@ class Redactor:
         self.secrets = {s for s in (secrets or set()) if s and len(s) >= 3}
 
     def add_from(self, config: Mapping[str, str], environ: Mapping[str, str] | None = None) -> None:
-        env = os.environ if environ is None else environ
         for value in config.values():
             for name in references(str(value)):
-                if name in env:
-                    self.secrets.add(env[name])
+                try:
+                    found = lookup(name, environ)
+                except SecretsError:
+                    continue
+                if found is not None:
+                    self.secrets.add(found)
 
     def __call__(self, text: str) -> str:
         for s in sorted((s for s in self.secrets if len(s) >= 3), key=len, reverse=True):

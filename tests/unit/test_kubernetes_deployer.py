@@ -26,6 +26,7 @@ from reconciler.deployers.kubernetes import (
     DEFAULTS,
     ENGINE_MOUNT,
     IMAGE_SPARK_VERSION,
+    SECRETS_MOUNT,
     KubernetesDeployer,
     engine_resource_name,
     render,
@@ -167,16 +168,27 @@ def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
     assert s["restartPolicy"]["type"] == "Always" and re.fullmatch(r"\d+\.\d+\.\d+.*", s["sparkVersion"])
     # the pods' shape is in pod templates, which Spark applies itself: no mutating webhook (docs/install.md)
     driver_pod, executor_pod = s["driver"]["template"]["spec"], s["executor"]["template"]["spec"]
-    assert driver_pod["volumes"] == [{"name": "engine", "configMap": {"name": cm["metadata"]["name"]}}]
+    # the Secret as files too (one per key), on the driver and the executors: their RECONCILER_SECRETS_DIR, which
+    # the kubelet rewrites when the Secret changes (credential rotation, docs/security.md)
+    secrets_volume = {
+        "name": "secrets",
+        "secret": {"secretName": "reconciler-secrets", "optional": True, "defaultMode": 0o440},
+    }
+    secrets_mount = {"name": "secrets", "mountPath": SECRETS_MOUNT, "readOnly": True}
+    assert SECRETS_MOUNT == "/etc/reconciler/secrets"
+    assert driver_pod["volumes"] == [{"name": "engine", "configMap": {"name": cm["metadata"]["name"]}}, secrets_volume]
+    assert executor_pod["volumes"] == [secrets_volume]
     [driver_c], [executor_c] = driver_pod["containers"], executor_pod["containers"]
     assert (driver_c["name"], executor_c["name"]) == ("spark-kubernetes-driver", "spark-kubernetes-executor")
-    assert driver_c["volumeMounts"] == [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}]
+    assert driver_c["volumeMounts"] == [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}, secrets_mount]
+    assert executor_c["volumeMounts"] == [secrets_mount]
     assert "volumes" not in s and "volumeMounts" not in s["driver"], "no webhook-era copy of the pod's parts"
     assert s["driver"]["serviceAccount"] == "spark-operator-spark"
     assert s["dynamicAllocation"] == {"enabled": True, "initialExecutors": 1, "minExecutors": 1, "maxExecutors": 8}
     assert s["sparkConf"]["spark.scheduler.mode"] == "FAIR"
     for pod, container in ((driver_pod, driver_c), (executor_pod, executor_c)):
         assert container["envFrom"] == [{"secretRef": {"name": "reconciler-secrets", "optional": True}}]
+        assert {"name": "RECONCILER_SECRETS_DIR", "value": SECRETS_MOUNT} in container["env"]
         assert not [e for e in container.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})]
         # Pod Security "restricted", the image's user, its writable working directory, job.termination_grace_seconds
         assert pod["securityContext"] == {

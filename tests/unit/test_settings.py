@@ -37,6 +37,7 @@ BAD = {
     "RECONCILER_JOB_INSTANCE": None,  # any text is an id
     "RECONCILER_PLAN_KEY": None,  # any text is a key (never printed: its length is checked where it is used)
     "RECONCILER_PLAN_KEY_PREVIOUS": None,
+    "RECONCILER_SECRETS_DIR": "{file}",
 }
 
 
