@@ -200,3 +200,15 @@ def test_docs_list_every_metric_of_the_catalog():
     doc = (ROOT / "docs" / "monitoring.md").read_text()
     missing = [m.name for m in METRICS if not re.search(rf"`{m.series[0]}[`/]", doc)]
     assert not missing, f"docs/monitoring.md does not list {missing}"
+
+
+def test_docs_list_every_alert_rule():
+    """docs/monitoring.md ("Alerts and dashboards") names every alert the rule file can hold: the SLO rules with
+    every threshold set, the always-rendered job and drift rules, MirrorJobMissing per flow."""
+    from reconciler.topology.model import Slo
+
+    slo = Slo(max_lag_records=1, max_lag_seconds=1, max_heartbeat_age_seconds=1, max_latency_p99_ms=1)
+    names = {r["alert"] for g in alert_rules.groups(slo, ["west->east"]) for r in g["rules"]}
+    doc = (ROOT / "docs" / "monitoring.md").read_text()
+    missing = sorted(n for n in names if f"`{n}`" not in doc)
+    assert not missing, f"docs/monitoring.md does not list the alerts {missing}"
