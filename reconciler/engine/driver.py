@@ -291,6 +291,7 @@ class ReplicationDriver:
             self._error,
             self._fail,
             self.log,
+            mode_now,
         )
         self.shaper = BatchShaper(self.parts, pacing, self.progress, mode_now)
         self.absorber = Absorber(
@@ -501,6 +502,12 @@ class ReplicationDriver:
         work = gate.work_waiting() if tasks else Work.RECORDS
         if pacing.moved_back and self.faults.ends_moved_back():
             tasks = shaper.plan_tasks()  # positions moved (or partitions halted): the batch starts from them
+        if self.parts.tails.suspects:
+            # The source may have lost a tail the job copied (issue 46): read it back before copying on; the
+            # partitions whose read fails stay out of the batch (`Partitions.copied`).
+            self.faults.check_tails()
+            tasks = shaper.plan_tasks()
+            work = Work.RECORDS if tasks else work
         executor = self.executor
         if self.conn is not None:
             if work is Work.RECORDS:

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.contract.spec import JobSpec, job_group
 from reconciler.engine import clients
+from reconciler.engine.tails import Fingerprint, fingerprint_of
 from reconciler.engine.tasks import TP
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,11 @@ class EndRequests(Protocol):
     def read_end(self, tp: TP, start: int, timeout: float) -> int | None:
         """Read the partition from `start` to end-of-partition: the offset after the last record read, or the
         end-of-partition event's offset (past any transaction marker), the larger; None: no end within `timeout`."""
+        ...
+
+    def read_at(self, tp: TP, offsets: Sequence[int], timeout: float) -> Mapping[int, Fingerprint | None]:
+        """The fingerprint of the record at each of `offsets` (engine/tails.py), each offset between the log start
+        and the high watermark; one not answered within `timeout` is left out."""
         ...
 
 
@@ -99,6 +105,18 @@ class PartitionEnds:
         low, high = self.watermarks(tp)
         end = self.requests.read_end(tp, max(low, high - 1), timeout)
         return None if end is None else max(high, end)
+
+    def records_at(self, tp: TP, offsets: Iterable[int], timeout: float = 5.0) -> dict[int, Fingerprint | None]:
+        """What the source holds now at `offsets` (issue 46: a tail read back): each offset's record's fingerprint
+        (engine/tails.py), None where it holds none (outside the log start and the high watermark, or the offset is a
+        marker's); an offset not answered within `timeout` is left out (not known)."""
+        low, high = self.watermarks(tp)
+        wanted = sorted(set(offsets))
+        out: dict[int, Fingerprint | None] = {o: None for o in wanted if not low <= o < high}
+        inside = [o for o in wanted if low <= o < high]
+        if inside:
+            out.update(self.requests.read_at(tp, inside, timeout))
+        return out
 
     def _listed(self, partitions: Iterable[TP], earliest: bool, timeout: float) -> dict[TP, int]:
         wanted = sorted(set(partitions))
@@ -169,5 +187,28 @@ class KafkaEndRequests:
                 on_eof=lambda m: end.append(m.offset()),
             )
             return None if pending else max(end)
+        finally:
+            probe.close()
+
+    def read_at(self, tp: TP, offsets: Sequence[int], timeout: float) -> dict[int, Fingerprint | None]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        group = job_group(self.spec) + ".probe"
+        config = clients.consumer_config(self.spec.source, self.spec, group=group, environ=self.environ)
+        probe = Consumer(config)
+        out: dict[int, Fingerprint | None] = {}
+        deadline = time.monotonic() + timeout
+        try:
+            for offset in offsets:
+                probe.assign([TopicPartition(tp[0], tp[1], offset)])
+                while time.monotonic() < deadline:
+                    m = probe.poll(min(0.5, max(0.01, deadline - time.monotonic())))
+                    if m is None or m.error() is not None or (m.topic(), m.partition()) != tp:
+                        continue
+                    if m.offset() >= offset:  # past it: no record there now (a marker's offset)
+                        out[offset] = fingerprint_of(m) if m.offset() == offset else None
+                        break
+                probe.unassign()
+            return out
         finally:
             probe.close()

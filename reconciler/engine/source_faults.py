@@ -13,18 +13,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Protocol
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from reconciler.contract.spec import JobSpec, OffsetReset
 from reconciler.contract.status import FaultKind, OutOfRange, PartitionFault
 from reconciler.engine.driver_parts import Pacing, Partitions, Progress
 from reconciler.engine.source_loss import position_loss, resume_at
+from reconciler.engine.tails import Fingerprint, divergence_point
 from reconciler.engine.tasks import TP, PartitionResult
 
 log = logging.getLogger(__name__)
 
 #: The faults a loss at the source halts a partition with (`offset_reset: pause` or `fail`).
+#: How long a partition whose tail is to be read back (`check_tails`) is held out of the batches while the reads
+#: fail; then it is copied on, unchecked (an error counted).
+TAIL_READ_GIVE_UP_S = 60.0
+
 LOSS_KINDS = frozenset({FaultKind.OUT_OF_RANGE, FaultKind.TRUNCATED, FaultKind.LOST_TAIL, FaultKind.RECREATED})
 
 
@@ -35,11 +41,30 @@ class SourceLog(Protocol):
 
     def true_end(self, tp: TP) -> int | None: ...
 
+    def records_at(self, tp: TP, offsets: Iterable[int]) -> Mapping[int, Fingerprint | None]: ...
+
 
 class Commits(Protocol):
     """Where the loss handler commits a position it moved (offsets.py `OffsetStore`)."""
 
     def commit(self, positions: Mapping[TP, int]) -> None: ...
+
+
+class MovesBack(Protocol):
+    """Where a position moved back is recorded (delivery.py `DeliveryMode.move_back`)."""
+
+    def move_back(
+        self, store: Any, positions: Mapping[TP, int], remotes: Mapping[TP, str], slots: Mapping[TP, int]
+    ) -> None: ...
+
+
+class Intact(enum.Enum):
+    """A tail read back that matches what the job copied last (`SourceFaults.read_back`)."""
+
+    INTACT = "intact"
+
+
+INTACT = Intact.INTACT
 
 
 class FaultClients(Protocol):
@@ -68,9 +93,11 @@ class SourceFaults:
         error: Callable[[str], None],
         fail: Callable[[], None],
         log: logging.Logger | logging.LoggerAdapter[logging.Logger] = log,
+        mode: Callable[[], MovesBack] | None = None,
     ):
         self._spec, self.parts, self.pacing, self.progress = spec, parts, pacing, progress
         self._clients, self._error, self._fail, self.log = clients, error, fail, log
+        self._mode = mode
 
     @property
     def offset_reset(self) -> OffsetReset:
@@ -114,6 +141,8 @@ class SourceFaults:
                 self.out_of_range(
                     tp, position, f"{reason}; offset {position} is past it", None, end, FaultKind.LOST_TAIL
                 )
+                changed = True
+            elif self.tail_lost(tp, reason):
                 changed = True
             else:
                 self.report_loss(
@@ -161,6 +190,15 @@ class SourceFaults:
                 FaultKind.OUT_OF_RANGE
             )
         policy = self.offset_reset
+        if kind is FaultKind.LOST_TAIL and policy is OffsetReset.RESUME:
+            try:
+                back = self.read_back(tp)
+            except Exception as exc:  # noqa: BLE001 - the offsets' rule decides
+                self.log.info("cannot read the tail of %s back: %s", tp, exc)
+                back = None
+            if isinstance(back, int) and back <= position and (high is None or back <= high):
+                self.resume_after_divergence(tp, position, back, reason, low, high)
+                return
         to = resume_at(policy, low, high, kind, tail_seen_lost)
         if policy is OffsetReset.FAIL:
             action = "failed: the job stops (offset_reset: fail)"
@@ -177,14 +215,131 @@ class SourceFaults:
             return
         self.parts.positions[tp] = to
         self.parts.sync_states.pop(tp, None)
+        self.parts.tails.moved_back(tp, to)
         self._clients().offsets.commit({tp: to})  # at-least-once; exactly-once commits inside transactions
 
+    # --- a tail lost and given to new records (issue 46, engine/tails.py) -----------------------------------------
+    def read_back(self, tp: TP) -> int | Intact | None:
+        """Read back the source's records at the offsets the job copied last (`Partitions.tails`): INTACT when the
+        newest still matches (one record read), else where they diverge (tails.py `divergence_point`: the offset
+        after the newest that still matches; None: none does, or nothing to compare). Raises when the source does
+        not answer."""
+        ring = self.parts.tails.ring(tp)
+        if not ring:
+            return None
+        ends = self._clients().ends
+        newest = ring[-1]
+        got = dict(ends.records_at(tp, [newest.offset]))
+        if newest.offset not in got:
+            raise TimeoutError(f"the record at offset {newest.offset} was not read back")
+        if newest.matches(got[newest.offset]):
+            return INTACT
+        got.update(ends.records_at(tp, [fp.offset for fp in ring[:-1]]))
+        return divergence_point(ring, got)
+
+    def check_tails(self) -> bool:
+        """Read back the tail of each partition an event made suspect (`CopiedTails.suspects`: the source broker
+        lost, a leader epoch changed, the source answering again after failing): where the source no longer holds
+        what the job copied last, the tail was lost and its offsets given to new records (`tail_lost`). A partition
+        whose read fails stays suspect and is left out of the next batch (`held_back`). Whether positions moved."""
+        tails = self.parts.tails
+        changed = False
+        for tp, why in sorted(tails.suspects.items()):
+            if tp in self.parts.halted or self.parts.positions.get(tp, -1) < 0:
+                tails.cleared(tp)
+                continue
+            try:
+                changed = self.tail_lost(tp, why, raise_unread=True) or changed
+            except Exception as exc:  # noqa: BLE001 - read again before the next batch
+                if tails.suspect_for(tp) < TAIL_READ_GIVE_UP_S:
+                    self.log.info("cannot read the tail of %s back (%s): %s", tp, why, exc)
+                    continue
+                self._error(
+                    f"{tp[0]}[{tp[1]}]: the tail the job copied could not be read back for "
+                    f"{TAIL_READ_GIVE_UP_S:.0f} s ({why}): {exc}; copied on unchecked"
+                )
+            tails.cleared(tp)
+        return changed
+
+    def held_back(self) -> set[TP]:
+        """The partitions a batch must not copy yet: their tail is to be read back first (the source has not
+        answered the read since the event that made them suspect)."""
+        return set(self.parts.tails.suspects)
+
+    def tail_lost(self, tp: TP, why: str, raise_unread: bool = False) -> bool:
+        """Is the tail of `tp` the job copied still on the source? If not, report the loss and copy again from
+        where they diverge (`resume_after_divergence`). Whether the position moved."""
+        position = self.parts.positions.get(tp, -1)
+        try:
+            back = self.read_back(tp)
+        except Exception:
+            if raise_unread:
+                raise
+            return False
+        if back is INTACT or back is None:
+            if back is None and self.parts.tails.ring(tp):
+                # older than the ring reaches: the offsets' rule decides
+                self.out_of_range(
+                    tp,
+                    position,
+                    f"{why}: none of the records the job copied last is on the source any more",
+                    kind=FaultKind.LOST_TAIL,
+                )
+                return True
+            return False
+        assert isinstance(back, int)
+        if back >= position:
+            return False
+        self.resume_after_divergence(tp, position, back, why)
+        return True
+
+    def resume_after_divergence(
+        self, tp: TP, position: int, back: int, why: str, low: int | None = None, high: int | None = None
+    ) -> None:
+        """The source lost the records the job had copied at `back` .. `position` - 1 (the records it holds there now,
+        if any, are new ones): reported (kind lost-tail, with the count of offsets reused), then copied from `back`
+        under `offset_reset: resume`; the other policies as for any lost tail (`out_of_range`)."""
+        reused = position - back
+        reason = (
+            f"{why}: the source no longer holds the records the job copied from offset {back} (its offsets "
+            f"{back}..{position - 1} given to new records: {reused} offsets reused)"
+        )
+        policy = self.offset_reset
+        if policy is not OffsetReset.RESUME:
+            self.out_of_range(tp, position, reason, low, high, FaultKind.LOST_TAIL)
+            return
+        action = (
+            f"resumed at offset {back}, after the last record the source still holds as copied "
+            f"(offset_reset: {policy.value})"
+        )
+        self.pacing.caught_up.pop(tp, None)
+        self.report_loss(tp, position, reason, low, high, FaultKind.LOST_TAIL, action, reused)
+        self.parts.consumer_epoch += 1
+        self.parts.positions[tp] = back
+        self.parts.sync_states.pop(tp, None)
+        self.parts.tails.moved_back(tp, back)
+        self.parts.tails.cleared(tp)
+        conn = self._clients()
+        if self._mode is not None:
+            remotes = {tp: self.parts.plan.copy[tp]} if tp in self.parts.plan.copy else {}
+            self._mode().move_back(conn.offsets, {tp: back}, remotes, {tp: self.parts.slots.get(tp, 0)})
+        else:
+            conn.offsets.commit({tp: back})
+
     def report_loss(
-        self, tp: TP, position: int, reason: str, low: int | None, high: int | None, kind: FaultKind, action: str
+        self,
+        tp: TP,
+        position: int,
+        reason: str,
+        low: int | None,
+        high: int | None,
+        kind: FaultKind,
+        action: str,
+        reused: int | None = None,
     ) -> int:
-        """A loss at the source in the status record (`out_of_range`, counted in `data_loss`), the log and the
-        metrics; when (epoch ms)."""
-        event = OutOfRange(tp[0], tp[1], position, low, high, reason, action, int(time.time() * 1000), kind)
+        """A loss at the source in the status record (`out_of_range`, counted in `data_loss`; `reused`: the offsets the
+        job had copied that the source gave to new records), the log and the metrics; when (epoch ms)."""
+        event = OutOfRange(tp[0], tp[1], position, low, high, reason, action, int(time.time() * 1000), kind, reused)
         self.progress.add_out_of_range(event)
         self._error(f"{tp[0]}[{tp[1]}]: {kind.value}: {reason}; {action}")
         return event.at or 0
