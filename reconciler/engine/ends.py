@@ -73,6 +73,13 @@ class EndRequests(Protocol):
         and the high watermark; one not answered within `timeout` is left out."""
         ...
 
+    def read_run(
+        self, target: bool, topic: str, partition: int, start: int, stop: int | None, count: int, timeout: float
+    ) -> list[Fingerprint]:
+        """The fingerprints of the records of a partition of the source (or, `target`, of the target: the copies)
+        from offset `start` on, in order: at most `count`, and below offset `stop` where given (read_committed)."""
+        ...
+
 
 class PartitionEnds:
     """The source partitions' ends, each method named by the end it returns (see the module's docstring for what
@@ -117,6 +124,22 @@ class PartitionEnds:
         if inside:
             out.update(self.requests.read_at(tp, inside, timeout))
         return out
+
+    def records_from(self, tp: TP, start: int, stop: int, timeout: float = 10.0) -> list[Fingerprint]:
+        """The fingerprints of the source's records of `tp` from offset `start` up to `stop` (excluded) or its high
+        watermark, in order (a tail read back record by record, issue 46)."""
+        _low, high = self.watermarks(tp)
+        stop = min(stop, high)
+        if stop <= start:
+            return []
+        return self.requests.read_run(False, tp[0], tp[1], start, stop, stop - start, timeout)
+
+    def copies_from(self, remote: str, partition: int, start: int, count: int, timeout: float = 10.0) -> list[Fingerprint]:
+        """The fingerprints of at most `count` records of the remote topic's partition on the target, from offset
+        `start` on, in order (read_committed): the copies a tail read back is compared with (issue 46)."""
+        if count <= 0:
+            return []
+        return self.requests.read_run(True, remote, partition, start, None, count, timeout)
 
     def _listed(self, partitions: Iterable[TP], earliest: bool, timeout: float) -> dict[TP, int]:
         wanted = sorted(set(partitions))
@@ -187,6 +210,32 @@ class KafkaEndRequests:
                 on_eof=lambda m: end.append(m.offset()),
             )
             return None if pending else max(end)
+        finally:
+            probe.close()
+
+    def read_run(
+        self, target: bool, topic: str, partition: int, start: int, stop: int | None, count: int, timeout: float
+    ) -> list[Fingerprint]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        cluster = self.spec.target if target else self.spec.source
+        config = clients.consumer_config(cluster, self.spec, group=job_group(self.spec) + ".probe", environ=self.environ)
+        probe = Consumer(config)
+        out: list[Fingerprint] = []
+        deadline = time.monotonic() + timeout
+        try:
+            probe.assign([TopicPartition(topic, partition, start)])
+            while len(out) < count and time.monotonic() < deadline:
+                for m in probe.consume(min(500, count - len(out)), min(0.5, max(0.01, deadline - time.monotonic()))):
+                    if m.error() is not None or m.topic() != topic or m.partition() != partition:
+                        continue
+                    if stop is not None and m.offset() >= stop:
+                        return out
+                    if m.offset() >= start and len(out) < count:
+                        out.append(fingerprint_of(m))
+                if out and stop is not None and out[-1].offset >= stop - 1:
+                    break
+            return out
         finally:
             probe.close()
 

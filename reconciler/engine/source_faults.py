@@ -21,7 +21,7 @@ from reconciler.contract.spec import JobSpec, OffsetReset
 from reconciler.contract.status import FaultKind, OutOfRange, PartitionFault
 from reconciler.engine.driver_parts import Pacing, Partitions, Progress
 from reconciler.engine.source_loss import position_loss, resume_at
-from reconciler.engine.tails import Fingerprint, divergence_point
+from reconciler.engine.tails import Fingerprint, divergence_point, first_difference
 from reconciler.engine.tasks import TP, PartitionResult
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,10 @@ class SourceLog(Protocol):
     def true_end(self, tp: TP) -> int | None: ...
 
     def records_at(self, tp: TP, offsets: Iterable[int]) -> Mapping[int, Fingerprint | None]: ...
+
+    def records_from(self, tp: TP, start: int, stop: int) -> list[Fingerprint]: ...
+
+    def copies_from(self, remote: str, partition: int, start: int, count: int) -> list[Fingerprint]: ...
 
 
 class Commits(Protocol):
@@ -235,7 +239,21 @@ class SourceFaults:
         if newest.matches(got[newest.offset]):
             return INTACT
         got.update(ends.records_at(tp, [fp.offset for fp in ring[:-1]]))
-        return divergence_point(ring, got)
+        back = divergence_point(ring, got)
+        if back is None:
+            return None
+        # Between the newest fingerprint that matches and the next one, record by record: the source's records
+        # against their copies on the target, from the newest matching record whose copy's offset is known.
+        known = [fp for fp in ring if fp.offset < back and fp.down is not None]
+        remote = self.parts.plan.copy.get(tp)
+        position = self.parts.positions.get(tp, -1)
+        if not known or remote is None or position <= back:
+            return back
+        anchor = known[-1]
+        start = anchor.offset + 1
+        source = ends.records_from(tp, start, position)
+        copies = ends.copies_from(remote, tp[1], anchor.down + 1, len(source))
+        return first_difference(start, source, copies, position)
 
     def check_tails(self) -> bool:
         """Read back the tail of each partition an event made suspect (`CopiedTails.suspects`: the source broker

@@ -38,6 +38,11 @@ class Fingerprint:
     timestamp: int
     digest: bytes
     epoch: int | None = None
+    down: int | None = None  # the offset of its copy on the target, where known (the last record of a round)
+
+    def same_record(self, other: Fingerprint | None) -> bool:
+        """The same key, value, headers and timestamp, wherever it is (a source record and its copy)."""
+        return other is not None and other.timestamp == self.timestamp and other.digest == self.digest
 
     def matches(self, other: Fingerprint | None) -> bool:
         """The same record: same offset, timestamp and digest; and the same leader epoch where both are known (a
@@ -83,6 +88,24 @@ def divergence_point(ring: Sequence[Fingerprint], read_back: Mapping[int, Finger
         if fp.offset in read_back and fp.matches(read_back[fp.offset]):
             return fp.offset + 1
     return None
+
+
+def first_difference(start: int, source: Sequence[Fingerprint], copies: Sequence[Fingerprint], stop: int) -> int:
+    """Where the source's records (`source`, in order, from offset `start`, just after a record known to match) and
+    the job's copies of them on the target (`copies`, in order, from just after that record's copy) first differ: the
+    offset of the
+    first source record whose copy is another record (or is missing); `stop` (the job's position) when every
+    source record up to it has its copy. A source shorter than `stop` (its tail lost and not yet refilled): the
+    offset after its last record. Records on the target that are not copies of the source's next ones in order (an
+    at-least-once duplicate, a record sent to the dead-letter topic instead) make the difference come earlier: more
+    is copied again, nothing is skipped."""
+    for s, c in zip(source, copies):
+        if not s.same_record(c):
+            return s.offset
+    if len(copies) < len(source):
+        return source[len(copies)].offset
+    after = source[-1].offset + 1 if source else start
+    return min(after, stop)
 
 
 @dataclass

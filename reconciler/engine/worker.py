@@ -28,6 +28,7 @@ partition looked out of range, and its sampled records' age when read and at ack
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import traceback
@@ -216,7 +217,11 @@ class PartitionCopy:
             self.new_sync_state = self.round_state
             self.last_pair = self.round_last
         if self.round_msgs:
-            self.copied = (self.copied + [fingerprint_of(m) for m in self.round_msgs[-RING_SIZE:]])[-RING_SIZE:]
+            fps = [fingerprint_of(m) for m in self.round_msgs[-RING_SIZE:]]
+            last = self.last_pair
+            if last is not None and fps[-1].offset == last[0]:  # its copy's offset on the target is known
+                fps[-1] = dataclasses.replace(fps[-1], down=last[1])
+            self.copied = (self.copied + fps)[-RING_SIZE:]
         self._clear_round()
 
     def roll_back(self) -> None:
