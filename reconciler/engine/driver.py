@@ -291,7 +291,6 @@ class ReplicationDriver:
             self._error,
             self._fail,
             self.log,
-            mode_now,
         )
         self.shaper = BatchShaper(self.parts, pacing, self.progress, mode_now)
         self.absorber = Absorber(
@@ -500,14 +499,8 @@ class ReplicationDriver:
         gate, shaper, pacing = self.gate, self.shaper, self.gate.pacing
         tasks = shaper.plan_tasks()
         work = gate.work_waiting() if tasks else Work.RECORDS
-        if pacing.moved_back and self.faults.ends_moved_back():
-            tasks = shaper.plan_tasks()  # positions moved (or partitions halted): the batch starts from them
-        if self.parts.tails.suspects:
-            # The source may have lost a tail the job copied (issue 46): read it back before copying on; the
-            # partitions whose read fails stay out of the batch (`Partitions.copied`).
-            self.faults.check_tails()
-            tasks = shaper.plan_tasks()
-            work = Work.RECORDS if tasks else work
+        if bool(pacing.moved_back and self.faults.ends_moved_back()) | self.faults.check_tails():
+            tasks, work = shaper.plan_tasks(), Work.RECORDS  # positions moved, partitions halted or let through
         executor = self.executor
         if self.conn is not None:
             if work is Work.RECORDS:

@@ -134,7 +134,9 @@ class PartitionEnds:
             return []
         return self.requests.read_run(False, tp[0], tp[1], start, stop, stop - start, timeout)
 
-    def copies_from(self, remote: str, partition: int, start: int, count: int, timeout: float = 10.0) -> list[Fingerprint]:
+    def copies_from(
+        self, remote: str, partition: int, start: int, count: int, timeout: float = 10.0
+    ) -> list[Fingerprint]:
         """The fingerprints of at most `count` records of the remote topic's partition on the target, from offset
         `start` on, in order (read_committed): the copies a tail read back is compared with (issue 46)."""
         if count <= 0:
@@ -219,7 +221,9 @@ class KafkaEndRequests:
         from confluent_kafka import Consumer, TopicPartition
 
         cluster = self.spec.target if target else self.spec.source
-        config = clients.consumer_config(cluster, self.spec, group=job_group(self.spec) + ".probe", environ=self.environ)
+        config = clients.consumer_config(
+            cluster, self.spec, group=job_group(self.spec) + ".probe", environ=self.environ
+        )
         probe = Consumer(config)
         out: list[Fingerprint] = []
         deadline = time.monotonic() + timeout
@@ -229,9 +233,10 @@ class KafkaEndRequests:
                 for m in probe.consume(min(500, count - len(out)), min(0.5, max(0.01, deadline - time.monotonic()))):
                     if m.error() is not None or m.topic() != topic or m.partition() != partition:
                         continue
-                    if stop is not None and m.offset() >= stop:
+                    off = m.offset() or 0
+                    if stop is not None and off >= stop:
                         return out
-                    if m.offset() >= start and len(out) < count:
+                    if off >= start and len(out) < count:
                         out.append(fingerprint_of(m))
                 if out and stop is not None and out[-1].offset >= stop - 1:
                     break
@@ -254,8 +259,9 @@ class KafkaEndRequests:
                     m = probe.poll(min(0.5, max(0.01, deadline - time.monotonic())))
                     if m is None or m.error() is not None or (m.topic(), m.partition()) != tp:
                         continue
-                    if m.offset() >= offset:  # past it: no record there now (a marker's offset)
-                        out[offset] = fingerprint_of(m) if m.offset() == offset else None
+                    off = m.offset() or 0
+                    if off >= offset:  # past it: no record there now (a marker's offset)
+                        out[offset] = fingerprint_of(m) if off == offset else None
                         break
                 probe.unassign()
             return out

@@ -11,14 +11,15 @@ partition (`halt_refused`). A reloaded spec whose policy resumes releases the pa
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
-import enum
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from reconciler.contract.spec import JobSpec, OffsetReset
 from reconciler.contract.status import FaultKind, OutOfRange, PartitionFault
+from reconciler.engine.delivery import mode_of
 from reconciler.engine.driver_parts import Pacing, Partitions, Progress
 from reconciler.engine.source_loss import position_loss, resume_at
 from reconciler.engine.tails import Fingerprint, divergence_point, first_difference
@@ -101,7 +102,8 @@ class SourceFaults:
     ):
         self._spec, self.parts, self.pacing, self.progress = spec, parts, pacing, progress
         self._clients, self._error, self._fail, self.log = clients, error, fail, log
-        self._mode = mode
+        # where a position moved back is recorded (the delivery mode's group)
+        self._mode: Callable[[], MovesBack] = mode if mode is not None else (lambda: mode_of(self._spec()))
 
     @property
     def offset_reset(self) -> OffsetReset:
@@ -249,17 +251,18 @@ class SourceFaults:
         position = self.parts.positions.get(tp, -1)
         if not known or remote is None or position <= back:
             return back
-        anchor = known[-1]
+        anchor, down = known[-1], known[-1].down or 0
         start = anchor.offset + 1
         source = ends.records_from(tp, start, position)
-        copies = ends.copies_from(remote, tp[1], anchor.down + 1, len(source))
+        copies = ends.copies_from(remote, tp[1], down + 1, len(source))
         return first_difference(start, source, copies, position)
 
     def check_tails(self) -> bool:
         """Read back the tail of each partition an event made suspect (`CopiedTails.suspects`: the source broker
         lost, a leader epoch changed, the source answering again after failing): where the source no longer holds
         what the job copied last, the tail was lost and its offsets given to new records (`tail_lost`). A partition
-        whose read fails stays suspect and is left out of the next batch (`held_back`). Whether positions moved."""
+        whose read fails stays suspect and is left out of the next batch (`held_back`). Whether the partitions a batch
+        copies, or their positions, changed."""
         tails = self.parts.tails
         changed = False
         for tp, why in sorted(tails.suspects.items()):
@@ -277,6 +280,7 @@ class SourceFaults:
                     f"{TAIL_READ_GIVE_UP_S:.0f} s ({why}): {exc}; copied on unchecked"
                 )
             tails.cleared(tp)
+            changed = True
         return changed
 
     def held_back(self) -> set[TP]:
@@ -337,12 +341,8 @@ class SourceFaults:
         self.parts.sync_states.pop(tp, None)
         self.parts.tails.moved_back(tp, back)
         self.parts.tails.cleared(tp)
-        conn = self._clients()
-        if self._mode is not None:
-            remotes = {tp: self.parts.plan.copy[tp]} if tp in self.parts.plan.copy else {}
-            self._mode().move_back(conn.offsets, {tp: back}, remotes, {tp: self.parts.slots.get(tp, 0)})
-        else:
-            conn.offsets.commit({tp: back})
+        remotes = {tp: self.parts.plan.copy[tp]} if tp in self.parts.plan.copy else {}
+        self._mode().move_back(self._clients().offsets, {tp: back}, remotes, {tp: self.parts.slots.get(tp, 0)})
 
     def report_loss(
         self,
