@@ -1,0 +1,246 @@
+"""A tail the source lost and gave to new records (issue 46), without brokers: the fingerprints the job keeps
+(engine/tails.py: `divergence_point`, `first_difference`, `TailRing`, `CopiedTails`) and the loss handler's read
+back (engine/source_faults.py `SourceFaults.check_tails`) over a fake source and target. Through noida-db:
+tests/integration/test_lost_tail.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.status import FaultKind
+from reconciler.engine.driver_parts import Pacing, Partitions, Progress
+from reconciler.engine.source_faults import SourceFaults
+from reconciler.engine.tails import (
+    RING_DENSE,
+    RING_SIZE,
+    CopiedTails,
+    Fingerprint,
+    TailRing,
+    digest,
+    divergence_point,
+    first_difference,
+)
+from reconciler.engine.tasks import TP
+from reconciler.engine.topics import PartitionPlan
+from tests.spec_helpers import job_spec, respec
+
+SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
+TPX: TP = ("orders", 0)
+
+
+def fp(offset: int, value: bytes | None = None, down: int | None = None, epoch: int | None = None) -> Fingerprint:
+    v = value if value is not None else b"old-%d" % offset
+    return Fingerprint(offset, 1_000 + offset, digest(b"k", v, None), epoch, down)
+
+
+# --- divergence_point --------------------------------------------------------------------------------------------
+def test_divergence_is_after_the_newest_fingerprint_the_source_still_holds():
+    ring = [fp(o) for o in (10, 50, 90, 95, 99)]
+    # offsets 90.. were lost and given to new records
+    read_back = {10: fp(10), 50: fp(50), 90: fp(90, b"new"), 95: fp(95, b"new"), 99: None}
+    assert divergence_point(ring, read_back) == 51
+
+
+def test_nothing_lost_is_the_offset_after_the_newest():
+    ring = [fp(o) for o in (10, 50, 99)]
+    assert divergence_point(ring, {o: fp(o) for o in (10, 50, 99)}) == 100
+
+
+def test_no_fingerprint_matches_is_none():
+    ring = [fp(o) for o in (10, 50)]
+    assert divergence_point(ring, {10: None, 50: fp(50, b"new")}) is None
+    assert divergence_point([], {}) is None
+
+
+def test_an_offset_not_read_back_is_passed_over():
+    ring = [fp(o) for o in (10, 50, 99)]
+    assert divergence_point(ring, {10: fp(10), 99: None}) == 11
+
+
+def test_a_different_leader_epoch_is_another_record_whatever_its_bytes():
+    ring = [fp(10, epoch=3), fp(20, epoch=3)]
+    assert divergence_point(ring, {10: fp(10, epoch=3), 20: fp(20, epoch=4)}) == 11
+    # where the broker gives no epoch, the bytes and timestamp decide
+    assert divergence_point(ring, {10: fp(10), 20: fp(20)}) == 21
+
+
+def test_the_same_bytes_at_another_time_is_another_record():
+    assert not fp(5).matches(Fingerprint(5, 1, fp(5).digest))
+    assert not fp(5).matches(fp(6))
+
+
+def test_digest_tells_none_from_empty_and_headers_apart():
+    assert digest(None, b"v", None) != digest(b"", b"v", None)
+    assert digest(b"k", b"v", [("h", b"1")]) != digest(b"k", b"v", [("h", b"2")])
+    assert digest(b"k", b"v", []) == digest(b"k", b"v", None)
+
+
+# --- first_difference ------------------------------------------------------------------------------------------
+def test_first_difference_record_by_record_against_the_copies():
+    source = [fp(o) for o in (11, 12)] + [fp(o, b"new") for o in (13, 14)]
+    copies = [fp(o) for o in (11, 12, 13, 14)]  # their offsets on the target do not matter
+    assert first_difference(11, source, copies, 15) == 13
+
+
+def test_first_difference_of_a_tail_lost_and_not_refilled_is_the_source_end():
+    assert first_difference(11, [fp(11), fp(12)], [fp(o) for o in (11, 12, 13, 14)], 15) == 13
+    assert first_difference(11, [], [fp(11)], 15) == 11
+
+
+def test_first_difference_none_is_the_position():
+    assert first_difference(11, [fp(11), fp(12)], [fp(11), fp(12)], 13) == 13
+
+
+def test_first_difference_a_copy_missing_copies_again_from_there():
+    assert first_difference(11, [fp(11), fp(12)], [fp(11)], 13) == 12
+
+
+# --- the ring --------------------------------------------------------------------------------------------------
+def test_the_ring_keeps_the_newest_dense_and_reaches_back():
+    ring = TailRing()
+    ring.add(fp(o) for o in range(0, 1000, 10))
+    offsets = [e.offset for e in ring.entries]
+    assert len(offsets) == RING_SIZE
+    assert offsets[-RING_DENSE:] == [990 - 10 * i for i in reversed(range(RING_DENSE))]
+    assert offsets[0] == 0  # the oldest stays: the ring reaches back over every copy
+    assert offsets == sorted(offsets)
+
+
+def test_the_ring_copied_again_from_an_earlier_offset_forgets_what_followed():
+    ring = TailRing()
+    ring.add([fp(1), fp(5), fp(9)])
+    ring.add([fp(4, b"again")])
+    assert [e.offset for e in ring.entries] == [1, 4]
+    ring.cut(2)
+    assert [e.offset for e in ring.entries] == [1]
+
+
+def test_copied_tails_suspects_only_partitions_with_fingerprints_and_a_changed_epoch():
+    tails = CopiedTails()
+    tails.suspect([TPX], "the source answered again")
+    assert not tails.suspects  # nothing copied: nothing to read back
+    tails.copied(TPX, [fp(1, epoch=2)])
+    tails.copied(TPX, [fp(2, epoch=2)])
+    assert not tails.suspects
+    tails.copied(TPX, [fp(3, epoch=3)])
+    assert "leader epoch changed from 2 to 3" in tails.suspects[TPX]
+    tails.cleared(TPX)
+    tails.forget(TPX)
+    assert tails.ring(TPX) == [] and not tails.suspects
+
+
+# --- the loss handler's read back -------------------------------------------------------------------------------
+@dataclass
+class Source:
+    """The source's records now (offset -> fingerprint), its copies on the target (in order from offset 0), and the
+    job's commits."""
+
+    records: dict[int, Fingerprint]
+    copies: list[Fingerprint]
+    down: bool = False
+    commits: list[dict[TP, int]] = field(default_factory=list)
+    moved: list[tuple[dict[TP, int], dict[TP, str]]] = field(default_factory=list)
+
+    def _up(self) -> None:
+        if self.down:
+            raise ConnectionError("the source does not answer")
+
+    def watermarks(self, tp: TP) -> tuple[int, int]:
+        self._up()
+        return 0, max(self.records) + 1 if self.records else 0
+
+    def true_end(self, tp: TP) -> int | None:
+        return self.watermarks(tp)[1]
+
+    def records_at(self, tp: TP, offsets) -> dict[int, Fingerprint | None]:
+        self._up()
+        return {o: self.records.get(o) for o in offsets}
+
+    def records_from(self, tp: TP, start: int, stop: int) -> list[Fingerprint]:
+        self._up()
+        return [self.records[o] for o in sorted(self.records) if start <= o < stop]
+
+    def copies_from(self, remote: str, partition: int, start: int, count: int) -> list[Fingerprint]:
+        return self.copies[start : start + count]
+
+    def commit(self, positions) -> None:
+        self.commits.append(dict(positions))
+
+    def move_back(self, store, positions, remotes, slots) -> None:
+        self.moved.append((dict(positions), dict(remotes)))
+
+
+@dataclass
+class Clients:
+    ends: Source
+    offsets: Source
+
+
+def setup(lost_from: int, refilled_to: int, position: int = 100, offset_reset: str = "resume"):
+    """A partition the job copied to `position` (a fingerprint every 10 offsets, the copy's offset known every 20);
+    the source lost the records from `lost_from` and holds new ones up to `refilled_to`."""
+    records = {o: fp(o) for o in range(lost_from)} | {o: fp(o, b"new") for o in range(lost_from, refilled_to)}
+    source = Source(records, copies=[fp(o) for o in range(position)])
+    parts = Partitions(positions={TPX: position}, plan=PartitionPlan(copy={TPX: "west.orders"}))
+    parts.tails.copied(TPX, [fp(o, down=o if o % 20 == 19 else None) for o in range(9, position, 10)])
+    progress, errors = Progress(), []
+    faults = SourceFaults(
+        lambda: respec(SPEC, offset_reset=offset_reset),
+        parts,
+        Pacing(caught_up={TPX: position}),
+        progress,
+        lambda: Clients(source, source),
+        errors.append,
+        lambda: None,
+        mode=lambda: source,
+    )
+    return faults, parts, progress, source
+
+
+def test_a_refilled_tail_is_copied_again_from_where_it_diverges_and_reported_with_its_reused_offsets():
+    faults, parts, progress, source = setup(lost_from=63, refilled_to=140)
+    parts.tails.suspect([TPX], "the task's consumer lost the source broker")
+    assert faults.check_tails()
+    assert parts.positions[TPX] == 63  # record by record against the copies, between fingerprints 59 and 69
+    assert source.moved == [({TPX: 63}, {TPX: "west.orders"})]  # where the delivery keeps its positions
+    [event] = progress.out_of_range
+    assert event.kind is FaultKind.LOST_TAIL and event.reused == 37 and event.position == 100
+    assert "37 offsets reused" in (event.reason or "") and "resumed at offset 63" in (event.action or "")
+    assert progress.reused[(TPX, FaultKind.LOST_TAIL)] == 37
+    assert not parts.tails.suspects and [e.offset for e in parts.tails.ring(TPX)][-1] == 59
+    assert TPX not in faults.pacing.caught_up
+
+
+def test_an_intact_tail_costs_one_read_and_moves_nothing():
+    faults, parts, progress, source = setup(lost_from=100, refilled_to=130)
+    parts.tails.suspect([TPX], "the source answered again after failing")
+    assert faults.check_tails()  # the partition is let through
+    assert parts.positions[TPX] == 100 and not progress.out_of_range and not source.moved
+
+
+def test_a_tail_that_cannot_be_read_back_is_held_out_of_the_batches():
+    faults, parts, progress, source = setup(lost_from=63, refilled_to=140)
+    source.down = True
+    parts.tails.suspect([TPX], "the task's consumer lost the source broker")
+    assert not faults.check_tails()
+    assert parts.copied() == [] and faults.held_back() == {TPX}
+    source.down = False
+    assert faults.check_tails() and parts.copied() == [TPX] and parts.positions[TPX] == 63
+
+
+def test_a_position_past_the_end_resumes_where_the_tail_diverges_not_at_the_end():
+    # the source lost 60..99 and new records refilled 60..79 before the job read the end: resuming at the end (80)
+    # would skip the new records at 60..79
+    faults, parts, progress, source = setup(lost_from=60, refilled_to=80)
+    faults.out_of_range(TPX, 100, "offset 100 is past the log end 80", 0, 80, FaultKind.LOST_TAIL)
+    assert parts.positions[TPX] == 60
+    [event] = progress.out_of_range
+    assert event.reused == 40 and event.kind is FaultKind.LOST_TAIL
+
+
+def test_other_policies_decide_as_for_any_lost_tail():
+    faults, parts, progress, source = setup(lost_from=63, refilled_to=140, offset_reset="pause")
+    parts.tails.suspect([TPX], "the source answered again after failing")
+    faults.check_tails()
+    assert TPX in parts.halted and parts.halted[TPX].kind is FaultKind.LOST_TAIL
