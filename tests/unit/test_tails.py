@@ -244,3 +244,15 @@ def test_other_policies_decide_as_for_any_lost_tail():
     parts.tails.suspect([TPX], "the source answered again after failing")
     faults.check_tails()
     assert TPX in parts.halted and parts.halted[TPX].kind is FaultKind.LOST_TAIL
+
+
+# --- reported as the other losses: the status record ----------------------------------------------------------
+def test_the_reused_offsets_travel_in_the_status_record_and_older_records_read_without_them():
+    from reconciler.contract.status import OutOfRange, PartitionCount
+
+    event = OutOfRange("orders", 0, 100, None, None, "lost", "resumed at offset 63", 1, FaultKind.LOST_TAIL, 37)
+    assert event.to_dict()["reused"] == 37 and OutOfRange.from_dict(event.to_dict()) == event
+    count = PartitionCount("orders", 0, 1, FaultKind.LOST_TAIL, 37)
+    assert PartitionCount.from_dict(count.to_dict()) == count
+    older = {"topic": "orders", "partition": 0, "count": 1, "kind": "lost-tail"}
+    assert PartitionCount.from_dict(older).reused is None and "reused" not in PartitionCount.from_dict(older).to_dict()
