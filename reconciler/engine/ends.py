@@ -73,6 +73,12 @@ class EndRequests(Protocol):
         and the high watermark; one not answered within `timeout` is left out."""
         ...
 
+    def read_first(self, target: bool, wanted: Mapping[TP, int], timeout: float) -> dict[TP, Fingerprint]:
+        """The fingerprint of the first record at or after the offset `wanted` names for each partition of the source
+        (or, `target`, of the target), one consumer for all (read_committed); a partition that answers nothing within
+        `timeout` is left out."""
+        ...
+
     def read_run(
         self, target: bool, topic: str, partition: int, start: int, stop: int | None, count: int, timeout: float
     ) -> list[Fingerprint]:
@@ -124,6 +130,26 @@ class PartitionEnds:
         if inside:
             out.update(self.requests.read_at(tp, inside, timeout))
         return out
+
+    def records_first(self, wanted: Mapping[TP, int], timeout: float = 5.0) -> dict[TP, Fingerprint | None]:
+        """What the source holds now at one offset of each partition (`wanted`), read together: each record's
+        fingerprint, None where the offset is at or past the partition's end or holds none (a marker's); a
+        partition not answered is left out."""
+        ends = self.listed_latest(wanted, timeout) if wanted else {}
+        out: dict[TP, Fingerprint | None] = {tp: None for tp, o in wanted.items() if tp in ends and o >= ends[tp]}
+        inside = {tp: o for tp, o in wanted.items() if tp in ends and o < ends[tp]}
+        if inside:
+            got = self.requests.read_first(False, inside, timeout)
+            out.update({tp: (fp if fp.offset == inside[tp] else None) for tp, fp in got.items()})
+        return out
+
+    def copies_first(self, wanted: Mapping[TP, int], timeout: float = 10.0) -> dict[TP, Fingerprint]:
+        """The records of the target at one offset of each remote partition (`wanted`: (remote topic, partition) ->
+        offset), read together: each one's fingerprint (its offset the target's); one not there is left out."""
+        if not wanted:
+            return {}
+        got = self.requests.read_first(True, wanted, timeout)
+        return {tp: fp for tp, fp in got.items() if fp.offset == wanted[tp]}
 
     def records_from(self, tp: TP, start: int, stop: int, timeout: float = 10.0) -> list[Fingerprint]:
         """The fingerprints of the source's records of `tp` from offset `start` up to `stop` (excluded) or its high
@@ -212,6 +238,25 @@ class KafkaEndRequests:
                 on_eof=lambda m: end.append(m.offset()),
             )
             return None if pending else max(end)
+        finally:
+            probe.close()
+
+    def read_first(self, target: bool, wanted: Mapping[TP, int], timeout: float) -> dict[TP, Fingerprint]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        cluster = self.spec.target if target else self.spec.source
+        config = clients.probe_consumer_config(cluster, self.spec, job_group(self.spec) + ".probe", self.environ)
+        probe = Consumer(config)
+        out: dict[TP, Fingerprint] = {}
+        deadline = time.monotonic() + timeout
+        try:
+            probe.assign([TopicPartition(t, p, o) for (t, p), o in wanted.items()])
+            while len(out) < len(wanted) and time.monotonic() < deadline:
+                for m in probe.consume(500, min(0.5, max(0.01, deadline - time.monotonic()))):
+                    tp = (m.topic() or "", m.partition() or 0)
+                    if m.error() is None and tp in wanted and tp not in out and (m.offset() or 0) >= wanted[tp]:
+                        out[tp] = fingerprint_of(m)
+            return out
         finally:
             probe.close()
 

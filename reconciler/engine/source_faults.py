@@ -46,6 +46,10 @@ class SourceLog(Protocol):
 
     def records_from(self, tp: TP, start: int, stop: int) -> list[Fingerprint]: ...
 
+    def records_first(self, wanted: Mapping[TP, int]) -> Mapping[TP, Fingerprint | None]: ...
+
+    def copies_first(self, wanted: Mapping[TP, int]) -> Mapping[TP, Fingerprint]: ...
+
     def copies_from(self, remote: str, partition: int, start: int, count: int) -> list[Fingerprint]: ...
 
 
@@ -102,6 +106,7 @@ class SourceFaults:
     ):
         self._spec, self.parts, self.pacing, self.progress = spec, parts, pacing, progress
         self._clients, self._error, self._fail, self.log = clients, error, fail, log
+        self._seeded = False  # the tails of the partitions copied before this start: from the offset syncs, once
         # where a position moved back is recorded (the delivery mode's group)
         self._mode: Callable[[], MovesBack] = mode if mode is not None else (lambda: mode_of(self._spec()))
 
@@ -178,12 +183,14 @@ class SourceFaults:
         low: int | None = None,
         high: int | None = None,
         kind: FaultKind | None = None,
+        seen: bool = True,
     ) -> None:
         """The source lost the records at the partition's position (`kind`; classified by the log's range when not
         given): reported, then `offset_reset` decides: resume at the log start or end, halt the partition, or fail
-        the job."""
+        the job. A `kind` of lost-tail is one the job saw happen (its end moved back between two reads) unless not
+        `seen` (no record the job copied last matches the source's: where the loss began is not known)."""
         self.pacing.caught_up.pop(tp, None)
-        tail_seen_lost = kind is FaultKind.LOST_TAIL  # told by the caller: the end moved back between two reads
+        tail_seen_lost = kind is FaultKind.LOST_TAIL and seen  # the end moved back between two reads
         if low is None or high is None:
             try:
                 w_low, w_high = self._clients().ends.watermarks(tp)
@@ -265,9 +272,22 @@ class SourceFaults:
         copies, or their positions, changed."""
         tails = self.parts.tails
         changed = False
+        if not self._seeded:
+            self._seeded = True
+            self.seed_from_syncs()
+        for tp in [tp for tp in tails.suspects if tp in self.parts.halted or self.parts.positions.get(tp, -1) < 0]:
+            tails.cleared(tp)
+            changed = True
+        newest = {tp: tails.ring(tp)[-1] for tp in tails.suspects}
+        try:  # first the newest fingerprint of every partition, in one read: where it matches, nothing was lost
+            now = self._clients().ends.records_first({tp: fp.offset for tp, fp in newest.items()}) if newest else {}
+        except Exception as exc:  # noqa: BLE001 - each partition on its own, below
+            self.log.info("cannot read the tails back: %s", exc)
+            now = {}
         for tp, why in sorted(tails.suspects.items()):
-            if tp in self.parts.halted or self.parts.positions.get(tp, -1) < 0:
+            if tp in now and newest[tp].matches(now[tp]):
                 tails.cleared(tp)
+                changed = True
                 continue
             try:
                 changed = self.tail_lost(tp, why, raise_unread=True) or changed
@@ -282,6 +302,33 @@ class SourceFaults:
             tails.cleared(tp)
             changed = True
         return changed
+
+    def seed_from_syncs(self) -> None:
+        """After the job starts, no fingerprint of what it copied is kept: the last offset sync of each partition
+        (source offset -> the offset of its copy on the target, MM2's own, replayed at start: `checkpoints.store`)
+        gives one, its record read on the target; each partition is then read back before it is copied on (a tail
+        lost while the job was away and refilled by new records). A partition without a sync below its position,
+        or whose copy cannot be read, is copied on unchecked."""
+        conn = self._clients()
+        store = getattr(getattr(conn, "checkpoints", None), "store", None)
+        if store is None:
+            return
+        last: dict[TP, tuple[int, int]] = {}
+        for tp, position in self.parts.positions.items():
+            if tp in self.parts.plan.copy and position > 0 and not self.parts.tails.ring(tp):
+                below = [s for s in store.syncs(*tp) if s.upstream_offset < position]
+                if below:
+                    last[tp] = (below[0].upstream_offset, below[0].downstream_offset)
+        try:
+            copies = conn.ends.copies_first({(self.parts.plan.copy[tp], tp[1]): d for tp, (_, d) in last.items()})
+        except Exception as exc:  # noqa: BLE001 - copied on unchecked
+            self.log.info("cannot read the last copies back from the target: %s", exc)
+            return
+        for tp, (up, down) in last.items():
+            copy = copies.get((self.parts.plan.copy[tp], tp[1]))
+            if copy is not None:
+                self.parts.tails.copied(tp, [Fingerprint(up, copy.timestamp, copy.digest, None, down)])
+                self.parts.tails.suspect([tp], "the job started")
 
     def held_back(self) -> set[TP]:
         """The partitions a batch must not copy yet: their tail is to be read back first (the source has not
@@ -306,6 +353,7 @@ class SourceFaults:
                     position,
                     f"{why}: none of the records the job copied last is on the source any more",
                     kind=FaultKind.LOST_TAIL,
+                    seen=False,
                 )
                 return True
             return False
