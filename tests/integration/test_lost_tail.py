@@ -167,3 +167,60 @@ def test_a_tail_lost_at_a_restart_and_refilled_is_copied_and_reported(noida_clus
                 assert reported[p].reused == n, (p, n, reported[p])
     assert any(lost_copied.values()), lost_copied  # the job had copied some of what the source lost
     assert status.out_of_range and any("reused" in (e.reason or "") for e in status.out_of_range), status
+
+
+def test_a_tail_lost_and_refilled_while_the_job_was_away_is_copied_not_skipped(noida_clusters, driver_runs):
+    """The job stopped; the source loses its tail at a restart and new records refill the lost offsets past the job's
+    position; the job started again reads back its last offset sync's record on both clusters, sees the loss, reports
+    it, and copies the records at the reused offsets (again from the log start: one fingerprint does not say where the
+    loss began) rather than skipping them."""
+    source, target = noida_clusters
+    create_topic(source.bootstrap, "away", 1)
+    produce = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 5}))
+
+    def send(values: list[bytes]) -> None:
+        for i, v in enumerate(values):
+            produce.produce("away", v, key=v, partition=0)
+            if i % 10 == 9:
+                assert produce.flush(30) == 0  # batches of 10: the cut takes whole batches
+        assert produce.flush(30) == 0
+
+    send([b"old-%d" % i for i in range(300)])
+    spec = spec_for(
+        source,
+        target,
+        topics_include=("away",),
+        delivery="exactly-once",
+        heartbeats_enabled=False,
+        checkpoints_interval_seconds=1.0,
+    )
+    driver = ReplicationDriver(spec, LocalExecutor())
+    run = driver_runs.run(driver, max_seconds=60)
+    try:
+        wait_for(lambda: driver.parts.positions.get(("away", 0)) == 300, 40, what="the old records copied")
+        time.sleep(2)  # the last offset sync published (at the checkpoint interval, and at the stop)
+    finally:
+        assert run.stop(30)
+    assert source.pid is not None and source.data_dir is not None
+    stop_pid(source.pid)
+    _cut_tails(source.data_dir, "away", 100)
+    restarted = start_broker(source.host, source.port, engine=Engine.NOIDA, data_dir=source.data_dir)
+    source.pid, source.process = restarted.pid, restarted.process
+    held_before = len(read_topic(source.bootstrap, "away", 1)[0])
+    assert held_before < 300
+    produce = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 5}))
+    send([b"new-%d" % i for i in range(150)])  # past the job's position 300: the end is not below it
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = driver_runs.run(driver, max_seconds=60)
+    try:
+        end = held_before + 150
+        wait_for(lambda: driver.parts.positions.get(("away", 0)) == end, 40, what="the new records copied")
+        status = wait_for(lambda: (s := _status(target, spec)) and s.data_loss and s, 20, what="the loss reported")
+    finally:
+        thread.stop(30)
+    held = [r.value for r in read_topic(source.bootstrap, "away", 1)[0]]
+    copied = [r.value for r in read_topic(target.bootstrap, "west.away", 1, isolation="read_committed")[0]]
+    assert set(held) <= set(copied), sorted(set(held) - set(copied))[:10]
+    [loss] = status.data_loss
+    assert loss.kind is FaultKind.LOST_TAIL, status.data_loss
+    assert any("the job started" in (e.reason or "") for e in status.out_of_range), status.out_of_range
