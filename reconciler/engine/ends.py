@@ -119,7 +119,7 @@ class PartitionEnds:
         end = self.requests.read_end(tp, max(low, high - 1), timeout)
         return None if end is None else max(high, end)
 
-    def records_at(self, tp: TP, offsets: Iterable[int], timeout: float = 5.0) -> dict[int, Fingerprint | None]:
+    def records_at(self, tp: TP, offsets: Iterable[int], timeout: float = 10.0) -> dict[int, Fingerprint | None]:
         """What the source holds now at `offsets` (issue 46: a tail read back): each offset's record's fingerprint
         (engine/tails.py), None where it holds none (outside the log start and the high watermark, or the offset is a
         marker's); an offset not answered within `timeout` is left out (not known)."""
@@ -292,8 +292,10 @@ class KafkaEndRequests:
     def read_at(self, tp: TP, offsets: Sequence[int], timeout: float) -> dict[int, Fingerprint | None]:
         from confluent_kafka import Consumer, TopicPartition
 
-        group = job_group(self.spec) + ".probe"
-        config = clients.consumer_config(self.spec.source, self.spec, group=group, environ=self.environ)
+        # small fetches: one record is wanted at each offset, not the megabytes after it
+        config = clients.probe_consumer_config(
+            self.spec.source, self.spec, job_group(self.spec) + ".probe", self.environ
+        )
         probe = Consumer(config)
         out: dict[int, Fingerprint | None] = {}
         deadline = time.monotonic() + timeout

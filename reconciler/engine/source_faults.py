@@ -250,6 +250,8 @@ class SourceFaults:
         got.update(ends.records_at(tp, [fp.offset for fp in ring[:-1]]))
         back = divergence_point(ring, got)
         if back is None:
+            if any(fp.offset not in got for fp in ring):  # not known: read again, rather than copy it all again
+                raise TimeoutError(f"{sum(fp.offset not in got for fp in ring)} of the records copied not read back")
             return None
         # Between the newest fingerprint that matches and the next one, record by record: the source's records
         # against their copies on the target, from the newest matching record whose copy's offset is known.

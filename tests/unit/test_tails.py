@@ -326,3 +326,19 @@ def test_a_tail_lost_while_the_job_was_away_is_copied_again_rather_than_skipped(
     [event] = progress.out_of_range
     assert event.kind is FaultKind.LOST_TAIL and "the job started" in (event.reason or "")
     assert parts.positions[TPX] == 0
+
+
+def test_records_not_read_back_are_read_again_rather_than_taken_as_lost():
+    faults, parts, progress, source = setup(lost_from=63, refilled_to=140)
+    answered = source.records_at
+
+    def slow(tp, offsets):  # only the newest answers: the others time out
+        return {o: r for o, r in answered(tp, offsets).items() if o == 99}
+
+    source.records_at = slow  # type: ignore[method-assign]
+    parts.tails.suspect([TPX], "the task's consumer lost the source broker")
+    faults.check_tails()
+    assert parts.tails.suspects and parts.positions[TPX] == 100 and not progress.out_of_range
+    source.records_at = answered  # type: ignore[method-assign]
+    faults.check_tails()
+    assert parts.positions[TPX] == 63 and not parts.tails.suspects
