@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import json
+import logging
 import os
 import socket
 import threading
@@ -19,6 +20,8 @@ from typing import Any, Protocol
 from reconciler import logs
 from reconciler.adapters.read_to_end import END_READER
 from reconciler.contract.spec import ClusterSpec, JobSpec, job_group
+
+log = logging.getLogger(__name__)
 
 #: How often the job's clients refresh the metadata of the topics they use (librdkafka's default is 5 minutes):
 #: a partition added to a source or remote topic is known within this (MM2 re-reads topics every
@@ -256,7 +259,10 @@ class SharedClients:
             if last:
                 client.close()
         elif key[0] is not Role.ADMIN:
-            client.flush(flush_timeout)
+            try:
+                client.flush(flush_timeout)
+            except Exception as exc:  # noqa: BLE001 - a producer turned fatal (emitters.py `Renewing`): nothing to flush
+                log.warning("cannot flush a producer at its release: %s", exc)
 
     def count(self) -> int:
         """Clients open now."""

@@ -83,11 +83,18 @@ class Connections:
         source_admin = shared.acquire(role.ADMIN, clients.admin_config(spec.source, env))
         target_admin = shared.acquire(role.ADMIN, clients.admin_config(spec.target, env))
         topics = TopicManager(spec, source_admin, target_admin)
-        source_producer = shared.acquire(role.PRODUCER, clients.producer_config(spec.source, spec, environ=env))
-        target_producer = shared.acquire(role.PRODUCER, clients.producer_config(spec.target, spec, environ=env))
+        source_conf = clients.producer_config(spec.source, spec, environ=env)
+        target_conf = clients.producer_config(spec.target, spec, environ=env)
+        source_producer = shared.acquire(role.PRODUCER, source_conf)
+        target_producer = shared.acquire(role.PRODUCER, target_conf)
         offsets = OffsetStore(spec, mode, env)
-        heartbeats = HeartbeatEmitter(spec, source_producer if spec.heartbeats_on_source else target_producer)
-        syncs = OffsetSyncWriter(spec, source_producer if spec.offset_syncs_on_source else target_producer)
+
+        def renew(conf: dict[str, Any]) -> Callable[[], Any]:  # a producer of this flow's own, after a fatal error
+            return lambda: shared.factory.producer(conf)
+
+        on_source = (source_producer, renew(source_conf)), (target_producer, renew(target_conf))
+        heartbeats = HeartbeatEmitter(spec, *on_source[0 if spec.heartbeats_on_source else 1])
+        syncs = OffsetSyncWriter(spec, *on_source[0 if spec.offset_syncs_on_source else 1])
         # The checkpoint rounds' own producer: its flush waits for checkpoints only (MM2's checkpoint task has its
         # own producer too).
         checkpoint_producer = shared.acquire(role.CHECKPOINTS, clients.producer_config(spec.target, spec, environ=env))

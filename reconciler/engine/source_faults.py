@@ -249,6 +249,14 @@ class SourceFaults:
             return INTACT
         got.update(ends.records_at(tp, [fp.offset for fp in ring[:-1]]))
         back = divergence_point(ring, got)
+        import sys
+
+        print(
+            tp,
+            [(f.offset, f.timestamp, f.digest.hex()[:6], f.down) for f in ring],
+            {o: (g.offset, g.timestamp, g.digest.hex()[:6]) if g else None for o, g in got.items()},
+            file=sys.stderr,
+        )
         if back is None:
             if any(fp.offset not in got for fp in ring):  # not known: read again, rather than copy it all again
                 raise TimeoutError(f"{sum(fp.offset not in got for fp in ring)} of the records copied not read back")

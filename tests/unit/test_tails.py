@@ -342,3 +342,51 @@ def test_records_not_read_back_are_read_again_rather_than_taken_as_lost():
     source.records_at = answered  # type: ignore[method-assign]
     faults.check_tails()
     assert parts.positions[TPX] == 63 and not parts.tails.suspects
+
+
+# --- the driver's source producer after a restart that lost the broker's sequence state ---------------------------
+class _Err:
+    def __init__(self, fatal: bool):
+        self._fatal = fatal
+
+    def fatal(self) -> bool:
+        return self._fatal
+
+    def __str__(self) -> str:
+        return "OUT_OF_ORDER_SEQUENCE_NUMBER" if self._fatal else "MSG_TIMED_OUT"
+
+
+class _Producer:
+    def __init__(self, fail: _Err | None = None):
+        self.fail, self.produced = fail, []
+
+    def produce(self, topic, value, key, partition, on_delivery=None) -> None:
+        self.produced.append(value)
+        if on_delivery is not None and self.fail is not None:
+            on_delivery(self.fail, None)
+
+    def flush(self, timeout: float = 0) -> int:
+        if self.fail is not None and self.fail.fatal():
+            raise RuntimeError(self.fail)
+        return 0
+
+
+def test_an_offset_sync_producer_turned_fatal_is_replaced_not_the_end_of_the_job():
+    from reconciler.engine.emitters import OffsetSyncWriter
+
+    fresh = _Producer()
+    writer = OffsetSyncWriter(SPEC, _Producer(_Err(True)), renew=lambda: fresh)
+    writer.write("orders", 0, [(1, 1)])
+    writer.flush()  # the fatal producer is replaced; this batch's syncs are lost (written again by the next ones)
+    assert writer.producer is fresh
+    writer.write("orders", 0, [(2, 2)])
+    writer.flush()
+    assert len(fresh.produced) == 1
+    failing = OffsetSyncWriter(SPEC, _Producer(_Err(False)), renew=lambda: fresh)
+    failing.write("orders", 0, [(1, 1)])
+    try:
+        failing.flush()
+    except RuntimeError as exc:  # a delivery that failed, the producer usable: raised as before
+        assert "MSG_TIMED_OUT" in str(exc)
+    else:
+        raise AssertionError("a non-fatal delivery failure must raise")
