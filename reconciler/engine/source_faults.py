@@ -249,21 +249,13 @@ class SourceFaults:
             return INTACT
         got.update(ends.records_at(tp, [fp.offset for fp in ring[:-1]]))
         back = divergence_point(ring, got)
-        import sys
-
-        print(
-            tp,
-            [(f.offset, f.timestamp, f.digest.hex()[:6], f.down) for f in ring],
-            {o: (g.offset, g.timestamp, g.digest.hex()[:6]) if g else None for o, g in got.items()},
-            file=sys.stderr,
-        )
         if back is None:
             if any(fp.offset not in got for fp in ring):  # not known: read again, rather than copy it all again
                 raise TimeoutError(f"{sum(fp.offset not in got for fp in ring)} of the records copied not read back")
             return None
         # Between the newest fingerprint that matches and the next one, record by record: the source's records
         # against their copies on the target, from the newest matching record whose copy's offset is known.
-        known = [fp for fp in ring if fp.offset < back and fp.down is not None]
+        known = [fp for fp in self.parts.tails.anchors(tp) if fp.offset < back]
         remote = self.parts.plan.copy.get(tp)
         position = self.parts.positions.get(tp, -1)
         if not known or remote is None or position <= back:

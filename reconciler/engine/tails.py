@@ -27,6 +27,9 @@ TP = tuple[str, int]
 RING_SIZE = 16
 #: Of those, the newest kept dense (every fingerprint added); older ones are thinned so the ring reaches further back.
 RING_DENSE = 4
+#: Fingerprints whose copy's offset on the target is known (the last record of a round), kept apart: the newest of
+#: them below a divergence is where the record-by-record comparison starts (`first_difference`).
+ANCHORS = 8
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ class TailRing:
     recent copies with gaps growing with age."""
 
     entries: list[Fingerprint] = field(default_factory=list)
+    anchors: list[Fingerprint] = field(default_factory=list)  # the newest ANCHORS with `down`, oldest first
 
     def add(self, fps: Iterable[Fingerprint]) -> None:
         for fp in fps:
@@ -123,6 +127,8 @@ class TailRing:
             self.entries.append(fp)
             if len(self.entries) > RING_SIZE:
                 self._thin()
+            if fp.down is not None:
+                self.anchors = (self.anchors + [fp])[-ANCHORS:]
 
     def _thin(self) -> None:
         e = self.entries
@@ -133,6 +139,7 @@ class TailRing:
     def cut(self, offset: int) -> None:
         """Forget the fingerprints at and after `offset` (the partition is copied again from there)."""
         self.entries = [fp for fp in self.entries if fp.offset < offset]
+        self.anchors = [fp for fp in self.anchors if fp.offset < offset]
 
     @property
     def newest(self) -> Fingerprint | None:
@@ -163,6 +170,11 @@ class CopiedTails:
     def ring(self, tp: TP) -> list[Fingerprint]:
         ring = self.rings.get(tp)
         return list(ring.entries) if ring is not None else []
+
+    def anchors(self, tp: TP) -> list[Fingerprint]:
+        """The fingerprints of `tp` whose copy's offset on the target is known, oldest first."""
+        ring = self.rings.get(tp)
+        return list(ring.anchors) if ring is not None else []
 
     def suspect(self, tps: Iterable[TP], why: str) -> None:
         """Read the tail of `tps` back before copying them further (only those with fingerprints: nothing else can

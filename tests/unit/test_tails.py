@@ -390,3 +390,12 @@ def test_an_offset_sync_producer_turned_fatal_is_replaced_not_the_end_of_the_job
         assert "MSG_TIMED_OUT" in str(exc)
     else:
         raise AssertionError("a non-fatal delivery failure must raise")
+
+
+def test_the_copies_offsets_are_kept_apart_from_the_thinning():
+    ring = TailRing()
+    ring.add(fp(o, down=o + 1000 if o % 50 == 49 else None) for o in range(0, 2000))
+    assert len(ring.entries) == RING_SIZE
+    assert [a.offset for a in ring.anchors] == [1649 + 50 * i for i in range(8)]
+    ring.cut(1800)
+    assert ring.anchors[-1].offset == 1799
