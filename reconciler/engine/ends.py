@@ -73,10 +73,11 @@ class EndRequests(Protocol):
         and the high watermark; one not answered within `timeout` is left out."""
         ...
 
-    def read_first(self, target: bool, wanted: Mapping[TP, int], timeout: float) -> dict[TP, Fingerprint]:
+    def read_first(self, target: bool, wanted: Mapping[TP, int], timeout: float) -> dict[TP, Fingerprint | None]:
         """The fingerprint of the first record at or after the offset `wanted` names for each partition of the source
-        (or, `target`, of the target), one consumer for all (read_committed); a partition that answers nothing within
-        `timeout` is left out."""
+        (or, `target`, of the target), one consumer for all (read_committed); None where the broker answers the offset
+        is out of range; a partition that answers nothing within `timeout` is left out (Tansu answers a fetch past the
+        end with nothing)."""
         ...
 
     def read_run(
@@ -125,6 +126,9 @@ class PartitionEnds:
         marker's); an offset not answered within `timeout` is left out (not known)."""
         low, high = self.watermarks(tp)
         wanted = sorted(set(offsets))
+        if any(o >= high for o in wanted):  # on Tansu the high watermark is below the end by up to a batch
+            end = self.true_end(tp)
+            high = max(high, end) if end is not None else high
         out: dict[int, Fingerprint | None] = {o: None for o in wanted if not low <= o < high}
         inside = [o for o in wanted if low <= o < high]
         if inside:
@@ -135,12 +139,14 @@ class PartitionEnds:
         """What the source holds now at one offset of each partition (`wanted`), read together: each record's
         fingerprint, None where the offset is at or past the partition's end or holds none (a marker's); a
         partition not answered is left out."""
-        ends = self.listed_latest(wanted, timeout) if wanted else {}
-        out: dict[TP, Fingerprint | None] = {tp: None for tp, o in wanted.items() if tp in ends and o >= ends[tp]}
-        inside = {tp: o for tp, o in wanted.items() if tp in ends and o < ends[tp]}
-        if inside:
-            got = self.requests.read_first(False, inside, timeout)
-            out.update({tp: (fp if fp.offset == inside[tp] else None) for tp, fp in got.items()})
+        if not wanted:
+            return {}
+        got = self.requests.read_first(False, wanted, min(timeout, 2.0))
+        out = {tp: (fp if fp is not None and fp.offset == wanted[tp] else None) for tp, fp in got.items()}
+        for tp in [tp for tp in wanted if tp not in got]:  # nothing answered: the offset is at or past the end?
+            end = self.true_end(tp)  # (not the listed end: on Tansu it is below the end by up to a batch)
+            if end is not None and wanted[tp] >= end:
+                out[tp] = None
         return out
 
     def copies_first(self, wanted: Mapping[TP, int], timeout: float = 10.0) -> dict[TP, Fingerprint]:
@@ -149,13 +155,13 @@ class PartitionEnds:
         if not wanted:
             return {}
         got = self.requests.read_first(True, wanted, timeout)
-        return {tp: fp for tp, fp in got.items() if fp.offset == wanted[tp]}
+        return {tp: fp for tp, fp in got.items() if fp is not None and fp.offset == wanted[tp]}
 
     def records_from(self, tp: TP, start: int, stop: int, timeout: float = 10.0) -> list[Fingerprint]:
         """The fingerprints of the source's records of `tp` from offset `start` up to `stop` (excluded) or its high
         watermark, in order (a tail read back record by record, issue 46)."""
-        _low, high = self.watermarks(tp)
-        stop = min(stop, high)
+        end = self.true_end(tp)
+        stop = min(stop, end) if end is not None else stop
         if stop <= start:
             return []
         return self.requests.read_run(False, tp[0], tp[1], start, stop, stop - start, timeout)
@@ -241,20 +247,27 @@ class KafkaEndRequests:
         finally:
             probe.close()
 
-    def read_first(self, target: bool, wanted: Mapping[TP, int], timeout: float) -> dict[TP, Fingerprint]:
-        from confluent_kafka import Consumer, TopicPartition
+    def read_first(self, target: bool, wanted: Mapping[TP, int], timeout: float) -> dict[TP, Fingerprint | None]:
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
 
         cluster = self.spec.target if target else self.spec.source
         config = clients.probe_consumer_config(cluster, self.spec, job_group(self.spec) + ".probe", self.environ)
         probe = Consumer(config)
-        out: dict[TP, Fingerprint] = {}
+        out: dict[TP, Fingerprint | None] = {}
         deadline = time.monotonic() + timeout
+        out_of_range = (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET)
         try:
             probe.assign([TopicPartition(t, p, o) for (t, p), o in wanted.items()])
             while len(out) < len(wanted) and time.monotonic() < deadline:
                 for m in probe.consume(500, min(0.5, max(0.01, deadline - time.monotonic()))):
                     tp = (m.topic() or "", m.partition() or 0)
-                    if m.error() is None and tp in wanted and tp not in out and (m.offset() or 0) >= wanted[tp]:
+                    if tp not in wanted or tp in out:
+                        continue
+                    err = m.error()
+                    if err is not None:
+                        if err.code() in out_of_range:
+                            out[tp] = None  # past the end (the broker lost it): no record there
+                    elif (m.offset() or 0) >= wanted[tp]:
                         out[tp] = fingerprint_of(m)
             return out
         finally:
