@@ -329,7 +329,8 @@ class SourceFaults:
         for tp, (up, down) in last.items():
             copy = copies.get((self.parts.plan.copy[tp], tp[1]))
             if copy is not None:
-                self.parts.tails.copied(tp, [Fingerprint(up, copy.timestamp, copy.digest, None, down)])
+                # its timestamp not taken: a remote topic may keep the time it was appended instead
+                self.parts.tails.copied(tp, [Fingerprint(up, -1, copy.digest, None, down)])
                 self.parts.tails.suspect([tp], "the job started")
 
     def held_back(self) -> set[TP]:

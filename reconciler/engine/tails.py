@@ -44,8 +44,9 @@ class Fingerprint:
     down: int | None = None  # the offset of its copy on the target, where known (the last record of a round)
 
     def same_record(self, other: Fingerprint | None) -> bool:
-        """The same key, value, headers and timestamp, wherever it is (a source record and its copy)."""
-        return other is not None and other.timestamp == self.timestamp and other.digest == self.digest
+        """The same key, value and headers, wherever it is (a source record and its copy on the target: not the
+        timestamp, which a remote topic with `message.timestamp.type=LogAppendTime` rewrites)."""
+        return other is not None and other.digest == self.digest
 
     def matches(self, other: Fingerprint | None) -> bool:
         """The same record: same offset, timestamp and digest; and the same leader epoch where both are known (a
@@ -54,7 +55,9 @@ class Fingerprint:
             return False
         if self.epoch is not None and other.epoch is not None and self.epoch != other.epoch:
             return False
-        return other.timestamp == self.timestamp and other.digest == self.digest
+        if self.timestamp >= 0 and other.timestamp >= 0 and other.timestamp != self.timestamp:
+            return False  # (a negative timestamp: not known, as one read from a copy on the target)
+        return other.digest == self.digest
 
 
 def digest(key: bytes | None, value: bytes | None, headers: Iterable[tuple[str, bytes | None]] | None) -> bytes:

@@ -68,6 +68,12 @@ def test_a_different_leader_epoch_is_another_record_whatever_its_bytes():
 def test_the_same_bytes_at_another_time_is_another_record():
     assert not fp(5).matches(Fingerprint(5, 1, fp(5).digest))
     assert not fp(5).matches(fp(6))
+    assert fp(5).matches(Fingerprint(5, -1, fp(5).digest))  # a time not known (read from a copy): the bytes decide
+
+
+def test_a_copy_is_the_same_record_whatever_time_the_target_gave_it():
+    assert fp(5).same_record(Fingerprint(900, 123, fp(5).digest))  # LogAppendTime on the remote topic
+    assert not fp(5).same_record(fp(5, b"new"))
 
 
 def test_digest_tells_none_from_empty_and_headers_apart():
