@@ -359,6 +359,9 @@ class SourceConsumer(Consumer):
 #: librdkafka errors of a producer whose metadata predates a change of the target (a remote topic grown in place,
 #: or recreated): it keeps refusing the new partitions until its next metadata refresh.
 STALE_METADATA = ("_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART")
+#: librdkafka errors of a producer that is unusable from then on (an idempotent producer whose broker lost its
+#: sequence state at a restart: OUT_OF_ORDER_SEQUENCE_NUMBER, then `_FATAL` for every record): a new one is made.
+FATAL_PRODUCER = ("_FATAL", "Fatal error", "OUT_OF_ORDER_SEQUENCE_NUMBER")
 
 
 def forget_producers(spec: JobSpec) -> None:
@@ -470,8 +473,8 @@ def copy_task(spec: JobSpec, task: CopyTask, mode: CopyMode) -> TaskResult:
         result.error = f"{type(exc).__name__}: {exc}"
         result.traceback = traceback.format_exc(limit=8)
     release_consumer(spec, task.consumer_epoch)
-    if result.error and any(code in result.error for code in STALE_METADATA):
-        forget_producers(spec)  # the next task's producer reads the target's partitions afresh
+    if result.error and any(code in result.error for code in STALE_METADATA + FATAL_PRODUCER):
+        forget_producers(spec)  # the next task's producer reads the target's partitions afresh, or is a new one
     result.partitions = [p.result() for p in parts]
     result.duration_ms = int((time.time() - started) * 1000)
     return result
