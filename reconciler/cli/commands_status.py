@@ -126,7 +126,9 @@ def render_text(rows: list[dict], now_ms: int) -> str:
     ]
     notes += [
         f"  {r['flow']}: the source lost records at {c['topic']}:{c['partition']} ({c.get('kind') or 'out-of-range'}, "
-        f"{c['count']} time(s)); see the job's out_of_range events"
+        f"{c['count']} time(s)"
+        + (f", {c['reused']} copied offsets given to new records, copied again" if c.get("reused") else "")
+        + "); see the job's out_of_range events"
         for r in rows
         for c in r.get("data_loss") or ()
     ]

@@ -161,6 +161,9 @@ class OutOfRange:
     action: str | None
     at: int | None
     kind: FaultKind | None = None  # which loss: truncated, lost-tail, recreated (out-of-range: side unknown)
+    #: lost-tail: offsets the job had copied whose records the source lost (their offsets go to new records, copied
+    #: again from the first of them; issue 46); None: not known
+    reused: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -173,6 +176,7 @@ class OutOfRange:
             "action": self.action,
             "at": self.at,
             **({"kind": self.kind.value} if self.kind is not None else {}),
+            **({"reused": self.reused} if self.reused is not None else {}),
         }
 
     @classmethod
@@ -187,6 +191,7 @@ class OutOfRange:
             _text(d.get("action")),
             _int(d.get("at")),
             FaultKind.parse(d.get("kind")),
+            _int(d.get("reused")),
         )
 
 
@@ -260,10 +265,14 @@ class PartitionCount:
     partition: int
     count: int
     kind: FaultKind | None = None
+    #: lost-tail: the offsets the job had copied that the source lost and gave to new records, over those losses
+    #: (OutOfRange.reused); None: none known
+    reused: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         kind = {"kind": self.kind.value} if self.kind is not None else {}
-        return {"topic": self.topic, "partition": self.partition, "count": self.count, **kind}
+        reused = {"reused": self.reused} if self.reused is not None else {}
+        return {"topic": self.topic, "partition": self.partition, "count": self.count, **kind, **reused}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PartitionCount:
@@ -272,6 +281,7 @@ class PartitionCount:
             _int(d.get("partition")) or 0,
             _int(d.get("count")) or 0,
             FaultKind.parse(d.get("kind")),
+            _int(d.get("reused")),
         )
 
 

@@ -645,7 +645,9 @@ def _job_items(flow: Flow, job: JobHealth) -> list[DriftItem]:
         out.append(_degraded_item(flow, job))
     if job.data_loss:
         shown = [
-            f"{c.topic}:{c.partition} {c.kind.value if c.kind else 'out-of-range'} x{c.count}" for c in job.data_loss
+            f"{c.topic}:{c.partition} {c.kind.value if c.kind else 'out-of-range'} x{c.count}"
+            + (f" ({c.reused} offsets reused)" if c.reused else "")
+            for c in job.data_loss
         ]
         out.append(
             item(

@@ -131,6 +131,12 @@ class Absorber:
             advances = not r.error  # a failed task rolled back (or aborted) its partitions
             for p in r.partitions:
                 tp = p.tp
+                if advances and p.copied:
+                    parts.tails.copied(tp, p.copied)
+                if p.source_reconnected:
+                    parts.tails.suspect([tp], "the task's consumer lost the source broker")
+                elif r.error:
+                    parts.tails.suspect([tp], "the task failed")
                 if p.error and not r.error:
                     self._error(f"{tp[0]}[{tp[1]}]: {p.error}")
                 if p.out_of_range:

@@ -25,6 +25,8 @@ from reconciler.topology import secrets
 
 log = logging.getLogger(__name__)
 
+log = logging.getLogger(__name__)
+
 #: How often the job's clients refresh the metadata of the topics they use (librdkafka's default is 5 minutes):
 #: a partition added to a source or remote topic is known within this (MM2 re-reads topics every
 #: refresh.topics.interval.seconds; a producer that hits a partition it does not know yet is also replaced).
@@ -309,7 +311,10 @@ class SharedClients:
             if last:
                 client.close()
         elif key[0] is not Role.ADMIN:
-            client.flush(flush_timeout)
+            try:
+                client.flush(flush_timeout)
+            except Exception as exc:  # noqa: BLE001 - a producer turned fatal (emitters.py `Renewing`): nothing to flush
+                log.warning("cannot flush a producer at its release: %s", exc)
 
     def count(self) -> int:
         """Clients open now."""

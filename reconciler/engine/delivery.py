@@ -79,6 +79,13 @@ class DeliveryMode(Protocol):
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         """Driver: record positions the batch (or an out-of-range reset) moved to."""
 
+    def move_back(
+        self, store: OffsetStore, positions: Mapping[TP, int], remotes: Mapping[TP, str], slots: Mapping[TP, int]
+    ) -> None:
+        """Driver: record positions moved back (a tail the source lost and gave to new records, issue 46) where the
+        job's positions are the truth, before the next batch: a restart or a failed batch must not reload the
+        positions past the records to copy again."""
+
     def recover(self, reload: Callable[[list[TP], bool], None], tps: list[TP]) -> None:
         """Driver: after a failed batch, bring the positions of `tps` to what is durable: `reload(tps, forward_only)`
         re-reads the job's committed group (forward_only: never behind the driver's own position)."""
@@ -194,6 +201,11 @@ class AtLeastOnce:
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         store.commit_source(positions)
 
+    def move_back(
+        self, store: OffsetStore, positions: Mapping[TP, int], remotes: Mapping[TP, str], slots: Mapping[TP, int]
+    ) -> None:
+        store.commit_source(positions)
+
     def recover(self, reload: Callable[[list[TP], bool], None], tps: list[TP]) -> None:
         # The driver's positions only moved after acknowledgement; the failed tasks committed what they had
         # acknowledged before failing (every round, SourceProgress), so resume there, not at the tasks' start:
@@ -306,6 +318,13 @@ class ExactlyOnce:
 
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
         return None  # committed inside each transaction by the worker
+
+    def move_back(
+        self, store: OffsetStore, positions: Mapping[TP, int], remotes: Mapping[TP, str], slots: Mapping[TP, int]
+    ) -> None:
+        # The target group is the truth (a failed batch and a restart reload it): moved back there now, outside a
+        # transaction (no task runs between two batches; the next transaction commits from this position on).
+        store.commit_target(positions, remotes, slots)
 
     def recover(self, reload: Callable[[list[TP], bool], None], tps: list[TP]) -> None:
         reload(tps, False)  # the target group is the truth (the transaction may have committed)

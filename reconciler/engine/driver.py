@@ -499,8 +499,8 @@ class ReplicationDriver:
         gate, shaper, pacing = self.gate, self.shaper, self.gate.pacing
         tasks = shaper.plan_tasks()
         work = gate.work_waiting() if tasks else Work.RECORDS
-        if pacing.moved_back and self.faults.ends_moved_back():
-            tasks = shaper.plan_tasks()  # positions moved (or partitions halted): the batch starts from them
+        if bool(pacing.moved_back and self.faults.ends_moved_back()) | self.faults.check_tails():
+            tasks, work = shaper.plan_tasks(), Work.RECORDS  # positions moved, partitions halted or let through
         executor = self.executor
         if self.conn is not None:
             if work is Work.RECORDS:

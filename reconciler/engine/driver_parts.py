@@ -35,6 +35,7 @@ from reconciler.engine.emitters import CheckpointEmitter, HeartbeatEmitter, Offs
 from reconciler.engine.ends import KafkaEndRequests, PartitionEnds
 from reconciler.engine.lag import LagPosition, SourceEndReader, SourceEnds
 from reconciler.engine.offsets import OffsetStore
+from reconciler.engine.tails import CopiedTails
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
 from reconciler.engine.topics import PartitionPlan, TopicManager
 from reconciler.topology import secrets
@@ -121,11 +122,18 @@ class Connections:
         source_admin = shared.acquire(role.ADMIN, clients.admin_config(spec.source, env))
         target_admin = shared.acquire(role.ADMIN, clients.admin_config(spec.target, env))
         topics = TopicManager(spec, source_admin, target_admin)
-        source_producer = shared.acquire(role.PRODUCER, clients.producer_config(spec.source, spec, environ=env))
-        target_producer = shared.acquire(role.PRODUCER, clients.producer_config(spec.target, spec, environ=env))
+        source_conf = clients.producer_config(spec.source, spec, environ=env)
+        target_conf = clients.producer_config(spec.target, spec, environ=env)
+        source_producer = shared.acquire(role.PRODUCER, source_conf)
+        target_producer = shared.acquire(role.PRODUCER, target_conf)
         offsets = OffsetStore(spec, mode, env)
-        heartbeats = HeartbeatEmitter(spec, source_producer if spec.heartbeats_on_source else target_producer)
-        syncs = OffsetSyncWriter(spec, source_producer if spec.offset_syncs_on_source else target_producer)
+
+        def renew(conf: dict[str, Any]) -> Callable[[], Any]:  # a producer of this flow's own, after a fatal error
+            return lambda: shared.factory.producer(conf)
+
+        on_source = (source_producer, renew(source_conf)), (target_producer, renew(target_conf))
+        heartbeats = HeartbeatEmitter(spec, *on_source[0 if spec.heartbeats_on_source else 1])
+        syncs = OffsetSyncWriter(spec, *on_source[0 if spec.offset_syncs_on_source else 1])
         # The checkpoint rounds' own producer: its flush waits for checkpoints only (MM2's checkpoint task has its
         # own producer too).
         checkpoint_producer = shared.acquire(role.CHECKPOINTS, clients.producer_config(spec.target, spec, environ=env))
@@ -205,6 +213,8 @@ class Progress:
     out_of_range: list[OutOfRange] = field(default_factory=list)
     #: the losses seen at the source since start, per partition and kind (`FaultKind.TRUNCATED`, ...)
     data_loss: dict[tuple[TP, FaultKind], int] = field(default_factory=dict)
+    #: of those, the offsets the job had copied that the source lost and gave to new records (lost-tail; issue 46)
+    reused: dict[tuple[TP, FaultKind], int] = field(default_factory=dict)
     latency: LatencyWindow = field(default_factory=LatencyWindow)
     rate: RateWindow = field(default_factory=RateWindow)
     _error_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -225,6 +235,8 @@ class Progress:
         self.out_of_range = (self.out_of_range + [event])[-MAX_FINDINGS:]
         key = ((event.topic, event.partition), event.kind or FaultKind.OUT_OF_RANGE)
         self.data_loss[key] = self.data_loss.get(key, 0) + 1
+        if event.reused is not None:
+            self.reused[key] = self.reused.get(key, 0) + event.reused
 
 
 @dataclass
@@ -253,6 +265,8 @@ class Partitions:
     dead_letters: dict[TP, int] = field(default_factory=dict)
     known_topics: set[str] = field(default_factory=set)
     topic_ids: dict[str, str] = field(default_factory=dict)  # the source topics' ids, where the broker gives them
+    #: what was copied last of each partition, and the partitions whose tail is to be read back (engine/tails.py)
+    tails: CopiedTails = field(default_factory=CopiedTails)
     last_owner: dict[int, str | None] = field(default_factory=dict)
     consumer_epoch: int = 0
 
@@ -274,10 +288,15 @@ class Partitions:
         self.positions.pop(tp, None)
         self.slots.pop(tp, None)
         self.lag.pop(tp, None)
+        self.tails.forget(tp)
 
     def copied(self) -> list[TP]:
-        """The partitions a batch copies: planned, not halted, with a position."""
-        return [tp for tp in sorted(self.plan.copy) if tp not in self.halted and tp in self.positions]
+        """The partitions a batch copies: planned, not halted, with a position, and no tail to read back first
+        (`tails.suspects`: engine/tails.py)."""
+        held = self.tails.suspects
+        return [
+            tp for tp in sorted(self.plan.copy) if tp not in self.halted and tp in self.positions and tp not in held
+        ]
 
     def backlog(self, ends: Mapping[TP, int]) -> int | None:
         """Records between the positions and `ends` over the partitions copied; None when it is not known (a

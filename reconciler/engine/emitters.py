@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,38 +55,93 @@ class CheckpointAck:
     latency_ms: int
 
 
-class HeartbeatEmitter:
-    def __init__(self, spec: JobSpec, source_producer: Any):
+def fatal_error(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) is a librdkafka fatal error: the producer is unusable from then on."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        err = seen.args[0] if seen.args else None
+        fatal = getattr(err, "fatal", None)
+        if callable(fatal) and fatal():
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class Renewing:
+    """The driver's producer of small records (heartbeats, offset syncs) and how to make a new one (`renew`): an
+    idempotent producer whose broker lost its sequence state (noida-db at a restart that lost its tail:
+    OUT_OF_ORDER_SEQUENCE_NUMBER) turns fatal and refuses every record after; the job, which stopped there (its
+    batch's offset syncs not written), goes on with a new producer (issue 46). The records it had queued are lost:
+    an offset sync or a heartbeat, written again at the next one."""
+
+    def __init__(self, producer: Any, renew: Callable[[], Any] | None):
+        self.producer, self._renew = producer, renew
+
+    def renewed(self, exc: BaseException) -> bool:
+        """After `exc`: a new producer if it was fatal and one can be made (whether so)."""
+        if self._renew is None or not fatal_error(exc):
+            return False
+        log.warning("the producer of %s is unusable (%s): a new one is made", type(self).__name__, exc)
+        self.producer = self._renew()
+        return True
+
+
+class HeartbeatEmitter(Renewing):
+    def __init__(self, spec: JobSpec, source_producer: Any, renew: Callable[[], Any] | None = None):
+        super().__init__(source_producer, renew)
         self.spec = spec
-        self.producer = source_producer
 
     def emit(self) -> None:
         hb = Heartbeat(self.spec.source.alias, self.spec.target.alias, now_ms())
-        self.producer.produce(HEARTBEATS_TOPIC, hb.record_value(), hb.record_key(), partition=0)
-        self.producer.poll(0)
+        try:
+            self.producer.produce(HEARTBEATS_TOPIC, hb.record_value(), hb.record_key(), partition=0)
+            self.producer.poll(0)
+        except Exception as exc:
+            if not self.renewed(exc):
+                raise
 
 
-class OffsetSyncWriter:
+class OffsetSyncWriter(Renewing):
     """Writes the syncs the workers decided; `flush()` before source offsets are committed."""
 
-    def __init__(self, spec: JobSpec, producer: Any):
+    def __init__(self, spec: JobSpec, producer: Any, renew: Callable[[], Any] | None = None):
+        super().__init__(producer, renew)
         self.topic = offset_syncs_topic_name(spec)
-        self.producer = producer
         self.errors: list[str] = []
+        self._fatal: Any = None  # a fatal error a delivery report told
 
     def _dr(self, err: Any, msg: Any) -> None:
         if err is not None:
             self.errors.append(str(err))
+            fatal = getattr(err, "fatal", None)
+            if callable(fatal) and fatal():
+                self._fatal = err
 
     def write(self, topic: str, partition: int, pairs: list[tuple[int, int]] | list[list[int]]) -> None:
         for up, down in pairs:
             sync = OffsetSync(topic, partition, up, down)
-            self.producer.produce(self.topic, sync.record_value(), sync.record_key(), partition=0, on_delivery=self._dr)
+            try:
+                self.producer.produce(
+                    self.topic, sync.record_value(), sync.record_key(), partition=0, on_delivery=self._dr
+                )
+            except Exception as exc:
+                if not self.renewed(exc):
+                    raise
+                self.errors.clear()
 
     def flush(self, timeout: float = 30.0) -> None:
-        self.producer.flush(timeout)
+        try:
+            self.producer.flush(timeout)
+        except Exception as exc:
+            if not self.renewed(exc):
+                raise
+            self.errors.clear()  # this batch's syncs are lost: the next ones are written by the new producer
+            return
         if self.errors:
             errors, self.errors = self.errors, []
+            fatal, self._fatal = self._fatal, None
+            if fatal is not None and self.renewed(RuntimeError(fatal)):
+                return
             raise RuntimeError(f"offset syncs not written: {errors[0]}")
 
 

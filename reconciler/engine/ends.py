@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.contract.spec import JobSpec, job_group
 from reconciler.engine import clients
+from reconciler.engine.tails import Fingerprint, fingerprint_of
 from reconciler.engine.tasks import TP
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,25 @@ class EndRequests(Protocol):
     def read_end(self, tp: TP, start: int, timeout: float) -> int | None:
         """Read the partition from `start` to end-of-partition: the offset after the last record read, or the
         end-of-partition event's offset (past any transaction marker), the larger; None: no end within `timeout`."""
+        ...
+
+    def read_at(self, tp: TP, offsets: Sequence[int], timeout: float) -> Mapping[int, Fingerprint | None]:
+        """The fingerprint of the record at each of `offsets` (engine/tails.py), each offset between the log start
+        and the high watermark; one not answered within `timeout` is left out."""
+        ...
+
+    def read_first(self, target: bool, wanted: Mapping[TP, int], timeout: float) -> dict[TP, Fingerprint | None]:
+        """The fingerprint of the first record at or after the offset `wanted` names for each partition of the source
+        (or, `target`, of the target), one consumer for all (read_committed); None where the broker answers the offset
+        is out of range; a partition that answers nothing within `timeout` is left out (Tansu answers a fetch past the
+        end with nothing)."""
+        ...
+
+    def read_run(
+        self, target: bool, topic: str, partition: int, start: int, stop: int | None, count: int, timeout: float
+    ) -> list[Fingerprint]:
+        """The fingerprints of the records of a partition of the source (or, `target`, of the target: the copies)
+        from offset `start` on, in order: at most `count`, and below offset `stop` where given (read_committed)."""
         ...
 
 
@@ -99,6 +119,61 @@ class PartitionEnds:
         low, high = self.watermarks(tp)
         end = self.requests.read_end(tp, max(low, high - 1), timeout)
         return None if end is None else max(high, end)
+
+    def records_at(self, tp: TP, offsets: Iterable[int], timeout: float = 10.0) -> dict[int, Fingerprint | None]:
+        """What the source holds now at `offsets` (issue 46: a tail read back): each offset's record's fingerprint
+        (engine/tails.py), None where it holds none (outside the log start and the high watermark, or the offset is a
+        marker's); an offset not answered within `timeout` is left out (not known)."""
+        low, high = self.watermarks(tp)
+        wanted = sorted(set(offsets))
+        if any(o >= high for o in wanted):  # on Tansu the high watermark is below the end by up to a batch
+            end = self.true_end(tp)
+            high = max(high, end) if end is not None else high
+        out: dict[int, Fingerprint | None] = {o: None for o in wanted if not low <= o < high}
+        inside = [o for o in wanted if low <= o < high]
+        if inside:
+            out.update(self.requests.read_at(tp, inside, timeout))
+        return out
+
+    def records_first(self, wanted: Mapping[TP, int], timeout: float = 5.0) -> dict[TP, Fingerprint | None]:
+        """What the source holds now at one offset of each partition (`wanted`), read together: each record's
+        fingerprint, None where the offset is at or past the partition's end or holds none (a marker's); a
+        partition not answered is left out."""
+        if not wanted:
+            return {}
+        got = self.requests.read_first(False, wanted, min(timeout, 2.0))
+        out = {tp: (fp if fp is not None and fp.offset == wanted[tp] else None) for tp, fp in got.items()}
+        for tp in [tp for tp in wanted if tp not in got]:  # nothing answered: the offset is at or past the end?
+            end = self.true_end(tp)  # (not the listed end: on Tansu it is below the end by up to a batch)
+            if end is not None and wanted[tp] >= end:
+                out[tp] = None
+        return out
+
+    def copies_first(self, wanted: Mapping[TP, int], timeout: float = 10.0) -> dict[TP, Fingerprint]:
+        """The records of the target at one offset of each remote partition (`wanted`: (remote topic, partition) ->
+        offset), read together: each one's fingerprint (its offset the target's); one not there is left out."""
+        if not wanted:
+            return {}
+        got = self.requests.read_first(True, wanted, timeout)
+        return {tp: fp for tp, fp in got.items() if fp is not None and fp.offset == wanted[tp]}
+
+    def records_from(self, tp: TP, start: int, stop: int, timeout: float = 10.0) -> list[Fingerprint]:
+        """The fingerprints of the source's records of `tp` from offset `start` up to `stop` (excluded) or its high
+        watermark, in order (a tail read back record by record, issue 46)."""
+        end = self.true_end(tp)
+        stop = min(stop, end) if end is not None else stop
+        if stop <= start:
+            return []
+        return self.requests.read_run(False, tp[0], tp[1], start, stop, stop - start, timeout)
+
+    def copies_from(
+        self, remote: str, partition: int, start: int, count: int, timeout: float = 10.0
+    ) -> list[Fingerprint]:
+        """The fingerprints of at most `count` records of the remote topic's partition on the target, from offset
+        `start` on, in order (read_committed): the copies a tail read back is compared with (issue 46)."""
+        if count <= 0:
+            return []
+        return self.requests.read_run(True, remote, partition, start, None, count, timeout)
 
     def _listed(self, partitions: Iterable[TP], earliest: bool, timeout: float) -> dict[TP, int]:
         wanted = sorted(set(partitions))
@@ -169,5 +244,86 @@ class KafkaEndRequests:
                 on_eof=lambda m: end.append(m.offset()),
             )
             return None if pending else max(end)
+        finally:
+            probe.close()
+
+    def read_first(self, target: bool, wanted: Mapping[TP, int], timeout: float) -> dict[TP, Fingerprint | None]:
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        cluster = self.spec.target if target else self.spec.source
+        config = clients.probe_consumer_config(cluster, self.spec, job_group(self.spec) + ".probe", self.environ)
+        probe = Consumer(config)
+        out: dict[TP, Fingerprint | None] = {}
+        deadline = time.monotonic() + timeout
+        out_of_range = (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET)
+        try:
+            probe.assign([TopicPartition(t, p, o) for (t, p), o in wanted.items()])
+            while len(out) < len(wanted) and time.monotonic() < deadline:
+                for m in probe.consume(500, min(0.5, max(0.01, deadline - time.monotonic()))):
+                    tp = (m.topic() or "", m.partition() or 0)
+                    if tp not in wanted or tp in out:
+                        continue
+                    err = m.error()
+                    if err is not None:
+                        if err.code() in out_of_range:
+                            out[tp] = None  # past the end (the broker lost it): no record there
+                    elif (m.offset() or 0) >= wanted[tp]:
+                        out[tp] = fingerprint_of(m)
+            return out
+        finally:
+            probe.close()
+
+    def read_run(
+        self, target: bool, topic: str, partition: int, start: int, stop: int | None, count: int, timeout: float
+    ) -> list[Fingerprint]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        cluster = self.spec.target if target else self.spec.source
+        config = clients.consumer_config(
+            cluster, self.spec, group=job_group(self.spec) + ".probe", environ=self.environ
+        )
+        probe = Consumer(config)
+        out: list[Fingerprint] = []
+        deadline = time.monotonic() + timeout
+        try:
+            probe.assign([TopicPartition(topic, partition, start)])
+            while len(out) < count and time.monotonic() < deadline:
+                for m in probe.consume(min(500, count - len(out)), min(0.5, max(0.01, deadline - time.monotonic()))):
+                    if m.error() is not None or m.topic() != topic or m.partition() != partition:
+                        continue
+                    off = m.offset() or 0
+                    if stop is not None and off >= stop:
+                        return out
+                    if off >= start and len(out) < count:
+                        out.append(fingerprint_of(m))
+                if out and stop is not None and out[-1].offset >= stop - 1:
+                    break
+            return out
+        finally:
+            probe.close()
+
+    def read_at(self, tp: TP, offsets: Sequence[int], timeout: float) -> dict[int, Fingerprint | None]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        # small fetches: one record is wanted at each offset, not the megabytes after it
+        config = clients.probe_consumer_config(
+            self.spec.source, self.spec, job_group(self.spec) + ".probe", self.environ
+        )
+        probe = Consumer(config)
+        out: dict[int, Fingerprint | None] = {}
+        deadline = time.monotonic() + timeout
+        try:
+            for offset in offsets:
+                probe.assign([TopicPartition(tp[0], tp[1], offset)])
+                while time.monotonic() < deadline:
+                    m = probe.poll(min(0.5, max(0.01, deadline - time.monotonic())))
+                    if m is None or m.error() is not None or (m.topic(), m.partition()) != tp:
+                        continue
+                    off = m.offset() or 0
+                    if off >= offset:  # past it: no record there now (a marker's offset)
+                        out[offset] = fingerprint_of(m) if off == offset else None
+                        break
+                probe.unassign()
+            return out
         finally:
             probe.close()

@@ -85,6 +85,7 @@ class IdleGate:
         )
         self.reach = reach if reach is not None else ReachWatch()  # told whether the source answers its reads
         self._ends_answered_at_ms = 0  # when the source last answered the gate's read of its ends (epoch ms)
+        self._source_failed = False  # the last read of the source's ends failed
 
     def ends_read_since(self, at_ms: int) -> bool:
         """Whether the gate has read the source's ends (asked at or after `at_ms`, epoch ms, and answered) since:
@@ -115,10 +116,15 @@ class IdleGate:
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
             self.reach.failed(Cluster.SOURCE, at_ms, f"{type(exc).__name__}: {exc}")
+            self._source_failed = True
             ends = {}
         else:
             self.reach.answered(Cluster.SOURCE, at_ms)
             self._ends_answered_at_ms = at_ms
+            if self._source_failed:
+                # A source that went away may come back without the tail the job copied (issue 46): read back.
+                self._source_failed = False
+                self.parts.tails.suspect(copy, "the source answered again after failing")
         # Compared with the last ends the source answered, not the last read: a broker that lost its tail is one
         # that went away, and the reads that failed meanwhile must not erase what its end was.
         back = ends_moved_back(pacing.ends_answered, ends)

@@ -194,6 +194,13 @@ METRICS: tuple[MetricDef, ...] = (
         "status record's `data_loss`)",
     ),
     MetricDef(
+        f"{OWN}_reused_offsets",
+        "counter",
+        PARTITION_LABELS,
+        "Offsets the job had copied whose records the source lost and gave to new records, copied again (a lost "
+        "tail, the status record's `data_loss` `reused`)",
+    ),
+    MetricDef(
         f"{OWN}_group_not_synced",
         "gauge",
         (*FLOW_LABELS, "group", "reason"),
@@ -366,6 +373,8 @@ class JobMetrics:
                 remote = driver.parts.plan.copy.get((event.topic, event.partition), event.topic)
                 kind = (event.kind or FaultKind.OUT_OF_RANGE).value
                 self.get(f"{OWN}_out_of_range", topic=remote, partition=event.partition, kind=kind).inc()
+                if event.reused:
+                    self.get(f"{OWN}_reused_offsets", topic=remote, partition=event.partition).inc(event.reused)
         self._seen_out_of_range = list(progress.out_of_range)
         self._advance(f"{OWN}_errors", "_errors", progress.errors)
         self._advance(f"{CHECKPOINT}_checkpoints", "_checkpoints", driver.checkpoints_emitted)

@@ -148,6 +148,22 @@ class OffsetStore:
                 out[k] = (tp.offset, None)
         return out
 
+    def commit_target(self, positions: Mapping[TP, int], remotes: Mapping[TP, str], slots: Mapping[TP, int]) -> None:
+        """exactly-once: commit positions to the job's group on the target outside a transaction (a position moved
+        back, delivery.py `ExactlyOnce.move_back`), under the remote topic, with the slot in the metadata as the
+        transactions write it."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        if self._target is None:
+            self._target = Consumer(clients.consumer_config(self.spec.target, self.spec, environ=self.environ))
+        tps = [
+            TopicPartition(remotes[tp], tp[1], o, metadata=json.dumps({"slot": slots.get(tp), "topic": tp[0]}))
+            for tp, o in positions.items()
+            if o >= 0 and tp in remotes
+        ]
+        if tps:
+            _retry("commit exactly-once offsets", lambda: self._target.commit(offsets=tps, asynchronous=False))
+
     def commit_source(self, positions: Mapping[TP, int]) -> None:
         """at-least-once: commit next offsets on the source cluster (after acknowledgement)."""
         from confluent_kafka import TopicPartition

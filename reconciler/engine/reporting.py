@@ -160,7 +160,7 @@ class Reporter:
             faults=self.faults(),
             dead_letters=tuple(PartitionCount(t, p, n) for (t, p), n in sorted(parts.dead_letters.items())),
             data_loss=tuple(
-                PartitionCount(t, p, n, kind)
+                PartitionCount(t, p, n, kind, progress.reused.get(((t, p), kind)))
                 for ((t, p), kind), n in sorted(progress.data_loss.items(), key=lambda kv: (kv[0][0], kv[0][1].value))
             ),
             checkpoints_emitted=self.checkpoints_emitted,

@@ -11,20 +11,27 @@ partition (`halt_refused`). A reloaded spec whose policy resumes releases the pa
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from reconciler.contract.spec import JobSpec, OffsetReset
 from reconciler.contract.status import FaultKind, OutOfRange, PartitionFault
+from reconciler.engine.delivery import mode_of
 from reconciler.engine.driver_parts import Pacing, Partitions, Progress
 from reconciler.engine.source_loss import position_loss, resume_at
+from reconciler.engine.tails import Fingerprint, divergence_point, first_difference
 from reconciler.engine.tasks import TP, PartitionResult
 
 log = logging.getLogger(__name__)
 
 #: The faults a loss at the source halts a partition with (`offset_reset: pause` or `fail`).
+#: How long a partition whose tail is to be read back (`check_tails`) is held out of the batches while the reads
+#: fail; then it is copied on, unchecked (an error counted).
+TAIL_READ_GIVE_UP_S = 60.0
+
 LOSS_KINDS = frozenset({FaultKind.OUT_OF_RANGE, FaultKind.TRUNCATED, FaultKind.LOST_TAIL, FaultKind.RECREATED})
 
 
@@ -35,11 +42,38 @@ class SourceLog(Protocol):
 
     def true_end(self, tp: TP) -> int | None: ...
 
+    def records_at(self, tp: TP, offsets: Iterable[int]) -> Mapping[int, Fingerprint | None]: ...
+
+    def records_from(self, tp: TP, start: int, stop: int) -> list[Fingerprint]: ...
+
+    def records_first(self, wanted: Mapping[TP, int]) -> Mapping[TP, Fingerprint | None]: ...
+
+    def copies_first(self, wanted: Mapping[TP, int]) -> Mapping[TP, Fingerprint]: ...
+
+    def copies_from(self, remote: str, partition: int, start: int, count: int) -> list[Fingerprint]: ...
+
 
 class Commits(Protocol):
     """Where the loss handler commits a position it moved (offsets.py `OffsetStore`)."""
 
     def commit(self, positions: Mapping[TP, int]) -> None: ...
+
+
+class MovesBack(Protocol):
+    """Where a position moved back is recorded (delivery.py `DeliveryMode.move_back`)."""
+
+    def move_back(
+        self, store: Any, positions: Mapping[TP, int], remotes: Mapping[TP, str], slots: Mapping[TP, int]
+    ) -> None: ...
+
+
+class Intact(enum.Enum):
+    """A tail read back that matches what the job copied last (`SourceFaults.read_back`)."""
+
+    INTACT = "intact"
+
+
+INTACT = Intact.INTACT
 
 
 class FaultClients(Protocol):
@@ -68,9 +102,13 @@ class SourceFaults:
         error: Callable[[str], None],
         fail: Callable[[], None],
         log: logging.Logger | logging.LoggerAdapter[logging.Logger] = log,
+        mode: Callable[[], MovesBack] | None = None,
     ):
         self._spec, self.parts, self.pacing, self.progress = spec, parts, pacing, progress
         self._clients, self._error, self._fail, self.log = clients, error, fail, log
+        self._seeded = False  # the tails of the partitions copied before this start: from the offset syncs, once
+        # where a position moved back is recorded (the delivery mode's group)
+        self._mode: Callable[[], MovesBack] = mode if mode is not None else (lambda: mode_of(self._spec()))
 
     @property
     def offset_reset(self) -> OffsetReset:
@@ -115,6 +153,8 @@ class SourceFaults:
                     tp, position, f"{reason}; offset {position} is past it", None, end, FaultKind.LOST_TAIL
                 )
                 changed = True
+            elif self.tail_lost(tp, reason):
+                changed = True
             else:
                 self.report_loss(
                     tp,
@@ -143,12 +183,14 @@ class SourceFaults:
         low: int | None = None,
         high: int | None = None,
         kind: FaultKind | None = None,
+        seen: bool = True,
     ) -> None:
         """The source lost the records at the partition's position (`kind`; classified by the log's range when not
         given): reported, then `offset_reset` decides: resume at the log start or end, halt the partition, or fail
-        the job."""
+        the job. A `kind` of lost-tail is one the job saw happen (its end moved back between two reads) unless not
+        `seen` (no record the job copied last matches the source's: where the loss began is not known)."""
         self.pacing.caught_up.pop(tp, None)
-        tail_seen_lost = kind is FaultKind.LOST_TAIL  # told by the caller: the end moved back between two reads
+        tail_seen_lost = kind is FaultKind.LOST_TAIL and seen  # the end moved back between two reads
         if low is None or high is None:
             try:
                 w_low, w_high = self._clients().ends.watermarks(tp)
@@ -161,6 +203,15 @@ class SourceFaults:
                 FaultKind.OUT_OF_RANGE
             )
         policy = self.offset_reset
+        if kind is FaultKind.LOST_TAIL and policy is OffsetReset.RESUME:
+            try:
+                back = self.read_back(tp)
+            except Exception as exc:  # noqa: BLE001 - the offsets' rule decides
+                self.log.info("cannot read the tail of %s back: %s", tp, exc)
+                back = None
+            if isinstance(back, int) and back <= position and (high is None or back <= high):
+                self.resume_after_divergence(tp, position, back, reason, low, high)
+                return
         to = resume_at(policy, low, high, kind, tail_seen_lost)
         if policy is OffsetReset.FAIL:
             action = "failed: the job stops (offset_reset: fail)"
@@ -177,14 +228,187 @@ class SourceFaults:
             return
         self.parts.positions[tp] = to
         self.parts.sync_states.pop(tp, None)
+        self.parts.tails.moved_back(tp, to)
         self._clients().offsets.commit({tp: to})  # at-least-once; exactly-once commits inside transactions
 
+    # --- a tail lost and given to new records (issue 46, engine/tails.py) -----------------------------------------
+    def read_back(self, tp: TP) -> int | Intact | None:
+        """Read back the source's records at the offsets the job copied last (`Partitions.tails`): INTACT when the
+        newest still matches (one record read), else where they diverge (tails.py `divergence_point`: the offset
+        after the newest that still matches; None: none does, or nothing to compare). Raises when the source does
+        not answer."""
+        ring = self.parts.tails.ring(tp)
+        if not ring:
+            return None
+        ends = self._clients().ends
+        newest = ring[-1]
+        got = dict(ends.records_at(tp, [newest.offset]))
+        if newest.offset not in got:
+            raise TimeoutError(f"the record at offset {newest.offset} was not read back")
+        if newest.matches(got[newest.offset]):
+            return INTACT
+        got.update(ends.records_at(tp, [fp.offset for fp in ring[:-1]]))
+        back = divergence_point(ring, got)
+        if back is None:
+            if any(fp.offset not in got for fp in ring):  # not known: read again, rather than copy it all again
+                raise TimeoutError(f"{sum(fp.offset not in got for fp in ring)} of the records copied not read back")
+            return None
+        # Between the newest fingerprint that matches and the next one, record by record: the source's records
+        # against their copies on the target, from the newest matching record whose copy's offset is known.
+        known = [fp for fp in self.parts.tails.anchors(tp) if fp.offset < back]
+        remote = self.parts.plan.copy.get(tp)
+        position = self.parts.positions.get(tp, -1)
+        if not known or remote is None or position <= back:
+            return back
+        anchor, down = known[-1], known[-1].down or 0
+        start = anchor.offset + 1
+        source = ends.records_from(tp, start, position)
+        copies = ends.copies_from(remote, tp[1], down + 1, len(source))
+        return first_difference(start, source, copies, position)
+
+    def check_tails(self) -> bool:
+        """Read back the tail of each partition an event made suspect (`CopiedTails.suspects`: the source broker
+        lost, a leader epoch changed, the source answering again after failing): where the source no longer holds
+        what the job copied last, the tail was lost and its offsets given to new records (`tail_lost`). A partition
+        whose read fails stays suspect and is left out of the next batch (`held_back`). Whether the partitions a batch
+        copies, or their positions, changed."""
+        tails = self.parts.tails
+        changed = False
+        if not self._seeded:
+            self._seeded = True
+            self.seed_from_syncs()
+        for tp in [tp for tp in tails.suspects if tp in self.parts.halted or self.parts.positions.get(tp, -1) < 0]:
+            tails.cleared(tp)
+            changed = True
+        newest = {tp: tails.ring(tp)[-1] for tp in tails.suspects}
+        try:  # first the newest fingerprint of every partition, in one read: where it matches, nothing was lost
+            now = self._clients().ends.records_first({tp: fp.offset for tp, fp in newest.items()}) if newest else {}
+        except Exception as exc:  # noqa: BLE001 - each partition on its own, below
+            self.log.info("cannot read the tails back: %s", exc)
+            now = {}
+        for tp, why in sorted(tails.suspects.items()):
+            if tp in now and newest[tp].matches(now[tp]):
+                tails.cleared(tp)
+                changed = True
+                continue
+            try:
+                changed = self.tail_lost(tp, why, raise_unread=True) or changed
+            except Exception as exc:  # noqa: BLE001 - read again before the next batch
+                if tails.suspect_for(tp) < TAIL_READ_GIVE_UP_S:
+                    self.log.info("cannot read the tail of %s back (%s): %s", tp, why, exc)
+                    continue
+                self._error(
+                    f"{tp[0]}[{tp[1]}]: the tail the job copied could not be read back for "
+                    f"{TAIL_READ_GIVE_UP_S:.0f} s ({why}): {exc}; copied on unchecked"
+                )
+            tails.cleared(tp)
+            changed = True
+        return changed
+
+    def seed_from_syncs(self) -> None:
+        """After the job starts, no fingerprint of what it copied is kept: the last offset sync of each partition
+        (source offset -> the offset of its copy on the target, MM2's own, replayed at start: `checkpoints.store`)
+        gives one, its record read on the target; each partition is then read back before it is copied on (a tail
+        lost while the job was away and refilled by new records). A partition without a sync below its position,
+        or whose copy cannot be read, is copied on unchecked."""
+        conn = self._clients()
+        store = getattr(getattr(conn, "checkpoints", None), "store", None)
+        if store is None:
+            return
+        last: dict[TP, tuple[int, int]] = {}
+        for tp, position in self.parts.positions.items():
+            if tp in self.parts.plan.copy and position > 0 and not self.parts.tails.ring(tp):
+                below = [s for s in store.syncs(*tp) if s.upstream_offset < position]
+                if below:
+                    last[tp] = (below[0].upstream_offset, below[0].downstream_offset)
+        try:
+            copies = conn.ends.copies_first({(self.parts.plan.copy[tp], tp[1]): d for tp, (_, d) in last.items()})
+        except Exception as exc:  # noqa: BLE001 - copied on unchecked
+            self.log.info("cannot read the last copies back from the target: %s", exc)
+            return
+        for tp, (up, down) in last.items():
+            copy = copies.get((self.parts.plan.copy[tp], tp[1]))
+            if copy is not None:
+                # its timestamp not taken: a remote topic may keep the time it was appended instead
+                self.parts.tails.copied(tp, [Fingerprint(up, -1, copy.digest, None, down)])
+                self.parts.tails.suspect([tp], "the job started")
+
+    def held_back(self) -> set[TP]:
+        """The partitions a batch must not copy yet: their tail is to be read back first (the source has not
+        answered the read since the event that made them suspect)."""
+        return set(self.parts.tails.suspects)
+
+    def tail_lost(self, tp: TP, why: str, raise_unread: bool = False) -> bool:
+        """Is the tail of `tp` the job copied still on the source? If not, report the loss and copy again from
+        where they diverge (`resume_after_divergence`). Whether the position moved."""
+        position = self.parts.positions.get(tp, -1)
+        try:
+            back = self.read_back(tp)
+        except Exception:
+            if raise_unread:
+                raise
+            return False
+        if back is INTACT or back is None:
+            if back is None and self.parts.tails.ring(tp):
+                # older than the ring reaches: the offsets' rule decides
+                self.out_of_range(
+                    tp,
+                    position,
+                    f"{why}: none of the records the job copied last is on the source any more",
+                    kind=FaultKind.LOST_TAIL,
+                    seen=False,
+                )
+                return True
+            return False
+        assert isinstance(back, int)
+        if back >= position:
+            return False
+        self.resume_after_divergence(tp, position, back, why)
+        return True
+
+    def resume_after_divergence(
+        self, tp: TP, position: int, back: int, why: str, low: int | None = None, high: int | None = None
+    ) -> None:
+        """The source lost the records the job had copied at `back` .. `position` - 1 (the records it holds there now,
+        if any, are new ones): reported (kind lost-tail, with the count of offsets reused), then copied from `back`
+        under `offset_reset: resume`; the other policies as for any lost tail (`out_of_range`)."""
+        reused = position - back
+        reason = (
+            f"{why}: the source no longer holds the records the job copied from offset {back} (its offsets "
+            f"{back}..{position - 1} given to new records: {reused} offsets reused)"
+        )
+        policy = self.offset_reset
+        if policy is not OffsetReset.RESUME:
+            self.out_of_range(tp, position, reason, low, high, FaultKind.LOST_TAIL)
+            return
+        action = (
+            f"resumed at offset {back}, after the last record the source still holds as copied "
+            f"(offset_reset: {policy.value})"
+        )
+        self.pacing.caught_up.pop(tp, None)
+        self.report_loss(tp, position, reason, low, high, FaultKind.LOST_TAIL, action, reused)
+        self.parts.consumer_epoch += 1
+        self.parts.positions[tp] = back
+        self.parts.sync_states.pop(tp, None)
+        self.parts.tails.moved_back(tp, back)
+        self.parts.tails.cleared(tp)
+        remotes = {tp: self.parts.plan.copy[tp]} if tp in self.parts.plan.copy else {}
+        self._mode().move_back(self._clients().offsets, {tp: back}, remotes, {tp: self.parts.slots.get(tp, 0)})
+
     def report_loss(
-        self, tp: TP, position: int, reason: str, low: int | None, high: int | None, kind: FaultKind, action: str
+        self,
+        tp: TP,
+        position: int,
+        reason: str,
+        low: int | None,
+        high: int | None,
+        kind: FaultKind,
+        action: str,
+        reused: int | None = None,
     ) -> int:
-        """A loss at the source in the status record (`out_of_range`, counted in `data_loss`), the log and the
-        metrics; when (epoch ms)."""
-        event = OutOfRange(tp[0], tp[1], position, low, high, reason, action, int(time.time() * 1000), kind)
+        """A loss at the source in the status record (`out_of_range`, counted in `data_loss`; `reused`: the offsets the
+        job had copied that the source gave to new records), the log and the metrics; when (epoch ms)."""
+        event = OutOfRange(tp[0], tp[1], position, low, high, reason, action, int(time.time() * 1000), kind, reused)
         self.progress.add_out_of_range(event)
         self._error(f"{tp[0]}[{tp[1]}]: {kind.value}: {reason}; {action}")
         return event.at or 0

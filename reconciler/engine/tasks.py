@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from reconciler.engine.tails import Fingerprint
+
 TP = tuple[str, int]
 
 
@@ -80,6 +82,10 @@ class PartitionResult:
     #: at-least-once: the position the task's last commit on the source recorded, answered without error (-1: none);
     #: the driver commits `next` only where it differs (the task's synchronous commit at its end made it already)
     source_committed: int = -1
+    #: fingerprints of records the task copied durably, oldest first (engine/tails.py: the driver's `CopiedTails`)
+    copied: list[Fingerprint] = field(default_factory=list)
+    #: the task's consumer lost its source broker (a restart may have cost the source its tail): read it back
+    source_reconnected: bool = False
 
     @property
     def tp(self) -> TP:

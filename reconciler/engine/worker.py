@@ -28,6 +28,7 @@ partition looked out of range, and its sampled records' age when read and at ack
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import traceback
@@ -36,11 +37,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from reconciler.contract.spec import JobSpec, dead_letters_topic_name, job_group
 from reconciler.engine import clients
 from reconciler.engine.sync_plan import plan_run, state_from_list, state_to_list
+from reconciler.engine.tails import RING_SIZE, Fingerprint, fingerprint_of
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask, RefusedRecord, TaskResult
 
 OFFSET_BEGINNING = -2
@@ -165,7 +167,12 @@ class PartitionCopy:
     syncs: list[tuple[int, int]] = field(default_factory=list)  # offset syncs of the durable rounds
     new_sync_state: list[int] | None = None
     last_pair: tuple[int, int] | None = None  # last replicated (upstream, downstream)
+    #: The round's last copied record of each run of the copy loop (Messages), fingerprinted when the round is
+    #: durable into `copied` (engine/tails.py: what the job copied, to tell a tail the source lost and refilled)
+    round_msgs: list[Any] = field(default_factory=list)
+    copied: list[Fingerprint] = field(default_factory=list)  # of the durable rounds, oldest first
     source_committed: int = -1  # at-least-once: the position the task's last commit on the source recorded
+    source_reconnected: bool = False  # the task's consumer lost its source broker (the copy stopped there)
 
     @classmethod
     def of(cls, t: PartitionTask) -> PartitionCopy:
@@ -199,6 +206,7 @@ class PartitionCopy:
         self.round_syncs = []
         self.round_state = None
         self.round_last = None
+        self.round_msgs = []
 
     def durable(self) -> None:
         """The round's records are durable: fold the round into the base."""
@@ -208,6 +216,12 @@ class PartitionCopy:
             self.syncs = self.syncs + self.round_syncs
             self.new_sync_state = self.round_state
             self.last_pair = self.round_last
+        if self.round_msgs:
+            fps = [fingerprint_of(m) for m in self.round_msgs[-RING_SIZE:]]
+            last = self.last_pair
+            if last is not None and fps[-1].offset == last[0]:  # its copy's offset on the target is known
+                fps[-1] = dataclasses.replace(fps[-1], down=last[1])
+            self.copied = (self.copied + fps)[-RING_SIZE:]
         self._clear_round()
 
     def roll_back(self) -> None:
@@ -220,6 +234,7 @@ class PartitionCopy:
         """Nothing of this task counts: positions stay where the task started."""
         self.base_next, self.base_count, self.base_bytes, self.base_dead_lettered = self.start, 0, 0, 0
         self.syncs, self.new_sync_state, self.last_pair = [], self.sync_state, None
+        self.copied = []
         self.roll_back()
 
     def ack_errors(self) -> list[str]:
@@ -273,6 +288,8 @@ class PartitionCopy:
             age_ms=self.age_ms,
             latency_ms=self.latency_ms,
             source_committed=self.source_committed,
+            copied=self.copied,
+            source_reconnected=self.source_reconnected,
         )
 
 
@@ -308,18 +325,48 @@ def _consumer(spec: JobSpec, epoch: int = 0):
     """The cached source consumer. The driver bumps `epoch` when source topics disappear or an
     offset is out of range: librdkafka can crash on a cached consumer whose topic was deleted and
     recreated, so a fresh one is made."""
-    from confluent_kafka import Consumer
-
     key = _consumer_key(spec, epoch)
     if clients.CACHE.peek(key) is None:  # the flow's consumers of earlier epochs or settings are dropped
         for old in [k for k in clients.CACHE.keys() if k[0] == "consumer" and k[1] == spec.flow and k != key]:
             clients.CACHE.drop(old)
-    return clients.CACHE.get(key, lambda: Consumer(clients.consumer_config(spec.source, spec)))
+    return clients.CACHE.get(key, lambda: SourceConsumer.of(clients.consumer_config(spec.source, spec)))
+
+
+class SourceLinks:
+    """The `error_cb` of the source consumer: how many times it lost its source broker (librdkafka's
+    `_ALL_BROKERS_DOWN`, `_TRANSPORT`) since it was made (`lost`). Served by its consume calls, in order with its
+    records: a record handed back after the count moved may come from a broker that restarted, and lost its tail
+    (issue 46), so the copy stops there and the driver reads the tail back (engine/tails.py) before it goes on."""
+
+    CODES = ("_ALL_BROKERS_DOWN", "_TRANSPORT")
+
+    def __init__(self) -> None:
+        self.lost = 0
+
+    def __call__(self, error: Any) -> None:
+        if error.name() in self.CODES:
+            self.lost += 1
+
+
+class SourceConsumer(Consumer):
+    """The task's source consumer with its `SourceLinks` watch (`links`)."""
+
+    links: SourceLinks
+
+    @classmethod
+    def of(cls, conf: dict[str, Any]) -> SourceConsumer:
+        links = SourceLinks()
+        consumer = cls({**conf, "error_cb": links})
+        consumer.links = links
+        return consumer
 
 
 #: librdkafka errors of a producer whose metadata predates a change of the target (a remote topic grown in place,
 #: or recreated): it keeps refusing the new partitions until its next metadata refresh.
 STALE_METADATA = ("_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART")
+#: librdkafka errors of a producer that is unusable from then on (an idempotent producer whose broker lost its
+#: sequence state at a restart: OUT_OF_ORDER_SEQUENCE_NUMBER, then `_FATAL` for every record): a new one is made.
+FATAL_PRODUCER = ("_FATAL", "Fatal error", "OUT_OF_ORDER_SEQUENCE_NUMBER")
 
 
 def forget_producers(spec: JobSpec) -> None:
@@ -446,8 +493,8 @@ def copy_task(spec: JobSpec, task: CopyTask, mode: CopyMode) -> TaskResult:
         result.error = f"{type(exc).__name__}: {exc}"
         result.traceback = traceback.format_exc(limit=8)
     release_consumer(spec, task.consumer_epoch)
-    if result.error and any(code in result.error for code in STALE_METADATA):
-        forget_producers(spec)  # the next task's producer reads the target's partitions afresh
+    if result.error and any(code in result.error for code in STALE_METADATA + FATAL_PRODUCER):
+        forget_producers(spec)  # the next task's producer reads the target's partitions afresh, or is a new one
     result.partitions = [p.result() for p in parts]
     result.duration_ms = int((time.time() - started) * 1000)
     return result
@@ -475,6 +522,9 @@ class Copier:
         from confluent_kafka import KafkaError, TopicPartition
 
         self.consumer = _consumer(spec, epoch)
+        links = getattr(self.consumer, "links", None)
+        self.links = links if isinstance(links, SourceLinks) else SourceLinks()
+        self.links_lost = self.links.lost  # the source broker losses seen before this task (the driver knows them)
         self.parts = parts
         self.producer = producer
         self.max_round_s = max_round_s
@@ -537,6 +587,9 @@ class Copier:
             # Drain what is there without waiting; only when nothing is, wait for the next event
             # (consume(n, t) waits for n messages or t, which would idle at the end of a batch).
             msgs = consume(CONSUME_BATCH, 0)
+            if self.links.lost != self.links_lost:
+                self.source_lost()
+                return True
             if not msgs:
                 if (
                     self.behind == 0
@@ -546,6 +599,9 @@ class Copier:
                     return True
                 poll(0)
                 msgs = consume(1, min(deadline - now, 0.05))
+                if self.links.lost != self.links_lost:
+                    self.source_lost()
+                    return True
                 if not msgs:
                     continue
             copied = False
@@ -579,6 +635,14 @@ class Copier:
                 self.first_copy = self.first_copy or self.last_copy
             if self.behind == 0 and time.time() >= soft_deadline:
                 return False
+
+    def source_lost(self) -> None:
+        """The consumer lost its source broker: the task ends here, the records handed back with the news not
+        copied (they may come from a broker that restarted without its tail). Every partition says so
+        (`PartitionResult.source_reconnected`): the driver reads their tails back before copying on."""
+        self.links_lost = self.links.lost
+        for p in self.parts:
+            p.source_reconnected = True
 
     def idle_end(self) -> float:
         """How long nothing may arrive, every partition caught up, before the task ends early: IDLE_END_S, or
@@ -686,6 +750,7 @@ def _copy_run(
     samples, runs, known = p.ts_samples, p.runs, p.known_refused
     cb = p.acks.report
     new_run = not runs
+    last_m = None
     while i < n:
         m = msgs[i]
         if m.error() is not None or m.partition() != part or m.topic() != topic:
@@ -728,6 +793,7 @@ def _copy_run(
         count += 1
         nbytes += size
         nxt = off + 1
+        last_m = m
         if not (count & sample_every):
             samples.append(ts)
         if count >= budget:  # per partition and task
@@ -735,6 +801,11 @@ def _copy_run(
             p.paused = True
             break
     p.next, p.count, p.bytes = nxt, count, nbytes
+    if last_m is not None:
+        msgs_kept = p.round_msgs
+        msgs_kept.append(last_m)
+        if len(msgs_kept) > 2 * RING_SIZE:
+            del msgs_kept[:RING_SIZE]
     return i
 
 

@@ -475,8 +475,8 @@ def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters, requ
         load.paused.set()
         answered = _restart(source)
         # The load resumes once the job has read the source's ends after the restart. A tail the broker lost at the
-        # restart is seen as its end moving back; new records that refill it before the job looks hide it (no leader
-        # epoch to tell, on this broker): a limit docs/replication-job.md states, not what this test is about.
+        # restart and new records refilled is tests/integration/test_lost_tail.py's (the job reads back what it
+        # copied last), not what this test is about.
         restarted_ms = int(time.time() * 1000)
         wait_for(lambda: driver.gate.ends_read_since(restarted_ms), 30, what="the source's ends read again")
         first_after = load.sent
