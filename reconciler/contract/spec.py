@@ -72,9 +72,41 @@ def is_hot_reloadable(path: str) -> bool:
     return any(path == hot or path.startswith(hot + ".") for hot in HOT_RELOADABLE)
 
 
-def restart_fields_of(changed: Iterable[str]) -> set[str]:
-    """The "needs a restart" rule: of the changed JobSpec paths, those a running job cannot take."""
-    return {name for name in changed if not is_hot_reloadable(name) and name != "git_revision"}
+#: A spec's clusters: each a leaf (a cluster changes as a whole), but for its credentials (`credential_change`).
+CLUSTER_SIDES = ("source", "target")
+
+
+def credential_change(current: Any, desired: Any) -> tuple[str, ...]:
+    """The credential settings (topology/secrets.py `may_reference`: passwords, keys, user names, certificate
+    locations) in which two JSON values of a spec's cluster differ, when they differ in nothing else; () otherwise.
+    Such a change is a credential rotation: the running flow reconnects in place (engine/driver.py `reload_spec`),
+    as it does when a credential file changes, and the plan shows it as that, not as a restart."""
+    if not isinstance(current, Mapping) or not isinstance(desired, Mapping):
+        return ()
+    if any(current.get(k) != desired.get(k) for k in ("alias", "bootstrap_servers")):
+        return ()
+    a, b = current.get("config") or {}, desired.get("config") or {}
+    keys = tuple(sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k)))
+    return keys if keys and all(secrets.may_reference(k) for k in keys) else ()
+
+
+def rotated_sides(changes: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Of `changes` (path -> (current, desired), as `JobSpec.changes` gives), the clusters whose credentials alone
+    changed, by side, with the settings that did."""
+    out = {}
+    for side in CLUSTER_SIDES:
+        if side in changes:
+            keys = credential_change(*changes[side])
+            if keys:
+                out[side] = keys
+    return out
+
+
+def restart_fields_of(changed: Iterable[str], rotated: Iterable[str] = ()) -> set[str]:
+    """The "needs a restart" rule: of the changed JobSpec paths, those a running job cannot take (a cluster side
+    in `rotated`, `rotated_sides`, is taken in place: it reconnects)."""
+    skip = {"git_revision", *rotated}
+    return {name for name in changed if not is_hot_reloadable(name) and name not in skip}
 
 
 class OffsetReset(str, enum.Enum):
@@ -398,11 +430,16 @@ class JobSpec:
 
     def restart_fields(self, other: JobSpec) -> set[str]:
         """Paths that differ in `other` and cannot be applied to a running job."""
-        return restart_fields_of(self.changed_fields(other))
+        changes = self.changes(other)
+        return restart_fields_of(changes, rotated_sides(changes))
 
     def restart_hash(self) -> str:
         """Hash of the part of the spec a running job cannot take without a restart."""
         leaves = self.leaves()
+        for side in CLUSTER_SIDES:  # credentials are taken in place (credential_change)
+            cluster = dict(leaves[side])
+            cluster["config"] = {k: v for k, v in cluster.get("config", {}).items() if not secrets.may_reference(k)}
+            leaves[side] = cluster
         d = {k: v for k, v in leaves.items() if k in restart_fields_of(leaves)}
         return hashlib.sha256(json.dumps(d, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 

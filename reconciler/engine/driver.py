@@ -564,8 +564,7 @@ class ReplicationDriver:
 
     # --- spec reload and topic refresh ------------------------------------------------------
     def reload_spec(self) -> bool:
-        """Re-read the spec file if it changed (SpecFile: an unchanged file is not parsed again); apply
-        hot-reloadable changes. False if the job must stop."""
+        """Re-read a changed spec file (SpecFile), apply hot-reloadable changes; False if the job must stop."""
         if self.spec_file is None:
             return True
         try:
@@ -576,9 +575,10 @@ class ReplicationDriver:
         if new is None or new.spec_hash() == self.spec.spec_hash():
             return True
         restart = self.spec.restart_fields(new)
-        if restart:
-            self.state = StatusState.RESTART_REQUIRED
-            self._error(f"spec changed in fields that need a restart: {', '.join(sorted(restart))}")
+        if restart or self.connections.credentials.rotated_in(self, new):  # rotated: reconnect by a restart in place
+            if restart:
+                self.state = StatusState.RESTART_REQUIRED
+                self._error(f"spec changed in fields that need a restart: {', '.join(sorted(restart))}")
             self.exit_code = EXIT_RESTART_REQUIRED
             self.stop_event.set()
             return False

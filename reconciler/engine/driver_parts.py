@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from reconciler.contract.spec import EXIT_RESTART_REQUIRED, JobSpec
+from reconciler.contract.spec import EXIT_RESTART_REQUIRED, JobSpec, rotated_sides
 from reconciler.contract.status import (
     FaultKind,
     LatencyWindow,
@@ -68,6 +68,21 @@ class CredentialWatch:
     def changed(self) -> list[str]:
         """The aliases of the clusters whose credentials changed since start."""
         return sorted(alias for alias, fp in self.now().items() if fp and fp != self.at_start.get(alias))
+
+    def rotated_in(self, driver: Any, new: JobSpec) -> bool:
+        """Whether `new` (a spec the driver re-read) changes the credentials of a cluster and nothing that needs a
+        restart (contract/spec.py `rotated_sides`): then the flow reconnects the same way, by a restart in place
+        (the driver stops with EXIT_RESTART_REQUIRED, without the restart-required state), with the new spec."""
+        rotated = rotated_sides(driver.spec.changes(new))
+        if rotated:
+            driver.log.info(
+                "credentials of %s changed in the spec: restarting the flow in place to reconnect",
+                ", ".join(
+                    f"cluster {alias!r}"
+                    for alias in sorted(new.source.alias if s == "source" else new.target.alias for s in rotated)
+                ),
+            )
+        return bool(rotated)
 
     def stops(self, driver: Any) -> bool:
         """Whether the driver must stop for a restart in place: a credential changed (said in one line, no value);

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.contract.deployers import KUBERNETES, deployer_family, local_threads
-from reconciler.contract.spec import JobSpec, restart_fields_of
+from reconciler.contract.spec import JobSpec, restart_fields_of, rotated_sides
 from reconciler.jobplan import backend as job_backend
 from reconciler.jobplan.state import (
     PENDING_SYNC_WARN_SECONDS,
@@ -167,7 +167,8 @@ def _plan_desired(
         return
     current = dep.spec if dep else None
     changes = _changes(current, d.spec) if current is not None else {}
-    restart_fields = restart_fields_of(changes)
+    rotated = rotated_sides(changes)
+    restart_fields = restart_fields_of(changes, rotated)
     if state is JobState.DUPLICATED:
         out.append(
             RestartJob(
@@ -263,6 +264,23 @@ def _plan_desired(
                 current_hash=current.spec_hash(),
                 changes=changes,
                 state=state.value,
+                **args,
+            )
+        )
+        return
+    if rotated:  # credentials alone: a rotation, taken in place (the flow reconnects; contract/spec.py)
+        rotation = "; ".join(
+            f"credentials of cluster {(d.spec.source if side == 'source' else d.spec.target).alias!r} rotated "
+            f"({', '.join(keys)})"
+            for side, keys in sorted(rotated.items())
+        )
+        others = sorted(set(changes) - set(rotated))
+        out.append(
+            UpdateJob(
+                reason=f"{rotation}{'; and ' + _fields(others) + ' changed' if others else ''}: the running flow "
+                "reconnects with them in place (no restart of its engine, nothing copied twice or skipped)",
+                current_hash=current.spec_hash(),
+                changes=changes,
                 **args,
             )
         )

@@ -184,6 +184,7 @@ def rotating(tmp_path, monkeypatch):
     monkeypatch.setattr(worker, "Producer", Fake)
     monkeypatch.setattr(worker, "TxnProducer", Fake)
     monkeypatch.setattr("confluent_kafka.Consumer", Fake)
+    monkeypatch.setattr(worker, "SourceConsumer", Fake)  # the task's source consumer (worker.SourceConsumer.of)
     Fake.made = []
     spec = job_spec(
         "west->east",
@@ -333,3 +334,19 @@ def test_the_env_command_counts_a_file_of_the_secrets_dir_as_set(tmp_path, capsy
     (secrets_dir / "DR_MIRROR_PASSWORD").write_text("pw\n")
     assert main(["env", path, "--check"]) == 0
     assert "NOT SET" not in capsys.readouterr().out
+
+
+def test_a_spec_that_changes_credentials_alone_reconnects_the_flow_in_place(caplog):
+    """A re-read spec whose clusters differ in credential settings only (`plan` shows a rotation): the driver
+    stops for a restart in place (its engine runs the new spec at once), not in the restart-required state."""
+    west = ClusterSpec("west", WEST, {"sasl.password": "${WEST_PASSWORD}"})
+    old = job_spec("west->east", west, ClusterSpec("east", EAST, {}))
+    new = job_spec("west->east", ClusterSpec("west", WEST, {"sasl.password": "${WEST_PASSWORD_2}"}), old.target)
+    driver = SimpleNamespace(spec=old, log=logging.getLogger("test.rotation"))
+    watch = CredentialWatch.__new__(CredentialWatch)  # rotated_in reads the specs only
+    with caplog.at_level(logging.INFO, "test.rotation"):
+        assert watch.rotated_in(driver, new) is True
+    assert "credentials of cluster 'west' changed in the spec" in caplog.text
+    assert old.restart_fields(new) == set()
+    moved = job_spec("west->east", ClusterSpec("west", "other:1", west.config), old.target)
+    assert watch.rotated_in(driver, moved) is False and old.restart_fields(moved) == {"source"}

@@ -353,3 +353,35 @@ def test_job_changes_apply_after_a_partial_failure(env, monkeypatch):
     captured = env.capsys.readouterr()
     assert "FAILED: RuntimeError: spark-submit not found" in captured.out
     assert "west.orders" in env.world["east"].topics, "topics are applied even when a job fails"
+
+
+def test_a_credential_change_is_a_rotation_in_place_not_a_restart(env, monkeypatch):
+    """Issue 45: a cluster whose credential settings alone change (a password variable, a user name, a certificate
+    location) is shown as a credential rotation the running flow takes in place; anything else of the cluster
+    still restarts it."""
+    monkeypatch.setenv("EAST_PW", "pw-1")
+    monkeypatch.setenv("EAST_PW_NEW", "pw-2")
+    env.apply()
+    env.report_running()
+    east = 'east: {bootstrap_servers: "127.0.0.1:2"}'
+    env.path.write_text(env.path.read_text().replace(east, east[:-1] + ', config: {sasl.password: "${EAST_PW_NEW}"}}'))
+    [update] = env.jobs(env.plan())
+    assert update["kind"] == "update_job" and list(update["changes"]) == ["target"], update
+    assert update["reason"].startswith("credentials of cluster 'east' rotated (sasl.password)"), update["reason"]
+    assert "reconnects with them in place" in update["reason"]
+    env.path.write_text(env.path.read_text().replace("sasl.password:", "sasl.mechanisms: PLAIN, sasl.password:"))
+    [restart] = env.jobs(env.plan())
+    assert restart["kind"] == "restart_job" and "target changed" in restart["reason"], restart["reason"]
+
+
+def test_credential_change_rule():
+    from reconciler.contract.spec import credential_change
+
+    base = {"alias": "east", "bootstrap_servers": "h:1", "config": {"sasl.password": "${EAST_A}"}}
+    assert credential_change(base, {**base, "config": {"sasl.password": "${EAST_B}"}}) == ("sasl.password",)
+    assert credential_change(base, {**base, "config": {"sasl.password": "${EAST_A}", "ssl.ca.location": "/x"}}) == (
+        "ssl.ca.location",
+    )
+    assert credential_change(base, {**base, "bootstrap_servers": "h:2"}) == ()
+    assert credential_change(base, {**base, "config": {"sasl.password": "${EAST_A}", "client.id": "x"}}) == ()
+    assert credential_change(base, base) == ()
