@@ -17,7 +17,7 @@ from typing import Any
 
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.jobplan.state import iso
-from reconciler.mirror.group_sync import GroupSyncReason
+from reconciler.mirror.group_sync import GroupSyncReason, GroupTally
 from reconciler.operations.backend import Backend
 from reconciler.operations.status import status
 from reconciler.textutil import LAG_AGE, RECORD_AGE, plural, term
@@ -151,9 +151,18 @@ def render_text(rows: list[dict], now_ms: int) -> str:
     # that for most flows): one line per flow, not one per group; `--format json` has each.
     for r in rows:
         names = sorted(g["group"] for g in r.get("groups", ()) if g["reason"] == filtered)
-        if names:
-            shown = ", ".join(names[:FILTERED_GROUPS_SHOWN]) + (", ..." if len(names) > FILTERED_GROUPS_SHOWN else "")
-            groups.append(f"  {r['flow']}: groups that read only topics the flow does not copy ({len(names)}): {shown}")
+        tally = GroupTally.from_dict(r["group_tally"]) if r.get("group_tally") else None
+        n = tally.count(GroupSyncReason.TOPIC_FILTERED) if tally is not None else len(names)
+        if n:
+            shown = ", ".join(names[:FILTERED_GROUPS_SHOWN]) + (
+                ", ..." if n > min(len(names), FILTERED_GROUPS_SHOWN) else ""
+            )
+            groups.append(
+                f"  {r['flow']}: groups that read only topics the flow does not copy ({n})"
+                + (f": {shown}" if names else "")
+            )
+        if tally is not None and tally.total > len(r.get("groups", ())):
+            groups.append(_group_summary(r["flow"], tally, len(r["groups"]), now_ms))
     if groups:
         lines += ["", "Consumer groups (offset syncs to the target):", *(term(g) for g in groups)]
     wanted = [r for r in rows if r["wanted"]]
@@ -194,3 +203,14 @@ def cmd_status(args, backend: Backend) -> int:
     if args.detailed_exitcode and report.out_of_sync:
         return EXIT_CHANGES
     return EXIT_OK
+
+
+def _group_summary(flow: str, tally: GroupTally, listed: int, now_ms: int) -> str:
+    """One line for a flow with more groups than its status record lists: every group counted."""
+    oldest = f" (oldest checkpoint {_age(tally.oldest_checkpoint_ms, now_ms)})" if tally.oldest_checkpoint_ms else ""
+    missing = "; ".join(f"{n:,} {r.value}" for r, n in tally.not_synced)
+    return (
+        f"  {flow}: {tally.total:,} groups in all: {tally.synced:,} synced{oldest}"
+        + (f", not synced: {missing}" if missing else "")
+        + f" (the {listed:,} listed are those not synced first, then the oldest checkpoints)"
+    )
