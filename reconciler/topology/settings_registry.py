@@ -22,19 +22,30 @@ Derived from `FLOW_SETTINGS` (nothing else declares these facts):
         when either is stale)
 
 Checked against it by tests/unit/test_settings_registry.py, naming the setting that is missing:
-the model (`JobSettings`'s fields, the `JobSpec` leaves of `FlowSettings`/`EngineSettings`, `Prune`'s and `Slo`'s
+the model (`JobSettings`'s fields, the `JobSpec` leaves of `FlowSettings`/`RuntimeSettings`, `Prune`'s and `Slo`'s
 fields) and the parsing of topology/build.py (a topology setting each one to a non-default value must change that
 value in the model).
 """
 
 from __future__ import annotations
 
+import builtins
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.deployer_kinds import DEFAULT_DEPLOYER, PROCESS_DEPLOYERS, DeployerKind
 from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
+from reconciler.mirror.policy import PolicyKind
+from reconciler.topology.choices import (
+    OFFSET_RESET_ALIASES,
+    Delivery,
+    HeartbeatsLocation,
+    OffsetReset,
+    OffsetSyncsLocation,
+    OnRefusedRecord,
+)
 from reconciler.topology.k8s_names import IP_ADDRESS, LABEL_SCHEMA, SUBDOMAIN_SCHEMA
 
 
@@ -50,6 +61,29 @@ class Type(str, enum.Enum):
     PATTERNS = "patterns"  # a list of full-match regular expressions (non-empty strings)
     STRINGS = "strings"  # a list of strings
     MAPPING = "mapping"  # string keys, scalar values (spark_conf)
+
+
+class Scope(str, enum.Enum):
+    """What a setting belongs to: each setting has exactly one scope, and every list of engine or deployment
+    settings (the engine-agreement check, the deployers' options, what replaces an engine) is derived from it."""
+
+    FLOW = "flow"  # one flow's: the flows of one engine may differ in it; a change restarts or reloads that flow
+    #: the engine's Spark application's (one per engine, reconciler.engine.host): every flow sharing the engine
+    #: must agree on it, and a change replaces the engine (every flow of it restarts)
+    ENGINE = "engine"
+    #: the deployer's: which one, the engine's name and where its files go; not the application's (a change moves the
+    #: flow or rewrites files, it does not replace the engine), and the flows sharing an engine agree on it
+    DEPLOYMENT = "deployment"
+    TOPOLOGY = "topology"  # the topology's, given once (`prune:`, `slo:`): no job runs with it
+
+
+ALL_DEPLOYERS: tuple[DeployerKind, ...] = tuple(DeployerKind)
+_PROCESS = tuple(d for d in DeployerKind if d in PROCESS_DEPLOYERS)
+_KUBERNETES = (DeployerKind.KUBERNETES,)
+
+
+def _values(choices: type[enum.Enum]) -> tuple[str, ...]:
+    return tuple(str(m.value) for m in choices)
 
 
 class _NoDefault:
@@ -108,16 +142,24 @@ class Setting:
     doc: str
     hot_reload: bool  # a running job applies a change on the fly (else the change restarts it); False for prune/slo
     mm2: Mm2 | None = None
-    choices: tuple[str, ...] = ()  # Type.CHOICE
+    choice_enum: builtins.type[enum.Enum] | None = None  # Type.CHOICE: its values (topology/choices.py), `choices` derive
+    choice_aliases: tuple[str, ...] = ()  # Type.CHOICE: older spellings still taken (`offset_reset: earliest`)
     constraints: Mapping[str, Any] = field(default_factory=dict)  # JSON Schema keywords besides the type's
     nullable: bool = False  # null is a valid value (JSON Schema type [t, "null"])
     examples: tuple[Any, ...] = ()  # shown by editors (the schema's `examples`)
     spec: str | None = SPEC_BY_PATH  # its JobSpec leaf ("settings.offset_lag_max"); None: not in the spec (prune/slo)
     flow_only: bool = False  # set on a flow, not in `defaults:` (`enabled`)
+    scope: Scope = Scope.FLOW  # exactly one (`Scope`)
+    deployers: tuple[DeployerKind, ...] = ALL_DEPLOYERS  # the deployers that read it (job.image: kubernetes only)
 
     @property
     def name(self) -> str:
         return ".".join(self.path)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """Type.CHOICE: the values it takes, from its enum, then the older spellings."""
+        return (_values(self.choice_enum) if self.choice_enum is not None else ()) + self.choice_aliases
 
     @property
     def spec_path(self) -> str | None:
@@ -225,11 +267,11 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
     _s(
         "policy",
         Type.CHOICE,
-        "default",
+        PolicyKind.DEFAULT.value,
         "Replication policy: `default` names remote topics `<source-alias><separator><topic>`; `identity` keeps "
         "names (KIP-690, cycles forbidden).",
         hot=False,
-        choices=("default", "identity"),
+        choice_enum=PolicyKind,
         mm2=Mm2("replication.policy.class", "default", kind="policy", connectors=ALL_CONNECTORS),
         spec="settings.policy.kind",
     ),
@@ -258,10 +300,10 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
     _s(
         "delivery",
         Type.CHOICE,
-        "at-least-once",
+        Delivery.AT_LEAST_ONCE.value,
         "Delivery guarantee (exactly-once: KIP-656 transactional sink).",
         hot=False,
-        choices=("at-least-once", "exactly-once"),
+        choice_enum=Delivery,
         mm2=Mm2("exactly.once.support", "at-least-once", own_code=True),
     ),
     _s(
@@ -334,12 +376,12 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
     _s(
         "heartbeats.location",
         Type.CHOICE,
-        "source",
+        HeartbeatsLocation.SOURCE.value,
         "Where a flow writes its `heartbeats` records: `source` (KIP-382's text; the flow then replicates them to "
         "`<source>.heartbeats` on the target) or `target` (Kafka's MirrorHeartbeatConnector). See "
         "docs/mm2-differences.md.",
         hot=False,
-        choices=("source", "target"),
+        choice_enum=HeartbeatsLocation,
     ),
     _s(
         "heartbeats.replicate",
@@ -383,10 +425,10 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
     _s(
         "offset_syncs.topic_location",
         Type.CHOICE,
-        "source",
+        OffsetSyncsLocation.SOURCE.value,
         "Cluster holding mm2-offset-syncs.<target>.internal (MM2 `offset-syncs.topic.location`).",
         hot=False,
-        choices=("source", "target"),
+        choice_enum=OffsetSyncsLocation,
         # the source connector writes the offset syncs there, the checkpoint connector reads them there
         mm2=Mm2(
             "offset-syncs.topic.location",
@@ -409,7 +451,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
     _s(
         "on_refused_record",
         Type.CHOICE,
-        "fail",
+        OnRefusedRecord.FAIL.value,
         "A source record the target refuses (larger than the remote topic's `max.message.bytes` or the job's "
         "producer `message.max.bytes`; any record the target answers MSG_SIZE_TOO_LARGE or INVALID_RECORD): `fail` "
         "halts its partition at that record (the flow degraded, the records before it copied); `skip` writes a "
@@ -417,16 +459,17 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "`<source-alias>.dead-letters.internal` on the target and copies on. Never retried forever. See "
         "docs/replication-job.md.",
         hot=True,
-        choices=("fail", "skip"),
+        choice_enum=OnRefusedRecord,
     ),
     _s(
         "job.deployer",
         Type.CHOICE,
-        "local",
+        DEFAULT_DEPLOYER.value,
         "Where the job runs: a local process, a Spark standalone cluster or Kubernetes (the Spark operator).",
         hot=False,
-        choices=("local", "spark-standalone", "kubernetes"),
+        choice_enum=DeployerKind,
         spec=None,
+        scope=Scope.DEPLOYMENT,
     ),
     _s(
         "job.master",
@@ -435,6 +478,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Spark master URL, e.g. local[2] or spark://host:7077.",
         hot=False,
         examples=("local[4]", "spark://spark-master:7077"),
+        scope=Scope.ENGINE,
     ),
     _s(
         "job.parallelism",
@@ -468,7 +512,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
     _s(
         "job.offset_reset",
         Type.CHOICE,
-        "resume",
+        OffsetReset.RESUME.value,
         "What the job does when the source lost the records at a partition's next offset (each loss is reported in "
         "status, drift and the metrics whatever this says): `resume` resumes where nothing the source still holds is "
         "skipped and nothing is copied twice where that can be told (the log end when the job saw the broker lose "
@@ -478,7 +522,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "`fail` stops the job. `earliest` and `halt` are the older names of `resume-at-start` and `pause`. MirrorMaker "
         "2 has no such choice: it forces the consumer's auto.offset.reset.",
         hot=True,
-        choices=("resume", "resume-at-start", "resume-at-end", "pause", "fail", "earliest", "halt"),
+        choice_enum=OffsetReset,
+        choice_aliases=tuple(OFFSET_RESET_ALIASES),
     ),
     _s(
         "job.trigger_interval_ms",
@@ -495,6 +540,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Spark configuration of the job's application (`spark.executor.memory`, ...).",
         hot=False,
         examples=({"spark.executor.memory": "2g"},),
+        scope=Scope.ENGINE,
     ),
     _s(
         "job.namespace",
@@ -504,6 +550,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints=LABEL_SCHEMA,
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.image",
@@ -513,6 +561,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         examples=("ghcr.io/example/reconciler-job:0.1.0",),
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.service_account",
@@ -523,6 +573,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints=SUBDOMAIN_SCHEMA,
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.secret_name",
@@ -533,6 +585,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints=SUBDOMAIN_SCHEMA,
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.manifests_dir",
@@ -542,6 +596,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "default $RECONCILER_STATE_DIR/k8s).",
         hot=False,
         spec=None,
+        scope=Scope.DEPLOYMENT,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.kubectl_apply",
@@ -550,6 +606,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Also apply the rendered manifests with kubectl" + _KUBE + ".",
         hot=False,
         spec=None,
+        scope=Scope.DEPLOYMENT,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.metrics_port",
@@ -561,6 +619,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         nullable=True,
         constraints={"minimum": 0, "maximum": 65535},
         spec=None,
+        scope=Scope.ENGINE,
     ),
     _s(
         "job.metrics_bind",
@@ -574,6 +633,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         constraints={"pattern": IP_ADDRESS},
         examples=("0.0.0.0",),
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_PROCESS,
     ),
     _s(
         "job.termination_grace_seconds",
@@ -584,6 +645,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints={"minimum": 1},
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.engine",
@@ -595,6 +658,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         nullable=True,
         constraints={"pattern": NAME_PATTERN},
         spec=None,
+        scope=Scope.DEPLOYMENT,
     ),
 )
 
@@ -616,7 +680,9 @@ SECTIONS: dict[str, str | None] = {
 
 def _t(path: str, type_: Type, default: Any, doc: str, **more: Any) -> Setting:
     """A topology-wide setting: no job runs with it (not hot-reloadable, not in the job spec), no MM2 key."""
-    return Setting(tuple(path.split(".")), type_, default, doc, hot_reload=False, spec=None, **more)
+    return Setting(
+        tuple(path.split(".")), type_, default, doc, hot_reload=False, spec=None, scope=Scope.TOPOLOGY, **more
+    )
 
 
 _UNSET = "; unset: no threshold."
@@ -724,3 +790,52 @@ def mm2_settings() -> Iterator[Setting]:
 def section_settings(section: str) -> tuple[Setting, ...]:
     """The topology settings of the top-level section `section` ("prune", "slo")."""
     return tuple(s for s in TOPOLOGY_SETTINGS if s.path[0] == section)
+
+
+# --- scopes: every list of engine or deployment settings, derived ---------------------------------------------------
+#: The setting that picks the deployer (a deployment setting, but no option of the deployer it picks).
+DEPLOYER_SETTING = "job.deployer"
+
+
+def scoped(scope: Scope, deployers: Iterable[str] | None = None) -> tuple[Setting, ...]:
+    """The flow settings of `scope`, in the registry's order; those one of `deployers` reads (None: any)."""
+    wanted = None if deployers is None else set(deployers)
+    return tuple(
+        s for s in FLOW_SETTINGS if s.scope is scope and (wanted is None or any(d in wanted for d in s.deployers))
+    )
+
+
+def engine_spec_paths() -> tuple[str, ...]:
+    """The JobSpec paths of the engine's settings that the job spec carries ("engine.master", "engine.spark_conf"):
+    what an engine's `EngineRecord` holds besides its name (contract/engine.py); a change replaces the engine."""
+    return tuple(s.spec_path for s in scoped(Scope.ENGINE) if s.spec_path is not None)
+
+
+def deployer_options(deployer: str) -> tuple[str, ...]:
+    """The `JobSettings` fields handed to `deployer` beside the job spec (not in it, so not in its hash): the engine
+    and deployment settings it reads that the spec does not carry, but `job.deployer` (which picks it)."""
+    return tuple(
+        s.path[-1]
+        for s in FLOW_SETTINGS
+        if s.scope in (Scope.ENGINE, Scope.DEPLOYMENT)
+        and s.spec_path is None
+        and s.name != DEPLOYER_SETTING
+        and deployer in s.deployers
+    )
+
+
+def engine_options(deployer: str) -> frozenset[str]:
+    """Of `deployer_options(deployer)`, the engine's (its application's): a change of one replaces the engine; a
+    change of any other moves the flow or rewrites the deployer's files."""
+    return frozenset(s.path[-1] for s in scoped(Scope.ENGINE, (deployer,)) if s.spec_path is None)
+
+
+def agreed_job_fields(deployers: Iterable[str]) -> tuple[str, ...]:
+    """The `JobSettings` fields the enabled flows of one engine must agree on when they use `deployers`: every engine
+    and deployment setting one of them reads (one Spark application, deployed once, runs them all)."""
+    wanted = set(deployers)
+    return tuple(
+        s.path[-1]
+        for s in FLOW_SETTINGS
+        if s.scope in (Scope.ENGINE, Scope.DEPLOYMENT) and any(d in wanted for d in s.deployers)
+    )

@@ -11,8 +11,8 @@ import pytest
 from reconciler.contract.spec import (
     HOT_RELOADABLE,
     ClusterSpec,
-    EngineSettings,
     JobSpec,
+    RuntimeSettings,
     job_group,
     offset_syncs_topic_name,
 )
@@ -108,7 +108,7 @@ def test_the_spec_carries_the_flow_settings_as_they_are(spec):
     """One settings object, the topology model's own types, serialized field by field (version 2)."""
     topo = load_topology_text(TOPOLOGY)
     flow = topo.flow("west->east")
-    assert spec.settings == FlowSettings.of(flow) and spec.engine == EngineSettings.of(flow.job)
+    assert spec.settings == FlowSettings.of(flow) and spec.engine == RuntimeSettings.of(flow.job)
     assert type(spec.settings) is FlowSettings and isinstance(flow, FlowSettings), "a Flow is its settings plus more"
     d = spec.to_dict()
     assert d["version"] == 2 and set(d) == {"version", "flow", "source", "target", "settings", "engine", "git_revision"}

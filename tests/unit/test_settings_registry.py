@@ -93,7 +93,7 @@ def test_the_builtin_defaults_are_the_registry_defaults_and_valid_in_the_schema(
 
 
 def test_the_model_has_a_field_for_every_setting():
-    """JobSettings holds the `job.*` settings; the job spec (FlowSettings + EngineSettings) holds the settings a
+    """JobSettings holds the `job.*` settings; the job spec (FlowSettings + RuntimeSettings) holds the settings a
     job runs with, each at its `spec_path`; every other spec leaf is one the reconciler derives."""
     job_fields = {f.name for f in dataclasses.fields(JobSettings)}
     job_settings = {s.path[1] for s in FLOW_SETTINGS if s.path[0] == "job"}
