@@ -9,15 +9,25 @@ Not settings, so not here: the structure of a topology, written by hand in the s
 and a flow's `name`, `source` and `target`, `policies` (residency rules) and `metadata`. They name and connect
 things rather than tune them: no default, nothing to derive.
 
+Each setting has one `Scope`: `flow` (the flow's own), `engine` (the engine's Spark application: the flows sharing
+an engine agree on it, a change replaces the engine), `deployment` (the deployer's: agreed on, a change does not
+replace the engine) or `topology` (`prune:`, `slo:`), and the `deployers` that read it. A choice setting takes its
+values from one enum (`choice_enum`: topology/choices.py, mirror/policy.py, deployer_kinds.py).
+
 Derived from `FLOW_SETTINGS` (nothing else declares these facts):
 
     topology/defaults.py     BUILTIN_FLOW_DEFAULTS (`builtin_defaults()`), at import time
     interop/mm2_keys.py      CONNECTOR_KEYS, the refresh and exactly-once keys, JOB_FIELD_KINDS, KEY_CONNECTORS (the
                              Strimzi connector each MM2 key goes to), PRUNE_KEYS and SLO_KINDS, at import time
     contract/spec.py         HOT_RELOADABLE (the spec paths of the `hot_reload` settings), at import time
+    topology/build.py        the engine-agreement check (`agreed_job_fields`, from the scopes)
+    contract/deployers.py    DEPLOYMENT_OPTION_FIELDS (`deployer_options`) and `replaces_engine` (`engine_spec_paths`,
+                             `engine_options`), which the plan's engine replacements and the kubernetes deployer's
+                             FILE_OPTIONS use; contract/engine.py's EngineRecord holds `engine_spec_paths()` (a test
+                             says so)
     schemas/topology.schema.json   `$defs.flowSettings`, the settings of `$defs.flow`, `properties.prune` and
                              `properties.slo`
-    README.md                the settings tables between its `settings-table` and `topology-settings-table` markers
+    docs/reference/settings.md   the settings tables between its `settings-table` and `topology-settings-table` markers
         (both written by `python scripts/generate_settings.py`; tests/unit/test_settings_registry.py fails
         when either is stale)
 
@@ -142,7 +152,7 @@ class Setting:
     doc: str
     hot_reload: bool  # a running job applies a change on the fly (else the change restarts it); False for prune/slo
     mm2: Mm2 | None = None
-    choice_enum: builtins.type[enum.Enum] | None = None  # Type.CHOICE: its values (topology/choices.py), `choices` derive
+    choice_enum: builtins.type[enum.Enum] | None = None  # Type.CHOICE: its values (topology/choices.py)
     choice_aliases: tuple[str, ...] = ()  # Type.CHOICE: older spellings still taken (`offset_reset: earliest`)
     constraints: Mapping[str, Any] = field(default_factory=dict)  # JSON Schema keywords besides the type's
     nullable: bool = False  # null is a valid value (JSON Schema type [t, "null"])
