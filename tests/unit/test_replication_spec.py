@@ -127,7 +127,9 @@ def test_the_runtime_settings_keep_the_key_earlier_releases_wrote(spec):
     an earlier release wrote reads back to the same hash, so an upgrade restarts no job."""
     skipping = respec(spec, on_refused_record="skip")
     d = json.loads(skipping.to_json())
-    assert set(d["engine"]) == set(RuntimeSettings.__dataclass_fields__) and d["settings"]["on_refused_record"] == "skip"
+    assert (
+        set(d["engine"]) == set(RuntimeSettings.__dataclass_fields__) and d["settings"]["on_refused_record"] == "skip"
+    )
     again = JobSpec.from_dict(d)
     assert again.settings.on_refused_record is OnRefusedRecord.SKIP and again.spec_hash() == skipping.spec_hash()
 
