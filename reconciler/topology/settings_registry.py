@@ -73,7 +73,7 @@ class Type(str, enum.Enum):
     MAPPING = "mapping"  # string keys, scalar values (spark_conf)
 
 
-class Scope(str, enum.Enum):
+class Scope(enum.StrEnum):
     """What a setting belongs to: each setting has exactly one scope, and every list of engine or deployment
     settings (the engine-agreement check, the deployers' options, what replaces an engine) is derived from it."""
 
@@ -159,7 +159,7 @@ class Setting:
     examples: tuple[Any, ...] = ()  # shown by editors (the schema's `examples`)
     spec: str | None = SPEC_BY_PATH  # its JobSpec leaf ("settings.offset_lag_max"); None: not in the spec (prune/slo)
     flow_only: bool = False  # set on a flow, not in `defaults:` (`enabled`)
-    scope: Scope = Scope.FLOW  # exactly one (`Scope`)
+    scope: Scope = field(kw_only=True)  # exactly one (`Scope`), always declared: no default
     deployers: tuple[DeployerKind, ...] = ALL_DEPLOYERS  # the deployers that read it (job.image: kubernetes only)
 
     @property
@@ -198,8 +198,8 @@ class Setting:
         return {**base, **self.constraints}
 
 
-def _s(path: str, type_: Type, default: Any, doc: str, *, hot: bool, **more: Any) -> Setting:
-    return Setting(tuple(path.split(".")), type_, default, doc, hot, **more)
+def _s(path: str, type_: Type, default: Any, doc: str, *, hot: bool, scope: Scope, **more: Any) -> Setting:
+    return Setting(tuple(path.split(".")), type_, default, doc, hot, scope=scope, **more)
 
 
 ANY = (".*",)
@@ -217,6 +217,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         spec=None,
         flow_only=True,
+        scope=Scope.FLOW,
     ),
     _s(
         "topics.include",
@@ -226,6 +227,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=True,
         mm2=Mm2("topics", ANY),
         examples=(["orders\\..*", "payments"],),
+        scope=Scope.FLOW,
     ),
     _s(
         "topics.exclude",
@@ -236,6 +238,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=True,
         mm2=Mm2("topics.exclude", (), legacy=("topics.blacklist",)),
         examples=([".*\\.tmp", ".*-staging"],),
+        scope=Scope.FLOW,
     ),
     _s(
         "topics.builtin_exclude",
@@ -245,6 +248,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "otherwise apply on top of `exclude`; `[]` removes them (as setting `topics.exclude` does in Kafka). Internal "
         "topics are never replicated whatever this says.",
         hot=True,
+        scope=Scope.FLOW,
     ),
     _s(
         "groups.include",
@@ -254,6 +258,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=True,
         mm2=Mm2("groups", ANY),
         examples=(["billing-.*"],),
+        scope=Scope.FLOW,
     ),
     _s(
         "groups.exclude",
@@ -264,6 +269,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=True,
         mm2=Mm2("groups.exclude", (), legacy=("groups.blacklist",)),
         examples=(["console-consumer-.*"],),
+        scope=Scope.FLOW,
     ),
     _s(
         "groups.builtin_exclude",
@@ -273,6 +279,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "otherwise apply on top of `exclude`; `[]` removes them (as setting `groups.exclude` does in Kafka). Internal "
         "topics are never replicated whatever this says.",
         hot=True,
+        scope=Scope.FLOW,
     ),
     _s(
         "policy",
@@ -284,6 +291,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         choice_enum=PolicyKind,
         mm2=Mm2("replication.policy.class", "default", kind="policy", connectors=ALL_CONNECTORS),
         spec="settings.policy.kind",
+        scope=Scope.FLOW,
     ),
     _s(
         "separator",
@@ -295,6 +303,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         mm2=Mm2("replication.policy.separator", ".", connectors=ALL_CONNECTORS),
         examples=("_",),
         spec="settings.policy.separator",
+        scope=Scope.FLOW,
     ),
     _s(
         "internal_separator",
@@ -306,6 +315,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         mm2=Mm2("replication.policy.internal.topic.separator.enabled", True, connectors=ALL_CONNECTORS),
         spec="settings.policy.internal_separator",
+        scope=Scope.FLOW,
     ),
     _s(
         "delivery",
@@ -315,6 +325,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         choice_enum=Delivery,
         mm2=Mm2("exactly.once.support", "at-least-once", own_code=True),
+        scope=Scope.FLOW,
     ),
     _s(
         "replication_factor",
@@ -325,6 +336,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         constraints={"minimum": -1, "not": {"const": 0}},
         mm2=Mm2("replication.factor", 2),
         examples=(3,),
+        scope=Scope.FLOW,
     ),
     _s(
         "config_properties.exclude",
@@ -334,6 +346,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "list).",
         hot=True,
         mm2=Mm2("config.properties.exclude", DEFAULT_CONFIG_PROPERTY_EXCLUDES, legacy=("config.properties.blacklist",)),
+        scope=Scope.FLOW,
     ),
     _s(
         "sync.topic_configs",
@@ -342,6 +355,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Copy source topic configs (filtered) to remote topics.",
         hot=True,
         mm2=Mm2("sync.topic.configs.enabled", True),
+        scope=Scope.FLOW,
     ),
     _s(
         "sync.acls",
@@ -350,6 +364,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Sync READ ACLs to remote topics; only the replication principal may WRITE them.",
         hot=True,
         mm2=Mm2("sync.topic.acls.enabled", True),
+        scope=Scope.FLOW,
     ),
     _s(
         "sync.group_offsets",
@@ -358,6 +373,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Commit translated consumer-group offsets on the target (MM2 `sync.group.offsets.enabled`).",
         hot=True,
         mm2=Mm2("sync.group.offsets.enabled", False, connectors=(Connector.CHECKPOINT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "sync.group_offsets_interval_seconds",
@@ -366,6 +382,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "How often translated consumer-group offsets are committed on the target.",
         hot=True,
         mm2=Mm2("sync.group.offsets.interval.seconds", 60, connectors=(Connector.CHECKPOINT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "heartbeats.enabled",
@@ -374,6 +391,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Emit heartbeats at all.",
         hot=True,
         mm2=Mm2("emit.heartbeats.enabled", True, connectors=(Connector.HEARTBEAT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "heartbeats.interval_seconds",
@@ -382,6 +400,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "How often heartbeats are emitted.",
         hot=True,
         mm2=Mm2("emit.heartbeats.interval.seconds", 1, connectors=(Connector.HEARTBEAT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "heartbeats.location",
@@ -392,6 +411,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "docs/mm2-differences.md.",
         hot=False,
         choice_enum=HeartbeatsLocation,
+        scope=Scope.FLOW,
     ),
     _s(
         "heartbeats.replicate",
@@ -401,6 +421,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "default true); false leaves them to the topic filter.",
         hot=False,
         mm2=Mm2("heartbeats.replication.enabled", True),
+        scope=Scope.FLOW,
     ),
     _s(
         "checkpoints.enabled",
@@ -409,6 +430,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Emit checkpoints at all.",
         hot=True,
         mm2=Mm2("emit.checkpoints.enabled", True, connectors=(Connector.CHECKPOINT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "checkpoints.interval_seconds",
@@ -417,6 +439,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "How often checkpoints are emitted.",
         hot=True,
         mm2=Mm2("emit.checkpoints.interval.seconds", 60, connectors=(Connector.CHECKPOINT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "refresh_interval_seconds",
@@ -431,6 +454,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
             own_code=True,
             also_connectors=(Connector.CHECKPOINT,),
         ),  # our one interval stands for both of MM2's: topics (source connector), groups (checkpoint connector)
+        scope=Scope.FLOW,
     ),
     _s(
         "offset_syncs.topic_location",
@@ -447,6 +471,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
             connectors=(Connector.SOURCE, Connector.CHECKPOINT),
         ),
         spec="settings.offset_syncs_location",
+        scope=Scope.FLOW,
     ),
     _s(
         "offset_syncs.lag_max",
@@ -457,6 +482,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         constraints={"minimum": 0},
         mm2=Mm2("offset.lag.max", 100),
         spec="settings.offset_lag_max",
+        scope=Scope.FLOW,
     ),
     _s(
         "on_refused_record",
@@ -470,6 +496,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "docs/replication-job.md.",
         hot=True,
         choice_enum=OnRefusedRecord,
+        scope=Scope.FLOW,
     ),
     _s(
         "job.deployer",
@@ -498,6 +525,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints={"minimum": 1},
         mm2=Mm2("tasks.max", 1),
+        scope=Scope.FLOW,
     ),
     # Long tasks: one Spark job (~0.25 s between tasks, where records wait) per 10 s of copying; a graceful stop
     # or a spec reload waits for the running task (docs/replication-job.md, "Tasks, rounds").
@@ -508,6 +536,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Records one partition task copies per micro-batch.",
         hot=True,
         constraints={"minimum": 1},
+        scope=Scope.FLOW,
     ),
     _s(
         "job.max_batch_ms",
@@ -518,6 +547,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "less often; a graceful stop or a spec change waits for the running task.",
         hot=True,
         constraints={"minimum": 100},
+        scope=Scope.FLOW,
     ),
     _s(
         "job.offset_reset",
@@ -534,6 +564,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=True,
         choice_enum=OffsetReset,
         choice_aliases=tuple(OFFSET_RESET_ALIASES),
+        scope=Scope.FLOW,
     ),
     _s(
         "job.trigger_interval_ms",
@@ -542,6 +573,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Pause between empty micro-batches.",
         hot=True,
         constraints={"minimum": 0},
+        scope=Scope.FLOW,
     ),
     _s(
         "job.spark_conf",

@@ -616,15 +616,50 @@ def test_the_client_checker_sees_a_bare_client():
 REGISTRY_FILE = "reconciler/topology/settings_registry.py"
 
 
-def test_every_setting_has_one_scope():
-    from reconciler.topology.settings_registry import FLOW_SETTINGS, TOPOLOGY_SETTINGS, Scope
+def scope_problems(flow_settings, topology_settings) -> list[str]:
+    """What is wrong with the settings' scopes: a setting without one `Scope`, a topology setting of another scope
+    (or a flow setting of the topology's), an engine or deployment setting that is no `job.*` setting or that no
+    deployer reads."""
+    from reconciler.topology.settings_registry import Scope
 
-    assert [s.name for s in (*FLOW_SETTINGS, *TOPOLOGY_SETTINGS) if not isinstance(s.scope, Scope)] == []
-    assert {s.scope for s in TOPOLOGY_SETTINGS} == {Scope.TOPOLOGY}
-    assert Scope.TOPOLOGY not in {s.scope for s in FLOW_SETTINGS}
-    # an engine or deployment setting is a job setting, read by at least one deployer
-    scoped = [s for s in FLOW_SETTINGS if s.scope in (Scope.ENGINE, Scope.DEPLOYMENT)]
-    assert [s.name for s in scoped if s.path[0] != "job" or not s.deployers] == []
+    out = [
+        f"{s.name}: no Scope ({s.scope!r})" for s in (*flow_settings, *topology_settings) if type(s.scope) is not Scope
+    ]
+    out += [f"{s.name}: a topology setting of scope {s.scope}" for s in topology_settings if s.scope != Scope.TOPOLOGY]
+    out += [f"{s.name}: a flow setting of scope topology" for s in flow_settings if s.scope == Scope.TOPOLOGY]
+    out += [
+        f"{s.name}: an {s.scope.value} setting must be a job setting read by a deployer"
+        for s in flow_settings
+        if s.scope in (Scope.ENGINE, Scope.DEPLOYMENT) and (s.path[0] != "job" or not s.deployers)
+    ]
+    return out
+
+
+def test_every_setting_has_one_scope():
+    from reconciler.topology.settings_registry import FLOW_SETTINGS, TOPOLOGY_SETTINGS
+
+    assert scope_problems(FLOW_SETTINGS, TOPOLOGY_SETTINGS) == []
+
+
+def test_the_scope_checker_sees_a_setting_without_one():
+    import dataclasses
+
+    from reconciler.topology.settings_registry import Scope, setting
+
+    master, policy = setting("job.master"), setting("policy")
+    planted = [
+        dataclasses.replace(master, scope="engine"),  # a string, not the enum
+        dataclasses.replace(policy, scope=Scope.ENGINE),  # an engine setting outside `job`
+        dataclasses.replace(master, deployers=()),  # read by no deployer
+        dataclasses.replace(master, scope=Scope.TOPOLOGY),
+    ]
+    assert scope_problems(planted, [dataclasses.replace(policy, scope=Scope.FLOW)]) == [
+        "job.master: no Scope ('engine')",
+        "policy: a topology setting of scope flow",
+        "job.master: a flow setting of scope topology",
+        "policy: an engine setting must be a job setting read by a deployer",
+        "job.master: an engine setting must be a job setting read by a deployer",
+    ]
 
 
 def _names(node: ast.expr) -> set[str]:
