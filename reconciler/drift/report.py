@@ -887,14 +887,14 @@ def build_report(
         if flow.enabled:
             target = live.cluster(flow.target)
             if check_jobs:
-                from reconciler.contract.spec import EngineSettings, JobSpec
+                from reconciler.contract.spec import JobSpec, RuntimeSettings
 
                 if desired_spec_hashes is not None:
                     want = desired_spec_hashes.get(flow.name)
                 else:
                     want = JobSpec.from_flow(topology, flow).spec_hash()
                 unknown = job_status_errors.get(flow.target) or (None if target.reachable else "cluster unreachable")
-                interval = EngineSettings.of(flow.job).status_interval_seconds  # the spec's (JobSpec.from_flow)
+                interval = RuntimeSettings.of(flow.job).status_interval_seconds  # the spec's (JobSpec.from_flow)
                 lj = None
                 if live_jobs is not None:
                     lj = live_jobs.jobs.get(flow.name) or LiveJob(flow.name, JobState.NOT_DEPLOYED)

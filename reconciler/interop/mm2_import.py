@@ -56,8 +56,10 @@ from reconciler.interop.mm2_keys import (
     is_client_key,
 )
 from reconciler.interop.properties import PropertiesError, Property, parse_properties
+from reconciler.mirror.policy import PolicyKind
 from reconciler.textutil import cut
 from reconciler.topology import secrets
+from reconciler.topology.choices import Delivery
 from reconciler.topology.loader import MAX_SCALAR_CHARS, flows_limit
 
 _REF = re.compile(r"\$\{(?P<provider>[A-Za-z0-9_.-]+):(?P<body>[^}]*)\}")
@@ -439,12 +441,12 @@ def _delivery(source: str, target: str, fs: dict[str, Property], scopes: _Scopes
             "would not start it",
             "imported as `delivery: exactly-once`, what the line asks for",
         )
-    eos = "exactly-once" if worker == "enabled" or connector == "required" else "at-least-once"
+    eos = (Delivery.EXACTLY_ONCE if worker == "enabled" or connector == "required" else Delivery.AT_LEAST_ONCE).value
     ours = _lookup((DELIVERY_EXT,), fs, scopes.top)  # export's: the topology's value where MM2 gives more
-    if ours is not None and eos == "exactly-once" and connector != "required":
-        if ours.value.strip() != "at-least-once":
+    if ours is not None and eos == Delivery.EXACTLY_ONCE and connector != "required":
+        if ours.value.strip() != Delivery.AT_LEAST_ONCE:
             raise _error(ours, f"{DELIVERY_EXT} must be at-least-once, not {cut(ours.value.strip())!r}")
-        return "at-least-once"
+        return Delivery.AT_LEAST_ONCE.value
     return eos
 
 
@@ -459,7 +461,7 @@ def _empty_separator(
     """An empty `replication.policy.separator` with the identity policy names no replicated topic (MM2 accepts it); a
     topology's separator is never empty, so it takes the default `.`. It still shapes MM2's internal topic names
     when `replication.policy.internal.topic.separator.enabled` (the default): those differ, and we say so."""
-    if settings[("separator",)] != "" or settings[("policy",)] != "identity":
+    if settings[("separator",)] != "" or settings[("policy",)] != PolicyKind.IDENTITY:
         return  # with the default policy an empty separator is refused by validation, at its line
     prop = _lookup(("replication.policy.separator",), fs, top)
     settings[("separator",)] = "."
