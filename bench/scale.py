@@ -168,12 +168,13 @@ def target_records(c: Cluster, topics: list[str], partitions: int) -> int:
     )
     tps = [TopicPartition(t, p, 0) for t in topics for p in range(partitions)]
     cons.assign(tps)
-    left, n, deadline = len(tps), 0, time.monotonic() + 300
-    while left and time.monotonic() < deadline:
+    ended: set[tuple[str, int]] = set()  # librdkafka reports a partition's end again after each new record
+    n, deadline = 0, time.monotonic() + 300
+    while len(ended) < len(tps) and time.monotonic() < deadline:
         for m in cons.consume(10000, 1.0):
             if m.error():
                 if m.error().code() == -191:  # _PARTITION_EOF
-                    left -= 1
+                    ended.add((m.topic(), m.partition()))
                 continue
             n += 1
     cons.close()

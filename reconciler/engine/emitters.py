@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,9 @@ log = logging.getLogger(__name__)
 #: Consumer groups whose committed offsets a checkpoint round reads at once (OffsetFetch requests in flight: the
 #: admin client pipelines them on its connection to each group's coordinator).
 GROUP_READS_IN_FLIGHT = 500
+#: Groups whose offsets a checkpoint round syncs to the target at once (`sync.group_offsets`): each takes up to three
+#: admin round trips, which the target's admin client carries concurrently.
+GROUP_SYNCS_IN_FLIGHT = 32
 
 
 def now_ms() -> int:
@@ -415,18 +419,27 @@ class CheckpointEmitter:
         by_group: dict[str, dict[TopicPartition, int]] = {}
         for cp in cps:
             by_group.setdefault(cp.consumer_group_id, {})[TopicPartition(cp.topic, cp.partition)] = cp.downstream_offset
-        synced = []
-        for group, translated in sorted(by_group.items()):
+
+        def sync(group: str, translated: dict[TopicPartition, int]) -> bool:
             try:
                 if self.target_groups.group_state(group).active:
                     self.active_on_target.add(group)
-                    continue
+                    return False
                 self.active_on_target.discard(group)
                 committed = self.target_groups.committed_offsets(group, translated)
                 commits = plan_failover(group, translated, committed, partitions_on_target=None).commits
                 if commits:
                     self.target_groups.commit_offsets(group, commits)
-                    synced.append(group)
+                    return True
             except ClusterIOError as exc:
                 log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
-        return synced
+            return False
+
+        # Up to three round trips a group (describe, committed offsets, commit), GROUP_SYNCS_IN_FLIGHT groups at a
+        # time: one after another, a round of 10,000 groups took longer than the interval it runs in.
+        groups = sorted(by_group)
+        if len(groups) <= 1:
+            return [g for g in groups if sync(g, by_group[g])]
+        with ThreadPoolExecutor(min(GROUP_SYNCS_IN_FLIGHT, len(groups)), thread_name_prefix="group-sync") as pool:
+            moved = list(pool.map(lambda g: sync(g, by_group[g]), groups))
+        return [g for g, m in zip(groups, moved) if m]
