@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -280,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-apply", action="store_true", help="validate and plan only")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     opts = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still stops its brokers and engine
 
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     say(f"work directory {work}")
