@@ -65,7 +65,6 @@ def steps(page: str) -> list[SaveFile | Command]:
             options = dict(w.split("=", 1) for w in words if "=" in w)
             if len(options) != len(words) or set(options) - {"exit", "wait", "vary", "at-least"}:
                 raise ValueError(f"doctest marker: unknown option in {m[0].splitlines()[0]!r}")
-            columns = {k: tuple(c.strip() for c in options.get(k, "").split(",") if c.strip()) for k in options}
             transcript = _transcript(body)
             out += [
                 Command(
@@ -73,14 +72,18 @@ def steps(page: str) -> list[SaveFile | Command]:
                     expected,
                     int(options.get("exit", 0)) if n == len(transcript) - 1 else 0,
                     float(options.get("wait", 0)),
-                    columns.get("vary", ()),
-                    columns.get("at-least", ()),
+                    _columns(options.get("vary", "")),
+                    _columns(options.get("at-least", "")),
                 )
                 for n, (line, expected) in enumerate(transcript)
             ]
         else:
             raise ValueError(f"doctest marker: {m[0].splitlines()[0]!r} is neither `file NAME` nor `run ...`")
     return out
+
+
+def _columns(value: str) -> tuple[str, ...]:
+    return tuple(c.strip() for c in value.split(",") if c.strip())
 
 
 def _transcript(body: str) -> list[tuple[str, str]]:
@@ -122,8 +125,10 @@ def _align_tables(expected: list[str], actual: list[str], cmd: Command) -> list[
     actual = list(actual)
     for i, head in enumerate(expected):
         names = _cells(head)
+        if not columns <= set(names):
+            continue
         j = next((j for j, line in enumerate(actual) if _cells(line) == names), None)
-        if not columns <= set(names) or j is None:
+        if j is None:
             continue
         for row, (want, got) in enumerate(zip(expected[i + 1 :], actual[j + 1 :])):
             want_cells, got_cells = _cells(want), _cells(got)
@@ -163,7 +168,8 @@ def run(steps: list[SaveFile | Command], work: Path, env: dict[str, str], ports:
             (work / step.name).write_text(_ported(step.text, ports), encoding="utf-8")
             continue
         back = {run_port: page_port for page_port, run_port in ports.items()}
-        deadline = time.monotonic() + step.wait_s
+        start = time.monotonic()
+        deadline = start + step.wait_s
         while True:
             out = subprocess.run(
                 ["bash", "-c", _ported(step.line, ports)],
@@ -181,7 +187,8 @@ def run(steps: list[SaveFile | Command], work: Path, env: dict[str, str], ports:
                 else mismatch(step, out.stdout, back)
             )
             if problem is None:
-                print(f"$ {step.line}\n{out.stdout}")  # the transcript so far, shown when a later step fails
+                # the transcript so far, shown when a later step fails (and with -s, to refresh the page)
+                print(f"$ {step.line}  # {time.monotonic() - start:.1f} s\n{out.stdout}")
                 break
             if time.monotonic() >= deadline:
                 raise AssertionError(f"$ {step.line}\n{problem}\n--- the run's output:\n{out.stdout}")
