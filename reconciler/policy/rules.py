@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.mirror.filters import compile_user_pattern, pattern_problem
+from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.plan.policy_record import PolicyFinding
 from reconciler.plan.risk import Risk
 from reconciler.topology.diagnostics import Diagnostics
@@ -108,7 +109,12 @@ class Rule:
 
 
 def _is_remote_topic(t: Target) -> bool:
-    return t.kind != "create_topic" or t.action.get("role") == "remote"
+    """A topic of the users' records: a remote topic, not MirrorMaker 2's own (heartbeats, replicated or not,
+    checkpoints, offset syncs), whose names and configs are MirrorMaker 2's (a name ending in `heartbeats` is one,
+    as IdentityReplicationPolicy.looksLikeHeartbeat says)."""
+    if t.kind == "create_topic" and t.action.get("role") != "remote":
+        return False
+    return not str(t.topic or "").endswith(HEARTBEATS_TOPIC)
 
 
 def _topic_name(rule: Rule, targets: list[Target]) -> Iterator[tuple[Target, str]]:
@@ -117,7 +123,7 @@ def _topic_name(rule: Rule, targets: list[Target]) -> Iterator[tuple[Target, str
         if t.kind == "create_topic" and _is_remote_topic(t):
             name = str(t.topic)
             if not any(compile_user_pattern(p).fullmatch(name) for p in patterns):
-                shown = " or ".join(repr(p) for p in patterns)
+                shown = " or ".join(f"'{p}'" for p in patterns)
                 yield t, f"the name does not match {shown}"
 
 
@@ -139,7 +145,9 @@ def _min_replication_factor(rule: Rule, targets: list[Target]) -> Iterator[tuple
 def _config_values(t: Target, key: str) -> Iterator[tuple[Any, str]]:
     """(value, how) of config `key` that the action sets: a created remote topic's config (None: not set), a config
     set, or a config removed (None)."""
-    if t.kind == "create_topic" and _is_remote_topic(t):
+    if not _is_remote_topic(t):
+        return
+    if t.kind == "create_topic":
         yield t.configs.get(key), "created with"
     elif t.kind == "set_config" and t.action.get("key") == key:
         yield t.action.get("value"), "set to"
