@@ -95,7 +95,7 @@ def add_policy_argument(parser, what: str) -> None:
         "--policy",
         action="append",
         metavar="PATH",
-        help=f"judge the plan with the policies of PATH: a directory of *.rego and *.yaml files (not its "
+        help=f"judge the plan with the policies of PATH: a directory of policy files, .rego and .yaml (not its "
         f"subdirectories) or one file; repeatable. {what} (docs/policy.md)",
     )
 

@@ -214,10 +214,14 @@ def _read(path: str | Path) -> dict[str, Any]:
         raise PlanFileError(f"plan file {path}: not a saved plan (kind {cut(repr(doc.get('kind')), 60)})")
     version = doc.get("format_version")
     if version != FORMAT_VERSION:
-        old = {
-            1: " (an unsigned plan with connection settings, from an earlier reconciler)",
-            2: " (without the policy record, from an earlier reconciler)",
-        }.get(version, "") if isinstance(version, int) else ""
+        old = (
+            {
+                1: " (an unsigned plan with connection settings, from an earlier reconciler)",
+                2: " (without the policy record, from an earlier reconciler)",
+            }.get(version, "")
+            if isinstance(version, int)
+            else ""
+        )
         raise PlanFileError(
             f"plan file {path}: saved plan format_version {cut(repr(version), 60)}{old}, this reconciler reads "
             f"{FORMAT_VERSION} only; plan again with this version (`reconciler plan TOPOLOGY --out FILE`)"

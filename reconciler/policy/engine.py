@@ -90,7 +90,9 @@ def load(paths: Sequence[str]) -> PolicySet:
             if path.suffix == REGO_SUFFIX:
                 package = package_of(text)
                 if package is None:
-                    diags.error("a Rego file starts with its package (`package reconciler`)", SourceLocation(shown, 1, 1))
+                    diags.error(
+                        "a Rego file starts with its package (`package reconciler`)", SourceLocation(shown, 1, 1)
+                    )
                     continue
                 rego_files.append(RegoFile(shown, text, package))
             else:
@@ -136,9 +138,7 @@ def topology_document(topology: Topology) -> dict[str, Any]:
     }
 
 
-def evaluate(
-    policies: PolicySet, plan: Plan, topology: Topology, approval: Approval | None = None
-) -> PolicyRecord:
+def evaluate(policies: PolicySet, plan: Plan, topology: Topology, approval: Approval | None = None) -> PolicyRecord:
     """What `policies` say of `plan` (planned from `topology`), with `approval` recorded; PolicyError when a Rego
     file cannot be evaluated."""
     doc = plan_document(plan)

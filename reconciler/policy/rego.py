@@ -39,7 +39,7 @@ class RegoUnavailable(Exception):
 
 def _regopy() -> Any:
     try:
-        import regopy  # noqa: PLC0415 - only where a Rego policy is read
+        import regopy  # only where a Rego policy is read
     except ImportError as exc:  # pragma: no cover - regopy is a dependency; a platform without its wheel
         raise RegoUnavailable(
             f"Rego policies need the regopy package (pip install regopy), which cannot be imported here: {exc}"

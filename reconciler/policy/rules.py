@@ -134,9 +134,12 @@ def _min_replication_factor(rule: Rule, targets: list[Target]) -> Iterator[tuple
             continue
         rf = t.action.get("replication_factor")
         if rf == -1:
-            yield t, (
-                f"replication factor: the broker's default, which the plan does not know; the policy asks at least "
-                f"{least} (set the flow's replication_factor)"
+            yield (
+                t,
+                (
+                    f"replication factor: the broker's default, which the plan does not know; the policy asks at least "
+                    f"{least} (set the flow's replication_factor)"
+                ),
             )
         elif isinstance(rf, int) and rf < least:
             yield t, f"replication factor {rf}, the policy asks at least {least}"
@@ -168,7 +171,10 @@ def _min_insync_replicas(rule: Rule, targets: list[Target]) -> Iterator[tuple[Ta
         for value, how in _config_values(t, MIN_INSYNC_REPLICAS):
             if value is None:
                 unset = "removed" if how == "removed" else "not set"
-                yield t, f"{MIN_INSYNC_REPLICAS} {unset}: the broker's default applies; the policy asks at least {least}"
+                yield (
+                    t,
+                    f"{MIN_INSYNC_REPLICAS} {unset}: the broker's default applies; the policy asks at least {least}",
+                )
                 continue
             number = _as_int(value)
             if number is None or number < least:
@@ -401,7 +407,9 @@ def read(doc: Document, diags: Diagnostics) -> list[Rule]:
         return []
     for k in data:
         if k not in ("apiVersion", "kind", "metadata", "rules"):
-            reader.error((k,), f"unknown key {k!r}", hint="a policy file has apiVersion, kind, metadata, rules", key=True)
+            reader.error(
+                (k,), f"unknown key {k!r}", hint="a policy file has apiVersion, kind, metadata, rules", key=True
+            )
     rules = data.get("rules")
     if not isinstance(rules, list) or not rules:
         reader.error(("rules",) if "rules" in data else (), "rules: a list of rules, each one check")

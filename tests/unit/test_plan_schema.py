@@ -34,7 +34,9 @@ def test_the_schema_is_a_schema_and_names_the_format_version():
     assert SCHEMA["properties"]["format_version"] == {"const": FORMAT_VERSION, **_desc("format_version")}
     assert SCHEMA["properties"]["format_minor"]["const"] == FORMAT_MINOR
     assert f"format_version {FORMAT_VERSION}, format_minor {FORMAT_MINOR}" in SCHEMA["title"]
-    assert f"format_version {FORMAT_VERSION}, format_minor {FORMAT_MINOR}" in (ROOT / "docs" / "plan-json.md").read_text()
+    assert (
+        f"format_version {FORMAT_VERSION}, format_minor {FORMAT_MINOR}" in (ROOT / "docs" / "plan-json.md").read_text()
+    )
 
 
 def _desc(key: str) -> dict:
@@ -90,7 +92,15 @@ def test_every_action_kind_with_every_field_validates():
         CreateAcl("east", "why", acl),
         CreateAcl("east", "why", group_acl),
         DeployJob("east", "why", flow="west->east", deployer="local", options={"engine": "east"}, spec_hash="h"),
-        UpdateJob("east", "why", flow="west->east", deployer="local", spec_hash="h", current_hash="g", changes={"settings.delivery": ["at-least-once", "exactly-once"]}),
+        UpdateJob(
+            "east",
+            "why",
+            flow="west->east",
+            deployer="local",
+            spec_hash="h",
+            current_hash="g",
+            changes={"settings.delivery": ["at-least-once", "exactly-once"]},
+        ),
         RestartJob(
             "east",
             "why",

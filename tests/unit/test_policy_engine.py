@@ -102,7 +102,9 @@ def test_a_topology_or_broken_yaml_in_the_policy_directory_is_an_error(tmp_path)
     found = errors_of(str(tmp_path))
     assert any(e.startswith(f"{topo}:2:7: not a policy") for e in found), found
     assert any(e.startswith(f"{broken}:4:1: YAML syntax error") for e in found), found
-    assert errors_of(str(tmp_path / "nothing")) == [f"{tmp_path / 'nothing'}:1:1: --policy {tmp_path / 'nothing'}: no such file or directory"]
+    assert errors_of(str(tmp_path / "nothing")) == [
+        f"{tmp_path / 'nothing'}:1:1: --policy {tmp_path / 'nothing'}: no such file or directory"
+    ]
 
 
 def test_a_rego_syntax_error_names_file_line_and_column(tmp_path):
@@ -120,7 +122,7 @@ def test_an_error_in_a_library_is_reported_once_at_the_library(tmp_path):
 
 
 def test_opa_test_files_are_not_policies(tmp_path):
-    write(tmp_path, "p.rego", "package reconciler\ndeny contains \"x\" if { false }\n")
+    write(tmp_path, "p.rego", 'package reconciler\ndeny contains "x" if { false }\n')
     write(tmp_path, "p_test.rego", "package reconciler\ntest_x if { true }\nbroken ==\n")
     assert [f for f, _ in load([str(tmp_path)]).files] == [str(tmp_path / "p.rego")]
 
@@ -174,12 +176,16 @@ def test_rego_v1_and_v0_policies_with_structured_messages(world, tmp_path, capfd
 
 
 def test_rego_libraries_and_require_approval(world, tmp_path):
-    write(tmp_path, "lib.rego", "package lib.kafka\n\nimport rego.v1\n\nproduction(c) if data.topology.clusters[c].tags.env == \"prod\"\n")
+    write(
+        tmp_path,
+        "lib.rego",
+        'package lib.kafka\n\nimport rego.v1\n\nproduction(c) if data.topology.clusters[c].tags.env == "prod"\n',
+    )
     write(
         tmp_path,
         "rules.rego",
         "package reconciler\n\nimport rego.v1\nimport data.lib.kafka\n\n"
-        "require_approval contains \"delete\" if { some a in input.actions; a.risk == \"delete\"; not kafka.production(\"west\") }\n",
+        'require_approval contains "delete" if { some a in input.actions; a.risk == "delete"; not kafka.production("west") }\n',
     )
     record = judge(world, str(tmp_path))
     assert record.violations == () and [(a.risk, a.object, a.cluster) for a in record.approvals_required] == [
@@ -191,7 +197,9 @@ def test_rego_libraries_and_require_approval(world, tmp_path):
 
 
 def test_a_rule_name_both_a_set_and_an_object_is_an_error_of_its_file(world, tmp_path):
-    both = write(tmp_path, "both.rego", "package reconciler\ndeny[msg] if { msg := \"a\" }\ndeny contains \"b\" if { true }\n")
+    both = write(
+        tmp_path, "both.rego", 'package reconciler\ndeny[msg] if { msg := "a" }\ndeny contains "b" if { true }\n'
+    )
     with pytest.raises(PolicyError) as info:
         judge(world, both)
     assert str(info.value.diags.errors[0].where).startswith(both)
@@ -241,12 +249,14 @@ def cli(world, tmp_path, monkeypatch):
     monkeypatch.setenv("RECONCILER_PLAN_KEY", KEY)
     path = tmp_path / "topology.yaml"
     path.write_text(
-        'apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: test}\nclusters:\n'
+        "apiVersion: reconciler/v1\nkind: Topology\nmetadata: {name: test}\nclusters:\n"
         '  west: {bootstrap_servers: "127.0.0.1:1", replication_principal: "User:mirror"}\n'
         '  east: {bootstrap_servers: "127.0.0.1:2", replication_principal: "User:mirror"}\n'
         f"prune: {{topics: true}}\n{FLOWS}\n"
     )
-    policy = write(tmp_path, "approve.yaml", "apiVersion: reconciler/v1\nkind: Policy\nrules:\n  - require_approval: [delete]\n")
+    policy = write(
+        tmp_path, "approve.yaml", "apiVersion: reconciler/v1\nkind: Policy\nrules:\n  - require_approval: [delete]\n"
+    )
 
     def run(*argv: str) -> int:
         return main(list(argv), world.backend())

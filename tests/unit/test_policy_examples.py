@@ -141,7 +141,10 @@ def test_the_bad_topology_is_refused_with_one_line_per_violation(name, capsys, t
 @pytest.mark.parametrize("name", sorted(set(BAD) - set(APPROVALS)))
 def test_the_bad_topology_in_json(name, capsys):
     factory = example_world()
-    assert main(["plan", _topology(name, "bad"), "--policy", _policy(name), "--format", "json"], example_backend(factory)) == 3
+    assert (
+        main(["plan", _topology(name, "bad"), "--policy", _policy(name), "--format", "json"], example_backend(factory))
+        == 3
+    )
     doc = json.loads(capsys.readouterr().out)
     policy = doc["policy"]
     assert [f["file"] for f in policy["files"]] == [_policy(name)]
@@ -196,13 +199,18 @@ def test_a_change_that_needs_an_approval_is_applied_only_with_one_recorded(name,
 @pytest.mark.parametrize("name", APPROVALS)
 def test_the_good_topology_of_an_approval_policy_applies_without_one(name, capsys):
     factory = example_world()
-    assert main(["apply", _topology(name, "good"), "--policy", _policy(name), "--auto-approve"], example_backend(factory)) == 0
+    assert (
+        main(["apply", _topology(name, "good"), "--policy", _policy(name), "--auto-approve"], example_backend(factory))
+        == 0
+    )
     assert "Apply complete" in capsys.readouterr().out
 
 
 def test_every_example_together_judges_a_plan(capsys):
     """`--policy policies/examples`: the directory's twelve files at once (not its topologies/)."""
     factory = example_world()
-    assert main(["plan", _topology("topic-names", "bad"), "--policy", "policies/examples"], example_backend(factory)) == 3
+    assert (
+        main(["plan", _topology("topic-names", "bad"), "--policy", "policies/examples"], example_backend(factory)) == 3
+    )
     out = capsys.readouterr().out
     assert "Policy (12 files):" in out and BAD["topic-names"][0] in _policy_lines(out)
