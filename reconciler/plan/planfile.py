@@ -7,6 +7,10 @@ with the key of `RECONCILER_PLAN_KEY` (the file names the key by its id, the fir
 sha256, so a mismatch says which key). It holds no connection settings: `apply FILE` connects with those of
 the topology it is given, never with anything read from the file.
 
+The plan carries its `policy` record (plan/policy_record.py): what `plan --policy` found and the approval
+`--approved-by` recorded. The signature covers it: an approval cannot be added, nor a requirement removed, without
+the key; `apply` enforces it (operations/apply.py `policy_refusal`, docs/policy.md).
+
 `apply FILE` (reconciler/operations/apply.py) verifies the signature (with `RECONCILER_PLAN_KEY`, or
 `RECONCILER_PLAN_KEY_PREVIOUS` during a key rotation) and the actions digest, checks that the topology given is
 the content (and commit) planned, plans again from it against the live clusters and refuses any action of the

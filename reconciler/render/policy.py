@@ -4,6 +4,8 @@ Every value read from a policy, the topology or a cluster goes through `term` or
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from reconciler.plan.policy_record import PolicyFinding, PolicyRecord
 from reconciler.textutil import md_code_span, md_inline, plural, term
 
@@ -15,14 +17,15 @@ APPROVE_HINT = (
 )
 
 
-def headline(record: PolicyRecord) -> str:
+def headline(record: PolicyRecord, escape: Callable[[str], str] = term) -> str:
+    """`Policy (N files): ...`; `escape` is applied to the one value from outside, the approver."""
     parts = []
     if record.violations:
         parts.append(plural(len(record.violations), "violation"))
     if record.warnings:
         parts.append(plural(len(record.warnings), "warning"))
     if record.approvals_required:
-        state = record.approval.describe() if record.approval is not None else "not approved"
+        state = escape(record.approval.describe()) if record.approval is not None else "not approved"
         parts.append(f"{plural(len(record.approvals_required), 'change')} needing an approval ({state})")
     return f"Policy ({plural(len(record.files), 'file')}): " + (", ".join(parts) if parts else "no violation")
 
@@ -80,7 +83,7 @@ def _md_items(items: tuple[PolicyFinding, ...], icon: str) -> list[str]:
 def markdown(record: PolicyRecord) -> str:
     """The policy section of a pull-request comment (shown after the plan's summary)."""
     icon = "⛔" if record.violations else ("⚠️" if record.warnings or record.unapproved else "✅")
-    out = [f"#### {icon} {md_inline(headline(record))}", ""]
+    out = [f"#### {icon} {headline(record, md_inline)}", ""]
     out += _md_items(record.violations, "❌")
     out += _md_items(record.warnings, "⚠️")
     out += _md_items(record.approvals_required, "✋")
@@ -91,4 +94,4 @@ def markdown(record: PolicyRecord) -> str:
             "`reconciler plan TOPOLOGY --policy PATH --out FILE --approved-by NAME` and applied from that file; in CI, "
             "the approving review of this pull request records it at merge (docs/policy.md)._",
         ]
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n\n"  # a paragraph of its own, whatever follows

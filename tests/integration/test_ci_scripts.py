@@ -296,6 +296,7 @@ flows:
     sync: {{acls: false}}
 """
 APPROVE_DELETES = "apiVersion: reconciler/v1\nkind: Policy\nrules:\n  - require_approval: [delete]\n"
+NAMES = "apiVersion: reconciler/v1\nkind: Policy\nrules:\n  - topic_name: '[a-z.]+'\n"
 
 
 def test_a_deletion_is_applied_on_merge_only_with_the_approving_review(ci):
@@ -305,21 +306,34 @@ def test_a_deletion_is_applied_on_merge_only_with_the_approving_review(ci):
     the saved plan and the change is applied."""
     ci.create("west", "orders", 1)
     ci.create("west", "payments", 1)
+    ci.create("west", "Orders_EU", 1)
     policy = ci.root / "policies" / "approve-deletes.yaml"
     policy.parent.mkdir(parents=True)
     policy.write_text(APPROVE_DELETES)
+    (ci.root / "policies" / "names.yaml").write_text(NAMES)
 
     def commit(topics: str, message: str) -> str:
         path = ci.root / "topologies" / "prod" / "topology.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(PRUNING.format(topics=topics, **ci.boot))
-        ci.repo.index.add(["topologies/prod/topology.yaml", "policies/approve-deletes.yaml"])
+        ci.repo.index.add(["topologies/prod/topology.yaml", "policies/approve-deletes.yaml", "policies/names.yaml"])
         return ci.repo.index.commit(message, author=ALICE, committer=ALICE).hexsha
 
     commit('"orders"', "prod: replicate orders, deletions need an approval")
     done = ci.script("apply-main.sh", POLICY_PATHS="policies")
     assert done.returncode == 0, done.stderr
     assert "west.orders" in ci.admin["east"].list_topics()
+
+    # a pull request whose plan violates a policy: the check fails (exit 3), the comment lists the violation
+    ci.repo.git.checkout("-b", "eu-orders")
+    commit('"orders", "Orders_EU"', "prod: the EU orders too")
+    done = ci.script("plan-pr.sh", BASE_REF="main", POLICY_PATHS="policies")
+    assert done.returncode == 3, done.stdout + done.stderr
+    body = (ci.out / "plan-comment.md").read_text()
+    assert "#### ⛔ Policy (2 files): 1 violation" in body, body
+    assert "`policies/names.yaml:4` **topic\\-name** topic west\\.Orders\\_EU on `east`" in body, body
+    assert "west.Orders_EU" not in ci.admin["east"].list_topics()
+    ci.repo.git.checkout("main")
 
     # a change that deletes west.orders (payments instead): refused without an approval, nothing applied
     commit('"payments"', "prod: replicate payments instead of orders")
