@@ -22,9 +22,9 @@ two folders import each other, through any path:
        brokers), interop (MM2 import/export)
     4  plan (desired state, diff, actions, findings: the planner), deployers (local, standalone, kubernetes),
        engine (the job's runtime: the engine host, a flow's driver, the tasks' copy code)
-    5  apply (executor, lease), drift, resources.mirror_job (the job's entry point, run by spark-submit as a
-       file: jobs/mirror_job.py, linked into resources/ so an installed package ships it; its own node, since
-       the rest of resources/ is package data that topology/ reads)
+    5  apply (executor, lease), drift, policy (policy files read and judging a plan), resources.mirror_job (the
+       job's entry point, run by spark-submit as a file: jobs/mirror_job.py, linked into resources/ so an
+       installed package ships it; its own node, since the rest of resources/ is package data that topology/ reads)
     6  jobplan (the planner's part for jobs: desired and live jobs, their actions' handlers), render
     7  operations (observe, plan, apply, drift over a Backend)
     8  cli
@@ -142,7 +142,7 @@ LAYERS: tuple[tuple[str, ...], ...] = tuple(
         "analysis logs adapters gitops",
         "contract dev interop",
         "plan deployers engine",
-        "apply drift resources.mirror_job",
+        "apply drift policy resources.mirror_job",
         "jobplan render",
         "operations",
         "cli",
