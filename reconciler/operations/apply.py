@@ -90,6 +90,24 @@ def _saved_refusal(saved: planfile.SavedPlan, fresh: Plan) -> str | None:
     return planfile.unexpected_reason(saved.path, extra) if extra else None
 
 
+def _refused_before_asking(request: ApplyRequest, plan: Plan, guard: TopologyGuard, ui: ApplyUI) -> ApplyOutcome | None:
+    """The guard's and the policies' refusals of a plan, before anyone is asked to approve it; the approval a saved
+    plan records is shown."""
+    refused = refusals(guard, plan.actions)
+    if refused:
+        ui.err(f"error: {GuardRefused(refused)}")
+        return ApplyOutcome(False)
+    judged = policy_refusal(request, plan)
+    if judged:
+        ui.err("\n".join(judged))
+        return ApplyOutcome(False, policy_refused=True)
+    saved = request.saved
+    approval = saved.policy.approval if saved is not None and saved.policy is not None else None
+    if approval is not None:
+        ui.out(f"The saved plan records: {term(approval.describe())}.")
+    return None
+
+
 def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
     topology, saved = request.topology, request.saved
     guard = TopologyGuard(topology)
@@ -111,17 +129,9 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
             return ApplyOutcome(False)
         if not plan.actions:
             return ApplyOutcome(True)
-        refused = refusals(guard, plan.actions)
-        if refused:
-            ui.err(f"error: {GuardRefused(refused)}")
-            return ApplyOutcome(False)
-        judged = policy_refusal(request, plan)
-        if judged:
-            ui.err("\n".join(judged))
-            return ApplyOutcome(False, policy_refused=True)
-        approval = saved.policy.approval if saved is not None and saved.policy is not None else None
-        if approval is not None:
-            ui.out(f"The saved plan records: {term(approval.describe())}.")
+        refusal = _refused_before_asking(request, plan, guard, ui)
+        if refusal is not None:
+            return refusal
         if not ui.confirm(plan):
             return ApplyOutcome(False)
         touched = sorted({a.cluster for a in plan.actions})
