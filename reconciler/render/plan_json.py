@@ -1,4 +1,4 @@
-"""Plan -> JSON for machines. The shape is documented in docs/plan-json.md (format_version 1)."""
+"""Plan -> JSON for machines. The shape is documented in docs/plan-json.md (format_version 2)."""
 
 from __future__ import annotations
 
