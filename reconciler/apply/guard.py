@@ -12,7 +12,10 @@ step, so neither a bug in the planner nor an edited plan can delete an unrelated
 * `delete_config` only with `prune.configs`; `delete_acl` only with `prune.acls`, on a remote topic;
 * `create_acl` only literal, on its own topic: ALLOW READ for anyone the source grants, ALLOW WRITE only for the
   cluster's declared `replication_principal`, any DENY; never ALLOW of another operation (ALL, ALTER, ...);
-* a job deploy, update or restart only for a declared, enabled flow into the action's cluster.
+* a job deploy, update or restart only for a declared, enabled flow into the action's cluster;
+* an engine replacement only when every flow whose change it hands to the engine is a declared, enabled flow into
+  the action's cluster whose engine (`job.engine`, else the target's alias) is the engine replaced, and it hands
+  over at least one (a replacement restarts every flow of the engine: nothing is deleted).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from reconciler.plan.actions import (
 )
 from reconciler.plan.desired import internal_topics
 from reconciler.plan.diff import remote_source
+from reconciler.plan.engine_actions import ReplaceEngine
 from reconciler.plan.job_actions import DeployJob, RestartJob, UpdateJob
 from reconciler.state.live import AclOperation, AclPattern, AclPermission
 from reconciler.topology.model import Topology
@@ -87,6 +91,8 @@ class TopologyGuard:
             if not any(f.name == a.flow and f.target == a.cluster for f in self.active):
                 return f"{a.describe()}: no enabled flow {a.flow} into {a.cluster} in the topology"
             return None
+        if isinstance(a, ReplaceEngine):
+            return self._replace_engine(a)
         if isinstance(a, DeleteTopic):
             return self._delete_topic(a)
         if not isinstance(a, (CreateTopic, SetConfig, AddPartitions, DeleteConfig, CreateAcl, DeleteAcl)):
@@ -102,6 +108,17 @@ class TopologyGuard:
                 return f"{a.describe()}: ACLs are deleted only on remote topics"
         if isinstance(a, CreateAcl):
             return self._create_acl(a)
+        return None
+
+    def _replace_engine(self, a: ReplaceEngine) -> str | None:
+        if not a.handed:
+            return f"{a.describe()}: it hands no flow of the topology to engine {a.engine}"
+        for e in a.handed:
+            flow = next((f for f in self.active if f.name == e.flow and f.target == a.cluster), None)
+            if flow is None:
+                return f"{a.describe()}: no enabled flow {e.flow} into {a.cluster} in the topology"
+            if flow.engine != a.engine or e.options.get("engine") != a.engine:
+                return f"{a.describe()}: flow {e.flow} is not in engine {a.engine} in the topology"
         return None
 
     def _delete_topic(self, a: DeleteTopic) -> str | None:

@@ -379,8 +379,9 @@ def conclude_apply(io: Console, outcome: ApplyOutcome) -> int:
         return EXIT_OK if outcome.ok else (EXIT_POLICY if outcome.policy_refused else EXIT_ERROR)
     counts = report.counts()
     verbs = {v: sum(1 for r in report.results if r.result.ok and r.action.VERB is v) for v in Verb}
+    replaced = f"{verbs[Verb.REPLACE]} replaced, " if verbs[Verb.REPLACE] else ""
     line = (
-        f"{verbs[Verb.CREATE]} created, {verbs[Verb.UPDATE]} changed, {verbs[Verb.DELETE]} deleted "
+        f"{verbs[Verb.CREATE]} created, {replaced}{verbs[Verb.UPDATE]} changed, {verbs[Verb.DELETE]} deleted "
         f"in {outcome.seconds:.1f}s"
     )
     if report.ok:

@@ -1,7 +1,8 @@
 """The action base: `ActionKind`, `Phase`, `Verb` and the `Action` dataclass every plan action subclasses.
 
-The action types themselves are in plan/actions.py (topics, configs, ACLs) and plan/job_actions.py (jobs);
-plan/actions.py lists every one in `ACTION_TYPES`. Each names its `KIND`, `PHASE`, `VERB` and `RISK` (plan/risk.py).
+The action types themselves are in plan/actions.py (topics, configs, ACLs), plan/job_actions.py (jobs) and
+plan/engine_actions.py (engine replacements); plan/actions.py lists every one in `ACTION_TYPES`. Each names its
+`KIND`, `PHASE`, `VERB` and `RISK` (plan/risk.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class ActionKind(str, enum.Enum):
     UPDATE_JOB = "update_job"
     RESTART_JOB = "restart_job"
     STOP_JOB = "stop_job"
+    # An engine (the Spark application holding flows) replaced: reconciler/plan/engine_actions.py
+    REPLACE_ENGINE = "replace_engine"
 
 
 class Phase(enum.IntEnum):
@@ -39,6 +42,7 @@ class Phase(enum.IntEnum):
     CONFIG = 20
     PARTITIONS = 30
     ACL = 40
+    ENGINE = 45  # replace engines of flows into this cluster, before the changes of single flows of other engines
     JOB = 50  # update/restart jobs of flows into this cluster (deploys sort after every cluster)
     STOP_JOB = 75  # before any deletion, so a running job cannot re-create what is deleted
     DELETE_ACL = 80
@@ -52,6 +56,7 @@ class Verb(str, enum.Enum):
     CREATE = "+"
     UPDATE = "~"
     DELETE = "-"
+    REPLACE = "-/+"  # stopped, then started again with the new settings (an engine: Terraform's DeleteThenCreate)
 
 
 @dataclass(frozen=True)

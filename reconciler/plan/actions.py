@@ -3,7 +3,8 @@
 Extending: add a member to `ActionKind` (plan/action_base.py), subclass `Action` with `KIND`, `PHASE`,
 `VERB`, `RISK` (plan/risk.py) and its fields, list the class in `ACTION_TYPES` below, describe its kind and
 fields in schemas/plan.schema.json (`$defs/kinds`) and docs/plan-json.md, and give the executor a handler for
-the kind (reconciler/operations/handlers.py). (The job actions, plan/job_actions.py, are built this way.)
+the kind (reconciler/operations/handlers.py). (The job actions, plan/job_actions.py, and the engine
+replacement, plan/engine_actions.py, are built this way.)
 Nothing registers itself on import. Order is deterministic: per cluster, creates, config changes,
 partition changes, ACLs, then every deletion last.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
+from reconciler.plan.engine_actions import ReplaceEngine
 from reconciler.plan.findings import Finding, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
 from reconciler.plan.permissions import RequiredAcl
@@ -22,11 +24,12 @@ from reconciler.plan.reasons import ReasonKind
 from reconciler.plan.risk import Risk
 from reconciler.state.live import AclBinding
 
-FORMAT_VERSION = 1
-#: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings; 3 = `joined`
-#: on `restart_job` (one engine replacement, one action); 4 = `permissions` (the ACLs the flows need on the clusters
-#: the plan checked, issue 45); 5 = `risk` on every action (plan/risk.py), the `policy` object of `plan --policy`.
-FORMAT_MINOR = 5
+#: 2: an engine replacement is its own action, `replace_engine` (verb `-/+`, `summary.replace`); `restart_job` lost
+#: `engine_restart`, `engine_flows` and `joined`; every action has its `risk` (plan/risk.py) and a plan judged by
+#: `plan --policy` its `policy` object (format_version 1, minor 0-5: docs/plan-json.md).
+FORMAT_VERSION = 2
+#: Fields added within format_version 2 (docs/plan-json.md): none yet.
+FORMAT_MINOR = 0
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,7 @@ ACTION_TYPES: dict[ActionKind, type[Action]] = {
         UpdateJob,
         RestartJob,
         StopJob,
+        ReplaceEngine,
     )
 }
 
@@ -177,6 +181,10 @@ ACTION_TYPES: dict[ActionKind, type[Action]] = {
 def action_from_dict(d: Mapping[str, Any]) -> Action:
     """The action `Action.to_dict` wrote, of the type its `kind` names."""
     return ACTION_TYPES[ActionKind(d["kind"])].from_dict(d)
+
+
+#: The `summary` count each verb adds to (`Plan.counts`).
+VERB_COUNTS = {Verb.CREATE: "create", Verb.UPDATE: "update", Verb.DELETE: "delete", Verb.REPLACE: "replace"}
 
 
 @dataclass
@@ -206,9 +214,10 @@ class Plan:
         return [f for f in self.findings if f.severity is Severity.ERROR]
 
     def counts(self) -> dict[str, int]:
-        out = {"create": 0, "update": 0, "delete": 0}
+        """Actions per verb: create, update, delete, and replace (engines replaced: neither created nor deleted)."""
+        out = {"create": 0, "update": 0, "delete": 0, "replace": 0}
         for a in self.actions:
-            out[{Verb.CREATE: "create", Verb.UPDATE: "update", Verb.DELETE: "delete"}[a.VERB]] += 1
+            out[VERB_COUNTS[a.VERB]] += 1
         return out
 
     def summary_line(self) -> str:
@@ -218,7 +227,8 @@ class Plan:
         elif not self.actions:
             head = "No changes. The clusters match the topology."
         else:
-            head = f"Plan: {c['create']} to create, {c['update']} to change, {c['delete']} to delete."
+            replace = f"{c['replace']} to replace, " if c["replace"] else ""
+            head = f"Plan: {c['create']} to create, {replace}{c['update']} to change, {c['delete']} to delete."
         n_err, n_other = len(self.errors), len(self.findings) - len(self.errors)
         tail = []
         if n_err:

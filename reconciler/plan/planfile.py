@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import outputs, settings
+from reconciler.plan.actions import FORMAT_VERSION as PLAN_FORMAT_VERSION
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.document import document as plan_document
 from reconciler.plan.policy_record import PolicyRecord
@@ -46,7 +47,8 @@ FORMAT_VERSION = 3
 ALGORITHM = "HMAC-SHA256"
 LATEST_TIME = 253402300799  # 9999-12-31T23:59:59Z: the last `saved_at` a time can be shown for
 MIN_KEY_LENGTH = 16  # characters; `openssl rand -hex 32` gives 64
-#: Action fields that are words for people, not what the action does: left out of its identity.
+#: Action fields that are words for people, not what the action does: left out of its identity (and of the identity
+#: of each flow an engine replacement restarts, its `restarts`).
 _NOT_IDENTITY = ("reason", "description")
 
 
@@ -112,9 +114,17 @@ def actions_digest(actions: list[Any]) -> str:
     return hashlib.sha256(canonical(actions)).hexdigest()
 
 
+def _deeds(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k not in _NOT_IDENTITY}
+
+
 def identity(action: Action) -> bytes:
-    """What an action does, canonically: every field but the words for people (reason, description)."""
-    return canonical({k: v for k, v in action.to_dict().items() if k not in _NOT_IDENTITY})
+    """What an action does, canonically: every field but the words for people (reason, description), also of the
+    flows an engine replacement restarts."""
+    out = _deeds(action.to_dict())
+    if isinstance(out.get("restarts"), list):
+        out["restarts"] = [_deeds(e) for e in out["restarts"]]
+    return canonical(out)
 
 
 @dataclass(frozen=True)
@@ -282,6 +292,11 @@ def load(path: str | Path, keys: list[PlanKey] | None = None, verify: bool = Tru
         raise PlanFileError(f"plan file {path}: its actions do not match their digest (actions_sha256); plan again")
     if "clusters" in doc:
         raise _damaged(path, "it carries connection settings (`clusters`), which a saved plan never holds")
+    if body.get("format_version") != PLAN_FORMAT_VERSION:
+        raise PlanFileError(
+            f"plan file {path}: its plan is plan JSON format_version {cut(repr(body.get('format_version')), 20)} (an "
+            f"earlier reconciler's), this reconciler applies {PLAN_FORMAT_VERSION} only; plan again with this version"
+        )
     try:
         plan = Plan.from_dict(body)
         policy = PolicyRecord.from_dict(body["policy"]) if body.get("policy") is not None else None

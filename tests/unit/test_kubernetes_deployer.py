@@ -104,8 +104,11 @@ class K8sEnv:
         )
 
     def jobs(self) -> list[dict]:
+        """The plan's job actions and engine replacements."""
         main(["plan", str(self.path), "--format", "json"], self.cli)
-        return [a for a in json.loads(self.capsys.readouterr().out)["actions"] if a["kind"].endswith("_job")]
+        return [
+            a for a in json.loads(self.capsys.readouterr().out)["actions"] if a["kind"].endswith(("_job", "_engine"))
+        ]
 
     def apply(self) -> str:
         assert main(["apply", str(self.path), "--auto-approve"], self.cli) == 0, self.capsys.readouterr()
@@ -233,7 +236,11 @@ def test_flows_added_changed_restarted_and_removed_touch_only_the_configmap(k8s)
     # a change that needs a restart: the engine restarts that flow in place (its driver exits 3)
     k8s.write(topics='["orders", "returns"]', delivery="exactly-once", extra=REFUNDS)
     [restart] = k8s.jobs()
-    assert restart["kind"] == "restart_job" and restart["flow"] == ORDERS
+    # which changed settings count as the engine's own (so replace it) is jobplan/engines.py's `engine_settings`;
+    # the deployer restarts the flow in place either way, the SparkApplication untouched
+    assert ORDERS in (
+        [restart["flow"]] if restart["kind"] == "restart_job" else [e["flow"] for e in restart["restarts"]]
+    )
     assert "restarted in place in engine east" in k8s.apply()
     cm4, app4, _ = k8s.manifest()
     assert app4 == app1 and k8s.spec(ORDERS).settings.delivery.value == "exactly-once"
@@ -274,12 +281,17 @@ def test_a_change_of_the_engines_own_settings_changes_the_application(k8s):
     k8s.report_all()
     _, app1, _ = k8s.manifest()
     k8s.write(extra=REFUNDS, image="registry.example/reconciler:1.5.0")
-    [replace] = k8s.jobs()  # one engine replacement, one action: the other flow's restart is joined to it
-    restarts = [replace, *replace["joined"]]
-    assert [a["kind"] for a in restarts] == ["restart_job", "restart_job"]
-    assert sorted(a["flow"] for a in restarts) == sorted([ORDERS, REFUNDS_FLOW])
-    assert all("deployment settings changed: image" in a["reason"] for a in restarts)
-    assert replace["description"].count("REPLACES engine east") == 1
+    [replace] = k8s.jobs()  # one engine replacement, one action, listing both flows
+    assert replace["kind"] == "replace_engine" and replace["engine"] == "east" and replace["verb"] == "-/+"
+    assert replace["reason_kind"] == "job-engine-settings"
+    assert [(s["path"], s["new"]) for s in replace["settings"]] == [("image", "registry.example/reconciler:1.5.0")]
+    restarts = replace["restarts"]
+    assert [e["flow"] for e in restarts] == sorted([ORDERS, REFUNDS_FLOW]) and {e["op"] for e in restarts} == {
+        "restart"
+    }
+    assert all("deployment settings changed: image" in e["reason"] for e in restarts)
+    assert all("image" not in e["changes"] for e in restarts), "the engine's settings are said once, on the action"
+    assert replace["description"].startswith("replace engine east (kubernetes replication, image")
     out = k8s.apply()
     assert "the operator resubmits its SparkApplication" in out
     _, app2, _ = k8s.manifest()
@@ -527,7 +539,9 @@ def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s
         )  # the deployer stamps the render with the wall clock: a margin for a slow run
         code, plan = run("plan", "--detailed-exitcode")
         plans.append(plan)
-        assert code == 0 and [a for a in plan["actions"] if a["kind"].endswith("_job")] == [], plan["actions"]
+        assert code == 0 and [a for a in plan["actions"] if a["kind"].endswith(("_job", "_engine"))] == [], plan[
+            "actions"
+        ]
     [pending] = [f for f in plans[1]["findings"] if f["kind"] == "pending"]
     assert pending["severity"] == "info" and pending["reason_kind"] == "job-pending-sync"
     assert pending["subject"] == ORDERS and "pending sync" in pending["message"] and "10m ago" in pending["message"]
@@ -543,7 +557,7 @@ def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s
 
     now[0] = start + 30 * 60 + 30  # long pending: a warning in the plan, drift (not a restart)
     _, plan = run("plan")
-    assert [a for a in plan["actions"] if a["kind"].endswith("_job")] == []
+    assert [a for a in plan["actions"] if a["kind"].endswith(("_job", "_engine"))] == []
     [pending] = [f for f in plan["findings"] if f["kind"] == "pending"]
     assert pending["severity"] == "warning" and "30m ago" in pending["message"] and "never restarts" in pending["hint"]
     code, drift = run("drift")
@@ -554,7 +568,7 @@ def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s
     # a change while pending replaces what was rendered: an update, never a restart token
     k8s.write(delivery="exactly-once")
     _, plan = run("plan")
-    [update] = [a for a in plan["actions"] if a["kind"].endswith("_job")]
+    [update] = [a for a in plan["actions"] if a["kind"].endswith(("_job", "_engine"))]
     assert update["kind"] == "update_job" and "pending sync" in update["reason"], update
     assert main(["apply", str(k8s.path), "--auto-approve"], cli) == 0
     k8s.capsys.readouterr()

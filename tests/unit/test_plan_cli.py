@@ -38,7 +38,7 @@ def test_detailed_exitcode(world, capsys):
 
 
 @pytest.mark.parametrize(
-    "fmt,marker", [("text", "Plan: 5 to create"), ("markdown", "```diff"), ("json", '"format_version": 1')]
+    "fmt,marker", [("text", "Plan: 5 to create"), ("markdown", "```diff"), ("json", '"format_version": 2')]
 )
 def test_formats(world, capsys, fmt, marker):
     main(["plan", world.path, "--format", fmt], world.backend())
