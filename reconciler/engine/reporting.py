@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Protocol
 
 from reconciler.contract.status import (
@@ -21,9 +21,9 @@ from reconciler.contract.status import (
 from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, Progress, StuckWatch, UsesClients
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.idle_gate import IdleGate
-from reconciler.engine.lag import JobLag, OldestRecord, SourceEnds, committed_ahead, job_lag
+from reconciler.engine.lag import JobLag, SourceEndReader, SourceEnds, committed_ahead, job_lag
 from reconciler.engine.metrics import FlowSnapshot, JobMetrics
-from reconciler.engine.tasks import TP, TaskResult
+from reconciler.engine.tasks import TaskResult
 
 #: A partition whose source is ahead while its position does not move is stuck (FaultKind.STUCK) after this many
 #: status intervals, and at least two batch deadlines (`max_batch_ms`: a task's count arrives when it ends).
@@ -38,18 +38,6 @@ class StatusSink(Protocol):
         ...
 
 
-class EndReader(Protocol):
-    """Reads the source's ends for the lag (lag.py `SourceEndReader`)."""
-
-    def read(
-        self,
-        copy: Mapping[TP, str],
-        positions: Mapping[TP, int],
-        seen_ends: Mapping[TP, int],
-        known: Mapping[TP, OldestRecord] | None = None,
-    ) -> SourceEnds: ...
-
-
 class ReportClients(Protocol):
     """What the reporter reads and writes of the driver's clients (driver_parts.py `Connections`)."""
 
@@ -60,7 +48,7 @@ class ReportClients(Protocol):
     def checkpoints(self) -> CheckpointEmitter: ...
 
     @property
-    def end_reader(self) -> EndReader: ...
+    def end_reader(self) -> SourceEndReader: ...
 
 
 class ReportedFlow(FlowSpec, Protocol):
