@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Protocol
 
 from reconciler.contract.status import (
@@ -23,9 +23,9 @@ from reconciler.contract.status import (
 from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, Progress, StuckWatch, UsesClients
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.idle_gate import IdleGate
-from reconciler.engine.lag import JobLag, OldestRecord, SourceEnds, committed_ahead, job_lag
+from reconciler.engine.lag import JobLag, SourceEndReader, SourceEnds, committed_ahead, job_lag
 from reconciler.engine.metrics import FlowSnapshot, JobMetrics
-from reconciler.engine.tasks import TP, TaskResult
+from reconciler.engine.tasks import TaskResult
 from reconciler.mirror.group_sync import most_telling, tally
 
 #: A partition whose source is ahead while its position does not move is stuck (FaultKind.STUCK) after this many
@@ -41,18 +41,6 @@ class StatusSink(Protocol):
         ...
 
 
-class EndReader(Protocol):
-    """Reads the source's ends for the lag (lag.py `SourceEndReader`)."""
-
-    def read(
-        self,
-        copy: Mapping[TP, str],
-        positions: Mapping[TP, int],
-        seen_ends: Mapping[TP, int],
-        known: Mapping[TP, OldestRecord] | None = None,
-    ) -> SourceEnds: ...
-
-
 class ReportClients(Protocol):
     """What the reporter reads and writes of the driver's clients (driver_parts.py `Connections`)."""
 
@@ -63,7 +51,7 @@ class ReportClients(Protocol):
     def checkpoints(self) -> CheckpointEmitter: ...
 
     @property
-    def end_reader(self) -> EndReader: ...
+    def end_reader(self) -> SourceEndReader: ...
 
 
 class ReportedFlow(FlowSpec, Protocol):
