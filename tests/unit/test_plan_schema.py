@@ -15,15 +15,18 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from reconciler import settings
+from reconciler.contract.spec import ClusterSpec
 from reconciler.plan.action_base import Action, Phase, Verb
 from reconciler.plan.actions import FORMAT_MINOR, FORMAT_VERSION, AddPartitions, CreateAcl, Plan
 from reconciler.plan.document import PlanSchemaError, document, problems
+from reconciler.plan.engine_actions import EngineFlow, EngineFlowOp, EngineSetting, ReplaceEngine
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
 from reconciler.plan.policy_record import Approval, PolicyFinding, PolicyRecord
 from reconciler.plan.reasons import ReasonKind
 from reconciler.plan.risk import Risk
 from reconciler.state.live import AclBinding, AclOperation, AclPermission, AclResource
+from tests.spec_helpers import job_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "schemas" / "plan.schema.json").read_text())
@@ -87,7 +90,6 @@ def test_a_cli_the_suite_starts_checks_too(tmp_path):
 def test_every_action_kind_with_every_field_validates():
     acl = AclBinding("t", "User:a", "*", AclOperation.READ, AclPermission.ALLOW)
     group_acl = AclBinding("g", "User:a", "*", AclOperation.READ, AclPermission.ALLOW, resource=AclResource.GROUP)
-    joined = RestartJob("east", "joined", flow="x->east", deployer="local", options={"engine": "east"}, spec_hash="h2")
     actions = [
         CreateAcl("east", "why", acl),
         CreateAcl("east", "why", group_acl),
@@ -113,9 +115,31 @@ def test_every_action_kind_with_every_field_validates():
             state="down",
             previous_deployer="local",
             running=False,
-            engine_restart="its Spark settings changed",
-            engine_flows=["x->east"],
-            joined=(joined,),
+        ),
+        ReplaceEngine(
+            "east",
+            "its Spark settings changed",
+            engine="east",
+            deployer="local",
+            settings=(
+                EngineSetting("engine.spark_conf.spark.x", None, "1"),
+                EngineSetting("engine.spark_conf.spark.ssl.keyPassword", None, None, sensitive=True),
+            ),
+            restarts=(
+                EngineFlow(
+                    "west->east",
+                    ReasonKind.JOB_DOWN,
+                    "down",
+                    EngineFlowOp.RESTART,
+                    {"engine": "east"},
+                    job_spec("west->east", ClusterSpec("west", "west:1"), ClusterSpec("east", "east:1")).to_dict(),
+                    "h",
+                    None,
+                    {"settings.delivery": ["at-least-once", "exactly-once"]},
+                    "down",
+                ),
+                EngineFlow("x->east", ReasonKind.JOB_WITH_ENGINE, "with its engine", state="running"),
+            ),
         ),
         StopJob("east", "why", flow="old->east", deployer="local", where="pid 1"),
     ]
@@ -129,5 +153,12 @@ def test_every_action_kind_with_every_field_validates():
     )
     doc = document(Plan(actions, [finding]), scope=True, policy=record.to_dict(), message="m")
     assert problems(doc) == []
-    assert {a["kind"] for a in doc["actions"]} == {"create_acl", "deploy_job", "update_job", "restart_job", "stop_job"}
+    assert {a["kind"] for a in doc["actions"]} == {
+        "create_acl",
+        "deploy_job",
+        "update_job",
+        "restart_job",
+        "stop_job",
+        "replace_engine",
+    }
     assert PolicyRecord.from_dict(doc["policy"]) == record
