@@ -33,19 +33,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.contract.jobstate import REPLICATING, JobState, LiveJob, LiveJobs, reported_verdict
-from reconciler.contract.status import (
-    DOWN_STATES,
-    FaultKind,
-    PartitionCount,
-    PartitionFault,
-    StatusRecord,
-    StatusState,
-    health,
+from reconciler.contract.flowhealth import (
+    JobHealth,
+    Problem,
+    ProblemKind,
+    job_health,
+    job_problems,
+    lag_problems,
 )
+from reconciler.contract.jobstate import JobState, LiveJob, LiveJobs
+from reconciler.contract.status import StatusRecord
 from reconciler.drift.certificates import CertificateCheck, CertificateSource, Expiry
 from reconciler.drift.certificates import check as check_certificate
-from reconciler.mirror.group_sync import GroupSync, GroupSyncReason
+from reconciler.mirror.group_sync import GroupSyncReason
 from reconciler.mirror.policy import HEARTBEATS_TOPIC, known_policies, parse_mm2_internal_topic
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Plan
@@ -54,7 +54,7 @@ from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import LiveState
-from reconciler.textutil import RECORD_AGE, plural
+from reconciler.textutil import plural
 from reconciler.topology.model import Flow, Topology
 
 FORMAT_VERSION = 1
@@ -141,70 +141,6 @@ class DriftItem:
             "verb": self.verb,
             "reason": self.reason,
             "action": dict(self.action) if self.action is not None else None,
-        }
-
-
-@dataclass(frozen=True)
-class JobHealth:
-    """The verdict on the flow's job (`reconciler.contract.jobstate`: the plan's own, when drift is handed the
-    plan's live jobs) and what it last reported on its target cluster (None fields: not reported)."""
-
-    reported: bool  # a status record exists
-    state: str | None = None  # the state the job last reported (what it says of itself)
-    running: bool = False  # the verdict is one of REPLICATING (running, running elsewhere)
-    stale: bool = False  # the record is older than `stale_after`
-    status_age_seconds: float | None = None
-    spec_hash: str | None = None
-    desired_spec_hash: str | None = None
-    git_revision: str | None = None
-    records: int | None = None
-    records_per_second: float | None = None
-    lag_total: int | None = None
-    lag_seconds: float | None = None  # age of the oldest record not replicated yet
-    latency_p99_ms: float | None = None
-    errors: int | None = None
-    last_error: str | None = None
-    halted: tuple[str, ...] = ()  # "topic:partition" the job stopped copying (state "degraded")
-    faults: tuple[PartitionFault, ...] = ()  # the partitions that do not progress, and why (state "degraded")
-    dead_lettered: int = 0  # records the job wrote to the dead-letter topic (on_refused_record: skip)
-    data_loss: tuple[PartitionCount, ...] = ()  # losses the job saw at the source since it started, by kind
-    groups: tuple[GroupSync, ...] = ()  # each group the flow's filter matches: synced, or why not (issue 38)
-    unknown: str | None = None  # why the status could not be read
-    stale_after: float | None = None  # the threshold applied (contract/status.py `health`); not in to_dict
-    verdict: JobState | None = None  # the one verdict (None: not checked)
-    why: str = ""  # the verdict in words (the plan's reason)
-
-    @property
-    def spec_current(self) -> bool | None:
-        if self.spec_hash is None or self.desired_spec_hash is None:
-            return None
-        return self.spec_hash == self.desired_spec_hash
-
-    def to_dict(self) -> dict:
-        return {
-            "reported": self.reported,
-            "verdict": self.verdict.value if self.verdict is not None else None,
-            "why": self.why,
-            "state": self.state,
-            "running": self.running,
-            "stale": self.stale,
-            "status_age_seconds": _round(self.status_age_seconds),
-            "spec_hash": self.spec_hash,
-            "desired_spec_hash": self.desired_spec_hash,
-            "spec_current": self.spec_current,
-            "git_revision": self.git_revision,
-            "records": self.records,
-            "records_per_second": _round(self.records_per_second),
-            "lag_total": self.lag_total,
-            "lag_seconds": _round(self.lag_seconds),
-            "latency_p99_ms": _round(self.latency_p99_ms),
-            "errors": self.errors,
-            "last_error": self.last_error,
-            "halted": list(self.halted),
-            "faults": [f.to_dict() for f in self.faults],
-            "dead_lettered": self.dead_lettered,
-            "data_loss": [c.to_dict() for c in self.data_loss],
-            "unknown": self.unknown,
         }
 
 
@@ -457,56 +393,6 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def job_health(
-    record: StatusRecord | Mapping[str, Any] | None,
-    desired_hash: str | None,
-    now_ms: int,
-    stale_seconds: float | None = None,
-    unknown: str | None = None,
-    status_interval_seconds: float | None = None,
-    live: LiveJob | None = None,
-) -> JobHealth:
-    """The report's view of a job. `live`: the plan's verdict on it (`reconciler.contract.jobstate.classify`,
-    status record and deployment), shown as it is; without it (no deployer view) the verdict is the record's
-    alone (`reported_verdict`). Stale after `stale_after_seconds(status_interval_seconds)`, or after
-    `stale_seconds` when given (an override the plan's verdict was computed with too)."""
-    if unknown is not None:
-        return JobHealth(False, desired_spec_hash=desired_hash, unknown=unknown, verdict=JobState.UNKNOWN, why=unknown)
-    status = StatusRecord.of(live.status if live is not None else record)
-    verdict = (
-        live.state if live is not None else reported_verdict(status, now_ms, status_interval_seconds, stale_seconds)
-    )
-    why = live.why if live is not None else ""
-    if status is None:
-        return JobHealth(False, desired_spec_hash=desired_hash, verdict=verdict, why=why)
-    rule = health(status, now_ms, status_interval_seconds, stale_seconds)
-    return JobHealth(
-        True,
-        state=status.state_name,
-        running=verdict in REPLICATING,
-        stale=rule.stale,
-        stale_after=rule.stale_after,
-        status_age_seconds=status.age_seconds(now_ms),
-        spec_hash=status.spec_hash,
-        desired_spec_hash=desired_hash,
-        git_revision=status.git_revision,
-        records=status.records,
-        records_per_second=status.records_per_second,
-        lag_total=status.lag_total,
-        lag_seconds=status.lag_seconds,
-        latency_p99_ms=status.latency_ms.p99,
-        errors=status.errors,
-        last_error=status.last_error,
-        halted=status.halted,
-        faults=status.faults,
-        dead_lettered=sum(c.count for c in status.dead_letters),
-        verdict=verdict,
-        why=why,
-        data_loss=status.data_loss,
-        groups=status.groups,
-    )
-
-
 #: What to do about a group whose offsets are not synced, by why; the reasons in GROUP_SYNC_AT_RISK are drift
 #: (a failover would lose the group's place), the others notes.
 GROUP_SYNC_HINTS: dict[GroupSyncReason, str] = {
@@ -541,180 +427,33 @@ def _group_sync_items(flow: Flow, job: JobHealth) -> list[DriftItem]:
     ]
 
 
-#: What to do about a partition that does not progress, by why (FaultKind).
-FAULT_HINTS: dict[FaultKind, str] = {
-    FaultKind.REFUSED_RECORD: "raise the remote topic's max.message.bytes (and the target cluster's message.max.bytes "
-    "for the job's producer), or set on_refused_record: skip; then restart the job",
-    FaultKind.OUT_OF_RANGE: "the source lost the records at its position (offset_reset: pause); see the job's "
-    "out_of_range events, then restart it or set offset_reset: resume-at-start or resume-at-end",
-    FaultKind.TRUNCATED: "the source's retention passed the job's position (offset_reset: pause); restart the job or "
-    "set offset_reset: resume-at-start (copies what is left) or resume-at-end",
-    FaultKind.LOST_TAIL: "the source lost records it had acknowledged and will reuse their offsets (offset_reset: "
-    "pause); set offset_reset: resume-at-end (copies the reused offsets) or resume-at-start",
-    FaultKind.RECREATED: "the source topic was deleted and created again (offset_reset: pause); set offset_reset: "
-    "resume-at-start to copy the new topic from its beginning",
-    FaultKind.STUCK: "the partition's source advances but the job does not copy it: see the job's last error (a broker "
-    "not answering, authorization)",
-    FaultKind.SOURCE_UNREACHABLE: "the job cannot reach the source cluster (its lag is unknown meanwhile): check its "
-    "brokers, the network path and the job's credentials there; the job copies on once the cluster answers",
-    FaultKind.TARGET_UNREACHABLE: "the job cannot reach the target cluster: check its brokers, the network path and the "
-    "job's credentials there; the job copies on once the cluster answers",
+#: The drift category of each kind of problem of a flow's job (`reconciler.contract.flowhealth`).
+_PROBLEM_CATEGORIES = {
+    ProblemKind.LAG: Category.LAG,
+    ProblemKind.LAG_AGE: Category.LAG_AGE,
+    ProblemKind.LATENCY: Category.LATENCY,
 }
 
 
-def _degraded_item(flow: Flow, job: JobHealth) -> DriftItem:
-    """A degraded job: the partitions it does not copy, why and since when (its status record's `faults`; an older
-    job's record has only `halted`)."""
-    if job.faults:
-        shown = [
-            f"{f.name} ({f.kind.value if f.kind else 'fault'} since "
-            f"{dt.datetime.fromtimestamp((f.since or 0) / 1000, dt.UTC):%Y-%m-%dT%H:%M:%SZ}: {f.reason})"
-            for f in job.faults[:5]
-        ]
-        hints = dict.fromkeys(FAULT_HINTS[f.kind] for f in job.faults if f.kind in FAULT_HINTS)
-        count = len(job.faults)
-    else:
-        shown = list(job.halted[:5])
-        hints = dict.fromkeys([FAULT_HINTS[FaultKind.OUT_OF_RANGE]])
-        count = len(job.halted)
-    more = f" and {count - 5} more" if count > 5 else ""
-    return DriftItem(
-        Category.JOB,
-        Level.DRIFT,
-        flow.target,
-        (flow.name,),
-        flow.name,
-        f"job of flow {flow.name} is degraded: {count} partition(s) not copied"
-        + (f": {'; '.join(shown)}{more}" if shown else ""),
-        "; ".join(hints) or None,
-    )
+def _problem_item(flow: Flow, p: Problem) -> DriftItem:
+    level = Level.ERROR if p.kind is ProblemKind.UNREADABLE else Level.DRIFT
+    category = _PROBLEM_CATEGORIES.get(p.kind, Category.JOB)
+    return DriftItem(category, level, flow.target, (flow.name,), flow.name, p.message, p.hint)
 
 
 def _job_items(flow: Flow, job: JobHealth) -> list[DriftItem]:
-    def item(message: str, hint: str | None, level: Level = Level.DRIFT) -> DriftItem:
-        return DriftItem(Category.JOB, level, flow.target, (flow.name,), flow.name, message, hint)
-
-    verdict = job.verdict
-    if job.unknown is not None or verdict is JobState.UNKNOWN:
-        why = job.unknown or job.why
-        return [item(f"job status of flow {flow.name} could not be read on {flow.target}: {why}", None, Level.ERROR)]
-    if verdict in (JobState.STARTING, JobState.PENDING_SYNC):
-        return []  # not down: just started, or waiting for a cluster to sync it (the plan's finding says so)
-    if verdict is JobState.DUPLICATED:
-        return [
-            item(
-                f"job of flow {flow.name} is duplicated: {job.why}",
-                "apply restarts it (every instance ends, one starts): reconciler apply",
-            )
-        ]
-    if verdict is JobState.STOPPED:
-        return [item(f"job of flow {flow.name} is stopped: {job.why or 'stopped on purpose'}", "reconciler apply")]
-    if not job.reported and verdict is not JobState.DOWN:
-        return [
-            item(
-                f"job of flow {flow.name} is not running: no status record on {flow.target}",
-                "deploy the flow's job (reconciler apply), or check its deployer's logs",
-            )
-        ]
-    if verdict not in REPLICATING:
-        if job.reported and StatusState.parse(job.state) in DOWN_STATES:
-            why = f"; last error: {job.last_error}" if job.last_error else ""
-            return [
-                item(
-                    f"job of flow {flow.name} is down: state {job.state}{why}",
-                    "restart the job (reconciler apply), and check its logs",
-                )
-            ]
-        if job.reported and job.stale:
-            age = "never" if job.status_age_seconds is None else f"{job.status_age_seconds:.0f}s ago"
-            return [
-                item(
-                    f"job of flow {flow.name} is not reporting: last status {age} (state {job.state}; "
-                    f"a running job reports every few seconds, limit {job.stale_after or 0:.0f}s)",
-                    "the job process probably died: check its deployer and restart it (reconciler apply)",
-                )
-            ]
-        return [
-            item(
-                f"job of flow {flow.name} is {(verdict or JobState.DOWN).value}: {job.why or 'no fresh status'}",
-                "restart the job (reconciler apply), and check its logs",
-            )
-        ]
-    out = []
-    if job.state == "degraded" or job.halted or job.faults:
-        out.append(_degraded_item(flow, job))
-    if job.data_loss:
-        shown = [
-            f"{c.topic}:{c.partition} {c.kind.value if c.kind else 'out-of-range'} x{c.count}"
-            + (f" ({c.reused} offsets reused)" if c.reused else "")
-            for c in job.data_loss
-        ]
-        out.append(
-            item(
-                f"the source of flow {flow.name} lost records the job had reached since it started: "
-                + ", ".join(shown[:5])
-                + (f" and {len(shown) - 5} more" if len(shown) > 5 else ""),
-                "see the job's out_of_range events (reconciler status) for what it did (engine offset_reset); the "
-                "source lost acknowledged records (retention shorter than the lag, a broker that lost its tail, a "
-                "topic recreated): check it. Shown until the job restarts",
-            )
-        )
-    if job.spec_current is False:
-        out.append(
-            item(
-                f"job of flow {flow.name} runs an old spec ({(job.spec_hash or '?')[:12]}, topology wants "
-                f"{(job.desired_spec_hash or '?')[:12]})"
-                + (f", from revision {job.git_revision[:12]}" if job.git_revision else ""),
-                "apply the topology to update the job",
-            )
-        )
-    return out
+    return [_problem_item(flow, p) for p in job_problems(flow.name, flow.target, job)]
 
 
 def _slo_items(
     flow: Flow, job: JobHealth, hb_topic: str | None, hb_age: float | None, hb_known: bool, topology: Topology
 ) -> list[DriftItem]:
     slo = topology.slo
-    out = []
+    out = [_problem_item(flow, p) for p in lag_problems(flow.name, job, slo)]
 
     def item(category: Category, message: str, hint: str) -> None:
         out.append(DriftItem(category, Level.DRIFT, flow.target, (flow.name,), flow.name, message, hint))
 
-    if (
-        job.running
-        and slo.max_lag_records is not None
-        and job.lag_total is not None
-        and job.lag_total > slo.max_lag_records
-    ):
-        item(
-            Category.LAG,
-            f"flow {flow.name} is {job.lag_total:,} records behind (SLO {slo.max_lag_records:,})",
-            "raise the job's parallelism or max_records_per_partition, or check the target cluster",
-        )
-    if (
-        job.running
-        and slo.max_lag_seconds is not None
-        and job.lag_seconds is not None
-        and job.lag_seconds > slo.max_lag_seconds
-    ):
-        item(
-            Category.LAG_AGE,
-            f"flow {flow.name}: its oldest record not replicated yet is {job.lag_seconds:,.1f}s old "
-            f"(SLO max_lag_seconds {slo.max_lag_seconds:g}s)",
-            "raise the job's parallelism or max_records_per_partition, or check the target cluster",
-        )
-    if (
-        job.running
-        and slo.max_latency_p99_ms is not None
-        and job.latency_p99_ms is not None
-        and job.latency_p99_ms > slo.max_latency_p99_ms
-    ):
-        item(
-            Category.LATENCY,
-            f"flow {flow.name}: records reach the target with p99 {RECORD_AGE} "
-            f"{job.latency_p99_ms:,.0f} ms (SLO max_latency_p99_ms {slo.max_latency_p99_ms:,.0f} ms)",
-            "lower the job's trigger_interval_ms or raise its parallelism",
-        )
     if flow.heartbeats.enabled and slo.max_heartbeat_age_seconds is not None and hb_known and hb_topic:
         if hb_age is None:
             item(

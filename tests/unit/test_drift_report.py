@@ -13,9 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 from reconciler.cli.main import main
+from reconciler.contract.flowhealth import FAULT_HINTS
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import FaultKind
-from reconciler.drift.report import FAULT_HINTS, Category, Level, build_report, heartbeat_topic
+from reconciler.drift.report import Category, Level, build_report, heartbeat_topic
 from reconciler.jobplan.state import JobState, classify
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
