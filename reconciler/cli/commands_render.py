@@ -1,7 +1,7 @@
 """`reconciler render PATH... --out DIR [--revision REV]`: the kubernetes deployer's manifests of a topology.
 
-One `engine-<engine>.yaml` per engine of the topology's enabled `kubernetes` flows, as `apply` would write it into
-`job.manifests_dir`, written into DIR without reaching any cluster (`operations.manifests.render_manifests`):
+One `engine-<engine>.yaml` per engine of the topology's enabled `kubernetes` flows, and the ReplicationEngine CRD
+(`crd-replicationengine.yaml`), as `apply` would write them into `job.manifests_dir`, written into DIR without reaching any cluster (`operations.manifests.render_manifests`):
 for review in a pull request. Two renders of one commit are byte-identical. Flows of other deployers are listed
 as not rendered; engine files in DIR the topology no longer has are listed, not removed.
 
@@ -47,8 +47,8 @@ def cmd_render(args, backend: Backend) -> int:
     except RenderError as exc:
         print(term(f"error: {exc}; nothing written"), file=sys.stderr)
         return EXIT_ERROR
-    for f in rendered.files:
-        what = f"engine {f.engine}: {plural(len(f.flows), 'flow')}"
+    for f in (rendered.crd, *rendered.files) if rendered.crd is not None else rendered.files:
+        what = f"engine {f.engine}: {plural(len(f.flows), 'flow')}" if f.engine else "the ReplicationEngine CRD"
         if not f.changed:
             print(f"unchanged {f.path} ({what})")
             continue

@@ -29,7 +29,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.contract.deployers import KUBERNETES, deployer_family, local_threads
+from reconciler.contract.deployers import KUBERNETES, SLO_OPTION, deployer_family, local_threads
 from reconciler.contract.spec import JobSpec, restart_fields_of, rotated_sides
 from reconciler.jobplan import backend as job_backend
 from reconciler.jobplan.state import (
@@ -235,7 +235,9 @@ def _plan_desired(
         )
         return
     option_changes = _option_changes(d, dep)
+    slo_changed = option_changes.pop(SLO_OPTION, None)  # the engine's ReplicationEngine is rewritten, nothing restarts
     if option_changes:
+        option_changes.update({SLO_OPTION: slo_changed} if slo_changed else {})
         if "engine" in option_changes:
             before = option_changes["engine"][0]
             reason = (
@@ -251,6 +253,16 @@ def _plan_desired(
                 changes={**changes, **option_changes},
                 state=state.value,
                 why=ReasonKind.JOB_DEPLOYMENT,
+                **args,
+            )
+        )
+        return
+    if not changes and slo_changed:
+        out.append(
+            UpdateJob(
+                reason="the lag SLOs its engine judges it by changed: its ReplicationEngine is rewritten, no restart",
+                current_hash=current.spec_hash(),
+                changes={SLO_OPTION: slo_changed},
                 **args,
             )
         )

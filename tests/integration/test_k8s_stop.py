@@ -50,7 +50,7 @@ class DriverPod:
     mapped to this checkout and a directory of the ConfigMap's files."""
 
     def __init__(self, docs: list[dict], tmp: Path, name: str):
-        cm, app = docs
+        cm, app, *_ = docs
         self.uid = str(uuid.uuid4())  # metadata.uid of the pod: a new one for every pod
         self.log = tmp / f"{name}.log"
         engine_dir = tmp / f"{name}-engine"
