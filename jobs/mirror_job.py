@@ -33,6 +33,7 @@ from reconciler.engine.host import EngineHost  # noqa: E402
 from reconciler.engine.lifeline import watch_parent  # noqa: E402
 from reconciler.engine.metrics import serve_merged  # noqa: E402
 from reconciler.engine.session import build_context, context_of, engine_conf, start_workers  # noqa: E402
+from reconciler.engine.status_resource import status_writer  # noqa: E402
 from reconciler.settings import AUTO_PORT  # noqa: E402
 from reconciler.topology import secrets  # noqa: E402
 
@@ -96,7 +97,10 @@ def run_engine(args: argparse.Namespace) -> int:
     host = EngineHost(engine_dir, make_driver, on_change=lambda flows: _say_who(port, app, flows))
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: host.stop_event.set())
+    writer = status_writer(host, record.name)  # on Kubernetes: the engine's verdict for Argo CD and Flux
     try:
+        if writer is not None:
+            writer.start(host.stop_event)
         if args.metrics_port:
             port = serve_merged(
                 lambda: [d.metrics.registry for d in host.drivers()],  # type: ignore[attr-defined]
@@ -108,6 +112,9 @@ def run_engine(args: argparse.Namespace) -> int:
         log.info("engine %s started (%s)", record.name, conf.get("spark.master", "inherited master"))
         return host.run(max_seconds=args.max_seconds)
     finally:
+        if writer is not None:
+            host.stop_event.set()
+            writer.join()
         sc.stop()
 
 

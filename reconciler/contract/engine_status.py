@@ -82,6 +82,16 @@ def slo_spec(slo: Slo) -> dict[str, float]:
     return {key: getattr(slo, attr) for key, attr in SLO_FIELDS.items() if getattr(slo, attr) is not None}
 
 
+def slo_of(spec: Mapping[str, Any]) -> Slo:
+    """The lag SLOs of a spec.slo (`slo_spec`'s inverse; the other SLOs are drift's)."""
+    records, seconds, p99 = (spec.get(key) for key in SLO_FIELDS)
+    return Slo(
+        max_lag_records=int(records) if isinstance(records, (int, float)) else None,
+        max_lag_seconds=float(seconds) if isinstance(seconds, (int, float)) else None,
+        max_latency_p99_ms=float(p99) if isinstance(p99, (int, float)) else None,
+    )
+
+
 @dataclass(frozen=True)
 class Wanted:
     """A ReplicationEngine's spec as the engine reads it: the generation, each flow's wanted spec hash, the SLOs."""
@@ -98,7 +108,7 @@ class Wanted:
         return cls(
             int(generation) if isinstance(generation, int) else None,
             {str(f["name"]): f.get("specHash") for f in spec.get("flows") or [] if isinstance(f, Mapping)},
-            Slo(**{attr: slo.get(key) for key, attr in SLO_FIELDS.items()}),
+            slo_of(slo),
         )
 
 

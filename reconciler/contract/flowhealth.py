@@ -313,7 +313,7 @@ def job_problems(flow: str, target: str, job: JobHealth) -> list[Problem]:
 def lag_problems(flow: str, job: JobHealth, slo: Slo) -> list[Problem]:
     """A running job's lag, lag age and p99 record age against the topology's SLOs (the heartbeat age is drift's:
     it reads the heartbeats topic)."""
-    out = []
+    out: list[Problem] = []
     if not job.running:
         return out
     if slo.max_lag_records is not None and job.lag_total is not None and job.lag_total > slo.max_lag_records:

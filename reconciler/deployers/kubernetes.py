@@ -99,7 +99,6 @@ from reconciler.settings import (
 )
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import flow_ends
-from reconciler.topology.model import Slo
 from reconciler.topology.secrets import references
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
@@ -444,12 +443,6 @@ def _status_access(name: str, ns: str, labels: Mapping[str, str], service_accoun
     ]
 
 
-def _slo_of(options: Mapping[str, Any]) -> Slo:
-    """The lag SLOs an engine's flows are judged against (the topology's `slo`, handed over as the option SLO_OPTION)."""
-    slo = options.get(SLO_OPTION) or {}
-    return Slo(**{attr: slo.get(key) for key, attr in engine_status.SLO_FIELDS.items()})
-
-
 def render_engine(
     engine: str,
     flows: Mapping[str, FlowEntry],
@@ -492,7 +485,9 @@ def render_engine(
         deployed_at,
     )
     wanted = {flow: _hash_of(entry) for flow, entry in flows.items()}
-    status = engine_status.resource(name, ns, labels, engine, name, wanted, _slo_of(options))
+    status = engine_status.resource(
+        name, ns, labels, engine, name, wanted, engine_status.slo_of(options.get(SLO_OPTION) or {})
+    )
     return [
         _config_map(engine, name, ns, labels, flows, spark_conf),
         app,
