@@ -216,6 +216,10 @@ def engine_status(
                     f"flow {flow} is no longer wanted: it stops once its flow file leaves the pod",
                 )
             )
+    if stopping:
+        verdicts = [
+            FlowVerdict(v.flow, v.verdict, Phase.SUSPENDED, f"flow {v.flow} stops with its engine") for v in verdicts
+        ]
     phase = _phase(verdicts, stopping)
     message = _message(phase, verdicts, stopping)
     before = {c.get("type"): c for c in (previous or {}).get("conditions") or [] if isinstance(c, Mapping)}

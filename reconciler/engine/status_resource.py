@@ -88,7 +88,8 @@ class KubeApi:
 def observe(host: Any, engine: str, now: float | None = None) -> dict[str, Seen]:
     """What the engine knows of each flow it runs (`reconciler.engine.host.EngineHost`): its driver's last status
     record and the driver thread as a `Deployment`. A flow restarting in place counts as started now (it is on its
-    way, not down); one superseded by a newer instance elsewhere is stopped on purpose."""
+    way, not down) unless the engine itself stops; one superseded by a newer instance elsewhere is stopped on
+    purpose."""
     now = time.time() if now is None else now
     out: dict[str, Seen] = {}
     for slot in list(host.slots.values()):
@@ -98,7 +99,7 @@ def observe(host: Any, engine: str, now: float | None = None) -> dict[str, Seen]
         reporter = getattr(driver, "reporter", None)
         record = getattr(reporter, "last_record", None)
         spec = getattr(driver, "spec", None)
-        restarting = slot.state is FlowState.STOPPING and slot.running()
+        restarting = slot.state is FlowState.STOPPING and slot.running() and not host.stop_event.is_set()
         detail = {
             FlowState.BACKOFF: f"its driver ended (exit code {slot.last_exit}); it starts again after a back-off",
             FlowState.SUPERSEDED: "a newer instance of it runs elsewhere: stopped here until its spec changes",
@@ -135,9 +136,11 @@ class StatusWriter:
         instance: str | None = None,
         interval: float = ROUND_SECONDS,
         clock: Callable[[], float] = time.time,
+        started: threading.Event | None = None,
     ):
         self.api, self.namespace, self.name, self.observe = api, namespace, name, observe
         self.instance, self.interval, self.clock = instance, interval, clock
+        self.started = started  # set once the engine has started its flows (the first round waits for it)
         self.written: dict[str, Any] | None = None  # the status this engine wrote last
         self.writes = 0
         self._said: str | None = None  # the last error logged
@@ -172,8 +175,12 @@ class StatusWriter:
         return status
 
     def run(self, stop: threading.Event) -> None:
-        """Rounds until `stop` is set; then the engine is written as stopping."""
-        self.round()
+        """Rounds until `stop` is set (the first once the engine has started its flows); then the engine is written as
+        stopping."""
+        while self.started is not None and not self.started.wait(0.2):
+            if stop.is_set():
+                break
+        self.round(stopping=stop.is_set())
         while not stop.wait(self.interval):
             self.round()
         self.round(stopping=True)
@@ -208,4 +215,11 @@ def status_writer(host: Any, engine: str, environ: Mapping[str, str] | None = No
         log.warning("RECONCILER_STATUS_RESOURCE is set but there is no Kubernetes API here: no status is written")
         return None
     namespace, name = where
-    return StatusWriter(api, namespace, name, lambda: observe(host, engine), instance=settings.job_instance(environ))
+    return StatusWriter(
+        api,
+        namespace,
+        name,
+        lambda: observe(host, engine),
+        instance=settings.job_instance(environ),
+        started=host.reconciled,
+    )

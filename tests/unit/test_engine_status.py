@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from reconciler.contract import engine_status
 from reconciler.contract.engine_status import Phase, Seen, Wanted, crd, resource
 from reconciler.contract.engine_status import engine_status as status_of
 from reconciler.contract.jobstate import Deployment
@@ -155,16 +154,26 @@ def test_the_resource_reads_back_as_what_the_engine_wants():
 
 # --- the writer ---------------------------------------------------------------------------------------------
 class FakeApi(ThreadingHTTPServer):
-    """The Kubernetes API of one ReplicationEngine: GET it, merge-patch its status subresource."""
+    """The Kubernetes API of one ReplicationEngine, on the loopback interface: GET it, merge-patch its status
+    subresource; `history` holds the object after each patch (what Argo CD and Flux would have read)."""
 
-    def __init__(self, obj: dict[str, Any] | None):
-        self.obj, self.patches, self.lock = obj, [], threading.Lock()
+    def __init__(self, obj: dict[str, Any] | None = None):
+        self.obj, self.patches, self.history, self.lock = obj, [], [], threading.Lock()
         super().__init__(("127.0.0.1", 0), _Handler)
+
+    def start(self) -> str:
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server_port}"
+
+    def path(self) -> str | None:
+        if self.obj is None:
+            return None
+        meta = self.obj["metadata"]
+        return KubeApi("").path(meta["namespace"], meta["name"])
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: FakeApi
-    PATH = f"/apis/{engine_status.API_VERSION}/namespaces/replication/replicationengines/mirror-engine-east"
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -179,25 +188,26 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         with self.server.lock:
-            if self.path != self.PATH or self.server.obj is None:
+            if self.path != self.server.path():
                 return self._send(404, {"kind": "Status", "code": 404})
             self._send(200, self.server.obj)
 
     def do_PATCH(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         with self.server.lock:
-            if self.path != self.PATH + "/status" or self.server.obj is None:
+            if self.path != f"{self.server.path()}/status" or self.server.obj is None:
                 return self._send(404, {"kind": "Status", "code": 404})
             assert self.headers["Content-Type"] == "application/merge-patch+json"
             self.server.patches.append(body)
             self.server.obj = {**self.server.obj, "status": body["status"]}
+            self.server.history.append(json.loads(json.dumps(self.server.obj)))
             self._send(200, self.server.obj)
 
 
 @pytest.fixture
 def api():
     server = FakeApi(None)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.start()
     yield server
     server.shutdown()
 
