@@ -2,7 +2,7 @@
 
 An engine (reconciler.engine.host) is one Spark application running several flows: by default every flow
 into one target cluster (`job.engine`, default the target's alias). Per engine one file
-`<manifests_dir>/engine-<engine>.yaml` with two documents:
+`<manifests_dir>/engine-<engine>.yaml` with five documents:
 
 * a ConfigMap holding the engine directory: `engine.json` (the engine's `EngineRecord`: name, master `inherit`,
   spark_conf) and one key per flow, `flow.<source>.<target>[.<family>].json` (its job spec), plus
@@ -18,7 +18,12 @@ into one target cluster (`job.engine`, default the target's alias). Per engine o
   pods' shape (the ConfigMap's and the Secret's volumes, the environment, the metrics port, a Pod Security
   "restricted" securityContext, the working directory, the termination grace period) is in pod templates
   (`spec.driver.template`, `spec.executor.template`), which Spark applies itself: no mutating webhook is needed
-  (Spark operator v2.1 or later; docs/install.md).
+  (Spark operator v2.1 or later; docs/install.md).;
+* a ReplicationEngine (contract/engine_status.py) naming the flows with their wanted spec hashes and the topology's
+  lag SLOs (the option SLO_OPTION), into whose status the driver writes its verdict for Argo CD and Flux
+  (engine/status_resource.py; docs/gitops-controllers.md), and a Role and RoleBinding letting the driver's service
+  account read that resource and patch its status, nothing else. The ReplicationEngine CRD is written beside the
+  engines' files (CRD_FILE, `crd_text`), and applied first with `kubectl_apply`.
 
 Adding, changing and removing a flow rewrites only the ConfigMap: Kubernetes updates mounted ConfigMaps in place
 (within the kubelet's sync period, about a minute) and the running engine picks the flow files up; a flow change
