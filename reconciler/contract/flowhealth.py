@@ -217,6 +217,30 @@ def _degraded_problem(flow: str, job: JobHealth) -> Problem:
     )
 
 
+def _down_problem(flow: str, job: JobHealth) -> Problem:
+    """A job that does not replicate: why, from its last report and the verdict."""
+    if job.reported and StatusState.parse(job.state) in DOWN_STATES:
+        why = f"; last error: {job.last_error}" if job.last_error else ""
+        return Problem(
+            ProblemKind.DOWN,
+            f"job of flow {flow} is down: state {job.state}{why}",
+            "restart the job (reconciler apply), and check its logs",
+        )
+    if job.reported and job.stale:
+        age = "never" if job.status_age_seconds is None else f"{job.status_age_seconds:.0f}s ago"
+        return Problem(
+            ProblemKind.DOWN,
+            f"job of flow {flow} is not reporting: last status {age} (state {job.state}; "
+            f"a running job reports every few seconds, limit {job.stale_after or 0:.0f}s)",
+            "the job process probably died: check its deployer and restart it (reconciler apply)",
+        )
+    return Problem(
+        ProblemKind.DOWN,
+        f"job of flow {flow} is {(job.verdict or JobState.DOWN).value}: {job.why or 'no fresh status'}",
+        "restart the job (reconciler apply), and check its logs",
+    )
+
+
 def job_problems(flow: str, target: str, job: JobHealth) -> list[Problem]:
     """What is wrong with a flow's job (into `target`), from its health and the one verdict on it: nothing for a job
     that replicates its wanted spec without fault, or that just started / waits for a cluster to sync it."""
@@ -251,32 +275,7 @@ def job_problems(flow: str, target: str, job: JobHealth) -> list[Problem]:
             )
         ]
     if verdict not in REPLICATING:
-        if job.reported and StatusState.parse(job.state) in DOWN_STATES:
-            why = f"; last error: {job.last_error}" if job.last_error else ""
-            return [
-                Problem(
-                    ProblemKind.DOWN,
-                    f"job of flow {flow} is down: state {job.state}{why}",
-                    "restart the job (reconciler apply), and check its logs",
-                )
-            ]
-        if job.reported and job.stale:
-            age = "never" if job.status_age_seconds is None else f"{job.status_age_seconds:.0f}s ago"
-            return [
-                Problem(
-                    ProblemKind.DOWN,
-                    f"job of flow {flow} is not reporting: last status {age} (state {job.state}; "
-                    f"a running job reports every few seconds, limit {job.stale_after or 0:.0f}s)",
-                    "the job process probably died: check its deployer and restart it (reconciler apply)",
-                )
-            ]
-        return [
-            Problem(
-                ProblemKind.DOWN,
-                f"job of flow {flow} is {(verdict or JobState.DOWN).value}: {job.why or 'no fresh status'}",
-                "restart the job (reconciler apply), and check its logs",
-            )
-        ]
+        return [_down_problem(flow, job)]
     out = []
     if job.state == "degraded" or job.halted or job.faults:
         out.append(_degraded_problem(flow, job))
