@@ -3,7 +3,7 @@
 The kubernetes deployer renders, per engine, a `ReplicationEngine` (GROUP/VERSION, a namespaced custom resource with
 a status subresource; its CRD: `crd()`) whose spec names what the engine must run: each flow with the hash of its
 wanted spec, and the topology's lag SLOs. The engine's driver reads it, judges its flows, and writes the verdict into
-the resource's status (reconciler/engine/status_resource.py); Argo CD (deploy/argocd/health.lua) and Flux (the
+the resource's status (reconciler/engine/health_writer.py); Argo CD (deploy/argocd/health.lua) and Flux (the
 `healthCheckExprs` in deploy/flux/) read that status. docs/gitops-controllers.md says why a resource of its own.
 
 The judgement is drift's, flow by flow: the one verdict on a job (`reconciler.contract.jobstate.classify`: the flow's

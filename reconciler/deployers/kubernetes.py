@@ -21,7 +21,7 @@ into one target cluster (`job.engine`, default the target's alias). Per engine o
   (Spark operator v2.1 or later; docs/install.md).;
 * a ReplicationEngine (contract/engine_status.py) naming the flows with their wanted spec hashes and the topology's
   lag SLOs (the option SLO_OPTION), into whose status the driver writes its verdict for Argo CD and Flux
-  (engine/status_resource.py; docs/gitops-controllers.md), and a Role and RoleBinding letting the driver's service
+  (engine/health_writer.py; docs/gitops-controllers.md), and a Role and RoleBinding letting the driver's service
   account read that resource and patch its status, nothing else. The ReplicationEngine CRD is written beside the
   engines' files (CRD_FILE, `crd_text`), and applied first with `kubectl_apply`.
 

@@ -1,6 +1,6 @@
 """An engine's ReplicationEngine status (reconciler/contract/engine_status.py): a pure function from the verdict on its
 flows to Ready / Progressing / Degraded conditions, the verdict being drift's (the same problems, word for word, as
-drift's items for the same status record); and the piece that writes it (reconciler/engine/status_resource.py)
+drift's items for the same status record); and the piece that writes it (reconciler/engine/health_writer.py)
 against a stand-in for the Kubernetes API on the loopback interface."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from reconciler.contract.engine_status import engine_status as status_of
 from reconciler.contract.jobstate import Deployment
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import StatusRecord
-from reconciler.engine.status_resource import KubeApi, StatusWriter
+from reconciler.engine.health_writer import KubeApi, StatusWriter
 from reconciler.topology.model import Slo
 from tests.unit import test_drift_report as drift_cases
 from tests.unit.test_drift_report import NOW, healthy, report_of
