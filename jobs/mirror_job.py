@@ -29,11 +29,11 @@ from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.engine.clients import SharedClients  # noqa: E402
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.engine.driver_parts import CredentialWatch  # noqa: E402
+from reconciler.engine.health_writer import status_writer  # noqa: E402
 from reconciler.engine.host import EngineHost  # noqa: E402
 from reconciler.engine.lifeline import watch_parent  # noqa: E402
 from reconciler.engine.metrics import serve_merged  # noqa: E402
 from reconciler.engine.session import build_context, context_of, engine_conf, start_workers  # noqa: E402
-from reconciler.engine.health_writer import status_writer  # noqa: E402
 from reconciler.settings import AUTO_PORT  # noqa: E402
 from reconciler.topology import secrets  # noqa: E402
 
