@@ -53,9 +53,10 @@ class KubeApi:
         """RECONCILER_KUBE_API, else the pod's own API (None outside a pod)."""
         env = os.environ if environ is None else environ
         base = settings.kube_api(environ)
-        if base is not None:
-            token = SERVICE_ACCOUNT / "token"
-            return cls(base, token if token.is_file() else None)
+        if base is not None:  # the service account's token only over TLS (never to a plain http:// address)
+            token, ca = SERVICE_ACCOUNT / "token", SERVICE_ACCOUNT / "ca.crt"
+            tls = base.startswith("https://")
+            return cls(base, token if tls and token.is_file() else None, ca if tls and ca.is_file() else None)
         host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT", "443")
         if not host:
             return None
