@@ -26,6 +26,7 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
 from reconciler import settings  # noqa: E402
 from reconciler.contract.engine import EngineRecord, FlowRuntime, write_runtime  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
+from reconciler.drift.engines import engine_status  # noqa: E402
 from reconciler.engine.clients import SharedClients  # noqa: E402
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.engine.driver_parts import CredentialWatch  # noqa: E402
@@ -97,7 +98,7 @@ def run_engine(args: argparse.Namespace) -> int:
     host = EngineHost(engine_dir, make_driver, on_change=lambda flows: _say_who(port, app, flows))
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: host.stop_event.set())
-    writer = status_writer(host, record.name)  # on Kubernetes: the engine's verdict for Argo CD and Flux
+    writer = status_writer(host, record.name, engine_status)  # on Kubernetes: the verdict for Argo CD and Flux
     try:
         if writer is not None:
             writer.start(host.stop_event)

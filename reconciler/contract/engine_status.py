@@ -6,10 +6,10 @@ wanted spec, and the topology's lag SLOs. The engine's driver reads it, judges i
 the resource's status (reconciler/engine/health_writer.py); Argo CD (deploy/argocd/health.lua) and Flux (the
 `healthCheckExprs` in deploy/flux/) read that status. docs/gitops-controllers.md says why a resource of its own.
 
-The judgement is drift's, flow by flow: the one verdict on a job (`reconciler.contract.jobstate.classify`: the flow's
-own status record and what the engine knows of its driver thread), then what is wrong with a job that runs
-(`reconciler.contract.flowhealth`: partitions it does not copy, data lost at the source, a spec other than the
-wanted one, lag, lag age and p99 record age over the SLOs). A flow is
+The judgement is drift's, flow by flow (`reconciler.drift.engines`): the one verdict on a job
+(`reconciler.contract.jobstate.classify`: the flow's own status record and what the engine knows of its driver
+thread), then drift's items of a job that runs (`reconciler.drift.report`: partitions it does not copy, data lost at
+the source, a spec other than the wanted one, lag, lag age and p99 record age over the SLOs). A flow is
 
     Ready        running its wanted spec, every partition copied, within the SLOs
     Progressing  starting, waiting for its flow file, restarting for a change, running an older spec than wanted
@@ -30,11 +30,10 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from reconciler.contract.flowhealth import Problem, ProblemKind, job_health, job_problems, lag_problems
-from reconciler.contract.jobstate import Deployment, JobState, LiveJob, classify
+from reconciler.contract.jobstate import Deployment, JobState
 from reconciler.contract.status import StatusRecord
 from reconciler.topology.model import Slo
 
@@ -71,10 +70,6 @@ REASONS = {
     Phase.DEGRADED: "Degraded",
     Phase.SUSPENDED: "Suspended",
 }
-#: Verdicts of a flow that is on its way (not down): started, waiting for its file, restarting, moving in.
-_ON_ITS_WAY = frozenset(
-    {JobState.STARTING, JobState.PENDING_SYNC, JobState.RESTART_REQUIRED, JobState.NOT_DEPLOYED, JobState.ELSEWHERE}
-)
 
 
 def slo_spec(slo: Slo) -> dict[str, float]:
@@ -126,43 +121,10 @@ class FlowVerdict:
     verdict: JobState
     phase: Phase
     message: str = ""
-    problems: tuple[Problem, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"name": self.flow, "phase": self.phase.value, "verdict": self.verdict.value}
         return {**out, "message": self.message} if self.message else out
-
-
-def judge_flow(flow: str, want_hash: str | None, seen: Seen, slo: Slo, now_ms: int) -> FlowVerdict:
-    """One flow of the engine: the one verdict on its job, then drift's problems of a running one."""
-    dep = seen.deployment
-    state, why = classify(flow, seen.record, dep, now_ms)
-    interval = dep.spec.engine.status_interval_seconds if dep is not None and dep.spec is not None else None
-    live = LiveJob(flow, state, why, seen.record, dep)
-    job = job_health(seen.record, want_hash, now_ms, status_interval_seconds=interval, live=live)
-    target = dep.spec.target.alias if dep is not None and dep.spec is not None else "its target"
-    problems = tuple(job_problems(flow, target, job) + lag_problems(flow, job, slo))
-    if state is JobState.NOT_DEPLOYED:
-        return FlowVerdict(
-            flow,
-            state,
-            Phase.PROGRESSING,
-            f"flow {flow} is not in the engine yet: its flow file has "
-            "not reached the pod (the kubelet updates a mounted ConfigMap within about a minute)",
-        )
-    if state in _ON_ITS_WAY:
-        return FlowVerdict(
-            flow, state, Phase.PROGRESSING, f"flow {flow} is {state.value}" + (f": {why}" if why else "")
-        )
-    if state is JobState.STOPPED:
-        return FlowVerdict(flow, state, Phase.SUSPENDED, f"flow {flow} is stopped: {why or 'on purpose'}", problems)
-    bad = [p for p in problems if p.kind is not ProblemKind.OLD_SPEC]
-    if state is not JobState.RUNNING or bad:
-        said = "; ".join(p.message for p in bad) or f"flow {flow} is {state.value}: {why}"
-        return FlowVerdict(flow, state, Phase.DEGRADED, said, problems)
-    if problems:  # only an older spec than wanted: the new one is on its way (or waits for an apply)
-        return FlowVerdict(flow, state, Phase.PROGRESSING, problems[0].message, problems)
-    return FlowVerdict(flow, state, Phase.READY)
 
 
 def _phase(verdicts: list[FlowVerdict], stopping: bool) -> Phase:
@@ -193,29 +155,18 @@ def _iso(ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
 
-def engine_status(
+def status_of(
     wanted: Wanted,
-    seen: Mapping[str, Seen],
+    verdicts: list[FlowVerdict],
     now_ms: int,
     *,
     stopping: bool = False,
     previous: Mapping[str, Any] | None = None,
     instance: str | None = None,
 ) -> dict[str, Any]:
-    """The status of a ReplicationEngine (pure): `wanted` its spec, `seen` what the engine knows of each flow it runs
-    (flows it runs that `wanted` does not name are leaving it), `stopping` once its driver was asked to stop,
-    `previous` the status it holds (a condition whose status is unchanged keeps its lastTransitionTime)."""
-    verdicts = [judge_flow(f, h, seen.get(f, Seen()), wanted.slo, now_ms) for f, h in sorted(wanted.flows.items())]
-    for flow, s in sorted(seen.items()):
-        if flow not in wanted.flows and s.deployment is not None and s.deployment.alive:
-            verdicts.append(
-                FlowVerdict(
-                    flow,
-                    JobState.RUNNING,
-                    Phase.PROGRESSING,
-                    f"flow {flow} is no longer wanted: it stops once its flow file leaves the pod",
-                )
-            )
+    """The status of a ReplicationEngine (pure), from the verdict on each of its flows (drift's judgement:
+    `reconciler.drift.engines.engine_status`); `stopping` once its driver was asked to stop, `previous` the status it
+    holds (a condition whose status is unchanged keeps its lastTransitionTime)."""
     if stopping:
         verdicts = [
             FlowVerdict(v.flow, v.verdict, Phase.SUSPENDED, f"flow {v.flow} stops with its engine") for v in verdicts

@@ -3,8 +3,8 @@
 On Kubernetes the deployer renders a ReplicationEngine per engine and hands the driver its name
 (RECONCILER_STATUS_RESOURCE, `NAMESPACE/NAME`). Every few seconds (`ROUND_SECONDS`) the driver reads the resource (its
 spec: the flows wanted, their spec hashes, the SLOs, the generation), judges its flows with what it knows of them (each
-flow's last status record and its driver thread: `observe`) by the pure `reconciler.contract.engine_status.
-engine_status`, and writes the status when it differs from the one it wrote last (a JSON merge patch of the status
+flow's last status record and its driver thread: `observe`) by drift's judgement (`reconciler.drift.engines.
+engine_status`, pure, handed over by the job's entry point), and writes the status when it differs from the one it wrote last (a JSON merge patch of the status
 subresource). When the driver is asked to stop (SIGTERM: the pod deleted, the application resubmitted) it writes the
 engine as stopping at once.
 
@@ -36,6 +36,9 @@ from reconciler.contract.engine_status import Seen, Wanted
 from reconciler.contract.jobstate import Deployment
 
 log = logging.getLogger(__name__)
+#: The judgement: (wanted, seen, now_ms, stopping=, previous=, instance=) -> the status (`reconciler.drift.engines.
+#: engine_status`, which the job's entry point hands over: the engine does not import drift).
+Judge = Callable[..., dict[str, Any]]
 
 ROUND_SECONDS = 5.0
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -133,13 +136,14 @@ class StatusWriter:
         namespace: str,
         name: str,
         observe: Callable[[], Mapping[str, Seen]],
+        judge: Judge,
         *,
         instance: str | None = None,
         interval: float = ROUND_SECONDS,
         clock: Callable[[], float] = time.time,
         started: threading.Event | None = None,
     ):
-        self.api, self.namespace, self.name, self.observe = api, namespace, name, observe
+        self.api, self.namespace, self.name, self.observe, self.judge = api, namespace, name, observe, judge
         self.instance, self.interval, self.clock = instance, interval, clock
         self.started = started  # set once the engine has started its flows (the first round waits for it)
         self.written: dict[str, Any] | None = None  # the status this engine wrote last
@@ -152,7 +156,7 @@ class StatusWriter:
         try:
             obj = self.api.get(self.namespace, self.name)
             held = obj.get("status")
-            status = engine_status.engine_status(
+            status = self.judge(
                 Wanted.of(obj),
                 self.observe(),
                 int(self.clock() * 1000),
@@ -205,7 +209,9 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def status_writer(host: Any, engine: str, environ: Mapping[str, str] | None = None) -> StatusWriter | None:
+def status_writer(
+    host: Any, engine: str, judge: Judge, environ: Mapping[str, str] | None = None
+) -> StatusWriter | None:
     """The engine's status writer when it has a ReplicationEngine to write to (RECONCILER_STATUS_RESOURCE) and an API
     to write through; None otherwise (the local and standalone deployers)."""
     where = settings.status_resource(environ)
@@ -221,6 +227,7 @@ def status_writer(host: Any, engine: str, environ: Mapping[str, str] | None = No
         namespace,
         name,
         lambda: observe(host, engine),
+        judge,
         instance=settings.job_instance(environ),
         started=host.reconciled,
     )

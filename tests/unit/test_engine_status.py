@@ -1,7 +1,7 @@
 """An engine's ReplicationEngine status (reconciler/contract/engine_status.py): a pure function from the verdict on its
 flows to Ready / Progressing / Degraded conditions, the verdict being drift's (the same problems, word for word, as
-drift's items for the same status record); and the piece that writes it (reconciler/engine/health_writer.py)
-against a stand-in for the Kubernetes API on the loopback interface."""
+drift's items for the same status record: reconciler/drift/engines.py); and the piece that writes it
+(reconciler/engine/health_writer.py) against a stand-in for the Kubernetes API on the loopback interface."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from reconciler.contract.engine_status import Phase, Seen, Wanted, crd, resource
-from reconciler.contract.engine_status import engine_status as status_of
 from reconciler.contract.jobstate import Deployment
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import StatusRecord
+from reconciler.drift.engines import engine_status as status_of
 from reconciler.engine.health_writer import KubeApi, StatusWriter
 from reconciler.topology.model import Slo
 from tests.unit import test_drift_report as drift_cases
@@ -71,7 +71,7 @@ def test_a_flow_replicating_its_wanted_spec_within_the_slos_is_ready(world):
     ],
 )
 def test_what_drift_reports_of_a_flow_is_what_its_engine_says_word_for_word(world, case, record, phase):
-    """The engine's message for a flow is drift's item for the same record: one judgement (contract/flowhealth.py)."""
+    """The engine's message for a flow is drift's item for the same record: one judgement (drift/engines.py)."""
     topo = world.topology
     rec = healthy(topo, FLOW, **record)
     status = status_of(_wanted(topo), {FLOW: _seen(topo, rec)}, NOW)
@@ -220,6 +220,7 @@ def test_the_writer_writes_the_status_when_it_changes_and_only_then(world, api, 
         "replication",
         "mirror-engine-east",
         lambda: seen,
+        status_of,
         clock=lambda: NOW / 1000,
     )
     assert writer.round() is None and "HTTP 404" in caplog.text and "CRD is not installed" in caplog.text
