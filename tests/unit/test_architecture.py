@@ -518,7 +518,6 @@ MAX_FUNCTION_LINES = 80
 FUNCTION_SIZE_EXCEPTIONS: set[str] = {
     "reconciler/jobplan/plan.py:_plan_desired",  # being split by the issue-49 helper on jobplan/plan.py
     "reconciler/render/plan_markdown.py:_render",  # being split by the issue-49 helper on render/plan_markdown.py
-    "reconciler/deployers/kubernetes.py:render_engine",  # being split by the issue-49 helper on deployers/kubernetes.py
     "reconciler/engine/worker.py:run",  # being split by the issue-49 helper on engine/worker.py
 }
 
