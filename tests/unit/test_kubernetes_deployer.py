@@ -565,3 +565,25 @@ def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s
     k8s.capsys.readouterr()
     assert k8s.spec(ORDERS).settings.delivery.value == "exactly-once"
     assert not [k for k in k8s.manifest()[0]["data"] if k.endswith(".restart")], "no restart token"
+
+
+def test_the_slos_reach_the_engines_replicationengine_and_a_change_restarts_nothing(k8s):
+    """The topology's lag SLOs are the ReplicationEngine's spec.slo (the engine judges its flows by them): a change is
+    an update that rewrites that resource only, no restart token, the SparkApplication's spec as it was."""
+    k8s.write(extra="slo: {max_lag_records: 100, max_heartbeat_age_seconds: 30}")
+    k8s.apply()
+    k8s.report_all()
+    assert k8s.jobs() == []
+    docs = list(yaml.safe_load_all(k8s.file().read_text()))
+    assert [d["kind"] for d in docs] == ["ConfigMap", "SparkApplication", "ReplicationEngine", "Role", "RoleBinding"]
+    engine, app = docs[2], docs[1]
+    assert engine["spec"]["slo"] == {"maxLagRecords": 100}, "the heartbeat age is drift's"
+    assert engine["spec"]["flows"] == [{"name": ORDERS, "specHash": k8s.spec(ORDERS).spec_hash()}]
+    k8s.write(extra="slo: {max_lag_records: 5000}")
+    [update] = k8s.jobs()
+    assert update["kind"] == "update_job" and "its ReplicationEngine is rewritten, no restart" in update["reason"]
+    k8s.apply()
+    after = list(yaml.safe_load_all(k8s.file().read_text()))
+    assert after[2]["spec"]["slo"] == {"maxLagRecords": 5000}
+    assert after[1]["spec"] == app["spec"], "the SparkApplication is not resubmitted"
+    assert not [k for k in after[0]["data"] if k.endswith(".restart")], "no flow restarts"
