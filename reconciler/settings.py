@@ -24,6 +24,7 @@ nothing changed. An unset or empty variable is its default.
 | RECONCILER_METRICS_PORT       | 0           | the job's Prometheus port (0: none; `auto`: any free port); set by the deployers |
 | RECONCILER_METRICS_BIND       | 127.0.0.1   | the address the job's /metrics listens on; set by the deployers (kubernetes: 0.0.0.0) |
 | RECONCILER_TEST_TXN_DELAY_MS  | 0           | tests only: milliseconds an exactly-once task waits before committing |
+| RECONCILER_TEST_PLAN_SCHEMA   | off         | tests only: every plan JSON document made is checked against schemas/plan.schema.json |
 | RECONCILER_JOB_INSTANCE       | (unset)     | the id of a job instance, set by the deployer on every process of it |
 | RECONCILER_JOB_DIR            | (unset)     | the job's state directory, set by the deployer                 |
 | RECONCILER_PLAN_KEY           | (unset)     | the secret that signs saved plans (`plan --out`) and verifies them (`apply FILE`) |
@@ -247,6 +248,16 @@ TEST_TXN_DELAY_MS = _setting(
     _number(False, 0),
     "0",
 )
+#: The test suite sets it for the whole session (tests/conftest.py): every plan JSON document the reconciler makes,
+#: in the test process and in every CLI it starts, is checked against the schema where it is made
+#: (reconciler/plan/document.py); a document that does not follow the schema is an error, not an output.
+TEST_PLAN_SCHEMA = _setting(
+    "RECONCILER_TEST_PLAN_SCHEMA",
+    False,
+    "tests only: check every plan JSON document against schemas/plan.schema.json as it is made",
+    _switch,
+    "on",
+)
 
 JOB_INSTANCE: Setting[str | None] = _setting(
     INSTANCE_ENV, None, "a job instance's id, set by the deployer", str, "(unset: the deployer sets it)"
@@ -367,6 +378,11 @@ def metrics_bind(environ: Mapping[str, str] | None = None) -> str:
 def txn_delay_for_tests(environ: Mapping[str, str] | None = None) -> float:
     """Seconds an exactly-once task waits, records written, before committing (fault-injection tests only)."""
     return TEST_TXN_DELAY_MS(environ) / 1000.0
+
+
+def plan_schema_check(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether each plan JSON document is checked against its schema as it is made (the test suite's setting)."""
+    return TEST_PLAN_SCHEMA(environ)
 
 
 def job_instance(environ: Mapping[str, str] | None = None) -> str | None:

@@ -1,7 +1,7 @@
 """The action base: `ActionKind`, `Phase`, `Verb` and the `Action` dataclass every plan action subclasses.
 
 The action types themselves are in plan/actions.py (topics, configs, ACLs) and plan/job_actions.py (jobs);
-plan/actions.py lists every one in `ACTION_TYPES`.
+plan/actions.py lists every one in `ACTION_TYPES`. Each names its `KIND`, `PHASE`, `VERB` and `RISK` (plan/risk.py).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from reconciler.plan.reasons import ReasonKind
+from reconciler.plan.risk import Risk
 from reconciler.state.live import AclBinding
 
 
@@ -58,6 +59,8 @@ class Action:
     KIND: ClassVar[ActionKind]
     PHASE: ClassVar[Phase]
     VERB: ClassVar[Verb]
+    #: the risk class of every action of this type (plan/risk.py): what policies forbid or ask an approval for
+    RISK: ClassVar[Risk]
     REASON_KIND: ClassVar[ReasonKind] = ReasonKind.OTHER
 
     cluster: str
@@ -67,6 +70,10 @@ class Action:
     def reason_kind(self) -> ReasonKind:
         """What the action is about (typed; `reason` is the same in words, for people)."""
         return self.REASON_KIND
+
+    @property
+    def risk(self) -> Risk:
+        return self.RISK
 
     @property
     def subject(self) -> str:
@@ -99,6 +106,7 @@ class Action:
             out[f.name] = value
         out["description"] = self.describe()
         out["reason_kind"] = self.reason_kind.value
+        out["risk"] = self.risk.value
         return out
 
     @classmethod

@@ -1,8 +1,9 @@
 """Typed plan actions and the Plan: an ordered, serializable list of them, with findings.
 
 Extending: add a member to `ActionKind` (plan/action_base.py), subclass `Action` with `KIND`, `PHASE`,
-`VERB` and its fields, list the class in `ACTION_TYPES` below, and give the executor a handler for the
-kind (reconciler/operations/handlers.py). (The job actions, plan/job_actions.py, are built this way.)
+`VERB`, `RISK` (plan/risk.py) and its fields, list the class in `ACTION_TYPES` below, describe its kind and
+fields in schemas/plan.schema.json (`$defs/kinds`) and docs/plan-json.md, and give the executor a handler for
+the kind (reconciler/operations/handlers.py). (The job actions, plan/job_actions.py, are built this way.)
 Nothing registers itself on import. Order is deterministic: per cluster, creates, config changes,
 partition changes, ACLs, then every deletion last.
 """
@@ -18,18 +19,20 @@ from reconciler.plan.findings import Finding, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
 from reconciler.plan.permissions import RequiredAcl
 from reconciler.plan.reasons import ReasonKind
+from reconciler.plan.risk import Risk
 from reconciler.state.live import AclBinding
 
 FORMAT_VERSION = 1
 #: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings; 3 = `joined`
 #: on `restart_job` (one engine replacement, one action); 4 = `permissions` (the ACLs the flows need on the clusters
-#: the plan checked, issue 45).
-FORMAT_MINOR = 4
+#: the plan checked, issue 45); 5 = `risk` on every action (plan/risk.py), the `policy` object of `plan --policy`.
+FORMAT_MINOR = 5
 
 
 @dataclass(frozen=True)
 class CreateTopic(Action):
     KIND = ActionKind.CREATE_TOPIC
+    RISK = Risk.CREATE
     REASON_KIND = ReasonKind.TOPIC_MISSING
     PHASE = Phase.CREATE
     VERB = Verb.CREATE
@@ -50,6 +53,7 @@ class CreateTopic(Action):
 @dataclass(frozen=True)
 class SetConfig(Action):
     KIND = ActionKind.SET_CONFIG
+    RISK = Risk.CONFIG
     REASON_KIND = ReasonKind.CONFIG
     PHASE = Phase.CONFIG
     VERB = Verb.UPDATE
@@ -69,6 +73,7 @@ class SetConfig(Action):
 @dataclass(frozen=True)
 class AddPartitions(Action):
     KIND = ActionKind.ADD_PARTITIONS
+    RISK = Risk.GROW
     REASON_KIND = ReasonKind.PARTITIONS
     PHASE = Phase.PARTITIONS
     VERB = Verb.UPDATE
@@ -101,6 +106,7 @@ class _AclAction(Action):
 @dataclass(frozen=True)
 class CreateAcl(_AclAction):
     KIND = ActionKind.CREATE_ACL
+    RISK = Risk.ACL
     REASON_KIND = ReasonKind.ACL
     PHASE = Phase.ACL
     VERB = Verb.CREATE
@@ -110,6 +116,7 @@ class CreateAcl(_AclAction):
 @dataclass(frozen=True)
 class DeleteAcl(_AclAction):
     KIND = ActionKind.DELETE_ACL
+    RISK = Risk.DELETE
     REASON_KIND = ReasonKind.ACL
     PHASE = Phase.DELETE_ACL
     VERB = Verb.DELETE
@@ -119,6 +126,7 @@ class DeleteAcl(_AclAction):
 @dataclass(frozen=True)
 class DeleteConfig(Action):
     KIND = ActionKind.DELETE_CONFIG
+    RISK = Risk.DELETE
     REASON_KIND = ReasonKind.CONFIG
     PHASE = Phase.DELETE_CONFIG
     VERB = Verb.DELETE
@@ -136,6 +144,7 @@ class DeleteConfig(Action):
 @dataclass(frozen=True)
 class DeleteTopic(Action):
     KIND = ActionKind.DELETE_TOPIC
+    RISK = Risk.DELETE
     REASON_KIND = ReasonKind.TOPIC_EXTRA
     PHASE = Phase.DELETE_TOPIC
     VERB = Verb.DELETE

@@ -32,6 +32,7 @@ from reconciler.contract.deployers import ENGINE_SLOTS_HINT, KUBERNETES, SPARK_S
 from reconciler.contract.spec import JobSpec
 from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
 from reconciler.plan.reasons import ReasonKind
+from reconciler.plan.risk import Risk
 
 
 def short(spec_hash: str | None) -> str:
@@ -119,6 +120,7 @@ class JobAction(Action):
 @dataclass(frozen=True)
 class DeployJob(JobAction):
     KIND = ActionKind.DEPLOY_JOB
+    RISK = Risk.CREATE
     REASON_KIND = ReasonKind.JOB_MISSING
     PHASE = Phase.JOB
     VERB = Verb.CREATE
@@ -143,6 +145,7 @@ class UpdateJob(JobAction):
     """Only hot-reloadable fields differ: the running job gets the new spec and applies it itself."""
 
     KIND = ActionKind.UPDATE_JOB
+    RISK = Risk.CONFIG
     REASON_KIND = ReasonKind.JOB_STALE_SPEC
     PHASE = Phase.JOB
     VERB = Verb.UPDATE
@@ -166,6 +169,7 @@ class RestartJob(JobAction):
     """The job is down, or a field it cannot take while running changed: graceful stop, then start."""
 
     KIND = ActionKind.RESTART_JOB
+    RISK = Risk.RESTART
     REASON_KIND = ReasonKind.JOB_STALE_SPEC
     PHASE = Phase.JOB
     VERB = Verb.UPDATE
@@ -260,6 +264,7 @@ class RestartJob(JobAction):
 @dataclass(frozen=True)
 class StopJob(JobAction):
     KIND = ActionKind.STOP_JOB
+    RISK = Risk.DELETE
     REASON_KIND = ReasonKind.JOB_UNWANTED
     PHASE = Phase.STOP_JOB
     VERB = Verb.DELETE

@@ -22,7 +22,7 @@ two folders import each other, through any path:
        brokers), interop (MM2 import/export)
     4  plan (desired state, diff, actions, findings: the planner), deployers (local, standalone, kubernetes),
        engine (the job's runtime: the engine host, a flow's driver, the tasks' copy code)
-    5  apply (executor, lease), drift
+    5  apply (executor, lease), drift, policy (policy files read and judging a plan)
     6  jobplan (the planner's part for jobs: desired and live jobs, their actions' handlers), render,
        resources.mirror_job (the job's entry point, run by spark-submit as a file: jobs/mirror_job.py, linked into
        resources/ so an installed package ships it; its own node, since the rest of resources/ is package data that
@@ -143,7 +143,7 @@ LAYERS: tuple[tuple[str, ...], ...] = tuple(
         "analysis logs adapters gitops",
         "contract dev interop",
         "plan deployers engine",
-        "apply drift",
+        "apply drift policy",
         "jobplan render resources.mirror_job",
         "operations",
         "cli",

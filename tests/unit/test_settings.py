@@ -33,6 +33,7 @@ BAD = {
     "RECONCILER_METRICS_PORT": "abc",
     "RECONCILER_METRICS_BIND": "abc",
     "RECONCILER_TEST_TXN_DELAY_MS": "abc",
+    "RECONCILER_TEST_PLAN_SCHEMA": "maybe",
     "RECONCILER_JOB_DIR": "{file}",
     "RECONCILER_JOB_INSTANCE": None,  # any text is an id
     "RECONCILER_PLAN_KEY": None,  # any text is a key (never printed: its length is checked where it is used)
