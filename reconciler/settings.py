@@ -30,6 +30,8 @@ nothing changed. An unset or empty variable is its default.
 | RECONCILER_PLAN_KEY           | (unset)     | the secret that signs saved plans (`plan --out`) and verifies them (`apply FILE`) |
 | RECONCILER_PLAN_KEY_PREVIOUS  | (unset)     | during a key rotation: the former key, accepted to verify (never to sign) |
 | RECONCILER_SECRETS_DIR        | (unset)     | a directory of credential files: `${NAME}` reads the file NAME there before the environment |
+| RECONCILER_STATUS_RESOURCE    | (unset)     | `NAMESPACE/NAME` of the ReplicationEngine an engine writes its verdict to; set by the kubernetes deployer |
+| RECONCILER_KUBE_API           | (unset)     | the Kubernetes API an engine writes its status to (unset: the pod's, from KUBERNETES_SERVICE_HOST) |
 """
 
 from __future__ import annotations
@@ -285,6 +287,36 @@ SECRETS_DIR: Setting[Path | None] = _setting(
     "/etc/reconciler/secrets",
 )
 
+#: The ReplicationEngine (`NAMESPACE/NAME`) an engine writes its verdict to (contract/engine_status.py), set on the
+#: driver by the kubernetes deployer; and the API it is written through (unset: the pod's own, in-cluster).
+STATUS_RESOURCE_ENV = "RECONCILER_STATUS_RESOURCE"
+KUBE_API_ENV = "RECONCILER_KUBE_API"
+
+
+def _namespaced_name(raw: str) -> str:
+    namespace, _, name = raw.partition("/")
+    if not namespace or not name or "/" in name:
+        raise ValueError("NAMESPACE/NAME")
+    return raw
+
+
+def _url(raw: str) -> str:
+    if not raw.startswith(("https://", "http://")):
+        raise ValueError("an http(s) URL")
+    return raw.rstrip("/")
+
+
+STATUS_RESOURCE: Setting[str | None] = _setting(
+    STATUS_RESOURCE_ENV,
+    None,
+    "the ReplicationEngine an engine writes its status to, set by the kubernetes deployer",
+    _namespaced_name,
+    "replication/mirror-engine-east",
+)
+KUBE_API: Setting[str | None] = _setting(
+    KUBE_API_ENV, None, "the Kubernetes API an engine writes its status to", _url, "http://127.0.0.1:8001"
+)
+
 
 def admin_timeout(environ: Mapping[str, str] | None = None) -> float:
     return ADMIN_TIMEOUT(environ)
@@ -366,6 +398,17 @@ def job_dir(environ: Mapping[str, str] | None = None) -> Path | None:
 def secrets_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     """The directory of credential files `${NAME}` reads before the environment (None: the environment only)."""
     return SECRETS_DIR(environ)
+
+
+def status_resource(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """(namespace, name) of the ReplicationEngine this engine writes its status to (None: none)."""
+    raw = STATUS_RESOURCE(environ)
+    return None if raw is None else (raw.partition("/")[0], raw.partition("/")[2])
+
+
+def kube_api(environ: Mapping[str, str] | None = None) -> str | None:
+    """The Kubernetes API to write an engine's status through (None: the pod's own)."""
+    return KUBE_API(environ)
 
 
 def plan_keys(environ: Mapping[str, str] | None = None) -> dict[str, str]:

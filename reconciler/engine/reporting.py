@@ -91,6 +91,7 @@ class Reporter(UsesClients[ReportClients]):
         self._producing = threading.Lock()  # the number check and the produce, as one
         self._rounds = 0  # rounds numbered
         self._published = 0  # the number of the newest round produced
+        self.last_record: StatusRecord | None = None  # the record produced last (the engine's status resource reads it)
 
     @property
     def checkpoints(self) -> CheckpointEmitter | None:
@@ -244,6 +245,7 @@ class Reporter(UsesClients[ReportClients]):
             if number < self._published:
                 return
             self._published = number
+            self.last_record = record
             self.metrics.observe_lag(lag)
             clients = self._clients
             if clients is None:

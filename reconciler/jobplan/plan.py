@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.deployers import KUBERNETES, SLO_OPTION
 from reconciler.contract.spec import JobSpec, restart_fields_of, rotated_sides
 from reconciler.jobplan import backend as job_backend
 from reconciler.jobplan.engines import plan_engines
@@ -228,7 +228,9 @@ def _plan_running(d: DesiredJob, lj: LiveJob, changes: dict[str, list], args: di
             **args,
         )
     option_changes = _option_changes(d, dep)
+    slo_changed = option_changes.pop(SLO_OPTION, None)  # the engine's ReplicationEngine is rewritten, nothing restarts
     if option_changes:
+        option_changes.update({SLO_OPTION: slo_changed} if slo_changed else {})
         if "engine" in option_changes:
             before = option_changes["engine"][0]
             reason = (
@@ -243,6 +245,13 @@ def _plan_running(d: DesiredJob, lj: LiveJob, changes: dict[str, list], args: di
             changes={**changes, **option_changes},
             state=state,
             why=ReasonKind.JOB_DEPLOYMENT,
+            **args,
+        )
+    if not changes and slo_changed:
+        return UpdateJob(
+            reason="the lag SLOs its engine judges it by changed: its ReplicationEngine is rewritten, no restart",
+            current_hash=current_hash,
+            changes={SLO_OPTION: slo_changed},
             **args,
         )
     if not changes:

@@ -23,10 +23,11 @@ two folders import each other, through any path:
        brokers), interop (MM2 import/export)
     4  plan (desired state, diff, actions, findings: the planner), deployers (local, standalone, kubernetes),
        engine (the job's runtime: the engine host, a flow's driver, the tasks' copy code)
-    5  apply (executor, lease), drift, policy (policy files read and judging a plan), resources.mirror_job (the
-       job's entry point, run by spark-submit as a file: jobs/mirror_job.py, linked into resources/ so an
-       installed package ships it; its own node, since the rest of resources/ is package data that topology/ reads)
-    6  jobplan (the planner's part for jobs: desired and live jobs, their actions' handlers), render
+    5  apply (executor, lease), drift, policy (policy files read and judging a plan)
+    6  jobplan (the planner's part for jobs: desired and live jobs, their actions' handlers), render,
+       resources.mirror_job (the job's entry point, run by spark-submit as a file: jobs/mirror_job.py, linked into
+       resources/ so an installed package ships it; its own node, since the rest of resources/ is package data that
+       topology/ reads; above drift, whose judgement of its flows an engine on Kubernetes publishes)
     7  operations (observe, plan, apply, drift over a Backend)
     8  cli
     9  __main__
@@ -149,8 +150,8 @@ LAYERS: tuple[tuple[str, ...], ...] = tuple(
         "analysis logs adapters gitops",
         "contract dev interop",
         "plan deployers engine",
-        "apply drift policy resources.mirror_job",
-        "jobplan render",
+        "apply drift policy",
+        "jobplan render resources.mirror_job",
         "operations",
         "cli",
         "__main__",
@@ -558,7 +559,6 @@ MAX_FUNCTION_LINES = 80
 #: same time as this check lands, each in its own branch: theirs, not this list's. Each entry goes with its split (a
 #: test below fails on an entry whose function is no longer over the limit); once the set is empty, it goes too.
 FUNCTION_SIZE_EXCEPTIONS: set[str] = {
-    "reconciler/deployers/kubernetes.py:render_engine",  # being split by the issue-49 helper on deployers/kubernetes.py
 }
 
 

@@ -39,6 +39,8 @@ BAD = {
     "RECONCILER_PLAN_KEY": None,  # any text is a key (never printed: its length is checked where it is used)
     "RECONCILER_PLAN_KEY_PREVIOUS": None,
     "RECONCILER_SECRETS_DIR": "{file}",
+    "RECONCILER_STATUS_RESOURCE": "no-slash",
+    "RECONCILER_KUBE_API": "127.0.0.1:8001",
 }
 
 
