@@ -28,6 +28,17 @@ from reconciler.engine.tasks import TP
 log = logging.getLogger(__name__)
 
 
+def _committed(consumer: Any, tps: list[Any], timeout: float) -> list[Any]:
+    """A group's committed offsets of `tps`; a partition the broker answered with an error (the coordinator loading,
+    an offset commit of an open transaction: UNSTABLE_OFFSET_COMMIT) raises, to be read again: taken for "nothing
+    committed", it would copy the partition again from its log start."""
+    got = consumer.committed(tps, timeout=timeout)
+    errors = [f"{tp.topic}[{tp.partition}]: {tp.error}" for tp in got if tp.error is not None]
+    if errors:
+        raise RuntimeError(f"committed offsets not read: {', '.join(errors[:5])}")
+    return got
+
+
 def _retry(what: str, fn, attempts: int = 5, delay: float = 0.5):
     last: Exception | None = None
     for i in range(attempts):
@@ -123,7 +134,7 @@ class OffsetStore:
         tps = [TopicPartition(partitions[k], k[1]) for k in keys]
         got = _retry(
             "read exactly-once offsets",
-            lambda: self._target.committed(tps, timeout=patience.timeout),
+            lambda: _committed(self._target, tps, patience.timeout),
             patience.attempts,
         )
         for k, tp in zip(keys, got):
@@ -148,9 +159,7 @@ class OffsetStore:
         keys = list(partitions)
         out = {k: known.get(k, (None, None)) for k in keys}
         tps = [TopicPartition(k[0], k[1]) for k in keys]
-        got = _retry(
-            "read source offsets", lambda: self._source.committed(tps, timeout=patience.timeout), patience.attempts
-        )
+        got = _retry("read source offsets", lambda: _committed(self._source, tps, patience.timeout), patience.attempts)
         for k, tp in zip(keys, got):
             if out[k][0] is None and tp.offset >= 0:
                 out[k] = (tp.offset, None)

@@ -205,6 +205,13 @@ class SourceFaults(UsesClients[FaultClients]):
                 high = w_high if high is None else high
             except Exception:  # noqa: BLE001
                 pass
+        if kind is None and (low is None or high is None):
+            # which loss is not known (the source does not answer its watermarks): decided when the partition's
+            # next batch reports it again, never now (the log start would copy it all again, a halt would stop it)
+            self.log.info(
+                "cannot classify the offset %s of %s (%s): read again at the next batch", position, tp, reason
+            )
+            return
         if kind is None:
             kind = (position_loss(position, low, high) if low is not None and high is not None else None) or (
                 FaultKind.OUT_OF_RANGE
@@ -213,8 +220,14 @@ class SourceFaults(UsesClients[FaultClients]):
         if kind is FaultKind.LOST_TAIL and policy is OffsetReset.RESUME:
             try:
                 back = self.read_back(tp)
-            except Exception as exc:  # noqa: BLE001 - the offsets' rule decides
+            except Exception as exc:  # noqa: BLE001
+                # where the tail diverges is not known yet: the partition is held out of the batches until its tail
+                # is read back (`check_tails`), not resumed at the log start (copied again: duplicates, even
+                # exactly-once) on a read that timed out
                 self.log.info("cannot read the tail of %s back: %s", tp, exc)
+                if self.parts.tails.ring(tp):
+                    self.parts.tails.suspect([tp], reason)
+                    return
                 back = None
             if isinstance(back, int) and back <= position and (high is None or back <= high):
                 self.resume_after_divergence(tp, position, back, reason, low, high)

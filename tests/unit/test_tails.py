@@ -255,6 +255,36 @@ def test_a_position_past_the_end_resumes_where_the_tail_diverges_not_at_the_end(
     assert event.reused == 40 and event.kind is FaultKind.LOST_TAIL
 
 
+def test_a_position_past_the_end_whose_tail_cannot_be_read_waits_for_the_read_not_the_log_start():
+    # the lost-tail test under load (exactly-once, 2026-11-28): the read back timed out while the source restarted,
+    # the partition resumed at the log start and was copied twice
+    faults, parts, progress, source = setup(lost_from=60, refilled_to=80)
+    answered = source.records_at
+
+    def timed_out(tp, offsets):
+        raise TimeoutError("the record at offset 99 was not read back")
+
+    source.records_at = timed_out  # type: ignore[method-assign]
+    faults.out_of_range(TPX, 100, "offset 100 is past the log end 80", 0, 80, FaultKind.LOST_TAIL)
+    assert parts.positions[TPX] == 100 and not progress.out_of_range and not source.moved
+    assert faults.held_back() == {TPX} and parts.copied() == []
+    source.records_at = answered  # type: ignore[method-assign]
+    assert faults.check_tails()
+    assert parts.positions[TPX] == 60 and parts.copied() == [TPX]
+    [event] = progress.out_of_range
+    assert event.reused == 40
+
+
+def test_an_offset_out_of_range_whose_watermarks_cannot_be_read_is_decided_at_the_next_batch():
+    faults, parts, progress, source = setup(lost_from=60, refilled_to=80)
+    source.down = True
+    faults.out_of_range(TPX, 100, "Broker: Offset out of range")
+    assert parts.positions[TPX] == 100 and TPX not in parts.halted and not progress.out_of_range
+    source.down = False
+    faults.out_of_range(TPX, 100, "Broker: Offset out of range")
+    assert parts.positions[TPX] == 60
+
+
 def test_other_policies_decide_as_for_any_lost_tail():
     faults, parts, progress, source = setup(lost_from=63, refilled_to=140, offset_reset="pause")
     parts.tails.suspect([TPX], "the source answered again after failing")
