@@ -34,6 +34,8 @@ tell it what happened or ask it through its methods):
     refresh.py        `refresher` (TopicRefresh): the partitions copied, their positions loaded, the record limits
     source_faults.py  `faults` (SourceFaults): data lost at the source and refused records, `offset_reset`
                       (the pure rules are source_loss.py's)
+    leaders.py        `leaders` (LeaderProbe): lets go of the partitions held out because their leader does not
+                      answer (unanswered.py: the gate and the loss handler hold them; a fault of their own meanwhile)
     batches.py        `shaper` (BatchShaper): the tasks of a batch; `absorber` (Absorber): its results taken in
                       and committed, a failed batch, the delayed offset syncs
     reporting.py      `reporter` (Reporter): lag and the side channel reading the source's ends, state, faults, the
@@ -42,6 +44,7 @@ tell it what happened or ask it through its methods):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
@@ -64,8 +67,10 @@ from reconciler.engine.clients import SharedClients
 from reconciler.engine.delivery import DeliveryMode, mode_of
 from reconciler.engine.driver_parts import Connections, Partitions, Progress, Timers
 from reconciler.engine.emitters import CheckpointEmitter
+from reconciler.engine.fair_share import FairShare
 from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.idle_gate import IdleGate, Work
+from reconciler.engine.leaders import LeaderProbe
 from reconciler.engine.metrics import JobMetrics
 from reconciler.engine.refresh import TopicRefresh
 from reconciler.engine.reporting import Reporter
@@ -231,19 +236,32 @@ class LocalExecutor:
 IN_DRIVER = LocalExecutor()  # a batch of heartbeats alone runs here, not as a Spark job
 
 
-class SparkExecutor:
-    """One Spark partition per task; records move inside the Python workers."""
+def _slots(spark_context: Any) -> int | None:
+    """How many tasks the application runs at once (its default parallelism: `local[N]`'s N, a cluster's cores)."""
+    try:
+        return int(spark_context.defaultParallelism)
+    except Exception:  # noqa: BLE001 - not known: any neighbour's batch counts as taking every slot
+        return None
 
-    def __init__(self, spark_context: Any):
+
+class SparkExecutor:
+    """One Spark partition per task; records move inside the Python workers. An engine's flows share one (and its
+    `share`): while another flow runs batches too, a batch's tasks end sooner (engine/fair_share.py)."""
+
+    def __init__(self, spark_context: Any, share: FairShare | None = None):
         self.sc = spark_context
+        self.share = share if share is not None else FairShare(_slots(spark_context))
 
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         if not tasks:
             return []
-        # In an engine the flows' batches run side by side: each flow is a pool of its own (FAIR between pools).
-        self.sc.setLocalProperty("spark.scheduler.pool", spec.flow)
-        rdd = self.sc.parallelize(tasks, len(tasks))
-        return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
+        with self.share.batch(spec.flow, len(tasks)) as budget_ms:
+            if budget_ms is not None:  # the engine's flows want more slots than it has: one frees every slice
+                tasks = [dataclasses.replace(t, max_ms=budget_ms) for t in tasks]
+            # In an engine the flows' batches run side by side: each flow is a pool of its own (FAIR between pools).
+            self.sc.setLocalProperty("spark.scheduler.pool", spec.flow)
+            rdd = self.sc.parallelize(tasks, len(tasks))
+            return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
 
 
 def _spec_of(spec: JobSpec | str | Path, spec_file: SpecFile | None) -> tuple[SpecFile | None, JobSpec]:
@@ -295,6 +313,7 @@ class ReplicationDriver:
         self.gate = IdleGate(self, self.parts, log=self.log)
         self.stop_event = self.gate.stop  # the gate's: a stop ends an idle wait at once
         self.faults = SourceFaults(self, self.parts, self.gate, self.progress, self.error, self._fail, self.log)
+        self.leaders = LeaderProbe(self.parts, self.log)  # lets go of the partitions whose leader answers again
         self.refresher = TopicRefresh(
             self, self.parts, self.progress, self.faults, self.gate.reach, self.error, self.log
         )
@@ -348,6 +367,7 @@ class ReplicationDriver:
         self.gate.connect(conn)
         self.refresher.connect(conn)
         self.faults.connect(conn)
+        self.leaders.connect(conn)
         self.absorber.connect(conn)
         self.reporter.connect(conn)
 
@@ -450,8 +470,11 @@ class ReplicationDriver:
                 except KafkaException as exc:  # a cluster not answering (issue 34): the last plan stands till the next
                     self.error(f"topic refresh: {exc}")
         gate, shaper, faults = self.gate, self.shaper, self.faults
+        self.leaders.step()  # the partitions held out whose leader answers again are copied again
         tasks = shaper.plan_tasks()
         work = gate.work_waiting() if tasks else Work.RECORDS
+        if gate.take_held_out():  # their leader did not answer the gate: not in this batch (engine/unanswered.py)
+            tasks = shaper.plan_tasks()
         moved_back = gate.take_moved_back()
         if bool(moved_back and faults.ends_moved_back(moved_back)) | faults.check_tails():
             tasks, work = shaper.plan_tasks(), Work.RECORDS  # positions moved, partitions halted or let through

@@ -39,6 +39,7 @@ from reconciler.engine.offsets import OffsetStore
 from reconciler.engine.tails import CopiedTails
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
 from reconciler.engine.topics import PartitionPlan, TopicManager
+from reconciler.engine.unanswered import Unanswered
 from reconciler.topology import secrets
 
 T = TypeVar("T")
@@ -293,7 +294,9 @@ class Partitions:
     `lag`, what the tasks last reported; `halted`, the partitions the job stopped copying and why (a loss under
     `offset_reset: pause` or `fail`, a refused record under `on_refused_record: fail`); `dead_letters`, the records of
     each partition written to the dead-letter topic (`on_refused_record: skip`); `tails`, what was copied last of each
-    partition and the partitions whose tail is to be read back (engine/tails.py `CopiedTails`, its own methods).
+    partition and the partitions whose tail is to be read back (engine/tails.py `CopiedTails`, its own methods);
+    `unanswered`, the partitions held out because their leader does not answer (engine/unanswered.py `Unanswered`, its
+    own methods: the idle gate and the loss handler hold them, engine/leaders.py's probe lets them go).
     What goes with each task (`tasks`) besides: the offset-sync state the workers hand back, the largest record each
     remote topic takes (its `max.message.bytes` less a batch's overhead, read at each refresh), the process each slot
     last ran in and the consumer epoch (bumped to make the workers drop their cached consumers).
@@ -327,6 +330,7 @@ class Partitions:
         self._last_owner: dict[int, str | None] = dict(last_owner or {})
         self._consumer_epoch = consumer_epoch
         self.tails = CopiedTails()
+        self.unanswered = Unanswered()
 
     # --- read ------------------------------------------------------------------------------------------------------
     @property
@@ -359,9 +363,9 @@ class Partitions:
         return self._consumer_epoch
 
     def copied(self) -> list[TP]:
-        """The partitions a batch copies: planned, not halted, with a position, and no tail to read back first
-        (`tails.suspects`: engine/tails.py)."""
-        held = self.tails.suspects
+        """The partitions a batch copies: planned, not halted, with a position, no tail to read back first
+        (`tails.suspects`: engine/tails.py) and a leader that answers (`unanswered`: engine/unanswered.py)."""
+        held = set(self.tails.suspects) | self.unanswered.held
         return [
             tp for tp in sorted(self._plan.copy) if tp not in self._halted and tp in self._positions and tp not in held
         ]
@@ -435,6 +439,7 @@ class Partitions:
         self._slots.pop(tp, None)
         self._lag.pop(tp, None)
         self.tails.forget(tp)
+        self.unanswered.forget(tp)
 
     def limits_read(self, limits: Mapping[str, int]) -> None:
         """The largest record each remote topic takes, as read at a refresh."""

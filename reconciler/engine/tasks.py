@@ -55,6 +55,13 @@ class CopyTask:
     #: is copied the next time, and the tasks of an at-least-once backlog split over the slots
     #: (batches.py `BatchShaper.split_tasks`)
     at_end_only: bool = False
+    #: the task's time budget when shorter than the flow's `max_batch_ms`: its share of an engine whose other flows run
+    #: batches too (engine/fair_share.py); None: `max_batch_ms`
+    max_ms: int | None = None
+
+    def time_budget_s(self, max_batch_ms: int) -> float:
+        """How long the task copies (seconds): the flow's `max_batch_ms`, or its share of the engine if shorter."""
+        return min(max_batch_ms, self.max_ms if self.max_ms is not None else max_batch_ms) / 1000.0
 
 
 @dataclass
