@@ -75,7 +75,7 @@ from reconciler.engine.metrics import JobMetrics
 from reconciler.engine.refresh import TopicRefresh
 from reconciler.engine.reporting import Reporter
 from reconciler.engine.source_faults import SourceFaults
-from reconciler.engine.tasks import CopyTask, TaskResult
+from reconciler.engine.tasks import CopyTask, TaskResult, merged
 from reconciler.engine.worker import run_tasks
 from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
@@ -246,7 +246,8 @@ def _slots(spark_context: Any) -> int | None:
 
 class SparkExecutor:
     """One Spark partition per task; records move inside the Python workers. An engine's flows share one (and its
-    `share`): while another flow runs batches too, a batch's tasks end sooner (engine/fair_share.py)."""
+    `share`): while its busy flows want more task slots than it has, a batch takes fewer tasks where its delivery
+    allows, else its tasks end sooner (engine/fair_share.py)."""
 
     def __init__(self, spark_context: Any, share: FairShare | None = None):
         self.sc = spark_context
@@ -255,9 +256,10 @@ class SparkExecutor:
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         if not tasks:
             return []
-        with self.share.batch(spec.flow, len(tasks)) as budget_ms:
-            if budget_ms is not None:  # the engine's flows want more slots than it has: one frees every slice
-                tasks = [dataclasses.replace(t, max_ms=budget_ms) for t in tasks]
+        with self.share.batch(spec.flow, len(tasks), not mode.slot_is_identity) as share:
+            tasks = merged(tasks, share.tasks)  # the slots the engine's other busy flows leave free
+            if share.max_ms is not None:  # still more tasks than slots: one frees every slice
+                tasks = [dataclasses.replace(t, max_ms=share.max_ms) for t in tasks]
             # In an engine the flows' batches run side by side: each flow is a pool of its own (FAIR between pools).
             self.sc.setLocalProperty("spark.scheduler.pool", spec.flow)
             rdd = self.sc.parallelize(tasks, len(tasks))

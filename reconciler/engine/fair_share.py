@@ -19,12 +19,22 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 #: The time budget of a batch's tasks while another flow of the engine runs batches too (ms).
 FAIR_SLICE_MS = 2_000
 #: A flow counts as running batches while one runs and this long after it ended (the gap between two of its batches:
 #: its results absorbed and committed, the source's ends read, the next batch planned).
 BUSY_AFTER_S = 3.0
+
+
+@dataclass(frozen=True)
+class Share:
+    """What a batch may take of its engine (`FairShare.batch`): at most `tasks` tasks at once, each copying at most
+    `max_ms` (None: the flow's own `max_batch_ms`)."""
+
+    tasks: int
+    max_ms: int | None = None
 
 
 class FairShare:
@@ -40,30 +50,43 @@ class FairShare:
         self._ended: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def contended(self, flow: str, tasks: int) -> bool:
-        """Whether a batch of `tasks` tasks of `flow` and the last batches of the other flows that run one, or ended
-        one within BUSY_AFTER_S, want more slots than the engine has."""
+    def _others(self, flow: str) -> list[int] | None:
+        """The task counts of the last batches of the flows other than `flow` that run one, or ended one within
+        BUSY_AFTER_S (None: none does)."""
         now = self._clock()
+        busy = [
+            f
+            for f in set(self._running) | set(self._ended)
+            if f != flow and (self._running.get(f, 0) > 0 or now - self._ended.get(f, -BUSY_AFTER_S) < BUSY_AFTER_S)
+        ]
+        return [self._tasks.get(f, 1) for f in busy] or None
+
+    def share(self, flow: str, tasks: int, mergeable: bool = False) -> Share:
+        """What a batch of `tasks` tasks of `flow` may take: all of it while the busy flows' tasks fit the slots; else
+        what the others leave free, at least one task (`mergeable`: its partitions can be copied by fewer tasks), and
+        where even that is more than the slots, tasks cut to FAIR_SLICE_MS."""
         with self._lock:
-            busy = [
-                f
-                for f in set(self._running) | set(self._ended)
-                if f != flow and (self._running.get(f, 0) > 0 or now - self._ended.get(f, -BUSY_AFTER_S) < BUSY_AFTER_S)
-            ]
-            if not busy:
-                return False
-            return self.slots is None or tasks + sum(self._tasks.get(f, 1) for f in busy) > self.slots
+            others = self._others(flow)
+        if others is None:
+            return Share(tasks)
+        if self.slots is None:
+            return Share(tasks, FAIR_SLICE_MS)
+        wanted = min(tasks, max(1, self.slots - sum(others))) if mergeable else tasks
+        return Share(wanted, FAIR_SLICE_MS if wanted + sum(others) > self.slots else None)
+
+    def contended(self, flow: str, tasks: int) -> bool:
+        """Whether a batch of `tasks` tasks of `flow` beside the busy flows' wants more slots than the engine has."""
+        return self.share(flow, tasks).max_ms is not None
 
     @contextmanager
-    def batch(self, flow: str, tasks: int) -> Iterator[int | None]:
-        """A batch of `flow` with `tasks` tasks runs within the block: its tasks' time budget (ms; None: the flow's
-        own `max_batch_ms`, the engine's slots suffice)."""
-        budget = FAIR_SLICE_MS if self.contended(flow, tasks) else None
+    def batch(self, flow: str, tasks: int, mergeable: bool = False) -> Iterator[Share]:
+        """A batch of `flow` with `tasks` tasks runs within the block: what it may take (`share`)."""
+        share = self.share(flow, tasks, mergeable)
         with self._lock:
             self._running[flow] = self._running.get(flow, 0) + 1
-            self._tasks[flow] = tasks
+            self._tasks[flow] = share.tasks
         try:
-            yield budget
+            yield share
         finally:
             with self._lock:
                 self._running[flow] -= 1
