@@ -1,4 +1,6 @@
-"""A counting TCP relay in front of a Kafka-protocol broker: how many requests of each kind cross it.
+"""Relays in front of a Kafka-protocol broker: one that counts the requests of each kind that cross it
+(`RequestCounter`), and one that gives a partition a leader of its own that can be made to stop answering
+(`LeaderRelay`, further down).
 
 Every Kafka request is a frame (a 4-byte big-endian size, then the request header whose first field is the
 16-bit API key). `RequestCounter` relays bytes both ways unchanged and, on the client-to-broker side, reads the
