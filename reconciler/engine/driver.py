@@ -450,6 +450,7 @@ class ReplicationDriver:
                 except KafkaException as exc:  # a cluster not answering (issue 34): the last plan stands till the next
                     self.error(f"topic refresh: {exc}")
         gate, shaper, faults = self.gate, self.shaper, self.faults
+        self.absorber.reload_unread()  # positions a failed batch left unknown (exactly-once), read before copying
         tasks = shaper.plan_tasks()
         work = gate.work_waiting() if tasks else Work.RECORDS
         moved_back = gate.take_moved_back()
