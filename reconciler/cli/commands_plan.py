@@ -18,6 +18,7 @@ from reconciler.cli.common import (
     EXIT_CHANGES,
     EXIT_ERROR,
     EXIT_OK,
+    add_env_argument,
     add_paths_argument,
     add_revision_argument,
     confirmed,
@@ -87,6 +88,7 @@ def register(sub) -> None:
         action="store_true",
         help="do not ask for confirmation (a saved plan file needs none: it is the approval)",
     )
+    add_env_argument(p)
     p.add_argument(
         "--lock-timeout",
         type=duration_argument,
@@ -140,7 +142,7 @@ def _pin(args, backend: Backend, topology: Topology) -> tuple[Topology, ClusterP
     if not args.clusters_from:
         return topology, None
     try:
-        trusted, tdiags = backend.git.topology_at(args.paths, args.clusters_from)
+        trusted, tdiags = backend.git.topology_at(args.paths, args.clusters_from, args.env)
     except Exception as exc:  # noqa: BLE001 - RevisionError, a path outside the repository: one message
         trusted, tdiags = None, None
         why = str(exc)
@@ -178,7 +180,7 @@ def cmd_plan(args, backend: Backend) -> int:
         except planfile.PlanFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_ERROR
-    topology, diags = load_validated(args.paths, at=_at(backend, args.revision))
+    topology, diags = load_validated(args.paths, at=_at(backend, args.revision), env=args.env)
     if topology is None:
         return EXIT_ERROR
     pinned = _pin(args, backend, topology)
@@ -188,7 +190,7 @@ def cmd_plan(args, backend: Backend) -> int:
     io = Console(dict(topology.clusters))
     base = None
     if args.base:
-        base = plan_base.compare(backend.git, args.paths, args.base, args.revision)
+        base = plan_base.compare(backend.git, args.paths, args.base, args.revision, args.env)
         if base is None:
             return EXIT_ERROR
         if not base.flows:
@@ -214,9 +216,10 @@ def cmd_plan(args, backend: Backend) -> int:
         except outputs.OutputError as exc:
             io.err(str(exc))
             return EXIT_ERROR
+        env = f" --env {args.env}" if args.env else ""
         io.err(
             f"Saved the plan to {args.out} (signed with key {key.id}). Apply exactly this plan with: "
-            f"reconciler apply {args.out} {' '.join(args.paths)}"
+            f"reconciler apply {args.out}{env} {' '.join(args.paths)}"
         )
     return EXIT_CHANGES if args.detailed_exitcode and plan.has_changes else EXIT_OK
 
@@ -285,7 +288,11 @@ def cmd_apply(args, backend: Backend) -> int:
         except planfile.PlanFileError as exc:
             print(term(f"error: {exc}"), file=sys.stderr)
             return EXIT_ERROR
-    topology, _ = load_validated(paths)
+    env = args.env
+    if env is None and saved is not None and saved.environment is not None:
+        env = saved.environment  # the signed plan's; given, --env is checked against it (planfile.topology_mismatch)
+        print(f"Using environment {term(env)}, the one the plan file was planned for.", file=sys.stderr)
+    topology, _ = load_validated(paths, env=env)
     if topology is None:
         return EXIT_ERROR
     git = backend.git.revision(paths)

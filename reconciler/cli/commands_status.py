@@ -170,7 +170,7 @@ def render_text(rows: list[dict], now_ms: int) -> str:
 
 
 def cmd_status(args, backend: Backend) -> int:
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)

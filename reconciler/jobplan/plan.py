@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.contract.deployers import KUBERNETES, deployer_family, local_threads
+from reconciler.contract.jobstate import Deployment
 from reconciler.contract.spec import JobSpec, restart_fields_of, rotated_sides
 from reconciler.jobplan import backend as job_backend
 from reconciler.jobplan.state import (
@@ -113,6 +114,22 @@ def _plan_desired(
         return
     state = lj.state
     dep = lj.deployment
+    theirs = _foreign_owner(dep, d.spec.owner)
+    if theirs is not None:
+        findings.append(
+            Finding(
+                Severity.ERROR,
+                FindingKind.CONFLICT,
+                d.cluster,
+                d.flow,
+                f"the job of flow {d.flow} belongs to owner {theirs} (another topology declares the flow), not to "
+                f"{'owner ' + d.spec.owner if d.spec.owner else 'this topology, which has no owner'}; not changed",
+                hint="give the flow another name (`name:`, a topic family) in one of the topologies, or, if the flow "
+                "moved between teams, stop its job in the old owner's topology (remove it there with prune.flows)",
+                why=ReasonKind.CONFLICT,
+            )
+        )
+        return
     moved = next((o for o in lj.others if not o.stopped and o.alive is not False), None)
     if state is JobState.UNKNOWN:
         findings.append(
@@ -296,6 +313,12 @@ def _plan_desired(
     )
 
 
+def _foreign_owner(dep: Deployment | None, owner: str | None) -> str | None:
+    """The owner of a deployed job (its spec's, `JobSpec.owner`) when it is another than `owner`, else None."""
+    theirs = dep.spec.owner if dep is not None and dep.spec is not None else None
+    return theirs if theirs is not None and theirs != owner else None
+
+
 def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings: list[Finding]) -> None:
     flow = lj.flow
     source, target, _ = flow_ends(flow)
@@ -321,6 +344,22 @@ def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings:
         return
     for dep in live_deps:
         running = f"{dep.deployer}, {dep.where}"
+        theirs = _foreign_owner(dep, topology.owner)
+        unowned = topology.owner is not None and dep.spec is not None and dep.spec.owner is None
+        if theirs is not None or (unowned and in_topology is None and topology.prune.flows):
+            whose = f"belongs to owner {theirs}" if theirs else f"is not owner {topology.owner}'s (it has no owner)"
+            findings.append(
+                Finding(
+                    Severity.INFO if theirs else Severity.WARNING,
+                    FindingKind.RETAINED if theirs else FindingKind.UNMANAGED,
+                    cluster or target,
+                    flow,
+                    f"the job of flow {flow} ({running}) {whose}; left alone",
+                    hint=None if theirs else "prune stops only its owner's jobs: stop it by hand if nobody needs it",
+                    why=ReasonKind.JOB_UNWANTED,
+                )
+            )
+            continue
         args: dict[str, Any] = dict(
             cluster=cluster,
             flow=flow,
@@ -509,6 +548,7 @@ def plan_with_jobs(
             plan.fingerprint,
             plan.topology,
             plan.permissions,
+            plan.environment,
         ),
         jobs,
     )

@@ -10,7 +10,7 @@ partition changes, ACLs, then every deletion last.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
@@ -19,12 +19,13 @@ from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJo
 from reconciler.plan.permissions import RequiredAcl
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import AclBinding
+from reconciler.textutil import plural
 
 FORMAT_VERSION = 1
 #: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings; 3 = `joined`
 #: on `restart_job` (one engine replacement, one action); 4 = `permissions` (the ACLs the flows need on the clusters
-#: the plan checked, issue 45).
-FORMAT_MINOR = 4
+#: the plan checked, issue 45); 5 = `environment` (the topology's `--env`) and the `record_ownership` action (issue 48).
+FORMAT_MINOR = 5
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,40 @@ class DeleteTopic(Action):
         return f"DELETE topic {self.topic} ({self.partitions} partitions, all its records)"
 
 
+@dataclass(frozen=True)
+class RecordOwnership(Action):
+    """An owner's claims of remote topics of one cluster (state/ownership.py): `claim` the topics its topology
+    wants that it has not claimed yet, withdraw the claims of `release` once each topic is gone. Last on its
+    cluster: a claim of a topic this plan deletes is withdrawn after the deletion."""
+
+    KIND = ActionKind.RECORD_OWNERSHIP
+    REASON_KIND = ReasonKind.OWNERSHIP
+    PHASE = Phase.OWNERSHIP
+    VERB = Verb.UPDATE
+    owner: str = ""
+    claim: tuple[str, ...] = ()
+    release: tuple[str, ...] = ()
+
+    @property
+    def subject(self) -> str:
+        return self.owner
+
+    def describe(self) -> str:
+        parts = [f"claim {plural(len(self.claim), 'topic')}" if self.claim else "", ""]
+        if self.release:
+            parts[1] = f"withdraw the claims of {plural(len(self.release), 'deleted topic')}"
+        return f"record owner {self.owner}: " + " and ".join(p for p in parts if p)
+
+    def details(self) -> list[str]:
+        return [f"claim {t}" for t in self.claim] + [f"withdraw {t}" for t in self.release]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Action:
+        action = super().from_dict(d)
+        assert isinstance(action, RecordOwnership)
+        return replace(action, claim=tuple(action.claim), release=tuple(action.release))
+
+
 #: Every action type, by kind: what a saved plan's actions are read back as (`action_from_dict`).
 ACTION_TYPES: dict[ActionKind, type[Action]] = {
     cls.KIND: cls
@@ -157,6 +192,7 @@ ACTION_TYPES: dict[ActionKind, type[Action]] = {
         DeleteAcl,
         DeleteConfig,
         DeleteTopic,
+        RecordOwnership,
         DeployJob,
         UpdateJob,
         RestartJob,
@@ -182,6 +218,8 @@ class Plan:
     topology: str | None = None
     #: the ACLs the flows need on the clusters that enforce ACLs (plan/permissions.py), checked against them
     permissions: list[RequiredAcl] = field(default_factory=list)
+    #: the environment the topology was planned for (`--env`, topology/environments.py); None: it declares none
+    environment: str | None = None
 
     def __post_init__(self) -> None:
         self.actions = sorted(self.actions, key=lambda a: a.sort_key())
@@ -201,6 +239,15 @@ class Plan:
         for a in self.actions:
             out[{Verb.CREATE: "create", Verb.UPDATE: "update", Verb.DELETE: "delete"}[a.VERB]] += 1
         return out
+
+    @property
+    def title(self) -> str:
+        """What the plan is of, in words: `topology NAME, environment ENV` (either part only when known)."""
+        parts = [
+            f"topology {self.topology}" if self.topology else "",
+            f"environment {self.environment}" if self.environment else "",
+        ]
+        return ", ".join(p for p in parts if p)
 
     def summary_line(self) -> str:
         c = self.counts()
@@ -229,6 +276,7 @@ class Plan:
             "format_version": FORMAT_VERSION,
             "format_minor": FORMAT_MINOR,
             "topology": self.topology,
+            "environment": self.environment,
             "clusters": list(self.clusters),
             "fingerprint": self.fingerprint,
             "summary": {
@@ -257,4 +305,5 @@ class Plan:
             d["fingerprint"],
             d.get("topology"),
             [RequiredAcl.from_dict(r) for r in d.get("permissions", ())],
+            d.get("environment"),
         )

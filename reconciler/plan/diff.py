@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_topic_any, known_policies
+from reconciler.plan import ownership
 from reconciler.plan.actions import (
     Action,
     AddPartitions,
@@ -29,6 +30,7 @@ from reconciler.plan.actions import (
 )
 from reconciler.plan.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.plan.findings import Finding, FindingKind, Severity
+from reconciler.plan.ownership import reads_claims
 from reconciler.plan.permissions import RequiredAcl, Role, enforcement, missing, required_acls
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import (
@@ -309,7 +311,19 @@ def _prune_topics(
                 continue
             scope.setdefault(cluster, set()).add(name)
             where = f"{cluster}:{name}"
-            if (src, cluster) in disabled:
+            claims = c.owners.get(name, frozenset()) if c.owners is not None else None
+            theirs = ownership.others(topology, claims) if claims is not None else []
+            unowned = topology.owner is not None and claims is not None and topology.owner not in claims
+            if theirs:
+                out.find(
+                    Severity.INFO,
+                    FindingKind.RETAINED,
+                    cluster,
+                    name,
+                    f"{where} belongs to owner {', '.join(theirs)} (another topology); left alone",
+                    why=ReasonKind.OWNERSHIP,
+                )
+            elif (src, cluster) in disabled:
                 out.find(
                     Severity.INFO,
                     FindingKind.RETAINED,
@@ -332,6 +346,27 @@ def _prune_topics(
                     cluster,
                     name,
                     f"{where} looks unwanted, but nothing is pruned while {', '.join(blind)} cannot be read",
+                )
+            elif claims is None and reads_claims(topology):
+                out.find(
+                    Severity.INFO,
+                    FindingKind.RETAINED,
+                    cluster,
+                    name,
+                    f"{where} looks unwanted, but nothing is pruned while the owners' claims on {cluster} cannot be "
+                    "read",
+                    why=ReasonKind.OWNERSHIP,
+                )
+            elif unowned:
+                out.find(
+                    Severity.WARNING,
+                    FindingKind.UNMANAGED,
+                    cluster,
+                    name,
+                    f"{where} looks replicated from {src} but owner {topology.owner} does not claim it (it was created "
+                    "before the topology had an owner, or by another topology or tool); left alone",
+                    hint="prune deletes only what its owner created: delete it by hand if nobody needs it",
+                    why=ReasonKind.OWNERSHIP,
                 )
             elif (src, cluster) not in enabled and not (topology.prune.topics and topology.prune.flows):
                 out.find(
@@ -476,6 +511,10 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
                     _configs(t, dict(lt.configs), c, topology.prune.configs, out)
             _acls(t, c, acls, writer, topology.prune.acls, out)  # ACLs may exist before their topic does
     _prune_topics(topology, desired, live, scope, out)
+    deleted = [(a.cluster, a.topic) for a in out.actions if isinstance(a, DeleteTopic)]
+    claims, claim_findings = ownership.claim_actions(topology, desired, live, deleted)
+    out.actions += claims
+    out.findings += claim_findings
     permissions = _check_permissions(topology, desired, live, out.actions, out)
     scope_lists = {k: sorted(v) for k, v in sorted(scope.items())}
     return Plan(
@@ -486,4 +525,5 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
         live.fingerprint(scope_lists),
         topology.name,
         permissions,
+        topology.environment,
     )

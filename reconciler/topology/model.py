@@ -209,6 +209,13 @@ class Topology:
     #: sha256 of the documents as read (canonical JSON of each, sorted): what a saved plan was planned from
     #: (`reconciler.plan.planfile`); a comment or layout edit keeps it, any value changed does not
     content_digest: str = ""
+    #: the environment the topology was resolved for (`--env`, topology/environments.py), and every environment it
+    #: declares; None and () for a topology without `environments:`
+    environment: str | None = None
+    environments: tuple[str, ...] = ()
+    #: who owns what it creates (`owner:`): its remote topics are claimed for it and its jobs carry it, and prune
+    #: deletes only what it owns (docs/environments.md, "Ownership"); None: no owner
+    owner: str | None = None
 
     def flow(self, name: str) -> Flow:
         return next(f for f in self.flows if f.name == name)

@@ -94,6 +94,24 @@ def schema_with_settings(schema: dict[str, Any]) -> dict[str, Any]:
     top = _properties(list(TOPOLOGY_SETTINGS), True)
     for section in TOPOLOGY_SECTIONS:  # in place: the top-level keys keep their order
         out["properties"][section] = top[section]
+    # An environment (docs/environments.md) overrides the same settings: a flow's (all but its name and ends),
+    # `prune:` and `slo:`, and binds each cluster's connection fields (`$defs.cluster`, every key optional, a
+    # `config` or `tags` key null to remove the topology's).
+    defs["flowOverride"] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {**_properties(flow_only, False), **_properties(shared, False)},
+    }
+    binding = copy.deepcopy(defs["cluster"])
+    binding.pop("required", None)
+    for key in ("config", "tags"):
+        values = binding["properties"][key]["additionalProperties"]
+        kinds = values["type"] if isinstance(values["type"], list) else [values["type"]]
+        values["type"] = [*kinds, "null"]
+    defs["clusterBinding"] = binding
+    environment = defs["environment"]["properties"]
+    for section in TOPOLOGY_SECTIONS:
+        environment[section] = _properties(list(TOPOLOGY_SETTINGS), False)[section]
     return out
 
 

@@ -673,14 +673,16 @@ TOPOLOGY_SETTINGS: tuple[Setting, ...] = (
 TOPOLOGY_SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(s.path[0] for s in TOPOLOGY_SETTINGS))
 
 #: JobSpec leaves that are no topology setting: what the reconciler derives (topic family, heartbeat carrier, the
-#: policy's source alias) and the engine settings it fixes. The two engine ones are hot-reloadable.
+#: policy's source alias), the engine settings it fixes and the topology's owner. The status interval and the owner
+#: are hot-reloadable.
 SPEC_ONLY_LEAVES: tuple[str, ...] = (
     "settings.family",
     "settings.carries_heartbeats",
     "settings.policy.source_cluster_alias",
     "engine.status_interval_seconds",
+    "owner",
 )
-SPEC_ONLY_HOT_RELOADABLE: frozenset[str] = frozenset({"engine.status_interval_seconds"})
+SPEC_ONLY_HOT_RELOADABLE: frozenset[str] = frozenset({"engine.status_interval_seconds", "owner"})
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in FLOW_SETTINGS}
 TOPOLOGY_BY_NAME: dict[str, Setting] = {s.name: s for s in TOPOLOGY_SETTINGS}

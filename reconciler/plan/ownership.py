@@ -1,0 +1,96 @@
+"""Ownership in the plan (pure): which remote topics a topology's `owner:` claims, and which deletions the owners'
+claims forbid (state/ownership.py holds the records; docs/environments.md, "Ownership").
+
+* A topology with an owner claims every remote topic it wants (a `record_ownership` action per cluster while a
+  claim is missing), and withdraws the claims of the topics it deletes (or that are gone).
+* Prune (plan/diff.py `_prune_topics`) deletes a remote topic only when no other owner claims it and, for a topology
+  with an owner, when that owner does: two teams' topologies applied alternately to one cluster never delete each
+  other's topics. A topology without an owner prunes as before, but never a topic an owner claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from reconciler.plan.actions import Action, RecordOwnership
+from reconciler.plan.desired import DesiredState, TopicRole
+from reconciler.plan.findings import Finding, FindingKind, Severity
+from reconciler.plan.reasons import ReasonKind
+from reconciler.state.live import LiveState
+from reconciler.topology.model import Topology
+
+
+def reads_claims(topology: Topology) -> bool:
+    """Whether planning `topology` needs the owners' claims: it has an owner, or it may delete topics."""
+    return topology.owner is not None or topology.prune.topics
+
+
+def others(topology: Topology, claims: frozenset[str]) -> list[str]:
+    """The owners but the topology's that claim a topic (sorted)."""
+    return sorted(claims - {topology.owner} if topology.owner else claims)
+
+
+def claim_actions(
+    topology: Topology, desired: DesiredState, live: LiveState, deleted: Iterable[tuple[str, str]]
+) -> tuple[list[Action], list[Finding]]:
+    """The `record_ownership` actions of a topology with an owner: per reachable cluster, the remote topics it wants
+    and has not claimed, and its claims of the topics this plan deletes (`deleted`: (cluster, topic)) or that are
+    gone from the cluster."""
+    owner = topology.owner
+    if owner is None:
+        return [], []
+    gone: dict[str, set[str]] = {}
+    for cluster, topic in deleted:
+        gone.setdefault(cluster, set()).add(topic)
+    actions: list[Action] = []
+    findings: list[Finding] = []
+    for alias, c in sorted(live.clusters.items()):
+        if not c.reachable:
+            continue
+        wanted = sorted(t.name for t in desired.topics.get(alias, {}).values() if t.role is TopicRole.REMOTE)
+        if c.owners is None:
+            if wanted:
+                findings.append(
+                    Finding(
+                        Severity.WARNING,
+                        FindingKind.UNSUPPORTED,
+                        alias,
+                        "",
+                        f"the owners' claims on cluster {alias} cannot be read: the {len(wanted)} remote topics of "
+                        f"owner {owner} there are not recorded as its own, and nothing is pruned there",
+                        hint="grant the reconciler's principal READ on the topic reconciler.lease.internal",
+                        why=ReasonKind.OWNERSHIP,
+                    )
+                )
+            continue
+        for name in wanted:
+            shared = others(topology, c.owners.get(name, frozenset()))
+            if shared:
+                findings.append(
+                    Finding(
+                        Severity.WARNING,
+                        FindingKind.CONFLICT,
+                        alias,
+                        name,
+                        f"{alias}:{name} is wanted by owner {owner} and claimed by {', '.join(shared)} too: two "
+                        "topologies replicate into it (their jobs write it twice), and neither prunes it",
+                        hint="leave the topic to one of the topologies (narrow the other's topic filter)",
+                        why=ReasonKind.OWNERSHIP,
+                    )
+                )
+        mine = {t for t, owners in c.owners.items() if owner in owners}
+        claim = tuple(t for t in wanted if t not in mine)
+        release = tuple(
+            sorted(t for t in mine if t in gone.get(alias, ()) or (t not in c.topics and desired.get(alias, t) is None))
+        )
+        if claim or release:
+            reason = " and ".join(
+                p
+                for p in (
+                    f"owner {owner} has not claimed {len(claim)} of its remote topics yet" if claim else "",
+                    f"{len(release)} of its claimed topics are deleted" if release else "",
+                )
+                if p
+            )
+            actions.append(RecordOwnership(alias, reason, owner, claim, release))
+    return actions, findings
