@@ -219,7 +219,7 @@ def cmd_plan(args, backend: Backend) -> int:
         env = f" --env {args.env}" if args.env else ""
         io.err(
             f"Saved the plan to {args.out} (signed with key {key.id}). Apply exactly this plan with: "
-            f"reconciler apply {args.out}{env} {' '.join(args.paths)}"
+            f"reconciler apply{env} {args.out} {' '.join(args.paths)}"
         )
     return EXIT_CHANGES if args.detailed_exitcode and plan.has_changes else EXIT_OK
 

@@ -2,7 +2,8 @@
 claims forbid (state/ownership.py holds the records; docs/environments.md, "Ownership").
 
 * A topology with an owner claims every remote topic it wants (a `record_ownership` action per cluster while a
-  claim is missing), and withdraws the claims of the topics it deletes (or that are gone).
+  claim is missing), and withdraws the claims of the topics it deletes (or that are gone). Remote heartbeats topics
+  are shared by every flow of their pair, whoever owns it: nobody claims them.
 * Prune (plan/diff.py `_prune_topics`) deletes a remote topic only when no other owner claims it and, for a topology
   with an owner, when that owner does: two teams' topologies applied alternately to one cluster never delete each
   other's topics. A topology without an owner prunes as before, but never a topic an owner claims.
@@ -10,14 +11,14 @@ claims forbid (state/ownership.py holds the records; docs/environments.md, "Owne
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from reconciler.plan.actions import Action, RecordOwnership
-from reconciler.plan.desired import DesiredState, TopicRole
+from reconciler.plan.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import LiveState
-from reconciler.topology.model import Topology
+from reconciler.topology.model import Flow, Topology
 
 
 def reads_claims(topology: Topology) -> bool:
@@ -30,6 +31,14 @@ def others(topology: Topology, claims: frozenset[str]) -> list[str]:
     return sorted(claims - {topology.owner} if topology.owner else claims)
 
 
+def _owned(flows: Mapping[str, Flow], t: DesiredTopic) -> bool:
+    """Whether an owner claims a desired topic: a remote topic, but for a remote heartbeats topic (every flow of a
+    pair replicates its source's heartbeats, whoever owns it: shared, never claimed)."""
+    if t.role is not TopicRole.REMOTE:
+        return False
+    return not any(flows[f].policy.is_heartbeats_topic(t.name) for f in t.flows if f in flows)
+
+
 def claim_actions(
     topology: Topology, desired: DesiredState, live: LiveState, deleted: Iterable[tuple[str, str]]
 ) -> tuple[list[Action], list[Finding]]:
@@ -39,6 +48,7 @@ def claim_actions(
     owner = topology.owner
     if owner is None:
         return [], []
+    flows = {f.name: f for f in topology.flows}
     gone: dict[str, set[str]] = {}
     for cluster, topic in deleted:
         gone.setdefault(cluster, set()).add(topic)
@@ -47,7 +57,7 @@ def claim_actions(
     for alias, c in sorted(live.clusters.items()):
         if not c.reachable:
             continue
-        wanted = sorted(t.name for t in desired.topics.get(alias, {}).values() if t.role is TopicRole.REMOTE)
+        wanted = sorted(t.name for t in desired.topics.get(alias, {}).values() if _owned(flows, t))
         if c.owners is None:
             if wanted:
                 findings.append(

@@ -275,13 +275,13 @@ def choose(docs: list[Document], env: str | None, diags: Diagnostics) -> Environ
     envs = environments(docs, diags)
     if envs is None:
         return None
-    names = ", ".join(sorted(envs))
+    names = ", ".join(envs)
     if env is None:
         if envs:
             diags.error(
                 f"this topology declares environments ({names}): choose one with --env NAME",
                 _first_place(docs),
-                hint=f"e.g. --env {sorted(envs)[0]}; every command that reads the topology takes it ({DOCS})",
+                hint=f"e.g. --env {next(iter(envs))}; every command that reads the topology takes it ({DOCS})",
             )
         return None
     if not envs:
@@ -435,6 +435,8 @@ def bindings(docs: list[Document], but: str | None) -> Iterator[tuple[str, str, 
 # --- promote: the differences between two environments -------------------------------------------
 
 
+#: The order of the sections in `differences` (within one, the order the environments write them in).
+ORDER = ("clusters", "defaults", "flows", "policies", "prune", "slo")
 #: How a value no environment or topology sets is shown.
 UNSET = "(unset)"
 SECRET = "(secret, not shown)"
@@ -541,7 +543,12 @@ def differences(docs: list[Document], a: str, b: str, diags: Diagnostics) -> lis
     for name in (a, b):
         if choose(docs, name, diags) is None:
             return None
-    paths = {**_declared_paths(envs[a]), **_declared_paths(envs[b])}
+    declared = list({**_declared_paths(envs[a]), **_declared_paths(envs[b])})
+    first = {p: i for i, p in enumerate(declared)}
+    group: dict[Path_, int] = {}
+    for p in declared:
+        group.setdefault(p[:2], len(group))
+    paths = sorted(declared, key=lambda p: (ORDER.index(str(p[0])), group[p[:2]], first[p]))
     resolved = {name: _base(merged(docs, envs[name])) for name in (a, b)}
     out = []
     for path in paths:
