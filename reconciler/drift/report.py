@@ -278,6 +278,16 @@ class DriftReport:
     flows: tuple[FlowReport, ...]
     items: tuple[DriftItem, ...]
     plan: Mapping[str, Any] = field(default_factory=dict)  # the plan's summary
+    environment: str | None = None  # the topology's environment (`--env`), or None
+
+    @property
+    def title(self) -> str:
+        """What the report is of: `topology NAME, environment ENV` (either part only when known)."""
+        parts = (
+            f"topology {self.topology}" if self.topology else "",
+            f"environment {self.environment}" if self.environment else "",
+        )
+        return ", ".join(p for p in parts if p)
 
     @property
     def drift(self) -> list[DriftItem]:
@@ -333,6 +343,7 @@ class DriftReport:
             "format_version": FORMAT_VERSION,
             "kind": "reconciler-drift-report",
             "topology": self.topology,
+            "environment": self.environment,
             "generated_at": self.generated_at,
             "revision": dict(self.revision) if self.revision else None,
             "status": self.status(),
@@ -969,4 +980,5 @@ def build_report(
         flows=tuple(flows),
         items=tuple(items),
         plan=plan.to_dict()["summary"],
+        environment=topology.environment,
     )

@@ -272,6 +272,8 @@ def render(report: DriftReport, topology: Topology | None = None) -> str:
         else "not in git"
     )
     title = f"Drift report: {report.topology}" if report.topology else "Drift report"
+    if report.environment:
+        title += f"{',' if report.topology else ':'} environment {report.environment}"
     enabled = [f for f in report.flows if f.enabled]
     flows_drift = sum(1 for f in report.flows if f.status in ("drift", "error"))
     running = sum(1 for f in enabled if f.job is not None and f.job.running)

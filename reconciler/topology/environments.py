@@ -210,17 +210,20 @@ def _declared(docs: list[Document], diags: Diagnostics) -> dict[str, Environment
     return envs if ok else None
 
 
-def _unknown(what: str, name: str, known: list[str], place: Place, diags: Diagnostics) -> None:
-    close = difflib.get_close_matches(name, known, n=1)
+def _unknown(
+    what: str, name: str, known: list[str], place: Place, diags: Diagnostics, likely: list[str] | None = None
+) -> None:
+    close = difflib.get_close_matches(name, likely or known, n=1, cutoff=0.5)
     hint = f"did you mean {close[0]!r}?" if close else f"the topology's {what}s: {', '.join(sorted(known)) or 'none'}"
     diags.error(f"environment {place.path[1]!r}: {name!r} is not a {what} of the topology", place.where, hint=hint)
 
 
 def _check(env: Environment, base: _Base, diags: Diagnostics) -> None:
     """What an environment names must be the topology's, and every cluster must end up with an endpoint."""
+    unbound = [a for a in base.clusters if a not in env.clusters]  # what a misspelt alias most likely meant
     for alias, place in env.clusters.items():
         if alias not in base.clusters:
-            _unknown("cluster", alias, list(base.clusters), place, diags)
+            _unknown("cluster", alias, list(base.clusters), place, diags, unbound)
     for name, place in env.flows.items():
         if name not in base.flows:
             _unknown("flow", name, list(base.flows), place, diags)

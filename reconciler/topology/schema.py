@@ -46,12 +46,17 @@ def _report(err: ValidationError, doc: Document, diags: Diagnostics, prefix: tup
                 hint = _did_you_mean(str(key), allowed) or f"allowed keys here: {', '.join(allowed)}"
                 diags.error(f"unknown key {key!r} in {at}", doc.where_key(path + (key,)), hint=hint)
         return
-    if err.validator == "propertyNames":
+    if err.validator == "propertyNames" or (err.validator == "pattern" and "propertyNames" in err.schema_path):
         name = err.instance
+        hints = {
+            "environments": "environment names use letters, digits, '-' and '_'",
+            "flows": "a flow is named `source->target`, or `source->target:family` for a topic family",
+        }
         diags.error(
-            f"invalid name {name!r} in {at}: {err.message}",
+            f"invalid name {name!r} in {at}",
             doc.where_key(path + (name,)),
-            hint="cluster aliases use letters, digits, '-' and '_' (no dots: the dot separates remote-topic prefixes)",
+            hint=hints.get(str(path[-1]) if path else "")
+            or "cluster aliases use letters, digits, '-' and '_' (no dots: the dot separates remote-topic prefixes)",
         )
         return
     if err.validator == "required":

@@ -52,9 +52,7 @@ def test_two_owners_applied_alternately_to_one_cluster_keep_each_others_topics(f
         def write(name: str, owner: str, family: str, include: str) -> str:
             path = tmp_path / name
             path.write_text(
-                TEAM.format(
-                    owner=owner, family=family, include=include, west=west.bootstrap, east=east.bootstrap
-                )
+                TEAM.format(owner=owner, family=family, include=include, west=west.bootstrap, east=east.bootstrap)
             )
             return str(path)
 
