@@ -11,6 +11,7 @@
 #
 # Environment:
 #   TOPOLOGY_PATHS       topology files or directories, space-separated (required)
+#   TOPOLOGY_ENV         the environment, of a topology that declares `environments:` (`--env`; docs/environments.md)
 #   RECONCILER_PLAN_KEY  the key that signs and verifies the saved plan, from the CI's secret store (required)
 #   OUT_DIR              where to write plan.json, plan.txt, apply.txt (default ci-out; created 0700)
 #   RECONCILER           the CLI (default `reconciler`)
@@ -22,10 +23,12 @@ OUT_DIR=${OUT_DIR:-ci-out}
 RECONCILER=${RECONCILER:-reconciler}
 : "${RECONCILER_PLAN_KEY:?set RECONCILER_PLAN_KEY (from the CI secret store) to sign and verify the saved plan}"
 read -r -a paths <<< "$TOPOLOGY_PATHS"
+env_args=()
+[ -n "${TOPOLOGY_ENV:-}" ] && env_args=(--env "$TOPOLOGY_ENV")
 (umask 077 && mkdir -p "$OUT_DIR")  # the saved plan is the approval: only this job's user reads it
 
 # shellcheck disable=SC2086
-$RECONCILER plan "${paths[@]}" --out "$OUT_DIR/plan.json" --detailed-exitcode | tee "$OUT_DIR/plan.txt"
+$RECONCILER plan "${env_args[@]}" "${paths[@]}" --out "$OUT_DIR/plan.json" --detailed-exitcode | tee "$OUT_DIR/plan.txt"
 code=${PIPESTATUS[0]}
 case "$code" in
   0) echo "No changes: nothing to apply."; exit 0 ;;
@@ -34,5 +37,5 @@ case "$code" in
 esac
 
 # shellcheck disable=SC2086
-$RECONCILER apply "$OUT_DIR/plan.json" "${paths[@]}" --auto-approve | tee "$OUT_DIR/apply.txt"
+$RECONCILER apply "${env_args[@]}" "$OUT_DIR/plan.json" "${paths[@]}" --auto-approve | tee "$OUT_DIR/apply.txt"
 exit "${PIPESTATUS[0]}"

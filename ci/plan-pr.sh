@@ -8,6 +8,7 @@
 #
 # Environment:
 #   TOPOLOGY_PATHS  topology files or directories, space-separated (required)
+#   TOPOLOGY_ENV    the environment, of a topology that declares `environments:` (`--env`; docs/environments.md)
 #   BASE_REF        what the pull request is compared with (default origin/main)
 #   OUT_DIR         where to write plan-comment.md (default ci-out)
 #   RECONCILER      the CLI (default `reconciler`; e.g. `python -m reconciler`)
@@ -21,10 +22,12 @@ OUT_DIR=${OUT_DIR:-ci-out}
 RECONCILER=${RECONCILER:-reconciler}
 MARKER=${PLAN_COMMENT_MARKER:-<!-- reconciler-plan -->}
 read -r -a paths <<< "$TOPOLOGY_PATHS"
+env_args=()
+[ -n "${TOPOLOGY_ENV:-}" ] && env_args=(--env "$TOPOLOGY_ENV")
 mkdir -p "$OUT_DIR"
 
 # shellcheck disable=SC2086 # RECONCILER may be a command with arguments
-$RECONCILER plan "${paths[@]}" --base "$BASE_REF" --clusters-from "$BASE_REF" --format markdown --detailed-exitcode \
+$RECONCILER plan "${env_args[@]}" "${paths[@]}" --base "$BASE_REF" --clusters-from "$BASE_REF" --format markdown --detailed-exitcode \
   > "$OUT_DIR/plan.md" 2> "$OUT_DIR/plan.err"
 code=$?
 cat "$OUT_DIR/plan.err" >&2

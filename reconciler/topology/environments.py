@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.topology import secrets
-from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, _copy
+from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, copy_tree
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation
 from reconciler.topology.flow_id import flow_name
 from reconciler.topology.loader import Document, Path_, load_paths
@@ -323,7 +323,7 @@ class _Resolved:
             data = {k: v for k, v in data.items() if k != SECTION}
         return Document(
             doc.file,
-            _copy(data),
+            copy_tree(data),
             dict(doc.positions),
             dict(doc.key_positions),
             dict(doc.key_texts),
@@ -364,7 +364,7 @@ class _Resolved:
                     value = _without_nulls(value)
                 self.merge(dst, node[key], here, value, there)
                 continue
-            node[key] = _without_nulls(value) if removable else _copy(value)
+            node[key] = _without_nulls(value) if removable else copy_tree(value)
             self.graft(dst, here, there)
             dst.key_positions.setdefault(here, src.doc.where_key(there.path))
 
@@ -380,14 +380,14 @@ class _Resolved:
     def add(self, section: str, src: Place) -> None:
         """The environment's `section` where the topology has none: in the environment's own document."""
         dst = self.by_id[id(src.doc)]
-        dst.data[section] = _copy(src.value)
+        dst.data[section] = copy_tree(src.value)
         self.graft(dst, (section,), src)
         dst.key_positions[(section,)] = src.where
 
 
 def _without_nulls(value: Any) -> Any:
     """A cluster's `config`/`tags` as an environment writes them: its null keys are no keys."""
-    return {k: _copy(v) for k, v in value.items() if v is not None} if isinstance(value, dict) else _copy(value)
+    return {k: copy_tree(v) for k, v in value.items() if v is not None} if isinstance(value, dict) else copy_tree(value)
 
 
 def merged(docs: list[Document], env: Environment) -> list[Document]:
@@ -454,9 +454,6 @@ class Difference:
     path: str
     before: str
     after: str
-
-    def to_dict(self, a: str, b: str) -> dict[str, str]:
-        return {"path": self.path, a: self.before, b: self.after}
 
 
 def _leaves(value: Any, path: Path_, out: dict[Path_, None]) -> None:
