@@ -33,7 +33,7 @@ def one_run(root: Path, records: int) -> dict[str, float]:
     bench = importlib.util.module_from_spec(spec)
     sys.modules["bench_replication"] = bench
     spec.loader.exec_module(bench)
-    from reconciler.contract.spec import EngineSettings
+    from reconciler.contract.spec import RuntimeSettings
 
     opts = argparse.Namespace(master="local[2]", parallelism=2, records=records, size=100, engine="tansu")
     out: dict[str, float] = {}
@@ -42,7 +42,7 @@ def one_run(root: Path, records: int) -> dict[str, float]:
         bench.produce_only(c.src.bootstrap, [("bench-src", p) for p in range(8)], records, 100)
         _ = c.spark  # started (and its workers warmed) before the first job
         job = bench.job_spec(c.src.bootstrap, c.dst.bootstrap, "dflt", "at-least-once", ("bench-src",), opts)
-        d = EngineSettings()
+        d = RuntimeSettings()
         engine = replace(job.engine, max_batch_ms=d.max_batch_ms, max_records_per_partition=d.max_records_per_partition)
         out["alo_default_tasks"] = bench.run_job(c, replace(job, engine=engine), records).rate
         job = bench.job_spec(c.src.bootstrap, c.dst.bootstrap, "long", "at-least-once", ("bench-src",), opts)

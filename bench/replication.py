@@ -79,7 +79,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from reconciler import logs  # noqa: E402
 from reconciler.adapters.read_to_end import END_READER  # noqa: E402
-from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec  # noqa: E402
+from reconciler.contract.spec import ClusterSpec, JobSpec, RuntimeSettings  # noqa: E402
 from reconciler.dev.brokers import Engine, discard, free_port, start_broker  # noqa: E402
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor  # noqa: E402
 from reconciler.engine.session import build_context  # noqa: E402
@@ -383,7 +383,7 @@ def job_spec(source: str, target: str, alias: str, delivery: str, include: tuple
         checkpoints=replace(defaults.checkpoints, interval_seconds=5),
         refresh_interval_seconds=5,
     )
-    engine = EngineSettings(
+    engine = RuntimeSettings(
         master=opts.master,
         parallelism=opts.parallelism,
         status_interval_seconds=2,
@@ -545,7 +545,7 @@ def scenario_throughput(opts) -> dict[str, float]:
         # What a new job gets without the benchmark's long tasks: the spec's own task length and record budget.
         log("  job at-least-once with the spec's default max_batch_ms and max_records_per_partition")
         spec = job_spec(c.src.bootstrap, c.dst.bootstrap, "dflt", "at-least-once", ("bench-src",), opts)
-        defaults = EngineSettings()
+        defaults = RuntimeSettings()
         spec = replace(
             spec,
             engine=replace(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.contract.spec import ClusterSpec, EngineSettings, JobSpec
+from reconciler.contract.spec import ClusterSpec, JobSpec, RuntimeSettings
 
 #: short name -> path under `settings`
 SETTINGS = {
@@ -42,7 +42,7 @@ SETTINGS = {
     "carries_heartbeats": ("carries_heartbeats",),
     "on_refused_record": ("on_refused_record",),
 }
-ENGINE = {f for f in EngineSettings.__dataclass_fields__}
+ENGINE = {f for f in RuntimeSettings.__dataclass_fields__}
 
 
 def _json(value: Any) -> Any:

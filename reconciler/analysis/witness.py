@@ -36,7 +36,10 @@ _LIMIT = 16
 MAX_CHARS = MAX_TOPIC_NAME_CHARS  # Kafka's limit on a topic name: a longer example names no topic
 
 
-def _any_char(chars: str = "ax") -> list[str]:
+def _any_char(chars: str = "ax.") -> list[str]:
+    """Examples of `.`: letters, and the dot itself, last, because an unescaped `.` in a topic pattern
+    (`customers.eu`) usually means a dot: without it, such a pattern's examples would miss the one topic
+    it names, and a residency policy on `customers\\..*` would not see it."""
     return list(chars)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from reconciler.cli.common import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.jobplan.state import iso
-from reconciler.mirror.group_sync import GroupSyncReason
+from reconciler.mirror.group_sync import GroupSyncReason, GroupTally
 from reconciler.operations.backend import Backend
 from reconciler.operations.status import status
 from reconciler.textutil import LAG_AGE, RECORD_AGE, plural, term
@@ -71,45 +71,73 @@ def _spec_cell(r: dict) -> str:
     return f"{run} != {want}"
 
 
+COLUMNS = [
+    "FLOW",
+    "DEPLOYER",
+    "WHERE",
+    "STATE",
+    "SPEC (running / desired)",
+    "LAG",
+    "LAG AGE",
+    "AGE P50",
+    "AGE P99",
+    "REC/S",
+    "RECORDS",
+    "LAST SEEN",
+]
+
+
 def render_text(rows: list[dict], now_ms: int) -> str:
     """The table of `status`, from the rows' JSON form (`JobRow.to_dict()`)."""
-    head = [
-        "FLOW",
-        "DEPLOYER",
-        "WHERE",
-        "STATE",
-        "SPEC (running / desired)",
-        "LAG",
-        "LAG AGE",
-        "AGE P50",
-        "AGE P99",
-        "REC/S",
-        "RECORDS",
-        "LAST SEEN",
+    lines = _table(rows, now_ms)
+    notes = _notes(rows)
+    if notes:
+        lines += ["", *(term(n) for n in notes)]
+    groups = _group_lines(rows, now_ms)
+    if groups:
+        lines += ["", "Consumer groups (offset syncs to the target):", *(term(g) for g in groups)]
+    wanted = [r for r in rows if r["wanted"]]
+    ok = sum(1 for r in wanted if r["in_sync"])
+    lines += [
+        "",
+        "LAG: records not replicated yet (the source's end offsets now - the job's positions); "
+        f"LAG AGE: {LAG_AGE} (its timestamp)",
+        f"AGE: {RECORD_AGE} when the target acknowledges a record (backlog included; the figure "
+        "slo.max_latency_p99_ms is checked against)",
     ]
-    table = [head]
-    for r in rows:
-        lat = r["latency_ms"] or {}
-        state = r["state"] + (f" ({r['job_state']})" if r["job_state"] not in (None, "running") else "")
-        table.append(
-            [
-                r["flow"],
-                r["deployer"] or "-",
-                r["where"],
-                state,
-                _spec_cell(r),
-                "-" if r["lag_total"] is None else str(r["lag_total"]),
-                _seconds(r["lag_seconds"]),
-                _ms(lat.get("p50")),
-                _ms(lat.get("p99")),
-                "-" if r["records_per_second"] is None else f"{r['records_per_second']:.0f}",
-                "-" if r["records"] is None else f"{r['records']}{' (stale)' if r['records_stale'] else ''}",
-                _age(r["heartbeat_at"], now_ms, bool(r["unreadable"])),
-            ]
-        )
+    lines += ["", f"{ok} of {plural(len(wanted), 'job')} run the desired spec."]
+    return "\n".join(lines) + "\n"
+
+
+def _row(r: dict, now_ms: int) -> list[str]:
+    lat = r["latency_ms"] or {}
+    state = r["state"] + (f" ({r['job_state']})" if r["job_state"] not in (None, "running") else "")
+    return [
+        r["flow"],
+        r["deployer"] or "-",
+        r["where"],
+        state,
+        _spec_cell(r),
+        "-" if r["lag_total"] is None else str(r["lag_total"]),
+        _seconds(r["lag_seconds"]),
+        _ms(lat.get("p50")),
+        _ms(lat.get("p99")),
+        "-" if r["records_per_second"] is None else f"{r['records_per_second']:.0f}",
+        "-" if r["records"] is None else f"{r['records']}{' (stale)' if r['records_stale'] else ''}",
+        _age(r["heartbeat_at"], now_ms, bool(r["unreadable"])),
+    ]
+
+
+def _table(rows: list[dict], now_ms: int) -> list[str]:
+    """One line per job under the header, columns aligned."""
+    table = [COLUMNS] + [_row(r, now_ms) for r in rows]
     table = [[term(c) for c in row] for row in table]  # names and job messages read from the clusters (issue 44)
-    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    widths = [max(len(row[i]) for row in table) for i in range(len(COLUMNS))]
+    return ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+
+
+def _notes(rows: list[dict]) -> list[str]:
+    """Why a job is in its state, its last error, the partitions it does not copy, its dead letters and losses."""
     notes = [f"  {r['flow']}: {r['why']}" for r in rows if r["why"]]
     notes += [
         f"  {r['flow']}: last error: {r['last_error']}" for r in rows if r["last_error"] and r["state"] != "running"
@@ -132,8 +160,11 @@ def render_text(rows: list[dict], now_ms: int) -> str:
         for r in rows
         for c in r.get("data_loss") or ()
     ]
-    if notes:
-        lines += ["", *(term(n) for n in notes)]
+    return notes
+
+
+def _group_lines(rows: list[dict], now_ms: int) -> list[str]:
+    """Each consumer group of each flow: synced (its last checkpoint) or why not."""
     filtered = GroupSyncReason.TOPIC_FILTERED.name.lower()
     groups = [
         f"  {r['flow']}: group {g['group']}: "
@@ -151,22 +182,30 @@ def render_text(rows: list[dict], now_ms: int) -> str:
     # that for most flows): one line per flow, not one per group; `--format json` has each.
     for r in rows:
         names = sorted(g["group"] for g in r.get("groups", ()) if g["reason"] == filtered)
-        if names:
-            shown = ", ".join(names[:FILTERED_GROUPS_SHOWN]) + (", ..." if len(names) > FILTERED_GROUPS_SHOWN else "")
-            groups.append(f"  {r['flow']}: groups that read only topics the flow does not copy ({len(names)}): {shown}")
-    if groups:
-        lines += ["", "Consumer groups (offset syncs to the target):", *(term(g) for g in groups)]
-    wanted = [r for r in rows if r["wanted"]]
-    ok = sum(1 for r in wanted if r["in_sync"])
-    lines += [
-        "",
-        "LAG: records not replicated yet (the source's end offsets now - the job's positions); "
-        f"LAG AGE: {LAG_AGE} (its timestamp)",
-        f"AGE: {RECORD_AGE} when the target acknowledges a record (backlog included; the figure "
-        "slo.max_latency_p99_ms is checked against)",
-    ]
-    lines += ["", f"{ok} of {plural(len(wanted), 'job')} run the desired spec."]
-    return "\n".join(lines) + "\n"
+        tally = GroupTally.from_dict(r["group_tally"]) if r.get("group_tally") else None
+        n = tally.count(GroupSyncReason.TOPIC_FILTERED) if tally is not None else len(names)
+        if n:
+            shown = ", ".join(names[:FILTERED_GROUPS_SHOWN]) + (
+                ", ..." if n > min(len(names), FILTERED_GROUPS_SHOWN) else ""
+            )
+            groups.append(
+                f"  {r['flow']}: groups that read only topics the flow does not copy ({n})"
+                + (f": {shown}" if names else "")
+            )
+        if tally is not None and tally.total > len(r.get("groups", ())):
+            groups.append(_group_summary(r["flow"], tally, len(r["groups"]), now_ms))
+    return groups
+
+
+def _group_summary(flow: str, tally: GroupTally, listed: int, now_ms: int) -> str:
+    """One line for a flow with more groups than its status record lists: every group counted."""
+    oldest = f" (oldest checkpoint {_age(tally.oldest_checkpoint_ms, now_ms)})" if tally.oldest_checkpoint_ms else ""
+    missing = "; ".join(f"{n:,} {r.value}" for r, n in tally.not_synced)
+    return (
+        f"  {flow}: {tally.total:,} groups in all: {tally.synced:,} synced{oldest}"
+        + (f", not synced: {missing}" if missing else "")
+        + f" (the {listed:,} listed are those not synced first, then the oldest checkpoints)"
+    )
 
 
 def cmd_status(args, backend: Backend) -> int:

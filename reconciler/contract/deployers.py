@@ -1,36 +1,38 @@
-"""Deployer names: the one list of the ways a job can be run, and what each one keeps apart."""
+"""The deployers as the planner and the deployers see them: what each takes beside the job spec, what of it replaces
+an engine, and what each keeps apart. The deployers' names and the `local[N]` rule live below the topology
+(reconciler/deployer_kinds.py); which settings are the engine's or the deployer's is each setting's `scope`
+(topology/settings_registry.py): every list here is derived from them."""
 
 from __future__ import annotations
 
-import re
+from reconciler.deployer_kinds import PROCESS_DEPLOYERS, DeployerKind, local_threads
+from reconciler.topology import settings_registry
 
-LOCAL = "local"
-SPARK_STANDALONE = "spark-standalone"
-KUBERNETES = "kubernetes"
+# The deployers' names as plain strings (option and record values, YAML): the enum's values.
+LOCAL: str = DeployerKind.LOCAL.value
+SPARK_STANDALONE: str = DeployerKind.SPARK_STANDALONE.value
+KUBERNETES: str = DeployerKind.KUBERNETES.value
 
-DEPLOYER_NAMES: tuple[str, ...] = (LOCAL, SPARK_STANDALONE, KUBERNETES)
-DEFAULT_DEPLOYER = LOCAL
-
-#: Deployers that run the job as a process on this machine and share one state directory.
-PROCESS_DEPLOYERS: frozenset[str] = frozenset({LOCAL, SPARK_STANDALONE})
+DEPLOYER_NAMES: tuple[str, ...] = tuple(d.value for d in DeployerKind)
 
 #: JobSettings fields that change how a deployer runs a job but are not part of the job spec
-#: (so not of its hash): a change to one of them needs a redeploy (restart).
+#: (so not of its hash): a change to one of them needs a redeploy (restart). Per deployer, the engine and
+#: deployment settings it reads (`settings_registry.deployer_options`).
 DEPLOYMENT_OPTION_FIELDS: dict[str, tuple[str, ...]] = {
-    LOCAL: ("metrics_port", "metrics_bind", "engine"),
-    SPARK_STANDALONE: ("metrics_port", "metrics_bind", "engine"),
-    KUBERNETES: (
-        "namespace",
-        "image",
-        "service_account",
-        "secret_name",
-        "manifests_dir",
-        "kubectl_apply",
-        "metrics_port",
-        "termination_grace_seconds",
-        "engine",
-    ),
+    d.value: settings_registry.deployer_options(d) for d in DeployerKind
 }
+
+#: The option that names the flow's engine (`job.engine`, resolved): a change moves the flow to another engine.
+ENGINE_OPTION = "engine"
+
+
+def replaces_engine(change: str, deployer: str) -> bool:
+    """Whether a change of `change` (a JobSpec path, "engine.spark_conf.spark.x", or an option of `deployer`,
+    "image") replaces the flow's whole engine on `deployer`: a setting of the engine's application (scope
+    `engine`). One `local[N]` master for another does, by this rule; the caller knows the engine runs local[max]."""
+    if any(change == p or change.startswith(p + ".") for p in settings_registry.engine_spec_paths()):
+        return True
+    return change in settings_registry.engine_options(deployer)
 
 
 #: Hints a process deployer takes with a flow's options but that are not settings of it (the plan never compares
@@ -46,12 +48,6 @@ def local_slots(master: str, slots: int) -> str:
     if threads is None or threads >= slots:
         return master
     return f"local[{slots}]"
-
-
-def local_threads(master: str) -> int | None:
-    """N of a `local[N]` master (None: another master)."""
-    m = re.fullmatch(r"local\[(\d+)\]", master.strip())
-    return int(m.group(1)) if m else None
 
 
 def deployer_family(name: str) -> str:

@@ -6,8 +6,8 @@ its own environment (`client_config`), so a spec file, a plan or a status record
 
 Shape (version 2): the flow id, the two clusters, the flow's settings as the topology model holds
 them (`topology.model.FlowSettings`, the settings part of a Flow: its own TopicFilter, GroupFilter,
-ReplicationPolicy, SyncSettings, Heartbeats, ... serialized as they are, field by field), the engine settings (`EngineSettings`:
-Spark master, parallelism, batch sizes, intervals) and the git revision (provenance, not hashed).
+ReplicationPolicy, SyncSettings, Heartbeats, ... serialized as they are, field by field), how the job runs (`RuntimeSettings`,
+under the key `engine`: Spark master, parallelism, batch sizes, intervals) and the git revision (provenance, not hashed).
 Version 1 (the flat spec of earlier releases) is still read, so a deployed job's spec can be
 compared; its `version` differs, which needs a restart: every running job is restarted once on
 upgrade (docs/replication-job.md).
@@ -41,6 +41,7 @@ from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.state import ownership
 from reconciler.topology import secrets, settings_registry
 from reconciler.topology.build import default_settings
+from reconciler.topology.choices import OffsetReset  # noqa: F401 (re-exported: the job reads it here)
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import FlowId
 from reconciler.topology.model import (
@@ -110,26 +111,8 @@ def restart_fields_of(changed: Iterable[str], rotated: Iterable[str] = ()) -> se
     return {name for name in changed if not is_hot_reloadable(name) and name not in skip}
 
 
-class OffsetReset(str, enum.Enum):
-    """What a job does when the source lost the records at its next offset (`engine.offset_reset`): the position is
-    below the partition's log start (retention or a deletion passed it), above its log end (the broker lost
-    acknowledged records; their offsets will be given to new ones), or its topic was recreated. Each is reported
-    (status `out_of_range` and `data_loss`, drift, metrics) whatever the policy."""
-
-    RESUME = "resume"  # the default: where nothing the source holds is skipped and nothing is copied twice (below)
-    FAIL = "fail"  # the job stops (state failed, exit 1): nothing more is copied until someone looks
-    PAUSE = "pause"  # the partition halts (a PartitionFault, the flow degraded); the others copy on
-    RESUME_AT_START = "resume-at-start"  # at the partition's log start: nothing the source holds is skipped
-    RESUME_AT_END = "resume-at-end"  # at the partition's log end: nothing is copied twice, what the source holds is not
-
-    @classmethod
-    def of(cls, value: str) -> OffsetReset:
-        return cls(OFFSET_RESET_ALIASES.get(value, value))
-
-
-#: The values of `offset_reset` before issue 34, kept working: `earliest` is `resume-at-start`, `halt` is `pause`.
-OFFSET_RESET_ALIASES = {"earliest": OffsetReset.RESUME_AT_START.value, "halt": OffsetReset.PAUSE.value}
-OFFSET_RESET_CHOICES = (*(o.value for o in OffsetReset), *OFFSET_RESET_ALIASES)
+#: The values `engine.offset_reset` takes (the `job.offset_reset` setting's: its enum `OffsetReset`, then the aliases).
+OFFSET_RESET_CHOICES: tuple[str, ...] = settings_registry.setting("job.offset_reset").choices
 
 
 # --- dataclasses <-> JSON, field by field (the model's own types, serialized as they are) ----------
@@ -213,8 +196,11 @@ DEFAULT_STATUS_INTERVAL_SECONDS = 3.0
 
 
 @dataclass(frozen=True)
-class EngineSettings:
-    """How the job runs (Spark and its loop), as opposed to what it replicates."""
+class RuntimeSettings:
+    """How the job runs (Spark and its loop), as opposed to what it replicates: the flow's own, though its `master`
+    and `spark_conf` are the engine's (scope `engine` in topology/settings_registry.py: every flow of the engine
+    agrees on them). Serialized under the key `engine` (`JobSpec.engine`, the "engine.*" paths), as specs written by
+    earlier releases are: the same spec hash, so an upgrade restarts nothing."""
 
     master: str = _FLOW["job"]["master"]
     parallelism: int = _FLOW["job"]["parallelism"]
@@ -226,7 +212,7 @@ class EngineSettings:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, job: JobSettings) -> EngineSettings:
+    def of(cls, job: JobSettings) -> RuntimeSettings:
         return cls(
             master=job.master,
             parallelism=job.parallelism,
@@ -278,7 +264,7 @@ class JobSpec:
     source: ClusterSpec
     target: ClusterSpec
     settings: FlowSettings = field(default_factory=default_settings)
-    engine: EngineSettings = field(default_factory=EngineSettings)
+    engine: RuntimeSettings = field(default_factory=RuntimeSettings)
     version: int = SPEC_VERSION
     # Not part of the hash: provenance only.
     git_revision: str | None = field(default=None, compare=False)
@@ -294,7 +280,7 @@ class JobSpec:
             source=ClusterSpec.from_cluster(topology.clusters[flow.source]),
             target=ClusterSpec.from_cluster(topology.clusters[flow.target]),
             settings=FlowSettings.of(flow),
-            engine=EngineSettings.of(flow.job),
+            engine=RuntimeSettings.of(flow.job),
             git_revision=git_revision,
             owner=topology.owner,
         )
@@ -384,7 +370,7 @@ class JobSpec:
             c = data[side]
             data[side] = ClusterSpec(c["alias"], c["bootstrap_servers"], dict(c.get("config", {})))
         data["settings"] = _from_json(FlowSettings, data["settings"], "settings")
-        data["engine"] = _from_json(EngineSettings, data.get("engine", {}), "engine")
+        data["engine"] = _from_json(RuntimeSettings, data.get("engine", {}), "engine")
         return cls(**data)
 
     @classmethod
@@ -547,7 +533,7 @@ def _from_version_1(d: dict[str, Any]) -> dict[str, Any]:
         "carries_heartbeats": take("carries_heartbeats", True),
         "on_refused_record": take("on_refused_record", f["on_refused_record"]),
     }
-    engine = {name: flat.pop(name) for name in [e.name for e in fields(EngineSettings)] if name in flat}
+    engine = {name: flat.pop(name) for name in [e.name for e in fields(RuntimeSettings)] if name in flat}
     out: dict[str, Any] = {k: flat.pop(k) for k in ("flow", "source", "target", "git_revision") if k in flat}
     flat.pop("version", None)
     if flat:

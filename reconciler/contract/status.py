@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from reconciler.contract.spec import DEFAULT_STATUS_INTERVAL_SECONDS, STATUS_TOPIC
-from reconciler.mirror.group_sync import GroupSync
+from reconciler.mirror.group_sync import GroupSync, GroupTally
 
 
 class StatusState(str, enum.Enum):
@@ -94,6 +94,23 @@ def _text(value: Any) -> str | None:
 
 def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, (list, tuple)) else []
+
+
+#: The most entries a status record lists of a flow's groups and of its partitions' lag. The record must fit the
+#: status topic's message size (1 MB by default) however large the flow: 20,000 groups or 5,000 partitions listed
+#: whole do not, and a record that is refused leaves the flow without status. What is listed is what an operator
+#: needs first (the groups not synced, the partitions furthest behind); the totals stay exact (`group_tally`,
+#: `lag_total`). At most ~250 + 2 x 249 bytes an entry: ~0.3 MB for the groups, ~0.6 MB for the lag at worst.
+GROUPS_SHOWN = 500
+LAG_PARTITIONS_SHOWN = 1000
+
+
+def furthest_behind(lag: tuple[PartitionLag, ...], limit: int = LAG_PARTITIONS_SHOWN) -> tuple[PartitionLag, ...]:
+    """The `limit` partitions furthest behind (unknown lag first: it may be the worst), in topic-partition order."""
+    if len(lag) <= limit:
+        return lag
+    worst = sorted(lag, key=lambda p: (p.lag is not None, -(p.lag or 0), p.topic, p.partition))[:limit]
+    return tuple(sorted(worst, key=lambda p: (p.topic, p.partition)))
 
 
 @dataclass(frozen=True)
@@ -328,6 +345,7 @@ class StatusRecord:
     # every group the flow's filter matches, with its last checkpoint or why it is not synced (issue 38); written
     # only when there are some, so a record without groups has the same bytes as before
     groups: tuple[GroupSync, ...] = ()
+    group_tally: GroupTally | None = None  # all of them counted (`groups` lists at most GROUPS_SHOWN)
     state_text: str | None = None  # the raw `state` value
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -383,6 +401,7 @@ class StatusRecord:
             **({"faults": [f.to_dict() for f in self.faults]} if self.faults else {}),
             **({"dead_letters": [c.to_dict() for c in self.dead_letters]} if self.dead_letters else {}),
             **({"groups": [g.to_dict() for g in self.groups]} if self.groups else {}),
+            **({"group_tally": self.group_tally.to_dict()} if self.group_tally is not None else {}),
             **({"data_loss": [c.to_dict() for c in self.data_loss]} if self.data_loss else {}),
         }
 
@@ -427,6 +446,7 @@ class StatusRecord:
             lag_seconds=_number(d.get("lag_seconds")),
             lag_read_at=_int(d.get("lag_read_at")),
             groups=tuple(GroupSync.from_dict(x) for x in _list(d.get("groups")) if isinstance(x, Mapping)),
+            group_tally=GroupTally.from_dict(t) if isinstance(t := d.get("group_tally"), Mapping) else None,
             state_text=_text(d.get("state")),
             extra={k: v for k, v in d.items() if k not in known},
         )

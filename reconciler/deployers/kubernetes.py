@@ -74,7 +74,7 @@ import yaml
 
 from reconciler import settings
 from reconciler.adapters.base import OpResult
-from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS, KUBERNETES
+from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS, ENGINE_OPTION, KUBERNETES
 from reconciler.contract.engine import ENGINE_FILE, INHERIT_MASTER, RESTART_SUFFIX, flat_flow_file
 from reconciler.contract.spec import JobSpec
 from reconciler.deployers.base import (
@@ -91,6 +91,7 @@ from reconciler.settings import ALL_INTERFACES, BIND_ENV, INSTANCE_ENV, KUBERNET
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.secrets import references
+from reconciler.topology.settings_registry import engine_options
 
 API_VERSION = "sparkoperator.k8s.io/v1beta2"
 ENGINE_MOUNT = "/etc/reconciler/engine"
@@ -114,8 +115,9 @@ DEFAULTS = {
     **{k: BUILTIN_FLOW_DEFAULTS["job"][k] for k in DEPLOYMENT_OPTION_FIELDS[KUBERNETES] if k != "metrics_port"},
     "metrics_port": KUBERNETES_PORT,
 }
-#: Options that change where and how the manifests are written, not the SparkApplication.
-FILE_OPTIONS = frozenset({"manifests_dir", "kubectl_apply"})
+#: Options that change where and how the manifests are written, not the SparkApplication: the deployment settings
+#: (settings_registry's scope) but the engine's name.
+FILE_OPTIONS = frozenset(DEPLOYMENT_OPTION_FIELDS[KUBERNETES]) - engine_options(KUBERNETES) - {ENGINE_OPTION}
 #: Executors of an engine when its spark_conf does not say (dynamic allocation: they follow the flows' tasks).
 MIN_EXECUTORS = 1
 MAX_EXECUTORS = 8

@@ -6,8 +6,8 @@ hold several certificates (a chain, a CA bundle). The edge (`reconciler.operatio
 resolves the cluster's settings through the one path (`topology/connection.py` `client_config`), reads the files
 and hands over a `CertificateSource` per setting: its bytes, or why they could not be had. `check` turns one into a
 `CertificateCheck` against the topology's `slo.certificate_expiry_days` and the command's one "now": the earliest
-expiry of the certificates in it counts. The report (`drift/report.py`) makes the items: expired or expiring is
-drift, unreadable a note naming the setting (never the content).
+expiry of the certificates in it counts. The report (`drift/report/clusters.py`) makes the items: expired or
+expiring is drift, unreadable a note naming the setting (never the content).
 
 The certificates are parsed with the standard library alone: PEM is base64 of DER, and the expiry is one field
 at a fixed place of the DER structure (RFC 5280: Certificate / tbsCertificate / validity / notAfter), read by

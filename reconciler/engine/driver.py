@@ -82,6 +82,7 @@ from reconciler.engine.topics import plan_partitions
 from reconciler.engine.worker import run_tasks
 from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
+from reconciler.topology.choices import OnRefusedRecord
 
 log = logging.getLogger(__name__)
 
@@ -585,7 +586,7 @@ class ReplicationDriver:
         self.log.info("applying new spec %s (changed: %s)", new.spec_hash()[:12], sorted(self.spec.changed_fields(new)))
         self.spec = new
         self.connections.update_spec(new)
-        if new.settings.on_refused_record == "skip":  # its dead-letter topic
+        if new.settings.on_refused_record == OnRefusedRecord.SKIP:  # its dead-letter topic
             for e in self.connections.topics.ensure_internal():
                 self._error(e)
         self.faults.release_halted()  # the partitions halted under a policy the new spec changed resume

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,13 @@ from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordFormatError
 
 log = logging.getLogger(__name__)
+
+#: Consumer groups whose committed offsets a checkpoint round reads at once (OffsetFetch requests in flight: the
+#: admin client pipelines them on its connection to each group's coordinator).
+GROUP_READS_IN_FLIGHT = 500
+#: Groups whose offsets a checkpoint round syncs to the target at once (`sync.group_offsets`): each takes up to three
+#: admin round trips, which the target's admin client carries concurrently.
+GROUP_SYNCS_IN_FLIGHT = 32
 
 
 def now_ms() -> int:
@@ -243,6 +251,9 @@ class CheckpointEmitter:
 
     # --- checkpoints ----------------------------------------------------------------------
     def source_group_offsets(self, timeout: float = 10.0) -> dict[str, dict[tuple[str, int], OffsetAndMetadata]]:
+        """Every matching group's committed offsets on the source: one ListGroups, then the groups' OffsetFetch
+        requests `GROUP_READS_IN_FLIGHT` at a time (the admin client sends one group per request; waiting for each
+        before the next made a round of 10,000 groups take minutes)."""
         from confluent_kafka import ConsumerGroupTopicPartitions
 
         listed = self.source_admin.list_consumer_groups(request_timeout=timeout).result(timeout)
@@ -251,22 +262,29 @@ class CheckpointEmitter:
             g.group_id for g in listed.valid if self.flow.groups.matches(g.group_id) and not g.group_id.startswith(own)
         )
         out: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        for group in groups:
-            self.read_at[group] = now_ms()  # MM2 takes the time before listConsumerGroupOffsets
-            try:
-                res = self.source_admin.list_consumer_group_offsets(
+        for i in range(0, len(groups), GROUP_READS_IN_FLIGHT):
+            chunk = groups[i : i + GROUP_READS_IN_FLIGHT]
+            read_at = now_ms()  # MM2 takes the time before listConsumerGroupOffsets
+            futures = {
+                group: self.source_admin.list_consumer_group_offsets(
                     [ConsumerGroupTopicPartitions(group)], request_timeout=timeout
-                )[group].result(timeout)
-            except Exception as exc:  # noqa: BLE001 - a group may vanish meanwhile
-                log.info("cannot read offsets of group %s: %s", group, exc)
-                continue
-            offsets = {
-                (tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
-                for tp in res.topic_partitions
-                if tp.offset >= 0 and tp.error is None
+                )[group]
+                for group in chunk
             }
-            if offsets:
-                out[group] = offsets
+            for group, future in futures.items():
+                self.read_at[group] = read_at
+                try:
+                    res = future.result(timeout)
+                except Exception as exc:  # noqa: BLE001 - a group may vanish meanwhile
+                    log.info("cannot read offsets of group %s: %s", group, exc)
+                    continue
+                offsets = {
+                    (tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
+                    for tp in res.topic_partitions
+                    if tp.offset >= 0 and tp.error is None
+                }
+                if offsets:
+                    out[group] = offsets
         return out
 
     def checkpoints(
@@ -401,18 +419,27 @@ class CheckpointEmitter:
         by_group: dict[str, dict[TopicPartition, int]] = {}
         for cp in cps:
             by_group.setdefault(cp.consumer_group_id, {})[TopicPartition(cp.topic, cp.partition)] = cp.downstream_offset
-        synced = []
-        for group, translated in sorted(by_group.items()):
+
+        def sync(group: str, translated: dict[TopicPartition, int]) -> bool:
             try:
                 if self.target_groups.group_state(group).active:
                     self.active_on_target.add(group)
-                    continue
+                    return False
                 self.active_on_target.discard(group)
                 committed = self.target_groups.committed_offsets(group, translated)
                 commits = plan_failover(group, translated, committed, partitions_on_target=None).commits
                 if commits:
                     self.target_groups.commit_offsets(group, commits)
-                    synced.append(group)
+                    return True
             except ClusterIOError as exc:
                 log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
-        return synced
+            return False
+
+        # Up to three round trips a group (describe, committed offsets, commit), GROUP_SYNCS_IN_FLIGHT groups at a
+        # time: one after another, a round of 10,000 groups took longer than the interval it runs in.
+        groups = sorted(by_group)
+        if len(groups) <= 1:
+            return [g for g in groups if sync(g, by_group[g])]
+        with ThreadPoolExecutor(min(GROUP_SYNCS_IN_FLIGHT, len(groups)), thread_name_prefix="group-sync") as pool:
+            moved = list(pool.map(lambda g: sync(g, by_group[g]), groups))
+        return [g for g, m in zip(groups, moved) if m]

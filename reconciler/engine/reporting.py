@@ -11,16 +11,19 @@ from typing import Protocol
 
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import (
+    GROUPS_SHOWN,
     Latency,
     PartitionCount,
     PartitionFault,
     StatusRecord,
     StatusState,
+    furthest_behind,
 )
 from reconciler.engine.driver_parts import Cluster, Partitions, Progress, ReachWatch, StuckWatch
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.lag import JobLag, committed_ahead, job_lag
 from reconciler.engine.metrics import JobMetrics
+from reconciler.mirror.group_sync import most_telling, tally
 
 #: A partition whose source is ahead while its position does not move is stuck (FaultKind.STUCK) after this many
 #: status intervals, and at least two batch deadlines (`max_batch_ms`: a task's count arrives when it ends).
@@ -132,6 +135,7 @@ class Reporter:
         lag = lag if lag is not None else self.current_lag()
         spec, progress, parts = self._spec(), self.progress, self.parts
         checkpoints = self.checkpoints
+        syncs = checkpoints.group_syncs if checkpoints is not None else ()
         return StatusRecord(
             flow=spec.flow,
             spec_hash=spec.spec_hash(),
@@ -148,7 +152,7 @@ class Reporter:
             batches=progress.batches,
             partitions=len(parts.plan.copy),
             lag_total=lag.total,
-            lag=lag.partitions,
+            lag=furthest_behind(lag.partitions),
             lag_seconds=lag.seconds,
             lag_read_at=lag.read_at,
             latency_ms=Latency.from_dict(progress.latency.snapshot()),
@@ -167,7 +171,8 @@ class Reporter:
             instance_id=self.instance_id,
             pid=os.getpid(),
             metrics_port=self.metrics.port,
-            groups=checkpoints.group_syncs if checkpoints is not None else (),
+            groups=most_telling(syncs, GROUPS_SHOWN),
+            group_tally=tally(syncs) if syncs else None,
         )
 
     def publish_status(self) -> None:

@@ -24,6 +24,7 @@ from reconciler.engine.driver_parts import Pacing, Partitions, Progress
 from reconciler.engine.source_loss import position_loss, resume_at
 from reconciler.engine.tails import Fingerprint, divergence_point, first_difference
 from reconciler.engine.tasks import TP, PartitionResult
+from reconciler.topology.choices import OnRefusedRecord
 
 log = logging.getLogger(__name__)
 
@@ -418,7 +419,7 @@ class SourceFaults:
         under `on_refused_record: skip`, its records going to the dead-letter topic; a loss under an `offset_reset`
         that resumes: the new policy decides where, and the workers drop their cached consumers)."""
         halted = self.parts.halted
-        if self._spec().settings.on_refused_record == "skip":
+        if self._spec().settings.on_refused_record == OnRefusedRecord.SKIP:
             for tp in [tp for tp, f in halted.items() if f.kind is FaultKind.REFUSED_RECORD]:
                 del halted[tp]
         if resume_at(self.offset_reset, 0, 0) is not None:

@@ -17,6 +17,7 @@ from reconciler.contract.spec import STATUS_TOPIC, JobSpec, dead_letters_topic_n
 from reconciler.mirror.filters import MAX_TOPIC_NAME_CHARS
 from reconciler.mirror.policy import HEARTBEATS_TOPIC
 from reconciler.state.configs import RawConfigEntry, explicit_configs_of
+from reconciler.topology.choices import OnRefusedRecord
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ def internal_topics(spec: JobSpec) -> dict[str, list[tuple[str, dict[str, str]]]
         (source if spec.heartbeats_on_source else target).append((HEARTBEATS_TOPIC, {"cleanup.policy": "compact"}))
     if spec.settings.checkpoints.enabled:
         target.append((spec.mirror_flow.policy.checkpoints_topic(spec.source.alias), compact))
-    if spec.settings.on_refused_record == "skip":
+    if spec.settings.on_refused_record == OnRefusedRecord.SKIP:
         target.append((dead_letters_topic_name(spec), {}))
     syncs = (offset_syncs_topic_name(spec), {"cleanup.policy": "compact"})
     (source if spec.offset_syncs_on_source else target).append(syncs)

@@ -44,6 +44,7 @@ from reconciler.engine import clients
 from reconciler.engine.sync_plan import plan_run, state_from_list, state_to_list
 from reconciler.engine.tails import RING_SIZE, Fingerprint, fingerprint_of
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask, RefusedRecord, TaskResult
+from reconciler.topology.choices import OnRefusedRecord
 
 OFFSET_BEGINNING = -2
 LATENCY_SAMPLE_EVERY = 64  # one record in 64 (plus the last of each partition) is timed
@@ -535,7 +536,9 @@ class Copier:
         self.first_copy = self.last_copy = 0.0  # when the task first and last copied a record (0.0: not yet)
         self.budget = spec.engine.max_records_per_partition
         self.by_tp = {(p.topic, p.partition): p for p in parts}
-        dead_letters = dead_letters_topic_name(spec) if spec.settings.on_refused_record == "skip" else None
+        dead_letters = (
+            dead_letters_topic_name(spec) if spec.settings.on_refused_record == OnRefusedRecord.SKIP else None
+        )
         for p in parts:
             p.dead_letters = dead_letters
         self.active = len(parts)  # partitions neither paused (budget spent, refused) nor out of range

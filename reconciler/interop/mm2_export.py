@@ -34,6 +34,7 @@ from reconciler.interop.mm2_keys import (
     Kind,
 )
 from reconciler.interop.properties import format_property
+from reconciler.mirror.policy import PolicyKind
 from reconciler.topology import secrets
 from reconciler.topology.model import Cluster, Delivery, Flow, Topology
 from reconciler.topology.settings_registry import TOPOLOGY_BY_NAME
@@ -100,7 +101,7 @@ def _format(kind: Kind, value: Any) -> str:
     if kind is Kind.BOOL:
         return "true" if value else "false"
     if kind is Kind.POLICY:
-        return IDENTITY_POLICY_CLASS if value == "identity" else DEFAULT_POLICY_CLASS
+        return IDENTITY_POLICY_CLASS if value == PolicyKind.IDENTITY else DEFAULT_POLICY_CLASS
     return _num(value)
 
 

@@ -56,8 +56,10 @@ from reconciler.interop.mm2_keys import (
     is_client_key,
 )
 from reconciler.interop.properties import PropertiesError, Property, parse_properties
+from reconciler.mirror.policy import PolicyKind
 from reconciler.textutil import cut
 from reconciler.topology import secrets
+from reconciler.topology.choices import Delivery
 from reconciler.topology.loader import MAX_SCALAR_CHARS, flows_limit
 
 _REF = re.compile(r"\$\{(?P<provider>[A-Za-z0-9_.-]+):(?P<body>[^}]*)\}")
@@ -261,13 +263,27 @@ def _jaas(value: str, alias: str, prop: Property, ctx: _Context, out: dict[str, 
 def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> dict[str, str]:
     """Java client settings -> librdkafka settings (secrets become `${VAR}`)."""
     out: dict[str, str] = {}
+    done = _same_keys(alias, entries, ctx, out)
+    done |= _sasl(alias, entries, ctx, out)
+    done |= _truststore(alias, entries, ctx, out)
+    done |= _keystore(alias, entries, ctx, out)
+    for key, p in entries.items():
+        if key not in done:
+            ctx.note(
+                p,
+                p.key,
+                "client setting not mapped to librdkafka",
+                f"add the librdkafka equivalent to clusters.{alias}.config if you need it",
+            )
+    return out
 
-    def get(key: str) -> str | None:
-        return entries[key].value.strip() if key in entries else None
 
-    def given(key: str) -> str:  # only for keys checked to be present
-        return entries[key].value.strip()
+def _value(entries: dict[str, Property], key: str) -> str | None:
+    return entries[key].value.strip() if key in entries else None
 
+
+def _same_keys(alias: str, entries: dict[str, Property], ctx: _Context, out: dict[str, str]) -> set[str]:
+    """The settings librdkafka names as the Java client does (SAME_CLIENT_KEYS). Returns the keys read."""
     done: set[str] = set()
     for key in SAME_CLIENT_KEYS:
         if key in entries:
@@ -278,20 +294,32 @@ def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> d
                 else _map_refs(value, alias, key, entries[key], ctx)
             )
             done.add(key)
+    return done
+
+
+def _sasl(alias: str, entries: dict[str, Property], ctx: _Context, out: dict[str, str]) -> set[str]:
+    """The SASL mechanism, the JAAS login (user and password) and host name verification. Returns the keys read."""
+    done: set[str] = set()
     if "sasl.mechanism" in entries:
-        out["sasl.mechanisms"] = given("sasl.mechanism")
+        out["sasl.mechanisms"] = entries["sasl.mechanism"].value.strip()
         done.add("sasl.mechanism")
     if "sasl.jaas.config" in entries:
         _jaas(entries["sasl.jaas.config"].value, alias, entries["sasl.jaas.config"], ctx, out)
         done.add("sasl.jaas.config")
     if "ssl.endpoint.identification.algorithm" in entries:
-        out["ssl.endpoint.identification.algorithm"] = get("ssl.endpoint.identification.algorithm") or "none"
-        done.add("ssl.endpoint.identification.algorithm")
-    ts_type = (get("ssl.truststore.type") or "JKS").upper()
-    if "ssl.truststore.certificates" in entries:
-        out["ssl.ca.pem"] = _map_refs(
-            given("ssl.truststore.certificates"), alias, "ssl.ca.pem", entries["ssl.truststore.certificates"], ctx
+        out["ssl.endpoint.identification.algorithm"] = (
+            _value(entries, "ssl.endpoint.identification.algorithm") or "none"
         )
+        done.add("ssl.endpoint.identification.algorithm")
+    return done
+
+
+def _truststore(alias: str, entries: dict[str, Property], ctx: _Context, out: dict[str, str]) -> set[str]:
+    """The CA certificates: PEM text or a PEM file (a JKS or PKCS12 truststore is a note). Returns the keys read."""
+    ts_type = (_value(entries, "ssl.truststore.type") or "JKS").upper()
+    if "ssl.truststore.certificates" in entries:
+        p = entries["ssl.truststore.certificates"]
+        out["ssl.ca.pem"] = _map_refs(p.value.strip(), alias, "ssl.ca.pem", p, ctx)
     if "ssl.truststore.location" in entries:
         p = entries["ssl.truststore.location"]
         if ts_type == "PEM":
@@ -303,20 +331,20 @@ def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> d
                 f"a {ts_type} truststore cannot be read by librdkafka",
                 f"convert it to PEM (keytool -exportcert -rfc) and set clusters.{alias}.config.ssl.ca.location",
             )
-    done |= {"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates", "ssl.truststore.password"}
-    ks_type = (get("ssl.keystore.type") or "JKS").upper()
+    return {"ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.certificates", "ssl.truststore.password"}
+
+
+def _keystore(alias: str, entries: dict[str, Property], ctx: _Context, out: dict[str, str]) -> set[str]:
+    """The client certificate and key: a PKCS12 or PEM keystore file, or PEM text (a JKS keystore is a note).
+    Returns the keys read."""
+    ks_type = (_value(entries, "ssl.keystore.type") or "JKS").upper()
     if "ssl.keystore.location" in entries:
         p = entries["ssl.keystore.location"]
         if ks_type == "PKCS12":
             out["ssl.keystore.location"] = _map_refs(p.value.strip(), alias, "ssl.keystore.location", p, ctx)
             if "ssl.keystore.password" in entries:
-                out["ssl.keystore.password"] = _secret(
-                    given("ssl.keystore.password"),
-                    alias,
-                    "ssl.keystore.password",
-                    entries["ssl.keystore.password"],
-                    ctx,
-                )
+                pw = entries["ssl.keystore.password"]
+                out["ssl.keystore.password"] = _secret(pw.value.strip(), alias, "ssl.keystore.password", pw, ctx)
         elif ks_type == "PEM":
             path = _map_refs(p.value.strip(), alias, "ssl.certificate.location", p, ctx)
             out["ssl.certificate.location"] = path
@@ -335,22 +363,13 @@ def _client_config(alias: str, entries: dict[str, Property], ctx: _Context) -> d
     if "ssl.keystore.key" in entries:
         p = entries["ssl.keystore.key"]
         out["ssl.key.pem"] = _secret(p.value.strip(), alias, "ssl.key.pem", p, ctx)
-    done |= {
+    return {
         "ssl.keystore.type",
         "ssl.keystore.location",
         "ssl.keystore.password",
         "ssl.keystore.certificate.chain",
         "ssl.keystore.key",
     }
-    for key, p in entries.items():
-        if key not in done:
-            ctx.note(
-                p,
-                p.key,
-                "client setting not mapped to librdkafka",
-                f"add the librdkafka equivalent to clusters.{alias}.config if you need it",
-            )
-    return out
 
 
 # --- flows ---------------------------------------------------------------------------------------
@@ -439,12 +458,12 @@ def _delivery(source: str, target: str, fs: dict[str, Property], scopes: _Scopes
             "would not start it",
             "imported as `delivery: exactly-once`, what the line asks for",
         )
-    eos = "exactly-once" if worker == "enabled" or connector == "required" else "at-least-once"
+    eos = (Delivery.EXACTLY_ONCE if worker == "enabled" or connector == "required" else Delivery.AT_LEAST_ONCE).value
     ours = _lookup((DELIVERY_EXT,), fs, scopes.top)  # export's: the topology's value where MM2 gives more
-    if ours is not None and eos == "exactly-once" and connector != "required":
-        if ours.value.strip() != "at-least-once":
+    if ours is not None and eos == Delivery.EXACTLY_ONCE and connector != "required":
+        if ours.value.strip() != Delivery.AT_LEAST_ONCE:
             raise _error(ours, f"{DELIVERY_EXT} must be at-least-once, not {cut(ours.value.strip())!r}")
-        return "at-least-once"
+        return Delivery.AT_LEAST_ONCE.value
     return eos
 
 
@@ -459,7 +478,7 @@ def _empty_separator(
     """An empty `replication.policy.separator` with the identity policy names no replicated topic (MM2 accepts it); a
     topology's separator is never empty, so it takes the default `.`. It still shapes MM2's internal topic names
     when `replication.policy.internal.topic.separator.enabled` (the default): those differ, and we say so."""
-    if settings[("separator",)] != "" or settings[("policy",)] != "identity":
+    if settings[("separator",)] != "" or settings[("policy",)] != PolicyKind.IDENTITY:
         return  # with the default policy an empty separator is refused by validation, at its line
     prop = _lookup(("replication.policy.separator",), fs, top)
     settings[("separator",)] = "."

@@ -11,6 +11,7 @@ from typing import Any
 
 from reconciler.interop.draft import Setting
 from reconciler.mirror.filters import GroupFilter, TopicFilter
+from reconciler.mirror.policy import PolicyKind
 from reconciler.topology import settings_registry as registry
 
 
@@ -43,13 +44,13 @@ IDENTITY_POLICY_CLASS = "org.apache.kafka.connect.mirror.IdentityReplicationPoli
 #: Strimzi's own identity policy, from before Kafka had one (Kafka 3.0, KIP-382's follow-up); same behaviour.
 STRIMZI_IDENTITY_POLICY_CLASS = "io.strimzi.kafka.connect.mirror.IdentityReplicationPolicy"
 POLICY_CLASSES = {
-    DEFAULT_POLICY_CLASS: "default",
-    "DefaultReplicationPolicy": "default",
-    IDENTITY_POLICY_CLASS: "identity",
-    STRIMZI_IDENTITY_POLICY_CLASS: "identity",
-    "IdentityReplicationPolicy": "identity",
+    DEFAULT_POLICY_CLASS: PolicyKind.DEFAULT.value,
+    "DefaultReplicationPolicy": PolicyKind.DEFAULT.value,
+    IDENTITY_POLICY_CLASS: PolicyKind.IDENTITY.value,
+    STRIMZI_IDENTITY_POLICY_CLASS: PolicyKind.IDENTITY.value,
+    "IdentityReplicationPolicy": PolicyKind.IDENTITY.value,
 }
-POLICY_KINDS = ("default", "identity")
+POLICY_KINDS: tuple[str, ...] = registry.setting("policy").choices
 
 
 def _kind(s: registry.Setting) -> Kind:

@@ -29,7 +29,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.contract.deployers import KUBERNETES, deployer_family, local_threads
+from reconciler.contract.deployers import KUBERNETES, deployer_family, local_threads, replaces_engine
 from reconciler.contract.jobstate import Deployment
 from reconciler.contract.spec import JobSpec, restart_fields_of, rotated_sides
 from reconciler.jobplan import backend as job_backend
@@ -400,12 +400,6 @@ def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings:
             out.append(StopJob(reason=f"flow {flow} was removed from the topology (prune.flows is on)", **args))
 
 
-#: JobSpec paths of an engine's own Spark settings: a change of one replaces the engine's application.
-ENGINE_SETTINGS = ("engine.master", "engine.spark_conf")
-#: Kubernetes deployment settings that are not in the engine's SparkApplication (a change rewrites files only).
-K8S_FILE_SETTINGS = frozenset({"engine", "manifests_dir", "kubectl_apply"})
-
-
 def _engine_restart(a: RestartJob, live: LiveJobs, mates: list[str]) -> str:
     """Why restart `a` replaces its whole engine ('': the flow restarts in place; a move between deployers or
     engines is a move, not a replacement)."""
@@ -419,9 +413,7 @@ def _engine_restart(a: RestartJob, live: LiveJobs, mates: list[str]) -> str:
     for k, (old, new) in a.changes.items():
         if k == "engine.master" and local_threads(str(old or "")) is not None and local_threads(str(new)) is not None:
             continue  # one local[N] for another: the engine runs local[max] already
-        if k.startswith(ENGINE_SETTINGS) or (
-            k not in K8S_FILE_SETTINGS if a.deployer == KUBERNETES else k == "metrics_port"
-        ):
+        if replaces_engine(k, a.deployer):  # a setting of the engine's own (scope engine: settings_registry)
             changed.append(k)
     if changed:
         return f"its Spark settings changed: {_fields(changed)}"

@@ -52,6 +52,74 @@ class GroupSync:
         )
 
 
+@dataclass(frozen=True)
+class GroupTally:
+    """Every group a flow's last checkpoint round judged, counted: exact however many of them a status record lists
+    (`most_telling`). `not_synced`: (reason, groups) for each reason that has any, in the reasons' order."""
+
+    total: int
+    synced: int
+    not_synced: tuple[tuple[GroupSyncReason, int], ...] = ()
+    oldest_checkpoint_ms: int | None = None  # the synced group whose last checkpoint is oldest
+
+    def count(self, reason: GroupSyncReason) -> int:
+        return dict(self.not_synced).get(reason, 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "synced": self.synced,
+            "not_synced": {r.name.lower(): n for r, n in self.not_synced},
+            "oldest_checkpoint_ms": self.oldest_checkpoint_ms,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GroupTally:
+        raw = d.get("not_synced")
+        counts = raw if isinstance(raw, Mapping) else {}
+        not_synced = tuple(
+            (r, n)
+            for r in GroupSyncReason
+            if isinstance(n := counts.get(r.name.lower()), int) and not isinstance(n, bool) and n > 0
+        )
+        oldest = d.get("oldest_checkpoint_ms")
+
+        def whole(key: str) -> int:
+            v = d.get(key)
+            return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+        return cls(whole("total"), whole("synced"), not_synced, oldest if isinstance(oldest, int) else None)
+
+
+def tally(syncs: tuple[GroupSync, ...]) -> GroupTally:
+    synced = [g for g in syncs if g.reason is None]
+    stamps = [g.last_checkpoint_ms for g in synced if g.last_checkpoint_ms is not None]
+    return GroupTally(
+        total=len(syncs),
+        synced=len(synced),
+        not_synced=tuple((r, n) for r in GroupSyncReason if (n := sum(1 for g in syncs if g.reason is r))),
+        oldest_checkpoint_ms=min(stamps) if stamps else None,
+    )
+
+
+def most_telling(syncs: tuple[GroupSync, ...], limit: int) -> tuple[GroupSync, ...]:
+    """At most `limit` verdicts, the ones an operator needs first: groups not synced (by reason, in the reasons'
+    order; a group that reads only topics the flow does not copy last of all), then synced groups whose last
+    checkpoint is oldest. A flow of 20,000 groups cannot list each in its status record (the record must fit the
+    target's message size); `tally` counts them all."""
+    order = {r: i for i, r in enumerate(GroupSyncReason)}
+    last = len(order)
+
+    def rank(g: GroupSync) -> tuple[int, int, str]:
+        if g.reason is GroupSyncReason.TOPIC_FILTERED:
+            return (last + 1, 0, g.group)
+        if g.reason is not None:
+            return (order[g.reason], 0, g.group)
+        return (last, g.last_checkpoint_ms or 0, g.group)
+
+    return tuple(sorted(syncs, key=rank)[:limit])
+
+
 def judge_group(
     group: str,
     committed: Mapping[tuple[str, int], int],

@@ -30,14 +30,15 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reconciler.analysis.expansion import route
 from reconciler.contract.spec import job_group_of, offset_syncs_place
 from reconciler.contract.status import StatusRecord, health
 from reconciler.mirror import mirror_client as mc
+from reconciler.mirror.records import OffsetSync
 from reconciler.mirror.verify import Alignment, Difference, DiffKind, PartitionDigests, SyncAnchor
-from reconciler.operations.backend import Backend
+from reconciler.operations.backend import Backend, MirrorCluster
 from reconciler.operations.cutover import CutoverRecord
 from reconciler.operations.offsets import Refused, cluster_errors, connect, find_flow
 from reconciler.operations.verify import READ_TIMEOUTS, compare_partition, read_syncs
@@ -206,72 +207,16 @@ def _refuse_live(topology: Topology, backend: Backend, flows: tuple[Flow, ...]) 
 def failback(topology: Topology, request: FailbackRequest, backend: Backend) -> FailbackOutcome:
     forward, reverse = _flows(topology, request)
     a_alias, b_alias = request.target, request.source
-    read_timeout = request.timeout * READ_TIMEOUTS
     with cluster_errors():
         _refuse_live(topology, backend, (forward, reverse))
         a = connect(topology, a_alias, backend, request.timeout)
         b = connect(topology, b_alias, backend, request.timeout)
-        syncs_alias, syncs_topic = offset_syncs_place(forward, a_alias, b_alias)
-        syncs_cluster = a if syncs_alias == a_alias else b
-        n = syncs_cluster.topics().get(syncs_topic, 0)
-        syncs = read_syncs(syncs_cluster.read_all(syncs_topic, n)) if n else []
-        on_a, on_b = a.topics(), b.topics()
-        divergence: list[Divergence] = []
-        seeds: dict[mc.TopicPartition, int] = {}
-        refusals: list[str] = []
-        for topic in sorted(on_a):
-            remote = route(forward, topic)
-            if remote is None or forward.policy.is_heartbeats_topic(topic):
-                continue
-            round_trip = remote in on_b and route(reverse, remote) == topic
-            for p in range(on_a[topic]):
-                tp = mc.TopicPartition(topic, p)
-                if request.record is not None:  # a partition created after the cutover: all of it
-                    start = request.record.source_ends.get(tp, 0)
-                else:
-                    start = SyncAnchor.fold(syncs, topic, p, 0).replicated_through + 1
-                verdict, src, tgt = compare_partition(
-                    a, b, topic, p, remote, on_b.get(remote, 0), syncs, read_timeout, start_offset=start
-                )
-                runs = divergent_runs(verdict.alignment, src)
-                end = src.offsets[-1] + 1 if len(src) else verdict.source_start
-                divergence.append(
-                    Divergence(
-                        topic,
-                        p,
-                        remote,
-                        verdict.source_start,
-                        end,
-                        verdict.source_records - sum(r.count for r in runs),
-                        runs,
-                    )
-                )
-                if not round_trip or verdict.target_start is None:
-                    continue
-                copies = locate_copies(verdict.alignment, tgt)
-                if copies.own_before_last is not None:
-                    refusals.append(
-                        f"{remote}-{p} on {b_alias} holds a record of its own at {copies.own_before_last}, before the "
-                        f"last record copied from {a_alias} at {copies.last}: the reverse flow would copy records "
-                        f"back into {topic} on {a_alias} or skip some of {b_alias}'s"
-                    )
-                    continue
-                seeds[mc.TopicPartition(remote, p)] = (
-                    copies.last + 1 if copies.last is not None else verdict.target_start
-                )
+        sides = _Sides(a, b, request, _forward_syncs(forward, a, b, a_alias, b_alias))
+        compared = _compare(forward, reverse, sides)
+        seeds = compared.seeds
         group = job_group_of(reverse.name)
         existing = b.committed_offsets(group, list(seeds)) if seeds else {}
-        if seeds and reverse.delivery is Delivery.EXACTLY_ONCE:  # its group on A, under A's names, comes first
-            on_target = a.committed_offsets(
-                group, [mc.TopicPartition(topic_of(reverse, s), s.partition) for s in seeds]
-            )
-            for s, seed in seeds.items():
-                at = on_target.get(mc.TopicPartition(topic_of(reverse, s), s.partition))
-                if at is not None and at < seed:
-                    refusals.append(
-                        f"the reverse flow's job already has position {at} on {s} (behind {seed}, its records from "
-                        f"{a_alias}): it would copy them back; delete its group {group!r} on {a_alias} first"
-                    )
+        refusals = compared.refusals + _reverse_positions_behind(reverse, group, seeds, sides)
         if refusals:
             raise Refused("; ".join(refusals) + "; nothing was changed")
         plan = mc.plan_failover(group, seeds, existing, None)
@@ -279,8 +224,7 @@ def failback(topology: Topology, request: FailbackRequest, backend: Backend) -> 
         if not request.dry_run and plan.commits:
             b.commit_offsets(group, plan.commits)
             applied = True
-        if request.truncate:
-            divergence = _truncate(a, divergence, request.dry_run)
+        divergence = _truncate(a, compared.divergence, request.dry_run) if request.truncate else compared.divergence
     return FailbackOutcome(
         forward.name,
         reverse.name,
@@ -293,6 +237,105 @@ def failback(topology: Topology, request: FailbackRequest, backend: Backend) -> 
         plan,
         applied,
     )
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """A (where the groups go back to), B (where they run now), the request, and the forward flow's offset syncs."""
+
+    a: MirrorCluster
+    b: MirrorCluster
+    request: FailbackRequest
+    syncs: list[OffsetSync]
+
+    @property
+    def a_alias(self) -> str:
+        return self.request.target
+
+    @property
+    def b_alias(self) -> str:
+        return self.request.source
+
+
+def _forward_syncs(forward: Flow, a: MirrorCluster, b: MirrorCluster, a_alias: str, b_alias: str) -> list[OffsetSync]:
+    """The forward flow's offset syncs, from wherever its policy keeps them."""
+    syncs_alias, syncs_topic = offset_syncs_place(forward, a_alias, b_alias)
+    syncs_cluster = a if syncs_alias == a_alias else b
+    n = syncs_cluster.topics().get(syncs_topic, 0)
+    return read_syncs(syncs_cluster.read_all(syncs_topic, n)) if n else []
+
+
+@dataclass
+class _Comparison:
+    """A compared with B, partition by partition: what diverged, where the reverse job starts, why not."""
+
+    divergence: list[Divergence] = field(default_factory=list)
+    seeds: dict[mc.TopicPartition, int] = field(default_factory=dict)  # the reverse job's positions on B
+    refusals: list[str] = field(default_factory=list)
+
+
+def _compare(forward: Flow, reverse: Flow, sides: _Sides) -> _Comparison:
+    """Every partition of each original topic on A the forward flow copies, compared with its copy on B."""
+    on_a, on_b = sides.a.topics(), sides.b.topics()
+    out = _Comparison()
+    for topic in sorted(on_a):
+        remote = route(forward, topic)
+        if remote is None or forward.policy.is_heartbeats_topic(topic):
+            continue
+        round_trip = remote in on_b and route(reverse, remote) == topic
+        for p in range(on_a[topic]):
+            _compare_partition(sides, topic, p, remote, on_b.get(remote, 0), round_trip, out)
+    return out
+
+
+def _compare_partition(
+    sides: _Sides, topic: str, p: int, remote: str, remote_partitions: int, round_trip: bool, out: _Comparison
+) -> None:
+    """One partition, from its end at cutover: its divergence, and where the reverse job starts on B when it writes
+    back into it (or why it cannot)."""
+    record = sides.request.record
+    if record is not None:  # a partition created after the cutover: all of it
+        start = record.source_ends.get(mc.TopicPartition(topic, p), 0)
+    else:
+        start = SyncAnchor.fold(sides.syncs, topic, p, 0).replicated_through + 1
+    read_timeout = sides.request.timeout * READ_TIMEOUTS
+    verdict, src, tgt = compare_partition(
+        sides.a, sides.b, topic, p, remote, remote_partitions, sides.syncs, read_timeout, start_offset=start
+    )
+    runs = divergent_runs(verdict.alignment, src)
+    end = src.offsets[-1] + 1 if len(src) else verdict.source_start
+    copied = verdict.source_records - sum(r.count for r in runs)
+    out.divergence.append(Divergence(topic, p, remote, verdict.source_start, end, copied, runs))
+    if not round_trip or verdict.target_start is None:
+        return
+    copies = locate_copies(verdict.alignment, tgt)
+    if copies.own_before_last is not None:
+        out.refusals.append(
+            f"{remote}-{p} on {sides.b_alias} holds a record of its own at {copies.own_before_last}, before the "
+            f"last record copied from {sides.a_alias} at {copies.last}: the reverse flow would copy records "
+            f"back into {topic} on {sides.a_alias} or skip some of {sides.b_alias}'s"
+        )
+        return
+    out.seeds[mc.TopicPartition(remote, p)] = copies.last + 1 if copies.last is not None else verdict.target_start
+
+
+def _reverse_positions_behind(
+    reverse: Flow, group: str, seeds: dict[mc.TopicPartition, int], sides: _Sides
+) -> list[str]:
+    """An exactly-once reverse job keeps its positions in its group on A, under A's names, and those come first: one
+    behind a seed would copy A's records back."""
+    if not seeds or reverse.delivery is not Delivery.EXACTLY_ONCE:
+        return []
+    on_target = sides.a.committed_offsets(group, [mc.TopicPartition(topic_of(reverse, s), s.partition) for s in seeds])
+    refusals = []
+    for s, seed in seeds.items():
+        at = on_target.get(mc.TopicPartition(topic_of(reverse, s), s.partition))
+        if at is not None and at < seed:
+            refusals.append(
+                f"the reverse flow's job already has position {at} on {s} (behind {seed}, its records from "
+                f"{sides.a_alias}): it would copy them back; delete its group {group!r} on {sides.a_alias} first"
+            )
+    return refusals
 
 
 def topic_of(reverse: Flow, remote: mc.TopicPartition) -> str:

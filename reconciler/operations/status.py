@@ -13,7 +13,7 @@ from typing import Any
 
 from reconciler.contract.status import PartitionCount, PartitionFault
 from reconciler.jobplan.state import JobState, LiveJob, desired_jobs, iso, read_jobs
-from reconciler.mirror.group_sync import GroupSync
+from reconciler.mirror.group_sync import GroupSync, GroupTally
 from reconciler.operations.backend import Backend
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.model import Topology
@@ -50,9 +50,14 @@ class JobRow:
     unreadable: str | None  # why the statuses on the flow's target could not be read
     #: every group the flow's filter matches: its last checkpoint on the target or why it is not synced (issue 38)
     groups: tuple[GroupSync, ...] = ()
+    group_tally: GroupTally | None = None  # all the groups counted (`groups` lists the most telling of them)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "groups": [g.to_dict() for g in self.groups]}
+        return {
+            **asdict(self),
+            "groups": [g.to_dict() for g in self.groups],
+            "group_tally": None if self.group_tally is None else self.group_tally.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,7 @@ def _row(flow: str, lj: LiveJob, d, unreadable: str | None) -> JobRow:
         last_seen=iso(st.heartbeat_at) if st is not None else None,
         unreadable=unreadable,
         groups=st.groups if st is not None and fresh else (),
+        group_tally=st.group_tally if st is not None and fresh else None,
     )
 
 

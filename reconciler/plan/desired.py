@@ -357,7 +357,7 @@ def _record_size_findings(cluster: str, name: str, source: _Source, up: _Upstrea
                 name,
                 f"{source.upstream[0]}:{source.upstream[1]} takes records of up to {allowed} bytes, more than "
                 + " and ".join(limits)
-                + f": a larger record is refused (flow {flow.name}, on_refused_record: {flow.on_refused_record})",
+                + f": a larger record is refused (flow {flow.name}, on_refused_record: {flow.on_refused_record.value})",
                 hint="raise the remote topic's max.message.bytes and the target cluster's message.max.bytes (its "
                 "config), or lower the source topic's",
             )

@@ -30,7 +30,6 @@ from reconciler.plan.actions import (
 )
 from reconciler.plan.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.plan.findings import Finding, FindingKind, Severity
-from reconciler.plan.ownership import reads_claims
 from reconciler.plan.permissions import RequiredAcl, Role, enforcement, missing, required_acls
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import (
@@ -292,14 +291,26 @@ def remote_source(name: str, cluster: str, topology: Topology, separators: list[
     return None
 
 
+@dataclass(frozen=True)
+class _Prune:
+    """What the deletion candidates of one plan are judged against."""
+
+    upstreams: set[tuple[str, str] | None]  # (cluster, topic) of every desired topic's upstream
+    disabled: set[tuple[str, str]]  # (source, target) of the disabled flows
+    enabled: set[tuple[str, str]]
+    blind: list[str]  # the clusters that could not be read
+
+
 def _prune_topics(
     topology: Topology, desired: DesiredState, live: LiveState, scope: dict[str, set[str]], out: _Out
 ) -> None:
     separators = _separators(topology)
-    upstreams = {t.upstream for t in desired.all() if t.upstream}
-    disabled = {(f.source, f.target) for f in topology.flows if not f.enabled}
-    enabled = {(f.source, f.target) for f in topology.flows if f.enabled}
-    blind = sorted(a for a, c in live.clusters.items() if not c.reachable)
+    judge = _Prune(
+        {t.upstream for t in desired.all() if t.upstream},
+        {(f.source, f.target) for f in topology.flows if not f.enabled},
+        {(f.source, f.target) for f in topology.flows if f.enabled},
+        sorted(a for a, c in live.clusters.items() if not c.reachable),
+    )
     for cluster, c in sorted(live.clusters.items()):
         if not c.reachable:
             continue
@@ -310,93 +321,64 @@ def _prune_topics(
             if src is None:
                 continue
             scope.setdefault(cluster, set()).add(name)
-            where = f"{cluster}:{name}"
-            claims = c.owners.get(name, frozenset()) if c.owners is not None else None
-            theirs = ownership.others(topology, claims) if claims is not None else []
-            unowned = topology.owner is not None and claims is not None and topology.owner not in claims
-            if theirs:
-                out.find(
-                    Severity.INFO,
-                    FindingKind.RETAINED,
-                    cluster,
-                    name,
-                    f"{where} belongs to owner {', '.join(theirs)} (another topology); left alone",
-                    why=ReasonKind.OWNERSHIP,
-                )
-            elif (src, cluster) in disabled:
-                out.find(
-                    Severity.INFO,
-                    FindingKind.RETAINED,
-                    cluster,
-                    name,
-                    f"{where} belongs to disabled flow {src}->{cluster}; kept while the flow is disabled",
-                )
-            elif (cluster, name) in upstreams:
-                out.find(
-                    Severity.INFO,
-                    FindingKind.RETAINED,
-                    cluster,
-                    name,
-                    f"{where} is no longer replicated from {src} but still feeds a flow out of {cluster}; kept",
-                )
-            elif blind:
-                out.find(
-                    Severity.INFO,
-                    FindingKind.RETAINED,
-                    cluster,
-                    name,
-                    f"{where} looks unwanted, but nothing is pruned while {', '.join(blind)} cannot be read",
-                )
-            elif claims is None and reads_claims(topology):
-                out.find(
-                    Severity.INFO,
-                    FindingKind.RETAINED,
-                    cluster,
-                    name,
-                    f"{where} looks unwanted, but nothing is pruned while the owners' claims on {cluster} cannot be "
-                    "read",
-                    why=ReasonKind.OWNERSHIP,
-                )
-            elif unowned:
-                out.find(
-                    Severity.WARNING,
-                    FindingKind.UNMANAGED,
-                    cluster,
-                    name,
-                    f"{where} looks replicated from {src} but owner {topology.owner} does not claim it (it was created "
-                    "before the topology had an owner, or by another topology or tool); left alone",
-                    hint="prune deletes only what its owner created: delete it by hand if nobody needs it",
-                    why=ReasonKind.OWNERSHIP,
-                )
-            elif (src, cluster) not in enabled and not (topology.prune.topics and topology.prune.flows):
-                out.find(
-                    Severity.WARNING,
-                    FindingKind.UNMANAGED,
-                    cluster,
-                    name,
-                    f"{where} looks replicated from {src}, but there is no flow {src}->{cluster}; left alone",
-                    hint="the topics of a flow removed from the topology are deleted only with "
-                    "`prune: {topics: true, flows: true}`; or delete it by hand",
-                )
-            elif topology.prune.topics:
-                out.actions.append(
-                    DeleteTopic(
-                        cluster,
-                        f"no enabled flow replicates it from {src} (prune.topics is on)",
-                        name,
-                        c.topics[name].partitions,
-                    )
-                )
-            else:
-                out.find(
-                    Severity.WARNING,
-                    FindingKind.UNMANAGED,
-                    cluster,
-                    name,
-                    f"{where} looks replicated from {src} but no enabled flow wants it; it would be deleted with "
-                    "`prune: {topics: true}`",
-                    hint="delete it by hand, or enable prune.topics to let apply delete it",
-                )
+            _prune_candidate(topology, judge, c, name, src, out)
+
+
+def _retained(judge: _Prune, cluster: str, name: str, src: str) -> Finding | None:
+    """Why an unwanted remote topic is kept for safety, whatever prune says: its flow is disabled, it feeds another
+    flow, or a cluster cannot be read."""
+    where = f"{cluster}:{name}"
+    if (src, cluster) in judge.disabled:
+        why = f"{where} belongs to disabled flow {src}->{cluster}; kept while the flow is disabled"
+    elif (cluster, name) in judge.upstreams:
+        why = f"{where} is no longer replicated from {src} but still feeds a flow out of {cluster}; kept"
+    elif judge.blind:
+        why = f"{where} looks unwanted, but nothing is pruned while {', '.join(judge.blind)} cannot be read"
+    else:
+        return None
+    return Finding(Severity.INFO, FindingKind.RETAINED, cluster, name, why)
+
+
+def _prune_candidate(topology: Topology, judge: _Prune, c: ClusterState, name: str, src: str, out: _Out) -> None:
+    """Delete a remote topic no enabled flow wants (prune.topics), or say why it is left alone: another owner's
+    (plan/ownership.py), kept for safety, not its owner's, not a flow's of the topology, or prune is off."""
+    cluster, where = c.alias, f"{c.alias}:{name}"
+    kept = (
+        ownership.foreign(topology, c, name)
+        or _retained(judge, cluster, name, src)
+        or ownership.unclaimed(topology, c, name, src)
+    )
+    if kept is not None:
+        out.findings.append(kept)
+    elif (src, cluster) not in judge.enabled and not (topology.prune.topics and topology.prune.flows):
+        out.find(
+            Severity.WARNING,
+            FindingKind.UNMANAGED,
+            cluster,
+            name,
+            f"{where} looks replicated from {src}, but there is no flow {src}->{cluster}; left alone",
+            hint="the topics of a flow removed from the topology are deleted only with "
+            "`prune: {topics: true, flows: true}`; or delete it by hand",
+        )
+    elif topology.prune.topics:
+        out.actions.append(
+            DeleteTopic(
+                cluster,
+                f"no enabled flow replicates it from {src} (prune.topics is on)",
+                name,
+                c.topics[name].partitions,
+            )
+        )
+    else:
+        out.find(
+            Severity.WARNING,
+            FindingKind.UNMANAGED,
+            cluster,
+            name,
+            f"{where} looks replicated from {src} but no enabled flow wants it; it would be deleted with "
+            "`prune: {topics: true}`",
+            hint="delete it by hand, or enable prune.topics to let apply delete it",
+        )
 
 
 def _check_permissions(

@@ -17,7 +17,7 @@ from reconciler.plan.actions import Action, RecordOwnership
 from reconciler.plan.desired import DesiredState, DesiredTopic, TopicRole
 from reconciler.plan.findings import Finding, FindingKind, Severity
 from reconciler.plan.reasons import ReasonKind
-from reconciler.state.live import LiveState
+from reconciler.state.live import ClusterState, LiveState
 from reconciler.topology.model import Flow, Topology
 
 
@@ -37,6 +37,48 @@ def _owned(flows: Mapping[str, Flow], t: DesiredTopic) -> bool:
     if t.role is not TopicRole.REMOTE:
         return False
     return not any(flows[f].policy.is_heartbeats_topic(t.name) for f in t.flows if f in flows)
+
+
+def foreign(topology: Topology, c: ClusterState, name: str) -> Finding | None:
+    """An unwanted remote topic of cluster `c` that another owner claims: left alone, whatever prune says."""
+    theirs = others(topology, c.owners.get(name, frozenset())) if c.owners is not None else []
+    if not theirs:
+        return None
+    return Finding(
+        Severity.INFO,
+        FindingKind.RETAINED,
+        c.alias,
+        name,
+        f"{c.alias}:{name} belongs to owner {', '.join(theirs)} (another topology); left alone",
+        why=ReasonKind.OWNERSHIP,
+    )
+
+
+def unclaimed(topology: Topology, c: ClusterState, name: str, src: str) -> Finding | None:
+    """An unwanted remote topic prune may not delete for want of a claim: the claims of `c` cannot be read (and the
+    topology reads them), or the topology has an owner that does not claim it."""
+    where = f"{c.alias}:{name}"
+    if c.owners is None and reads_claims(topology):
+        return Finding(
+            Severity.INFO,
+            FindingKind.RETAINED,
+            c.alias,
+            name,
+            f"{where} looks unwanted, but nothing is pruned while the owners' claims on {c.alias} cannot be read",
+            why=ReasonKind.OWNERSHIP,
+        )
+    if topology.owner is None or c.owners is None or topology.owner in c.owners.get(name, frozenset()):
+        return None
+    return Finding(
+        Severity.WARNING,
+        FindingKind.UNMANAGED,
+        c.alias,
+        name,
+        f"{where} looks replicated from {src} but owner {topology.owner} does not claim it (it was created before "
+        "the topology had an owner, or by another topology or tool); left alone",
+        hint="prune deletes only what its owner created: delete it by hand if nobody needs it",
+        why=ReasonKind.OWNERSHIP,
+    )
 
 
 def claim_actions(

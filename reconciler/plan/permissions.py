@@ -52,6 +52,7 @@ from reconciler.state.live import (
     AclResource,
     ClusterState,
 )
+from reconciler.topology.choices import OnRefusedRecord
 from reconciler.topology.model import Delivery, Flow, Topology
 from reconciler.topology.principals import WILDCARD_PRINCIPAL, matches
 
@@ -256,7 +257,7 @@ def _flow_needs(flow: Flow, needs: _Needs) -> None:
                 pattern,
             )
     needs.topic(t, rep, STATUS_TOPIC, _JOB_TOPIC, f"flow {name} publishes its status")
-    if flow.on_refused_record == "skip":
+    if flow.on_refused_record == OnRefusedRecord.SKIP:
         needs.topic(
             t, rep, flow.policy.dead_letters_topic(s), _EMITTED_TOPIC, f"flow {name} writes refused records there"
         )

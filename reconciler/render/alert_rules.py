@@ -57,6 +57,15 @@ def _num(x: float) -> str:
 
 def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> list[dict[str, Any]]:
     """The rule groups: SLO rules for the thresholds that are set, job and drift rules always."""
+    return [
+        {"name": f"{name}.slo", "rules": _slo_rules(slo)},
+        {"name": f"{name}.jobs", "rules": _job_rules() + [_job_missing(flow) for flow in flows]},
+        {"name": f"{name}.drift", "rules": _drift_rules()},
+    ]
+
+
+def _slo_rules(slo: Slo) -> list[dict[str, Any]]:
+    """A rule per SLO the topology sets (two for the latency: replication and checkpoints)."""
     slo_rules: list[dict[str, Any]] = []
     if slo.max_lag_records is not None:
         slo_rules.append(
@@ -117,7 +126,12 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
                 f"{_num(slo.max_heartbeat_age_seconds)}); from the scheduled `reconciler drift --format prometheus`.",
             )
         )
-    job_rules = [
+    return slo_rules
+
+
+def _job_rules() -> list[dict[str, Any]]:
+    """What the jobs' own metrics say: down, stalled, partitions not copied, records refused or lost, aborts."""
+    return [
         _rule(
             "MirrorJobDown",
             f'max by ({BY}) ({OWN}_job_state{{state=~"running|degraded"}}) < 1',
@@ -168,19 +182,24 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
             "Batches are retried; look at the job's last error.",
         ),
     ]
-    for flow in flows:
-        job_rules.append(
-            _rule(
-                "MirrorJobMissing",
-                f'absent({OWN}_job_start_time_seconds{{flow="{flow}"}})',
-                "5m",
-                "critical",
-                f"No replication job of flow {flow} is scraped",
-                "The flow is enabled in the topology but Prometheus sees no job; run `reconciler apply` or check the "
-                "scrape config.",
-            )
-        )
-    drift_rules = [
+
+
+def _job_missing(flow: str) -> dict[str, Any]:
+    """An enabled flow of the topology with no job scraped."""
+    return _rule(
+        "MirrorJobMissing",
+        f'absent({OWN}_job_start_time_seconds{{flow="{flow}"}})',
+        "5m",
+        "critical",
+        f"No replication job of flow {flow} is scraped",
+        "The flow is enabled in the topology but Prometheus sees no job; run `reconciler apply` or check the "
+        "scrape config.",
+    )
+
+
+def _drift_rules() -> list[dict[str, Any]]:
+    """What the scheduled `reconciler drift --format prometheus` says: a job's verdict, drift, a failed check."""
+    return [
         _rule(
             "MirrorJobVerdictDown",
             f'{drift.PREFIX}_job_verdict{{verdict=~"down|duplicated|restart-required"}} == 1',
@@ -206,11 +225,6 @@ def groups(slo: Slo, flows: Iterable[str] = (), name: str = "reconciler") -> lis
             "The scheduled drift check could not read a cluster or a job status",
             "Run `reconciler drift`.",
         ),
-    ]
-    return [
-        {"name": f"{name}.slo", "rules": slo_rules},
-        {"name": f"{name}.jobs", "rules": job_rules},
-        {"name": f"{name}.drift", "rules": drift_rules},
     ]
 
 

@@ -8,8 +8,9 @@ drift per cluster (grouped by flow), flows and jobs, clusters and their applied 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from html import escape
+from typing import Any
 
 from reconciler.contract.jobstate import JobState
 from reconciler.drift.report import CATEGORY_TITLES, Category, DriftItem, DriftReport, FlowReport, Level
@@ -113,10 +114,10 @@ def _edge_label(f: FlowReport) -> str:
         return "disabled"
     job = f.job
     n = sum(1 for i in f.items if i.level is Level.DRIFT)
-    if job is not None and job.lag_total is not None and job.running:
-        text = f"lag {job.lag_total:,}"
+    if job is not None and job.last.lag_total is not None and job.running:
+        text = f"lag {job.last.lag_total:,}"
     elif job is not None and not job.running:
-        text = f"job {job.verdict.value}" if job.verdict is not None else "job down" if job.reported else "no job"
+        text = f"job {job.verdict.value}"
     else:
         text = "ok" if not n else ""
     if n:
@@ -131,15 +132,11 @@ def _charts(report: DriftReport) -> str:
 
     def lag_bar(f: FlowReport) -> svg.Bar:
         job = f.job
-        if job is None or (not job.reported and job.verdict in (None, JobState.NOT_DEPLOYED)):
+        if job is None or (not job.reported and job.verdict is JobState.NOT_DEPLOYED):
             return svg.Bar(f.name, None, "no job status")
         if not job.running:
             return svg.Bar(f.name, None, f"job {verdict_words(job)}")
-        return (
-            svg.Bar(f.name, job.lag_total, "no lag reported")
-            if job.lag_total is not None
-            else svg.Bar(f.name, None, "no lag reported")
-        )
+        return svg.Bar(f.name, job.last.lag_total, "no lag reported")
 
     out = [
         "<h3>Replication lag per flow (records)</h3>",
@@ -216,9 +213,9 @@ def _flows_table(report: DriftReport) -> str:
     rows = []
     for f in report.flows:
         name, _, job_state, spec, lag, p99, hb = flow_row(f)
-        job = f.job
-        records = f"{job.records:,}" if job and job.records is not None else "-"
-        errors = f"{job.errors:,}" if job and job.errors is not None else "-"
+        last = f.job.last if f.job else None
+        records = f"{last.records:,}" if last and last.records is not None else "-"
+        errors = f"{last.errors:,}" if last and last.errors is not None else "-"
         rows.append(
             f"<tr><td><code>{_e(name)}</code></td><td>{_pill(f.status)}</td><td>{_e(job_state)}</td>"
             f"<td>{_e(spec)}</td><td class=num>{_e(lag)}</td><td class=num>{_e(p99)}</td>"
@@ -260,20 +257,16 @@ def _clusters_table(report: DriftReport) -> str:
     )
 
 
-def render(report: DriftReport, topology: Topology | None = None) -> str:
-    status = report.status()
-    rev = report.revision
-    rev_words = (
-        (
-            f"{rev.get('short')} “{rev.get('message_subject', '')}” by {rev.get('author')}"
-            + (" + uncommitted changes" if rev.get("dirty") else "")
-        )
-        if rev
-        else "not in git"
+def _revision_words(rev: Mapping[str, Any] | None) -> str:
+    if not rev:
+        return "not in git"
+    return f"{rev.get('short')} “{rev.get('message_subject', '')}” by {rev.get('author')}" + (
+        " + uncommitted changes" if rev.get("dirty") else ""
     )
-    title = f"Drift report: {report.topology}" if report.topology else "Drift report"
-    if report.environment:
-        title += f"{',' if report.topology else ':'} environment {report.environment}"
+
+
+def _cards(report: DriftReport) -> str:
+    """Drift items, readable clusters, flows in sync, jobs running, the revision last reconciled to."""
     enabled = [f for f in report.flows if f.enabled]
     flows_drift = sum(1 for f in report.flows if f.status in ("drift", "error"))
     running = sum(1 for f in enabled if f.job is not None and f.job.running)
@@ -284,15 +277,10 @@ def render(report: DriftReport, topology: Topology | None = None) -> str:
     )
     last = applied[-1] if applied else None
     n = len(report.drift)
-    cards = "".join(
+    counts = ", ".join(f"{v} {CATEGORY_TITLES[Category(k)]}" for k, v in report.counts().items())
+    return "".join(
         [
-            _card(
-                "drift items",
-                str(n),
-                ", ".join(f"{v} {CATEGORY_TITLES[Category(k)]}" for k, v in report.counts().items())
-                or "nothing differs",
-                "bad" if n else "good",
-            ),
+            _card("drift items", str(n), counts or "nothing differs", "bad" if n else "good"),
             _card(
                 "clusters",
                 f"{reachable}/{len(report.clusters)}",
@@ -318,15 +306,21 @@ def render(report: DriftReport, topology: Topology | None = None) -> str:
             ),
         ]
     )
+
+
+def _notes(report: DriftReport) -> str:
     notes = report.notes
-    notes_html = ""
-    if notes:
-        notes_html = (
-            f"<details><summary>Notes ({len(notes)}): capabilities, kept topics, revisions</summary><table><tbody>"
-            + "".join(f"<tr><td><code>{_e(i.cluster)}</code></td><td>{_e(i.message)}</td></tr>" for i in notes)
-            + "</tbody></table></details>"
-        )
-    slo = (
+    if not notes:
+        return ""
+    return (
+        f"<details><summary>Notes ({len(notes)}): capabilities, kept topics, revisions</summary><table><tbody>"
+        + "".join(f"<tr><td><code>{_e(i.cluster)}</code></td><td>{_e(i.message)}</td></tr>" for i in notes)
+        + "</tbody></table></details>"
+    )
+
+
+def _slo_words(report: DriftReport) -> str:
+    return (
         ", ".join(
             f"{k.replace('_', ' ')} {v:,}" if isinstance(v, int) else f"{k.replace('_', ' ')} {v:g}"
             for k, v in report.slo.items()
@@ -334,6 +328,15 @@ def render(report: DriftReport, topology: Topology | None = None) -> str:
         )
         or "no SLOs set (topology key slo:)"
     )
+
+
+def render(report: DriftReport, topology: Topology | None = None) -> str:
+    status = report.status()
+    rev_words = _revision_words(report.revision)
+    title = f"Drift report: {report.topology}" if report.topology else "Drift report"
+    if report.environment:
+        title += f"{',' if report.topology else ':'} environment {report.environment}"
+    cards, notes_html, slo = _cards(report), _notes(report), _slo_words(report)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{_e(title)}</title><style>{CSS}</style></head>

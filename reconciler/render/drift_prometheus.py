@@ -27,13 +27,14 @@ scheduled drift job feeds alerting. Every family is a gauge: a drift run is a sn
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from reconciler.drift.report import Category, DriftReport, FlowReport, Level
+from reconciler.drift.report import SLO_CHECKS, Category, DriftReport, FlowReport, JobHealth, Level
 from reconciler.topology.model import flow_ends
 
 PREFIX = "reconciler_drift"
@@ -64,13 +65,8 @@ FAMILIES = tuple(
         "heartbeat_age_seconds",
     )
 )
-#: slo label -> the drift category that reports its breach.
-SLO_CATEGORIES = {
-    "max_lag_records": Category.LAG,
-    "max_lag_seconds": Category.LAG_AGE,
-    "max_latency_p99_ms": Category.LATENCY,
-    "max_heartbeat_age_seconds": Category.HEARTBEAT,
-}
+#: slo label -> the drift category that reports its breach (the drift report's SLO checks).
+SLO_CATEGORIES = {kind.value: check.category for kind, check in SLO_CHECKS.items()}
 
 
 def _seconds(iso: str | None) -> float | None:
@@ -91,120 +87,149 @@ def _gauge(name: str, doc: str, labels: Iterable[str] = ()) -> GaugeMetricFamily
     return GaugeMetricFamily(f"{PREFIX}_{name}", doc, labels=list(labels))
 
 
+def _status(r: DriftReport) -> Iterator[GaugeMetricFamily]:
+    status = _gauge("status", "1 for the drift report's status (in-sync, drift, error)", ["status"])
+    for s in STATUSES:
+        status.add_metric([s], 1.0 if r.status() == s else 0.0)
+    yield status
+    items = _gauge("items", "Drift report items by category, level and cluster", ["category", "level", "cluster"])
+    counts: dict[tuple[str, str, str], int] = {}
+    for i in r.items:
+        key = (i.category.value, i.level.value, i.cluster)
+        counts[key] = counts.get(key, 0) + 1
+    for c in r.clusters:  # zero for clean clusters, so alerts can compare with 0
+        counts.setdefault((Category.OTHER.value, Level.DRIFT.value, c.alias), 0)
+    for key, n in sorted(counts.items()):
+        items.add_metric(list(key), n)
+    yield items
+    generated = _seconds(r.generated_at)
+    if generated is not None:
+        g = _gauge("generated_timestamp_seconds", "When the drift report was made (Unix seconds)")
+        g.add_metric([], generated)
+        yield g
+
+
+def _clusters(r: DriftReport) -> Iterator[GaugeMetricFamily]:
+    reachable = _gauge("cluster_reachable", "1 if the cluster could be read", ["cluster"])
+    applied_info = _gauge(
+        "applied_info",
+        "The revision the reconciler last applied to the cluster",
+        ["cluster", "commit", "short", "who", "dirty"],
+    )
+    applied_at = _gauge(
+        "applied_timestamp_seconds", "When the reconciler last applied to the cluster (Unix seconds)", ["cluster"]
+    )
+    for c in r.clusters:
+        reachable.add_metric([c.alias], 1.0 if c.reachable else 0.0)
+        if c.applied:
+            a = c.applied
+            dirty = "true" if a.get("dirty") else "false"
+            applied_info.add_metric(
+                [c.alias, a.get("commit") or "", a.get("short") or "", a.get("who") or "", dirty], 1.0
+            )
+            at = _seconds(a.get("applied_at"))
+            if at is not None:
+                applied_at.add_metric([c.alias], at)
+    yield from (reachable, applied_info, applied_at)
+    expiry = _gauge(
+        "certificate_expiry_seconds",
+        "Seconds until the earliest expiry of the certificates of the cluster's setting (negative: expired)",
+        ["cluster", "setting"],
+    )
+    for c in r.clusters:
+        for cert in c.certificates:
+            if cert.seconds_left is not None:
+                expiry.add_metric([c.alias, cert.setting], cert.seconds_left)
+    yield expiry
+
+
+def _revision_and_slo(r: DriftReport) -> Iterator[GaugeMetricFamily]:
+    if r.revision:
+        rev = _gauge("revision_info", "The git revision the topology was checked at", ["commit", "short"])
+        rev.add_metric([str(r.revision.get("commit") or ""), str(r.revision.get("short") or "")], 1.0)
+        yield rev
+    thresholds = _gauge("slo_threshold", "The topology's slo: thresholds that are set", ["slo"])
+    for slo_key in SLO_CATEGORIES:
+        value = r.slo.get(slo_key) if r.slo else None
+        if value is not None:
+            thresholds.add_metric([slo_key], float(value))
+    yield thresholds
+
+
+class _FlowFamilies:
+    """The per-flow families, filled flow by flow."""
+
+    def __init__(self) -> None:
+        self.breach = _gauge("slo_breach", "1 if the flow breaches the SLO", [*FLOW_LABELS, "slo"])
+        self.items = _gauge("flow_items", "Drift items of the flow", FLOW_LABELS)
+        self.up = _gauge("job_up", "1 if the verdict on the flow's job is running (here or elsewhere)", FLOW_LABELS)
+        self.verdict = _gauge("job_verdict", "1 for the verdict on the flow's job", [*FLOW_LABELS, "verdict"])
+        self.state = _gauge("job_state", "1 for the state the flow's job last reported", [*FLOW_LABELS, "state"])
+        self.current = _gauge("job_spec_current", "1 if the job runs the spec the topology wants", FLOW_LABELS)
+        self.age = _gauge("job_status_age_seconds", "Age of the job's last status record", FLOW_LABELS)
+        self.lag = _gauge("job_lag_records", "The job's reported lag (records)", FLOW_LABELS)
+        self.p99 = _gauge("job_latency_p99_ms", "The job's reported p99 replication latency", FLOW_LABELS)
+        self.hb = _gauge("heartbeat_age_seconds", "Age of the newest heartbeat of the flow on its target", FLOW_LABELS)
+
+    def add(self, f: FlowReport, slo: Mapping[str, Any]) -> None:
+        labels = _flow_labels(f)
+        drift_cats = {i.category for i in f.items if i.level is Level.DRIFT}
+        self.items.add_metric(labels, sum(1 for i in f.items if i.level is Level.DRIFT))
+        if not f.enabled:
+            return
+        for slo_key, cat in SLO_CATEGORIES.items():
+            if slo and slo.get(slo_key) is not None:
+                self.breach.add_metric([*labels, slo_key], 1.0 if cat in drift_cats else 0.0)
+        if f.heartbeat_age_seconds is not None:
+            self.hb.add_metric(labels, f.heartbeat_age_seconds)
+        if f.job is not None:
+            self._job(labels, f.job)
+
+    def _job(self, labels: list[str], job: JobHealth) -> None:
+        self.up.add_metric(labels, 1.0 if job.running else 0.0)
+        self.verdict.add_metric([*labels, job.verdict.value], 1.0)
+        if job.last.state_name:
+            self.state.add_metric([*labels, job.last.state_name], 1.0)
+        if job.spec_current is not None:
+            self.current.add_metric(labels, 1.0 if job.spec_current else 0.0)
+        reported = (
+            (self.age, job.status_age_seconds),
+            (self.lag, job.last.lag_total),
+            (self.p99, job.last.latency_ms.p99),
+        )
+        for family, value in reported:
+            if value is not None:
+                family.add_metric(labels, float(value))
+
+    def families(self) -> tuple[GaugeMetricFamily, ...]:
+        return (
+            self.breach,
+            self.items,
+            self.up,
+            self.verdict,
+            self.state,
+            self.current,
+            self.age,
+            self.lag,
+            self.p99,
+            self.hb,
+        )
+
+
+def _flows(r: DriftReport) -> Iterator[GaugeMetricFamily]:
+    families = _FlowFamilies()
+    for f in r.flows:
+        families.add(f, r.slo)
+    yield from families.families()
+
+
 class DriftCollector(Collector):
     def __init__(self, report: DriftReport):
         self.report = report
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        r = self.report
-        status = _gauge("status", "1 for the drift report's status (in-sync, drift, error)", ["status"])
-        for s in STATUSES:
-            status.add_metric([s], 1.0 if r.status() == s else 0.0)
-        yield status
-
-        items = _gauge("items", "Drift report items by category, level and cluster", ["category", "level", "cluster"])
-        counts: dict[tuple[str, str, str], int] = {}
-        for i in r.items:
-            key = (i.category.value, i.level.value, i.cluster)
-            counts[key] = counts.get(key, 0) + 1
-        for c in r.clusters:  # zero for clean clusters, so alerts can compare with 0
-            counts.setdefault((Category.OTHER.value, Level.DRIFT.value, c.alias), 0)
-        for key, n in sorted(counts.items()):
-            items.add_metric(list(key), n)
-        yield items
-
-        generated = _seconds(r.generated_at)
-        if generated is not None:
-            g = _gauge("generated_timestamp_seconds", "When the drift report was made (Unix seconds)")
-            g.add_metric([], generated)
-            yield g
-
-        reachable = _gauge("cluster_reachable", "1 if the cluster could be read", ["cluster"])
-        applied_info = _gauge(
-            "applied_info",
-            "The revision the reconciler last applied to the cluster",
-            ["cluster", "commit", "short", "who", "dirty"],
-        )
-        applied_at = _gauge(
-            "applied_timestamp_seconds", "When the reconciler last applied to the cluster (Unix seconds)", ["cluster"]
-        )
-        for c in r.clusters:
-            reachable.add_metric([c.alias], 1.0 if c.reachable else 0.0)
-            if c.applied:
-                a = c.applied
-                applied_info.add_metric(
-                    [
-                        c.alias,
-                        a.get("commit") or "",
-                        a.get("short") or "",
-                        a.get("who") or "",
-                        "true" if a.get("dirty") else "false",
-                    ],
-                    1.0,
-                )
-                at = _seconds(a.get("applied_at"))
-                if at is not None:
-                    applied_at.add_metric([c.alias], at)
-        yield from (reachable, applied_info, applied_at)
-
-        expiry = _gauge(
-            "certificate_expiry_seconds",
-            "Seconds until the earliest expiry of the certificates of the cluster's setting (negative: expired)",
-            ["cluster", "setting"],
-        )
-        for c in r.clusters:
-            for cert in c.certificates:
-                if cert.seconds_left is not None:
-                    expiry.add_metric([c.alias, cert.setting], cert.seconds_left)
-        yield expiry
-
-        if r.revision:
-            rev = _gauge("revision_info", "The git revision the topology was checked at", ["commit", "short"])
-            rev.add_metric([str(r.revision.get("commit") or ""), str(r.revision.get("short") or "")], 1.0)
-            yield rev
-
-        thresholds = _gauge("slo_threshold", "The topology's slo: thresholds that are set", ["slo"])
-        for slo_key in SLO_CATEGORIES:
-            value = r.slo.get(slo_key) if r.slo else None
-            if value is not None:
-                thresholds.add_metric([slo_key], float(value))
-        yield thresholds
-
-        breach = _gauge("slo_breach", "1 if the flow breaches the SLO", [*FLOW_LABELS, "slo"])
-        flow_items = _gauge("flow_items", "Drift items of the flow", FLOW_LABELS)
-        up = _gauge("job_up", "1 if the verdict on the flow's job is running (here or elsewhere)", FLOW_LABELS)
-        verdict = _gauge("job_verdict", "1 for the verdict on the flow's job", [*FLOW_LABELS, "verdict"])
-        state = _gauge("job_state", "1 for the state the flow's job last reported", [*FLOW_LABELS, "state"])
-        current = _gauge("job_spec_current", "1 if the job runs the spec the topology wants", FLOW_LABELS)
-        age = _gauge("job_status_age_seconds", "Age of the job's last status record", FLOW_LABELS)
-        lag = _gauge("job_lag_records", "The job's reported lag (records)", FLOW_LABELS)
-        p99 = _gauge("job_latency_p99_ms", "The job's reported p99 replication latency", FLOW_LABELS)
-        hb = _gauge("heartbeat_age_seconds", "Age of the newest heartbeat of the flow on its target", FLOW_LABELS)
-        for f in r.flows:
-            labels = _flow_labels(f)
-            drift_cats = {i.category for i in f.items if i.level is Level.DRIFT}
-            flow_items.add_metric(labels, sum(1 for i in f.items if i.level is Level.DRIFT))
-            if not f.enabled:
-                continue
-            for slo_key, cat in SLO_CATEGORIES.items():
-                if r.slo and r.slo.get(slo_key) is not None:
-                    breach.add_metric([*labels, slo_key], 1.0 if cat in drift_cats else 0.0)
-            if f.heartbeat_age_seconds is not None:
-                hb.add_metric(labels, f.heartbeat_age_seconds)
-            job = f.job
-            if job is None:
-                continue
-            up.add_metric(labels, 1.0 if job.running else 0.0)
-            if job.verdict is not None:
-                verdict.add_metric([*labels, job.verdict.value], 1.0)
-            if job.state:
-                state.add_metric([*labels, job.state], 1.0)
-            if job.spec_current is not None:
-                current.add_metric(labels, 1.0 if job.spec_current else 0.0)
-            for family, value in ((age, job.status_age_seconds), (lag, job.lag_total), (p99, job.latency_p99_ms)):
-                if value is not None:
-                    family.add_metric(labels, float(value))
-        yield from (breach, flow_items, up, verdict, state, current, age, lag, p99, hb)
+        for part in (_status, _clusters, _revision_and_slo, _flows):
+            yield from part(self.report)
 
 
 def render(report: DriftReport) -> str:

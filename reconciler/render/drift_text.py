@@ -41,12 +41,12 @@ def _num(x, unit: str = "") -> str:
 def verdict_words(job: JobHealth) -> str:
     """The one verdict on a job (`reconciler.contract.jobstate`), with what the job last said of itself where
     that adds to it: `running`, `running (degraded)`, `down (last: running, stale)`, `duplicated`."""
-    verdict = job.verdict.value if job.verdict is not None else "?"
-    if not job.reported or job.state is None:
+    verdict, state = job.verdict.value, job.last.state_name
+    if state is None:
         return verdict
     if job.running:
-        return verdict if job.state == "running" else f"{verdict} ({job.state})"
-    return f"{verdict} (last: {job.state}{', stale' if job.stale else ''})"
+        return verdict if state == "running" else f"{verdict} ({state})"
+    return f"{verdict} (last: {state}{', stale' if job.stale else ''})"
 
 
 def flow_row(f: FlowReport) -> tuple:
@@ -63,8 +63,8 @@ def flow_row(f: FlowReport) -> tuple:
         f.status.upper() if f.status in ("drift", "error") else f.status,
         state,
         spec,
-        _num(job.lag_total if job else None),
-        _num(job.latency_p99_ms if job else None, " ms"),
+        _num(job.last.lag_total if job else None),
+        _num(job.last.latency_ms.p99 if job else None, " ms"),
         _num(f.heartbeat_age_seconds, "s"),
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from reconciler.textutil import term
-from reconciler.topology.model import Flow, Topology
+from reconciler.topology.model import Delivery, Flow, Topology
 
 
 def _node_id(alias: str) -> str:
@@ -19,7 +19,7 @@ def _tag_words(topology: Topology, alias: str) -> str:
 def _edge_label(flow: Flow) -> str:
     topics = (f"{flow.family}: " if flow.family else "") + ", ".join(flow.topics.include)
     extras = [flow.policy.kind.value]
-    if flow.delivery.value == "exactly-once":
+    if flow.delivery is Delivery.EXACTLY_ONCE:
         extras.append("exactly-once")
     if not flow.enabled:
         extras.append("disabled")

@@ -9,13 +9,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from reconciler import settings
+from reconciler.deployer_kinds import DeployerKind, local_threads
 from reconciler.mirror.filters import (
     PATTERN_HINT,
     ConfigPropertyFilter,
@@ -25,7 +25,8 @@ from reconciler.mirror.filters import (
     pattern_problem,
 )
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
-from reconciler.topology import environments, secrets
+from reconciler.topology import environments, secrets, settings_registry
+from reconciler.topology.choices import OnRefusedRecord
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation, TopologyError
 from reconciler.topology.k8s_names import RISKY_SERVICE_ACCOUNTS, SYSTEM_NAMESPACES
@@ -245,7 +246,7 @@ def _build_flow(raw: dict, where: SourceLocation | None) -> Flow:
         refresh_interval_seconds=raw["refresh_interval_seconds"],
         offset_syncs_location=OffsetSyncsLocation(raw["offset_syncs"]["topic_location"]),
         offset_lag_max=raw["offset_syncs"]["lag_max"],
-        on_refused_record=raw["on_refused_record"],
+        on_refused_record=OnRefusedRecord(raw["on_refused_record"]),
         job=_build_job(job),
         where=where,
         family=raw.get("name"),
@@ -323,12 +324,12 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
                 flow.where,
                 hint="remote topic names would be ambiguous; rename the cluster or choose another separator",
             )
-    if flow.job.deployer == "spark-standalone" and not flow.job.master.startswith("spark://"):
+    if flow.job.deployer == DeployerKind.SPARK_STANDALONE and not flow.job.master.startswith("spark://"):
         diags.error(
             f"flow {flow.name}: deployer spark-standalone needs job.master spark://HOST:PORT, not {flow.job.master!r}",
             flow.where,
         )
-    if flow.job.deployer == "kubernetes" and not flow.job.image:
+    if flow.job.deployer == DeployerKind.KUBERNETES and not flow.job.image:
         diags.error(
             f"flow {flow.name}: deployer kubernetes needs job.image (an image with the project and Spark)",
             flow.where,
@@ -336,40 +337,30 @@ def _check_effective(flow: Flow, clusters: dict[str, Cluster], diags: Diagnostic
         )
 
 
-#: The settings of an engine's Spark application: every enabled flow of the engine must agree on them (one
-#: application holds them all: reconciler.deployers.local, reconciler.deployers.kubernetes). A `local[N]` master is
-#: raised to the engine's task slots anyway, so local masters agree whatever their N.
-ENGINE_SETTINGS = ("deployer", "master", "spark_conf", "metrics_port", "metrics_bind")
-KUBERNETES_ENGINE_SETTINGS = (
-    *ENGINE_SETTINGS,
-    "namespace",
-    "image",
-    "service_account",
-    "secret_name",
-    "manifests_dir",
-    "kubectl_apply",
-    "termination_grace_seconds",
-)
-
-
 def _engine_setting(flow: Flow, name: str) -> object:
+    """A flow's `job.<name>` as the flows of one engine must agree on it: a `local[N]` master is raised to the
+    engine's task slots anyway (contract/deployers.py `local_slots`), so local masters agree whatever their N; the
+    engine's name is the one the flows share (`Flow.engine`: `job.engine`, else the target's alias)."""
+    if name == "engine":
+        return flow.engine
     value = getattr(flow.job, name)
-    if name == "master" and re.fullmatch(r"local\[\d+\]", str(value).strip()):
+    if name == "master" and local_threads(str(value)) is not None:
         return "local[N]"
     return value
 
 
 def _check_engines(flows: list[Flow], diags: Diagnostics) -> None:
-    """The enabled flows of one engine run in one Spark application: they must agree on its settings (else each
-    apply would start it with the settings of whichever flow came last, restarting its other flows)."""
+    """The enabled flows of one engine run in one Spark application, deployed once: they must agree on its settings
+    and its deployment's (else each apply would start it with the settings of whichever flow came last, restarting
+    its other flows)."""
     first: dict[str, Flow] = {}
     for flow in flows:
         if not flow.enabled:
             continue
         other = first.setdefault(flow.engine, flow)
-        names = (
-            KUBERNETES_ENGINE_SETTINGS if "kubernetes" in (flow.job.deployer, other.job.deployer) else ENGINE_SETTINGS
-        )
+        # the settings of the engine's application and of its deployment (their scope, settings_registry), those
+        # the flows' deployers read: a local engine has no image to agree on
+        names = settings_registry.agreed_job_fields({flow.job.deployer, other.job.deployer})
         differ = [k for k in names if _engine_setting(flow, k) != _engine_setting(other, k)]
         if differ:
             diags.error(
@@ -416,7 +407,7 @@ def _check_spark_conf(
     once per place the key is written: the flow's own `job.spark_conf`, else `defaults.job.spark_conf`."""
     said: set[tuple[SourceLocation | None, str]] = set()
     for flow, doc, path in built:
-        if flow.job.deployer != "kubernetes":
+        if flow.job.deployer != DeployerKind.KUBERNETES:
             continue
         own = (_get(doc, path).get("job") or {}).get("spark_conf") or {}
         for problem in spark_conf_problems(flow.job.spark_conf, flow.job.namespace):
@@ -457,7 +448,7 @@ def _check_kubernetes_names(
     form is the schema's (DNS-1123)."""
     said: set[tuple[SourceLocation | None, str]] = set()
     for flow, doc, path in built:
-        if flow.job.deployer != "kubernetes":
+        if flow.job.deployer != DeployerKind.KUBERNETES:
             continue
         account, namespace = flow.job.service_account, flow.job.namespace
         problems = []

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, PatternFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.topology.choices import Delivery, HeartbeatsLocation, OffsetSyncsLocation, OnRefusedRecord
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.diagnostics import SourceLocation
 from reconciler.topology.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flow_name  # noqa: F401
@@ -16,16 +16,6 @@ from reconciler.topology.flow_id import FAMILY_SEPARATOR, FlowId, flow_ends, flo
 _JOB = BUILTIN_FLOW_DEFAULTS["job"]
 
 # The flow id has one home: reconciler.topology.flow_id (re-exported here for the model's users).
-
-
-class Delivery(str, enum.Enum):
-    AT_LEAST_ONCE = "at-least-once"
-    EXACTLY_ONCE = "exactly-once"
-
-
-class OffsetSyncsLocation(str, enum.Enum):
-    SOURCE = "source"
-    TARGET = "target"
 
 
 @dataclass(frozen=True)
@@ -59,14 +49,6 @@ class Emitter:
     interval_seconds: float
 
 
-class HeartbeatsLocation(str, enum.Enum):
-    """Where a flow source->target writes its heartbeats: SOURCE (KIP-382's text, our default) or
-    TARGET (Kafka's MirrorHeartbeatConnector, which produces to the target cluster)."""
-
-    SOURCE = "source"
-    TARGET = "target"
-
-
 @dataclass(frozen=True)
 class Heartbeats(Emitter):
     """Heartbeats: also where they are written and whether heartbeat topics are always replicated
@@ -88,7 +70,7 @@ class JobSettings:
     trigger_interval_ms: int
     max_batch_ms: int
     spark_conf: Mapping[str, str] = field(default_factory=dict)
-    # what the job does when the source lost the records at a partition's position (contract/spec.py OffsetReset)
+    # what the job does when the source lost the records at a partition's position (topology/choices.py OffsetReset)
     offset_reset: str = _JOB["offset_reset"]
     namespace: str = _JOB["namespace"]
     image: str | None = _JOB["image"]
@@ -129,7 +111,10 @@ class FlowSettings:
     offset_lag_max: int
     family: str | None = None  # topic family: one of several named flows of a pair
     carries_heartbeats: bool = True  # False for all but one family of a pair (heartbeats once per pair)
-    on_refused_record: str = "fail"  # a record the target refuses: "fail" (halt its partition) or "skip" (dead letter)
+    on_refused_record: OnRefusedRecord = OnRefusedRecord.FAIL  # a record the target refuses: halt, or dead-letter it
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "on_refused_record", OnRefusedRecord(self.on_refused_record))
 
     @classmethod
     def of(cls, flow: FlowSettings) -> FlowSettings:

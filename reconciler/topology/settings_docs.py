@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from reconciler.deployer_kinds import DeployerKind
 from reconciler.topology.settings_registry import (
     FLOW_SETTINGS,
     NO_DEFAULT,
@@ -148,16 +149,24 @@ def _mm2_text(s: Setting) -> str:
     return text
 
 
+def _scope_text(s: Setting) -> str:
+    """The setting's scope, and the deployers that read it when not all do: "engine (kubernetes)"."""
+    if set(s.deployers) == set(DeployerKind):
+        return s.scope.value
+    return f"{s.scope.value} ({', '.join(d.value for d in s.deployers)})"
+
+
 def settings_table() -> str:
     """The table of flow settings, one row per setting."""
     rows = [
-        "| setting | default | hot reload | MirrorMaker 2 | what it does |",
-        "|---|---|---|---|---|",
+        "| setting | default | hot reload | scope | MirrorMaker 2 | what it does |",
+        "|---|---|---|---|---|---|",
     ]
     for s in FLOW_SETTINGS:
         key = f"`{s.name}`" + (" (flows only)" if s.flow_only else "")
         hot = "yes" if s.hot_reload else "no"
-        rows.append(f"| {key} | {_cell(_default_text(s))} | {hot} | {_cell(_mm2_text(s))} | {_cell(s.doc)} |")
+        cells = [key, _cell(_default_text(s)), hot, _scope_text(s), _cell(_mm2_text(s)), _cell(s.doc)]
+        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
 

@@ -9,32 +9,53 @@ Not settings, so not here: the structure of a topology, written by hand in the s
 and a flow's `name`, `source` and `target`, `policies` (residency rules) and `metadata`. They name and connect
 things rather than tune them: no default, nothing to derive.
 
+Each setting has one `Scope`: `flow` (the flow's own), `engine` (the engine's Spark application: the flows sharing
+an engine agree on it, a change replaces the engine), `deployment` (the deployer's: agreed on, a change does not
+replace the engine) or `topology` (`prune:`, `slo:`), and the `deployers` that read it. A choice setting takes its
+values from one enum (`choice_enum`: topology/choices.py, mirror/policy.py, deployer_kinds.py).
+
 Derived from `FLOW_SETTINGS` (nothing else declares these facts):
 
     topology/defaults.py     BUILTIN_FLOW_DEFAULTS (`builtin_defaults()`), at import time
     interop/mm2_keys.py      CONNECTOR_KEYS, the refresh and exactly-once keys, JOB_FIELD_KINDS, KEY_CONNECTORS (the
                              Strimzi connector each MM2 key goes to), PRUNE_KEYS and SLO_KINDS, at import time
     contract/spec.py         HOT_RELOADABLE (the spec paths of the `hot_reload` settings), at import time
+    topology/build.py        the engine-agreement check (`agreed_job_fields`, from the scopes)
+    contract/deployers.py    DEPLOYMENT_OPTION_FIELDS (`deployer_options`) and `replaces_engine` (`engine_spec_paths`,
+                             `engine_options`), which the plan's engine replacements and the kubernetes deployer's
+                             FILE_OPTIONS use; contract/engine.py's EngineRecord holds `engine_spec_paths()` (a test
+                             says so)
     schemas/topology.schema.json   `$defs.flowSettings`, the settings of `$defs.flow`, `properties.prune` and
                              `properties.slo`
-    README.md                the settings tables between its `settings-table` and `topology-settings-table` markers
+    docs/reference/settings.md   the settings tables between its `settings-table` and `topology-settings-table` markers
         (both written by `python scripts/generate_settings.py`; tests/unit/test_settings_registry.py fails
         when either is stale)
 
 Checked against it by tests/unit/test_settings_registry.py, naming the setting that is missing:
-the model (`JobSettings`'s fields, the `JobSpec` leaves of `FlowSettings`/`EngineSettings`, `Prune`'s and `Slo`'s
+the model (`JobSettings`'s fields, the `JobSpec` leaves of `FlowSettings`/`RuntimeSettings`, `Prune`'s and `Slo`'s
 fields) and the parsing of topology/build.py (a topology setting each one to a non-default value must change that
 value in the model).
 """
 
 from __future__ import annotations
 
+import builtins
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.deployer_kinds import DEFAULT_DEPLOYER, PROCESS_DEPLOYERS, DeployerKind
 from reconciler.mirror.filters import DEFAULT_CONFIG_PROPERTY_EXCLUDES
+from reconciler.mirror.policy import PolicyKind
+from reconciler.topology.choices import (
+    OFFSET_RESET_ALIASES,
+    Delivery,
+    HeartbeatsLocation,
+    OffsetReset,
+    OffsetSyncsLocation,
+    OnRefusedRecord,
+)
 from reconciler.topology.k8s_names import IP_ADDRESS, LABEL_SCHEMA, SUBDOMAIN_SCHEMA
 
 
@@ -50,6 +71,29 @@ class Type(str, enum.Enum):
     PATTERNS = "patterns"  # a list of full-match regular expressions (non-empty strings)
     STRINGS = "strings"  # a list of strings
     MAPPING = "mapping"  # string keys, scalar values (spark_conf)
+
+
+class Scope(enum.StrEnum):
+    """What a setting belongs to: each setting has exactly one scope, and every list of engine or deployment
+    settings (the engine-agreement check, the deployers' options, what replaces an engine) is derived from it."""
+
+    FLOW = "flow"  # one flow's: the flows of one engine may differ in it; a change restarts or reloads that flow
+    #: the engine's Spark application's (one per engine, reconciler.engine.host): every flow sharing the engine
+    #: must agree on it, and a change replaces the engine (every flow of it restarts)
+    ENGINE = "engine"
+    #: the deployer's: which one, the engine's name and where its files go; not the application's (a change moves the
+    #: flow or rewrites files, it does not replace the engine), and the flows sharing an engine agree on it
+    DEPLOYMENT = "deployment"
+    TOPOLOGY = "topology"  # the topology's, given once (`prune:`, `slo:`): no job runs with it
+
+
+ALL_DEPLOYERS: tuple[DeployerKind, ...] = tuple(DeployerKind)
+_PROCESS = tuple(d for d in DeployerKind if d in PROCESS_DEPLOYERS)
+_KUBERNETES = (DeployerKind.KUBERNETES,)
+
+
+def _values(choices: type[enum.Enum]) -> tuple[str, ...]:
+    return tuple(str(m.value) for m in choices)
 
 
 class _NoDefault:
@@ -108,16 +152,24 @@ class Setting:
     doc: str
     hot_reload: bool  # a running job applies a change on the fly (else the change restarts it); False for prune/slo
     mm2: Mm2 | None = None
-    choices: tuple[str, ...] = ()  # Type.CHOICE
+    choice_enum: builtins.type[enum.Enum] | None = None  # Type.CHOICE: its values (topology/choices.py)
+    choice_aliases: tuple[str, ...] = ()  # Type.CHOICE: older spellings still taken (`offset_reset: earliest`)
     constraints: Mapping[str, Any] = field(default_factory=dict)  # JSON Schema keywords besides the type's
     nullable: bool = False  # null is a valid value (JSON Schema type [t, "null"])
     examples: tuple[Any, ...] = ()  # shown by editors (the schema's `examples`)
     spec: str | None = SPEC_BY_PATH  # its JobSpec leaf ("settings.offset_lag_max"); None: not in the spec (prune/slo)
     flow_only: bool = False  # set on a flow, not in `defaults:` (`enabled`)
+    scope: Scope = field(kw_only=True)  # exactly one (`Scope`), always declared: no default
+    deployers: tuple[DeployerKind, ...] = ALL_DEPLOYERS  # the deployers that read it (job.image: kubernetes only)
 
     @property
     def name(self) -> str:
         return ".".join(self.path)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """Type.CHOICE: the values it takes, from its enum, then the older spellings."""
+        return (_values(self.choice_enum) if self.choice_enum is not None else ()) + self.choice_aliases
 
     @property
     def spec_path(self) -> str | None:
@@ -146,8 +198,8 @@ class Setting:
         return {**base, **self.constraints}
 
 
-def _s(path: str, type_: Type, default: Any, doc: str, *, hot: bool, **more: Any) -> Setting:
-    return Setting(tuple(path.split(".")), type_, default, doc, hot, **more)
+def _s(path: str, type_: Type, default: Any, doc: str, *, hot: bool, scope: Scope, **more: Any) -> Setting:
+    return Setting(tuple(path.split(".")), type_, default, doc, hot, scope=scope, **more)
 
 
 ANY = (".*",)
@@ -165,6 +217,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         spec=None,
         flow_only=True,
+        scope=Scope.FLOW,
     ),
     _s(
         "topics.include",
@@ -174,6 +227,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=True,
         mm2=Mm2("topics", ANY),
         examples=(["orders\\..*", "payments"],),
+        scope=Scope.FLOW,
     ),
     _s(
         "topics.exclude",
@@ -184,6 +238,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=True,
         mm2=Mm2("topics.exclude", (), legacy=("topics.blacklist",)),
         examples=([".*\\.tmp", ".*-staging"],),
+        scope=Scope.FLOW,
     ),
     _s(
         "topics.builtin_exclude",
@@ -193,6 +248,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "otherwise apply on top of `exclude`; `[]` removes them (as setting `topics.exclude` does in Kafka). Internal "
         "topics are never replicated whatever this says.",
         hot=True,
+        scope=Scope.FLOW,
     ),
     _s(
         "groups.include",
@@ -202,6 +258,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=True,
         mm2=Mm2("groups", ANY),
         examples=(["billing-.*"],),
+        scope=Scope.FLOW,
     ),
     _s(
         "groups.exclude",
@@ -212,6 +269,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=True,
         mm2=Mm2("groups.exclude", (), legacy=("groups.blacklist",)),
         examples=(["console-consumer-.*"],),
+        scope=Scope.FLOW,
     ),
     _s(
         "groups.builtin_exclude",
@@ -221,17 +279,19 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "otherwise apply on top of `exclude`; `[]` removes them (as setting `groups.exclude` does in Kafka). Internal "
         "topics are never replicated whatever this says.",
         hot=True,
+        scope=Scope.FLOW,
     ),
     _s(
         "policy",
         Type.CHOICE,
-        "default",
+        PolicyKind.DEFAULT.value,
         "Replication policy: `default` names remote topics `<source-alias><separator><topic>`; `identity` keeps "
         "names (KIP-690, cycles forbidden).",
         hot=False,
-        choices=("default", "identity"),
+        choice_enum=PolicyKind,
         mm2=Mm2("replication.policy.class", "default", kind="policy", connectors=ALL_CONNECTORS),
         spec="settings.policy.kind",
+        scope=Scope.FLOW,
     ),
     _s(
         "separator",
@@ -243,6 +303,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         mm2=Mm2("replication.policy.separator", ".", connectors=ALL_CONNECTORS),
         examples=("_",),
         spec="settings.policy.separator",
+        scope=Scope.FLOW,
     ),
     _s(
         "internal_separator",
@@ -254,15 +315,17 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         mm2=Mm2("replication.policy.internal.topic.separator.enabled", True, connectors=ALL_CONNECTORS),
         spec="settings.policy.internal_separator",
+        scope=Scope.FLOW,
     ),
     _s(
         "delivery",
         Type.CHOICE,
-        "at-least-once",
+        Delivery.AT_LEAST_ONCE.value,
         "Delivery guarantee (exactly-once: KIP-656 transactional sink).",
         hot=False,
-        choices=("at-least-once", "exactly-once"),
+        choice_enum=Delivery,
         mm2=Mm2("exactly.once.support", "at-least-once", own_code=True),
+        scope=Scope.FLOW,
     ),
     _s(
         "replication_factor",
@@ -273,6 +336,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         constraints={"minimum": -1, "not": {"const": 0}},
         mm2=Mm2("replication.factor", 2),
         examples=(3,),
+        scope=Scope.FLOW,
     ),
     _s(
         "config_properties.exclude",
@@ -282,6 +346,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "list).",
         hot=True,
         mm2=Mm2("config.properties.exclude", DEFAULT_CONFIG_PROPERTY_EXCLUDES, legacy=("config.properties.blacklist",)),
+        scope=Scope.FLOW,
     ),
     _s(
         "sync.topic_configs",
@@ -290,6 +355,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Copy source topic configs (filtered) to remote topics.",
         hot=True,
         mm2=Mm2("sync.topic.configs.enabled", True),
+        scope=Scope.FLOW,
     ),
     _s(
         "sync.acls",
@@ -298,6 +364,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Sync READ ACLs to remote topics; only the replication principal may WRITE them.",
         hot=True,
         mm2=Mm2("sync.topic.acls.enabled", True),
+        scope=Scope.FLOW,
     ),
     _s(
         "sync.group_offsets",
@@ -306,6 +373,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Commit translated consumer-group offsets on the target (MM2 `sync.group.offsets.enabled`).",
         hot=True,
         mm2=Mm2("sync.group.offsets.enabled", False, connectors=(Connector.CHECKPOINT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "sync.group_offsets_interval_seconds",
@@ -314,6 +382,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "How often translated consumer-group offsets are committed on the target.",
         hot=True,
         mm2=Mm2("sync.group.offsets.interval.seconds", 60, connectors=(Connector.CHECKPOINT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "heartbeats.enabled",
@@ -322,6 +391,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Emit heartbeats at all.",
         hot=True,
         mm2=Mm2("emit.heartbeats.enabled", True, connectors=(Connector.HEARTBEAT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "heartbeats.interval_seconds",
@@ -330,16 +400,18 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "How often heartbeats are emitted.",
         hot=True,
         mm2=Mm2("emit.heartbeats.interval.seconds", 1, connectors=(Connector.HEARTBEAT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "heartbeats.location",
         Type.CHOICE,
-        "source",
+        HeartbeatsLocation.SOURCE.value,
         "Where a flow writes its `heartbeats` records: `source` (KIP-382's text; the flow then replicates them to "
         "`<source>.heartbeats` on the target) or `target` (Kafka's MirrorHeartbeatConnector). See "
         "docs/mm2-differences.md.",
         hot=False,
-        choices=("source", "target"),
+        choice_enum=HeartbeatsLocation,
+        scope=Scope.FLOW,
     ),
     _s(
         "heartbeats.replicate",
@@ -349,6 +421,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "default true); false leaves them to the topic filter.",
         hot=False,
         mm2=Mm2("heartbeats.replication.enabled", True),
+        scope=Scope.FLOW,
     ),
     _s(
         "checkpoints.enabled",
@@ -357,6 +430,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Emit checkpoints at all.",
         hot=True,
         mm2=Mm2("emit.checkpoints.enabled", True, connectors=(Connector.CHECKPOINT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "checkpoints.interval_seconds",
@@ -365,6 +439,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "How often checkpoints are emitted.",
         hot=True,
         mm2=Mm2("emit.checkpoints.interval.seconds", 60, connectors=(Connector.CHECKPOINT,)),
+        scope=Scope.FLOW,
     ),
     _s(
         "refresh_interval_seconds",
@@ -379,14 +454,15 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
             own_code=True,
             also_connectors=(Connector.CHECKPOINT,),
         ),  # our one interval stands for both of MM2's: topics (source connector), groups (checkpoint connector)
+        scope=Scope.FLOW,
     ),
     _s(
         "offset_syncs.topic_location",
         Type.CHOICE,
-        "source",
+        OffsetSyncsLocation.SOURCE.value,
         "Cluster holding mm2-offset-syncs.<target>.internal (MM2 `offset-syncs.topic.location`).",
         hot=False,
-        choices=("source", "target"),
+        choice_enum=OffsetSyncsLocation,
         # the source connector writes the offset syncs there, the checkpoint connector reads them there
         mm2=Mm2(
             "offset-syncs.topic.location",
@@ -395,6 +471,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
             connectors=(Connector.SOURCE, Connector.CHECKPOINT),
         ),
         spec="settings.offset_syncs_location",
+        scope=Scope.FLOW,
     ),
     _s(
         "offset_syncs.lag_max",
@@ -405,11 +482,12 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         constraints={"minimum": 0},
         mm2=Mm2("offset.lag.max", 100),
         spec="settings.offset_lag_max",
+        scope=Scope.FLOW,
     ),
     _s(
         "on_refused_record",
         Type.CHOICE,
-        "fail",
+        OnRefusedRecord.FAIL.value,
         "A source record the target refuses (larger than the remote topic's `max.message.bytes` or the job's "
         "producer `message.max.bytes`; any record the target answers MSG_SIZE_TOO_LARGE or INVALID_RECORD): `fail` "
         "halts its partition at that record (the flow degraded, the records before it copied); `skip` writes a "
@@ -417,16 +495,18 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "`<source-alias>.dead-letters.internal` on the target and copies on. Never retried forever. See "
         "docs/replication-job.md.",
         hot=True,
-        choices=("fail", "skip"),
+        choice_enum=OnRefusedRecord,
+        scope=Scope.FLOW,
     ),
     _s(
         "job.deployer",
         Type.CHOICE,
-        "local",
+        DEFAULT_DEPLOYER.value,
         "Where the job runs: a local process, a Spark standalone cluster or Kubernetes (the Spark operator).",
         hot=False,
-        choices=("local", "spark-standalone", "kubernetes"),
+        choice_enum=DeployerKind,
         spec=None,
+        scope=Scope.DEPLOYMENT,
     ),
     _s(
         "job.master",
@@ -435,6 +515,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Spark master URL, e.g. local[2] or spark://host:7077.",
         hot=False,
         examples=("local[4]", "spark://spark-master:7077"),
+        scope=Scope.ENGINE,
     ),
     _s(
         "job.parallelism",
@@ -444,6 +525,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints={"minimum": 1},
         mm2=Mm2("tasks.max", 1),
+        scope=Scope.FLOW,
     ),
     # Long tasks: one Spark job (~0.25 s between tasks, where records wait) per 10 s of copying; a graceful stop
     # or a spec reload waits for the running task (docs/replication-job.md, "Tasks, rounds").
@@ -454,6 +536,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Records one partition task copies per micro-batch.",
         hot=True,
         constraints={"minimum": 1},
+        scope=Scope.FLOW,
     ),
     _s(
         "job.max_batch_ms",
@@ -464,11 +547,12 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "less often; a graceful stop or a spec change waits for the running task.",
         hot=True,
         constraints={"minimum": 100},
+        scope=Scope.FLOW,
     ),
     _s(
         "job.offset_reset",
         Type.CHOICE,
-        "resume",
+        OffsetReset.RESUME.value,
         "What the job does when the source lost the records at a partition's next offset (each loss is reported in "
         "status, drift and the metrics whatever this says): `resume` resumes where nothing the source still holds is "
         "skipped and nothing is copied twice where that can be told (the log end when the job saw the broker lose "
@@ -478,7 +562,9 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "`fail` stops the job. `earliest` and `halt` are the older names of `resume-at-start` and `pause`. MirrorMaker "
         "2 has no such choice: it forces the consumer's auto.offset.reset.",
         hot=True,
-        choices=("resume", "resume-at-start", "resume-at-end", "pause", "fail", "earliest", "halt"),
+        choice_enum=OffsetReset,
+        choice_aliases=tuple(OFFSET_RESET_ALIASES),
+        scope=Scope.FLOW,
     ),
     _s(
         "job.trigger_interval_ms",
@@ -487,6 +573,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Pause between empty micro-batches.",
         hot=True,
         constraints={"minimum": 0},
+        scope=Scope.FLOW,
     ),
     _s(
         "job.spark_conf",
@@ -495,6 +582,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Spark configuration of the job's application (`spark.executor.memory`, ...).",
         hot=False,
         examples=({"spark.executor.memory": "2g"},),
+        scope=Scope.ENGINE,
     ),
     _s(
         "job.namespace",
@@ -504,6 +592,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints=LABEL_SCHEMA,
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.image",
@@ -513,6 +603,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         examples=("ghcr.io/example/reconciler-job:0.1.0",),
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.service_account",
@@ -523,6 +615,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints=SUBDOMAIN_SCHEMA,
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.secret_name",
@@ -533,6 +627,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints=SUBDOMAIN_SCHEMA,
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.manifests_dir",
@@ -542,6 +638,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "default $RECONCILER_STATE_DIR/k8s).",
         hot=False,
         spec=None,
+        scope=Scope.DEPLOYMENT,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.kubectl_apply",
@@ -550,6 +648,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         "Also apply the rendered manifests with kubectl" + _KUBE + ".",
         hot=False,
         spec=None,
+        scope=Scope.DEPLOYMENT,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.metrics_port",
@@ -561,6 +661,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         nullable=True,
         constraints={"minimum": 0, "maximum": 65535},
         spec=None,
+        scope=Scope.ENGINE,
     ),
     _s(
         "job.metrics_bind",
@@ -574,6 +675,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         constraints={"pattern": IP_ADDRESS},
         examples=("0.0.0.0",),
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_PROCESS,
     ),
     _s(
         "job.termination_grace_seconds",
@@ -584,6 +687,8 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         hot=False,
         constraints={"minimum": 1},
         spec=None,
+        scope=Scope.ENGINE,
+        deployers=_KUBERNETES,
     ),
     _s(
         "job.engine",
@@ -595,6 +700,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         nullable=True,
         constraints={"pattern": NAME_PATTERN},
         spec=None,
+        scope=Scope.DEPLOYMENT,
     ),
 )
 
@@ -616,7 +722,9 @@ SECTIONS: dict[str, str | None] = {
 
 def _t(path: str, type_: Type, default: Any, doc: str, **more: Any) -> Setting:
     """A topology-wide setting: no job runs with it (not hot-reloadable, not in the job spec), no MM2 key."""
-    return Setting(tuple(path.split(".")), type_, default, doc, hot_reload=False, spec=None, **more)
+    return Setting(
+        tuple(path.split(".")), type_, default, doc, hot_reload=False, spec=None, scope=Scope.TOPOLOGY, **more
+    )
 
 
 _UNSET = "; unset: no threshold."
@@ -726,3 +834,52 @@ def mm2_settings() -> Iterator[Setting]:
 def section_settings(section: str) -> tuple[Setting, ...]:
     """The topology settings of the top-level section `section` ("prune", "slo")."""
     return tuple(s for s in TOPOLOGY_SETTINGS if s.path[0] == section)
+
+
+# --- scopes: every list of engine or deployment settings, derived ---------------------------------------------------
+#: The setting that picks the deployer (a deployment setting, but no option of the deployer it picks).
+DEPLOYER_SETTING = "job.deployer"
+
+
+def scoped(scope: Scope, deployers: Iterable[str] | None = None) -> tuple[Setting, ...]:
+    """The flow settings of `scope`, in the registry's order; those one of `deployers` reads (None: any)."""
+    wanted = None if deployers is None else set(deployers)
+    return tuple(
+        s for s in FLOW_SETTINGS if s.scope is scope and (wanted is None or any(d in wanted for d in s.deployers))
+    )
+
+
+def engine_spec_paths() -> tuple[str, ...]:
+    """The JobSpec paths of the engine's settings that the job spec carries ("engine.master", "engine.spark_conf"):
+    what an engine's `EngineRecord` holds besides its name (contract/engine.py); a change replaces the engine."""
+    return tuple(s.spec_path for s in scoped(Scope.ENGINE) if s.spec_path is not None)
+
+
+def deployer_options(deployer: str) -> tuple[str, ...]:
+    """The `JobSettings` fields handed to `deployer` beside the job spec (not in it, so not in its hash): the engine
+    and deployment settings it reads that the spec does not carry, but `job.deployer` (which picks it)."""
+    return tuple(
+        s.path[-1]
+        for s in FLOW_SETTINGS
+        if s.scope in (Scope.ENGINE, Scope.DEPLOYMENT)
+        and s.spec_path is None
+        and s.name != DEPLOYER_SETTING
+        and deployer in s.deployers
+    )
+
+
+def engine_options(deployer: str) -> frozenset[str]:
+    """Of `deployer_options(deployer)`, the engine's (its application's): a change of one replaces the engine; a
+    change of any other moves the flow or rewrites the deployer's files."""
+    return frozenset(s.path[-1] for s in scoped(Scope.ENGINE, (deployer,)) if s.spec_path is None)
+
+
+def agreed_job_fields(deployers: Iterable[str]) -> tuple[str, ...]:
+    """The `JobSettings` fields the enabled flows of one engine must agree on when they use `deployers`: every engine
+    and deployment setting one of them reads (one Spark application, deployed once, runs them all)."""
+    wanted = set(deployers)
+    return tuple(
+        s.path[-1]
+        for s in FLOW_SETTINGS
+        if s.scope in (Scope.ENGINE, Scope.DEPLOYMENT) and any(d in wanted for d in s.deployers)
+    )

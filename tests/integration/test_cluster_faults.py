@@ -258,7 +258,7 @@ def test_a_position_past_the_log_end_is_reported_and_the_reused_offsets_are_copi
     assert copied == [b"old-%d" % i for i in range(100)] + [b"new-%d" % i for i in range(first_new, 130)]
     # drift says so (non-zero), until the job restarts
     health = job_health(status.to_dict(), None, status.heartbeat_at or 0)
-    assert health.data_loss == status.data_loss
+    assert health.last.data_loss == status.data_loss
     metrics = generate_latest(driver.metrics.registry).decode()
     assert "mirror_out_of_range_total{" in metrics and 'kind="lost-tail"' in metrics
 
@@ -430,7 +430,7 @@ def _assert_outage_reported(driver: ReplicationDriver, what: str, errors_before:
         unreachable = FaultKind.SOURCE_UNREACHABLE if what == "source" else FaultKind.TARGET_UNREACHABLE
         assert record.faults and record.faults[0].kind in (FaultKind.STUCK, unreachable), record
         health = job_health(record.to_dict(), None, int(time.time() * 1000))
-        assert health.state == "degraded" and health.faults == record.faults, health
+        assert health.last.state_name == "degraded" and health.last.faults == record.faults, health
     return record
 
 
@@ -589,7 +589,7 @@ def test_a_source_broker_refusing_connections_for_minutes_is_ridden_out(noida_cl
         assert fault.since is not None and "the source cluster west has not answered" in (fault.reason or ""), fault
         assert outage.lag_total is None and all(p.lag is None for p in outage.lag), "unknown, not 0"
         health = job_health(outage.to_dict(), None, int(time.time() * 1000))
-        assert health.state == "degraded" and health.faults == outage.faults, health
+        assert health.last.state_name == "degraded" and health.last.faults == outage.faults, health
         answered = _restart(source, down_seconds=max(0.0, down_at + 90 - time.monotonic()))
         first_after = load.sent
         load.paused.clear()

@@ -123,6 +123,23 @@ policies:
     assert (error.where.line, error.related[0].line) == (10, 13)
 
 
+def test_residency_sees_a_topic_named_with_an_unescaped_dot(tmp_path):
+    """`customers.eu` (the dot unescaped, as topic patterns are often written) selects the topic customers.eu."""
+    f = write(
+        tmp_path,
+        "t.yaml",
+        HEAD
+        + """\
+  - {source: a, target: c, topics: {include: ["payments", "customers.eu"]}}
+policies:
+  residency:
+    - {name: gdpr, topics: ["customers\\\\..*"], tag: region, allowed: [eu]}
+""",
+    )
+    [error] = diagnose(f).errors
+    assert error.message.startswith("flow a->c violates policy 'gdpr': topic 'customers.eu' from a would reach")
+
+
 def test_residency_respected_when_filter_excludes(tmp_path):
     f = write(
         tmp_path,

@@ -13,7 +13,8 @@ is `reconciler`. A node imports only nodes of lower layers, never its own layer'
 two folders import each other, through any path:
 
     0  reconciler (the version), textutil, settings (environment variables), mirror (MirrorMaker 2's rules:
-       filters, replication policy), state (the live state's types), resources (package data)
+       filters, replication policy), state (the live state's types), resources (package data), deployer_kinds
+       (the deployers' names, the local[N] rule)
     1  topology (the model: load, schema, build; flow ids, secrets), outputs
     2  analysis (routing, hazards), logs (needs the secrets' Redactor), adapters (every call to a cluster,
        reading the live state), gitops (topologies at git revisions)
@@ -33,6 +34,7 @@ two folders import each other, through any path:
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +137,7 @@ def test_no_import_cycles():
 LAYERS: tuple[tuple[str, ...], ...] = tuple(
     tuple(f"reconciler.{n}" if n != "reconciler" else n for n in layer.split())
     for layer in (
-        "reconciler textutil settings mirror state resources",
+        "reconciler textutil settings mirror state resources deployer_kinds",
         "topology outputs",
         "analysis logs adapters gitops",
         "contract dev interop",
@@ -505,6 +507,54 @@ def test_no_class_is_over_400_lines():
     assert not unexpected, f"classes over {MAX_CLASS_LINES} lines (split them by behaviour): {unexpected}"
 
 
+#: The longest a function under reconciler/ may be (lines from `def` to its last line, docstring, comments and blank
+#: lines included; a decorator's lines not): a function longer does several things, split it into readable pieces
+#: (issue 49).
+MAX_FUNCTION_LINES = 80
+#: TEMPORARY (issue 49): the four functions over MAX_FUNCTION_LINES that other helpers of issue 49 are splitting at the
+#: same time as this check lands, each in its own branch: theirs, not this list's. Each entry goes with its split (a
+#: test below fails on an entry whose function is no longer over the limit); once the set is empty, it goes too.
+FUNCTION_SIZE_EXCEPTIONS: set[str] = {
+    "reconciler/jobplan/plan.py:_plan_desired",  # being split by the issue-49 helper on jobplan/plan.py
+    "reconciler/render/plan_markdown.py:_render",  # being split by the issue-49 helper on render/plan_markdown.py
+    "reconciler/deployers/kubernetes.py:render_engine",  # being split by the issue-49 helper on deployers/kubernetes.py
+    "reconciler/engine/worker.py:run",  # being split by the issue-49 helper on engine/worker.py
+}
+
+
+def long_functions(source: str, name: str, limit: int = MAX_FUNCTION_LINES) -> dict[str, int]:
+    """`name:function` -> its length in lines, for every function (methods and nested ones too) of `source` longer
+    than `limit` (AST: end_lineno - lineno + 1)."""
+    over = {}
+    for node in ast.walk(ast.parse(source, name)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno is not None:
+            size = node.end_lineno - node.lineno + 1
+            if size > limit:
+                over[f"{name}:{node.name}"] = size
+    return over
+
+
+def test_no_function_is_over_80_lines():
+    over: dict[str, int] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        over |= long_functions(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+    unexpected = {name: size for name, size in over.items() if name not in FUNCTION_SIZE_EXCEPTIONS}
+    assert not unexpected, f"functions over {MAX_FUNCTION_LINES} lines (split them into readable pieces): {unexpected}"
+    assert sorted(FUNCTION_SIZE_EXCEPTIONS - set(over)) == [], "split: take it out of FUNCTION_SIZE_EXCEPTIONS"
+
+
+def test_the_function_size_checker_sees_a_long_function():
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))
+    planted = (
+        "def short():\n    return 1\n\n\n"
+        f"def exactly_the_limit():\n{body}\n\n"
+        f"class Holder:\n    async def too_long(self):\n{body.replace('    ', '        ')}        return 0\n"
+    )
+    assert long_functions(planted, "reconciler/planted.py") == {
+        "reconciler/planted.py:too_long": MAX_FUNCTION_LINES + 1
+    }
+
+
 # --- the tests' and the benchmarks' Kafka clients log through reconciler.logs -----------------------------------------
 #: The confluent-kafka clients. Each is given its configuration through `reconciler.logs.client_config` (or a function
 #: of the package that returns its result, e.g. engine/clients.py's `producer_config`): librdkafka's lines then go to a
@@ -607,3 +657,194 @@ def test_the_client_checker_sees_a_bare_client():
         "SequencedProducer('x:1')\n"
     )
     assert unlogged_clients(source, "tests.sample", {CLIENT_CONFIG}) == [5, 7, 8]
+
+
+# --- settings: one scope each, no hand-kept lists, choices compared as enums ----------------------------------------
+# (topology/settings_registry.py: each Setting's `scope`; every list of engine or deployment settings is derived)
+REGISTRY_FILE = "reconciler/topology/settings_registry.py"
+
+
+def scope_problems(flow_settings, topology_settings) -> list[str]:
+    """What is wrong with the settings' scopes: a setting without one `Scope`, a topology setting of another scope
+    (or a flow setting of the topology's), an engine or deployment setting that is no `job.*` setting or that no
+    deployer reads."""
+    from reconciler.topology.settings_registry import Scope
+
+    out = [
+        f"{s.name}: no Scope ({s.scope!r})" for s in (*flow_settings, *topology_settings) if type(s.scope) is not Scope
+    ]
+    out += [f"{s.name}: a topology setting of scope {s.scope}" for s in topology_settings if s.scope != Scope.TOPOLOGY]
+    out += [f"{s.name}: a flow setting of scope topology" for s in flow_settings if s.scope == Scope.TOPOLOGY]
+    out += [
+        f"{s.name}: an {s.scope.value} setting must be a job setting read by a deployer"
+        for s in flow_settings
+        if s.scope in (Scope.ENGINE, Scope.DEPLOYMENT) and (s.path[0] != "job" or not s.deployers)
+    ]
+    return out
+
+
+def test_every_setting_has_one_scope():
+    from reconciler.topology.settings_registry import FLOW_SETTINGS, TOPOLOGY_SETTINGS
+
+    assert scope_problems(FLOW_SETTINGS, TOPOLOGY_SETTINGS) == []
+
+
+def test_the_scope_checker_sees_a_setting_without_one():
+    import dataclasses
+
+    from reconciler.topology.settings_registry import Scope, setting
+
+    master, policy = setting("job.master"), setting("policy")
+    planted = [
+        dataclasses.replace(master, scope="engine"),  # a string, not the enum
+        dataclasses.replace(policy, scope=Scope.ENGINE),  # an engine setting outside `job`
+        dataclasses.replace(master, deployers=()),  # read by no deployer
+        dataclasses.replace(master, scope=Scope.TOPOLOGY),
+    ]
+    assert scope_problems(planted, [dataclasses.replace(policy, scope=Scope.FLOW)]) == [
+        "job.master: no Scope ('engine')",
+        "policy: a topology setting of scope flow",
+        "job.master: a flow setting of scope topology",
+        "policy: an engine setting must be a job setting read by a deployer",
+        "job.master: an engine setting must be a job setting read by a deployer",
+    ]
+
+
+def _names(node: ast.expr) -> set[str]:
+    """What an expression names: `flow.job.deployer` -> {"deployer"}, `x.delivery.value` -> {"delivery"},
+    `options["engine"]`, `options.get("engine")` and `settings[("job", "engine")]` -> {"engine"}."""
+    if isinstance(node, ast.Attribute):
+        return _names(node.value) if node.attr == "value" else {node.attr}
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.Subscript):  # options["engine"], settings[("heartbeats", "location")]: the last key
+        key = node.slice.elts[-1] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
+        return {key.value} if isinstance(key, ast.Constant) and isinstance(key.value, str) else set()
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return {node.args[0].value}
+    return set()
+
+
+def _strings(node: ast.expr) -> list[str]:
+    """The string constants of `node`: itself, or the items of a tuple, list or set literal."""
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return [n.value for n in items if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def bare_choice_comparisons(source: str, choices: Mapping[str, set[str]]) -> list[str]:
+    """Comparisons in `source` of something that names a choice setting (`choices`: a name the code gives the
+    setting -> its values) with a string that is one of its values (`flow.job.deployer == "kubernetes"`,
+    `x.on_refused_record in ("skip",)`): "line: name value"."""
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        named = {n for o in operands for n in _names(o) if n in choices}
+        for name in sorted(named):
+            for value in sorted({v for o in operands for v in _strings(o) if v in choices[name]}):
+                out.append((node.lineno, f"{node.lineno}: {name} {value!r}"))
+    return [text for _, text in sorted(out)]
+
+
+def _choice_names() -> dict[str, set[str]]:
+    """Each choice setting's names in code (its last path element, its spec leaf's) -> its values."""
+    from reconciler.topology.settings_registry import FLOW_SETTINGS, Type
+
+    out: dict[str, set[str]] = {}
+    for s in FLOW_SETTINGS:
+        if s.type is Type.CHOICE:
+            for name in {s.path[-1], *([s.spec_path.rsplit(".", 1)[-1]] if s.spec_path else [])}:
+                out.setdefault(name, set()).update(s.choices)
+    return out
+
+
+def test_no_bare_string_comparison_of_a_choice():
+    """A choice setting's value is compared with its enum's member (topology/choices.py), never with a string:
+    `on_refused_record == "skpi"` was silently `fail`."""
+    choices = _choice_names()
+    found = [
+        f"{p.relative_to(ROOT)}:{line}"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if str(p.relative_to(ROOT)) != REGISTRY_FILE
+        for line in bare_choice_comparisons(p.read_text(encoding="utf-8"), choices)
+    ]
+    assert found == [], "compare with the setting's enum member instead: " + ", ".join(found)
+
+
+def test_the_choice_checker_sees_a_bare_string():
+    source = (
+        'if flow.job.deployer == "kubernetes": pass\n'
+        'if spec.settings.on_refused_record != "skip": pass\n'
+        'ok = flow.delivery.value in ("exactly-once", "other")\n'
+        'ok = options.get("deployer") == "local"\n'
+        'ok = settings[("policy",)] != "identity"\n'
+        "ok = flow.job.deployer == DeployerKind.KUBERNETES\n"  # a member: fine
+        'ok = m.kind == "counter"\n'  # `kind` names the policy in the spec, but "counter" is no policy
+        'ok = flow.name == "skip"\n'  # a choice value, but not compared with a choice setting
+    )
+    assert bare_choice_comparisons(source, _choice_names()) == [
+        "1: deployer 'kubernetes'",
+        "2: on_refused_record 'skip'",
+        "3: delivery 'exactly-once'",
+        "4: deployer 'local'",
+        "5: policy 'identity'",
+    ]
+
+
+def hand_kept_setting_lists(source: str, names: set[str]) -> list[str]:
+    """Tuple, list and set literals in `source` holding two or more strings of `names` (setting names, their
+    JobSettings fields or spec paths): "line: the names"."""
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            hits = [v for v in _strings(node) if v in names]
+            if len(hits) >= 2:
+                out.append((node.lineno, f"{node.lineno}: {', '.join(hits)}"))
+    return [text for _, text in sorted(out)]
+
+
+def _engine_and_deployment_names() -> set[str]:
+    from reconciler.topology.settings_registry import FLOW_SETTINGS, Scope
+
+    out: set[str] = set()
+    for s in FLOW_SETTINGS:
+        if s.scope in (Scope.ENGINE, Scope.DEPLOYMENT):
+            out |= {s.name, s.path[-1], *([s.spec_path] if s.spec_path else [])}
+    return out
+
+
+def test_no_hand_kept_list_of_engine_or_deployment_settings():
+    """Which settings are the engine's or the deployer's is each setting's scope (the registry): the
+    engine-agreement check, the deployers' options and what replaces an engine are derived from it, no module
+    keeps a list of their names (build.py's, contract/deployers.py's and jobplan/plan.py's had come apart)."""
+    names = _engine_and_deployment_names()
+    found = [
+        f"{p.relative_to(ROOT)}:{hit}"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if str(p.relative_to(ROOT)) != REGISTRY_FILE
+        for hit in hand_kept_setting_lists(p.read_text(encoding="utf-8"), names)
+    ]
+    assert found == [], "derive it from settings_registry (Setting.scope): " + ", ".join(found)
+
+
+def test_the_list_checker_sees_a_hand_kept_list():
+    source = (
+        'ENGINE_SETTINGS = ("deployer", "master", "spark_conf")\n'
+        'FILES = frozenset({"manifests_dir", "kubectl_apply"})\n'
+        'PATHS = ["engine.master", "engine.spark_conf"]\n'
+        'ONE = ("master",)\n'  # one name is no list
+        'SIDES = ("source", "target")\n'  # no setting names
+    )
+    assert hand_kept_setting_lists(source, _engine_and_deployment_names()) == [
+        "1: deployer, master, spark_conf",
+        "2: manifests_dir, kubectl_apply",
+        "3: engine.master, engine.spark_conf",
+    ]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from reconciler.contract.spec import DEFAULT_STATUS_INTERVAL_SECONDS, ClusterSpec, EngineSettings
+from reconciler.contract.spec import DEFAULT_STATUS_INTERVAL_SECONDS, ClusterSpec, RuntimeSettings
 from reconciler.contract.status import (
     DOWN_STATES,
     LIVE_STATES,
@@ -60,8 +60,8 @@ def test_states_split_into_live_and_down():
 def test_stale_after_and_age():
     assert stale_after_seconds(None) == 15.0 and stale_after_seconds(10.0) == 30.0
     # one default interval (contract/spec.py): a spec that does not say and a job whose spec is unknown agree
-    assert EngineSettings().status_interval_seconds == DEFAULT_STATUS_INTERVAL_SECONDS == 3.0
-    assert stale_after_seconds(None) == stale_after_seconds(EngineSettings().status_interval_seconds)
+    assert RuntimeSettings().status_interval_seconds == DEFAULT_STATUS_INTERVAL_SECONDS == 3.0
+    assert stale_after_seconds(None) == stale_after_seconds(RuntimeSettings().status_interval_seconds)
     assert status_age_seconds(None, NOW) is None and status_age_seconds(record("running", 2.5), NOW) == 2.5
     assert not is_replicating(StatusRecord.from_dict({"state": "running"}), NOW, 60.0), "no heartbeat_at: stale"
     dancing = StatusRecord.from_dict({"state": "dancing", "heartbeat_at": NOW})

@@ -5,6 +5,7 @@ with it. Without Spark: engine directories written as a process deployer leaves 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -204,6 +205,26 @@ def test_a_restart_in_place_does_not_replace_the_engine():
     for a in _engine_restarts(list(restarts), _live()):
         assert isinstance(a, RestartJob) and a.engine_restart == "" and a.engine_flows == []
         assert "REPLACES" not in a.describe()
+
+
+def test_what_replaces_an_engine_follows_the_settings_scope():
+    """A change of an engine setting (settings_registry `Scope.ENGINE`) replaces the engine, on its deployer; a flow
+    setting restarts the flow in place, on kubernetes too (its engine runs the new flow file)."""
+    kube = {"deployer": "kubernetes", "options": {"engine": "east", "image": "img:1"}}
+    replacing = [
+        _restart(changes={"metrics_bind": ["127.0.0.1", "0.0.0.0"]}),  # the local engine's process listens there
+        dataclasses.replace(_restart(changes={"image": ["img:1", "img:2"]}), **kube),
+    ]
+    for restart in replacing:
+        [a] = _engine_restarts([restart], _live())
+        assert isinstance(a, RestartJob) and a.engine_restart.startswith("its Spark settings changed"), a.changes
+    in_place = [
+        dataclasses.replace(_restart(changes={"settings.policy.kind": ["default", "identity"]}), **kube),
+        dataclasses.replace(_restart(changes={"manifests_dir": ["a", "b"]}), **kube),
+    ]
+    for restart in in_place:
+        [a] = _engine_restarts([restart], _live())
+        assert isinstance(a, RestartJob) and a.engine_restart == "" and a.engine_flows == [], a.changes
 
 
 def test_a_duplicated_or_dead_engine_restarts_as_a_whole():

@@ -16,6 +16,7 @@ import yaml
 
 from reconciler.cli.main import build_parser
 from reconciler.cli.reference import pages, walk
+from tests import doc_steps
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -178,3 +179,62 @@ def test_every_topology_a_page_shows_validates(page, tmp_path):
         for env in environments.names(load_text(block, str(path), Diagnostics())) or (None,):  # each one it declares
             _, diagnostics = load_topology([path], env=env)
             assert diagnostics.errors == [], f"{_rel(page)} block {i} (environment {env}): {diagnostics.errors}"
+
+
+# --- pages whose commands run (tests/doc_steps.py; tests/integration/test_tutorial.py runs the tutorial) -----------
+TUTORIAL = ROOT / "docs" / "getting-started.md"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_rel)
+def test_every_doctest_marker_parses(page):
+    doc_steps.steps(page.read_text(encoding="utf-8"))  # an unknown kind or option is a ValueError
+
+
+def test_every_transcript_and_file_of_the_tutorial_is_run():
+    """No output on the tutorial goes unchecked: each `console` block is a run block, each topology and script a
+    file block (only the set-up `sh` block, which the test does its own way, is not run)."""
+    text = TUTORIAL.read_text(encoding="utf-8")
+    unmarked = [
+        block
+        for block in re.findall(r"(?<!-->\n)```(?:console|yaml|python)\n(.*?)```", text, flags=re.S)
+        if block.strip()
+    ]
+    assert unmarked == []
+    steps = doc_steps.steps(text)
+    commands = [s.line for s in steps if isinstance(s, doc_steps.Command)]
+    assert commands[0] == "reconciler validate first.yaml" and commands[-1] == "reconciler dev down"
+    assert {"reconciler dev up first.yaml", "reconciler status first.yaml", "reconciler drift first.yaml"} <= set(
+        commands
+    )
+    assert doc_steps.page_ports(text) == ["19092", "19093"]
+
+
+def _cmd(expected: str, **options) -> doc_steps.Command:
+    return doc_steps.Command("reconciler x", expected, **options)
+
+
+def test_the_output_comparison_normalises_only_what_varies():
+    ports = {"40001": "19092"}  # the run's -> the page's
+    page = "west 127.0.0.1:19092 started pid 15916 (Tansu)\nspec fa3e4c709d8b in 2.8s at 2026-11-28T22:51:37Z"
+    run = "west 127.0.0.1:40001 started pid 7 (Tansu)\nspec 0123456789ab in 14.1s at 2027-01-01T00:00:00Z"
+    assert doc_steps.mismatch(_cmd(page), run, ports) is None
+    assert doc_steps.mismatch(_cmd(page), run.replace("40001", "40002"), ports), "another port of a cluster"
+    assert doc_steps.mismatch(_cmd(page), run.replace("(Tansu)", "(noida-db)"), ports)
+    assert doc_steps.mismatch(_cmd("Plan: 6 to create"), "Plan: 7 to create", ports), "a count is not a placeholder"
+    assert doc_steps.mismatch(_cmd("a\n...\nz"), "a\nb\nc\nz", ports) is None, "`...` stands for lines"
+    assert doc_steps.mismatch(_cmd("a\n...\nz"), "a\nb\nc", ports)
+
+
+def test_the_table_options_free_only_their_columns():
+    page = "FLOW  LAG  REC/S  RECORDS\nw->e  0    101    1003"
+    cmd = _cmd(page, vary=("REC/S",), at_least=("RECORDS",))
+    assert doc_steps.mismatch(cmd, "FLOW    LAG  REC/S  RECORDS\nw->e    0    7      1027", {}) is None
+    assert doc_steps.mismatch(cmd, "FLOW  LAG  REC/S  RECORDS\nw->e  0    7      998", {}), "fewer records"
+    assert doc_steps.mismatch(cmd, "FLOW  LAG  REC/S  RECORDS\nw->e  5    101    1003", {}), "LAG is not freed"
+
+
+def test_a_marker_with_an_unknown_option_is_refused():
+    with pytest.raises(ValueError, match="unknown option"):
+        doc_steps.steps("<!-- doctest: run wiat=5 -->\n```console\n$ reconciler x\n```\n")
+    [cmd] = doc_steps.steps('<!-- doctest: run exit=1 wait=5 vary="A B,C" -->\n```console\n$ x\nout\n```\n')
+    assert (cmd.line, cmd.expected, cmd.exit_code, cmd.wait_s, cmd.vary) == ("x", "out", 1, 5.0, ("A B", "C"))

@@ -7,7 +7,7 @@ ACL APIs nor CreatePartitions (the double obeys the same contract tests as the K
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import SimpleNamespace
 
 import pytest
@@ -15,7 +15,15 @@ import pytest
 from reconciler.cli.main import main
 from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import FaultKind
-from reconciler.drift.report import FAULT_HINTS, Category, Level, build_report, heartbeat_topic
+from reconciler.drift.report import (
+    FAULT_HINTS,
+    SLO_CHECKS,
+    Category,
+    Level,
+    SloKind,
+    build_report,
+    heartbeat_topic,
+)
 from reconciler.jobplan.state import JobState, classify
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
@@ -24,6 +32,7 @@ from reconciler.render import drift_html, drift_markdown, drift_text
 from reconciler.state.live import AclBinding
 from reconciler.state.live import AclOperation as Op
 from reconciler.state.live import AclPermission as Perm
+from reconciler.topology.model import Slo
 from tests.plan_helpers import World, topology
 
 NOW = 1_800_000_000_000
@@ -209,13 +218,21 @@ def test_job_drift(world):
             assert "on_refused_record: skip" in (jobs[0].hint or ""), jobs[0].hint
         if case == "unreachable":  # a degraded job is drift (non-zero exit) with the fault's hint; its lag unknown
             assert jobs[0].level is Level.DRIFT and "cannot reach the source cluster" in (jobs[0].hint or "")
-            assert flow_of(report, "west->east").job.lag_total is None
+            assert flow_of(report, "west->east").job.last.lag_total is None
     flow = flow_of(report, "west->east")
-    assert flow.job.halted == ("orders:1",) and flow.job.running
+    assert flow.job.last.halted == ("orders:1",) and flow.job.running
 
 
 def test_every_fault_kind_has_a_hint():
     assert set(FAULT_HINTS) == set(FaultKind)
+
+
+def test_every_verdict_has_its_items_and_every_slo_kind_its_check():
+    from reconciler.drift.report.job_items import _BY_VERDICT
+
+    assert set(_BY_VERDICT) == set(JobState)
+    assert set(SLO_CHECKS) == set(SloKind)
+    assert {k.value for k in SloKind} <= {f.name for f in fields(Slo)}
 
 
 def test_drift_finds_a_job_stale_by_the_rule_plan_and_status_use(world):
@@ -250,7 +267,7 @@ def test_slo_lag_latency_and_heartbeat_age(world):
     assert "5,400 records behind (SLO 1,000)" in text["lag"] and "95.0s old (SLO 30s)" in text["heartbeat"]
     assert "p99 record age 900 ms (SLO max_latency_p99_ms 500 ms)" in text["latency"]
     assert flow_of(report, "west->east").heartbeat_age_seconds == 95.0
-    assert flow_of(report, "west->east").job.lag_total == 5_400
+    assert flow_of(report, "west->east").job.last.lag_total == 5_400
     # without SLOs nothing is judged
     plain = report_of(world, topology(FLOWS), statuses=statuses, hb=hb)
     assert plain.drift == []
@@ -266,7 +283,7 @@ def test_slo_lag_in_seconds(world):
     report = report_of(world, statuses=statuses, hb=beats(topo))
     assert [(i.category.value, i.flows) for i in report.drift] == [("lag-age", ("west->east",))]
     assert "oldest record not replicated yet is 95.5s old (SLO max_lag_seconds 60s)" in report.drift[0].message
-    assert flow_of(report, "west->east").job.lag_seconds == 95.5
+    assert flow_of(report, "west->east").job.last.lag_seconds == 95.5
     assert report.slo["max_lag_seconds"] == 60
 
 

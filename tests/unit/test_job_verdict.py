@@ -94,6 +94,7 @@ def test_a_dead_process_with_a_fresh_running_record_is_down_in_every_part_of_dri
     assert " down (last: running)" in got["row"], got["row"]
     assert got["json"]["verdict"] == "down" and got["json"]["running"] is False and got["json"]["state"] == "running"
     assert got["up"] == 0 and got["verdicts"] == ["down"]
+    assert got["job"].live is live.jobs["west->east"], "drift's job health is the verdict itself, not a copy"
     # the other flow runs, and says so everywhere
     ok = _everywhere(report_of(world, statuses={}, live_jobs=live), "east->west")
     assert ok["items"] == [] and ok["json"]["verdict"] == "running" and ok["up"] == 1 and ok["verdicts"] == ["running"]

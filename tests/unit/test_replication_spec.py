@@ -11,8 +11,8 @@ import pytest
 from reconciler.contract.spec import (
     HOT_RELOADABLE,
     ClusterSpec,
-    EngineSettings,
     JobSpec,
+    RuntimeSettings,
     job_group,
     offset_syncs_topic_name,
 )
@@ -22,6 +22,7 @@ from reconciler.engine.topics import TopicInfo, explicit_configs, internal_topic
 from reconciler.mirror.offset_syncs import PartitionOffsetSyncState
 from reconciler.state.configs import MARKER_KEYS
 from reconciler.topology.build import load_topology_text
+from reconciler.topology.choices import OnRefusedRecord
 from reconciler.topology.model import FlowSettings, HeartbeatsLocation
 from tests.spec_helpers import respec
 
@@ -108,7 +109,7 @@ def test_the_spec_carries_the_flow_settings_as_they_are(spec):
     """One settings object, the topology model's own types, serialized field by field (version 2)."""
     topo = load_topology_text(TOPOLOGY)
     flow = topo.flow("west->east")
-    assert spec.settings == FlowSettings.of(flow) and spec.engine == EngineSettings.of(flow.job)
+    assert spec.settings == FlowSettings.of(flow) and spec.engine == RuntimeSettings.of(flow.job)
     assert type(spec.settings) is FlowSettings and isinstance(flow, FlowSettings), "a Flow is its settings plus more"
     d = spec.to_dict()
     assert d["version"] == 2 and set(d) == {"version", "flow", "source", "target", "settings", "engine", "git_revision"}
@@ -119,6 +120,18 @@ def test_the_spec_carries_the_flow_settings_as_they_are(spec):
     }
     assert d["settings"]["delivery"] == "exactly-once" and d["engine"]["parallelism"] == 3
     assert JobSpec.from_dict(d) == spec
+
+
+def test_the_runtime_settings_keep_the_key_earlier_releases_wrote(spec):
+    """`RuntimeSettings` (named `EngineSettings` before) is written under `engine`, its choices as their strings: a spec
+    an earlier release wrote reads back to the same hash, so an upgrade restarts no job."""
+    skipping = respec(spec, on_refused_record="skip")
+    d = json.loads(skipping.to_json())
+    assert (
+        set(d["engine"]) == set(RuntimeSettings.__dataclass_fields__) and d["settings"]["on_refused_record"] == "skip"
+    )
+    again = JobSpec.from_dict(d)
+    assert again.settings.on_refused_record is OnRefusedRecord.SKIP and again.spec_hash() == skipping.spec_hash()
 
 
 def test_a_version_1_spec_is_read_and_needs_a_restart(spec):

@@ -138,7 +138,9 @@ def test_a_source_that_does_not_answer_makes_the_lag_unknown_then_its_partitions
     reason = record.faults[0].reason or ""
     assert "the source cluster west has not answered" in reason and "connection refused" in reason, reason
     health = job_health(record.to_dict(), None, int(time.time() * 1000))
-    assert health.state == "degraded" and health.faults == record.faults and health.lag_total is None
+    assert (
+        health.last.state_name == "degraded" and health.last.faults == record.faults and health.last.lag_total is None
+    )
     r.metrics.observe(r, [])  # after each batch (the driver's step): the same faults
     faults = _series(r, "mirror_partition_fault_since_seconds")
     assert {dict(k)["kind"] for k in faults} == {"source-unreachable"} and len(faults) == 2, faults

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
@@ -21,6 +22,7 @@ from reconciler.interop.strimzi import PATTERN_KEYS, export_strimzi
 from reconciler.resources import schema_path
 from reconciler.topology import settings_registry as registry
 from reconciler.topology.build import load_topology_text
+from reconciler.topology.choices import OnRefusedRecord
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.diagnostics import TopologyError
 from reconciler.topology.model import JobSettings, Topology
@@ -31,6 +33,7 @@ from reconciler.topology.settings_registry import (
     TOPOLOGY_SECTIONS,
     TOPOLOGY_SETTINGS,
     Connector,
+    Scope,
     Setting,
     Type,
 )
@@ -93,7 +96,7 @@ def test_the_builtin_defaults_are_the_registry_defaults_and_valid_in_the_schema(
 
 
 def test_the_model_has_a_field_for_every_setting():
-    """JobSettings holds the `job.*` settings; the job spec (FlowSettings + EngineSettings) holds the settings a
+    """JobSettings holds the `job.*` settings; the job spec (FlowSettings + RuntimeSettings) holds the settings a
     job runs with, each at its `spec_path`; every other spec leaf is one the reconciler derives."""
     job_fields = {f.name for f in dataclasses.fields(JobSettings)}
     job_settings = {s.path[1] for s in FLOW_SETTINGS if s.path[0] == "job"}
@@ -327,3 +330,126 @@ def test_the_keys_mm2s_checkpoint_connector_reads_are_given_to_it():
         "replication.policy.internal.topic.separator.enabled",
     ):
         assert Connector.CHECKPOINT in by_key[key].connectors_of(key), key
+
+
+# --- scopes: the lists of engine and deployment settings are derived from them --------------------------------------
+
+
+def test_the_deployers_options_are_the_engine_and_deployment_settings_outside_the_spec():
+    from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS
+    from reconciler.deployer_kinds import DeployerKind
+
+    assert set(DEPLOYMENT_OPTION_FIELDS) == {d.value for d in DeployerKind}
+    assert DEPLOYMENT_OPTION_FIELDS["local"] == DEPLOYMENT_OPTION_FIELDS["spark-standalone"]
+    assert DEPLOYMENT_OPTION_FIELDS["local"] == ("metrics_port", "metrics_bind", "engine")
+    assert DEPLOYMENT_OPTION_FIELDS["kubernetes"] == (
+        "namespace",
+        "image",
+        "service_account",
+        "secret_name",
+        "manifests_dir",
+        "kubectl_apply",
+        "metrics_port",
+        "termination_grace_seconds",
+        "engine",
+    ), "the options a deployment recorded before: a change of this list restarts every kubernetes flow"
+    for s in registry.scoped(Scope.ENGINE) + registry.scoped(Scope.DEPLOYMENT):
+        for d in DeployerKind:
+            given = s.path[-1] in DEPLOYMENT_OPTION_FIELDS[d]
+            assert given == (d in s.deployers and s.spec_path is None and s.name != "job.deployer"), (s.name, d)
+
+
+def test_the_engine_record_holds_the_engine_settings_the_spec_carries():
+    """An engine's EngineRecord (contract/engine.py): its name, then the engine-scoped settings of the job spec."""
+    from reconciler.contract.engine import EngineRecord
+
+    fields = [f.name for f in dataclasses.fields(EngineRecord)]
+    assert fields[0] == "name"
+    assert (
+        ["engine." + f for f in fields[1:]]
+        == list(registry.engine_spec_paths())
+        == [
+            "engine.master",
+            "engine.spark_conf",
+        ]
+    )
+
+
+def test_what_replaces_an_engine_is_a_change_of_an_engine_setting():
+    from reconciler.contract.deployers import replaces_engine
+    from reconciler.deployers.kubernetes import FILE_OPTIONS
+
+    assert replaces_engine("engine.spark_conf.spark.x", "local") and replaces_engine("engine.master", "kubernetes")
+    assert replaces_engine("metrics_port", "local") and replaces_engine("metrics_bind", "spark-standalone")
+    assert replaces_engine("image", "kubernetes") and replaces_engine("termination_grace_seconds", "kubernetes")
+    # the flow's own settings restart it in place, in its engine, on every deployer
+    for deployer in ("local", "kubernetes"):
+        for change in ("engine.parallelism", "engine.offset_reset", "settings.policy.kind", "source", "engine"):
+            assert not replaces_engine(change, deployer), (change, deployer)
+    # the deployer's files, and a setting the deployer does not read
+    assert not replaces_engine("manifests_dir", "kubernetes") and not replaces_engine("metrics_bind", "kubernetes")
+    assert FILE_OPTIONS == {"manifests_dir", "kubectl_apply"}
+
+
+def test_the_flows_of_an_engine_agree_on_the_settings_their_deployers_read():
+    assert registry.agreed_job_fields(["local"]) == (
+        "deployer",
+        "master",
+        "spark_conf",
+        "metrics_port",
+        "metrics_bind",
+        "engine",
+    )
+    kube = registry.agreed_job_fields(["kubernetes"])
+    assert {"image", "namespace", "manifests_dir", "kubectl_apply", "deployer", "master"} <= set(kube)
+    assert "metrics_bind" not in kube  # ignored on kubernetes (a warning says so)
+    assert set(registry.agreed_job_fields(["local", "kubernetes"])) == set(kube) | {"metrics_bind"}
+    assert [s.name for s in FLOW_SETTINGS if s.scope is Scope.FLOW and s.path[-1] in kube] == []
+
+
+# --- choices: one enum per choice setting ---------------------------------------------------------------------------
+
+
+def _model_type(path: str) -> Any:
+    """The model's type at a JobSpec path ("settings.heartbeats.location") or a JobSettings field ("job.deployer")."""
+    import typing
+
+    from reconciler.contract.spec import JobSpec
+
+    tp: Any = JobSettings if path.startswith("job.") else JobSpec
+    for part in path.split(".")[1 if path.startswith("job.") else 0 :]:
+        tp = typing.get_type_hints(tp)[part]
+    return tp
+
+
+def test_each_choice_setting_takes_its_values_from_one_enum():
+    from reconciler.topology.choices import OFFSET_RESET_ALIASES, OffsetReset
+
+    plain = []
+    for s in FLOW_SETTINGS:
+        if s.type is not Type.CHOICE:
+            assert s.choice_enum is None and s.choice_aliases == (), s.name
+            continue
+        assert s.choice_enum is not None, f"{s.name}: a choice setting names its enum (topology/choices.py)"
+        values = [m.value for m in s.choice_enum]
+        assert all(isinstance(v, str) for v in values) and list(s.choices) == [*values, *s.choice_aliases], s.name
+        assert s.default in values, s.name
+        schema_enum = s.json_schema()["enum"]
+        assert schema_enum == list(s.choices), s.name
+        model = _model_type(s.spec_path or s.name)
+        if model is not s.choice_enum:
+            plain.append(s.name)
+    # the model keeps these as the strings written: the deployer's name is an option value (YAML, records), and an
+    # offset_reset alias is kept as written in the spec (its hash)
+    assert plain == ["job.deployer", "job.offset_reset"]
+    assert {OffsetReset.of(v) for v in registry.setting("job.offset_reset").choices} == set(OffsetReset)
+    assert set(OFFSET_RESET_ALIASES) == set(registry.setting("job.offset_reset").choice_aliases)
+
+
+def test_a_misspelt_choice_fails_instead_of_meaning_the_other():
+    from reconciler.topology.build import default_flow
+
+    flow = default_flow()
+    with pytest.raises(ValueError):
+        dataclasses.replace(flow, on_refused_record="skpi")
+    assert dataclasses.replace(flow, on_refused_record="skip").on_refused_record is OnRefusedRecord.SKIP

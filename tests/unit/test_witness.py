@@ -18,5 +18,11 @@ def test_literal_pattern_gives_itself():
     assert examples("payments") == ("payments",)
 
 
+def test_an_unescaped_dot_gives_the_dotted_name_too():
+    """`customers.eu` names the topic customers.eu (the dot matches itself): a policy on `customers\\..*` must see it."""
+    assert "customers.eu" in examples("customers.eu")
+    assert examples("orders\\..*")[0] == "orders."
+
+
 def test_invalid_pattern_gives_nothing():
     assert examples("pay(ments") == ()

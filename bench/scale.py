@@ -1,0 +1,409 @@
+"""What one target costs at an organization's size: thousands of topics and partitions, tens of thousands of groups.
+
+    python bench/scale.py                               # 1,000 topics, 5,000 partitions, 20,000 groups, 2 sources
+    python bench/scale.py --topics 100 --partitions 5 --groups 2000 --repeat 3   # a smaller run
+
+Starts three fresh Tansu brokers on loopback (sources `a` and `b`, target `hub`), each behind a counting relay
+(bench/kafka_wire.py: the broker advertises the relay, so every request of every client crosses it). Half the
+topics (`t00000`...) on each source, --partitions each, --records-per-partition records each, and --groups
+consumer groups (half on each source), each with a committed offset on one partition of one topic. The topology:
+two flows, `a -> hub` and `b -> hub`, every topic and group, the local deployer (one engine on the target).
+
+Then, as a user runs them (the CLI in a new process each time), --repeat times each:
+
+  validate   `reconciler validate DIR`: seconds
+  plan       `reconciler plan DIR` against the live clusters: seconds, and the requests it sent to the three
+             brokers, by kind (the relay's counts)
+  apply      once: `reconciler apply DIR --auto-approve`, then the seconds until every record is on the target
+             (the target's record count, read back in full) and until every group has a translated offset there
+  idle       once caught up, --windows windows of --idle-seconds: the engine's CPU (all its processes, JVM and
+             Python workers, those that start or end inside a window included: /proc of every process whose
+             environment names the engine) as % of one core, and its proportional set size (PSS)
+
+Prints each figure's median and spread (min-max). Not measured here yet (the engine has no per-flow rate limit
+and no poisoned-partition scenario): the report says so. The groups' last checkpoint age once idle shows whether
+the checkpoint interval holds at this size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
+
+import reconciler.deployers.instance as instance  # noqa: E402
+from bench.kafka_wire import RequestCounter, api_name  # noqa: E402
+from reconciler import logs  # noqa: E402
+from reconciler.deployers.local import LocalDeployer  # noqa: E402
+from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+SOURCES = ("a", "b")
+TARGET = "hub"
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def spread(values: list[float], fmt: str = "{:,.2f}") -> str:
+    if not values:
+        return "-"
+    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+
+
+@dataclass
+class Cluster:
+    alias: str
+    broker: Broker
+    relay: RequestCounter
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.relay.port}"
+
+
+def start_cluster(alias: str, work: Path) -> Cluster:
+    """A Tansu broker advertising a counting relay in front of it."""
+    relay_port, broker_port = free_port(), free_port()
+    relay = RequestCounter(relay_port, ("127.0.0.1", broker_port))
+    broker = start_broker("127.0.0.1", broker_port, work / f"{alias}.log", advertised=("127.0.0.1", relay.port))
+    return Cluster(alias, broker, relay)
+
+
+def admin(c: Cluster) -> AdminClient:
+    return AdminClient(logs.client_config({"bootstrap.servers": c.bootstrap}))
+
+
+def topic_names(source: str, n: int) -> list[str]:
+    return [f"{source}{i:05d}" for i in range(n)]
+
+
+def populate(c: Cluster, topics: list[str], partitions: int, per_partition: int, groups: list[str]) -> None:
+    a = admin(c)
+    for i in range(0, len(topics), 100):
+        fs = a.create_topics([NewTopic(t, partitions, 1) for t in topics[i : i + 100]])
+        for f in fs.values():
+            f.result()
+    say(f"  {c.alias}: {len(topics)} topics x {partitions} partitions created")
+    p = Producer(logs.client_config({"bootstrap.servers": c.bootstrap, "linger.ms": 50}))
+    for t in topics:
+        for part in range(partitions):
+            for r in range(per_partition):
+                p.produce(t, value=b"x" * 100, key=str(r).encode(), partition=part)
+        p.poll(0)
+    p.flush(120)
+    say(f"  {c.alias}: {len(topics) * partitions * per_partition:,} records produced")
+    for i in range(0, len(groups), 500):  # one group per request (the admin API's rule), 500 in flight
+        futures = [
+            f
+            for j, g in enumerate(groups[i : i + 500])
+            for f in a.alter_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(g, [TopicPartition(topics[(i + j) % len(topics)], 0, 1)])]
+            ).values()
+        ]
+        for f in futures:
+            f.result()
+        if i and i % 5000 == 0:
+            say(f"  {c.alias}: {i:,} groups committed")
+    say(f"  {c.alias}: {len(groups):,} groups committed")
+
+
+def topology(clusters: dict[str, Cluster]) -> str:
+    lines = ["apiVersion: reconciler/v1", "kind: Topology", "metadata: {name: scale}", "clusters:"]
+    lines += [f'  {a}: {{bootstrap_servers: "{c.bootstrap}"}}' for a, c in clusters.items()]
+    lines += [
+        "defaults:",
+        "  replication_factor: 1",
+        "  sync: {group_offsets: true}",
+        "  job: {deployer: local}",
+        "flows:",
+    ]
+    lines += [
+        f"  - {{source: {s}, target: {TARGET}, topics: {{include: ['.*']}}, groups: {{include: ['.*']}}}}"
+        for s in SOURCES
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def cli(args: list[str], env: dict[str, str], timeout: float = 900) -> tuple[float, subprocess.CompletedProcess]:
+    t0 = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "reconciler", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+    return time.monotonic() - t0, done
+
+
+def requests_of(clusters: dict[str, Cluster]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for c in clusters.values():
+        for key, n in c.relay.counts().items():
+            total[api_name(key)] += n
+    return total
+
+
+def target_records(c: Cluster, topics: list[str], partitions: int) -> int:
+    """Every record of the remote topics, read back (ends alone are not exact on Tansu)."""
+    cons = Consumer(
+        logs.client_config(
+            {
+                "bootstrap.servers": c.bootstrap,
+                "group.id": f"scale-count-{time.monotonic_ns()}",
+                "enable.partition.eof": True,
+            }
+        )
+    )
+    tps = [TopicPartition(t, p, 0) for t in topics for p in range(partitions)]
+    cons.assign(tps)
+    ended: set[tuple[str, int]] = set()  # librdkafka reports a partition's end again after each new record
+    n, deadline = 0, time.monotonic() + 300
+    while len(ended) < len(tps) and time.monotonic() < deadline:
+        for m in cons.consume(10000, 1.0):
+            if m.error():
+                if m.error().code() == -191:  # _PARTITION_EOF
+                    ended.add((m.topic(), m.partition()))
+                continue
+            n += 1
+    cons.close()
+    return n
+
+
+def target_ends(c: Cluster, topics: list[str], partitions: int) -> int:
+    """The sum of the remote topics' reported ends: one ListOffsets per broker. On Tansu a partition's reported end
+    is its last batch's base offset + 1, so the sum moves with every batch but does not reach the record count."""
+    a = admin(c)
+    futures = a.list_offsets({TopicPartition(t, p): OffsetSpec.latest() for t in topics for p in range(partitions)})
+    total = 0
+    for f in futures.values():
+        try:
+            total += max(f.result().offset, 0)
+        except KafkaException:
+            pass
+    return total
+
+
+def all_copied(c: Cluster, topics: list[str], partitions: int, expected: int, t0: float) -> float:
+    """When the last record landed: the time the target's ends last moved, once they have been still for 10 s
+    and a full read-back counts every record."""
+    deadline = time.monotonic() + 1800
+    last_sum, last_move = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        ends = target_ends(c, topics, partitions)
+        if ends != last_sum:
+            last_sum, last_move = ends, time.monotonic()
+            say(f"  target ends moved ({ends:,}) {last_move - t0:.0f} s after apply")
+        elif ends > 0 and time.monotonic() - last_move > 10:
+            n = target_records(c, topics, partitions)
+            say(f"  {n:,} of {expected:,} records read back on the target")
+            if n >= expected:
+                return last_move
+            last_sum = -1  # not all there: wait for the ends to move again
+        time.sleep(1)
+    raise RuntimeError(f"not every record reached the target within 30 minutes ({expected:,} expected)")
+
+
+def synced_groups(tdir: Path, env: dict[str, str]) -> tuple[int, list[int]]:
+    """How many groups `reconciler status` says are synced (a checkpoint written), and their last checkpoints'
+    times (ms): what a user reads."""
+    _, done = cli(["status", str(tdir), "--format", "json"], env, timeout=300)
+    if done.returncode != 0:
+        return 0, []
+    last = [
+        g["last_checkpoint_ms"]
+        for job in json.loads(done.stdout)["jobs"]
+        for g in job.get("groups") or ()
+        if g["reason"] is None and g.get("last_checkpoint_ms")
+    ]
+    return len(last), last
+
+
+def _cpu(pid: int) -> float:
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / TICKS  # own + waited-for children
+    except OSError:
+        return 0.0
+
+
+def _pss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def idle_window(root: Path, seconds: float) -> dict[str, float]:
+    """CPU of every process of the engines under `root` over `seconds` (sampled each 0.5 s, so processes that
+    start and end inside the window count with what they used while seen), and their PSS at the end."""
+    seen: dict[int, tuple[float, float]] = {}  # pid -> (cpu at first sight, cpu at last sight)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        for p in instance.scan(under=root.resolve()):
+            cpu = _cpu(p.pid)
+            first = seen.get(p.pid, (cpu, cpu))[0]
+            seen[p.pid] = (first, max(cpu, seen.get(p.pid, (cpu, cpu))[1]))
+        time.sleep(0.5)
+    wall = time.monotonic() - t0
+    now = instance.scan(under=root.resolve())
+    return {
+        "cpu_pct": 100.0 * sum(last - first for first, last in seen.values()) / wall,
+        "pss_mb": sum(_pss_mb(p.pid) for p in now),
+        "processes": float(len(now)),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--topics", type=int, default=1000, help="topics in all (half on each source)")
+    ap.add_argument("--partitions", type=int, default=5)
+    ap.add_argument("--groups", type=int, default=20000, help="consumer groups in all (half on each source)")
+    ap.add_argument("--records-per-partition", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--windows", type=int, default=3)
+    ap.add_argument("--idle-seconds", type=float, default=20.0)
+    ap.add_argument("--no-apply", action="store_true", help="validate and plan only")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    opts = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped run still stops its brokers and engine
+
+    work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    say(f"work directory {work}")
+    clusters = {a: start_cluster(a, work) for a in (*SOURCES, TARGET)}
+    per_source = opts.topics // len(SOURCES)
+    group_names = [f"g{i:06d}" for i in range(opts.groups)]
+    topics = {s: topic_names(s, per_source) for s in SOURCES}
+    root = work / "state"
+    env = {**os.environ, "RECONCILER_STATE_DIR": str(root), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    figures: dict[str, list[float]] = {}
+    requests: list[Counter[str]] = []
+    try:
+        say("setting up the sources")
+        for i, s in enumerate(SOURCES):
+            populate(
+                clusters[s], topics[s], opts.partitions, opts.records_per_partition, group_names[i :: len(SOURCES)]
+            )
+        tdir = work / "topology"
+        tdir.mkdir()
+        (tdir / "topology.yaml").write_text(topology(clusters))
+
+        for r in range(opts.repeat):
+            say(f"validate, run {r + 1}")
+            s, done = cli(["validate", str(tdir)], env)
+            if done.returncode != 0:
+                raise RuntimeError(f"validate exited {done.returncode}: {done.stderr[-2000:]}")
+            figures.setdefault("validate_s", []).append(s)
+        for r in range(opts.repeat):
+            say(f"plan, run {r + 1}")
+            for c in clusters.values():
+                c.relay.reset()
+            s, done = cli(["plan", str(tdir)], env)
+            if done.returncode not in (0, 2):
+                raise RuntimeError(f"plan exited {done.returncode}: {done.stderr[-2000:]}")
+            figures.setdefault("plan_s", []).append(s)
+            requests.append(requests_of(clusters))
+            figures.setdefault("plan_requests", []).append(float(sum(requests[-1].values())))
+
+        if not opts.no_apply:
+            run_engine(opts, clusters, topics, group_names, tdir, root, env, figures)
+    finally:
+        LocalDeployer(root=root, stop_timeout=30).stop_all()
+        instance.end(instance.scan(under=root.resolve()), 5)
+        for c in clusters.values():
+            c.relay.close()
+            if c.broker.pid:
+                stop_pid(c.broker.pid)
+
+    report(opts, figures, requests)
+    if opts.json:
+        opts.json.write_text(
+            json.dumps({"options": vars(opts) | {"json": str(opts.json)}, "figures": figures}, indent=2)
+        )
+    return 0
+
+
+def run_engine(opts, clusters, topics, group_names, tdir: Path, root: Path, env, figures) -> None:
+    say("apply")
+    t0 = time.monotonic()
+    s, done = cli(["apply", str(tdir), "--auto-approve"], env)
+    if done.returncode != 0:
+        raise RuntimeError(f"apply exited {done.returncode}: {done.stderr[-2000:]}")
+    figures["apply_returned_s"] = [s]
+    expected = opts.topics // len(SOURCES) * len(SOURCES) * opts.partitions * opts.records_per_partition
+    remote = [f"{src}.{t}" for src in SOURCES for t in topics[src]]
+    done_at = all_copied(clusters[TARGET], remote, opts.partitions, expected, t0)
+    figures["apply_to_all_records_s"] = [done_at - t0]
+    deadline = time.monotonic() + 1800
+    while True:
+        n, _ = synced_groups(tdir, env)
+        say(f"  {n:,} of {len(group_names):,} groups synced after {time.monotonic() - t0:.0f} s (`reconciler status`)")
+        if n >= len(group_names) or time.monotonic() > deadline:
+            break
+        time.sleep(5)
+    figures["apply_to_all_groups_s"] = [time.monotonic() - t0]
+    say("settling 30 s before the idle windows")
+    time.sleep(30)
+    for w in range(opts.windows):
+        say(f"idle window {w + 1} of {opts.windows} ({opts.idle_seconds:.0f} s)")
+        m = idle_window(root, opts.idle_seconds)
+        figures.setdefault("idle_cpu_pct", []).append(m["cpu_pct"])
+        figures.setdefault("engine_pss_mb", []).append(m["pss_mb"])
+    _, last = synced_groups(tdir, env)
+    now_ms = time.time() * 1000
+    ages = [(now_ms - t) / 1000 for t in last]
+    if ages:  # how old each group's last checkpoint is once idle: bounded by the interval when it holds
+        figures["checkpoint_age_median_s"] = [statistics.median(ages)]
+        figures["checkpoint_age_max_s"] = [max(ages)]
+
+
+def report(opts, figures: dict[str, list[float]], requests: list[Counter[str]]) -> None:
+    partitions = opts.topics // len(SOURCES) * len(SOURCES) * opts.partitions
+    print(
+        f"\none target, {opts.topics:,} topics, {partitions:,} partitions, {opts.groups:,} groups, 2 flows "
+        f"(load average {os.getloadavg()[0]:.1f} at the end; {os.cpu_count()} cores): median [min-max]"
+    )
+    rows = [
+        ("validate, s", "validate_s"),
+        ("plan against the live clusters, s", "plan_s"),
+        ("requests per plan (3 brokers)", "plan_requests"),
+        ("apply returned, s", "apply_returned_s"),
+        ("apply -> every record on the target, s", "apply_to_all_records_s"),
+        ("apply -> every group synced on the target, s", "apply_to_all_groups_s"),
+        ("engine idle CPU, % of one core", "idle_cpu_pct"),
+        ("engine PSS, MB", "engine_pss_mb"),
+        ("groups' last checkpoint age once idle, median, s", "checkpoint_age_median_s"),
+        ("groups' last checkpoint age once idle, max, s", "checkpoint_age_max_s"),
+    ]
+    for label, key in rows:
+        if key in figures:
+            print(f"  {label:46} {spread(figures[key])}")
+    if requests:
+        kinds = sorted(set().union(*requests), key=lambda k: -statistics.median(r[k] for r in requests))
+        print(
+            "  requests per plan by kind: "
+            + ", ".join(f"{k} {statistics.median(r[k] for r in requests):,.0f}" for k in kinds)
+        )
+    if "engine_pss_mb" in figures:
+        pss = statistics.median(figures["engine_pss_mb"])
+        print(f"  engine PSS / partitions: {1024 * pss / partitions:,.1f} KB (fixed cost included)")
+    print("  not measured yet: a poisoned partition's neighbours, a rate-limited flow")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
