@@ -12,9 +12,12 @@ Per enabled flow:
   running elsewhere               -> a finding (nothing here can update it)
   pending sync (rendered, never   -> a finding (a warning past PENDING_SYNC_WARN_SECONDS), never a restart: a
     started: GitOps)                 changed spec or deployment setting replaces what was rendered (update)
+  deployed for another owner      -> an error (`conflict`): two topologies declare the flow (JobSpec.owner)
 Per job no enabled flow wants:
+  another owner's                 -> left alone (a finding): prune is scoped to the owner (docs/environments.md)
   flow disabled                   -> stop (`enabled: false` is MM2's "do not replicate")
-  flow removed from the topology  -> stop with `prune: {flows: true}`, else an `unmanaged` finding
+  flow removed from the topology  -> stop with `prune: {flows: true}` (of a topology with an owner: only a job of that
+                                     owner's), else an `unmanaged` finding
 A restart replaces the flow's whole engine (`_engine_restarts`: every other flow of the engine restarts with it, the
 action names them and carries the restarts planned for them, so one engine replacement is one action) when the engine's own Spark settings change (`engine.master` but for one `local[N]` for
 another, `engine.spark_conf`, the metrics port; on kubernetes the settings of its SparkApplication), when it runs

@@ -524,7 +524,7 @@ def build_topology(docs: list[Document], diags: Diagnostics, env: str | None = N
         if diags.ok:
             diags.error("no topology documents found", hint="a topology file starts with `apiVersion: reconciler/v1`")
         return None
-    declared = environments.names(docs)
+    env_names = environments.names(docs)
     for name, alias, doc, path in environments.bindings(docs, but=env):  # the rules that hold in every environment
         _check_secrets(alias, doc, path, diags, f"environment {name!r}: ")
         _check_principals(alias, doc, path, diags, f"environment {name!r}: ")
@@ -533,13 +533,11 @@ def build_topology(docs: list[Document], diags: Diagnostics, env: str | None = N
         return None
     docs, env = resolved
     # Each file was read within RECONCILER_MAX_FLOWS (load_text); together they may pass it.
-    flows_declared = [
-        (d, ("flows", i)) for d in docs if isinstance(d.data, dict) for i in range(_list_len(d.data, "flows"))
-    ]
+    declared = [(d, ("flows", i)) for d in docs if isinstance(d.data, dict) for i in range(_list_len(d.data, "flows"))]
     limit = settings.max_flows()
-    if len(flows_declared) > limit:
-        doc, path = flows_declared[limit]
-        too_many_flows(len(flows_declared), doc.where(path), diags, limit)
+    if len(declared) > limit:
+        doc, path = declared[limit]
+        too_many_flows(len(declared), doc.where(path), diags, limit)
         return None
     valid = [validate_document(d, diags) for d in docs]
     for doc in docs:
@@ -583,7 +581,7 @@ def build_topology(docs: list[Document], diags: Diagnostics, env: str | None = N
         default_job=_build_job(base["job"]),
         content_digest=content_digest(docs),
         environment=env,
-        environments=declared,
+        environments=env_names,
         owner=single.get("owner"),
     )
     return None if diags.errors else topology

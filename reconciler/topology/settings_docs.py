@@ -1,11 +1,12 @@
 """The files derived from the settings registry (topology/settings_registry.py), rendered: the flow part of the
-JSON Schema and its `prune` and `slo` properties, and the two tables of the settings reference,
-docs/reference/settings.md (flow settings; `prune:` and `slo:`).
+JSON Schema and its `prune` and `slo` properties (and what an environment overrides of them: `$defs.flowOverride`,
+the environment's `prune` and `slo`, with `$defs.clusterBinding` derived from `$defs.cluster`), and the two tables
+of the settings reference, docs/reference/settings.md (flow settings; `prune:` and `slo:`).
 
 `scripts/generate_settings.py` writes them; tests/unit/test_settings_registry.py fails when the committed
 files are not what these functions make of the registry. Everything else in both files is written by hand and
-kept as it is: the schema's clusters, policies, metadata and a flow's `name`, `source` and `target`; the
-page around the tables' markers.
+kept as it is: the schema's clusters, policies, metadata, owner, the rest of `environments` and a flow's `name`,
+`source` and `target`; the page around the tables' markers.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ Derived from `FLOW_SETTINGS` (nothing else declares these facts):
                              FILE_OPTIONS use; contract/engine.py's EngineRecord holds `engine_spec_paths()` (a test
                              says so)
     schemas/topology.schema.json   `$defs.flowSettings`, the settings of `$defs.flow`, `properties.prune` and
-                             `properties.slo`
+                             `properties.slo`, and what an environment overrides (`$defs.flowOverride`, the
+                             `prune` and `slo` of `$defs.environment`)
     docs/reference/settings.md   the settings tables between its `settings-table` and `topology-settings-table` markers
         (both written by `python scripts/generate_settings.py`; tests/unit/test_settings_registry.py fails
         when either is stale)
