@@ -20,6 +20,7 @@ from reconciler.plan.permissions import RequiredAcl
 from reconciler.plan.reasons import ReasonKind
 from reconciler.state.live import AclBinding
 from reconciler.textutil import plural
+from reconciler.topology.model import topology_title
 
 FORMAT_VERSION = 1
 #: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings; 3 = `joined`
@@ -242,12 +243,8 @@ class Plan:
 
     @property
     def title(self) -> str:
-        """What the plan is of, in words: `topology NAME, environment ENV` (either part only when known)."""
-        parts = [
-            f"topology {self.topology}" if self.topology else "",
-            f"environment {self.environment}" if self.environment else "",
-        ]
-        return ", ".join(p for p in parts if p)
+        """What the plan is of: `topology NAME, environment ENV` (each part only when known)."""
+        return topology_title(self.topology, self.environment)
 
     def summary_line(self) -> str:
         c = self.counts()

@@ -181,6 +181,12 @@ class Slo:
     certificate_expiry_days: int = 30  # a client/CA certificate expiring within this many days is drift
 
 
+def topology_title(name: str | None, environment: str | None) -> str:
+    """What a plan or report is of, in words: `topology NAME, environment ENV` (each part only when known)."""
+    parts = (f"topology {name}" if name else "", f"environment {environment}" if environment else "")
+    return ", ".join(p for p in parts if p)
+
+
 @dataclass(frozen=True)
 class Topology:
     clusters: Mapping[str, Cluster]

@@ -11,6 +11,7 @@ from reconciler.drift.report.health import JobHealth
 from reconciler.drift.report.items import CATEGORY_TITLES, Category, DriftItem, Level
 from reconciler.drift.report.values import rounded
 from reconciler.textutil import plural
+from reconciler.topology.model import topology_title
 
 FORMAT_VERSION = 1
 
@@ -89,12 +90,8 @@ class DriftReport:
 
     @property
     def title(self) -> str:
-        """What the report is of: `topology NAME, environment ENV` (either part only when known)."""
-        parts = (
-            f"topology {self.topology}" if self.topology else "",
-            f"environment {self.environment}" if self.environment else "",
-        )
-        return ", ".join(p for p in parts if p)
+        """What the report is of: `topology NAME, environment ENV` (each part only when known)."""
+        return topology_title(self.topology, self.environment)
 
     @property
     def drift(self) -> list[DriftItem]:
