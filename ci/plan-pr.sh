@@ -10,11 +10,14 @@
 #   TOPOLOGY_PATHS  topology files or directories, space-separated (required)
 #   TOPOLOGY_ENV    the environment, of a topology that declares `environments:` (`--env`; docs/environments.md)
 #   BASE_REF        what the pull request is compared with (default origin/main)
+#   POLICY_PATHS    policy directories or files, space-separated (optional): read from this checkout, the base
+#                   branch's (the workflow takes only the topology files of the pull request, ci/take-topology.sh)
 #   OUT_DIR         where to write plan-comment.md (default ci-out)
 #   RECONCILER      the CLI (default `reconciler`; e.g. `python -m reconciler`)
 #   ${ENV_VAR}s the topology references (the read-only plan principal's credentials, from the CI secret
 #                   store's plan environment; never the apply principal's: docs/security.md)
-# Exit: 0 the plan was made (with or without changes), 1 it failed (the comment body says why).
+# Exit: 0 the plan was made (with or without changes), 1 it failed (the comment body says why), 3 it violates a
+# policy (the comment lists each violation).
 set -uo pipefail
 : "${TOPOLOGY_PATHS:?set TOPOLOGY_PATHS to the topology files or directories}"
 BASE_REF=${BASE_REF:-origin/main}
@@ -24,11 +27,16 @@ MARKER=${PLAN_COMMENT_MARKER:-<!-- reconciler-plan -->}
 read -r -a paths <<< "$TOPOLOGY_PATHS"
 env_args=()
 [ -n "${TOPOLOGY_ENV:-}" ] && env_args=(--env "$TOPOLOGY_ENV")
+policy_args=()
+if [ -n "${POLICY_PATHS:-}" ]; then
+  read -r -a policy_paths <<< "$POLICY_PATHS"
+  for p in "${policy_paths[@]}"; do policy_args+=(--policy "$p"); done
+fi
 mkdir -p "$OUT_DIR"
 
 # shellcheck disable=SC2086 # RECONCILER may be a command with arguments
 $RECONCILER plan "${env_args[@]}" "${paths[@]}" --base "$BASE_REF" --clusters-from "$BASE_REF" --format markdown --detailed-exitcode \
-  > "$OUT_DIR/plan.md" 2> "$OUT_DIR/plan.err"
+  "${policy_args[@]}" > "$OUT_DIR/plan.md" 2> "$OUT_DIR/plan.err"
 code=$?
 cat "$OUT_DIR/plan.err" >&2
 
@@ -58,4 +66,5 @@ cat "$OUT_DIR/plan.err" >&2
 
 echo "Wrote $OUT_DIR/plan-comment.md (plan exit code $code)" >&2
 [ "$code" -eq 1 ] && exit 1
+[ "$code" -eq 3 ] && exit 3
 exit 0

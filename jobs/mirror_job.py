@@ -26,9 +26,11 @@ for _root in Path(__file__).resolve().parents:  # the project, when run from a c
 from reconciler import settings  # noqa: E402
 from reconciler.contract.engine import EngineRecord, FlowRuntime, write_runtime  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
+from reconciler.drift.engines import engine_status  # noqa: E402
 from reconciler.engine.clients import SharedClients  # noqa: E402
 from reconciler.engine.driver import ReplicationDriver, SparkExecutor, configure_logging  # noqa: E402
 from reconciler.engine.driver_parts import CredentialWatch  # noqa: E402
+from reconciler.engine.health_writer import status_writer  # noqa: E402
 from reconciler.engine.host import EngineHost  # noqa: E402
 from reconciler.engine.lifeline import watch_parent  # noqa: E402
 from reconciler.engine.metrics import serve_merged  # noqa: E402
@@ -96,7 +98,10 @@ def run_engine(args: argparse.Namespace) -> int:
     host = EngineHost(engine_dir, make_driver, on_change=lambda flows: _say_who(port, app, flows))
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: host.stop_event.set())
+    writer = status_writer(host, record.name, engine_status)  # on Kubernetes: the verdict for Argo CD and Flux
     try:
+        if writer is not None:
+            writer.start(host.stop_event)
         if args.metrics_port:
             port = serve_merged(
                 lambda: [d.metrics.registry for d in host.drivers()],  # type: ignore[attr-defined]
@@ -108,6 +113,9 @@ def run_engine(args: argparse.Namespace) -> int:
         log.info("engine %s started (%s)", record.name, conf.get("spark.master", "inherited master"))
         return host.run(max_seconds=args.max_seconds)
     finally:
+        if writer is not None:
+            host.stop_event.set()
+            writer.join()
         sc.stop()
 
 

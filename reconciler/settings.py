@@ -24,11 +24,14 @@ nothing changed. An unset or empty variable is its default.
 | RECONCILER_METRICS_PORT       | 0           | the job's Prometheus port (0: none; `auto`: any free port); set by the deployers |
 | RECONCILER_METRICS_BIND       | 127.0.0.1   | the address the job's /metrics listens on; set by the deployers (kubernetes: 0.0.0.0) |
 | RECONCILER_TEST_TXN_DELAY_MS  | 0           | tests only: milliseconds an exactly-once task waits before committing |
+| RECONCILER_TEST_PLAN_SCHEMA   | off         | tests only: every plan JSON document made is checked against schemas/plan.schema.json |
 | RECONCILER_JOB_INSTANCE       | (unset)     | the id of a job instance, set by the deployer on every process of it |
 | RECONCILER_JOB_DIR            | (unset)     | the job's state directory, set by the deployer                 |
 | RECONCILER_PLAN_KEY           | (unset)     | the secret that signs saved plans (`plan --out`) and verifies them (`apply FILE`) |
 | RECONCILER_PLAN_KEY_PREVIOUS  | (unset)     | during a key rotation: the former key, accepted to verify (never to sign) |
 | RECONCILER_SECRETS_DIR        | (unset)     | a directory of credential files: `${NAME}` reads the file NAME there before the environment |
+| RECONCILER_STATUS_RESOURCE    | (unset)     | `NAMESPACE/NAME` of the ReplicationEngine an engine writes its verdict to; set by the kubernetes deployer |
+| RECONCILER_KUBE_API           | (unset)     | the Kubernetes API an engine writes its status to (unset: the pod's, from KUBERNETES_SERVICE_HOST) |
 """
 
 from __future__ import annotations
@@ -245,6 +248,16 @@ TEST_TXN_DELAY_MS = _setting(
     _number(False, 0),
     "0",
 )
+#: The test suite sets it for the whole session (tests/conftest.py): every plan JSON document the reconciler makes,
+#: in the test process and in every CLI it starts, is checked against the schema where it is made
+#: (reconciler/plan/document.py); a document that does not follow the schema is an error, not an output.
+TEST_PLAN_SCHEMA = _setting(
+    "RECONCILER_TEST_PLAN_SCHEMA",
+    False,
+    "tests only: check every plan JSON document against schemas/plan.schema.json as it is made",
+    _switch,
+    "on",
+)
 
 JOB_INSTANCE: Setting[str | None] = _setting(
     INSTANCE_ENV, None, "a job instance's id, set by the deployer", str, "(unset: the deployer sets it)"
@@ -272,6 +285,36 @@ SECRETS_DIR: Setting[Path | None] = _setting(
     "a directory of credential files, read before the environment",
     _directory,
     "/etc/reconciler/secrets",
+)
+
+#: The ReplicationEngine (`NAMESPACE/NAME`) an engine writes its verdict to (contract/engine_status.py), set on the
+#: driver by the kubernetes deployer; and the API it is written through (unset: the pod's own, in-cluster).
+STATUS_RESOURCE_ENV = "RECONCILER_STATUS_RESOURCE"
+KUBE_API_ENV = "RECONCILER_KUBE_API"
+
+
+def _namespaced_name(raw: str) -> str:
+    namespace, _, name = raw.partition("/")
+    if not namespace or not name or "/" in name:
+        raise ValueError("NAMESPACE/NAME")
+    return raw
+
+
+def _url(raw: str) -> str:
+    if not raw.startswith(("https://", "http://")):
+        raise ValueError("an http(s) URL")
+    return raw.rstrip("/")
+
+
+STATUS_RESOURCE: Setting[str | None] = _setting(
+    STATUS_RESOURCE_ENV,
+    None,
+    "the ReplicationEngine an engine writes its status to, set by the kubernetes deployer",
+    _namespaced_name,
+    "replication/mirror-engine-east",
+)
+KUBE_API: Setting[str | None] = _setting(
+    KUBE_API_ENV, None, "the Kubernetes API an engine writes its status to", _url, "http://127.0.0.1:8001"
 )
 
 
@@ -337,6 +380,11 @@ def txn_delay_for_tests(environ: Mapping[str, str] | None = None) -> float:
     return TEST_TXN_DELAY_MS(environ) / 1000.0
 
 
+def plan_schema_check(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether each plan JSON document is checked against its schema as it is made (the test suite's setting)."""
+    return TEST_PLAN_SCHEMA(environ)
+
+
 def job_instance(environ: Mapping[str, str] | None = None) -> str | None:
     """The id of the job instance this process belongs to (None: not started by a deployer)."""
     return JOB_INSTANCE(environ)
@@ -350,6 +398,17 @@ def job_dir(environ: Mapping[str, str] | None = None) -> Path | None:
 def secrets_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     """The directory of credential files `${NAME}` reads before the environment (None: the environment only)."""
     return SECRETS_DIR(environ)
+
+
+def status_resource(environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """(namespace, name) of the ReplicationEngine this engine writes its status to (None: none)."""
+    raw = STATUS_RESOURCE(environ)
+    return None if raw is None else (raw.partition("/")[0], raw.partition("/")[2])
+
+
+def kube_api(environ: Mapping[str, str] | None = None) -> str | None:
+    """The Kubernetes API to write an engine's status through (None: the pod's own)."""
+    return KUBE_API(environ)
 
 
 def plan_keys(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -9,6 +9,9 @@ drivers in threads and stops them at the test's end.
 
 Replication jobs are left out of plans (RECONCILER_JOBS=off) except in tests marked `jobs`:
 the topic tests run against the memory double or brokers no job should be started for.
+
+Every plan JSON made during the session is checked against schemas/plan.schema.json (RECONCILER_TEST_PLAN_SCHEMA,
+set in `pytest_configure`, reconciler/plan/document.py).
 """
 
 from __future__ import annotations
@@ -176,6 +179,11 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "jobs: plans and applies include replication jobs (RECONCILER_JOBS on)")
+    # Every plan JSON document the reconciler makes during the run is checked against schemas/plan.schema.json
+    # where it is made (reconciler/plan/document.py, the one place plans become JSON): in this process and in
+    # every CLI the tests start, which inherit the variable. A document that does not follow the schema raises
+    # there, so the test that made it fails. A setting, not a patch: no module global is replaced.
+    os.environ["RECONCILER_TEST_PLAN_SCHEMA"] = "on"
 
 
 @pytest.fixture

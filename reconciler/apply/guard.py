@@ -14,7 +14,10 @@ step, so neither a bug in the planner nor an edited plan can delete an unrelated
   cluster's declared `replication_principal`, any DENY; never ALLOW of another operation (ALL, ALTER, ...);
 * a job deploy, update or restart only for a declared, enabled flow into the action's cluster;
 * `record_ownership` only for the topology's own `owner:`, claiming only remote topics of its flows into the
-  cluster and withdrawing only claims of topics it does not want.
+  cluster and withdrawing only claims of topics it does not want;
+* an engine replacement only when every flow whose change it hands to the engine is a declared, enabled flow into
+  the action's cluster whose engine (`job.engine`, else the target's alias) is the engine replaced, and it hands
+  over at least one (a replacement restarts every flow of the engine: nothing is deleted).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from reconciler.plan.actions import (
 )
 from reconciler.plan.desired import internal_topics
 from reconciler.plan.diff import remote_source
+from reconciler.plan.engine_actions import ReplaceEngine
 from reconciler.plan.job_actions import DeployJob, RestartJob, UpdateJob
 from reconciler.state.live import AclOperation, AclPattern, AclPermission
 from reconciler.topology.model import Topology
@@ -90,6 +94,8 @@ class TopologyGuard:
             if not any(f.name == a.flow and f.target == a.cluster for f in self.active):
                 return f"{a.describe()}: no enabled flow {a.flow} into {a.cluster} in the topology"
             return None
+        if isinstance(a, ReplaceEngine):
+            return self._replace_engine(a)
         if isinstance(a, DeleteTopic):
             return self._delete_topic(a)
         if isinstance(a, RecordOwnership):
@@ -118,6 +124,17 @@ class TopologyGuard:
         wanted = [t for t in a.release if self._remote_of(a.cluster, t) is not None]
         if wanted:
             return f"{a.describe()} on {a.cluster}: {wanted[0]} is a remote topic the topology wants"
+        return None
+
+    def _replace_engine(self, a: ReplaceEngine) -> str | None:
+        if not a.handed:
+            return f"{a.describe()}: it hands no flow of the topology to engine {a.engine}"
+        for e in a.handed:
+            flow = next((f for f in self.active if f.name == e.flow and f.target == a.cluster), None)
+            if flow is None:
+                return f"{a.describe()}: no enabled flow {e.flow} into {a.cluster} in the topology"
+            if flow.engine != a.engine or e.options.get("engine") != a.engine:
+                return f"{a.describe()}: flow {e.flow} is not in engine {a.engine} in the topology"
         return None
 
     def _delete_topic(self, a: DeleteTopic) -> str | None:

@@ -1,8 +1,9 @@
 """`plan` and `apply`: read the live clusters, diff them against the topology, show or apply the plan.
 
 Exit codes (Terraform's): plan --detailed-exitcode: 0 no changes, 2 changes, 1 error; apply: 0 done,
-1 error / refused / any action failed. Every line printed goes through a Redactor of the resolved
-`${ENV_VAR}` values of the clusters' configs.
+1 error / refused / any action failed; both: 3 refused by policy (`--policy`: a violation; apply: also changes that
+need an approval the plan does not record; docs/policy.md). Every line printed goes through a Redactor of the
+resolved `${ENV_VAR}` values of the clusters' configs.
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ from reconciler.cli.common import (
     EXIT_CHANGES,
     EXIT_ERROR,
     EXIT_OK,
+    EXIT_POLICY,
     add_env_argument,
     add_paths_argument,
+    add_policy_argument,
     add_revision_argument,
     confirmed,
     duration_argument,
+    load_policies,
     load_validated,
+    policy_errors,
     relative_diagnostics,
 )
 from reconciler.gitops.revision import revision_label
@@ -33,7 +38,11 @@ from reconciler.operations.backend import Backend
 from reconciler.operations.plan import plan_topology
 from reconciler.plan import planfile
 from reconciler.plan.actions import ActionKind, Plan, Verb
+from reconciler.plan.policy_record import Approval, PolicyRecord
+from reconciler.policy.engine import PolicyError
+from reconciler.policy.engine import evaluate as evaluate_policies
 from reconciler.render import plan_json, plan_markdown, plan_text
+from reconciler.render import policy as policy_render
 from reconciler.textutil import plural, term
 from reconciler.topology.model import Cluster, Topology
 from reconciler.topology.secrets import Redactor
@@ -73,6 +82,18 @@ def register(sub) -> None:
         "revision REV, never the work tree's: a pull request's plan (ci/plan-pr.sh); clusters the change adds "
         "are not connected and their flows not planned",
     )
+    add_policy_argument(p, "A violation exits 3 and the plan is not saved.")
+    p.add_argument(
+        "--approved-by",
+        metavar="NAME",
+        help="record in the saved plan (--out) that NAME approved it: `apply FILE` then carries out the changes a "
+        "policy marks as needing an approval (in CI: the approving review)",
+    )
+    p.add_argument(
+        "--approved-at",
+        metavar="TIME",
+        help="when it was approved, ISO 8601 (e.g. 2026-11-28T22:00:00Z; default: now)",
+    )
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("apply", help="apply a topology (plan, confirm, apply) or a saved plan file of it")
@@ -96,6 +117,11 @@ def register(sub) -> None:
         metavar="DURATION",
         help="wait this long (e.g. 90s, 5m) for a cluster's lease held by another apply, instead of failing at once",
     )
+    add_policy_argument(
+        p,
+        "Refused (exit 3, nothing applied): a violation, or a change a policy (these or the saved plan's) marks as "
+        "needing an approval the saved plan does not record.",
+    )
     p.set_defaults(func=cmd_apply)
 
 
@@ -118,22 +144,53 @@ class Console:
 
 
 def _render(
-    args, plan: Plan, topology: Topology, diags, base: plan_base.BaseScope | None, pin: ClusterPin | None = None
+    args,
+    plan: Plan,
+    topology: Topology,
+    diags,
+    base: plan_base.BaseScope | None,
+    pin: ClusterPin | None = None,
+    policy: PolicyRecord | None = None,
 ) -> str:
     if args.format == "markdown":
         return plan_markdown.render(
             plan,
             topology=topology,
             warnings=relative_diagnostics(diags.warnings),
-            preface=plan_markdown.pin_preface(pin) + (base.markdown() if base else ""),
+            preface=(policy_render.markdown(policy) if policy is not None else "")
+            + plan_markdown.pin_preface(pin)
+            + (base.markdown() if base else ""),
         )
-    if args.format == "json" and (base is not None or pin is not None):
-        import json
+    if args.format == "json":
+        return plan_json.render(
+            plan,
+            base=base.to_dict() if base is not None else None,
+            clusters_from=pin.to_dict() if pin is not None else None,
+            policy=policy.to_dict() if policy is not None else None,
+        )
+    text = plan_text.pin_preface(pin) + (base.text() if base else "") + RENDERERS[args.format](plan)
+    return text + (policy_render.text(policy) if policy is not None else "")
 
-        extra = {"base": base.to_dict()} if base is not None else {}
-        extra.update({"clusters_from": pin.to_dict()} if pin is not None else {})
-        return json.dumps({**extra, **plan.to_dict()}, indent=2) + "\n"
-    return plan_text.pin_preface(pin) + (base.text() if base else "") + RENDERERS[args.format](plan)
+
+def _approval(args) -> tuple[Approval | None, bool]:
+    """(the approval of --approved-by/--approved-at, whether the options are usable); prints why not."""
+    if args.approved_at and not args.approved_by:
+        print("error: --approved-at needs --approved-by (who approved the plan)", file=sys.stderr)
+        return None, False
+    if not args.approved_by:
+        return None, True
+    if not args.out:
+        print(
+            "error: --approved-by is recorded in a saved plan: give --out FILE, then `apply FILE TOPOLOGY...` "
+            "(an approval signed with the plan, that nobody can add afterwards)",
+            file=sys.stderr,
+        )
+        return None, False
+    try:
+        return Approval.of(args.approved_by, args.approved_at), True
+    except ValueError as exc:
+        print(term(f"error: {exc}"), file=sys.stderr)
+        return None, False
 
 
 def _pin(args, backend: Backend, topology: Topology) -> tuple[Topology, ClusterPin | None] | None:
@@ -180,6 +237,10 @@ def cmd_plan(args, backend: Backend) -> int:
         except planfile.PlanFileError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_ERROR
+    approval, usable = _approval(args)
+    policies, readable = load_policies(args.policy)  # before any cluster is read: a broken policy judges nothing
+    if not (usable and readable):
+        return EXIT_ERROR
     topology, diags = load_validated(args.paths, at=_at(backend, args.revision), env=args.env)
     if topology is None:
         return EXIT_ERROR
@@ -202,17 +263,29 @@ def cmd_plan(args, backend: Backend) -> int:
     plan, obs = planned.plan, planned.observation
     if base is not None:
         plan = base.restrict(plan, topology, obs.live, obs.desired)
+    policy = PolicyRecord(approval=approval) if approval is not None else None
+    if policies is not None:
+        try:
+            policy = evaluate_policies(policies, plan, topology, approval)
+        except PolicyError as exc:
+            policy_errors(exc)
+            return EXIT_ERROR
     if args.out and args.format == "text" and not plan.errors:
-        io.out(plan_text.summary(plan), end="")  # Terraform-like: the saved plan is shown by `show`
+        # Terraform-like: the saved plan is shown by `show`
+        io.out(plan_text.summary(plan) + (policy_render.text(policy) if policy is not None else ""), end="")
     else:
-        io.out(_render(args, plan, topology, diags, base, pin), end="")
+        io.out(_render(args, plan, topology, diags, base, pin, policy), end="")
     if plan.errors:
         if args.out:
             io.err(f"error: the plan has {plural(len(plan.errors), 'error')}; not saved to {args.out}")
         return EXIT_ERROR
+    if policy is not None and policy.violations:
+        saved = f"; not saved to {args.out}" if args.out else ""
+        io.err(f"error: {plural(len(policy.violations), 'policy violation')}{saved} (exit {EXIT_POLICY})")
+        return EXIT_POLICY
     if args.out and key is not None:
         try:
-            planfile.save(args.out, plan, topology, key, revision_label(git), git=git)
+            planfile.save(args.out, plan, topology, key, revision_label(git), git=git, policy=policy)
         except outputs.OutputError as exc:
             io.err(str(exc))
             return EXIT_ERROR
@@ -288,6 +361,9 @@ def cmd_apply(args, backend: Backend) -> int:
         except planfile.PlanFileError as exc:
             print(term(f"error: {exc}"), file=sys.stderr)
             return EXIT_ERROR
+    policies, readable = load_policies(args.policy)
+    if not readable:
+        return EXIT_ERROR
     env = args.env
     if env is None and saved is not None and saved.environment is not None:
         env = saved.environment  # the signed plan's; given, --env is checked against it (planfile.topology_mismatch)
@@ -298,7 +374,7 @@ def cmd_apply(args, backend: Backend) -> int:
     git = backend.git.revision(paths)
     # A saved plan file is the approval (Terraform applies a saved plan without asking again).
     auto_approve = args.auto_approve or saved is not None
-    request = ApplyRequest(topology, saved, revision_label(git), git, auto_approve, args.lock_timeout)
+    request = ApplyRequest(topology, saved, revision_label(git), git, auto_approve, args.lock_timeout, policies)
     io = Console(dict(topology.clusters))
     return conclude_apply(io, apply(request, backend, ConsoleApplyUI(io, request.auto_approve, backend.ask)))
 
@@ -307,11 +383,12 @@ def conclude_apply(io: Console, outcome: ApplyOutcome) -> int:
     """The last line of an apply (what was created, changed, deleted) and its exit code."""
     report = outcome.report
     if report is None:
-        return EXIT_OK if outcome.ok else EXIT_ERROR
+        return EXIT_OK if outcome.ok else (EXIT_POLICY if outcome.policy_refused else EXIT_ERROR)
     counts = report.counts()
     verbs = {v: sum(1 for r in report.results if r.result.ok and r.action.VERB is v) for v in Verb}
+    replaced = f"{verbs[Verb.REPLACE]} replaced, " if verbs[Verb.REPLACE] else ""
     line = (
-        f"{verbs[Verb.CREATE]} created, {verbs[Verb.UPDATE]} changed, {verbs[Verb.DELETE]} deleted "
+        f"{verbs[Verb.CREATE]} created, {replaced}{verbs[Verb.UPDATE]} changed, {verbs[Verb.DELETE]} deleted "
         f"in {outcome.seconds:.1f}s"
     )
     if report.ok:

@@ -1,8 +1,8 @@
 """`reconciler render PATH... --out DIR [--revision REV]`: the kubernetes deployer's manifests of a topology.
 
-One `engine-<engine>.yaml` per engine of the topology's enabled `kubernetes` flows, as `apply` would write it into
-`job.manifests_dir`, written into DIR without reaching any cluster (`operations.manifests.render_manifests`):
-for review in a pull request. Two renders of one commit are byte-identical. Flows of other deployers are listed
+One `engine-<engine>.yaml` per engine of the topology's enabled `kubernetes` flows, and the ReplicationEngine CRD
+(`crd-replicationengine.yaml`), as `apply` would write them into `job.manifests_dir`, written into DIR without
+reaching any cluster (`operations.manifests.render_manifests`): for review in a pull request. Two renders of one commit are byte-identical. Flows of other deployers are listed
 as not rendered; engine files in DIR the topology no longer has are listed, not removed.
 
 Exit codes: 0 (written, or nothing to write), 1 (the topology is invalid, an engine cannot be rendered, DIR
@@ -28,7 +28,12 @@ def register(sub) -> None:
         "any cluster, for review in a pull request",
     )
     add_paths_argument(p)
-    p.add_argument("--out", metavar="DIR", required=True, help="the directory to write engine-<engine>.yaml into")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        required=True,
+        help="the directory to write engine-<engine>.yaml (and the ReplicationEngine CRD) into",
+    )
     add_revision_argument(p)
     p.set_defaults(func=cmd_render)
 
@@ -47,8 +52,8 @@ def cmd_render(args, backend: Backend) -> int:
     except RenderError as exc:
         print(term(f"error: {exc}; nothing written"), file=sys.stderr)
         return EXIT_ERROR
-    for f in rendered.files:
-        what = f"engine {f.engine}: {plural(len(f.flows), 'flow')}"
+    for f in (rendered.crd, *rendered.files) if rendered.crd is not None else rendered.files:
+        what = f"engine {f.engine}: {plural(len(f.flows), 'flow')}" if f.engine else "the ReplicationEngine CRD"
         if not f.changed:
             print(f"unchanged {f.path} ({what})")
             continue

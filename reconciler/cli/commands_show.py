@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
@@ -12,6 +11,7 @@ from reconciler.cli.common import EXIT_ERROR, EXIT_OK
 from reconciler.operations.backend import Backend
 from reconciler.plan import planfile
 from reconciler.render import plan_json, plan_text
+from reconciler.render import policy as policy_render
 from reconciler.textutil import term
 
 
@@ -42,8 +42,7 @@ def cmd_show(args, backend: Backend) -> int:
             file=sys.stderr,
         )
     if args.format == "json":
-        doc = json.loads(plan_json.render(saved.plan))
-        doc["saved"] = {
+        about = {
             "revision": saved.revision,
             "saved_at": saved.saved_at,
             "git": saved.git,
@@ -56,7 +55,8 @@ def cmd_show(args, backend: Backend) -> int:
             "key_id": saved.key_id,
             "verified": verify,
         }
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        policy = saved.policy.to_dict() if saved.policy is not None else None
+        sys.stdout.write(plan_json.render(saved.plan, policy=policy, saved=about))
         return EXIT_OK
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(saved.saved_at)) if saved.saved_at else "unknown time"
     print(
@@ -71,4 +71,6 @@ def cmd_show(args, backend: Backend) -> int:
         "topology is not the one planned, or if the clusters changed since).\n"
     )
     sys.stdout.write(plan_text.render(saved.plan))
+    if saved.policy is not None:
+        sys.stdout.write(policy_render.text(saved.policy))
     return EXIT_OK

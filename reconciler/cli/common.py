@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from reconciler import logs, settings
 from reconciler.analysis.hazards import analyse
+from reconciler.policy.engine import PolicyError, PolicySet
+from reconciler.policy.engine import load as load_policy_files
 from reconciler.topology.build import load_topology
 from reconciler.topology.diagnostics import Diagnostic, Diagnostics
 from reconciler.topology.model import Topology
@@ -21,6 +23,9 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2  # Terraform's --detailed-exitcode meaning: success, with changes / drift
+#: refused by policy (docs/policy.md): `plan --policy` found a violation (nothing saved), or `apply` refused a plan a
+#: policy forbids or whose changes need an approval the plan does not record (nothing applied)
+EXIT_POLICY = 3
 
 
 def load_validated(
@@ -70,6 +75,35 @@ def confirmed(
         err(cancelled)
         return False
     return True
+
+
+def policy_errors(exc: PolicyError) -> None:
+    """Print the problems of policy files (FILE:LINE:COL) to stderr."""
+    print(exc.diags.render(), file=sys.stderr)
+    n = len(exc.diags.errors)
+    print(f"{n} error{'s' if n != 1 else ''} in the policies; nothing was saved or applied", file=sys.stderr)
+
+
+def load_policies(paths: list[str] | None) -> tuple[PolicySet | None, bool]:
+    """(the policies of `--policy PATH...` or None without any, whether they could be read); prints every problem
+    to stderr."""
+    if not paths:
+        return None, True
+    try:
+        return load_policy_files(paths), True
+    except PolicyError as exc:
+        policy_errors(exc)
+        return None, False
+
+
+def add_policy_argument(parser, what: str) -> None:
+    parser.add_argument(
+        "--policy",
+        action="append",
+        metavar="PATH",
+        help=f"judge the plan with the policies of PATH: a directory of policy files, .rego and .yaml (not its "
+        f"subdirectories) or one file; repeatable. {what} (docs/policy.md)",
+    )
 
 
 def relative_diagnostics(items: Iterable[Diagnostic]) -> list[Diagnostic]:

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from reconciler.gitops import RevisionComparison, RevisionError
-from reconciler.plan.actions import FORMAT_MINOR, FORMAT_VERSION, Plan
+from reconciler.plan.actions import Plan
 from reconciler.plan.attribution import restrict
 from reconciler.plan.desired import DesiredState, desired_state
+from reconciler.render import plan_json
 from reconciler.state.live import LiveState
 from reconciler.textutil import md_code_span, md_inline, term
 from reconciler.topology.model import Topology
@@ -159,23 +160,7 @@ def no_changes(scope: BaseScope, fmt: str) -> str:
             + "."
         )
     if fmt == "json":
-        import json
-
-        return (
-            json.dumps(
-                {
-                    "base": scope.to_dict(),
-                    "format_version": FORMAT_VERSION,
-                    "format_minor": FORMAT_MINOR,
-                    "summary": {"create": 0, "update": 0, "delete": 0, "findings": 0, "errors": 0, "changes": False},
-                    "actions": [],
-                    "findings": [],
-                    "message": what + " Nothing to plan.",
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        return plan_json.render(Plan(), base=scope.to_dict(), message=what + " Nothing to plan.")
     if fmt == "markdown":
         return f"### Reconciler plan\n\n**{md_inline(what)} Nothing to plan\\.**\n\n" + scope.markdown()
     return scope.text() + term(what) + " Nothing to plan.\n"

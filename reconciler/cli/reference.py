@@ -85,7 +85,9 @@ def cli_page(parser: argparse.ArgumentParser) -> str:
         "Every command of `reconciler`, with its usage and arguments as `reconciler COMMAND --help` prints them.",
         "Global options (before the command): `--version`, `-v`/`--verbose` (show the Kafka clients' own log lines;",
         "`-vv`: all of them). Exit codes: 0 success, 1 error; `plan --detailed-exitcode` and `drift` use 2 for",
-        "changes / drift, `status --detailed-exitcode` 2 for unhealthy jobs.",
+        "changes / drift, `status --detailed-exitcode` 2 for unhealthy jobs; `plan --policy` and `apply` use 3 for",
+        "refused by policy (a violation; for `apply`, also a change that needs an approval the plan does not record:",
+        "[policy.md](../policy.md)).",
         "",
     ]
     for full, text, sub in walk(parser):

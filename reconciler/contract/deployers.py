@@ -39,6 +39,10 @@ def replaces_engine(change: str, deployer: str) -> bool:
 #: them): `engine_slots`, the task slots of every flow the topology puts in the flow's engine, so that an engine
 #: started by its first flow's deploy runs `local[N]` with room for the flows the same apply adds next.
 ENGINE_SLOTS_HINT = "engine_slots"
+#: The kubernetes deployer's option holding the topology's lag SLOs (`jobplan.state.desired_jobs`), which an engine
+#: judges its flows against (its ReplicationEngine's spec.slo, contract/engine_status.py): a change rewrites that
+#: resource and restarts nothing.
+SLO_OPTION = "slo"
 
 
 def local_slots(master: str, slots: int) -> str:

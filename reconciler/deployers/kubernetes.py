@@ -2,7 +2,7 @@
 
 An engine (reconciler.engine.host) is one Spark application running several flows: by default every flow
 into one target cluster (`job.engine`, default the target's alias). Per engine one file
-`<manifests_dir>/engine-<engine>.yaml` with two documents:
+`<manifests_dir>/engine-<engine>.yaml` with five documents:
 
 * a ConfigMap holding the engine directory: `engine.json` (the engine's `EngineRecord`: name, master `inherit`,
   spark_conf) and one key per flow, `flow.<source>.<target>[.<family>].json` (its job spec), plus
@@ -18,7 +18,12 @@ into one target cluster (`job.engine`, default the target's alias). Per engine o
   pods' shape (the ConfigMap's and the Secret's volumes, the environment, the metrics port, a Pod Security
   "restricted" securityContext, the working directory, the termination grace period) is in pod templates
   (`spec.driver.template`, `spec.executor.template`), which Spark applies itself: no mutating webhook is needed
-  (Spark operator v2.1 or later; docs/install.md).
+  (Spark operator v2.1 or later; docs/install.md).;
+* a ReplicationEngine (contract/engine_status.py) naming the flows with their wanted spec hashes and the topology's
+  lag SLOs (the option SLO_OPTION), into whose status the driver writes its verdict for Argo CD and Flux
+  (engine/health_writer.py; docs/gitops-controllers.md), and a Role and RoleBinding letting the driver's service
+  account read that resource and patch its status, nothing else. The ReplicationEngine CRD is written beside the
+  engines' files (CRD_FILE, `crd_text`), and applied first with `kubectl_apply`.
 
 Adding, changing and removing a flow rewrites only the ConfigMap: Kubernetes updates mounted ConfigMaps in place
 (within the kubelet's sync period, about a minute) and the running engine picks the flow files up; a flow change
@@ -74,7 +79,8 @@ import yaml
 
 from reconciler import settings
 from reconciler.adapters.base import OpResult
-from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS, ENGINE_OPTION, KUBERNETES
+from reconciler.contract import engine_status
+from reconciler.contract.deployers import DEPLOYMENT_OPTION_FIELDS, ENGINE_OPTION, KUBERNETES, SLO_OPTION
 from reconciler.contract.engine import ENGINE_FILE, INHERIT_MASTER, RESTART_SUFFIX, flat_flow_file
 from reconciler.contract.spec import JobSpec
 from reconciler.deployers.base import (
@@ -87,7 +93,15 @@ from reconciler.deployers.base import (
     each_flow,
     engine_of,
 )
-from reconciler.settings import ALL_INTERFACES, BIND_ENV, INSTANCE_ENV, KUBERNETES_PORT, PORT_ENV, SECRETS_DIR_ENV
+from reconciler.settings import (
+    ALL_INTERFACES,
+    BIND_ENV,
+    INSTANCE_ENV,
+    KUBERNETES_PORT,
+    PORT_ENV,
+    SECRETS_DIR_ENV,
+    STATUS_RESOURCE_ENV,
+)
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import flow_ends
 from reconciler.topology.secrets import references
@@ -118,6 +132,10 @@ DEFAULTS = {
 #: Options that change where and how the manifests are written, not the SparkApplication: the deployment settings
 #: (settings_registry's scope) but the engine's name.
 FILE_OPTIONS = frozenset(DEPLOYMENT_OPTION_FIELDS[KUBERNETES]) - engine_options(KUBERNETES) - {ENGINE_OPTION}
+#: Options that are not the SparkApplication's: a change resubmits nothing.
+NOT_APP_OPTIONS = FILE_OPTIONS | {SLO_OPTION}
+#: The file of the ReplicationEngine CRD in a manifests directory, beside the engines' files.
+CRD_FILE = "crd-replicationengine.yaml"
 #: Executors of an engine when its spark_conf does not say (dynamic allocation: they follow the flows' tasks).
 MIN_EXECUTORS = 1
 MAX_EXECUTORS = 8
@@ -218,107 +236,118 @@ def _parse_iso(stamp: str | None) -> float | None:
 
 def settings_hash(engine: str, spark_conf: Mapping[str, str], options: Mapping[str, Any]) -> str:
     """The hash of what an engine's SparkApplication is made of (not its flows): a change resubmits it."""
-    app_options = {k: v for k, v in sorted(options.items()) if k not in FILE_OPTIONS and v is not None}
+    app_options = {k: v for k, v in sorted(options.items()) if k not in NOT_APP_OPTIONS and v is not None}
     text = json.dumps({"engine": engine, "spark_conf": dict(sorted(spark_conf.items())), "options": app_options})
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def render_engine(
-    engine: str,
-    flows: Mapping[str, FlowEntry],
-    spark_conf: Mapping[str, str],
-    options: Mapping[str, Any],
-    *,
-    deployed_at: float | None = None,
-    restarts: int = 0,
-    spark_version: str | None = None,
-) -> list[dict[str, Any]]:
-    """The ConfigMap (the engine directory) and the SparkApplication of one engine, as plain dicts (YAML-ready)."""
+def _engine_options(engine: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine's deployment options over the deployer's defaults; ValueError without an image."""
     opts = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}, "engine": engine}
     if not opts["image"]:
         raise ValueError(
             f"engine {engine}: the kubernetes deployer needs job.image (an image with the project installed)"
         )
-    name = engine_resource_name(engine)
-    ns = opts["namespace"]
-    labels = {
-        "app.kubernetes.io/name": "reconciler-mirror",
-        "app.kubernetes.io/managed-by": "reconciler",
-        "app.kubernetes.io/instance": name,
-    }
-    spark_version = spark_version or IMAGE_SPARK_VERSION
-    port = int(opts["metrics_port"])
-    pod_annotations = {"reconciler/restart-hash": settings_hash(engine, spark_conf, options)}
-    if port:  # the driver serves its flows' metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
-        pod_annotations.update(
-            {"prometheus.io/scrape": "true", "prometheus.io/port": str(port), "prometheus.io/path": "/metrics"}
-        )
-    if restarts:
-        pod_annotations["reconciler/restarts"] = str(restarts)
+    return opts
+
+
+def _spark_conf(spark_conf: Mapping[str, str]) -> dict[str, str]:
+    """The application's sparkConf: the engine's own settings over the deployer's. Shuffle tracking is not among
+    them: the operator turns it on with `dynamicAllocation` (v2.1 and later)."""
     conf = {
         "spark.python.worker.reuse": "true",
         "spark.ui.showConsoleProgress": "false",
         "spark.task.maxFailures": "1",
         "spark.scheduler.mode": "FAIR",
         "spark.executorEnv.PYTHONPATH": APP_ROOT,
-        "spark.dynamicAllocation.shuffleTracking.enabled": "true",
         **{str(k): str(v) for k, v in spark_conf.items()},
     }
-    env_from = [{"secretRef": {"name": opts["secret_name"], "optional": True}}]
-    grace = int(opts["termination_grace_seconds"])
-    volume = {"name": "engine", "configMap": {"name": f"{name}-flows"}}
-    # The same Secret as files (one per key): what `${NAME}` reads first (RECONCILER_SECRETS_DIR), and what the
-    # kubelet rewrites when the Secret changes, so a rotated credential reaches the running engine (docs/security.md,
-    # "Rotating credentials"); `envFrom` stays for what reads the environment. Owner and group (fsGroup) read only.
-    secrets_volume = {
-        "name": "secrets",
-        "secret": {"secretName": opts["secret_name"], "optional": True, "defaultMode": 0o440},
-    }
-    secrets_mount = {"name": "secrets", "mountPath": SECRETS_MOUNT, "readOnly": True}
-    secrets_env = {"name": SECRETS_DIR_ENV, "value": SECRETS_MOUNT}
-    driver_container: dict[str, Any] = {
+    return dict(sorted(conf.items()))
+
+
+def _secret_parts(secret_name: str) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The Secret `secret_name` as the pods take it: every key a variable (`envFrom`) and a file (a volume mounted at
+    SECRETS_MOUNT, their RECONCILER_SECRETS_DIR): what `${NAME}` reads first, and what the kubelet rewrites when the
+    Secret changes, so a rotated credential reaches the running engine (docs/security.md, "Rotating credentials").
+    Owner and group (fsGroup) read only. (envFrom, volume, mount, environment variable)"""
+    env_from = [{"secretRef": {"name": secret_name, "optional": True}}]
+    volume = {"name": "secrets", "secret": {"secretName": secret_name, "optional": True, "defaultMode": 0o440}}
+    mount = {"name": "secrets", "mountPath": SECRETS_MOUNT, "readOnly": True}
+    return env_from, volume, mount, {"name": SECRETS_DIR_ENV, "value": SECRETS_MOUNT}
+
+
+def _driver(
+    name: str,
+    ns: str,
+    conf: Mapping[str, str],
+    opts: Mapping[str, Any],
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+) -> dict[str, Any]:
+    """The driver: its resources, service account, and the pod template of its container (the engine's ConfigMap and
+    the Secret mounted, its metrics port, its instance id, the ReplicationEngine it writes its status to)."""
+    port = int(opts["metrics_port"])
+    env_from, secrets_volume, secrets_mount, secrets_env = _secret_parts(opts["secret_name"])
+    container: dict[str, Any] = {
         "name": DRIVER_CONTAINER,
         "workingDir": WORK_DIR,
         "securityContext": _container_security(),
-        "volumeMounts": [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}, dict(secrets_mount)],
+        "volumeMounts": [{"name": "engine", "mountPath": ENGINE_MOUNT, "readOnly": True}, secrets_mount],
         "envFrom": env_from,
         "env": [
             {"name": "PYTHONPATH", "value": APP_ROOT},
-            dict(secrets_env),
+            secrets_env,
             {"name": PORT_ENV, "value": str(port)},
             # the pod network: Prometheus scrapes the pod's address (issue 45; docs/security.md, Metrics exposure)
             {"name": BIND_ENV, "value": ALL_INTERFACES},
             # One instance per driver pod: the operator's resubmission (restartPolicy) is a new pod, a new
             # instance, which a zombie driver of an earlier pod sees in the status topic and stops for.
             {"name": INSTANCE_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+            # where the engine publishes its verdict for Argo CD and Flux (contract/engine_status.py)
+            {"name": STATUS_RESOURCE_ENV, "value": f"{ns}/{name}"},
         ],
     }
-    if port:
-        driver_container["ports"] = [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
-    driver: dict[str, Any] = {
+    if port:  # the driver serves its flows' metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
+        container["ports"] = [{"name": "metrics", "containerPort": port}]
+    volumes = [{"name": "engine", "configMap": {"name": f"{name}-flows"}}, secrets_volume]
+    return {
         "cores": _int_conf(conf, "spark.driver.cores", 1),
         "memory": conf.get("spark.driver.memory", "512m"),
         "serviceAccount": opts["service_account"],
         "labels": dict(labels),
-        "annotations": dict(pod_annotations),
-        "template": _pod_template(driver_container, [volume, _copy(secrets_volume)], grace),
+        "annotations": dict(annotations),
+        "template": _pod_template(container, volumes, int(opts["termination_grace_seconds"])),
     }
-    executor_container = {
+
+
+def _executor(conf: Mapping[str, str], opts: Mapping[str, Any], labels: Mapping[str, str]) -> dict[str, Any]:
+    """The executors: their resources and the pod template of their container (the Secret only)."""
+    env_from, secrets_volume, secrets_mount, secrets_env = _secret_parts(opts["secret_name"])
+    container = {
         "name": EXECUTOR_CONTAINER,
         "workingDir": WORK_DIR,
         "securityContext": _container_security(),
-        "volumeMounts": [dict(secrets_mount)],
-        "envFrom": [dict(e, secretRef=dict(e["secretRef"])) for e in env_from],
-        "env": [dict(secrets_env)],
+        "volumeMounts": [secrets_mount],
+        "envFrom": env_from,
+        "env": [secrets_env],
     }
-    executor: dict[str, Any] = {
+    return {
         "cores": _int_conf(conf, "spark.executor.cores", 1),
         "memory": conf.get("spark.executor.memory", "512m"),
         "labels": dict(labels),
-        "template": _pod_template(executor_container, [_copy(secrets_volume)], grace),
+        "template": _pod_template(container, [secrets_volume], int(opts["termination_grace_seconds"])),
     }
-    lo = int(conf.get("spark.dynamicAllocation.minExecutors", MIN_EXECUTORS))
-    hi = max(lo, int(conf.get("spark.dynamicAllocation.maxExecutors", MAX_EXECUTORS)))
+
+
+def _config_map(
+    engine: str,
+    name: str,
+    ns: str,
+    labels: Mapping[str, str],
+    flows: Mapping[str, FlowEntry],
+    spark_conf: Mapping[str, str],
+) -> dict[str, Any]:
+    """The engine directory: engine.json and one key per flow (and its restart token), the flows noted."""
     variables = sorted({v for entry in flows.values() if (s := entry.spec) is not None for v in secret_references(s)})
     flow_notes = {
         flow: {"key": flat_flow_file(flow), "spec-hash": _hash_of(entry), "deployed-at": _iso(entry.deployed_at)}
@@ -331,7 +360,7 @@ def render_engine(
         data[key] = spec.to_compact_json() + "\n" if spec is not None else entry.text
         if entry.token:
             data[key[: -len(".json")] + RESTART_SUFFIX] = entry.token + "\n"
-    config_map = {
+    return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
@@ -346,41 +375,138 @@ def render_engine(
         },
         "data": data,
     }
-    app_annotations = {"reconciler/engine": engine, "reconciler/options": _compact(dict(sorted(options.items())))}
+
+
+def _spark_application(
+    engine: str,
+    name: str,
+    ns: str,
+    labels: Mapping[str, str],
+    options: Mapping[str, Any],
+    image: str,
+    spark_version: str,
+    conf: Mapping[str, str],
+    driver: dict[str, Any],
+    executor: dict[str, Any],
+    deployed_at: float | None,
+) -> dict[str, Any]:
+    """The SparkApplication. Fields equal to what Spark or the operator take when they are absent and that nothing
+    stores in the object are left out (imagePullPolicy, pythonVersion, dynamicAllocation.initialExecutors, a port's
+    protocol); fields the operator's webhook would store when absent are rendered with a value (mode, restartPolicy,
+    cores, memory): docs/gitops-controllers.md, "A compare after sync is empty"."""
+    lo = int(conf.get("spark.dynamicAllocation.minExecutors", MIN_EXECUTORS))
+    hi = max(lo, int(conf.get("spark.dynamicAllocation.maxExecutors", MAX_EXECUTORS)))
+    annotations = {"reconciler/engine": engine, "reconciler/options": _compact(dict(sorted(options.items())))}
     if deployed_at is not None:
-        app_annotations["reconciler/deployed-at"] = _iso(deployed_at)
-    app = {
+        annotations["reconciler/deployed-at"] = _iso(deployed_at)
+    return {
         "apiVersion": API_VERSION,
         "kind": "SparkApplication",
-        "metadata": {"name": name, "namespace": ns, "labels": dict(labels), "annotations": app_annotations},
+        "metadata": {"name": name, "namespace": ns, "labels": dict(labels), "annotations": annotations},
         "spec": {
             "type": "Python",
-            "pythonVersion": "3",
             "mode": "cluster",
-            "image": opts["image"],
-            "imagePullPolicy": "IfNotPresent",
+            "image": image,
             "mainApplicationFile": f"local://{APP_ROOT}/jobs/mirror_job.py",
             "arguments": ["--engine-dir", ENGINE_MOUNT, "--master", INHERIT_MASTER],
             "sparkVersion": spark_version,
-            "sparkConf": dict(sorted(conf.items())),
+            "sparkConf": dict(conf),
             "restartPolicy": {"type": "Always", "onFailureRetryInterval": 10, "onSubmissionFailureRetryInterval": 20},
-            "dynamicAllocation": {"enabled": True, "initialExecutors": lo, "minExecutors": lo, "maxExecutors": hi},
+            "dynamicAllocation": {"enabled": True, "minExecutors": lo, "maxExecutors": hi},
             "driver": driver,
             "executor": executor,
         },
     }
-    return [config_map, app]
+
+
+def _status_access(name: str, ns: str, labels: Mapping[str, str], service_account: str) -> list[dict[str, Any]]:
+    """A Role and its RoleBinding: the driver's service account may read its own ReplicationEngine and write its
+    status, nothing else (resourceNames: this engine's only)."""
+    role = f"{name}-status"
+    rules = [
+        {
+            "apiGroups": [engine_status.GROUP],
+            "resources": [engine_status.PLURAL],
+            "resourceNames": [name],
+            "verbs": ["get"],
+        },
+        {
+            "apiGroups": [engine_status.GROUP],
+            "resources": [f"{engine_status.PLURAL}/status"],
+            "resourceNames": [name],
+            "verbs": ["get", "patch"],
+        },
+    ]
+    meta = {"name": role, "namespace": ns, "labels": dict(labels)}
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": rules},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": dict(meta, labels=dict(labels)),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": ns}],
+        },
+    ]
+
+
+def render_engine(
+    engine: str,
+    flows: Mapping[str, FlowEntry],
+    spark_conf: Mapping[str, str],
+    options: Mapping[str, Any],
+    *,
+    deployed_at: float | None = None,
+    restarts: int = 0,
+    spark_version: str | None = None,
+) -> list[dict[str, Any]]:
+    """An engine's documents as plain dicts (YAML-ready): the ConfigMap (the engine directory), the SparkApplication,
+    the ReplicationEngine its driver writes its verdict to, and the Role and RoleBinding that let it."""
+    opts = _engine_options(engine, options)
+    name, ns = engine_resource_name(engine), opts["namespace"]
+    labels = {
+        "app.kubernetes.io/name": "reconciler-mirror",
+        "app.kubernetes.io/managed-by": "reconciler",
+        "app.kubernetes.io/instance": name,
+    }
+    conf = _spark_conf(spark_conf)
+    pod_annotations = {"reconciler/restart-hash": settings_hash(engine, spark_conf, options)}
+    port = int(opts["metrics_port"])
+    if port:  # the driver serves its flows' metrics (docs/monitoring.md); or deploy/monitoring/podmonitor.yaml
+        pod_annotations.update(
+            {"prometheus.io/scrape": "true", "prometheus.io/port": str(port), "prometheus.io/path": "/metrics"}
+        )
+    if restarts:
+        pod_annotations["reconciler/restarts"] = str(restarts)
+    app = _spark_application(
+        engine,
+        name,
+        ns,
+        labels,
+        options,
+        opts["image"],
+        spark_version or IMAGE_SPARK_VERSION,
+        conf,
+        _driver(name, ns, conf, opts, labels, pod_annotations),
+        _executor(conf, opts, labels),
+        deployed_at,
+    )
+    wanted = {flow: _hash_of(entry) for flow, entry in flows.items()}
+    status = engine_status.resource(
+        name, ns, labels, engine, name, wanted, engine_status.slo_of(options.get(SLO_OPTION) or {})
+    )
+    return [
+        _config_map(engine, name, ns, labels, flows, spark_conf),
+        app,
+        status,
+        *_status_access(name, ns, labels, opts["service_account"]),
+    ]
 
 
 def _compact(value: Any) -> str:
     """JSON without whitespace, keys sorted: the ConfigMap's flow specs and the annotations (an engine of 400 flows
     stays within Kubernetes' limits: 1 MiB of data, 256 KiB of annotations)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def _copy(value: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a nested manifest part: the driver's and the executors' pod templates share no object."""
-    return json.loads(json.dumps(value))
 
 
 def _int_conf(conf: Mapping[str, str], key: str, default: int) -> int:
@@ -535,7 +661,7 @@ def engine_text(
     resubmits it then). Its `reconciler/deployed-at`: `previous`'s while the application is the same, else `now`
     (None: none). Raises ValueError when the engine cannot be rendered (no image)."""
     docs = render_engine(engine, flows, spark_conf, options, restarts=restarts)
-    _, app = docs
+    app = docs[1]
     app_changed = previous is None or previous.docs[1].get("spec") != app["spec"]
     stamp = previous.deployed_at if previous is not None and not app_changed and previous.deployed_at else now
     if stamp is not None:
@@ -545,6 +671,15 @@ def engine_text(
         " `reconciler apply` rewrites this file.\n"
     )
     return header + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False), app_changed
+
+
+def crd_text() -> str:
+    """The ReplicationEngine CRD's file (CRD_FILE), as render and apply write it beside the engines' files."""
+    header = (
+        "# The ReplicationEngine CRD: each engine's verdict for Argo CD and Flux (docs/gitops-controllers.md). Rendered by\n"
+        "# the reconciler; the same file as deploy/kubernetes/replicationengine-crd.yaml.\n"
+    )
+    return header + yaml.dump(engine_status.crd(), Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=False)
 
 
 class KubernetesDeployer(Deployer):
@@ -698,6 +833,9 @@ class KubernetesDeployer(Deployer):
         """Render the engine's file (kept as it is when nothing in it changes); (result, whether the file changed,
         whether its SparkApplication did: the operator resubmits it)."""
         text, app_changed = engine_text(engine, flows, spark_conf, options, previous, restarts, time.time())
+        crd = self._write_crd(path.parent, bool(options.get("kubectl_apply")))
+        if crd is not None and not crd.ok:
+            return crd, False, False
         try:
             if path.read_text() == text:
                 return OpResult.already(f"{path} already renders this"), False, False
@@ -713,6 +851,22 @@ class KubernetesDeployer(Deployer):
                 return res, True, app_changed
             return OpResult.success(f"rendered {path}; kubectl apply: {res.message}"), True, app_changed
         return OpResult.success(f"rendered {path} (for your GitOps controller to sync)"), True, app_changed
+
+    def _write_crd(self, root: Path, kubectl_apply: bool) -> OpResult | None:
+        """The ReplicationEngine CRD beside the engines' files (CRD_FILE), written when it is missing or differs, and
+        then applied first with `kubectl_apply` (the engines' files hold ReplicationEngines). None: already there."""
+        path = root / CRD_FILE
+        text = crd_text()
+        try:
+            if path.read_text() == text:
+                return None
+        except OSError:
+            pass
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+        return self._kubectl(*KUBECTL_APPLY, "-f", str(path)) if kubectl_apply else OpResult.success(f"rendered {path}")
 
     def _remove_from(self, em: EngineManifest, flow: str) -> OpResult:
         """Take `flow` out of an engine's file: the ConfigMap is rewritten, or the file goes with its last flow."""

@@ -1,6 +1,8 @@
 """A flow's batches, before and after they run: their shape (`BatchShaper`: one task per slot, one task for a
-small backlog, split tasks ending at the source's ends) and what the driver takes from their results (`Absorber`:
-positions, counts, offset syncs, dead letters, commits; a loss or a refused record goes to `SourceFaults`)."""
+small backlog, split tasks ending at the source's ends, heartbeats alone) and what the driver takes from their results
+(`Absorber`: positions, counts, offset syncs, dead letters, commits; a loss or a refused record goes to
+`SourceFaults`). Both tell `Partitions` and the idle gate what happened through their methods; the offset syncs
+delayed to the next flush are the absorber's own."""
 
 from __future__ import annotations
 
@@ -8,10 +10,10 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from reconciler.contract.spec import JobSpec, dead_letters_topic_name
-from reconciler.engine.delivery import DeliveryMode
-from reconciler.engine.driver_parts import Pacing, Partitions, Progress
-from reconciler.engine.lag import LagPosition
+from reconciler.contract.spec import dead_letters_topic_name
+from reconciler.engine.delivery import mode_of
+from reconciler.engine.driver_parts import FlowSpec, Partitions, Progress, UsesClients
+from reconciler.engine.idle_gate import IdleGate, Work
 from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, TaskResult
 
@@ -27,21 +29,32 @@ ONE_TASK_BACKLOG = 20_000
 
 
 class BatchShaper:
-    """The tasks of a batch. It is given the flow's partitions, the idle gate's pacing (the ends read before the
-    batch), the progress (the batch's number) and the delivery mode (a getter: it follows the spec)."""
+    """The tasks of a batch. It is given the flow (`FlowSpec`: its delivery follows the spec), its partitions, the
+    idle gate (the ends read before the batch, the heartbeats' tasks) and the progress (the batch's number)."""
 
-    def __init__(self, parts: Partitions, pacing: Pacing, progress: Progress, mode: Callable[[], DeliveryMode]):
-        self.parts, self.pacing, self.progress, self._mode = parts, pacing, progress, mode
+    def __init__(self, flow: FlowSpec, parts: Partitions, gate: IdleGate, progress: Progress):
+        self._flow, self.parts, self.gate, self.progress = flow, parts, gate, progress
 
     def plan_tasks(self, one_task: bool = False) -> list[CopyTask]:
         return self.parts.tasks(self.progress.batches, one_task)
 
+    def shape(self, work: Work, tasks: list[CopyTask]) -> list[CopyTask]:
+        """The batch for `work` (the idle gate's word) from `tasks` (one per slot): none while there is nothing to
+        fetch (no Spark job), the heartbeats partitions alone, one task for a small backlog, else split tasks."""
+        if work is Work.NONE:
+            return []
+        if work is Work.HEARTBEATS:
+            return self.gate.heartbeat_tasks(tasks)
+        if self.one_task():
+            return self.plan_tasks(one_task=True)
+        return self.split_tasks(tasks)
+
     def one_task(self) -> bool:
         """Is this batch one task for every partition (ONE_TASK_BACKLOG)? Asked after `work_waiting` found records,
         so the ends are the ones read for this batch."""
-        if self._mode().slot_is_identity:
+        if mode_of(self._flow.spec).slot_is_identity:
             return False
-        backlog = self.parts.backlog(self.pacing.ends_before)
+        backlog = self.parts.backlog(self.gate.ends_before)
         return backlog is not None and backlog <= ONE_TASK_BACKLOG
 
     def split_tasks(self, tasks: list[CopyTask]) -> list[CopyTask]:
@@ -54,9 +67,9 @@ class BatchShaper:
         the warm-up's records while the other streamed on into the load, half the partitions 6.6-7.2 s late. Ended
         at their ends (the ends read before the batch: under a stream no end-of-partition event need come), the
         split tasks leave the stream to the next batch: one task (`one_task`)."""
-        if len(tasks) < 2 or self._mode().slot_is_identity:
+        if len(tasks) < 2 or mode_of(self._flow.spec).slot_is_identity:
             return tasks
-        ends = self.pacing.ends_before
+        ends = self.gate.ends_before
         return [
             dataclasses.replace(
                 t, at_end_only=True, partitions=tuple(dataclasses.replace(p, end=ends.get(p.tp)) for p in t.partitions)
@@ -91,30 +104,36 @@ class BatchClients(Protocol):
     def offsets(self) -> JobOffsets: ...
 
 
-class Absorber:
+class Absorber(UsesClients[BatchClients]):
     """Takes a batch's task results into the flow's state and commits them: positions, counts, lag, latency, offset
-    syncs (written now or delayed to the next flush), dead letters; at-least-once, the offset syncs are written
-    before the positions are committed. It is given the flow's spec and delivery mode (getters: a reload replaces
-    them), its partitions, the idle gate's pacing (what is caught up), its progress, the loss handler
-    (`SourceFaults`), its clients (a getter: opened at start) and `error` (count and log an error)."""
+    syncs (written now or delayed to the next flush: `delayed_syncs`, its own), dead letters; at-least-once, the
+    offset syncs are written before the positions are committed. It is given the flow (`FlowSpec`: its spec and
+    delivery follow a reload), its partitions, the idle gate (what is caught up), its progress, the loss handler
+    (`SourceFaults`), `error` (count and log an error) and its clients when the driver opens them (`connect`)."""
 
     def __init__(
         self,
-        spec: Callable[[], JobSpec],
-        mode: Callable[[], DeliveryMode],
+        flow: FlowSpec,
         parts: Partitions,
-        pacing: Pacing,
+        gate: IdleGate,
         progress: Progress,
         faults: SourceFaults,
-        clients: Callable[[], BatchClients],
         error: Callable[[str], None],
+        *,
+        clients: BatchClients | None = None,
     ):
-        self._spec, self._mode, self.parts, self.pacing, self.progress = spec, mode, parts, pacing, progress
-        self.faults, self._clients, self._error = faults, clients, error
+        self._flow, self.parts, self.gate, self.progress = flow, parts, gate, progress
+        self.faults, self._error, self._clients = faults, error, clients
+        self._delayed: dict[TP, tuple[int, int]] = {}  # each partition's last mapping not written yet
+
+    @property
+    def delayed_syncs(self) -> Mapping[TP, tuple[int, int]]:
+        """The mapping of each partition published at the next flush."""
+        return self._delayed
 
     def absorb(self, results: list[TaskResult]) -> int:
         """The results of a batch's tasks; how many records they copied."""
-        conn = self._clients()
+        conn = self.clients
         parts = self.parts
         moved = 0
         to_commit: dict[TP, int] = {}
@@ -123,7 +142,7 @@ class Absorber:
         failed: list[TP] = []
         for r in results:
             if r.process:
-                parts.last_owner[r.slot] = r.process if not r.fatal else None
+                parts.task_ran(r.slot, r.process if not r.fatal else None)
             if r.error:
                 self._error(f"slot {r.slot}: {r.error}")
                 failed += [p.tp for p in r.partitions]
@@ -143,39 +162,34 @@ class Absorber:
                     self.faults.out_of_range(tp, p.start, p.out_of_range)
                     continue
                 if p.dead_lettered and advances:
-                    parts.dead_letters[tp] = parts.dead_letters.get(tp, 0) + p.dead_lettered
+                    parts.dead_lettered(tp, p.dead_lettered)
                     self._error(
                         f"{tp[0]}[{tp[1]}]: {p.dead_lettered} record(s) refused by the target written to the "
-                        f"dead-letter topic {dead_letters_topic_name(self._spec())} (on_refused_record: skip)"
+                        f"dead-letter topic {dead_letters_topic_name(self._flow.spec)} (on_refused_record: skip)"
                     )
                 if p.count == 0 and not p.eof and not r.error and p.start >= 0:
                     silent.append(p)
                 if advances and (p.count > 0 or (p.next >= 0 and p.next != parts.positions.get(tp))):
-                    parts.positions[tp] = p.next
+                    parts.advanced(tp, p.next)
                     if p.source_committed != p.next:  # at-least-once: the task's own last commit recorded it
                         to_commit[tp] = p.next
                 self.progress.records += p.count
                 self.progress.bytes += p.bytes
                 moved += p.count
-                if p.sync_state is not None:
-                    parts.sync_states[tp] = p.sync_state
                 if p.syncs:
                     conn.syncs.write(tp[0], tp[1], p.syncs)
-                    parts.delayed_syncs.pop(tp, None)
+                    self._delayed.pop(tp, None)
                 if p.last is not None:
                     if p.syncs and tuple(p.syncs[-1]) == tuple(p.last):
-                        parts.delayed_syncs.pop(tp, None)
+                        self._delayed.pop(tp, None)
                     else:
-                        parts.delayed_syncs[tp] = (p.last[0], p.last[1])  # published at the next flush
-                parts.lag[tp] = LagPosition(p.remote, parts.positions.get(tp, p.next), p.hw)
-                if advances:
-                    self.pacing.mark_caught_up(p)
-                else:
-                    self.pacing.caught_up.pop(tp, None)
+                        self._delayed[tp] = (p.last[0], p.last[1])  # published at the next flush
+                parts.task_reported(p)
+                self.gate.task_ended(p, advances)
                 if p.refused is not None and advances:
                     self.faults.halt_refused(tp, p)
         if failed:
-            self._mode().recover(self.reload_positions, failed)
+            mode_of(self._flow.spec).recover(self.reload_positions, failed)
         conn.syncs.flush()
         conn.offsets.commit(to_commit)
         self.progress.latency.add(latency)
@@ -184,14 +198,22 @@ class Absorber:
             self.faults.check_position(p.tp, p.start)
         return moved
 
+    def batch_failed(self) -> None:
+        """The batch failed as a whole (e.g. a Python worker died): nothing was committed. The workers drop their
+        consumers, nothing is caught up, and the positions are brought back to what is durable (delivery.py
+        `recover`)."""
+        self.parts.batch_failed()
+        self.gate.batch_failed()
+        mode_of(self._flow.spec).recover(self.reload_positions, list(self.parts.plan.copy))
+
     def flush_delayed_syncs(self, timeout: float = 30.0) -> None:
         """MM2 publishes the latest unsynced mapping of each partition at offset commit time. `timeout`: how long to
         wait for them (the loop's tick waits a status interval: a source that does not answer must not hold the
         status up for 30 s; what is not delivered stays queued in the producer, its errors raised at the next flush)."""
-        if not self.parts.delayed_syncs:
+        if not self._delayed:
             return
-        delayed, self.parts.delayed_syncs = self.parts.delayed_syncs, {}
-        syncs = self._clients().syncs
+        delayed, self._delayed = self._delayed, {}
+        syncs = self.clients.syncs
         for (topic, partition), pair in delayed.items():
             syncs.write(topic, partition, [pair])
         syncs.flush(timeout)
@@ -201,10 +223,10 @@ class Absorber:
         position may move back: exactly-once the target group is the truth, it may have committed)."""
         wanted = {tp: self.parts.plan.copy[tp] for tp in tps if tp in self.parts.plan.copy}
         try:
-            for tp, (offset, _slot) in self._clients().offsets.load(wanted).items():
+            for tp, (offset, _slot) in self.clients.offsets.load(wanted).items():
                 loaded = offset if offset is not None else -2
                 if forward_only:
                     loaded = max(loaded, self.parts.positions.get(tp, -2))
-                self.parts.positions[tp] = loaded
+                self.parts.reloaded(tp, loaded)
         except Exception as exc:  # noqa: BLE001
             self._error(f"cannot re-read the job's committed positions: {exc}")

@@ -20,22 +20,24 @@ Partitions are assigned to slots stickily (a partition keeps its slot, new ones 
 loaded), and exactly-once commits record the slot, so a partition's transactional id is stable
 across batches and restarts.
 
-What lives where (issue 37: the driver keeps the loop, the lifecycle and the reload; each behaviour is a class of
-its own, given its dependencies and testable without brokers):
+What lives where (issue 37: the driver keeps the loop, the lifecycle and the reload; each behaviour is a part of
+its own, given its dependencies and testable without brokers; issue 49: each piece of state has one owner, the others
+tell it what happened or ask it through its methods):
 
     driver.py         `ReplicationDriver`: the loop (`run`, `step`, `tick`), the lifecycle (`start`, `close`, the
-                      fencing, checkpoint and source-end rounds), the reload (`reload_spec`, `refresh`); `Threads`,
-                      `Periodic`, the executors
-    driver_parts.py   what it holds: `progress` (Progress), `parts` (Partitions), `timers` (Timers), `conn`
-                      (Connections, opened at start), `Pacing` (the idle gate's state), `StuckWatch`
-    idle_gate.py      `gate` (IdleGate): is there work (`work_waiting`), what the arrival watch listens to, the
-                      idle wait
+                      fencing and checkpoint rounds), the spec reload (`reload_spec`); `Threads`, `Periodic`, the
+                      executors. The parts read the spec through the driver (`FlowSpec`) and get the clients at start
+    driver_parts.py   what it holds: `progress` (Progress), `parts` (Partitions: the one owner of where each partition
+                      stands), `timers` (Timers), `conn` (Connections, opened at start), `StuckWatch`, `ReachWatch`
+    idle_gate.py      `gate` (IdleGate): is there work (`work_waiting`), what the arrival watch listens to, the idle
+                      wait; it owns its pacing state (what is caught up, the ends read) and the flow's stop event
+    refresh.py        `refresher` (TopicRefresh): the partitions copied, their positions loaded, the record limits
     source_faults.py  `faults` (SourceFaults): data lost at the source and refused records, `offset_reset`
                       (the pure rules are source_loss.py's)
     batches.py        `shaper` (BatchShaper): the tasks of a batch; `absorber` (Absorber): its results taken in
-                      and committed, the delayed offset syncs
-    reporting.py      `reporter` (Reporter): lag, state, faults, the status record and the lag metrics (the
-                      metrics, metrics.py, read the flow through it)
+                      and committed, a failed batch, the delayed offset syncs
+    reporting.py      `reporter` (Reporter): lag and the side channel reading the source's ends, state, faults, the
+                      status record; it hands the metrics (metrics.py) a frozen snapshot after each batch
 """
 
 from __future__ import annotations
@@ -60,25 +62,15 @@ from reconciler.contract.status import StatusState
 from reconciler.engine.batches import Absorber, BatchShaper
 from reconciler.engine.clients import SharedClients
 from reconciler.engine.delivery import DeliveryMode, mode_of
-from reconciler.engine.driver_parts import (
-    Cluster,
-    Connections,
-    Pacing,
-    Partitions,
-    Progress,
-    ReachWatch,
-    StuckWatch,
-    Timers,
-)
+from reconciler.engine.driver_parts import Connections, Partitions, Progress, Timers
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.idle_gate import IdleGate, Work
 from reconciler.engine.metrics import JobMetrics
+from reconciler.engine.refresh import TopicRefresh
 from reconciler.engine.reporting import Reporter
 from reconciler.engine.source_faults import SourceFaults
-from reconciler.engine.source_loss import recreated_topics
 from reconciler.engine.tasks import CopyTask, TaskResult
-from reconciler.engine.topics import plan_partitions
 from reconciler.engine.worker import run_tasks
 from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
@@ -87,18 +79,6 @@ from reconciler.topology.choices import OnRefusedRecord
 log = logging.getLogger(__name__)
 
 TICK_S = 0.5  # how often the side channels are looked at while a batch runs
-
-
-class LinkedEvent(threading.Event):
-    """An event whose `set` also sets `linked` (the driver's stop also ends its idle wait on `wake`)."""
-
-    def __init__(self, linked: threading.Event):
-        super().__init__()
-        self._linked = linked
-
-    def set(self) -> None:
-        super().set()
-        self._linked.set()
 
 
 class Periodic:
@@ -189,6 +169,38 @@ class Threads:
             self.runner = BatchRunner()
         return self.runner
 
+    def start(self, driver: ReplicationDriver) -> None:
+        """The side channels of a started driver, each interval read at each round (a reloaded spec applies): its
+        checkpoint rounds, its fencing rounds (when it has a `fence`), the lag's source end reads (each status sees
+        a read this fresh) and its status (published once first, from the loop's thread)."""
+        reporter = driver.reporter
+
+        def every(
+            name: str, action: Callable[[], object], interval: Callable[[], float], on_error: Callable[[str], None]
+        ) -> Periodic:
+            side = Periodic(name, action, interval, on_error)
+            side.start()
+            return side
+
+        self.checkpointing = every(
+            "checkpoints",
+            driver.checkpoint_round,
+            lambda: driver.spec.settings.checkpoints.interval_seconds,
+            driver.error,
+        )
+        if self.fence is not None:
+            self.fencing = every(
+                "fencing",
+                driver.fence_round,
+                lambda: max(1.0, driver.spec.engine.status_interval_seconds),
+                driver.error,
+            )
+        self.lag_reading = every("source end offsets", reporter.read_source_ends, reporter.lag_interval, driver.error)
+        reporter.publish_status()
+        self.status = every(
+            "status", reporter.publish_status, lambda: driver.spec.engine.status_interval_seconds, driver.log.warning
+        )
+
     def stop(self) -> tuple[bool, bool]:
         """Stop them all, the fence closed once its thread has stopped; whether the source end reads and the
         checkpoint rounds stopped in time (if not, their clients are still in use)."""
@@ -245,11 +257,12 @@ def _spec_of(spec: JobSpec | str | Path, spec_file: SpecFile | None) -> tuple[Sp
 
 class ReplicationDriver:
     """One flow's replication job (the module's docstring): the loop (`run`, `step`, `tick`), the lifecycle (`start`,
-    `close`, the fencing, checkpoint and source-end rounds) and the spec reload (`reload_spec`, `refresh`). Besides
-    its spec, executor, lifecycle (`state`, `stop_event`, `exit_code`) and metrics, it holds typed parts
-    (driver_parts.py): `progress` (Progress), `parts` (Partitions), `timers` (Timers), `conn` (Connections, from
-    start) and `threads` (Threads); and the parts that act on them: `gate` (IdleGate), `faults` (SourceFaults),
-    `shaper` (BatchShaper), `absorber` (Absorber) and `reporter` (Reporter)."""
+    `close`, the fencing and checkpoint rounds) and the spec reload (`reload_spec`). Besides its spec, executor,
+    lifecycle (`state`, `stop_event`, `exit_code`) and metrics, it holds typed parts (driver_parts.py): `progress`
+    (Progress), `parts` (Partitions), `timers` (Timers), `conn` (Connections, from start) and `threads` (Threads);
+    and the parts that act on them, each given the driver to read the spec through and the clients at start: `gate`
+    (IdleGate), `refresher` (TopicRefresh), `faults` (SourceFaults), `shaper` (BatchShaper), `absorber` (Absorber)
+    and `reporter` (Reporter)."""
 
     def __init__(
         self,
@@ -266,48 +279,28 @@ class ReplicationDriver:
         self.executor = executor
         self.environ = environ
         self.shared = shared  # the engine's clients, shared by its flows (None: this flow's own)
-        pacing = Pacing()  # the idle gate's state, shared with the batch parts
-        self.stop_event = LinkedEvent(pacing.wake)  # a stop ends an idle wait at once
         self.exit_code = 0
         self.state: StatusState = StatusState.STARTING
         self.instance_id = (environ if environ is not None else os.environ).get(INSTANCE_ENV)
         self.progress = Progress()  # counts, errors, findings: what the status record and the metrics report
         for c in (self.spec.source, self.spec.target):
             self.progress.redact.add_from(dict(c.config), environ)
-        self.parts = Partitions()  # the partitions copied: plan, positions, slots, sync state, lag, halted
+        self.parts = Partitions()  # the partitions copied and where each stands: their one owner
         self.timers = Timers()  # when the loop's periodic actions are next due
         self.conn: Connections | None = None  # the clients, opened at start (_connect)
         self.threads = Threads()  # the side channels' threads and the batch runner, from start to close
         self.metrics = metrics if metrics is not None else JobMetrics(self.spec.flow)  # served by jobs/mirror_job.py
         # The flow on each line (an engine's log holds the lines of all its flows): a field in JSON, `[flow]` in text.
         self.log = logging.LoggerAdapter(log, {"flow": self.spec.flow})
-        spec_now, mode_now = (lambda: self.spec), (lambda: self.mode)
-        self.gate = IdleGate(spec_now, self.parts, lambda: self.conn, pacing, self.stop_event, self.log, ReachWatch())
-        self.faults = SourceFaults(
-            spec_now,
-            self.parts,
-            pacing,
-            self.progress,
-            lambda: self.connections,
-            self._error,
-            self._fail,
-            self.log,
+        self.gate = IdleGate(self, self.parts, log=self.log)
+        self.stop_event = self.gate.stop  # the gate's: a stop ends an idle wait at once
+        self.faults = SourceFaults(self, self.parts, self.gate, self.progress, self.error, self._fail, self.log)
+        self.refresher = TopicRefresh(
+            self, self.parts, self.progress, self.faults, self.gate.reach, self.error, self.log
         )
-        self.shaper = BatchShaper(self.parts, pacing, self.progress, mode_now)
-        self.absorber = Absorber(
-            spec_now, mode_now, self.parts, pacing, self.progress, self.faults, lambda: self.connections, self._error
-        )
-        self.reporter = Reporter(
-            spec_now,
-            self.parts,
-            self.progress,
-            StuckWatch(),
-            self.gate.reach,  # the clusters that do not answer: told by the gate, the side channel, the status
-            self.metrics,
-            lambda: self.conn,
-            lambda: self.state,
-            self.instance_id,
-        )
+        self.shaper = BatchShaper(self, self.parts, self.gate, self.progress)
+        self.absorber = Absorber(self, self.parts, self.gate, self.progress, self.faults, self.error)
+        self.reporter = Reporter(self, self.parts, self.progress, self.gate, self.metrics, self.instance_id)
         if install_signal_handlers:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop_event.set())
@@ -350,90 +343,48 @@ class ReplicationDriver:
         return self.conn.checkpoints if self.conn is not None else None
 
     def _connect(self) -> None:
-        self.conn = Connections.open(self.spec, self.mode, self.environ, self.gate.pacing.wake, self.shared)
+        """Open the clients and hand them to the parts that use them."""
+        self.conn = conn = Connections.open(self.spec, self.mode, self.environ, self.gate.wake, self.shared)
+        self.gate.connect(conn)
+        self.refresher.connect(conn)
+        self.faults.connect(conn)
+        self.absorber.connect(conn)
+        self.reporter.connect(conn)
 
     def start(self) -> None:
         self._connect()
         conn = self.connections
-        errs = conn.topics.ensure_internal()
-        for e in errs:
-            self._error(e)
+        for e in conn.topics.ensure_internal():
+            self.error(e)
         self.mode.prepare(self.spec, self.environ)
-        self.refresh(first=True)
+        self.refresher.refresh()
         # Replay the offset syncs written before this start (MM2's OffsetSyncStore.start()), so the
         # syncs this run writes are added with their full history.
         conn.checkpoints.read_syncs(timeout=15)
         now = time.monotonic()
+        settings = self.spec.settings
         self.timers = Timers(
-            refresh=now + self.spec.settings.refresh_interval_seconds,
+            refresh=now + settings.refresh_interval_seconds,
             heartbeat=now,
-            delayed_syncs=now + self.spec.settings.checkpoints.interval_seconds,
+            delayed_syncs=now + settings.checkpoints.interval_seconds,
         )
         self.state = StatusState.RUNNING
-        self.threads.checkpointing = Periodic(
-            "checkpoints",
-            self.checkpoint_round,
-            lambda: self.spec.settings.checkpoints.interval_seconds,
-            self._error,
-        )
-        self.threads.checkpointing.start()
         if self.instance_id:
             self.threads.fence = InstanceFence(self.spec, self.instance_id, self.progress.started_at, self.environ)
-            self.threads.fencing = Periodic(
-                "fencing", self.fence_round, lambda: max(1.0, self.spec.engine.status_interval_seconds), self._error
-            )
-            self.threads.fencing.start()
-        self.threads.lag_reading = Periodic(
-            "source end offsets",
-            self.read_source_ends,
-            self._lag_interval,  # each status sees a read this fresh
-            self._error,
-        )
-        self.threads.lag_reading.start()
-        self.reporter.publish_status()
-        self.threads.status = Periodic(
-            "status", self.reporter.publish_status, lambda: self.spec.engine.status_interval_seconds, self.log.warning
-        )
-        self.threads.status.start()
+        self.threads.start(self)
 
     def fence_round(self) -> None:
         """Stop this instance if a newer instance of the flow runs (engine/fencing.py)."""
-        newer = self.threads.fence.newer() if self.threads.fence is not None else None
-        if newer is None or self.stop_event.is_set():
+        why = self.threads.fence.superseded() if self.threads.fence is not None else None
+        if why is None or self.stop_event.is_set():
             return
-        self._error(
-            f"a newer instance {newer.instance_id} of flow {self.spec.flow} runs (started "
-            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime((newer.started_at or 0) / 1000))}): "
-            f"this instance {self.instance_id} stops so that only one copies"
-        )
+        self.error(why)
         self.exit_code = EXIT_SUPERSEDED
         self.stop_event.set()
 
     def checkpoint_round(self) -> None:
         if self.conn is not None and self.spec.settings.checkpoints.enabled:
             self.conn.checkpoints.emit()
-
-    def _lag_interval(self) -> float:
-        """Seconds between two rounds of the lag side channel: half a status interval."""
-        return max(0.1, self.spec.engine.status_interval_seconds / 2)
-
-    def read_source_ends(self) -> None:
-        """The side channel's round: the current end of every partition copied (and the oldest unreplicated
-        record's timestamp of those that lag most), for the next status record and metrics."""
-        if self.conn is None:
-            return
-        # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
-        copy = dict(self.parts.plan.copy)
-        positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
-        idle = self.gate.idle_source_ends(copy, positions, int(1000 * self._lag_interval()), self.reporter.heard())
-        if idle is not None:
-            self.parts.source_ends = idle
-            return
-        seen = {tp: lp.end for tp, lp in dict(self.parts.lag).items() if lp.end is not None}
-        last, reader = self.parts.source_ends, self.conn.end_reader
-        self.parts.source_ends = self.reporter.reach.call(
-            Cluster.SOURCE, lambda: reader.read(copy, positions, seen, last.oldest if last is not None else None)
-        )
 
     def close(self) -> None:
         lag_idle, checkpoints_idle = self.threads.stop()
@@ -442,8 +393,9 @@ class ReplicationDriver:
         if self.conn is not None:
             self.conn.close(end_reader_idle=lag_idle, checkpoints_idle=checkpoints_idle)
 
-    def _error(self, text: str) -> None:
-        self.log.warning("%s", self.progress.error(text))  # _error is called from the side channels' threads too
+    def error(self, text: str) -> None:
+        """Count an error (redacted) and log it; called from the side channels' threads and the parts too."""
+        self.log.warning("%s", self.progress.error(text))
 
     def _fail(self) -> None:
         """The job fails and stops (`offset_reset: fail`)."""
@@ -469,7 +421,7 @@ class ReplicationDriver:
                 self.state = StatusState.STOPPED
         except Exception as exc:
             self.state = StatusState.FAILED
-            self._error(f"{type(exc).__name__}: {exc}")
+            self.error(f"{type(exc).__name__}: {exc}")
             self.log.exception("replication job failed")
             self.exit_code = self.exit_code or 1
         finally:
@@ -494,30 +446,19 @@ class ReplicationDriver:
             self.timers.refresh = now + self.spec.settings.refresh_interval_seconds
             if self.reload_spec():
                 try:
-                    self.refresh()
+                    self.refresher.refresh()
                 except KafkaException as exc:  # a cluster not answering (issue 34): the last plan stands till the next
-                    self._error(f"topic refresh: {exc}")
-        gate, shaper, pacing = self.gate, self.shaper, self.gate.pacing
+                    self.error(f"topic refresh: {exc}")
+        gate, shaper, faults = self.gate, self.shaper, self.faults
         tasks = shaper.plan_tasks()
         work = gate.work_waiting() if tasks else Work.RECORDS
-        if bool(pacing.moved_back and self.faults.ends_moved_back()) | self.faults.check_tails():
+        moved_back = gate.take_moved_back()
+        if bool(moved_back and faults.ends_moved_back(moved_back)) | faults.check_tails():
             tasks, work = shaper.plan_tasks(), Work.RECORDS  # positions moved, partitions halted or let through
-        executor = self.executor
-        if self.conn is not None:
-            if work is Work.RECORDS:
-                self.conn.arrivals.disarm()  # the tasks read what arrives
-            else:
-                self.conn.arrivals.arm(gate.watched_positions())
-        if work is Work.NONE:
-            tasks = []  # idle: no Spark job while there is nothing to fetch
-        elif work is Work.HEARTBEATS:
-            # Heartbeats alone: copied by this driver (the tasks' own code, in this process), not a Spark job.
-            tasks, executor = gate.heartbeat_tasks(tasks), IN_DRIVER
-        elif shaper.one_task():
-            tasks = shaper.plan_tasks(one_task=True)
-        else:
-            tasks = shaper.split_tasks(tasks)
-        pacing.idle_steps = 0 if work is Work.RECORDS else pacing.idle_steps + 1
+        gate.stepping(work)
+        tasks = shaper.shape(work, tasks)
+        # Heartbeats alone: copied by this driver (the tasks' own code, in this process), not a Spark job.
+        executor = IN_DRIVER if work is Work.HEARTBEATS else self.executor
         moved = 0
         results: list[TaskResult] = []
         if not tasks:
@@ -533,19 +474,15 @@ class ReplicationDriver:
             try:
                 results = batch.result()
             except Exception as exc:  # noqa: BLE001 - e.g. a Python worker died: nothing was committed
-                self._error(f"batch failed: {type(exc).__name__}: {str(exc)[:500]}")
-                self.parts.consumer_epoch += 1
-                self.parts.last_owner.clear()
-                pacing.caught_up.clear()
-                self.mode.recover(self.absorber.reload_positions, list(self.parts.plan.copy))
+                self.error(f"batch failed: {type(exc).__name__}: {str(exc)[:500]}")
+                self.absorber.batch_failed()
                 self.stop_event.wait(min(5.0, 0.5 * (1 + self.progress.batch_failures)))
                 self.progress.batch_failures += 1
-                results = []
             else:
                 self.progress.batch_failures = 0
             moved = self.absorber.absorb(results)
         self.progress.batches += 1
-        self.metrics.observe(self.reporter, results)  # the same task results and counters as the status record
+        self.reporter.batch_ended(results)  # the metrics: the same task results and figures as the status record
         # Heartbeats alone are not traffic (issue 39): the loop waits after them as after an idle step (a record
         # arriving at a watched partition ends the wait), not stepping at once to find nothing due.
         return moved > 0 and work is not Work.HEARTBEATS
@@ -561,9 +498,9 @@ class ReplicationDriver:
                 timers.delayed_syncs = now + spec.settings.checkpoints.interval_seconds
                 self.absorber.flush_delayed_syncs(max(1.0, spec.engine.status_interval_seconds))
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time
-            self._error(f"{type(exc).__name__}: {exc}")
+            self.error(f"{type(exc).__name__}: {exc}")
 
-    # --- spec reload and topic refresh ------------------------------------------------------
+    # --- spec reload ------------------------------------------------------------------------
     def reload_spec(self) -> bool:
         """Re-read a changed spec file (SpecFile), apply hot-reloadable changes; False if the job must stop."""
         if self.spec_file is None:
@@ -571,7 +508,7 @@ class ReplicationDriver:
         try:
             new = self.spec_file.changed()
         except Exception as exc:  # noqa: BLE001 - a half-written or broken file: keep the current spec
-            self._error(f"cannot re-read spec {self.spec_file.path}: {exc}")
+            self.error(f"cannot re-read spec {self.spec_file.path}: {exc}")
             return True
         if new is None or new.spec_hash() == self.spec.spec_hash():
             return True
@@ -579,7 +516,7 @@ class ReplicationDriver:
         if restart or self.connections.credentials.rotated_in(self, new):  # rotated: reconnect by a restart in place
             if restart:
                 self.state = StatusState.RESTART_REQUIRED
-                self._error(f"spec changed in fields that need a restart: {', '.join(sorted(restart))}")
+                self.error(f"spec changed in fields that need a restart: {', '.join(sorted(restart))}")
             self.exit_code = EXIT_RESTART_REQUIRED
             self.stop_event.set()
             return False
@@ -588,61 +525,9 @@ class ReplicationDriver:
         self.connections.update_spec(new)
         if new.settings.on_refused_record == OnRefusedRecord.SKIP:  # its dead-letter topic
             for e in self.connections.topics.ensure_internal():
-                self._error(e)
+                self.error(e)
         self.faults.release_halted()  # the partitions halted under a policy the new spec changed resume
         return True
-
-    def refresh(self, first: bool = False) -> None:
-        """Discover source topics/partitions, create missing remote topics, load new positions."""
-        flow, conn = self.spec.mirror_flow, self.connections
-        source = self.reporter.reach.call(Cluster.SOURCE, lambda: conn.topics.describe(conn.source_admin, 15, ids=True))
-        target = self.reporter.reach.call(Cluster.TARGET, lambda: conn.topics.describe(conn.target_admin, 15))
-        plan = plan_partitions(flow, source, target)
-        findings = list(plan.findings)
-        if plan.create:
-            findings += conn.topics.create_remote(plan.create)
-            target = conn.topics.describe(conn.target_admin, 15)
-            plan = plan_partitions(flow, source, target)
-            findings += [f for f in plan.findings if f not in findings]
-        if plan.grow:
-            findings += conn.topics.grow_remote(plan.grow)
-        self.progress.found(findings)
-        for f in findings:
-            self.log.warning("%s", f)
-        new = {tp: remote for tp, remote in plan.copy.items() if tp not in self.parts.positions}
-        if new:
-            loaded = conn.offsets.load(new)
-            for tp, (offset, slot) in loaded.items():
-                self.parts.positions[tp] = offset if offset is not None else -2
-                if slot is not None and 0 <= slot < self.spec.engine.parallelism:
-                    self.parts.slots[tp] = slot
-            self.parts.assign_slots(list(new), self.spec.engine.parallelism)
-        vanished = sorted(self.parts.known_topics - set(source))
-        if vanished:
-            self.parts.consumer_epoch += 1
-            self._error(
-                f"source topics disappeared: {', '.join(vanished)} (their positions are dropped; a topic "
-                f"created again under the same name is copied from its beginning)"
-            )
-        self.parts.known_topics = {t for t, _ in plan.copy}
-        ids = {name: info.topic_id for name, info in source.items() if name in self.parts.known_topics}
-        for topic in recreated_topics(self.parts.topic_ids, ids):
-            for tp in sorted(tp for tp in plan.copy if tp[0] == topic and tp in self.parts.positions):
-                self.faults.recreated(tp, self.parts.topic_ids[topic], ids[topic] or "")
-        self.parts.topic_ids.update({t: i for t, i in ids.items() if i is not None})
-        gone = [tp for tp in self.parts.positions if tp not in plan.copy]
-        for tp in gone:  # topic deleted or no longer matching: forget (positions reload if it returns)
-            self.parts.forget(tp)
-        self.parts.plan = plan
-        self.read_record_limits()
-
-    def read_record_limits(self) -> None:
-        """The largest record each remote topic takes (Partitions.record_limits), at each refresh: a record larger
-        is refused before it is produced (`on_refused_record`), not sent to fail its whole round."""
-        try:
-            self.parts.record_limits = self.connections.topics.record_limits(list(set(self.parts.plan.copy.values())))
-        except Exception as exc:  # noqa: BLE001 - kept from the last read; the broker's answer decides meanwhile
-            self.log.info("cannot read the remote topics' max.message.bytes: %s", exc)
 
 
 def run_job(spec_path: str | Path, executor: Executor, **kw: Any) -> int:

@@ -2,11 +2,12 @@
 
 Connections  the clients and emitters the driver opens at start (`Connections.open`), closed at its end
 Progress     what the job has done: counts, errors, findings, losses, latency and rate
-Partitions   the partitions copied and where each stands: plan, positions, slots, sync state, lag, halted
+Partitions   the partitions copied and where each stands (plan, positions, slots, lag, halted): their one owner
 StuckWatch   the partitions that do not progress while their source is ahead
 ReachWatch   the clusters whose calls fail, since when: the partitions behind them do not progress (unreachable)
 Timers       when the loop next does each periodic action
-Pacing       the idle gate's state (engine/idle_gate.py), shared with the batch parts (engine/batches.py)
+FlowSpec     what the driver's parts read the flow's spec through (the driver: a reload replaces the spec)
+UsesClients  a part that uses the driver's clients, handed over at start
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, JobSpec, rotated_sides
 from reconciler.contract.status import (
@@ -33,7 +34,7 @@ from reconciler.engine.arrivals import ArrivalHub, ArrivalWatch, watch_config
 from reconciler.engine.delivery import DeliveryMode
 from reconciler.engine.emitters import CheckpointEmitter, HeartbeatEmitter, OffsetSyncWriter
 from reconciler.engine.ends import KafkaEndRequests, PartitionEnds
-from reconciler.engine.lag import LagPosition, SourceEndReader, SourceEnds
+from reconciler.engine.lag import LagPosition, SourceEndReader
 from reconciler.engine.offsets import OffsetStore
 from reconciler.engine.tails import CopiedTails
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
@@ -41,8 +42,36 @@ from reconciler.engine.topics import PartitionPlan, TopicManager
 from reconciler.topology import secrets
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 MAX_FINDINGS = 20  # findings and out-of-range events kept for the status record
+
+
+class FlowSpec(Protocol):
+    """The flow's spec as it is now (the driver, whose reload replaces it): what the driver's parts read it through,
+    given the object that holds it rather than a getter."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+
+
+class UsesClients(Generic[C]):
+    """A part of the driver that uses its clients (`C`: the part's own protocol of what it uses of `Connections`),
+    handed over when the driver opens them at its start (`connect`). The part sets `_clients` in its constructor
+    (None, or fakes in a test)."""
+
+    _clients: C | None
+
+    def connect(self, clients: C) -> None:
+        """The driver's clients, opened at its start."""
+        self._clients = clients
+
+    @property
+    def clients(self) -> C:
+        """The clients (the methods that use them run after start)."""
+        if self._clients is None:
+            raise RuntimeError(f"{type(self).__name__}: the driver has not started (no clients)")
+        return self._clients
 
 
 class CredentialWatch:
@@ -254,63 +283,87 @@ class Progress:
             self.reused[key] = self.reused.get(key, 0) + event.reused
 
 
-@dataclass
 class Partitions:
-    """The source partitions the job copies and where each stands. `plan` is the last refresh's partition plan
-    (which partitions are copied, to which remote topic); `positions` the next offset to copy of each (-2: none
-    committed, from the beginning); `slots` the task slot each runs in (sticky: a partition keeps its slot, so an
-    exactly-once partition keeps its transactional id); `sync_states` the offset-sync state the workers hand
-    back, `delayed_syncs` the mapping of each partition published at the next flush; `lag` what the tasks last
-    reported and `source_ends` the side channel's last read (replaced whole, never mutated); `halted` the
-    partitions the job stopped copying and why (out of range under `offset_reset: halt`, a refused record under
-    `on_refused_record: fail`); `record_limits` the largest record each remote topic takes (its `max.message.bytes`
-    less a batch's overhead, read at each refresh); `dead_letters` the records of each partition written to the
-    dead-letter topic (`on_refused_record: skip`). `last_owner` (the process each slot last ran in) and
-    `consumer_epoch` (bumped to make the workers drop their cached consumers) go with each task."""
+    """The source partitions the job copies and where each stands. It is the one owner of that state: the driver's
+    parts read it and tell it what happened through its methods, none writes its fields.
 
-    plan: PartitionPlan = field(default_factory=PartitionPlan)
-    positions: dict[TP, int] = field(default_factory=dict)
-    slots: dict[TP, int] = field(default_factory=dict)
-    sync_states: dict[TP, list[int]] = field(default_factory=dict)
-    delayed_syncs: dict[TP, tuple[int, int]] = field(default_factory=dict)
-    lag: dict[TP, LagPosition] = field(default_factory=dict)
-    source_ends: SourceEnds | None = None
-    halted: dict[TP, PartitionFault] = field(default_factory=dict)
-    record_limits: dict[str, int] = field(default_factory=dict)
-    dead_letters: dict[TP, int] = field(default_factory=dict)
-    known_topics: set[str] = field(default_factory=set)
-    topic_ids: dict[str, str] = field(default_factory=dict)  # the source topics' ids, where the broker gives them
-    #: what was copied last of each partition, and the partitions whose tail is to be read back (engine/tails.py)
-    tails: CopiedTails = field(default_factory=CopiedTails)
-    last_owner: dict[int, str | None] = field(default_factory=dict)
-    consumer_epoch: int = 0
+    Read: `plan`, the last refresh's partition plan (which partitions are copied, to which remote topic);
+    `positions`, the next offset to copy of each (-2: none committed, from the beginning); `slots`, the task slot
+    each runs in (sticky: a partition keeps its slot, so an exactly-once partition keeps its transactional id);
+    `lag`, what the tasks last reported; `halted`, the partitions the job stopped copying and why (a loss under
+    `offset_reset: pause` or `fail`, a refused record under `on_refused_record: fail`); `dead_letters`, the records of
+    each partition written to the dead-letter topic (`on_refused_record: skip`); `tails`, what was copied last of each
+    partition and the partitions whose tail is to be read back (engine/tails.py `CopiedTails`, its own methods).
+    What goes with each task (`tasks`) besides: the offset-sync state the workers hand back, the largest record each
+    remote topic takes (its `max.message.bytes` less a batch's overhead, read at each refresh), the process each slot
+    last ran in and the consumer epoch (bumped to make the workers drop their cached consumers).
 
-    def assign_slots(self, tps: list[TP], parallelism: int) -> None:
-        """Slots for `tps`: a partition with a valid slot keeps it, the others go to the least loaded slot."""
-        load = {s: 0 for s in range(parallelism)}
-        for tp, s in self.slots.items():
-            if s in load and tp in self.positions:
-                load[s] += 1
-        for tp in sorted(tps):
-            if tp in self.slots and self.slots[tp] in load:
-                continue
-            slot = min(load, key=lambda s: (load[s], s))
-            self.slots[tp] = slot
-            load[slot] += 1
+    Told: by the topic refresh (engine/refresh.py) `loaded`, `replanned`, `limits_read`, `renew_consumers`; by the
+    batch absorber (engine/batches.py) `task_ran`, `advanced`, `task_reported`, `dead_lettered`, `reloaded`; by the
+    loss handler (engine/source_faults.py) `moved`, `halt`, `release`, `renew_consumers`; by the driver
+    `batch_failed`. The status thread reads it while the loop's thread tells it (dicts replaced or set per key:
+    a copy taken with `dict(...)` is consistent)."""
 
-    def forget(self, tp: TP) -> None:
-        """A partition no longer copied (topic deleted or no longer matching): its position reloads if it returns."""
-        self.positions.pop(tp, None)
-        self.slots.pop(tp, None)
-        self.lag.pop(tp, None)
-        self.tails.forget(tp)
+    def __init__(
+        self,
+        plan: PartitionPlan | None = None,
+        positions: Mapping[TP, int] | None = None,
+        slots: Mapping[TP, int] | None = None,
+        sync_states: Mapping[TP, list[int]] | None = None,
+        halted: Mapping[TP, PartitionFault] | None = None,
+        last_owner: Mapping[int, str | None] | None = None,
+        consumer_epoch: int = 0,
+    ):
+        """A job's partitions start empty (the first refresh plans them); the arguments set a state to start from
+        (tests)."""
+        self._plan = plan if plan is not None else PartitionPlan()
+        self._positions: dict[TP, int] = dict(positions or {})
+        self._slots: dict[TP, int] = dict(slots or {})
+        self._sync_states: dict[TP, list[int]] = dict(sync_states or {})
+        self._lag: dict[TP, LagPosition] = {}
+        self._halted: dict[TP, PartitionFault] = dict(halted or {})
+        self._record_limits: dict[str, int] = {}
+        self._dead_letters: dict[TP, int] = {}
+        self._last_owner: dict[int, str | None] = dict(last_owner or {})
+        self._consumer_epoch = consumer_epoch
+        self.tails = CopiedTails()
+
+    # --- read ------------------------------------------------------------------------------------------------------
+    @property
+    def plan(self) -> PartitionPlan:
+        return self._plan
+
+    @property
+    def positions(self) -> Mapping[TP, int]:
+        return self._positions
+
+    @property
+    def slots(self) -> Mapping[TP, int]:
+        return self._slots
+
+    @property
+    def lag(self) -> Mapping[TP, LagPosition]:
+        return self._lag
+
+    @property
+    def halted(self) -> Mapping[TP, PartitionFault]:
+        return self._halted
+
+    @property
+    def dead_letters(self) -> Mapping[TP, int]:
+        return self._dead_letters
+
+    @property
+    def consumer_epoch(self) -> int:
+        """Bumped to make the workers drop their cached consumers (`renew_consumers`); each task carries it."""
+        return self._consumer_epoch
 
     def copied(self) -> list[TP]:
         """The partitions a batch copies: planned, not halted, with a position, and no tail to read back first
         (`tails.suspects`: engine/tails.py)."""
         held = self.tails.suspects
         return [
-            tp for tp in sorted(self.plan.copy) if tp not in self.halted and tp in self.positions and tp not in held
+            tp for tp in sorted(self._plan.copy) if tp not in self._halted and tp in self._positions and tp not in held
         ]
 
     def backlog(self, ends: Mapping[TP, int]) -> int | None:
@@ -318,7 +371,7 @@ class Partitions:
         partition without an end, or copied from its beginning: no offset yet)."""
         total = 0
         for tp in self.copied():
-            position = self.positions[tp]
+            position = self._positions[tp]
             if tp not in ends or position < 0:
                 return None
             total += max(0, ends[tp] - position)
@@ -328,23 +381,118 @@ class Partitions:
         """One task per slot: its partitions (not halted, with a position) and the offset each starts from. With
         `one_task`, a single task for all of them (in the lowest of their slots): one consumer, one fetch loop."""
         by_slot: dict[int, list[PartitionTask]] = {}
+        copy = self._plan.copy
         for tp in self.copied():
-            by_slot.setdefault(self.slots.get(tp, 0), []).append(
+            by_slot.setdefault(self._slots.get(tp, 0), []).append(
                 PartitionTask(
                     tp[0],
                     tp[1],
-                    self.plan.copy[tp],
-                    self.positions[tp],
-                    self.sync_states.get(tp),
-                    max_record_bytes=self.record_limits.get(self.plan.copy[tp]),
+                    copy[tp],
+                    self._positions[tp],
+                    self._sync_states.get(tp),
+                    max_record_bytes=self._record_limits.get(copy[tp]),
                 )
             )
         if one_task and len(by_slot) > 1:
             by_slot = {min(by_slot): sorted((p for parts in by_slot.values() for p in parts), key=lambda p: p.tp)}
         return [
-            CopyTask(s, batch, tuple(parts), self.last_owner.get(s), self.consumer_epoch)
+            CopyTask(s, batch, tuple(parts), self._last_owner.get(s), self._consumer_epoch)
             for s, parts in sorted(by_slot.items())
         ]
+
+    # --- the topic refresh -----------------------------------------------------------------------------------------
+    def loaded(self, loaded: Mapping[TP, tuple[int | None, int | None]], parallelism: int) -> None:
+        """New partitions' positions and slots as the job's group holds them (None: none committed, from the
+        beginning; a slot outside `parallelism`: assigned again); the others go to the least loaded slot."""
+        for tp, (offset, slot) in loaded.items():
+            self._positions[tp] = offset if offset is not None else -2
+            if slot is not None and 0 <= slot < parallelism:
+                self._slots[tp] = slot
+        self.assign_slots(list(loaded), parallelism)
+
+    def assign_slots(self, tps: list[TP], parallelism: int) -> None:
+        """Slots for `tps`: a partition with a valid slot keeps it, the others go to the least loaded slot."""
+        load = {s: 0 for s in range(parallelism)}
+        for tp, s in self._slots.items():
+            if s in load and tp in self._positions:
+                load[s] += 1
+        for tp in sorted(tps):
+            if tp in self._slots and self._slots[tp] in load:
+                continue
+            slot = min(load, key=lambda s: (load[s], s))
+            self._slots[tp] = slot
+            load[slot] += 1
+
+    def replanned(self, plan: PartitionPlan) -> None:
+        """The refresh's new plan: the partitions it no longer copies are forgotten (`forget`)."""
+        for tp in [tp for tp in self._positions if tp not in plan.copy]:
+            self.forget(tp)
+        self._plan = plan
+
+    def forget(self, tp: TP) -> None:
+        """A partition no longer copied (topic deleted or no longer matching): its position reloads if it returns."""
+        self._positions.pop(tp, None)
+        self._slots.pop(tp, None)
+        self._lag.pop(tp, None)
+        self.tails.forget(tp)
+
+    def limits_read(self, limits: Mapping[str, int]) -> None:
+        """The largest record each remote topic takes, as read at a refresh."""
+        self._record_limits = dict(limits)
+
+    def renew_consumers(self) -> None:
+        """The workers drop their cached consumers at the next task (a topic vanished, a position moved, a
+        partition halted or released)."""
+        self._consumer_epoch += 1
+
+    # --- a batch's results -----------------------------------------------------------------------------------------
+    def task_ran(self, slot: int, process: str | None) -> None:
+        """The slot's task ran in `process` (None: its process must initialise the slot's transactional id again)."""
+        self._last_owner[slot] = process
+
+    def advanced(self, tp: TP, offset: int) -> None:
+        """A task copied `tp` to `offset` (the next to copy)."""
+        self._positions[tp] = offset
+
+    def task_reported(self, p: PartitionResult) -> None:
+        """A task's word on `p.tp`: its offset-sync state, and its lag (the position against the end the task saw)."""
+        if p.sync_state is not None:
+            self._sync_states[p.tp] = p.sync_state
+        self._lag[p.tp] = LagPosition(p.remote, self._positions.get(p.tp, p.next), p.hw)
+
+    def dead_lettered(self, tp: TP, count: int) -> None:
+        """`count` records of `tp` the target refused went to the dead-letter topic."""
+        self._dead_letters[tp] = self._dead_letters.get(tp, 0) + count
+
+    def reloaded(self, tp: TP, offset: int) -> None:
+        """After a failed batch: `tp`'s position as the job's group holds it (delivery.py decides which group)."""
+        self._positions[tp] = offset
+
+    def batch_failed(self) -> None:
+        """A batch failed (e.g. a Python worker died): the workers drop their consumers and every slot's process is
+        unknown (its transactional id is initialised again)."""
+        self._consumer_epoch += 1
+        self._last_owner.clear()
+
+    # --- the loss handler ------------------------------------------------------------------------------------------
+    def moved(self, tp: TP, offset: int) -> None:
+        """`tp` is copied again from `offset` (the source lost records): its offset-sync state starts over and what
+        was copied at and after `offset` is not on the source."""
+        self._positions[tp] = offset
+        self._sync_states.pop(tp, None)
+        self.tails.moved_back(tp, offset)
+
+    def halt(self, tp: TP, fault: PartitionFault) -> None:
+        """`tp` is no longer copied, for `fault`, until released or the job restarts."""
+        self._halted[tp] = fault
+
+    def release(self, kinds: Iterable[FaultKind]) -> list[TP]:
+        """The partitions halted for a fault of `kinds` are copied again (a reloaded policy); which they are."""
+        wanted = set(kinds)
+        released = [tp for tp, f in self._halted.items() if f.kind in wanted]
+        for tp in released:
+            del self._halted[tp]
+        return released
 
 
 @dataclass
@@ -460,46 +608,3 @@ class Timers:
     refresh: float = 0.0
     heartbeat: float = 0.0
     delayed_syncs: float = 0.0
-
-
-@dataclass
-class Pacing:
-    """The idle gate's state (engine/idle_gate.py `IdleGate`), which the batch parts read and update too:
-    `ends_before`, the source's ends read before the last batch; `caught_up`, the partitions caught up as of such an
-    end; `ends_answered`, each partition's end as the source last answered it (kept across failed reads);
-    `moved_back`, the ends read below those (before, now); `idle_steps`, the steps in a row the gate
-    found nothing to copy (`idle_wait` backs off by it); `wake`, set to end an idle wait early (a record arrived at
-    the arrival watch, or the flow stopped); and the gate's own timers (monotonic seconds): `gate_recheck`, when a
-    caught-up flow runs a batch all the same, and `heartbeats_copy`, when the driver next copies heartbeats."""
-
-    ends_before: dict[TP, int] = field(default_factory=dict)
-    ends_read_at_ms: int = 0  # when `ends_before` was read (epoch ms)
-    # each partition's end as the source last answered it, kept across reads that failed: where a lost tail shows
-    ends_answered: dict[TP, int] = field(default_factory=dict)
-    moved_back: dict[TP, tuple[int, int]] = field(default_factory=dict)  # ends below the last read: (before, now)
-    caught_up: dict[TP, int] = field(default_factory=dict)
-    idle_steps: int = 0
-    gate_recheck: float = 0.0
-    heartbeats_copy: float = 0.0
-    wake: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
-
-    def idle_ends(self, copy: Mapping[TP, str], positions: Mapping[TP, int], max_age_ms: int) -> SourceEnds | None:
-        """The gate's last read as the lag side channel's, while the flow is idle: every partition copied caught
-        up at an end read at most `max_age_ms` ago, at a known position (nothing lags, nothing is committed
-        beyond the positions). None otherwise: the side channel reads for itself. One read of the ends a second
-        then serves both (an idle flow saved a ListOffsets and an OffsetFetch every half status interval)."""
-        if self.idle_steps < 2 or not copy or int(time.time() * 1000) - self.ends_read_at_ms > max_age_ms:
-            return None
-        ends, caught = self.ends_before, self.caught_up
-        if any(tp not in ends or caught.get(tp) != ends[tp] or positions.get(tp, -1) < 0 for tp in copy):
-            return None
-        return SourceEnds({tp: ends[tp] for tp in copy}, self.ends_read_at_ms, committed=dict(positions))
-
-    def mark_caught_up(self, p: PartitionResult) -> None:
-        """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""
-        at_end = p.eof and p.hw is not None and 0 <= p.hw <= p.next and not p.error and not p.out_of_range
-        end = self.ends_before.get(p.tp)
-        if at_end and end is not None:
-            self.caught_up[p.tp] = end
-        else:
-            self.caught_up.pop(p.tp, None)

@@ -12,6 +12,7 @@ fenced by their transactional ids as well; this covers at-least-once jobs, which
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,6 +54,17 @@ class InstanceFence:
         self._consumer.assign([TopicPartition(STATUS_TOPIC, p, -1) for p in sorted(t.partitions)])
         self._assigned = True
         return True
+
+    def superseded(self) -> str | None:
+        """Why this instance stops, when a newer instance of the flow runs (None: none does)."""
+        newer = self.newer()
+        if newer is None:
+            return None
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime((newer.started_at or 0) / 1000))
+        return (
+            f"a newer instance {newer.instance_id} of flow {self.flow} runs (started {started}): "
+            f"this instance {self.instance_id} stops so that only one copies"
+        )
 
     def newer(self, max_wait: float = 0.5) -> StatusRecord | None:
         """The newest status record of another, newer instance of the flow published since the last call. The

@@ -119,6 +119,7 @@ class EngineHost:
         self.clock = clock
         self.slots: dict[str, _Slot] = {}
         self.stop_event = threading.Event()
+        self.reconciled = threading.Event()  # set once the first round has started the flows of the files
         self._last: list[FlowRuntime] | None = None
 
     # --- one round ----------------------------------------------------------------------------
@@ -151,6 +152,7 @@ class EngineHost:
                 slot.token = token
                 self._start(slot, now)
         flows = self.flows()
+        self.reconciled.set()
         if flows != self._last:
             self._last = flows
             if self.on_change is not None:

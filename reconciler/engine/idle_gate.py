@@ -2,9 +2,13 @@
 
 A caught-up flow launches no Spark job: before each batch the gate reads the source's end offsets (or, while the
 arrival watch hears nothing, reads nothing: engine/arrivals.py) and compares them with where each partition was
-caught up (`Pacing`, driver_parts.py). Heartbeats alone are copied by the driver itself, once a heartbeat interval.
-After a step that copied nothing the driver waits (`idle`), longer each step in a row (`idle_wait`), until a record
-arrives at a watched partition or the flow stops.
+caught up. Heartbeats alone are copied by the driver itself, once a heartbeat interval. After a step that copied
+nothing the driver waits (`idle`), longer each step in a row (`idle_wait`), until a record arrives at a watched
+partition or the flow stops.
+
+The gate owns its pacing state (`Pacing`: the ends read, what is caught up, its timers), private to it: the other
+parts tell it what happened (`task_ended`, `records_lost`, `record_refused`, `batch_failed`, `stepping`) and ask
+it what they need (`ends_before`, `caught_up`, `take_moved_back`, `idle_source_ends`).
 """
 
 from __future__ import annotations
@@ -14,19 +18,31 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
-from reconciler.contract.spec import JobSpec
-from reconciler.engine.driver_parts import Cluster, Pacing, Partitions, ReachWatch
+from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, ReachWatch, UsesClients
 from reconciler.engine.lag import SourceEnds
 from reconciler.engine.source_loss import ends_moved_back
-from reconciler.engine.tasks import TP, CopyTask
+from reconciler.engine.tasks import TP, CopyTask, PartitionResult
 
 GATE_RECHECK_S = 60.0  # a caught-up flow still runs a batch this often (work_waiting)
 IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
 
 log = logging.getLogger(__name__)
+
+
+class LinkedEvent(threading.Event):
+    """An event whose `set` also sets `linked` (the flow's stop also ends the gate's idle wait on `wake`)."""
+
+    def __init__(self, linked: threading.Event):
+        super().__init__()
+        self._linked = linked
+
+    def set(self) -> None:
+        super().set()
+        self._linked.set()
 
 
 class Work(enum.Enum):
@@ -44,9 +60,13 @@ class EndOffsets(Protocol):
 
 
 class Arrivals(Protocol):
-    """Whether a record arrived at the watched partitions (arrivals.py `ArrivalWatch`)."""
+    """Whether a record arrived at the watched partitions, and what to watch (arrivals.py `ArrivalWatch`)."""
 
     def quiet(self, positions: Mapping[TP, int]) -> bool: ...
+
+    def arm(self, positions: Mapping[TP, int]) -> None: ...
+
+    def disarm(self) -> None: ...
 
 
 class GateClients(Protocol):
@@ -59,37 +79,130 @@ class GateClients(Protocol):
     def arrivals(self) -> Arrivals: ...
 
 
-class IdleGate:
+@dataclass
+class Pacing:
+    """The idle gate's state, private to it (`IdleGate`; a gate can be given one to start from: tests):
+    `ends_before`, the source's ends read before the last batch, and when (`ends_read_at_ms`, epoch ms); `caught_up`,
+    the partitions caught up as of such an end; `ends_answered`, each partition's end as the source last answered it
+    (kept across failed reads: where a lost tail shows); `moved_back`, the ends read below those (before, now), until
+    the loss handler takes them; `idle_steps`, the steps in a row the gate found nothing to copy (`idle_wait` backs
+    off by it); and the gate's timers (monotonic seconds): `gate_recheck`, when a caught-up flow runs a batch all the
+    same, and `heartbeats_copy`, when the driver next copies heartbeats."""
+
+    ends_before: dict[TP, int] = field(default_factory=dict)
+    ends_read_at_ms: int = 0
+    ends_answered: dict[TP, int] = field(default_factory=dict)
+    moved_back: dict[TP, tuple[int, int]] = field(default_factory=dict)
+    caught_up: dict[TP, int] = field(default_factory=dict)
+    idle_steps: int = 0
+    gate_recheck: float = 0.0
+    heartbeats_copy: float = 0.0
+
+    def idle_ends(self, copy: Mapping[TP, str], positions: Mapping[TP, int], max_age_ms: int) -> SourceEnds | None:
+        """The gate's last read as the lag side channel's, while the flow is idle: every partition copied caught
+        up at an end read at most `max_age_ms` ago, at a known position (nothing lags, nothing is committed
+        beyond the positions). None otherwise: the side channel reads for itself. One read of the ends a second
+        then serves both (an idle flow saved a ListOffsets and an OffsetFetch every half status interval)."""
+        if self.idle_steps < 2 or not copy or int(time.time() * 1000) - self.ends_read_at_ms > max_age_ms:
+            return None
+        ends, caught = self.ends_before, self.caught_up
+        if any(tp not in ends or caught.get(tp) != ends[tp] or positions.get(tp, -1) < 0 for tp in copy):
+            return None
+        return SourceEnds({tp: ends[tp] for tp in copy}, self.ends_read_at_ms, committed=dict(positions))
+
+    def mark_caught_up(self, p: PartitionResult) -> None:
+        """After a task: `p.tp` is caught up (at the end its task saw) as of the end read before the batch."""
+        at_end = p.eof and p.hw is not None and 0 <= p.hw <= p.next and not p.error and not p.out_of_range
+        end = self.ends_before.get(p.tp)
+        if at_end and end is not None:
+            self.caught_up[p.tp] = end
+        else:
+            self.caught_up.pop(p.tp, None)
+
+
+class IdleGate(UsesClients[GateClients]):
     """Decides whether a batch runs (`work_waiting`), what the arrival watch listens to (`watched_positions`) and
-    how long an idle driver waits (`idle_wait`, `idle`). It is given the flow's spec (a getter: a reload replaces
-    it), its partitions, its clients (a getter: None before start), the pacing state it keeps (`pacing`) and the
-    driver's stop event (a stop ends an idle wait)."""
+    how long an idle driver waits (`idle_wait`, `idle`). It is given the flow (`FlowSpec`: its spec now), its
+    partitions, the reach watch it tells whether the source answers its reads, and its clients when the driver opens
+    them (`connect`). It makes the flow's `stop` (a stop ends an idle wait) and the `wake` event the arrival watch
+    sets; its pacing state is its own (`Pacing`), told by the other parts through its methods."""
 
     def __init__(
         self,
-        spec: Callable[[], JobSpec],
+        flow: FlowSpec,
         parts: Partitions,
-        clients: Callable[[], GateClients | None],
-        pacing: Pacing,
-        stop: threading.Event,
-        log: logging.Logger | logging.LoggerAdapter[logging.Logger] = log,
         reach: ReachWatch | None = None,
+        log: logging.Logger | logging.LoggerAdapter[logging.Logger] = log,
+        *,
+        clients: GateClients | None = None,
+        pacing: Pacing | None = None,
     ):
-        self._spec, self.parts, self._clients, self.pacing, self.stop, self.log = (
-            spec,
-            parts,
-            clients,
-            pacing,
-            stop,
-            log,
-        )
+        self._flow, self.parts, self.log = flow, parts, log
         self.reach = reach if reach is not None else ReachWatch()  # told whether the source answers its reads
+        self._clients = clients  # None before the driver starts
+        self._pacing = pacing if pacing is not None else Pacing()
+        self._wake = threading.Event()  # set to end an idle wait early: a record arrived, or the flow stopped
+        self.stop = LinkedEvent(self._wake)  # the flow's stop (the driver's `stop_event`)
         self._ends_answered_at_ms = 0  # when the source last answered the gate's read of its ends (epoch ms)
         self._source_failed = False  # the last read of the source's ends failed
 
+    @property
+    def wake(self) -> threading.Event:
+        """Set to end an idle wait early (the arrival watch sets it when a record arrives; the flow's stop too)."""
+        return self._wake
+
+    @property
+    def ends_before(self) -> Mapping[TP, int]:
+        """The source's ends read before this batch (the batch shaper splits a backlog at them)."""
+        return self._pacing.ends_before
+
+    @property
+    def caught_up(self) -> Mapping[TP, int]:
+        """The partitions caught up, each at the end it was caught up at."""
+        return self._pacing.caught_up
+
+    # --- what happened ---------------------------------------------------------------------------------------------
+    def task_ended(self, p: PartitionResult, advanced: bool) -> None:
+        """A task reported `p` (`advanced`: its work counts; a failed task's does not): caught up at the end read
+        before the batch if the task ended there, else not."""
+        if advanced:
+            self._pacing.mark_caught_up(p)
+        else:
+            self._pacing.caught_up.pop(p.tp, None)
+
+    def records_lost(self, tp: TP) -> None:
+        """The source lost records of `tp` and the loss handler moves or halts it: not caught up."""
+        self._pacing.caught_up.pop(tp, None)
+
+    def record_refused(self, tp: TP) -> None:
+        """`tp` halted at a record the target refuses: not caught up."""
+        self._pacing.caught_up.pop(tp, None)
+
+    def batch_failed(self) -> None:
+        """A batch failed: nothing is known to be caught up."""
+        self._pacing.caught_up.clear()
+
+    def stepping(self, work: Work) -> None:
+        """The driver's step goes on with `work` (its last word: the loss handler may have moved positions): while
+        nothing is copied the arrival watch listens at the caught-up partitions (`watched_positions`), else the tasks
+        read what arrives; the idle steps in a row are counted (`idle_wait`)."""
+        if self._clients is not None:
+            if work is Work.RECORDS:
+                self._clients.arrivals.disarm()
+            else:
+                self._clients.arrivals.arm(self.watched_positions())
+        self._pacing.idle_steps = 0 if work is Work.RECORDS else self._pacing.idle_steps + 1
+
+    def take_moved_back(self) -> dict[TP, tuple[int, int]]:
+        """The partitions whose end the gate read below the end the source last answered, (before, now) each, since
+        the last call (the loss handler's: `SourceFaults.ends_moved_back`)."""
+        moved, self._pacing.moved_back = self._pacing.moved_back, {}
+        return moved
+
+    # --- what to do ------------------------------------------------------------------------------------------------
     def ends_read_since(self, at_ms: int) -> bool:
         """Whether the gate has read the source's ends (asked at or after `at_ms`, epoch ms, and answered) since:
-        its `pacing` compares the next ends with those."""
+        its pacing compares the next ends with those."""
         return self._ends_answered_at_ms >= at_ms
 
     def work_waiting(self) -> Work:
@@ -102,10 +215,10 @@ class IdleGate:
         (`watch_hears_all`), nothing is read: those partitions are caught up as the watch knows them. An engine
         whose flows have nothing to copy costs no request and no Spark job; heartbeats alone are copied by the
         driver (`Work.HEARTBEATS`)."""
-        clients = self._clients()
+        clients = self._clients
         if clients is None:
             return Work.RECORDS
-        pacing = self.pacing
+        pacing = self._pacing
         copy = [tp for tp in self.parts.plan.copy if tp not in self.parts.halted]
         now = time.monotonic()
         if now < pacing.gate_recheck and self.watch_hears_all(copy):
@@ -139,7 +252,7 @@ class IdleGate:
                 return Work.NONE
             waiting = copy
         pacing.gate_recheck = now + GATE_RECHECK_S
-        policy = self._spec().settings.policy
+        policy = self._flow.spec.settings.policy
         if all(policy.is_heartbeats_topic(topic) for topic, _ in waiting):
             return self._heartbeats_when_due(now, waiting)
         return Work.RECORDS
@@ -148,11 +261,11 @@ class IdleGate:
         """Heartbeats (a record every few seconds from each flow of the source) are copied by the driver, at most
         once a heartbeat interval: no Spark job, and their age downstream grows by at most that much. HEARTBEATS
         when that interval has passed and `tps` hold a heartbeats partition, NONE otherwise."""
-        spec = self._spec()
+        spec = self._flow.spec
         policy = spec.settings.policy
-        if now < self.pacing.heartbeats_copy or not any(policy.is_heartbeats_topic(t) for t, _ in tps):
+        if now < self._pacing.heartbeats_copy or not any(policy.is_heartbeats_topic(t) for t, _ in tps):
             return Work.NONE
-        self.pacing.heartbeats_copy = now + spec.settings.heartbeats.interval_seconds
+        self._pacing.heartbeats_copy = now + spec.settings.heartbeats.interval_seconds
         return Work.HEARTBEATS
 
     def watch_hears_all(self, copy: list[TP]) -> bool:
@@ -160,30 +273,30 @@ class IdleGate:
         flow's positions, and has heard nothing there (engine/arrivals.py): those partitions are at their ends
         without a read of the source."""
         watched = self.watched_positions()
-        clients = self._clients()
+        clients = self._clients
         if not watched or clients is None:
             return False
-        policy = self._spec().settings.policy
+        policy = self._flow.spec.settings.policy
         listened = all(tp in watched for tp in copy if not policy.is_heartbeats_topic(tp[0]))
         return listened and clients.arrivals.quiet(watched)
 
     def idle_source_ends(
         self, copy: Mapping[TP, str], positions: Mapping[TP, int], max_age_ms: int, trust_watch: bool = True
     ) -> SourceEnds | None:
-        """The source's ends without a read, for the lag side channel (driver.py `read_source_ends`), while the flow
+        """The source's ends without a read, for the lag side channel (reporting.py `read_source_ends`), while the flow
         is idle: at the positions while the arrival watch hears nothing at any partition (`watch_hears_all`; only
         with `trust_watch`: the source answered a read lately), else the gate's own last read if every partition is
         caught up at it (`Pacing.idle_ends`); None: read them."""
         if trust_watch and self.watch_hears_all(list(copy)):
             return SourceEnds.at_positions(positions)
-        return self.pacing.idle_ends(copy, positions, max_age_ms)
+        return self._pacing.idle_ends(copy, positions, max_age_ms)
 
     def heartbeat_tasks(self, tasks: list[CopyTask]) -> list[CopyTask]:
         """The tasks cut to their heartbeats partitions (the others are caught up: nothing to read there), ending
         at the partitions' ends (a heartbeat that arrives later is copied the next time). An
         exactly-once slot's transactional id moves between this process and a Spark worker like any change of
         process: `last_owner` tells the next user to initialise it again."""
-        policy = self._spec().settings.policy
+        policy = self._flow.spec.settings.policy
         out = []
         for t in tasks:
             parts = tuple(p for p in t.partitions if policy.is_heartbeats_topic(p.topic))
@@ -194,12 +307,12 @@ class IdleGate:
     def watched_positions(self) -> dict[TP, int]:
         """What the arrival watch listens to while the flow is idle: each caught-up partition but the heartbeats
         topics' (copied on the heartbeat interval), from the flow's position there."""
-        policy = self._spec().settings.policy
+        policy = self._flow.spec.settings.policy
         parts = self.parts
         return {
             tp: parts.positions[tp]
             for tp in parts.plan.copy
-            if tp in self.pacing.caught_up
+            if tp in self._pacing.caught_up
             and tp in parts.positions
             and tp not in parts.halted
             and not policy.is_heartbeats_topic(tp[0])
@@ -208,7 +321,7 @@ class IdleGate:
     def idle(self, seconds: float) -> None:
         """Wait after a step that copied nothing: `seconds`, or until a record arrives at a watched partition or
         the flow is stopped (both set `wake`)."""
-        wake = self.pacing.wake
+        wake = self._wake
         if wake.wait(seconds):
             wake.clear()
             if self.stop.is_set():
@@ -218,5 +331,5 @@ class IdleGate:
         """Seconds to wait after a step that copied nothing: the trigger interval, doubled for each step in a row
         the idle gate held back, up to IDLE_WAIT_MAX_S (a record arriving at an idle flow ends the wait sooner: the
         arrival watch sets `wake`; a flow with traffic keeps the trigger interval)."""
-        trigger = self._spec().engine.trigger_interval_ms / 1000.0
-        return max(trigger, min(IDLE_WAIT_MAX_S, trigger * 2 ** min(self.pacing.idle_steps, 16)))
+        trigger = self._flow.spec.engine.trigger_interval_ms / 1000.0
+        return max(trigger, min(IDLE_WAIT_MAX_S, trigger * 2 ** min(self._pacing.idle_steps, 16)))

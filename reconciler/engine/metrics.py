@@ -6,12 +6,14 @@ gauges); what MM2 lacks is under `mirror_*`. Every series has the labels `flow`,
 only flow), `source` and `target`; per-partition ones add `topic` (the remote topic on the target, as MM2
 labels it) and `partition`; checkpoint ones also `group`.
 
-`JobMetrics.observe(reporter, results)` is the one hook: the driver calls it once per micro-batch with its
-`Reporter` (reporting.py: what the flow reports) and the typed task results it has just absorbed into its status record, so the status record and the metrics
-come from the same numbers. Lag also moves between batches (a batch's tasks may be held up while records
-arrive): the driver hands `observe_lag` the same `JobLag` (lag.py) each status record is built from. Checkpoint latencies come from the checkpoint emitter's last acknowledged
-round (`CheckpointEmitter.last_round`, emitters.py), read by the same hook. `serve(port)` exposes them
-over HTTP (prometheus-client).
+`JobMetrics.observe(flow, results)` is the one hook: once per micro-batch the flow's reporter (reporting.py) hands
+it a `FlowSnapshot`, the flow's figures taken at once (the ones its status record shows), and the typed task results
+the driver has just absorbed, so the status record and the metrics come from the same numbers. The metrics read
+nothing else of the flow (and import nothing of reporting.py). Lag also moves between batches (a batch's tasks may
+be held up while records arrive): the reporter hands `observe_lag` the same `JobLag` (lag.py) each status record
+is built from. Checkpoint latencies come from the checkpoint emitter's last acknowledged round
+(`CheckpointEmitter.last_round`, emitters.py), in the snapshot. `serve(port)` exposes them over HTTP
+(prometheus-client).
 
 Windows: MM2's min/max/avg and rates are Kafka `Metrics` sampled stats (2 samples of 30 s); ours are over
 the batches of the last `WINDOW_SECONDS` (60 s). A per-partition min/max/avg series disappears when its
@@ -20,10 +22,11 @@ window holds no sample (an idle partition), as MM2's turn NaN.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,16 +34,23 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics_core import Metric
 
 from reconciler.contract.metrics import CHECKPOINT, OWN, SOURCE
-from reconciler.contract.status import RATE_WINDOW_SECONDS, FaultKind, RateWindow, StatusState
+from reconciler.contract.spec import JobSpec
+from reconciler.contract.status import (
+    RATE_WINDOW_SECONDS,
+    FaultKind,
+    OutOfRange,
+    PartitionFault,
+    RateWindow,
+    StatusState,
+)
 from reconciler.engine.tasks import TP, TaskResult
+from reconciler.mirror.group_sync import GroupSync
 from reconciler.settings import KUBERNETES_PORT, LOOPBACK, PORT_ENV  # noqa: F401 (re-exported)
 from reconciler.topology.model import flow_ends
 
-if TYPE_CHECKING:  # the reporter imports this module
-    from reconciler.contract.status import OutOfRange
-    from reconciler.engine.emitters import CheckpointEmitter
+if TYPE_CHECKING:  # types only: this catalog stays light to import (no Kafka client); neither module imports it
+    from reconciler.engine.emitters import CheckpointAck
     from reconciler.engine.lag import JobLag
-    from reconciler.engine.reporting import Reporter
 
 
 FLOW_LABELS = ("flow", "family", "source", "target")
@@ -295,6 +305,30 @@ def _series_key(name: str, labels: dict[str, Any]) -> tuple[Any, ...]:
     return (name, *sorted((k, str(v)) for k, v in labels.items()))
 
 
+@dataclass(frozen=True)
+class FlowSnapshot:
+    """What the metrics read of a flow after a batch, taken at once by its reporter (reporting.py
+    `Reporter.snapshot`), from the figures its status record shows: the spec it runs, the state it reports, its lag,
+    each partition's remote topic (`remotes`), the partitions that do not progress (`faults`), the dead letters per
+    partition, the last out-of-range events (the same objects while listed: each is counted once), the error and
+    consecutive failed batch counts, and the checkpoint emitter's figures (0 and empty before start): checkpoints
+    emitted, rounds acknowledged, the last round's acknowledgements and each group's verdict."""
+
+    spec: JobSpec
+    state: StatusState
+    lag: JobLag
+    remotes: Mapping[TP, str]
+    faults: tuple[PartitionFault, ...] = ()
+    dead_letters: Mapping[TP, int] = dataclasses.field(default_factory=dict)
+    out_of_range: tuple[OutOfRange, ...] = ()
+    errors: int = 0
+    batch_failures: int = 0
+    checkpoints_emitted: int = 0
+    checkpoint_rounds: int = 0
+    checkpoint_acks: tuple[CheckpointAck, ...] = ()
+    group_syncs: tuple[GroupSync, ...] = ()
+
+
 class JobMetrics:
     """The job's metric families in their own registry (tests make several)."""
 
@@ -341,13 +375,12 @@ class JobMetrics:
         return child
 
     # --- the hook -------------------------------------------------------------------------
-    def observe(self, driver: Reporter, results: Iterable[TaskResult]) -> None:
-        """One micro-batch: the task results the driver absorbed and the flow's state after absorbing them (`driver`:
-        what the flow reports, reporting.py)."""
+    def observe(self, flow: FlowSnapshot, results: Iterable[TaskResult]) -> None:
+        """One micro-batch: the task results the driver absorbed and the flow as its reporter saw it after absorbing
+        them (`flow`)."""
         now = self.clock()
-        spec = driver.spec
         for r in results:
-            aborted = bool(spec.exactly_once and r.error)
+            aborted = bool(flow.spec.exactly_once and r.error)
             if aborted and r.partitions:
                 self.get(f"{OWN}_transaction_aborts").inc()
             for p in r.partitions:
@@ -364,25 +397,24 @@ class JobMetrics:
                 self._samples(p.tp, p.remote, "record_age_ms", self._ages, p.age_ms, now)
                 self._samples(p.tp, p.remote, "replication_latency_ms", self._latencies, p.latency_ms, now)
         self._publish_windows(now)
-        self.observe_lag(driver.current_lag())
-        self._observe_checkpoints(driver.checkpoints, now)
-        self._observe_group_syncs(driver.checkpoints)
-        progress = driver.progress
-        for event in progress.out_of_range:
+        self.observe_lag(flow.lag)
+        self._observe_checkpoints(flow, now)
+        self._observe_group_syncs(flow.group_syncs)
+        for event in flow.out_of_range:
             if not any(event is seen for seen in self._seen_out_of_range):
-                remote = driver.parts.plan.copy.get((event.topic, event.partition), event.topic)
+                remote = flow.remotes.get((event.topic, event.partition), event.topic)
                 kind = (event.kind or FaultKind.OUT_OF_RANGE).value
                 self.get(f"{OWN}_out_of_range", topic=remote, partition=event.partition, kind=kind).inc()
                 if event.reused:
                     self.get(f"{OWN}_reused_offsets", topic=remote, partition=event.partition).inc(event.reused)
-        self._seen_out_of_range = list(progress.out_of_range)
-        self._advance(f"{OWN}_errors", "_errors", progress.errors)
-        self._advance(f"{CHECKPOINT}_checkpoints", "_checkpoints", driver.checkpoints_emitted)
-        if progress.batch_failures:  # this batch's tasks failed (reset by the next good batch)
+        self._seen_out_of_range = list(flow.out_of_range)
+        self._advance(f"{OWN}_errors", "_errors", flow.errors)
+        self._advance(f"{CHECKPOINT}_checkpoints", "_checkpoints", flow.checkpoints_emitted)
+        if flow.batch_failures:  # this batch's tasks failed (reset by the next good batch)
             self.get(f"{OWN}_batch_failures").inc()
         self.get(f"{OWN}_batches").inc()
         self.get(f"{OWN}_job_last_batch_timestamp_seconds").set(time.time())
-        self.set_state(driver)
+        self.set_state(flow)
 
     def _samples(
         self, tp: TP, remote: str, what: str, windows: dict[TP, StatWindow], values: list[int], now: float
@@ -425,7 +457,7 @@ class JobMetrics:
             pass
 
     def observe_lag(self, lag: JobLag) -> None:
-        """The job's lag as the status record has it (the driver calls this with each record it publishes, and
+        """The job's lag as the status record has it (the reporter calls this with each record it publishes, and
         `observe` after each batch)."""
         # A partition without a known lag (no position or no end yet) has no series.
         current = {
@@ -451,29 +483,28 @@ class JobMetrics:
         else:
             self.get(f"{OWN}_lag_seconds").set(lag.seconds)
 
-    def _observe_checkpoints(self, emitter: CheckpointEmitter | None, now: float) -> None:
+    def _observe_checkpoints(self, flow: FlowSnapshot, now: float) -> None:
         """The checkpoint rounds acknowledged since the last batch (CheckpointEmitter.last_round, once each)."""
-        if emitter is not None and emitter.rounds > self._checkpoint_round:
-            self._checkpoint_round = emitter.rounds
+        if flow.checkpoint_rounds > self._checkpoint_round:
+            self._checkpoint_round = flow.checkpoint_rounds
             hist = self.get(f"{CHECKPOINT}_checkpoint_latency_ms")
-            for ack in emitter.last_round:
+            # A checkpoint is emitted once per round at most: keep it visible until the round after next.
+            window = max(WINDOW_SECONDS, 2.0 * float(flow.spec.settings.checkpoints.interval_seconds))
+            for ack in flow.checkpoint_acks:
                 cp = ack.checkpoint
                 key = (cp.consumer_group_id, cp.topic, cp.partition)
-                self._checkpoint_latencies.setdefault(key, StatWindow(self._checkpoint_window(emitter))).add(
-                    [ack.latency_ms], now
-                )
+                self._checkpoint_latencies.setdefault(key, StatWindow(window)).add([ack.latency_ms], now)
                 hist.observe(ack.latency_ms)
-        for key, window in list(self._checkpoint_latencies.items()):
+        for key, stats_window in list(self._checkpoint_latencies.items()):
             group, topic, partition = key
-            stats = window.stats(now)
+            stats = stats_window.stats(now)
             self._set_stats(f"{CHECKPOINT}_checkpoint_latency_ms", stats, topic=topic, partition=partition, group=group)
             if stats is None:
                 del self._checkpoint_latencies[key]
 
-    def _observe_group_syncs(self, emitter: CheckpointEmitter | None) -> None:
+    def _observe_group_syncs(self, syncs: tuple[GroupSync, ...]) -> None:
         """Each group's verdict of the last checkpoint round (mirror/group_sync.py): a series per group not synced
         and its reason, and its last checkpoint time."""
-        syncs = emitter.group_syncs if emitter is not None else ()
         reasons = {g.group: g.reason.name.lower() for g in syncs if g.reason is not None}
         times = {g.group: g.last_checkpoint_ms / 1000 for g in syncs if g.last_checkpoint_ms is not None}
         for group, reason in self._group_reasons.items() - reasons.items():
@@ -486,37 +517,32 @@ class JobMetrics:
             self.get(f"{OWN}_group_last_checkpoint_seconds", group=group).set(at)
         self._group_reasons, self._group_times = reasons, times
 
-    @staticmethod
-    def _checkpoint_window(emitter: CheckpointEmitter) -> float:
-        """A checkpoint is emitted once per round at most: keep it visible until the round after next."""
-        return max(WINDOW_SECONDS, 2.0 * float(emitter.spec.settings.checkpoints.interval_seconds))
-
-    def set_state(self, driver: Reporter) -> None:
-        self._observe_faults(driver)
-        state = driver.reported_state().value
+    def set_state(self, flow: FlowSnapshot) -> None:
+        self._observe_faults(flow)
+        state = flow.state.value
         for s in JOB_STATES:
             self.get(f"{OWN}_job_state", state=s).set(1.0 if s == state else 0.0)
-        spec = driver.spec
+        spec = flow.spec
         self.get(f"{OWN}_job").info(
             {"spec_hash": spec.spec_hash(), "git_revision": spec.git_revision or "", "delivery": str(spec.delivery)}
         )
 
-    def _observe_faults(self, driver: Reporter) -> None:
+    def _observe_faults(self, flow: FlowSnapshot) -> None:
         """The partitions that do not progress (one series each while they do not) and the dead letters."""
         name = f"{OWN}_partition_fault_since_seconds"
         now: dict[tuple[str, int, str], float] = {}
-        for f in driver.faults():
-            remote = driver.parts.plan.copy.get((f.topic, f.partition), f.topic)
+        for f in flow.faults:
+            remote = flow.remotes.get((f.topic, f.partition), f.topic)
             now[(remote, f.partition, f.kind.value if f.kind else "")] = (f.since or 0) / 1000
         for topic, partition, kind in set(self._faults) - set(now):
             self.remove(name, topic=topic, partition=partition, kind=kind)
         for (topic, partition, kind), since in now.items():
             self.get(name, topic=topic, partition=partition, kind=kind).set(since)
         self._faults = now
-        for tp, count in dict(driver.parts.dead_letters).items():
+        for tp, count in flow.dead_letters.items():
             seen = self._dead_letters.get(tp, 0)
             if count > seen:
-                remote = driver.parts.plan.copy.get(tp, tp[0])
+                remote = flow.remotes.get(tp, tp[0])
                 self.get(f"{OWN}_dead_letters", topic=remote, partition=tp[1]).inc(count - seen)
                 self._dead_letters[tp] = count
 

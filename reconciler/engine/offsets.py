@@ -19,14 +19,11 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from reconciler.contract.spec import JobSpec, transactional_id
 from reconciler.engine import clients
 from reconciler.engine.tasks import TP
-
-if TYPE_CHECKING:
-    from reconciler.engine.delivery import DeliveryMode
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +60,23 @@ def once(timeout: float) -> Patience:
     return Patience(1, timeout)
 
 
+class PositionsTruth(Protocol):
+    """Which of the job's groups holds its positions, and how they are read and written there (delivery.py
+    `DeliveryMode`: delivery.py imports this module, so the store names only what it calls)."""
+
+    def load(
+        self, store: OffsetStore, partitions: Mapping[TP, str], patience: Patience = ...
+    ) -> dict[TP, tuple[int | None, int | None]]: ...
+
+    def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None: ...
+
+
 class OffsetStore:
     """Reads (and, at-least-once, commits) the job's positions: {(topic, partition): next offset}.
     Which group is the truth is the delivery mode's call (delivery.py); how long a read waits is the caller's
     (`Patience`). Its reads of committed offsets are safe from several threads (the driver's and the lag's)."""
 
-    def __init__(self, spec: JobSpec, mode: DeliveryMode, environ: Mapping[str, str] | None = None):
+    def __init__(self, spec: JobSpec, mode: PositionsTruth, environ: Mapping[str, str] | None = None):
         from confluent_kafka import Consumer
 
         self.spec = spec

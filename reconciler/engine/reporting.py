@@ -1,15 +1,16 @@
-"""What a flow's driver reports: its lag, its state, the partitions that do not progress, its status record (published
-to the status topic) and the metrics read from the same figures (engine/metrics.py reads them here)."""
+"""What a flow's driver reports: its lag (and the side channel that reads the source's ends for it), its state, the
+partitions that do not progress, its status record (published to the status topic) and its metrics: after each batch
+the reporter hands engine/metrics.py a frozen snapshot of the same figures (`snapshot`, `batch_ended`); the metrics
+read nothing of the flow themselves."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterable
 from typing import Protocol
 
-from reconciler.contract.spec import JobSpec
 from reconciler.contract.status import (
     GROUPS_SHOWN,
     Latency,
@@ -19,10 +20,12 @@ from reconciler.contract.status import (
     StatusState,
     furthest_behind,
 )
-from reconciler.engine.driver_parts import Cluster, Partitions, Progress, ReachWatch, StuckWatch
+from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, Progress, StuckWatch, UsesClients
 from reconciler.engine.emitters import CheckpointEmitter
-from reconciler.engine.lag import JobLag, committed_ahead, job_lag
-from reconciler.engine.metrics import JobMetrics
+from reconciler.engine.idle_gate import IdleGate
+from reconciler.engine.lag import JobLag, SourceEndReader, SourceEnds, committed_ahead, job_lag
+from reconciler.engine.metrics import FlowSnapshot, JobMetrics
+from reconciler.engine.tasks import TaskResult
 from reconciler.mirror.group_sync import most_telling, tally
 
 #: A partition whose source is ahead while its position does not move is stuck (FaultKind.STUCK) after this many
@@ -47,28 +50,39 @@ class ReportClients(Protocol):
     @property
     def checkpoints(self) -> CheckpointEmitter: ...
 
+    @property
+    def end_reader(self) -> SourceEndReader: ...
 
-class Reporter:
-    """The flow's reports. It is given the flow's spec (a getter: a reload replaces it), its partitions, progress,
-    stuck watch and reach watch (the clusters that do not answer), its metrics, its clients (a getter: None before start), its lifecycle state (a getter) and its
-    instance id. The metrics (`JobMetrics.observe`) read the flow through it: `spec`, `progress`, `parts`,
-    `checkpoints`, `current_lag`, `reported_state`, `faults`."""
+
+class ReportedFlow(FlowSpec, Protocol):
+    """The flow as its reporter reads it (the driver): its spec now and its lifecycle state."""
+
+    @property
+    def state(self) -> StatusState: ...
+
+
+class Reporter(UsesClients[ReportClients]):
+    """The flow's reports. It is given the flow (`ReportedFlow`: its spec and lifecycle state now), its partitions
+    and progress, the idle gate (its reach watch: the clusters that do not answer; its idle read of the source's
+    ends), its metrics, its instance id, and its clients when the driver opens them (`connect`). It owns the stuck
+    watch and the source's ends the lag side channel last read (`source_ends`, `read_source_ends`)."""
 
     def __init__(
         self,
-        spec: Callable[[], JobSpec],
+        flow: ReportedFlow,
         parts: Partitions,
         progress: Progress,
-        stuck: StuckWatch,
-        reach: ReachWatch,
+        gate: IdleGate,
         metrics: JobMetrics,
-        clients: Callable[[], ReportClients | None],
-        state: Callable[[], StatusState],
         instance_id: str | None,
+        *,
+        clients: ReportClients | None = None,
     ):
-        self._spec, self.parts, self.progress, self.stuck, self.metrics = spec, parts, progress, stuck, metrics
-        self.reach = reach
-        self._clients, self._state, self.instance_id = clients, state, instance_id
+        self._flow, self.parts, self.progress, self.gate, self.metrics = flow, parts, progress, gate, metrics
+        self.reach = gate.reach  # told by the gate, the lag side channel, the status and the topic refresh
+        self.stuck = StuckWatch()
+        self._clients, self.instance_id = clients, instance_id
+        self._source_ends: SourceEnds | None = None  # the side channel's last read (replaced whole, never mutated)
         # Two threads publish (the status thread, and the loop's at start and at the end; a test's own call): each
         # round takes a number before it reads the flow, and a round numbered below one already published is not
         # produced (issue 49: a status round that had read the flow before a checkpoint round judged the groups was
@@ -77,15 +91,12 @@ class Reporter:
         self._producing = threading.Lock()  # the number check and the produce, as one
         self._rounds = 0  # rounds numbered
         self._published = 0  # the number of the newest round produced
-
-    @property
-    def spec(self) -> JobSpec:
-        return self._spec()
+        self.last_record: StatusRecord | None = None  # the record produced last (the engine's status resource reads it)
 
     @property
     def checkpoints(self) -> CheckpointEmitter | None:
         """The checkpoint emitter (None before start)."""
-        clients = self._clients()
+        clients = self._clients
         return clients.checkpoints if clients is not None else None
 
     @property
@@ -100,19 +111,54 @@ class Reporter:
         now_ms, ends_known = int(time.time() * 1000), self.reach.answers(Cluster.SOURCE)
         # Copies (atomic): the status thread reads what the loop's thread changes.
         copy, positions, lag = dict(parts.plan.copy), dict(parts.positions), dict(parts.lag)
-        return job_lag(copy, positions, lag, parts.source_ends, now_ms, ends_known)
+        return job_lag(copy, positions, lag, self._source_ends, now_ms, ends_known)
 
-    def reported_state(self) -> StatusState:
+    @property
+    def source_ends(self) -> SourceEnds | None:
+        """The source's ends as last read (`read_source_ends`; None: not yet)."""
+        return self._source_ends
+
+    def ends_read(self, ends: SourceEnds) -> None:
+        """The source's ends were read (the side channel's round; a test's)."""
+        self._source_ends = ends
+
+    def lag_interval(self) -> float:
+        """Seconds between two rounds of the lag side channel: half a status interval."""
+        return max(0.1, self._flow.spec.engine.status_interval_seconds / 2)
+
+    def read_source_ends(self) -> None:
+        """The lag side channel's round (a thread of its own, every `lag_interval`): the current end of every
+        partition copied (and the oldest unreplicated record's timestamp of those that lag most), for the next status
+        record and metrics; while the flow is idle, the idle gate's word for them instead of a read."""
+        clients = self._clients
+        if clients is None:
+            return
+        # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
+        copy = dict(self.parts.plan.copy)
+        positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
+        idle = self.gate.idle_source_ends(copy, positions, int(1000 * self.lag_interval()), self.heard())
+        if idle is not None:
+            self._source_ends = idle
+            return
+        seen = {tp: lp.end for tp, lp in dict(self.parts.lag).items() if lp.end is not None}
+        last, reader = self._source_ends, clients.end_reader
+        self._source_ends = self.reach.call(
+            Cluster.SOURCE, lambda: reader.read(copy, positions, seen, last.oldest if last is not None else None)
+        )
+
+    def reported_state(self, faults: tuple[PartitionFault, ...] | None = None) -> StatusState:
         """The state the status record and the metrics report: running with partitions that do not progress (halted,
-        stuck or unreachable: `faults`) is degraded."""
-        state = self._state()
-        return StatusState.DEGRADED if state is StatusState.RUNNING and self.faults() else state
+        stuck or unreachable: `faults`, computed when not given) is degraded."""
+        state = self._flow.state
+        if state is not StatusState.RUNNING:
+            return state
+        return StatusState.DEGRADED if (self.faults() if faults is None else faults) else state
 
     def faults(self) -> tuple[PartitionFault, ...]:
         """The partitions that do not progress: the halted ones, those stuck (`StuckWatch`) and those behind a cluster
         that has not answered for the stuck bound (`ReachWatch`), one fault each: halted first, then stuck (seen
         directly: its source advances; its reason carries the last error), then unreachable."""
-        spec, parts = self._spec(), self.parts
+        spec, parts = self._flow.spec, self.parts
         positions = {tp: parts.positions.get(tp) for tp in dict(parts.plan.copy) if tp not in parts.halted}
         names = {Cluster.SOURCE: spec.source.alias, Cluster.TARGET: spec.target.alias}
         bound_ms = int(1000 * self.stuck_after_seconds())
@@ -128,25 +174,26 @@ class Reporter:
     def stuck_after_seconds(self) -> float:
         """How long a partition behind its source may not move before it is stuck, and a cluster may not answer before
         the partitions behind it are unreachable (STUCK_INTERVALS)."""
-        engine = self._spec().engine
+        engine = self._flow.spec.engine
         return max(STUCK_INTERVALS * engine.status_interval_seconds, 2 * engine.max_batch_ms / 1000)
 
     def status_record(self, lag: JobLag | None = None) -> StatusRecord:
         lag = lag if lag is not None else self.current_lag()
-        spec, progress, parts = self._spec(), self.progress, self.parts
+        spec, progress, parts = self._flow.spec, self.progress, self.parts
         checkpoints = self.checkpoints
         syncs = checkpoints.group_syncs if checkpoints is not None else ()
+        faults = self.faults()
         return StatusRecord(
             flow=spec.flow,
             spec_hash=spec.spec_hash(),
             git_revision=spec.git_revision,
             delivery=spec.delivery,
-            state=self.reported_state(),
+            state=self.reported_state(faults),
             started_at=progress.started_at,
             heartbeat_at=int(time.time() * 1000),
             # what tasks reported, and what a running task has committed since (a kill loses no count but its last
             # second's: the worker commits every round)
-            records=progress.records + committed_ahead(dict(parts.positions), parts.source_ends),
+            records=progress.records + committed_ahead(dict(parts.positions), self._source_ends),
             bytes=progress.bytes,
             records_per_second=round(progress.rate.rate(), 1),
             batches=progress.batches,
@@ -161,7 +208,7 @@ class Reporter:
             findings=tuple(progress.findings),
             out_of_range=tuple(progress.out_of_range),
             halted=tuple(f"{t}:{p}" for t, p in sorted(parts.halted)),
-            faults=self.faults(),
+            faults=faults,
             dead_letters=tuple(PartitionCount(t, p, n) for (t, p), n in sorted(parts.dead_letters.items())),
             data_loss=tuple(
                 PartitionCount(t, p, n, kind, progress.reused.get(((t, p), kind)))
@@ -198,8 +245,9 @@ class Reporter:
             if number < self._published:
                 return
             self._published = number
+            self.last_record = record
             self.metrics.observe_lag(lag)
-            clients = self._clients()
+            clients = self._clients
             if clients is None:
                 return
             at_ms = int(time.time() * 1000)
@@ -212,3 +260,27 @@ class Reporter:
                 self.reach.failed(Cluster.TARGET, at_ms, f"the status record was not acknowledged ({waiting} waiting)")
             else:
                 self.reach.answered(Cluster.TARGET, at_ms)
+
+    def snapshot(self) -> FlowSnapshot:
+        """The flow's figures as the metrics read them (metrics.py `FlowSnapshot`), taken at once: the ones its status
+        record shows."""
+        progress, checkpoints, faults = self.progress, self.checkpoints, self.faults()
+        return FlowSnapshot(
+            spec=self._flow.spec,
+            state=self.reported_state(faults),
+            lag=self.current_lag(),
+            remotes=dict(self.parts.plan.copy),
+            faults=faults,
+            dead_letters=dict(self.parts.dead_letters),
+            out_of_range=tuple(progress.out_of_range),
+            errors=progress.errors,
+            batch_failures=progress.batch_failures,
+            checkpoints_emitted=checkpoints.emitted if checkpoints is not None else 0,
+            checkpoint_rounds=checkpoints.rounds if checkpoints is not None else 0,
+            checkpoint_acks=tuple(checkpoints.last_round) if checkpoints is not None else (),
+            group_syncs=checkpoints.group_syncs if checkpoints is not None else (),
+        )
+
+    def batch_ended(self, results: Iterable[TaskResult]) -> None:
+        """After each batch (the driver's step): the metrics of its task results, with the flow's snapshot."""
+        self.metrics.observe(self.snapshot(), results)

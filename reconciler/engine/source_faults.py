@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from reconciler.contract.spec import JobSpec, OffsetReset
+from reconciler.contract.spec import OffsetReset
 from reconciler.contract.status import FaultKind, OutOfRange, PartitionFault
 from reconciler.engine.delivery import mode_of
-from reconciler.engine.driver_parts import Pacing, Partitions, Progress
+from reconciler.engine.driver_parts import FlowSpec, Partitions, Progress, UsesClients
+from reconciler.engine.idle_gate import IdleGate
 from reconciler.engine.source_loss import position_loss, resume_at
 from reconciler.engine.tails import Fingerprint, divergence_point, first_difference
 from reconciler.engine.tasks import TP, PartitionResult
@@ -87,40 +88,45 @@ class FaultClients(Protocol):
     def offsets(self) -> Commits: ...
 
 
-class SourceFaults:
-    """A flow's handling of data lost at the source and of records the target refuses. It is given the flow's spec
-    (a getter: its `offset_reset` applies as reloaded), the partitions it moves or halts, the idle gate's pacing (a
-    partition it touches is no longer caught up), the progress it reports to, the driver's clients (a getter: they
-    open at start; the source's ends and the job's positions), `error` (count and log an error) and `fail` (`offset_reset: fail`: the job stops)."""
+class SourceFaults(UsesClients[FaultClients]):
+    """A flow's handling of data lost at the source and of records the target refuses. It is given the flow
+    (`FlowSpec`: its `offset_reset` applies as reloaded), the partitions it moves or halts (through their methods),
+    the idle gate (a partition it touches is no longer caught up), the progress it reports to, `error` (count and log
+    an error), `fail` (`offset_reset: fail`: the job stops), and the driver's clients when it opens them (`connect`:
+    the source's ends and the job's positions). `mode`: where a position moved back is recorded (default: the
+    delivery mode of the spec)."""
 
     def __init__(
         self,
-        spec: Callable[[], JobSpec],
+        flow: FlowSpec,
         parts: Partitions,
-        pacing: Pacing,
+        gate: IdleGate,
         progress: Progress,
-        clients: Callable[[], FaultClients],
         error: Callable[[str], None],
         fail: Callable[[], None],
         log: logging.Logger | logging.LoggerAdapter[logging.Logger] = log,
-        mode: Callable[[], MovesBack] | None = None,
+        *,
+        clients: FaultClients | None = None,
+        mode: MovesBack | None = None,
     ):
-        self._spec, self.parts, self.pacing, self.progress = spec, parts, pacing, progress
-        self._clients, self._error, self._fail, self.log = clients, error, fail, log
+        self._flow, self.parts, self.gate, self.progress = flow, parts, gate, progress
+        self._error, self._fail, self.log, self._clients, self._moves = error, fail, log, clients, mode
         self._seeded = False  # the tails of the partitions copied before this start: from the offset syncs, once
-        # where a position moved back is recorded (the delivery mode's group)
-        self._mode: Callable[[], MovesBack] = mode if mode is not None else (lambda: mode_of(self._spec()))
+
+    def _mode(self) -> MovesBack:
+        """Where a position moved back is recorded: the delivery mode's group."""
+        return self._moves if self._moves is not None else mode_of(self._flow.spec)
 
     @property
     def offset_reset(self) -> OffsetReset:
-        return OffsetReset.of(self._spec().engine.offset_reset)
+        return OffsetReset.of(self._flow.spec.engine.offset_reset)
 
     def check_position(self, tp: TP, position: int) -> None:
         """A partition that answered neither records nor end-of-partition (Tansu answers a fetch outside the log
         with nothing at all): is the position valid? Below the log start it is not; past the high watermark it is
         checked against the true end (engine/ends.py: on Tansu the high watermark is below it)."""
         try:
-            ends = self._clients().ends
+            ends = self.clients.ends
             low, high = ends.watermarks(tp)
             if position < low:
                 self.out_of_range(
@@ -137,12 +143,12 @@ class SourceFaults:
         except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
             self.log.info("cannot check position of %s: %s", tp, exc)
 
-    def ends_moved_back(self) -> bool:
-        """The source's end of some partitions, read before this batch, is below the last read (`Pacing.moved_back`):
-        the broker lost records at and after it (at-least-once or not, the job may have copied them), and new records
-        will get their offsets. Reported each time; a position past the end is handled by `offset_reset` now, before
-        the batch copies from it: reused offsets below the position would be skipped. Whether positions moved."""
-        moved, self.pacing.moved_back = self.pacing.moved_back, {}
+    def ends_moved_back(self, moved: Mapping[TP, tuple[int, int]]) -> bool:
+        """The source's end of some partitions, read before this batch, is below the last read (`moved`: (before,
+        now) each, from the idle gate's `take_moved_back`): the broker lost records at and after it (at-least-once or
+        not, the job may have copied them), and new records will get their offsets. Reported each time; a position
+        past the end is handled by `offset_reset` now, before the batch copies from it: reused offsets below the
+        position would be skipped. Whether positions moved."""
         changed = False
         for tp, (before, end) in sorted(moved.items()):
             if tp in self.parts.halted:
@@ -190,11 +196,11 @@ class SourceFaults:
         given): reported, then `offset_reset` decides: resume at the log start or end, halt the partition, or fail
         the job. A `kind` of lost-tail is one the job saw happen (its end moved back between two reads) unless not
         `seen` (no record the job copied last matches the source's: where the loss began is not known)."""
-        self.pacing.caught_up.pop(tp, None)
+        self.gate.records_lost(tp)
         tail_seen_lost = kind is FaultKind.LOST_TAIL and seen  # the end moved back between two reads
         if low is None or high is None:
             try:
-                w_low, w_high = self._clients().ends.watermarks(tp)
+                w_low, w_high = self.clients.ends.watermarks(tp)
                 low = w_low if low is None else low
                 high = w_high if high is None else high
             except Exception:  # noqa: BLE001
@@ -221,16 +227,14 @@ class SourceFaults:
         else:
             action = f"resumed at the log {'start' if to == low else 'end'} {to} (offset_reset: {policy.value})"
         at = self.report_loss(tp, position, reason, low, high, kind, action)
-        self.parts.consumer_epoch += 1
+        self.parts.renew_consumers()
         if to is None:
-            self.parts.halted[tp] = PartitionFault(tp[0], tp[1], kind, reason, position, at)
+            self.parts.halt(tp, PartitionFault(tp[0], tp[1], kind, reason, position, at))
             if policy is OffsetReset.FAIL:
                 self._fail()
             return
-        self.parts.positions[tp] = to
-        self.parts.sync_states.pop(tp, None)
-        self.parts.tails.moved_back(tp, to)
-        self._clients().offsets.commit({tp: to})  # at-least-once; exactly-once commits inside transactions
+        self.parts.moved(tp, to)
+        self.clients.offsets.commit({tp: to})  # at-least-once; exactly-once commits inside transactions
 
     # --- a tail lost and given to new records (issue 46, engine/tails.py) -----------------------------------------
     def read_back(self, tp: TP) -> int | Intact | None:
@@ -241,7 +245,7 @@ class SourceFaults:
         ring = self.parts.tails.ring(tp)
         if not ring:
             return None
-        ends = self._clients().ends
+        ends = self.clients.ends
         newest = ring[-1]
         got = dict(ends.records_at(tp, [newest.offset]))
         if newest.offset not in got:
@@ -283,7 +287,7 @@ class SourceFaults:
             changed = True
         newest = {tp: tails.ring(tp)[-1] for tp in tails.suspects}
         try:  # first the newest fingerprint of every partition, in one read: where it matches, nothing was lost
-            now = self._clients().ends.records_first({tp: fp.offset for tp, fp in newest.items()}) if newest else {}
+            now = self.clients.ends.records_first({tp: fp.offset for tp, fp in newest.items()}) if newest else {}
         except Exception as exc:  # noqa: BLE001 - each partition on its own, below
             self.log.info("cannot read the tails back: %s", exc)
             now = {}
@@ -312,7 +316,7 @@ class SourceFaults:
         gives one, its record read on the target; each partition is then read back before it is copied on (a tail
         lost while the job was away and refilled by new records). A partition without a sync below its position,
         or whose copy cannot be read, is copied on unchecked."""
-        conn = self._clients()
+        conn = self.clients
         store = getattr(getattr(conn, "checkpoints", None), "store", None)
         if store is None:
             return
@@ -386,15 +390,13 @@ class SourceFaults:
             f"resumed at offset {back}, after the last record the source still holds as copied "
             f"(offset_reset: {policy.value})"
         )
-        self.pacing.caught_up.pop(tp, None)
+        self.gate.records_lost(tp)
         self.report_loss(tp, position, reason, low, high, FaultKind.LOST_TAIL, action, reused)
-        self.parts.consumer_epoch += 1
-        self.parts.positions[tp] = back
-        self.parts.sync_states.pop(tp, None)
-        self.parts.tails.moved_back(tp, back)
+        self.parts.renew_consumers()
+        self.parts.moved(tp, back)
         self.parts.tails.cleared(tp)
         remotes = {tp: self.parts.plan.copy[tp]} if tp in self.parts.plan.copy else {}
-        self._mode().move_back(self._clients().offsets, {tp: back}, remotes, {tp: self.parts.slots.get(tp, 0)})
+        self._mode().move_back(self.clients.offsets, {tp: back}, remotes, {tp: self.parts.slots.get(tp, 0)})
 
     def report_loss(
         self,
@@ -418,14 +420,11 @@ class SourceFaults:
         """After a spec reload: the partitions halted under a policy the new spec changed resume (a refused record
         under `on_refused_record: skip`, its records going to the dead-letter topic; a loss under an `offset_reset`
         that resumes: the new policy decides where, and the workers drop their cached consumers)."""
-        halted = self.parts.halted
-        if self._spec().settings.on_refused_record == OnRefusedRecord.SKIP:
-            for tp in [tp for tp, f in halted.items() if f.kind is FaultKind.REFUSED_RECORD]:
-                del halted[tp]
+        if self._flow.spec.settings.on_refused_record is OnRefusedRecord.SKIP:
+            self.parts.release([FaultKind.REFUSED_RECORD])
         if resume_at(self.offset_reset, 0, 0) is not None:
-            for tp in [tp for tp, f in halted.items() if f.kind in LOSS_KINDS]:
-                del halted[tp]
-                self.parts.consumer_epoch += 1
+            for _ in self.parts.release(LOSS_KINDS):
+                self.parts.renew_consumers()
 
     def halt_refused(self, tp: TP, p: PartitionResult) -> None:
         """`on_refused_record: fail`: the partition stops at the record the target refuses (the records before it
@@ -434,8 +433,8 @@ class SourceFaults:
         refused = p.refused
         assert refused is not None
         reason = f"record at offset {refused.offset} refused by the target: {refused.reason}"
-        self.parts.halted[tp] = PartitionFault(
-            tp[0], tp[1], FaultKind.REFUSED_RECORD, reason, refused.offset, int(time.time() * 1000)
+        self.parts.halt(
+            tp, PartitionFault(tp[0], tp[1], FaultKind.REFUSED_RECORD, reason, refused.offset, int(time.time() * 1000))
         )
-        self.pacing.caught_up.pop(tp, None)
+        self.gate.record_refused(tp)
         self._error(f"{tp[0]}[{tp[1]}]: halted: {reason} (on_refused_record: fail)")

@@ -579,8 +579,6 @@ class Copier:
         soft_deadline, round_deadline = began + ROUND_S, began + self.max_round_s
         consume = self.consumer.consume
         produce, poll = self.producer.produce, self.producer.poll
-        by_tp, budget, eof_code = self.by_tp, self.budget, self._eof
-        sample_every = LATENCY_SAMPLE_EVERY - 1
         while True:
             now = time.time()
             if now >= deadline or self.active == 0 or (self.behind == 0 and (self.at_end_only or self.spent)):
@@ -607,37 +605,44 @@ class Copier:
                     return True
                 if not msgs:
                     continue
-            copied = False
-            read_ms = int(time.time() * 1000)  # for the sampled records' age when read
-            i, n = 0, len(msgs)
-            while i < n:
-                m = msgs[i]
-                err = m.error()
-                p = by_tp.get((m.topic(), m.partition()))
-                if p is None or err is not None or p.paused:
-                    i += 1
-                    if p is not None and err is not None:
-                        self._on_event(p, m, err, eof_code)
-                    continue  # p None: stale, from an earlier assignment of this cached consumer
-                before, sampled = p.count, len(p.ts_samples)
-                i = _copy_run(p, msgs, i, n, produce, poll, budget, sample_every)
-                if p.count != before:
-                    copied = True
-                    if not p.at_end and p.passed_end:
-                        p.at_end = True
-                        self.behind -= 1
-                    if len(p.ts_samples) > sampled:  # record age when read (MM2's record-age-ms), per sample
-                        p.age_ms.extend(read_ms - ts for ts in p.ts_samples[sampled:])
-                if p.paused:  # record budget spent
-                    self.consumer.pause([self._tp(p.topic, p.partition)])
-                    self._retire(p)
-                    self.spent = True
-            poll(0)
-            if copied:
-                self.last_record = self.last_copy = time.time()
-                self.first_copy = self.first_copy or self.last_copy
+            self._copy(msgs, produce, poll)
             if self.behind == 0 and time.time() >= soft_deadline:
                 return False
+
+    def _copy(self, msgs: list, produce: Any, poll: Any) -> None:
+        """Copy what one `consume` handed back: each partition's run of records (`_copy_run`, the hot path), its
+        events (`_on_event`: its end, out of range); a partition whose record budget is spent is paused."""
+        by_tp, budget, eof_code = self.by_tp, self.budget, self._eof
+        sample_every = LATENCY_SAMPLE_EVERY - 1
+        copied = False
+        read_ms = int(time.time() * 1000)  # for the sampled records' age when read
+        i, n = 0, len(msgs)
+        while i < n:
+            m = msgs[i]
+            err = m.error()
+            p = by_tp.get((m.topic(), m.partition()))
+            if p is None or err is not None or p.paused:
+                i += 1
+                if p is not None and err is not None:
+                    self._on_event(p, m, err, eof_code)
+                continue  # p None: stale, from an earlier assignment of this cached consumer
+            before, sampled = p.count, len(p.ts_samples)
+            i = _copy_run(p, msgs, i, n, produce, poll, budget, sample_every)
+            if p.count != before:
+                copied = True
+                if not p.at_end and p.passed_end:
+                    p.at_end = True
+                    self.behind -= 1
+                if len(p.ts_samples) > sampled:  # record age when read (MM2's record-age-ms), per sample
+                    p.age_ms.extend(read_ms - ts for ts in p.ts_samples[sampled:])
+            if p.paused:  # record budget spent
+                self.consumer.pause([self._tp(p.topic, p.partition)])
+                self._retire(p)
+                self.spent = True
+        poll(0)
+        if copied:
+            self.last_record = self.last_copy = time.time()
+            self.first_copy = self.first_copy or self.last_copy
 
     def source_lost(self) -> None:
         """The consumer lost its source broker: the task ends here, the records handed back with the news not

@@ -4,10 +4,11 @@ They are plain functions: `reconciler.operations.handlers.handler_table` puts th
 handler table (importing this module registers nothing).
 
 The actions of one batch (one target cluster, one kind) are grouped by deployer and engine: each engine gets one
-`Deployer.apply` with the changes of its flows (a restart that replaces an engine hands over the restarts it carries,
-`RestartJob.joined`, with its own, and its result is theirs together) (the deployer's unit is the engine, reconciler.deployers.base). The
-engines of a batch are handled in parallel, and so are the flows within an engine, so a restart of several jobs
-costs one graceful-stop wait, not one per job.
+`Deployer.apply` with the changes of its flows (the deployer's unit is the engine, reconciler.deployers.base). An
+engine replacement (`ReplaceEngine`) is one such unit by itself: the flows it carries out changes for (restarted,
+or their spec handed over) in one `EngineChange`, and its result is theirs together, each flow's named. The engines
+of a batch are handled in parallel, and so are the flows within an engine, so a restart of several jobs costs one
+graceful-stop wait, not one per job.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from reconciler.adapters.base import OpResult, ResultCode
 from reconciler.apply.executor import ApplyContext
+from reconciler.contract.spec import JobSpec
 from reconciler.deployers import Deployers
 from reconciler.deployers.base import EngineChange, FlowChange, FlowOp, engine_of
 from reconciler.plan.actions import Action
+from reconciler.plan.engine_actions import ReplaceEngine
 from reconciler.plan.job_actions import JobAction, RestartJob
 
 
@@ -44,23 +47,20 @@ def _each(
         return list(pool.map(one, actions))
 
 
-def _flow_actions(a: JobAction) -> list[JobAction]:
-    """The per-flow actions an action stands for: itself, and the restarts an engine replacement carries."""
-    return [a, *a.joined] if isinstance(a, RestartJob) else [a]
-
-
-def _one_result(flows: Sequence[JobAction], results: Sequence[OpResult]) -> OpResult:
+def _one_result(flows: Sequence[str], results: Sequence[OpResult]) -> OpResult:
     """One action's result from its flows' results: the worst code; each flow's message named when there are several."""
+    if len(results) != len(flows):
+        return OpResult.failed(f"the deployer gave {len(results)} results for {len(flows)} flows")
     if len(results) == 1:
         return results[0]
     order = [ResultCode.FAILED, ResultCode.UNSUPPORTED, ResultCode.OK, ResultCode.ALREADY_DONE]
     code = min((r.code for r in results), key=order.index)
-    return OpResult(code, "; ".join(f"{a.flow}: {r.message}" for a, r in zip(flows, results)))
+    return OpResult(code, "; ".join(f"{flow}: {r.message}" for flow, r in zip(flows, results)))
 
 
 def _by_engine(ctx: ApplyContext, actions: Sequence[Action], op: FlowOp) -> list[OpResult]:
-    """One `apply` per (deployer, engine) of the actions, with `op` for each of their flows (an engine replacement's
-    joined restarts included); one result per action, in action order."""
+    """One `apply` per (deployer, engine) of the actions, with `op` for each of their flows; one result per action,
+    in action order."""
     deployers = _deployers(ctx)
     results: list[OpResult | None] = [None] * len(actions)
     groups: dict[tuple[str, str], list[int]] = {}
@@ -71,25 +71,13 @@ def _by_engine(ctx: ApplyContext, actions: Sequence[Action], op: FlowOp) -> list
         groups.setdefault((a.deployer, engine_of(a.flow, a.options)), []).append(i)
 
     def one(key: tuple[str, str], indexes: list[int]) -> list[OpResult]:
-        per_action = []
-        for i in indexes:
-            a = actions[i]
-            assert isinstance(a, JobAction)
-            per_action.append(_flow_actions(a))
+        mine = [a for a in (actions[i] for i in indexes) if isinstance(a, JobAction)]
         try:
-            changes = [
-                FlowChange(op, f.flow, None if op is FlowOp.REMOVE else f.job_spec(), f.options)
-                for flows in per_action
-                for f in flows
-            ]
+            changes = [FlowChange(op, a.flow, None if op is FlowOp.REMOVE else a.job_spec(), a.options) for a in mine]
             got = deployers.get(key[0]).apply(EngineChange(key[1], tuple(changes)))
         except Exception as exc:  # noqa: BLE001 - one engine's failure is its flows' result, not the batch's
             return [OpResult.failed(f"{type(exc).__name__}: {exc}")] * len(indexes)
-        out, at = [], 0
-        for flows in per_action:
-            out.append(_one_result(flows, got[at : at + len(flows)]))
-            at += len(flows)
-        return out
+        return list(got)
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(groups)))) as pool:
         for indexes, got in zip(groups.values(), pool.map(one, groups.keys(), groups.values())):
@@ -137,3 +125,28 @@ def restart_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> 
 
 def stop_jobs(ctx: ApplyContext, cluster: str, actions: Sequence[Action]) -> list[OpResult]:
     return _by_engine(ctx, actions, FlowOp.REMOVE)
+
+
+def _replace(d: Deployers, a: ReplaceEngine) -> OpResult:
+    """One engine replacement, one `Deployer.apply`: each flow whose own change it carries out, restarted (`restart`)
+    or its spec handed over (`place`), in one change of the engine; the engine's replacement restarts the others."""
+    handed = a.handed
+    if not handed:
+        return OpResult.failed(f"replacement of engine {a.engine} hands no flow to its deployer")
+    changes = tuple(FlowChange(FlowOp(e.op.value), e.flow, JobSpec.from_dict(e.spec), e.options) for e in handed)
+    got = d.get(a.deployer).apply(EngineChange(a.engine, changes))
+    return _one_result([e.flow for e in handed], got)
+
+
+def replace_engines(ctx: ApplyContext, cluster: str, actions: Sequence[ReplaceEngine]) -> list[OpResult]:
+    """The engine replacements of a batch, in parallel: each one deployer unit (`_replace`)."""
+    deployers = _deployers(ctx)
+
+    def one(a: ReplaceEngine) -> OpResult:
+        try:
+            return _replace(deployers, a)
+        except Exception as exc:  # noqa: BLE001 - one engine's failure is its result, not the batch's
+            return OpResult.failed(f"{type(exc).__name__}: {exc}")
+
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(actions)))) as pool:
+        return list(pool.map(one, actions))

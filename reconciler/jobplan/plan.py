@@ -18,24 +18,25 @@ Per job no enabled flow wants:
   flow disabled                   -> stop (`enabled: false` is MM2's "do not replicate")
   flow removed from the topology  -> stop with `prune: {flows: true}` (of a topology with an owner: only a job of that
                                      owner's), else an `unmanaged` finding
-A restart replaces the flow's whole engine (`_engine_restarts`: every other flow of the engine restarts with it, the
-action names them and carries the restarts planned for them, so one engine replacement is one action) when the engine's own Spark settings change (`engine.master` but for one `local[N]` for
-another, `engine.spark_conf`, the metrics port; on kubernetes the settings of its SparkApplication), when it runs
-twice (duplicated), or when it is down as a whole (none of its flows runs); any other restart is in place.
+Per engine (jobplan/engines.py): a restart of one of its flows replaces the whole engine (one `ReplaceEngine`, `-/+`,
+listing every flow it restarts with its reason, carrying out their own restarts and updates) when the engine's own
+settings change (`engine.master` but for one `local[N]` for another, `engine.spark_conf`, the metrics port; on
+kubernetes the settings of its SparkApplication), when it runs twice (duplicated), or when it is down as a whole
+(none of its flows runs); any other restart is in place (a `RestartJob`: the engine's other flows keep running).
 The spec compared is the one the deployer handed to the job (not the hash in its status, which
 lags a hot update by up to one refresh interval), so a plan right after apply is empty.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.contract.deployers import KUBERNETES, deployer_family, local_threads, replaces_engine
+from reconciler.contract.deployers import KUBERNETES, SLO_OPTION
 from reconciler.contract.jobstate import Deployment
 from reconciler.contract.spec import JobSpec, restart_fields_of, rotated_sides
 from reconciler.jobplan import backend as job_backend
+from reconciler.jobplan.engines import plan_engines
 from reconciler.jobplan.state import (
     PENDING_SYNC_WARN_SECONDS,
     DesiredJob,
@@ -108,32 +109,16 @@ def _pending_finding(d: DesiredJob, lj: LiveJob, now_ms: int) -> Finding:
     )
 
 
-def _plan_desired(
-    d: DesiredJob, lj: LiveJob | None, out: list[Action], findings: list[Finding], now_ms: int = 0
-) -> None:
+def _plan_desired(d: DesiredJob, lj: LiveJob | None, findings: list[Finding], now_ms: int = 0) -> Action | None:
+    """The flow's own action (None: nothing to do; what cannot be planned is a finding)."""
     args = _job_action_args(d)
     if lj is None:
-        out.append(DeployJob(reason=f"no job runs flow {d.flow}", why=None, **args))
-        return
+        return DeployJob(reason=f"no job runs flow {d.flow}", why=None, **args)
     state = lj.state
-    dep = lj.deployment
-    theirs = _foreign_owner(dep, d.spec.owner)
+    theirs = _foreign_owner(lj.deployment, d.spec.owner)
     if theirs is not None:
-        findings.append(
-            Finding(
-                Severity.ERROR,
-                FindingKind.CONFLICT,
-                d.cluster,
-                d.flow,
-                f"the job of flow {d.flow} belongs to owner {theirs} (another topology declares the flow), not to "
-                f"{'owner ' + d.spec.owner if d.spec.owner else 'this topology, which has no owner'}; not changed",
-                hint="give the flow another name (`name:`, a topic family) in one of the topologies, or, if the flow "
-                "moved between teams, stop its job in the old owner's topology (remove it there with prune.flows)",
-                why=ReasonKind.CONFLICT,
-            )
-        )
-        return
-    moved = next((o for o in lj.others if not o.stopped and o.alive is not False), None)
+        findings.append(_owner_conflict(d, theirs))
+        return None
     if state is JobState.UNKNOWN:
         findings.append(
             Finding(
@@ -146,116 +131,114 @@ def _plan_desired(
                 why=ReasonKind.JOB_STATUS_UNKNOWN,
             )
         )
-        return
+        return None
     if state is JobState.ELSEWHERE:
         if lj.running_hash != d.spec.spec_hash():
-            findings.append(
-                Finding(
-                    Severity.WARNING,
-                    FindingKind.CONFLICT,
-                    d.cluster,
-                    d.flow,
-                    f"a job of flow {d.flow} runs spec {(lj.running_hash or '?')[:12]} (desired "
-                    f"{d.spec.spec_hash()[:12]}) but was not deployed from this state directory; "
-                    "it is not changed from here",
-                    hint="apply from where the job was deployed (same RECONCILER_STATE_DIR), or stop it "
-                    "there and apply again",
-                )
-            )
-        return
+            findings.append(_elsewhere_finding(d, lj))
+        return None
     if state in (JobState.NOT_DEPLOYED, JobState.STOPPED):
-        if moved is not None:
-            out.append(
-                RestartJob(
-                    reason=f"the flow's deployer changed from {moved.deployer} to {d.deployer}",
-                    current_hash=moved.spec_hash,
-                    state=state.value,
-                    previous_deployer=moved.deployer,
-                    why=ReasonKind.JOB_DEPLOYMENT,
-                    **args,
-                )
-            )
-            return
-        reason = (
-            f"no job runs flow {d.flow}"
-            if state is JobState.NOT_DEPLOYED
-            else f"the job of flow {d.flow} was stopped ({lj.why}) and the flow is enabled"
-        )
-        out.append(
-            DeployJob(reason=reason, why=None if state is JobState.NOT_DEPLOYED else ReasonKind.JOB_DOWN, **args)
-        )
-        return
-    current = dep.spec if dep else None
-    changes = _changes(current, d.spec) if current is not None else {}
-    rotated = rotated_sides(changes)
-    restart_fields = restart_fields_of(changes, rotated)
-    if state is JobState.DUPLICATED:
-        out.append(
-            RestartJob(
-                reason=lj.why,
-                current_hash=current.spec_hash() if current else None,
-                changes=changes,
-                state=state.value,
-                previous_deployer=dep.deployer if dep else None,
-                why=ReasonKind.JOB_DUPLICATED,
-                **args,
-            )
-        )
-        return
-    if state in (JobState.DOWN, JobState.RESTART_REQUIRED):
-        reason = f"the job is {state.value}: {lj.why}"
-        if changes:
-            reason += f"; and {_fields(changes)} changed"
-        out.append(
-            RestartJob(
-                reason=reason,
-                current_hash=current.spec_hash() if current else None,
-                changes=changes,
-                state=state.value,
-                previous_deployer=dep.deployer if dep else None,
-                why=ReasonKind.JOB_DOWN,
-                running=bool(dep and dep.alive is not False),
-                **args,
-            )
-        )
-        return
+        return _plan_not_running(d, lj, args)
+    dep = lj.deployment
+    changes = _changes(dep.spec, d.spec) if dep is not None and dep.spec is not None else {}
+    if state in (JobState.DUPLICATED, JobState.DOWN, JobState.RESTART_REQUIRED):
+        return _plan_down(lj, changes, args)
     if state is JobState.PENDING_SYNC:
         findings.append(_pending_finding(d, lj, now_ms))
         if dep is None or dep.deployer == d.deployer:
-            # Never started: whatever changed replaces what was rendered; there is nothing to restart.
-            option_changes = _option_changes(d, dep) if dep is not None else {}
-            if changes or option_changes or current is None:
-                what = _fields({**changes, **option_changes}) if changes or option_changes else "unreadable spec"
-                out.append(
-                    UpdateJob(
-                        reason=f"the job has not started yet (pending sync): {what} changed in what was rendered, "
-                        "which is replaced (nothing to restart)",
-                        current_hash=current.spec_hash() if current else "",
-                        changes={**changes, **option_changes},
-                        **args,
-                    )
-                )
-            return
-    # running or starting (or pending sync on another deployer: it moves)
-    if dep is None or current is None:
-        where = dep.where if dep else "no deployment record"
-        out.append(RestartJob(reason=f"the spec the job runs cannot be read ({where})", state=state.value, **args))
-        return
-    if dep.deployer != d.deployer:
-        out.append(
-            RestartJob(
-                reason=f"the flow's deployer changed from {dep.deployer} to {d.deployer}",
-                current_hash=current.spec_hash(),
-                changes=changes,
-                state=state.value,
-                previous_deployer=dep.deployer,
-                why=ReasonKind.JOB_DEPLOYMENT,
-                **args,
-            )
+            return _plan_pending(d, lj, changes, args)
+    return _plan_running(d, lj, changes, args)  # running or starting (or pending sync on another deployer: it moves)
+
+
+def _elsewhere_finding(d: DesiredJob, lj: LiveJob) -> Finding:
+    return Finding(
+        Severity.WARNING,
+        FindingKind.CONFLICT,
+        d.cluster,
+        d.flow,
+        f"a job of flow {d.flow} runs spec {(lj.running_hash or '?')[:12]} (desired "
+        f"{d.spec.spec_hash()[:12]}) but was not deployed from this state directory; "
+        "it is not changed from here",
+        hint="apply from where the job was deployed (same RECONCILER_STATE_DIR), or stop it there and apply again",
+    )
+
+
+def _plan_not_running(d: DesiredJob, lj: LiveJob, args: dict) -> Action:
+    """Not deployed or stopped: deploy it, or move it from the deployer that still runs it."""
+    moved = next((o for o in lj.others if not o.stopped and o.alive is not False), None)
+    if moved is not None:
+        return RestartJob(
+            reason=f"the flow's deployer changed from {moved.deployer} to {d.deployer}",
+            current_hash=moved.spec_hash,
+            state=lj.state.value,
+            previous_deployer=moved.deployer,
+            why=ReasonKind.JOB_DEPLOYMENT,
+            **args,
         )
-        return
+    if lj.state is JobState.NOT_DEPLOYED:
+        return DeployJob(reason=f"no job runs flow {d.flow}", why=None, **args)
+    reason = f"the job of flow {d.flow} was stopped ({lj.why}) and the flow is enabled"
+    return DeployJob(reason=reason, why=ReasonKind.JOB_DOWN, **args)
+
+
+def _plan_down(lj: LiveJob, changes: dict[str, list], args: dict) -> RestartJob:
+    """Duplicated, down or asking for a restart: a restart (which may replace its engine: jobplan/engines.py)."""
+    dep = lj.deployment
+    current = dep.spec if dep else None
+    common = dict(
+        current_hash=current.spec_hash() if current else None,
+        changes=changes,
+        state=lj.state.value,
+        previous_deployer=dep.deployer if dep else None,
+        **args,
+    )
+    if lj.state is JobState.DUPLICATED:
+        return RestartJob(reason=lj.why, why=ReasonKind.JOB_DUPLICATED, **common)
+    reason = f"the job is {lj.state.value}: {lj.why}"
+    if changes:
+        reason += f"; and {_fields(changes)} changed"
+    return RestartJob(reason=reason, why=ReasonKind.JOB_DOWN, running=bool(dep and dep.alive is not False), **common)
+
+
+def _plan_pending(d: DesiredJob, lj: LiveJob, changes: dict[str, list], args: dict) -> UpdateJob | None:
+    """Rendered, never started (GitOps), on the flow's deployer: whatever changed replaces what was rendered;
+    there is nothing to restart."""
+    dep = lj.deployment
+    current = dep.spec if dep else None
+    option_changes = _option_changes(d, dep) if dep is not None else {}
+    if not (changes or option_changes or current is None):
+        return None
+    what = _fields({**changes, **option_changes}) if changes or option_changes else "unreadable spec"
+    return UpdateJob(
+        reason=f"the job has not started yet (pending sync): {what} changed in what was rendered, "
+        "which is replaced (nothing to restart)",
+        current_hash=current.spec_hash() if current else "",
+        changes={**changes, **option_changes},
+        **args,
+    )
+
+
+def _plan_running(d: DesiredJob, lj: LiveJob, changes: dict[str, list], args: dict) -> Action | None:
+    """Running or starting: moved to another deployer, restarted for its deployment settings or a field it cannot
+    take live, or updated in place (hot, or a credential rotation); None: it runs the desired spec."""
+    dep, state = lj.deployment, lj.state.value
+    if dep is None or dep.spec is None:
+        where = dep.where if dep else "no deployment record"
+        return RestartJob(reason=f"the spec the job runs cannot be read ({where})", state=state, **args)
+    current_hash = dep.spec.spec_hash()
+    if dep.deployer != d.deployer:
+        return RestartJob(
+            reason=f"the flow's deployer changed from {dep.deployer} to {d.deployer}",
+            current_hash=current_hash,
+            changes=changes,
+            state=state,
+            previous_deployer=dep.deployer,
+            why=ReasonKind.JOB_DEPLOYMENT,
+            **args,
+        )
     option_changes = _option_changes(d, dep)
+    slo_changed = option_changes.pop(SLO_OPTION, None)  # the engine's ReplicationEngine is rewritten, nothing restarts
     if option_changes:
+        option_changes.update({SLO_OPTION: slo_changed} if slo_changed else {})
         if "engine" in option_changes:
             before = option_changes["engine"][0]
             reason = (
@@ -264,55 +247,69 @@ def _plan_desired(
             )
         else:
             reason = f"deployment settings changed: {_fields(option_changes)}"
-        out.append(
-            RestartJob(
-                reason=reason,
-                current_hash=current.spec_hash(),
-                changes={**changes, **option_changes},
-                state=state.value,
-                why=ReasonKind.JOB_DEPLOYMENT,
-                **args,
-            )
-        )
-        return
-    if not changes:
-        return
-    if restart_fields:
-        out.append(
-            RestartJob(
-                reason=f"{_fields(restart_fields)} changed, which a running job cannot take without a restart",
-                current_hash=current.spec_hash(),
-                changes=changes,
-                state=state.value,
-                **args,
-            )
-        )
-        return
-    if rotated:  # credentials alone: a rotation, taken in place (the flow reconnects; contract/spec.py)
-        rotation = "; ".join(
-            f"credentials of cluster {(d.spec.source if side == 'source' else d.spec.target).alias!r} rotated "
-            f"({', '.join(keys)})"
-            for side, keys in sorted(rotated.items())
-        )
-        others = sorted(set(changes) - set(rotated))
-        out.append(
-            UpdateJob(
-                reason=f"{rotation}{'; and ' + _fields(others) + ' changed' if others else ''}: the running flow "
-                "reconnects with them in place (no restart of its engine, nothing copied twice or skipped)",
-                current_hash=current.spec_hash(),
-                changes=changes,
-                **args,
-            )
-        )
-        return
-    out.append(
-        UpdateJob(
-            reason=f"{_fields(changes)} changed: the running job applies it within its refresh "
-            f"interval ({d.spec.settings.refresh_interval_seconds:g}s), no restart, no data loss",
-            current_hash=current.spec_hash(),
-            changes=changes,
+        return RestartJob(
+            reason=reason,
+            current_hash=current_hash,
+            changes={**changes, **option_changes},
+            state=state,
+            why=ReasonKind.JOB_DEPLOYMENT,
             **args,
         )
+    if not changes and slo_changed:
+        return UpdateJob(
+            reason="the lag SLOs its engine judges it by changed: its ReplicationEngine is rewritten, no restart",
+            current_hash=current_hash,
+            changes={SLO_OPTION: slo_changed},
+            **args,
+        )
+    if not changes:
+        return None
+    rotated = rotated_sides(changes)
+    restart_fields = restart_fields_of(changes, rotated)
+    if restart_fields:
+        return RestartJob(
+            reason=f"{_fields(restart_fields)} changed, which a running job cannot take without a restart",
+            current_hash=current_hash,
+            changes=changes,
+            state=state,
+            **args,
+        )
+    if rotated:  # credentials alone: a rotation, taken in place (the flow reconnects; contract/spec.py)
+        reason = _rotation(d, changes, rotated)
+    else:
+        reason = (
+            f"{_fields(changes)} changed: the running job applies it within its refresh "
+            f"interval ({d.spec.settings.refresh_interval_seconds:g}s), no restart, no data loss"
+        )
+    return UpdateJob(reason=reason, current_hash=current_hash, changes=changes, **args)
+
+
+def _rotation(d: DesiredJob, changes: dict[str, list], rotated: Mapping[str, tuple[str, ...]]) -> str:
+    """Why a credential rotation is taken in place (names the settings, never their values)."""
+    rotation = "; ".join(
+        f"credentials of cluster {(d.spec.source if side == 'source' else d.spec.target).alias!r} rotated "
+        f"({', '.join(keys)})"
+        for side, keys in sorted(rotated.items())
+    )
+    others = sorted(set(changes) - set(rotated))
+    return (
+        f"{rotation}{'; and ' + _fields(others) + ' changed' if others else ''}: the running flow "
+        "reconnects with them in place (no restart of its engine, nothing copied twice or skipped)"
+    )
+
+
+def _owner_conflict(d: DesiredJob, theirs: str) -> Finding:
+    """A flow of the topology whose job another owner runs: an error, the job is not changed."""
+    return Finding(
+        Severity.ERROR,
+        FindingKind.CONFLICT,
+        d.cluster,
+        d.flow,
+        f"the job of flow {d.flow} belongs to owner {theirs} (another topology declares the flow), not to "
+        f"{'owner ' + d.spec.owner if d.spec.owner else 'this topology, which has no owner'}; not changed",
+        hint="give the flow another name (`name:`, a topic family) in one of the topologies, or, if the flow moved "
+        "between teams, stop its job in the old owner's topology (remove it there with prune.flows)",
+        why=ReasonKind.CONFLICT,
     )
 
 
@@ -403,99 +400,23 @@ def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings:
             out.append(StopJob(reason=f"flow {flow} was removed from the topology (prune.flows is on)", **args))
 
 
-def _engine_restart(a: RestartJob, live: LiveJobs, mates: list[str]) -> str:
-    """Why restart `a` replaces its whole engine ('': the flow restarts in place; a move between deployers or
-    engines is a move, not a replacement)."""
-    if "engine" in a.changes or (
-        a.previous_deployer and deployer_family(a.previous_deployer) != deployer_family(a.deployer)
-    ):
-        return ""
-    if a.state == JobState.DUPLICATED.value:
-        return "it runs more than once"
-    changed = []
-    for k, (old, new) in a.changes.items():
-        if k == "engine.master" and local_threads(str(old or "")) is not None and local_threads(str(new)) is not None:
-            continue  # one local[N] for another: the engine runs local[max] already
-        if replaces_engine(k, a.deployer):  # a setting of the engine's own (scope engine: settings_registry)
-            changed.append(k)
-    if changed:
-        return f"its Spark settings changed: {_fields(changed)}"
-    flows = [live.jobs.get(f) for f in [a.flow, *mates]]
-    if a.state in (JobState.DOWN.value, JobState.RESTART_REQUIRED.value) and all(
-        lj is not None and lj.deployment is not None and lj.deployment.alive is False for lj in flows
-    ):
-        return "it is not running"
-    return ""
-
-
-def _engine_key(a: RestartJob) -> tuple[str, str]:
-    return (deployer_family(a.deployer), str(a.options["engine"]))
-
-
-def _joins_a_replacement(a: Action) -> bool:
-    """A restart of a flow that stays in its engine and deployer family (not a move), so an engine replacement
-    restarts it anyway."""
-    return (
-        isinstance(a, RestartJob)
-        and bool(a.options.get("engine"))
-        and "engine" not in a.changes
-        and not (a.previous_deployer and deployer_family(a.previous_deployer) != deployer_family(a.deployer))
-    )
-
-
-def _engine_restarts(actions: list[Action], live: LiveJobs) -> list[Action]:
-    """The restarts, marked where they replace the flow's whole engine, with the engine's other flows (pure). One
-    engine replacement is one action: the first restart that replaces an engine carries (`joined`) every other
-    restart of that engine into the same target cluster (each cluster's lease covers its own actions, so an engine
-    holding flows into two clusters has one replacement action per cluster)."""
-    engines: dict[tuple[str, str], set[str]] = {}
-    for lj in live.jobs.values():
-        dep = lj.deployment
-        if dep is not None and dep.options.get("engine") and not dep.stopped:
-            engines.setdefault((deployer_family(dep.deployer), str(dep.options["engine"])), set()).add(lj.flow)
-    marked: list[Action] = []
-    for a in actions:
-        if isinstance(a, RestartJob) and a.options.get("engine"):
-            mates = sorted(engines.get(_engine_key(a), set()) - {a.flow})
-            why = _engine_restart(a, live, mates)
-            if why:
-                a = dataclasses.replace(a, engine_restart=why, engine_flows=mates)
-        marked.append(a)
-    leads: dict[tuple[str, str, str], RestartJob] = {}
-    for a in marked:
-        if isinstance(a, RestartJob) and a.engine_restart:
-            leads.setdefault((a.cluster, *_engine_key(a)), a)
-    joined: dict[tuple[str, str, str], list[RestartJob]] = {}
-    for a in marked:
-        if _joins_a_replacement(a):
-            assert isinstance(a, RestartJob)
-            key = (a.cluster, *_engine_key(a))
-            if key in leads and leads[key] is not a:
-                joined.setdefault(key, []).append(dataclasses.replace(a, engine_restart="", engine_flows=[]))
-    out: list[Action] = []
-    for a in marked:
-        if isinstance(a, RestartJob) and a.options.get("engine"):
-            key = (a.cluster, *_engine_key(a))
-            if leads.get(key) is a:
-                a = dataclasses.replace(a, joined=tuple(joined.get(key, ())))
-            elif any(j.flow == a.flow for j in joined.get(key, ())):
-                continue  # carried by its engine's replacement
-        out.append(a)
-    return out
-
-
 def diff_jobs(
     topology: Topology, desired: Mapping[str, DesiredJob], live: LiveJobs
 ) -> tuple[list[Action], list[Finding]]:
-    """Pure: what to deploy, update, restart and stop so the jobs match the topology."""
-    actions: list[Action] = []
+    """Pure: what to deploy, update, restart, replace and stop so the jobs match the topology: each flow's own
+    action (`_plan_desired`), the engines replaced with the changes of their flows they carry out (`plan_engines`,
+    jobplan/engines.py), and the jobs no enabled flow wants (`_plan_unwanted`)."""
     findings: list[Finding] = []
+    own: dict[str, Action] = {}
     for flow, d in sorted(desired.items()):
-        _plan_desired(d, live.jobs.get(flow), actions, findings, live.now_ms)
+        a = _plan_desired(d, live.jobs.get(flow), findings, live.now_ms)
+        if a is not None:
+            own[flow] = a
+    stops: list[Action] = []
     for flow, lj in sorted(live.jobs.items()):
         if flow not in desired:
-            _plan_unwanted(lj, topology, actions, findings)
-    return _engine_restarts(actions, live), findings
+            _plan_unwanted(lj, topology, stops, findings)
+    return plan_engines(own, live, {a.subject for a in stops}) + stops, findings
 
 
 def with_jobs(

@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from reconciler.contract.deployers import KUBERNETES
+from reconciler.contract.deployers import KUBERNETES, SLO_OPTION
+from reconciler.contract.engine_status import slo_spec
 from reconciler.contract.jobstate import (
     START_GRACE_SECONDS,
     Deployment,
@@ -56,12 +57,13 @@ def desired_jobs(topology: Topology, git_revision: str | None = None) -> dict[st
     for f in topology.flows:
         if f.enabled:
             slots[f.engine] = slots.get(f.engine, 0) + f.job.parallelism
+    slo = {SLO_OPTION: wanted} if (wanted := slo_spec(topology.slo)) else {}  # an engine on Kubernetes judges by it
     return {
         f.name: DesiredJob(
             f.name,
             f.target,
             f.job.deployer,
-            deployment_options(f.job, f.engine, slots[f.engine]),
+            {**deployment_options(f.job, f.engine, slots[f.engine]), **(slo if f.job.deployer == KUBERNETES else {})},
             JobSpec.from_flow(topology, f, git_revision),
         )
         for f in topology.flows

@@ -23,7 +23,10 @@ from reconciler.operations.plan import make_plan
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan
 from reconciler.plan.ownership import reads_claims
+from reconciler.policy.engine import PolicyError, PolicySet, combine
+from reconciler.policy.engine import evaluate as evaluate_policies
 from reconciler.render import plan_text
+from reconciler.render import policy as policy_render
 from reconciler.textutil import plural, term
 from reconciler.topology.model import Topology
 
@@ -50,6 +53,8 @@ class ApplyRequest:
     git: Mapping[str, Any] | None = None
     auto_approve: bool = False
     lock_timeout: float = 0.0  # seconds to wait for a lease held elsewhere (0: fail at once)
+    #: `apply --policy`: judge the plan with these too (a saved plan's own record is always enforced)
+    policies: PolicySet | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,19 @@ class ApplyOutcome:
     ok: bool
     report: ApplyReport | None = None  # None: nothing was executed (no changes, refused, error)
     seconds: float = 0.0
+    policy_refused: bool = False  # refused by policy: a violation, or changes needing an approval not recorded
+
+
+def policy_refusal(request: ApplyRequest, plan: Plan) -> list[str]:
+    """Why policies refuse `plan` (the lines to print), or []: the saved plan's record (what `plan --policy` found
+    and the approval it records) and, with `apply --policy`, what those policies say of the plan now."""
+    saved = request.saved.policy if request.saved is not None else None
+    try:
+        fresh = evaluate_policies(request.policies, plan, request.topology) if request.policies else None
+    except PolicyError as exc:
+        return [f"error: the policies cannot judge the plan; nothing was applied\n{exc}"]
+    record = combine(saved, fresh)
+    return policy_render.refusal(record) if record is not None else []
 
 
 def unlocked(plan: Plan, locked: list[str]) -> str | None:
@@ -71,6 +89,24 @@ def _saved_refusal(saved: planfile.SavedPlan, fresh: Plan) -> str | None:
         return f"plan file {saved.path}: the topology, planned again against the clusters, has errors; plan again"
     extra = planfile.unexpected(saved.plan, fresh)
     return planfile.unexpected_reason(saved.path, extra) if extra else None
+
+
+def _refused_before_asking(request: ApplyRequest, plan: Plan, guard: TopologyGuard, ui: ApplyUI) -> ApplyOutcome | None:
+    """The guard's and the policies' refusals of a plan, before anyone is asked to approve it; the approval a saved
+    plan records is shown."""
+    refused = refusals(guard, plan.actions)
+    if refused:
+        ui.err(f"error: {GuardRefused(refused)}")
+        return ApplyOutcome(False)
+    judged = policy_refusal(request, plan)
+    if judged:
+        ui.err("\n".join(judged))
+        return ApplyOutcome(False, policy_refused=True)
+    saved = request.saved
+    approval = saved.policy.approval if saved is not None and saved.policy is not None else None
+    if approval is not None:
+        ui.out(f"The saved plan records: {term(approval.describe())}.")
+    return None
 
 
 def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
@@ -94,10 +130,9 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
             return ApplyOutcome(False)
         if not plan.actions:
             return ApplyOutcome(True)
-        refused = refusals(guard, plan.actions)
-        if refused:
-            ui.err(f"error: {GuardRefused(refused)}")
-            return ApplyOutcome(False)
+        refusal = _refused_before_asking(request, plan, guard, ui)
+        if refusal is not None:
+            return refusal
         if not ui.confirm(plan):
             return ApplyOutcome(False)
         touched = sorted({a.cluster for a in plan.actions})
@@ -126,6 +161,10 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
                     ui.out(f"\nThe clusters changed while planning ({term(stale)}); planned again under the lease:\n")
                     ui.out(plan_text.render(plan), end="")
                     stale = unlocked(plan, touched) or ("the new plan has errors" if plan.errors else None)
+                    judged = policy_refusal(request, plan) if stale is None else []
+                    if judged:  # what the lease protects now may be what a policy forbids
+                        ui.err("\n".join(judged))
+                        return ApplyOutcome(False, policy_refused=True)
                 if stale:
                     ui.err(f"error: refusing to apply a stale plan: {term(stale)}")
                     return ApplyOutcome(False)

@@ -21,6 +21,7 @@ from reconciler.plan.actions import (
     RecordOwnership,
     SetConfig,
 )
+from reconciler.plan.engine_actions import ReplaceEngine
 
 
 def handler_table() -> dict[ActionKind, Handler]:
@@ -38,4 +39,5 @@ def handler_table() -> dict[ActionKind, Handler]:
         ActionKind.UPDATE_JOB: jobs.update_jobs,
         ActionKind.RESTART_JOB: jobs.restart_jobs,
         ActionKind.STOP_JOB: jobs.stop_jobs,
+        ActionKind.REPLACE_ENGINE: TypedHandler(ReplaceEngine, jobs.replace_engines),
     }

@@ -22,9 +22,11 @@ from typing import Any
 from reconciler.contract.deployers import KUBERNETES
 from reconciler.deployers.base import engine_of
 from reconciler.deployers.kubernetes import (
+    CRD_FILE,
     ENGINE_PREFIX,
     EngineManifest,
     FlowEntry,
+    crd_text,
     engine_file,
     engine_text,
     next_entry,
@@ -58,6 +60,7 @@ class Rendered:
     leftovers: tuple[Path, ...]
     revision: str | None  # `<sha>[-dirty]` the specs carry (None outside git)
     stamp: float  # the time of a new render: the commit's, or 0
+    crd: EngineFile | None = None  # the ReplicationEngine CRD (CRD_FILE) beside the engines' files, when there are any
 
 
 def _commit_time(git: Mapping[str, Any] | None) -> float:
@@ -108,6 +111,15 @@ def render_manifests(
         except OSError:
             changed = True
         files.append(EngineFile(engine, path, text, tuple(sorted(jobs)), changed))
+    crd = None
+    if files:
+        path = out / CRD_FILE
+        text = crd_text()
+        try:
+            changed = path.read_text() != text
+        except OSError:
+            changed = True
+        crd = EngineFile("", path, text, (), changed)
     mine = {f.path for f in files}
     leftovers = tuple(p for p in sorted(out.glob(f"{ENGINE_PREFIX}*.yaml")) if p not in mine) if out.is_dir() else ()
-    return Rendered(out, tuple(files), tuple(not_rendered), leftovers, label, stamp)
+    return Rendered(out, tuple(files), tuple(not_rendered), leftovers, label, stamp, crd)

@@ -1,7 +1,8 @@
 """The action base: `ActionKind`, `Phase`, `Verb` and the `Action` dataclass every plan action subclasses.
 
-The action types themselves are in plan/actions.py (topics, configs, ACLs) and plan/job_actions.py (jobs);
-plan/actions.py lists every one in `ACTION_TYPES`.
+The action types themselves are in plan/actions.py (topics, configs, ACLs), plan/job_actions.py (jobs) and
+plan/engine_actions.py (engine replacements); plan/actions.py lists every one in `ACTION_TYPES`. Each names its
+`KIND`, `PHASE`, `VERB` and `RISK` (plan/risk.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from reconciler.plan.reasons import ReasonKind
+from reconciler.plan.risk import Risk
 from reconciler.state.live import AclBinding
 
 
@@ -30,6 +32,8 @@ class ActionKind(str, enum.Enum):
     UPDATE_JOB = "update_job"
     RESTART_JOB = "restart_job"
     STOP_JOB = "stop_job"
+    # An engine (the Spark application holding flows) replaced: reconciler/plan/engine_actions.py
+    REPLACE_ENGINE = "replace_engine"
 
 
 class Phase(enum.IntEnum):
@@ -39,6 +43,7 @@ class Phase(enum.IntEnum):
     CONFIG = 20
     PARTITIONS = 30
     ACL = 40
+    ENGINE = 45  # replace engines of flows into this cluster, before the changes of single flows of other engines
     JOB = 50  # update/restart jobs of flows into this cluster (deploys sort after every cluster)
     STOP_JOB = 75  # before any deletion, so a running job cannot re-create what is deleted
     DELETE_ACL = 80
@@ -53,6 +58,7 @@ class Verb(str, enum.Enum):
     CREATE = "+"
     UPDATE = "~"
     DELETE = "-"
+    REPLACE = "-/+"  # stopped, then started again with the new settings (an engine: Terraform's DeleteThenCreate)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,8 @@ class Action:
     KIND: ClassVar[ActionKind]
     PHASE: ClassVar[Phase]
     VERB: ClassVar[Verb]
+    #: the risk class of every action of this type (plan/risk.py): what policies forbid or ask an approval for
+    RISK: ClassVar[Risk]
     REASON_KIND: ClassVar[ReasonKind] = ReasonKind.OTHER
 
     cluster: str
@@ -69,6 +77,10 @@ class Action:
     def reason_kind(self) -> ReasonKind:
         """What the action is about (typed; `reason` is the same in words, for people)."""
         return self.REASON_KIND
+
+    @property
+    def risk(self) -> Risk:
+        return self.RISK
 
     @property
     def subject(self) -> str:
@@ -101,6 +113,7 @@ class Action:
             out[f.name] = value
         out["description"] = self.describe()
         out["reason_kind"] = self.reason_kind.value
+        out["risk"] = self.risk.value
         return out
 
     @classmethod

@@ -1,8 +1,10 @@
 """Typed plan actions and the Plan: an ordered, serializable list of them, with findings.
 
 Extending: add a member to `ActionKind` (plan/action_base.py), subclass `Action` with `KIND`, `PHASE`,
-`VERB` and its fields, list the class in `ACTION_TYPES` below, and give the executor a handler for the
-kind (reconciler/operations/handlers.py). (The job actions, plan/job_actions.py, are built this way.)
+`VERB`, `RISK` (plan/risk.py) and its fields, list the class in `ACTION_TYPES` below, describe its kind and
+fields in schemas/plan.schema.json (`$defs/kinds`) and docs/plan-json.md, and give the executor a handler for
+the kind (reconciler/operations/handlers.py). (The job actions, plan/job_actions.py, and the engine
+replacement, plan/engine_actions.py, are built this way.)
 Nothing registers itself on import. Order is deterministic: per cluster, creates, config changes,
 partition changes, ACLs, then every deletion last.
 """
@@ -14,24 +16,29 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
+from reconciler.plan.engine_actions import ReplaceEngine
 from reconciler.plan.findings import Finding, Severity
 from reconciler.plan.job_actions import DeployJob, RestartJob, StopJob, UpdateJob
 from reconciler.plan.permissions import RequiredAcl
 from reconciler.plan.reasons import ReasonKind
+from reconciler.plan.risk import Risk
 from reconciler.state.live import AclBinding
 from reconciler.textutil import plural
 from reconciler.topology.model import topology_title
 
-FORMAT_VERSION = 1
-#: Fields added within format_version 1 (docs/plan-json.md): 1 = `reason_kind` on actions and findings; 3 = `joined`
-#: on `restart_job` (one engine replacement, one action); 4 = `permissions` (the ACLs the flows need on the clusters
-#: the plan checked, issue 45); 5 = `environment` (the topology's `--env`) and the `record_ownership` action (issue 48).
-FORMAT_MINOR = 5
+#: 2: an engine replacement is its own action, `replace_engine` (verb `-/+`, `summary.replace`); `restart_job` lost
+#: `engine_restart`, `engine_flows` and `joined`; every action has its `risk` (plan/risk.py) and a plan judged by
+#: `plan --policy` its `policy` object (format_version 1, minor 0-5: docs/plan-json.md).
+FORMAT_VERSION = 2
+#: Fields added within format_version 2 (docs/plan-json.md): 1 = `environment` (the topology's `--env`) and the
+#: `record_ownership` action (issue 48).
+FORMAT_MINOR = 1
 
 
 @dataclass(frozen=True)
 class CreateTopic(Action):
     KIND = ActionKind.CREATE_TOPIC
+    RISK = Risk.CREATE
     REASON_KIND = ReasonKind.TOPIC_MISSING
     PHASE = Phase.CREATE
     VERB = Verb.CREATE
@@ -52,6 +59,7 @@ class CreateTopic(Action):
 @dataclass(frozen=True)
 class SetConfig(Action):
     KIND = ActionKind.SET_CONFIG
+    RISK = Risk.CONFIG
     REASON_KIND = ReasonKind.CONFIG
     PHASE = Phase.CONFIG
     VERB = Verb.UPDATE
@@ -71,6 +79,7 @@ class SetConfig(Action):
 @dataclass(frozen=True)
 class AddPartitions(Action):
     KIND = ActionKind.ADD_PARTITIONS
+    RISK = Risk.GROW
     REASON_KIND = ReasonKind.PARTITIONS
     PHASE = Phase.PARTITIONS
     VERB = Verb.UPDATE
@@ -103,6 +112,7 @@ class _AclAction(Action):
 @dataclass(frozen=True)
 class CreateAcl(_AclAction):
     KIND = ActionKind.CREATE_ACL
+    RISK = Risk.ACL
     REASON_KIND = ReasonKind.ACL
     PHASE = Phase.ACL
     VERB = Verb.CREATE
@@ -112,6 +122,7 @@ class CreateAcl(_AclAction):
 @dataclass(frozen=True)
 class DeleteAcl(_AclAction):
     KIND = ActionKind.DELETE_ACL
+    RISK = Risk.DELETE
     REASON_KIND = ReasonKind.ACL
     PHASE = Phase.DELETE_ACL
     VERB = Verb.DELETE
@@ -121,6 +132,7 @@ class DeleteAcl(_AclAction):
 @dataclass(frozen=True)
 class DeleteConfig(Action):
     KIND = ActionKind.DELETE_CONFIG
+    RISK = Risk.DELETE
     REASON_KIND = ReasonKind.CONFIG
     PHASE = Phase.DELETE_CONFIG
     VERB = Verb.DELETE
@@ -138,6 +150,7 @@ class DeleteConfig(Action):
 @dataclass(frozen=True)
 class DeleteTopic(Action):
     KIND = ActionKind.DELETE_TOPIC
+    RISK = Risk.DELETE
     REASON_KIND = ReasonKind.TOPIC_EXTRA
     PHASE = Phase.DELETE_TOPIC
     VERB = Verb.DELETE
@@ -155,6 +168,7 @@ class RecordOwnership(Action):
     cluster: a claim of a topic this plan deletes is withdrawn after the deletion."""
 
     KIND = ActionKind.RECORD_OWNERSHIP
+    RISK = Risk.CONFIG  # a record of who owns what: it changes no topic, ACL or job
     REASON_KIND = ReasonKind.OWNERSHIP
     PHASE = Phase.OWNERSHIP
     VERB = Verb.UPDATE
@@ -198,6 +212,7 @@ ACTION_TYPES: dict[ActionKind, type[Action]] = {
         UpdateJob,
         RestartJob,
         StopJob,
+        ReplaceEngine,
     )
 }
 
@@ -205,6 +220,10 @@ ACTION_TYPES: dict[ActionKind, type[Action]] = {
 def action_from_dict(d: Mapping[str, Any]) -> Action:
     """The action `Action.to_dict` wrote, of the type its `kind` names."""
     return ACTION_TYPES[ActionKind(d["kind"])].from_dict(d)
+
+
+#: The `summary` count each verb adds to (`Plan.counts`).
+VERB_COUNTS = {Verb.CREATE: "create", Verb.UPDATE: "update", Verb.DELETE: "delete", Verb.REPLACE: "replace"}
 
 
 @dataclass
@@ -236,9 +255,10 @@ class Plan:
         return [f for f in self.findings if f.severity is Severity.ERROR]
 
     def counts(self) -> dict[str, int]:
-        out = {"create": 0, "update": 0, "delete": 0}
+        """Actions per verb: create, update, delete, and replace (engines replaced: neither created nor deleted)."""
+        out = {"create": 0, "update": 0, "delete": 0, "replace": 0}
         for a in self.actions:
-            out[{Verb.CREATE: "create", Verb.UPDATE: "update", Verb.DELETE: "delete"}[a.VERB]] += 1
+            out[VERB_COUNTS[a.VERB]] += 1
         return out
 
     @property
@@ -253,7 +273,8 @@ class Plan:
         elif not self.actions:
             head = "No changes. The clusters match the topology."
         else:
-            head = f"Plan: {c['create']} to create, {c['update']} to change, {c['delete']} to delete."
+            replace = f"{c['replace']} to replace, " if c["replace"] else ""
+            head = f"Plan: {c['create']} to create, {replace}{c['update']} to change, {c['delete']} to delete."
         n_err, n_other = len(self.errors), len(self.findings) - len(self.errors)
         tail = []
         if n_err:

@@ -3,7 +3,7 @@
 Used to group drift by flow and to limit `plan --base REV` to the flows a change affects.
 
 * An action whose subject is a flow name (the job actions: deploy/update/restart/stop job) is
-  about that flow.
+  about that flow; an engine replacement is about every flow it restarts.
 * A topic the topology wants (a desired topic) is about the flows that produce it
   (`DesiredTopic.flows`: the remote topic's flow, or every flow sharing an internal topic).
 * Any other topic is attributed by its name, as MirrorMaker 2 names topics: a remote-looking
@@ -28,6 +28,7 @@ from reconciler.mirror.policy import (
 )
 from reconciler.plan.actions import Action, Plan
 from reconciler.plan.desired import DesiredState
+from reconciler.plan.engine_actions import ReplaceEngine
 from reconciler.plan.findings import Finding
 from reconciler.plan.job_actions import JobAction
 from reconciler.topology.flow_id import FlowId, flow_ends, flow_name
@@ -75,8 +76,8 @@ def _flow_subject(subject: str, topology: Topology) -> str | None:
 
 
 def action_flows(action: Action, desired: DesiredState | None, topology: Topology) -> tuple[str, ...]:
-    if isinstance(action, JobAction) and action.flow:
-        return action.flows  # an engine replacement: every flow whose restart it carries
+    if isinstance(action, ReplaceEngine) or (isinstance(action, JobAction) and action.flow):
+        return action.flows  # an engine replacement: every flow it restarts
     subject = action.subject
     named = _flow_subject(subject, topology)
     if named:

@@ -1,9 +1,9 @@
-"""Plan actions for replication jobs: deploy, update in place, restart, stop.
+"""Plan actions for replication jobs: deploy, update in place, restart and stop, one per flow.
 
-One action per flow (a flow's job is its part of an engine, the Spark application holding it), but for a restart
-that replaces the flow's whole engine (its Spark settings changed, it runs twice, or it is down): it says so, names
-the engine's other flows, which restart with it (`engine_restart`, `engine_flows`), and carries the restarts the
-plan has for those of them in the same target cluster (`joined`), so one engine replacement is one action.
+A flow's job is its part of an engine (the Spark application holding it). These actions change one flow and leave
+its engine's other flows running; a change that replaces the whole engine (its own settings changed, it runs twice,
+or it is down) is an engine-level action instead, `ReplaceEngine` (plan/engine_actions.py), which lists every flow
+it restarts: a flow is in one action of a plan, never in two.
 Each action is attached to the flow's *target* cluster (where the job reports
 its status, and whose lease an apply takes). Order: update and restart run in `Phase.JOB` of the
 target cluster, after its topic and ACL actions and before its deletions (a job whose filter was
@@ -15,16 +15,12 @@ to deploy (`spec`, with `${ENV_VAR}` references unresolved: never a secret).
 Renderers print them through the generic `describe()` / `details()`; the JSON form has, besides
 `kind`, `verb`, `cluster`, `reason`, `description`: `flow`, `deployer`, `options` (deployer
 settings), `spec` (the job spec), `spec_hash`, and per kind `current_hash`, `changes`
-({field: [current, desired]}), `state` (the job's live state), `previous_deployer`, `where`, `engine_restart`
-(why the whole engine restarts; "" when the flow restarts in place), `engine_flows` (its other flows) and `joined`
-(the restarts of other flows this engine replacement carries out, each a `restart_job` object).
+({field: [current, desired]}), `state` (the job's live state), `previous_deployer`, `running`, `where`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -32,13 +28,22 @@ from reconciler.contract.deployers import ENGINE_SLOTS_HINT, KUBERNETES, SPARK_S
 from reconciler.contract.spec import JobSpec
 from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
 from reconciler.plan.reasons import ReasonKind
+from reconciler.plan.risk import Risk
 
 
 def short(spec_hash: str | None) -> str:
     return spec_hash[:12] if spec_hash else "none"
 
 
-def _fmt(value: Any) -> str:
+def spec_words(current_hash: str | None, spec_hash: str) -> str:
+    """'spec A -> B' when the spec changes, else 'spec B'."""
+    if current_hash and current_hash != spec_hash:
+        return f"spec {short(current_hash)} -> {short(spec_hash)}"
+    return f"spec {short(spec_hash)}"
+
+
+def fmt(value: Any) -> str:
+    """A setting's value for people: strings as they are, the rest as JSON."""
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(json.dumps(v) if not isinstance(v, str) else v for v in value) + "]"
     if isinstance(value, dict):
@@ -87,7 +92,7 @@ class JobAction(Action):
 
     @property
     def flows(self) -> tuple[str, ...]:
-        """Every flow this action changes (a restart that replaces an engine: the flows whose restarts it carries)."""
+        """Every flow this action changes: its own (an engine replacement lists several)."""
         return (self.flow,)
 
     def __hash__(self) -> int:
@@ -103,9 +108,9 @@ class JobAction(Action):
         s = self._spec_or_none()
         if s is None:
             return []
-        topics = "include " + _fmt(list(s.settings.topics.include))
+        topics = "include " + fmt(list(s.settings.topics.include))
         if s.settings.topics.exclude:
-            topics += ", exclude " + _fmt(list(s.settings.topics.exclude))
+            topics += ", exclude " + fmt(list(s.settings.topics.exclude))
         return [
             f"topics: {topics}",
             f"delivery: {s.delivery}, parallelism {s.engine.parallelism}, "
@@ -113,12 +118,13 @@ class JobAction(Action):
         ]
 
     def _changes(self) -> list[str]:
-        return [f"{k}: {_fmt(v[0])} -> {_fmt(v[1])}" for k, v in sorted(getattr(self, "changes", {}).items())]
+        return [f"{k}: {fmt(v[0])} -> {fmt(v[1])}" for k, v in sorted(getattr(self, "changes", {}).items())]
 
 
 @dataclass(frozen=True)
 class DeployJob(JobAction):
     KIND = ActionKind.DEPLOY_JOB
+    RISK = Risk.CREATE
     REASON_KIND = ReasonKind.JOB_MISSING
     PHASE = Phase.JOB
     VERB = Verb.CREATE
@@ -143,6 +149,7 @@ class UpdateJob(JobAction):
     """Only hot-reloadable fields differ: the running job gets the new spec and applies it itself."""
 
     KIND = ActionKind.UPDATE_JOB
+    RISK = Risk.CONFIG
     REASON_KIND = ReasonKind.JOB_STALE_SPEC
     PHASE = Phase.JOB
     VERB = Verb.UPDATE
@@ -163,9 +170,11 @@ class UpdateJob(JobAction):
 
 @dataclass(frozen=True)
 class RestartJob(JobAction):
-    """The job is down, or a field it cannot take while running changed: graceful stop, then start."""
+    """A restart of one flow that leaves its engine running (its other flows keep running): the job is down, a field
+    it cannot take while running changed, or it moves (to another engine or deployer). Graceful stop, then start."""
 
     KIND = ActionKind.RESTART_JOB
+    RISK = Risk.RESTART
     REASON_KIND = ReasonKind.JOB_STALE_SPEC
     PHASE = Phase.JOB
     VERB = Verb.UPDATE
@@ -174,53 +183,19 @@ class RestartJob(JobAction):
     state: str = ""
     previous_deployer: str | None = None
     running: bool = True  # a process of the job runs now (False: it is dead, nothing to stop: a plain start)
-    engine_restart: str = ""  # why the flow's whole engine restarts (its application is replaced); "": in place
-    engine_flows: list = field(default_factory=list)  # the engine's other flows, restarted with it
-    #: The restarts of other flows of the engine (same target cluster) that this replacement carries out: one engine
-    #: replacement is one action; apply hands them to the engine with this one (`jobplan/handlers.py`).
-    joined: tuple[RestartJob, ...] = ()
 
     def __hash__(self) -> int:
         return hash((self.KIND, self.cluster, self.flow, self.spec_hash))
 
-    @property
-    def flows(self) -> tuple[str, ...]:
-        return (self.flow, *(j.flow for j in self.joined))
-
-    def to_dict(self) -> dict[str, Any]:
-        out = super().to_dict()
-        out["joined"] = [j.to_dict() for j in self.joined]
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RestartJob:
-        a = super().from_dict({**d, "joined": ()})
-        assert isinstance(a, RestartJob)
-        return dataclasses.replace(a, joined=tuple(cls.from_dict(j) for j in d.get("joined") or ()))
-
-    def _spec_words(self) -> str:
-        if self.current_hash and self.current_hash != self.spec_hash:
-            return f"spec {short(self.current_hash)} -> {short(self.spec_hash)}"
-        return f"spec {short(self.spec_hash)}"
-
-    def _engine_replacement(self) -> str:
-        """' and with it flows X, Y: engine E is replaced' ('' for a restart in place)."""
-        if not self.engine_restart:
-            return ""
-        engine = self.options.get("engine") or "?"
-        others = f" and with it flow{'s' if len(self.engine_flows) != 1 else ''} {', '.join(self.engine_flows)}"
-        return f"{others if self.engine_flows else ''}: REPLACES engine {engine}"
-
     def describe(self) -> str:
-        spec = self._spec_words()
+        spec = spec_words(self.current_hash, self.spec_hash)
         where = where_to_run(self.deployer, self._spec_or_none(), self.options)
         if self.previous_deployer and self.previous_deployer != self.deployer:
             where = f"{self.previous_deployer} -> {where}"
         verb = "restart" if self.running else "start"
         if self.state == "duplicated":
-            verb = "STOP EVERY INSTANCE of"
-            return f"{verb} job {self.flow}, then start one ({where}, {spec}){self._engine_replacement()}"
-        return f"{verb} job {self.flow}{self._engine_replacement()} ({where}, {spec})"
+            return f"STOP EVERY INSTANCE of job {self.flow}, then start one ({where}, {spec})"
+        return f"{verb} job {self.flow} ({where}, {spec})"
 
     def details(self) -> list[str]:
         engine = self.options.get("engine")
@@ -231,17 +206,6 @@ class RestartJob(JobAction):
                 "the current job stops gracefully (it commits), then the flow starts in the engine from the committed "
                 "offsets: nothing copied twice, nothing skipped"
             )
-        elif self.engine_restart:
-            others = (
-                f"its other flows ({', '.join(self.engine_flows)}) "
-                + ("stop gracefully and restart with it" if self.running else "start with it")
-                if self.engine_flows
-                else "it holds no other flow"
-            )
-            how = (
-                f"the whole engine {engine} restarts ({self.engine_restart}): {others}; "
-                "every flow resumes from its committed offsets"
-            )
         elif self.state == "duplicated":
             how = "every instance stopped (graceful, then SIGKILL), then exactly one started; resumes from its committed offsets"
         elif self.running and engine:
@@ -250,16 +214,13 @@ class RestartJob(JobAction):
             how = "graceful stop, then start; resumes from its committed offsets"
         else:
             how = "not running (nothing to stop): start; resumes from its committed offsets"
-        lines = self._changes() + [how]
-        for j in self.joined:
-            lines.append(f"with it flow {j.flow} ({j._spec_words()}): {j.reason}")
-            lines += [f"  {c}" for c in j._changes()]
-        return lines
+        return self._changes() + [how]
 
 
 @dataclass(frozen=True)
 class StopJob(JobAction):
     KIND = ActionKind.STOP_JOB
+    RISK = Risk.DELETE
     REASON_KIND = ReasonKind.JOB_UNWANTED
     PHASE = Phase.STOP_JOB
     VERB = Verb.DELETE

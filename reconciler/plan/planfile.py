@@ -7,6 +7,10 @@ with the key of `RECONCILER_PLAN_KEY` (the file names the key by its id, the fir
 sha256, so a mismatch says which key). It holds no connection settings: `apply FILE` connects with those of
 the topology it is given, never with anything read from the file.
 
+The plan carries its `policy` record (plan/policy_record.py): what `plan --policy` found and the approval
+`--approved-by` recorded. The signature covers it: an approval cannot be added, nor a requirement removed, without
+the key; `apply` enforces it (operations/apply.py `policy_refusal`, docs/policy.md).
+
 `apply FILE` (reconciler/operations/apply.py) verifies the signature (with `RECONCILER_PLAN_KEY`, or
 `RECONCILER_PLAN_KEY_PREVIOUS` during a key rotation) and the actions digest, checks that the topology given is
 the content (and commit) planned, plans again from it against the live clusters and refuses any action of the
@@ -26,19 +30,25 @@ from pathlib import Path
 from typing import Any
 
 from reconciler import outputs, settings
+from reconciler.plan.actions import FORMAT_VERSION as PLAN_FORMAT_VERSION
 from reconciler.plan.actions import Action, Plan
+from reconciler.plan.document import document as plan_document
+from reconciler.plan.policy_record import PolicyRecord
 from reconciler.state.live import LiveState
 from reconciler.textutil import cut
 from reconciler.topology.model import Topology
 
 KIND = "reconciler-saved-plan"
 #: The saved plan's own format (its `plan` is plan JSON, docs/plan-json.md, with its own format_version).
-#: 1: unsigned, with the clusters' connection settings (refused: plan again); 2: signed, no connection settings.
-FORMAT_VERSION = 2
+#: 1: unsigned, with the clusters' connection settings (refused: plan again); 2: signed, no connection settings;
+#: 3: its plan carries the `policy` record (what `plan --policy` found, the approval of `--approved-by`), which
+#: `apply` enforces (a reconciler that reads 2 only refuses it rather than applying it without its approvals).
+FORMAT_VERSION = 3
 ALGORITHM = "HMAC-SHA256"
 LATEST_TIME = 253402300799  # 9999-12-31T23:59:59Z: the last `saved_at` a time can be shown for
 MIN_KEY_LENGTH = 16  # characters; `openssl rand -hex 32` gives 64
-#: Action fields that are words for people, not what the action does: left out of its identity.
+#: Action fields that are words for people, not what the action does: left out of its identity (and of the identity
+#: of each flow an engine replacement restarts, its `restarts`).
 _NOT_IDENTITY = ("reason", "description")
 
 
@@ -104,9 +114,17 @@ def actions_digest(actions: list[Any]) -> str:
     return hashlib.sha256(canonical(actions)).hexdigest()
 
 
+def _deeds(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if k not in _NOT_IDENTITY}
+
+
 def identity(action: Action) -> bytes:
-    """What an action does, canonically: every field but the words for people (reason, description)."""
-    return canonical({k: v for k, v in action.to_dict().items() if k not in _NOT_IDENTITY})
+    """What an action does, canonically: every field but the words for people (reason, description), also of the
+    flows an engine replacement restarts."""
+    out = _deeds(action.to_dict())
+    if isinstance(out.get("restarts"), list):
+        out["restarts"] = [_deeds(e) for e in out["restarts"]]
+    return canonical(out)
 
 
 @dataclass(frozen=True)
@@ -120,6 +138,8 @@ class SavedPlan:
     saved_at: float = 0.0
     git: dict | None = None  # RevisionInfo.to_dict() of the topology's commit (reconciler.gitops.revision)
     environment: str | None = None  # the topology's environment it was planned for (`plan --env`)
+    #: what `plan --policy` found and the approval `--approved-by` recorded (the plan's `policy` object), or None
+    policy: PolicyRecord | None = None
 
 
 def _signed_part(doc: Mapping[str, Any]) -> bytes:
@@ -131,10 +151,16 @@ def _signed_part(doc: Mapping[str, Any]) -> bytes:
 
 
 def document(
-    plan: Plan, topology: Topology, key: PlanKey, revision: str | None = None, git: Mapping[str, Any] | None = None
+    plan: Plan,
+    topology: Topology,
+    key: PlanKey,
+    revision: str | None = None,
+    git: Mapping[str, Any] | None = None,
+    policy: PolicyRecord | None = None,
 ) -> dict[str, Any]:
-    """The signed saved-plan document of `plan`, planned from `topology`."""
-    body = plan.to_dict(include_scope=True)
+    """The signed saved-plan document of `plan`, planned from `topology`, with the `policy` record (what the
+    policies found, the approval) in its plan: the signature covers it."""
+    body = plan_document(plan, scope=True, policy=policy.to_dict() if policy is not None else None)
     doc: dict[str, Any] = {
         "kind": KIND,
         "format_version": FORMAT_VERSION,
@@ -167,9 +193,10 @@ def save(
     key: PlanKey,
     revision: str | None = None,
     git: Mapping[str, Any] | None = None,
+    policy: PolicyRecord | None = None,
 ) -> None:
     """Write the signed plan to `path`, readable by its owner only (0600; directories created 0700)."""
-    doc = document(plan, topology, key, revision, git)
+    doc = document(plan, topology, key, revision, git, policy)
     outputs.write_text(path, json.dumps(doc, indent=1, sort_keys=True) + "\n", private=True)  # OutputError
 
 
@@ -203,7 +230,14 @@ def _read(path: str | Path) -> dict[str, Any]:
         raise PlanFileError(f"plan file {path}: not a saved plan (kind {cut(repr(doc.get('kind')), 60)})")
     version = doc.get("format_version")
     if version != FORMAT_VERSION:
-        old = " (an unsigned plan with connection settings, from an earlier reconciler)" if version == 1 else ""
+        old = (
+            {
+                1: " (an unsigned plan with connection settings, from an earlier reconciler)",
+                2: " (without the policy record, from an earlier reconciler)",
+            }.get(version, "")
+            if isinstance(version, int)
+            else ""
+        )
         raise PlanFileError(
             f"plan file {path}: saved plan format_version {cut(repr(version), 60)}{old}, this reconciler reads "
             f"{FORMAT_VERSION} only; plan again with this version (`reconciler plan TOPOLOGY --out FILE`)"
@@ -260,8 +294,14 @@ def load(path: str | Path, keys: list[PlanKey] | None = None, verify: bool = Tru
         raise PlanFileError(f"plan file {path}: its actions do not match their digest (actions_sha256); plan again")
     if "clusters" in doc:
         raise _damaged(path, "it carries connection settings (`clusters`), which a saved plan never holds")
+    if body.get("format_version") != PLAN_FORMAT_VERSION:
+        raise PlanFileError(
+            f"plan file {path}: its plan is plan JSON format_version {cut(repr(body.get('format_version')), 20)} (an "
+            f"earlier reconciler's), this reconciler applies {PLAN_FORMAT_VERSION} only; plan again with this version"
+        )
     try:
         plan = Plan.from_dict(body)
+        policy = PolicyRecord.from_dict(body["policy"]) if body.get("policy") is not None else None
     except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as exc:
         raise _damaged(path, cut(str(exc) or type(exc).__name__)) from None
     saved_at = doc.get("saved_at", 0.0)
@@ -290,6 +330,7 @@ def load(path: str | Path, keys: list[PlanKey] | None = None, verify: bool = Tru
         float(saved_at),
         doc.get("git"),
         topo.get("environment"),
+        policy,
     )
 
 

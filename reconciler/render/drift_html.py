@@ -57,7 +57,7 @@ footer{color:#656d76;font-size:12px;margin-top:26px}
 #: Rows per cluster table (a first report on a large topology can list tens of thousands of topics).
 MAX_ROWS_PER_CLUSTER = 500
 _STATUS_WORDS = {"in-sync": "IN SYNC", "drift": "DRIFT", "error": "ERROR"}
-_VERB_CLASS = {"+": "v-plus", "~": "v-tilde", "-": "v-minus"}
+_VERB_CLASS = {"+": "v-plus", "~": "v-tilde", "-": "v-minus", "-/+": "v-tilde"}  # a replacement: a change
 
 
 def _e(text) -> str:

@@ -1,6 +1,7 @@
 """Plan -> Markdown for pull-request comments.
 
 In order: the summary; what changed since the base revision (`plan --base`, given as `preface`);
+a WARNING alert naming the engines the plan replaces (`-/+`: every flow of each restarts);
 the destructive actions first and loudly (a CAUTION alert and their own section, per cluster);
 the other actions grouped per cluster in ```diff blocks (GitHub colours `+`/`-` lines; `!` marks
 changes), each with its reason; the plan's findings as a table; the topology's validation
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 
 from reconciler.gitops.trust import ClusterPin
 from reconciler.plan.actions import Action, Plan, Verb
+from reconciler.plan.engine_actions import ReplaceEngine
 from reconciler.render.permissions import markdown_table
 from reconciler.textutil import md_code_span, md_fence, md_inline, term
 from reconciler.topology.diagnostics import Diagnostic
@@ -37,8 +39,11 @@ def _plural(n: int, word: str) -> str:
 
 
 def _diff_lines(a: Action) -> list[str]:
-    mark = "!" if a.VERB is Verb.UPDATE else a.VERB.value
-    out = [f"{mark} {term(a.describe())}"]
+    """An action in a ```diff block: `+`/`-` lines as GitHub colours them, `!` for a change; a replacement keeps its
+    own symbol after the `!` (`! -/+ replace engine E`)."""
+    mark = "!" if a.VERB in (Verb.UPDATE, Verb.REPLACE) else a.VERB.value
+    head = f"{Verb.REPLACE.value} " if a.VERB is Verb.REPLACE else ""
+    out = [f"{mark} {head}{term(a.describe())}"]
     out += [f"{mark}     {term(d)}" for d in a.details()]
     out.append(f"#     {term(a.reason)}")
     return out
@@ -79,9 +84,21 @@ def _render(
     out = [title, "", f"**{plan.summary_line()}**", ""]
     if preface:
         out += [preface.rstrip(), ""]
+    out += _actions(plan, max_actions)
+    out += _findings(plan, max_findings)
+    out += _permissions(plan, max_findings)
+    out += _warnings(warnings, max_findings)
+    out += _graph(topology, with_graph)
+    return "\n".join(out)
+
+
+def _actions(plan: Plan, max_actions: int) -> list[str]:
+    """The engine replacements said first, the destructive actions loudly in their own section, then the others,
+    each a ```diff block per cluster; at most `max_actions` shown."""
     destructive = [a for a in plan.actions if a.VERB is Verb.DELETE]
     others = [a for a in plan.actions if a.VERB is not Verb.DELETE]
     budget = [max_actions]
+    out = _replacements(plan)
     if destructive:
         clusters = sorted({a.cluster for a in destructive})
         out += [
@@ -100,56 +117,90 @@ def _render(
     shown = max_actions - budget[0] if plan.actions else 0
     if shown < len(plan.actions):
         out += [f"_… and {len(plan.actions) - shown} more actions; run `reconciler plan` for the full list._", ""]
-    if plan.findings:
-        out += ["#### Findings", "", "| | kind | where | finding | what to do |", "|---|---|---|---|---|"]
-        icon = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
-        for f in plan.findings[:max_findings]:
-            where = md_code_span(f.cluster, in_table=True) + (
-                f" {md_code_span(f.subject, in_table=True)}" if f.subject else ""
-            )
-            out.append(
-                f"| {icon[f.severity.value]} | {f.kind.value} | {where} | {md_inline(f.message)} "
-                f"| {md_inline(f.hint or '')} |"
-            )
-        if len(plan.findings) > max_findings:
-            out.append(f"\n_… and {len(plan.findings) - max_findings} more findings._")
-        out.append("")
-    if plan.permissions:
-        missing = [r for r in plan.permissions if r.granted is False]
-        head = f"{len(missing)} missing" if missing else "all granted"
-        out += [
-            f"<details{' open' if missing else ''}><summary>ACLs the flows need on the clusters that enforce ACLs "
-            f"({len(plan.permissions)}, {head})</summary>",
-            "",
-            *markdown_table(plan.permissions[: max_findings * 5], missing),
-            "",
-            "</details>",
-            "",
-        ]
-    if warnings:
-        out += [f"#### Validation warnings ({len(warnings)})", ""]
-        for d in list(warnings)[: min(MAX_WARNINGS, max(max_findings, 1))]:
-            where = f"{md_code_span(d.where)} " if d.where else ""
-            hint = f" _({md_inline(d.hint)})_" if d.hint else ""
-            out.append(f"- ⚠️ {where}{md_inline(d.message)}{hint}")
-        if len(warnings) > min(MAX_WARNINGS, max(max_findings, 1)):
-            out.append(f"- _… and {len(warnings) - min(MAX_WARNINGS, max(max_findings, 1))} more._")
-        out.append("")
-    if topology is not None:
-        from reconciler.render.graph import mermaid
+    return out
 
-        if with_graph:
-            out += [
-                "<details open><summary>Topology graph</summary>",
-                "",
-                md_fence(mermaid(topology), "mermaid"),
-                "",
-                "</details>",
-                "",
-            ]
-        else:
-            out += ["_The topology graph is too large for a comment; run `reconciler graph` to see it._", ""]
-    return "\n".join(out)
+
+def _replacements(plan: Plan) -> list[str]:
+    """A warning naming the engines the plan replaces (every flow of each restarts), or nothing."""
+    replaced = [a for a in plan.actions if isinstance(a, ReplaceEngine)]
+    if not replaced:
+        return []
+    engines = ", ".join(
+        f"{md_code_span(a.engine)} ({_plural(len(a.flows), 'flow')} into {md_code_span(a.cluster)})" for a in replaced
+    )
+    return [
+        "> [!WARNING]",
+        f"> **This plan REPLACES {_plural(len(replaced), 'engine')}**: {engines}. Every flow of a replaced engine "
+        "restarts and resumes from its committed offsets. Review the `-/+` lines below.",
+        "",
+    ]
+
+
+def _findings(plan: Plan, max_findings: int) -> list[str]:
+    if not plan.findings:
+        return []
+    out = ["#### Findings", "", "| | kind | where | finding | what to do |", "|---|---|---|---|---|"]
+    icon = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
+    for f in plan.findings[:max_findings]:
+        where = md_code_span(f.cluster, in_table=True) + (
+            f" {md_code_span(f.subject, in_table=True)}" if f.subject else ""
+        )
+        out.append(
+            f"| {icon[f.severity.value]} | {f.kind.value} | {where} | {md_inline(f.message)} "
+            f"| {md_inline(f.hint or '')} |"
+        )
+    if len(plan.findings) > max_findings:
+        out.append(f"\n_… and {len(plan.findings) - max_findings} more findings._")
+    out.append("")
+    return out
+
+
+def _permissions(plan: Plan, max_findings: int) -> list[str]:
+    if not plan.permissions:
+        return []
+    missing = [r for r in plan.permissions if r.granted is False]
+    head = f"{len(missing)} missing" if missing else "all granted"
+    return [
+        f"<details{' open' if missing else ''}><summary>ACLs the flows need on the clusters that enforce ACLs "
+        f"({len(plan.permissions)}, {head})</summary>",
+        "",
+        *markdown_table(plan.permissions[: max_findings * 5], missing),
+        "",
+        "</details>",
+        "",
+    ]
+
+
+def _warnings(warnings: Sequence[Diagnostic], max_findings: int) -> list[str]:
+    if not warnings:
+        return []
+    limit = min(MAX_WARNINGS, max(max_findings, 1))
+    out = [f"#### Validation warnings ({len(warnings)})", ""]
+    for d in list(warnings)[:limit]:
+        where = f"{md_code_span(d.where)} " if d.where else ""
+        hint = f" _({md_inline(d.hint)})_" if d.hint else ""
+        out.append(f"- ⚠️ {where}{md_inline(d.message)}{hint}")
+    if len(warnings) > limit:
+        out.append(f"- _… and {len(warnings) - limit} more._")
+    out.append("")
+    return out
+
+
+def _graph(topology: Topology | None, with_graph: bool) -> list[str]:
+    if topology is None:
+        return []
+    if not with_graph:
+        return ["_The topology graph is too large for a comment; run `reconciler graph` to see it._", ""]
+    from reconciler.render.graph import mermaid
+
+    return [
+        "<details open><summary>Topology graph</summary>",
+        "",
+        md_fence(mermaid(topology), "mermaid"),
+        "",
+        "</details>",
+        "",
+    ]
 
 
 def render(

@@ -1,6 +1,6 @@
 """Files the installed package needs at run time, found with `importlib.resources`.
 
-The topology JSON Schema, the spark-submit entry point of a replication job and the demo topology
+The topology and plan JSON Schemas, the spark-submit entry point of a replication job and the demo topology
 live at the top of the repository (`schemas/`, `jobs/`, `topologies/demo/`), where users and the
 design expect them; this package holds symbolic links to them, which the wheel build turns into
 real files. So a checkout, an editable install and `pip install .` all find the same bytes, and
@@ -29,6 +29,11 @@ def _path(*parts: str) -> Path:
 def schema_path() -> Path:
     """`topology.schema.json` (draft 2020-12), the single source of truth for the topology's shape."""
     return _path("topology.schema.json")
+
+
+def plan_schema_path() -> Path:
+    """`plan.schema.json` (draft 2020-12): the shape of the plan JSON (`plan --format json`, saved plans' `plan`)."""
+    return _path("plan.schema.json")
 
 
 def job_script() -> Path:

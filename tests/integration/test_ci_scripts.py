@@ -280,3 +280,84 @@ def test_a_pull_request_cannot_send_credentials_to_a_host_it_names(ci):
         capture.close()
         ci.repo.git.checkout("main")
     assert capture.connections == 0 and SECRET.encode() not in capture.received
+
+
+PRUNING = """apiVersion: reconciler/v1
+kind: Topology
+metadata: {{name: ci}}
+clusters:
+  west: {{bootstrap_servers: "{west}"}}
+  east: {{bootstrap_servers: "{east}"}}
+prune: {{topics: true}}
+flows:
+  - source: west
+    target: east
+    topics: {{include: [{topics}]}}
+    sync: {{acls: false}}
+"""
+APPROVE_DELETES = "apiVersion: reconciler/v1\nkind: Policy\nrules:\n  - require_approval: [delete]\n"
+NAMES = "apiVersion: reconciler/v1\nkind: Policy\nrules:\n  - topic_name: '[a-z.]+'\n"
+
+
+def test_a_deletion_is_applied_on_merge_only_with_the_approving_review(ci):
+    """Issue 48, on real brokers: with POLICY_PATHS, ci/apply-main.sh refuses (exit 3) a change with a delete-class
+    action while the plan records no approval, changing nothing; a change that also relaxes the policy is still
+    judged by the policy before it (HEAD^); the approving review (APPROVED_BY, set by the workflow) is signed into
+    the saved plan and the change is applied."""
+    ci.create("west", "orders", 1)
+    ci.create("west", "payments", 1)
+    ci.create("west", "Orders_EU", 1)
+    policy = ci.root / "policies" / "approve-deletes.yaml"
+    policy.parent.mkdir(parents=True)
+    policy.write_text(APPROVE_DELETES)
+    (ci.root / "policies" / "names.yaml").write_text(NAMES)
+
+    def commit(topics: str, message: str) -> str:
+        path = ci.root / "topologies" / "prod" / "topology.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(PRUNING.format(topics=topics, **ci.boot))
+        ci.repo.index.add(["topologies/prod/topology.yaml", "policies/approve-deletes.yaml", "policies/names.yaml"])
+        return ci.repo.index.commit(message, author=ALICE, committer=ALICE).hexsha
+
+    commit('"orders"', "prod: replicate orders, deletions need an approval")
+    done = ci.script("apply-main.sh", POLICY_PATHS="policies")
+    assert done.returncode == 0, done.stderr
+    assert "west.orders" in ci.admin["east"].list_topics()
+
+    # a pull request whose plan violates a policy: the check fails (exit 3), the comment lists the violation
+    ci.repo.git.checkout("-b", "eu-orders")
+    commit('"orders", "Orders_EU"', "prod: the EU orders too")
+    done = ci.script("plan-pr.sh", BASE_REF="main", POLICY_PATHS="policies")
+    assert done.returncode == 3, done.stdout + done.stderr
+    body = (ci.out / "plan-comment.md").read_text()
+    assert "#### ⛔ Policy (2 files): 1 violation" in body, body
+    assert "`policies/names.yaml:4` **topic\\-name** topic west\\.Orders\\_EU on `east`" in body, body
+    assert "west.Orders_EU" not in ci.admin["east"].list_topics()
+    ci.repo.git.checkout("main")
+
+    # a change that deletes west.orders (payments instead): refused without an approval, nothing applied
+    commit('"payments"', "prod: replicate payments instead of orders")
+    done = ci.script("apply-main.sh", POLICY_PATHS="policies")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "error: refused by policy: 1 change needs an approval this plan does not record" in done.stderr
+    assert "policies/approve-deletes.yaml:4 [require-approval] topic west.orders on east" in done.stderr
+    topics = ci.admin["east"].list_topics()
+    assert "west.orders" in topics and "west.payments" not in topics, "nothing was applied"
+
+    # the same change relaxing the policy too: the policy before the change judges it
+    policy.write_text("apiVersion: reconciler/v1\nkind: Policy\nrules:\n  - max_partitions: 1000\n")
+    commit('"payments"', "prod: payments, and no approval for deletions any more")
+    done = ci.script("apply-main.sh", POLICY_PATHS="policies")
+    assert done.returncode == 3 and "refused by policy" in done.stderr, done.stdout + done.stderr
+    assert "west.orders" in ci.admin["east"].list_topics()
+
+    # with the approving review the workflow read from GitHub: applied, and the approval signed into the plan
+    done = ci.script(
+        "apply-main.sh", POLICY_PATHS="policies", APPROVED_BY="carol (review of #7)", APPROVED_AT="2026-11-28T21:00:00Z"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "The saved plan records: approved by carol (review of #7) at 2026-11-28T21:00:00Z." in done.stdout
+    topics = ci.admin["east"].list_topics()
+    assert "west.orders" not in topics and "west.payments" in topics
+    saved = json.loads((ci.out / "plan.json").read_text())
+    assert saved["plan"]["policy"]["approval"] == {"by": "carol (review of #7)", "at": "2026-11-28T21:00:00Z"}

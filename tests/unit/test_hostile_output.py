@@ -372,3 +372,23 @@ def test_email_addresses_are_linked_by_github_only_outside_code():
     assert '<a href="mailto:a@b.com">' in prose and "http" not in prose
     code = cmarkgfm.github_flavored_markdown_to_html(md_code_span("User:a@b.com"), GFM_OPTIONS)
     assert "<a " not in code
+
+
+# --- the policy section (issue 48): a Rego message, an object, a rule name and a file name from outside -----------------
+def _policy_record(name: str):
+    from reconciler.plan.policy_record import Approval, PolicyFinding, PolicyRecord
+    from reconciler.plan.risk import Risk
+
+    finding = PolicyFinding(f"policies/{name}.rego", None, name, f"deny {name}", "east", f"topic {name}")
+    needs = PolicyFinding(f"policies/{name}.yaml", 3, name, f"approve {name}", "east", f"topic {name}", Risk.DELETE)
+    return PolicyRecord(((f"policies/{name}.rego", "0" * 64),), (finding,), (finding,), (needs,), Approval(name, "t"))
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_the_policy_section_escapes_what_policies_say(name):
+    from reconciler.render import policy as policy_render
+
+    hostile, benign = _policy_record(name), _policy_record(BENIGN)
+    assert_same_markdown(policy_render.markdown(hostile), policy_render.markdown(benign), name, ["deny", "approve"])
+    assert_terminal_safe(policy_render.text(hostile))
+    assert_terminal_safe("\n".join(policy_render.refusal(hostile)))

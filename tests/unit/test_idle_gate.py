@@ -1,7 +1,8 @@
 """The idle gate's decisions (engine/idle_gate.py), without brokers: the source's ends and the arrival watch are
 fakes behind the gate's small protocols (`EndOffsets`, `Arrivals`). Whether a batch runs, when heartbeats alone are
-copied by the driver, what the watch listens to, and how long an idle driver waits. The gate through real brokers
-is tests/integration/test_replication_driver.py's."""
+copied by the driver, what the watch listens to, how long an idle driver waits, and what the other parts tell it.
+Its pacing state is its own: a test seeds it by handing the gate a `Pacing` to start from. The gate through real
+brokers is tests/integration/test_replication_driver.py's."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from reconciler.contract.spec import ClusterSpec
-from reconciler.engine.driver_parts import Cluster, Pacing, Partitions
-from reconciler.engine.idle_gate import GATE_RECHECK_S, IDLE_WAIT_MAX_S, IdleGate, Work
-from reconciler.engine.tasks import TP, CopyTask, PartitionTask
+from reconciler.contract.spec import ClusterSpec, JobSpec
+from reconciler.contract.status import FaultKind, PartitionFault
+from reconciler.engine.driver_parts import Cluster, Partitions
+from reconciler.engine.idle_gate import GATE_RECHECK_S, IDLE_WAIT_MAX_S, IdleGate, Pacing, Work
+from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
 from reconciler.engine.topics import PartitionPlan
 from tests.spec_helpers import job_spec
 
@@ -37,10 +39,17 @@ class Ends:
 class Watch:
     heard: bool = False
     asked: list[dict[TP, int]] = field(default_factory=list)
+    armed: dict[TP, int] | None = None  # what it listens to (None: disarmed)
 
     def quiet(self, positions) -> bool:
         self.asked.append(dict(positions))
         return not self.heard
+
+    def arm(self, positions) -> None:
+        self.armed = dict(positions)
+
+    def disarm(self) -> None:
+        self.armed = None
 
 
 @dataclass
@@ -49,25 +58,33 @@ class Clients:
     arrivals: Watch
 
 
+@dataclass
+class Flow:
+    """The flow as the gate reads it (the driver's `FlowSpec`)."""
+
+    spec: JobSpec = SPEC
+
+
 def gate(ends: dict[TP, int], positions: dict[TP, int], caught_up: dict[TP, int] | None = None, **pacing):
+    """A gate over `positions`, its pacing seeded (`caught_up`, `pacing`'s fields); the gate, its clients and the
+    pacing it started from (its state: the test's handle on the gate's timers)."""
     parts = Partitions(plan=PartitionPlan(copy={tp: f"west.{tp[0]}" for tp in positions}), positions=dict(positions))
     clients = Clients(Ends(ends), Watch())
-    g = IdleGate(
-        lambda: SPEC, parts, lambda: clients, Pacing(caught_up=dict(caught_up or {}), **pacing), threading.Event()
-    )
-    return g, clients
+    state = Pacing(caught_up=dict(caught_up or {}), **pacing)
+    return IdleGate(Flow(), parts, clients=clients, pacing=state), clients, state
 
 
 def test_before_start_a_batch_runs():
-    g = IdleGate(lambda: SPEC, Partitions(), lambda: None, Pacing(), threading.Event())
+    g = IdleGate(Flow(), Partitions())
     assert g.work_waiting() is Work.RECORDS and not g.watch_hears_all([ORDERS])
 
 
 def test_records_wait_until_every_partition_is_caught_up_at_the_end_read_before_its_batch():
-    g, clients = gate({ORDERS: 10}, {ORDERS: 4})
+    g, clients, pacing = gate({ORDERS: 10}, {ORDERS: 4})
     assert g.work_waiting() is Work.RECORDS  # never caught up
-    assert g.pacing.ends_before == {ORDERS: 10} and g.pacing.gate_recheck > time.monotonic()
-    g.pacing.caught_up[ORDERS] = 10  # its task ended at that end
+    assert g.ends_before == {ORDERS: 10} and pacing.gate_recheck > time.monotonic()
+    g.task_ended(PartitionResult("orders", 0, "west.orders", 4, 10, 6, eof=True, hw=10), advanced=True)
+    assert g.caught_up == {ORDERS: 10}, "its task ended at that end"
     assert g.work_waiting() is Work.NONE, "caught up, and the end has not moved: no Spark job"
     clients.ends.ends[ORDERS] = 11  # a record arrived, and the arrival watch heard it
     clients.arrivals.heard = True
@@ -75,40 +92,41 @@ def test_records_wait_until_every_partition_is_caught_up_at_the_end_read_before_
 
 
 def test_a_caught_up_flow_still_runs_a_batch_once_a_recheck_interval():
-    g, _ = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
-    g.pacing.gate_recheck = 0.0  # the recheck is due
+    g, _, pacing = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
+    pacing.gate_recheck = 0.0  # the recheck is due
     assert g.work_waiting() is Work.RECORDS
-    assert g.pacing.gate_recheck >= time.monotonic() + GATE_RECHECK_S - 5
+    assert pacing.gate_recheck >= time.monotonic() + GATE_RECHECK_S - 5
     assert g.work_waiting() is Work.NONE
 
 
 def test_an_end_that_moved_back_is_handed_to_the_loss_handler():
-    g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10}, ends_answered={ORDERS: 10})
+    g, clients, _ = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10}, ends_answered={ORDERS: 10})
     clients.ends.ends[ORDERS] = 6
     g.work_waiting()
-    assert g.pacing.moved_back == {ORDERS: (10, 6)}
+    assert g.take_moved_back() == {ORDERS: (10, 6)}
+    assert g.take_moved_back() == {}, "taken once (by the loss handler)"
 
 
 def test_an_end_moved_back_across_reads_that_failed_is_seen():
     """A source broker that lost its tail went away first: the gate's reads failed meanwhile (its ends before a
     batch are unknown then), and the first read it answers is still compared with the end it last answered."""
-    g, clients = gate({ORDERS: 10}, {ORDERS: 10})
+    g, clients, pacing = gate({ORDERS: 10}, {ORDERS: 10})
     g.work_waiting()
     clients.ends.down = True
-    g.pacing.gate_recheck = 0.0
+    pacing.gate_recheck = 0.0
     g.work_waiting()
-    assert g.pacing.ends_before == {} and g.pacing.moved_back == {}
+    assert g.ends_before == {} and g.take_moved_back() == {}
     clients.ends.down, clients.ends.ends[ORDERS] = False, 6
-    g.pacing.gate_recheck = 0.0
+    pacing.gate_recheck = 0.0
     g.work_waiting()
-    assert g.pacing.moved_back == {ORDERS: (10, 6)}
-    g.pacing.gate_recheck = 0.0
+    assert g.take_moved_back() == {ORDERS: (10, 6)}
+    pacing.gate_recheck = 0.0
     g.work_waiting()
-    assert g.pacing.moved_back == {}, "reported once: the next read compares with the end it answered now"
+    assert g.take_moved_back() == {}, "reported once: the next read compares with the end it answered now"
 
 
 def test_ends_read_since_counts_only_reads_the_source_answered():
-    g, clients = gate({ORDERS: 10}, {ORDERS: 4})
+    g, clients, _ = gate({ORDERS: 10}, {ORDERS: 4})
     before = int(time.time() * 1000)
     assert not g.ends_read_since(before), "nothing read yet"
     clients.ends.down = True
@@ -116,24 +134,24 @@ def test_ends_read_since_counts_only_reads_the_source_answered():
     assert clients.ends.reads == 1 and not g.ends_read_since(before), "asked, not answered"
     clients.ends.down = False
     g.work_waiting()
-    assert g.ends_read_since(before) and g.pacing.ends_before == {ORDERS: 10}
+    assert g.ends_read_since(before) and g.ends_before == {ORDERS: 10}
     assert not g.ends_read_since(int(time.time() * 1000) + 60_000), "not read since a later time"
 
 
 def test_an_unreadable_end_means_a_batch():
-    g, clients = gate({}, {ORDERS: 10}, caught_up={ORDERS: 10})
+    g, clients, _ = gate({}, {ORDERS: 10}, caught_up={ORDERS: 10})
 
     def fail(partitions):
         raise RuntimeError("broker down")
 
     clients.ends.listed_latest = fail  # type: ignore[method-assign]
-    assert g.work_waiting() is Work.RECORDS and g.pacing.ends_before == {}
+    assert g.work_waiting() is Work.RECORDS and g.ends_before == {}
 
 
 def test_heartbeats_alone_are_copied_by_the_driver_once_a_heartbeat_interval():
-    g, _ = gate({ORDERS: 10, BEATS: 7}, {ORDERS: 10, BEATS: 3}, caught_up={ORDERS: 10})
+    g, _, pacing = gate({ORDERS: 10, BEATS: 7}, {ORDERS: 10, BEATS: 3}, caught_up={ORDERS: 10})
     assert g.work_waiting() is Work.HEARTBEATS
-    assert g.pacing.heartbeats_copy >= time.monotonic() + SPEC.settings.heartbeats.interval_seconds - 5
+    assert pacing.heartbeats_copy >= time.monotonic() + SPEC.settings.heartbeats.interval_seconds - 5
     assert g.work_waiting() is Work.NONE, "the next copy waits a heartbeat interval"
     task = CopyTask(
         0, 1, (PartitionTask("orders", 0, "west.orders", 10), PartitionTask("heartbeats", 0, "heartbeats", 3))
@@ -144,19 +162,19 @@ def test_heartbeats_alone_are_copied_by_the_driver_once_a_heartbeat_interval():
 
 
 def test_the_watch_listens_at_caught_up_partitions_but_the_heartbeats_and_the_halted():
-    g, clients = gate({}, {ORDERS: 10, ("orders", 1): 5, BEATS: 3}, caught_up={ORDERS: 10, BEATS: 3})
+    g, clients, _ = gate({}, {ORDERS: 10, ("orders", 1): 5, BEATS: 3}, caught_up={ORDERS: 10, BEATS: 3})
     assert g.watched_positions() == {ORDERS: 10}
     assert not g.watch_hears_all([ORDERS, ("orders", 1), BEATS]), "orders[1] is not listened to"
     assert g.watch_hears_all([ORDERS, BEATS]) and clients.arrivals.asked[-1] == {ORDERS: 10}
     clients.arrivals.heard = True
     assert not g.watch_hears_all([ORDERS, BEATS])
-    g.parts.halted[ORDERS] = None  # type: ignore[assignment]
+    g.parts.halt(ORDERS, PartitionFault("orders", 0, FaultKind.TRUNCATED, "gone", 10, 1))
     assert g.watched_positions() == {}
 
 
 def test_while_the_watch_hears_nothing_the_gate_reads_nothing():
-    g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
-    g.pacing.gate_recheck = time.monotonic() + 60
+    g, clients, pacing = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
+    pacing.gate_recheck = time.monotonic() + 60
     assert g.work_waiting() is Work.NONE and clients.ends.reads == 0
     ends = g.idle_source_ends(g.parts.plan.copy, g.parts.positions, max_age_ms=1_000)
     assert ends is not None and dict(ends.ends) == {ORDERS: 10}
@@ -167,39 +185,79 @@ def test_while_the_watch_hears_nothing_the_gate_reads_nothing():
 
 
 def test_the_gate_tells_whether_the_source_answers_and_an_untrusted_watch_stands_for_no_ends():
-    g, clients = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
+    g, clients, pacing = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
     g.work_waiting()  # a read of the ends (the recheck is due: a batch all the same)
     assert clients.ends.reads == 1 and g.reach.answers(Cluster.SOURCE)
     now_ms = int(time.time() * 1000)
     assert g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms)
     assert not g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms + 120_000), "answered, but too long ago"
     clients.ends.down = True
-    g.pacing.gate_recheck = 0.0
+    pacing.gate_recheck = 0.0
     assert g.work_waiting() is Work.RECORDS, "ends unknown: the batch finds out what is wrong"
     (since, error) = g.reach.failing[Cluster.SOURCE]
     assert since >= now_ms and "timed out" in error and not g.reach.answered_within(Cluster.SOURCE, 60_000, now_ms)
     # The watch hears nothing (a source that does not answer is silent too): not taken for the ends, untrusted.
-    g.pacing.gate_recheck = time.monotonic() + 60
+    pacing.gate_recheck = time.monotonic() + 60
     assert g.watch_hears_all([ORDERS])
     assert g.idle_source_ends(g.parts.plan.copy, g.parts.positions, 1_000, trust_watch=False) is None
     clients.ends.down = False
-    g.pacing.gate_recheck = 0.0
+    pacing.gate_recheck = 0.0
     g.work_waiting()
     assert clients.ends.reads == 3 and g.reach.answers(Cluster.SOURCE), "answered: cleared"
 
 
 def test_the_idle_wait_doubles_up_to_its_bound_and_a_stop_ends_it_for_good():
-    g, _ = gate({}, {ORDERS: 0})
+    g, _, _ = gate({}, {ORDERS: 0})
     trigger = SPEC.engine.trigger_interval_ms / 1000
     assert g.idle_wait() == trigger
-    g.pacing.idle_steps = 1
+    g.stepping(Work.NONE)  # one step in a row that copied nothing
     assert g.idle_wait() == min(IDLE_WAIT_MAX_S, max(trigger, 2 * trigger))
-    g.pacing.idle_steps = 40
+    for _ in range(39):
+        g.stepping(Work.HEARTBEATS)
     assert g.idle_wait() == max(trigger, IDLE_WAIT_MAX_S)
-    g.pacing.wake.set()  # a record arrived: the wait ends, and the next one waits again
+    g.stepping(Work.RECORDS)
+    assert g.idle_wait() == trigger, "a step with records: back to the trigger interval"
+    g.wake.set()  # a record arrived: the wait ends, and the next one waits again
     g.idle(30)
-    assert not g.pacing.wake.is_set()
+    assert not g.wake.is_set()
     g.stop.set()
-    g.pacing.wake.set()
+    g.wake.set()
     g.idle(30)
-    assert g.pacing.wake.is_set(), "a stop stays seen by every later wait"
+    assert g.wake.is_set(), "a stop stays seen by every later wait"
+
+
+def test_a_stop_ends_an_idle_wait_at_once():
+    g, _, _ = gate({}, {ORDERS: 0})
+    waiting = threading.Thread(target=g.idle, args=(600.0,))
+    waiting.start()
+    g.stop.set()
+    waiting.join(10)
+    assert not waiting.is_alive() and g.stop.is_set()
+
+
+def test_the_other_parts_tell_the_gate_what_happened():
+    """Its pacing is its own: the absorber, the loss handler and the driver tell it what happened through its
+    methods, and what it knows follows (what is caught up, what the arrival watch listens to)."""
+    g, clients, _ = gate({ORDERS: 10, ("orders", 1): 8}, {ORDERS: 4, ("orders", 1): 2})
+    g.work_waiting()  # the ends read before the batch
+    done = PartitionResult("orders", 0, "west.orders", 4, 10, 6, eof=True, hw=10)
+    g.task_ended(done, advanced=True)
+    g.task_ended(PartitionResult("orders", 1, "west.orders", 2, 5, 3, eof=False, hw=8), advanced=True)
+    assert g.caught_up == {ORDERS: 10}, "orders[1] stopped before its end"
+    g.task_ended(done, advanced=False)
+    assert g.caught_up == {}, "a failed task's partition is not caught up"
+    g.task_ended(done, advanced=True)
+    g.records_lost(ORDERS)
+    assert g.caught_up == {}, "the loss handler moved or halted it"
+    g.task_ended(done, advanced=True)
+    g.record_refused(ORDERS)
+    assert g.caught_up == {}
+    g.task_ended(done, advanced=True)
+    g.batch_failed()
+    assert g.caught_up == {}
+    g.task_ended(done, advanced=True)
+    g.parts.advanced(ORDERS, 10)
+    g.stepping(Work.NONE)
+    assert clients.arrivals.armed == {ORDERS: 10}, "idle: the watch listens at the caught-up partitions"
+    g.stepping(Work.RECORDS)
+    assert clients.arrivals.armed is None, "a batch: the tasks read what arrives"

@@ -1,5 +1,6 @@
-"""JobMetrics.observe on the typed task results the driver absorbs (driver state injected as a plain object):
-counts per target partition, exactly-once aborts, out-of-range events counted once, family labels, the port."""
+"""JobMetrics.observe on the typed task results the driver absorbs and the frozen snapshot of the flow its reporter
+hands over (a real driver, not started, in the state a batch left it in): counts per target partition, exactly-once
+aborts, out-of-range events counted once, family labels, the port."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("e
 
 
 def driver(exactly_once=False, spec=None, **state) -> ReplicationDriver:
-    """A real driver, not started (no I/O), in the state a batch left it in: `state` sets the fields of its parts
-    (`checkpoints` and `status`: its connections)."""
+    """A real driver, not started (no I/O), in the state a batch left it in: `state` sets the fields of its
+    progress, or tells its parts what a batch would (`lag`: what the tasks saw; `positions`, `halted`, `source_ends`;
+    `checkpoints` and `status`: its connections)."""
     spec = spec or job_spec(
         "west->east",
         ClusterSpec("west", "127.0.0.1:1"),
@@ -44,15 +46,24 @@ def driver(exactly_once=False, spec=None, **state) -> ReplicationDriver:
     )
     d = ReplicationDriver(spec, executor=None, metrics=state.pop("metrics", None))  # never run: no executor needed
     d.state = StatusState.RUNNING
-    d.parts.plan = PartitionPlan(copy={("orders", 0): "west.orders"})
+    d.parts.replanned(PartitionPlan(copy={("orders", 0): "west.orders"}))
     clients = {name: state.pop(name) for name in ("checkpoints", "status") if name in state}
     if clients:
         d.conn = connections(**clients)
+        d.reporter.connect(d.conn)
+    for tp, offset in state.pop("positions", {}).items():
+        d.parts.advanced(tp, offset)
+    for tp, lag in state.pop("lag", {}).items():  # a task's word: its position and the end it saw
+        d.parts.advanced(tp, lag.next)
+        d.parts.task_reported(PartitionResult(tp[0], tp[1], lag.remote, 0, lag.next, 0, hw=lag.end))
+    for tp, fault in state.pop("halted", {}).items():
+        d.parts.halt(tp, fault)
+    if "source_ends" in state:
+        d.reporter.ends_read(state.pop("source_ends"))
     for name, value in state.items():
-        # the part that holds the field: a renamed field fails here, not silently in metrics
-        part = next((p for p in (d.progress, d.parts, d.gate.pacing) if hasattr(p, name)), d)
-        assert hasattr(part, name), name
-        setattr(part, name, value)
+        # the progress holds the field: a renamed field fails here, not silently in metrics
+        assert hasattr(d.progress, name), name
+        setattr(d.progress, name, value)
     return d
 
 
@@ -105,11 +116,14 @@ def test_counts_syncs_checkpoints_and_state():
     m = JobMetrics("west->east:payments")
     d = driver(lag={("orders", 0): LagPosition(remote="west.orders", next=5, end=12)}, checkpoints=emitter())
     m.observe(
-        d.reporter,
+        d.reporter.snapshot(),
         [TaskResult(slot=0, process="p", partitions=[part(5, 50, latency_ms=[10, 30])], latency_ms=[10, 30])],
     )
     d.checkpoints.emitted, d.progress.errors = 4, 1
-    m.observe(d.reporter, [TaskResult(slot=0, process="p", partitions=[part(3, 30, latency_ms=[20])], latency_ms=[20])])
+    m.observe(
+        d.reporter.snapshot(),
+        [TaskResult(slot=0, process="p", partitions=[part(3, 30, latency_ms=[20])], latency_ms=[20])],
+    )
     labels = dict(flow="west->east:payments", family="payments", source="west", target="east")
     assert (
         value(
@@ -134,7 +148,7 @@ def test_job_state_series_are_the_status_states():
     for state in StatusState:
         d = driver()
         d.state = state
-        m.set_state(d.reporter)
+        m.set_state(d.reporter.snapshot())
         got = {dict(ls)["state"]: v for (n, ls), v in samples(m).items() if n == "mirror_job_state"}
         assert got == {s.value: (1.0 if s is state else 0.0) for s in StatusState}, state
 
@@ -144,8 +158,10 @@ def test_aborted_transactions_and_out_of_range_count_once():
     event = OutOfRange("orders", 0, 9, 0, 5, "offset 9 is past the end 5", "halted", 0, FaultKind.LOST_TAIL)
     fault = PartitionFault("orders", 0, FaultKind.LOST_TAIL, event.reason, 9, 0)
     d = driver(exactly_once=True, out_of_range=[event], halted={("orders", 0): fault}, batch_failures=1)
-    m.observe(d.reporter, [TaskResult(slot=0, process="p", error="KafkaException: boom", partitions=[part(0)])])
-    m.observe(d.reporter, [])  # the same event is still listed: not counted again
+    m.observe(
+        d.reporter.snapshot(), [TaskResult(slot=0, process="p", error="KafkaException: boom", partitions=[part(0)])]
+    )
+    m.observe(d.reporter.snapshot(), [])  # the same event is still listed: not counted again
     assert value(m, "mirror_transaction_aborts_total") == 1
     assert value(m, "mirror_out_of_range_total", topic="west.orders", partition="0", kind="lost-tail") == 1
     assert value(m, "mirror_batch_failures_total") == 2
@@ -229,7 +245,7 @@ def test_record_age_and_latency_per_partition_with_mm2_min_max_avg_over_a_window
     m = JobMetrics("west->east", clock=clock)
     d = driver()
     m.observe(
-        d.reporter,
+        d.reporter.snapshot(),
         [
             TaskResult(
                 slot=0,
@@ -243,7 +259,8 @@ def test_record_age_and_latency_per_partition_with_mm2_min_max_avg_over_a_window
     )
     clock.now += 30
     m.observe(
-        d.reporter, [TaskResult(slot=0, process="p", partitions=[tp_part(0, 64, age_ms=[200], latency_ms=[260])])]
+        d.reporter.snapshot(),
+        [TaskResult(slot=0, process="p", partitions=[tp_part(0, 64, age_ms=[200], latency_ms=[260])])],
     )
     age = "kafka_connect_mirror_source_connector_record_age_ms"
     lat = "kafka_connect_mirror_source_connector_replication_latency_ms"
@@ -255,7 +272,7 @@ def test_record_age_and_latency_per_partition_with_mm2_min_max_avg_over_a_window
     assert value(m, f"{lat}_bucket", topic="west.orders", le="500.0") == 3  # 150, 350, 260
     # 61 s after partition 1's only samples: its window is empty and its series are gone (MM2: NaN)
     clock.now += 31
-    m.observe(d.reporter, [])
+    m.observe(d.reporter.snapshot(), [])
     assert not has(m, f"{age}_max", partition="1") and not has(m, f"{lat}_avg", partition="1")
     assert value(m, f"{age}_min", partition="0") == 200  # the later batch is still in partition 0's window
 
@@ -264,13 +281,13 @@ def test_record_and_byte_rates_per_partition_over_the_window():
     clock = Clock()
     m = JobMetrics("west->east", clock=clock)
     d = driver()
-    m.observe(d.reporter, [TaskResult(slot=0, process="p", partitions=[tp_part(0, 600, nbytes=6_000)])])
+    m.observe(d.reporter.snapshot(), [TaskResult(slot=0, process="p", partitions=[tp_part(0, 600, nbytes=6_000)])])
     clock.now += 30
-    m.observe(d.reporter, [TaskResult(slot=0, process="p", partitions=[tp_part(0, 300, nbytes=3_000)])])
+    m.observe(d.reporter.snapshot(), [TaskResult(slot=0, process="p", partitions=[tp_part(0, 300, nbytes=3_000)])])
     assert value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0") == 900 / 30
     assert value(m, "kafka_connect_mirror_source_connector_byte_rate", partition="0") == 9_000 / 30
     clock.now += 45  # the first batch left the 60 s window; nothing new: the rate decays
-    m.observe(d.reporter, [])
+    m.observe(d.reporter.snapshot(), [])
     assert value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0") == 300 / 60
 
 
@@ -287,7 +304,9 @@ def test_the_status_record_rate_and_the_prometheus_rate_are_one_window():
     for advance, count in ((0, 600), (30, 300), (45, 0)):
         clock.now += advance
         d.progress.rate.add(count, count * 10, clock.now)  # what the driver's absorb adds for the batch
-        m.observe(d.reporter, [TaskResult(slot=0, process="p", partitions=[tp_part(0, count, nbytes=count * 10)])])
+        m.observe(
+            d.reporter.snapshot(), [TaskResult(slot=0, process="p", partitions=[tp_part(0, count, nbytes=count * 10)])]
+        )
         gauge = value(m, "kafka_connect_mirror_source_connector_record_rate", partition="0")
         assert d.progress.rate.rate(clock.now) == gauge
         assert d.progress.rate.rates(clock.now)[1] == value(
@@ -345,8 +364,8 @@ def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
     )
     cps.update_spec(spec)
     d = driver(spec=spec, checkpoints=cps)
-    m.observe(d.reporter, [])
-    m.observe(d.reporter, [])  # the same round again: not observed twice
+    m.observe(d.reporter.snapshot(), [])
+    m.observe(d.reporter.snapshot(), [])  # the same round again: not observed twice
     cp = "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms"
     assert value(m, f"{cp}_max", group="billing", topic="west.orders", partition="0") == 40
     assert value(m, f"{cp}_avg", group="billing", topic="west.orders", partition="1") == 70
@@ -355,11 +374,11 @@ def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
     cps.rounds, cps.emitted = 2, 3
     cps.last_round = [CheckpointAck(Checkpoint("billing", "west.orders", 0, 20, 18), 10)]
     clock.now += 100  # checkpoints come once per 60 s round (the spec's interval): the window is two rounds
-    m.observe(d.reporter, [])
+    m.observe(d.reporter.snapshot(), [])
     assert [value(m, f"{cp}_{s}", group="billing", partition="0") for s in ("min", "max", "avg")] == [10, 40, 25]
     assert value(m, f"{cp}_max", group="billing", partition="1") == 70
     clock.now += 21  # 121 s after the first round: partition 1's checkpoint is out of the window
-    m.observe(d.reporter, [])
+    m.observe(d.reporter.snapshot(), [])
     assert not has(m, f"{cp}_max", group="billing", partition="1")
     assert value(m, f"{cp}_max", group="billing", partition="0") == 10
 
@@ -367,12 +386,14 @@ def test_checkpoint_latency_per_group_topic_partition_counted_once_per_round():
 def test_lag_series_of_a_partition_no_longer_copied_are_removed():
     m = JobMetrics("west->east")
     lag = {("orders", 0): LagPosition(remote="west.orders", next=5, end=9)}
-    m.observe(driver(lag=lag).reporter, [])
+    m.observe(driver(lag=lag).reporter.snapshot(), [])
     assert value(m, "mirror_partition_lag_records", partition="0") == 4
-    m.observe(driver(lag={}).reporter, [])  # the topic was deleted: a stale lag must not keep an alert firing
+    m.observe(
+        driver(lag={}).reporter.snapshot(), []
+    )  # the topic was deleted: a stale lag must not keep an alert firing
     assert not has(m, "mirror_partition_lag_records") and not has(m, "mirror_partition_lag_seconds")
     m.observe(
-        driver(lag={("orders", 0): LagPosition(remote="west.orders", next=0, end=3)}).reporter, []
+        driver(lag={("orders", 0): LagPosition(remote="west.orders", next=0, end=3)}).reporter.snapshot(), []
     )  # created again
     assert value(m, "mirror_partition_lag_records", partition="0") == 3  # a removed series is registered anew
 
@@ -408,12 +429,12 @@ def test_a_status_publish_between_batches_carries_the_source_end_read_and_the_me
     assert value(m, "mirror_lag_seconds", flow="west->east") == record.lag_seconds
     assert value(m, "mirror_partition_lag_seconds", partition="0") == record.lag_seconds, "one definition"
 
-    d.parts.positions[("orders", 0)] = 24_100  # a batch copied it all
+    d.parts.advanced(("orders", 0), 24_100)  # a batch copied it all
     d.reporter.publish_status()
     assert d.conn.status.records[-1].lag_total == 0 and d.conn.status.records[-1].lag_seconds == 0.0
     assert value(m, "mirror_partition_lag_records", partition="0") == 0 and value(m, "mirror_lag_seconds") == 0
 
-    d.parts.source_ends = SourceEnds({("orders", 0): 24_200}, now_ms)  # lagging again, no timestamp read yet
+    d.reporter.ends_read(SourceEnds({("orders", 0): 24_200}, now_ms))  # lagging again, no timestamp read yet
     d.reporter.publish_status()
     assert d.conn.status.records[-1].lag_total == 100 and d.conn.status.records[-1].lag_seconds is None
     assert not has(m, "mirror_lag_seconds")  # unknown: no series rather than a stale one

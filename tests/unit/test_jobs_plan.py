@@ -146,7 +146,7 @@ class Env:
         return out
 
     def jobs(self, plan: dict) -> list[dict]:
-        return [a for a in plan["actions"] if a["kind"].endswith("_job")]
+        return [a for a in plan["actions"] if a["kind"].endswith(("_job", "_engine"))]
 
     def apply(self) -> str:
         assert main(["apply", str(self.path), "--auto-approve"], self.cli) == 0
@@ -225,12 +225,16 @@ def test_restart_on_a_field_a_running_job_cannot_take(env, capsys):
 
 
 def test_a_dead_job_is_restarted_with_the_reason(env):
+    """Its engine's only flow dead: nothing of the engine runs, so the engine is replaced (started again), the
+    flow's own reason in the replacement."""
     env.apply()
     env.report_running()
     env.deployer.crash("west->east", "process 1001 exited with code 1 (failed)")
-    [restart] = env.jobs(env.plan())
-    assert restart["kind"] == "restart_job" and restart["state"] == "down"
-    assert restart["reason"].startswith(
+    [replace] = env.jobs(env.plan())
+    assert replace["reason_kind"] == "job-down" and replace["engine"] == "east" and replace["verb"] == "-/+"
+    [flow] = replace["restarts"]
+    assert flow["flow"] == "west->east" and flow["state"] == "down" and flow["op"] == "restart"
+    assert flow["reason"].startswith(
         "the job is down: process 1001 exited with code 1 (failed); last status 'running' at "
     )
     env.apply()

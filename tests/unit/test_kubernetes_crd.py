@@ -313,18 +313,18 @@ def test_the_vendored_crds_are_two_v2_releases_of_the_operator():
 @pytest.mark.parametrize("crd", CRDS, ids=lambda p: p.stem)
 def test_every_rendered_sparkapplication_passes_the_crd_strictly(rendered, crd):
     assert len(rendered) >= 8, sorted(rendered)
-    for case, (_, app) in rendered.items():
+    for case, (_, app, *_) in rendered.items():
         assert app["apiVersion"] == "sparkoperator.k8s.io/v1beta2" and app["kind"] == "SparkApplication"
         assert crd_errors(app, crd) == [], case
 
 
 def test_every_rendered_sparkapplication_passes_the_operators_webhook(rendered):
-    for case, (_, app) in rendered.items():
+    for case, (_, app, *_) in rendered.items():
         assert webhook_errors(app) == [], case
 
 
 def test_every_rendered_configmap_is_within_kubernetes_rules(rendered):
-    for case, (cm, app) in rendered.items():
+    for case, (cm, app, *_) in rendered.items():
         assert cm["apiVersion"] == "v1" and cm["kind"] == "ConfigMap"
         assert configmap_errors(cm) == [], case
         assert cm["metadata"]["namespace"] == app["metadata"]["namespace"], case
@@ -332,7 +332,7 @@ def test_every_rendered_configmap_is_within_kubernetes_rules(rendered):
 
 @pytest.mark.parametrize("crd", CRDS, ids=lambda p: p.stem)
 def test_the_check_fails_on_what_the_api_server_would_prune_or_reject(rendered, crd):
-    _, app = rendered["one flow"]
+    _, app, *_ = rendered["one flow"]
     assert crd_errors(app, crd) == []
 
     def errors_with(change) -> list[str]:
@@ -368,7 +368,7 @@ def test_the_check_fails_on_what_the_api_server_would_prune_or_reject(rendered, 
 
 
 def test_the_rules_fail_on_what_kubernetes_or_the_webhook_rejects(rendered):
-    cm, app = rendered["one flow"]
+    cm, app, *_ = rendered["one flow"]
     bad = copy.deepcopy(cm)
     bad["data"]["flow/west.east.json"] = "{}"
     bad["metadata"]["annotations"]["reconciler/big"] = "x" * (256 * KiB)
@@ -389,7 +389,7 @@ def test_an_engine_of_400_flows_fits_kubernetes_limits_with_room(rendered):
     """400 flows over SASL clusters: the ConfigMap's data within 3/4 of Kubernetes' 1 MiB (room for flows with
     more settings than these), its annotations within 256 KiB. The specs and annotations are compact JSON: the
     indented specs of before took 0.92 MiB here (2397 bytes a spec, 1793 compact)."""
-    cm, app = rendered["400 flows"]
+    cm, app, *_ = rendered["400 flows"]
     data = sum(len(k.encode()) + len(v.encode()) for k, v in cm["data"].items())
     annotations = sum(len(k.encode()) + len(v.encode()) for k, v in cm["metadata"]["annotations"].items())
     assert len(json.loads(cm["metadata"]["annotations"]["reconciler/flows"])) == 400
@@ -410,7 +410,7 @@ def test_the_compact_form_keeps_the_spec_and_its_hash():
         assert len(compact) < len(spec.to_json()) and "\n" not in compact
         assert JobSpec.from_json(compact) == JobSpec.from_json(spec.to_json()) == spec
         assert JobSpec.from_json(compact).spec_hash() == spec.spec_hash()
-    cm, _ = next(docs for _, docs in _engines(topo))
+    cm, *_ = next(docs for _, docs in _engines(topo))
     [key, *_] = sorted(k for k in cm["data"] if k.startswith("flow."))
     assert JobSpec.from_json(cm["data"][key]) == JobSpec.from_flow(topo, topo.flows[0])
     assert json.loads(cm["metadata"]["annotations"]["reconciler/flows"])[topo.flows[0].name]["spec-hash"] == (

@@ -23,6 +23,7 @@ from reconciler.contract.spec import JobSpec
 from reconciler.deployers import Deployers
 from reconciler.deployers.base import deployment_options
 from reconciler.deployers.kubernetes import (
+    CRD_FILE,
     DEFAULTS,
     ENGINE_MOUNT,
     IMAGE_SPARK_VERSION,
@@ -104,8 +105,11 @@ class K8sEnv:
         )
 
     def jobs(self) -> list[dict]:
+        """The plan's job actions and engine replacements."""
         main(["plan", str(self.path), "--format", "json"], self.cli)
-        return [a for a in json.loads(self.capsys.readouterr().out)["actions"] if a["kind"].endswith("_job")]
+        return [
+            a for a in json.loads(self.capsys.readouterr().out)["actions"] if a["kind"].endswith(("_job", "_engine"))
+        ]
 
     def apply(self) -> str:
         assert main(["apply", str(self.path), "--auto-approve"], self.cli) == 0, self.capsys.readouterr()
@@ -118,7 +122,7 @@ class K8sEnv:
 
     def manifest(self, engine: str = "east") -> tuple[dict, dict, str]:
         text = self.file(engine).read_text()
-        cm, app = list(yaml.safe_load_all(text))
+        cm, app, *_ = list(yaml.safe_load_all(text))
         assert not re.search(r"[&*]id\d+", text), "rendered manifests use no YAML anchors or aliases"
         return cm, app, text
 
@@ -142,7 +146,7 @@ def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
     assert "engine east, kubernetes replication, image registry.example/reconciler:1.4.0" in deploy["description"]
     out = k8s.apply()
     assert "rendered" in out and "added to engine east" in out
-    assert sorted(p.name for p in k8s.dir.iterdir()) == ["engine-east.yaml"], "one file per engine"
+    assert sorted(p.name for p in k8s.dir.iterdir()) == [CRD_FILE, "engine-east.yaml"], "one file per engine"
     cm, app, text = k8s.manifest()
     assert SECRET not in text
     name = engine_resource_name("east")
@@ -184,7 +188,9 @@ def test_rendered_manifests_have_the_operators_shape_and_no_secret(k8s):
     assert executor_c["volumeMounts"] == [secrets_mount]
     assert "volumes" not in s and "volumeMounts" not in s["driver"], "no webhook-era copy of the pod's parts"
     assert s["driver"]["serviceAccount"] == "spark-operator-spark"
-    assert s["dynamicAllocation"] == {"enabled": True, "initialExecutors": 1, "minExecutors": 1, "maxExecutors": 8}
+    # initialExecutors is Spark's default (minExecutors); shuffle tracking the operator's with dynamicAllocation
+    assert s["dynamicAllocation"] == {"enabled": True, "minExecutors": 1, "maxExecutors": 8}
+    assert "spark.dynamicAllocation.shuffleTracking.enabled" not in s["sparkConf"]
     assert s["sparkConf"]["spark.scheduler.mode"] == "FAIR"
     for pod, container in ((driver_pod, driver_c), (executor_pod, executor_c)):
         assert container["envFrom"] == [{"secretRef": {"name": "reconciler-secrets", "optional": True}}]
@@ -233,7 +239,11 @@ def test_flows_added_changed_restarted_and_removed_touch_only_the_configmap(k8s)
     # a change that needs a restart: the engine restarts that flow in place (its driver exits 3)
     k8s.write(topics='["orders", "returns"]', delivery="exactly-once", extra=REFUNDS)
     [restart] = k8s.jobs()
-    assert restart["kind"] == "restart_job" and restart["flow"] == ORDERS
+    # which changed settings count as the engine's own (so replace it) is jobplan/engines.py's `engine_settings`;
+    # the deployer restarts the flow in place either way, the SparkApplication untouched
+    assert ORDERS in (
+        [restart["flow"]] if restart["kind"] == "restart_job" else [e["flow"] for e in restart["restarts"]]
+    )
     assert "restarted in place in engine east" in k8s.apply()
     cm4, app4, _ = k8s.manifest()
     assert app4 == app1 and k8s.spec(ORDERS).settings.delivery.value == "exactly-once"
@@ -274,12 +284,17 @@ def test_a_change_of_the_engines_own_settings_changes_the_application(k8s):
     k8s.report_all()
     _, app1, _ = k8s.manifest()
     k8s.write(extra=REFUNDS, image="registry.example/reconciler:1.5.0")
-    [replace] = k8s.jobs()  # one engine replacement, one action: the other flow's restart is joined to it
-    restarts = [replace, *replace["joined"]]
-    assert [a["kind"] for a in restarts] == ["restart_job", "restart_job"]
-    assert sorted(a["flow"] for a in restarts) == sorted([ORDERS, REFUNDS_FLOW])
-    assert all("deployment settings changed: image" in a["reason"] for a in restarts)
-    assert replace["description"].count("REPLACES engine east") == 1
+    [replace] = k8s.jobs()  # one engine replacement, one action, listing both flows
+    assert replace["kind"] == "replace_engine" and replace["engine"] == "east" and replace["verb"] == "-/+"
+    assert replace["reason_kind"] == "job-engine-settings"
+    assert [(s["path"], s["new"]) for s in replace["settings"]] == [("image", "registry.example/reconciler:1.5.0")]
+    restarts = replace["restarts"]
+    assert [e["flow"] for e in restarts] == sorted([ORDERS, REFUNDS_FLOW]) and {e["op"] for e in restarts} == {
+        "restart"
+    }
+    assert all("deployment settings changed: image" in e["reason"] for e in restarts)
+    assert all("image" not in e["changes"] for e in restarts), "the engine's settings are said once, on the action"
+    assert replace["description"].startswith("replace engine east (kubernetes replication, image")
     out = k8s.apply()
     assert "the operator resubmits its SparkApplication" in out
     _, app2, _ = k8s.manifest()
@@ -366,9 +381,11 @@ def test_kubectl_apply_and_delete_when_asked(k8s):
     path = k8s.file()
     # server-side apply: client-side apply would keep the whole ConfigMap in an annotation capped at 256 KiB
     applies = [line.split() for line in k8s.kubectl_log.read_text().splitlines() if line.startswith("apply")]
-    assert applies and all(
+    crd = ["apply", "--server-side", "--field-manager=reconciler", "--force-conflicts", "-f", str(k8s.dir / CRD_FILE)]
+    assert applies[0] == crd and applies.count(crd) == 1, "the ReplicationEngine CRD first, once"
+    assert applies[1:] and all(
         a == ["apply", "--server-side", "--field-manager=reconciler", "--force-conflicts", "-f", str(path)]
-        for a in applies
+        for a in applies[1:]
     ), applies
     deps = KubernetesDeployer(str(k8s.kubectl)).deployments([{"manifests_dir": str(k8s.dir)}])
     assert sorted(d.flow for d in deps) == [ORDERS, REFUNDS_FLOW]
@@ -401,7 +418,7 @@ def test_flows_written_in_parallel_all_land_in_the_engine(tmp_path):
     assert all(r.ok for r in results), results
     assert sorted(d.flow for d in deployer.deployments([options])) == sorted(f.name for f in topo.flows)
     assert all(deployer.deploy(JobSpec.from_flow(topo, f), options).code.value == "already-done" for f in topo.flows)
-    assert [p.name for p in tmp_path.iterdir()] == ["engine-east.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [CRD_FILE, "engine-east.yaml"]
 
 
 def test_the_flows_of_an_engine_agree_on_its_settings():
@@ -435,9 +452,9 @@ def test_a_topology_without_a_service_account_renders_the_spark_operator_charts(
     topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
     flow = topo.flows[0]
     assert flow.job.service_account == "spark-operator-spark"
-    _, app = render(JobSpec.from_flow(topo, flow), deployment_options(flow.job, flow.engine))
+    _, app, *_ = render(JobSpec.from_flow(topo, flow), deployment_options(flow.job, flow.engine))
     assert app["spec"]["driver"]["serviceAccount"] == "spark-operator-spark"
-    _, app = render(JobSpec.from_flow(topo, flow), {"image": "img:1"})  # options without the setting
+    _, app, *_ = render(JobSpec.from_flow(topo, flow), {"image": "img:1"})  # options without the setting
     assert app["spec"]["driver"]["serviceAccount"] == "spark-operator-spark"
     bare = JobSettings("kubernetes", "local[2]", 2, 1, 200, 10_000)  # the model's own defaults
     assert bare.service_account == BUILTIN_FLOW_DEFAULTS["job"]["service_account"] == "spark-operator-spark"
@@ -459,10 +476,10 @@ def test_render_needs_an_image():
 def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
     topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
     spec = JobSpec.from_flow(topo, topo.flows[0])
-    _, app = render(spec, {"image": "img:1"})
+    _, app, *_ = render(spec, {"image": "img:1"})
     driver = app["spec"]["driver"]
     [container] = driver["template"]["spec"]["containers"]
-    assert container["ports"] == [{"name": "metrics", "containerPort": 9404, "protocol": "TCP"}]
+    assert container["ports"] == [{"name": "metrics", "containerPort": 9404}]  # TCP: the pod's default
     assert {"name": "RECONCILER_METRICS_PORT", "value": "9404"} in container["env"]
     # each driver pod is an instance of its own (the job's self-fencing tells a zombie pod from its successor)
     assert {"name": "RECONCILER_JOB_INSTANCE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}} in container[
@@ -472,7 +489,7 @@ def test_driver_pod_exposes_the_metrics_port_with_scrape_annotations():
         driver["annotations"]["prometheus.io/scrape"] == "true"
         and driver["annotations"]["prometheus.io/port"] == "9404"
     )
-    _, app = render(spec, {"image": "img:1", "metrics_port": 0})
+    _, app, *_ = render(spec, {"image": "img:1", "metrics_port": 0})
     driver = app["spec"]["driver"]
     [container] = driver["template"]["spec"]["containers"]
     assert "ports" not in container and "prometheus.io/scrape" not in driver["annotations"]
@@ -485,7 +502,7 @@ def test_termination_grace_and_pod_resources_come_from_the_topology():
         'termination_grace_seconds: 120, spark_conf: {spark.executor.memory: "2g", spark.driver.cores: "2"}}}'
     )
     flow = topo.flows[0]
-    _, app = render(JobSpec.from_flow(topo, flow), deployment_options(flow.job, flow.engine))
+    _, app, *_ = render(JobSpec.from_flow(topo, flow), deployment_options(flow.job, flow.engine))
     for role in ("driver", "executor"):
         assert app["spec"][role]["template"]["spec"]["terminationGracePeriodSeconds"] == 120
     # the operator passes spec.driver/executor's cores and memory after sparkConf: they carry spark_conf's values
@@ -500,7 +517,7 @@ def test_spark_version_is_the_images_whichever_machine_renders():
     pins = re.findall(r"^pyspark==(\S+)$", (root / "constraints.txt").read_text(), re.M)
     assert pins == [IMAGE_SPARK_VERSION]
     topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
-    _, app = render(JobSpec.from_flow(topo, topo.flows[0]), {"image": "img:1"})
+    _, app, *_ = render(JobSpec.from_flow(topo, topo.flows[0]), {"image": "img:1"})
     assert app["spec"]["sparkVersion"] == IMAGE_SPARK_VERSION
 
 
@@ -527,7 +544,9 @@ def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s
         )  # the deployer stamps the render with the wall clock: a margin for a slow run
         code, plan = run("plan", "--detailed-exitcode")
         plans.append(plan)
-        assert code == 0 and [a for a in plan["actions"] if a["kind"].endswith("_job")] == [], plan["actions"]
+        assert code == 0 and [a for a in plan["actions"] if a["kind"].endswith(("_job", "_engine"))] == [], plan[
+            "actions"
+        ]
     [pending] = [f for f in plans[1]["findings"] if f["kind"] == "pending"]
     assert pending["severity"] == "info" and pending["reason_kind"] == "job-pending-sync"
     assert pending["subject"] == ORDERS and "pending sync" in pending["message"] and "10m ago" in pending["message"]
@@ -543,7 +562,7 @@ def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s
 
     now[0] = start + 30 * 60 + 30  # long pending: a warning in the plan, drift (not a restart)
     _, plan = run("plan")
-    assert [a for a in plan["actions"] if a["kind"].endswith("_job")] == []
+    assert [a for a in plan["actions"] if a["kind"].endswith(("_job", "_engine"))] == []
     [pending] = [f for f in plan["findings"] if f["kind"] == "pending"]
     assert pending["severity"] == "warning" and "30m ago" in pending["message"] and "never restarts" in pending["hint"]
     code, drift = run("drift")
@@ -554,9 +573,31 @@ def test_a_rendered_flow_the_cluster_has_not_synced_is_pending_sync_not_down(k8s
     # a change while pending replaces what was rendered: an update, never a restart token
     k8s.write(delivery="exactly-once")
     _, plan = run("plan")
-    [update] = [a for a in plan["actions"] if a["kind"].endswith("_job")]
+    [update] = [a for a in plan["actions"] if a["kind"].endswith(("_job", "_engine"))]
     assert update["kind"] == "update_job" and "pending sync" in update["reason"], update
     assert main(["apply", str(k8s.path), "--auto-approve"], cli) == 0
     k8s.capsys.readouterr()
     assert k8s.spec(ORDERS).settings.delivery.value == "exactly-once"
     assert not [k for k in k8s.manifest()[0]["data"] if k.endswith(".restart")], "no restart token"
+
+
+def test_the_slos_reach_the_engines_replicationengine_and_a_change_restarts_nothing(k8s):
+    """The topology's lag SLOs are the ReplicationEngine's spec.slo (the engine judges its flows by them): a change is
+    an update that rewrites that resource only, no restart token, the SparkApplication's spec as it was."""
+    k8s.write(extra="slo: {max_lag_records: 100, max_heartbeat_age_seconds: 30}")
+    k8s.apply()
+    k8s.report_all()
+    assert k8s.jobs() == []
+    docs = list(yaml.safe_load_all(k8s.file().read_text()))
+    assert [d["kind"] for d in docs] == ["ConfigMap", "SparkApplication", "ReplicationEngine", "Role", "RoleBinding"]
+    engine, app = docs[2], docs[1]
+    assert engine["spec"]["slo"] == {"maxLagRecords": 100}, "the heartbeat age is drift's"
+    assert engine["spec"]["flows"] == [{"name": ORDERS, "specHash": k8s.spec(ORDERS).spec_hash()}]
+    k8s.write(extra="slo: {max_lag_records: 5000}")
+    [update] = k8s.jobs()
+    assert update["kind"] == "update_job" and "its ReplicationEngine is rewritten, no restart" in update["reason"]
+    k8s.apply()
+    after = list(yaml.safe_load_all(k8s.file().read_text()))
+    assert after[2]["spec"]["slo"] == {"maxLagRecords": 5000}
+    assert after[1]["spec"] == app["spec"], "the SparkApplication is not resubmitted"
+    assert not [k for k in after[0]["data"] if k.endswith(".restart")], "no flow restarts"

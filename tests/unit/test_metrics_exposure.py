@@ -111,6 +111,6 @@ def test_an_address_that_is_not_one_is_refused_at_validation(tmp_path):
 def test_kubernetes_pods_listen_on_the_pod_network():
     topo = topology("flows:\n  - {source: west, target: east, job: {deployer: kubernetes, image: img:1}}")
     spec = JobSpec.from_flow(topo, topo.flows[0])
-    _, app = render(spec, {"image": "img:1"})
+    _, app, *_ = render(spec, {"image": "img:1"})
     [container] = app["spec"]["driver"]["template"]["spec"]["containers"]
     assert {"name": "RECONCILER_METRICS_BIND", "value": "0.0.0.0"} in container["env"]

@@ -198,7 +198,7 @@ def test_with_every_right_granted_the_plan_checks_them_and_has_no_permission_err
     assert not plan.errors, [f.message for f in plan.errors]
     assert sorted(plan.permissions, key=RequiredAcl.sort_key) == reqs
     doc = json.loads(json.dumps(plan.to_dict()))
-    assert doc["format_minor"] >= 4 and len(doc["permissions"]) == len(reqs)
+    assert doc["format_version"] == 2 and len(doc["permissions"]) == len(reqs)
     assert doc["permissions"][0].keys() >= {
         "cluster",
         "role",

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from reconciler.cli.main import main
+from reconciler.plan import planfile
 from tests.plan_helpers import World, topology
 
 TOPO = """apiVersion: reconciler/v1
@@ -37,7 +38,7 @@ def test_detailed_exitcode(world, capsys):
 
 
 @pytest.mark.parametrize(
-    "fmt,marker", [("text", "Plan: 5 to create"), ("markdown", "```diff"), ("json", '"format_version": 1')]
+    "fmt,marker", [("text", "Plan: 5 to create"), ("markdown", "```diff"), ("json", '"format_version": 2')]
 )
 def test_formats(world, capsys, fmt, marker):
     main(["plan", world.path, "--format", fmt], world.backend())
@@ -81,7 +82,7 @@ def test_saved_plan_apply_and_refusals(world, capsys, tmp_path, monkeypatch):
     assert main(["apply", str(out), world.path, "--auto-approve"], world.backend()) == 0
     assert world["east"].topics["west.orders"].partitions == 3
     bad = tmp_path / "bad.json"
-    bad.write_text('{"kind": "reconciler-saved-plan", "format_version": 2}')
+    bad.write_text(f'{{"kind": "reconciler-saved-plan", "format_version": {planfile.FORMAT_VERSION}}}')
     assert main(["apply", str(bad), world.path, "--auto-approve"], world.backend()) == 1
     assert "not signed" in capsys.readouterr().err
 

@@ -58,7 +58,7 @@ def test_first_plan_creates_everything_in_order(world):
         ("west", "create_topic", "mm2-offset-syncs.east.internal"),
     ]
     assert all(a.reason for a in plan.actions)
-    assert plan.counts() == {"create": 10, "update": 0, "delete": 0}
+    assert plan.counts() == {"create": 10, "update": 0, "delete": 0, "replace": 0}
 
 
 @pytest.mark.parametrize("mode", [ConfigSourceMode.SOURCES, ConfigSourceMode.STORED_ONLY])

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from reconciler.plan import planfile
-from reconciler.plan.actions import FORMAT_VERSION, Plan
+from reconciler.plan.actions import ACTION_TYPES, FORMAT_MINOR, FORMAT_VERSION, ActionKind, Plan
 from reconciler.render import plan_json, plan_markdown, plan_text
 from reconciler.state.live import AclBinding
 from reconciler.state.live import AclOperation as Op
@@ -55,7 +55,8 @@ def test_json_shape_and_round_trip(world):
     }
     assert doc["permissions"] == []  # no cluster of the world enforces ACLs (test_permissions.py)
     assert doc["environment"] is None  # a topology without environments (test_environments.py)
-    assert doc["format_minor"] == 5 and all("reason_kind" in x for x in doc["actions"] + doc["findings"])
+    assert doc["format_minor"] == FORMAT_MINOR and all("reason_kind" in x for x in doc["actions"] + doc["findings"])
+    assert all(x["risk"] == ACTION_TYPES[ActionKind(x["kind"])].RISK.value for x in doc["actions"])
     create = next(a for a in doc["actions"] if a["kind"] == "create_topic" and a["topic"] == "west.orders")
     assert create == {
         "kind": "create_topic",
@@ -69,6 +70,7 @@ def test_json_shape_and_round_trip(world):
         "role": "remote",
         "description": create["description"],
         "reason_kind": "topic-missing",
+        "risk": "create",
     }
     acl = next(a for a in doc["actions"] if a["kind"] == "create_acl")
     assert set(acl["acl"]) == {"topic", "principal", "host", "operation", "permission", "pattern"}

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import yaml
 
+from reconciler.contract.engine_status import crd
 from reconciler.contract.spec import JobSpec
 from reconciler.deployers.base import deployment_options
-from reconciler.deployers.kubernetes import KubernetesDeployer
+from reconciler.deployers.kubernetes import CRD_FILE, KubernetesDeployer
 from reconciler.topology.build import load_topology_text
 
 TOPO = """apiVersion: reconciler/v1
@@ -71,8 +72,9 @@ def test_render_reaches_no_cluster_and_writes_every_engine(tmp_path):
     done = render(topo, tmp_path / "out")
     assert done.returncode == 0, done.stderr
     out = files(tmp_path / "out")
-    assert sorted(out) == ["engine-big.yaml", "engine-east.yaml"]
-    cm, app = yaml.safe_load_all(out["engine-east.yaml"])
+    assert sorted(out) == [CRD_FILE, "engine-big.yaml", "engine-east.yaml"]
+    assert yaml.safe_load(out[CRD_FILE]) == crd()
+    cm, app, *_ = yaml.safe_load_all(out["engine-east.yaml"])
     assert sorted(cm["data"]) == ["engine.json", "flow.north.east.json", "flow.west.east.orders.json"]
     assert app["kind"] == "SparkApplication" and app["spec"]["image"] == "registry.example/reconciler:1.4.0"
     assert app["metadata"]["namespace"] == "replication"
@@ -83,7 +85,7 @@ def test_render_reaches_no_cluster_and_writes_every_engine(tmp_path):
 
     again = render(topo, tmp_path / "out")
     assert again.returncode == 0, again.stderr
-    assert files(tmp_path / "out") == out and again.stdout.count("unchanged") == 2
+    assert files(tmp_path / "out") == out and again.stdout.count("unchanged") == 3
 
 
 def test_renders_with_and_without_pyspark_are_byte_identical(tmp_path):
@@ -110,7 +112,7 @@ def test_render_keeps_what_the_directory_holds(tmp_path):
     assert b"flow.west.east.orders.restart" in before["engine-east.yaml"], "a restart token"
     done = render(topo_path, out)
     assert done.returncode == 0, done.stderr
-    assert files(out) == before and done.stdout.count("unchanged") == 2, done.stdout
+    assert files(out) == before and done.stdout.count("unchanged") == 3, done.stdout
 
 
 def test_render_refuses_an_engine_without_an_image(tmp_path):

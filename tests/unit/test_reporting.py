@@ -1,7 +1,8 @@
 """The reporter (engine/reporting.py `Reporter`), without brokers: the status publisher is a fake behind
 `StatusSink`, the checkpoint emitter a real one never connected. Lag, the degraded state of a running flow with
 faults, the stuck bound, the clusters that do not answer (unreachable: a fault after the stuck bound, the lag unknown
-meanwhile), and the status record published with the lag metrics from the same figures."""
+meanwhile), the status record published with the lag metrics from the same figures, and the lag side channel's
+round."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.contract.status import FaultKind, PartitionFault, StatusRecord, StatusState
 from reconciler.drift.report import job_health
-from reconciler.engine.driver_parts import Cluster, Partitions, Progress, ReachWatch, StuckWatch
+from reconciler.engine.driver_parts import Cluster, Partitions, Progress
 from reconciler.engine.emitters import CheckpointEmitter
+from reconciler.engine.idle_gate import IdleGate
 from reconciler.engine.lag import LagPosition, SourceEnds
 from reconciler.engine.metrics import JobMetrics
 from reconciler.engine.reporting import STUCK_INTERVALS, Reporter
+from reconciler.engine.tasks import PartitionResult
 from reconciler.engine.topics import PartitionPlan
 from reconciler.mirror.group_sync import GroupSync, GroupSyncReason
 from tests.spec_helpers import job_spec
@@ -36,31 +39,49 @@ class Sink:
 
 
 @dataclass
+class Reads:
+    """The lag side channel's reader (lag.py `SourceEndReader`): the ends it answers, and what it was asked."""
+
+    ends: dict
+    asked: list = field(default_factory=list)
+
+    def read(self, copy, positions, seen_ends, known=None) -> SourceEnds:
+        self.asked.append((dict(copy), dict(positions), dict(seen_ends)))
+        return SourceEnds(dict(self.ends), int(time.time() * 1000))
+
+
+@dataclass
 class Clients:
     status: Sink
     checkpoints: CheckpointEmitter | GatedVerdicts
+    end_reader: Reads = field(default_factory=lambda: Reads({}))
+
+
+@dataclass
+class Flow:
+    """The flow as the reporter reads it (the driver's `ReportedFlow`)."""
+
+    spec: JobSpec = SPEC
+    state: StatusState = StatusState.RUNNING
 
 
 def reporter(state=StatusState.RUNNING, clients: Clients | None = None) -> Reporter:
     parts = Partitions(plan=PartitionPlan(copy={TPX: "west.orders"}), positions={TPX: 40})
-    return Reporter(
-        lambda: SPEC,
-        parts,
-        Progress(),
-        StuckWatch(),
-        ReachWatch(),
-        JobMetrics(SPEC.flow),
-        lambda: clients,
-        lambda: state,
-        "i-1",
-    )
+    flow = Flow(SPEC, state)
+    return Reporter(flow, parts, Progress(), IdleGate(flow, parts), JobMetrics(SPEC.flow), "i-1", clients=clients)
+
+
+def task_saw(r: Reporter, tp, end: int) -> None:
+    """A task of `tp` ended having seen the source's end at `end` (its lag as the absorber records it)."""
+    r.parts.task_reported(PartitionResult(tp[0], tp[1], "west.orders", 0, r.parts.positions[tp], 0, hw=end))
 
 
 def test_lag_is_the_positions_against_the_larger_end_seen():
     r = reporter()
-    r.parts.lag[TPX] = LagPosition("west.orders", 40, 50)
+    task_saw(r, TPX, 50)
+    assert r.parts.lag[TPX] == LagPosition("west.orders", 40, 50)
     assert r.current_lag().total == 10
-    r.parts.source_ends = SourceEnds({TPX: 70}, int(time.time() * 1000))
+    r.ends_read(SourceEnds({TPX: 70}, int(time.time() * 1000)))
     assert r.current_lag().total == 30
 
 
@@ -69,7 +90,7 @@ def test_a_running_flow_with_faults_is_degraded_and_the_faults_are_sorted():
     assert r.reported_state() is StatusState.RUNNING and r.faults() == ()
     halted = PartitionFault("orders", 0, FaultKind.TRUNCATED, "gone", 40, 1)
     stuck = PartitionFault("alpha", 0, FaultKind.STUCK, "not moving", 3, 1)
-    r.parts.halted[TPX] = halted
+    r.parts.halt(TPX, halted)
     r.stuck.stuck[("alpha", 0)] = stuck
     assert r.reported_state() is StatusState.DEGRADED and r.faults() == (stuck, halted)
     assert reporter(StatusState.STOPPED).reported_state() is StatusState.STOPPED
@@ -85,7 +106,7 @@ def test_the_status_record_is_published_with_the_lag_metrics_from_the_same_figur
     clients = Clients(Sink(), CheckpointEmitter(SPEC, source_admin=None, target_producer=None, environ={}))
     r = reporter(clients=clients)
     assert r.checkpoints is clients.checkpoints and r.checkpoints_emitted == 0
-    r.parts.source_ends = SourceEnds({TPX: 100}, int(time.time() * 1000))
+    r.ends_read(SourceEnds({TPX: 100}, int(time.time() * 1000)))
     r.progress.records, r.progress.errors = 40, 2
     r.publish_status()
     (record,) = clients.status.records
@@ -108,9 +129,9 @@ def _series(r: Reporter, name: str) -> dict[tuple, float]:
 def test_a_source_that_does_not_answer_makes_the_lag_unknown_then_its_partitions_unreachable():
     clients = Clients(Sink(), CheckpointEmitter(SPEC, source_admin=None, target_producer=None, environ={}))
     r = reporter(clients=clients)
-    r.parts.plan = PartitionPlan(copy={TPX: "west.orders", ("orders", 1): "west.orders"})
-    r.parts.positions[("orders", 1)] = -2  # not resolved yet
-    r.parts.source_ends = SourceEnds({TPX: 40, ("orders", 1): 0}, int(time.time() * 1000))
+    r.parts.replanned(PartitionPlan(copy={TPX: "west.orders", ("orders", 1): "west.orders"}))
+    r.parts.loaded({("orders", 1): (None, None)}, SPEC.engine.parallelism)  # not resolved yet
+    r.ends_read(SourceEnds({TPX: 40, ("orders", 1): 0}, int(time.time() * 1000)))
     assert r.current_lag().total == 0, "caught up, by a read of the ends"
     bound_ms = int(1000 * r.stuck_after_seconds())
     now_ms = int(time.time() * 1000)
@@ -141,28 +162,28 @@ def test_a_source_that_does_not_answer_makes_the_lag_unknown_then_its_partitions
     assert (
         health.last.state_name == "degraded" and health.last.faults == record.faults and health.last.lag_total is None
     )
-    r.metrics.observe(r, [])  # after each batch (the driver's step): the same faults
+    r.batch_ended([])  # after each batch (the driver's step): the same faults
     faults = _series(r, "mirror_partition_fault_since_seconds")
     assert {dict(k)["kind"] for k in faults} == {"source-unreachable"} and len(faults) == 2, faults
     assert _series(r, "mirror_partition_lag_records") == {}, "an unknown lag has no series, not 0"
     halted = PartitionFault("orders", 1, FaultKind.TRUNCATED, "gone", 0, 1)
-    r.parts.halted[("orders", 1)] = halted
+    r.parts.halt(("orders", 1), halted)
     assert [(f.partition, f.kind) for f in r.faults()] == [(0, FaultKind.SOURCE_UNREACHABLE), (1, FaultKind.TRUNCATED)]
-    del r.parts.halted[("orders", 1)]
+    assert r.parts.release([FaultKind.TRUNCATED]) == [("orders", 1)]
 
     # The source answers: the fault clears and the lag is known again.
     r.reach.answered(Cluster.SOURCE, int(time.time() * 1000))
     r.publish_status()
     record = clients.status.records[-1]
     assert record.state is StatusState.RUNNING and record.faults == () and record.lag_total == 0
-    r.metrics.observe(r, [])
+    r.batch_ended([])
     assert _series(r, "mirror_partition_fault_since_seconds") == {}
 
 
 def test_a_target_that_does_not_take_the_status_record_makes_its_partitions_unreachable():
     clients = Clients(Sink(waiting=1), CheckpointEmitter(SPEC, source_admin=None, target_producer=None, environ={}))
     r = reporter(clients=clients)
-    r.parts.source_ends = SourceEnds({TPX: 40}, int(time.time() * 1000))
+    r.ends_read(SourceEnds({TPX: 40}, int(time.time() * 1000)))
     r.publish_status()
     ((cluster, (since, error)),) = r.reach.failing.items()
     assert cluster is Cluster.TARGET and "not acknowledged" in error
@@ -227,3 +248,53 @@ def test_a_status_round_overtaken_by_a_later_one_is_not_produced_after_it():
     verdicts.go.clear()
     r.publish_status()
     assert [record.groups for record in clients.status.records] == [judged, judged]
+
+
+def test_the_lag_side_channel_reads_the_source_ends_or_takes_the_idle_gates_word():
+    """The lag side channel's round (`read_source_ends`, a thread of its own): before start nothing; then a read of
+    the source's ends, told to the reach watch; a read that fails makes the lag unknown (the source does not answer)."""
+    r = reporter()
+    r.read_source_ends()
+    assert r.source_ends is None, "before start: no clients, no read"
+    reads = Reads({TPX: 90})
+    r.connect(Clients(Sink(), CheckpointEmitter(SPEC, source_admin=None, target_producer=None, environ={}), reads))
+    task_saw(r, TPX, 60)
+    r.read_source_ends()
+    assert reads.asked == [({TPX: "west.orders"}, {TPX: 40}, {TPX: 60})], "with the end the task saw"
+    assert r.source_ends is not None and dict(r.source_ends.ends) == {TPX: 90} and r.current_lag().total == 50
+    assert r.reach.answers(Cluster.SOURCE)
+    assert r.lag_interval() == max(0.1, SPEC.engine.status_interval_seconds / 2)
+
+    def down(*_args):
+        raise RuntimeError("timed out")
+
+    reads.read = down  # type: ignore[method-assign]
+    try:
+        r.read_source_ends()
+    except RuntimeError:
+        pass
+    assert not r.reach.answers(Cluster.SOURCE) and r.current_lag().total is None
+
+
+def test_the_metrics_get_a_frozen_snapshot_of_the_flow():
+    """After each batch the reporter hands the metrics the figures its status record shows, taken at once: the
+    metrics read nothing of the flow themselves (engine/metrics.py imports nothing of reporting.py)."""
+    import dataclasses
+
+    import pytest
+
+    r = reporter()
+    r.parts.halt(TPX, PartitionFault("orders", 0, FaultKind.TRUNCATED, "gone", 40, 1))
+    r.progress.errors = 3
+    snap = r.snapshot()
+    assert (snap.state, snap.errors, snap.faults, dict(snap.remotes)) == (
+        StatusState.DEGRADED,
+        3,
+        r.faults(),
+        {TPX: "west.orders"},
+    )
+    assert snap.checkpoints_emitted == 0 and snap.group_syncs == (), "before start: no checkpoint emitter"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.errors = 4  # type: ignore[misc]
+    r.progress.errors = 4
+    assert snap.errors == 3, "taken at once: later changes are the next snapshot's"

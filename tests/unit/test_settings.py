@@ -33,11 +33,14 @@ BAD = {
     "RECONCILER_METRICS_PORT": "abc",
     "RECONCILER_METRICS_BIND": "abc",
     "RECONCILER_TEST_TXN_DELAY_MS": "abc",
+    "RECONCILER_TEST_PLAN_SCHEMA": "maybe",
     "RECONCILER_JOB_DIR": "{file}",
     "RECONCILER_JOB_INSTANCE": None,  # any text is an id
     "RECONCILER_PLAN_KEY": None,  # any text is a key (never printed: its length is checked where it is used)
     "RECONCILER_PLAN_KEY_PREVIOUS": None,
     "RECONCILER_SECRETS_DIR": "{file}",
+    "RECONCILER_STATUS_RESOURCE": "no-slash",
+    "RECONCILER_KUBE_API": "127.0.0.1:8001",
 }
 
 

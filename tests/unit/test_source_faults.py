@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.contract.status import FaultKind
-from reconciler.engine.driver_parts import Pacing, Partitions, Progress
+from reconciler.engine.driver_parts import Partitions, Progress
+from reconciler.engine.idle_gate import IdleGate, Pacing
 from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tasks import TP, PartitionResult, RefusedRecord
 from tests.spec_helpers import job_spec, respec
@@ -46,28 +47,30 @@ class Clients:
 
 
 @dataclass
+class Flow:
+    """The flow as the handler reads it (the driver's `FlowSpec`): `spec` is replaced as a reload would."""
+
+    spec: JobSpec
+
+
+@dataclass
 class Handler:
     faults: SourceFaults
     offsets: Offsets
     errors: list[str]
     failed: list[bool]
-    spec: list  # the spec the handler reads: [0] is replaced as a reload would
+    flow: Flow
 
 
 def handler(offset_reset: str = "resume", position: int = 50, **spec) -> Handler:
-    box = [respec(SPEC, offset_reset=offset_reset, **spec)]
+    flow = Flow(respec(SPEC, offset_reset=offset_reset, **spec))
     offsets, errors, failed = Offsets(), [], []
     parts = Partitions(positions={TPX: position})
+    gate = IdleGate(flow, parts, pacing=Pacing(caught_up={TPX: 1}))
     faults = SourceFaults(
-        lambda: box[0],
-        parts,
-        Pacing(caught_up={TPX: 1}),
-        Progress(),
-        lambda: Clients(offsets, offsets),
-        errors.append,
-        lambda: failed.append(True),
+        flow, parts, gate, Progress(), errors.append, lambda: failed.append(True), clients=Clients(offsets, offsets)
     )
-    return Handler(faults, offsets, errors, failed, box)
+    return Handler(faults, offsets, errors, failed, flow)
 
 
 @pytest.mark.parametrize(
@@ -85,7 +88,7 @@ def test_a_resuming_policy_moves_the_position_and_commits_it(policy, position, r
     parts = h.faults.parts
     assert parts.positions[TPX] == resumed_at and h.offsets.commits == [{TPX: resumed_at}]
     assert TPX not in parts.halted and not h.failed and parts.consumer_epoch == 1
-    assert TPX not in h.faults.pacing.caught_up
+    assert TPX not in h.faults.gate.caught_up
     (event,) = h.faults.progress.out_of_range
     kind = FaultKind.TRUNCATED if position < 100 else FaultKind.LOST_TAIL
     assert event.kind is kind and f"resumed at the log {'start' if resumed_at == 100 else 'end'}" in event.action
@@ -113,12 +116,10 @@ def test_a_valid_position_is_left_alone():
 
 def test_a_tail_lost_while_the_job_watched_resumes_at_the_end_and_one_within_the_log_is_only_reported():
     h = handler("resume", 190)
-    h.faults.pacing.moved_back = {TPX: (190, 170)}
-    assert h.faults.ends_moved_back() is True
-    assert h.faults.parts.positions[TPX] == 170 and h.faults.pacing.moved_back == {}
+    assert h.faults.ends_moved_back({TPX: (190, 170)}) is True  # the idle gate's `take_moved_back`
+    assert h.faults.parts.positions[TPX] == 170
     h = handler("resume", 150)
-    h.faults.pacing.moved_back = {TPX: (190, 170)}
-    assert h.faults.ends_moved_back() is False
+    assert h.faults.ends_moved_back({TPX: (190, 170)}) is False
     (event,) = h.faults.progress.out_of_range
     assert event.kind is FaultKind.LOST_TAIL and event.action.startswith("reported")
     assert h.faults.parts.positions[TPX] == 150 and not h.offsets.commits
@@ -137,16 +138,16 @@ def test_a_refused_record_halts_its_partition_and_a_reloaded_policy_releases_the
     h = handler("pause", 50)
     refused = PartitionResult("orders", 0, "west.orders", 40, 45, 5, refused=RefusedRecord(45, 2_000_000, "too large"))
     h.faults.halt_refused(TPX, refused)
-    assert h.faults.parts.halted[TPX].kind is FaultKind.REFUSED_RECORD and TPX not in h.faults.pacing.caught_up
+    assert h.faults.parts.halted[TPX].kind is FaultKind.REFUSED_RECORD and TPX not in h.faults.gate.caught_up
     h.faults.release_halted()  # on_refused_record: fail and offset_reset: pause still: nothing released
     assert TPX in h.faults.parts.halted
     skip = handler("pause", 50, on_refused_record="skip")
-    skip.faults.parts.halted.update(h.faults.parts.halted)
+    skip.faults.parts.halt(TPX, h.faults.parts.halted[TPX])
     skip.faults.release_halted()
     assert skip.faults.parts.halted == {}
     lost = handler("pause", 50)
     lost.faults.check_position(TPX, 50)
-    lost.spec[0] = respec(SPEC, offset_reset="resume")  # a reload
+    lost.flow.spec = respec(SPEC, offset_reset="resume")  # a reload
     epoch = lost.faults.parts.consumer_epoch
     lost.faults.release_halted()
     assert lost.faults.parts.halted == {} and lost.faults.parts.consumer_epoch == epoch + 1

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.contract.status import FaultKind
-from reconciler.engine.driver_parts import Pacing, Partitions, Progress
+from reconciler.engine.driver_parts import Partitions, Progress
+from reconciler.engine.idle_gate import IdleGate, Pacing
 from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tails import (
     RING_DENSE,
@@ -190,6 +191,13 @@ class Clients:
     offsets: Source
 
 
+@dataclass
+class Flow:
+    """The flow as the loss handler reads it (the driver's `FlowSpec`)."""
+
+    spec: JobSpec
+
+
 def setup(lost_from: int, refilled_to: int, position: int = 100, offset_reset: str = "resume"):
     """A partition the job copied to `position` (a fingerprint every 10 offsets, the copy's offset known every 20);
     the source lost the records from `lost_from` and holds new ones up to `refilled_to`."""
@@ -198,15 +206,10 @@ def setup(lost_from: int, refilled_to: int, position: int = 100, offset_reset: s
     parts = Partitions(positions={TPX: position}, plan=PartitionPlan(copy={TPX: "west.orders"}))
     parts.tails.copied(TPX, [fp(o, down=o if o % 20 == 19 else None) for o in range(9, position, 10)])
     progress, errors = Progress(), []
+    flow = Flow(respec(SPEC, offset_reset=offset_reset))
+    gate = IdleGate(flow, parts, pacing=Pacing(caught_up={TPX: position}))
     faults = SourceFaults(
-        lambda: respec(SPEC, offset_reset=offset_reset),
-        parts,
-        Pacing(caught_up={TPX: position}),
-        progress,
-        lambda: Clients(source, source),
-        errors.append,
-        lambda: None,
-        mode=lambda: source,
+        flow, parts, gate, progress, errors.append, lambda: None, clients=Clients(source, source), mode=source
     )
     return faults, parts, progress, source
 
@@ -222,7 +225,7 @@ def test_a_refilled_tail_is_copied_again_from_where_it_diverges_and_reported_wit
     assert "37 offsets reused" in (event.reason or "") and "resumed at offset 63" in (event.action or "")
     assert progress.reused[(TPX, FaultKind.LOST_TAIL)] == 37
     assert not parts.tails.suspects and [e.offset for e in parts.tails.ring(TPX)][-1] == 59
-    assert TPX not in faults.pacing.caught_up
+    assert TPX not in faults.gate.caught_up
 
 
 def test_an_intact_tail_costs_one_read_and_moves_nothing():
@@ -304,15 +307,9 @@ def started(lost_from: int, refilled_to: int, position: int = 100):
     parts = Partitions(positions={TPX: position}, plan=PartitionPlan(copy={TPX: "west.orders"}))
     clients = StartedClients(source, source, Checkpoints(Store({TPX: [Sync(99, 99), Sync(50, 50)]})))
     progress = Progress()
+    flow = Flow(respec(SPEC, offset_reset="resume"))
     faults = SourceFaults(
-        lambda: respec(SPEC, offset_reset="resume"),
-        parts,
-        Pacing(),
-        progress,
-        lambda: clients,
-        [].append,
-        lambda: None,
-        mode=lambda: source,
+        flow, parts, IdleGate(flow, parts), progress, [].append, lambda: None, clients=clients, mode=source
     )
     return faults, parts, progress
 
