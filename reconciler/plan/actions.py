@@ -189,6 +189,9 @@ class RecordOwnership(Action):
     def details(self) -> list[str]:
         return [f"claim {t}" for t in self.claim] + [f"withdraw {t}" for t in self.release]
 
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "claim": list(self.claim), "release": list(self.release)}
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Action:
         action = super().from_dict(d)
