@@ -7,7 +7,7 @@ import sys
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.operations.backend import Backend
 from reconciler.render import graph
-from reconciler.textutil import plural
+from reconciler.textutil import plural, term
 from reconciler.topology.loader import separate_roots
 
 
@@ -29,7 +29,7 @@ def register(sub) -> None:
 
 def cmd_validate(args, backend: Backend) -> int:
     if getattr(args, "each", False) and len(args.paths) > 1:
-        results = [_validate_one([p]) for p in args.paths]
+        results = [_validate_one([p], args.env) for p in args.paths]
         return EXIT_ERROR if EXIT_ERROR in results else EXIT_OK
     roots = separate_roots(args.paths)
     if roots:
@@ -39,16 +39,18 @@ def cmd_validate(args, backend: Backend) -> int:
             + " ".join(args.paths),
             file=sys.stderr,
         )
-    return _validate_one(args.paths)
+    return _validate_one(args.paths, args.env)
 
 
-def _validate_one(paths: list[str]) -> int:
-    topology, diags = load_validated(paths)
+def _validate_one(paths: list[str], env: str | None) -> int:
+    topology, diags = load_validated(paths, env=env)
     if topology is None:
         return EXIT_ERROR
     warn = len(diags.warnings)
     print(
-        f"valid: {plural(len(topology.clusters), 'cluster')}, {plural(len(topology.flows), 'flow')}"
+        "valid: "
+        + (f"environment {term(topology.environment)}, " if topology.environment else "")
+        + f"{plural(len(topology.clusters), 'cluster')}, {plural(len(topology.flows), 'flow')}"
         + (f", {plural(warn, 'warning')}" if warn else "")
         + f" ({', '.join(topology.files)})"
     )
@@ -56,7 +58,7 @@ def _validate_one(paths: list[str]) -> int:
 
 
 def cmd_graph(args, backend: Backend) -> int:
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
     sys.stdout.write(graph.mermaid(topology) if args.format == "mermaid" else graph.dot(topology))
