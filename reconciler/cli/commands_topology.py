@@ -8,7 +8,9 @@ from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_
 from reconciler.operations.backend import Backend
 from reconciler.render import graph
 from reconciler.textutil import plural, term
-from reconciler.topology.loader import separate_roots
+from reconciler.topology import environments
+from reconciler.topology.diagnostics import Diagnostics
+from reconciler.topology.loader import load_paths, separate_roots
 
 
 def register(sub) -> None:
@@ -29,7 +31,7 @@ def register(sub) -> None:
 
 def cmd_validate(args, backend: Backend) -> int:
     if getattr(args, "each", False) and len(args.paths) > 1:
-        results = [_validate_one([p], args.env) for p in args.paths]
+        results = [_validate_each_env([p], args.env) for p in args.paths]
         return EXIT_ERROR if EXIT_ERROR in results else EXIT_OK
     roots = separate_roots(args.paths)
     if roots:
@@ -39,7 +41,22 @@ def cmd_validate(args, backend: Backend) -> int:
             + " ".join(args.paths),
             file=sys.stderr,
         )
-    return _validate_one(args.paths, args.env)
+    return _validate_each_env(args.paths, args.env)
+
+
+def _validate_each_env(paths: list[str], env: str | None) -> int:
+    """`validate` without `--env` on a topology that declares environments checks every one of them (a pull
+    request's check: an override breaking only production is found before any environment is planned); the other
+    commands act on one environment and require `--env`."""
+    declared = environments.names(load_paths(paths, Diagnostics())) if env is None else ()
+    if not declared:
+        return _validate_one(paths, env)
+    results = []
+    for name in declared:
+        results.append(_validate_one(paths, name))
+        if results[-1] != EXIT_OK:
+            print(f"environment {term(name)}: not valid (the errors above)", file=sys.stderr)
+    return EXIT_ERROR if EXIT_ERROR in results else EXIT_OK
 
 
 def _validate_one(paths: list[str], env: str | None) -> int:

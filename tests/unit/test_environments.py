@@ -220,13 +220,29 @@ def test_an_environment_may_be_split_across_files(tmp_path):
 def test_validate_takes_env_and_refuses_it_for_a_topology_without_environments(capsys):
     assert main(["validate", "--env", "prod", str(EXAMPLE)]) == 0
     assert capsys.readouterr().out.startswith("valid: environment prod, 2 clusters, 1 flow")
-    assert main(["validate", str(EXAMPLE)]) == 1
-    assert (
-        "this topology declares environments (dev, staging, prod): choose one with --env NAME"
-        in capsys.readouterr().err
-    )
+    assert main(["validate", str(EXAMPLE)]) == 0  # without --env: every environment, one line each
+    assert [line.split(",")[0] for line in capsys.readouterr().out.splitlines()] == [
+        "valid: environment dev",
+        "valid: environment staging",
+        "valid: environment prod",
+    ]
     assert main(["validate", "--env", "prod", str(ROOT / "topologies" / "demo")]) == 1
     assert "--env prod: this topology declares no environments" in capsys.readouterr().err
+
+
+def test_validate_without_env_finds_an_override_that_breaks_one_environment_only(tmp_path, capsys):
+    text = (EXAMPLE / "orders.yaml").read_text()
+    prod_east = 'replication_principal: "User:mirror"\n'
+    assert prod_east in text
+    # production's east is bound to a US cluster: its flow breaks the EU residency rule there only
+    bad = write(tmp_path, "orders.yaml", text.replace(prod_east, prod_east + "        tags: {region: us}\n"))
+    assert main(["validate", str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert "valid: environment dev" in out and "valid: environment staging" in out
+    assert "valid: environment prod" not in out
+    assert "eu-data" in err and "environment prod: not valid (the errors above)" in err
+    assert main(["graph", str(bad)]) == 1  # the other commands act on one environment
+    assert "choose one with --env NAME" in capsys.readouterr().err
 
 
 def _world() -> MemoryFactory:
