@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                 stop_pid(b.pid)
     report(opts, windows)
     if opts.json:
-        opts.json.write_text(json.dumps({"options": vars(opts) | {"json": str(opts.json)}, "windows": windows}))
+        opts.json.write_text(json.dumps({"options": {k: str(v) for k, v in vars(opts).items()}, "windows": windows}))
     return 0
 
 
