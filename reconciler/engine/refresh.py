@@ -112,8 +112,9 @@ class TopicRefresh(UsesClients[Connections]):
         return source, target, changed
 
     def read_record_limits(self) -> None:
-        """The largest record each remote topic takes (`Partitions.limits_read`), at each refresh: a record larger
-        is refused before it is produced (`on_refused_record`), not sent to fail its whole round."""
+        """The largest record each remote topic takes (`Partitions.limits_read`), at each refresh that lists the target
+        (the module's docstring): a record larger is refused before it is produced (`on_refused_record`), not sent to
+        fail its whole round."""
         try:
             self.parts.limits_read(self.clients.topics.record_limits(list(set(self.parts.plan.copy.values()))))
         except Exception as exc:  # noqa: BLE001 - kept from the last read; the broker's answer decides meanwhile
