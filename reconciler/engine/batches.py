@@ -194,8 +194,7 @@ class Absorber(UsesClients[BatchClients]):
         conn.offsets.commit(to_commit)
         self.progress.latency.add(latency)
         self.progress.rate.add(moved)
-        for p in silent:
-            self.faults.check_position(p.tp, p.start)
+        self.faults.check_positions({p.tp: p.start for p in silent})
         return moved
 
     def batch_failed(self) -> None:

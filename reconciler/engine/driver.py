@@ -67,7 +67,7 @@ from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.idle_gate import IdleGate, Work
 from reconciler.engine.metrics import JobMetrics
-from reconciler.engine.refresh import TopicRefresh
+from reconciler.engine.refresh import FULL_REFRESH_S, TopicRefresh
 from reconciler.engine.reporting import Reporter
 from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tasks import CopyTask, TaskResult
@@ -365,6 +365,7 @@ class ReplicationDriver:
         settings = self.spec.settings
         self.timers = Timers(
             refresh=now + settings.refresh_interval_seconds,
+            full_refresh=now + FULL_REFRESH_S,
             heartbeat=now,
             delayed_syncs=now + settings.checkpoints.interval_seconds,
         )
@@ -444,9 +445,12 @@ class ReplicationDriver:
         now = time.monotonic()
         if now >= self.timers.refresh:
             self.timers.refresh = now + self.spec.settings.refresh_interval_seconds
+            full = now >= self.timers.full_refresh
+            if full:
+                self.timers.full_refresh = now + FULL_REFRESH_S
             if self.reload_spec():
                 try:
-                    self.refresher.refresh()
+                    self.refresher.refresh(full)
                 except KafkaException as exc:  # a cluster not answering (issue 34): the last plan stands till the next
                     self.error(f"topic refresh: {exc}")
         gate, shaper, faults = self.gate, self.shaper, self.faults
@@ -483,7 +487,8 @@ class ReplicationDriver:
                 self.progress.batch_failures = 0
             moved = self.absorber.absorb(results)
         self.progress.batches += 1
-        self.reporter.batch_ended(results)  # the metrics: the same task results and figures as the status record
+        # The metrics: the same task results and figures as the status record (an idle step's: once a status interval).
+        self.reporter.step_ended(results, ran=bool(tasks))
         # Heartbeats alone are not traffic (issue 39): the loop waits after them as after an idle step (a record
         # arriving at a watched partition ends the wait), not stepping at once to find nothing due.
         return moved > 0 and work is not Work.HEARTBEATS

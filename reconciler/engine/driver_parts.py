@@ -616,9 +616,11 @@ class ReachWatch:
 @dataclass
 class Timers:
     """When the driver's loop next does each periodic action (monotonic seconds): re-read the spec and refresh the
-    topics (`refresh`), emit a heartbeat (`heartbeat`), publish the delayed offset syncs (`delayed_syncs`). Set at
-    start (`ReplicationDriver.start`); 0.0 before. The status has a thread of its own (driver.py `Threads.status`)."""
+    topics (`refresh`; a refresh that asks everything again: `full_refresh`, refresh.py `FULL_REFRESH_S`), emit a
+    heartbeat (`heartbeat`), publish the delayed offset syncs (`delayed_syncs`). Set at start
+    (`ReplicationDriver.start`); 0.0 before. The status has a thread of its own (driver.py `Threads.status`)."""
 
     refresh: float = 0.0
+    full_refresh: float = 0.0
     heartbeat: float = 0.0
     delayed_syncs: float = 0.0
