@@ -231,18 +231,35 @@ class LocalExecutor:
 IN_DRIVER = LocalExecutor()  # a batch of heartbeats alone runs here, not as a Spark job
 
 
-class SparkExecutor:
-    """One Spark partition per task; records move inside the Python workers."""
+class PendingSpark(Protocol):
+    """A SparkContext being made while the flows start (session.py `PendingContext`)."""
 
-    def __init__(self, spark_context: Any):
-        self.sc = spark_context
+    def get(self, timeout: float | None = None) -> Any: ...
+
+
+class SparkExecutor:
+    """One Spark partition per task; records move inside the Python workers. Given the SparkContext, or the context
+    being made (`PendingSpark`: an engine's flows start while the JVM makes it), which the first batch waits for."""
+
+    def __init__(self, spark_context: Any = None, *, pending: PendingSpark | None = None):
+        if (spark_context is None) == (pending is None):
+            raise ValueError("a SparkExecutor is given either a SparkContext or a pending one")
+        self._sc, self._pending = spark_context, pending
+
+    @property
+    def sc(self) -> Any:
+        if self._sc is None:
+            assert self._pending is not None
+            self._sc = self._pending.get()  # the first batch waits for the context; raises if it failed
+        return self._sc
 
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         if not tasks:
             return []
+        sc = self.sc
         # In an engine the flows' batches run side by side: each flow is a pool of its own (FAIR between pools).
-        self.sc.setLocalProperty("spark.scheduler.pool", spec.flow)
-        rdd = self.sc.parallelize(tasks, len(tasks))
+        sc.setLocalProperty("spark.scheduler.pool", spec.flow)
+        rdd = sc.parallelize(tasks, len(tasks))
         return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
 
 
