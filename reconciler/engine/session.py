@@ -137,8 +137,10 @@ class PendingContext:
         self._context: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="spark-context", daemon=True)
+        self._started = False
 
     def start(self) -> PendingContext:
+        self._started = True
         self._thread.start()
         return self
 
@@ -168,7 +170,10 @@ class PendingContext:
 
     def get(self, timeout: float | None = None) -> Any:
         """The context, once made (waits up to `timeout`, None: as long as it takes); raises if it could not be
-        made (RuntimeError, from the cause) or is not made within `timeout` (TimeoutError)."""
+        made (RuntimeError, from the cause; or never started: a start-up that failed before it) or is not made
+        within `timeout` (TimeoutError)."""
+        if not self._started:
+            raise RuntimeError("the SparkContext was never started")
         if not self._done.wait(timeout):
             raise TimeoutError(f"the SparkContext was not started within {timeout} s")
         if self._error is not None:

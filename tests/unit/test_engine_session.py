@@ -78,6 +78,13 @@ def test_a_context_that_cannot_be_made_fails_the_batch_that_waits_and_tells_the_
     assert len(stopped) == 1  # the engine stops (jobs/mirror_job.py: exit code 1)
 
 
+def test_an_engine_that_failed_before_starting_its_context_does_not_wait_for_it_at_its_end():
+    spark = PendingContext(lambda: _Context())  # never started: jobs/mirror_job.py failed before `start`
+    with pytest.raises(RuntimeError, match="never started"):
+        spark.get(timeout=None)  # at once, not after the timeout
+    assert not spark.ready and spark.failed is None
+
+
 def test_an_executor_is_given_a_context_or_a_pending_one():
     sc = _Context()
     assert SparkExecutor(sc).sc is sc
