@@ -15,6 +15,10 @@ Then, on those brokers, one after the other:
              copied record (spark-submit, the JVM, the SparkContext, the flow's start, its first batch);
   alone      (--alone) the same flow without the idle topic, in a new engine of its own.
 
+Beside each rate, the CPU seconds per million records copied: the loop's (its process, over its loop) and each
+engine's (every process under its state directory, the brokers not, between the first and the last copied record):
+the machine's load moves a rate (the loop takes one core, the job both) far more than what a record costs.
+
 Prints the median and [min-max] over the repetitions of each figure and of the ratios within a repetition
 (deployed / baseline, alone / baseline), with the machine's load average at the start and the end.
 """
@@ -37,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
 from bench.deployed import TargetWatch, deployer_alive, keep_logs  # noqa: E402
+from bench.engines import _cpu_seconds  # noqa: E402
 from bench.replication import Clusters, baseline, create, environment, log, produce_only  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
@@ -67,20 +72,55 @@ def spec_of(source: str, target: str, alias: str, topics: list[str]) -> JobSpec:
     return JobSpec.from_flow(topology, topology.flows[0])
 
 
-def deployed(c: Clusters, opts, work: Path, alias: str, topics: list[str]) -> tuple[float, float]:
-    """(records/s of the hot partition, seconds from the deploy call to its first copied record) of a new engine."""
+class EngineCpu:
+    """The CPU seconds of every process of an engine (its state directory's: supervisor, JVMs, Python driver and
+    workers; brokers not), sampled every `interval` s while its copy runs, so that the CPU spent between the first
+    copied record and the last can be read off (`between`): the job's CPU per record, which the machine's load
+    moves far less than its rate."""
+
+    def __init__(self, root: Path, interval: float = 0.2):
+        self.root, self.interval = root, interval
+        self.samples: list[tuple[float, float]] = []
+
+    def sample(self) -> None:
+        procs = instance.scan(under=self.root.resolve())
+        self.samples.append((time.monotonic(), sum(_cpu_seconds(p.pid) for p in procs)))
+
+    def between(self, t0: float, t1: float) -> float:
+        def at(t: float) -> float:
+            return min(self.samples, key=lambda s: abs(s[0] - t))[1]
+
+        return at(t1) - at(t0)
+
+
+def deployed(c: Clusters, opts, work: Path, alias: str, topics: list[str]) -> dict[str, float]:
+    """The hot partition's records/s (`rate`), the seconds from the deploy call to its first copied record
+    (`to_first_s`) and the engine's CPU seconds per million records copied (`cpu_s_per_m`) of a new engine."""
     spec = spec_of(c.src.bootstrap, c.dst.bootstrap, alias, topics)
     root = work / f"state-{alias}"
     deployer = LocalDeployer(root=root, stop_timeout=30)
     watch = TargetWatch(c.dst.bootstrap, f"{alias}.{HOT}", 1, opts.records, c.meter)
+    cpu = EngineCpu(root)
     t0 = time.monotonic()
     try:
         res = deployer.deploy(spec, {"engine": f"bench-{alias}"})
         if not res.ok:
             raise RuntimeError(res.message)
-        watch.wait(900, deployer_alive(root))
-        assert watch.first is not None
-        return watch.rate(), watch.first[0] - t0
+        alive, deadline = deployer_alive(root), time.monotonic() + 900
+        while watch.last is None and time.monotonic() < deadline:
+            if not alive():
+                raise RuntimeError(f"the job ended with about {watch.seen:,} of {opts.records:,} records copied")
+            cpu.sample()
+            time.sleep(cpu.interval)
+        cpu.sample()
+        watch.wait(60)
+        assert watch.first is not None and watch.last is not None
+        copied = opts.records - watch.first[1]
+        return {
+            "rate": watch.rate(),
+            "to_first_s": watch.first[0] - t0,
+            "cpu_s_per_m": cpu.between(watch.first[0], watch.last) / copied * 1e6,
+        }
     finally:
         watch.close()
         deployer.stop_all()
@@ -96,14 +136,23 @@ def repetition(opts, work: Path) -> dict[str, float]:
         produce_only(c.src.bootstrap, [(HOT, 0)], opts.records, 100)
         r["load_1m_before"] = os.getloadavg()[0]
         log("  baseline: the hand-written poll -> produce loop")
-        r["baseline"], _ = baseline(c.src.bootstrap, c.dst.bootstrap, [(HOT, 0)], opts.records, c.exclude)
+        r["baseline"], loop_cpu = baseline(c.src.bootstrap, c.dst.bootstrap, [(HOT, 0)], opts.records, c.exclude)
+        r["baseline_cpu_s_per_m"] = loop_cpu / opts.records * 1e6
         log(f"  deployed: one flow of {HOT} (1 partition) and {IDLE} ({opts.idle_partitions} idle partitions)")
-        r["deployed"], r["deploy_to_first_s"] = deployed(c, opts, work, "west", [HOT, IDLE])
+        d = deployed(c, opts, work, "west", [HOT, IDLE])
+        r["deployed"], r["deploy_to_first_s"], r["deployed_cpu_s_per_m"] = d["rate"], d["to_first_s"], d["cpu_s_per_m"]
         r["deployed_x_baseline"] = r["deployed"] / r["baseline"]
+        r["deployed_cpu_x_baseline"] = r["deployed_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
         if opts.alone:
             log(f"  alone: one flow of {HOT} only")
-            r["alone"], r["alone_deploy_to_first_s"] = deployed(c, opts, work, "solo", [HOT])
+            a = deployed(c, opts, work, "solo", [HOT])
+            r["alone"], r["alone_deploy_to_first_s"], r["alone_cpu_s_per_m"] = (
+                a["rate"],
+                a["to_first_s"],
+                a["cpu_s_per_m"],
+            )
             r["alone_x_baseline"] = r["alone"] / r["baseline"]
+            r["alone_cpu_x_baseline"] = r["alone_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
         r["load_1m_after"] = os.getloadavg()[0]
         log(
             f"  baseline {r['baseline']:,.0f}/s, deployed {r['deployed']:,.0f}/s ({r['deployed_x_baseline']:.2f}x), "
