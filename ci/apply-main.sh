@@ -18,6 +18,7 @@
 #
 # Environment:
 #   TOPOLOGY_PATHS       topology files or directories, space-separated (required)
+#   TOPOLOGY_ENV         the environment, of a topology that declares `environments:` (`--env`; docs/environments.md)
 #   RECONCILER_PLAN_KEY  the key that signs and verifies the saved plan, from the CI's secret store (required)
 #   POLICY_PATHS         policy directories or files, space-separated, relative to the repository (optional)
 #   POLICY_REV           the revision whose policies judge the change (default HEAD^)
@@ -34,6 +35,8 @@ OUT_DIR=${OUT_DIR:-ci-out}
 RECONCILER=${RECONCILER:-reconciler}
 : "${RECONCILER_PLAN_KEY:?set RECONCILER_PLAN_KEY (from the CI secret store) to sign and verify the saved plan}"
 read -r -a paths <<< "$TOPOLOGY_PATHS"
+env_args=()
+[ -n "${TOPOLOGY_ENV:-}" ] && env_args=(--env "$TOPOLOGY_ENV")
 (umask 077 && mkdir -p "$OUT_DIR")  # the saved plan is the approval: only this job's user reads it
 
 policy_args=()
@@ -66,7 +69,7 @@ if [ -n "${APPROVED_BY:-}" ]; then
 fi
 
 # shellcheck disable=SC2086
-$RECONCILER plan "${paths[@]}" --out "$OUT_DIR/plan.json" --detailed-exitcode "${policy_args[@]}" "${approval_args[@]}" \
+$RECONCILER plan "${env_args[@]}" "${paths[@]}" --out "$OUT_DIR/plan.json" --detailed-exitcode "${policy_args[@]}" "${approval_args[@]}" \
   | tee "$OUT_DIR/plan.txt"
 code=${PIPESTATUS[0]}
 case "$code" in
@@ -77,5 +80,5 @@ case "$code" in
 esac
 
 # shellcheck disable=SC2086
-$RECONCILER apply "$OUT_DIR/plan.json" "${paths[@]}" --auto-approve "${policy_args[@]}" | tee "$OUT_DIR/apply.txt"
+$RECONCILER apply "${env_args[@]}" "$OUT_DIR/plan.json" "${paths[@]}" --auto-approve "${policy_args[@]}" | tee "$OUT_DIR/apply.txt"
 exit "${PIPESTATUS[0]}"

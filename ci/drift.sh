@@ -6,6 +6,7 @@
 #
 # Environment:
 #   TOPOLOGY_PATHS  topology files or directories, space-separated (required)
+#   TOPOLOGY_ENV    the environment, of a topology that declares `environments:` (`--env`; docs/environments.md)
 #   OUT_DIR         where to write drift.html, drift.md, drift.json (default ci-out)
 #   DRIFT_ARGS      extra arguments, e.g. `--no-jobs` or `--revision origin/main`
 #   RECONCILER      the CLI (default `reconciler`)
@@ -16,11 +17,13 @@ set -uo pipefail
 OUT_DIR=${OUT_DIR:-ci-out}
 RECONCILER=${RECONCILER:-reconciler}
 read -r -a paths <<< "$TOPOLOGY_PATHS"
+env_args=()
+[ -n "${TOPOLOGY_ENV:-}" ] && env_args=(--env "$TOPOLOGY_ENV")
 read -r -a extra <<< "${DRIFT_ARGS:-}"
 mkdir -p "$OUT_DIR"
 
 # shellcheck disable=SC2086
-$RECONCILER drift "${paths[@]}" "${extra[@]}" \
+$RECONCILER drift "${env_args[@]}" "${paths[@]}" "${extra[@]}" \
   --out "$OUT_DIR/drift.html" --out "$OUT_DIR/drift.md" --out "$OUT_DIR/drift.json"
 code=$?
 echo "$code" > "$OUT_DIR/drift.exitcode"

@@ -8,6 +8,7 @@
 #
 # Environment:
 #   TOPOLOGY_PATHS  topology files or directories, space-separated (required)
+#   TOPOLOGY_ENV    the environment, of a topology that declares `environments:` (`--env`; docs/environments.md)
 #   BASE_REF        what the pull request is compared with (default origin/main)
 #   POLICY_PATHS    policy directories or files, space-separated (optional): read from this checkout, the base
 #                   branch's (the workflow takes only the topology files of the pull request, ci/take-topology.sh)
@@ -24,6 +25,8 @@ OUT_DIR=${OUT_DIR:-ci-out}
 RECONCILER=${RECONCILER:-reconciler}
 MARKER=${PLAN_COMMENT_MARKER:-<!-- reconciler-plan -->}
 read -r -a paths <<< "$TOPOLOGY_PATHS"
+env_args=()
+[ -n "${TOPOLOGY_ENV:-}" ] && env_args=(--env "$TOPOLOGY_ENV")
 policy_args=()
 if [ -n "${POLICY_PATHS:-}" ]; then
   read -r -a policy_paths <<< "$POLICY_PATHS"
@@ -32,7 +35,7 @@ fi
 mkdir -p "$OUT_DIR"
 
 # shellcheck disable=SC2086 # RECONCILER may be a command with arguments
-$RECONCILER plan "${paths[@]}" --base "$BASE_REF" --clusters-from "$BASE_REF" --format markdown --detailed-exitcode \
+$RECONCILER plan "${env_args[@]}" "${paths[@]}" --base "$BASE_REF" --clusters-from "$BASE_REF" --format markdown --detailed-exitcode \
   "${policy_args[@]}" > "$OUT_DIR/plan.md" 2> "$OUT_DIR/plan.err"
 code=$?
 cat "$OUT_DIR/plan.err" >&2

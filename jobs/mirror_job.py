@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 for _root in Path(__file__).resolve().parents:  # the project, when run from a checkout that is not installed
@@ -34,7 +35,13 @@ from reconciler.engine.health_writer import status_writer  # noqa: E402
 from reconciler.engine.host import EngineHost  # noqa: E402
 from reconciler.engine.lifeline import watch_parent  # noqa: E402
 from reconciler.engine.metrics import serve_merged  # noqa: E402
-from reconciler.engine.session import build_context, context_of, engine_conf, start_workers  # noqa: E402
+from reconciler.engine.session import (  # noqa: E402
+    PendingContext,
+    build_context,
+    context_of,
+    engine_conf,
+    start_workers,
+)
 from reconciler.settings import AUTO_PORT  # noqa: E402
 from reconciler.topology import secrets  # noqa: E402
 
@@ -48,10 +55,15 @@ def _orphaned(parent: int) -> None:
     os._exit(1)
 
 
+#: runtime.json is written from the engine's loop and, once the SparkContext is up, from the thread that made it
+_SAYING = threading.Lock()
+
+
 def _say_who(metrics_port: int | None, application_id: str | None, flows: list[FlowRuntime] | None = None) -> None:
     job_dir = settings.job_dir()
     if job_dir:
-        write_runtime(job_dir, settings.job_instance(), metrics_port, application_id, flows)
+        with _SAYING:
+            write_runtime(job_dir, settings.job_instance(), metrics_port, application_id, flows)
 
 
 def run_flow(args: argparse.Namespace) -> int:
@@ -81,11 +93,24 @@ def run_engine(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, None, redact)
     logging.getLogger("py4j").setLevel(logging.WARNING)
     conf = engine_conf(record.name, args.master or record.master, record.spark_conf)
-    sc = context_of(conf)
-    start_workers(sc)  # while the flows connect and plan their first batch
-    executor = SparkExecutor(sc)
     shared = SharedClients()  # the flows' producers and admins, one per cluster and role (engine/clients.py)
     port: int | None = None
+    host: EngineHost | None = None
+
+    def context_ready(sc) -> None:
+        start_workers(sc)  # while the flows plan their first batch
+        if host is not None:
+            _say_who(port, sc.applicationId, host.last_flows)
+
+    def context_failed(exc: BaseException) -> None:
+        log.error("the SparkContext could not be started: %s: %s", type(exc).__name__, exc)
+        if host is not None:
+            host.stop_event.set()
+
+    # The JVM makes the SparkContext while the flows start (connect, topics, positions, offset syncs): their first
+    # batch waits for it (issue 47, apply -> first record).
+    spark = PendingContext(lambda: context_of(conf), context_ready, context_failed)
+    executor = SparkExecutor(pending=spark)
 
     def make_driver(path: Path) -> ReplicationDriver:
         driver = ReplicationDriver(path, executor, shared=shared)
@@ -94,8 +119,7 @@ def run_engine(args: argparse.Namespace) -> int:
         driver.metrics.port = port
         return driver
 
-    app = sc.applicationId
-    host = EngineHost(engine_dir, make_driver, on_change=lambda flows: _say_who(port, app, flows))
+    host = EngineHost(engine_dir, make_driver, on_change=lambda flows: _say_who(port, spark.application_id(), flows))
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: host.stop_event.set())
     writer = status_writer(host, record.name, engine_status)  # on Kubernetes: the verdict for Argo CD and Flux
@@ -109,14 +133,19 @@ def run_engine(args: argparse.Namespace) -> int:
                 args.metrics_bind,
             )
             log.info("metrics on http://%s:%d/metrics", args.metrics_bind, port)
-        _say_who(port, app, [])
+        _say_who(port, None, [])
+        spark.start()
         log.info("engine %s started (%s)", record.name, conf.get("spark.master", "inherited master"))
-        return host.run(max_seconds=args.max_seconds)
+        host.run(max_seconds=args.max_seconds)
+        return 1 if spark.failed is not None else 0
     finally:
         if writer is not None:
             host.stop_event.set()
             writer.join()
-        sc.stop()
+        try:
+            spark.get(timeout=120).stop()
+        except Exception as exc:  # noqa: BLE001 - it failed (logged) or never came: nothing to stop
+            log.debug("no SparkContext to stop: %s", exc)
 
 
 def main(argv: list[str] | None = None) -> int:

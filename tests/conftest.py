@@ -169,6 +169,13 @@ def pytest_addoption(parser):
         help="write failing inputs and a failures.jsonl there (default: the test's temporary directory)",
     )
 
+    parser.getgroup("golden", "golden files (tests/golden)").addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite the golden files under tests/golden with what the code makes now, instead of comparing "
+        "(review the diff before committing it: docs/contributing.md)",
+    )
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "jobs: plans and applies include replication jobs (RECONCILER_JOBS on)")
@@ -177,6 +184,24 @@ def pytest_configure(config):
     # every CLI the tests start, which inherit the variable. A document that does not follow the schema raises
     # there, so the test that made it fails. A setting, not a patch: no module global is replaced.
     os.environ["RECONCILER_TEST_PLAN_SCHEMA"] = "on"
+
+
+@pytest.fixture
+def golden(request):
+    """`golden(name, text)`: `text` must be tests/golden/NAME exactly; with --update-golden the file is rewritten."""
+    update = request.config.getoption("--update-golden")
+
+    def check(name: str, text: str) -> None:
+        path = Path(__file__).resolve().parent / "golden" / name
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            return
+        assert path.exists(), f"no golden file {path}: run the test with --update-golden and review it"
+        expected = path.read_text(encoding="utf-8")
+        assert text == expected, f"{name} differs from the golden file (after a deliberate change: --update-golden)"
+
+    return check
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,7 @@ from reconciler.operations.handlers import handler_table
 from reconciler.plan.actions import Plan
 from reconciler.plan.desired import desired_state
 from reconciler.plan.diff import diff
+from reconciler.plan.ownership import reads_claims
 from reconciler.state.live import LiveState
 from reconciler.topology.build import load_topology_text
 from reconciler.topology.model import Topology
@@ -48,14 +49,15 @@ class World:
     def __getitem__(self, alias: str) -> MemoryCluster:
         return self.factory.clusters[alias]
 
-    def live(self) -> LiveState:
+    def live(self, topo: Topology | None = None) -> LiveState:
+        topo = topo or self.topology
         with Connections(dict(self.topology.clusters), self.factory) as conns:
-            return read_live(conns, clusters_of(self.topology))
+            return read_live(conns, clusters_of(self.topology), ownership=reads_claims(topo))
 
     def plan(self, topo: Topology | None = None) -> Plan:
         topo = topo or self.topology
         self.planned_from = topo
-        live = self.live()
+        live = self.live(topo)
         return diff(desired_state(topo, live), live, topo)
 
     def apply(self, plan: Plan, topo: Topology | None = None) -> ApplyReport:

@@ -14,13 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 from reconciler.adapters.base import AclsUnavailableError, AdminError, ClusterAdmin
 from reconciler.state.configs import detect_mode, explicit_configs
 from reconciler.state.live import AclUnavailable, ClusterState, LiveState, TopicState
+from reconciler.state.ownership import LEASE_TOPIC, parse_claims
 from reconciler.topology.model import Cluster, Topology
 
 AdminFactory = Callable[[Cluster], ClusterAdmin]
 CONFIG_BATCH = 500
 
 
-def read_cluster(admin: ClusterAdmin, config_batch: int = CONFIG_BATCH) -> ClusterState:
+def read_cluster(admin: ClusterAdmin, config_batch: int = CONFIG_BATCH, ownership: bool = False) -> ClusterState:
+    """One cluster; with `ownership`, the owners' claims of its topics too (state/ownership.py)."""
     try:
         caps = admin.capabilities()
         metas = admin.list_topics()
@@ -45,7 +47,13 @@ def read_cluster(admin: ClusterAdmin, config_batch: int = CONFIG_BATCH) -> Clust
                 unavailable = unavailable or exc.reason
     except AdminError as exc:
         return ClusterState(admin.alias, error=str(exc))
-    return ClusterState(admin.alias, topics, acls, caps, mode, acls_unavailable=unavailable)
+    owners: dict[str, frozenset[str]] | None = {}
+    if ownership and LEASE_TOPIC in metas:
+        try:
+            owners = parse_claims(admin.read_to_end(LEASE_TOPIC))
+        except AdminError:  # the rest of the cluster is read; what it owns is not known (nothing is pruned)
+            owners = None
+    return ClusterState(admin.alias, topics, acls, caps, mode, acls_unavailable=unavailable, owners=owners)
 
 
 class Connections:
@@ -77,14 +85,16 @@ class Connections:
         self.close()
 
 
-def read_live(connections: Connections, aliases: Iterable[str]) -> LiveState:
+def read_live(connections: Connections, aliases: Iterable[str], ownership: bool = False) -> LiveState:
+    """Every cluster of `aliases`, in parallel; with `ownership`, the owners' claims of their topics too (what a
+    topology with an owner, or one that prunes topics, plans with: plan/ownership.py `reads_claims`)."""
     aliases = sorted(set(aliases))
 
     def one(alias: str) -> ClusterState:
         admin = connections.get(alias)
         if admin is None:
             return ClusterState(alias, error=connections.errors[alias])
-        return read_cluster(admin)
+        return read_cluster(admin, ownership=ownership)
 
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(aliases)))) as pool:
         states = list(pool.map(one, aliases))

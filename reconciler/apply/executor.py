@@ -29,8 +29,10 @@ from reconciler.plan.actions import (
     DeleteConfig,
     DeleteTopic,
     Plan,
+    RecordOwnership,
     SetConfig,
 )
+from reconciler.state.ownership import LEASE_TOPIC, claim_key, claim_value
 
 BATCH_SIZE = 500
 
@@ -127,6 +129,26 @@ def delete_acls(ctx: ApplyContext, cluster: str, actions: Sequence[DeleteAcl]) -
 def delete_topics(ctx: ApplyContext, cluster: str, actions: Sequence[DeleteTopic]) -> list[OpResult]:
     res = _admin(ctx, cluster).delete_topics([a.topic for a in actions])
     return [res[a.topic] for a in actions]
+
+
+def record_ownership(ctx: ApplyContext, cluster: str, actions: Sequence[RecordOwnership]) -> list[OpResult]:
+    """Write each owner's claims, and withdraw those of its released topics that are gone from the cluster (one
+    whose deletion failed keeps its claim: the next plan deletes it again). The lease topic exists: apply holds
+    its lease."""
+    admin = _admin(ctx, cluster)
+    present = set(admin.list_topics()) if any(a.release for a in actions) else set()
+    results = []
+    for a in actions:
+        for topic in a.claim:
+            admin.produce(LEASE_TOPIC, claim_key(a.owner, topic), claim_value(a.owner, topic))
+        kept = [t for t in a.release if t in present]
+        for topic in a.release:
+            if topic not in present:
+                admin.produce(LEASE_TOPIC, claim_key(a.owner, topic), None)
+        words = [f"claimed {len(a.claim)}" if a.claim else "", f"withdrew {len(a.release) - len(kept)}"]
+        note = f" (kept {len(kept)} still present: {', '.join(kept[:3])})" if kept else ""
+        results.append(OpResult.success(", ".join(w for w in words if w and w != "withdrew 0") + note))
+    return results
 
 
 @dataclass(frozen=True)

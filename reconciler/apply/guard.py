@@ -13,6 +13,8 @@ step, so neither a bug in the planner nor an edited plan can delete an unrelated
 * `create_acl` only literal, on its own topic: ALLOW READ for anyone the source grants, ALLOW WRITE only for the
   cluster's declared `replication_principal`, any DENY; never ALLOW of another operation (ALL, ALTER, ...);
 * a job deploy, update or restart only for a declared, enabled flow into the action's cluster;
+* `record_ownership` only for the topology's own `owner:`, claiming only remote topics of its flows into the
+  cluster and withdrawing only claims of topics it does not want;
 * an engine replacement only when every flow whose change it hands to the engine is a declared, enabled flow into
   the action's cluster whose engine (`job.engine`, else the target's alias) is the engine replaced, and it hands
   over at least one (a replacement restarts every flow of the engine: nothing is deleted).
@@ -32,6 +34,7 @@ from reconciler.plan.actions import (
     DeleteAcl,
     DeleteConfig,
     DeleteTopic,
+    RecordOwnership,
     SetConfig,
 )
 from reconciler.plan.desired import internal_topics
@@ -95,6 +98,8 @@ class TopologyGuard:
             return self._replace_engine(a)
         if isinstance(a, DeleteTopic):
             return self._delete_topic(a)
+        if isinstance(a, RecordOwnership):
+            return self._ownership(a)
         if not isinstance(a, (CreateTopic, SetConfig, AddPartitions, DeleteConfig, CreateAcl, DeleteAcl)):
             return None  # stop_job: stopping replication deletes nothing
         if not self._owned(a.cluster, a.subject):
@@ -108,6 +113,17 @@ class TopologyGuard:
                 return f"{a.describe()}: ACLs are deleted only on remote topics"
         if isinstance(a, CreateAcl):
             return self._create_acl(a)
+        return None
+
+    def _ownership(self, a: RecordOwnership) -> str | None:
+        if not self.topology.owner or a.owner != self.topology.owner:
+            return f"{a.describe()} on {a.cluster}: the topology's owner is {self.topology.owner or 'not set'}"
+        foreign = [t for t in a.claim if self._remote_of(a.cluster, t) is None]
+        if foreign:
+            return f"{a.describe()} on {a.cluster}: {foreign[0]} is not a remote topic of a flow in the topology"
+        wanted = [t for t in a.release if self._remote_of(a.cluster, t) is not None]
+        if wanted:
+            return f"{a.describe()} on {a.cluster}: {wanted[0]} is a remote topic the topology wants"
         return None
 
     def _replace_engine(self, a: ReplaceEngine) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from reconciler.cli.common import EXIT_ERROR, EXIT_OK, load_validated
+from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_env_argument, load_validated
 from reconciler.dev.brokers import Engine
 from reconciler.operations.backend import Backend
 from reconciler.operations.dev import dev_down, dev_status, dev_up
@@ -17,6 +17,7 @@ def register(sub) -> None:
     dev_sub.required = True
     p = dev_sub.add_parser("up", help="start one broker per loopback cluster of the topology (idempotent)")
     p.add_argument("paths", nargs="+", metavar="PATH")
+    add_env_argument(p)
     p.add_argument(
         "--engine",
         choices=[e.value for e in Engine],
@@ -32,7 +33,7 @@ def register(sub) -> None:
 
 
 def cmd_up(args, backend: Backend) -> int:
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
     outcome = dev_up(topology, backend, Engine(args.engine) if args.engine else None)

@@ -93,7 +93,7 @@ def cmd_drift(args, backend: Backend) -> int:
         print(bad_out[0], file=sys.stderr)
         return EXIT_ERROR
     at = (backend.git, args.revision) if args.revision is not None else None
-    topology, _ = load_validated(args.paths, quiet_warnings=True, at=at)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, at=at, env=args.env)
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)

@@ -51,7 +51,7 @@ def _is_set(name: str) -> bool:
 
 
 def cmd_env(args, backend: Backend) -> int:
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
     uses = variable_uses(topology)

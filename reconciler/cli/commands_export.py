@@ -32,7 +32,7 @@ def cmd_export(args, backend: Backend) -> int:
     if bad_out:
         print(bad_out[0], file=sys.stderr)
         return EXIT_ERROR
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
     try:

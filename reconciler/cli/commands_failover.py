@@ -82,7 +82,7 @@ def _warn(text: str) -> None:
 def run_on_topology(args, body) -> int:
     """Load the topology, run `body(topology, redact)`, and turn refusals and cluster errors into exit 1: the offset
     commands here and verify, cutover and failback (commands_migrate.py)."""
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)

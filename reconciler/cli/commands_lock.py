@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def cmd_force_unlock(args, backend: Backend) -> int:
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
 

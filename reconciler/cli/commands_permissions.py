@@ -22,7 +22,7 @@ def register(sub) -> None:
 
 
 def cmd_permissions(args, backend: Backend) -> int:
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
     report = permissions(topology, backend)

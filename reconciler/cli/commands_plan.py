@@ -20,6 +20,7 @@ from reconciler.cli.common import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_POLICY,
+    add_env_argument,
     add_paths_argument,
     add_policy_argument,
     add_revision_argument,
@@ -108,6 +109,7 @@ def register(sub) -> None:
         action="store_true",
         help="do not ask for confirmation (a saved plan file needs none: it is the approval)",
     )
+    add_env_argument(p)
     p.add_argument(
         "--lock-timeout",
         type=duration_argument,
@@ -197,7 +199,7 @@ def _pin(args, backend: Backend, topology: Topology) -> tuple[Topology, ClusterP
     if not args.clusters_from:
         return topology, None
     try:
-        trusted, tdiags = backend.git.topology_at(args.paths, args.clusters_from)
+        trusted, tdiags = backend.git.topology_at(args.paths, args.clusters_from, args.env)
     except Exception as exc:  # noqa: BLE001 - RevisionError, a path outside the repository: one message
         trusted, tdiags = None, None
         why = str(exc)
@@ -239,7 +241,7 @@ def cmd_plan(args, backend: Backend) -> int:
     policies, readable = load_policies(args.policy)  # before any cluster is read: a broken policy judges nothing
     if not (usable and readable):
         return EXIT_ERROR
-    topology, diags = load_validated(args.paths, at=_at(backend, args.revision))
+    topology, diags = load_validated(args.paths, at=_at(backend, args.revision), env=args.env)
     if topology is None:
         return EXIT_ERROR
     pinned = _pin(args, backend, topology)
@@ -249,7 +251,7 @@ def cmd_plan(args, backend: Backend) -> int:
     io = Console(dict(topology.clusters))
     base = None
     if args.base:
-        base = plan_base.compare(backend.git, args.paths, args.base, args.revision)
+        base = plan_base.compare(backend.git, args.paths, args.base, args.revision, args.env)
         if base is None:
             return EXIT_ERROR
         if not base.flows:
@@ -287,9 +289,10 @@ def cmd_plan(args, backend: Backend) -> int:
         except outputs.OutputError as exc:
             io.err(str(exc))
             return EXIT_ERROR
+        env = f" --env {args.env}" if args.env else ""
         io.err(
             f"Saved the plan to {args.out} (signed with key {key.id}). Apply exactly this plan with: "
-            f"reconciler apply {args.out} {' '.join(args.paths)}"
+            f"reconciler apply{env} {args.out} {' '.join(args.paths)}"
         )
     return EXIT_CHANGES if args.detailed_exitcode and plan.has_changes else EXIT_OK
 
@@ -361,7 +364,11 @@ def cmd_apply(args, backend: Backend) -> int:
     policies, readable = load_policies(args.policy)
     if not readable:
         return EXIT_ERROR
-    topology, _ = load_validated(paths)
+    env = args.env
+    if env is None and saved is not None and saved.environment is not None:
+        env = saved.environment  # the signed plan's; given, --env is checked against it (planfile.topology_mismatch)
+        print(f"Using environment {term(env)}, the one the plan file was planned for.", file=sys.stderr)
+    topology, _ = load_validated(paths, env=env)
     if topology is None:
         return EXIT_ERROR
     git = backend.git.revision(paths)

@@ -44,7 +44,7 @@ def cmd_render(args, backend: Backend) -> int:
         print(f"error: --out {args.out} is a file; it takes a directory", file=sys.stderr)
         return EXIT_ERROR
     at = (backend.git, args.revision) if args.revision is not None else None
-    topology, _ = load_validated(args.paths, quiet_warnings=True, at=at)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, at=at, env=args.env)
     if topology is None:
         return EXIT_ERROR
     try:

@@ -47,7 +47,11 @@ def cmd_show(args, backend: Backend) -> int:
             "saved_at": saved.saved_at,
             "git": saved.git,
             "clusters": sorted(saved.plan.clusters),
-            "topology": {"content_sha256": saved.topology_digest, "commit": saved.commit},
+            "topology": {
+                "content_sha256": saved.topology_digest,
+                "commit": saved.commit,
+                "environment": saved.environment,
+            },
             "key_id": saved.key_id,
             "verified": verify,
         }
@@ -58,6 +62,7 @@ def cmd_show(args, backend: Backend) -> int:
     print(
         f"Saved plan {args.planfile}: made at {when}"
         + (f" from {term(saved.revision)}" if saved.revision else "")
+        + (f" for environment {term(saved.environment)}" if saved.environment else "")
         + f", clusters {', '.join(term(c) for c in sorted(saved.plan.clusters))}, signed with key {saved.key_id}"
         + (" (verified)." if verify else " (not verified).")
     )

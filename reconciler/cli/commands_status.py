@@ -209,7 +209,7 @@ def _group_summary(flow: str, tally: GroupTally, listed: int, now_ms: int) -> st
 
 
 def cmd_status(args, backend: Backend) -> int:
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
     redact = redactor_for(topology)

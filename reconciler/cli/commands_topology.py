@@ -7,8 +7,10 @@ import sys
 from reconciler.cli.common import EXIT_ERROR, EXIT_OK, add_paths_argument, load_validated
 from reconciler.operations.backend import Backend
 from reconciler.render import graph
-from reconciler.textutil import plural
-from reconciler.topology.loader import separate_roots
+from reconciler.textutil import plural, term
+from reconciler.topology import environments
+from reconciler.topology.diagnostics import Diagnostics
+from reconciler.topology.loader import load_paths, separate_roots
 
 
 def register(sub) -> None:
@@ -29,7 +31,7 @@ def register(sub) -> None:
 
 def cmd_validate(args, backend: Backend) -> int:
     if getattr(args, "each", False) and len(args.paths) > 1:
-        results = [_validate_one([p]) for p in args.paths]
+        results = [_validate_each_env([p], args.env) for p in args.paths]
         return EXIT_ERROR if EXIT_ERROR in results else EXIT_OK
     roots = separate_roots(args.paths)
     if roots:
@@ -39,16 +41,33 @@ def cmd_validate(args, backend: Backend) -> int:
             + " ".join(args.paths),
             file=sys.stderr,
         )
-    return _validate_one(args.paths)
+    return _validate_each_env(args.paths, args.env)
 
 
-def _validate_one(paths: list[str]) -> int:
-    topology, diags = load_validated(paths)
+def _validate_each_env(paths: list[str], env: str | None) -> int:
+    """`validate` without `--env` on a topology that declares environments checks every one of them (a pull
+    request's check: an override breaking only production is found before any environment is planned); the other
+    commands act on one environment and require `--env`."""
+    declared = environments.names(load_paths(paths, Diagnostics())) if env is None else ()
+    if not declared:
+        return _validate_one(paths, env)
+    results = []
+    for name in declared:
+        results.append(_validate_one(paths, name))
+        if results[-1] != EXIT_OK:
+            print(f"environment {term(name)}: not valid (the errors above)", file=sys.stderr)
+    return EXIT_ERROR if EXIT_ERROR in results else EXIT_OK
+
+
+def _validate_one(paths: list[str], env: str | None) -> int:
+    topology, diags = load_validated(paths, env=env)
     if topology is None:
         return EXIT_ERROR
     warn = len(diags.warnings)
     print(
-        f"valid: {plural(len(topology.clusters), 'cluster')}, {plural(len(topology.flows), 'flow')}"
+        "valid: "
+        + (f"environment {term(topology.environment)}, " if topology.environment else "")
+        + f"{plural(len(topology.clusters), 'cluster')}, {plural(len(topology.flows), 'flow')}"
         + (f", {plural(warn, 'warning')}" if warn else "")
         + f" ({', '.join(topology.files)})"
     )
@@ -56,7 +75,7 @@ def _validate_one(paths: list[str]) -> int:
 
 
 def cmd_graph(args, backend: Backend) -> int:
-    topology, _ = load_validated(args.paths, quiet_warnings=True)
+    topology, _ = load_validated(args.paths, quiet_warnings=True, env=args.env)
     if topology is None:
         return EXIT_ERROR
     sys.stdout.write(graph.mermaid(topology) if args.format == "mermaid" else graph.dot(topology))

@@ -29,19 +29,25 @@ EXIT_POLICY = 3
 
 
 def load_validated(
-    paths: Iterable[str], quiet_warnings: bool = False, at: tuple[GitRepository, str] | None = None
+    paths: Iterable[str],
+    quiet_warnings: bool = False,
+    at: tuple[GitRepository, str] | None = None,
+    env: str | None = None,
 ) -> tuple[Topology | None, Diagnostics]:
-    """load -> validate -> model -> analyse; prints every diagnostic to stderr. Topology None on errors.
+    """load -> (environment) -> validate -> model -> analyse; prints every diagnostic to stderr. Topology None on
+    errors. Every command that reads a topology reads it here.
 
     With `at` (the Backend's git repository and a revision), the files are read as of that commit (from git
-    objects), paths relative to the working directory; diagnostics then name `FILE@SHORTSHA`.
+    objects), paths relative to the working directory; diagnostics then name `FILE@SHORTSHA`. `env` (`--env`) is
+    the environment of a topology that declares `environments:` (topology/environments.py): required then, refused
+    for a topology that declares none.
     """
     paths = list(paths)
     if at is not None:
         git, revision = at
-        topology, diags = git.topology_at(paths, revision)
+        topology, diags = git.topology_at(paths, revision, env)
     else:
-        topology, diags = load_topology(paths)
+        topology, diags = load_topology(paths, env=env)
     if topology is not None:
         analyse(topology, diags)
         for cluster in topology.clusters.values():  # the CLI's JSON log lines never show these secrets
@@ -113,6 +119,18 @@ def relative_diagnostics(items: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 def add_paths_argument(parser) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH", help="topology files or directories")
+    add_env_argument(parser)
+
+
+def add_env_argument(parser, flag: str = "--env", dest: str = "env") -> None:
+    """`--env NAME`: the environment of a topology that declares `environments:` (docs/environments.md)."""
+    parser.add_argument(
+        flag,
+        dest=dest,
+        metavar="NAME",
+        help="the environment to use, of a topology that declares `environments:` (required then; refused for one "
+        "that declares none)",
+    )
 
 
 def add_revision_argument(parser) -> None:

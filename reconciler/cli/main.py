@@ -18,6 +18,7 @@ from reconciler.cli import (
     commands_migrate,
     commands_permissions,
     commands_plan,
+    commands_promote,
     commands_render,
     commands_show,
     commands_status,
@@ -28,6 +29,7 @@ from reconciler.operations.backend import Backend
 COMMAND_MODULES = [
     commands_topology,
     commands_plan,
+    commands_promote,
     commands_permissions,
     commands_status,
     commands_drift,

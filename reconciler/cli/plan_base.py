@@ -127,10 +127,13 @@ class BaseScope:
         return "\n".join(out) + "\n"
 
 
-def compare(git: GitRepository, paths: Sequence[str], base_rev: str, head_rev: str | None) -> BaseScope | None:
-    """The comparison (read by the Backend's git repository), or None after printing why it cannot be made."""
+def compare(
+    git: GitRepository, paths: Sequence[str], base_rev: str, head_rev: str | None, env: str | None = None
+) -> BaseScope | None:
+    """The comparison (read by the Backend's git repository; both sides for environment `env`), or None after
+    printing why it cannot be made."""
     try:
-        comparison = git.compare(paths, base_rev, head_rev)
+        comparison = git.compare(paths, base_rev, head_rev, env)
     except RevisionError as exc:
         print(term(f"error: --base {base_rev}: {exc}"), file=sys.stderr)
         return None

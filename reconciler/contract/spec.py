@@ -38,6 +38,7 @@ from typing import Any
 from reconciler import outputs
 from reconciler.mirror.filters import ConfigPropertyFilter, GroupFilter, TopicFilter
 from reconciler.mirror.policy import ReplicationPolicy
+from reconciler.state import ownership
 from reconciler.topology import secrets, settings_registry
 from reconciler.topology.build import default_settings
 from reconciler.topology.choices import OffsetReset  # noqa: F401 (re-exported: the job reads it here)
@@ -267,6 +268,9 @@ class JobSpec:
     version: int = SPEC_VERSION
     # Not part of the hash: provenance only.
     git_revision: str | None = field(default=None, compare=False)
+    # The topology's `owner:` (docs/environments.md, "Ownership"): whose job it is; only that owner's plan stops it.
+    # Written only when set (a spec without an owner hashes as before); a change is taken in place.
+    owner: str | None = None
 
     # --- construction -------------------------------------------------------------------
     @classmethod
@@ -278,6 +282,7 @@ class JobSpec:
             settings=FlowSettings.of(flow),
             engine=RuntimeSettings.of(flow.job),
             git_revision=git_revision,
+            owner=topology.owner,
         )
 
     def __post_init__(self) -> None:
@@ -340,7 +345,7 @@ class JobSpec:
             "settings": _to_json(self.settings),
             "engine": _to_json(self.engine),
             "git_revision": self.git_revision,
-        }
+        } | ({"owner": self.owner} if self.owner is not None else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
@@ -538,9 +543,9 @@ def _from_version_1(d: dict[str, Any]) -> dict[str, Any]:
 
 # --- names the job uses (stable: changing them loses offsets) ---------------------------------
 STATUS_TOPIC = "reconciler.status.internal"
-#: The apply lease and the applied records, on every cluster an apply changes (apply/lock.py; here so that the
-#: planner's permission check, plan/permissions.py, names it without importing apply/).
-LEASE_TOPIC = "reconciler.lease.internal"
+#: The apply lease, the applied records and the owners' claims, on every cluster an apply changes (apply/lock.py,
+#: state/ownership.py, its one home: the live read names it there).
+LEASE_TOPIC = ownership.LEASE_TOPIC
 
 
 def job_group(spec: JobSpec) -> str:

@@ -194,8 +194,7 @@ class Absorber(UsesClients[BatchClients]):
         conn.offsets.commit(to_commit)
         self.progress.latency.add(latency)
         self.progress.rate.add(moved)
-        for p in silent:
-            self.faults.check_position(p.tp, p.start)
+        self.faults.check_positions({p.tp: p.start for p in silent})
         return moved
 
     def batch_failed(self) -> None:
@@ -229,4 +228,20 @@ class Absorber(UsesClients[BatchClients]):
                     loaded = max(loaded, self.parts.positions.get(tp, -2))
                 self.parts.reloaded(tp, loaded)
         except Exception as exc:  # noqa: BLE001
-            self._error(f"cannot re-read the job's committed positions: {exc}")
+            if forward_only:  # the driver's own positions are durable (never ahead of what was committed)
+                self._error(f"cannot re-read the job's committed positions: {exc}")
+                return
+            # exactly-once: the failed transaction may have committed past the driver's positions; copying from them
+            # would copy its records twice, so the partitions wait until the group is read (`reload_unread`)
+            self.parts.unsure(wanted)
+            self._error(
+                f"cannot re-read the job's committed positions ({len(wanted)} partitions held until read): {exc}"
+            )
+
+    def reload_unread(self) -> bool:
+        """Read again the positions a failed reload left unknown (`Partitions.unread`); whether any became known."""
+        unread = self.parts.unread
+        if not unread:
+            return False
+        self.reload_positions(sorted(unread))
+        return len(self.parts.unread) < len(unread)

@@ -72,7 +72,7 @@ from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.idle_gate import IdleGate, Work
 from reconciler.engine.leaders import LeaderProbe
 from reconciler.engine.metrics import JobMetrics
-from reconciler.engine.refresh import TopicRefresh
+from reconciler.engine.refresh import FULL_REFRESH_S, TopicRefresh
 from reconciler.engine.reporting import Reporter
 from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tasks import CopyTask, TaskResult, merged
@@ -244,25 +244,52 @@ def _slots(spark_context: Any) -> int | None:
         return None
 
 
-class SparkExecutor:
-    """One Spark partition per task; records move inside the Python workers. An engine's flows share one (and its
-    `share`): while its busy flows want more task slots than it has, a batch takes fewer tasks where its delivery
-    allows, else its tasks end sooner (engine/fair_share.py)."""
+class PendingSpark(Protocol):
+    """A SparkContext being made while the flows start (session.py `PendingContext`)."""
 
-    def __init__(self, spark_context: Any, share: FairShare | None = None):
-        self.sc = spark_context
-        self.share = share if share is not None else FairShare(_slots(spark_context))
+    def get(self, timeout: float | None = None) -> Any: ...
+
+
+class SparkExecutor:
+    """One Spark partition per task; records move inside the Python workers. Given the SparkContext, or the context
+    being made (`PendingSpark`: an engine's flows start while the JVM makes it), which the first batch waits for. An
+    engine's flows share one (and its `share`): while its busy flows want more task slots than it has, a batch takes
+    fewer tasks where its delivery allows, else its tasks end sooner (engine/fair_share.py)."""
+
+    def __init__(
+        self, spark_context: Any = None, *, pending: PendingSpark | None = None, share: FairShare | None = None
+    ):
+        if (spark_context is None) == (pending is None):
+            raise ValueError("a SparkExecutor is given either a SparkContext or a pending one")
+        self._sc, self._pending, self._share = spark_context, pending, share
+        self._share_lock = threading.Lock()
+
+    @property
+    def sc(self) -> Any:
+        if self._sc is None:
+            assert self._pending is not None
+            self._sc = self._pending.get()  # the first batch waits for the context; raises if it failed
+        return self._sc
+
+    @property
+    def share(self) -> FairShare:
+        """The engine's fair share of its task slots, made at the first batch (the slots are the context's)."""
+        with self._share_lock:  # the flows' batch threads ask at once: one share for all of them
+            if self._share is None:
+                self._share = FairShare(_slots(self.sc))
+            return self._share
 
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         if not tasks:
             return []
+        sc = self.sc
         with self.share.batch(spec.flow, len(tasks), not mode.slot_is_identity) as share:
             tasks = merged(tasks, share.tasks)  # the slots the engine's other busy flows leave free
             if share.max_ms is not None:  # still more tasks than slots: one frees every slice
                 tasks = [dataclasses.replace(t, max_ms=share.max_ms) for t in tasks]
             # In an engine the flows' batches run side by side: each flow is a pool of its own (FAIR between pools).
-            self.sc.setLocalProperty("spark.scheduler.pool", spec.flow)
-            rdd = self.sc.parallelize(tasks, len(tasks))
+            sc.setLocalProperty("spark.scheduler.pool", spec.flow)
+            rdd = sc.parallelize(tasks, len(tasks))
             return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
 
 
@@ -387,6 +414,7 @@ class ReplicationDriver:
         settings = self.spec.settings
         self.timers = Timers(
             refresh=now + settings.refresh_interval_seconds,
+            full_refresh=now + FULL_REFRESH_S,
             heartbeat=now,
             delayed_syncs=now + settings.checkpoints.interval_seconds,
         )
@@ -466,13 +494,17 @@ class ReplicationDriver:
         now = time.monotonic()
         if now >= self.timers.refresh:
             self.timers.refresh = now + self.spec.settings.refresh_interval_seconds
+            full = now >= self.timers.full_refresh
+            if full:
+                self.timers.full_refresh = now + FULL_REFRESH_S
             if self.reload_spec():
                 try:
-                    self.refresher.refresh()
+                    self.refresher.refresh(full)
                 except KafkaException as exc:  # a cluster not answering (issue 34): the last plan stands till the next
                     self.error(f"topic refresh: {exc}")
         gate, shaper, faults = self.gate, self.shaper, self.faults
         self.leaders.step()  # the partitions held out whose leader answers again are copied again
+        self.absorber.reload_unread()  # positions a failed batch left unknown (exactly-once), read before copying
         tasks = shaper.plan_tasks()
         work = gate.work_waiting() if tasks else Work.RECORDS
         if gate.take_held_out():  # their leader did not answer the gate: not in this batch (engine/unanswered.py)
@@ -507,7 +539,8 @@ class ReplicationDriver:
                 self.progress.batch_failures = 0
             moved = self.absorber.absorb(results)
         self.progress.batches += 1
-        self.reporter.batch_ended(results)  # the metrics: the same task results and figures as the status record
+        # The metrics: the same task results and figures as the status record (an idle step's: once a status interval).
+        self.reporter.step_ended(results, ran=bool(tasks))
         # Heartbeats alone are not traffic (issue 39): the loop waits after them as after an idle step (a record
         # arriving at a watched partition ends the wait), not stepping at once to find nothing due.
         return moved > 0 and work is not Work.HEARTBEATS

@@ -329,6 +329,7 @@ class Partitions:
         self._dead_letters: dict[TP, int] = {}
         self._last_owner: dict[int, str | None] = dict(last_owner or {})
         self._consumer_epoch = consumer_epoch
+        self._unread: set[TP] = set()  # positions to read again from the job's group before copying on
         self.tails = CopiedTails()
         self.unanswered = Unanswered()
 
@@ -362,12 +363,19 @@ class Partitions:
         """Bumped to make the workers drop their cached consumers (`renew_consumers`); each task carries it."""
         return self._consumer_epoch
 
+    @property
+    def unread(self) -> frozenset[TP]:
+        """Partitions whose position is to be read again from the job's group before they are copied on (`unsure`)."""
+        return frozenset(self._unread)
+
     def copied(self) -> list[TP]:
-        """The partitions a batch copies: planned, not halted, with a position, no tail to read back first
-        (`tails.suspects`: engine/tails.py) and a leader that answers (`unanswered`: engine/unanswered.py)."""
-        held = set(self.tails.suspects) | self.unanswered.held
+        """The partitions a batch copies: planned, not halted, with a position known (not `unread`), no tail to read
+        back first (`tails.suspects`: engine/tails.py) and a leader that answers (`unanswered`: engine/unanswered.py)."""
+        held, unread = set(self.tails.suspects) | self.unanswered.held, self._unread
         return [
-            tp for tp in sorted(self._plan.copy) if tp not in self._halted and tp in self._positions and tp not in held
+            tp
+            for tp in sorted(self._plan.copy)
+            if tp not in self._halted and tp in self._positions and tp not in held and tp not in unread
         ]
 
     def backlog(self, ends: Mapping[TP, int]) -> int | None:
@@ -472,6 +480,12 @@ class Partitions:
     def reloaded(self, tp: TP, offset: int) -> None:
         """After a failed batch: `tp`'s position as the job's group holds it (delivery.py decides which group)."""
         self._positions[tp] = offset
+        self._unread.discard(tp)
+
+    def unsure(self, tps: Iterable[TP]) -> None:
+        """After a failed batch the job's group could not be read and the driver's position of `tps` may be behind
+        what the batch committed (exactly-once: its transaction may have committed): not copied until read."""
+        self._unread.update(tps)
 
     def batch_failed(self) -> None:
         """A batch failed (e.g. a Python worker died): the workers drop their consumers and every slot's process is
@@ -607,9 +621,11 @@ class ReachWatch:
 @dataclass
 class Timers:
     """When the driver's loop next does each periodic action (monotonic seconds): re-read the spec and refresh the
-    topics (`refresh`), emit a heartbeat (`heartbeat`), publish the delayed offset syncs (`delayed_syncs`). Set at
-    start (`ReplicationDriver.start`); 0.0 before. The status has a thread of its own (driver.py `Threads.status`)."""
+    topics (`refresh`; a refresh that asks everything again: `full_refresh`, refresh.py `FULL_REFRESH_S`), emit a
+    heartbeat (`heartbeat`), publish the delayed offset syncs (`delayed_syncs`). Set at start
+    (`ReplicationDriver.start`); 0.0 before. The status has a thread of its own (driver.py `Threads.status`)."""
 
     refresh: float = 0.0
+    full_refresh: float = 0.0
     heartbeat: float = 0.0
     delayed_syncs: float = 0.0

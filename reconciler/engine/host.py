@@ -229,6 +229,11 @@ class EngineHost:
             )
         return sorted(out, key=lambda f: f.flow)
 
+    @property
+    def last_flows(self) -> list[FlowRuntime]:
+        """The flows as the last round left them (read from another thread: the round's own list, never the slots)."""
+        return list(self._last or [])
+
     def drivers(self) -> list[FlowDriver]:
         return [s.driver for s in self.slots.values() if s.driver is not None and s.running()]
 

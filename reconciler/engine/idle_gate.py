@@ -28,7 +28,8 @@ from reconciler.engine.lag import SourceEnds
 from reconciler.engine.source_loss import ends_moved_back
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult
 
-GATE_RECHECK_S = 60.0  # a caught-up flow still runs a batch this often (work_waiting)
+GATE_RECHECK_S = 60.0  # a caught-up flow reads the source's ends this often, however quiet the arrival watch
+GATE_BATCH_S = 600.0  # and runs a batch all the same this often (work_waiting)
 IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,9 @@ class Pacing:
     the partitions caught up as of such an end; `ends_answered`, each partition's end as the source last answered it
     (kept across failed reads: where a lost tail shows); `moved_back`, the ends read below those (before, now), until
     the loss handler takes them; `idle_steps`, the steps in a row the gate found nothing to copy (`idle_wait` backs
-    off by it); and the gate's timers (monotonic seconds): `gate_recheck`, when a caught-up flow runs a batch all the
-    same, and `heartbeats_copy`, when the driver next copies heartbeats."""
+    off by it); and the gate's timers (monotonic seconds): `gate_recheck`, when a caught-up flow reads the source's ends
+    however quiet the arrival watch, `batch_recheck`, when it runs a batch all the same, and `heartbeats_copy`, when
+    the driver next copies heartbeats."""
 
     ends_before: dict[TP, int] = field(default_factory=dict)
     ends_read_at_ms: int = 0
@@ -98,6 +100,7 @@ class Pacing:
     caught_up: dict[TP, int] = field(default_factory=dict)
     idle_steps: int = 0
     gate_recheck: float = 0.0
+    batch_recheck: float = 0.0
     heartbeats_copy: float = 0.0
 
     def idle_ends(self, copy: Mapping[TP, str], positions: Mapping[TP, int], max_age_ms: int) -> SourceEnds | None:
@@ -260,12 +263,15 @@ class IdleGate(UsesClients[GateClients]):
         pacing.ends_before, pacing.ends_read_at_ms = ends, int(time.time() * 1000)
         waiting = [tp for tp in copy if tp not in ends or pacing.caught_up.get(tp, -1) != ends[tp]]
         if not waiting:
-            # A batch now and then all the same (GATE_RECHECK_S): whatever the gate could misread, it is one
-            # Spark job a minute, not a flow that stops copying.
-            if now < pacing.gate_recheck:
+            if now >= pacing.gate_recheck:  # this was the read a minute (GATE_RECHECK_S): the ends stand
+                pacing.gate_recheck = now + GATE_RECHECK_S
+            # A batch now and then all the same (GATE_BATCH_S): whatever the gate could misread, it is one Spark
+            # job every ten minutes, not a flow that stops copying (issue 47: one a minute, each flow of a mesh's
+            # engines, was most of their idle cost; the read a minute is the signal, a moved end).
+            if now < pacing.batch_recheck:
                 return Work.NONE
             waiting = copy
-        pacing.gate_recheck = now + GATE_RECHECK_S
+        pacing.gate_recheck, pacing.batch_recheck = now + GATE_RECHECK_S, now + GATE_BATCH_S
         policy = self._flow.spec.settings.policy
         if all(policy.is_heartbeats_topic(topic) for topic, _ in waiting):
             return self._heartbeats_when_due(now, waiting)

@@ -362,6 +362,10 @@ class JobMetrics:
         self._ages: dict[TP, StatWindow] = {}
         self._latencies: dict[TP, StatWindow] = {}
         self._lag_remote: dict[TP, str] = {}
+        # What each partition's series show now (issue 47): a figure that did not change is not set again, so a
+        # caught-up flow's thousands of partitions cost a comparison each, not a labelled series' set.
+        self._rates_shown: dict[TP, tuple[str, float, float]] = {}
+        self._lag_shown: dict[TP, tuple[str, int, float | None]] = {}
         self._checkpoint_latencies: dict[tuple[str, str, int], StatWindow] = {}  # (group, topic, partition)
         self.get(f"{OWN}_job_start_time_seconds").set(time.time())
 
@@ -428,8 +432,12 @@ class JobMetrics:
 
     def _publish_windows(self, now: float) -> None:
         for tp, rate in self._rates.items():
-            labels = {"topic": self._remote[tp], "partition": tp[1]}
             records, nbytes = rate.rates(now)
+            shown = (self._remote[tp], records, nbytes)
+            if self._rates_shown.get(tp) == shown:
+                continue
+            self._rates_shown[tp] = shown
+            labels = {"topic": self._remote[tp], "partition": tp[1]}
             self.get(f"{SOURCE}_record_rate", **labels).set(records)
             self.get(f"{SOURCE}_byte_rate", **labels).set(nbytes)
         for what, windows in (("record_age_ms", self._ages), ("replication_latency_ms", self._latencies)):
@@ -467,13 +475,17 @@ class JobMetrics:
         }
         for tp in [tp for tp in self._lag_remote if tp not in current]:  # topic deleted or no longer copied
             remote = self._lag_remote.pop(tp)
+            self._lag_shown.pop(tp, None)
             for name in (f"{OWN}_partition_lag_records", f"{OWN}_partition_lag_seconds"):
                 self.remove(name, topic=remote, partition=tp[1])
         for tp, (remote, records, _next_offset, _end) in current.items():
+            seconds = lag.partition_seconds.get(tp)  # the one definition (lag.py): the oldest record's age
+            if self._lag_shown.get(tp) == (remote, records, seconds):
+                continue  # the series show this already
+            self._lag_shown[tp] = (remote, records, seconds)
             labels = {"topic": remote, "partition": tp[1]}
             self.get(f"{OWN}_partition_lag_records", **labels).set(records)
             self._lag_remote[tp] = remote
-            seconds = lag.partition_seconds.get(tp)  # the one definition (lag.py): the oldest record's age
             if seconds is None:
                 self.remove(f"{OWN}_partition_lag_seconds", **labels)  # unknown: no series, not a stale figure
             else:

@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from reconciler import settings
@@ -23,6 +23,7 @@ from reconciler.topology import secrets
 __all__ = [
     "INHERIT_MASTER",
     "WORKER_DAEMON_MODULE",
+    "PendingContext",
     "application_conf",
     "build_context",
     "context_of",
@@ -114,3 +115,71 @@ def start_workers(sc: Any) -> threading.Thread:
     thread = threading.Thread(target=run, name="start-workers", daemon=True)
     thread.start()
     return thread
+
+
+class PendingContext:
+    """The application's SparkContext, made in a thread of its own (`start`) while the flows start: an engine's
+    flows connect to their clusters, create the internal and remote topics, load their positions and replay their
+    offset syncs (engine/driver.py `ReplicationDriver.start`) while the JVM builds the SparkContext, instead of after
+    it (issue 47: apply -> first record). Whoever needs the context (the flows' first batch: `SparkExecutor`) waits
+    for it (`get`). `make` builds it (`context_of`; tests give a fake); `on_ready` is called with it once made (the
+    Python workers' start, the runtime record's application id), `on_error` with the exception when it cannot be
+    made (the engine stops: a job without Spark copies nothing)."""
+
+    def __init__(
+        self,
+        make: Callable[[], Any],
+        on_ready: Callable[[Any], None] = lambda _sc: None,
+        on_error: Callable[[BaseException], None] = lambda _exc: None,
+    ):
+        self._make, self._on_ready, self._on_error = make, on_ready, on_error
+        self._done = threading.Event()
+        self._context: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="spark-context", daemon=True)
+        self._started = False
+
+    def start(self) -> PendingContext:
+        self._started = True
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            self._context = self._make()
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits, and to on_error
+            self._error = exc
+            self._done.set()
+            self._on_error(exc)
+            return
+        self._done.set()
+        try:
+            self._on_ready(self._context)
+        except Exception as exc:  # noqa: BLE001 - the context is there; what follows it is best effort
+            log.warning("after the SparkContext started: %s: %s", type(exc).__name__, exc)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the context is made (False while it is being made, and if it failed)."""
+        return self._done.is_set() and self._error is None
+
+    @property
+    def failed(self) -> BaseException | None:
+        """Why the context could not be made (None: made, or being made)."""
+        return self._error if self._done.is_set() else None
+
+    def get(self, timeout: float | None = None) -> Any:
+        """The context, once made (waits up to `timeout`, None: as long as it takes); raises if it could not be
+        made (RuntimeError, from the cause; or never started: a start-up that failed before it) or is not made
+        within `timeout` (TimeoutError)."""
+        if not self._started:
+            raise RuntimeError("the SparkContext was never started")
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"the SparkContext was not started within {timeout} s")
+        if self._error is not None:
+            raise RuntimeError(f"the SparkContext could not be started: {self._error}") from self._error
+        return self._context
+
+    def application_id(self) -> str | None:
+        """The Spark application's id once the context is made, else None."""
+        return self._context.applicationId if self.ready else None

@@ -43,6 +43,10 @@ class SourceLog(Protocol):
 
     def watermarks(self, tp: TP) -> tuple[int, int]: ...
 
+    def listed_earliest(self, partitions: Iterable[TP]) -> Mapping[TP, int]: ...
+
+    def listed_latest(self, partitions: Iterable[TP]) -> Mapping[TP, int]: ...
+
     def true_end(self, tp: TP) -> int | None: ...
 
     def records_at(self, tp: TP, offsets: Iterable[int]) -> Mapping[int, Fingerprint | None]: ...
@@ -147,6 +151,27 @@ class SourceFaults(UsesClients[FaultClients]):
             if timed_out(exc) and self.gate.reach.answers(Cluster.SOURCE):
                 # its leader does not answer while the source does: not asked again after each batch (unanswered.py)
                 self.gate.hold_out({tp: f"{type(exc).__name__}: {exc}"})
+
+    def check_positions(self, positions: Mapping[TP, int]) -> None:
+        """`check_position` of several partitions (a batch's silent ones): their log starts and ends listed together
+        first (`listed_earliest`, `listed_latest`: one request per leader each, where `watermarks` asks two per
+        partition, one partition after another: issue 47 saw a batch of thousands of silent partitions hold the
+        loop for minutes). A position within its listed log is valid (the listed end, the last stable offset, is at
+        or below the high watermark); the others, and those the listing did not answer, are checked one by one."""
+        if len(positions) > 1:
+            try:
+                ends = self.clients.ends
+                lows, highs = ends.listed_earliest(list(positions)), ends.listed_latest(list(positions))
+            except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
+                self.log.info("cannot list the ends of %d partitions to check their positions: %s", len(positions), exc)
+                return
+            positions = {
+                tp: pos
+                for tp, pos in positions.items()
+                if tp not in lows or tp not in highs or not lows[tp] <= pos <= highs[tp]
+            }
+        for tp, position in sorted(positions.items()):
+            self.check_position(tp, position)
 
     def ends_moved_back(self, moved: Mapping[TP, tuple[int, int]]) -> bool:
         """The source's end of some partitions, read before this batch, is below the last read (`moved`: (before,

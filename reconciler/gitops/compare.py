@@ -53,8 +53,10 @@ def compare_with_base(
     paths: Iterable[str | os.PathLike],
     head_rev: str | None = None,
     cwd: str | os.PathLike | None = None,
+    env: str | None = None,
 ) -> tuple[RevisionComparison, Diagnostics]:
-    """Compare the topology at `base_rev` with `head_rev` (default: the work tree).
+    """Compare the topology at `base_rev` with `head_rev` (default: the work tree), both for environment `env`
+    when the topology declares environments.
 
     The returned Diagnostics are the head topology's (what a plan acts on); the base's are kept in
     `base_diagnostics`: an invalid base only means every flow is planned. Raises RevisionError
@@ -62,8 +64,8 @@ def compare_with_base(
     """
     paths = list(paths)
     files = changed_since(repo_path, base_rev, paths, head_rev=head_rev, cwd=cwd)
-    old, base_diags = load_topology_at(repo_path, base_rev, paths, cwd)
-    new, diags = load_topology_head(repo_path, paths, head_rev, cwd)
+    old, base_diags = load_topology_at(repo_path, base_rev, paths, cwd, env)
+    new, diags = load_topology_head(repo_path, paths, head_rev, cwd, env)
     head = describe_worktree(repo_path, paths, cwd) if head_rev is None else describe_revision(repo_path, head_rev)
     comparison = RevisionComparison(
         describe_revision(repo_path, base_rev), head, head_rev is None, files, old, new, base_diags

@@ -204,9 +204,14 @@ def _documents_at(repo: git.Repo, commit: git.Commit, rel_paths: list[str], diag
 
 
 def load_topology_at(
-    repo_path: str | os.PathLike, rev: str, paths: Iterable[str | os.PathLike], cwd: str | os.PathLike | None = None
+    repo_path: str | os.PathLike,
+    rev: str,
+    paths: Iterable[str | os.PathLike],
+    cwd: str | os.PathLike | None = None,
+    env: str | None = None,
 ) -> tuple[Topology | None, Diagnostics]:
-    """The topology in `paths` as of `rev`, straight from git objects; None (with errors) if invalid."""
+    """The topology in `paths` as of `rev`, straight from git objects (for environment `env` when it declares
+    environments); None (with errors) if invalid."""
     diags = Diagnostics()
     try:
         repo = open_repo(repo_path)
@@ -215,7 +220,7 @@ def load_topology_at(
     except RevisionError as exc:
         diags.error(str(exc))
         return None, diags
-    return build_topology(_documents_at(repo, commit, rel_paths, diags), diags), diags
+    return build_topology(_documents_at(repo, commit, rel_paths, diags), diags, env), diags
 
 
 # --- which topology files changed -------------------------------------------------------------------
@@ -322,12 +327,13 @@ def load_topology_head(
     paths: Iterable[str | os.PathLike],
     head_rev: str | None = None,
     cwd: str | os.PathLike | None = None,
+    env: str | None = None,
 ) -> tuple[Topology | None, Diagnostics]:
     """The topology at `head_rev`, or from the work tree (the files on disk) when it is None."""
     if head_rev is not None:
-        return load_topology_at(repo_path, head_rev, paths, cwd)
+        return load_topology_at(repo_path, head_rev, paths, cwd, env)
     base = Path(cwd) if cwd is not None else Path(open_repo(repo_path).working_tree_dir)  # type: ignore[arg-type]
-    return load_topology([Path(p) if Path(p).is_absolute() else base / p for p in paths])
+    return load_topology([Path(p) if Path(p).is_absolute() else base / p for p in paths], env=env)
 
 
 # --- the revision an apply records and drift reports ---------------------------------------------

@@ -12,9 +12,12 @@ Per enabled flow:
   running elsewhere               -> a finding (nothing here can update it)
   pending sync (rendered, never   -> a finding (a warning past PENDING_SYNC_WARN_SECONDS), never a restart: a
     started: GitOps)                 changed spec or deployment setting replaces what was rendered (update)
+  deployed for another owner      -> an error (`conflict`): two topologies declare the flow (JobSpec.owner)
 Per job no enabled flow wants:
+  another owner's                 -> left alone (a finding): prune is scoped to the owner (docs/environments.md)
   flow disabled                   -> stop (`enabled: false` is MM2's "do not replicate")
-  flow removed from the topology  -> stop with `prune: {flows: true}`, else an `unmanaged` finding
+  flow removed from the topology  -> stop with `prune: {flows: true}` (of a topology with an owner: only a job of that
+                                     owner's), else an `unmanaged` finding
 Per engine (jobplan/engines.py): a restart of one of its flows replaces the whole engine (one `ReplaceEngine`, `-/+`,
 listing every flow it restarts with its reason, carrying out their own restarts and updates) when the engine's own
 settings change (`engine.master` but for one `local[N]` for another, `engine.spark_conf`, the metrics port; on
@@ -30,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.contract.deployers import KUBERNETES, SLO_OPTION
+from reconciler.contract.jobstate import Deployment
 from reconciler.contract.spec import JobSpec, restart_fields_of, rotated_sides
 from reconciler.jobplan import backend as job_backend
 from reconciler.jobplan.engines import plan_engines
@@ -111,6 +115,10 @@ def _plan_desired(d: DesiredJob, lj: LiveJob | None, findings: list[Finding], no
     if lj is None:
         return DeployJob(reason=f"no job runs flow {d.flow}", why=None, **args)
     state = lj.state
+    theirs = _foreign_owner(lj.deployment, d.spec.owner)
+    if theirs is not None:
+        findings.append(_owner_conflict(d, theirs))
+        return None
     if state is JobState.UNKNOWN:
         findings.append(
             Finding(
@@ -290,6 +298,27 @@ def _rotation(d: DesiredJob, changes: dict[str, list], rotated: Mapping[str, tup
     )
 
 
+def _owner_conflict(d: DesiredJob, theirs: str) -> Finding:
+    """A flow of the topology whose job another owner runs: an error, the job is not changed."""
+    return Finding(
+        Severity.ERROR,
+        FindingKind.CONFLICT,
+        d.cluster,
+        d.flow,
+        f"the job of flow {d.flow} belongs to owner {theirs} (another topology declares the flow), not to "
+        f"{'owner ' + d.spec.owner if d.spec.owner else 'this topology, which has no owner'}; not changed",
+        hint="give the flow another name (`name:`, a topic family) in one of the topologies, or, if the flow moved "
+        "between teams, stop its job in the old owner's topology (remove it there with prune.flows)",
+        why=ReasonKind.CONFLICT,
+    )
+
+
+def _foreign_owner(dep: Deployment | None, owner: str | None) -> str | None:
+    """The owner of a deployed job (its spec's, `JobSpec.owner`) when it is another than `owner`, else None."""
+    theirs = dep.spec.owner if dep is not None and dep.spec is not None else None
+    return theirs if theirs is not None and theirs != owner else None
+
+
 def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings: list[Finding]) -> None:
     flow = lj.flow
     source, target, _ = flow_ends(flow)
@@ -315,6 +344,22 @@ def _plan_unwanted(lj: LiveJob, topology: Topology, out: list[Action], findings:
         return
     for dep in live_deps:
         running = f"{dep.deployer}, {dep.where}"
+        theirs = _foreign_owner(dep, topology.owner)
+        unowned = topology.owner is not None and dep.spec is not None and dep.spec.owner is None
+        if theirs is not None or (unowned and in_topology is None and topology.prune.flows):
+            whose = f"belongs to owner {theirs}" if theirs else f"is not owner {topology.owner}'s (it has no owner)"
+            findings.append(
+                Finding(
+                    Severity.INFO if theirs else Severity.WARNING,
+                    FindingKind.RETAINED if theirs else FindingKind.UNMANAGED,
+                    cluster or target,
+                    flow,
+                    f"the job of flow {flow} ({running}) {whose}; left alone",
+                    hint=None if theirs else "prune stops only its owner's jobs: stop it by hand if nobody needs it",
+                    why=ReasonKind.JOB_UNWANTED,
+                )
+            )
+            continue
         args: dict[str, Any] = dict(
             cluster=cluster,
             flow=flow,
@@ -419,6 +464,7 @@ def plan_with_jobs(
             plan.fingerprint,
             plan.topology,
             plan.permissions,
+            plan.environment,
         ),
         jobs,
     )

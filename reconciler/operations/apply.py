@@ -22,6 +22,7 @@ from reconciler.operations.handlers import handler_table
 from reconciler.operations.plan import make_plan
 from reconciler.plan import planfile
 from reconciler.plan.actions import Plan
+from reconciler.plan.ownership import reads_claims
 from reconciler.policy.engine import PolicyError, PolicySet, combine
 from reconciler.policy.engine import evaluate as evaluate_policies
 from reconciler.render import plan_text
@@ -149,7 +150,7 @@ def apply(request: ApplyRequest, backend: Backend, ui: ApplyUI) -> ApplyOutcome:
                 )
 
             with ClusterLocks(admins, timeout=request.lock_timeout, on_wait=waiting) as locks:
-                live = read_live(conns, plan.clusters)
+                live = read_live(conns, plan.clusters, ownership=reads_claims(topology))
                 stale = planfile.stale_reason(plan, live)
                 if stale is None and saved is not None:  # again under the lease: what the clusters hold now
                     stale = _saved_refusal(saved, make_plan(topology, conns, backend, live, revision))

@@ -102,13 +102,16 @@ class GitRepository(Protocol):
         the topology files differ from HEAD); None outside a git repository."""
         ...
 
-    def topology_at(self, paths: Sequence[str], revision: str) -> tuple[Topology | None, Diagnostics]:
-        """The topology in `paths` as of commit `revision` (from git objects; diagnostics name `FILE@SHORTSHA`)."""
+    def topology_at(
+        self, paths: Sequence[str], revision: str, env: str | None = None
+    ) -> tuple[Topology | None, Diagnostics]:
+        """The topology in `paths` as of commit `revision` (from git objects; diagnostics name `FILE@SHORTSHA`), for
+        environment `env` when it declares environments."""
         ...
 
-    def compare(self, paths: Sequence[str], base: str, head: str | None) -> RevisionComparison:
-        """`plan --base`: the topology files and flows changed between `base` and `head` (None: the work tree).
-        Raises RevisionError when a revision cannot be read."""
+    def compare(self, paths: Sequence[str], base: str, head: str | None, env: str | None = None) -> RevisionComparison:
+        """`plan --base`: the topology files and flows changed between `base` and `head` (None: the work tree), both
+        for environment `env`. Raises RevisionError when a revision cannot be read."""
         ...
 
 
@@ -121,17 +124,19 @@ class LocalGit:
 
         return revision_info(paths, revision)
 
-    def topology_at(self, paths: Sequence[str], revision: str) -> tuple[Topology | None, Diagnostics]:
+    def topology_at(
+        self, paths: Sequence[str], revision: str, env: str | None = None
+    ) -> tuple[Topology | None, Diagnostics]:
         from reconciler.gitops import load_topology_at
         from reconciler.gitops.revision import repo_path_for
 
-        return load_topology_at(repo_path_for(paths), revision, paths, cwd=os.getcwd())
+        return load_topology_at(repo_path_for(paths), revision, paths, cwd=os.getcwd(), env=env)
 
-    def compare(self, paths: Sequence[str], base: str, head: str | None) -> RevisionComparison:
+    def compare(self, paths: Sequence[str], base: str, head: str | None, env: str | None = None) -> RevisionComparison:
         from reconciler.gitops import compare_with_base
         from reconciler.gitops.revision import repo_path_for
 
-        comparison, _ = compare_with_base(repo_path_for(paths), base, paths, head_rev=head, cwd=os.getcwd())
+        comparison, _ = compare_with_base(repo_path_for(paths), base, paths, head_rev=head, cwd=os.getcwd(), env=env)
         return comparison
 
 

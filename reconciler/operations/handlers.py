@@ -18,6 +18,7 @@ from reconciler.plan.actions import (
     DeleteAcl,
     DeleteConfig,
     DeleteTopic,
+    RecordOwnership,
     SetConfig,
 )
 from reconciler.plan.engine_actions import ReplaceEngine
@@ -33,6 +34,7 @@ def handler_table() -> dict[ActionKind, Handler]:
         ActionKind.DELETE_ACL: TypedHandler(DeleteAcl, executor.delete_acls),
         ActionKind.DELETE_CONFIG: TypedHandler(DeleteConfig, executor.delete_configs),
         ActionKind.DELETE_TOPIC: TypedHandler(DeleteTopic, executor.delete_topics),
+        ActionKind.RECORD_OWNERSHIP: TypedHandler(RecordOwnership, executor.record_ownership),
         ActionKind.DEPLOY_JOB: jobs.deploy_jobs,
         ActionKind.UPDATE_JOB: jobs.update_jobs,
         ActionKind.RESTART_JOB: jobs.restart_jobs,

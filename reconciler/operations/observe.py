@@ -23,6 +23,7 @@ from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
 from reconciler.operations.backend import Backend
 from reconciler.plan.desired import DesiredState, desired_state
+from reconciler.plan.ownership import reads_claims
 from reconciler.state.live import LiveState
 from reconciler.topology.connection import client_config
 from reconciler.topology.diagnostics import TopologyError
@@ -68,7 +69,7 @@ def observe(
     certificates: bool = False,
 ) -> Observation:
     """Read the live clusters (unless `live` is given) and whichever other parts are asked for."""
-    live = live if live is not None else read_live(conns, clusters_of(topology))
+    live = live if live is not None else read_live(conns, clusters_of(topology), ownership=reads_claims(topology))
     obs = Observation(topology, live, desired_state(topology, live), now_ms=int(backend.clock() * 1000))
     if applied:
         for alias, c in sorted(live.clusters.items()):

@@ -26,6 +26,7 @@ class ActionKind(str, enum.Enum):
     DELETE_ACL = "delete_acl"
     DELETE_CONFIG = "delete_config"
     DELETE_TOPIC = "delete_topic"
+    RECORD_OWNERSHIP = "record_ownership"  # an owner's claims of its remote topics (state/ownership.py)
     # Replication jobs (reconciler/plan/job_actions.py)
     DEPLOY_JOB = "deploy_job"
     UPDATE_JOB = "update_job"
@@ -48,6 +49,7 @@ class Phase(enum.IntEnum):
     DELETE_ACL = 80
     DELETE_CONFIG = 85
     DELETE_TOPIC = 90
+    OWNERSHIP = 95  # last: a claim is withdrawn only once its topic is gone
 
 
 class Verb(str, enum.Enum):

@@ -12,7 +12,7 @@ partition changes, ACLs, then every deletion last.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from reconciler.plan.action_base import Action, ActionKind, Phase, Verb
@@ -23,13 +23,16 @@ from reconciler.plan.permissions import RequiredAcl
 from reconciler.plan.reasons import ReasonKind
 from reconciler.plan.risk import Risk
 from reconciler.state.live import AclBinding
+from reconciler.textutil import plural
+from reconciler.topology.model import topology_title
 
 #: 2: an engine replacement is its own action, `replace_engine` (verb `-/+`, `summary.replace`); `restart_job` lost
 #: `engine_restart`, `engine_flows` and `joined`; every action has its `risk` (plan/risk.py) and a plan judged by
 #: `plan --policy` its `policy` object (format_version 1, minor 0-5: docs/plan-json.md).
 FORMAT_VERSION = 2
-#: Fields added within format_version 2 (docs/plan-json.md): none yet.
-FORMAT_MINOR = 0
+#: Fields added within format_version 2 (docs/plan-json.md): 1 = `environment` (the topology's `--env`) and the
+#: `record_ownership` action (issue 48).
+FORMAT_MINOR = 1
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,44 @@ class DeleteTopic(Action):
         return f"DELETE topic {self.topic} ({self.partitions} partitions, all its records)"
 
 
+@dataclass(frozen=True)
+class RecordOwnership(Action):
+    """An owner's claims of remote topics of one cluster (state/ownership.py): `claim` the topics its topology
+    wants that it has not claimed yet, withdraw the claims of `release` once each topic is gone. Last on its
+    cluster: a claim of a topic this plan deletes is withdrawn after the deletion."""
+
+    KIND = ActionKind.RECORD_OWNERSHIP
+    RISK = Risk.CONFIG  # a record of who owns what: it changes no topic, ACL or job
+    REASON_KIND = ReasonKind.OWNERSHIP
+    PHASE = Phase.OWNERSHIP
+    VERB = Verb.UPDATE
+    owner: str = ""
+    claim: tuple[str, ...] = ()
+    release: tuple[str, ...] = ()
+
+    @property
+    def subject(self) -> str:
+        return self.owner
+
+    def describe(self) -> str:
+        parts = [f"claim {plural(len(self.claim), 'topic')}" if self.claim else "", ""]
+        if self.release:
+            parts[1] = f"withdraw the claims of {plural(len(self.release), 'deleted topic')}"
+        return f"record owner {self.owner}: " + " and ".join(p for p in parts if p)
+
+    def details(self) -> list[str]:
+        return [f"claim {t}" for t in self.claim] + [f"withdraw {t}" for t in self.release]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "claim": list(self.claim), "release": list(self.release)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Action:
+        action = super().from_dict(d)
+        assert isinstance(action, RecordOwnership)
+        return replace(action, claim=tuple(action.claim), release=tuple(action.release))
+
+
 #: Every action type, by kind: what a saved plan's actions are read back as (`action_from_dict`).
 ACTION_TYPES: dict[ActionKind, type[Action]] = {
     cls.KIND: cls
@@ -169,6 +210,7 @@ ACTION_TYPES: dict[ActionKind, type[Action]] = {
         DeleteAcl,
         DeleteConfig,
         DeleteTopic,
+        RecordOwnership,
         DeployJob,
         UpdateJob,
         RestartJob,
@@ -199,6 +241,8 @@ class Plan:
     topology: str | None = None
     #: the ACLs the flows need on the clusters that enforce ACLs (plan/permissions.py), checked against them
     permissions: list[RequiredAcl] = field(default_factory=list)
+    #: the environment the topology was planned for (`--env`, topology/environments.py); None: it declares none
+    environment: str | None = None
 
     def __post_init__(self) -> None:
         self.actions = sorted(self.actions, key=lambda a: a.sort_key())
@@ -219,6 +263,11 @@ class Plan:
         for a in self.actions:
             out[VERB_COUNTS[a.VERB]] += 1
         return out
+
+    @property
+    def title(self) -> str:
+        """What the plan is of: `topology NAME, environment ENV` (each part only when known)."""
+        return topology_title(self.topology, self.environment)
 
     def summary_line(self) -> str:
         c = self.counts()
@@ -248,6 +297,7 @@ class Plan:
             "format_version": FORMAT_VERSION,
             "format_minor": FORMAT_MINOR,
             "topology": self.topology,
+            "environment": self.environment,
             "clusters": list(self.clusters),
             "fingerprint": self.fingerprint,
             "summary": {
@@ -276,4 +326,5 @@ class Plan:
             d["fingerprint"],
             d.get("topology"),
             [RequiredAcl.from_dict(r) for r in d.get("permissions", ())],
+            d.get("environment"),
         )

@@ -117,4 +117,5 @@ def restrict(plan: Plan, flows: Iterable[str], desired: DesiredState | None, top
         plan.fingerprint,
         plan.topology,
         [r for r in plan.permissions if r.cluster in ends],
+        plan.environment,
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy, is_internal_topic_any, known_policies
+from reconciler.plan import ownership
 from reconciler.plan.actions import (
     Action,
     AddPartitions,
@@ -290,14 +291,26 @@ def remote_source(name: str, cluster: str, topology: Topology, separators: list[
     return None
 
 
+@dataclass(frozen=True)
+class _Prune:
+    """What the deletion candidates of one plan are judged against."""
+
+    upstreams: set[tuple[str, str] | None]  # (cluster, topic) of every desired topic's upstream
+    disabled: set[tuple[str, str]]  # (source, target) of the disabled flows
+    enabled: set[tuple[str, str]]
+    blind: list[str]  # the clusters that could not be read
+
+
 def _prune_topics(
     topology: Topology, desired: DesiredState, live: LiveState, scope: dict[str, set[str]], out: _Out
 ) -> None:
     separators = _separators(topology)
-    upstreams = {t.upstream for t in desired.all() if t.upstream}
-    disabled = {(f.source, f.target) for f in topology.flows if not f.enabled}
-    enabled = {(f.source, f.target) for f in topology.flows if f.enabled}
-    blind = sorted(a for a, c in live.clusters.items() if not c.reachable)
+    judge = _Prune(
+        {t.upstream for t in desired.all() if t.upstream},
+        {(f.source, f.target) for f in topology.flows if not f.enabled},
+        {(f.source, f.target) for f in topology.flows if f.enabled},
+        sorted(a for a, c in live.clusters.items() if not c.reachable),
+    )
     for cluster, c in sorted(live.clusters.items()):
         if not c.reachable:
             continue
@@ -308,60 +321,64 @@ def _prune_topics(
             if src is None:
                 continue
             scope.setdefault(cluster, set()).add(name)
-            where = f"{cluster}:{name}"
-            if (src, cluster) in disabled:
-                out.find(
-                    Severity.INFO,
-                    FindingKind.RETAINED,
-                    cluster,
-                    name,
-                    f"{where} belongs to disabled flow {src}->{cluster}; kept while the flow is disabled",
-                )
-            elif (cluster, name) in upstreams:
-                out.find(
-                    Severity.INFO,
-                    FindingKind.RETAINED,
-                    cluster,
-                    name,
-                    f"{where} is no longer replicated from {src} but still feeds a flow out of {cluster}; kept",
-                )
-            elif blind:
-                out.find(
-                    Severity.INFO,
-                    FindingKind.RETAINED,
-                    cluster,
-                    name,
-                    f"{where} looks unwanted, but nothing is pruned while {', '.join(blind)} cannot be read",
-                )
-            elif (src, cluster) not in enabled and not (topology.prune.topics and topology.prune.flows):
-                out.find(
-                    Severity.WARNING,
-                    FindingKind.UNMANAGED,
-                    cluster,
-                    name,
-                    f"{where} looks replicated from {src}, but there is no flow {src}->{cluster}; left alone",
-                    hint="the topics of a flow removed from the topology are deleted only with "
-                    "`prune: {topics: true, flows: true}`; or delete it by hand",
-                )
-            elif topology.prune.topics:
-                out.actions.append(
-                    DeleteTopic(
-                        cluster,
-                        f"no enabled flow replicates it from {src} (prune.topics is on)",
-                        name,
-                        c.topics[name].partitions,
-                    )
-                )
-            else:
-                out.find(
-                    Severity.WARNING,
-                    FindingKind.UNMANAGED,
-                    cluster,
-                    name,
-                    f"{where} looks replicated from {src} but no enabled flow wants it; it would be deleted with "
-                    "`prune: {topics: true}`",
-                    hint="delete it by hand, or enable prune.topics to let apply delete it",
-                )
+            _prune_candidate(topology, judge, c, name, src, out)
+
+
+def _retained(judge: _Prune, cluster: str, name: str, src: str) -> Finding | None:
+    """Why an unwanted remote topic is kept for safety, whatever prune says: its flow is disabled, it feeds another
+    flow, or a cluster cannot be read."""
+    where = f"{cluster}:{name}"
+    if (src, cluster) in judge.disabled:
+        why = f"{where} belongs to disabled flow {src}->{cluster}; kept while the flow is disabled"
+    elif (cluster, name) in judge.upstreams:
+        why = f"{where} is no longer replicated from {src} but still feeds a flow out of {cluster}; kept"
+    elif judge.blind:
+        why = f"{where} looks unwanted, but nothing is pruned while {', '.join(judge.blind)} cannot be read"
+    else:
+        return None
+    return Finding(Severity.INFO, FindingKind.RETAINED, cluster, name, why)
+
+
+def _prune_candidate(topology: Topology, judge: _Prune, c: ClusterState, name: str, src: str, out: _Out) -> None:
+    """Delete a remote topic no enabled flow wants (prune.topics), or say why it is left alone: another owner's
+    (plan/ownership.py), kept for safety, not its owner's, not a flow's of the topology, or prune is off."""
+    cluster, where = c.alias, f"{c.alias}:{name}"
+    kept = (
+        ownership.foreign(topology, c, name)
+        or _retained(judge, cluster, name, src)
+        or ownership.unclaimed(topology, c, name, src)
+    )
+    if kept is not None:
+        out.findings.append(kept)
+    elif (src, cluster) not in judge.enabled and not (topology.prune.topics and topology.prune.flows):
+        out.find(
+            Severity.WARNING,
+            FindingKind.UNMANAGED,
+            cluster,
+            name,
+            f"{where} looks replicated from {src}, but there is no flow {src}->{cluster}; left alone",
+            hint="the topics of a flow removed from the topology are deleted only with "
+            "`prune: {topics: true, flows: true}`; or delete it by hand",
+        )
+    elif topology.prune.topics:
+        out.actions.append(
+            DeleteTopic(
+                cluster,
+                f"no enabled flow replicates it from {src} (prune.topics is on)",
+                name,
+                c.topics[name].partitions,
+            )
+        )
+    else:
+        out.find(
+            Severity.WARNING,
+            FindingKind.UNMANAGED,
+            cluster,
+            name,
+            f"{where} looks replicated from {src} but no enabled flow wants it; it would be deleted with "
+            "`prune: {topics: true}`",
+            hint="delete it by hand, or enable prune.topics to let apply delete it",
+        )
 
 
 def _check_permissions(
@@ -476,6 +493,10 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
                     _configs(t, dict(lt.configs), c, topology.prune.configs, out)
             _acls(t, c, acls, writer, topology.prune.acls, out)  # ACLs may exist before their topic does
     _prune_topics(topology, desired, live, scope, out)
+    deleted = [(a.cluster, a.topic) for a in out.actions if isinstance(a, DeleteTopic)]
+    claims, claim_findings = ownership.claim_actions(topology, desired, live, deleted)
+    out.actions += claims
+    out.findings += claim_findings
     permissions = _check_permissions(topology, desired, live, out.actions, out)
     scope_lists = {k: sorted(v) for k, v in sorted(scope.items())}
     return Plan(
@@ -486,4 +507,5 @@ def diff(desired: DesiredState, live: LiveState, topology: Topology) -> Plan:
         live.fingerprint(scope_lists),
         topology.name,
         permissions,
+        topology.environment,
     )

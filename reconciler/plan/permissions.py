@@ -281,7 +281,9 @@ def required_acls(topology: Topology, desired: DesiredState) -> list[RequiredAcl
         needs.cluster(alias, rec, (Op.DESCRIBE,), "apply reads the cluster, its topics and ACLs")
         needs.cluster(alias, ro, (Op.DESCRIBE,), "plan reads the cluster, its topics and ACLs")
         needs.topic(alias, rec, LEASE_TOPIC, _JOB_TOPIC, "apply takes its lease and records what it applied")
-        needs.topic(alias, ro, LEASE_TOPIC, (Op.READ, Op.DESCRIBE), "drift reads the applied revision")
+        needs.topic(
+            alias, ro, LEASE_TOPIC, (Op.READ, Op.DESCRIBE), "plan reads the owners' claims, drift the applied revision"
+        )
     for alias in sorted(targets_with_acl_sync):
         needs.cluster(alias, rec, (Op.ALTER,), "ACL sync creates (and with prune.acls deletes) the remote topics' ACLs")
     for flow in flows.values():

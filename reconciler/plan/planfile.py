@@ -137,6 +137,7 @@ class SavedPlan:
     revision: str | None = None  # `<sha>[-dirty]`: carried by the job specs planned
     saved_at: float = 0.0
     git: dict | None = None  # RevisionInfo.to_dict() of the topology's commit (reconciler.gitops.revision)
+    environment: str | None = None  # the topology's environment it was planned for (`plan --env`)
     #: what `plan --policy` found and the approval `--approved-by` recorded (the plan's `policy` object), or None
     policy: PolicyRecord | None = None
 
@@ -168,6 +169,7 @@ def document(
         "git": dict(git) if git else None,
         "topology": {
             "name": topology.name,
+            "environment": topology.environment,
             "content_sha256": topology.content_digest,
             "commit": (git or {}).get("commit"),
         },
@@ -311,6 +313,7 @@ def load(path: str | Path, keys: list[PlanKey] | None = None, verify: bool = Tru
         ("revision", str, doc.get("revision")),
         ("git", dict, doc.get("git")),
         ("topology.commit", str, topo.get("commit")),
+        ("topology.environment", str, topo.get("environment")),
     ):
         if value is not None and not isinstance(value, kinds):
             raise _damaged(path, f"{key_name} {cut(repr(value), 60)} is not a {kinds.__name__}")
@@ -326,12 +329,20 @@ def load(path: str | Path, keys: list[PlanKey] | None = None, verify: bool = Tru
         doc.get("revision"),
         float(saved_at),
         doc.get("git"),
+        topo.get("environment"),
         policy,
     )
 
 
 def topology_mismatch(saved: SavedPlan, topology: Topology, git: Mapping[str, Any] | None) -> str | None:
     """Why `topology` (at git revision `git`) is not what `saved` was planned from, or None."""
+    if topology.environment != saved.environment:
+        planned = f"environment {saved.environment}" if saved.environment else "a topology without environments"
+        given = f"environment {topology.environment} (--env)" if topology.environment else "without environments"
+        return (
+            f"plan file {saved.path}: planned for {planned}, the topology given is {given}; apply it with the "
+            "environment it was planned for, or plan again for this one"
+        )
     if topology.content_digest != saved.topology_digest:
         return (
             f"plan file {saved.path}: planned from other topology content (sha256 {saved.topology_digest[:12]}), "

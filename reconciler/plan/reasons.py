@@ -29,6 +29,7 @@ class ReasonKind(str, enum.Enum):
     JOB_STATUS_UNKNOWN = "job-status-unknown"  # the job's status records could not be read
     JOB_PENDING_SYNC = "job-pending-sync"  # rendered for a cluster to sync (GitOps), not started yet
     CONFLICT = "conflict"  # two wants disagree (flows on one topic, a job deployed elsewhere)
+    OWNERSHIP = "ownership"  # an owner's claim of a remote topic is not recorded yet, or is left of a deleted one
     OTHER = "other"
 
     @property

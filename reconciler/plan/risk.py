@@ -5,7 +5,7 @@ and the plan JSON carries it on each action as `risk` (docs/plan-json.md, schema
 | class | actions |
 |---|---|
 | create | a topic or a flow's job comes into being (`create_topic`, `deploy_job`) |
-| config | a topic config is set, a running job takes a new spec in place (`set_config`, `update_job`) |
+| config | a topic config is set, a running job takes a new spec in place, an owner's claims are recorded (`set_config`, `update_job`, `record_ownership`) |
 | grow | partitions are added (`add_partitions`) |
 | acl | an ACL is created (`create_acl`) |
 | delete | something is removed: every `-` action, what `prune:` allows (`delete_topic`, `delete_config`, `delete_acl`, `stop_job`) |

@@ -334,6 +334,8 @@ def render(report: DriftReport, topology: Topology | None = None) -> str:
     status = report.status()
     rev_words = _revision_words(report.revision)
     title = f"Drift report: {report.topology}" if report.topology else "Drift report"
+    if report.environment:
+        title += f"{',' if report.topology else ':'} environment {report.environment}"
     cards, notes_html, slo = _cards(report), _notes(report), _slo_words(report)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

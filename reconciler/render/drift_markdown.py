@@ -24,6 +24,8 @@ def _code(text) -> str:
 
 def _render(report: DriftReport, max_items: int) -> str:
     title = f"### Drift report: {md_code_span(report.topology)}" if report.topology else "### Drift report"
+    if report.environment:
+        title += f"{',' if report.topology else ':'} environment {md_code_span(report.environment)}"
     out = [
         title,
         "",

@@ -73,7 +73,7 @@ FLOW_HEADERS = ["FLOW", "STATUS", "JOB", "SPEC", "LAG", "P99 RECORD AGE", "HEART
 
 
 def render(report: DriftReport) -> str:
-    name = f" for topology {term(report.topology)}" if report.topology else ""
+    name = f" for {term(report.title)}" if report.title else ""
     lines = [
         f"Drift report{name}, {term(report.generated_at)}",
         f"topology revision: {term(revision_words(report.revision))}",

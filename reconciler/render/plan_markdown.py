@@ -79,6 +79,8 @@ def _render(
     with_graph: bool,
 ) -> str:
     title = f"### Reconciler plan: {md_code_span(plan.topology)}" if plan.topology else "### Reconciler plan"
+    if plan.environment:
+        title += f"{',' if plan.topology else ':'} environment {md_code_span(plan.environment)}"
     out = [title, "", f"**{plan.summary_line()}**", ""]
     if preface:
         out += [preface.rstrip(), ""]

@@ -45,7 +45,7 @@ def render(plan: Plan) -> str:
     """The plan for a terminal. With errors it leads with them and lists no actions: they were
     computed from incomplete state (e.g. a cluster that could not be read) and none can be applied."""
     lines: list[str] = []
-    name = f" for topology {term(plan.topology)}" if plan.topology else ""
+    name = f" for {term(plan.title)}" if plan.title else ""
     if plan.errors:
         lines.append(f"Reconciler plan{name}: {plan.summary_line()}")
         lines += ["", "Errors:"] + _finding_lines([f for f in plan.findings if f.severity is Severity.ERROR])

@@ -222,6 +222,9 @@ class ClusterState:
     config_mode: ConfigSourceMode = ConfigSourceMode.UNKNOWN
     error: str | None = None
     acls_unavailable: AclUnavailable | None = None
+    #: the owners' claims of its topics (state/ownership.py), when read (`read_live(..., ownership=True)`): {} none,
+    #: None could not be read
+    owners: Mapping[str, frozenset[str]] | None = field(default_factory=dict)
 
     @property
     def reachable(self) -> bool:
@@ -248,7 +251,8 @@ class LiveState:
         return c.topics.get(name) if c else None
 
     def fingerprint(self, scope: Mapping[str, Iterable[str]]) -> str:
-        """sha256 over the scoped topics (present or absent), their ACLs and each scoped cluster's capabilities.
+        """sha256 over the scoped topics (present or absent), their ACLs and owners, and each scoped cluster's
+        capabilities.
 
         Scoped, not whole-cluster: unrelated topics created by others do not make a saved plan stale.
         """
@@ -264,5 +268,9 @@ class LiveState:
                 "topics": {n: (c.topics[n].fingerprint_data() if n in c.topics else None) for n in names},
                 "acls": {n: sorted(a.to_dict().__repr__() for a in acls.get(n, ())) for n in names if n in acls},
             }
+            owners = c.owners if c.owners is not None else {}
+            claimed = {n: sorted(owners[n]) for n in names if n in owners}
+            if claimed or c.owners is None:  # as before for a plan that reads no claims, or claims none of its topics
+                data[alias]["owners"] = claimed if c.owners is not None else None
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()

@@ -25,7 +25,7 @@ from reconciler.mirror.filters import (
     pattern_problem,
 )
 from reconciler.mirror.policy import PolicyKind, ReplicationPolicy
-from reconciler.topology import secrets, settings_registry
+from reconciler.topology import environments, secrets, settings_registry
 from reconciler.topology.choices import OnRefusedRecord
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS, merge
 from reconciler.topology.diagnostics import Diagnostics, SourceLocation, TopologyError
@@ -51,7 +51,7 @@ from reconciler.topology.principals import principal_problem
 from reconciler.topology.schema import validate_document
 from reconciler.topology.spark_operator import spark_conf_problems
 
-SINGLETON_SECTIONS = ("defaults", "prune", "slo", "metadata")
+SINGLETON_SECTIONS = ("defaults", "prune", "slo", "metadata", "owner")
 PATTERN_LISTS = (
     ("topics", "include"),
     ("topics", "exclude"),
@@ -155,19 +155,21 @@ def _check_regex(pattern: str, where: SourceLocation, diags: Diagnostics) -> boo
     return False
 
 
-def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
+def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics, scope: str = "") -> None:
+    """The secrets rules (topology/secrets.py) on cluster `alias`'s settings at `path`: the cluster's, or one
+    environment's binding of it (`scope` names it)."""
     raw = _get(doc, path)
     config = raw.get("config") if isinstance(raw, dict) else None
-    config = config if isinstance(config, dict) else {}
+    config = {k: v for k, v in config.items() if v is not None} if isinstance(config, dict) else {}  # null: removed
     bootstrap = raw.get("bootstrap_servers") if isinstance(raw, dict) else None
     for problem in secrets.reference_problems(alias, _stringify(bootstrap or ""), config):
         key_path = ("bootstrap_servers",) if problem.key == secrets.BOOTSTRAP else ("config", problem.key)
-        diags.error(f"cluster {alias!r}: {problem.message}", doc.where(path + key_path), hint=problem.hint)
+        diags.error(f"{scope}cluster {alias!r}: {problem.message}", doc.where(path + key_path), hint=problem.hint)
     for key, value in config.items():
         if secrets.is_secret_key(str(key)) and not secrets.is_env_reference(_stringify(value)):
             env_name = secrets.suggested_env_name(alias, str(key))
             diags.error(
-                f"cluster {alias!r}: {key} is a literal secret",
+                f"{scope}cluster {alias!r}: {key} is a literal secret",
                 doc.where(path + ("config", key)),
                 hint=f"never commit secrets: write `{key}: ${{{env_name}}}` and set {env_name} in the environment",
             )
@@ -177,7 +179,7 @@ def _check_secrets(alias: str, doc: Document, path: tuple, diags: Diagnostics) -
 PRINCIPAL_FIELDS = ("replication_principal", "reconciler_principal", "plan_principal")
 
 
-def _check_principals(alias: str, doc: Document, path: tuple, diags: Diagnostics) -> None:
+def _check_principals(alias: str, doc: Document, path: tuple, diags: Diagnostics, scope: str = "") -> None:
     raw = _get(doc, path)
     for key in PRINCIPAL_FIELDS:
         if not isinstance(raw, dict) or not isinstance(raw.get(key), str):
@@ -185,7 +187,7 @@ def _check_principals(alias: str, doc: Document, path: tuple, diags: Diagnostics
         problem = principal_problem(raw[key])
         if problem is not None:
             diags.error(
-                f"cluster {alias!r}: {key} {raw[key]!r} is not one principal: {problem}",
+                f"{scope}cluster {alias!r}: {key} {raw[key]!r} is not one principal: {problem}",
                 doc.where(path + (key,)),
                 hint="name one principal, e.g. `User:mirror`: the replication principal is granted WRITE on every "
                 "remote topic of the cluster (docs/security.md)",
@@ -513,12 +515,23 @@ def _list_len(data: dict, key: str) -> int:
     return len(value) if isinstance(value, list) else 0
 
 
-def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
-    """Validate every document, merge them, build the model. None when any error was found."""
+def build_topology(docs: list[Document], diags: Diagnostics, env: str | None = None) -> Topology | None:
+    """Validate every document, merge them, build the model. None when any error was found.
+
+    A topology that declares `environments:` is built for one of them, `env` (topology/environments.py: its
+    bindings and overrides merged into the documents first); one that declares none needs `env` None."""
     if not docs:
         if diags.ok:
             diags.error("no topology documents found", hint="a topology file starts with `apiVersion: reconciler/v1`")
         return None
+    env_names = environments.names(docs)
+    for name, alias, doc, path in environments.bindings(docs, but=env):  # the rules that hold in every environment
+        _check_secrets(alias, doc, path, diags, f"environment {name!r}: ")
+        _check_principals(alias, doc, path, diags, f"environment {name!r}: ")
+    resolved = environments.resolve(docs, env, diags)
+    if resolved is None:
+        return None
+    docs, env = resolved
     # Each file was read within RECONCILER_MAX_FLOWS (load_text); together they may pass it.
     declared = [(d, ("flows", i)) for d in docs if isinstance(d.data, dict) for i in range(_list_len(d.data, "flows"))]
     limit = settings.max_flows()
@@ -567,6 +580,9 @@ def build_topology(docs: list[Document], diags: Diagnostics) -> Topology | None:
         files=tuple(dict.fromkeys(d.file for d in docs)),
         default_job=_build_job(base["job"]),
         content_digest=content_digest(docs),
+        environment=env,
+        environments=env_names,
+        owner=single.get("owner"),
     )
     return None if diags.errors else topology
 
@@ -587,17 +603,20 @@ def content_digest(docs: list[Document]) -> str:
     return hashlib.sha256(json.dumps(texts, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-def load_topology(paths: Iterable[str | Path], diags: Diagnostics | None = None) -> tuple[Topology | None, Diagnostics]:
-    """Files/directories -> (Topology or None, every diagnostic). Analysis is a separate stage."""
+def load_topology(
+    paths: Iterable[str | Path], diags: Diagnostics | None = None, env: str | None = None
+) -> tuple[Topology | None, Diagnostics]:
+    """Files/directories -> (Topology or None, every diagnostic), for environment `env` when the topology declares
+    environments. Analysis is a separate stage."""
     diags = diags if diags is not None else Diagnostics()
     docs = load_paths(paths, diags)
-    return build_topology(docs, diags), diags
+    return build_topology(docs, diags, env), diags
 
 
-def load_topology_text(text: str, file: str = "<text>") -> Topology:
+def load_topology_text(text: str, file: str = "<text>", env: str | None = None) -> Topology:
     """Convenience for tests and tools: parse one YAML text or raise TopologyError."""
     diags = Diagnostics()
-    topo = build_topology(load_text(text, file, diags), diags)
+    topo = build_topology(load_text(text, file, diags), diags, env)
     if topo is None:
         raise TopologyError(diags)
     return topo

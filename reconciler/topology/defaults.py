@@ -15,20 +15,20 @@ BUILTIN_FLOW_DEFAULTS: dict[str, Any] = builtin_defaults()
 
 def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     """Deep-merge `override` into a copy of `base` (dicts merge key by key, everything else replaces)."""
-    out = _copy(base)
+    out = copy_tree(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = merge(out[key], value)
         else:
-            out[key] = _copy(value)
+            out[key] = copy_tree(value)
     return out
 
 
-def _copy(value: Any) -> Any:
+def copy_tree(value: Any) -> Any:
     """A copy of the dicts and lists of loaded YAML (their leaves are immutable): copy.deepcopy's
     bookkeeping made a 200-cluster mesh (39,800 flows) spend seconds here."""
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: copy_tree(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy(v) for v in value]
+        return [copy_tree(v) for v in value]
     return value

@@ -181,6 +181,12 @@ class Slo:
     certificate_expiry_days: int = 30  # a client/CA certificate expiring within this many days is drift
 
 
+def topology_title(name: str | None, environment: str | None) -> str:
+    """What a plan or report is of, in words: `topology NAME, environment ENV` (each part only when known)."""
+    parts = (f"topology {name}" if name else "", f"environment {environment}" if environment else "")
+    return ", ".join(p for p in parts if p)
+
+
 @dataclass(frozen=True)
 class Topology:
     clusters: Mapping[str, Cluster]
@@ -194,6 +200,13 @@ class Topology:
     #: sha256 of the documents as read (canonical JSON of each, sorted): what a saved plan was planned from
     #: (`reconciler.plan.planfile`); a comment or layout edit keeps it, any value changed does not
     content_digest: str = ""
+    #: the environment the topology was resolved for (`--env`, topology/environments.py), and every environment it
+    #: declares; None and () for a topology without `environments:`
+    environment: str | None = None
+    environments: tuple[str, ...] = ()
+    #: who owns what it creates (`owner:`): its remote topics are claimed for it and its jobs carry it, and prune
+    #: deletes only what it owns (docs/environments.md, "Ownership"); None: no owner
+    owner: str | None = None
 
     def flow(self, name: str) -> Flow:
         return next(f for f in self.flows if f.name == name)

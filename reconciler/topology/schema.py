@@ -36,8 +36,8 @@ def _did_you_mean(word: str, choices: list[str]) -> str | None:
     return f"did you mean {close[0]!r}?" if close else None
 
 
-def _report(err: ValidationError, doc: Document, diags: Diagnostics) -> None:
-    path = tuple(err.absolute_path)
+def _report(err: ValidationError, doc: Document, diags: Diagnostics, prefix: tuple = ()) -> None:
+    path = prefix + tuple(err.absolute_path)
     at = _path_text(path)
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = list(err.schema.get("properties", {}))
@@ -46,12 +46,17 @@ def _report(err: ValidationError, doc: Document, diags: Diagnostics) -> None:
                 hint = _did_you_mean(str(key), allowed) or f"allowed keys here: {', '.join(allowed)}"
                 diags.error(f"unknown key {key!r} in {at}", doc.where_key(path + (key,)), hint=hint)
         return
-    if err.validator == "propertyNames":
+    if err.validator == "propertyNames" or (err.validator == "pattern" and "propertyNames" in err.schema_path):
         name = err.instance
+        hints = {
+            "environments": "environment names use letters, digits, '-' and '_'",
+            "flows": "a flow is named `source->target`, or `source->target:family` for a topic family",
+        }
         diags.error(
-            f"invalid name {name!r} in {at}: {err.message}",
+            f"invalid name {name!r} in {at}",
             doc.where_key(path + (name,)),
-            hint="cluster aliases use letters, digits, '-' and '_' (no dots: the dot separates remote-topic prefixes)",
+            hint=hints.get(str(path[-1]) if path else "")
+            or "cluster aliases use letters, digits, '-' and '_' (no dots: the dot separates remote-topic prefixes)",
         )
         return
     if err.validator == "required":
@@ -111,6 +116,28 @@ def validate_document(doc: Document, diags: Diagnostics) -> bool:
     errors = sorted(validator().iter_errors(doc.data), key=lambda e: (doc.where(tuple(e.absolute_path)), e.message))
     for err in errors:
         _report(err, doc, diags)
+    return not errors
+
+
+@lru_cache(maxsize=8)
+def _part_validator(definition: str) -> Draft202012Validator:
+    """A validator of one of the schema's `$defs` (its references resolved within the schema)."""
+    schema = json.loads(schema_path().read_text(encoding="utf-8"))
+    return Draft202012Validator({"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"})
+
+
+def validate_part(doc: Document, path: tuple, definition: str, diags: Diagnostics) -> bool:
+    """Report every schema error of the value at `path` of `doc` against `$defs.<definition>`, placed as the whole
+    document's would be (messages name the full path); True when it is valid."""
+    value: Any = doc.data
+    for p in path:
+        value = value[p]
+    errors = sorted(
+        _part_validator(definition).iter_errors(value),
+        key=lambda e: (doc.where(path + tuple(e.absolute_path)), e.message),
+    )
+    for err in errors:
+        _report(err, doc, diags, path)
     return not errors
 
 

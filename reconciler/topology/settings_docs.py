@@ -1,11 +1,12 @@
 """The files derived from the settings registry (topology/settings_registry.py), rendered: the flow part of the
-JSON Schema and its `prune` and `slo` properties, and the two tables of the settings reference,
-docs/reference/settings.md (flow settings; `prune:` and `slo:`).
+JSON Schema and its `prune` and `slo` properties (and what an environment overrides of them: `$defs.flowOverride`,
+the environment's `prune` and `slo`, with `$defs.clusterBinding` derived from `$defs.cluster`), and the two tables
+of the settings reference, docs/reference/settings.md (flow settings; `prune:` and `slo:`).
 
 `scripts/generate_settings.py` writes them; tests/unit/test_settings_registry.py fails when the committed
 files are not what these functions make of the registry. Everything else in both files is written by hand and
-kept as it is: the schema's clusters, policies, metadata and a flow's `name`, `source` and `target`; the
-page around the tables' markers.
+kept as it is: the schema's clusters, policies, metadata, owner, the rest of `environments` and a flow's `name`,
+`source` and `target`; the page around the tables' markers.
 """
 
 from __future__ import annotations
@@ -95,6 +96,24 @@ def schema_with_settings(schema: dict[str, Any]) -> dict[str, Any]:
     top = _properties(list(TOPOLOGY_SETTINGS), True)
     for section in TOPOLOGY_SECTIONS:  # in place: the top-level keys keep their order
         out["properties"][section] = top[section]
+    # An environment (docs/environments.md) overrides the same settings: a flow's (all but its name and ends),
+    # `prune:` and `slo:`, and binds each cluster's connection fields (`$defs.cluster`, every key optional, a
+    # `config` or `tags` key null to remove the topology's).
+    defs["flowOverride"] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {**_properties(flow_only, False), **_properties(shared, False)},
+    }
+    binding = copy.deepcopy(defs["cluster"])
+    binding.pop("required", None)
+    for key in ("config", "tags"):
+        values = binding["properties"][key]["additionalProperties"]
+        kinds = values["type"] if isinstance(values["type"], list) else [values["type"]]
+        values["type"] = [*kinds, "null"]
+    defs["clusterBinding"] = binding
+    environment = defs["environment"]["properties"]
+    for section in TOPOLOGY_SECTIONS:
+        environment[section] = _properties(list(TOPOLOGY_SETTINGS), False)[section]
     return out
 
 

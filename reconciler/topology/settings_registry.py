@@ -26,7 +26,8 @@ Derived from `FLOW_SETTINGS` (nothing else declares these facts):
                              FILE_OPTIONS use; contract/engine.py's EngineRecord holds `engine_spec_paths()` (a test
                              says so)
     schemas/topology.schema.json   `$defs.flowSettings`, the settings of `$defs.flow`, `properties.prune` and
-                             `properties.slo`
+                             `properties.slo`, and what an environment overrides (`$defs.flowOverride`, the
+                             `prune` and `slo` of `$defs.environment`)
     docs/reference/settings.md   the settings tables between its `settings-table` and `topology-settings-table` markers
         (both written by `python scripts/generate_settings.py`; tests/unit/test_settings_registry.py fails
         when either is stale)
@@ -781,14 +782,16 @@ TOPOLOGY_SETTINGS: tuple[Setting, ...] = (
 TOPOLOGY_SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(s.path[0] for s in TOPOLOGY_SETTINGS))
 
 #: JobSpec leaves that are no topology setting: what the reconciler derives (topic family, heartbeat carrier, the
-#: policy's source alias) and the engine settings it fixes. The two engine ones are hot-reloadable.
+#: policy's source alias), the engine settings it fixes and the topology's owner. The status interval and the owner
+#: are hot-reloadable.
 SPEC_ONLY_LEAVES: tuple[str, ...] = (
     "settings.family",
     "settings.carries_heartbeats",
     "settings.policy.source_cluster_alias",
     "engine.status_interval_seconds",
+    "owner",
 )
-SPEC_ONLY_HOT_RELOADABLE: frozenset[str] = frozenset({"engine.status_interval_seconds"})
+SPEC_ONLY_HOT_RELOADABLE: frozenset[str] = frozenset({"engine.status_interval_seconds", "owner"})
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in FLOW_SETTINGS}
 TOPOLOGY_BY_NAME: dict[str, Setting] = {s.name: s for s in TOPOLOGY_SETTINGS}

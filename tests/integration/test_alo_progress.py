@@ -19,7 +19,7 @@ from reconciler import logs
 from reconciler.contract.spec import job_group
 from reconciler.deployers.instance import Role
 from reconciler.deployers.process import LocalJob
-from reconciler.engine.delivery import PROGRESS_COMMIT_S, AtLeastOnce
+from reconciler.engine.delivery import AtLeastOnce
 from reconciler.engine.tasks import CopyTask, PartitionTask, TaskResult
 from reconciler.engine.worker import copy_task
 from reconciler.jobplan.backend import read_job_status
@@ -121,12 +121,15 @@ def test_an_at_least_once_task_commits_its_progress_on_the_source_while_it_runs(
         file=sys.stderr,
     )
     assert [c for _, c in seen] == sorted(c for _, c in seen), "the group's offsets never go back"
-    assert moves and moves[0] < 3.0, (seen[:20], result)  # the first durable round commits at once
-    assert max(gaps, default=0) < 2 * PROGRESS_COMMIT_S + 0.5, seen
-    assert took > 5.0 and len(moves) >= 4, "the task ran for seconds and committed as it went"
+    # Committed as it went, judged by records rather than the clock (the machine's load sets the clock): the group
+    # held several positions short of the task's final one while the task ran, the first of them early in the task.
+    total = sum(p.count for p in result.partitions)
+    along = sorted({c for _, c in seen if 0 < c < total})
+    assert len(along) >= 3, ("the task committed only at its end", seen[:40], result)
+    assert along[0] < total / 2, ("the first durable round did not commit at once", along[:5], total)
     # The task's end commits its final positions (synchronously: nothing of it is in flight after).
     assert final == {p.partition: p.next for p in result.partitions}
-    assert sum(final.values()) == sum(p.count for p in result.partitions) > 8_000
+    assert sum(final.values()) == total > 8_000
 
 
 @pytest.mark.spark

@@ -171,6 +171,27 @@ def test_a_failed_batch_leaves_nothing_caught_up_and_reloads_the_positions():
     assert a.parts.positions[A0] == 9 and not errors
 
 
+def test_exactly_once_positions_a_failed_batch_leaves_unknown_are_held_until_read():
+    """Exactly-once the target group is the truth after a failed batch (its transaction may have committed): when it
+    cannot be read, the driver's own (older) positions would copy the committed records twice; the partitions wait."""
+    a, clients, errors = absorber(respec(SPEC, delivery="exactly-once"))
+    a.absorb([TaskResult(0, "p1", partitions=[result()])])
+    answers = clients.offsets.load
+
+    def down(partitions):
+        raise RuntimeError("committed offsets not read: west.a[0]: COORDINATOR_LOAD_IN_PROGRESS")
+
+    clients.offsets.load = down  # type: ignore[method-assign]
+    a.batch_failed()
+    assert a.parts.unread == {A0, A1} and a.parts.copied() == [] and a.parts.tasks(batch=2) == []
+    assert "2 partitions held until read" in errors[-1]
+    assert not a.reload_unread() and a.parts.copied() == []
+    clients.offsets.load = answers  # type: ignore[method-assign]
+    clients.offsets.committed[A0] = 8  # the failed batch's transaction had committed
+    assert a.reload_unread() and a.parts.positions[A0] == 8 and a.parts.copied() == [A0, A1]
+    assert not a.parts.unread
+
+
 def test_out_of_range_goes_to_the_loss_handler_and_dead_letters_are_counted():
     a, clients, errors = absorber()
     a.absorb([TaskResult(0, "p1", partitions=[result(out_of_range="offset 0 below the log start", count=0)])])

@@ -160,7 +160,10 @@ def test_the_command_check_sees_a_wrong_flag_and_command():
 
 @pytest.mark.parametrize("page", PAGES, ids=_rel)
 def test_every_topology_a_page_shows_validates(page, tmp_path):
+    from reconciler.topology import environments
     from reconciler.topology.build import load_topology
+    from reconciler.topology.diagnostics import Diagnostics
+    from reconciler.topology.loader import load_text
 
     blocks = [
         b
@@ -173,8 +176,9 @@ def test_every_topology_a_page_shows_validates(page, tmp_path):
         yaml.safe_load(block)
         path = tmp_path / f"block{i}.yaml"
         path.write_text(block, encoding="utf-8")
-        _, diagnostics = load_topology([path])
-        assert diagnostics.errors == [], f"{_rel(page)} block {i}: {diagnostics.errors}"
+        for env in environments.names(load_text(block, str(path), Diagnostics())) or (None,):  # each one it declares
+            _, diagnostics = load_topology([path], env=env)
+            assert diagnostics.errors == [], f"{_rel(page)} block {i} (environment {env}): {diagnostics.errors}"
 
 
 # --- pages whose commands run (tests/doc_steps.py; tests/integration/test_tutorial.py runs the tutorial) -----------

@@ -386,6 +386,7 @@ def test_json_shape(world):
         "format_version",
         "kind",
         "topology",
+        "environment",
         "generated_at",
         "revision",
         "status",

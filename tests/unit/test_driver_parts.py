@@ -119,7 +119,7 @@ def test_no_attribute_is_looked_up_by_name():
 def test_the_timers_are_typed_fields_not_string_keys():
     """Pacing.next was a dict keyed by "refresh", "heartbeat", ...: now `Timers` fields (the loop's) and the gate's
     own two in its `Pacing` (idle_gate.py)."""
-    assert [f.name for f in dataclasses.fields(Timers)] == ["refresh", "heartbeat", "delayed_syncs"]
+    assert [f.name for f in dataclasses.fields(Timers)] == ["refresh", "full_refresh", "heartbeat", "delayed_syncs"]
     assert "status" in {f.name for f in dataclasses.fields(Threads)}  # a thread of its own, not the loop's timer
     assert {"gate_recheck", "heartbeats_copy"} <= {f.name for f in dataclasses.fields(Pacing)}
     assert "next" not in {f.name for f in dataclasses.fields(Pacing)}

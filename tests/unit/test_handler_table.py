@@ -82,7 +82,9 @@ def test_every_handler_is_typed_with_its_action_type():
         ):
             mismatched.append(kind.value)
     assert unannotated == [] and mismatched == []
-    assert sum(isinstance(h, TypedHandler) for h in handler_table().values()) == 8  # topics, configs, ACLs, engines
+    assert (
+        sum(isinstance(h, TypedHandler) for h in handler_table().values()) == 9
+    )  # topics, configs, ACLs, engines, owners
 
 
 def test_a_handler_given_another_kinds_actions_fails_the_batch():

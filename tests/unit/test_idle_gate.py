@@ -14,7 +14,7 @@ from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.contract.status import FaultKind, PartitionFault
 from reconciler.engine.driver_parts import Cluster, Partitions
 from reconciler.engine.ends import EndsRead
-from reconciler.engine.idle_gate import GATE_RECHECK_S, IDLE_WAIT_MAX_S, IdleGate, Pacing, Work
+from reconciler.engine.idle_gate import GATE_BATCH_S, GATE_RECHECK_S, IDLE_WAIT_MAX_S, IdleGate, Pacing, Work
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
 from reconciler.engine.topics import PartitionPlan
 from tests.spec_helpers import job_spec
@@ -104,6 +104,27 @@ def test_a_caught_up_flow_still_runs_a_batch_once_a_recheck_interval():
     assert g.work_waiting() is Work.NONE
 
 
+def test_a_caught_up_flow_reads_the_ends_once_a_minute_and_runs_a_batch_once_ten_minutes():
+    """Issue 47: the batch a minute of each caught-up flow (a Spark job over every partition) was most of an idle
+    mesh's cost. The minute's recheck is now a read of the ends (one ListOffsets per leader), however quiet the arrival
+    watch; a batch runs all the same once a GATE_BATCH_S, or when the read finds an end moved."""
+    now = time.monotonic()
+    g, clients, pacing = gate(
+        {ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10}, gate_recheck=0.0, batch_recheck=now + GATE_BATCH_S
+    )
+    g.stepping(Work.NONE)  # the watch listens at the caught-up partition and hears nothing
+    assert clients.arrivals.armed == {ORDERS: 10}
+    assert g.work_waiting() is Work.NONE and clients.ends.reads == 1, "the minute's read, and no batch"
+    assert pacing.gate_recheck >= now + GATE_RECHECK_S - 5
+    for _ in range(5):  # within the minute the quiet watch stands for the ends: nothing read
+        assert g.work_waiting() is Work.NONE
+    assert clients.ends.reads == 1
+    pacing.gate_recheck = 0.0  # the next minute: an end moved
+    clients.ends.ends[ORDERS] = 12
+    assert g.work_waiting() is Work.RECORDS and clients.ends.reads == 2
+    assert pacing.batch_recheck >= time.monotonic() + GATE_BATCH_S - 5, "a batch ran: the next one a GATE_BATCH_S on"
+
+
 def test_an_end_that_moved_back_is_handed_to_the_loss_handler():
     g, clients, _ = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10}, ends_answered={ORDERS: 10})
     clients.ends.ends[ORDERS] = 6
@@ -179,7 +200,7 @@ def test_the_watch_listens_at_caught_up_partitions_but_the_heartbeats_and_the_ha
 
 def test_while_the_watch_hears_nothing_the_gate_reads_nothing():
     g, clients, pacing = gate({ORDERS: 10}, {ORDERS: 10}, caught_up={ORDERS: 10})
-    pacing.gate_recheck = time.monotonic() + 60
+    pacing.gate_recheck, pacing.batch_recheck = time.monotonic() + 60, time.monotonic() + GATE_BATCH_S
     assert g.work_waiting() is Work.NONE and clients.ends.reads == 0
     ends = g.idle_source_ends(g.parts.plan.copy, g.parts.positions, max_age_ms=1_000)
     assert ends is not None and dict(ends.ends) == {ORDERS: 10}

@@ -23,7 +23,9 @@ from tests.plan_helpers import World
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = Path(__file__).parent / "interop_files"
-EXAMPLES = sorted(p for p in (ROOT / "topologies").iterdir() if p.is_dir())
+#: topologies/environments is left out: an export is of one environment (`export --env`) and MirrorMaker 2 has no
+#: owner (docs/environments.md), so it does not round-trip into the same plan
+EXAMPLES = sorted(p for p in (ROOT / "topologies").iterdir() if p.is_dir() and p.name != "environments")
 
 
 def imported(fmt: str, text: str, file: str = "in") -> tuple[Topology, object]:

@@ -244,13 +244,13 @@ class RecordingGit:
         self.calls.append((tuple(paths), revision))
         return self.info
 
-    def topology_at(self, paths, revision):
+    def topology_at(self, paths, revision, env=None):
         from reconciler.topology.build import load_topology
 
         self.reads.append(("topology_at", tuple(paths), revision))
-        return load_topology(paths)
+        return load_topology(paths, env=env)
 
-    def compare(self, paths, base, head):
+    def compare(self, paths, base, head, env=None):
         from reconciler.gitops import RevisionError
 
         self.reads.append(("compare", tuple(paths), base, head))

@@ -45,6 +45,7 @@ def test_json_shape_and_round_trip(world):
         "format_version",
         "format_minor",
         "topology",
+        "environment",
         "clusters",
         "fingerprint",
         "summary",
@@ -53,6 +54,7 @@ def test_json_shape_and_round_trip(world):
         "permissions",
     }
     assert doc["permissions"] == []  # no cluster of the world enforces ACLs (test_permissions.py)
+    assert doc["environment"] is None  # a topology without environments (test_environments.py)
     assert doc["format_minor"] == FORMAT_MINOR and all("reason_kind" in x for x in doc["actions"] + doc["findings"])
     assert all(x["risk"] == ACTION_TYPES[ActionKind(x["kind"])].RISK.value for x in doc["actions"])
     create = next(a for a in doc["actions"] if a["kind"] == "create_topic" and a["topic"] == "west.orders")

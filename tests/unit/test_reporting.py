@@ -298,3 +298,33 @@ def test_the_metrics_get_a_frozen_snapshot_of_the_flow():
         snap.errors = 4  # type: ignore[misc]
     r.progress.errors = 4
     assert snap.errors == 3, "taken at once: later changes are the next snapshot's"
+
+
+class CountingMetrics(JobMetrics):
+    """JobMetrics that counts the snapshots it is handed."""
+
+    def __init__(self, flow: str):
+        super().__init__(flow)
+        self.observed = 0
+
+    def observe(self, flow, results) -> None:
+        self.observed += 1
+        super().observe(flow, results)
+
+
+def test_steps_that_ran_no_task_hand_the_metrics_a_snapshot_once_a_status_interval():
+    """Issue 47: a caught-up flow steps once a second, and each step's snapshot cost work per partition. A step that
+    ran no task hands the metrics one at most once a status interval; a step that ran tasks always does."""
+    parts = Partitions(plan=PartitionPlan(copy={TPX: "west.orders"}), positions={TPX: 40})
+    flow = Flow(SPEC, StatusState.RUNNING)
+    metrics = CountingMetrics(SPEC.flow)
+    r = Reporter(flow, parts, Progress(), IdleGate(flow, parts), metrics, "i-1")
+    assert SPEC.engine.status_interval_seconds >= 1.0
+    for _ in range(10):  # ten idle steps within well under a status interval
+        r.step_ended([], ran=False)
+    assert metrics.observed == 1
+    for _ in range(3):
+        r.step_ended([], ran=True)  # a batch ran (its results, if any, are counted at once)
+    assert metrics.observed == 4
+    r.step_ended([], ran=False)
+    assert metrics.observed == 4, "the last snapshot is newer than a status interval"

@@ -27,9 +27,19 @@ class Offsets:
     high: int = 200
     end: int | None = 200
     commits: list[dict[TP, int]] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)  # the reads of the source, in order
 
     def watermarks(self, tp: TP) -> tuple[int, int]:
+        self.asked.append("watermarks")
         return self.low, self.high
+
+    def listed_earliest(self, partitions) -> dict[TP, int]:
+        self.asked.append("listed_earliest")
+        return {tp: self.low for tp in partitions}
+
+    def listed_latest(self, partitions) -> dict[TP, int]:
+        self.asked.append("listed_latest")
+        return {tp: self.high for tp in partitions}
 
     def true_end(self, tp: TP) -> int | None:
         return self.end
@@ -112,6 +122,24 @@ def test_a_valid_position_is_left_alone():
     h.offsets.end = 260  # past the high watermark, within the log end (read_committed): valid
     h.faults.check_position(TPX, 250)
     assert not h.faults.progress.out_of_range and h.faults.parts.positions[TPX] == 150
+
+
+def test_the_silent_partitions_of_a_batch_are_checked_with_one_listing_not_a_read_each():
+    """Issue 47: a batch's silent partitions were checked one by one (two ListOffsets each); thousands held the loop
+    for minutes. Their log starts and ends are listed together; only a position outside its listed log is checked
+    on its own (and found out of range as before)."""
+    h = handler("resume", 150)
+    silent = {("orders", p): 150 for p in range(1000)}
+    h.faults.parts.loaded({tp: (150, None) for tp in silent}, 1)
+    h.faults.check_positions(silent)
+    assert h.offsets.asked == ["listed_earliest", "listed_latest"], h.offsets.asked[:5]
+    assert not h.faults.progress.out_of_range
+    h.offsets.asked.clear()
+    h.faults.check_positions({**silent, TPX: 50})  # one truncated below the log start
+    assert h.offsets.asked == ["listed_earliest", "listed_latest", "watermarks"]
+    (event,) = h.faults.progress.out_of_range
+    assert event.kind is FaultKind.TRUNCATED and (event.topic, event.partition) == TPX
+    assert h.faults.parts.positions[TPX] == 100
 
 
 def test_a_tail_lost_while_the_job_watched_resumes_at_the_end_and_one_within_the_log_is_only_reported():

@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from reconciler.cli.main import main
+from reconciler.topology import environments
 from reconciler.topology.build import load_topology
+from reconciler.topology.diagnostics import Diagnostics
+from reconciler.topology.loader import load_paths
 from tests.helpers import MINIMAL, diagnose, rendered_errors, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +33,11 @@ def test_minimal_document_model(tmp_path):
 
 @pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "topologies").iterdir() if p.is_dir()))
 def test_example_topologies_validate(example):
-    diags = diagnose(ROOT / "topologies" / example)
-    assert diags.ok, diags.render()
+    """Each example, in every environment it declares (topologies/environments: docs/environments.md)."""
+    docs = load_paths([ROOT / "topologies" / example], Diagnostics())
+    for env in environments.names(docs) or (None,):
+        topology, diags = load_topology([ROOT / "topologies" / example], env=env)
+        assert diags.ok and topology is not None, diags.render()
 
 
 def test_schema_errors_have_positions_and_hints(tmp_path):

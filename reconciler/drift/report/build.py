@@ -216,4 +216,5 @@ def _report(
         flows=tuple(dataclasses.replace(f, items=tuple(i for i in ordered if f.name in i.flows)) for f in flows),
         items=ordered,
         plan=plan.to_dict()["summary"],
+        environment=topology.environment,
     )

@@ -11,6 +11,7 @@ from reconciler.drift.report.health import JobHealth
 from reconciler.drift.report.items import CATEGORY_TITLES, Category, DriftItem, Level
 from reconciler.drift.report.values import rounded
 from reconciler.textutil import plural
+from reconciler.topology.model import topology_title
 
 FORMAT_VERSION = 1
 
@@ -85,6 +86,12 @@ class DriftReport:
     flows: tuple[FlowReport, ...]
     items: tuple[DriftItem, ...]
     plan: Mapping[str, Any] = field(default_factory=dict)  # the plan's summary
+    environment: str | None = None  # the topology's environment (`--env`), or None
+
+    @property
+    def title(self) -> str:
+        """What the report is of: `topology NAME, environment ENV` (each part only when known)."""
+        return topology_title(self.topology, self.environment)
 
     @property
     def drift(self) -> list[DriftItem]:
@@ -140,6 +147,7 @@ class DriftReport:
             "format_version": FORMAT_VERSION,
             "kind": "reconciler-drift-report",
             "topology": self.topology,
+            "environment": self.environment,
             "generated_at": self.generated_at,
             "revision": dict(self.revision) if self.revision else None,
             "status": self.status(),

@@ -1,0 +1,217 @@
+"""One hot partition beside idle ones in the same flow (issue 47), as `apply` deploys it.
+
+    python bench/hot.py [--records 4000000] [--idle-partitions 4] [--repeat 3] [--alone] [--logs DIR]
+
+Each repetition starts two fresh Tansu brokers (noida-db with --engine noida) on loopback and produces --records
+100-byte records on ONE partition of the topic `hot`; the topic `idle` (--idle-partitions partitions) stays empty.
+Then, on those brokers, one after the other:
+
+  baseline   the hand-written poll -> produce loop (bench/replication.py `baseline`) copying the hot partition:
+             records/s over its whole loop, measured in the same repetition;
+  deployed   one flow whose topics are `hot` and `idle` (the topology's defaults: `job: {}`), built as `plan` builds
+             it (`JobSpec.from_flow`) and deployed with `LocalDeployer().deploy` into a new engine, as apply does:
+             records/s from the first copied record on the target to the last (the remote topic's high watermarks
+             every 50 ms, bench/deployed.py `TargetWatch`), and deploy_to_first_s: the deploy call -> the first
+             copied record (spark-submit, the JVM, the SparkContext, the flow's start, its first batch);
+  alone      (--alone) the same flow without the idle topic, in a new engine of its own.
+
+Beside each rate, the CPU seconds per million records copied: the loop's (its process, over its loop) and each
+engine's (every process under its state directory, the brokers not, between the first and the last copied record):
+the machine's load moves a rate (the loop takes one core, the job both) far more than what a record costs.
+
+Prints the median and [min-max] over the repetitions of each figure and of the ratios within a repetition
+(deployed / baseline, alone / baseline), with the machine's load average at the start and the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import reconciler.deployers.instance as instance  # noqa: E402
+from bench.deployed import TargetWatch, deployer_alive, keep_logs  # noqa: E402
+from bench.engines import _cpu_seconds  # noqa: E402
+from bench.replication import Clusters, baseline, create, environment, log, produce_only  # noqa: E402
+from reconciler.contract.spec import JobSpec  # noqa: E402
+from reconciler.deployers.local import LocalDeployer  # noqa: E402
+from reconciler.dev.brokers import Engine  # noqa: E402
+from reconciler.topology.build import load_topology_text  # noqa: E402
+
+HOT, IDLE = "hot", "idle"
+
+#: (label, comparison, target) of the figures issue 47 targets
+TARGETS = {
+    "deployed_x_baseline": ("hot partition with idle siblings / the loop", ">=", 2.5),
+    "deploy_to_first_s": ("apply -> first record", "<=", 10.0),
+}
+
+
+def spec_of(source: str, target: str, alias: str, topics: list[str]) -> JobSpec:
+    """The spec `plan` builds for one flow alias->east of `topics`, the topology's defaults."""
+    text = json.dumps(
+        {
+            "apiVersion": "reconciler/v1",
+            "kind": "Topology",
+            "metadata": {"name": "bench"},
+            "clusters": {alias: {"bootstrap_servers": source}, "east": {"bootstrap_servers": target}},
+            "flows": [{"source": alias, "target": "east", "topics": {"include": topics}}],
+        }
+    )
+    topology = load_topology_text(text, "bench")
+    return JobSpec.from_flow(topology, topology.flows[0])
+
+
+class EngineCpu:
+    """The CPU seconds of every process of an engine (its state directory's: supervisor, JVMs, Python driver and
+    workers; brokers not), sampled every `interval` s while its copy runs, so that the CPU spent between the first
+    copied record and the last can be read off (`between`): the job's CPU per record, which the machine's load
+    moves far less than its rate."""
+
+    def __init__(self, root: Path, interval: float = 0.2):
+        self.root, self.interval = root, interval
+        self.samples: list[tuple[float, float]] = []
+
+    def sample(self) -> None:
+        procs = instance.scan(under=self.root.resolve())
+        self.samples.append((time.monotonic(), sum(_cpu_seconds(p.pid) for p in procs)))
+
+    def between(self, t0: float, t1: float) -> float:
+        def at(t: float) -> float:
+            return min(self.samples, key=lambda s: abs(s[0] - t))[1]
+
+        return at(t1) - at(t0)
+
+
+def deployed(c: Clusters, opts, work: Path, alias: str, topics: list[str]) -> dict[str, float]:
+    """The hot partition's records/s (`rate`), the seconds from the deploy call to its first copied record
+    (`to_first_s`) and the engine's CPU seconds per million records copied (`cpu_s_per_m`) of a new engine."""
+    spec = spec_of(c.src.bootstrap, c.dst.bootstrap, alias, topics)
+    root = work / f"state-{alias}"
+    deployer = LocalDeployer(root=root, stop_timeout=30)
+    watch = TargetWatch(c.dst.bootstrap, f"{alias}.{HOT}", 1, opts.records, c.meter)
+    cpu = EngineCpu(root)
+    t0 = time.monotonic()
+    try:
+        res = deployer.deploy(spec, {"engine": f"bench-{alias}"})
+        if not res.ok:
+            raise RuntimeError(res.message)
+        alive, deadline = deployer_alive(root), time.monotonic() + 900
+        while watch.last is None and time.monotonic() < deadline:
+            if not alive():
+                raise RuntimeError(f"the job ended with about {watch.seen:,} of {opts.records:,} records copied")
+            cpu.sample()
+            time.sleep(cpu.interval)
+        cpu.sample()
+        watch.wait(60)
+        assert watch.first is not None and watch.last is not None
+        copied = opts.records - watch.first[1]
+        return {
+            "rate": watch.rate(),
+            "to_first_s": watch.first[0] - t0,
+            "cpu_s_per_m": cpu.between(watch.first[0], watch.last) / copied * 1e6,
+        }
+    finally:
+        watch.close()
+        deployer.stop_all()
+        instance.end(instance.scan(under=root.resolve()), 5)
+        keep_logs(opts, root, alias)
+
+
+def repetition(opts, work: Path) -> dict[str, float]:
+    r: dict[str, float] = {}
+    with Clusters(opts) as c:
+        create(c.src.bootstrap, {HOT: 1, IDLE: opts.idle_partitions})
+        log(f"  producing {opts.records:,} records of 100 B on {HOT}[0]")
+        produce_only(c.src.bootstrap, [(HOT, 0)], opts.records, 100)
+        r["load_1m_before"] = os.getloadavg()[0]
+        log("  baseline: the hand-written poll -> produce loop")
+        r["baseline"], loop_cpu = baseline(c.src.bootstrap, c.dst.bootstrap, [(HOT, 0)], opts.records, c.exclude)
+        r["baseline_cpu_s_per_m"] = loop_cpu / opts.records * 1e6
+        log(f"  deployed: one flow of {HOT} (1 partition) and {IDLE} ({opts.idle_partitions} idle partitions)")
+        d = deployed(c, opts, work, "west", [HOT, IDLE])
+        r["deployed"], r["deploy_to_first_s"], r["deployed_cpu_s_per_m"] = d["rate"], d["to_first_s"], d["cpu_s_per_m"]
+        r["deployed_x_baseline"] = r["deployed"] / r["baseline"]
+        r["deployed_cpu_x_baseline"] = r["deployed_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
+        if opts.alone:
+            log(f"  alone: one flow of {HOT} only")
+            a = deployed(c, opts, work, "solo", [HOT])
+            r["alone"], r["alone_deploy_to_first_s"], r["alone_cpu_s_per_m"] = (
+                a["rate"],
+                a["to_first_s"],
+                a["cpu_s_per_m"],
+            )
+            r["alone_x_baseline"] = r["alone"] / r["baseline"]
+            r["alone_cpu_x_baseline"] = r["alone_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
+        r["load_1m_after"] = os.getloadavg()[0]
+        log(
+            f"  baseline {r['baseline']:,.0f}/s, deployed {r['deployed']:,.0f}/s ({r['deployed_x_baseline']:.2f}x), "
+            f"deploy -> first {r['deploy_to_first_s']:.1f} s"
+            + (f", alone {r['alone']:,.0f}/s ({r['alone_x_baseline']:.2f}x)" if opts.alone else "")
+        )
+    return r
+
+
+def report(env: dict[str, Any], opts, runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    print(
+        f"\nHot-partition benchmark, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
+        f"{env['loadavg_start'][0]:.1f}, at end {env['loadavg_end'][0]:.1f}), {Engine(opts.engine).product} brokers "
+        f"on loopback; {opts.records:,} records on one partition, {opts.idle_partitions} idle partitions in the same "
+        f"flow; the topology's defaults; median [min-max] of {len(runs)} repetitions"
+    )
+    summary = {}
+    for key in runs[0]:
+        vals = [r[key] for r in runs if key in r]
+        s = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+        summary[key] = s
+        line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
+        if key in TARGETS:
+            label, cmp, target = TARGETS[key]
+            ok = s["median"] >= target if cmp == ">=" else s["median"] <= target
+            line += f"   {label}: target {cmp} {target:g} {'MET' if ok else 'MISSED'}"
+        print(line)
+    return summary
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=4_000_000, help="100-byte records on the hot partition")
+    ap.add_argument("--idle-partitions", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--alone", action="store_true", help="also the flow of the hot topic alone, in a new engine")
+    ap.add_argument("--engine", default="tansu", choices=[e.value for e in Engine])
+    ap.add_argument("--logs", help="copy each engine's log (job.log) into this directory")
+    ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
+    opts = ap.parse_args(argv)
+    opts.size, opts.master, opts.parallelism = 100, "local[2]", 2  # for bench.replication's Clusters/environment
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    env = environment(opts)
+    runs = []
+    for i in range(opts.repeat):
+        log(f"repetition {i + 1}/{opts.repeat}")
+        work = Path(tempfile.mkdtemp(prefix="bench-hot-"))
+        try:
+            runs.append(repetition(opts, work))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    env["loadavg_end"] = os.getloadavg()
+    summary = report(env, opts, runs)
+    if opts.json:
+        Path(opts.json).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
