@@ -447,7 +447,8 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
             )
         else:
             what = (
-                f"{opts.records:,} records on each of {opts.partitions} partitions, partition {opts.poisoned} "
+                f"two flows side by side, {opts.records:,} records on each of {opts.partitions - 1} partitions of "
+                f"each; the poisoned flow's partition {opts.poisoned} "
                 f"{'does not answer' if scenario == 'stalled' else 'refuses a record'}"
             )
         print(f"\n  {scenario} ({what})")
@@ -455,7 +456,7 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
             line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
             if key == "ratio_per_partition":
                 ok = s["median"] >= TARGET_RATIO
-                line += f"   records/s per healthy partition, poisoned / healthy: target >= {TARGET_RATIO} " + (
+                line += f"   records/s per partition, poisoned flow / healthy flow: target >= {TARGET_RATIO} " + (
                     "MET" if ok else "MISSED"
                 )
             print(line)
