@@ -53,12 +53,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from confluent_kafka import KafkaException, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, OffsetSpec  # noqa: E402
+
 import reconciler.deployers.instance as instance  # noqa: E402
 from bench.scale import (  # noqa: E402
     TARGET,
     CheckpointHeld,
     Cluster,
     FlowDecl,
+    admin,
     all_copied,
     checkpoint_held,
     idle_window,
@@ -68,7 +72,6 @@ from bench.scale import (  # noqa: E402
     spread,
     start_cluster,
     synced_groups,
-    target_ends,
     topic_names,
     topology_yaml,
 )
@@ -206,20 +209,31 @@ def start_up(rig: Rig, m: Measured) -> float:
         stderr=subprocess.PIPE,
         text=True,
     )
-    sample = rig.remote[:20]
+    sample = [TopicPartition(t, p) for t in rig.remote[:20] for p in range(rig.point.partitions_per_topic)]
+    client = admin(rig.target)  # one client polled (a new one every 0.25 s piles up threads)
     deadline = t0 + 900
     while time.monotonic() < deadline and (math.isnan(m.first_record_s) or proc.poll() is None):
         if proc.poll() is not None and math.isnan(m.apply_returned_s):
             m.apply_returned_s = time.monotonic() - t0
             if proc.returncode != 0:
                 raise RuntimeError(f"apply exited {proc.returncode}: {proc.stderr.read()[-2000:]}")
-        if math.isnan(m.first_record_s) and target_ends(rig.target, sample, rig.point.partitions_per_topic) > 0:
+        if math.isnan(m.first_record_s) and _any_record(client, sample):
             m.first_record_s = time.monotonic() - t0
         time.sleep(0.25)
     if math.isnan(m.apply_returned_s):
         proc.wait(60)
         m.apply_returned_s = time.monotonic() - t0
     return t0
+
+
+def _any_record(client: AdminClient, tps: list[TopicPartition]) -> bool:
+    for f in client.list_offsets({tp: OffsetSpec.latest() for tp in tps}).values():
+        try:
+            if f.result().offset > 0:
+                return True
+        except KafkaException:
+            pass
+    return False
 
 
 def measure_point(point: Point, opts, work: Path) -> Measured:

@@ -342,7 +342,8 @@ def checkpoint_held(target: Cluster, sampled: list[SampledGroup], new_records: i
 
 
 def _ends(c: Cluster, tps: list[TopicPartition]) -> dict[str, int]:
-    futures = admin(c).list_offsets({tp: OffsetSpec.latest() for tp in tps})
+    a = admin(c)  # held until every future is done: a collected client never completes them
+    futures = a.list_offsets({tp: OffsetSpec.latest() for tp in tps})
     out = {}
     for tp, f in futures.items():
         try:
