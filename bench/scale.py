@@ -286,11 +286,14 @@ class CheckpointHeld:
 
 
 def sample_groups(groups_of: dict[str, tuple[Cluster, list[str], list[str]]], sample: int) -> list[SampledGroup]:
-    """`sample` groups spread evenly over every source's groups (group k of a source committed on topic k mod n,
-    as populate() commits them)."""
+    """`sample` groups spread evenly over every source's groups and their topics (group k of a source is committed
+    on topic k mod n, as populate() commits them)."""
     every = [(alias, c, topics, k, g) for alias, (c, topics, groups) in groups_of.items() for k, g in enumerate(groups)]
     step = max(1, len(every) // max(1, sample))
-    return [SampledGroup(g, c, alias, topics[k % len(topics)]) for alias, c, topics, k, g in every[::step][:sample]]
+    # the i-th pick is shifted by i mod step, so that a step that is a multiple of the topic count does not land
+    # every pick on one topic
+    picks = [every[i * step + i % step] for i in range(min(sample, len(every) // step))]
+    return [SampledGroup(g, c, alias, topics[k % len(topics)]) for alias, c, topics, k, g in picks]
 
 
 def target_group_offsets(target: Cluster, sampled: list[SampledGroup]) -> dict[str, int]:

@@ -11,7 +11,7 @@ import argparse
 import pytest
 
 from bench.curves import Axis, fit, point_for
-from bench.scale import TARGET, FlowDecl, topology_yaml
+from bench.scale import TARGET, FlowDecl, sample_groups, topology_yaml
 from reconciler.topology.build import load_topology_text
 
 
@@ -59,3 +59,12 @@ def test_many_flows_on_one_source_broker_validate_into_one_target():
     topo = load_topology_text(text)
     assert len(topo.flows) == 3
     assert {f.target for f in topo.flows} == {TARGET}
+
+
+def test_the_sampled_groups_spread_over_the_topics_not_only_over_the_groups():
+    topics = [f"a{i:05d}" for i in range(20)]
+    groups = [f"ag{k:06d}" for k in range(10000)]
+    picked = sample_groups({"a": (None, topics, groups)}, 500)
+    assert len(picked) == 500 and len({s.group for s in picked}) == 500
+    assert len({s.topic for s in picked}) == 20
+    assert {s.remote.topic for s in picked} == {f"a.{t}" for t in topics}
