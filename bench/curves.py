@@ -202,13 +202,15 @@ class Rig:
 def start_up(rig: Rig, m: Measured) -> float:
     """Apply in a new process; the seconds until it returned and until the first record was on the target."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reconciler", "apply", str(rig.tdir), "--auto-approve"],
-        env=rig.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # its output to a file: a plan of thousands of topics fills a pipe, and apply would wait on it for ever
+    log = rig.work / "apply.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reconciler", "apply", str(rig.tdir), "--auto-approve"],
+            env=rig.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     sample = [TopicPartition(t, p) for t in rig.remote[:20] for p in range(rig.point.partitions_per_topic)]
     client = admin(rig.target)  # one client polled (a new one every 0.25 s piles up threads)
     deadline = t0 + 900
@@ -216,7 +218,7 @@ def start_up(rig: Rig, m: Measured) -> float:
         if proc.poll() is not None and math.isnan(m.apply_returned_s):
             m.apply_returned_s = time.monotonic() - t0
             if proc.returncode != 0:
-                raise RuntimeError(f"apply exited {proc.returncode}: {proc.stderr.read()[-2000:]}")
+                raise RuntimeError(f"apply exited {proc.returncode}: {log.read_text()[-2000:]}")
         if math.isnan(m.first_record_s) and _any_record(client, sample):
             m.first_record_s = time.monotonic() - t0
         time.sleep(0.25)
