@@ -121,6 +121,7 @@ class Measured:
     groups_synced_s: float = math.nan
     idle_cpu_pct: list[float] = field(default_factory=list)
     pss_mb: list[float] = field(default_factory=list)
+    processes: list[float] = field(default_factory=list)  # the engine's processes at each window's end
     load: list[float] = field(default_factory=list)
     checkpoint: CheckpointHeld | None = None
 
@@ -267,9 +268,11 @@ def measure_point(point: Point, opts, work: Path) -> Measured:
             window = idle_window(rig.root, opts.idle_seconds)
             m.idle_cpu_pct.append(window["cpu_pct"])
             m.pss_mb.append(window["pss_mb"])
+            m.processes.append(window["processes"])
             m.load.append(os.getloadavg()[0])
             say(
-                f"  idle window {w + 1}: {window['cpu_pct']:.1f} % of a core, {window['pss_mb']:.0f} MB PSS, "
+                f"  idle window {w + 1}: {window['cpu_pct']:.1f} % of a core, {window['pss_mb']:.0f} MB PSS "
+                f"({window['processes']:.0f} processes), "
                 f"load {m.load[-1]:.1f}"
             )
     finally:
@@ -299,9 +302,9 @@ def table(axis: Axis, ms: list[Measured]) -> None:
     print(f"\n### {axis.value}\n")
     print(
         "| point | partitions | groups | flows | load (1 min) | apply returned s | apply -> first record s "
-        "| apply -> caught up s | apply -> groups synced s | idle CPU % of a core | PSS MB | commit -> target s |"
+        "| apply -> caught up s | apply -> groups synced s | idle CPU % of a core | PSS MB | processes | commit -> target s |"
     )
-    print("|" + "---|" * 12)
+    print("|" + "---|" * 13)
     for m in ms:
         p, cp = m.point, m.checkpoint
         held = "-"
@@ -314,7 +317,7 @@ def table(axis: Axis, ms: list[Measured]) -> None:
         print(
             f"| {p.x:,} | {p.partitions:,} | {p.groups:,} | {p.flows} | {spread(m.load, '{:.1f}')} "
             f"| {_s(m.apply_returned_s)} | {_s(m.first_record_s)} | {_s(m.caught_up_s)} | {_s(m.groups_synced_s)} "
-            f"| {spread(m.idle_cpu_pct, '{:.1f}')} | {spread(m.pss_mb, '{:.0f}')} | {held} |"
+            f"| {spread(m.idle_cpu_pct, '{:.1f}')} | {spread(m.pss_mb, '{:.0f}')} | {spread(m.processes, '{:.0f}')} | {held} |"
         )
 
 
