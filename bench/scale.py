@@ -569,7 +569,7 @@ def report(opts, figures: dict[str, list[float]], requests: list[Counter[str]]) 
         ("apply returned, s", "apply_returned_s"),
         ("apply -> every record on the target, s", "apply_to_all_records_s"),
         ("apply -> every group synced on the target, s", "apply_to_all_groups_s"),
-        ("commit on the source -> offset on the target, s", "checkpoint_lag_s"),
+        ("commit on a source -> offset on the target, s", "checkpoint_lag_s"),
         ("engine idle CPU, % of one core", "idle_cpu_pct"),
         ("engine PSS, MB", "engine_pss_mb"),
     ]
