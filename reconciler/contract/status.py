@@ -14,8 +14,9 @@ Value (JSON object):
     (record age at acknowledgement, recent window), errors (count), last_error,
     findings: [str] (remote topic problems), out_of_range: [{topic, partition, position, low, high,
     action, at, kind}], halted: ["topic:partition"], faults: [{topic, partition, kind, reason, offset, since}]
-    (partitions that do not progress: halted, stuck while their source advances, or behind a cluster that does not
-    answer: source-unreachable, target-unreachable), dead_letters:
+    (partitions that do not progress: halted, stuck while their source advances, behind a cluster that does not
+    answer: source-unreachable, target-unreachable, or led by a broker that does not answer: leader-unreachable),
+    dead_letters:
     [{topic, partition, count}] (records skipped to the dead-letter topic, `on_refused_record: skip`), data_loss:
     [{topic, partition, kind, count}] (losses seen at the source: truncated, lost-tail, recreated), instance_id (one per start), pid (the driver),
     metrics_port (bound by the job), lag_seconds, lag_read_at (epoch ms the source ends were read).
@@ -226,6 +227,9 @@ class FaultKind(str, enum.Enum):
     SOURCE_UNREACHABLE = "source-unreachable"
     #: the job's calls to the target cluster (its status record, its topics) have failed for the stuck bound
     TARGET_UNREACHABLE = "target-unreachable"
+    #: the partition's leader does not answer the job while the source's other partitions do (engine/unanswered.py):
+    #: held out of the batches, asked again until it answers
+    LEADER_UNREACHABLE = "leader-unreachable"
 
     @classmethod
     def parse(cls, value: Any) -> FaultKind | None:

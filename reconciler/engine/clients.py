@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 #: refresh.topics.interval.seconds; a producer that hits a partition it does not know yet is also replaced).
 METADATA_REFRESH_MS = 10_000
 
+#: How much longer than an admin request's own timeout (`request_timeout`) its answers are waited for: by then
+#: librdkafka has answered every part of it, the parts whose broker did not answer as such (a partition's ListOffsets,
+#: a broker's ListGroups) and the others with their answers. Waiting only the request's own timeout, the first
+#: future's wait took all of it and every answer was lost when one broker hung (issue 47).
+ANSWER_GRACE_S = 2.0
+
 # Client settings the job owns: a cluster's own `config` may not override these.
 _FORCED_CONSUMER = {
     "enable.auto.commit": False,

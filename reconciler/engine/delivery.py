@@ -167,7 +167,7 @@ class AtLeastOnce:
         # task's result after it only where that commit did not record it (`source_committed`: an idle flow's
         # heartbeat copy made two synchronous commits of the same positions a second, issue 39).
         producer = plain_producer(spec)
-        deadline = time.time() + spec.engine.max_batch_ms / 1000.0
+        deadline = time.time() + task.time_budget_s(spec.engine.max_batch_ms)
         copier = Copier(
             spec, parts, producer, task.consumer_epoch, max_round_s=PROGRESS_COMMIT_S, at_end_only=task.at_end_only
         )
@@ -235,7 +235,7 @@ class ExactlyOnce:
         txn_id = transactional_id(spec, task.slot)
         result.transactional_id = txn_id
         producer = txn_producer(spec, txn_id, task.last_owner)
-        deadline = time.time() + spec.engine.max_batch_ms / 1000.0
+        deadline = time.time() + task.time_budget_s(spec.engine.max_batch_ms)
         copier = Copier(spec, parts, producer, task.consumer_epoch, at_end_only=task.at_end_only)
         redos = 0
         try:

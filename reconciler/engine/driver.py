@@ -34,6 +34,8 @@ tell it what happened or ask it through its methods):
     refresh.py        `refresher` (TopicRefresh): the partitions copied, their positions loaded, the record limits
     source_faults.py  `faults` (SourceFaults): data lost at the source and refused records, `offset_reset`
                       (the pure rules are source_loss.py's)
+    leaders.py        `leaders` (LeaderProbe): lets go of the partitions held out because their leader does not
+                      answer (unanswered.py: the gate and the loss handler hold them; a fault of their own meanwhile)
     batches.py        `shaper` (BatchShaper): the tasks of a batch; `absorber` (Absorber): its results taken in
                       and committed, a failed batch, the delayed offset syncs
     reporting.py      `reporter` (Reporter): lag and the side channel reading the source's ends, state, faults, the
@@ -42,6 +44,7 @@ tell it what happened or ask it through its methods):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import queue
@@ -64,13 +67,15 @@ from reconciler.engine.clients import SharedClients
 from reconciler.engine.delivery import DeliveryMode, mode_of
 from reconciler.engine.driver_parts import Connections, Partitions, Progress, Timers
 from reconciler.engine.emitters import CheckpointEmitter
+from reconciler.engine.fair_share import FairShare
 from reconciler.engine.fencing import InstanceFence
 from reconciler.engine.idle_gate import IdleGate, Work
+from reconciler.engine.leaders import LeaderProbe
 from reconciler.engine.metrics import JobMetrics
 from reconciler.engine.refresh import FULL_REFRESH_S, TopicRefresh
 from reconciler.engine.reporting import Reporter
 from reconciler.engine.source_faults import SourceFaults
-from reconciler.engine.tasks import CopyTask, TaskResult
+from reconciler.engine.tasks import CopyTask, TaskResult, merged
 from reconciler.engine.worker import run_tasks
 from reconciler.settings import INSTANCE_ENV
 from reconciler.topology import secrets
@@ -231,6 +236,14 @@ class LocalExecutor:
 IN_DRIVER = LocalExecutor()  # a batch of heartbeats alone runs here, not as a Spark job
 
 
+def _slots(spark_context: Any) -> int | None:
+    """How many tasks the application runs at once (its default parallelism: `local[N]`'s N, a cluster's cores)."""
+    try:
+        return int(spark_context.defaultParallelism)
+    except Exception:  # noqa: BLE001 - not known: any neighbour's batch counts as taking every slot
+        return None
+
+
 class PendingSpark(Protocol):
     """A SparkContext being made while the flows start (session.py `PendingContext`)."""
 
@@ -239,12 +252,17 @@ class PendingSpark(Protocol):
 
 class SparkExecutor:
     """One Spark partition per task; records move inside the Python workers. Given the SparkContext, or the context
-    being made (`PendingSpark`: an engine's flows start while the JVM makes it), which the first batch waits for."""
+    being made (`PendingSpark`: an engine's flows start while the JVM makes it), which the first batch waits for. An
+    engine's flows share one (and its `share`): while its busy flows want more task slots than it has, a batch takes
+    fewer tasks where its delivery allows, else its tasks end sooner (engine/fair_share.py)."""
 
-    def __init__(self, spark_context: Any = None, *, pending: PendingSpark | None = None):
+    def __init__(
+        self, spark_context: Any = None, *, pending: PendingSpark | None = None, share: FairShare | None = None
+    ):
         if (spark_context is None) == (pending is None):
             raise ValueError("a SparkExecutor is given either a SparkContext or a pending one")
-        self._sc, self._pending = spark_context, pending
+        self._sc, self._pending, self._share = spark_context, pending, share
+        self._share_lock = threading.Lock()
 
     @property
     def sc(self) -> Any:
@@ -253,14 +271,26 @@ class SparkExecutor:
             self._sc = self._pending.get()  # the first batch waits for the context; raises if it failed
         return self._sc
 
+    @property
+    def share(self) -> FairShare:
+        """The engine's fair share of its task slots, made at the first batch (the slots are the context's)."""
+        with self._share_lock:  # the flows' batch threads ask at once: one share for all of them
+            if self._share is None:
+                self._share = FairShare(_slots(self.sc))
+            return self._share
+
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         if not tasks:
             return []
         sc = self.sc
-        # In an engine the flows' batches run side by side: each flow is a pool of its own (FAIR between pools).
-        sc.setLocalProperty("spark.scheduler.pool", spec.flow)
-        rdd = sc.parallelize(tasks, len(tasks))
-        return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
+        with self.share.batch(spec.flow, len(tasks), not mode.slot_is_identity) as share:
+            tasks = merged(tasks, share.tasks)  # the slots the engine's other busy flows leave free
+            if share.max_ms is not None:  # still more tasks than slots: one frees every slice
+                tasks = [dataclasses.replace(t, max_ms=share.max_ms) for t in tasks]
+            # In an engine the flows' batches run side by side: each flow is a pool of its own (FAIR between pools).
+            sc.setLocalProperty("spark.scheduler.pool", spec.flow)
+            rdd = sc.parallelize(tasks, len(tasks))
+            return rdd.mapPartitions(lambda it: run_tasks(spec, it, mode)).collect()
 
 
 def _spec_of(spec: JobSpec | str | Path, spec_file: SpecFile | None) -> tuple[SpecFile | None, JobSpec]:
@@ -312,6 +342,7 @@ class ReplicationDriver:
         self.gate = IdleGate(self, self.parts, log=self.log)
         self.stop_event = self.gate.stop  # the gate's: a stop ends an idle wait at once
         self.faults = SourceFaults(self, self.parts, self.gate, self.progress, self.error, self._fail, self.log)
+        self.leaders = LeaderProbe(self.parts, self.log)  # lets go of the partitions whose leader answers again
         self.refresher = TopicRefresh(
             self, self.parts, self.progress, self.faults, self.gate.reach, self.error, self.log
         )
@@ -365,6 +396,7 @@ class ReplicationDriver:
         self.gate.connect(conn)
         self.refresher.connect(conn)
         self.faults.connect(conn)
+        self.leaders.connect(conn)
         self.absorber.connect(conn)
         self.reporter.connect(conn)
 
@@ -471,9 +503,12 @@ class ReplicationDriver:
                 except KafkaException as exc:  # a cluster not answering (issue 34): the last plan stands till the next
                     self.error(f"topic refresh: {exc}")
         gate, shaper, faults = self.gate, self.shaper, self.faults
+        self.leaders.step()  # the partitions held out whose leader answers again are copied again
         self.absorber.reload_unread()  # positions a failed batch left unknown (exactly-once), read before copying
         tasks = shaper.plan_tasks()
         work = gate.work_waiting() if tasks else Work.RECORDS
+        if gate.take_held_out():  # their leader did not answer the gate: not in this batch (engine/unanswered.py)
+            tasks = shaper.plan_tasks()
         moved_back = gate.take_moved_back()
         if bool(moved_back and faults.ends_moved_back(moved_back)) | faults.check_tails():
             tasks, work = shaper.plan_tasks(), Work.RECORDS  # positions moved, partitions halted or let through

@@ -39,6 +39,7 @@ from reconciler.engine.offsets import OffsetStore
 from reconciler.engine.tails import CopiedTails
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
 from reconciler.engine.topics import PartitionPlan, TopicManager
+from reconciler.engine.unanswered import Unanswered
 from reconciler.topology import secrets
 
 T = TypeVar("T")
@@ -293,7 +294,9 @@ class Partitions:
     `lag`, what the tasks last reported; `halted`, the partitions the job stopped copying and why (a loss under
     `offset_reset: pause` or `fail`, a refused record under `on_refused_record: fail`); `dead_letters`, the records of
     each partition written to the dead-letter topic (`on_refused_record: skip`); `tails`, what was copied last of each
-    partition and the partitions whose tail is to be read back (engine/tails.py `CopiedTails`, its own methods).
+    partition and the partitions whose tail is to be read back (engine/tails.py `CopiedTails`, its own methods);
+    `unanswered`, the partitions held out because their leader does not answer (engine/unanswered.py `Unanswered`, its
+    own methods: the idle gate and the loss handler hold them, engine/leaders.py's probe lets them go).
     What goes with each task (`tasks`) besides: the offset-sync state the workers hand back, the largest record each
     remote topic takes (its `max.message.bytes` less a batch's overhead, read at each refresh), the process each slot
     last ran in and the consumer epoch (bumped to make the workers drop their cached consumers).
@@ -328,6 +331,7 @@ class Partitions:
         self._consumer_epoch = consumer_epoch
         self._unread: set[TP] = set()  # positions to read again from the job's group before copying on
         self.tails = CopiedTails()
+        self.unanswered = Unanswered()
 
     # --- read ------------------------------------------------------------------------------------------------------
     @property
@@ -365,9 +369,9 @@ class Partitions:
         return frozenset(self._unread)
 
     def copied(self) -> list[TP]:
-        """The partitions a batch copies: planned, not halted, with a position known (not `unread`), and no tail to
-        read back first (`tails.suspects`: engine/tails.py)."""
-        held, unread = self.tails.suspects, self._unread
+        """The partitions a batch copies: planned, not halted, with a position known (not `unread`), no tail to read
+        back first (`tails.suspects`: engine/tails.py) and a leader that answers (`unanswered`: engine/unanswered.py)."""
+        held, unread = set(self.tails.suspects) | self.unanswered.held, self._unread
         return [
             tp
             for tp in sorted(self._plan.copy)
@@ -443,6 +447,7 @@ class Partitions:
         self._slots.pop(tp, None)
         self._lag.pop(tp, None)
         self.tails.forget(tp)
+        self.unanswered.forget(tp)
 
     def limits_read(self, limits: Mapping[str, int]) -> None:
         """The largest record each remote topic takes, as read at a refresh."""

@@ -256,7 +256,13 @@ class CheckpointEmitter:
         before the next made a round of 10,000 groups take minutes)."""
         from confluent_kafka import ConsumerGroupTopicPartitions
 
-        listed = self.source_admin.list_consumer_groups(request_timeout=timeout).result(timeout)
+        # Waited for longer than the request's own timeout: librdkafka then answers with the groups of the brokers
+        # that answered and an error for each that did not (one hung broker lost the whole round when it raced it).
+        listed = self.source_admin.list_consumer_groups(request_timeout=timeout).result(
+            timeout + clients.ANSWER_GRACE_S
+        )
+        for error in listed.errors or ():
+            log.info("a source broker did not list its consumer groups: %s", error)
         own = job_group(self.spec)
         groups = sorted(
             g.group_id for g in listed.valid if self.flow.groups.matches(g.group_id) and not g.group_id.startswith(own)
@@ -274,7 +280,7 @@ class CheckpointEmitter:
             for group, future in futures.items():
                 self.read_at[group] = read_at
                 try:
-                    res = future.result(timeout)
+                    res = future.result(timeout + clients.ANSWER_GRACE_S)
                 except Exception as exc:  # noqa: BLE001 - a group may vanish meanwhile
                     log.info("cannot read offsets of group %s: %s", group, exc)
                     continue

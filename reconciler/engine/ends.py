@@ -21,6 +21,9 @@ consumer and a fetch. The worker's copy loop (engine/worker.py) never takes a li
 to end-of-partition, and its cached high watermark (`get_watermark_offsets(cached=True)`, the fetch responses') is
 only what it reports.
 
+A partition whose leader does not answer while the others do (a hung broker) is told apart (`read_latest`'s
+`EndsRead.unanswered`): its flow holds it out of the batches (engine/unanswered.py) instead of waiting for it.
+
 The requests themselves are behind a small protocol (`EndRequests`; `KafkaEndRequests` is the real one, built on
 the flow's shared source admin and its OffsetStore's consumer: no client of its own but the short-lived probe of
 `true_end`), so the rules above (partial failures, negative answers, where the read to the end starts) are tested
@@ -32,6 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from reconciler.adapters.read_to_end import read_to_end
@@ -50,13 +54,43 @@ GATE_TIMEOUT_S = 3.0
 #: How long a `watermarks` read waits for the broker.
 WATERMARKS_TIMEOUT_S = 10.0
 
+#: The offset librdkafka answers (no error) for a partition whose leader did not answer a ListOffsets in time.
+OFFSET_INVALID = -1001
+
+
+class NoAnswer(TimeoutError):
+    """A partition's leader did not answer a request within its timeout (the other partitions' may have)."""
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether `exc` says the broker did not answer in time (`NoAnswer`, a future's timeout, librdkafka's _TIMED_OUT),
+    rather than answering with an error."""
+    if isinstance(exc, TimeoutError):
+        return True
+    err = exc.args[0] if exc.args else None
+    code = getattr(err, "code", None)
+    if not callable(code):
+        return False
+    from confluent_kafka import KafkaError
+
+    return bool(code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT))
+
+
+@dataclass(frozen=True)
+class EndsRead:
+    """One read of the source's listed ends: each partition's end that was answered, and the partitions whose leader
+    did not answer in time, each with the error (the others' answers are good: engine/unanswered.py)."""
+
+    ends: dict[TP, int] = field(default_factory=dict)
+    unanswered: dict[TP, str] = field(default_factory=dict)
+
 
 class EndRequests(Protocol):
     """The broker requests behind `PartitionEnds` (`KafkaEndRequests`, or a test's fake)."""
 
     def list_offsets(self, partitions: Sequence[TP], earliest: bool, timeout: float) -> Mapping[TP, int | Exception]:
         """One ListOffsets(latest, or earliest) request per leader, read_committed: each partition's answer, or the
-        error it got, within `timeout` seconds in all."""
+        error it got (`NoAnswer`: its leader did not answer), within `timeout` seconds (and clients.py's `ANSWER_GRACE_S`) in all."""
         ...
 
     def watermarks(self, tp: TP, timeout: float) -> tuple[int, int]:
@@ -100,11 +134,16 @@ class PartitionEnds:
         """ListOffsets(latest, read_committed), one request per leader, `timeout` seconds in all: the last stable
         offset on Apache Kafka and noida-db; on Tansu its last batch's base offset + 1, below the true end by less
         than a batch, moved by every new batch. A partition that failed is left out (logged); all failed: raises."""
+        return self._listed(partitions, False, timeout).ends
+
+    def read_latest(self, partitions: Iterable[TP], timeout: float = GATE_TIMEOUT_S) -> EndsRead:
+        """`listed_latest`, and which partitions' leader did not answer within `timeout` (`EndsRead.unanswered`)
+        while the others answered. All failed: raises."""
         return self._listed(partitions, False, timeout)
 
     def listed_earliest(self, partitions: Iterable[TP], timeout: float = GATE_TIMEOUT_S) -> dict[TP, int]:
         """ListOffsets(earliest), as `listed_latest`: the log start offset (the same on every broker)."""
-        return self._listed(partitions, True, timeout)
+        return self._listed(partitions, True, timeout).ends
 
     def watermarks(self, tp: TP) -> tuple[int, int]:
         """(low, high) asked of the broker through the consumer (two ListOffsets requests, not librdkafka's cache):
@@ -175,22 +214,25 @@ class PartitionEnds:
             return []
         return self.requests.read_run(True, remote, partition, start, None, count, timeout)
 
-    def _listed(self, partitions: Iterable[TP], earliest: bool, timeout: float) -> dict[TP, int]:
+    def _listed(self, partitions: Iterable[TP], earliest: bool, timeout: float) -> EndsRead:
         wanted = sorted(set(partitions))
         if not wanted:
-            return {}
+            return EndsRead()
         out: dict[TP, int] = {}
         failed: list[str] = []
+        unanswered: dict[TP, str] = {}
         for tp, answer in self.requests.list_offsets(wanted, earliest, timeout).items():
             if isinstance(answer, Exception):
                 failed.append(f"{tp[0]}[{tp[1]}]: {answer}")
+                if timed_out(answer):
+                    unanswered[tp] = str(answer) or f"no answer within {timeout:g} s"
             elif answer >= 0:
                 out[tp] = answer
         if failed and not out:
             raise RuntimeError(f"cannot read the source's end offsets: {failed[0]}")
         for f in failed:
             log.info("cannot read the end offset of %s", f)
-        return out
+        return EndsRead(out, unanswered)
 
 
 class KafkaEndRequests:
@@ -213,13 +255,17 @@ class KafkaEndRequests:
             isolation_level=IsolationLevel.READ_COMMITTED,
             request_timeout=timeout,
         )
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout + clients.ANSWER_GRACE_S  # librdkafka answers each by `timeout`
         out: dict[TP, int | Exception] = {}
         for tp, future in futures.items():
             try:
-                out[(tp.topic, tp.partition)] = future.result(timeout=max(0.1, deadline - time.monotonic())).offset
+                offset = future.result(timeout=max(0.1, deadline - time.monotonic())).offset
             except Exception as exc:  # noqa: BLE001 - e.g. a topic deleted since the last refresh
                 out[(tp.topic, tp.partition)] = exc
+                continue
+            # its leader did not answer in time (librdkafka says so with this offset, not an error)
+            no_answer = NoAnswer(f"its leader did not answer within {timeout:g} s")
+            out[(tp.topic, tp.partition)] = no_answer if offset == OFFSET_INVALID else offset
         return out
 
     def watermarks(self, tp: TP, timeout: float) -> tuple[int, int]:

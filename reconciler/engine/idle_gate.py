@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, ReachWatch, UsesClients
+from reconciler.engine.ends import EndsRead
 from reconciler.engine.lag import SourceEnds
 from reconciler.engine.source_loss import ends_moved_back
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult
@@ -55,9 +56,10 @@ class Work(enum.Enum):
 
 
 class EndOffsets(Protocol):
-    """Lists the source's ends (engine/ends.py `PartitionEnds`)."""
+    """Lists the source's ends (engine/ends.py `PartitionEnds`): the ends answered, and the partitions whose leader
+    did not answer while the others did."""
 
-    def listed_latest(self, partitions: list[TP]) -> Mapping[TP, int]: ...
+    def read_latest(self, partitions: list[TP]) -> EndsRead: ...
 
 
 class Arrivals(Protocol):
@@ -148,6 +150,7 @@ class IdleGate(UsesClients[GateClients]):
         self.stop = LinkedEvent(self._wake)  # the flow's stop (the driver's `stop_event`)
         self._ends_answered_at_ms = 0  # when the source last answered the gate's read of its ends (epoch ms)
         self._source_failed = False  # the last read of the source's ends failed
+        self._held_out = False  # partitions held out since `take_held_out` (their leader does not answer)
 
     @property
     def wake(self) -> threading.Event:
@@ -196,6 +199,12 @@ class IdleGate(UsesClients[GateClients]):
                 self._clients.arrivals.arm(self.watched_positions())
         self._pacing.idle_steps = 0 if work is Work.RECORDS else self._pacing.idle_steps + 1
 
+    def take_held_out(self) -> bool:
+        """Whether the gate held partitions out since the last call (their leader did not answer its read of the
+        ends while the others did: engine/unanswered.py): the batch's tasks are planned again without them."""
+        held, self._held_out = self._held_out, False
+        return held
+
     def take_moved_back(self) -> dict[TP, tuple[int, int]]:
         """The partitions whose end the gate read below the end the source last answered, (before, now) each, since
         the last call (the loss handler's: `SourceFaults.ends_moved_back`)."""
@@ -222,19 +231,24 @@ class IdleGate(UsesClients[GateClients]):
         if clients is None:
             return Work.RECORDS
         pacing = self._pacing
-        copy = [tp for tp in self.parts.plan.copy if tp not in self.parts.halted]
+        held = self.parts.unanswered.held
+        copy = [tp for tp in self.parts.plan.copy if tp not in self.parts.halted and tp not in held]
         now = time.monotonic()
         if now < pacing.gate_recheck and self.watch_hears_all(copy):
             return self._heartbeats_when_due(now, copy)
         at_ms = int(time.time() * 1000)
         try:
-            ends = dict(clients.ends.listed_latest(copy))
+            read = clients.ends.read_latest(copy)
         except Exception as exc:  # noqa: BLE001 - the batch finds out what is wrong
             self.log.info("cannot read the source's end offsets before a batch: %s", exc)
             self.reach.failed(Cluster.SOURCE, at_ms, f"{type(exc).__name__}: {exc}")
             self._source_failed = True
             ends = {}
         else:
+            ends = dict(read.ends)
+            if read.unanswered:  # their leader hangs, the others' answer: not waited for again (unanswered.py)
+                self.hold_out(read.unanswered, at_ms)
+                copy = [tp for tp in copy if tp not in read.unanswered]
             self.reach.answered(Cluster.SOURCE, at_ms)
             self._ends_answered_at_ms = at_ms
             if self._source_failed:
@@ -262,6 +276,20 @@ class IdleGate(UsesClients[GateClients]):
         if all(policy.is_heartbeats_topic(topic) for topic, _ in waiting):
             return self._heartbeats_when_due(now, waiting)
         return Work.RECORDS
+
+    def hold_out(self, unanswered: Mapping[TP, str], at_ms: int | None = None) -> None:
+        """Hold out the partitions whose leader did not answer (`unanswered`: each one's error) while the source's
+        other partitions did: no batch copies them and no read waits for them until a probe hears their leader
+        again (engine/leaders.py)."""
+        for tp in self.parts.unanswered.hold(unanswered, self.parts.positions, at_ms):
+            self._pacing.caught_up.pop(tp, None)
+            self._held_out = True
+            self.log.warning(
+                "%s[%d]: its leader does not answer (%s): held out of the batches until it does",
+                tp[0],
+                tp[1],
+                unanswered[tp],
+            )
 
     def _heartbeats_when_due(self, now: float, tps: list[TP]) -> Work:
         """Heartbeats (a record every few seconds from each flow of the source) are copied by the driver, at most

@@ -229,8 +229,8 @@ METRICS: tuple[MetricDef, ...] = (
         "gauge",
         (*PARTITION_LABELS, "kind"),
         "When the partition stopped progressing (epoch seconds; kind: refused-record, out-of-range, truncated, "
-        "lost-tail, recreated, stuck, source-unreachable, target-unreachable); absent while it progresses (the status "
-        "record's `faults`)",
+        "lost-tail, recreated, stuck, source-unreachable, target-unreachable, leader-unreachable); absent while it "
+        "progresses (the status record's `faults`)",
     ),
     MetricDef(
         f"{OWN}_dead_letters",

@@ -5,6 +5,7 @@ read nothing of the flow themselves."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -112,7 +113,12 @@ class Reporter(UsesClients[ReportClients]):
         now_ms, ends_known = int(time.time() * 1000), self.reach.answers(Cluster.SOURCE)
         # Copies (atomic): the status thread reads what the loop's thread changes.
         copy, positions, lag = dict(parts.plan.copy), dict(parts.positions), dict(parts.lag)
-        return job_lag(copy, positions, lag, self._source_ends, now_ms, ends_known)
+        source, held = self._source_ends, parts.unanswered.held
+        if held:  # their leader does not answer: their end now is not known (not the last one seen)
+            lag = {tp: p for tp, p in lag.items() if tp not in held}
+            if source is not None:
+                source = dataclasses.replace(source, ends={tp: e for tp, e in source.ends.items() if tp not in held})
+        return job_lag(copy, positions, lag, source, now_ms, ends_known)
 
     @property
     def source_ends(self) -> SourceEnds | None:
@@ -134,8 +140,10 @@ class Reporter(UsesClients[ReportClients]):
         clients = self._clients
         if clients is None:
             return
-        # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic).
-        copy = dict(self.parts.plan.copy)
+        # Copies taken at once (the loop's thread replaces `plan` and moves `positions`; a dict copy is atomic). The
+        # partitions held out because their leader does not answer are not asked (each read would wait for it).
+        held = self.parts.unanswered.held
+        copy = {tp: remote for tp, remote in dict(self.parts.plan.copy).items() if tp not in held}
         positions = {tp: pos for tp, pos in dict(self.parts.positions).items() if tp in copy}
         idle = self.gate.idle_source_ends(copy, positions, int(1000 * self.lag_interval()), self.heard())
         if idle is not None:
@@ -156,15 +164,16 @@ class Reporter(UsesClients[ReportClients]):
         return StatusState.DEGRADED if (self.faults() if faults is None else faults) else state
 
     def faults(self) -> tuple[PartitionFault, ...]:
-        """The partitions that do not progress: the halted ones, those stuck (`StuckWatch`) and those behind a cluster
-        that has not answered for the stuck bound (`ReachWatch`), one fault each: halted first, then stuck (seen
-        directly: its source advances; its reason carries the last error), then unreachable."""
+        """The partitions that do not progress: the halted ones, those held out because their leader does not answer
+        (engine/unanswered.py), those stuck (`StuckWatch`) and those behind a cluster that has not answered for the
+        stuck bound (`ReachWatch`), one fault each: halted first, then held, then stuck (seen directly: its source
+        advances; its reason carries the last error), then unreachable."""
         spec, parts = self._flow.spec, self.parts
         positions = {tp: parts.positions.get(tp) for tp in dict(parts.plan.copy) if tp not in parts.halted}
         names = {Cluster.SOURCE: spec.source.alias, Cluster.TARGET: spec.target.alias}
         bound_ms = int(1000 * self.stuck_after_seconds())
         unreachable = self.reach.faults(positions, names, int(time.time() * 1000), bound_ms)
-        faults = {**unreachable, **self.stuck.stuck, **parts.halted}
+        faults = {**unreachable, **self.stuck.stuck, **parts.unanswered.faults(), **parts.halted}
         return tuple(faults[tp] for tp in sorted(faults))
 
     def heard(self) -> bool:
@@ -232,7 +241,7 @@ class Reporter(UsesClients[ReportClients]):
             self._rounds += 1
             number = self._rounds
         lag = self.current_lag()
-        halted = self.parts.halted
+        halted = set(self.parts.halted) | self.parts.unanswered.held
         self.stuck.observe(
             [p for p in lag.partitions if (p.topic, p.partition) not in halted],
             int(time.time() * 1000),

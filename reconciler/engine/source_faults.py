@@ -20,7 +20,8 @@ from typing import Any, Protocol
 from reconciler.contract.spec import OffsetReset
 from reconciler.contract.status import FaultKind, OutOfRange, PartitionFault
 from reconciler.engine.delivery import mode_of
-from reconciler.engine.driver_parts import FlowSpec, Partitions, Progress, UsesClients
+from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, Progress, UsesClients
+from reconciler.engine.ends import timed_out
 from reconciler.engine.idle_gate import IdleGate
 from reconciler.engine.source_loss import position_loss, resume_at
 from reconciler.engine.tails import Fingerprint, divergence_point, first_difference
@@ -128,7 +129,8 @@ class SourceFaults(UsesClients[FaultClients]):
     def check_position(self, tp: TP, position: int) -> None:
         """A partition that answered neither records nor end-of-partition (Tansu answers a fetch outside the log
         with nothing at all): is the position valid? Below the log start it is not; past the high watermark it is
-        checked against the true end (engine/ends.py: on Tansu the high watermark is below it)."""
+        checked against the true end (engine/ends.py: on Tansu the high watermark is below it). A partition whose
+        leader does not answer the read while the source does is held out (engine/unanswered.py)."""
         try:
             ends = self.clients.ends
             low, high = ends.watermarks(tp)
@@ -146,6 +148,9 @@ class SourceFaults(UsesClients[FaultClients]):
                 )
         except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
             self.log.info("cannot check position of %s: %s", tp, exc)
+            if timed_out(exc) and self.gate.reach.answers(Cluster.SOURCE):
+                # its leader does not answer while the source does: not asked again after each batch (unanswered.py)
+                self.gate.hold_out({tp: f"{type(exc).__name__}: {exc}"})
 
     def check_positions(self, positions: Mapping[TP, int]) -> None:
         """`check_position` of several partitions (a batch's silent ones): their log starts and ends listed together

@@ -7,6 +7,8 @@ One `CopyTask` per slot and micro-batch (the slot's partitions with their start 
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from reconciler.engine.tails import Fingerprint
@@ -55,6 +57,26 @@ class CopyTask:
     #: is copied the next time, and the tasks of an at-least-once backlog split over the slots
     #: (batches.py `BatchShaper.split_tasks`)
     at_end_only: bool = False
+    #: the task's time budget when shorter than the flow's `max_batch_ms`: its share of an engine whose other flows run
+    #: batches too (engine/fair_share.py); None: `max_batch_ms`
+    max_ms: int | None = None
+
+    def time_budget_s(self, max_batch_ms: int) -> float:
+        """How long the task copies (seconds): the flow's `max_batch_ms`, or its share of the engine if shorter."""
+        return min(max_batch_ms, self.max_ms if self.max_ms is not None else max_batch_ms) / 1000.0
+
+
+def merged(tasks: Sequence[CopyTask], n: int) -> list[CopyTask]:
+    """`tasks` as at most `n` tasks (`n` >= 1), where a task's slot is not its partitions' identity (at-least-once):
+    the tasks of the lowest slots are kept, and the partitions of the others go to them in turn."""
+    if len(tasks) <= n:
+        return list(tasks)
+    ordered = sorted(tasks, key=lambda t: t.slot)
+    keep, extra = ordered[:n], ordered[n:]
+    parts = [list(t.partitions) for t in keep]
+    for i, t in enumerate(extra):
+        parts[i % n].extend(t.partitions)
+    return [dataclasses.replace(t, partitions=tuple(p)) for t, p in zip(keep, parts, strict=True)]
 
 
 @dataclass

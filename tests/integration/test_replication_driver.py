@@ -494,6 +494,10 @@ class CountingEnds:
         self.reads += 1
         return self.real.listed_latest(*args, **kwargs)
 
+    def read_latest(self, *args, **kwargs):
+        self.reads += 1
+        return self.real.read_latest(*args, **kwargs)
+
     def listed_earliest(self, *args, **kwargs):
         self.reads += 1
         return self.real.listed_earliest(*args, **kwargs)

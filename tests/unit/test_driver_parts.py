@@ -20,6 +20,7 @@ from reconciler.engine.batches import Absorber, BatchShaper
 from reconciler.engine.driver import ReplicationDriver, Threads
 from reconciler.engine.driver_parts import MAX_FINDINGS, Connections, Partitions, Progress, StuckWatch, Timers
 from reconciler.engine.idle_gate import IdleGate, Pacing
+from reconciler.engine.leaders import LeaderProbe
 from reconciler.engine.refresh import TopicRefresh
 from reconciler.engine.reporting import Reporter
 from reconciler.engine.source_faults import SourceFaults
@@ -52,6 +53,7 @@ OWN = {
     "gate",
     "refresher",
     "faults",
+    "leaders",
     "shaper",
     "absorber",
     "reporter",
@@ -64,6 +66,7 @@ PARTS = {
     "gate": IdleGate,
     "refresher": TopicRefresh,
     "faults": SourceFaults,
+    "leaders": LeaderProbe,
     "shaper": BatchShaper,
     "absorber": Absorber,
     "reporter": Reporter,
@@ -72,13 +75,13 @@ PARTS = {
 
 def test_the_driver_holds_its_parts_and_few_attributes_of_its_own():
     d = ReplicationDriver(SPEC, executor=None)
-    assert set(vars(d)) == OWN and len(vars(d)) <= 22
+    assert set(vars(d)) == OWN and len(vars(d)) <= 23  # 22 + the leader probe (issue 47)
     for name, part in PARTS.items():
         assert type(getattr(d, name)) is part, name
     assert d.conn is None  # opened at start (_connect)
     assert type(d.reporter.stuck) is StuckWatch
     # one Partitions, and the gate (not its pacing) for the parts that read and mark what is caught up
-    parts = (d.gate, d.refresher, d.faults, d.shaper, d.absorber, d.reporter)
+    parts = (d.gate, d.refresher, d.faults, d.leaders, d.shaper, d.absorber, d.reporter)
     assert all(p.parts is d.parts for p in parts)
     assert (
         d.faults.gate is d.gate and d.shaper.gate is d.gate and d.absorber.gate is d.gate and d.reporter.gate is d.gate

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.contract.status import FaultKind, PartitionFault
 from reconciler.engine.driver_parts import Cluster, Partitions
+from reconciler.engine.ends import EndsRead
 from reconciler.engine.idle_gate import GATE_BATCH_S, GATE_RECHECK_S, IDLE_WAIT_MAX_S, IdleGate, Pacing, Work
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
 from reconciler.engine.topics import PartitionPlan
@@ -27,12 +28,16 @@ class Ends:
     ends: dict[TP, int]
     reads: int = 0
     down: bool = False  # the source does not answer
+    hung: set[TP] = field(default_factory=set)  # partitions whose leader does not answer (the others' do)
+    asked: list[list[TP]] = field(default_factory=list)
 
-    def listed_latest(self, partitions: list[TP]) -> dict[TP, int]:
+    def read_latest(self, partitions: list[TP]) -> EndsRead:
         self.reads += 1
+        self.asked.append(list(partitions))
         if self.down:
             raise RuntimeError("cannot read the source's end offsets: timed out")
-        return {tp: self.ends[tp] for tp in partitions if tp in self.ends}
+        hung = {tp: "its leader did not answer within 3 s" for tp in partitions if tp in self.hung}
+        return EndsRead({tp: self.ends[tp] for tp in partitions if tp in self.ends and tp not in hung}, hung)
 
 
 @dataclass
@@ -165,7 +170,7 @@ def test_an_unreadable_end_means_a_batch():
     def fail(partitions):
         raise RuntimeError("broker down")
 
-    clients.ends.listed_latest = fail  # type: ignore[method-assign]
+    clients.ends.read_latest = fail  # type: ignore[method-assign]
     assert g.work_waiting() is Work.RECORDS and g.ends_before == {}
 
 
@@ -282,3 +287,34 @@ def test_the_other_parts_tell_the_gate_what_happened():
     assert clients.arrivals.armed == {ORDERS: 10}, "idle: the watch listens at the caught-up partitions"
     g.stepping(Work.RECORDS)
     assert clients.arrivals.armed is None, "a batch: the tasks read what arrives"
+
+
+# --- a partition whose leader does not answer (issue 47) -----------------------------------------------------------
+O1 = ("orders", 1)
+
+
+def test_a_partition_whose_leader_does_not_answer_is_held_out_and_not_read_again():
+    """The source answers every partition but one, whose leader hangs: that one is held out (a leader-unreachable
+    fault, at its position), the batch's tasks are planned again without it (`take_held_out`, once), the gate decides
+    on the others alone (caught up: no batch), and its next reads do not ask for the held one (no wait for it)."""
+    g, clients, _ = gate({ORDERS: 10, O1: 8}, {ORDERS: 10, O1: 5}, caught_up={ORDERS: 10})
+    clients.ends.hung = {O1}
+    g.work_waiting()
+    assert g.parts.unanswered.held == {O1} and g.take_held_out() and not g.take_held_out()
+    [fault] = g.parts.unanswered.faults().values()
+    assert (fault.partition, fault.kind, fault.offset) == (1, FaultKind.LEADER_UNREACHABLE, 5)
+    assert "does not answer" in (fault.reason or "") and "3 s" in (fault.reason or "")
+    assert O1 not in g.parts.copied() and [p.tp for t in g.parts.tasks(1) for p in t.partitions] == [ORDERS]
+    clients.arrivals.heard = True  # the arrival watch heard something: the gate reads the ends
+    assert g.work_waiting() is Work.NONE, "the others are caught up: no batch for the held one"
+    assert clients.ends.asked == [[ORDERS, O1], [ORDERS]], "the held partition is not asked again"
+    assert not g.take_held_out()
+
+
+def test_a_source_that_answers_nothing_holds_no_partition_out():
+    """Every partition unanswered is the source cluster not answering (source-unreachable, ReachWatch): nothing is
+    held out, the batch finds out."""
+    g, clients, _ = gate({ORDERS: 10}, {ORDERS: 4})
+    clients.ends.down = True
+    assert g.work_waiting() is Work.RECORDS
+    assert not g.parts.unanswered.held and not g.take_held_out() and not g.reach.answers(Cluster.SOURCE)

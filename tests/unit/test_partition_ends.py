@@ -5,11 +5,25 @@ tests/integration/test_partition_ends.py's."""
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future
+from dataclasses import dataclass
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
-from reconciler.engine.ends import GATE_TIMEOUT_S, WATERMARKS_TIMEOUT_S, PartitionEnds
+from reconciler.contract.spec import ClusterSpec
+from reconciler.engine.ends import (
+    GATE_TIMEOUT_S,
+    OFFSET_INVALID,
+    WATERMARKS_TIMEOUT_S,
+    KafkaEndRequests,
+    NoAnswer,
+    PartitionEnds,
+    timed_out,
+)
+from reconciler.engine.tasks import TP
 from tests.ends_helpers import FakeEndRequests
+from tests.spec_helpers import job_spec
 
 A0, A1, B0 = ("a", 0), ("a", 1), ("b", 0)
 
@@ -73,3 +87,48 @@ def test_the_true_end_is_never_below_the_high_watermark_and_starts_at_the_log_st
 def test_no_end_in_time_is_unknown():
     fake = FakeEndRequests(marks={A0: (0, 11)}, read_ends={A0: None})
     assert PartitionEnds(fake).true_end(A0) is None
+
+
+# --- a partition whose leader does not answer (issue 47) -----------------------------------------------------------
+def test_read_latest_tells_the_partitions_whose_leader_did_not_answer_from_the_errors():
+    """A partition whose leader did not answer in time (`NoAnswer`, a future's or librdkafka's timeout) is unanswered;
+    a partition the broker answered with an error (a topic deleted) is not: it is only left out."""
+    fake = FakeEndRequests(latest={A0: 11, A1: NoAnswer("its leader did not answer within 3 s"), B0: RuntimeError("x")})
+    read = PartitionEnds(fake).read_latest([A0, A1, B0])
+    assert read.ends == {A0: 11} and read.unanswered == {A1: "its leader did not answer within 3 s"}
+    assert timed_out(TimeoutError()) and timed_out(KafkaException(KafkaError(KafkaError._TIMED_OUT)))
+    assert not timed_out(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))) and not timed_out(ValueError())
+    with pytest.raises(RuntimeError, match="cannot read the source's end offsets"):  # none answered: the cluster
+        PartitionEnds(FakeEndRequests(latest={A0: NoAnswer("hung")})).read_latest([A0])
+
+
+@dataclass
+class _Answer:
+    offset: int
+
+
+class _Admin:
+    """The admin client's list_offsets: one future per partition, answered as librdkafka answers it (a partition
+    whose leader did not answer in time: offset OFFSET_INVALID, no error), the request's timeout recorded."""
+
+    def __init__(self, answers: dict[TP, int | Exception]):
+        self.answers, self.request_timeouts = answers, []
+
+    def list_offsets(self, wanted, isolation_level, request_timeout):
+        self.request_timeouts.append(request_timeout)
+        out = {}
+        for tp in wanted:
+            future: Future = Future()
+            answer = self.answers[(tp.topic, tp.partition)]
+            future.set_exception(answer) if isinstance(answer, Exception) else future.set_result(_Answer(answer))
+            out[tp] = future
+        return out
+
+
+def test_kafka_list_offsets_takes_librdkafkas_invalid_offset_for_no_answer():
+    admin = _Admin({A0: 11, A1: OFFSET_INVALID, B0: KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))})
+    spec = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
+    requests = KafkaEndRequests(spec, admin, lambda: None)
+    got = requests.list_offsets([A0, A1, B0], False, 3.0)
+    assert got[A0] == 11 and isinstance(got[A1], NoAnswer) and "3 s" in str(got[A1])
+    assert isinstance(got[B0], KafkaException) and admin.request_timeouts == [3.0]

@@ -54,6 +54,9 @@ FAULT_HINTS: dict[FaultKind, str] = {
     "brokers, the network path and the job's credentials there; the job copies on once the cluster answers",
     FaultKind.TARGET_UNREACHABLE: "the job cannot reach the target cluster: check its brokers, the network path and the "
     "job's credentials there; the job copies on once the cluster answers",
+    FaultKind.LEADER_UNREACHABLE: "the broker that leads the partition does not answer while the source's others do: "
+    "check that broker (a hung host, a network partition) or move the partition's leadership; the job copies its other "
+    "partitions meanwhile and this one once its leader answers",
 }
 
 

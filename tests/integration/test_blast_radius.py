@@ -1,0 +1,158 @@
+"""Blast radius (issue 47), on real brokers with the driver in process: one poisoned partition degrades only itself,
+the flow's other partitions keep copying.
+
+A partition whose leader does not answer: the source (Tansu) advertises a relay in front of it (bench/kafka_wire.py
+`LeaderRelay`) that makes one partition led by a node of its own, which then stops answering (its connections stay
+open, nothing comes back: a hung host) while the broker itself keeps answering for the other partitions. A record the
+target refuses: one partition holds a record larger than its remote topic takes (`on_refused_record: fail`). The
+tests assert on what is copied and on the status record, never on timing (the rates: bench/blast.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from confluent_kafka import Producer
+
+from bench.kafka_wire import LeaderRelay
+from reconciler import logs
+from reconciler.contract.spec import ClusterSpec
+from reconciler.contract.status import FaultKind, StatusState
+from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid
+from reconciler.engine.driver import LocalExecutor, ReplicationDriver
+from reconciler.jobplan.backend import read_job_status
+from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
+
+pytestmark = [pytest.mark.kafka]
+
+PARTITIONS = 4
+HUNG = 2  # the partition whose leader stops answering
+TOPIC = "blast"
+
+
+@dataclass
+class RelayedSource:
+    """A Tansu broker whose clients reach it through a `LeaderRelay` (its advertised address)."""
+
+    broker: Broker
+    relay: LeaderRelay
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.relay.port}"
+
+
+@pytest.fixture
+def relayed_source(tmp_path) -> Iterator[RelayedSource]:
+    port = free_port()
+    relay = LeaderRelay(("127.0.0.1", port), {(TOPIC, HUNG)})
+    broker = start_broker("127.0.0.1", port, tmp_path / "source.log", advertised=("127.0.0.1", relay.port))
+    try:
+        yield RelayedSource(broker, relay)
+    finally:
+        relay.close()
+        if broker.pid:
+            stop_pid(broker.pid)
+
+
+def _produce(
+    bootstrap: str, topic: str, counts: dict[int, tuple[int, int]], big_at: dict[int, int] | None = None
+) -> None:
+    """Records b"<partition>-<i>" for i in range(first, last) on each partition of `counts` (partition -> (first,
+    last)) of `topic`; `big_at`: partition -> the i of a record of 2 MB (its value b"B" * 2,000,000)."""
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 5, "message.max.bytes": 10_000_000}))
+    for part, (first, last) in counts.items():
+        for i in range(first, last):
+            value = b"B" * 2_000_000 if (big_at or {}).get(part) == i else b"%d-%d" % (part, i)
+            p.produce(topic, value, partition=part)
+    assert p.flush(30) == 0
+
+
+def _status(target, spec):
+    return read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
+
+
+def test_a_partition_whose_leader_does_not_answer_holds_up_none_of_the_others(
+    relayed_source, broker_factory, driver_runs
+):
+    """The leader of one partition of four stops answering while the job copies: the job holds that partition out
+    (a `leader-unreachable` fault, the flow degraded, only it) and copies the other three's new records; once the
+    leader answers again, the partition is copied on from where it stopped, and every record is on the target."""
+    source, target = relayed_source, broker_factory.start()
+    create_topic(source.bootstrap, TOPIC, PARTITIONS)
+    spec = spec_for(
+        source,
+        target,
+        topics_include=(TOPIC,),
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+        max_batch_ms=2000,
+    )
+    healthy = [p for p in range(PARTITIONS) if p != HUNG]
+    _produce(source.bootstrap, TOPIC, {p: (0, 100) for p in range(PARTITIONS)})
+    driver = ReplicationDriver(spec, LocalExecutor())
+    thread = driver_runs.run(driver, max_seconds=300)
+    positions = driver.parts.positions
+    try:
+        wait_for(lambda: all(positions.get((TOPIC, p)) == 100 for p in range(PARTITIONS)), 60, what="the first copy")
+        source.relay.stall()  # the leader of partition HUNG hangs
+        _produce(source.bootstrap, TOPIC, {p: (100, 300) for p in healthy})
+        wait_for(
+            lambda: all(positions.get((TOPIC, p)) == 300 for p in healthy), 90, what="the others' new records copied"
+        )
+        status = wait_for(
+            lambda: (s := _status(target, spec)) and s.faults and s, 30, what="the partition's fault reported"
+        )
+        assert [(f.partition, f.kind, f.offset) for f in status.faults] == [(HUNG, FaultKind.LEADER_UNREACHABLE, 100)]
+        assert "does not answer" in (status.faults[0].reason or "")
+        assert status.state is StatusState.DEGRADED and status.halted == ()
+        lag = {p.partition: p for p in status.lag}
+        assert HUNG not in lag or lag[HUNG].end is None, "its end is not known while its leader does not answer"
+        assert positions[(TOPIC, HUNG)] == 100 and (TOPIC, HUNG) in driver.parts.unanswered
+        source.relay.answer()
+        _produce(source.bootstrap, TOPIC, {HUNG: (100, 150)})
+        wait_for(lambda: positions.get((TOPIC, HUNG)) == 150, 90, what="the partition copied once its leader answers")
+        wait_for(
+            lambda: (s := _status(target, spec)) and not s.faults and s.state is StatusState.RUNNING,
+            30,
+            what="the fault cleared",
+        )
+    finally:
+        thread.stop(60)
+    copied = read_topic(target.bootstrap, f"west.{TOPIC}", PARTITIONS)
+    for p in range(PARTITIONS):
+        expected = {b"%d-%d" % (p, i) for i in range(150 if p == HUNG else 300)}
+        assert {r.value for r in copied[p]} == expected, p  # at least once: every record, nothing else
+
+
+def test_a_refused_record_halts_only_its_partition(two_clusters, driver_runs):
+    """One partition of four holds a record of 2 MB and the remote topic takes 1 MB (`on_refused_record: fail`, the
+    default): that partition stops at it (a `refused-record` fault, only it), the three others copy every record,
+    those produced after the halt too."""
+    source, target = two_clusters
+    topic_name = "blast-refused"
+    create_topic(source.bootstrap, topic_name, PARTITIONS)
+    create_topic(target.bootstrap, f"west.{topic_name}", PARTITIONS, {"max.message.bytes": "1000000"})
+    refused = 1
+    spec = spec_for(source, target, topics_include=(topic_name,), heartbeats_enabled=False, checkpoints_enabled=False)
+    spec = dataclasses.replace(spec, target=ClusterSpec("east", target.bootstrap, {"message.max.bytes": "10000000"}))
+    driver = ReplicationDriver(spec, LocalExecutor())
+    positions = driver.parts.positions
+    healthy = [p for p in range(PARTITIONS) if p != refused]
+    _produce(source.bootstrap, topic_name, {p: (0, 100) for p in range(PARTITIONS)}, {refused: 50})
+    thread = driver_runs.run(driver, max_seconds=240)
+    try:
+        status = wait_for(lambda: (s := _status(target, spec)) and s.faults and s, 60, what="the partition halted")
+        _produce(source.bootstrap, topic_name, {p: (100, 200) for p in range(PARTITIONS)})
+        wait_for(lambda: all(positions.get((topic_name, p)) == 200 for p in healthy), 60, what="the others copied on")
+    finally:
+        thread.stop(60)
+    assert [(f.partition, f.kind, f.offset) for f in status.faults] == [(refused, FaultKind.REFUSED_RECORD, 50)]
+    assert status.state is StatusState.DEGRADED and status.halted == (f"{topic_name}:{refused}",)
+    assert positions[(topic_name, refused)] == 50
+    copied = read_topic(target.bootstrap, f"west.{topic_name}", PARTITIONS)
+    for p in range(PARTITIONS):
+        expected = {b"%d-%d" % (p, i) for i in range(50 if p == refused else 200)}
+        assert {r.value for r in copied[p]} == expected, p
