@@ -218,11 +218,17 @@ class Threads:
 
 
 class Executor(Protocol):
+    #: Does it run a batch's tasks at once? Their shares of the flow's rate limit add up to it (throttle.py); False:
+    #: one after another, each may take the whole rate.
+    parallel: bool
+
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]: ...
 
 
 class LocalExecutor:
     """Runs the tasks in this process, one after another (unit tests, debugging)."""
+
+    parallel = False
 
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         return list(run_tasks(spec, tasks, mode))
@@ -233,6 +239,8 @@ IN_DRIVER = LocalExecutor()  # a batch of heartbeats alone runs here, not as a S
 
 class SparkExecutor:
     """One Spark partition per task; records move inside the Python workers."""
+
+    parallel = True
 
     def __init__(self, spark_context: Any):
         self.sc = spark_context
@@ -456,9 +464,9 @@ class ReplicationDriver:
         if bool(moved_back and faults.ends_moved_back(moved_back)) | faults.check_tails():
             tasks, work = shaper.plan_tasks(), Work.RECORDS  # positions moved, partitions halted or let through
         gate.stepping(work)
-        tasks = shaper.shape(work, tasks)
         # Heartbeats alone: copied by this driver (the tasks' own code, in this process), not a Spark job.
         executor = IN_DRIVER if work is Work.HEARTBEATS else self.executor
+        tasks = shaper.shape(work, tasks, executor.parallel)
         moved = 0
         results: list[TaskResult] = []
         if not tasks:
@@ -481,6 +489,7 @@ class ReplicationDriver:
             else:
                 self.progress.batch_failures = 0
             moved = self.absorber.absorb(results)
+            shaper.batch_ended(results)
         self.progress.batches += 1
         self.reporter.batch_ended(results)  # the metrics: the same task results and figures as the status record
         # Heartbeats alone are not traffic (issue 39): the loop waits after them as after an idle step (a record

@@ -10,8 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reconciler.engine.tails import Fingerprint
+from reconciler.topology.model import RateLimit
 
 TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class TaskBudget:
+    """A task's part of its flow's rate limit (throttle.py `budgets`): its share of the rate (records and bytes a
+    second; None: no cap of that kind) and the tokens it starts with (what the flow's earlier batches left, refilled
+    since: `FlowAllowance`; below zero, what they overspent)."""
+
+    rate: RateLimit
+    records: float = 0.0
+    bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,8 @@ class CopyTask:
     #: is copied the next time, and the tasks of an at-least-once backlog split over the slots
     #: (batches.py `BatchShaper.split_tasks`)
     at_end_only: bool = False
+    #: the task's part of the flow's `rate_limit` (throttle.py `budgets`): it paces its reads to it; None: not paced
+    budget: TaskBudget | None = None
 
 
 @dataclass
@@ -104,3 +118,5 @@ class TaskResult:
     duration_ms: int = 0
     transactional_id: str | None = None
     traceback: str | None = None
+    #: a paced task's tokens at its end (records, bytes; below zero: overspent), for the flow's next batch
+    budget_left: tuple[float, float] | None = None

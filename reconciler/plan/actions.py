@@ -28,8 +28,8 @@ from reconciler.state.live import AclBinding
 #: `engine_restart`, `engine_flows` and `joined`; every action has its `risk` (plan/risk.py) and a plan judged by
 #: `plan --policy` its `policy` object (format_version 1, minor 0-5: docs/plan-json.md).
 FORMAT_VERSION = 2
-#: Fields added within format_version 2 (docs/plan-json.md): none yet.
-FORMAT_MINOR = 0
+#: Fields added within format_version 2 (docs/plan-json.md): 1, finding kind `retention`.
+FORMAT_MINOR = 1
 
 
 @dataclass(frozen=True)
