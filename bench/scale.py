@@ -16,12 +16,16 @@ Then, as a user runs them (the CLI in a new process each time), --repeat times e
              brokers, by kind (the relay's counts)
   apply      once: `reconciler apply DIR --auto-approve`, then the seconds until every record is on the target
              (the target's record count, read back in full) and until every group has a translated offset there
+  checkpoint once caught up: --checkpoint-sample groups spread over all move (a few new records on their
+             partitions, copied; then each group committed at its partition's end on its source): the seconds from
+             each commit to the round of reads (the target's group offsets, 500 in flight) that saw it moved on the
+             target, median/p95/max, against checkpoints.interval_seconds and sync.group_offsets_interval_seconds
   idle       once caught up, --windows windows of --idle-seconds: the engine's CPU (all its processes, JVM and
              Python workers, those that start or end inside a window included: /proc of every process whose
              environment names the engine) as % of one core, and its proportional set size (PSS)
 
-Prints each figure's median and spread (min-max). Not measured here yet (the engine has no per-flow rate limit
-and no poisoned-partition scenario): the report says so.
+Prints each figure's median and spread (min-max). Not measured here: a poisoned partition's neighbours and a
+rate-limited flow (the report says so). Memory per partition and per group: bench/curves.py fits them.
 """
 
 from __future__ import annotations
@@ -100,12 +104,22 @@ def populate(c: Cluster, topics: list[str], partitions: int, per_partition: int,
             f.result()
     say(f"  {c.alias}: {len(topics)} topics x {partitions} partitions created")
     p = Producer(logs.client_config({"bootstrap.servers": c.bootstrap, "linger.ms": 50}))
+    failed: list[str] = []
+
+    def delivered(err, msg) -> None:
+        if err is not None:
+            failed.append(f"{msg.topic()}[{msg.partition()}]: {err}")
+
     for t in topics:
         for part in range(partitions):
             for r in range(per_partition):
-                p.produce(t, value=b"x" * 100, key=str(r).encode(), partition=part)
+                p.produce(t, value=b"x" * 100, key=str(r).encode(), partition=part, on_delivery=delivered)
         p.poll(0)
-    p.flush(120)
+    left = p.flush(120)
+    if failed or left:
+        # the figures count on every record being on the source: a record not written would read as one the engine
+        # did not copy (a 2,500-partition run once missed 50 partitions' records this way, unchecked)
+        raise RuntimeError(f"{c.alias}: {len(failed)} records not written ({left} still queued): {failed[:3]}")
     say(f"  {c.alias}: {len(topics) * partitions * per_partition:,} records produced")
     for i in range(0, len(groups), 500):  # one group per request (the admin API's rule), 500 in flight
         futures = [
@@ -122,9 +136,19 @@ def populate(c: Cluster, topics: list[str], partitions: int, per_partition: int,
     say(f"  {c.alias}: {len(groups):,} groups committed")
 
 
-def topology(clusters: dict[str, Cluster]) -> str:
-    lines = ["apiVersion: reconciler/v1", "kind: Topology", "metadata: {name: scale}", "clusters:"]
-    lines += [f'  {a}: {{bootstrap_servers: "{c.bootstrap}"}}' for a, c in clusters.items()]
+@dataclass(frozen=True)
+class FlowDecl:
+    """One flow of a generated topology: its source alias, and the topics and groups it takes (regexes)."""
+
+    source: str
+    topics: str = ".*"
+    groups: str = ".*"
+
+
+def topology_yaml(bootstraps: dict[str, str], flows: list[FlowDecl], name: str = "scale") -> str:
+    """A topology of `flows` into TARGET, every cluster by its bootstrap, group offsets synced, local deployer."""
+    lines = ["apiVersion: reconciler/v1", "kind: Topology", f"metadata: {{name: {name}}}", "clusters:"]
+    lines += [f'  {a}: {{bootstrap_servers: "{b}"}}' for a, b in bootstraps.items()]
     lines += [
         "defaults:",
         "  replication_factor: 1",
@@ -133,10 +157,15 @@ def topology(clusters: dict[str, Cluster]) -> str:
         "flows:",
     ]
     lines += [
-        f"  - {{source: {s}, target: {TARGET}, topics: {{include: ['.*']}}, groups: {{include: ['.*']}}}}"
-        for s in SOURCES
+        f"  - {{source: {f.source}, target: {TARGET}, topics: {{include: ['{f.topics}']}}, "
+        f"groups: {{include: ['{f.groups}']}}}}"
+        for f in flows
     ]
     return "\n".join(lines) + "\n"
+
+
+def topology(clusters: dict[str, Cluster]) -> str:
+    return topology_yaml({a: c.bootstrap for a, c in clusters.items()}, [FlowDecl(s) for s in SOURCES])
 
 
 def cli(args: list[str], env: dict[str, str], timeout: float = 900) -> tuple[float, subprocess.CompletedProcess]:
@@ -228,6 +257,166 @@ def synced_groups(tdir: Path, env: dict[str, str]) -> tuple[int, list[int]]:
     return synced, last
 
 
+@dataclass(frozen=True)
+class SampledGroup:
+    """A group whose offset the checkpoint measurement moves: on `source`, committed on partition 0 of `topic`."""
+
+    group: str
+    source: Cluster
+    alias: str
+    topic: str
+
+    @property
+    def remote(self) -> TopicPartition:
+        return TopicPartition(f"{self.alias}.{self.topic}", 0)
+
+
+@dataclass
+class CheckpointHeld:
+    """From each sampled group's new commit on its source to its translated offset on the target, seconds."""
+
+    sample: int
+    lags_s: list[float]
+    checkpoint_interval_s: float
+    sync_interval_s: float
+    poll_round_s: list[float]
+
+    def line(self) -> str:
+        lags = sorted(self.lags_s)
+        if not lags:
+            return f"checkpoint interval held: none of {self.sample} sampled groups reached the target"
+        p95 = lags[min(len(lags) - 1, int(0.95 * len(lags)))]
+        return (
+            f"commit on the source -> translated offset on the target, {len(lags)} of {self.sample} groups: "
+            f"median {statistics.median(lags):.1f} s, p95 {p95:.1f} s, max {lags[-1]:.1f} s "
+            f"(checkpoints.interval_seconds {self.checkpoint_interval_s:g}, "
+            f"sync.group_offsets_interval_seconds {self.sync_interval_s:g}; target read in rounds of "
+            f"{statistics.median(self.poll_round_s or [0.0]):.1f} s)"
+        )
+
+
+def sample_groups(groups_of: dict[str, tuple[Cluster, list[str], list[str]]], sample: int) -> list[SampledGroup]:
+    """`sample` groups spread evenly over every source's groups and their topics (group k of a source is committed
+    on topic k mod n, as populate() commits them)."""
+    every = [(alias, c, topics, k, g) for alias, (c, topics, groups) in groups_of.items() for k, g in enumerate(groups)]
+    step = max(1, len(every) // max(1, sample))
+    # the i-th pick is shifted by i mod step, so that a step that is a multiple of the topic count does not land
+    # every pick on one topic
+    picks = [every[i * step + i % step] for i in range(min(sample, len(every) // step))]
+    return [SampledGroup(g, c, alias, topics[k % len(topics)]) for alias, c, topics, k, g in picks]
+
+
+def target_group_offsets(target: Cluster, sampled: list[SampledGroup]) -> dict[str, int]:
+    """Each sampled group's committed offset on its remote partition on the target (-1: none), 500 requests in
+    flight (the admin API takes one group per request)."""
+    a, out = admin(target), {}
+    for i in range(0, len(sampled), 500):
+        futures = {
+            s.group: f
+            for s in sampled[i : i + 500]
+            for f in a.list_consumer_group_offsets([ConsumerGroupTopicPartitions(s.group, [s.remote])]).values()
+        }
+        for group, f in futures.items():
+            try:
+                tps = f.result().topic_partitions or []
+                out[group] = max([tp.offset for tp in tps if tp.error is None] or [-1])
+            except KafkaException:
+                out[group] = -1
+    return out
+
+
+def checkpoint_held(target: Cluster, sampled: list[SampledGroup], new_records: int = 3) -> CheckpointHeld:
+    """Once caught up: produce `new_records` to partition 0 of each sampled group's topic, wait until they are on
+    the target, commit each group at the source's new end, then read the target's offsets of those groups in
+    rounds until each has moved: the seconds from its commit to the round that saw it moved."""
+    from reconciler.topology.settings_registry import setting
+
+    before = target_group_offsets(target, sampled)
+    ends_before = _ends(target, sorted({s.remote for s in sampled}, key=str))
+    by_source: dict[str, list[SampledGroup]] = {}
+    for s in sampled:
+        by_source.setdefault(s.alias, []).append(s)
+    for group in by_source.values():
+        p = Producer(logs.client_config({"bootstrap.servers": group[0].source.bootstrap, "linger.ms": 5}))
+        for topic in sorted({s.topic for s in group}):
+            for r in range(new_records):
+                p.produce(topic, value=b"y" * 100, key=str(r).encode(), partition=0)
+        p.flush(60)
+    _wait_moved(target, ends_before, 600)
+    committed_at = _commit_at_end(sampled)
+    lags, rounds = _poll_moved(target, sampled, before, committed_at)
+    return CheckpointHeld(
+        len(sampled),
+        lags,
+        float(setting("checkpoints.interval_seconds").default),
+        float(setting("sync.group_offsets_interval_seconds").default),
+        rounds,
+    )
+
+
+def _ends(c: Cluster, tps: list[TopicPartition]) -> dict[str, int]:
+    a = admin(c)  # held until every future is done: a collected client never completes them
+    futures = a.list_offsets({tp: OffsetSpec.latest() for tp in tps})
+    out = {}
+    for tp, f in futures.items():
+        try:
+            out[f"{tp.topic}/{tp.partition}"] = f.result().offset
+        except KafkaException:
+            out[f"{tp.topic}/{tp.partition}"] = -1
+    return out
+
+
+def _wait_moved(target: Cluster, before: dict[str, int], timeout: float) -> None:
+    tps = [TopicPartition(k.rpartition("/")[0], int(k.rpartition("/")[2])) for k in before]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        now = _ends(target, tps)
+        if all(now[k] > v for k, v in before.items()):
+            say(f"  the new records of {len(tps)} sampled partitions are on the target")
+            return
+        time.sleep(0.5)
+    raise RuntimeError("the sampled partitions' new records did not reach the target")
+
+
+def _commit_at_end(sampled: list[SampledGroup]) -> dict[str, float]:
+    """Commit each sampled group at its partition's end on the source; when each commit was acknowledged."""
+    at: dict[str, float] = {}
+    for alias in sorted({s.alias for s in sampled}):
+        group = [s for s in sampled if s.alias == alias]
+        a = admin(group[0].source)
+        ends = _ends(group[0].source, sorted({TopicPartition(s.topic, 0) for s in group}, key=str))
+        for i in range(0, len(group), 500):
+            futures = {
+                s.group: f
+                for s in group[i : i + 500]
+                for f in a.alter_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(s.group, [TopicPartition(s.topic, 0, ends[f"{s.topic}/0"])])]
+                ).values()
+            }
+            for g, f in futures.items():
+                f.result()
+                at[g] = time.monotonic()
+    say(f"  {len(at)} sampled groups committed at their partitions' ends on the sources")
+    return at
+
+
+def _poll_moved(target, sampled, before, committed_at) -> tuple[list[float], list[float]]:
+    seen: dict[str, float] = {}
+    rounds: list[float] = []
+    deadline = time.monotonic() + 600
+    while len(seen) < len(sampled) and time.monotonic() < deadline:
+        t0 = time.monotonic()
+        now = target_group_offsets(target, [s for s in sampled if s.group not in seen])
+        t1 = time.monotonic()
+        rounds.append(t1 - t0)
+        for g, off in now.items():
+            if off > before.get(g, -1):
+                seen[g] = t1 - committed_at[g]
+        time.sleep(max(0.0, 1.0 - (t1 - t0)))
+    say(f"  {len(seen)} of {len(sampled)} sampled groups moved on the target")
+    return list(seen.values()), rounds
+
+
 def _cpu(pid: int) -> float:
     try:
         f = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
@@ -275,6 +464,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--windows", type=int, default=3)
     ap.add_argument("--idle-seconds", type=float, default=20.0)
+    ap.add_argument(
+        "--checkpoint-sample",
+        type=int,
+        default=500,
+        help="groups (spread over all) whose offsets move once caught up, to time the checkpoint interval held (0: skip)",
+    )
     ap.add_argument("--no-apply", action="store_true", help="validate and plan only")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     opts = ap.parse_args(argv)
@@ -354,6 +549,14 @@ def run_engine(opts, clusters, topics, group_names, tdir: Path, root: Path, env,
             break
         time.sleep(5)
     figures["apply_to_all_groups_s"] = [time.monotonic() - t0]
+    if opts.checkpoint_sample:
+        say(f"checkpoint interval held: {opts.checkpoint_sample} groups move")
+        groups_of = {s: (clusters[s], topics[s], group_names[i :: len(SOURCES)]) for i, s in enumerate(SOURCES)}
+        held = checkpoint_held(clusters[TARGET], sample_groups(groups_of, opts.checkpoint_sample))
+        figures["checkpoint_lag_s"] = held.lags_s
+        figures["checkpoint_interval_s"] = [held.checkpoint_interval_s]
+        figures["group_sync_interval_s"] = [held.sync_interval_s]
+        say("  " + held.line())
     say("settling 30 s before the idle windows")
     time.sleep(30)
     for w in range(opts.windows):
@@ -376,6 +579,7 @@ def report(opts, figures: dict[str, list[float]], requests: list[Counter[str]]) 
         ("apply returned, s", "apply_returned_s"),
         ("apply -> every record on the target, s", "apply_to_all_records_s"),
         ("apply -> every group synced on the target, s", "apply_to_all_groups_s"),
+        ("commit on a source -> offset on the target, s", "checkpoint_lag_s"),
         ("engine idle CPU, % of one core", "idle_cpu_pct"),
         ("engine PSS, MB", "engine_pss_mb"),
     ]
@@ -391,9 +595,17 @@ def report(opts, figures: dict[str, list[float]], requests: list[Counter[str]]) 
     if "engine_pss_mb" in figures:
         pss = statistics.median(figures["engine_pss_mb"])
         print(f"  engine PSS / partitions: {1024 * pss / partitions:,.1f} KB (fixed cost included)")
+    if figures.get("checkpoint_lag_s"):
+        lags = sorted(figures["checkpoint_lag_s"])
+        print(
+            f"  checkpoint interval held ({len(lags)} groups moved once caught up): p95 "
+            f"{lags[min(len(lags) - 1, int(0.95 * len(lags)))]:.1f} s, max {lags[-1]:.1f} s against "
+            f"checkpoints.interval_seconds {figures['checkpoint_interval_s'][0]:g} + "
+            f"sync.group_offsets_interval_seconds {figures['group_sync_interval_s'][0]:g}"
+        )
     print(
-        "  not measured yet: the checkpoint interval held (checkpoints are written when a group moves, so their age "
-        "says nothing once idle), a poisoned partition's neighbours, a rate-limited flow"
+        "  not measured here: a poisoned partition's neighbours, a rate-limited flow (other benches' figures); "
+        "memory per partition and per group: bench/curves.py (the slopes)"
     )
 
 

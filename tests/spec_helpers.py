@@ -41,6 +41,8 @@ SETTINGS = {
     "family": ("family",),
     "carries_heartbeats": ("carries_heartbeats",),
     "on_refused_record": ("on_refused_record",),
+    "records_per_second": ("rate_limit", "records_per_second"),
+    "bytes_per_second": ("rate_limit", "bytes_per_second"),
 }
 ENGINE = {f for f in RuntimeSettings.__dataclass_fields__}
 
@@ -56,7 +58,7 @@ def respec(spec: JobSpec, **changes: Any) -> JobSpec:
             *parents, leaf = SETTINGS[name]
             node = d["settings"]
             for p in parents:
-                node = node[p]
+                node = node.setdefault(p, {})  # a section the spec omits while it holds its default (rate_limit)
             node[leaf] = _json(value)
         elif name in ENGINE:
             d["engine"][name] = dict(value) if name == "spark_conf" else value

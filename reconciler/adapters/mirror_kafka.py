@@ -136,6 +136,31 @@ class MirrorKafka:
         finally:
             consumer.close()
 
+    def log_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """(log start, log end) of each partition as ListOffsets lists them: two admin requests per leader broker
+        whatever the number of partitions (the end is a hint on Tansu, below the true end: engine/ends.py). A
+        partition the broker answers with an error is left out."""
+        from confluent_kafka.admin import OffsetSpec
+
+        wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
+        if not wanted:
+            return {}
+        listed: list[dict[TopicPartition, int]] = []
+        for which in (OffsetSpec.earliest(), OffsetSpec.latest()):
+            try:
+                futures = self._admin.list_offsets({k: which for k in wanted}, request_timeout=self._timeout)
+            except KafkaException as exc:
+                raise self._failed(f"cannot list offsets: {_reason(exc)}") from None
+            answers: dict[TopicPartition, int] = {}
+            for k, future in futures.items():
+                try:
+                    answers[TopicPartition(k.topic, k.partition)] = future.result(self._timeout).offset
+                except KafkaException:
+                    continue  # e.g. a topic deleted since it was listed
+            listed.append(answers)
+        low, high = listed
+        return {tp: (low[tp], high[tp]) for tp in low if tp in high}
+
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int | None:
         """The first offset whose timestamp is at or after `timestamp_ms` (ListOffsets); None: none is."""
         consumer = self._consumer()

@@ -45,6 +45,7 @@ from reconciler.topology.choices import OffsetReset  # noqa: F401 (re-exported: 
 from reconciler.topology.defaults import BUILTIN_FLOW_DEFAULTS
 from reconciler.topology.flow_id import FlowId
 from reconciler.topology.model import (
+    SPEC_OMITS_DEFAULT,
     Cluster,
     Delivery,
     Flow,
@@ -120,7 +121,7 @@ OFFSET_RESET_CHOICES: tuple[str, ...] = settings_registry.setting("job.offset_re
 
 def _to_json(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_json(getattr(value, f.name)) for f in fields(value) if f.compare}
+        return {f.name: _to_json(getattr(value, f.name)) for f in fields(value) if f.compare and not _omitted(value, f)}
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, Mapping):
@@ -128,6 +129,15 @@ def _to_json(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return [_to_json(v) for v in value]
     return value
+
+
+def _omitted(value: Any, f: dataclasses.Field) -> bool:
+    """A field added after specs were deployed (`SPEC_OMITS_DEFAULT`, topology/model.py) that holds its default: left
+    out of the JSON (and so of the hash), as the specs of earlier releases are; its absence reads as the default."""
+    if not f.metadata.get(SPEC_OMITS_DEFAULT):
+        return False
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return bool(getattr(value, f.name) == default)
 
 
 def _from_json(tp: Any, value: Any, where: str) -> Any:

@@ -1,5 +1,6 @@
 """A flow's batches, before and after they run: their shape (`BatchShaper`: one task per slot, one task for a
-small backlog, split tasks ending at the source's ends, heartbeats alone) and what the driver takes from their results
+small backlog, split tasks ending at the source's ends, heartbeats alone; each task's share of the flow's rate limit)
+and what the driver takes from their results
 (`Absorber`: positions, counts, offset syncs, dead letters, commits; a loss or a refused record goes to
 `SourceFaults`). Both tell `Partitions` and the idle gate what happened through their methods; the offset syncs
 delayed to the next flush are the absorber's own."""
@@ -11,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from reconciler.contract.spec import dead_letters_topic_name
+from reconciler.engine import throttle
 from reconciler.engine.delivery import mode_of
 from reconciler.engine.driver_parts import FlowSpec, Partitions, Progress, UsesClients
 from reconciler.engine.idle_gate import IdleGate, Work
@@ -29,31 +31,50 @@ ONE_TASK_BACKLOG = 20_000
 
 
 class BatchShaper:
-    """The tasks of a batch. It is given the flow (`FlowSpec`: its delivery follows the spec), its partitions, the
-    idle gate (the ends read before the batch, the heartbeats' tasks) and the progress (the batch's number)."""
+    """The tasks of a batch. It is given the flow (`FlowSpec`: its delivery and rate limit follow the spec), its
+    partitions, the idle gate (the ends read before the batch, the heartbeats' tasks) and the progress (the batch's
+    number). It owns the flow's rate-limit tokens between batches (`allowance`: handed to a batch's tasks, given back
+    by `batch_ended`)."""
 
     def __init__(self, flow: FlowSpec, parts: Partitions, gate: IdleGate, progress: Progress):
         self._flow, self.parts, self.gate, self.progress = flow, parts, gate, progress
+        self.allowance = throttle.FlowAllowance()  # the flow's rate-limit tokens between its batches: its own
+        self._paced = False  # the batch in flight holds them
 
     def plan_tasks(self, one_task: bool = False) -> list[CopyTask]:
         return self.parts.tasks(self.progress.batches, one_task)
 
-    def shape(self, work: Work, tasks: list[CopyTask]) -> list[CopyTask]:
+    def shape(self, work: Work, tasks: list[CopyTask], parallel: bool = True) -> list[CopyTask]:
         """The batch for `work` (the idle gate's word) from `tasks` (one per slot): none while there is nothing to
-        fetch (no Spark job), the heartbeats partitions alone, one task for a small backlog, else split tasks."""
+        fetch (no Spark job), the heartbeats partitions alone, one task for a small backlog or a flow whose rate
+        limit one task copies, else split tasks; the tasks of records get their shares of the flow's `rate_limit`
+        (throttle.py `budgets`: `parallel`, the executor runs them at once)."""
         if work is Work.NONE:
             return []
         if work is Work.HEARTBEATS:
             return self.gate.heartbeat_tasks(tasks)
-        if self.one_task():
-            return self.plan_tasks(one_task=True)
-        return self.split_tasks(tasks)
+        shaped = self.plan_tasks(one_task=True) if self.one_task() else self.split_tasks(tasks)
+        limit = self._flow.spec.settings.rate_limit
+        self._paced = limit.limited and bool(shaped)
+        if not self._paced:
+            return shaped
+        return throttle.budgets(limit, shaped, self.gate.ends_before, parallel, self.allowance.take(limit))
+
+    def batch_ended(self, results: list[TaskResult]) -> None:
+        """The batch's results: the tokens its paced tasks left go back to the flow (a failed batch's: none)."""
+        if self._paced:
+            self._paced = False
+            self.allowance.give_back(r.budget_left for r in results if r.budget_left is not None)
 
     def one_task(self) -> bool:
-        """Is this batch one task for every partition (ONE_TASK_BACKLOG)? Asked after `work_waiting` found records,
-        so the ends are the ones read for this batch."""
-        if mode_of(self._flow.spec).slot_is_identity:
+        """Is this batch one task for every partition (ONE_TASK_BACKLOG, or a rate limit one task copies at:
+        `throttle.one_task_copies`)? Asked after `work_waiting` found records, so the ends are the ones read for this
+        batch."""
+        spec = self._flow.spec
+        if mode_of(spec).slot_is_identity:
             return False
+        if throttle.one_task_copies(spec.settings.rate_limit):
+            return True
         backlog = self.parts.backlog(self.gate.ends_before)
         return backlog is not None and backlog <= ONE_TASK_BACKLOG
 

@@ -169,7 +169,13 @@ class AtLeastOnce:
         producer = plain_producer(spec)
         deadline = time.time() + task.time_budget_s(spec.engine.max_batch_ms)
         copier = Copier(
-            spec, parts, producer, task.consumer_epoch, max_round_s=PROGRESS_COMMIT_S, at_end_only=task.at_end_only
+            spec,
+            parts,
+            producer,
+            task.consumer_epoch,
+            max_round_s=PROGRESS_COMMIT_S,
+            at_end_only=task.at_end_only,
+            budget=task.budget,
         )
         progress = SourceProgress.of(parts)
         try:
@@ -196,6 +202,7 @@ class AtLeastOnce:
                 tp = (p.topic, p.partition)
                 if tp in final and tp not in errors:
                     p.source_committed = final[tp]
+            result.budget_left = copier.budget_left()
             copier.close()
 
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
@@ -236,7 +243,7 @@ class ExactlyOnce:
         result.transactional_id = txn_id
         producer = txn_producer(spec, txn_id, task.last_owner)
         deadline = time.time() + task.time_budget_s(spec.engine.max_batch_ms)
-        copier = Copier(spec, parts, producer, task.consumer_epoch, at_end_only=task.at_end_only)
+        copier = Copier(spec, parts, producer, task.consumer_epoch, at_end_only=task.at_end_only, budget=task.budget)
         redos = 0
         try:
             done = False
@@ -282,6 +289,7 @@ class ExactlyOnce:
                     copier.rewind()
                     done = False
         finally:
+            result.budget_left = copier.budget_left()
             copier.close()
 
     @staticmethod

@@ -223,11 +223,17 @@ class Threads:
 
 
 class Executor(Protocol):
+    #: Does it run a batch's tasks at once? Their shares of the flow's rate limit add up to it (throttle.py); False:
+    #: one after another, each may take the whole rate.
+    parallel: bool
+
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]: ...
 
 
 class LocalExecutor:
     """Runs the tasks in this process, one after another (unit tests, debugging)."""
+
+    parallel = False
 
     def run(self, spec: JobSpec, tasks: list[CopyTask], mode: DeliveryMode) -> list[TaskResult]:
         return list(run_tasks(spec, tasks, mode))
@@ -255,6 +261,8 @@ class SparkExecutor:
     being made (`PendingSpark`: an engine's flows start while the JVM makes it), which the first batch waits for. An
     engine's flows share one (and its `share`): while its busy flows want more task slots than it has, a batch takes
     fewer tasks where its delivery allows, else its tasks end sooner (engine/fair_share.py)."""
+
+    parallel = True
 
     def __init__(
         self, spark_context: Any = None, *, pending: PendingSpark | None = None, share: FairShare | None = None
@@ -513,9 +521,9 @@ class ReplicationDriver:
         if bool(moved_back and faults.ends_moved_back(moved_back)) | faults.check_tails():
             tasks, work = shaper.plan_tasks(), Work.RECORDS  # positions moved, partitions halted or let through
         gate.stepping(work)
-        tasks = shaper.shape(work, tasks)
         # Heartbeats alone: copied by this driver (the tasks' own code, in this process), not a Spark job.
         executor = IN_DRIVER if work is Work.HEARTBEATS else self.executor
+        tasks = shaper.shape(work, tasks, executor.parallel)
         moved = 0
         results: list[TaskResult] = []
         if not tasks:
@@ -538,6 +546,7 @@ class ReplicationDriver:
             else:
                 self.progress.batch_failures = 0
             moved = self.absorber.absorb(results)
+            shaper.batch_ended(results)
         self.progress.batches += 1
         # The metrics: the same task results and figures as the status record (an idle step's: once a status interval).
         self.reporter.step_ended(results, ran=bool(tasks))

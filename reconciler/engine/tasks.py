@@ -12,8 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from reconciler.engine.tails import Fingerprint
+from reconciler.topology.model import RateLimit
 
 TP = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class TaskBudget:
+    """A task's part of its flow's rate limit (throttle.py `budgets`): its share of the rate (records and bytes a
+    second; None: no cap of that kind) and the tokens it starts with (what the flow's earlier batches left, refilled
+    since: `FlowAllowance`; below zero, what they overspent)."""
+
+    rate: RateLimit
+    records: float = 0.0
+    bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,8 @@ class CopyTask:
     #: the task's time budget when shorter than the flow's `max_batch_ms`: its share of an engine whose other flows run
     #: batches too (engine/fair_share.py); None: `max_batch_ms`
     max_ms: int | None = None
+    #: the task's part of the flow's `rate_limit` (throttle.py `budgets`): it paces its reads to it; None: not paced
+    budget: TaskBudget | None = None
 
     def time_budget_s(self, max_batch_ms: int) -> float:
         """How long the task copies (seconds): the flow's `max_batch_ms`, or its share of the engine if shorter."""
@@ -126,3 +140,5 @@ class TaskResult:
     duration_ms: int = 0
     transactional_id: str | None = None
     traceback: str | None = None
+    #: a paced task's tokens at its end (records, bytes; below zero: overspent), for the flow's next batch
+    budget_left: tuple[float, float] | None = None

@@ -43,7 +43,16 @@ from reconciler.contract.spec import JobSpec, dead_letters_topic_name, job_group
 from reconciler.engine import clients
 from reconciler.engine.sync_plan import plan_run, state_from_list, state_to_list
 from reconciler.engine.tails import RING_SIZE, Fingerprint, fingerprint_of
-from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask, RefusedRecord, TaskResult
+from reconciler.engine.tasks import (
+    TP,
+    CopyTask,
+    PartitionResult,
+    PartitionTask,
+    RefusedRecord,
+    TaskBudget,
+    TaskResult,
+)
+from reconciler.engine.throttle import Throttle
 from reconciler.topology.choices import OnRefusedRecord
 
 OFFSET_BEGINNING = -2
@@ -519,6 +528,7 @@ class Copier:
         epoch: int = 0,
         max_round_s: float = MAX_ROUND_S,
         at_end_only: bool = False,
+        budget: TaskBudget | None = None,
     ):
         from confluent_kafka import KafkaError, TopicPartition
 
@@ -535,6 +545,7 @@ class Copier:
         self.at_end_only = at_end_only
         self.first_copy = self.last_copy = 0.0  # when the task first and last copied a record (0.0: not yet)
         self.budget = spec.engine.max_records_per_partition
+        self.throttle = Throttle.of(budget)  # the task's share of the flow's rate_limit (None: not paced)
         self.by_tp = {(p.topic, p.partition): p for p in parts}
         dead_letters = (
             dead_letters_topic_name(spec) if spec.settings.on_refused_record == OnRefusedRecord.SKIP else None
@@ -579,15 +590,21 @@ class Copier:
         soft_deadline, round_deadline = began + ROUND_S, began + self.max_round_s
         consume = self.consumer.consume
         produce, poll = self.producer.produce, self.producer.poll
+        throttle, most = self.throttle, CONSUME_BATCH
         while True:
             now = time.time()
             if now >= deadline or self.active == 0 or (self.behind == 0 and (self.at_end_only or self.spent)):
                 return True
             if now >= round_deadline:
                 return False
+            if throttle is not None:  # the flow's rate_limit: read no more than the task's share allows now
+                most, wait = throttle.allowance(CONSUME_BATCH)
+                if not most:
+                    poll(min(wait, deadline - now, round_deadline - now))  # delivery reports served meanwhile
+                    continue
             # Drain what is there without waiting; only when nothing is, wait for the next event
             # (consume(n, t) waits for n messages or t, which would idle at the end of a batch).
-            msgs = consume(CONSUME_BATCH, 0)
+            msgs = consume(most, 0)
             if self.links.lost != self.links_lost:
                 self.source_lost()
                 return True
@@ -605,16 +622,19 @@ class Copier:
                     return True
                 if not msgs:
                     continue
-            self._copy(msgs, produce, poll)
+            copied = self._copy(msgs, produce, poll)
+            if throttle is not None:
+                throttle.spent(*copied)
             if self.behind == 0 and time.time() >= soft_deadline:
                 return False
 
-    def _copy(self, msgs: list, produce: Any, poll: Any) -> None:
+    def _copy(self, msgs: list, produce: Any, poll: Any) -> tuple[int, int]:
         """Copy what one `consume` handed back: each partition's run of records (`_copy_run`, the hot path), its
-        events (`_on_event`: its end, out of range); a partition whose record budget is spent is paused."""
+        events (`_on_event`: its end, out of range); a partition whose record budget is spent is paused. Returns the
+        records copied and their bytes (keys and values)."""
         by_tp, budget, eof_code = self.by_tp, self.budget, self._eof
         sample_every = LATENCY_SAMPLE_EVERY - 1
-        copied = False
+        records = nbytes = 0
         read_ms = int(time.time() * 1000)  # for the sampled records' age when read
         i, n = 0, len(msgs)
         while i < n:
@@ -626,10 +646,11 @@ class Copier:
                 if p is not None and err is not None:
                     self._on_event(p, m, err, eof_code)
                 continue  # p None: stale, from an earlier assignment of this cached consumer
-            before, sampled = p.count, len(p.ts_samples)
+            before, before_bytes, sampled = p.count, p.bytes, len(p.ts_samples)
             i = _copy_run(p, msgs, i, n, produce, poll, budget, sample_every)
             if p.count != before:
-                copied = True
+                records += p.count - before
+                nbytes += p.bytes - before_bytes
                 if not p.at_end and p.passed_end:
                     p.at_end = True
                     self.behind -= 1
@@ -640,9 +661,10 @@ class Copier:
                 self._retire(p)
                 self.spent = True
         poll(0)
-        if copied:
+        if records:
             self.last_record = self.last_copy = time.time()
             self.first_copy = self.first_copy or self.last_copy
+        return records, nbytes
 
     def source_lost(self) -> None:
         """The consumer lost its source broker: the task ends here, the records handed back with the news not
@@ -729,6 +751,10 @@ class Copier:
         except Exception as exc:  # noqa: BLE001 - reported; the driver commits at the task's end
             return {tp: f"{type(exc).__name__}: {exc}" for tp in positions}
         return {(tp.topic, tp.partition): str(tp.error) for tp in answered or () if tp.error is not None}
+
+    def budget_left(self) -> tuple[float, float] | None:
+        """A paced task's tokens now (`Throttle.left`), for the flow's next batch (None: not paced)."""
+        return self.throttle.left() if self.throttle is not None else None
 
     def close(self) -> None:
         consumer = self.consumer

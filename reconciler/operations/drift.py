@@ -80,5 +80,6 @@ def drift(
             heartbeats=True,
             applied=True,
             certificates=True,
+            backlogs=True,
         )
         return drift_view(obs, backend, revision=revision, check_jobs=check_jobs, job_stale_seconds=job_stale_seconds)

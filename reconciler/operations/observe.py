@@ -9,25 +9,32 @@ the live state, and shared by plan and drift.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adapters.base import AdminError
 from reconciler.adapters.live_read import Connections, clusters_of, read_live
+from reconciler.analysis.expansion import route
 from reconciler.apply.lock import read_applied
+from reconciler.contract.spec import job_group_of
 from reconciler.drift.certificates import CERTIFICATE_SETTINGS, FILE_SETTINGS, CertificateSource
 from reconciler.jobplan.state import JobStatuses, read_statuses
+from reconciler.mirror.mirror_client import TopicPartition
 from reconciler.mirror.policy import ReplicationPolicy
 from reconciler.mirror.records import Heartbeat
-from reconciler.operations.backend import Backend
+from reconciler.operations.backend import Backend, MirrorCluster
+from reconciler.plan.backlog import FlowBacklog
 from reconciler.plan.desired import DesiredState, desired_state
 from reconciler.plan.ownership import reads_claims
 from reconciler.state.live import LiveState
 from reconciler.topology.connection import client_config
 from reconciler.topology.diagnostics import TopologyError
-from reconciler.topology.model import Cluster, Topology
+from reconciler.topology.model import Cluster, Delivery, Flow, Topology
+
+#: The per-request timeout of the backlog read of a rate-limited flow (`read_backlogs`).
+BACKLOG_READ_TIMEOUT = 15.0
 
 
 @dataclass
@@ -41,6 +48,8 @@ class Observation:
     applied: dict[str, Mapping[str, Any] | None] = field(default_factory=dict)
     now_ms: int = 0
     certificates: tuple[CertificateSource, ...] = ()  # each cluster's certificate settings, as read (drift)
+    #: what each enabled flow with a rate limit has not copied yet (`read_backlogs`): the plan's retention check
+    backlogs: dict[str, FlowBacklog] = field(default_factory=dict)
 
 
 def message(exc: BaseException) -> str:
@@ -67,6 +76,7 @@ def observe(
     heartbeats: bool = False,
     applied: bool = False,
     certificates: bool = False,
+    backlogs: bool = False,
 ) -> Observation:
     """Read the live clusters (unless `live` is given) and whichever other parts are asked for."""
     live = live if live is not None else read_live(conns, clusters_of(topology), ownership=reads_claims(topology))
@@ -96,7 +106,77 @@ def observe(
             list(pool.map(one, targets))
     if certificates:
         obs.certificates = read_certificates(topology)
+    if backlogs:
+        obs.backlogs = read_backlogs(topology, live, backend)
     return obs
+
+
+def read_backlogs(topology: Topology, live: LiveState, backend: Backend) -> dict[str, FlowBacklog]:
+    """What each enabled flow with a rate limit has not copied yet (plan/backlog.py), by source topic: the log end
+    of each partition it copies (`route` over the live source topics) less the job's committed position (its group
+    on the source at-least-once; on the target exactly-once, with the source's for partitions it lacks, as the job
+    loads them), the log start where there is none or it is below. One pair of ListOffsets requests per source
+    cluster, whatever the number of partitions, and one offsets request per flow; nothing at all without a rate
+    limit. A flow whose clusters cannot be read has its `error`."""
+    flows = [f for f in topology.active_flows if f.rate_limit.limited]
+    clients: dict[str, MirrorCluster | BaseException] = {}
+
+    def client(alias: str) -> MirrorCluster:
+        if alias not in clients:
+            try:
+                clients[alias] = backend.mirror_client(topology.clusters[alias], BACKLOG_READ_TIMEOUT)
+            except Exception as exc:  # noqa: BLE001 - reported with the flow: its backlog is not judged
+                clients[alias] = exc
+        got = clients[alias]
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    out: dict[str, FlowBacklog] = {}
+    by_source: dict[str, list[tuple[Flow, dict[TopicPartition, str]]]] = {}
+    for flow in flows:
+        source = live.cluster(flow.source)
+        if not source.reachable:
+            out[flow.name] = FlowBacklog(flow.name, {}, error=f"cluster {flow.source} could not be read")
+            continue
+        copied: dict[TopicPartition, str] = {}
+        for name, topic in sorted(source.topics.items()):
+            remote = route(flow, name)
+            if remote is not None:
+                copied.update({TopicPartition(name, p): remote for p in range(topic.partitions)})
+        by_source.setdefault(flow.source, []).append((flow, copied))
+    for alias, wanted in by_source.items():
+        try:
+            ends = client(alias).log_offsets([tp for _, copied in wanted for tp in copied])
+        except Exception as exc:  # noqa: BLE001 - reported with each flow
+            out.update({f.name: FlowBacklog(f.name, {}, error=message(exc)) for f, _ in wanted})
+            continue
+        for flow, copied in wanted:
+            try:
+                positions = _job_positions(flow, copied, client)
+            except Exception as exc:  # noqa: BLE001
+                out[flow.name] = FlowBacklog(flow.name, {}, error=message(exc))
+                continue
+            by_topic: dict[str, int] = {}
+            for tp in copied:
+                if tp in ends:
+                    start, end = ends[tp]
+                    by_topic[tp.topic] = by_topic.get(tp.topic, 0) + max(0, end - max(start, positions.get(tp, start)))
+            out[flow.name] = FlowBacklog(flow.name, by_topic)
+    return out
+
+
+def _job_positions(
+    flow: Flow, copied: Mapping[TopicPartition, str], client: Callable[[str], MirrorCluster]
+) -> dict[TopicPartition, int]:
+    """The job's committed positions of the partitions `copied` (source partition -> remote topic), where the job
+    keeps them (contract/spec.py `job_group_of`; engine/delivery.py `load`)."""
+    group, out = job_group_of(flow.name), {}
+    if flow.delivery is Delivery.EXACTLY_ONCE:
+        remote = {TopicPartition(r, tp.partition): tp for tp, r in copied.items()}
+        out = {remote[k]: v for k, v in client(flow.target).committed_offsets(group, remote).items()}
+    missing = [tp for tp in copied if tp not in out]
+    return out | (client(flow.source).committed_offsets(group, missing) if missing else {})
 
 
 def _certificate_sources(cluster: Cluster) -> list[CertificateSource]:

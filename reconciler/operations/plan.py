@@ -7,6 +7,7 @@ through `backend.git`. `make_plan` reads and plans in one step.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from reconciler.adapters.live_read import Connections
@@ -15,6 +16,7 @@ from reconciler.jobplan.plan import plan_with_jobs
 from reconciler.operations.backend import Backend
 from reconciler.operations.observe import Observation, observe
 from reconciler.plan.actions import Plan
+from reconciler.plan.backlog import retention_findings
 from reconciler.plan.diff import diff
 from reconciler.state.live import LiveState
 from reconciler.topology.model import Topology
@@ -32,6 +34,10 @@ def plan_and_jobs(
     """`plan_of`, and the live jobs (the one verdict per job) it planned from: None when jobs are off.
     `stale_after`: an explicit status threshold (drift's --job-stale-seconds), None: the one rule."""
     plan = diff(obs.desired, obs.live, obs.topology)
+    statuses = obs.statuses.records if obs.statuses is not None else None
+    outruns = retention_findings(obs.topology, obs.live, obs.backlogs, statuses)
+    if outruns:
+        plan = dataclasses.replace(plan, findings=plan.findings + outruns)
     if backend.jobs is None:
         return plan, None
     # the replication jobs: deploy / update / restart / stop
@@ -50,8 +56,9 @@ def plan_and_jobs(
 def observe_for_plan(
     topology: Topology, conns: Connections, backend: Backend, live: LiveState | None = None, **more: bool
 ) -> Observation:
-    """What a plan reads: the clusters, and the job statuses when jobs are planned."""
-    return observe(topology, conns, backend, live=live, statuses=backend.jobs is not None, **more)
+    """What a plan reads: the clusters, the job statuses when jobs are planned, and the backlogs of the flows with a
+    rate limit (their retention check)."""
+    return observe(topology, conns, backend, live=live, statuses=backend.jobs is not None, backlogs=True, **more)
 
 
 @dataclass(frozen=True)

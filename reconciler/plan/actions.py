@@ -31,8 +31,8 @@ from reconciler.topology.model import topology_title
 #: `plan --policy` its `policy` object (format_version 1, minor 0-5: docs/plan-json.md).
 FORMAT_VERSION = 2
 #: Fields added within format_version 2 (docs/plan-json.md): 1 = `environment` (the topology's `--env`) and the
-#: `record_ownership` action (issue 48).
-FORMAT_MINOR = 1
+#: `record_ownership` action (issue 48); 2 = finding kind `retention` (a rate-limited flow's backlog, issue 47).
+FORMAT_MINOR = 2
 
 
 @dataclass(frozen=True)

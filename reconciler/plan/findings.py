@@ -32,6 +32,7 @@ class FindingKind(str, enum.Enum):
     RECORD_SIZE = "record-size"  # a source topic takes records larger than its remote topic or the job's producer
     MULTIPLIED = "multiplied"  # filters multiply topics along paths past RECONCILER_MAX_REMOTE_TOPICS
     PENDING = "pending"  # a job rendered for a cluster to sync (GitOps) has not started yet
+    RETENTION = "retention"  # a rate-limited flow's backlog at its cap outlives a source topic's retention (backlog.py)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,25 @@ class Heartbeats(Emitter):
 
 
 @dataclass(frozen=True)
+class RateLimit:
+    """A flow's cap on its copy rate (`rate_limit`): records and bytes per second, the flow's total over all its
+    partitions and tasks (the engine paces its tasks to it: engine/pacing.py); None: no cap of that kind."""
+
+    records_per_second: float | None = None
+    bytes_per_second: float | None = None
+
+    @property
+    def limited(self) -> bool:
+        return self.records_per_second is not None or self.bytes_per_second is not None
+
+
+#: The metadata key of a field added to the job spec after specs were deployed: a spec omits it while it holds its
+#: default (and reads its absence as the default), so the spec of a flow that does not set it, and its hash, stay
+#: what earlier releases wrote: an upgrade restarts nothing (contract/spec.py `_to_json`).
+SPEC_OMITS_DEFAULT = "spec_omits_default"
+
+
+@dataclass(frozen=True)
 class JobSettings:
     deployer: str
     master: str
@@ -112,6 +131,7 @@ class FlowSettings:
     family: str | None = None  # topic family: one of several named flows of a pair
     carries_heartbeats: bool = True  # False for all but one family of a pair (heartbeats once per pair)
     on_refused_record: OnRefusedRecord = OnRefusedRecord.FAIL  # a record the target refuses: halt, or dead-letter it
+    rate_limit: RateLimit = field(default_factory=RateLimit, metadata={SPEC_OMITS_DEFAULT: True})  # none: not paced
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "on_refused_record", OnRefusedRecord(self.on_refused_record))

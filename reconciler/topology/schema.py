@@ -88,6 +88,10 @@ def _report(err: ValidationError, doc: Document, diags: Diagnostics, prefix: tup
             doc.where(path),
         )
         return
+    if err.validator in ("minimum", "exclusiveMinimum") and not isinstance(err.instance, bool):
+        least = "at least" if err.validator == "minimum" else "more than"
+        diags.error(f"{at} must be {least} {err.validator_value}, not {err.instance!r}", doc.where(path))
+        return
     if err.validator == "pattern" and err.validator_value in PATTERN_MEANINGS:
         diags.error(f"{at}: {err.instance!r} is not {PATTERN_MEANINGS[err.validator_value]}", doc.where(path))
         return

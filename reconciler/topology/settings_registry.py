@@ -500,6 +500,31 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
         scope=Scope.FLOW,
     ),
     _s(
+        "rate_limit.records_per_second",
+        Type.NUMBER,
+        None,
+        "The most records a second the flow copies: its total over all its partitions and tasks (a batch's tasks "
+        "share it by their backlog); unset: no cap. The plan warns when the flow's backlog at this rate would outlive "
+        'a source topic\'s `retention.ms`. See docs/replication-job.md, "Rate limits".',
+        hot=True,
+        nullable=True,
+        constraints={"exclusiveMinimum": 0},
+        examples=(20000,),
+        scope=Scope.FLOW,
+    ),
+    _s(
+        "rate_limit.bytes_per_second",
+        Type.NUMBER,
+        None,
+        "The most bytes (keys and values) a second the flow copies, its total over all its partitions and tasks; "
+        "unset: no cap. With `records_per_second` too, the tighter of the two holds.",
+        hot=True,
+        nullable=True,
+        constraints={"exclusiveMinimum": 0},
+        examples=(10485760,),
+        scope=Scope.FLOW,
+    ),
+    _s(
         "job.deployer",
         Type.CHOICE,
         DEFAULT_DEPLOYER.value,
@@ -715,6 +740,8 @@ SECTIONS: dict[str, str | None] = {
     "heartbeats": "Heartbeats (MM2 `emit.heartbeats`).",
     "checkpoints": "Checkpoints (MM2 `emit.checkpoints`).",
     "offset_syncs": None,
+    "rate_limit": "A cap on the flow's copy rate, so that a backfill neither starves the source's other consumers nor "
+    "fills the link: the engine paces the flow's tasks to it. Default: none.",
     "job": "Where and how the replication job runs.",
     "prune": "Deletions the reconciler may make. Everything is off by default: nothing is deleted unless enabled here.",
     "slo": "Thresholds for drift reports.",

@@ -1,0 +1,178 @@
+"""A flow's rate limit in a shared engine (issue 47): the limited flow near its cap, its unlimited sibling near its solo
+rate.
+
+    python bench/ratelimit.py                      # cap 20,000 records/s, 3 repetitions
+    python bench/ratelimit.py --cap 50000 --seconds 20 --backlog 3000000 --repeat 5
+
+Starts two fresh Tansu brokers on loopback. Each repetition, on those brokers, in an order that alternates between
+repetitions:
+
+  solo      flow B alone in an engine (deployed by the local deployer as `apply` does): --backlog 100-byte records
+            on --partitions partitions, waiting on the source; B's records/s from its first copied record to its last
+  together  flows A and B in one engine, both starting with it (their flow files there when it starts, as after an
+            apply of the topology): A has `rate_limit: {records_per_second: --cap}` and a backlog of --cap x
+            --seconds records, B none and the same backlog as solo (copied while A's lasts). A's records/s against
+            its cap, B's against its solo rate of the same repetition
+
+Each flow's records/s is timed on its remote topic's high watermarks (bench/deployed.py `TargetWatch`: every 50 ms,
+its true end once they are still), as bench/engines.py times the engine. Every flow of the engine uses --master
+(default local[3]: a task slot for each of B's --parallelism 2 tasks and A's one, which an at-least-once flow
+capped below 100,000 records/s runs: with fewer slots, A's batch waits for a slot B's tasks hold) and B
+--parallelism.
+
+Prints each figure's median and spread [min-max] and the two ratios against issue 47's targets: A within 15 % of
+its cap, B at least 80 % of its solo rate; the load average and the date with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Producer  # noqa: E402
+
+from bench.deployed import TargetWatch  # noqa: E402
+from bench.engines import Broker, _NoMeter  # noqa: E402
+from reconciler import logs  # noqa: E402
+from reconciler.contract.spec import JobSpec  # noqa: E402
+from reconciler.deployers.local import LocalDeployer  # noqa: E402
+from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
+from tests.integration.mirror_helpers import create_topic, spec_for  # noqa: E402
+
+VALUE = b"x" * 100
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def spread(values: list[float], fmt: str = "{:,.0f}") -> str:
+    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+
+
+def fill(bootstrap: str, topic: str, partitions: int, records: int) -> None:
+    """`records` 100-byte records round-robin over the partitions of a new topic."""
+    create_topic(bootstrap, topic, partitions)
+    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 262144}))
+    for i in range(records):
+        while True:
+            try:
+                p.produce(topic, VALUE, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(120) == 0
+
+
+def flow(west: Broker, east: Broker, alias: str, topic: str, opts, **more) -> JobSpec:
+    return spec_for(
+        west,
+        east,
+        source_alias=alias,
+        topics_include=(topic,),
+        master=opts.master,
+        parallelism=opts.parallelism,
+        status_interval_seconds=3.0,
+        **more,
+    )
+
+
+def run_engine(east: Broker, specs: list[JobSpec], sizes: list[int], opts, root: Path) -> list[float]:
+    """Deploy `specs` in one engine (all there when it starts) and time each flow's copy of its `sizes[i]` records;
+    their records/s."""
+    remote = [f"{s.source.alias}.{s.settings.topics.include[0]}" for s in specs]
+    for t in remote:
+        create_topic(east.bootstrap, t, opts.partitions)  # the job finds it there (as a remote topic it would create)
+    watches = [TargetWatch(east.bootstrap, t, opts.partitions, n, _NoMeter) for t, n in zip(remote, sizes)]
+    deployer = LocalDeployer(root=root, stop_timeout=30)
+    try:
+        engine = root.name
+        for spec in specs[1:]:
+            path = deployer.flow_file(engine, spec.flow)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            spec.write(path)
+        assert deployer.deploy(specs[0], {"engine": engine}).ok
+        for w in watches:
+            w.wait(900)
+        return [w.rate() for w in watches]
+    finally:
+        for w in watches:
+            w.close()
+        deployer.stop_all()
+
+
+def repetition(west: Broker, east: Broker, rep: int, opts, work: Path) -> dict[str, float]:
+    limited = int(opts.cap * opts.seconds)
+    out: dict[str, float] = {}
+    for run in ("solo", "together") if rep % 2 == 0 else ("together", "solo"):
+        tag = f"{run[0]}{rep}"
+        fill(west.bootstrap, f"b{tag}", opts.partitions, opts.backlog)
+        b = flow(west, east, f"b{tag}", f"b{tag}", opts)
+        if run == "solo":
+            say(f"run {rep + 1}: B alone, {opts.backlog:,} records")
+            (out["b_solo"],) = run_engine(east, [b], [opts.backlog], opts, work / f"solo{rep}")
+            say(f"  B {out['b_solo']:,.0f} records/s")
+            continue
+        fill(west.bootstrap, f"a{tag}", opts.partitions, limited)
+        a = flow(west, east, f"a{tag}", f"a{tag}", opts, records_per_second=opts.cap)
+        say(
+            f"run {rep + 1}: A (cap {opts.cap:,}/s, {limited:,} records) and B ({opts.backlog:,} records) in one engine"
+        )
+        out["a"], out["b_together"] = run_engine(east, [a, b], [limited, opts.backlog], opts, work / f"both{rep}")
+        say(f"  A {out['a']:,.0f} records/s, B {out['b_together']:,.0f} records/s")
+    out["a_to_cap"] = out["a"] / opts.cap
+    out["b_to_solo"] = out["b_together"] / out["b_solo"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cap", type=int, default=20_000, help="flow A's rate_limit.records_per_second")
+    ap.add_argument("--seconds", type=float, default=30.0, help="A's backlog: this many seconds at its cap")
+    ap.add_argument("--backlog", type=int, default=2_000_000, help="B's backlog (records), solo and together")
+    ap.add_argument("--partitions", type=int, default=2, help="of each flow's topic")
+    ap.add_argument("--master", default="local[3]", help="the engine's job.master")
+    ap.add_argument("--parallelism", type=int, default=2, help="the flows' job.parallelism")
+    ap.add_argument("--repeat", type=int, default=3)
+    opts = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench-ratelimit-"))
+    load_start, date = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M")
+    brokers = [start_broker("127.0.0.1", free_port(), work / f"broker{i}.log") for i in range(2)]
+    west, east = Broker(brokers[0].bootstrap), Broker(brokers[1].bootstrap)
+    runs: list[dict[str, float]] = []
+    try:
+        for rep in range(opts.repeat):
+            runs.append(repetition(west, east, rep, opts, work))
+    finally:
+        for b in brokers:
+            if b.pid:
+                stop_pid(b.pid)
+    load_end = os.getloadavg()
+
+    def col(key: str) -> list[float]:
+        return [r[key] for r in runs]
+
+    print(
+        f"\nrate limit in a shared engine, {opts.repeat} runs, {date} ({os.cpu_count()} cores, load average "
+        f"{load_start[0]:.1f} at start, {load_end[0]:.1f} at end; {opts.master}, parallelism {opts.parallelism}, "
+        f"{opts.partitions} partitions a topic): median [min-max]"
+    )
+    print(f"  A (rate_limit {opts.cap:,} records/s): {spread(col('a'))} records/s")
+    print(f"  B alone:                  {spread(col('b_solo'))} records/s")
+    print(f"  B beside A:               {spread(col('b_together'))} records/s")
+    a_ratio, b_ratio = statistics.median(col("a_to_cap")), statistics.median(col("b_to_solo"))
+    a_ok, b_ok = abs(a_ratio - 1) <= 0.15, b_ratio >= 0.80
+    print(f"  A / its cap:    {spread(col('a_to_cap'), '{:.3f}')}  (target 0.85-1.15: {'MET' if a_ok else 'MISSED'})")
+    print(f"  B beside / alone: {spread(col('b_to_solo'), '{:.3f}')}  (target >= 0.80: {'MET' if b_ok else 'MISSED'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
