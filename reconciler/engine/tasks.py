@@ -82,15 +82,34 @@ class CopyTask:
 
 def merged(tasks: Sequence[CopyTask], n: int) -> list[CopyTask]:
     """`tasks` as at most `n` tasks (`n` >= 1), where a task's slot is not its partitions' identity (at-least-once):
-    the tasks of the lowest slots are kept, and the partitions of the others go to them in turn."""
+    the tasks of the lowest slots are kept, and the partitions of the others go to them in turn, with their parts of
+    the flow's rate limit (`joined`: the flow's rate and tokens stay whole)."""
     if len(tasks) <= n:
         return list(tasks)
     ordered = sorted(tasks, key=lambda t: t.slot)
-    keep, extra = ordered[:n], ordered[n:]
-    parts = [list(t.partitions) for t in keep]
-    for i, t in enumerate(extra):
-        parts[i % n].extend(t.partitions)
-    return [dataclasses.replace(t, partitions=tuple(p)) for t, p in zip(keep, parts, strict=True)]
+    groups = [[t] for t in ordered[:n]]
+    for i, t in enumerate(ordered[n:]):
+        groups[i % n].append(t)
+    return [
+        dataclasses.replace(
+            g[0], partitions=tuple(p for t in g for p in t.partitions), budget=joined([t.budget for t in g])
+        )
+        for g in groups
+    ]
+
+
+def joined(budgets: Sequence[TaskBudget | None]) -> TaskBudget | None:
+    """The budget of one task that copies what tasks of these `budgets` would have: their rates and tokens added (a
+    kind of rate that one of them does not cap is not capped); None: none of them is paced."""
+    known = [b for b in budgets if b is not None]
+    if not known:
+        return None
+
+    def total(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+    rate = RateLimit(total([b.rate.records_per_second for b in known]), total([b.rate.bytes_per_second for b in known]))
+    return TaskBudget(rate, sum(b.records for b in known), sum(b.bytes for b in known))
 
 
 @dataclass

@@ -11,7 +11,8 @@ from reconciler.contract.spec import ClusterSpec
 from reconciler.engine.delivery import mode_of
 from reconciler.engine.driver import SparkExecutor
 from reconciler.engine.fair_share import BUSY_AFTER_S, FAIR_SLICE_MS, FairShare, Share
-from reconciler.engine.tasks import CopyTask, PartitionTask, merged
+from reconciler.engine.tasks import CopyTask, PartitionTask, TaskBudget, joined, merged
+from reconciler.topology.model import RateLimit
 from tests.spec_helpers import job_spec, respec
 
 
@@ -123,3 +124,18 @@ def test_the_engines_executor_hands_the_share_to_the_tasks_of_a_contended_batch(
     assert sc.jobs[-1][0].max_ms == FAIR_SLICE_MS, "west->east's 2 tasks ended just now: more than the 2 slots"
     executor.run(eos, [a, b], mode_of(eos))
     assert [t.max_ms for t in sc.jobs[-1]] == [FAIR_SLICE_MS] * 2, "exactly-once: each slot its task, sliced"
+
+
+def test_merged_tasks_keep_the_flows_whole_rate_limit():
+    """A paced flow's tasks merged (fewer slots free) carry their parts of the flow's rate and tokens: the flow is
+    paced to its whole rate_limit, not to the part of the tasks kept."""
+    parts = [PartitionTask("orders", p, "west.orders", 0) for p in range(3)]
+    tasks = [
+        CopyTask(0, 1, (parts[0],), budget=TaskBudget(RateLimit(600.0, None), 60.0, 600.0)),
+        CopyTask(1, 1, (parts[1],), budget=TaskBudget(RateLimit(300.0, None), 30.0, 300.0)),
+        CopyTask(2, 1, (parts[2],), budget=TaskBudget(RateLimit(100.0, None), 10.0, 100.0)),
+    ]
+    (one,) = merged(tasks, 1)
+    assert one.budget == TaskBudget(RateLimit(1000.0, None), 100.0, 1000.0)
+    assert joined([None, None]) is None
+    assert joined([TaskBudget(RateLimit(5.0, 50.0)), TaskBudget(RateLimit(5.0, None))]) == TaskBudget(RateLimit(10.0))
