@@ -3,7 +3,7 @@
 Every plan JSON the reconciler makes is made by `document`: `plan --format json` (render/plan_json.py, with
 `--base`, `--clusters-from`, `--policy`), `show --format json` of a saved plan, the `plan` object of a saved plan
 file (plan/planfile.py) and the input policies judge (reconciler/policy/). The shape is schemas/plan.schema.json
-(format_version 2, format_minor 1), described in docs/plan-json.md.
+(format_version 2, format_minor 2), described in docs/plan-json.md.
 
 With RECONCILER_TEST_PLAN_SCHEMA on (the test suite sets it for its whole session, tests/conftest.py), each
 document is checked against the schema here, where it is made, and one that does not follow it raises
