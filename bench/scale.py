@@ -20,8 +20,8 @@ Then, as a user runs them (the CLI in a new process each time), --repeat times e
              Python workers, those that start or end inside a window included: /proc of every process whose
              environment names the engine) as % of one core, and its proportional set size (PSS)
 
-Prints each figure's median and spread (min-max). Not measured here yet (the engine has no per-flow rate limit
-and no poisoned-partition scenario): the report says so.
+Prints each figure's median and spread (min-max). Not measured here yet (no poisoned-partition scenario): the report
+says so. A rate-limited flow beside an unlimited one: bench/ratelimit.py.
 """
 
 from __future__ import annotations
@@ -393,7 +393,7 @@ def report(opts, figures: dict[str, list[float]], requests: list[Counter[str]]) 
         print(f"  engine PSS / partitions: {1024 * pss / partitions:,.1f} KB (fixed cost included)")
     print(
         "  not measured yet: the checkpoint interval held (checkpoints are written when a group moves, so their age "
-        "says nothing once idle), a poisoned partition's neighbours, a rate-limited flow"
+        "says nothing once idle), a poisoned partition's neighbours (a rate-limited flow: bench/ratelimit.py)"
     )
 
 
