@@ -24,8 +24,8 @@ Then, as a user runs them (the CLI in a new process each time), --repeat times e
              Python workers, those that start or end inside a window included: /proc of every process whose
              environment names the engine) as % of one core, and its proportional set size (PSS)
 
-Prints each figure's median and spread (min-max). Not measured here: a poisoned partition's neighbours and a
-rate-limited flow (the report says so). Memory per partition and per group: bench/curves.py fits them.
+Prints each figure's median and spread (min-max). Not measured here: a poisoned partition's neighbours
+(bench/blast.py) and a rate-limited flow (bench/ratelimit.py). Memory per partition and per group: bench/curves.py.
 """
 
 from __future__ import annotations
@@ -604,7 +604,7 @@ def report(opts, figures: dict[str, list[float]], requests: list[Counter[str]]) 
             f"sync.group_offsets_interval_seconds {figures['group_sync_interval_s'][0]:g}"
         )
     print(
-        "  not measured here: a poisoned partition's neighbours, a rate-limited flow (other benches' figures); "
+        "  not measured here: a poisoned partition's neighbours (bench/blast.py), a rate-limited flow (bench/ratelimit.py); "
         "memory per partition and per group: bench/curves.py (the slopes)"
     )
 

@@ -52,7 +52,7 @@ from reconciler.engine.tasks import (
     TaskBudget,
     TaskResult,
 )
-from reconciler.engine.throttle import Throttle
+from reconciler.engine.throttle import Throttle, consumer_prefetch
 from reconciler.topology.choices import OnRefusedRecord
 
 OFFSET_BEGINNING = -2
@@ -311,6 +311,7 @@ def _consumer_key(spec: JobSpec, epoch: int) -> tuple:
         json.dumps(dict(spec.source.config), sort_keys=True),
         epoch,
         clients.FINGERPRINTS.of(spec.source),  # a rotated credential: a new consumer (the old one dropped)
+        spec.settings.rate_limit,  # a changed cap: a new consumer, its prefetch to the new cap (throttle.py)
     )
 
 
@@ -339,7 +340,12 @@ def _consumer(spec: JobSpec, epoch: int = 0):
     if clients.CACHE.peek(key) is None:  # the flow's consumers of earlier epochs or settings are dropped
         for old in [k for k in clients.CACHE.keys() if k[0] == "consumer" and k[1] == spec.flow and k != key]:
             clients.CACHE.drop(old)
-    return clients.CACHE.get(key, lambda: SourceConsumer.of(clients.consumer_config(spec.source, spec)))
+    return clients.CACHE.get(
+        key,
+        lambda: SourceConsumer.of(
+            {**clients.consumer_config(spec.source, spec), **consumer_prefetch(spec.settings.rate_limit)}
+        ),
+    )
 
 
 class SourceLinks:

@@ -22,6 +22,7 @@ from reconciler.engine.throttle import (
     Throttle,
     TokenBucket,
     budgets,
+    consumer_prefetch,
     one_task_copies,
     shares,
 )
@@ -179,6 +180,21 @@ def test_a_limited_flow_over_batches_copies_no_more_than_its_cap_and_close_to_it
         clock.now += 0.5
     elapsed = clock.now - start
     assert 0.95 * 10_000 * elapsed <= copied <= 10_000 * elapsed
+
+
+def test_a_capped_flows_consumer_fetches_little_ahead_of_its_reads():
+    """Half a second of the cap queued (the job's consumer otherwise prefetches 64 MB: a whole backlog at full speed,
+    past the cap); a changed cap makes a new consumer (worker.py `_consumer_key`)."""
+    from reconciler.engine.worker import _consumer_key
+
+    assert consumer_prefetch(RateLimit()) == {}
+    assert consumer_prefetch(RateLimit(records_per_second=20_000)) == {"queued.min.messages": 10_000}
+    assert consumer_prefetch(RateLimit(records_per_second=10, bytes_per_second=10_485_760)) == {
+        "queued.min.messages": 1_000,
+        "queued.max.messages.kbytes": 5_120,
+    }
+    capped = respec(SPEC, records_per_second=20_000)
+    assert _consumer_key(capped, 0) != _consumer_key(respec(capped, records_per_second=5_000), 0)
 
 
 def test_an_at_least_once_flow_whose_cap_one_task_copies_is_one_task():
