@@ -303,7 +303,10 @@ class SourceFaults(UsesClients[FaultClients]):
             return None
         # Between the newest fingerprint that matches and the next one, record by record: the source's records
         # against their copies on the target, from the newest matching record whose copy's offset is known.
-        known = [fp for fp in self.parts.tails.anchors(tp) if fp.offset < back]
+        known = sorted(
+            (fp for fp in self.parts.tails.anchors(tp) + ring if fp.down is not None and fp.offset < back),
+            key=lambda fp: fp.offset,
+        )
         remote = self.parts.plan.copy.get(tp)
         position = self.parts.positions.get(tp, -1)
         if not known or remote is None or position <= back:

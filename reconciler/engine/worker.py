@@ -42,7 +42,7 @@ from confluent_kafka import Consumer, Producer
 from reconciler.contract.spec import JobSpec, dead_letters_topic_name, job_group
 from reconciler.engine import clients
 from reconciler.engine.sync_plan import plan_run, state_from_list, state_to_list
-from reconciler.engine.tails import RING_SIZE, Fingerprint, fingerprint_of
+from reconciler.engine.tails import RING_SIZE, Fingerprint, TailRing, fingerprint_of
 from reconciler.engine.tasks import (
     TP,
     CopyTask,
@@ -178,8 +178,13 @@ class PartitionCopy:
     new_sync_state: list[int] | None = None
     last_pair: tuple[int, int] | None = None  # last replicated (upstream, downstream)
     #: The round's last copied record of each run of the copy loop (Messages), fingerprinted when the round is
-    #: durable into `copied` (engine/tails.py: what the job copied, to tell a tail the source lost and refilled)
+    #: durable into `copied` (engine/tails.py: what the job copied, to tell a tail the source lost and refilled).
+    #: Thinned as it grows, its first kept: a round of thousands of records (a catch-up) is fingerprinted back to
+    #: its start, not only its last records (`keep_sample`).
     round_msgs: list[Any] = field(default_factory=list)
+    #: The target offset of the round's first record, where the round's copies are consecutive on the target (no
+    #: record refused): with `runs`, the copy's offset of every record of the round (`down_of`).
+    round_first_down: int | None = None
     copied: list[Fingerprint] = field(default_factory=list)  # of the durable rounds, oldest first
     source_committed: int = -1  # at-least-once: the position the task's last commit on the source recorded
     source_reconnected: bool = False  # the task's consumer lost its source broker (the copy stopped there)
@@ -217,6 +222,19 @@ class PartitionCopy:
         self.round_state = None
         self.round_last = None
         self.round_msgs = []
+        self.round_first_down = None
+
+    def down_of(self, offset: int) -> int | None:
+        """The offset on the target of the copy of the round's record at source `offset` (None: not known, or not
+        a record of the round)."""
+        first_down, runs = self.round_first_down, self.runs
+        if first_down is None or not runs:
+            return None
+        for i, (up0, c0) in enumerate(runs):
+            c1 = runs[i + 1][1] if i + 1 < len(runs) else self.count
+            if up0 <= offset < up0 + (c1 - c0):
+                return first_down + (c0 - runs[0][1]) + (offset - up0)
+        return None
 
     def durable(self) -> None:
         """The round's records are durable: fold the round into the base."""
@@ -227,11 +245,14 @@ class PartitionCopy:
             self.new_sync_state = self.round_state
             self.last_pair = self.round_last
         if self.round_msgs:
-            fps = [fingerprint_of(m) for m in self.round_msgs[-RING_SIZE:]]
+            fps = [fingerprint_of(m) for m in self.round_msgs]
+            fps = [dataclasses.replace(fp, down=d) if (d := self.down_of(fp.offset)) is not None else fp for fp in fps]
             last = self.last_pair
             if last is not None and fps[-1].offset == last[0]:  # its copy's offset on the target is known
                 fps[-1] = dataclasses.replace(fps[-1], down=last[1])
-            self.copied = (self.copied + fps)[-RING_SIZE:]
+            ring = TailRing(list(self.copied))  # thinned as the driver's ring is: the task's first stays
+            ring.add(fps)
+            self.copied = ring.entries
         self._clear_round()
 
     def roll_back(self) -> None:
@@ -842,11 +863,17 @@ def _copy_run(
             break
     p.next, p.count, p.bytes = nxt, count, nbytes
     if last_m is not None:
-        msgs_kept = p.round_msgs
-        msgs_kept.append(last_m)
-        if len(msgs_kept) > 2 * RING_SIZE:
-            del msgs_kept[:RING_SIZE]
+        keep_sample(p.round_msgs, last_m)
     return i
+
+
+def keep_sample(kept: list[Any], m: Any) -> None:
+    """Keep `m` (the last record of a run of the copy loop) among the round's samples: at most 2 x RING_SIZE, the
+    older half thinned by every other one as it fills, the round's first always kept, so the samples reach back
+    over the whole round with gaps growing with age."""
+    kept.append(m)
+    if len(kept) > 2 * RING_SIZE:
+        del kept[1:RING_SIZE:2]
 
 
 def _error_name(err: Any) -> str | None:
@@ -1003,3 +1030,4 @@ def _plan_syncs(spec: JobSpec, p: PartitionCopy) -> None:
     p.round_syncs = syncs
     p.round_state = state_to_list(state)
     p.round_last = (last_up, last_down)
+    p.round_first_down = None if first_down is None or last_down - first_down != n - 1 else first_down

@@ -432,3 +432,55 @@ def test_the_copies_offsets_are_kept_apart_from_the_thinning():
     assert [a.offset for a in ring.anchors] == [1649 + 50 * i for i in range(8)]
     ring.cut(1800)
     assert ring.anchors[-1].offset == 1799
+
+
+# --- what a task fingerprints ------------------------------------------------------------------------------------
+def _copied_in_one_round(records: int, run: int = 100) -> list[Fingerprint]:
+    """What a task reports it copied (`PartitionCopy.copied`) after one round of `records` records from offset 0,
+    handed over by the consumer in runs of `run`, through the task's own copy loop (real `Message`s; the target gives
+    each copy the source's offset)."""
+    from confluent_kafka import Message
+
+    from reconciler.engine.tasks import PartitionTask
+    from reconciler.engine.worker import PartitionCopy, _copy_run, _plan_syncs
+
+    p = PartitionCopy.of(PartitionTask("orders", 0, "west.orders", 0, None))
+    sent: list[int] = []
+
+    def produce(topic, value, key, partition, on_delivery, timestamp, headers=None):
+        copy = Message(topic=topic, partition=partition, offset=len(sent), key=key, value=value)
+        sent.append(1)
+        on_delivery(None, copy)
+
+    msgs = [
+        Message(topic="orders", partition=0, offset=o, key=b"k", value=b"old-%d" % o, timestamp=(1, 1_000 + o))
+        for o in range(records)
+    ]
+    for i in range(0, records, run):
+        chunk = msgs[i : i + run]
+        _copy_run(p, chunk, 0, len(chunk), produce, lambda _t: 0, 10**9, 0)
+    _plan_syncs(SPEC, p)
+    p.durable()
+    return p.copied
+
+
+def test_a_round_of_thousands_of_records_is_fingerprinted_back_to_its_start_with_its_copies_offsets():
+    # the lost-tail test under load (exactly-once, CI 2026-11-29): the job's first batch copied 0..4130 of a
+    # partition in one round and the task reported only the round's last records; the source lost its last 120
+    # records and refilled them, no fingerprint matched, and the partition was copied again from the log start
+    copied = _copied_in_one_round(4_000)
+    assert len(copied) <= RING_SIZE
+    assert copied[0].offset == 99 and copied[-1].offset == 3_999  # from the round's first run to its last record
+    assert all(f.down == f.offset for f in copied)  # each copy's offset on the target known
+    assert all(f.same_record(fp(f.offset)) and f.matches(fp(f.offset)) for f in copied)
+
+
+def test_a_lost_tail_longer_than_the_last_round_runs_resumes_exactly_where_it_diverges():
+    faults, parts, progress, source = setup(lost_from=3_880, refilled_to=4_100, position=4_000)
+    parts.tails.forget(TPX)
+    parts.tails.copied(TPX, _copied_in_one_round(4_000))
+    parts.tails.suspect([TPX], "the task's consumer lost the source broker")
+    assert faults.check_tails()
+    assert parts.positions[TPX] == 3_880  # neither the log start (duplicates) nor a fingerprint's offset
+    [event] = progress.out_of_range
+    assert event.reused == 120
