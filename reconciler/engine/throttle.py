@@ -182,15 +182,16 @@ def _refilled(tokens: float, rate: float | None, seconds: float) -> float:
 def consumer_prefetch(limit: RateLimit) -> dict[str, int]:
     """The librdkafka settings of a capped flow's task consumer ({} without a cap): it keeps about PREFETCH_S of the
     cap queued ahead of the task's reads (`queued.min.messages` per partition, `queued.max.messages.kbytes` in all;
-    not less than 1,000 records or 1 MB), not the job's 64 MB. With the job's prefetch a capped flow's consumer
+    not less than 1,000 records or 1 MB, never more than the job's own: 100,000 records a partition and 64 MB, so a
+    huge cap stays within librdkafka's ranges), not the job's 64 MB. With the job's prefetch a capped flow's consumer
     fetched ahead at full speed and what a task had fetched but not copied was dropped at its end and fetched again:
     300,000 records cost 92 MB of source traffic through a counting relay, 67 MB with this. (Its effect on an
     unlimited flow beside it was not shown: 0.87x against 0.91x of its solo rate, records read back.)"""
     out: dict[str, int] = {}
     if limit.records_per_second is not None:
-        out["queued.min.messages"] = max(1_000, int(limit.records_per_second * PREFETCH_S))
+        out["queued.min.messages"] = int(min(max(1_000, limit.records_per_second * PREFETCH_S), 100_000))
     if limit.bytes_per_second is not None:
-        out["queued.max.messages.kbytes"] = max(1_024, int(limit.bytes_per_second * PREFETCH_S / 1024))
+        out["queued.max.messages.kbytes"] = int(min(max(1_024, limit.bytes_per_second * PREFETCH_S / 1024), 65_536))
     return out
 
 

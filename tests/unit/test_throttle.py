@@ -193,6 +193,10 @@ def test_a_capped_flows_consumer_fetches_little_ahead_of_its_reads():
         "queued.min.messages": 1_000,
         "queued.max.messages.kbytes": 5_120,
     }
+    assert consumer_prefetch(RateLimit(records_per_second=1e12, bytes_per_second=1e15)) == {
+        "queued.min.messages": 100_000,
+        "queued.max.messages.kbytes": 65_536,
+    }, "never more than the job's own (and within librdkafka's ranges)"
     capped = respec(SPEC, records_per_second=20_000)
     assert _consumer_key(capped, 0) != _consumer_key(respec(capped, records_per_second=5_000), 0)
 
