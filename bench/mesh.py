@@ -237,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         done = subprocess.run(
             [sys.executable, "-m", "reconciler", "apply", str(tdir), "--auto-approve"],
             env=env,
+            cwd=opts.code.resolve(),  # `-m` puts the working directory first on the path: --code's, not this one's
             capture_output=True,
             text=True,
             timeout=900,

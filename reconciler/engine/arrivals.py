@@ -1,8 +1,8 @@
 """The idle gate's ear: a consumer at an idle flow's positions that wakes its driver when a record arrives.
 
 An idle flow (every partition caught up, idle_gate.py's `IdleGate.work_waiting`) launches no Spark job and reads the
-source's ends once per idle wait (up to `IDLE_WAIT_MAX_S`); a record arriving then would wait up to that wait
-for its batch. `ArrivalWatch` closes that gap without reading the ends more often: while the flow is idle it
+source's ends once per idle wait (up to `IDLE_WAIT_MAX_S`; none while this watch is quiet); a record arriving then
+would wait up to that wait for its batch. `ArrivalWatch` closes that gap without reading the ends more often: while the flow is idle it
 is assigned to the caught-up partitions at the flow's positions and fetches (the broker holds each fetch up to
 clients.py's `WATCH_FETCH_WAIT_MS`); its first record sets the driver's `wake` event and the watch disarms
 itself, so it fetches nothing while the flow copies. It never commits and delivers no record anywhere: the
@@ -10,7 +10,7 @@ batch reads the record again from the flow's position.
 
 Heartbeats topics are not watched (their records arrive every second and are copied on the heartbeat
 interval, idle_gate.py's `Work.HEARTBEATS`). A record the watch misses costs latency, not data: a watch whose thread
-ended is no longer `quiet` and the gate reads the ends again within the second; one that stays assigned but
+ended is no longer `quiet` and wakes its driver, whose gate reads the ends again at once; one that stays assigned but
 silently receives nothing is overruled by the gate's read of every partition once a `GATE_RECHECK_S`.
 
 While the watch is assigned at a flow's positions and has delivered nothing (`quiet`), nothing has arrived there
@@ -161,8 +161,11 @@ class ArrivalHub:
         finally:
             with self._lock:
                 self._closed = True  # a watch whose thread ended is never quiet again (the gate reads the ends)
-                for w in self._watches:
+                ended = list(self._watches)
+                for w in ended:
                     w._quiet_at = None
+            for w in ended:  # their drivers read the ends now, not at the end of an idle wait (QUIET_WAIT_MAX_S)
+                w.wake.set()
             if consumer is not None:
                 try:
                     consumer.close()

@@ -261,6 +261,9 @@ class Role(enum.Enum):
     PRODUCER = "producer"  # heartbeats, offset syncs, status records
     CHECKPOINTS = "checkpoint producer"  # the checkpoint rounds' own: their flush waits for checkpoints only
     WATCH = "arrival watch"  # the idle flows' arrival watches (engine/arrivals.py's ArrivalHub): one consumer
+    FENCE = (
+        "status tail"  # the fences' read of the target's status topic (engine/fencing.py's StatusTail): one consumer
+    )
 
 
 #: Settings that name a client, not how it connects: flows whose clients differ only in these share one (the watch
@@ -313,7 +316,7 @@ class SharedClients:
                 del self._clients[key]
             else:
                 self._clients[key] = (client, users - 1)
-        if key[0] is Role.WATCH:
+        if key[0] in (Role.WATCH, Role.FENCE):
             if last:
                 client.close()
         elif key[0] is not Role.ADMIN:

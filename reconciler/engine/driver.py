@@ -428,7 +428,9 @@ class ReplicationDriver:
         )
         self.state = StatusState.RUNNING
         if self.instance_id:
-            self.threads.fence = InstanceFence(self.spec, self.instance_id, self.progress.started_at, self.environ)
+            self.threads.fence = InstanceFence(
+                self.spec, self.instance_id, self.progress.started_at, self.environ, self.shared
+            )
         self.threads.start(self)
 
     def fence_round(self) -> None:
@@ -473,8 +475,9 @@ class ReplicationDriver:
                 moved = self.step()
                 if self.exit_code or self.connections.credentials.stops(self):  # rotated: restart in place
                     break
-                if not moved:
-                    self.gate.idle(self.gate.idle_wait())
+                if not moved:  # an idle flow waits on to its next round due (QUIET_WAIT_MAX_S), a record ends the wait
+                    next_round = self.timers.next_due(time.monotonic(), self.spec.emits_heartbeats)
+                    self.gate.idle(self.gate.idle_wait(next_round))
             if self.state not in (StatusState.RESTART_REQUIRED, StatusState.FAILED):
                 self.state = StatusState.STOPPED
         except Exception as exc:

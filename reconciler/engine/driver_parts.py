@@ -629,3 +629,9 @@ class Timers:
     full_refresh: float = 0.0
     heartbeat: float = 0.0
     delayed_syncs: float = 0.0
+
+    def next_due(self, now: float, heartbeats: bool) -> float:
+        """Seconds from `now` to the first of these rounds due (0 if one is; `heartbeats`: the flow emits them), the
+        longest an idle loop may wait without making one late (idle_gate.py `IdleGate.idle_wait`)."""
+        due = [self.refresh, self.delayed_syncs] + ([self.heartbeat] if heartbeats else [])
+        return max(0.0, min(due) - now)

@@ -31,6 +31,11 @@ from reconciler.engine.tasks import TP, CopyTask, PartitionResult
 GATE_RECHECK_S = 60.0  # a caught-up flow reads the source's ends this often, however quiet the arrival watch
 GATE_BATCH_S = 600.0  # and runs a batch all the same this often (work_waiting)
 IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
+#: While the gate reads nothing (the arrival watch hears nothing at every partition) an idle flow's wait grows on to
+#: the driver's next due round (a heartbeat, the topic refresh, the offset syncs, the heartbeats' copy, the gate's
+#: own recheck), never more than this, never less than IDLE_WAIT_MAX_S (issue 47: the idle step a second was a
+#: sixth of an idle mesh driver's Python). A record arriving ends the wait at once, as before.
+QUIET_WAIT_MAX_S = 5.0
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +156,7 @@ class IdleGate(UsesClients[GateClients]):
         self._ends_answered_at_ms = 0  # when the source last answered the gate's read of its ends (epoch ms)
         self._source_failed = False  # the last read of the source's ends failed
         self._held_out = False  # partitions held out since `take_held_out` (their leader does not answer)
+        self._quiet = False  # the last `work_waiting` read nothing: the arrival watch heard nothing anywhere
 
     @property
     def wake(self) -> threading.Event:
@@ -234,7 +240,8 @@ class IdleGate(UsesClients[GateClients]):
         held = self.parts.unanswered.held
         copy = [tp for tp in self.parts.plan.copy if tp not in self.parts.halted and tp not in held]
         now = time.monotonic()
-        if now < pacing.gate_recheck and self.watch_hears_all(copy):
+        self._quiet = now < pacing.gate_recheck and self.watch_hears_all(copy)
+        if self._quiet:
             return self._heartbeats_when_due(now, copy)
         at_ms = int(time.time() * 1000)
         try:
@@ -361,9 +368,29 @@ class IdleGate(UsesClients[GateClients]):
             if self.stop.is_set():
                 wake.set()  # a stop stays seen by every later wait
 
-    def idle_wait(self) -> float:
+    def idle_wait(self, next_round_s: float | None = None) -> float:
         """Seconds to wait after a step that copied nothing: the trigger interval, doubled for each step in a row
         the idle gate held back, up to IDLE_WAIT_MAX_S (a record arriving at an idle flow ends the wait sooner: the
-        arrival watch sets `wake`; a flow with traffic keeps the trigger interval)."""
+        arrival watch sets `wake`; a flow with traffic keeps the trigger interval). While the gate reads nothing
+        (its last `work_waiting` trusted the arrival watch) and no partition waits for a probe or a read-back of its
+        tail (`quiet`), on to the next round due, `next_round_s` (the driver's timers) or the gate's own (the
+        heartbeats' copy, its recheck), up to QUIET_WAIT_MAX_S: no round is later than the 1 s step made it."""
         trigger = self._flow.spec.engine.trigger_interval_ms / 1000.0
-        return max(trigger, min(IDLE_WAIT_MAX_S, trigger * 2 ** min(self._pacing.idle_steps, 16)))
+        wait = max(trigger, min(IDLE_WAIT_MAX_S, trigger * 2 ** min(self._pacing.idle_steps, 16)))
+        if not self.quiet or wait < IDLE_WAIT_MAX_S:
+            return wait
+        pacing, now = self._pacing, time.monotonic()
+        due = [pacing.gate_recheck - now]  # the batch recheck acts only at a read, so at this one
+        policy = self._flow.spec.settings.policy
+        if any(policy.is_heartbeats_topic(topic) for topic, _ in self.parts.plan.copy):
+            due.append(pacing.heartbeats_copy - now)
+        if next_round_s is not None:
+            due.append(next_round_s)
+        return max(wait, min(QUIET_WAIT_MAX_S, *due))
+
+    @property
+    def quiet(self) -> bool:
+        """Whether the gate read nothing at its last `work_waiting` (the arrival watch heard nothing at any
+        partition) and no partition waits for its leader's probe (engine/leaders.py) or the read-back of its tail
+        (engine/tails.py), both of which the driver's step runs: an idle wait may then last to the next round due."""
+        return self._quiet and not self.parts.unanswered.held and not self.parts.tails.suspects

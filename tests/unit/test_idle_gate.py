@@ -12,9 +12,17 @@ from dataclasses import dataclass, field
 
 from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.contract.status import FaultKind, PartitionFault
-from reconciler.engine.driver_parts import Cluster, Partitions
+from reconciler.engine.driver_parts import Cluster, Partitions, Timers
 from reconciler.engine.ends import EndsRead
-from reconciler.engine.idle_gate import GATE_BATCH_S, GATE_RECHECK_S, IDLE_WAIT_MAX_S, IdleGate, Pacing, Work
+from reconciler.engine.idle_gate import (
+    GATE_BATCH_S,
+    GATE_RECHECK_S,
+    IDLE_WAIT_MAX_S,
+    QUIET_WAIT_MAX_S,
+    IdleGate,
+    Pacing,
+    Work,
+)
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask
 from reconciler.engine.topics import PartitionPlan
 from tests.spec_helpers import job_spec
@@ -250,6 +258,59 @@ def test_the_idle_wait_doubles_up_to_its_bound_and_a_stop_ends_it_for_good():
     g.wake.set()
     g.idle(30)
     assert g.wake.is_set(), "a stop stays seen by every later wait"
+
+
+def quiet_gate(**pacing):
+    """A caught-up flow of orders[0] and heartbeats[0] whose arrival watch hears nothing: its last step read nothing
+    (`quiet`), its heartbeats' copy and recheck due as `pacing` says, after enough idle steps for the 1 s wait."""
+    now = time.monotonic()
+    seeded = {"gate_recheck": now + GATE_RECHECK_S, "heartbeats_copy": now + 100, **pacing}
+    g, clients, state = gate({ORDERS: 10, BEATS: 3}, {ORDERS: 10, BEATS: 3}, caught_up={ORDERS: 10}, **seeded)
+    assert g.work_waiting() is Work.NONE and clients.ends.reads == 0, "the watch heard nothing: nothing read"
+    for _ in range(40):
+        g.stepping(Work.NONE)
+    return g, clients, state
+
+
+def test_a_quiet_flow_waits_on_to_its_next_round_due_up_to_its_cap():
+    """Issue 47: while the arrival watch hears nothing anywhere, an idle flow does not step once a second to find
+    nothing due: it waits to the next round due (the driver's timers, the gate's heartbeats copy and recheck), at
+    least IDLE_WAIT_MAX_S, at most QUIET_WAIT_MAX_S."""
+    g, _, state = quiet_gate()
+    assert g.quiet
+    assert g.idle_wait() == QUIET_WAIT_MAX_S, "nothing due sooner: the cap"
+    assert IDLE_WAIT_MAX_S < g.idle_wait(3.0) <= 3.0, "the driver's next round (a heartbeat) in 3 s: that long"
+    assert g.idle_wait(0.0) == IDLE_WAIT_MAX_S, "a round due now: never below the 1 s the step waited before"
+    state.heartbeats_copy = time.monotonic() + 2.0
+    assert IDLE_WAIT_MAX_S < g.idle_wait() <= 2.0, "the heartbeats' copy is due in 2 s"
+    state.heartbeats_copy = time.monotonic() + 100
+    state.gate_recheck = time.monotonic() + 1.5
+    assert g.idle_wait() <= 1.5, "the gate's recheck (its read of the ends) is not late"
+
+
+def test_the_drivers_next_round_due_is_its_first_timer():
+    timers = Timers(refresh=110.0, full_refresh=160.0, heartbeat=103.0, delayed_syncs=107.0)
+    assert timers.next_due(100.0, heartbeats=True) == 3.0, "the heartbeat, in 3 s"
+    assert timers.next_due(100.0, heartbeats=False) == 7.0, "a flow that emits none: its offset syncs"
+    assert timers.next_due(108.0, heartbeats=False) == 0.0, "overdue: now"
+
+
+def test_a_flow_that_read_or_waits_for_a_probe_or_a_tail_keeps_the_1_s_step():
+    g, clients, state = quiet_gate()
+    clients.arrivals.heard = True  # a record arrived: the gate reads the ends
+    g.work_waiting()
+    assert not g.quiet and g.idle_wait(4.0) == IDLE_WAIT_MAX_S
+    clients.arrivals.heard = False
+    g.work_waiting()
+    assert g.quiet
+    g.parts.tails.suspects[ORDERS] = "its leader answered again"  # the step reads its tail back
+    assert not g.quiet and g.idle_wait(4.0) == IDLE_WAIT_MAX_S
+    g.parts.tails.suspects.clear()
+    g.hold_out({ORDERS: "its leader did not answer"})  # the step probes its leader
+    assert not g.quiet and g.idle_wait(4.0) == IDLE_WAIT_MAX_S
+    g2, _, _ = quiet_gate()
+    g2.stepping(Work.RECORDS)  # a step with records: the trigger interval, quiet or not
+    assert g2.idle_wait(4.0) == SPEC.engine.trigger_interval_ms / 1000
 
 
 def test_a_stop_ends_an_idle_wait_at_once():
