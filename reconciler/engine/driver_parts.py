@@ -618,6 +618,13 @@ class ReachWatch:
         return out
 
 
+#: A round of an idle flow's loop due within this of a step is done at that step, early (the topic refresh, the
+#: offset syncs' flush, the heartbeats' copy: done sooner, never later; a heartbeat is emitted on its interval
+#: exactly): so rounds due together stay together and a quiet flow's loop wakes once for them
+#: (idle_gate.py `QUIET_WAIT_MAX_S`), not once for each a few milliseconds apart.
+ROUND_EARLY_S = 1.0
+
+
 @dataclass
 class Timers:
     """When the driver's loop next does each periodic action (monotonic seconds): re-read the spec and refresh the
@@ -629,6 +636,10 @@ class Timers:
     full_refresh: float = 0.0
     heartbeat: float = 0.0
     delayed_syncs: float = 0.0
+
+    def due(self, at: float, now: float) -> bool:
+        """Whether a round due at `at` is done at a step at `now` (ROUND_EARLY_S early)."""
+        return now + ROUND_EARLY_S >= at
 
     def next_due(self, now: float, heartbeats: bool) -> float:
         """Seconds from `now` to the first of these rounds due (0 if one is; `heartbeats`: the flow emits them), the

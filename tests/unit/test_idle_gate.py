@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.contract.status import FaultKind, PartitionFault
-from reconciler.engine.driver_parts import Cluster, Partitions, Timers
+from reconciler.engine.driver_parts import ROUND_EARLY_S, Cluster, Partitions, Timers
 from reconciler.engine.ends import EndsRead
 from reconciler.engine.idle_gate import (
     GATE_BATCH_S,
@@ -293,6 +293,17 @@ def test_the_drivers_next_round_due_is_its_first_timer():
     assert timers.next_due(100.0, heartbeats=True) == 3.0, "the heartbeat, in 3 s"
     assert timers.next_due(100.0, heartbeats=False) == 7.0, "a flow that emits none: its offset syncs"
     assert timers.next_due(108.0, heartbeats=False) == 0.0, "overdue: now"
+    assert timers.due(110.0, 110.0 - ROUND_EARLY_S) and not timers.due(110.0, 108.0), "a round is done a second early"
+
+
+def test_a_heartbeats_copy_due_within_a_second_is_done_with_the_rounds_due_now():
+    """The rounds a step finds due are set again together, so a quiet flow's loop wakes once for all of them: a copy
+    due a few milliseconds after the step's rounds is done at that step (ROUND_EARLY_S), not at a wake of its own."""
+    g, _, pacing = quiet_gate()
+    pacing.heartbeats_copy = time.monotonic() + ROUND_EARLY_S / 2
+    assert g.work_waiting() is Work.HEARTBEATS
+    pacing.heartbeats_copy = time.monotonic() + ROUND_EARLY_S + 2
+    assert g.work_waiting() is Work.NONE, "due later: not yet"
 
 
 def test_a_flow_that_read_or_waits_for_a_probe_or_a_tail_keeps_the_1_s_step():
