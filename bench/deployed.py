@@ -15,8 +15,9 @@ defaults, `job: {}` unless --job says otherwise) and deployed with `LocalDeploye
 backlog   --records 100-byte records on --partitions partitions are produced first; then, on those
           brokers, in this order: the hand-written loop (bench/replication.py `baseline`: one process,
           poll -> produce, async commits; records/s over its whole loop), the deployed job (records/s
-          from the first copied record seen on the target to the last: the target's high watermarks,
-          polled every 50 ms; spark-submit and Spark start-up are not in it, printed apart as
+          from the first copied record seen on the target to the last: the target's listed ends,
+          polled every 50 ms, and complete only once every record is read back: bench/common.py
+          `TargetWatch`; spark-submit and Spark start-up are not in it, printed apart as
           deploy_to_first_s), the deployed job warm (a second flow, `warm`, added to the running engine
           as apply adds one, copying the same backlog: without the first task's start-up), and the in-process driver on the same spec (its own SparkContext in this
           process, stopped before anything else runs; timed the same way from the target, and by its
@@ -66,7 +67,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,12 +75,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
+from bench.common import TargetWatch  # noqa: E402
 from bench.replication import (  # noqa: E402
     Clusters,
-    CpuMeter,
     TargetReader,
     baseline,
     copied_records,
@@ -127,124 +126,6 @@ def topology_text(source: str, target: str, alias: str, topic: str, job: dict[st
             ],
         }
     )
-
-
-class TargetWatch:
-    """Watches a topic fill up to `n` records from a thread: when records first appeared (and how many), and
-    when the last one landed.
-
-    Every `interval` s it reads the partitions' high watermarks (ListOffsets: one request, no records read).
-    Tansu answers ListOffsets with the base offset of the partition's LAST BATCH + 1, not its end, so the sum
-    never reaches `n` there; but it moves with every batch appended, so the time it last moved is when the
-    last batch landed. Once it has been still for `settle` s, the true ends are read (from that offset to
-    end-of-partition: at most one batch per partition) and, if they hold `n` records, the copy is done at the
-    time of that last move."""
-
-    def __init__(
-        self,
-        bootstrap: str,
-        topic: str,
-        partitions: int,
-        n: int,
-        meter: Callable[[], CpuMeter],
-        interval: float = 0.05,
-        settle: float = 0.5,
-    ):
-        self.bootstrap, self.topic = bootstrap, topic
-        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
-        self.n, self.interval, self.settle = n, interval, settle
-        self.consumer = Consumer(
-            logs.client_config(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "group.id": f"bench-watch-{time.monotonic_ns()}",
-                    "topic.metadata.refresh.interval.ms": 1000,  # the topic appears later: not cached as unknown
-                }
-            )
-        )
-        self.first: tuple[float, int] | None = None
-        self.last: float | None = None
-        self.seen = 0
-        self._meter, self._started, self._window = meter, None, None  # the machine's CPU from first to last
-        self._stop, self._closed = threading.Event(), False
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _reported(self) -> list[int]:
-        try:
-            return [max(self.consumer.get_watermark_offsets(tp, timeout=5)[1], 0) for tp in self.tps]
-        except KafkaException:
-            return [0] * len(self.tps)
-
-    def _true_end(self, reported: list[int]) -> int:
-        """The sum of the partitions' ends, read from just before the reported ends to end-of-partition."""
-        c = Consumer(
-            logs.client_config(
-                {
-                    "bootstrap.servers": self.bootstrap,
-                    "group.id": f"bench-end-{time.monotonic_ns()}",
-                    "enable.partition.eof": True,
-                    "enable.auto.commit": False,
-                }
-            )
-        )
-        try:
-            ends = {tp.partition: r for tp, r in zip(self.tps, reported)}
-            c.assign([TopicPartition(self.topic, p, max(r - 1, 0)) for p, r in ends.items()])
-            pending, deadline = set(ends), time.monotonic() + 10
-            while pending and time.monotonic() < deadline:
-                for m in c.consume(10_000, 0.5):
-                    if m.error():
-                        if m.error().code() == KafkaError._PARTITION_EOF:
-                            ends[m.partition()] = max(ends[m.partition()], m.offset())
-                            pending.discard(m.partition())
-                    else:
-                        ends[m.partition()] = max(ends[m.partition()], m.offset() + 1)
-            return sum(ends.values())
-        finally:
-            c.close()
-
-    def _run(self) -> None:
-        moved_at, before = 0.0, -1
-        while not self._stop.is_set():
-            reported = self._reported()
-            seen, now = sum(reported), time.monotonic()
-            if seen != before:
-                moved_at, before, self.seen = now, seen, seen
-            if seen and self.first is None:
-                self.first, self._started = (now, seen), self._meter()
-            if seen >= self.n or (seen and now - moved_at >= self.settle and self._true_end(reported) >= self.n):
-                self.last = now if seen >= self.n else moved_at
-                assert self._started is not None
-                self._window = self._started.window()
-                return
-            self._stop.wait(self.interval)
-
-    def wait(self, timeout: float, alive: Callable[[], bool] = lambda: True) -> None:
-        deadline = time.monotonic() + timeout
-        while self._thread.is_alive() and time.monotonic() < deadline:
-            if not alive():
-                raise RuntimeError(f"the job ended with about {self.seen:,} of {self.n:,} records copied")
-            self._thread.join(0.5)
-        if self.last is None:
-            raise RuntimeError(f"about {self.seen:,} of {self.n:,} records copied after {timeout:.0f} s")
-
-    def rate(self) -> float:
-        """Records/s from the first records seen to the last (those seen at the first reading excluded)."""
-        assert self.first is not None and self.last is not None
-        t0, c0 = self.first
-        return (self.n - c0) / max(1e-9, self.last - t0)
-
-    def busy_pct(self) -> float:
-        return self._window.busy_pct if self._window is not None else float("nan")
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._stop.set()
-        self._thread.join(15)
-        self.consumer.close()
 
 
 def parse_job(items: list[str]) -> dict[str, Any]:

@@ -14,8 +14,9 @@ copy: the JVMs, the resident memory of every process of the layout (sum of VmRSS
 process, so this is an upper bound) and the CPU they used (utime + stime from /proc, as % of one core). Then, with
 --backlog > 0, the aggregate throughput of the engine: --backlog 100-byte records copied by 1 flow alone (all in its
 topic) and by 4 flows in one engine (a quarter in each flow's topic): records/s from the first copied record to the
-last, timed on the remote topics' high watermarks as bench/deployed.py times the deployed job (a Python consumer
-of every record was the bound at ~150-200k records/s), and the ratio within each run.
+last, timed on the remote topics' listed ends as bench/deployed.py times the deployed job, complete once every
+record is read back (bench/common.py `TargetWatch`; a Python consumer of every record read during the copy was the
+bound at ~150-200k records/s), and the ratio within each run.
 
 Prints each figure's median and spread (min-max) over the windows, and engine/per-flow ratios.
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.deployed import TargetWatch  # noqa: E402
+from bench.common import TargetWatch  # noqa: E402
 from reconciler import logs  # noqa: E402
 from reconciler.deployers.instance import Role  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
@@ -150,17 +151,10 @@ def run_layout(layout: str, specs: list, east: Broker, root: Path, opts) -> list
         instance.end(instance.scan(under=root.resolve()), 5)
 
 
-class _NoMeter:
-    """TargetWatch's CPU meter, unused here (the idle windows measure the engine's own processes)."""
-
-    def window(self) -> None:
-        return None
-
-
 def copied_over(watches: list[TargetWatch]) -> tuple[float, str]:
     """Records/s of all the flows together, from the first records seen on any remote topic to the last landed on
-    any (each topic's TargetWatch: its high watermarks every 50 ms, its true end once they are still, as
-    bench/deployed.py times the deployed job; a Python consumer counting every record was the bound at ~150-200k
+    any (each topic's TargetWatch: its listed ends every 50 ms, every record read back once they reach the count or
+    are still, as bench/deployed.py times the deployed job; a Python consumer counting every record was the bound at ~150-200k
     records/s here), and when each flow's records began and ended arriving, in seconds after the first."""
     firsts = [w.first for w in watches if w.first is not None]
     lasts = [w.last for w in watches if w.last is not None]
@@ -196,7 +190,7 @@ def backlog_rate(west: Broker, east: Broker, n: int, records: int, root: Path, t
     deployer = LocalDeployer(root=root, stop_timeout=30)
     for t in remote:
         create_topic(east.bootstrap, t, 1)  # the job finds it there (as a remote topic it would create)
-    watches = [TargetWatch(east.bootstrap, t, 1, records, _NoMeter) for t in remote]
+    watches = [TargetWatch(east.bootstrap, t, 1, records) for t in remote]
     try:
         # Every flow starts with the engine (the flow files are there when it starts), as after an apply of the
         # whole topology: their copies overlap from the first record on (hot adds, a second each, would not).

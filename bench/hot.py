@@ -10,9 +10,9 @@ Then, on those brokers, one after the other:
              records/s over its whole loop, measured in the same repetition;
   deployed   one flow whose topics are `hot` and `idle` (the topology's defaults: `job: {}`), built as `plan` builds
              it (`JobSpec.from_flow`) and deployed with `LocalDeployer().deploy` into a new engine, as apply does:
-             records/s from the first copied record on the target to the last (the remote topic's high watermarks
-             every 50 ms, bench/deployed.py `TargetWatch`), and deploy_to_first_s: the deploy call -> the first
-             copied record (spark-submit, the JVM, the SparkContext, the flow's start, its first batch);
+             records/s from the first copied record on the target to the last (the remote topic's listed ends
+             every 50 ms, complete once every record is read back: bench/common.py `TargetWatch`), and
+             deploy_to_first_s: the deploy call -> the first copied record (spark-submit, the JVM, the SparkContext, the flow's start, its first batch);
   alone      (--alone) the same flow without the idle topic, in a new engine of its own.
 
 Beside each rate, the CPU seconds per million records copied: the loop's (its process, over its loop) and each
@@ -40,7 +40,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.deployed import TargetWatch, deployer_alive, keep_logs  # noqa: E402
+from bench.common import TargetWatch  # noqa: E402
+from bench.deployed import deployer_alive, keep_logs  # noqa: E402
 from bench.engines import _cpu_seconds  # noqa: E402
 from bench.replication import Clusters, baseline, create, environment, log, produce_only  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
