@@ -90,18 +90,6 @@ def _status(target, spec):
     return read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
 
 
-@pytest.fixture(scope="module")
-def spark():
-    """One local SparkContext, as an engine starts it (the tasks in Spark's Python workers, as deployed)."""
-    from reconciler.engine.session import build_context
-
-    sc = build_context(
-        spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})), master="local[2]"
-    )
-    yield sc
-    sc.stop()
-
-
 @pytest.mark.parametrize(
     ("delivery", "executor"),
     [
