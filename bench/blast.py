@@ -39,13 +39,10 @@ healthy records/s per partition: target >= 0.9), and the machine's load average 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
-import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -59,22 +56,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
+from bench.common import figure_line, report_runs, run_repeated, say, stop_brokers, tuned_producer  # noqa: E402
 from bench.deployed import deployer_alive, flow_spec  # noqa: E402
 from bench.kafka_wire import LeaderRelay  # noqa: E402
 from bench.replication import TargetReader, create, environment, generate_window, percentiles  # noqa: E402
 from reconciler import logs  # noqa: E402
 from reconciler.contract.spec import job_group  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
-from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid  # noqa: E402
+from reconciler.dev.brokers import Broker, free_port, start_broker  # noqa: E402
 
 SCENARIOS = ("stalled", "refused", "fairness")
 HEALTHY, POISONED = "blast-ok", "blast-bad"
 BIG = 2_000_000  # bytes: the refused record (the remote topic takes 1 MB)
 TARGET_RATIO = 0.9
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------------------- the brokers
@@ -105,26 +99,13 @@ def brokers(work: Path, poisoned: int) -> Iterator[Brokers]:
         yield Brokers(source, target, relay)
     finally:
         relay.close()
-        for b in (source, target):
-            if b.pid:
-                stop_pid(b.pid)
+        stop_brokers((source, target))
 
 
 def produce(bootstrap: str, topic: str, partitions: list[int], n: int, big_at: dict[int, int] | None = None) -> None:
     """`n` records of 100 B on each of `partitions` of `topic` (round-robin); `big_at`: partition -> the index of
     its record of BIG bytes."""
-    p = Producer(
-        logs.client_config(
-            {
-                "bootstrap.servers": bootstrap,
-                "linger.ms": 20,
-                "batch.size": 1_000_000,
-                "queue.buffering.max.messages": 1_000_000,
-                "queue.buffering.max.kbytes": 1_048_576,
-                "message.max.bytes": 10_000_000,
-            }
-        )
-    )
+    p = tuned_producer(bootstrap, **{"message.max.bytes": 10_000_000})
     value, big = b"x" * 100, b"B" * BIG
     big_at = big_at or {}
     for i in range(n):
@@ -442,16 +423,6 @@ RUNNERS: dict[str, Callable[[Any, Path, int], dict[str, float]]] = {
 }
 
 
-def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
-    keys = [k for k in runs[0] if all(k in r for r in runs)]
-    out = {}
-    for k in keys:
-        vals = [r[k] for r in runs if r[k] == r[k]]
-        if vals:
-            out[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
-    return out
-
-
 def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, float]]]) -> None:
     print(
         f"\nBlast radius and fairness, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
@@ -473,7 +444,7 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
             )
         print(f"\n  {scenario} ({what})")
         for key, s in figures.items():
-            line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
+            line = figure_line(key, s)
             if key == "ratio_per_partition":
                 ok = s["median"] >= TARGET_RATIO
                 line += f"   records/s per partition, poisoned flow / healthy flow: target >= {TARGET_RATIO} " + (
@@ -514,20 +485,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     scenarios = [s for s in SCENARIOS if s in (opts.scenario or SCENARIOS)]
     env = environment(opts)
-    runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
-    for i in range(opts.repeat):
-        for s in scenarios:
-            say(f"{s}, repetition {i + 1}/{opts.repeat} (load average {os.getloadavg()[0]:.1f})")
-            work = Path(tempfile.mkdtemp(prefix=f"bench-blast-{s}-"))
-            try:
-                runs[s].append(RUNNERS[s](opts, work, i))
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-    env["loadavg_end"] = os.getloadavg()
-    summary = {s: summarise(r) for s, r in runs.items() if r}
-    report(env, opts, summary)
-    if opts.json:
-        Path(opts.json).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
+    runs = run_repeated(
+        scenarios,
+        opts.repeat,
+        "bench-blast",
+        lambda s, i: say(f"{s}, repetition {i + 1}/{opts.repeat} (load average {os.getloadavg()[0]:.1f})"),
+        lambda s, work, i: RUNNERS[s](opts, work, i),
+    )
+    report_runs(env, runs, lambda summary: report(env, opts, summary), opts.json)
     return 0
 
 

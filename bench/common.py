@@ -1,18 +1,28 @@
-"""What the benchmarks share: printing (`say`, `spread`), filling a topic (`fill`) and watching a remote topic fill
-up (`TargetWatch`). One home for each, so every bench times and prints the same way."""
+"""What the benchmarks share, one home for each so every bench starts, times and prints the same way: printing
+(`say`, `spread`, `summarise` and `figure_line`), local brokers (`start_brokers`, `stop_brokers`), producing a
+backlog (`backlog_producer`, `tuned_producer`, `produce_all`), `reconciler apply` in a new process (`apply_cli`),
+repetitions of scenarios (`run_repeated`), a process's memory (`proc_mb`, `pss_mb`) and watching a remote topic fill
+up (`TargetWatch`)."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from reconciler import logs
+from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid
 
 VALUE = b"x" * 100
 
@@ -23,8 +33,58 @@ def say(msg: str) -> None:
 
 
 def spread(values: list[float], fmt: str = "{:,.0f}") -> str:
-    """`median [min-max]` of `values`, each formatted with `fmt`."""
+    """`median [min-max]` of `values`, each formatted with `fmt`; `-` for none."""
+    if not values:
+        return "-"
     return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
+
+
+def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Each figure every run has: its median, min, max and how many runs gave a number (NaN left out)."""
+    keys = [k for k in runs[0] if all(k in r for r in runs)]
+    out = {}
+    for k in keys:
+        vals = [r[k] for r in runs if r[k] == r[k]]  # drop NaN
+        if vals:
+            out[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+    return out
+
+
+Targets = dict[str, tuple[str, str, float]]  # figure -> (label, ">=" or "<=", target)
+
+
+def figure_line(key: str, s: dict[str, float], targets: Targets | None = None) -> str:
+    """One figure of a report, `key  median  [min - max]`, and its target met or missed where `targets` has one."""
+    line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
+    if targets and key in targets:
+        label, cmp, target = targets[key]
+        ok = s["median"] >= target if cmp == ">=" else s["median"] <= target
+        line += f"   {label}: target {cmp} {target:g} {'MET' if ok else 'MISSED'}"
+    return line
+
+
+def start_brokers(work: Path, n: int = 2) -> list[Broker]:
+    """`n` fresh Tansu brokers on loopback, their logs `work/broker{i}.log`."""
+    return [start_broker("127.0.0.1", free_port(), work / f"broker{i}.log") for i in range(n)]
+
+
+def stop_brokers(brokers) -> None:
+    for b in brokers:
+        if b.pid:
+            stop_pid(b.pid)
+
+
+def apply_cli(tdir: Path, env: dict[str, str], timeout: float) -> None:
+    """`reconciler apply DIR --auto-approve` in a new process, as a user runs it; an error if it fails."""
+    done = subprocess.run(
+        [sys.executable, "-m", "reconciler", "apply", str(tdir), "--auto-approve"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"reconciler apply exited {done.returncode}: {done.stderr[-2000:]}")
 
 
 def produce_all(p: Producer, topic: str, records: int, partitions: int | None = None, value: bytes = VALUE) -> None:
@@ -181,3 +241,67 @@ class TargetWatch:
         self._thread.join(15)
         self.consumer.close()
         self.reader.close()
+
+
+def tuned_producer(bootstrap: str, **more: Any) -> Producer:
+    """The benches' fast producer: 20-ms linger, 1 MB batches, a queue of a million records (1 GB); `more` on top."""
+    config = {
+        "bootstrap.servers": bootstrap,
+        "linger.ms": 20,
+        "batch.size": 1_000_000,
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576,
+    }
+    return Producer(logs.client_config({**config, **more}))
+
+
+def proc_mb(pid: int, file: str, field: str) -> float:
+    """A kB figure of /proc/PID/`file` (`field`, e.g. "Pss:" of smaps_rollup, "VmRSS:" of status) in MB; 0 if gone."""
+    try:
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            if line.startswith(field):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def pss_mb(pid: int) -> float:
+    return proc_mb(pid, "smaps_rollup", "Pss:")
+
+
+def run_repeated(
+    scenarios: list[str],
+    repeat: int,
+    prefix: str,
+    announce: Callable[[str, int], None],
+    run: Callable[[str, Path, int], dict[str, float]],
+) -> dict[str, list[dict[str, float]]]:
+    """Each scenario `repeat` times, in turn, each repetition in a temporary directory of its own (removed after):
+    every scenario's figures, a dict a repetition."""
+    runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
+    for i in range(repeat):
+        for s in scenarios:
+            announce(s, i)
+            work = Path(tempfile.mkdtemp(prefix=f"{prefix}-{s}-"))
+            try:
+                runs[s].append(run(s, work, i))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    return runs
+
+
+def report_runs(
+    env: dict[str, Any],
+    runs: dict[str, list[dict[str, float]]],
+    report: Callable[[dict[str, dict[str, dict[str, float]]]], None],
+    json_path: str | Path | None,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """After `run_repeated`: the load average at the end into `env`, each scenario's figures summarised and
+    reported, and with `json_path` the environment, every run and the summary written there."""
+    env["loadavg_end"] = os.getloadavg()
+    summary = {s: summarise(r) for s, r in runs.items() if r}
+    report(summary)
+    if json_path:
+        Path(json_path).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
+    return summary

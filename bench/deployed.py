@@ -63,10 +63,7 @@ import json
 import os
 import shutil
 import signal
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,7 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import TargetWatch  # noqa: E402
+from bench.common import TargetWatch, apply_cli, figure_line, report_runs, run_repeated  # noqa: E402
 from bench.replication import (  # noqa: E402
     Clusters,
     TargetReader,
@@ -299,19 +296,10 @@ def startup_by_cli(opts, c: Clusters, work: Path) -> dict[str, float]:
         topology_text(c.src.bootstrap, c.dst.bootstrap, "north", TOPIC, opts.job, opts.delivery)
     )
     root = work / "state-cli"
-    env = {**os.environ, "RECONCILER_STATE_DIR": str(root)}
     watch = TargetWatch(c.dst.bootstrap, f"north.{TOPIC}", parts, STARTUP_RECORDS, c.meter)
     t0 = time.monotonic()
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "reconciler", "apply", str(tdir), "--auto-approve"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"reconciler apply exited {done.returncode}: {done.stderr[-2000:]}")
+        apply_cli(tdir, {"RECONCILER_STATE_DIR": str(root)}, 180)
         r["apply_cli_returned_s"] = time.monotonic() - t0
         r["apply_cli_to_first_s"] = first_record_after(watch, root, t0, "`reconciler apply`")
     finally:
@@ -501,16 +489,6 @@ TARGETS = {
 }
 
 
-def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
-    keys = [k for k in runs[0] if all(k in r for r in runs)]
-    out = {}
-    for k in keys:
-        vals = [r[k] for r in runs if r[k] == r[k]]
-        if vals:
-            out[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
-    return out
-
-
 def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, float]]]) -> None:
     print(
         f"\nDeployed-job benchmark, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
@@ -530,12 +508,7 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
         )
         print(f"\n  {scenario} ({what})")
         for key, s in figures.items():
-            line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
-            if key in TARGETS:
-                label, cmp, target = TARGETS[key]
-                ok = s["median"] >= target if cmp == ">=" else s["median"] <= target
-                line += f"   {label}: target {cmp} {target:g} {'MET' if ok else 'MISSED'}"
-            print(line)
+            print(figure_line(key, s, TARGETS))
 
 
 def main(argv=None) -> int:
@@ -584,20 +557,14 @@ def main(argv=None) -> int:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     scenarios = [s for s in SCENARIOS if s in (opts.scenario or ("backlog", "latency"))]
     env = environment(opts)
-    runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
-    for i in range(opts.repeat):
-        for s in scenarios:
-            log(f"{s}, repetition {i + 1}/{opts.repeat}")
-            work = Path(tempfile.mkdtemp(prefix=f"bench-deployed-{s}-"))
-            try:
-                runs[s].append(RUNNERS[s](opts, work))
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-    env["loadavg_end"] = os.getloadavg()
-    summary = {s: summarise(r) for s, r in runs.items() if r}
-    report(env, opts, summary)
-    if opts.json:
-        Path(opts.json).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
+    runs = run_repeated(
+        scenarios,
+        opts.repeat,
+        "bench-deployed",
+        lambda s, i: log(f"{s}, repetition {i + 1}/{opts.repeat}"),
+        lambda s, work, i: RUNNERS[s](opts, work),
+    )
+    report_runs(env, runs, lambda summary: report(env, opts, summary), opts.json)
     return 0
 
 

@@ -33,20 +33,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import TargetWatch  # noqa: E402
-from reconciler import logs  # noqa: E402
+from bench.common import (  # noqa: E402
+    TargetWatch,
+    backlog_producer,
+    proc_mb,
+    produce_all,
+    say,
+    start_brokers,
+    stop_brokers,
+)  # noqa: E402
 from reconciler.deployers.instance import Role  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.deployers.process import LocalJob  # noqa: E402
-from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 from reconciler.jobplan.backend import read_job_status  # noqa: E402
 from tests.integration.mirror_helpers import create_topic, spec_for, wait_for  # noqa: E402
 
 TICKS = 100.0  # clock ticks per second (/proc/PID/stat)
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 class Broker:
@@ -62,16 +64,6 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return 0.0
-
-
 def measure(root: Path, seconds: float) -> dict[str, float]:
     procs = instance.scan(under=root.resolve())
     before = {p.pid: _cpu_seconds(p.pid) for p in procs}
@@ -83,7 +75,7 @@ def measure(root: Path, seconds: float) -> dict[str, float]:
     return {
         "jvms": float(sum(p.role is Role.JVM for p in now)),
         "processes": float(len(now)),
-        "rss_mb": sum(_rss_mb(p.pid) for p in now),
+        "rss_mb": sum(proc_mb(p.pid, "status", "VmRSS:") for p in now),
         "idle_cpu_pct": 100.0 * used / wall,
     }
 
@@ -167,21 +159,13 @@ def copied_over(watches: list[TargetWatch]) -> tuple[float, str]:
 
 def backlog_rate(west: Broker, east: Broker, n: int, records: int, root: Path, tag: str) -> float:
     """Records/s for n flows in one engine copying `records` each from a backlog (first to last copied record)."""
-    from confluent_kafka import Producer
 
     specs = []
     for i in range(n):
         topic = f"b{tag}{i}"
         create_topic(west.bootstrap, topic, 1)
-        p = Producer(logs.client_config({"bootstrap.servers": west.bootstrap, "linger.ms": 20, "batch.size": 262144}))
-        value = b"x" * 100
-        for _ in range(records):
-            while True:
-                try:
-                    p.produce(topic, value)
-                    break
-                except BufferError:
-                    p.poll(0.05)
+        p = backlog_producer(west.bootstrap)
+        produce_all(p, topic, records)
         p.flush(60)
         specs.append(
             spec_for(west, east, source_alias=f"b{tag}{i}", topics_include=(topic,), master="local[2]", parallelism=1)
@@ -240,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-idle", action="store_true", help="only the backlog figures")
     opts = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-engines-"))
-    brokers = [start_broker("127.0.0.1", free_port(), work / f"broker{i}.log") for i in range(2)]
+    brokers = start_brokers(work)
     west, east = Broker(brokers[0].bootstrap), Broker(brokers[1].bootstrap)
     results: dict[tuple[str, int], list[dict[str, float]]] = {}
     rates: dict[int, list[float]] = {}
@@ -259,9 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                     say(f"  {rate:,.0f} records/s")
                     rates.setdefault(n, []).append(rate)
     finally:
-        for b in brokers:
-            if b.pid:
-                stop_pid(b.pid)
+        stop_brokers(brokers)
     print(
         f"\nidle, {opts.windows} windows of {opts.idle_seconds:.0f} s each, heartbeats every "
         f"{opts.heartbeats_seconds:g} s: median (min-max)"

@@ -40,7 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import TargetWatch  # noqa: E402
+from bench.common import TargetWatch, figure_line  # noqa: E402
 from bench.deployed import deployer_alive, keep_logs  # noqa: E402
 from bench.engines import _cpu_seconds  # noqa: E402
 from bench.replication import Clusters, baseline, create, environment, log, produce_only  # noqa: E402
@@ -175,12 +175,7 @@ def report(env: dict[str, Any], opts, runs: list[dict[str, float]]) -> dict[str,
         vals = [r[key] for r in runs if key in r]
         s = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
         summary[key] = s
-        line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
-        if key in TARGETS:
-            label, cmp, target = TARGETS[key]
-            ok = s["median"] >= target if cmp == ">=" else s["median"] <= target
-            line += f"   {label}: target {cmp} {target:g} {'MET' if ok else 'MISSED'}"
-        print(line)
+        print(figure_line(key, s, TARGETS))
     return summary
 
 

@@ -41,11 +41,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-from bench.common import TargetWatch, backlog_producer, produce_all, say, spread  # noqa: E402
+from bench.common import (  # noqa: E402
+    TargetWatch,
+    backlog_producer,
+    produce_all,
+    say,
+    spread,
+    start_brokers,
+    stop_brokers,
+)
 from bench.engines import Broker  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
-from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 from tests.integration.mirror_helpers import create_topic, spec_for  # noqa: E402
 
 
@@ -138,16 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     opts = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-ratelimit-"))
     load_start, date = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M")
-    brokers = [start_broker("127.0.0.1", free_port(), work / f"broker{i}.log") for i in range(2)]
+    brokers = start_brokers(work)
     west, east = Broker(brokers[0].bootstrap), Broker(brokers[1].bootstrap)
     runs: list[dict[str, float]] = []
     try:
         for rep in range(opts.repeat):
             runs.append(repetition(west, east, rep, opts, work))
     finally:
-        for b in brokers:
-            if b.pid:
-                stop_pid(b.pid)
+        stop_brokers(brokers)
     load_end = os.getloadavg()
 
     def col(key: str) -> list[float]:
