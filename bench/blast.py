@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -55,8 +54,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 
-import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import figure_line, report_runs, run_repeated, say, stop_brokers, tuned_producer  # noqa: E402
+from bench.common import (  # noqa: E402
+    bench_process,
+    deploy,
+    figure_line,
+    parse_job,
+    report_runs,
+    run_repeated,
+    say,
+    stop_brokers,
+    stop_engines,
+    tuned_producer,
+)
 from bench.deployed import deployer_alive, flow_spec  # noqa: E402
 from bench.kafka_wire import LeaderRelay  # noqa: E402
 from bench.replication import TargetReader, create, environment, generate_window, percentiles  # noqa: E402
@@ -235,8 +244,7 @@ def engine(work: Path, name: str, opts) -> Iterator[LocalDeployer]:
     try:
         yield deployer
     finally:
-        deployer.stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
+        stop_engines(root, deployer)
         if opts.logs:
             Path(opts.logs).mkdir(parents=True, exist_ok=True)
             for f in root.glob("engines/*/job.log"):
@@ -272,9 +280,7 @@ def copy_both(
             for alias, spec in specs.items():
                 seed_positions(b.src, job_group(spec), runs[alias], opts.partitions)
                 watches[alias] = PartitionWatch(b.dst, f"{alias}.{runs[alias]}", expected)
-            res = deployer.deploy(first, {"engine": "blast"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, first, "blast")
             for w in watches.values():
                 w.wait(900, deployer_alive(deployer.root))
     finally:
@@ -375,9 +381,7 @@ def scenario_fairness(opts, work: Path, rep: int) -> dict[str, float]:
         steady = flow_spec(b.src, b.dst, "st", "steady", opts.job, "at-least-once")
         behind = flow_spec(b.src, b.dst, "bh", "behind", opts.job, "at-least-once")
         with engine(work, "fair", opts) as deployer:
-            res = deployer.deploy(steady, {"engine": "fair"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, steady, "fair")
             say(f"  steady flow alone: {opts.rate:,.0f} records/s for {opts.seconds:.0f} s")
             alone = steady_window(b, "steady", "st.steady", opts, opts.seconds)
             r.update({f"alone_{k}": v for k, v in alone.items()})
@@ -385,9 +389,7 @@ def scenario_fairness(opts, work: Path, rep: int) -> dict[str, float]:
             watch = PartitionWatch(b.dst, "bh.behind", {p: opts.behind_records for p in range(parts)})
             result: dict[str, dict[str, float]] = {}
             try:
-                res = deployer.deploy(behind, {"engine": "fair"})
-                if not res.ok:
-                    raise RuntimeError(res.message)
+                deploy(deployer, behind, "fair")
                 t0 = time.monotonic()
                 while not watch.first and time.monotonic() - t0 < 120:
                     time.sleep(0.05)
@@ -453,14 +455,6 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
             print(line)
 
 
-def parse_job(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        out[key] = int(value) if value.lstrip("-").isdigit() else value
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="repeatable; default: all")
@@ -480,9 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     opts.job = parse_job(opts.job)
     # for bench.replication.environment
     opts.size, opts.master, opts.parallelism, opts.engine = 100, "local[2]", 2, "tansu"
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bench_process()
     scenarios = [s for s in SCENARIOS if s in (opts.scenario or SCENARIOS)]
     env = environment(opts)
     runs = run_repeated(

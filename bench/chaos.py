@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import say, start_brokers, stop_brokers  # noqa: E402
+from bench.common import bench_process, say, start_brokers, stop_brokers  # noqa: E402
 from reconciler import logs  # noqa: E402
 from reconciler.deployers.instance import Role  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
@@ -165,9 +165,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--delivery", default="at-least-once", choices=["at-least-once", "exactly-once"])
     opts = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bench_process()
     rows = []
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
         root = Path(tmp)

@@ -1,14 +1,16 @@
 """What the benchmarks share, one home for each so every bench starts, times and prints the same way: printing
 (`say`, `spread`, `summarise` and `figure_line`), local brokers (`start_brokers`, `stop_brokers`), producing a
 backlog (`backlog_producer`, `tuned_producer`, `produce_all`), `reconciler apply` in a new process (`apply_cli`),
-repetitions of scenarios (`run_repeated`), a process's memory (`proc_mb`, `pss_mb`) and watching a remote topic fill
-up (`TargetWatch`)."""
+repetitions of scenarios and their report (`run_repeated`, `report_runs`), deploying and stopping engines (`deploy`,
+`stop_engines`), --job settings (`parse_job`), the process's signals and Spark's Python (`bench_process`), a process's memory (`proc_mb`, `pss_mb`) and watching a remote topic
+fill up (`TargetWatch`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -21,7 +23,10 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+import reconciler.deployers.instance as instance
 from reconciler import logs
+from reconciler.contract.spec import JobSpec
+from reconciler.deployers.local import LocalDeployer
 from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid
 
 VALUE = b"x" * 100
@@ -305,3 +310,33 @@ def report_runs(
     if json_path:
         Path(json_path).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
     return summary
+
+
+def deploy(deployer: LocalDeployer, spec: JobSpec, engine: str) -> None:
+    """`spec` deployed into `engine` as apply deploys it; an error with the deployer's message if it is not."""
+    res = deployer.deploy(spec, {"engine": engine})
+    if not res.ok:
+        raise RuntimeError(res.message)
+
+
+def stop_engines(root: Path, deployer: LocalDeployer | None = None) -> None:
+    """Every engine under the state directory `root` stopped, and whatever process of theirs is left ended."""
+    (deployer or LocalDeployer(root=root, stop_timeout=30)).stop_all()
+    instance.end(instance.scan(under=root.resolve()), 5)
+
+
+def parse_job(items: list[str]) -> dict[str, Any]:
+    """--job KEY=VALUE ... as a flow's `job:` settings (a whole number as an int)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        out[key] = int(value) if value.lstrip("-").isdigit() else value
+    return out
+
+
+def bench_process() -> None:
+    """SIGTERM (e.g. `kill`) unwinds like Ctrl-C (brokers, engines and readers stopped by their `finally`), and
+    Spark's Python, where not set, is this one."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -60,9 +60,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -74,7 +72,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import TargetWatch, apply_cli, figure_line, report_runs, run_repeated  # noqa: E402
+from bench import common  # noqa: E402
+from bench.common import (  # noqa: E402
+    TargetWatch,
+    apply_cli,
+    deploy,
+    figure_line,
+    stop_engines,
+)
 from bench.replication import (  # noqa: E402
     Clusters,
     TargetReader,
@@ -125,14 +130,6 @@ def topology_text(source: str, target: str, alias: str, topic: str, job: dict[st
     )
 
 
-def parse_job(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        out[key] = int(value) if value.lstrip("-").isdigit() else value
-    return out
-
-
 def deployer_alive(root: Path) -> Callable[[], bool]:
     return lambda: bool(instance.scan(under=root.resolve()))
 
@@ -161,9 +158,7 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
         watch = TargetWatch(c.dst.bootstrap, f"west.{TOPIC}", parts, n, c.meter)
         t_deploy = time.monotonic()
         try:
-            res = deployer.deploy(spec, {"engine": "bench"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, spec, "bench")
             watch.wait(900, deployer_alive(root))
             watch.close()
             r["deployed"] = watch.rate()
@@ -176,16 +171,13 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
             log("  deployed, warm: a second flow added to the running engine copies the same backlog")
             warm = flow_spec(c.src.bootstrap, c.dst.bootstrap, "warm", TOPIC, opts.job, opts.delivery)
             watch = TargetWatch(c.dst.bootstrap, f"warm.{TOPIC}", parts, n, c.meter)
-            res = deployer.deploy(warm, {"engine": "bench"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, warm, "bench")
             watch.wait(900, deployer_alive(root))
             r["deployed_warm"] = watch.rate()
             r["busy_pct_deployed_warm"] = watch.busy_pct()
         finally:
             watch.close()
-            deployer.stop_all()
-            instance.end(instance.scan(under=root.resolve()), 5)
+            stop_engines(root, deployer)
 
         log("  in process: the same spec's driver in this process's SparkContext")
         from reconciler.engine.driver import ReplicationDriver, SparkExecutor
@@ -249,15 +241,12 @@ def scenario_startup(opts, work: Path) -> dict[str, float]:
         watch = TargetWatch(c.dst.bootstrap, f"west.{TOPIC}", parts, STARTUP_RECORDS, c.meter)
         t_deploy = time.monotonic()
         try:
-            res = deployer.deploy(spec, {"engine": "bench"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, spec, "bench")
             r["deploy_call_s"] = time.monotonic() - t_deploy
             r["deploy_to_first_s"] = first_record_after(watch, root, t_deploy, "the deploy")
         finally:
             watch.close()
-            deployer.stop_all()
-            instance.end(instance.scan(under=root.resolve()), 5)
+            stop_engines(root, deployer)
             keep_logs(opts, root, "startup")
         r.update(startup_by_cli(opts, c, work))
     return r
@@ -304,8 +293,7 @@ def startup_by_cli(opts, c: Clusters, work: Path) -> dict[str, float]:
         r["apply_cli_to_first_s"] = first_record_after(watch, root, t0, "`reconciler apply`")
     finally:
         watch.close()
-        LocalDeployer(root=root, stop_timeout=30).stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
+        stop_engines(root)
         keep_logs(opts, root, "startup-cli")
     return r
 
@@ -419,14 +407,11 @@ def scenario_latency(opts, work: Path) -> dict[str, float]:
         deployer = LocalDeployer(root=root, stop_timeout=30)
         log(f"  job: deployed, a plain consumer of its target topic at {opts.rate:,.0f} rec/s")
         try:
-            res = deployer.deploy(spec, {"engine": "bench"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, spec, "bench")
             beside = "bench-lat" if opts.beside else None
             job, source = measure_latency(c, "bench-lat", c.dst.bootstrap, "west.bench-lat", opts, beside=beside)
         finally:
-            deployer.stop_all()
-            instance.end(instance.scan(under=root.resolve()), 5)
+            stop_engines(root, deployer)
         r.update({f"job_{k}": v for k, v in job.figures.items() if v is not None})
         if source is not None:
             r.update({f"source_during_job_{k}": v for k, v in source.figures.items() if v is not None})
@@ -544,7 +529,7 @@ def main(argv=None) -> int:
     ap.add_argument("--logs", help="startup: copy each repetition's engine log (job.log) into this directory")
     ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
     opts = ap.parse_args(argv)
-    opts.job = parse_job(opts.job)
+    opts.job = common.parse_job(opts.job)
     opts.reader_config = {"fetch.wait.max.ms": opts.reader_wait_ms}
     # for bench.replication.Clusters (the brokers) and its in-process SparkContext
     opts.size, opts.master, opts.parallelism = (
@@ -552,19 +537,17 @@ def main(argv=None) -> int:
         opts.job.get("master", "local[2]"),
         opts.job.get("parallelism", 2),
     )
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    common.bench_process()
     scenarios = [s for s in SCENARIOS if s in (opts.scenario or ("backlog", "latency"))]
     env = environment(opts)
-    runs = run_repeated(
+    runs = common.run_repeated(
         scenarios,
         opts.repeat,
         "bench-deployed",
         lambda s, i: log(f"{s}, repetition {i + 1}/{opts.repeat}"),
         lambda s, work, i: RUNNERS[s](opts, work),
     )
-    report_runs(env, runs, lambda summary: report(env, opts, summary), opts.json)
+    common.report_runs(env, runs, lambda summary: report(env, opts, summary), opts.json)
     return 0
 
 

@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import TargetWatch, figure_line  # noqa: E402
+from bench.common import TargetWatch, bench_process, deploy, figure_line, stop_engines  # noqa: E402
 from bench.deployed import deployer_alive, keep_logs  # noqa: E402
 from bench.engines import _cpu_seconds  # noqa: E402
 from bench.replication import Clusters, baseline, create, environment, log, produce_only  # noqa: E402
@@ -104,9 +103,7 @@ def deployed(c: Clusters, opts, work: Path, alias: str, topics: list[str]) -> di
     cpu = EngineCpu(root)
     t0 = time.monotonic()
     try:
-        res = deployer.deploy(spec, {"engine": f"bench-{alias}"})
-        if not res.ok:
-            raise RuntimeError(res.message)
+        deploy(deployer, spec, f"bench-{alias}")
         alive, deadline = deployer_alive(root), time.monotonic() + 900
         while watch.last is None and time.monotonic() < deadline:
             if not alive():
@@ -124,8 +121,7 @@ def deployed(c: Clusters, opts, work: Path, alias: str, topics: list[str]) -> di
         }
     finally:
         watch.close()
-        deployer.stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
+        stop_engines(root, deployer)
         keep_logs(opts, root, alias)
 
 
@@ -190,9 +186,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
     opts = ap.parse_args(argv)
     opts.size, opts.master, opts.parallelism = 100, "local[2]", 2  # for bench.replication's Clusters/environment
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bench_process()
     env = environment(opts)
     runs = []
     for i in range(opts.repeat):

@@ -40,9 +40,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import apply_cli, pss_mb, say, spread, stop_brokers  # noqa: E402
+from bench.common import apply_cli, pss_mb, say, spread, stop_brokers, stop_engines  # noqa: E402
 from reconciler import logs  # noqa: E402
-from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker  # noqa: E402
 from reconciler.jobplan.backend import read_job_status  # noqa: E402
 
@@ -228,8 +227,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             windows.append(m)
     finally:
-        LocalDeployer(root=root, stop_timeout=30).stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
+        stop_engines(root)
         stop_brokers(brokers.values())
     report(opts, windows)
     if opts.json:

@@ -49,10 +49,9 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import pss_mb, say, spread  # noqa: E402
+from bench.common import pss_mb, say, spread, stop_engines  # noqa: E402
 from bench.kafka_wire import RequestCounter, api_name  # noqa: E402
 from reconciler import logs  # noqa: E402
-from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -496,8 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         if not opts.no_apply:
             run_engine(opts, clusters, topics, group_names, tdir, root, env, figures)
     finally:
-        LocalDeployer(root=root, stop_timeout=30).stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
+        stop_engines(root)
         for c in clusters.values():
             c.relay.close()
             if c.broker.pid:
