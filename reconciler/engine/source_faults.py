@@ -96,6 +96,22 @@ class FaultClients(Protocol):
     def offsets(self) -> Commits: ...
 
 
+def synced_anchor(store: Any, ends: Any, tp: TP, remote: str, below: int) -> list[Fingerprint]:
+    """The loss reaches back past every fingerprint the job keeps (the job started since, or copied the partition in
+    rounds its ring does not reach back over): the offset syncs of `store` (MM2's own, kept with exponentially
+    growing gaps: `checkpoints.store`) below `below`, newest first, are read on both clusters through `ends`
+    (engine/ends.py `PartitionEnds`); the first whose source record is still the one its copy on the target (`remote`)
+    holds is where the source and the copies still agree (one fingerprint, its copy's offset known; none: the
+    offsets' rule decides)."""
+    for sync in [s for s in store.syncs(*tp) if s.upstream_offset < below][:SYNCS_READ_BACK]:
+        up, down = sync.upstream_offset, sync.downstream_offset
+        record = ends.records_at(tp, [up]).get(up)
+        copy = ends.copies_first({(remote, tp[1]): down}).get((remote, tp[1]))
+        if record is not None and record.same_record(copy):
+            return [Fingerprint(up, record.timestamp, record.digest, record.epoch, down)]
+    return []
+
+
 class SourceFaults(UsesClients[FaultClients]):
     """A flow's handling of data lost at the source and of records the target refuses. It is given the flow
     (`FlowSpec`: its `offset_reset` applies as reloaded), the partitions it moves or halts (through their methods),
@@ -304,7 +320,9 @@ class SourceFaults(UsesClients[FaultClients]):
         if back is None:
             if any(fp.offset not in got for fp in ring):  # not known: read again, rather than copy it all again
                 raise TimeoutError(f"{sum(fp.offset not in got for fp in ring)} of the records copied not read back")
-            older = self.synced_anchor(tp, ring[0].offset)
+            store = getattr(getattr(self.clients, "checkpoints", None), "store", None)
+            remote = self.parts.plan.copy.get(tp)
+            older = synced_anchor(store, ends, tp, remote, ring[0].offset) if store and remote else []
             if not older:
                 return None
             back = older[0].offset + 1
@@ -323,25 +341,6 @@ class SourceFaults(UsesClients[FaultClients]):
         source = ends.records_from(tp, start, position)
         copies = ends.copies_from(remote, tp[1], down + 1, len(source))
         return first_difference(start, source, copies, position)
-
-    def synced_anchor(self, tp: TP, below: int) -> list[Fingerprint]:
-        """The loss reaches back past every fingerprint the job keeps (the job started since, or copied the partition
-        in rounds its ring does not reach back over): the offset syncs (MM2's own, kept with exponentially growing
-        gaps: `checkpoints.store`) below `below`, newest first, are read on both clusters; the first whose source
-        record is still the one its copy on the target holds is where the source and the copies still agree (one
-        fingerprint, its copy's offset known; none: the offsets' rule decides)."""
-        store = getattr(getattr(self.clients, "checkpoints", None), "store", None)
-        remote = self.parts.plan.copy.get(tp)
-        if store is None or remote is None:
-            return []
-        ends = self.clients.ends
-        for sync in [s for s in store.syncs(*tp) if s.upstream_offset < below][:SYNCS_READ_BACK]:
-            up, down = sync.upstream_offset, sync.downstream_offset
-            record = ends.records_at(tp, [up]).get(up)
-            copy = ends.copies_first({(remote, tp[1]): down}).get((remote, tp[1]))
-            if record is not None and record.same_record(copy):
-                return [Fingerprint(up, record.timestamp, record.digest, record.epoch, down)]
-        return []
 
     def check_tails(self) -> bool:
         """Read back the tail of each partition an event made suspect (`CopiedTails.suspects`: the source broker
