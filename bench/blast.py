@@ -39,13 +39,9 @@ healthy records/s per partition: target >= 0.9), and the machine's load average 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import signal
-import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -58,23 +54,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 
-import reconciler.deployers.instance as instance  # noqa: E402
+from bench.common import (  # noqa: E402
+    bench_process,
+    deploy,
+    figure_line,
+    parse_job,
+    report_runs,
+    run_repeated,
+    say,
+    stop_brokers,
+    stop_engines,
+    tuned_producer,
+)
 from bench.deployed import deployer_alive, flow_spec  # noqa: E402
 from bench.kafka_wire import LeaderRelay  # noqa: E402
 from bench.replication import TargetReader, create, environment, generate_window, percentiles  # noqa: E402
 from reconciler import logs  # noqa: E402
 from reconciler.contract.spec import job_group  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
-from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid  # noqa: E402
+from reconciler.dev.brokers import Broker, free_port, start_broker  # noqa: E402
 
 SCENARIOS = ("stalled", "refused", "fairness")
 HEALTHY, POISONED = "blast-ok", "blast-bad"
 BIG = 2_000_000  # bytes: the refused record (the remote topic takes 1 MB)
 TARGET_RATIO = 0.9
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------------------- the brokers
@@ -105,26 +108,13 @@ def brokers(work: Path, poisoned: int) -> Iterator[Brokers]:
         yield Brokers(source, target, relay)
     finally:
         relay.close()
-        for b in (source, target):
-            if b.pid:
-                stop_pid(b.pid)
+        stop_brokers((source, target))
 
 
 def produce(bootstrap: str, topic: str, partitions: list[int], n: int, big_at: dict[int, int] | None = None) -> None:
     """`n` records of 100 B on each of `partitions` of `topic` (round-robin); `big_at`: partition -> the index of
     its record of BIG bytes."""
-    p = Producer(
-        logs.client_config(
-            {
-                "bootstrap.servers": bootstrap,
-                "linger.ms": 20,
-                "batch.size": 1_000_000,
-                "queue.buffering.max.messages": 1_000_000,
-                "queue.buffering.max.kbytes": 1_048_576,
-                "message.max.bytes": 10_000_000,
-            }
-        )
-    )
+    p = tuned_producer(bootstrap, **{"message.max.bytes": 10_000_000})
     value, big = b"x" * 100, b"B" * BIG
     big_at = big_at or {}
     for i in range(n):
@@ -254,8 +244,7 @@ def engine(work: Path, name: str, opts) -> Iterator[LocalDeployer]:
     try:
         yield deployer
     finally:
-        deployer.stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
+        stop_engines(root, deployer)
         if opts.logs:
             Path(opts.logs).mkdir(parents=True, exist_ok=True)
             for f in root.glob("engines/*/job.log"):
@@ -291,9 +280,7 @@ def copy_both(
             for alias, spec in specs.items():
                 seed_positions(b.src, job_group(spec), runs[alias], opts.partitions)
                 watches[alias] = PartitionWatch(b.dst, f"{alias}.{runs[alias]}", expected)
-            res = deployer.deploy(first, {"engine": "blast"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, first, "blast")
             for w in watches.values():
                 w.wait(900, deployer_alive(deployer.root))
     finally:
@@ -394,9 +381,7 @@ def scenario_fairness(opts, work: Path, rep: int) -> dict[str, float]:
         steady = flow_spec(b.src, b.dst, "st", "steady", opts.job, "at-least-once")
         behind = flow_spec(b.src, b.dst, "bh", "behind", opts.job, "at-least-once")
         with engine(work, "fair", opts) as deployer:
-            res = deployer.deploy(steady, {"engine": "fair"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, steady, "fair")
             say(f"  steady flow alone: {opts.rate:,.0f} records/s for {opts.seconds:.0f} s")
             alone = steady_window(b, "steady", "st.steady", opts, opts.seconds)
             r.update({f"alone_{k}": v for k, v in alone.items()})
@@ -404,9 +389,7 @@ def scenario_fairness(opts, work: Path, rep: int) -> dict[str, float]:
             watch = PartitionWatch(b.dst, "bh.behind", {p: opts.behind_records for p in range(parts)})
             result: dict[str, dict[str, float]] = {}
             try:
-                res = deployer.deploy(behind, {"engine": "fair"})
-                if not res.ok:
-                    raise RuntimeError(res.message)
+                deploy(deployer, behind, "fair")
                 t0 = time.monotonic()
                 while not watch.first and time.monotonic() - t0 < 120:
                     time.sleep(0.05)
@@ -442,16 +425,6 @@ RUNNERS: dict[str, Callable[[Any, Path, int], dict[str, float]]] = {
 }
 
 
-def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
-    keys = [k for k in runs[0] if all(k in r for r in runs)]
-    out = {}
-    for k in keys:
-        vals = [r[k] for r in runs if r[k] == r[k]]
-        if vals:
-            out[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
-    return out
-
-
 def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, float]]]) -> None:
     print(
         f"\nBlast radius and fairness, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
@@ -473,21 +446,13 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
             )
         print(f"\n  {scenario} ({what})")
         for key, s in figures.items():
-            line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
+            line = figure_line(key, s)
             if key == "ratio_per_partition":
                 ok = s["median"] >= TARGET_RATIO
                 line += f"   records/s per partition, poisoned flow / healthy flow: target >= {TARGET_RATIO} " + (
                     "MET" if ok else "MISSED"
                 )
             print(line)
-
-
-def parse_job(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        out[key] = int(value) if value.lstrip("-").isdigit() else value
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -509,25 +474,17 @@ def main(argv: list[str] | None = None) -> int:
     opts.job = parse_job(opts.job)
     # for bench.replication.environment
     opts.size, opts.master, opts.parallelism, opts.engine = 100, "local[2]", 2, "tansu"
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bench_process()
     scenarios = [s for s in SCENARIOS if s in (opts.scenario or SCENARIOS)]
     env = environment(opts)
-    runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
-    for i in range(opts.repeat):
-        for s in scenarios:
-            say(f"{s}, repetition {i + 1}/{opts.repeat} (load average {os.getloadavg()[0]:.1f})")
-            work = Path(tempfile.mkdtemp(prefix=f"bench-blast-{s}-"))
-            try:
-                runs[s].append(RUNNERS[s](opts, work, i))
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-    env["loadavg_end"] = os.getloadavg()
-    summary = {s: summarise(r) for s, r in runs.items() if r}
-    report(env, opts, summary)
-    if opts.json:
-        Path(opts.json).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
+    runs = run_repeated(
+        scenarios,
+        opts.repeat,
+        "bench-blast",
+        lambda s, i: say(f"{s}, repetition {i + 1}/{opts.repeat} (load average {os.getloadavg()[0]:.1f})"),
+        lambda s, work, i: RUNNERS[s](opts, work, i),
+    )
+    report_runs(env, runs, lambda summary: report(env, opts, summary), opts.json)
     return 0
 
 

@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
+from bench.common import bench_process, say, start_brokers, stop_brokers  # noqa: E402
 from reconciler import logs  # noqa: E402
 from reconciler.deployers.instance import Role  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
-from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 from tests.integration.mirror_helpers import (  # noqa: E402
     SequencedProducer,
     create_topic,
@@ -50,10 +50,6 @@ from tests.integration.mirror_helpers import (  # noqa: E402
 ROLES = (None, Role.SUPERVISOR, Role.JVM, Role.DRIVER, Role.WORKER)  # None: the baseline, no kill
 KILL_AFTER_S = 3.5
 BOUND_S = 2.0
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 class TargetEnd:
@@ -169,22 +165,18 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--delivery", default="at-least-once", choices=["at-least-once", "exactly-once"])
     opts = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bench_process()
     rows = []
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
         root = Path(tmp)
-        brokers = [start_broker("127.0.0.1", free_port(), root / f"broker{i}.log") for i in range(2)]
+        brokers = start_brokers(root)
         try:
             src, dst = (b.bootstrap for b in brokers)
             for role in (r for r in ROLES if (r.value if r else "none") in opts.roles):
                 say(f"scenario: {role.value if role else 'no kill (baseline)'}")
                 rows.append(scenario(role, src, dst, opts, root))
         finally:
-            for b in brokers:
-                if b.pid:
-                    stop_pid(b.pid)
+            stop_brokers(brokers)
     bound = opts.rate * BOUND_S
     print(
         f"\nchaos: {opts.delivery}, {opts.rate:.0f} records/s over {opts.partitions} partitions, "

@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import KafkaException, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, OffsetSpec  # noqa: E402
 
-import reconciler.deployers.instance as instance  # noqa: E402
+from bench.common import stop_engines  # noqa: E402
 from bench.scale import (  # noqa: E402
     TARGET,
     CheckpointHeld,
@@ -75,7 +75,6 @@ from bench.scale import (  # noqa: E402
     topic_names,
     topology_yaml,
 )
-from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.dev.brokers import stop_pid  # noqa: E402
 
 
@@ -192,8 +191,7 @@ class Rig:
         return {a: (self.source, self.topics[a], self.groups[a]) for a in self.point.aliases}
 
     def stop(self) -> None:
-        LocalDeployer(root=self.root, stop_timeout=30).stop_all()
-        instance.end(instance.scan(under=self.root.resolve()), 5)
+        stop_engines(self.root)
         for c in (self.source, self.target):
             c.relay.close()
             if c.broker.pid:

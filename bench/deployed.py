@@ -15,8 +15,9 @@ defaults, `job: {}` unless --job says otherwise) and deployed with `LocalDeploye
 backlog   --records 100-byte records on --partitions partitions are produced first; then, on those
           brokers, in this order: the hand-written loop (bench/replication.py `baseline`: one process,
           poll -> produce, async commits; records/s over its whole loop), the deployed job (records/s
-          from the first copied record seen on the target to the last: the target's high watermarks,
-          polled every 50 ms; spark-submit and Spark start-up are not in it, printed apart as
+          from the first copied record seen on the target to the last: the target's listed ends,
+          polled every 50 ms, and complete only once every record is read back: bench/common.py
+          `TargetWatch`; spark-submit and Spark start-up are not in it, printed apart as
           deploy_to_first_s), the deployed job warm (a second flow, `warm`, added to the running engine
           as apply adds one, copying the same backlog: without the first task's start-up), and the in-process driver on the same spec (its own SparkContext in this
           process, stopped before anything else runs; timed the same way from the target, and by its
@@ -59,14 +60,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import signal
-import statistics
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,12 +70,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
+from bench import common  # noqa: E402
+from bench.common import (  # noqa: E402
+    TargetWatch,
+    apply_cli,
+    deploy,
+    figure_line,
+    stop_engines,
+)
 from bench.replication import (  # noqa: E402
     Clusters,
-    CpuMeter,
     TargetReader,
     baseline,
     copied_records,
@@ -129,132 +130,6 @@ def topology_text(source: str, target: str, alias: str, topic: str, job: dict[st
     )
 
 
-class TargetWatch:
-    """Watches a topic fill up to `n` records from a thread: when records first appeared (and how many), and
-    when the last one landed.
-
-    Every `interval` s it reads the partitions' high watermarks (ListOffsets: one request, no records read).
-    Tansu answers ListOffsets with the base offset of the partition's LAST BATCH + 1, not its end, so the sum
-    never reaches `n` there; but it moves with every batch appended, so the time it last moved is when the
-    last batch landed. Once it has been still for `settle` s, the true ends are read (from that offset to
-    end-of-partition: at most one batch per partition) and, if they hold `n` records, the copy is done at the
-    time of that last move."""
-
-    def __init__(
-        self,
-        bootstrap: str,
-        topic: str,
-        partitions: int,
-        n: int,
-        meter: Callable[[], CpuMeter],
-        interval: float = 0.05,
-        settle: float = 0.5,
-    ):
-        self.bootstrap, self.topic = bootstrap, topic
-        self.tps = [TopicPartition(topic, p) for p in range(partitions)]
-        self.n, self.interval, self.settle = n, interval, settle
-        self.consumer = Consumer(
-            logs.client_config(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "group.id": f"bench-watch-{time.monotonic_ns()}",
-                    "topic.metadata.refresh.interval.ms": 1000,  # the topic appears later: not cached as unknown
-                }
-            )
-        )
-        self.first: tuple[float, int] | None = None
-        self.last: float | None = None
-        self.seen = 0
-        self._meter, self._started, self._window = meter, None, None  # the machine's CPU from first to last
-        self._stop, self._closed = threading.Event(), False
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _reported(self) -> list[int]:
-        try:
-            return [max(self.consumer.get_watermark_offsets(tp, timeout=5)[1], 0) for tp in self.tps]
-        except KafkaException:
-            return [0] * len(self.tps)
-
-    def _true_end(self, reported: list[int]) -> int:
-        """The sum of the partitions' ends, read from just before the reported ends to end-of-partition."""
-        c = Consumer(
-            logs.client_config(
-                {
-                    "bootstrap.servers": self.bootstrap,
-                    "group.id": f"bench-end-{time.monotonic_ns()}",
-                    "enable.partition.eof": True,
-                    "enable.auto.commit": False,
-                }
-            )
-        )
-        try:
-            ends = {tp.partition: r for tp, r in zip(self.tps, reported)}
-            c.assign([TopicPartition(self.topic, p, max(r - 1, 0)) for p, r in ends.items()])
-            pending, deadline = set(ends), time.monotonic() + 10
-            while pending and time.monotonic() < deadline:
-                for m in c.consume(10_000, 0.5):
-                    if m.error():
-                        if m.error().code() == KafkaError._PARTITION_EOF:
-                            ends[m.partition()] = max(ends[m.partition()], m.offset())
-                            pending.discard(m.partition())
-                    else:
-                        ends[m.partition()] = max(ends[m.partition()], m.offset() + 1)
-            return sum(ends.values())
-        finally:
-            c.close()
-
-    def _run(self) -> None:
-        moved_at, before = 0.0, -1
-        while not self._stop.is_set():
-            reported = self._reported()
-            seen, now = sum(reported), time.monotonic()
-            if seen != before:
-                moved_at, before, self.seen = now, seen, seen
-            if seen and self.first is None:
-                self.first, self._started = (now, seen), self._meter()
-            if seen >= self.n or (seen and now - moved_at >= self.settle and self._true_end(reported) >= self.n):
-                self.last = now if seen >= self.n else moved_at
-                assert self._started is not None
-                self._window = self._started.window()
-                return
-            self._stop.wait(self.interval)
-
-    def wait(self, timeout: float, alive: Callable[[], bool] = lambda: True) -> None:
-        deadline = time.monotonic() + timeout
-        while self._thread.is_alive() and time.monotonic() < deadline:
-            if not alive():
-                raise RuntimeError(f"the job ended with about {self.seen:,} of {self.n:,} records copied")
-            self._thread.join(0.5)
-        if self.last is None:
-            raise RuntimeError(f"about {self.seen:,} of {self.n:,} records copied after {timeout:.0f} s")
-
-    def rate(self) -> float:
-        """Records/s from the first records seen to the last (those seen at the first reading excluded)."""
-        assert self.first is not None and self.last is not None
-        t0, c0 = self.first
-        return (self.n - c0) / max(1e-9, self.last - t0)
-
-    def busy_pct(self) -> float:
-        return self._window.busy_pct if self._window is not None else float("nan")
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._stop.set()
-        self._thread.join(15)
-        self.consumer.close()
-
-
-def parse_job(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        out[key] = int(value) if value.lstrip("-").isdigit() else value
-    return out
-
-
 def deployer_alive(root: Path) -> Callable[[], bool]:
     return lambda: bool(instance.scan(under=root.resolve()))
 
@@ -283,9 +158,7 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
         watch = TargetWatch(c.dst.bootstrap, f"west.{TOPIC}", parts, n, c.meter)
         t_deploy = time.monotonic()
         try:
-            res = deployer.deploy(spec, {"engine": "bench"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, spec, "bench")
             watch.wait(900, deployer_alive(root))
             watch.close()
             r["deployed"] = watch.rate()
@@ -298,16 +171,13 @@ def scenario_backlog(opts, work: Path) -> dict[str, float]:
             log("  deployed, warm: a second flow added to the running engine copies the same backlog")
             warm = flow_spec(c.src.bootstrap, c.dst.bootstrap, "warm", TOPIC, opts.job, opts.delivery)
             watch = TargetWatch(c.dst.bootstrap, f"warm.{TOPIC}", parts, n, c.meter)
-            res = deployer.deploy(warm, {"engine": "bench"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, warm, "bench")
             watch.wait(900, deployer_alive(root))
             r["deployed_warm"] = watch.rate()
             r["busy_pct_deployed_warm"] = watch.busy_pct()
         finally:
             watch.close()
-            deployer.stop_all()
-            instance.end(instance.scan(under=root.resolve()), 5)
+            stop_engines(root, deployer)
 
         log("  in process: the same spec's driver in this process's SparkContext")
         from reconciler.engine.driver import ReplicationDriver, SparkExecutor
@@ -371,15 +241,12 @@ def scenario_startup(opts, work: Path) -> dict[str, float]:
         watch = TargetWatch(c.dst.bootstrap, f"west.{TOPIC}", parts, STARTUP_RECORDS, c.meter)
         t_deploy = time.monotonic()
         try:
-            res = deployer.deploy(spec, {"engine": "bench"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, spec, "bench")
             r["deploy_call_s"] = time.monotonic() - t_deploy
             r["deploy_to_first_s"] = first_record_after(watch, root, t_deploy, "the deploy")
         finally:
             watch.close()
-            deployer.stop_all()
-            instance.end(instance.scan(under=root.resolve()), 5)
+            stop_engines(root, deployer)
             keep_logs(opts, root, "startup")
         r.update(startup_by_cli(opts, c, work))
     return r
@@ -418,25 +285,15 @@ def startup_by_cli(opts, c: Clusters, work: Path) -> dict[str, float]:
         topology_text(c.src.bootstrap, c.dst.bootstrap, "north", TOPIC, opts.job, opts.delivery)
     )
     root = work / "state-cli"
-    env = {**os.environ, "RECONCILER_STATE_DIR": str(root)}
     watch = TargetWatch(c.dst.bootstrap, f"north.{TOPIC}", parts, STARTUP_RECORDS, c.meter)
     t0 = time.monotonic()
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "reconciler", "apply", str(tdir), "--auto-approve"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"reconciler apply exited {done.returncode}: {done.stderr[-2000:]}")
+        apply_cli(tdir, {"RECONCILER_STATE_DIR": str(root)}, 180)
         r["apply_cli_returned_s"] = time.monotonic() - t0
         r["apply_cli_to_first_s"] = first_record_after(watch, root, t0, "`reconciler apply`")
     finally:
         watch.close()
-        LocalDeployer(root=root, stop_timeout=30).stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
+        stop_engines(root)
         keep_logs(opts, root, "startup-cli")
     return r
 
@@ -550,14 +407,11 @@ def scenario_latency(opts, work: Path) -> dict[str, float]:
         deployer = LocalDeployer(root=root, stop_timeout=30)
         log(f"  job: deployed, a plain consumer of its target topic at {opts.rate:,.0f} rec/s")
         try:
-            res = deployer.deploy(spec, {"engine": "bench"})
-            if not res.ok:
-                raise RuntimeError(res.message)
+            deploy(deployer, spec, "bench")
             beside = "bench-lat" if opts.beside else None
             job, source = measure_latency(c, "bench-lat", c.dst.bootstrap, "west.bench-lat", opts, beside=beside)
         finally:
-            deployer.stop_all()
-            instance.end(instance.scan(under=root.resolve()), 5)
+            stop_engines(root, deployer)
         r.update({f"job_{k}": v for k, v in job.figures.items() if v is not None})
         if source is not None:
             r.update({f"source_during_job_{k}": v for k, v in source.figures.items() if v is not None})
@@ -620,16 +474,6 @@ TARGETS = {
 }
 
 
-def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
-    keys = [k for k in runs[0] if all(k in r for r in runs)]
-    out = {}
-    for k in keys:
-        vals = [r[k] for r in runs if r[k] == r[k]]
-        if vals:
-            out[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
-    return out
-
-
 def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, float]]]) -> None:
     print(
         f"\nDeployed-job benchmark, {env['date_utc']}: {env['cpus']} CPUs (load average at start "
@@ -649,12 +493,7 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
         )
         print(f"\n  {scenario} ({what})")
         for key, s in figures.items():
-            line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
-            if key in TARGETS:
-                label, cmp, target = TARGETS[key]
-                ok = s["median"] >= target if cmp == ">=" else s["median"] <= target
-                line += f"   {label}: target {cmp} {target:g} {'MET' if ok else 'MISSED'}"
-            print(line)
+            print(figure_line(key, s, TARGETS))
 
 
 def main(argv=None) -> int:
@@ -690,7 +529,7 @@ def main(argv=None) -> int:
     ap.add_argument("--logs", help="startup: copy each repetition's engine log (job.log) into this directory")
     ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
     opts = ap.parse_args(argv)
-    opts.job = parse_job(opts.job)
+    opts.job = common.parse_job(opts.job)
     opts.reader_config = {"fetch.wait.max.ms": opts.reader_wait_ms}
     # for bench.replication.Clusters (the brokers) and its in-process SparkContext
     opts.size, opts.master, opts.parallelism = (
@@ -698,25 +537,17 @@ def main(argv=None) -> int:
         opts.job.get("master", "local[2]"),
         opts.job.get("parallelism", 2),
     )
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    common.bench_process()
     scenarios = [s for s in SCENARIOS if s in (opts.scenario or ("backlog", "latency"))]
     env = environment(opts)
-    runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
-    for i in range(opts.repeat):
-        for s in scenarios:
-            log(f"{s}, repetition {i + 1}/{opts.repeat}")
-            work = Path(tempfile.mkdtemp(prefix=f"bench-deployed-{s}-"))
-            try:
-                runs[s].append(RUNNERS[s](opts, work))
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-    env["loadavg_end"] = os.getloadavg()
-    summary = {s: summarise(r) for s, r in runs.items() if r}
-    report(env, opts, summary)
-    if opts.json:
-        Path(opts.json).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
+    runs = common.run_repeated(
+        scenarios,
+        opts.repeat,
+        "bench-deployed",
+        lambda s, i: log(f"{s}, repetition {i + 1}/{opts.repeat}"),
+        lambda s, work, i: RUNNERS[s](opts, work),
+    )
+    common.report_runs(env, runs, lambda summary: report(env, opts, summary), opts.json)
     return 0
 
 

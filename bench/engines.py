@@ -14,8 +14,9 @@ copy: the JVMs, the resident memory of every process of the layout (sum of VmRSS
 process, so this is an upper bound) and the CPU they used (utime + stime from /proc, as % of one core). Then, with
 --backlog > 0, the aggregate throughput of the engine: --backlog 100-byte records copied by 1 flow alone (all in its
 topic) and by 4 flows in one engine (a quarter in each flow's topic): records/s from the first copied record to the
-last, timed on the remote topics' high watermarks as bench/deployed.py times the deployed job (a Python consumer
-of every record was the bound at ~150-200k records/s), and the ratio within each run.
+last, timed on the remote topics' listed ends as bench/deployed.py times the deployed job, complete once every
+record is read back (bench/common.py `TargetWatch`; a Python consumer of every record read during the copy was the
+bound at ~150-200k records/s), and the ratio within each run.
 
 Prints each figure's median and spread (min-max) over the windows, and engine/per-flow ratios.
 """
@@ -32,20 +33,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.deployed import TargetWatch  # noqa: E402
-from reconciler import logs  # noqa: E402
+from bench.common import (  # noqa: E402
+    TargetWatch,
+    backlog_producer,
+    proc_mb,
+    produce_all,
+    say,
+    start_brokers,
+    stop_brokers,
+)  # noqa: E402
 from reconciler.deployers.instance import Role  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.deployers.process import LocalJob  # noqa: E402
-from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 from reconciler.jobplan.backend import read_job_status  # noqa: E402
 from tests.integration.mirror_helpers import create_topic, spec_for, wait_for  # noqa: E402
 
 TICKS = 100.0  # clock ticks per second (/proc/PID/stat)
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 class Broker:
@@ -61,16 +64,6 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return 0.0
-
-
 def measure(root: Path, seconds: float) -> dict[str, float]:
     procs = instance.scan(under=root.resolve())
     before = {p.pid: _cpu_seconds(p.pid) for p in procs}
@@ -82,7 +75,7 @@ def measure(root: Path, seconds: float) -> dict[str, float]:
     return {
         "jvms": float(sum(p.role is Role.JVM for p in now)),
         "processes": float(len(now)),
-        "rss_mb": sum(_rss_mb(p.pid) for p in now),
+        "rss_mb": sum(proc_mb(p.pid, "status", "VmRSS:") for p in now),
         "idle_cpu_pct": 100.0 * used / wall,
     }
 
@@ -150,17 +143,10 @@ def run_layout(layout: str, specs: list, east: Broker, root: Path, opts) -> list
         instance.end(instance.scan(under=root.resolve()), 5)
 
 
-class _NoMeter:
-    """TargetWatch's CPU meter, unused here (the idle windows measure the engine's own processes)."""
-
-    def window(self) -> None:
-        return None
-
-
 def copied_over(watches: list[TargetWatch]) -> tuple[float, str]:
     """Records/s of all the flows together, from the first records seen on any remote topic to the last landed on
-    any (each topic's TargetWatch: its high watermarks every 50 ms, its true end once they are still, as
-    bench/deployed.py times the deployed job; a Python consumer counting every record was the bound at ~150-200k
+    any (each topic's TargetWatch: its listed ends every 50 ms, every record read back once they reach the count or
+    are still, as bench/deployed.py times the deployed job; a Python consumer counting every record was the bound at ~150-200k
     records/s here), and when each flow's records began and ended arriving, in seconds after the first."""
     firsts = [w.first for w in watches if w.first is not None]
     lasts = [w.last for w in watches if w.last is not None]
@@ -173,21 +159,13 @@ def copied_over(watches: list[TargetWatch]) -> tuple[float, str]:
 
 def backlog_rate(west: Broker, east: Broker, n: int, records: int, root: Path, tag: str) -> float:
     """Records/s for n flows in one engine copying `records` each from a backlog (first to last copied record)."""
-    from confluent_kafka import Producer
 
     specs = []
     for i in range(n):
         topic = f"b{tag}{i}"
         create_topic(west.bootstrap, topic, 1)
-        p = Producer(logs.client_config({"bootstrap.servers": west.bootstrap, "linger.ms": 20, "batch.size": 262144}))
-        value = b"x" * 100
-        for _ in range(records):
-            while True:
-                try:
-                    p.produce(topic, value)
-                    break
-                except BufferError:
-                    p.poll(0.05)
+        p = backlog_producer(west.bootstrap)
+        produce_all(p, topic, records)
         p.flush(60)
         specs.append(
             spec_for(west, east, source_alias=f"b{tag}{i}", topics_include=(topic,), master="local[2]", parallelism=1)
@@ -196,7 +174,7 @@ def backlog_rate(west: Broker, east: Broker, n: int, records: int, root: Path, t
     deployer = LocalDeployer(root=root, stop_timeout=30)
     for t in remote:
         create_topic(east.bootstrap, t, 1)  # the job finds it there (as a remote topic it would create)
-    watches = [TargetWatch(east.bootstrap, t, 1, records, _NoMeter) for t in remote]
+    watches = [TargetWatch(east.bootstrap, t, 1, records) for t in remote]
     try:
         # Every flow starts with the engine (the flow files are there when it starts), as after an apply of the
         # whole topology: their copies overlap from the first record on (hot adds, a second each, would not).
@@ -246,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-idle", action="store_true", help="only the backlog figures")
     opts = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-engines-"))
-    brokers = [start_broker("127.0.0.1", free_port(), work / f"broker{i}.log") for i in range(2)]
+    brokers = start_brokers(work)
     west, east = Broker(brokers[0].bootstrap), Broker(brokers[1].bootstrap)
     results: dict[tuple[str, int], list[dict[str, float]]] = {}
     rates: dict[int, list[float]] = {}
@@ -265,9 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                     say(f"  {rate:,.0f} records/s")
                     rates.setdefault(n, []).append(rate)
     finally:
-        for b in brokers:
-            if b.pid:
-                stop_pid(b.pid)
+        stop_brokers(brokers)
     print(
         f"\nidle, {opts.windows} windows of {opts.idle_seconds:.0f} s each, heartbeats every "
         f"{opts.heartbeats_seconds:g} s: median (min-max)"

@@ -10,9 +10,9 @@ Then, on those brokers, one after the other:
              records/s over its whole loop, measured in the same repetition;
   deployed   one flow whose topics are `hot` and `idle` (the topology's defaults: `job: {}`), built as `plan` builds
              it (`JobSpec.from_flow`) and deployed with `LocalDeployer().deploy` into a new engine, as apply does:
-             records/s from the first copied record on the target to the last (the remote topic's high watermarks
-             every 50 ms, bench/deployed.py `TargetWatch`), and deploy_to_first_s: the deploy call -> the first
-             copied record (spark-submit, the JVM, the SparkContext, the flow's start, its first batch);
+             records/s from the first copied record on the target to the last (the remote topic's listed ends
+             every 50 ms, complete once every record is read back: bench/common.py `TargetWatch`), and
+             deploy_to_first_s: the deploy call -> the first copied record (spark-submit, the JVM, the SparkContext, the flow's start, its first batch);
   alone      (--alone) the same flow without the idle topic, in a new engine of its own.
 
 Beside each rate, the CPU seconds per million records copied: the loop's (its process, over its loop) and each
@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -40,7 +39,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.deployed import TargetWatch, deployer_alive, keep_logs  # noqa: E402
+from bench.common import TargetWatch, bench_process, deploy, figure_line, stop_engines  # noqa: E402
+from bench.deployed import deployer_alive, keep_logs  # noqa: E402
 from bench.engines import _cpu_seconds  # noqa: E402
 from bench.replication import Clusters, baseline, create, environment, log, produce_only  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
@@ -103,9 +103,7 @@ def deployed(c: Clusters, opts, work: Path, alias: str, topics: list[str]) -> di
     cpu = EngineCpu(root)
     t0 = time.monotonic()
     try:
-        res = deployer.deploy(spec, {"engine": f"bench-{alias}"})
-        if not res.ok:
-            raise RuntimeError(res.message)
+        deploy(deployer, spec, f"bench-{alias}")
         alive, deadline = deployer_alive(root), time.monotonic() + 900
         while watch.last is None and time.monotonic() < deadline:
             if not alive():
@@ -123,8 +121,7 @@ def deployed(c: Clusters, opts, work: Path, alias: str, topics: list[str]) -> di
         }
     finally:
         watch.close()
-        deployer.stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
+        stop_engines(root, deployer)
         keep_logs(opts, root, alias)
 
 
@@ -174,12 +171,7 @@ def report(env: dict[str, Any], opts, runs: list[dict[str, float]]) -> dict[str,
         vals = [r[key] for r in runs if key in r]
         s = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
         summary[key] = s
-        line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
-        if key in TARGETS:
-            label, cmp, target = TARGETS[key]
-            ok = s["median"] >= target if cmp == ">=" else s["median"] <= target
-            line += f"   {label}: target {cmp} {target:g} {'MET' if ok else 'MISSED'}"
-        print(line)
+        print(figure_line(key, s, TARGETS))
     return summary
 
 
@@ -194,9 +186,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
     opts = ap.parse_args(argv)
     opts.size, opts.master, opts.parallelism = 100, "local[2]", 2  # for bench.replication's Clusters/environment
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bench_process()
     env = environment(opts)
     runs = []
     for i in range(opts.repeat):

@@ -29,8 +29,6 @@ import argparse
 import json
 import os
 import signal
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,24 +40,14 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
+from bench.common import apply_cli, pss_mb, say, spread, stop_brokers, stop_engines  # noqa: E402
 from reconciler import logs  # noqa: E402
-from reconciler.deployers.local import LocalDeployer  # noqa: E402
-from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
+from reconciler.dev.brokers import free_port, start_broker  # noqa: E402
 from reconciler.jobplan.backend import read_job_status  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 REGIONS = ("r0", "r1", "r2", "r3")
 TOPIC = "events"
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def spread(values: list[float], fmt: str = "{:,.1f}") -> str:
-    if not values:
-        return "-"
-    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
 
 
 def populate(bootstrap: str, partitions: int, records: int, groups: int, region: str) -> None:
@@ -96,16 +84,6 @@ def _stat(pid: int) -> tuple[float, float, int] | None:
     except OSError:
         return None
     return (int(f[11]) + int(f[12])) / TICKS, (int(f[13]) + int(f[14])) / TICKS, int(f[1])
-
-
-def _pss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return 0.0
 
 
 def role_of(pid: int) -> str:
@@ -151,7 +129,7 @@ def idle_window(root: Path, seconds: float) -> dict[str, float]:
     alive = {p.pid for p in instance.scan(under=root.resolve())}
     out = {
         "cpu_pct": 100.0 * sum(last[p] - first[p] for p in last) / wall,
-        "pss_mb": sum(_pss_mb(p) for p in alive),
+        "pss_mb": sum(pss_mb(p) for p in alive),
         "processes": float(len(alive)),
         "started_or_ended": float(started + len(set(last) - alive)),
     }
@@ -225,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         brokers[r] = start_broker("127.0.0.1", port, work / f"{r}.log")
         bootstraps[r] = f"127.0.0.1:{port}"
     root = work / "state"
-    env = {**os.environ, "RECONCILER_STATE_DIR": str(root), "PYTHONPATH": str(opts.code.resolve())}
+    env = {"RECONCILER_STATE_DIR": str(root), "PYTHONPATH": str(opts.code.resolve())}
     windows: list[dict[str, float]] = []
     try:
         for r in REGIONS:
@@ -234,16 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         tdir.mkdir()
         (tdir / "topology.yaml").write_text(topology(bootstraps))
         say("apply")
-        done = subprocess.run(
-            [sys.executable, "-m", "reconciler", "apply", str(tdir), "--auto-approve"],
-            env=env,
-            cwd=opts.code.resolve(),  # `-m` puts the working directory first on the path: --code's, not this one's
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"apply exited {done.returncode}: {done.stderr[-2000:]}")
+        apply_cli(tdir, env, 900, cwd=opts.code.resolve())  # --code's checkout, not this one
         wait_copied(bootstraps, opts.partitions, opts.records)
         wait_running(bootstraps)
         say(f"settling {opts.settle:.0f} s")
@@ -258,11 +227,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             windows.append(m)
     finally:
-        LocalDeployer(root=root, stop_timeout=30).stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
-        for b in brokers.values():
-            if b.pid:
-                stop_pid(b.pid)
+        stop_engines(root)
+        stop_brokers(brokers.values())
     report(opts, windows)
     if opts.json:
         opts.json.write_text(json.dumps({"options": {k: str(v) for k, v in vars(opts).items()}, "windows": windows}))
@@ -278,9 +244,9 @@ def report(opts, windows: list[dict[str, float]]) -> None:
         f"per topic, code {opts.code}; {len(windows)} windows of {opts.idle_seconds:.0f} s (load average {os.getloadavg()[0]:.1f} at "
         f"the end; {os.cpu_count()} cores): median [min-max]"
     )
-    print(f"  idle CPU, all processes, % of one core   {spread(col('cpu_pct'))}   (target <= 5)")
+    print(f"  idle CPU, all processes, % of one core   {spread(col('cpu_pct'), '{:,.1f}')}   (target <= 5)")
     for role in ("jvm", "python driver", "python workers", "supervisors", "other"):
-        print(f"    {role:38} {spread(col(f'cpu_pct {role}'))}")
+        print(f"    {role:38} {spread(col(f'cpu_pct {role}'), '{:,.1f}')}")
     print(f"  PSS, MB                                  {spread(col('pss_mb'), '{:,.0f}')}   (target <= 3,072)")
     print(f"  processes                                {spread(col('processes'), '{:,.0f}')}")
     print(f"  processes started or ended in a window   {spread(col('started_or_ended'), '{:,.0f}')}")

@@ -14,10 +14,11 @@ repetitions:
             --seconds records, B none and the same backlog as solo (copied while A's lasts). A's records/s against
             its cap, B's against its solo rate of the same repetition
 
-Each flow's records/s is timed on its remote topic by reading every record back (`Landed`: from the first records to
-the last, those of the first read excluded), not on its listed ends (bench/deployed.py `TargetWatch`, which
-bench/engines.py uses, took a capped flow's topic for complete 10 s early in three of twenty runs, 1.4-1.5x its
-cap, while its task's own counts were at the cap); each flow's first and last record are printed as it goes. The
+Each flow's records/s is timed on its remote topic by bench/common.py `TargetWatch` (from the first records to the
+last, those of the first read excluded), complete only once every record is read back: its listed ends alone took a
+capped flow's topic for complete 10 s early in three of twenty runs, 1.4-1.5x its cap, while its task's own counts
+were at the cap (the figures of 2026-11-29 05:03 read every record back during the copy); each flow's first and last
+record are printed as it goes. The
 flows are the tests' (`spec_for`: the topology's defaults but 1-s refresh, heartbeat and checkpoint intervals) with
 --master local[2] and --parallelism 2: the engine's local[N] is raised to its flows' task slots, 4, so A's one task
 (an at-least-once flow capped below 100,000 records/s runs one) has a slot beside B's two.
@@ -34,43 +35,32 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
+from bench.common import (  # noqa: E402
+    TargetWatch,
+    backlog_producer,
+    produce_all,
+    say,
+    spread,
+    start_brokers,
+    stop_brokers,
+)
 from bench.engines import Broker  # noqa: E402
-from reconciler import logs  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
-from reconciler.dev.brokers import free_port, start_broker, stop_pid  # noqa: E402
 from tests.integration.mirror_helpers import create_topic, spec_for  # noqa: E402
-
-VALUE = b"x" * 100
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def spread(values: list[float], fmt: str = "{:,.0f}") -> str:
-    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
 
 
 def fill(bootstrap: str, topic: str, partitions: int, records: int) -> None:
     """`records` 100-byte records round-robin over the partitions of a new topic."""
     create_topic(bootstrap, topic, partitions)
-    p = Producer(logs.client_config({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 262144}))
-    for i in range(records):
-        while True:
-            try:
-                p.produce(topic, VALUE, partition=i % partitions)
-                break
-            except BufferError:
-                p.poll(0.05)
+    p = backlog_producer(bootstrap)
+    produce_all(p, topic, records, partitions)
     assert p.flush(120) == 0
 
 
@@ -87,69 +77,13 @@ def flow(west: Broker, east: Broker, alias: str, topic: str, opts, **more) -> Jo
     )
 
 
-class Landed:
-    """The records landing on a remote topic, counted by a consumer of every partition from the start, in a thread:
-    when the first ones came (and how many) and when the `n`-th did. Every record is read back: no listed end is
-    trusted: Tansu lists a partition's end as its last batch's base offset + 1, and in three of twenty runs here a
-    TargetWatch (bench/deployed.py) took a capped flow's topic for complete about 10 s before the engine had copied
-    it (its task's own counts: one of its two partitions at a third of its records, copied 10 s later)."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int, n: int):
-        self.n, self.count = n, 0
-        self.first: tuple[float, int] | None = None
-        self.last: float | None = None
-        self.consumer = Consumer(
-            logs.client_config(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "group.id": f"bench-landed-{time.monotonic_ns()}",
-                    "enable.auto.commit": False,
-                    "topic.metadata.refresh.interval.ms": 1000,
-                }
-            )
-        )
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set() and self.count < self.n:
-            msgs = self.consumer.consume(100_000, 0.05)
-            got = sum(1 for m in msgs if m.error() is None)
-            if not got:
-                continue
-            now = time.monotonic()
-            self.count += got
-            if self.first is None:
-                self.first = (now, got)
-            if self.count >= self.n:
-                self.last = now
-
-    def wait(self, timeout: float) -> None:
-        self._thread.join(timeout)
-        if self.last is None:
-            raise RuntimeError(f"{self.count:,} of {self.n:,} records landed after {timeout:.0f} s")
-
-    def rate(self) -> float:
-        """Records/s from the first records read back to the last (those of the first read excluded)."""
-        assert self.first is not None and self.last is not None
-        t0, c0 = self.first
-        return (self.n - c0) / max(1e-9, self.last - t0)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(15)
-        self.consumer.close()
-
-
 def run_engine(east: Broker, specs: list[JobSpec], sizes: list[int], opts, root: Path) -> list[float]:
     """Deploy `specs` in one engine (all there when it starts) and time each flow's copy of its `sizes[i]` records;
     their records/s."""
     remote = [f"{s.source.alias}.{s.settings.topics.include[0]}" for s in specs]
     for t in remote:
         create_topic(east.bootstrap, t, opts.partitions)  # the job finds it there (as a remote topic it would create)
-    landed = [Landed(east.bootstrap, t, opts.partitions, n) for t, n in zip(remote, sizes)]
+    landed = [TargetWatch(east.bootstrap, t, opts.partitions, n) for t, n in zip(remote, sizes)]
     deployer = LocalDeployer(root=root, stop_timeout=30)
     try:
         engine = root.name
@@ -165,7 +99,7 @@ def run_engine(east: Broker, specs: list[JobSpec], sizes: list[int], opts, root:
             assert w.first is not None and w.last is not None
             say(
                 f"  {spec.flow}: first records {w.first[0] - deployed:.1f} s after the deploy ({w.first[1]:,}), "
-                f"the last {w.last - deployed:.1f} s after; {w.count:,} records read back"
+                f"the last {w.last - deployed:.1f} s after; {w.counted:,} records read back"
             )
         return [w.rate() for w in landed]
     finally:
@@ -211,16 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     opts = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-ratelimit-"))
     load_start, date = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M")
-    brokers = [start_broker("127.0.0.1", free_port(), work / f"broker{i}.log") for i in range(2)]
+    brokers = start_brokers(work)
     west, east = Broker(brokers[0].bootstrap), Broker(brokers[1].bootstrap)
     runs: list[dict[str, float]] = []
     try:
         for rep in range(opts.repeat):
             runs.append(repetition(west, east, rep, opts, work))
     finally:
-        for b in brokers:
-            if b.pid:
-                stop_pid(b.pid)
+        stop_brokers(brokers)
     load_end = os.getloadavg()
 
     def col(key: str) -> list[float]:

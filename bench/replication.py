@@ -58,11 +58,9 @@ average, Python, confluent-kafka, librdkafka, PySpark, Java) and `--json FILE` w
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import signal
-import statistics
 import subprocess
 import sys
 import threading
@@ -77,6 +75,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from bench.common import figure_line, report_runs, tuned_producer  # noqa: E402
 from reconciler import logs  # noqa: E402
 from reconciler.adapters.read_to_end import END_READER  # noqa: E402
 from reconciler.contract.spec import ClusterSpec, JobSpec, RuntimeSettings  # noqa: E402
@@ -211,18 +210,7 @@ def create(bootstrap: str, topics: dict[str, int]) -> None:
 
 def produce_only(bootstrap: str, topics: list[tuple[str, int]], n: int, size: int) -> float:
     """Tuned producer writing n records round-robin over (topic, partition): records/s."""
-    p = Producer(
-        logs.client_config(
-            {
-                "bootstrap.servers": bootstrap,
-                "linger.ms": 20,
-                "batch.size": 1_000_000,
-                "queue.buffering.max.messages": 1_000_000,
-                "queue.buffering.max.kbytes": 1_048_576,
-                "enable.idempotence": True,
-            }
-        )
-    )
+    p = tuned_producer(bootstrap, **{"enable.idempotence": True})
     value = b"x" * size
     k = len(topics)
     start = time.perf_counter()
@@ -922,16 +910,6 @@ def environment(opts) -> dict[str, Any]:
     }
 
 
-def summarise(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
-    keys = [k for k in runs[0] if all(k in r for r in runs)]
-    out = {}
-    for k in keys:
-        vals = [r[k] for r in runs if r[k] == r[k]]  # drop NaN
-        if vals:
-            out[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
-    return out
-
-
 TARGETS = {  # key: (label, comparison, target) for the lines the issue sets targets on
     "alo_x_baseline": ("job at-least-once / baseline", ">=", 2.0),
     "alo_pct_limit": ("job at-least-once, % of the client limit", ">=", 75),
@@ -958,12 +936,7 @@ def report(env: dict[str, Any], results: dict[str, dict[str, dict[str, float]]])
     for scenario, figures in results.items():
         print(f"\n  {scenario}")
         for key, s in figures.items():
-            line = f"    {key:<26} {s['median']:>12,.2f}  [{s['min']:,.2f} - {s['max']:,.2f}]"
-            if key in TARGETS:
-                label, cmp, target = TARGETS[key]
-                ok = s["median"] >= target if cmp == ">=" else s["median"] <= target
-                line += f"   {label}: target {cmp} {target:g} {'MET' if ok else 'MISSED'}"
-            print(line)
+            print(figure_line(key, s, TARGETS))
 
 
 def main(argv=None) -> int:
@@ -1000,11 +973,7 @@ def main(argv=None) -> int:
         for s in scenarios:
             log(f"{s}, repetition {i + 1}/{opts.repeat}")
             runs[s].append(RUNNERS[s](opts))
-    summary = {s: summarise(r) for s, r in runs.items() if r}
-    env["loadavg_end"] = os.getloadavg()
-    report(env, summary)
-    if opts.json:
-        Path(opts.json).write_text(json.dumps({"environment": env, "runs": runs, "summary": summary}, indent=2))
+    report_runs(env, runs, lambda summary: report(env, summary), opts.json)
     return 0
 
 

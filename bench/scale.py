@@ -49,24 +49,14 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
+from bench.common import pss_mb, say, spread, stop_engines  # noqa: E402
 from bench.kafka_wire import RequestCounter, api_name  # noqa: E402
 from reconciler import logs  # noqa: E402
-from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
 SOURCES = ("a", "b")
 TARGET = "hub"
-
-
-def say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def spread(values: list[float], fmt: str = "{:,.2f}") -> str:
-    if not values:
-        return "-"
-    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-{fmt.format(max(values))}]"
 
 
 @dataclass
@@ -425,16 +415,6 @@ def _cpu(pid: int) -> float:
         return 0.0
 
 
-def _pss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return 0.0
-
-
 def idle_window(root: Path, seconds: float) -> dict[str, float]:
     """CPU of every process of the engines under `root` over `seconds` (sampled each 0.5 s, so processes that
     start and end inside the window count with what they used while seen), and their PSS at the end."""
@@ -450,7 +430,7 @@ def idle_window(root: Path, seconds: float) -> dict[str, float]:
     now = instance.scan(under=root.resolve())
     return {
         "cpu_pct": 100.0 * sum(last - first for first, last in seen.values()) / wall,
-        "pss_mb": sum(_pss_mb(p.pid) for p in now),
+        "pss_mb": sum(pss_mb(p.pid) for p in now),
         "processes": float(len(now)),
     }
 
@@ -515,8 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         if not opts.no_apply:
             run_engine(opts, clusters, topics, group_names, tdir, root, env, figures)
     finally:
-        LocalDeployer(root=root, stop_timeout=30).stop_all()
-        instance.end(instance.scan(under=root.resolve()), 5)
+        stop_engines(root)
         for c in clusters.values():
             c.relay.close()
             if c.broker.pid:
@@ -585,7 +564,7 @@ def report(opts, figures: dict[str, list[float]], requests: list[Counter[str]]) 
     ]
     for label, key in rows:
         if key in figures:
-            print(f"  {label:46} {spread(figures[key])}")
+            print(f"  {label:46} {spread(figures[key], '{:,.2f}')}")
     if requests:
         kinds = sorted(set().union(*requests), key=lambda k: -statistics.median(r[k] for r in requests))
         print(

@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 #: How long a partition whose tail is to be read back (`check_tails`) is held out of the batches while the reads
 #: fail; then it is copied on, unchecked (an error counted).
 TAIL_READ_GIVE_UP_S = 60.0
+#: Offset syncs read back on both clusters when no fingerprint of a partition matches (`synced_anchor`), newest first:
+#: the store keeps them with exponentially growing gaps, so a few reach far back.
+SYNCS_READ_BACK = 8
 
 LOSS_KINDS = frozenset({FaultKind.OUT_OF_RANGE, FaultKind.TRUNCATED, FaultKind.LOST_TAIL, FaultKind.RECREATED})
 
@@ -91,6 +94,22 @@ class FaultClients(Protocol):
 
     @property
     def offsets(self) -> Commits: ...
+
+
+def synced_anchor(store: Any, ends: Any, tp: TP, remote: str, below: int) -> list[Fingerprint]:
+    """The loss reaches back past every fingerprint the job keeps (the job started since, or copied the partition in
+    rounds its ring does not reach back over): the offset syncs of `store` (MM2's own, kept with exponentially
+    growing gaps: `checkpoints.store`) below `below`, newest first, are read on both clusters through `ends`
+    (engine/ends.py `PartitionEnds`); the first whose source record is still the one its copy on the target (`remote`)
+    holds is where the source and the copies still agree (one fingerprint, its copy's offset known; none: the
+    offsets' rule decides)."""
+    for sync in [s for s in store.syncs(*tp) if s.upstream_offset < below][:SYNCS_READ_BACK]:
+        up, down = sync.upstream_offset, sync.downstream_offset
+        record = ends.records_at(tp, [up]).get(up)
+        copy = ends.copies_first({(remote, tp[1]): down}).get((remote, tp[1]))
+        if record is not None and record.same_record(copy):
+            return [Fingerprint(up, record.timestamp, record.digest, record.epoch, down)]
+    return []
 
 
 class SourceFaults(UsesClients[FaultClients]):
@@ -297,14 +316,20 @@ class SourceFaults(UsesClients[FaultClients]):
             return INTACT
         got.update(ends.records_at(tp, [fp.offset for fp in ring[:-1]]))
         back = divergence_point(ring, got)
+        older: list[Fingerprint] = []
         if back is None:
             if any(fp.offset not in got for fp in ring):  # not known: read again, rather than copy it all again
                 raise TimeoutError(f"{sum(fp.offset not in got for fp in ring)} of the records copied not read back")
-            return None
+            store = getattr(getattr(self.clients, "checkpoints", None), "store", None)
+            remote = self.parts.plan.copy.get(tp)
+            older = synced_anchor(store, ends, tp, remote, ring[0].offset) if store and remote else []
+            if not older:
+                return None
+            back = older[0].offset + 1
         # Between the newest fingerprint that matches and the next one, record by record: the source's records
         # against their copies on the target, from the newest matching record whose copy's offset is known.
         known = sorted(
-            (fp for fp in self.parts.tails.anchors(tp) + ring if fp.down is not None and fp.offset < back),
+            (fp for fp in self.parts.tails.anchors(tp) + ring + older if fp.down is not None and fp.offset < back),
             key=lambda fp: fp.offset,
         )
         remote = self.parts.plan.copy.get(tp)

@@ -72,9 +72,9 @@ def digest(key: bytes | None, value: bytes | None, headers: Iterable[tuple[str, 
     return h.digest()
 
 
-def fingerprint_of(message: Any) -> Fingerprint:
+def fingerprint_of(message: Any, down: int | None = None) -> Fingerprint:
     """The fingerprint of a confluent_kafka `Message` (a source record, or its copy on the target: the same key,
-    value, headers and timestamp)."""
+    value, headers and timestamp); `down`: the offset of its copy on the target, where known."""
     epoch = getattr(message, "leader_epoch", None)
     e = epoch() if callable(epoch) else None
     return Fingerprint(
@@ -82,7 +82,19 @@ def fingerprint_of(message: Any) -> Fingerprint:
         message.timestamp()[1],
         digest(message.key(), message.value(), message.headers()),
         e if isinstance(e, int) and e >= 0 else None,
+        down,
     )
+
+
+def spread(items: Sequence[Any], size: int = RING_SIZE, dense: int = RING_DENSE) -> list[Any]:
+    """At most `size` of `items` (oldest first): the first, the newest `dense`, and evenly spaced ones between (a
+    task's samples of a round and its fingerprints over its rounds: cheap, no gap search as `TailRing` does)."""
+    n = len(items)
+    if n <= size:
+        return list(items)
+    middle = size - dense - 1
+    step = (n - dense - 1) / (middle + 1)
+    return [items[0]] + [items[round(step * (i + 1))] for i in range(middle)] + list(items[n - dense :])
 
 
 def divergence_point(ring: Sequence[Fingerprint], read_back: Mapping[int, Fingerprint | None]) -> int | None:

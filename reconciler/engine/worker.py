@@ -42,7 +42,7 @@ from confluent_kafka import Consumer, Producer
 from reconciler.contract.spec import JobSpec, dead_letters_topic_name, job_group
 from reconciler.engine import clients
 from reconciler.engine.sync_plan import plan_run, state_from_list, state_to_list
-from reconciler.engine.tails import RING_SIZE, Fingerprint, TailRing, fingerprint_of
+from reconciler.engine.tails import RING_SIZE, Fingerprint, fingerprint_of, spread
 from reconciler.engine.tasks import (
     TP,
     CopyTask,
@@ -245,14 +245,11 @@ class PartitionCopy:
             self.new_sync_state = self.round_state
             self.last_pair = self.round_last
         if self.round_msgs:
-            fps = [fingerprint_of(m) for m in self.round_msgs]
-            fps = [dataclasses.replace(fp, down=d) if (d := self.down_of(fp.offset)) is not None else fp for fp in fps]
+            fps = [fingerprint_of(m, self.down_of(m.offset())) for m in spread(self.round_msgs)]
             last = self.last_pair
             if last is not None and fps[-1].offset == last[0]:  # its copy's offset on the target is known
                 fps[-1] = dataclasses.replace(fps[-1], down=last[1])
-            ring = TailRing(list(self.copied))  # thinned as the driver's ring is: the task's first stays
-            ring.add(fps)
-            self.copied = ring.entries
+            self.copied = spread(self.copied + fps)  # the task's first stays
         self._clear_round()
 
     def roll_back(self) -> None:

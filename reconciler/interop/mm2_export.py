@@ -22,6 +22,7 @@ from reconciler.interop.mm2_keys import (
     ENV_PROVIDER_CLASS,
     EOS_WORKER_KEY,
     EXT,
+    FLOW_EXT_KINDS,
     IDENTITY_POLICY_CLASS,
     JAAS_MODULES,
     JOB_FIELD_KINDS,
@@ -81,6 +82,10 @@ def flow_settings(flow: Flow) -> dict[Setting, Any]:
         ("offset_syncs", "lag_max"): flow.offset_lag_max,
         ("job", "parallelism"): flow.job.parallelism,
         DELIVERY_SETTING: flow.delivery.value,
+        ("heartbeats", "location"): flow.heartbeats.location.value,
+        ("on_refused_record",): flow.on_refused_record.value,
+        ("rate_limit", "records_per_second"): flow.rate_limit.records_per_second,
+        ("rate_limit", "bytes_per_second"): flow.rate_limit.bytes_per_second,
     }
     for name in JOB_FIELD_KINDS:
         s[("job", name)] = getattr(flow.job, name)
@@ -133,12 +138,17 @@ def connector_values(flow: Flow) -> dict[str, str]:
 
 def job_ext_values(flow: Flow) -> dict[str, str]:
     """Flow settings MM2 has no key for, where they differ from our defaults: the job's (parallelism is tasks.max),
-    and a `builtin_exclude` other than MM2's or none (MM2's exclude key already holds its patterns)."""
+    a `builtin_exclude` other than MM2's or none (MM2's exclude key already holds its patterns), and the others
+    (`FLOW_EXT_KINDS`: on_refused_record, heartbeats.location, rate_limit)."""
     s = flow_settings(flow)
     out: dict[str, str] = {}
     for builtin_setting, key in BUILTIN_EXCLUDE_EXT.items():
         if s[builtin_setting]:
             out[key] = ", ".join(s[builtin_setting])
+    for name, kind in FLOW_EXT_KINDS.items():
+        value = s[tuple(name.split("."))]
+        if value is not None and value != builtin_default(tuple(name.split("."))):
+            out[f"{EXT}{name}"] = _format(kind, value)
     for name, kind in JOB_FIELD_KINDS.items():
         value = s[("job", name)]
         if value != builtin_default(("job", name)) and value is not None:

@@ -40,6 +40,7 @@ from reconciler.interop.mm2_keys import (
     EOS_CONNECTOR_KEY,
     EOS_WORKER_KEY,
     EXT,
+    FLOW_EXT_KINDS,
     JOB_FIELD_KINDS,
     MM2_REFRESH_DEFAULT,
     NOT_EXPRESSIBLE,
@@ -74,6 +75,7 @@ class _Scopes:
     cluster: dict[str, dict[str, Property]] = field(default_factory=dict)
     flow: dict[tuple[str, str], dict[str, Property]] = field(default_factory=dict)
     top_job: dict[str, Property] = field(default_factory=dict)  # the top-level `reconciler.job.*` keys
+    top_flow: dict[str, Property] = field(default_factory=dict)  # the top-level `reconciler.<FLOW_EXT_KINDS>` keys
 
 
 class _Context:
@@ -154,6 +156,8 @@ def _scopes(props: list[Property], aliases: list[str], ctx: _Context) -> _Scopes
             s.top[p.key] = p
             if p.key.startswith(EXT + "job."):
                 s.top_job[p.key] = p
+            elif p.key.startswith(EXT) and p.key[len(EXT) :] in FLOW_EXT_KINDS:
+                s.top_flow[p.key] = p
     return s
 
 
@@ -604,6 +608,11 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
             lines[("job", field_name)] = prop.line
         else:
             ctx.note(prop, prop.key, "unknown job setting", f"job settings are {', '.join(JOB_FIELD_KINDS)}")
+    for key, prop in {**scopes.top_flow, **{k: p for k, p in fs.items() if k[len(EXT) :] in FLOW_EXT_KINDS}}.items():
+        if key.startswith(EXT):
+            path = tuple(key[len(EXT) :].split("."))
+            settings[path] = _parse_value(prop, FLOW_EXT_KINDS[key[len(EXT) :]])
+            lines[path] = prop.line
     enabled = _flow_enabled(source, target, fs.get("enabled"), ctx)
     for key, prop in fs.items():
         if key == "enabled" or key in BY_SPELLING or key in REFRESH_KEYS or key.startswith(EXT + "job."):
@@ -613,6 +622,8 @@ def _flow(source: str, target: str, scopes: _Scopes, ctx: _Context) -> FlowDraft
         if key in BUILTIN_EXCLUDE_EXT.values() or key == DELIVERY_EXT:
             continue
         if key in (EOS_WORKER_KEY, EOS_CONNECTOR_KEY):
+            continue
+        if key.startswith(EXT) and key[len(EXT) :] in FLOW_EXT_KINDS:
             continue
         _unexpressible(prop, key, ctx, f"flow {source}->{target}")
     return FlowDraft(source, target, enabled, settings, lines, min(p.line for p in fs.values()))
@@ -649,7 +660,7 @@ def _ext_top(scopes: _Scopes, ctx: _Context) -> None:
     for key, prop in scopes.top.items():
         if key.startswith(EXT + "job.") or key in BUILTIN_EXCLUDE_EXT.values() or key == DELIVERY_EXT:
             continue
-        if not key.startswith(EXT):
+        if key in scopes.top_flow or not key.startswith(EXT):
             continue
         rest = key[len(EXT) :]
         if rest == "metadata.name":

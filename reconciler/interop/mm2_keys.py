@@ -201,6 +201,14 @@ JOB_FIELD_KINDS: dict[str, Kind] = {
     for s in registry.FLOW_SETTINGS
     if s.path[0] == "job" and s.mm2 is None and s.type is not registry.Type.MAPPING
 }  # parallelism is tasks.max; spark_conf is `reconciler.job.spark_conf.<key>`
+#: The flow settings outside `job:` that MM2 has no key for (`enabled` and the builtin excludes have their own keys):
+#: `reconciler.<setting>` in the flow's scope (`on_refused_record`, `heartbeats.location`, `rate_limit.*`), so that
+#: export -> import loses nothing.
+FLOW_EXT_KINDS: dict[str, Kind] = {
+    s.name: _kind(s)
+    for s in registry.FLOW_SETTINGS
+    if s.mm2 is None and s.path[0] != "job" and s.path != ("enabled",) and s.path not in BUILTIN_EXCLUDE_EXT
+}
 #: `reconciler.prune.<key>` and `reconciler.slo.<key>`: the registry's `prune:` and `slo:` settings.
 SLO_KINDS: dict[str, Kind] = {s.path[1]: _kind(s) for s in registry.section_settings("slo")}
 PRUNE_KEYS: tuple[str, ...] = tuple(s.path[1] for s in registry.section_settings("prune"))

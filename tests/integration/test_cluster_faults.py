@@ -442,19 +442,6 @@ def _finish(driver, thread: DriverRun, load, source, topic: str) -> None:
     thread.stop(60)
 
 
-@pytest.fixture(scope="module")
-def spark():
-    """One local SparkContext, as an engine starts it, for the module's tests that run the job's tasks in Spark's
-    Python workers."""
-    from reconciler.engine.session import build_context
-
-    sc = build_context(
-        spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})), master="local[2]"
-    )
-    yield sc
-    sc.stop()
-
-
 @pytest.mark.parametrize("executor", ["local", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])])
 def test_a_source_broker_restarted_under_load_is_ridden_out(noida_clusters, request, executor, driver_runs):
     """The source broker stopped gracefully and started again on its data while ~1,500 records/s arrive: records

@@ -40,18 +40,6 @@ def produce(bootstrap: str, topic: str, per_partition: int, batch: int = 1000) -
     assert p.flush(30) == 0
 
 
-@pytest.fixture(scope="module")
-def spark():
-    """One local SparkContext with two cores, as an engine starts it (the tasks in Spark's Python workers)."""
-    from reconciler.engine.session import build_context
-
-    sc = build_context(
-        spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})), master="local[2]"
-    )
-    yield sc
-    sc.stop()
-
-
 @pytest.mark.parametrize(
     ("delivery", "executor"),
     [

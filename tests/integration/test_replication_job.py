@@ -21,17 +21,6 @@ from tests.integration.mirror_helpers import count_topic, create_topic, read_top
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from reconciler.engine.session import build_context
-
-    sc = build_context(
-        spec_for(type("B", (), {"bootstrap": "x:1"}), type("B", (), {"bootstrap": "x:2"})), master="local[2]"
-    )
-    yield sc
-    sc.stop()
-
-
 class RunningJob(DriverRun):
     """A ReplicationDriver on a thread (tests/helpers.py DriverRun: stopped at the block's end with a bounded wait, an
     error if it did not stop), sharing the module's SparkContext; the block is given the driver."""

@@ -245,3 +245,14 @@ def test_the_plan_shows_the_warning_in_text_json_and_markdown():
         f for f in doc["findings"] if f["kind"] == "retention"
     ).items()
     assert "6,000,010 records to copy" in plan_markdown.render(planned)
+
+
+def test_drift_counts_the_warning_as_drift_as_it_does_a_lag_past_its_slo():
+    from reconciler.drift.report.items import Level
+    from reconciler.drift.report.plan_items import finding_item
+
+    w, clusters = world(retention_ms="600000"), mirrors()
+    planned = plan_topology(w.topology, w.backend(mirror_client=lambda c, t: clusters[c.alias])).plan
+    (warning,) = [f for f in planned.findings if f.kind is FindingKind.RETENTION]
+    item = finding_item(warning, None, w.topology)
+    assert item.level is Level.DRIFT and item.message == warning.message  # drift exits 2: records are about to go

@@ -351,10 +351,21 @@ def test_after_a_start_the_last_offset_sync_is_read_back_on_both_clusters():
     assert [(e.offset, e.down) for e in parts.tails.ring(TPX)] == [(99, 99)]
 
 
-def test_a_tail_lost_while_the_job_was_away_is_copied_again_rather_than_skipped():
-    # one fingerprint: where the loss began is not known, so the policy's rule for a loss first seen after a start
-    # decides (the log start: copied again, not skipped)
+def test_a_tail_lost_while_the_job_was_away_is_copied_again_from_where_an_older_offset_sync_still_agrees():
+    # the one fingerprint (the last sync, 99 -> 99) is lost: the older sync 50 -> 50 still holds the record its copy
+    # holds, and from there record by record against the copies: the divergence at 80, not the log start (0..79
+    # copied twice) nor the position (80..99's new records skipped)
     faults, parts, progress = started(lost_from=80, refilled_to=150)
+    faults.check_tails()
+    [event] = progress.out_of_range
+    assert event.kind is FaultKind.LOST_TAIL and "the job started" in (event.reason or "")
+    assert parts.positions[TPX] == 80 and event.reused == 20
+
+
+def test_a_tail_lost_past_every_offset_sync_is_copied_again_from_the_log_start_rather_than_skipped():
+    # no fingerprint and no sync agrees: where the loss began is not known, so the policy's rule for a loss first
+    # seen after a start decides (the log start: copied again, not skipped)
+    faults, parts, progress = started(lost_from=30, refilled_to=150)
     faults.check_tails()
     [event] = progress.out_of_range
     assert event.kind is FaultKind.LOST_TAIL and "the job started" in (event.reason or "")
