@@ -618,11 +618,12 @@ class ReachWatch:
         return out
 
 
-#: A round of an idle flow's loop due within this of a step is done at that step, early (the topic refresh, the
-#: offset syncs' flush, the heartbeats' copy: done sooner, never later; a heartbeat is emitted on its interval
-#: exactly): so rounds due together stay together and a quiet flow's loop wakes once for them
-#: (idle_gate.py `QUIET_WAIT_MAX_S`), not once for each a few milliseconds apart.
-ROUND_EARLY_S = 1.0
+#: Rounds of an idle flow's loop due within this of each other are done at one step: one due within this after a
+#: step is done at it, early (the topic refresh, the offset syncs' flush, the heartbeats' copy; a heartbeat is
+#: emitted on its interval, never early), and a quiet flow's wait for its next round goes on to the last round due
+#: within this after the first (`Timers.next_due`, idle_gate.py `IdleGate.idle_wait`), so a round is at most this
+#: late, as the step a second made it: a quiet loop wakes once for rounds that fall due together, not once each.
+ROUND_SLACK_S = 1.0
 
 
 @dataclass
@@ -638,11 +639,18 @@ class Timers:
     delayed_syncs: float = 0.0
 
     def due(self, at: float, now: float) -> bool:
-        """Whether a round due at `at` is done at a step at `now` (ROUND_EARLY_S early)."""
-        return now + ROUND_EARLY_S >= at
+        """Whether a round due at `at` is done at a step at `now` (ROUND_SLACK_S early)."""
+        return now + ROUND_SLACK_S >= at
 
     def next_due(self, now: float, heartbeats: bool) -> float:
-        """Seconds from `now` to the first of these rounds due (0 if one is; `heartbeats`: the flow emits them), the
-        longest an idle loop may wait without making one late (idle_gate.py `IdleGate.idle_wait`)."""
-        due = [self.refresh, self.delayed_syncs] + ([self.heartbeat] if heartbeats else [])
-        return max(0.0, min(due) - now)
+        """Seconds from `now` to the next of these rounds due (`heartbeats`: the flow emits them), gathered: the last
+        due within ROUND_SLACK_S after the first, so one step does them all (0 if that is now); how long an idle
+        loop waits for them (idle_gate.py `IdleGate.idle_wait`)."""
+        return max(0.0, gathered([self.refresh, self.delayed_syncs] + ([self.heartbeat] if heartbeats else [])) - now)
+
+
+def gathered(due: list[float]) -> float:
+    """When to do the rounds due at `due` (the same clock): at the last of those due within ROUND_SLACK_S of the
+    first, each then at most that late."""
+    first = min(due)
+    return max(d for d in due if d <= first + ROUND_SLACK_S)

@@ -22,7 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from reconciler.engine.driver_parts import ROUND_EARLY_S, Cluster, FlowSpec, Partitions, ReachWatch, UsesClients
+from reconciler.engine.driver_parts import (
+    ROUND_SLACK_S,
+    Cluster,
+    FlowSpec,
+    Partitions,
+    ReachWatch,
+    UsesClients,
+    gathered,
+)
 from reconciler.engine.ends import EndsRead
 from reconciler.engine.lag import SourceEnds
 from reconciler.engine.source_loss import ends_moved_back
@@ -304,7 +312,7 @@ class IdleGate(UsesClients[GateClients]):
         when that interval has passed and `tps` hold a heartbeats partition, NONE otherwise."""
         spec = self._flow.spec
         policy = spec.settings.policy
-        early = now + ROUND_EARLY_S  # a copy due within ROUND_EARLY_S is done with the rounds due now
+        early = now + ROUND_SLACK_S  # a copy due within ROUND_SLACK_S is done with the rounds due now
         if early < self._pacing.heartbeats_copy or not any(policy.is_heartbeats_topic(t) for t, _ in tps):
             return Work.NONE
         self._pacing.heartbeats_copy = now + spec.settings.heartbeats.interval_seconds
@@ -387,7 +395,7 @@ class IdleGate(UsesClients[GateClients]):
             due.append(pacing.heartbeats_copy - now)
         if next_round_s is not None:
             due.append(next_round_s)
-        return max(wait, min(QUIET_WAIT_MAX_S, *due))
+        return max(wait, min(QUIET_WAIT_MAX_S, gathered(due)))
 
     @property
     def quiet(self) -> bool:
