@@ -41,8 +41,8 @@ GATE_BATCH_S = 600.0  # and runs a batch all the same this often (work_waiting)
 IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
 #: While the gate reads nothing (the arrival watch hears nothing at every partition) an idle flow's wait grows on to
 #: the driver's next due round (a heartbeat, the topic refresh, the offset syncs, the heartbeats' copy, the gate's
-#: own recheck), never more than this, never less than IDLE_WAIT_MAX_S (issue 47: the idle step a second was a
-#: sixth of an idle mesh driver's Python). A record arriving ends the wait at once, as before.
+#: own recheck; gathered: driver_parts.py `ROUND_SLACK_S`), never more than this, never less than IDLE_WAIT_MAX_S
+#: (issue 47: an idle mesh's flows stepped every second to find nothing due). A record ends the wait at once.
 QUIET_WAIT_MAX_S = 5.0
 
 log = logging.getLogger(__name__)
