@@ -503,7 +503,7 @@ class ReplicationDriver:
     # --- one iteration ----------------------------------------------------------------------
     def step(self) -> bool:
         now = time.monotonic()
-        if self.timers.due(self.timers.refresh, now):
+        if now >= self.timers.refresh:
             self.timers.refresh = now + self.spec.settings.refresh_interval_seconds
             full = now >= self.timers.full_refresh
             if full:
@@ -530,7 +530,7 @@ class ReplicationDriver:
         moved = 0
         results: list[TaskResult] = []
         if not tasks:
-            self.tick(now)  # the step's time: the rounds it found due are set again together
+            self.tick()
         else:
             # The side channels (heartbeats, delayed offset syncs, status) run while the batch runs: they
             # read what the previous batches absorbed, and the gap between two batches (records
@@ -557,14 +557,14 @@ class ReplicationDriver:
         # arriving at a watched partition ends the wait), not stepping at once to find nothing due.
         return moved > 0 and work is not Work.HEARTBEATS
 
-    def tick(self, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
+    def tick(self) -> None:
+        now = time.monotonic()
         spec, timers = self.spec, self.timers
         try:
             if spec.emits_heartbeats and now >= timers.heartbeat:
                 timers.heartbeat = now + spec.settings.heartbeats.interval_seconds
                 self.connections.heartbeats.emit()
-            if timers.due(timers.delayed_syncs, now):
+            if now >= timers.delayed_syncs:
                 timers.delayed_syncs = now + spec.settings.checkpoints.interval_seconds
                 self.absorber.flush_delayed_syncs(max(1.0, spec.engine.status_interval_seconds))
         except Exception as exc:  # noqa: BLE001 - side channels are retried next time

@@ -618,14 +618,6 @@ class ReachWatch:
         return out
 
 
-#: Rounds of an idle flow's loop due within this of each other are done at one step: one due within this after a
-#: step is done at it, early (the topic refresh, the offset syncs' flush, the heartbeats' copy; a heartbeat is
-#: emitted on its interval, never early), and a quiet flow's wait for its next round goes on to the last round due
-#: within this after the first (`Timers.next_due`, idle_gate.py `IdleGate.idle_wait`), so a round is at most this
-#: late, as the step a second made it: a quiet loop wakes once for rounds that fall due together, not once each.
-ROUND_SLACK_S = 1.0
-
-
 @dataclass
 class Timers:
     """When the driver's loop next does each periodic action (monotonic seconds): re-read the spec and refresh the
@@ -638,19 +630,9 @@ class Timers:
     heartbeat: float = 0.0
     delayed_syncs: float = 0.0
 
-    def due(self, at: float, now: float) -> bool:
-        """Whether a round due at `at` is done at a step at `now` (ROUND_SLACK_S early)."""
-        return now + ROUND_SLACK_S >= at
-
     def next_due(self, now: float, heartbeats: bool) -> float:
-        """Seconds from `now` to the next of these rounds due (`heartbeats`: the flow emits them), gathered: the last
-        due within ROUND_SLACK_S after the first, so one step does them all (0 if that is now); how long an idle
-        loop waits for them (idle_gate.py `IdleGate.idle_wait`)."""
-        return max(0.0, gathered([self.refresh, self.delayed_syncs] + ([self.heartbeat] if heartbeats else [])) - now)
-
-
-def gathered(due: list[float]) -> float:
-    """When to do the rounds due at `due` (the same clock): at the last of those due within ROUND_SLACK_S of the
-    first, each then at most that late."""
-    first = min(due)
-    return max(d for d in due if d <= first + ROUND_SLACK_S)
+        """Seconds from `now` to the first of these rounds due (0 if one is; `heartbeats`: the flow emits them), the
+        longest an idle loop may wait without making one later than the step a second did (idle_gate.py
+        `IdleGate.idle_wait`)."""
+        due = [self.refresh, self.delayed_syncs] + ([self.heartbeat] if heartbeats else [])
+        return max(0.0, min(due) - now)

@@ -22,15 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from reconciler.engine.driver_parts import (
-    ROUND_SLACK_S,
-    Cluster,
-    FlowSpec,
-    Partitions,
-    ReachWatch,
-    UsesClients,
-    gathered,
-)
+from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, ReachWatch, UsesClients
 from reconciler.engine.ends import EndsRead
 from reconciler.engine.lag import SourceEnds
 from reconciler.engine.source_loss import ends_moved_back
@@ -41,8 +33,8 @@ GATE_BATCH_S = 600.0  # and runs a batch all the same this often (work_waiting)
 IDLE_WAIT_MAX_S = 1.0  # the gate's wait between two reads of the source's ends grows to this while nothing comes
 #: While the gate reads nothing (the arrival watch hears nothing at every partition) an idle flow's wait grows on to
 #: the driver's next due round (a heartbeat, the topic refresh, the offset syncs, the heartbeats' copy, the gate's
-#: own recheck; gathered: driver_parts.py `ROUND_SLACK_S`), never more than this, never less than IDLE_WAIT_MAX_S
-#: (issue 47: an idle mesh's flows stepped every second to find nothing due). A record ends the wait at once.
+#: own recheck), never more than this, never less than IDLE_WAIT_MAX_S (issue 47: an idle mesh's flows stepped
+#: every second to find nothing due). A record arriving ends the wait at once, as before.
 QUIET_WAIT_MAX_S = 5.0
 
 log = logging.getLogger(__name__)
@@ -312,8 +304,7 @@ class IdleGate(UsesClients[GateClients]):
         when that interval has passed and `tps` hold a heartbeats partition, NONE otherwise."""
         spec = self._flow.spec
         policy = spec.settings.policy
-        early = now + ROUND_SLACK_S  # a copy due within ROUND_SLACK_S is done with the rounds due now
-        if early < self._pacing.heartbeats_copy or not any(policy.is_heartbeats_topic(t) for t, _ in tps):
+        if now < self._pacing.heartbeats_copy or not any(policy.is_heartbeats_topic(t) for t, _ in tps):
             return Work.NONE
         self._pacing.heartbeats_copy = now + spec.settings.heartbeats.interval_seconds
         return Work.HEARTBEATS
@@ -395,7 +386,7 @@ class IdleGate(UsesClients[GateClients]):
             due.append(pacing.heartbeats_copy - now)
         if next_round_s is not None:
             due.append(next_round_s)
-        return max(wait, min(QUIET_WAIT_MAX_S, gathered(due)))
+        return max(wait, min(QUIET_WAIT_MAX_S, *due))
 
     @property
     def quiet(self) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.contract.status import FaultKind, PartitionFault
-from reconciler.engine.driver_parts import ROUND_SLACK_S, Cluster, Partitions, Timers
+from reconciler.engine.driver_parts import Cluster, Partitions, Timers
 from reconciler.engine.ends import EndsRead
 from reconciler.engine.idle_gate import (
     GATE_BATCH_S,
@@ -288,33 +288,11 @@ def test_a_quiet_flow_waits_on_to_its_next_round_due_up_to_its_cap():
     assert g.idle_wait() <= 1.5, "the gate's recheck (its read of the ends) is not late"
 
 
-def test_the_drivers_next_round_due_is_its_first_timers_gathered():
+def test_the_drivers_next_round_due_is_its_first_timer():
     timers = Timers(refresh=110.0, full_refresh=160.0, heartbeat=103.0, delayed_syncs=107.0)
     assert timers.next_due(100.0, heartbeats=True) == 3.0, "the heartbeat, in 3 s"
     assert timers.next_due(100.0, heartbeats=False) == 7.0, "a flow that emits none: its offset syncs"
     assert timers.next_due(108.0, heartbeats=False) == 0.0, "overdue: now"
-    assert timers.due(110.0, 110.0 - ROUND_SLACK_S) and not timers.due(110.0, 108.0), "a round is done a second early"
-    gathering = Timers(refresh=103.5, full_refresh=160.0, heartbeat=103.0, delayed_syncs=107.0)
-    assert gathering.next_due(100.0, heartbeats=True) == 3.5, "the heartbeat waits for the refresh 0.5 s after it"
-
-
-def test_a_quiet_flow_gathers_the_rounds_due_within_a_second_into_one_wake():
-    """The heartbeats' copy due in 2 s and the driver's rounds in 2.5 s: one wake at 2.5 s for both (the copy 0.5 s
-    late, as late as the step a second could make it), not one at 2 s and another at 3 s."""
-    g, _, state = quiet_gate()
-    state.heartbeats_copy = time.monotonic() + 2.0
-    assert 2.0 < g.idle_wait(2.5) <= 2.5
-    assert g.idle_wait(3.5) <= 2.0, "3.5 s is more than a second after the copy: the copy's own wake"
-
-
-def test_a_heartbeats_copy_due_within_a_second_is_done_with_the_rounds_due_now():
-    """The rounds a step finds due are set again together, so a quiet flow's loop wakes once for all of them: a copy
-    due a few milliseconds after the step's rounds is done at that step (ROUND_SLACK_S), not at a wake of its own."""
-    g, _, pacing = quiet_gate()
-    pacing.heartbeats_copy = time.monotonic() + ROUND_SLACK_S / 2
-    assert g.work_waiting() is Work.HEARTBEATS
-    pacing.heartbeats_copy = time.monotonic() + ROUND_SLACK_S + 2
-    assert g.work_waiting() is Work.NONE, "due later: not yet"
 
 
 def test_a_flow_that_read_or_waits_for_a_probe_or_a_tail_keeps_the_1_s_step():
