@@ -96,6 +96,12 @@ class FaultClients(Protocol):
     def offsets(self) -> Commits: ...
 
 
+def sync_store(clients: Any) -> Any:
+    """The offset syncs the job replayed at start and keeps (the checkpoint rounds' `OffsetSyncStore`); None where
+    the flow's clients hold none (checkpoints off, or a loss handler made without them)."""
+    return getattr(getattr(clients, "checkpoints", None), "store", None)
+
+
 def synced_anchor(store: Any, ends: Any, tp: TP, remote: str, below: int) -> list[Fingerprint]:
     """The loss reaches back past every fingerprint the job keeps (the job started since, or copied the partition in
     rounds its ring does not reach back over): the offset syncs of `store` (MM2's own, kept with exponentially
@@ -320,8 +326,7 @@ class SourceFaults(UsesClients[FaultClients]):
         if back is None:
             if any(fp.offset not in got for fp in ring):  # not known: read again, rather than copy it all again
                 raise TimeoutError(f"{sum(fp.offset not in got for fp in ring)} of the records copied not read back")
-            store = getattr(getattr(self.clients, "checkpoints", None), "store", None)
-            remote = self.parts.plan.copy.get(tp)
+            store, remote = sync_store(self.clients), self.parts.plan.copy.get(tp)
             older = synced_anchor(store, ends, tp, remote, ring[0].offset) if store and remote else []
             if not older:
                 return None
@@ -388,7 +393,7 @@ class SourceFaults(UsesClients[FaultClients]):
         lost while the job was away and refilled by new records). A partition without a sync below its position,
         or whose copy cannot be read, is copied on unchecked."""
         conn = self.clients
-        store = getattr(getattr(conn, "checkpoints", None), "store", None)
+        store = sync_store(conn)
         if store is None:
             return
         last: dict[TP, tuple[int, int]] = {}
