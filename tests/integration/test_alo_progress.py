@@ -145,15 +145,24 @@ def test_at_least_once_kills_repeat_at_most_a_round(fresh_clusters, tmp_path):
     producer.start()
     try:
         for i in range(KILLS):
+            began_ms = int(time.time() * 1000)
             job, took = _start_and_wait_for_records(spec, tmp_path / f"run-{i}", end)
             recover_s.append(took)
             time.sleep(KILL_AFTER_S)
+
+            def counted(since_ms: int = began_ms):  # by this run's job (not the record the job killed last wrote)
+                r = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow, timeout=5)
+                return r if r is not None and (r.started_at or 0) >= since_ms and (r.records or 0) > 0 else None
+
+            # the status record counts what the running task has committed (issue 21: not RECORDS 0); under load
+            # its status round may come after KILL_AFTER_S, so the kill waits for it
+            wait_for(counted, 30, what="the status record counting the task's records")
             alive = job.alive()
             job.kill()  # SIGKILL: the task in flight never reports to the driver
             assert alive, job.log_tail()
-            # ... but its last status record counts what the task had committed (issue 21: not RECORDS 0)
+            # ... and its last status record still counts them
             last = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow, timeout=5)
-            assert last is not None and (last.records or 0) > 0, last
+            assert last is not None and (last.records or 0) > 0 and (last.started_at or 0) >= began_ms, last
         job, took = _start_and_wait_for_records(spec, tmp_path / "final", end)
         recover_s.append(took)
         try:

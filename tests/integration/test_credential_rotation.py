@@ -58,9 +58,12 @@ def _log(state_dir: Path) -> str:
         return ""
 
 
-def _rotate(env: Env, state_dir: Path, path: Path, line: str, pid: int | None, instance_id: str | None) -> None:
+def _rotate(
+    env: Env, state_dir: Path, path: Path, line: str, pid: int | None, instance_id: str | None, producer
+) -> None:
     """Rewrite a credential file as the kubelet updates a mounted Secret (one rename); the engine logs `line`, the
-    flow restarts in place in the same process within a minute, and copies on."""
+    flow restarts in place in the same process within a minute, and copies on (more than before the rotation, or,
+    the producer done, everything it sent)."""
     before, log_before = _status(env.east, FLOW), len(_log(state_dir))
     copied = count_topic(env.east, "west.orders", 2)
     staged = path.with_name(f".{path.name}.new")
@@ -77,7 +80,12 @@ def _rotate(env: Env, state_dir: Path, path: Path, line: str, pid: int | None, i
     )
     assert time.monotonic() - rotated_at < 60, "reconnected within a minute"
     assert restarted.pid == pid and restarted.instance_id == instance_id, "the same engine process"
-    wait_for(lambda: count_topic(env.east, "west.orders", 2) > copied, 60, what="copying on after the rotation")
+
+    def copied_on() -> bool:
+        now = count_topic(env.east, "west.orders", 2)
+        return now > copied or (not producer.is_alive() and now >= producer.produced)
+
+    wait_for(copied_on, 60, what="copying on after the rotation")
 
 
 def test_a_rotated_credential_file_reconnects_an_exactly_once_flow_without_restarting_the_engine(
@@ -103,7 +111,7 @@ def test_a_rotated_credential_file_reconnects_an_exactly_once_flow_without_resta
         pid = first.pid
 
         for alias, name in (("east", "EAST_SASL_USERNAME"), ("west", "WEST_SASL_USERNAME")):
-            _rotate(env, state_dir, secrets_dir / name, RECONNECT.format(alias=alias), pid, first.instance_id)
+            _rotate(env, state_dir, secrets_dir / name, RECONNECT.format(alias=alias), pid, first.instance_id, producer)
 
         text = _log(state_dir)
         assert "mirror-2026-02" not in text and "mirror-2026-01" not in text, "no credential in the engine's log"
