@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from reconciler import logs
 from reconciler.mirror.records import Checkpoint, OffsetSync
 from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
-from tests.integration.test_replication_job import RunningJob, spark  # noqa: F401 - the module's Spark fixture
+from tests.integration.test_replication_job import RunningJob
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow]
 
