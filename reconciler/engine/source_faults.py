@@ -322,11 +322,12 @@ class SourceFaults(UsesClients[FaultClients]):
             return INTACT
         got.update(ends.records_at(tp, [fp.offset for fp in ring[:-1]]))
         back = divergence_point(ring, got)
+        remote = self.parts.plan.copy.get(tp)
         older: list[Fingerprint] = []
         if back is None:
             if any(fp.offset not in got for fp in ring):  # not known: read again, rather than copy it all again
                 raise TimeoutError(f"{sum(fp.offset not in got for fp in ring)} of the records copied not read back")
-            store, remote = sync_store(self.clients), self.parts.plan.copy.get(tp)
+            store = sync_store(self.clients)
             older = synced_anchor(store, ends, tp, remote, ring[0].offset) if store and remote else []
             if not older:
                 return None
@@ -337,7 +338,6 @@ class SourceFaults(UsesClients[FaultClients]):
             (fp for fp in self.parts.tails.anchors(tp) + ring + older if fp.down is not None and fp.offset < back),
             key=lambda fp: fp.offset,
         )
-        remote = self.parts.plan.copy.get(tp)
         position = self.parts.positions.get(tp, -1)
         if not known or remote is None or position <= back:
             return back
