@@ -64,11 +64,18 @@ def job_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+#: The driver JVM's options (the JVM spark-submit starts, the Python driver's parent). `-XX:-UsePerfData`: no
+#: hsperfdata file, whose counters the JVM samples every 50 ms; an idle engine's JVM spent ~25 % of its CPU on it
+#: (210-270 against 180-195 ms a minute, one idle SparkContext each, 3 windows of 40 s; docs/benchmarks.md, "Idle
+#: cost"). What it costs: `jps` and `jstat` do not list the JVM (`jcmd PID` still answers).
+DRIVER_JAVA_OPTIONS = "-XX:-UsePerfData"
+
+
 def command(
     spec_path: Path | None, master: str | None = None, max_seconds: float | None = None, engine_dir: Path | None = None
 ) -> list[str]:
     """spark-submit of the job's entry point: one flow (`spec_path`) or an engine (`engine_dir`)."""
-    cmd = [str(spark_submit())]
+    cmd = [str(spark_submit()), "--driver-java-options", DRIVER_JAVA_OPTIONS]
     if master:
         cmd += ["--master", master]
     what = ["--engine-dir", str(engine_dir)] if engine_dir is not None else ["--spec", str(spec_path)]

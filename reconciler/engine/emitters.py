@@ -173,7 +173,7 @@ class CheckpointEmitter:
         self.flow = spec.mirror_flow
         self.source_admin = source_admin
         self.environ = environ
-        self.target_groups = MirrorKafka(spec.target.client_config(environ), timeout=10.0)
+        self._target_groups: Any = None  # the target's groups (sync.group_offsets), made on first use
         self.producer = target_producer
         syncs_cluster = spec.source if spec.offset_syncs_on_source else spec.target
         self._syncs_consumer = Consumer(
@@ -196,6 +196,19 @@ class CheckpointEmitter:
     def update_spec(self, spec: JobSpec) -> None:
         self.spec = spec
         self.flow = spec.mirror_flow
+
+    @property
+    def target_groups(self) -> Any:
+        """The target's consumer groups (MirrorKafka: an admin client of its own), made when `sync.group_offsets`
+        first syncs a group: a flow that never does (the default) holds no client for it (an idle librdkafka client
+        costs ~0.01 % of a core; docs/benchmarks.md, "Idle cost")."""
+        if self._target_groups is None:
+            self._target_groups = MirrorKafka(self.spec.target.client_config(self.environ), timeout=10.0)
+        return self._target_groups
+
+    @target_groups.setter
+    def target_groups(self, groups: Any) -> None:
+        self._target_groups = groups
 
     def close(self) -> None:
         try:

@@ -189,6 +189,7 @@ def test_validate_plan_and_a_job_from_the_installed_package(venv, fresh_clusters
         pid = json.loads((LocalDeployer().job_dir("west->east") / "job.json").read_text())["pid"]
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         assert f"{venv}/lib/" in cmdline and "reconciler/resources/mirror_job.py" in cmdline, cmdline
+        assert "-XX:-UsePerfData" in cmdline, cmdline  # the engine's JVM samples no hsperfdata (process.py)
     finally:
         LocalDeployer().stop_all()
 

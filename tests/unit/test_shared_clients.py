@@ -81,6 +81,9 @@ def test_an_engine_of_three_flows_opens_one_client_per_cluster_and_role():
         assert conns[0].status.producer is conns[2].target_producer
         # One arrival watch consumer (its hub) listens for the three idle flows of the source.
         assert len({id(c.arrivals.hub) for c in conns}) == 1
+        # The checkpoint rounds' admin of the target's groups is made when sync.group_offsets first syncs one (off
+        # by default): none for these flows.
+        assert all(c.checkpoints._target_groups is None for c in conns)
     finally:
         close(conns)
     assert shared.count() == 0
