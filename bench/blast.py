@@ -324,10 +324,12 @@ def scenario_poisoned(opts, work: Path, kind: str, rep: int) -> dict[str, float]
         for run, alias in (("healthy", "ok"), ("poisoned", "bad")):
             w = watches[alias]
             r[f"{run}_per_partition"] = w.rate() / len(healthy)
-            r[f"{run}_while_both_copy"] = (w.copied_at(t1) - w.copied_at(t0)) / max(1e-9, t1 - t0) / len(healthy)
+            # No overlap (a small --records: one flow done before the other's first record): no such window.
+            both = (w.copied_at(t1) - w.copied_at(t0)) / (t1 - t0) / len(healthy) if t1 > t0 else float("nan")
+            r[f"{run}_while_both_copy"] = both
             r[f"{run}_slowest_partition"] = min(w.rates().values())
         r["ratio_per_partition"] = r["poisoned_per_partition"] / r["healthy_per_partition"]
-        r["ratio_while_both_copy"] = r["poisoned_while_both_copy"] / r["healthy_while_both_copy"]
+        r["ratio_while_both_copy"] = r["poisoned_while_both_copy"] / (r["healthy_while_both_copy"] or float("nan"))
         r["ratio_slowest_partition"] = r["poisoned_slowest_partition"] / r["healthy_slowest_partition"]
         say(
             f"  records/s per partition: healthy flow {r['healthy_per_partition']:,.0f}, poisoned flow's other "

@@ -1,7 +1,7 @@
 """What the 4-region mesh costs idle (issue 47): 12 flows, each region replicating to the other three, deployed as a
 user deploys them (`reconciler apply`, the local deployer: one engine per target cluster, so 4 engines).
 
-    python bench/mesh.py [--windows 5] [--idle-seconds 30] [--partitions 8] [--settle 60]
+    python bench/mesh.py [--windows 5] [--idle-seconds 30] [--partitions 8] [--settle 60] [--set KEY=VALUE ...]
 
 Starts four fresh Tansu brokers on loopback (regions r0..r3), each with one topic `events` (--partitions partitions,
 --records records in all) and --groups consumer groups with a committed offset there. The topology: default
@@ -33,6 +33,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -64,10 +67,19 @@ def populate(bootstrap: str, partitions: int, records: int, groups: int, region:
             f.result(30)
 
 
-def topology(bootstraps: dict[str, str]) -> str:
+def topology(bootstraps: dict[str, str], settings: list[str] | None = None) -> str:
+    """The mesh's topology; `settings`: KEY=VALUE flow settings of `defaults:` ("heartbeats.interval_seconds=10")."""
+    defaults: dict[str, Any] = {"replication_factor": 1, "job": {"deployer": "local"}}
+    for item in settings or []:
+        key, _, value = item.partition("=")
+        *parents, leaf = key.split(".")
+        node = defaults
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(value)
     lines = ["apiVersion: reconciler/v1", "kind: Topology", "metadata: {name: mesh}", "clusters:"]
     lines += [f'  {r}: {{bootstrap_servers: "{b}"}}' for r, b in bootstraps.items()]
-    lines += ["defaults:", "  replication_factor: 1", "  job: {deployer: local}", "flows:"]
+    lines += [f"defaults: {json.dumps(defaults)}", "flows:"]
     lines += [
         f"  - {{source: {s}, target: {t}, topics: {{include: ['{TOPIC}']}}, groups: {{include: ['.*']}}}}"
         for s in REGIONS
@@ -186,6 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--settle", type=float, default=60.0, help="seconds after every flow runs before the windows")
     ap.add_argument("--json", type=Path)
     ap.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a flow setting of the topology's defaults (e.g. heartbeats.interval_seconds=10); default: none",
+    )
+    ap.add_argument(
         "--code",
         type=Path,
         default=Path(__file__).resolve().parents[1],
@@ -210,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             populate(bootstraps[r], opts.partitions, opts.records, opts.groups, r)
         tdir = work / "topology"
         tdir.mkdir()
-        (tdir / "topology.yaml").write_text(topology(bootstraps))
+        (tdir / "topology.yaml").write_text(topology(bootstraps, opts.set))
         say("apply")
         apply_cli(tdir, env, 900, cwd=opts.code.resolve())  # --code's checkout, not this one
         wait_copied(bootstraps, opts.partitions, opts.records)
@@ -240,7 +259,8 @@ def report(opts, windows: list[dict[str, float]]) -> None:
         return [w[key] for w in windows]
 
     print(
-        f"\n4-region mesh, 12 flows, 4 engines (apply, local deployer, default settings), {opts.partitions} partitions "
+        f"\n4-region mesh, 12 flows, 4 engines (apply, local deployer, "
+        f"{'settings ' + ' '.join(opts.set) if opts.set else 'default settings'}), {opts.partitions} partitions "
         f"per topic, code {opts.code}; {len(windows)} windows of {opts.idle_seconds:.0f} s (load average {os.getloadavg()[0]:.1f} at "
         f"the end; {os.cpu_count()} cores): median [min-max]"
     )

@@ -13,8 +13,14 @@ interval, idle_gate.py's `Work.HEARTBEATS`). A record the watch misses costs lat
 ended is no longer `quiet` and wakes its driver, whose gate reads the ends again at once; one that stays assigned but
 silently receives nothing is overruled by the gate's read of every partition once a `GATE_RECHECK_S`.
 
+After `WATCH_DEEP_QUIET_S` assigned without a record anywhere it listens, the hub fetches with the broker holding each fetch
+`WATCH_DEEP_FETCH_WAIT_MS` (a consumer made anew, assigned at the same positions), and back with the short wait at
+the first record: a source idle for minutes costs about half the fetches (issue 47's idle mesh). What that costs:
+Apache Kafka answers a held fetch as soon as a record arrives, so nothing; Tansu, which looks for records at its own
+pace, answers later than with the short wait (clients.py's figures).
+
 While the watch is assigned at a flow's positions and has delivered nothing (`quiet`), nothing has arrived there
-as of its last fetch (at most `WATCH_FETCH_WAIT_MS` and a round trip ago): the idle gate and the lag side channel
+as of its last fetch (at most the fetch wait and a round trip ago): the idle gate and the lag side channel
 take that as the source's ends instead of reading them (idle_gate.py's `watch_hears_all`). Any record, error or
 change of assignment ends the quiet.
 
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,6 +45,10 @@ log = logging.getLogger(__name__)
 #: How long the thread blocks in one consume before it looks at a new assignment or a close.
 _CONSUME_S = 0.5
 
+#: How long a hub hears nothing before it fetches with the long wait (`clients.WATCH_DEEP_FETCH_WAIT_MS`): a flow
+#: whose records come in bursts a minute apart keeps the short one.
+WATCH_DEEP_QUIET_S = 60.0
+
 
 class ArrivalHub:
     """One consumer, in a thread of its own, listening for the watches of every flow of an engine that reads the
@@ -46,10 +57,13 @@ class ArrivalHub:
     assigned to the union of the armed partitions (a partition two flows watch: from the lower position); a record
     wakes each watch armed at that partition at or below its offset."""
 
-    def __init__(self, conf: Mapping[str, Any], name: str, consumer_factory: Any = None):
+    def __init__(
+        self, conf: Mapping[str, Any], name: str, consumer_factory: Any = None, deep_quiet_s: float = WATCH_DEEP_QUIET_S
+    ):
         self._conf = dict(conf)
         self._name = name
         self._factory = consumer_factory
+        self._deep_quiet_s = deep_quiet_s
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._watches: list[ArrivalWatch] = []
@@ -96,18 +110,34 @@ class ArrivalHub:
                 out[tp] = min(pos, out.get(tp, pos))
         return out
 
-    def _consumer(self) -> Any:
+    def _consumer(self, deep: bool = False) -> Any:
+        """A consumer of the hub's settings; `deep`: the broker holds its fetches the long wait."""
+        conf = {**self._conf, "fetch.wait.max.ms": clients.WATCH_DEEP_FETCH_WAIT_MS} if deep else self._conf
         if self._factory is not None:
-            return self._factory(self._conf)
+            return self._factory(conf)
         from confluent_kafka import Consumer
 
-        return Consumer(self._conf)
+        return Consumer(conf)
+
+    def _paced(self, consumer: Any, deep: bool, assigned: Mapping[TP, int], heard_at: float) -> tuple[Any, bool]:
+        """The consumer to fetch with and whether it holds fetches the long wait: after `deep_quiet_s` without news
+        one that does, from the first news one that does not, assigned where the last one was."""
+        from confluent_kafka import TopicPartition
+
+        want = time.monotonic() - heard_at >= self._deep_quiet_s
+        if want == deep:
+            return consumer, deep
+        consumer.close()
+        consumer = self._consumer(want)
+        consumer.assign([TopicPartition(t, p, pos) for (t, p), pos in sorted(assigned.items())])
+        return consumer, want
 
     def _run(self) -> None:
         from confluent_kafka import TopicPartition
 
         consumer: Any = None
         assigned: dict[TP, int] = {}
+        deep, heard_at = False, time.monotonic()  # the long fetch wait; when the hub last heard news
         try:
             while True:
                 with self._lock:
@@ -117,8 +147,10 @@ class ArrivalHub:
                         return
                     wanted = self._union()
                 if wanted != assigned:
+                    if wanted and not assigned:  # listening again (a flow idle again): news counts from now
+                        heard_at = time.monotonic()
                     if consumer is None:
-                        consumer = self._consumer()
+                        consumer = self._consumer(deep)
                     if wanted:
                         consumer.assign([TopicPartition(t, p, pos) for (t, p), pos in sorted(wanted.items())])
                     else:
@@ -129,9 +161,11 @@ class ArrivalHub:
                             w._quiet_at = dict(w._wanted) if w._wanted else None
                     if not assigned:
                         continue
+                consumer, deep = self._paced(consumer, deep, assigned, heard_at)
                 messages = consumer.consume(1, _CONSUME_S)
                 if not messages:
                     continue
+                heard_at = time.monotonic()
                 m = messages[0]
                 err = m.error()
                 if err is not None:  # the gate's read finds out what it is

@@ -59,3 +59,42 @@ def test_one_consumer_wakes_only_the_flow_whose_partition_got_a_record(fresh_clu
         for w in watches:
             w.close()
         hub.close()
+
+
+def test_a_hub_quiet_for_long_fetches_with_the_long_wait_and_a_record_brings_the_short_one_back(fresh_clusters):
+    """After `deep_quiet_s` without news the hub fetches with WATCH_DEEP_FETCH_WAIT_MS (a consumer made anew at the
+    same positions: still quiet, still woken by a record), and the first record brings the short wait back."""
+    from reconciler.engine.clients import WATCH_DEEP_FETCH_WAIT_MS, WATCH_FETCH_WAIT_MS
+
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "calm", 1)
+    _produce(source.bootstrap, "calm", 2)
+    spec = job_spec("a->east", ClusterSpec("a", source.bootstrap), ClusterSpec("east", target.bootstrap))
+    made: list[dict] = []
+
+    def consumer(conf: dict):
+        from confluent_kafka import Consumer
+
+        made.append(conf)
+        return Consumer(logs.client_config(conf, logs.JOB_CLIENT_LOGGER))
+
+    hub = ArrivalHub(watch_config(spec), "west", consumer, deep_quiet_s=1.0)
+    wake = threading.Event()
+    watch = ArrivalWatch(spec, wake, None, hub)
+    at = {("calm", 0): 2}
+    try:
+        watch.arm(at)
+        wait_for(lambda: len(made) >= 2, 30, what="a second consumer after a second without news")
+        assert [c["fetch.wait.max.ms"] for c in made] == [WATCH_FETCH_WAIT_MS, WATCH_DEEP_FETCH_WAIT_MS]
+        wait_for(lambda: watch.quiet(at), 30, what="quiet on the long wait's consumer, at the same position")
+        assert not wake.is_set()
+        _produce(source.bootstrap, "calm", 1)
+        assert wake.wait(30), "the record wakes the flow through the long wait's consumer"
+        assert watch.wakes == 1 and not watch.quiet(at)
+        watch.arm({("calm", 0): 3})  # the flow copied the record and is idle again
+        wait_for(lambda: len(made) >= 3, 30, what="the short wait back after the record")
+        assert made[2]["fetch.wait.max.ms"] == WATCH_FETCH_WAIT_MS
+        wait_for(lambda: watch.quiet({("calm", 0): 3}), 30, what="quiet at the new position")
+    finally:
+        watch.close()
+        hub.close()
