@@ -42,8 +42,10 @@ from reconciler.engine.tasks import TP
 
 log = logging.getLogger(__name__)
 
-#: How long the thread blocks in one consume before it looks at a new assignment or a close.
+#: How long the thread blocks in one consume before it looks at a new assignment or a close (with the long fetch
+#: wait: `_CONSUME_DEEP_S`, a wake a second; a flow armed meanwhile reads the ends itself until it is assigned).
 _CONSUME_S = 0.5
+_CONSUME_DEEP_S = 1.0
 
 #: How long a hub hears nothing before it fetches with the long wait (`clients.WATCH_DEEP_FETCH_WAIT_MS`): a flow
 #: whose records come in bursts a minute apart keeps the short one.
@@ -162,7 +164,7 @@ class ArrivalHub:
                     if not assigned:
                         continue
                 consumer, deep = self._paced(consumer, deep, assigned, heard_at)
-                messages = consumer.consume(1, _CONSUME_S)
+                messages = consumer.consume(1, _CONSUME_DEEP_S if deep else _CONSUME_S)
                 if not messages:
                     continue
                 heard_at = time.monotonic()
