@@ -397,7 +397,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
     _s(
         "heartbeats.interval_seconds",
         Type.SECONDS,
-        5,
+        10,
         "How often heartbeats are emitted.",
         hot=True,
         mm2=Mm2("emit.heartbeats.interval.seconds", 1, connectors=(Connector.HEARTBEAT,)),
@@ -436,7 +436,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
     _s(
         "checkpoints.interval_seconds",
         Type.SECONDS,
-        5,
+        10,
         "How often checkpoints are emitted.",
         hot=True,
         mm2=Mm2("emit.checkpoints.interval.seconds", 60, connectors=(Connector.CHECKPOINT,)),
@@ -445,7 +445,7 @@ FLOW_SETTINGS: tuple[Setting, ...] = (
     _s(
         "refresh_interval_seconds",
         Type.SECONDS,
-        5,
+        10,
         "How often a running job looks for new topics, partitions, groups and spec changes.",
         hot=True,
         mm2=Mm2(

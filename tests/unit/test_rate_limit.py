@@ -63,12 +63,15 @@ def test_a_rate_limit_travels_from_the_topology_to_the_job_spec(tmp_path):
 
 
 def test_a_spec_without_a_rate_limit_hashes_as_before():
-    """The hash of the default flow's spec before `rate_limit` existed (2026-11-29, main at 346d76e): an upgrade
-    restarts no running job."""
+    """The hash of the default flow's spec is pinned: a spec without `rate_limit` hashes as before it existed
+    (main at 346d76e), so that upgrade restarted no running job. It moved once since, on purpose: the defaults of
+    `heartbeats.interval_seconds`, `checkpoints.interval_seconds` and `refresh_interval_seconds` went from 5 s to
+    10 s (issue 47), all hot-reloadable, so an upgrade reloads a running flow's spec and restarts nothing
+    (docs/upgrading.md)."""
     from reconciler.contract.spec import ClusterSpec
 
     spec = JobSpec("west->east", ClusterSpec("west", "a:1"), ClusterSpec("east", "b:1"))
-    assert spec.spec_hash() == "a87974eb55184016f0feb77e070b35e46a0f190aebb6cff8b7befeb8b76460ba"
+    assert spec.spec_hash() == "aaf3da0f2889f8da0769173f1150a4323594e8faa2da870cbb7440659f969957"
 
 
 @pytest.mark.parametrize(
