@@ -39,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import TargetWatch, bench_process, deploy, figure_line, stop_engines  # noqa: E402
+from bench.common import TargetWatch, bench_process, deploy, figure_line, parse_job, stop_engines  # noqa: E402
 from bench.deployed import deployer_alive, keep_logs  # noqa: E402
 from bench.engines import TICKS, _cpu_seconds  # noqa: E402
 from bench.replication import (  # noqa: E402
@@ -47,6 +47,7 @@ from bench.replication import (  # noqa: E402
     CpuMeter,
     _machine_jiffies,
     baseline,
+    consume,
     create,
     environment,
     log,
@@ -67,15 +68,18 @@ TARGETS = {
 }
 
 
-def spec_of(source: str, target: str, alias: str, topics: list[str]) -> JobSpec:
-    """The spec `plan` builds for one flow alias->east of `topics`, the topology's defaults."""
+def spec_of(source: str, target: str, alias: str, topics: list[str], job: dict[str, Any] | None = None) -> JobSpec:
+    """The spec `plan` builds for one flow alias->east of `topics`, the topology's defaults (`job`: its `job:`
+    settings, --job KEY=VALUE; none by default)."""
     text = json.dumps(
         {
             "apiVersion": "reconciler/v1",
             "kind": "Topology",
             "metadata": {"name": "bench"},
             "clusters": {alias: {"bootstrap_servers": source}, "east": {"bootstrap_servers": target}},
-            "flows": [{"source": alias, "target": "east", "topics": {"include": topics}}],
+            "flows": [
+                {"source": alias, "target": "east", "topics": {"include": topics}, **({"job": job} if job else {})}
+            ],
         }
     )
     topology = load_topology_text(text, "bench")
@@ -123,7 +127,7 @@ def deployed(c: Clusters, opts, work: Path, alias: str, topics: list[str]) -> di
     (`to_first_s`), the engine's and each broker's CPU seconds per million records copied (`cpu_s_per_m`,
     `source_cpu_s_per_m`, `target_cpu_s_per_m`), how busy the machine was meanwhile (`busy_pct`, % of all cores) and
     the seconds the copy stood still (`stalled_s`, pauses of STALL_S or more; `longest_stall_s`) of a new engine."""
-    spec = spec_of(c.src.bootstrap, c.dst.bootstrap, alias, topics)
+    spec = spec_of(c.src.bootstrap, c.dst.bootstrap, alias, topics, opts.job)
     root = work / f"state-{alias}"
     deployer = LocalDeployer(root=root, stop_timeout=30)
     watch = TargetWatch(c.dst.bootstrap, f"{alias}.{HOT}", 1, opts.records, c.meter)
@@ -177,6 +181,9 @@ def repetition(opts, work: Path) -> dict[str, float]:
         r["baseline_source_cpu_s_per_m"] = w.source_cpu_s / opts.records * 1e6
         r["baseline_target_cpu_s_per_m"] = w.target_cpu_s / opts.records * 1e6
         r["baseline_busy_pct"] = w.busy_pct
+        log("  reader: one consumer of the hot partition, nothing produced (the source broker's one-partition ceiling)")
+        r["reader"] = consume(c.src.bootstrap, [(HOT, 0)], 1)
+        r["reader_x_baseline"] = r["reader"] / r["baseline"]
         runs = [("deployed", "west", [HOT, IDLE])] + ([("alone", "solo", [HOT])] if opts.alone else [])
         for name, alias, topics in runs:
             log(
@@ -198,6 +205,7 @@ def repetition(opts, work: Path) -> dict[str, float]:
             ):
                 r[f"{name}_{k}"] = d[k]
             r[f"{name}_x_baseline"] = r[name] / r["baseline"]
+            r[f"{name}_x_reader"] = r[name] / r["reader"]
             r[f"{name}_cpu_x_baseline"] = r[f"{name}_cpu_s_per_m"] / r["baseline_cpu_s_per_m"]
         r["load_1m_after"] = os.getloadavg()[0]
         log(
@@ -237,6 +245,7 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
     opts = ap.parse_args(argv)
+    opts.job = parse_job(opts.job)
     opts.size, opts.master, opts.parallelism = 100, "local[2]", 2  # for bench.replication's Clusters/environment
     bench_process()
     env = environment(opts)
