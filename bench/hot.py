@@ -1,6 +1,7 @@
 """One hot partition beside idle ones in the same flow (issue 47), as `apply` deploys it.
 
-    python bench/hot.py [--records 4000000] [--idle-partitions 4] [--repeat 3] [--alone] [--logs DIR]
+    python bench/hot.py [--records 4000000] [--idle-partitions 4] [--repeat 3] [--alone] [--logs DIR] [--trace DIR]
+                        [--job KEY=VALUE ...]
 
 Each repetition starts two fresh Tansu brokers (noida-db with --engine noida) on loopback and produces --records
 100-byte records on ONE partition of the topic `hot`; the topic `idle` (--idle-partitions partitions) stays empty.
@@ -8,19 +9,25 @@ Then, on those brokers, one after the other:
 
   baseline   the hand-written poll -> produce loop (bench/replication.py `baseline`) copying the hot partition:
              records/s over its whole loop, measured in the same repetition;
-  deployed   one flow whose topics are `hot` and `idle` (the topology's defaults: `job: {}`), built as `plan` builds
-             it (`JobSpec.from_flow`) and deployed with `LocalDeployer().deploy` into a new engine, as apply does:
-             records/s from the first copied record on the target to the last (the remote topic's listed ends
+  reader     one consumer of the hot partition, nothing produced (bench/replication.py `consume`): what the source
+             broker serves from one partition, the ceiling no copy of it passes;
+  deployed   one flow whose topics are `hot` and `idle` (the topology's defaults: `job: {}`, or --job), built as `plan`
+             builds it (`JobSpec.from_flow`) and deployed with `LocalDeployer().deploy` into a new engine, as apply
+             does: records/s from the first copied record on the target to the last (the remote topic's listed ends
              every 50 ms, complete once every record is read back: bench/common.py `TargetWatch`), and
-             deploy_to_first_s: the deploy call -> the first copied record (spark-submit, the JVM, the SparkContext, the flow's start, its first batch);
+             deploy_to_first_s: the deploy call -> the first copied record (spark-submit, the JVM, the SparkContext,
+             the flow's start, its first batch);
   alone      (--alone) the same flow without the idle topic, in a new engine of its own.
 
-Beside each rate, the CPU seconds per million records copied: the loop's (its process, over its loop) and each
-engine's (every process under its state directory, the brokers not, between the first and the last copied record):
-the machine's load moves a rate (the loop takes one core, the job both) far more than what a record costs.
+Beside each rate, the CPU seconds per million records copied: the loop's (its process, over its loop), each
+engine's (every process under its state directory, between the first and the last copied record) and each broker's
+over the same windows, with how busy the whole machine was (`busy_pct`, % of all cores): the machine's load moves a
+rate (the loop takes one core, the job both) far more than what a record costs. And `stalled_s`: the seconds the
+target's listed ends stood still for 0.25 s or more between the first and the last record (the copy paused: a
+batch's end), with the longest pause. --trace DIR writes each engine's listed ends over time (JSON).
 
 Prints the median and [min-max] over the repetitions of each figure and of the ratios within a repetition
-(deployed / baseline, alone / baseline), with the machine's load average at the start and the end.
+(deployed / baseline, alone / baseline, each / reader), with the machine's load average at the start and the end.
 """
 
 from __future__ import annotations
@@ -243,6 +250,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--trace", help="write each engine's copy as the target's listed ends over time into this directory"
     )
+    ap.add_argument("--job", nargs="*", default=[], help="the flow's job: settings, KEY=VALUE (default: none)")
     ap.add_argument("--json", help="write the environment, every repetition and the summary to this file")
     opts = ap.parse_args(argv)
     opts.job = parse_job(opts.job)
