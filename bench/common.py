@@ -116,21 +116,27 @@ def backlog_producer(bootstrap: str) -> Producer:
 
 
 class TargetWatch:
-    """Watches a topic fill up to `n` records from a thread: when records first appeared (and how many), and when
-    the last one landed. Complete only once `n` records have been READ BACK from the topic.
+    """Watches a topic fill up to `n` records: when records first appeared (and how many), and when the last one
+    landed. Complete only once `n` records have been READ BACK from the topic.
 
-    Every `interval` s it reads the partitions' listed ends (ListOffsets: one request, no records read): cheap, and
-    they move with every batch appended, so the first move is the first copied record and the last move the last
-    batch. They are not counts: Tansu lists a partition's end as its last batch's base offset + 1 (one batch of 5
-    records: 1), transaction markers take offsets too, and in three of twenty runs of bench/ratelimit.py the listed
-    ends of a capped flow's topic added up to `n` about 10 s before its records were all there. So they only say
-    when to look: once they reach `n`, or have been still for `settle` s, a reader (one consumer of every partition
-    from the start, reading on from where it stopped: each record read once over the watch's life) reads to
-    end-of-partition and counts the records. `n` read: the copy ended when the listed ends last moved (or, if they
-    have not moved since a look found records missing, when the reader read the `n`-th). Listed ends of `n` or more
-    with fewer records there: they are not to be trusted for this topic, and from then on the reader reads on every
-    `interval` s and the copy ends when it has read the `n`-th record (timed by the read, not by the ends). A copy
-    that never pauses is read back once, after its last record, outside the window timed."""
+    One thread reads the partitions' listed ends (ListOffsets: one request, no records read) every `interval` s and
+    keeps each time they moved (`moves`): cheap, and they move with every batch appended, so the first move is the
+    first copied record and the last move the last batch. They are not counts: Tansu lists a partition's end as its
+    last batch's base offset + 1 (one batch of 5 records: 1), transaction markers take offsets too, and in three of
+    twenty runs of bench/ratelimit.py the listed ends of a capped flow's topic added up to `n` about 10 s before its
+    records were all there. So they only say when to look: once they reach `n`, or have been still for `settle` s,
+    another thread's reader (one consumer of every partition from the start, reading on from where it stopped: each
+    record read once over the watch's life) reads to end-of-partition and counts the records. `n` read: the copy
+    ended at the last move of the listed ends before the reader read the `n`-th record (a record is readable only
+    once its batch, or its transaction's marker, moved the end). Listed ends of `n` or more with fewer records
+    there: they are not to be trusted for this topic, and from then on the reader reads on every `interval` s and
+    the copy ends when it has read the `n`-th record (timed by the read, not by the ends).
+
+    The listing has a thread of its own so that a read back (seconds for millions of records) never delays seeing
+    the ends move: with one thread for both, a read that overlapped the copy's end timed the last batch when the
+    read ended (up to its 10 s) and a million-record hot partition read ~10 s slow (2026-11-29). `settle` is 2 s
+    so that a pause of the copy (a job's batch boundary) does not start a reader of the target beside the copy it
+    times (the read back costs the target broker and this process CPU the copy would have)."""
 
     def __init__(
         self,
@@ -140,7 +146,7 @@ class TargetWatch:
         n: int,
         meter: Callable[[], Any] | None = None,
         interval: float = 0.05,
-        settle: float = 0.5,
+        settle: float = 2.0,
     ):
         self.bootstrap, self.topic = bootstrap, topic
         self.tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -164,13 +170,16 @@ class TargetWatch:
         self.first: tuple[float, int] | None = None
         self.last: float | None = None
         self.seen = 0  # the listed ends' sum at the last reading
+        self.moves: list[tuple[float, int]] = []  # (when, the listed ends' sum) at each move seen
         self.counted = 0  # records read back so far
         self.listed_early = False  # the listed ends said `n` while fewer records were there
         self._at_eof: set[int] = set()
         self._counted_at: float | None = None  # when the reader read the `n`-th record
         self._meter, self._started, self._window = meter, None, None  # the machine's CPU from first to last
         self._stop, self._closed = threading.Event(), False
+        self._lister = threading.Thread(target=self._list, daemon=True)
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self._lister.start()
         self._thread.start()
 
     def _listed(self) -> int:
@@ -198,28 +207,43 @@ class TargetWatch:
                 self._counted_at = time.monotonic()
             if not msgs and len(self._at_eof) == len(self.tps):
                 break
-        return self.counted
+        return self.counted  # `_at_eof` says whether it read to the end of every partition
 
-    def _run(self) -> None:
-        moved_at, checked_at, failed_at = 0.0, 0.0, -1.0
-        while not self._stop.is_set():
+    def _list(self) -> None:
+        """The listing thread: the listed ends every `interval` s, each move kept (`moves`), the first one timed."""
+        while not self._stop.is_set() and self.last is None:
             seen, now = self._listed(), time.monotonic()
             if seen != self.seen:
-                moved_at, self.seen = now, seen
+                self.moves.append((now, seen))
+                self.seen = seen
             if seen and self.first is None:
                 self.first = (now, seen)
                 self._started = self._meter() if self._meter else None
+            self._stop.wait(self.interval)
+
+    def _moved_at(self) -> float:
+        return self.moves[-1][0] if self.moves else 0.0
+
+    def _run(self) -> None:
+        checked_at, failed_at = 0.0, -1.0
+        while not self._stop.is_set():
+            seen, now, moved_at = self.seen, time.monotonic(), self._moved_at()
             look = seen >= self.n or (seen and now - max(moved_at, checked_at) >= self.settle)
             if self.listed_early or look:
                 checked_at = now
                 if self.read_on() >= self.n:
-                    # The ends moved since the last look that found records missing: the last batch landed then.
-                    # Else the records came without the ends moving: the read that found the last one times it.
-                    trusted = not self.listed_early and moved_at > failed_at
-                    self.last = moved_at if trusted else self._counted_at
+                    counted_at = self._counted_at if self._counted_at is not None else time.monotonic()
+                    moved = [t for t, _ in self.moves if t <= counted_at]
+                    # The ends moved since the last look that read to the end and found records missing: the last
+                    # batch landed at the last move before the n-th record was read. Else the records came without
+                    # the ends moving: the read that found the last one times it.
+                    trusted = not self.listed_early and moved and moved[-1] > failed_at
+                    self.last = moved[-1] if trusted else counted_at
                     self._window = self._started.window() if self._started is not None else None
                     return
-                failed_at = now
+                if len(self._at_eof) < len(self.tps):
+                    continue  # not read to the end yet (millions of records take longer than a read): read on
+                failed_at = now  # read to the end of every partition, and records are missing
                 self.listed_early = self.listed_early or seen >= self.n
             self._stop.wait(self.interval)
 
@@ -247,6 +271,7 @@ class TargetWatch:
         self._closed = True
         self._stop.set()
         self._thread.join(15)
+        self._lister.join(15)
         self.consumer.close()
         self.reader.close()
 
