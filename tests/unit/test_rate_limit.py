@@ -66,12 +66,12 @@ def test_a_spec_without_a_rate_limit_hashes_as_before():
     """The hash of the default flow's spec is pinned: a spec without `rate_limit` hashes as before it existed
     (main at 346d76e), so that upgrade restarted no running job. It moved once since, on purpose: the defaults of
     `heartbeats.interval_seconds`, `checkpoints.interval_seconds` and `refresh_interval_seconds` went from 5 s to
-    10 s (issue 47), all hot-reloadable, so an upgrade reloads a running flow's spec and restarts nothing
-    (docs/upgrading.md)."""
+    10 s and `job.max_records_per_partition` from 1,000,000 to 5,000,000 (issue 47), all hot-reloadable, so an
+    upgrade reloads a running flow's spec and restarts nothing (docs/upgrading.md)."""
     from reconciler.contract.spec import ClusterSpec
 
     spec = JobSpec("west->east", ClusterSpec("west", "a:1"), ClusterSpec("east", "b:1"))
-    assert spec.spec_hash() == "aaf3da0f2889f8da0769173f1150a4323594e8faa2da870cbb7440659f969957"
+    assert spec.spec_hash() == "b6c47eaad00b7616cb5d6f07709ddcaec5faa57e3762e4c93713d60b145b6867"
 
 
 @pytest.mark.parametrize(

@@ -46,14 +46,14 @@ flows:
 def test_a_flow_sets_its_task_length_and_record_budget():
     """`job.max_batch_ms` and `job.max_records_per_partition` reach the job's engine; unset, the defaults."""
     text = TOPOLOGY.replace(
-        "job: {parallelism: 3,", "job: {parallelism: 3, max_batch_ms: 30000, max_records_per_partition: 5000000,"
+        "job: {parallelism: 3,", "job: {parallelism: 3, max_batch_ms: 30000, max_records_per_partition: 2000000,"
     )
     topo = load_topology_text(text)
     engine = JobSpec.from_flow(topo, topo.flow("west->east")).engine
-    assert (engine.max_batch_ms, engine.max_records_per_partition) == (30_000, 5_000_000)
+    assert (engine.max_batch_ms, engine.max_records_per_partition) == (30_000, 2_000_000)
     default = load_topology_text(TOPOLOGY)
     engine = JobSpec.from_flow(default, default.flow("west->east")).engine
-    assert (engine.max_batch_ms, engine.max_records_per_partition) == (10_000, 1_000_000)
+    assert (engine.max_batch_ms, engine.max_records_per_partition) == (10_000, 5_000_000)
 
 
 @pytest.fixture
