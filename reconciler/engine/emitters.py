@@ -439,31 +439,60 @@ class CheckpointEmitter:
 
         The rule is `reconciler failover`'s (`plan_failover`): a group active on the target is left
         to its consumers, and offsets only move forward. Returns the groups whose offsets moved.
+
+        In three steps, each after the one before it for every group: the groups' states (DescribeGroups,
+        `GROUP_SYNCS_IN_FLIGHT` at a time), then the committed offsets of the idle ones, read together (the group
+        offsets reader: batched where the target allows, adapters/group_offsets.py), then the commits. One group
+        after another, up to three round trips each, a round of 10,000 groups took longer than the interval it
+        runs in.
         """
         by_group: dict[str, dict[TopicPartition, int]] = {}
         for cp in cps:
             by_group.setdefault(cp.consumer_group_id, {})[TopicPartition(cp.topic, cp.partition)] = cp.downstream_offset
+        idle = [
+            g for g, active in zip(sorted(by_group), self._each(self._active_on_target, sorted(by_group))) if not active
+        ]
+        try:
+            answers = self.target_groups.read_group_offsets(idle) if idle else {}
+        except ClusterIOError as exc:
+            log.warning("cannot read the target's committed offsets of %d groups: %s", len(idle), exc)
+            return []
+        commits: dict[str, dict[TopicPartition, int]] = {}
+        for group in idle:
+            answer = answers[group]
+            if answer.error is not None:
+                log.warning("cannot sync offsets of group %r to the target: %s", group, answer.error)
+                continue
+            committed = {TopicPartition(t, p): om.offset for (t, p), om in answer.offsets.items()}
+            planned = plan_failover(group, by_group[group], committed, partitions_on_target=None).commits
+            if planned:
+                commits[group] = planned
+        moved = self._each(lambda g: self._commit_on_target(g, commits[g]), sorted(commits))
+        return [g for g, m in zip(sorted(commits), moved) if m]
 
-        def sync(group: str, translated: dict[TopicPartition, int]) -> bool:
-            try:
-                if self.target_groups.group_state(group).active:
-                    self.active_on_target.add(group)
-                    return False
-                self.active_on_target.discard(group)
-                committed = self.target_groups.committed_offsets(group, translated)
-                commits = plan_failover(group, translated, committed, partitions_on_target=None).commits
-                if commits:
-                    self.target_groups.commit_offsets(group, commits)
-                    return True
-            except ClusterIOError as exc:
-                log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
-            return False
-
-        # Up to three round trips a group (describe, committed offsets, commit), GROUP_SYNCS_IN_FLIGHT groups at a
-        # time: one after another, a round of 10,000 groups took longer than the interval it runs in.
-        groups = sorted(by_group)
+    def _each(self, call: Callable[[str], bool], groups: list[str]) -> list[bool]:
+        """`call` for each group, `GROUP_SYNCS_IN_FLIGHT` at a time (a round trip each, which the target's admin client
+        carries concurrently)."""
         if len(groups) <= 1:
-            return [g for g in groups if sync(g, by_group[g])]
+            return [call(g) for g in groups]
         with ThreadPoolExecutor(min(GROUP_SYNCS_IN_FLIGHT, len(groups)), thread_name_prefix="group-sync") as pool:
-            moved = list(pool.map(lambda g: sync(g, by_group[g]), groups))
-        return [g for g, m in zip(groups, moved) if m]
+            return list(pool.map(call, groups))
+
+    def _active_on_target(self, group: str) -> bool:
+        """Whether `group` has consumers on the target (then sync.group_offsets leaves it alone; so does a group whose
+        state cannot be read this round)."""
+        try:
+            active = self.target_groups.group_state(group).active
+        except ClusterIOError as exc:
+            log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
+            return True
+        (self.active_on_target.add if active else self.active_on_target.discard)(group)
+        return active
+
+    def _commit_on_target(self, group: str, commits: Mapping[TopicPartition, int]) -> bool:
+        try:
+            self.target_groups.commit_offsets(group, commits)
+            return True
+        except ClusterIOError as exc:
+            log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
+            return False

@@ -292,3 +292,19 @@ def test_sasl_clusters_keep_the_per_group_reader():
         choice = choose_reader(config, admin=None)
         assert not choice.batched and isinstance(choice.reader, PerGroupReader)
         assert "SASL" in choice.why and choice.settled
+
+
+def test_the_offset_commands_read_many_groups_as_they_read_one(cluster):
+    """MirrorKafka.committed_offsets_of (cutover's read of its groups, the target side of sync.group_offsets) gives
+    what committed_offsets gives one group at a time, for the partitions asked."""
+    from reconciler.adapters.mirror_kafka import MirrorKafka
+    from reconciler.mirror.mirror_client import TopicPartition as TP
+
+    topic = f"commands-{cluster.engine.value}"
+    admin = cluster.admin()
+    create_topic(admin, topic, 3)
+    alter(admin, {f"cmd-{i}": [TopicPartition(topic, p, 2 + i + p) for p in range(i % 3 + 1)] for i in range(6)})
+    groups = [f"cmd-{i}" for i in range(6)] + ["cmd-none"]
+    asked = [TP(topic, 0), TP(topic, 2)]
+    client = MirrorKafka(cluster.config, timeout=10.0)
+    assert client.committed_offsets_of(groups, asked) == {g: client.committed_offsets(g, asked) for g in groups}

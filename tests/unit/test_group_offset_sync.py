@@ -1,7 +1,9 @@
 """The job's group-offset sync (MM2 sync.group.offsets) follows `reconciler failover`'s rule."""
 
+from reconciler.adapters.group_offsets import GroupOffsets
 from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.engine.emitters import CheckpointEmitter
+from reconciler.mirror.checkpoints import OffsetAndMetadata
 from reconciler.mirror.mirror_client import GroupState, TopicPartition
 from reconciler.mirror.records import Checkpoint
 
@@ -14,8 +16,13 @@ class FakeTargetGroups:
         state, members = self.states.get(group, ("DEAD", 0))
         return GroupState(group, state, members)
 
-    def committed_offsets(self, group, partitions):
-        return {tp: o for tp, o in self.committed.get(group, {}).items() if tp in set(partitions)}
+    def read_group_offsets(self, groups):
+        return {
+            g: GroupOffsets(
+                g, 0, {(tp.topic, tp.partition): OffsetAndMetadata(o) for tp, o in self.committed.get(g, {}).items()}
+            )
+            for g in groups
+        }
 
     def commit_offsets(self, group, offsets):
         self.commits.append((group, dict(offsets)))
