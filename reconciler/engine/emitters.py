@@ -449,14 +449,9 @@ class CheckpointEmitter:
         by_group: dict[str, dict[TopicPartition, int]] = {}
         for cp in cps:
             by_group.setdefault(cp.consumer_group_id, {})[TopicPartition(cp.topic, cp.partition)] = cp.downstream_offset
-        idle = [
-            g for g, active in zip(sorted(by_group), self._each(self._active_on_target, sorted(by_group))) if not active
-        ]
-        try:
-            answers = self.target_groups.read_group_offsets(idle) if idle else {}
-        except ClusterIOError as exc:
-            log.warning("cannot read the target's committed offsets of %d groups: %s", len(idle), exc)
-            return []
+        groups = sorted(by_group)
+        idle = [g for g, active in zip(groups, self._each(self._active_on_target, groups)) if not active]
+        answers = self.target_groups.read_group_offsets(idle) if idle else {}  # an answer or an error per group
         commits: dict[str, dict[TopicPartition, int]] = {}
         for group in idle:
             answer = answers[group]
