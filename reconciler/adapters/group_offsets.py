@@ -89,6 +89,11 @@ class MalformedAnswer(Exception):
     """A broker's answer that does not decode: too short, a count or length past its end, a wrong correlation id."""
 
 
+class AnswerTooLarge(MalformedAnswer):
+    """An answer longer than the reader reads (`MAX_FRAME_BYTES`), left unread: its connection is closed, and the
+    request's groups are asked again in halves (groups that committed on very many partitions)."""
+
+
 @dataclass(frozen=True)
 class GroupError:
     """Why a group's offsets were not read this round. `code`: Kafka's error code; None: no answer (the connection
@@ -372,16 +377,18 @@ def decode_offset_fetch(d: Decoder) -> dict[str, tuple[int, list[Committed]]]:
 class Connection:
     """One broker connection for one round: requests one at a time, each answer checked and bounded."""
 
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock, self._correlation = sock, 0
+    def __init__(self, sock: socket.socket, max_frame: int = MAX_FRAME_BYTES) -> None:
+        self.sock, self.max_frame, self._correlation = sock, max_frame, 0
 
     def call(self, api_key: int, version: int, body: bytes) -> Decoder:
         """Send one request; its answer's body (after response header v1: correlation id, tagged fields)."""
         self._correlation += 1
         self.sock.sendall(request_frame(api_key, version, self._correlation, body))
         size = struct.unpack(">i", recv_exact(self.sock, 4, "a group offsets read"))[0]
-        if not 4 < size <= MAX_FRAME_BYTES:
-            raise MalformedAnswer(f"an answer of {size} bytes (at most {MAX_FRAME_BYTES} are read)")
+        if size > self.max_frame:
+            raise AnswerTooLarge(f"an answer of {size} bytes (at most {self.max_frame} are read)")
+        if size < 5:
+            raise MalformedAnswer(f"an answer of {size} bytes")
         d = Decoder(recv_exact(self.sock, size, "a group offsets read"))
         correlation = d.int32()
         if correlation != self._correlation:
@@ -410,11 +417,13 @@ class BatchedReader:
         config: Mapping[str, str],
         groups_per_request: int = GROUPS_PER_REQUEST,
         connect: Callable[[str, int, Mapping[str, str], float], socket.socket] = open_socket,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
     ) -> None:
         self.config = dict(config)
         self.bootstrap = [(h, int(p)) for h, p in bootstrap_addresses(str(config.get("bootstrap.servers", "")))]
         self.groups_per_request = max(1, groups_per_request)
         self._connect = connect
+        self.max_frame_bytes = max_frame_bytes
 
     def read(self, groups: Sequence[str], timeout: float) -> dict[str, GroupOffsets]:
         round_ = _Round(self, timeout)
@@ -457,16 +466,19 @@ class _Round:
             raise ProbeError(self.broken[address].reason)
         if address not in self.connections:
             sock = self.reader._connect(address[0], address[1], self.reader.config, self.timeout)
-            self.connections[address] = Connection(sock)
+            self.connections[address] = Connection(sock, self.reader.max_frame_bytes)
         return self.connections[address]
 
     def fail(self, address: tuple[str, int], exc: BaseException) -> GroupError:
         error = GroupError(f"{address[0]}:{address[1]}: {type(exc).__name__}: {exc}")
         self.broken.setdefault(address, error)
+        self.drop(address)
+        return error
+
+    def drop(self, address: tuple[str, int]) -> None:
         connection = self.connections.pop(address, None)
         if connection is not None:
             connection.close()
-        return error
 
     def coordinators(self, groups: Sequence[str]) -> dict[str, Coordinator | GroupError]:
         """Each group's coordinator, asked of the first bootstrap broker that answers."""
@@ -489,6 +501,12 @@ class _Round:
         try:
             answer = self.connection(address).call(API_OFFSET_FETCH, OFFSET_FETCH_VERSION, offset_fetch_body(groups))
             fetched = decode_offset_fetch(answer)
+        except AnswerTooLarge as exc:
+            self.drop(address)  # the answer is still on the connection
+            if len(groups) == 1:
+                return failed(groups, read_at, GroupError(f"OffsetFetch: {exc}"))
+            half = len(groups) // 2
+            return self.offsets(address, groups[:half]) | self.offsets(address, groups[half:])
         except _BROKEN as exc:
             return failed(groups, read_at, self.fail(address, exc))
         out = {}

@@ -308,3 +308,29 @@ def test_the_offset_commands_read_many_groups_as_they_read_one(cluster):
     asked = [TP(topic, 0), TP(topic, 2)]
     client = MirrorKafka(cluster.config, timeout=10.0)
     assert client.committed_offsets_of(groups, asked) == {g: client.committed_offsets(g, asked) for g in groups}
+
+
+def test_an_answer_too_large_to_read_is_asked_again_in_halves(cluster):
+    """Groups that committed on many partitions: an OffsetFetch answer longer than the reader reads is left unread
+    and its groups asked again in halves, down to one group a request; a single group's answer too large fails that
+    group alone."""
+    topic = f"wide-{cluster.engine.value}"
+    admin = cluster.admin()
+    create_topic(admin, topic, 20)
+    groups = [f"wide-{i}" for i in range(8)]
+    alter(admin, {g: [TopicPartition(topic, p, 1 + i) for p in range(20)] for i, g in enumerate(groups)})
+    alter(admin, {"wide-only-one": [TopicPartition(topic, 0, 1)]})
+
+    one_group = 20 * 27 + 100  # a group's 20 partitions (27 bytes each) and its topic, with room to spare
+    reader = BatchedReader(cluster.config, connect=cluster.via_relay, max_frame_bytes=one_group)
+    cluster.relay.reset()
+    answers = reader.read(groups, 10.0)
+    assert cluster.offset_fetches() == 1 + 2 + 4 + 8  # every level of the halving, down to one group a request
+    assert {g: dict(a.offsets) for g, a in answers.items()} == {
+        g: {(topic, p): OffsetAndMetadata(1 + i) for p in range(20)} for i, g in enumerate(groups)
+    }
+
+    small = BatchedReader(cluster.config, max_frame_bytes=200)
+    answers = small.read(["wide-0", "wide-only-one"], 10.0)
+    assert answers["wide-0"].error is not None and "at most 200" in str(answers["wide-0"].error)
+    assert dict(answers["wide-only-one"].offsets) == {(topic, 0): OffsetAndMetadata(1)}
