@@ -97,7 +97,8 @@ class AnswerTooLarge(MalformedAnswer):
 @dataclass(frozen=True)
 class GroupError:
     """Why a group's offsets were not read this round. `code`: Kafka's error code; None: no answer (the connection
-    failed, the answer was malformed, the request timed out)."""
+    failed, the answer was malformed, the request timed out). What a broker wrote in it (a topic name, an error
+    message) is quoted with repr: no control character of theirs reaches a log line."""
 
     reason: str
     code: int | None = None
@@ -142,7 +143,7 @@ def group_answer(group: str, read_at_ms: int, partitions: Iterable[Committed]) -
     for c in partitions:
         if c.error is not None:
             return GroupOffsets(
-                group, read_at_ms, error=GroupError(f"{c.topic}-{c.partition}: {c.error}", c.error.code)
+                group, read_at_ms, error=GroupError(f"{c.topic!r}-{c.partition}: {c.error}", c.error.code)
             )
         if c.offset >= 0:
             offsets[(c.topic, c.partition)] = OffsetAndMetadata(c.offset, (c.metadata or "").split("\x00", 1)[0])
@@ -340,7 +341,7 @@ def decode_find_coordinator(d: Decoder) -> dict[str, Coordinator | GroupError]:
         if key is None or key in out:
             continue
         if error:
-            out[key] = GroupError.of_code(error, f"FindCoordinator ({message})" if message else "FindCoordinator")
+            out[key] = GroupError.of_code(error, f"FindCoordinator ({message!r})" if message else "FindCoordinator")
         elif host is None or not 0 < port < 65536:
             out[key] = GroupError(f"FindCoordinator: no usable coordinator address ({host!r}:{port})")
         else:

@@ -131,7 +131,7 @@ def test_an_offset_fetch_answer_gives_each_group_its_partitions_or_its_error():
     }
     assert fetched["moved"] == (16, [])
     half = group_answer("half", 1, fetched["half"][1])
-    assert half.offsets == {} and half.error is not None and half.error.code == 88 and "t-1" in str(half.error)
+    assert half.offsets == {} and half.error is not None and half.error.code == 88 and "'t'-1" in str(half.error)
 
 
 @pytest.mark.parametrize(
@@ -161,4 +161,4 @@ def test_a_group_with_a_partition_error_is_never_half_read():
     parts = [Committed("t", 0, 3, None), Committed("t", 1, 4, None, GroupError.of_code(3))]
     answer = group_answer("g", 5, parts)
     assert answer.offsets == {} and answer.read_at_ms == 5
-    assert str(answer.error) == "t-1: UNKNOWN_TOPIC_OR_PARTITION"
+    assert str(answer.error) == "'t'-1: UNKNOWN_TOPIC_OR_PARTITION"
