@@ -109,7 +109,7 @@ class TopicRefresh(UsesClients[Connections]):
     def _listings(self, full: bool) -> tuple[Mapping[str, TopicInfo], Mapping[str, TopicInfo], bool, list[str]]:
         """The source's topics (with the ids asked this time: of the topics new in its listing, or of all when a
         full refresh is due), the target's (its last listing unless the source's changed, a full refresh is due or
-        it listed a topic without its partitions), whether either was asked in full (the record limits are read
+        it listed a remote topic of the last plan without its partitions), whether either was asked in full (the record limits are read
         again then), and the findings of the source topics copied that kept their last listing."""
         conn, last = self.clients, self._source_listed
         listed = self.reach.call(Cluster.SOURCE, lambda: conn.topics.describe(conn.source_admin, 15))
@@ -126,7 +126,7 @@ class TopicRefresh(UsesClients[Connections]):
         source = {n: TopicInfo(n, i.partitions, ids.get(n), i.error) for n, i in listed.items()}
         target = self._target
         changed = full or shape != last or target is None
-        if changed or target is None or any(not i.listed for i in target.values()):
+        if changed or target is None or self.parts.plan.unlisted_remotes:
             target = self.reach.call(Cluster.TARGET, lambda: conn.topics.describe(conn.target_admin, 15))
         # Kept once every read answered: a refresh that failed half way asks again the next time.
         self._target, self._source_listed = target, shape

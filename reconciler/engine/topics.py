@@ -60,6 +60,9 @@ class PartitionPlan:
     create: list[RemoteTopic] = field(default_factory=list)  # remote topics to create
     grow: list[RemoteTopic] = field(default_factory=list)  # remote topics that need more partitions
     findings: list[str] = field(default_factory=list)
+    #: remote topics the target listed without their partitions: their source topics wait (the refresh lists the
+    #: target again the next time)
+    unlisted_remotes: list[str] = field(default_factory=list)
 
 
 def plan_partitions(
@@ -82,6 +85,8 @@ def plan_partitions(
         existing = target.get(remote)
         if not info.listed or (existing is not None and not existing.listed):
             plan.findings.append(_unlisted_finding(name, info, remote, existing))
+            if existing is not None and not existing.listed:
+                plan.unlisted_remotes.append(remote)
             continue
         rt = RemoteTopic(name, remote, info.partitions, existing.partitions if existing else None)
         if existing is None:

@@ -209,8 +209,13 @@ def test_a_remote_topic_listed_without_partitions_holds_its_topic_and_the_target
         "is listed"
     ]
     topics.asked.clear()
+    topics.target["elsewhere"], topics.unlisted["target"] = 1, {"elsewhere"}  # a topic the flow does not write
     r.refresh(full=False)  # the source's listing is the same, the target is listed again all the same
     assert topics.asked["list target"] == 1 and len(parts.plan.copy) == 15 and r.progress.findings == []
+    topics.asked.clear()
+    topics.unlisted["target"] = {"elsewhere"}
+    r.refresh(full=False)  # a topic of the target's listed so that no remote topic of the flow's: not listed again
+    assert topics.asked == Counter({"list source": 1})
 
 
 def test_a_remote_topic_the_target_does_not_list_after_its_creation_is_a_finding():
