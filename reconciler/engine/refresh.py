@@ -109,8 +109,9 @@ class TopicRefresh(UsesClients[Connections]):
     def _listings(self, full: bool) -> tuple[Mapping[str, TopicInfo], Mapping[str, TopicInfo], bool, list[str]]:
         """The source's topics (with the ids asked this time: of the topics new in its listing, or of all when a
         full refresh is due), the target's (its last listing unless the source's changed, a full refresh is due or
-        it listed a remote topic of the last plan without its partitions), whether either was asked in full (the record limits are read
-        again then), and the findings of the source topics copied that kept their last listing."""
+        it listed a remote topic of the last plan without its partitions), whether either was asked in full (the
+        record limits are read again then), and the findings of the source topics copied that kept their last
+        listing."""
         conn, last = self.clients, self._source_listed
         listed = self.reach.call(Cluster.SOURCE, lambda: conn.topics.describe(conn.source_admin, 15))
         # A topic copied that is listed without its partitions keeps its last listing (the module's docstring).

@@ -152,7 +152,7 @@ class TopicManager:
         out: dict[str, TopicInfo] = {}
         for name, t in md.topics.items():
             if t.error is not None or not t.partitions:  # listed, not known: the refresh decides (refresh.py)
-                why = str(t.error) if t.error is not None else "no partition listed"
+                why = _kafka_error_text(Exception(t.error)) if t.error is not None else "no partition listed"
                 out[name] = TopicInfo(name, len(t.partitions), error=why)
                 continue
             out[name] = TopicInfo(name, len(t.partitions))

@@ -205,8 +205,8 @@ def test_a_remote_topic_listed_without_partitions_holds_its_topic_and_the_target
     r.refresh()
     assert sorted({t for t, _ in parts.plan.copy}) == ["a00000", "a00002"]
     assert r.progress.findings == [
-        "remote topic west.a00001 is listed without its partitions (LEADER_NOT_AVAILABLE): a00001 is not copied until it "
-        "is listed"
+        "remote topic west.a00001 is listed without its partitions (LEADER_NOT_AVAILABLE): a00001 is not copied "
+        "until it is listed"
     ]
     topics.asked.clear()
     topics.target["elsewhere"], topics.unlisted["target"] = 1, {"elsewhere"}  # a topic the flow does not write
