@@ -271,7 +271,7 @@ class SourceEndReader:
         # Every partition the job starts at its earliest offset (none copied yet): its lag counts from there; an
         # unresolved position must not read as no lag (a partition never copied would say caught up).
         fresh = [tp for tp, pos in positions.items() if pos == EARLIEST]
-        starts = self.ends.listed_earliest(fresh, timeout=self.timeout) if fresh else {}
+        starts = self.starts(fresh) if fresh else {}
         merged = {tp: max(e, seen_ends.get(tp, e)) for tp, e in ends.items()}
         targets = probe_targets(
             resolved_positions(latest_positions(positions, committed), starts), {**seen_ends, **merged}
@@ -281,6 +281,15 @@ class SourceEndReader:
         return SourceEnds(
             ends, read_at, {**kept, **(self.oldest_records(missing) if missing else {})}, committed, starts
         )
+
+    def starts(self, fresh: list[TP]) -> dict[TP, int]:
+        """The earliest offsets of `fresh` (partitions at EARLIEST); a failed read is logged and left out (their lag
+        is unknown this round, the ends read stand)."""
+        try:
+            return self.ends.listed_earliest(fresh, timeout=self.timeout)
+        except Exception as exc:  # noqa: BLE001 - the ends and the other partitions' lag still count
+            log.info("cannot read the earliest offsets of the partitions not copied yet: %s", exc)
+            return {}
 
     def committed(self, copy: Mapping[TP, str]) -> dict[TP, int]:
         """The positions the job's workers have committed, read where the delivery mode keeps them (the source

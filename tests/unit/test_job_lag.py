@@ -154,3 +154,15 @@ def test_a_partition_never_copied_lags_by_every_record_it_holds():
     lag = job_lag(COPY, positions, {}, ends, NOW)
     assert [(p.partition, p.next, p.end, p.lag) for p in lag.partitions] == [(0, 7, 7, 0), (1, 2, 9, 7)]
     assert lag.total == 7 and lag.seconds == 30.0
+
+
+def test_a_failed_read_of_the_earliest_offsets_leaves_the_ends_read():
+    reader = Reader({("orders", 0): 7, ("orders", 1): 9}, {})
+    reader.ends = PartitionEnds(
+        FakeEndRequests(
+            latest={("orders", 0): 7, ("orders", 1): 9}, earliest={("orders", 1): RuntimeError("timed out")}
+        )
+    )
+    ends = reader.read(COPY, {("orders", 0): 3, ("orders", 1): -2}, {})
+    assert ends.ends == {("orders", 0): 7, ("orders", 1): 9} and ends.starts == {}
+    assert job_lag(COPY, {("orders", 0): 3, ("orders", 1): -2}, {}, ends, NOW).total == 4  # partition 1: unknown
