@@ -38,6 +38,7 @@ slopes). Markdown tables on stdout (docs/benchmarks.md keeps them), progress on 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -65,7 +66,9 @@ from bench.scale import (  # noqa: E402
     admin,
     all_copied,
     checkpoint_held,
+    cli,
     idle_window,
+    partition_records,
     populate,
     sample_groups,
     say,
@@ -237,6 +240,27 @@ def _any_record(client: AdminClient, tps: list[TopicPartition]) -> bool:
     return False
 
 
+def say_short(rig: Rig, counts: dict[tuple[str, int], int], per_partition: int) -> None:
+    """The partitions short on the target, what the source holds there, and what the flow's status says: whether the
+    records were never on the source or the engine did not copy them (docs/benchmarks.md, the 2,500-partition run)."""
+    missing = sorted(tp for tp, n in counts.items() if n < per_partition)
+    if not missing:
+        return
+    on_source = partition_records(rig.source, [(remote.split(".", 1)[1], p) for remote, p in missing])
+    shown = ", ".join(f"{t}[{p}]" for t, p in missing[:10]) + (", ..." if len(missing) > 10 else "")
+    say(
+        f"  {len(missing):,} partitions short on the target ({shown}): {sum(counts[tp] for tp in missing):,} records "
+        f"there, {sum(on_source.values()):,} on the source, {len(missing) * per_partition:,} produced"
+    )
+    _, done = cli(["status", str(rig.tdir), "--format", "json"], rig.env, timeout=300)
+    for job in json.loads(done.stdout or "{}").get("jobs", []) if done.returncode == 0 else []:
+        findings = job.get("findings") or []
+        say(
+            f"  status of {job['flow']}: {job['state']}, lag {job['lag_total']}, {len(job.get('faults') or [])} "
+            f"fault(s), {len(findings)} finding(s){': ' + findings[0] if findings else ''}"
+        )
+
+
 def measure_point(point: Point, opts, work: Path) -> Measured:
     m = Measured(point)
     rig = Rig(point, work, opts.records_per_partition)
@@ -249,7 +273,8 @@ def measure_point(point: Point, opts, work: Path) -> Measured:
         t0 = start_up(rig, m)
         say(f"  apply returned {m.apply_returned_s:.1f} s, first record {m.first_record_s:.1f} s")
         expected = point.partitions * opts.records_per_partition
-        m.caught_up_s = all_copied(rig.target, rig.remote, point.partitions_per_topic, expected, t0) - t0
+        short = functools.partial(say_short, rig, per_partition=opts.records_per_partition)
+        m.caught_up_s = all_copied(rig.target, rig.remote, point.partitions_per_topic, expected, t0, short) - t0
         deadline = time.monotonic() + opts.group_timeout
         while point.groups:
             n, _ = synced_groups(rig.tdir, rig.env)

@@ -141,6 +141,7 @@ def _close(*socks: socket.socket) -> None:
 
 # --- a partition whose leader does not answer ------------------------------------------------------------------------
 METADATA = 3
+LEADER_NOT_AVAILABLE = 5  # a topic's error code in a Metadata response
 
 
 class _Reader:
@@ -220,10 +221,18 @@ def _put_int32s(values: list[int], compact: bool) -> bytes:
     return _count(len(values), compact) + b"".join(v.to_bytes(4, "big", signed=True) for v in values)
 
 
-def rewrite_metadata(body: bytes, version: int, moved: frozenset[tuple[str, int]], node: int, port: int) -> bytes:
+def rewrite_metadata(
+    body: bytes,
+    version: int,
+    moved: frozenset[tuple[str, int]],
+    node: int,
+    port: int,
+    unlisted: frozenset[str] = frozenset(),
+) -> bytes:
     """A Metadata response (`body`: after the correlation id) with the partitions of `moved` led by node `node`, a
-    broker at 127.0.0.1:`port` added to its brokers (versions 1 to 13; the response header's tagged fields of the
-    flexible versions, 9 on, are part of `body`)."""
+    broker at 127.0.0.1:`port` added to its brokers, and the topics of `unlisted` answered with LEADER_NOT_AVAILABLE
+    and no partition (as a broker creating topics in bulk, or loaded, may list one) (versions 1 to 13; the response
+    header's tagged fields of the flexible versions, 9 on, are part of `body`)."""
     flex = version >= 9
     r = _Reader(body)
     out = bytearray()
@@ -252,15 +261,17 @@ def rewrite_metadata(body: bytes, version: int, moved: frozenset[tuple[str, int]
     topics = r.count(flex)
     out += _count(topics, flex)
     for _ in range(max(0, topics)):
-        out += r.take(2)  # error_code
+        topic_error = r.take(2)
         name = r.string(flex)
+        hidden = name is not None and name.decode() in unlisted
+        out += LEADER_NOT_AVAILABLE.to_bytes(2, "big", signed=True) if hidden else topic_error
         out += _string(name, flex)
         if version >= 10:
             out += r.take(16)  # topic_id
         if version >= 1:
             out += r.take(1)  # is_internal
         parts = r.count(flex)
-        out += _count(parts, flex)
+        topic_out, out = out, bytearray()  # the partitions, dropped for a topic of `unlisted`
         for _ in range(max(0, parts)):
             error, index, leader = r.int16(), r.int32(), r.int32()
             epoch = r.int32() if version >= 7 else None
@@ -277,6 +288,8 @@ def rewrite_metadata(body: bytes, version: int, moved: frozenset[tuple[str, int]
             if version >= 5:
                 out += _put_int32s(offline, flex)
             out += tags
+        out, partitions_out = topic_out, out
+        out += _count(0 if hidden else parts, flex) + (b"" if hidden else partitions_out)
         if version >= 8:
             out += r.take(4)  # topic_authorized_operations
         if flex:
@@ -296,10 +309,12 @@ class LeaderRelay:
     hangs (a broker stopped with SIGSTOP, a network partition): its connections stay open, every byte sent to it is
     read and nothing comes back, and new connections are accepted the same way. `answer()`: it answers again (its
     stalled connections are closed: the clients reconnect). The other partitions, led by the first node, are not
-    touched."""
+    touched. `unlisted` (set it at any time): topics every Metadata response then lists with LEADER_NOT_AVAILABLE and
+    no partition."""
 
     def __init__(self, upstream: tuple[str, int], moved: set[tuple[str, int]], node: int = 4242):
         self.upstream, self.moved, self.node = upstream, frozenset(moved), node
+        self.unlisted: frozenset[str] = frozenset()
         self.stalled = threading.Event()
         self._stalled_socks: list[socket.socket] = []
         self._lock = threading.Lock()
@@ -402,7 +417,7 @@ class LeaderRelay:
                 correlation = int.from_bytes(frame[4:8], "big", signed=True)
                 key, version = pending.pop(correlation, (-1, -1))
                 if key == METADATA and version >= 1:
-                    body = rewrite_metadata(frame[8:], version, self.moved, self.node, self.leader_port)
+                    body = rewrite_metadata(frame[8:], version, self.moved, self.node, self.leader_port, self.unlisted)
                     frame = (4 + len(body)).to_bytes(4, "big") + frame[4:8] + body
                 client.sendall(frame)
         except OSError:

@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,6 +177,11 @@ def requests_of(clusters: dict[str, Cluster]) -> Counter[str]:
 
 def target_records(c: Cluster, topics: list[str], partitions: int) -> int:
     """Every record of the remote topics, read back (ends alone are not exact on Tansu)."""
+    return sum(partition_records(c, [(t, p) for t in topics for p in range(partitions)]).values())
+
+
+def partition_records(c: Cluster, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Every record of `partitions` on `c`, counted per partition, read to end-of-partition."""
     cons = Consumer(
         logs.client_config(
             {
@@ -185,19 +191,19 @@ def target_records(c: Cluster, topics: list[str], partitions: int) -> int:
             }
         )
     )
-    tps = [TopicPartition(t, p, 0) for t in topics for p in range(partitions)]
-    cons.assign(tps)
+    cons.assign([TopicPartition(t, p, 0) for t, p in partitions])
     ended: set[tuple[str, int]] = set()  # librdkafka reports a partition's end again after each new record
-    n, deadline = 0, time.monotonic() + 300
-    while len(ended) < len(tps) and time.monotonic() < deadline:
+    counts: Counter[tuple[str, int]] = Counter({tp: 0 for tp in partitions})
+    deadline = time.monotonic() + 300
+    while len(ended) < len(partitions) and time.monotonic() < deadline:
         for m in cons.consume(10000, 1.0):
             if m.error():
                 if m.error().code() == -191:  # _PARTITION_EOF
                     ended.add((m.topic(), m.partition()))
                 continue
-            n += 1
+            counts[(m.topic(), m.partition())] += 1
     cons.close()
-    return n
+    return dict(counts)
 
 
 def target_ends(c: Cluster, topics: list[str], partitions: int) -> int:
@@ -214,9 +220,17 @@ def target_ends(c: Cluster, topics: list[str], partitions: int) -> int:
     return total
 
 
-def all_copied(c: Cluster, topics: list[str], partitions: int, expected: int, t0: float) -> float:
+def all_copied(
+    c: Cluster,
+    topics: list[str],
+    partitions: int,
+    expected: int,
+    t0: float,
+    short: Callable[[dict[tuple[str, int], int]], None] | None = None,
+) -> float:
     """When the last record landed: the time the target's ends last moved, once they have been still for 10 s
-    and a full read-back counts every record."""
+    and a full read-back counts every record. `short`: told once the records read back per partition when a
+    read-back first falls short (which partitions, and what their sources hold: the caller's)."""
     deadline = time.monotonic() + 1800
     last_sum, last_move = -1, time.monotonic()
     while time.monotonic() < deadline:
@@ -225,10 +239,14 @@ def all_copied(c: Cluster, topics: list[str], partitions: int, expected: int, t0
             last_sum, last_move = ends, time.monotonic()
             say(f"  target ends moved ({ends:,}) {last_move - t0:.0f} s after apply")
         elif ends > 0 and time.monotonic() - last_move > 10:
-            n = target_records(c, topics, partitions)
+            counts = partition_records(c, [(t, p) for t in topics for p in range(partitions)])
+            n = sum(counts.values())
             say(f"  {n:,} of {expected:,} records read back on the target")
             if n >= expected:
                 return last_move
+            if short is not None:
+                short(counts)
+                short = None
             last_sum = -1  # not all there: wait for the ends to move again
         time.sleep(1)
     raise RuntimeError(f"not every record reached the target within 30 minutes ({expected:,} expected)")

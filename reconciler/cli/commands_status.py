@@ -137,7 +137,8 @@ def _table(rows: list[dict], now_ms: int) -> list[str]:
 
 
 def _notes(rows: list[dict]) -> list[str]:
-    """Why a job is in its state, its last error, the partitions it does not copy, its dead letters and losses."""
+    """Why a job is in its state, its last error, the partitions it does not copy (its faults, and its topic refresh's
+    findings), its dead letters and losses."""
     notes = [f"  {r['flow']}: {r['why']}" for r in rows if r["why"]]
     notes += [
         f"  {r['flow']}: last error: {r['last_error']}" for r in rows if r["last_error"] and r["state"] != "running"
@@ -147,6 +148,7 @@ def _notes(rows: list[dict]) -> list[str]:
         for r in rows
         for f in r.get("faults") or ()
     ]
+    notes += [f"  {r['flow']}: {f}" for r in rows for f in r.get("findings") or ()]  # routed, not copied now
     notes += [
         f"  {r['flow']}: {r['dead_lettered']} record(s) refused by the target, in the dead-letter topic"
         for r in rows

@@ -118,6 +118,12 @@ def latest_positions(positions: Mapping[TP, int], committed: Mapping[TP, int]) -
     return {tp: max(pos, committed.get(tp, pos)) for tp, pos in positions.items()}
 
 
+def resolved_positions(positions: Mapping[TP, int], starts: Mapping[TP, int]) -> dict[TP, int]:
+    """The positions with EARLIEST (none copied yet) resolved to the partition's earliest offset where it was read:
+    a partition never copied lags by every record it holds, not by an unknown that sums to nothing."""
+    return {tp: starts.get(tp, pos) if pos == EARLIEST else pos for tp, pos in positions.items()}
+
+
 def committed_ahead(positions: Mapping[TP, int], source: SourceEnds | None) -> int:
     """Records a running task has committed (durable on the target) that the driver has not counted yet: its
     count arrives when the task ends, and never if the job is killed first."""
@@ -147,7 +153,10 @@ def job_lag(
     (`ReachWatch`), so the ends read before are no longer its ends: every end and lag is unknown (None, the total
     and the seconds too), not the lag against the last ends read (unknown is not zero)."""
     ends = source.ends if source is not None else {}
-    positions = latest_positions(positions, source.committed if source is not None else {})
+    positions = resolved_positions(
+        latest_positions(positions, source.committed if source is not None else {}),
+        source.starts if source is not None else {},
+    )
     parts = []
     total = 0
     for tp in sorted(set(seen) | {tp for tp in copy if tp in positions}):
@@ -259,15 +268,28 @@ class SourceEndReader:
         read_at = int(time.time() * 1000)
         committed = self.committed(copy) if copy else {}
         ends = self.ends.listed_latest(copy, timeout=self.timeout)
-        fresh = [tp for tp, pos in positions.items() if pos == EARLIEST and tp in committed]
-        starts = self.ends.listed_earliest(fresh, timeout=self.timeout) if fresh else {}
+        # Every partition the job starts at its earliest offset (none copied yet): its lag counts from there; an
+        # unresolved position must not read as no lag (a partition never copied would say caught up).
+        fresh = [tp for tp, pos in positions.items() if pos == EARLIEST]
+        starts = self.starts(fresh) if fresh else {}
         merged = {tp: max(e, seen_ends.get(tp, e)) for tp, e in ends.items()}
-        targets = probe_targets(latest_positions(positions, committed), {**seen_ends, **merged})
+        targets = probe_targets(
+            resolved_positions(latest_positions(positions, committed), starts), {**seen_ends, **merged}
+        )
         kept = {tp: o for tp, o in (known or {}).items() if targets.get(tp) == o.at}
         missing = {tp: pos for tp, pos in targets.items() if tp not in kept}
         return SourceEnds(
             ends, read_at, {**kept, **(self.oldest_records(missing) if missing else {})}, committed, starts
         )
+
+    def starts(self, fresh: list[TP]) -> dict[TP, int]:
+        """The earliest offsets of `fresh` (partitions at EARLIEST); a failed read is logged and left out (their lag
+        is unknown this round, the ends read stand)."""
+        try:
+            return self.ends.listed_earliest(fresh, timeout=self.timeout)
+        except Exception as exc:  # noqa: BLE001 - the ends and the other partitions' lag still count
+            log.info("cannot read the earliest offsets of the partitions not copied yet: %s", exc)
+            return {}
 
     def committed(self, copy: Mapping[TP, str]) -> dict[TP, int]:
         """The positions the job's workers have committed, read where the delivery mode keeps them (the source

@@ -11,6 +11,14 @@ What each refresh asks (issue 47: an idle engine of 1,000 topics spent a third o
 topics' ids only of the topics new in that listing; the target's listing and the remote topics' record limits only
 when the source's listing changed. Everything is asked again once a `FULL_REFRESH_S` (a topic deleted and created
 again between two listings, a remote topic deleted or its limit changed on the target: found within that).
+
+A topic listed without its partitions (its metadata's error, or none listed: topics created in bulk, a loaded broker;
+topics.py `TopicInfo.listed`) is not a topic gone: a source topic the flow copies keeps its last listing (its positions
+stay; before, it read as deleted), one never listed is not copied yet, and either says so in the findings (the status
+record's) until it is listed; a remote topic so listed holds its source topic's partitions the same way, and the
+target is listed again at the next refresh. A remote topic the target does not list after its creation (TOPIC_ALREADY
+EXISTS answered, not listed) is a finding too: none of these waits silently (the 2,500-partition run of
+docs/benchmarks.md: 50 partitions never copied while the status said caught up).
 """
 
 from __future__ import annotations
@@ -60,14 +68,19 @@ class TopicRefresh(UsesClients[Connections]):
         again, else what the source's listing says changed (the module's docstring; the driver's `Timers.full_refresh`
         says when)."""
         spec, conn, parts = self._flow.spec, self.clients, self.parts
-        source, target, changed = self._listings(full)
+        source, target, changed, kept = self._listings(full)
         plan = plan_partitions(spec.mirror_flow, source, target)
-        findings = list(plan.findings)
+        findings = kept + plan.findings
         if plan.create:
             findings += conn.topics.create_remote(plan.create)
             target = self._target = conn.topics.describe(conn.target_admin, 15)
             plan = plan_partitions(spec.mirror_flow, source, target)
             findings += [f for f in plan.findings if f not in findings]
+            findings += [
+                f"remote topic {t.remote} is not listed by the target after its creation: {t.source} is not copied "
+                f"until it is listed"
+                for t in plan.create
+            ]
         if plan.grow:
             findings += conn.topics.grow_remote(plan.grow)
         self.progress.found(findings)
@@ -93,23 +106,32 @@ class TopicRefresh(UsesClients[Connections]):
         if changed or plan.create:
             self.read_record_limits()
 
-    def _listings(self, full: bool) -> tuple[Mapping[str, TopicInfo], Mapping[str, TopicInfo], bool]:
+    def _listings(self, full: bool) -> tuple[Mapping[str, TopicInfo], Mapping[str, TopicInfo], bool, list[str]]:
         """The source's topics (with the ids asked this time: of the topics new in its listing, or of all when a
-        full refresh is due), the target's (its last listing unless the source's changed or a full refresh is due),
-        and whether either was asked in full (the record limits are read again then)."""
-        conn = self.clients
+        full refresh is due), the target's (its last listing unless the source's changed, a full refresh is due or
+        it listed a remote topic of the last plan without its partitions), whether either was asked in full (the
+        record limits are read again then), and the findings of the source topics copied that kept their last
+        listing."""
+        conn, last = self.clients, self._source_listed
         listed = self.reach.call(Cluster.SOURCE, lambda: conn.topics.describe(conn.source_admin, 15))
-        shape = {name: info.partitions for name, info in listed.items()}
-        ask = sorted(listed) if full else sorted(set(listed) - set(self._source_listed))
+        # A topic copied that is listed without its partitions keeps its last listing (the module's docstring).
+        kept = sorted(n for n, i in listed.items() if not i.listed and last.get(n, 0) > 0)
+        findings = [
+            f"source topic {n} is listed without its partitions ({listed[n].error}): copied as last listed"
+            for n in kept
+        ]
+        listed = {**listed, **{n: TopicInfo(n, last[n]) for n in kept}}
+        shape = {name: info.partitions if info.listed else -1 for name, info in listed.items()}
+        ask = sorted(n for n, i in listed.items() if i.listed and (full or last.get(n, -1) < 0))
         ids = self.reach.call(Cluster.SOURCE, lambda: conn.topics.topic_ids(conn.source_admin, ask, 15)) if ask else {}
-        source = {name: TopicInfo(name, info.partitions, ids.get(name)) for name, info in listed.items()}
+        source = {n: TopicInfo(n, i.partitions, ids.get(n), i.error) for n, i in listed.items()}
         target = self._target
-        changed = full or shape != self._source_listed or target is None
-        if changed or target is None:
+        changed = full or shape != last or target is None
+        if changed or target is None or self.parts.plan.unlisted_remotes:
             target = self.reach.call(Cluster.TARGET, lambda: conn.topics.describe(conn.target_admin, 15))
         # Kept once every read answered: a refresh that failed half way asks again the next time.
         self._target, self._source_listed = target, shape
-        return source, target, changed
+        return source, target, changed, findings
 
     def read_record_limits(self) -> None:
         """The largest record each remote topic takes (`Partitions.limits_read`), at each refresh that lists the target

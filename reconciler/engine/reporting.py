@@ -17,6 +17,7 @@ from reconciler.contract.status import (
     Latency,
     PartitionCount,
     PartitionFault,
+    PartitionLag,
     StatusRecord,
     StatusState,
     furthest_behind,
@@ -24,7 +25,7 @@ from reconciler.contract.status import (
 from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, Progress, StuckWatch, UsesClients
 from reconciler.engine.emitters import CheckpointEmitter
 from reconciler.engine.idle_gate import IdleGate
-from reconciler.engine.lag import JobLag, SourceEndReader, SourceEnds, committed_ahead, job_lag
+from reconciler.engine.lag import EARLIEST, JobLag, SourceEndReader, SourceEnds, committed_ahead, job_lag
 from reconciler.engine.metrics import FlowSnapshot, JobMetrics
 from reconciler.engine.tasks import TaskResult
 from reconciler.mirror.group_sync import most_telling, tally
@@ -187,6 +188,18 @@ class Reporter(UsesClients[ReportClients]):
         engine = self._flow.spec.engine
         return max(STUCK_INTERVALS * engine.status_interval_seconds, 2 * engine.max_batch_ms / 1000)
 
+    def watched_for_stuck(self, lag: JobLag) -> list[PartitionLag]:
+        """The partitions of `lag` the stuck watch observes: not halted nor held out (faults of their own), and until
+        the flow's first step ended (its first batch: a Spark job, slow to start on a loaded machine) none nothing has
+        been copied of yet (position EARLIEST; their lag counts from the earliest offset, lag.py)."""
+        halted = set(self.parts.halted) | self.parts.unanswered.held
+        positions, started = dict(self.parts.positions), self.progress.batches > 0
+        return [
+            p
+            for p in lag.partitions
+            if (tp := (p.topic, p.partition)) not in halted and (started or positions.get(tp, EARLIEST) != EARLIEST)
+        ]
+
     def status_record(self, lag: JobLag | None = None) -> StatusRecord:
         lag = lag if lag is not None else self.current_lag()
         spec, progress, parts = self._flow.spec, self.progress, self.parts
@@ -241,9 +254,8 @@ class Reporter(UsesClients[ReportClients]):
             self._rounds += 1
             number = self._rounds
         lag = self.current_lag()
-        halted = set(self.parts.halted) | self.parts.unanswered.held
         self.stuck.observe(
-            [p for p in lag.partitions if (p.topic, p.partition) not in halted],
+            self.watched_for_stuck(lag),
             int(time.time() * 1000),
             int(1000 * self.stuck_after_seconds()),
             self.progress.last_error,

@@ -29,9 +29,19 @@ RECORD_OVERHEAD = 128
 
 @dataclass(frozen=True)
 class TopicInfo:
+    """A topic as a cluster lists it: its partition count and id; `error`: why the listing did not give its
+    partitions (the topic's metadata error, or no partition listed: a topic being created, a loaded broker), None
+    when it did."""
+
     name: str
     partitions: int
     topic_id: str | None = None
+    error: str | None = None
+
+    @property
+    def listed(self) -> bool:
+        """Whether the listing gave the topic's partitions (`error` is None)."""
+        return self.error is None
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,9 @@ class PartitionPlan:
     create: list[RemoteTopic] = field(default_factory=list)  # remote topics to create
     grow: list[RemoteTopic] = field(default_factory=list)  # remote topics that need more partitions
     findings: list[str] = field(default_factory=list)
+    #: remote topics the target listed without their partitions: their source topics wait (the refresh lists the
+    #: target again the next time)
+    unlisted_remotes: list[str] = field(default_factory=list)
 
 
 def plan_partitions(
@@ -70,6 +83,11 @@ def plan_partitions(
             continue
         info = source[name]
         existing = target.get(remote)
+        if not info.listed or (existing is not None and not existing.listed):
+            plan.findings.append(_unlisted_finding(name, info, remote, existing))
+            if existing is not None and not existing.listed:
+                plan.unlisted_remotes.append(remote)
+            continue
         rt = RemoteTopic(name, remote, info.partitions, existing.partitions if existing else None)
         if existing is None:
             plan.create.append(rt)
@@ -87,6 +105,17 @@ def plan_partitions(
         for p in range(min(info.partitions, existing.partitions)):
             plan.copy[(name, p)] = remote
     return plan
+
+
+def _unlisted_finding(name: str, info: TopicInfo, remote: str, existing: TopicInfo | None) -> str:
+    """Why a routed topic is not copied at this refresh: its source or remote topic is listed without partitions."""
+    if not info.listed:
+        return f"source topic {name} is listed without its partitions ({info.error}): not copied until it is listed"
+    assert existing is not None
+    return (
+        f"remote topic {remote} is listed without its partitions ({existing.error}): {name} is not copied until it is "
+        f"listed"
+    )
 
 
 def internal_topics(spec: JobSpec) -> dict[str, list[tuple[str, dict[str, str]]]]:
@@ -117,15 +146,18 @@ class TopicManager:
     @staticmethod
     def describe(admin: Any, timeout: float, ids: bool = False) -> dict[str, TopicInfo]:
         """The topics of a cluster and their partition counts; with `ids`, their topic ids too where the broker
-        gives them (`topic_ids`: how a recreated source topic is told from the one the job copied)."""
+        gives them (`topic_ids`: how a recreated source topic is told from the one the job copied). A topic listed
+        with an error or without partitions is there, not `listed` (`TopicInfo.error`): not a topic gone."""
         md = admin.list_topics(timeout=timeout)
         out: dict[str, TopicInfo] = {}
         for name, t in md.topics.items():
-            if t.error is not None:
+            if t.error is not None or not t.partitions:  # listed, not known: the refresh decides (refresh.py)
+                why = _kafka_error_text(Exception(t.error)) if t.error is not None else "no partition listed"
+                out[name] = TopicInfo(name, len(t.partitions), error=why)
                 continue
             out[name] = TopicInfo(name, len(t.partitions))
         if ids and out:
-            for name, tid in TopicManager.topic_ids(admin, list(out), timeout).items():
+            for name, tid in TopicManager.topic_ids(admin, [n for n, i in out.items() if i.listed], timeout).items():
                 out[name] = TopicInfo(name, out[name].partitions, tid)
         return out
 
@@ -222,7 +254,7 @@ class TopicManager:
         errors = []
         for side, admin in (("source", self.source_admin), ("target", self.target_admin)):
             wanted = internal_topics(self.spec)[side]
-            existing = self.describe(admin, self.timeout)
+            existing = self.describe(admin, self.timeout)  # one listed with an error exists: created already
             new = [
                 NewTopic(n, 1, self.spec.settings.replication_factor, config=c) for n, c in wanted if n not in existing
             ]

@@ -51,6 +51,9 @@ class JobRow:
     #: every group the flow's filter matches: its last checkpoint on the target or why it is not synced (issue 38)
     groups: tuple[GroupSync, ...] = ()
     group_tally: GroupTally | None = None  # all the groups counted (`groups` lists the most telling of them)
+    #: the job's last topic refresh's findings: topics it routes but does not copy now and why (a remote topic with
+    #: fewer partitions, a topic listed without its partitions, ...)
+    findings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +115,7 @@ def _row(flow: str, lj: LiveJob, d, unreadable: str | None) -> JobRow:
         unreadable=unreadable,
         groups=st.groups if st is not None and fresh else (),
         group_tally=st.group_tally if st is not None and fresh else None,
+        findings=st.findings if st is not None and fresh else (),
     )
 
 

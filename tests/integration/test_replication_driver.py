@@ -641,3 +641,27 @@ def test_a_partition_with_its_budget_spent_ends_the_task_once_the_others_are_cau
         thread.join(10)
         driver.stop_event.set()
         driver.close()
+
+
+def test_a_partition_not_copied_yet_shows_its_records_as_lag(fresh_clusters):
+    # docs/benchmarks.md: a 2,500-partition run left 50 partitions uncopied while the status said a lag of 3. A
+    # partition the job plans but has copied nothing of (its position the earliest offset, none committed) counted
+    # no lag: the status said caught up whatever the source held there. Here the driver has started (topics listed,
+    # positions loaded) and copied nothing yet: its status must count every record on the source.
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "fresh", 3)
+    for partition, n in ((0, 4), (2, 2)):
+        for i in range(n):  # one batch each: Tansu lists a partition's end at its last batch's base offset + 1
+            _produce(source.bootstrap, "fresh", [b"r%d" % i], partition=partition)
+    spec = spec_for(source, target, topics_include=("fresh",), heartbeats_enabled=False, checkpoints_enabled=False)
+    driver = ReplicationDriver(spec, LocalExecutor())
+    try:
+        driver.start()
+        assert {tp: driver.parts.positions[tp] for tp in driver.parts.plan.copy} == {("fresh", p): -2 for p in range(3)}
+        driver.reporter.read_source_ends()
+        status = driver.reporter.status_record()
+    finally:
+        driver.stop_event.set()
+        driver.close()
+    assert sorted((p.partition, p.next, p.end, p.lag) for p in status.lag) == [(0, 0, 4, 4), (1, 0, 0, 0), (2, 0, 2, 2)]
+    assert status.lag_total == 6 and driver.records == 0

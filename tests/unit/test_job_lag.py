@@ -49,7 +49,7 @@ def test_partitions_without_a_task_report_yet_count_once_they_have_a_position_an
     positions = {("orders", 0): 0, ("orders", 1): -2}  # partition 1: no committed offset yet (from the beginning)
     lag = job_lag(COPY, positions, {}, SourceEnds({("orders", 0): 7, ("orders", 1): 9}, NOW), NOW)
     assert [(p.partition, p.remote, p.lag) for p in lag.partitions] == [(0, "west.orders", 7), (1, "west.orders", None)]
-    assert lag.total == 7
+    assert lag.total == 7  # partition 1's earliest offset not read: unknown (the reader reads it: below)
     assert partition_lag(5, None) is None and partition_lag(None, 5) is None and partition_lag(9, 5) == 0
 
 
@@ -136,3 +136,33 @@ def test_records_a_running_task_committed_count_before_it_reports():
     fresh = SourceEnds({}, NOW, committed={("orders", 0): 700}, starts={("orders", 0): 100})
     assert committed_ahead({("orders", 0): -2}, fresh) == 600  # a job's first task, from the earliest offset
     assert committed_ahead({("orders", 0): 500}, None) == 0
+
+
+def test_a_partition_never_copied_lags_by_every_record_it_holds():
+    # docs/benchmarks.md, the 2,500-partition run: 50 partitions never copied while the status said a lag of 3.
+    # A partition whose position is still the earliest (-2: nothing copied, nothing committed) read as lag None,
+    # summed as nothing: a flow that never copies a partition said it was caught up, and the stuck watch (which
+    # skips unknown positions) never flagged it. Its lag counts from its earliest offset, read with the ends.
+    reader = Reader({("orders", 0): 7, ("orders", 1): 9}, {("orders", 1): NOW - 30_000})
+    reader.ends = PartitionEnds(
+        FakeEndRequests(latest={("orders", 0): 7, ("orders", 1): 9}, earliest={("orders", 1): 2})
+    )
+    positions = {("orders", 0): 7, ("orders", 1): -2}
+    ends = reader.read(COPY, positions, {})
+    assert ends.starts == {("orders", 1): 2}
+    assert reader.probed == [{("orders", 1): 2}], "the oldest record is read at the earliest offset"
+    lag = job_lag(COPY, positions, {}, ends, NOW)
+    assert [(p.partition, p.next, p.end, p.lag) for p in lag.partitions] == [(0, 7, 7, 0), (1, 2, 9, 7)]
+    assert lag.total == 7 and lag.seconds == 30.0
+
+
+def test_a_failed_read_of_the_earliest_offsets_leaves_the_ends_read():
+    reader = Reader({("orders", 0): 7, ("orders", 1): 9}, {})
+    reader.ends = PartitionEnds(
+        FakeEndRequests(
+            latest={("orders", 0): 7, ("orders", 1): 9}, earliest={("orders", 1): RuntimeError("timed out")}
+        )
+    )
+    ends = reader.read(COPY, {("orders", 0): 3, ("orders", 1): -2}, {})
+    assert ends.ends == {("orders", 0): 7, ("orders", 1): 9} and ends.starts == {}
+    assert job_lag(COPY, {("orders", 0): 3, ("orders", 1): -2}, {}, ends, NOW).total == 4  # partition 1: unknown

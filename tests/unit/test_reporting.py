@@ -328,3 +328,19 @@ def test_steps_that_ran_no_task_hand_the_metrics_a_snapshot_once_a_status_interv
     assert metrics.observed == 4
     r.step_ended([], ran=False)
     assert metrics.observed == 4, "the last snapshot is newer than a status interval"
+
+
+def test_a_partition_not_copied_yet_is_watched_for_stuck_once_the_flows_first_batch_ended():
+    # Its lag counts from its earliest offset (lag.py): one never copied lags, and is stuck after the bound. Not
+    # before the flow's first batch ended: a Spark job slow to start on a loaded machine is not a partition stuck.
+    r = reporter()
+    r.parts.replanned(PartitionPlan(copy={TPX: "west.orders", ("orders", 1): "west.orders"}))
+    r.parts.loaded({("orders", 1): (None, None)}, SPEC.engine.parallelism)  # nothing committed: from the earliest
+    r.ends_read(SourceEnds({TPX: 50, ("orders", 1): 9}, int(time.time() * 1000), starts={("orders", 1): 2}))
+    lag = r.current_lag()
+    assert [(p.partition, p.next, p.lag) for p in lag.partitions] == [(0, 40, 10), (1, 2, 7)] and lag.total == 17
+    assert [p.partition for p in r.watched_for_stuck(lag)] == [0]
+    r.progress.batches = 1
+    assert [p.partition for p in r.watched_for_stuck(lag)] == [0, 1]
+    r.parts.halt(TPX, PartitionFault("orders", 0, FaultKind.REFUSED_RECORD, "refused", 40, 1))
+    assert [p.partition for p in r.watched_for_stuck(lag)] == [1], "a halted partition has its own fault"

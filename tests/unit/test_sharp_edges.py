@@ -298,3 +298,39 @@ def test_status_of_a_stopped_job_from_an_earlier_run_does_not_say_never():
     text = render_text([row], 0)
     assert "never" not in text and "no status" in text and "0 of 1 job run" in text
     assert "unknown" in render_text([{**row, "unreadable": "Unreachable: cannot connect"}], 0)
+
+
+def test_status_shows_the_topics_a_running_job_routes_but_does_not_copy():
+    # The job's topic refresh's findings were in its status record only (`status --format json`): a topic listed
+    # without its partitions, or whose remote topic has fewer, was not copied with nothing in `status` to say so.
+    from reconciler.cli.commands_status import render_text
+
+    finding = (
+        "source topic a00009 is listed without its partitions (LEADER_NOT_AVAILABLE): not copied until it is listed"
+    )
+    row = {
+        "flow": "a->hub",
+        "wanted": True,
+        "deployer": "local",
+        "where": "pid 1",
+        "state": "running",
+        "job_state": "running",
+        "why": "",
+        "desired_hash": "a" * 12,
+        "deployed_hash": "a" * 12,
+        "running_hash": "a" * 12,
+        "in_sync": True,
+        "lag_total": 3,
+        "lag_seconds": 0.0,
+        "latency_ms": None,
+        "records_per_second": 0.0,
+        "records": 12_260,
+        "records_stale": False,
+        "errors": 0,
+        "last_error": None,
+        "heartbeat_at": None,
+        "last_seen": None,
+        "unreadable": None,
+        "findings": [finding],
+    }
+    assert f"  a->hub: {finding}" in render_text([row], 0).splitlines()
