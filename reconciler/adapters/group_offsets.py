@@ -8,7 +8,7 @@ a large part of a core (issue 47). Two readers answer the same question behind o
   coordinators of up to `GROUPS_PER_REQUEST` groups in one request, then OffsetFetch v8 (KIP-709) asks each
   coordinator for up to `GROUPS_PER_REQUEST` of its groups' offsets in one request (`topics` null: every partition the
   group committed). 10,000 groups on one coordinator: 10 FindCoordinator and 10 OffsetFetch requests a round instead
-  of 10,000 OffsetFetch. It connects to each broker it needs per round and closes the connections at the round's
+  of 10,000 of each (librdkafka looks up each group's coordinator too). It connects to each broker it needs per round and closes the connections at the round's
   end (one TCP connection, and TLS handshake, per coordinator per round: docs/benchmarks.md measures it against the
   round; held connections would save little and add a stale-connection path to get right).
 * `PerGroupReader`: librdkafka's ListConsumerGroupOffsets, which takes one group per call (confluent-kafka 2.16:
@@ -26,13 +26,13 @@ COORDINATOR_LOAD_IN_PROGRESS, GROUP_ID_NOT_FOUND, a partition's error, a broken 
 group that failed is never turned into offsets; a partition whose offset is negative (-1: none committed) is left
 out. A broken connection or a malformed answer fails the groups that request carried, not the others.
 
-Every byte from a broker is hostile: frames are bounded (`MAX_FRAME_BYTES`), every count and length is checked
-against the bytes left before anything is allocated for it, and a malformed answer raises `MalformedAnswer`.
+Every byte from a broker is hostile: frames are bounded (`MAX_FRAME_BYTES`; a longer answer is left unread and its
+groups asked again in halves), every count and length is checked against the bytes left before anything is
+allocated for it, and a malformed answer raises `MalformedAnswer`.
 """
 
 from __future__ import annotations
 
-import logging
 import socket
 import ssl
 import struct
@@ -51,8 +51,6 @@ from reconciler.adapters.probe import (
 )
 from reconciler.mirror.checkpoints import OffsetAndMetadata
 from reconciler.state.live import API_FIND_COORDINATOR, API_OFFSET_FETCH, Capabilities
-
-log = logging.getLogger(__name__)
 
 #: Groups per FindCoordinator and per OffsetFetch request of the batched reader.
 GROUPS_PER_REQUEST = 1000
