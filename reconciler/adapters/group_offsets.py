@@ -50,7 +50,8 @@ from reconciler.adapters.probe import (
     recv_exact,
 )
 from reconciler.mirror.checkpoints import OffsetAndMetadata
-from reconciler.state.live import API_FIND_COORDINATOR, API_OFFSET_FETCH, Capabilities
+from reconciler.mirror.mirror_client import GroupState
+from reconciler.state.live import API_DESCRIBE_GROUPS, API_FIND_COORDINATOR, API_OFFSET_FETCH, Capabilities
 
 #: Groups per FindCoordinator and per OffsetFetch request of the batched reader.
 GROUPS_PER_REQUEST = 1000
@@ -61,6 +62,7 @@ GROUP_READS_IN_FLIGHT = 500
 MAX_FRAME_BYTES = 64 << 20
 FIND_COORDINATOR_VERSION = 4
 OFFSET_FETCH_VERSION = 8
+DESCRIBE_GROUPS_VERSION = 5
 _CLIENT_ID = b"reconciler-group-offsets"
 
 #: Kafka's error codes a group read may meet, by name (others print as their number).
@@ -75,6 +77,19 @@ ERROR_NAMES = {
     69: "GROUP_ID_NOT_FOUND",
     88: "UNSTABLE_OFFSET_COMMIT",
 }
+
+#: DescribeGroups' state names (Kafka's group states) -> the ConsumerGroupState names `GroupState` holds; any other
+#: name a broker sends is UNKNOWN (active: its offsets are left alone), never the broker's string.
+STATE_NAMES = {
+    "Empty": "EMPTY",
+    "Stable": "STABLE",
+    "PreparingRebalance": "PREPARING_REBALANCE",
+    "CompletingRebalance": "COMPLETING_REBALANCE",
+    "Dead": "DEAD",
+}
+#: GROUP_ID_NOT_FOUND: DescribeGroups v6 on (Kafka 4.0) answers it for a group it does not know; older versions, and
+#: librdkafka's describe (`MirrorKafka.group_state`), say DEAD.
+GROUP_ID_NOT_FOUND = 69
 
 Offsets = Mapping[tuple[str, int], OffsetAndMetadata]
 
@@ -262,6 +277,12 @@ class Decoder:
         n = self.uvarint() - 1
         return None if n < 0 else self.take(n).decode("utf-8", "replace")
 
+    def skip_bytes(self) -> None:
+        """A COMPACT_BYTES (or COMPACT_NULLABLE_BYTES), skipped."""
+        n = self.uvarint() - 1
+        if n > 0:
+            self.take(n)
+
     def count(self) -> int:
         """A COMPACT_ARRAY's element count (-1: null), bounded by the bytes left."""
         n = self.uvarint() - 1
@@ -315,6 +336,11 @@ def find_coordinator_body(groups: Sequence[str]) -> bytes:
 def offset_fetch_body(groups: Sequence[str]) -> bytes:
     """OffsetFetch v8: per group its id and `topics` null (every partition it committed); require_stable false."""
     return compact_array([compact_string(g) + b"\x00" + NO_TAGS for g in groups]) + b"\x00" + NO_TAGS
+
+
+def describe_groups_body(groups: Sequence[str]) -> bytes:
+    """DescribeGroups v5: the group ids, include_authorized_operations false."""
+    return compact_array([compact_string(g) for g in groups]) + b"\x00" + NO_TAGS
 
 
 @dataclass(frozen=True)
@@ -372,6 +398,33 @@ def decode_offset_fetch(d: Decoder) -> dict[str, tuple[int, list[Committed]]]:
     return out
 
 
+def decode_describe_groups(d: Decoder) -> dict[str, GroupState | GroupError]:
+    """DescribeGroups v5's answer (after the response header): each group's state and member count, or its error.
+    The members' ids, hosts, metadata and assignments are skipped (only their count is kept)."""
+    d.int32()  # throttle_time_ms
+    out: dict[str, GroupState | GroupError] = {}
+    for _ in range(d.count()):
+        error, group, state = d.int16(), d.string(), d.string()
+        d.string(), d.string()  # protocol_type, protocol_data
+        members = max(0, d.count())
+        for _ in range(members):
+            d.string(), d.string(), d.string(), d.string()  # member_id, group_instance_id, client_id, client_host
+            d.skip_bytes(), d.skip_bytes()  # member_metadata, member_assignment
+            d.tagged()
+        d.int32()  # authorized_operations
+        d.tagged()
+        if group is None or group in out:
+            continue
+        if error == GROUP_ID_NOT_FOUND:
+            out[group] = GroupState(group, "DEAD", 0)
+        elif error:
+            out[group] = GroupError.of_code(error, "DescribeGroups")
+        else:
+            out[group] = GroupState(group, STATE_NAMES.get(state or "", "UNKNOWN"), members)
+    d.tagged()
+    return out
+
+
 # --- the batched reader ------------------------------------------------------------------------------------------------
 class Connection:
     """One broker connection for one round: requests one at a time, each answer checked and bounded."""
@@ -409,7 +462,8 @@ _BROKEN = (OSError, ssl.SSLError, ProbeError, MalformedAnswer)
 class BatchedReader:
     """FindCoordinator v4 then OffsetFetch v8, `groups_per_request` groups a request (see the module's doc). `config`:
     the cluster's resolved librdkafka settings (bootstrap.servers, security.protocol PLAINTEXT or SSL, ssl.*);
-    `connect`: how a broker connection is opened (`probe.open_socket`; a test's relay may stand in front)."""
+    `connect`: how a broker connection is opened (`probe.open_socket`; a test's relay may stand in front);
+    `describes`: the cluster speaks DescribeGroups v5 too (`states`)."""
 
     def __init__(
         self,
@@ -417,30 +471,56 @@ class BatchedReader:
         groups_per_request: int = GROUPS_PER_REQUEST,
         connect: Callable[[str, int, Mapping[str, str], float], socket.socket] = open_socket,
         max_frame_bytes: int = MAX_FRAME_BYTES,
+        describes: bool = False,
     ) -> None:
         self.config = dict(config)
         self.bootstrap = [(h, int(p)) for h, p in bootstrap_addresses(str(config.get("bootstrap.servers", "")))]
         self.groups_per_request = max(1, groups_per_request)
         self._connect = connect
         self.max_frame_bytes = max_frame_bytes
+        self.describes = describes
 
     def read(self, groups: Sequence[str], timeout: float) -> dict[str, GroupOffsets]:
         round_ = _Round(self, timeout)
         try:
-            out: dict[str, GroupOffsets] = {}
-            by_coordinator: dict[tuple[str, int], list[str]] = {}
-            for chunk in _chunks(groups, self.groups_per_request):
-                for group, found in round_.coordinators(chunk).items():
-                    if isinstance(found, GroupError):
-                        out[group] = GroupOffsets(group, round_.started_ms, error=found)
-                    else:
-                        by_coordinator.setdefault(found.address, []).append(group)
+            by_coordinator, lost = self._coordinated(round_, groups)
+            out = {g: GroupOffsets(g, round_.started_ms, error=error) for g, error in lost.items()}
             for address, members in by_coordinator.items():
                 for chunk in _chunks(members, self.groups_per_request):
                     out.update(round_.offsets(address, chunk))
             return out
         finally:
             round_.close()
+
+    def states(self, groups: Sequence[str], timeout: float) -> dict[str, GroupState | GroupError]:
+        """Each group's state and member count (DescribeGroups v5, `groups_per_request` groups a request to each
+        coordinator), or why it could not be read. Only where `describes`. A group of the consumer protocol
+        (KIP-848) is DEAD to DescribeGroups (Kafka describes classic groups only): the caller asks again where that
+        matters (`MirrorKafka.group_states`)."""
+        round_ = _Round(self, timeout)
+        try:
+            by_coordinator, lost = self._coordinated(round_, groups)
+            out: dict[str, GroupState | GroupError] = dict(lost)
+            for address, members in by_coordinator.items():
+                for chunk in _chunks(members, self.groups_per_request):
+                    out.update(round_.states(address, chunk))
+            return out
+        finally:
+            round_.close()
+
+    def _coordinated(
+        self, round_: _Round, groups: Sequence[str]
+    ) -> tuple[dict[tuple[str, int], list[str]], dict[str, GroupError]]:
+        """The groups by their coordinator's address, and the groups whose coordinator was not found."""
+        by_coordinator: dict[tuple[str, int], list[str]] = {}
+        lost: dict[str, GroupError] = {}
+        for chunk in _chunks(groups, self.groups_per_request):
+            for group, found in round_.coordinators(chunk).items():
+                if isinstance(found, GroupError):
+                    lost[group] = found
+                else:
+                    by_coordinator.setdefault(found.address, []).append(group)
+        return by_coordinator, lost
 
     def close(self) -> None:
         """Nothing held between rounds: each round's connections are closed at its end."""
@@ -495,19 +575,55 @@ class _Round:
             return {g: found.get(g, missing) for g in groups}
         return dict.fromkeys(groups, error)
 
-    def offsets(self, address: tuple[str, int], groups: Sequence[str]) -> dict[str, GroupOffsets]:
-        read_at = now_ms()
+    def ask(
+        self,
+        address: tuple[str, int],
+        groups: Sequence[str],
+        ask: Callable[[Connection, Sequence[str]], Any],
+        name: str,
+    ) -> tuple[Any, dict[str, GroupError]]:
+        """`ask`'s decoded answer for `groups`, or (None, every group's error) when the connection broke or the answer
+        was malformed; (None, {}): the answer was too large to read, so the caller asks again in halves (a single
+        group's too large answer is its error)."""
         try:
-            answer = self.connection(address).call(API_OFFSET_FETCH, OFFSET_FETCH_VERSION, offset_fetch_body(groups))
-            fetched = decode_offset_fetch(answer)
+            return ask(self.connection(address), groups), {}
         except AnswerTooLarge as exc:
             self.drop(address)  # the answer is still on the connection
             if len(groups) == 1:
-                return failed(groups, read_at, GroupError(f"OffsetFetch: {exc}"))
+                return None, dict.fromkeys(groups, GroupError(f"{name}: {exc}"))
+            return None, {}
+        except _BROKEN as exc:
+            return None, dict.fromkeys(groups, self.fail(address, exc))
+
+    def states(self, address: tuple[str, int], groups: Sequence[str]) -> dict[str, GroupState | GroupError]:
+        def ask(connection: Connection, chunk: Sequence[str]) -> dict[str, GroupState | GroupError]:
+            return decode_describe_groups(
+                connection.call(API_DESCRIBE_GROUPS, DESCRIBE_GROUPS_VERSION, describe_groups_body(chunk))
+            )
+
+        described, lost = self.ask(address, groups, ask, "DescribeGroups")
+        if described is None and not lost:
+            half = len(groups) // 2
+            return self.states(address, groups[:half]) | self.states(address, groups[half:])
+        if described is None:
+            return dict(lost)
+        missing = GroupError("DescribeGroups: not in the answer")
+        return {g: described.get(g, missing) for g in groups}
+
+    def offsets(self, address: tuple[str, int], groups: Sequence[str]) -> dict[str, GroupOffsets]:
+        read_at = now_ms()
+
+        def ask(connection: Connection, chunk: Sequence[str]) -> dict[str, tuple[int, list[Committed]]]:
+            return decode_offset_fetch(
+                connection.call(API_OFFSET_FETCH, OFFSET_FETCH_VERSION, offset_fetch_body(chunk))
+            )
+
+        fetched, lost = self.ask(address, groups, ask, "OffsetFetch")
+        if fetched is None and not lost:
             half = len(groups) // 2
             return self.offsets(address, groups[:half]) | self.offsets(address, groups[half:])
-        except _BROKEN as exc:
-            return failed(groups, read_at, self.fail(address, exc))
+        if fetched is None:
+            return {g: GroupOffsets(g, read_at, error=error) for g, error in lost.items()}
         out = {}
         for group in groups:
             if group not in fetched:
@@ -560,7 +676,9 @@ def choose_reader(config: Mapping[str, str], admin: Any, timeout: float = 5.0, g
             versions = probe_api_versions(str(config.get("bootstrap.servers", "")), config, timeout=timeout)
         except ProbeError as exc:
             return ReaderChoice(PerGroupReader(admin, grace), False, f"ApiVersions not answered: {exc}", False)
-        if Capabilities(versions).batched_group_offsets:
-            return ReaderChoice(BatchedReader(config), True, "OffsetFetch v8 and FindCoordinator v4")
+        capabilities = Capabilities(versions)
+        if capabilities.batched_group_offsets:
+            reader = BatchedReader(config, describes=capabilities.batched_group_states)
+            return ReaderChoice(reader, True, "OffsetFetch v8 and FindCoordinator v4")
         why = "the cluster does not speak OffsetFetch v8 and FindCoordinator v4"
     return ReaderChoice(PerGroupReader(admin, grace), False, why)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException
@@ -19,7 +20,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from reconciler.adapters.connect_errors import ConnectionFailed, ErrorCollector, explain, list_topics, message
-from reconciler.adapters.group_offsets import GroupOffsets, GroupOffsetsReader, choose_reader
+from reconciler.adapters.group_offsets import BatchedReader, GroupError, GroupOffsets, GroupOffsetsReader, choose_reader
 from reconciler.adapters.read_to_end import read_to_end, reader_config
 from reconciler.mirror.mirror_client import GroupState, RawRecord, TopicPartition
 from reconciler.mirror.verify import PartitionDigests, record_digest
@@ -218,6 +219,31 @@ class MirrorKafka:
             raise self._failed(f"cannot describe consumer group {group!r}: {_reason(exc)}") from None
         return GroupState(group, description.state.name, len(description.members or ()))
 
+    def group_states(self, groups: Sequence[str], in_flight: int = 32) -> dict[str, GroupState | GroupError]:
+        """Many groups' states, each group's or why it could not be read: DescribeGroups in batches where the group
+        offsets reader is the batched one and the cluster speaks DescribeGroups v5 (adapters/group_offsets.py), else
+        `group_state` for each, `in_flight` at a time. A group DescribeGroups calls DEAD is asked again with
+        `group_state` (librdkafka describes a KIP-848 group with ConsumerGroupDescribe, to which DescribeGroups says
+        DEAD): a group the target does not know yet, rare once its offsets were synced."""
+        reader = self._reader()
+        if isinstance(reader, BatchedReader) and reader.describes:
+            answers = reader.states(list(groups), self._timeout)
+            again = [g for g in groups if isinstance(a := answers.get(g), GroupState) and a.state == "DEAD"]
+        else:
+            answers, again = {}, list(groups)
+        if len(again) > 1:
+            with ThreadPoolExecutor(min(in_flight, len(again)), thread_name_prefix="group-state") as pool:
+                answers.update(zip(again, pool.map(self._state_or_error, again)))
+        else:
+            answers.update((g, self._state_or_error(g)) for g in again)
+        return {g: answers.get(g, GroupError("not described")) for g in groups}
+
+    def _state_or_error(self, group: str) -> GroupState | GroupError:
+        try:
+            return self.group_state(group)
+        except ClusterIOError as exc:
+            return GroupError(str(exc))
+
     def committed_offsets(self, group: str, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """The group's committed offsets for `partitions` (absent where it has none)."""
         wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
@@ -230,13 +256,17 @@ class MirrorKafka:
     def read_group_offsets(self, groups: Sequence[str]) -> dict[str, GroupOffsets]:
         """Many groups' committed offsets, each group's answer or its error (adapters/group_offsets.py: batched where
         the cluster speaks OffsetFetch v8 and FindCoordinator v4, else one request per group; chosen on first use)."""
+        return self._reader().read(list(groups), self._timeout)
+
+    def _reader(self) -> GroupOffsetsReader:
+        """The group offsets reader, chosen on first use (made again next time when the probe failed)."""
         reader = self._group_reader
         if reader is None:
             choice = choose_reader(self._config, self._admin, timeout=min(self._timeout, 5.0))
             reader = choice.reader
             if choice.settled:
                 self._group_reader = reader
-        return reader.read(list(groups), self._timeout)
+        return reader
 
     def committed_offsets_of(
         self, groups: Sequence[str], partitions: Iterable[TopicPartition]

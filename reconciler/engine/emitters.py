@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.adapters.group_offsets import GroupOffsetsReader, choose_reader
+from reconciler.adapters.group_offsets import GroupError, GroupOffsetsReader, choose_reader
 from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.analysis.expansion import checkpoint_route
@@ -440,8 +440,8 @@ class CheckpointEmitter:
         The rule is `reconciler failover`'s (`plan_failover`): a group active on the target is left
         to its consumers, and offsets only move forward. Returns the groups whose offsets moved.
 
-        In three steps, each after the one before it for every group: the groups' states (DescribeGroups,
-        `GROUP_SYNCS_IN_FLIGHT` at a time), then the committed offsets of the idle ones, read together (the group
+        In three steps, each after the one before it for every group: the groups' states (DescribeGroups in batches
+        where the target allows, else `GROUP_SYNCS_IN_FLIGHT` at a time), then the committed offsets of the idle ones, read together (the group
         offsets reader: batched where the target allows, adapters/group_offsets.py), then the commits. One group
         after another, up to three round trips each, a round of 10,000 groups took longer than the interval it
         runs in.
@@ -450,7 +450,7 @@ class CheckpointEmitter:
         for cp in cps:
             by_group.setdefault(cp.consumer_group_id, {})[TopicPartition(cp.topic, cp.partition)] = cp.downstream_offset
         groups = sorted(by_group)
-        idle = [g for g, active in zip(groups, self._each(self._active_on_target, groups)) if not active]
+        idle = self._idle_on_target(groups)
         answers = self.target_groups.read_group_offsets(idle) if idle else {}  # an answer or an error per group
         commits: dict[str, dict[TopicPartition, int]] = {}
         for group in idle:
@@ -473,16 +473,21 @@ class CheckpointEmitter:
         with ThreadPoolExecutor(min(GROUP_SYNCS_IN_FLIGHT, len(groups)), thread_name_prefix="group-sync") as pool:
             return list(pool.map(call, groups))
 
-    def _active_on_target(self, group: str) -> bool:
-        """Whether `group` has consumers on the target (then sync.group_offsets leaves it alone; so does a group whose
-        state cannot be read this round)."""
-        try:
-            active = self.target_groups.group_state(group).active
-        except ClusterIOError as exc:
-            log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
-            return True
-        (self.active_on_target.add if active else self.active_on_target.discard)(group)
-        return active
+    def _idle_on_target(self, groups: list[str]) -> list[str]:
+        """The groups without consumers on the target (`MirrorKafka.group_states`: DescribeGroups in batches where the
+        target allows); sync.group_offsets leaves the others alone, and a group whose state cannot be read this
+        round."""
+        states = self.target_groups.group_states(groups, GROUP_SYNCS_IN_FLIGHT)
+        idle = []
+        for group in groups:
+            state = states[group]
+            if isinstance(state, GroupError):
+                log.warning("cannot sync offsets of group %r to the target: %s", group, state)
+                continue
+            (self.active_on_target.add if state.active else self.active_on_target.discard)(group)
+            if not state.active:
+                idle.append(group)
+        return idle
 
     def _commit_on_target(self, group: str, commits: Mapping[TopicPartition, int]) -> bool:
         try:

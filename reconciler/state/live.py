@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 # Kafka API keys the reconciler cares about (Kafka protocol guide, "Api Keys").
 API_OFFSET_FETCH = 9
 API_FIND_COORDINATOR = 10
+API_DESCRIBE_GROUPS = 15
 API_DESCRIBE_ACLS = 29
 API_CREATE_ACLS = 30
 API_DELETE_ACLS = 31
@@ -163,6 +164,12 @@ class Capabilities:
         """Many groups' committed offsets in one request: OffsetFetch v8 (KIP-709) and FindCoordinator v4 (KIP-699),
         Apache Kafka 3.0 on (adapters/group_offsets.py)."""
         return self.speaks(API_OFFSET_FETCH, 8) and self.speaks(API_FIND_COORDINATOR, 4)
+
+    @property
+    def batched_group_states(self) -> bool:
+        """Many groups' states in one request: DescribeGroups v5 (flexible; Apache Kafka 2.4 on) and FindCoordinator
+        v4 (adapters/group_offsets.py)."""
+        return self.speaks(API_DESCRIBE_GROUPS, 5) and self.speaks(API_FIND_COORDINATOR, 4)
 
     @classmethod
     def all_supported(cls) -> Capabilities:

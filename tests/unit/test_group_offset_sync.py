@@ -16,6 +16,9 @@ class FakeTargetGroups:
         state, members = self.states.get(group, ("DEAD", 0))
         return GroupState(group, state, members)
 
+    def group_states(self, groups, in_flight=32):
+        return {g: self.group_state(g) for g in groups}
+
     def read_group_offsets(self, groups):
         return {
             g: GroupOffsets(
@@ -63,3 +66,18 @@ def test_a_group_whose_offsets_on_the_target_cannot_be_read_is_not_committed():
     cps = [Checkpoint("moved", "w.orders", 0, 4, 3, ""), Checkpoint("fine", "w.orders", 0, 8, 7, "")]
     assert emitter.sync_group_offsets(cps) == ["fine"]
     assert emitter.target_groups.commits == [("fine", {TopicPartition("w.orders", 0): 7})]
+
+
+class TargetWithAnUndescribedGroup(FakeTargetGroups):
+    def group_states(self, groups, in_flight=32):
+        return super().group_states(groups) | {"unknown": GroupError.of_code(15, "DescribeGroups")}
+
+
+def test_a_group_whose_state_on_the_target_cannot_be_read_is_left_alone():
+    """COORDINATOR_NOT_AVAILABLE for one group's state: it is neither committed nor judged active or idle."""
+    spec = JobSpec(flow="w->e", source=ClusterSpec("w", "127.0.0.1:1"), target=ClusterSpec("e", "127.0.0.1:1"))
+    emitter = CheckpointEmitter(spec, source_admin=None, target_producer=None, environ={})
+    emitter.target_groups = TargetWithAnUndescribedGroup(states={"busy": ("STABLE", 1)}, committed={})
+    cps = [Checkpoint(g, "w.orders", 0, 4, 3, "") for g in ("busy", "fine", "unknown")]
+    assert emitter.sync_group_offsets(cps) == ["fine"]
+    assert emitter.active_on_target == {"busy"}

@@ -14,7 +14,9 @@ from reconciler.adapters.group_offsets import (
     Decoder,
     GroupError,
     MalformedAnswer,
+    decode_describe_groups,
     decode_find_coordinator,
+    describe_groups_body,
     decode_offset_fetch,
     find_coordinator_body,
     group_answer,
@@ -22,6 +24,7 @@ from reconciler.adapters.group_offsets import (
     request_frame,
 )
 from reconciler.mirror.checkpoints import OffsetAndMetadata
+from reconciler.mirror.mirror_client import GroupState
 
 
 def cstr(s: str | None) -> bytes:
@@ -162,3 +165,52 @@ def test_a_group_with_a_partition_error_is_never_half_read():
     answer = group_answer("g", 5, parts)
     assert answer.offsets == {} and answer.read_at_ms == 5
     assert str(answer.error) == "'t'-1: UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def test_a_describe_groups_request_is_the_group_ids_without_authorized_operations():
+    assert describe_groups_body(["a", "bb"]) == b"\x03" + cstr("a") + cstr("bb") + b"\x00" + b"\x00"
+
+
+def described(error: int, group: str | None, state: str, members: int) -> bytes:
+    """One group of a DescribeGroups v5 answer, each member with metadata and an assignment."""
+    member = cstr("m") + cstr(None) + cstr("client") + cstr("/127.0.0.1") + b"\x04abc" + b"\x01" + b"\x00"
+    return (
+        i16(error) + cstr(group) + cstr(state) + cstr("consumer") + cstr("range")
+        + bytes([members + 1]) + member * members + i32(-2147483648) + b"\x00"
+    )  # fmt: skip
+
+
+def test_a_describe_groups_answer_gives_each_group_its_state_and_members_or_its_error():
+    answer = (
+        i32(0)
+        + b"\x07"  # 6 groups
+        + described(0, "busy", "Stable", 2)
+        + described(0, "idle", "Empty", 0)
+        + described(0, "gone", "Dead", 0)
+        + described(69, "unknown", "", 0)  # GROUP_ID_NOT_FOUND (v6 on): DEAD, as librdkafka says
+        + described(16, "moved", "", 0)
+        + described(0, "odd\x1b[31m", "Whatever\x1b", 0)  # a state name of its own: UNKNOWN, never its string
+        + b"\x00"
+    )
+    assert decode_describe_groups(Decoder(answer)) == {
+        "busy": GroupState("busy", "STABLE", 2),
+        "idle": GroupState("idle", "EMPTY", 0),
+        "gone": GroupState("gone", "DEAD", 0),
+        "unknown": GroupState("unknown", "DEAD", 0),
+        "moved": GroupError("DescribeGroups: NOT_COORDINATOR", 16),
+        "odd\x1b[31m": GroupState("odd\x1b[31m", "UNKNOWN", 0),
+    }
+    assert not GroupState("idle", "EMPTY", 0).active and GroupState("odd", "UNKNOWN", 0).active
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        i32(0) + b"\x02" + i16(0) + cstr("g") + cstr("Stable") + cstr("") + cstr("") + b"\xff\xff\xff\x0f",
+        i32(0) + b"\x02" + described(0, "g", "Stable", 1)[:-12],  # cut inside a member
+    ],
+    ids=["members past the end", "cut short"],
+)
+def test_a_malformed_describe_groups_answer_raises(answer):
+    with pytest.raises(MalformedAnswer):
+        decode_describe_groups(Decoder(answer))
