@@ -23,6 +23,7 @@ from reconciler.adapters.group_offsets import (
     PerGroupReader,
     choose_reader,
 )
+from reconciler.adapters.mirror_kafka import MirrorKafka
 from reconciler.adapters.probe import open_socket
 from reconciler.dev.brokers import Broker, Engine, free_port, start_broker, stop_pid
 from reconciler.engine.emitters import CheckpointEmitter
@@ -334,3 +335,70 @@ def test_an_answer_too_large_to_read_is_asked_again_in_halves(cluster):
     answers = small.read(["wide-0", "wide-only-one"], 10.0)
     assert answers["wide-0"].error is not None and "at most 200" in str(answers["wide-0"].error)
     assert dict(answers["wide-only-one"].offsets) == {(topic, 0): OffsetAndMetadata(1)}
+
+
+DESCRIBE_GROUPS, CONSUMER_GROUP_DESCRIBE = 15, 69
+
+
+class Member:
+    """A consumer that stays in `group` (assigned a partition of `topic`) until closed."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+        self.consumer = Consumer(logs.client_config({**conf, "auto.offset.reset": "earliest"}))
+        self.consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not self.consumer.assignment() and time.monotonic() < deadline:
+            self.consumer.poll(0.2)
+        assert self.consumer.assignment(), f"{group} was never assigned a partition of {topic}"
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def test_batched_and_per_group_states_agree(cluster):
+    """A group with a member, one with offsets only (empty), one that never existed: DescribeGroups in a batch says
+    what librdkafka's describe (one group a request) says, and `MirrorKafka.group_states` says it too."""
+    topic = f"states-{cluster.engine.value}"
+    admin = cluster.admin()
+    create_topic(admin, topic, 2)
+    alter(admin, {"offsets-only": [TopicPartition(topic, 0, 0)]})
+    member = Member(cluster.bootstrap, "with-member", topic)
+    try:
+        choice = choose_reader(cluster.config, admin)
+        assert isinstance(choice.reader, BatchedReader) and choice.reader.describes, choice.why
+        groups = ["never-existed", "offsets-only", "with-member"]
+        batched = choice.reader.states(groups, 10.0)
+        target = MirrorKafka(cluster.config, timeout=10.0)
+        per_group = {g: target.group_state(g) for g in groups}
+        through_target = target.group_states(groups)
+    finally:
+        member.close()
+    assert {g: (s.state, s.active) for g, s in batched.items()} == {
+        g: (s.state, s.active) for g, s in per_group.items()
+    }
+    assert through_target == batched
+    assert [g for g, s in batched.items() if s.active] == ["with-member"]
+    assert batched["never-existed"].state in ("DEAD", "EMPTY")  # Tansu: EMPTY, as librdkafka says
+
+
+def test_thousands_of_group_states_are_a_handful_of_requests(cluster):
+    """3,000 empty groups (offsets only): 3 FindCoordinator and 3 DescribeGroups requests, every group EMPTY."""
+    topic = f"many-states-{cluster.engine.value}"
+    admin = cluster.admin()
+    create_topic(admin, topic, 2)
+    groups = [f"s{i:05d}" for i in range(MANY)]
+    alter(admin, {g: [TopicPartition(topic, i % 2, 1)] for i, g in enumerate(groups)})
+
+    cluster.relay.reset()
+    states = BatchedReader(cluster.config, connect=cluster.via_relay, describes=True).states(groups, 10.0)
+    sent = cluster.relay.counts()
+    assert (sent[FIND_COORDINATOR], sent[DESCRIBE_GROUPS]) == (3, 3)
+    assert {(s.state, s.active) for s in states.values()} == {("EMPTY", False)}
+    assert set(states) == set(groups)
+
+    if cluster.engine is Engine.TANSU:  # every connection crosses the relay: no group is asked again one by one
+        cluster.relay.reset()
+        assert MirrorKafka(cluster.config, timeout=10.0).group_states(groups) == states
+        sent = cluster.relay.counts()
+        assert (sent[DESCRIBE_GROUPS], sent[CONSUMER_GROUP_DESCRIBE]) == (3, 0)
