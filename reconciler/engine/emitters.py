@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 #: Groups whose offsets a checkpoint round syncs to the target at once (`sync.group_offsets`): each takes up to three
 #: admin round trips, which the target's admin client carries concurrently.
 GROUP_SYNCS_IN_FLIGHT = 32
+#: Topics whose checkpoint route a flow's emitter remembers (the topics its groups committed on; a source with more
+#: starts the memo again).
+ROUTES_REMEMBERED = 100_000
 
 
 def now_ms() -> int:
@@ -191,6 +194,12 @@ class CheckpointEmitter:
         self.checkpointed_at: dict[str, int] = {}  # group -> when its newest checkpoint was written (epoch ms)
         self.active_on_target: set[str] = set()  # groups sync.group_offsets left alone (consumers on the target)
         self.group_syncs: tuple[GroupSync, ...] = ()  # the last round's verdict on every group it read
+        # What the last round worked out per group, reused for a group whose inputs did not change (`checkpoints`,
+        # `judge_groups`); made again from scratch when the flow or the offset sync store is another one.
+        self._memo_of: tuple[Any, OffsetSyncStore] | None = None
+        self._routes: dict[str, str | None] = {}  # topic -> checkpoint_route
+        self._translated: dict[str, tuple[Mapping[Any, Any], int, list[Checkpoint]]] = {}
+        self._judged: dict[str, tuple[tuple[int, bool, int | None], Mapping[Any, Any], GroupSync]] = {}
 
     def update_spec(self, spec: JobSpec) -> None:
         self.spec = spec
@@ -314,20 +323,54 @@ class CheckpointEmitter:
     def checkpoints(
         self, group_offsets: Mapping[str, Mapping[tuple[str, int], OffsetAndMetadata | int]]
     ) -> list[Checkpoint]:
-        """MirrorCheckpointTask.checkpoint: translated offsets, the upstream commit metadata kept."""
-        out = []
+        """MirrorCheckpointTask.checkpoint: translated offsets, the upstream commit metadata kept. A group whose
+        committed offsets are the last round's, through the same offset syncs (the store's `generation`), has the
+        same checkpoints as then: they are not worked out again (an idle engine's round, at 10,000 groups)."""
+        self._memo_check()
+        generation = self.store.generation
+        out: list[Checkpoint] = []
+        memo = {}
         for group, offsets in sorted(group_offsets.items()):
-            for (topic, partition), committed in sorted(offsets.items()):
-                if isinstance(committed, int):
-                    committed = OffsetAndMetadata(committed)
-                remote = checkpoint_route(self.flow, topic)
-                if remote is None:
-                    continue
-                downstream = self.store.translate_downstream(topic, partition, committed.offset)
-                if downstream is None:
-                    continue
-                out.append(Checkpoint(group, remote, partition, committed.offset, downstream, committed.metadata))
+            last = self._translated.get(group)
+            if last is not None and last[1] == generation and last[0] == offsets:
+                cps = last[2]
+            else:
+                cps = self._translate(group, offsets)
+            memo[group] = (offsets, generation, cps)
+            out.extend(cps)
+        self._translated = memo
         return out
+
+    def _translate(self, group: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int]) -> list[Checkpoint]:
+        out = []
+        for (topic, partition), committed in sorted(offsets.items()):
+            if isinstance(committed, int):
+                committed = OffsetAndMetadata(committed)
+            remote = self._route(topic)
+            if remote is None:
+                continue
+            downstream = self.store.translate_downstream(topic, partition, committed.offset)
+            if downstream is None:
+                continue
+            out.append(Checkpoint(group, remote, partition, committed.offset, downstream, committed.metadata))
+        return out
+
+    def _route(self, topic: str) -> str | None:
+        """`checkpoint_route` of the flow, remembered per topic (a topic filter's match per group per round was most
+        of an idle round's judging)."""
+        try:
+            return self._routes[topic]
+        except KeyError:
+            if len(self._routes) >= ROUTES_REMEMBERED:
+                self._routes.clear()
+            route = self._routes[topic] = checkpoint_route(self.flow, topic)
+            return route
+
+    def _memo_check(self) -> None:
+        """Forget what earlier rounds worked out when the flow (its routes) or the offset sync store changed."""
+        if self._memo_of is None or self._memo_of[0] != self.flow or self._memo_of[1] is not self.store:
+            self._memo_of = (self.flow, self.store)
+            self._routes, self._translated, self._judged = {}, {}, {}
 
     def load_checkpoints(self, timeout: float = 30.0) -> bool:
         """MirrorCheckpointTask.start: read the checkpoints already written (CheckpointStore) before the
@@ -419,20 +462,28 @@ class CheckpointEmitter:
         return changed
 
     def judge_groups(self, group_offsets: Mapping[str, Mapping[tuple[str, int], OffsetAndMetadata]]) -> None:
-        """Why each group read this round is (not) synced (mirror/group_sync.py), for the status record."""
-        self.group_syncs = tuple(
-            judge_group(
-                group,
-                {tp: om.offset for tp, om in offsets.items()},
-                lambda topic: checkpoint_route(self.flow, topic),
-                self.store.translate_downstream,
-                lambda topic, partition: bool(self.store.syncs(topic, partition)),
-                self.store.read_to_end,
-                self.spec.settings.sync.group_offsets and group in self.active_on_target,
-                self.checkpointed_at.get(group),
-            )
-            for group, offsets in sorted(group_offsets.items())
-        )
+        """Why each group read this round is (not) synced (mirror/group_sync.py), for the status record. A group whose
+        offsets, offset syncs (the store's `generation`), activity on the target and last checkpoint are the last
+        round's keeps the last round's verdict."""
+        self._memo_check()
+        generation, syncing = self.store.generation, self.spec.settings.sync.group_offsets
+        has_syncs = lambda topic, partition: bool(self.store.syncs(topic, partition))  # noqa: E731
+        verdicts, memo = [], {}
+        for group, offsets in sorted(group_offsets.items()):
+            key = (generation, syncing and group in self.active_on_target, self.checkpointed_at.get(group))
+            last = self._judged.get(group)
+            if last is not None and last[0] == key and last[1] == offsets:
+                verdict = last[2]
+            else:
+                committed = {tp: om.offset for tp, om in offsets.items()}
+                verdict = judge_group(
+                    group, committed, self._route, self.store.translate_downstream, has_syncs,
+                    self.store.read_to_end, key[1], key[2],
+                )  # fmt: skip
+            memo[group] = (key, offsets, verdict)
+            verdicts.append(verdict)
+        self._judged = memo
+        self.group_syncs = tuple(verdicts)
 
     def sync_group_offsets(self, cps: list[Checkpoint]) -> list[str]:
         """Commit translated offsets to the same groups on the target (MM2's sync.group.offsets).

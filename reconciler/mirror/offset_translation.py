@@ -82,6 +82,9 @@ class OffsetSyncStore:
         self._read_to_end = read_to_end
         self._initialization_must_read_to_end = True
         self._syncs: dict[tuple[str, int], list[OffsetSync]] = {}
+        #: Bumped by every change that can change a translation (a sync added, the replay's end): what was
+        #: translated at one generation translates the same while it holds (the checkpoint round reuses it).
+        self.generation = 0
 
     def keep_history_during_replay(self) -> None:
         """OffsetSyncStore.start(initializationMustReadToEnd=false), which MirrorCheckpointTask uses when
@@ -97,10 +100,12 @@ class OffsetSyncStore:
     def mark_read_to_end(self) -> None:
         """The initial replay of the syncs topic is complete (OffsetSyncStore.start())."""
         self._read_to_end = True
+        self.generation += 1
 
     def add(self, sync: OffsetSync) -> None:
         """Ingest one record from the offset-syncs topic, in topic order."""
         key = (sync.topic, sync.partition)
+        self.generation += 1
         current = self._syncs.get(key)
         # An upstream rewind (topic recreated or truncated) invalidates every older sync.
         only_last = not self._read_to_end and self._initialization_must_read_to_end
