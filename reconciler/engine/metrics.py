@@ -356,6 +356,7 @@ class JobMetrics:
         self._checkpoints = 0
         self._group_reasons: dict[str, str] = {}  # the group-sync series set (group -> reason)
         self._group_times: dict[str, float] = {}
+        self._group_syncs_set: tuple[GroupSync, ...] = ()  # the verdicts those series show
         self._checkpoint_round = 0
         self._remote: dict[TP, str] = {}
         self._rates: dict[TP, RateWindow] = {}
@@ -516,7 +517,11 @@ class JobMetrics:
 
     def _observe_group_syncs(self, syncs: tuple[GroupSync, ...]) -> None:
         """Each group's verdict of the last checkpoint round (mirror/group_sync.py): a series per group not synced
-        and its reason, and its last checkpoint time."""
+        and its reason, and its last checkpoint time. The verdicts the series already show are not set again (the
+        checkpoint round keeps an unchanged group's verdict: comparing them is an identity check each)."""
+        if syncs == self._group_syncs_set:
+            return
+        self._group_syncs_set = syncs
         reasons = {g.group: g.reason.name.lower() for g in syncs if g.reason is not None}
         times = {g.group: g.last_checkpoint_ms / 1000 for g in syncs if g.last_checkpoint_ms is not None}
         for group, reason in self._group_reasons.items() - reasons.items():
