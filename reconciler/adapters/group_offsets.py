@@ -87,8 +87,8 @@ STATE_NAMES = {
     "CompletingRebalance": "COMPLETING_REBALANCE",
     "Dead": "DEAD",
 }
-#: GROUP_ID_NOT_FOUND: DescribeGroups v6 on (Kafka 4.0) answers it for a group it does not know; older versions, and
-#: librdkafka's describe (`MirrorKafka.group_state`), say DEAD.
+#: GROUP_ID_NOT_FOUND, for a group the broker does not know (later DescribeGroups versions answer it; v5 says Dead or,
+#: Tansu, Empty): DEAD, as librdkafka's describe says it (`MirrorKafka.group_state`).
 GROUP_ID_NOT_FOUND = 69
 
 Offsets = Mapping[tuple[str, int], OffsetAndMetadata]
