@@ -14,6 +14,11 @@ a large part of a core (issue 47). Two readers answer the same question behind o
 * `PerGroupReader`: librdkafka's ListConsumerGroupOffsets, which takes one group per call (confluent-kafka 2.16:
   "Currently we support listing offsets for a single consumer group only"), `GROUP_READS_IN_FLIGHT` calls at a time.
 
+The batched reader also answers many groups' states (`BatchedReader.states`: DescribeGroups v5, the same
+coordinators, `GROUPS_PER_REQUEST` groups a request), which `sync.group_offsets` asks of the target every interval
+(librdkafka's describe takes one group a request, with a FindCoordinator each: counted on the wire,
+tests/integration/test_group_offsets.py); `MirrorKafka.group_states` chooses between it and librdkafka's.
+
 `choose_reader` takes the batched one only when the cluster's ApiVersions (adapters/probe.py, `Capabilities`) give
 OffsetFetch >= 8 and FindCoordinator >= 4 and the connection is PLAINTEXT, or SSL that the probe sets up as
 librdkafka would (`probe_speaks_for`: the same TLS context, `probe.ssl_context`). SASL_PLAINTEXT and SASL_SSL
