@@ -332,12 +332,10 @@ class CheckpointEmitter:
         memo = {}
         for group, offsets in sorted(group_offsets.items()):
             last = self._translated.get(group)
-            if last is not None and last[1] == generation and last[0] == offsets:
-                cps = last[2]
-            else:
-                cps = self._translate(group, offsets)
-            memo[group] = (offsets, generation, cps)
-            out.extend(cps)
+            if last is None or last[1] != generation or last[0] != offsets:
+                last = (offsets, generation, self._translate(group, offsets))
+            memo[group] = last  # kept as it was when reused: no new objects per group (the collector's work)
+            out.extend(last[2])
         self._translated = memo
         return out
 
@@ -473,15 +471,15 @@ class CheckpointEmitter:
             key = (generation, syncing and group in self.active_on_target, self.checkpointed_at.get(group))
             last = self._judged.get(group)
             if last is not None and last[0] == key and last[1] == offsets:
-                verdict = last[2]
+                memo[group] = last
             else:
                 committed = {tp: om.offset for tp, om in offsets.items()}
                 verdict = judge_group(
                     group, committed, self._route, self.store.translate_downstream, has_syncs,
                     self.store.read_to_end, key[1], key[2],
                 )  # fmt: skip
-            memo[group] = (key, offsets, verdict)
-            verdicts.append(verdict)
+                last = memo[group] = (key, offsets, verdict)
+            verdicts.append(last[2])
         self._judged = memo
         self.group_syncs = tuple(verdicts)
 
