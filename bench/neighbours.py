@@ -4,7 +4,7 @@ share to time it, one home each.
   PartitionWatch        partitions of remote topics filling up, each timed from its first records to its last
   poisoned_figures      records/s per partition of a flow with a poisoned partition against a healthy flow's, as
                         blast.py's stalled and refused scenarios and scale.py's poison phase print them
-  fill                  a new topic and its backlog (the rate-limit runs' staged topics)
+  fill, produce_on      a new topic and its backlog; a backlog on given partitions
   cap_verdicts          a rate-limited flow against its cap and its unlimited sibling against its solo rate, with
                         issue 47's targets (CAP_TOLERANCE, SIBLING_SHARE)
 
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.common import backlog_producer, produce_all, spread
+from bench.common import VALUE, backlog_producer, produce_all, spread, tuned_producer
 from reconciler import logs
 
 POISON_RATIO = 0.9  # records/s per partition, the poisoned flow's other partitions / a healthy flow's: at least
@@ -204,3 +204,18 @@ def cap_verdicts(a_to_cap: list[float], b_to_solo: list[float]) -> list[str]:
         f"B beside / alone: {spread(b_to_solo, '{:.3f}')}  (target >= {SIBLING_SHARE:.2f}: "
         f"{'MET' if b_ok else 'MISSED'})",
     ]
+
+
+def produce_on(bootstrap: str, keys: list[Key], n: int) -> None:
+    """`n` 100-byte records on each of `keys` (topic, partition), round-robin, every one acknowledged."""
+    p = tuned_producer(bootstrap)
+    for _ in range(n):
+        for topic, part in keys:
+            while True:
+                try:
+                    p.produce(topic, VALUE, None, part)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+    if p.flush(300):
+        raise RuntimeError(f"records on {len(keys)} partitions not acknowledged")
