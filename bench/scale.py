@@ -4,16 +4,19 @@
     python bench/scale.py --topics 100 --partitions 5 --groups 2000 --repeat 3   # a smaller run
 
 Starts three fresh Tansu brokers on loopback (sources `a` and `b`, target `hub`), each behind a counting relay
-(bench/kafka_wire.py: the broker advertises the relay, so every request of every client crosses it). Half the
-topics (`t00000`...) on each source, --partitions each, --records-per-partition records each, and --groups
-consumer groups (half on each source), each with a committed offset on one partition of one topic. The topology:
-two flows, `a -> hub` and `b -> hub`, every topic and group, the local deployer (one engine on the target).
+(bench/kafka_wire.py: the broker advertises the relay, so every request of every client crosses it). Behind `a`'s
+relay, from the start, a `LeaderRelay` gives partition --partitions - 1 of its first topic a leader of its own (a
+second node, itself behind a counting relay: its requests count too), which answers like the broker until the
+poison phase. Half the topics (`a00000`..., `b00000`...) on each source, --partitions each, --records-per-partition
+records each, and --groups consumer groups (half on each source), each with a committed offset on one partition of
+one topic. The topology: two flows, `a -> hub` and `b -> hub`, each its source's generated topics (full-match
+includes, so the phases' staged topics wait until released) and every group, the local deployer (one engine).
 
 Then, as a user runs them (the CLI in a new process each time), --repeat times each:
 
   validate   `reconciler validate DIR`: seconds
   plan       `reconciler plan DIR` against the live clusters: seconds, and the requests it sent to the three
-             brokers, by kind (the relay's counts)
+             brokers, by kind (the relays' counts)
   apply      once: `reconciler apply DIR --auto-approve`, then the seconds until every record is on the target
              (the target's record count, read back in full) and until every group has a translated offset there
   checkpoint once caught up: --checkpoint-sample groups spread over all move (a few new records on their
@@ -24,8 +27,34 @@ Then, as a user runs them (the CLI in a new process each time), --repeat times e
              Python workers, those that start or end inside a window included: /proc of every process whose
              environment names the engine) as % of one core, and its proportional set size (PSS)
 
-Prints each figure's median and spread (min-max). Not measured here: a poisoned partition's neighbours
-(bench/blast.py) and a rate-limited flow (bench/ratelimit.py). Memory per partition and per group: bench/curves.py.
+and after the idle windows (a stalled leader would weigh on them), on the same engine, each on by default:
+
+  poison     (--no-poison to skip) the poisoned partition's leader stops answering (its connections stay open,
+             nothing comes back; --poison-records records written to it wait in their producer, as a hung leader
+             takes none). Then --repeat times, a backlog of --poison-records records lands at once on every
+             partition of the first --poison-topics topics of `a` but the poisoned one (its topic's others among
+             them) and on as many of `b`'s: records/s per partition of `a`'s healthy partitions against `b`'s (the
+             healthy flow, same engine, same moment), each flow from its first copied record to its last landed
+             (bench/neighbours.py `PartitionWatch`, as bench/blast.py times partitions), the ratio (target >= 0.9),
+             the same while both copy and for each flow's slowest partition, and the seconds the backlog took to
+             write (the engine copies as it lands: a write slower than the copy would time the producer). Then
+             the leader answers again: the seconds until the poisoned partition's records are all on the target.
+  ratelimit  (--no-ratelimit to skip) flow `a` gets `rate_limit: {records_per_second: --cap}` by `reconciler
+             apply` (its output printed: the spec handed to the running flow, no restart). Then --repeat times: a
+             new topic of `b` with --sibling-backlog records, released to its flow by an apply (its topic added to
+             the includes; hot): `b`'s records/s alone; then a new topic of `a` with --cap x --cap-seconds records
+             and another of `b` with --sibling-backlog, released together: `a`'s records/s against its cap (target
+             within 15 %) and `b`'s against its own alone (target >= 0.8x), each timed by bench/common.py
+             `TargetWatch` (every record read back), and the share of `a`'s copy that `b`'s covered (each flow
+             finds its new topic at its own next refresh, up to refresh_interval_seconds apart). The backlogs are
+             written before their release, so the copy is timed on records all there. The cap stays (no later
+             phase copies on `a`).
+  every record: each partition of every source topic read back on its source and on the target; the partitions
+             short printed, else that every record is there.
+
+Prints each figure's median and spread (min-max), with the load average at each repetition of a phase.
+Memory per partition and per group: bench/curves.py. The phases at small size, alone: bench/blast.py (poison,
+refused, fairness) and bench/ratelimit.py.
 """
 
 from __future__ import annotations
