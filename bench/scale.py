@@ -42,13 +42,13 @@ and after the idle windows (a stalled leader would weigh on them), on the same e
   ratelimit  (--no-ratelimit to skip) flow `a` gets `rate_limit: {records_per_second: --cap}` by `reconciler
              apply` (its output printed: the spec handed to the running flow, no restart). Then --repeat times: a
              new topic of `b` with --sibling-backlog records, released to its flow by an apply (its topic added to
-             the includes; hot): `b`'s records/s alone; then a new topic of `a` with --cap x --cap-seconds records
-             and another of `b` with --sibling-backlog, released together: `a`'s records/s against its cap (target
-             within 15 %) and `b`'s against its own alone (target >= 0.8x), each timed by bench/common.py
-             `TargetWatch` (every record read back), and the share of `a`'s copy that `b`'s covered (each flow
-             finds its new topic at its own next refresh, up to refresh_interval_seconds apart). The backlogs are
-             written before their release, so the copy is timed on records all there. The cap stays (no later
-             phase copies on `a`).
+             the includes; hot): `b`'s records/s alone; then a new topic of `a` with --cap x --cap-seconds records,
+             released, and once `a` copies it another of `b` with --sibling-backlog, released (each flow finds a new
+             topic at its own next refresh: released at once, `b`'s copy could end before `a`'s began): `a`'s
+             records/s against its cap (target within 15 %) and `b`'s against its own alone (target >= 0.8x), each
+             timed by bench/common.py `TargetWatch` (every record read back), and the share of `b`'s copy made
+             while `a` copied (1.0: all of it). The backlogs are written before their release, so the copy is timed
+             on records all there, not on their producer. The cap stays (no later phase copies on `a`).
   every record: each partition of every source topic read back on its source and on the target; the partitions
              short printed, else that every record is there.
 
@@ -559,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
         help="once caught up: one partition of a stops answering, a backlog on a and b (default: on)",
     )
     ap.add_argument("--poison-topics", type=int, default=4, help="the poison backlog's topics on each source")
-    ap.add_argument("--poison-records", type=int, default=20_000, help="the poison backlog's records per partition")
+    ap.add_argument("--poison-records", type=int, default=100_000, help="the poison backlog's records per partition")
     ap.add_argument(
         "--ratelimit",
         action=argparse.BooleanOptionalAction,
@@ -567,7 +567,9 @@ def main(argv: list[str] | None = None) -> int:
         help="once caught up: flow a capped by an apply, a backlog on a and b (default: on)",
     )
     ap.add_argument("--cap", type=int, default=20_000, help="flow a's rate_limit.records_per_second")
-    ap.add_argument("--cap-seconds", type=float, default=20.0, help="a's backlog: this many seconds at its cap")
+    ap.add_argument(
+        "--cap-seconds", type=float, default=60.0, help="a's backlog: this many seconds at its cap (b's copy inside)"
+    )
     ap.add_argument("--sibling-backlog", type=int, default=2_000_000, help="b's backlog, alone and beside a")
     ap.add_argument("--no-apply", action="store_true", help="validate and plan only")
     ap.add_argument("--json", type=Path, help="also write the figures here")
@@ -580,7 +582,8 @@ def main(argv: list[str] | None = None) -> int:
     group_names = [f"g{i:06d}" for i in range(opts.groups)]
     topics = {s: topic_names(s, per_source) for s in SOURCES}
     # the poisoned partition's own leader is there from the start (answering until the poison phase)
-    poisoned = {"a": frozenset({poisoned_key(topics, opts.partitions)})}
+    # (--no-poison or --no-apply: no such relay, the requests of a plan as before)
+    poisoned = {"a": frozenset({poisoned_key(topics, opts.partitions)})} if opts.poison and not opts.no_apply else {}
     clusters = {a: start_cluster(a, work, poisoned.get(a, frozenset())) for a in (*SOURCES, TARGET)}
     root = work / "state"
     env = {**os.environ, "RECONCILER_STATE_DIR": str(root), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -716,7 +719,10 @@ def poison_phase(opts, clusters: dict[str, Cluster], topics, figures, notes: lis
         r["load"] = load
         for k, v in r.items():
             figures.setdefault(f"poison_{k}", []).append(v)
-        say("    " + poisoned_line(r) + f"; written in {r['produce_s']:.1f} s")
+        say(
+            "    " + poisoned_line(r) + f"; written in {r['produce_s']:.1f} s; a copied from {r['a_first_s']:.1f} s "
+            f"to {r['a_last_s']:.1f} s after the write began, b from {r['b_first_s']:.1f} s to {r['b_last_s']:.1f} s"
+        )
     answered = time.monotonic()
     a.leader.answer()
     say("  the poisoned partition's leader answers again")
@@ -768,7 +774,15 @@ def poison_round(opts, clusters: dict[str, Cluster], parts: dict[str, list[tuple
     finally:
         for w in watches.values():
             w.close()
-    return poisoned_figures(watches["b"], watches["a"]) | {"produce_s": written}
+    when = {
+        f"{s}_{edge}_s": f(w) - t0
+        for s, w in watches.items()
+        for edge, f in (
+            ("first", lambda w: min(t for t, _ in w.first.values())),
+            ("last", lambda w: max(w.last.values())),
+        )
+    }
+    return poisoned_figures(watches["b"], watches["a"]) | {"produce_s": written} | when
 
 
 @dataclass
@@ -789,65 +803,79 @@ def apply_topology(clusters, tdir: Path, env, staged: Staged) -> str:
     return done.stdout + done.stderr
 
 
-def released(clusters, tdir: Path, env, staged: Staged, backlogs: dict[str, tuple[str, int]], opts) -> dict[str, float]:
-    """Each staged topic of `backlogs` (source -> (topic, records), written before, its remote topic created on the
-    target) released to its flow by one apply; each flow's records/s, timed by `TargetWatch` (every record read
-    back), and the seconds of the capped flow's copy the other's covered."""
-    hub = clusters[TARGET]
-    watches = {s: TargetWatch(hub.bootstrap, f"{s}.{t}", opts.partitions, n) for s, (t, n) in backlogs.items()}
-    try:
-        staged.topics += tuple(t for t, _ in backlogs.values())
-        for src, (t, _) in backlogs.items():
-            staged.on.setdefault(src, []).append(t)
-        apply_topology(clusters, tdir, env, staged)
-        for w in watches.values():
-            w.wait(900)
-        out = {s: w.rate() for s, w in watches.items()}
-        if len(watches) == 2:
-            a, b = watches["a"], watches["b"]
-            assert a.first and a.last and b.first and b.last
-            out["overlap"] = max(0.0, min(a.last, b.last) - max(a.first[0], b.first[0])) / (a.last - a.first[0])
-        return out
-    finally:
-        for w in watches.values():
-            w.close()
+def release(clusters, tdir: Path, env, staged: Staged, source: str, topic: str) -> None:
+    """A staged topic of `source` (its backlog written, its remote topic created on the target) released to its
+    flow: added to the includes by an apply (hot: the flow finds it at its next refresh)."""
+    staged.topics += (topic,)
+    staged.on.setdefault(source, []).append(topic)
+    apply_topology(clusters, tdir, env, staged)
+
+
+def stage(clusters, source: str, topic: str, records: int, partitions: int) -> None:
+    """A new topic of `source` with its backlog, and its remote topic on the target (the flow finds it there)."""
+    create_topics(clusters[TARGET], [f"{source}.{topic}"], partitions)
+    fill(clusters[source].bootstrap, topic, partitions, records)
 
 
 def ratelimit_phase(opts, clusters: dict[str, Cluster], tdir: Path, env, figures, notes: list[str], staged) -> None:
-    """Flow `a` gets rate_limit --cap by an apply (hot: its spec handed to the running flow); then --repeat times:
-    a backlog of --sibling-backlog on a new topic of `b`, released alone (`b`'s records/s alone), then one of --cap
-    x --cap-seconds on a new topic of `a` and another of --sibling-backlog on `b`, released together: `a`'s records/s
-    against its cap, `b`'s against its own alone. The staged topics are written before an apply adds them to the
-    flows (full-match includes), so the copy is timed on a backlog that is all there, not on the producer."""
+    """Flow `a` gets rate_limit --cap by an apply (hot: its spec handed to the running flow); then `ratelimit_run`
+    --repeat times."""
     out = apply_topology(clusters, tdir, env, staged)
     said = [line.strip() for line in out.splitlines() if "a->hub" in line or "hot reload" in line or "restart" in line]
     notes.append(
         f"rate_limit {opts.cap:,} records/s on flow a by `reconciler apply`: " + ("; ".join(said) or out[-500:])
     )
     say("  " + notes[-1])
-    hub = clusters[TARGET]
-    capped = int(opts.cap * opts.cap_seconds)
     for rep in range(opts.repeat):
-        load = os.getloadavg()[0]
-        solo = f"rl{rep}-solo"
-        create_topics(hub, [f"b.{solo}"], opts.partitions)
-        fill(clusters["b"].bootstrap, solo, opts.partitions, opts.sibling_backlog)
-        say(f"  rate-limit run {rep + 1}: b alone, {opts.sibling_backlog:,} records (load average {load:.1f})")
-        b_solo = released(clusters, tdir, env, staged, {"b": (solo, opts.sibling_backlog)}, opts)["b"]
-        mine, beside = f"rl{rep}-capped", f"rl{rep}-beside"
-        create_topics(hub, [f"a.{mine}", f"b.{beside}"], opts.partitions)
-        fill(clusters["a"].bootstrap, mine, opts.partitions, capped)
-        fill(clusters["b"].bootstrap, beside, opts.partitions, opts.sibling_backlog)
-        say(f"  rate-limit run {rep + 1}: a ({capped:,} records, cap {opts.cap:,}/s) and b at once")
-        both = released(clusters, tdir, env, staged, {"a": (mine, capped), "b": (beside, opts.sibling_backlog)}, opts)
-        r = {"a": both["a"], "b_solo": b_solo, "b_beside": both["b"], "overlap": both["overlap"], "load": load}
-        r["a_to_cap"], r["b_to_solo"] = r["a"] / opts.cap, r["b_beside"] / b_solo
+        r = ratelimit_run(opts, clusters, tdir, env, staged, rep)
         for k, v in r.items():
             figures.setdefault(f"ratelimit_{k}", []).append(v)
-        say(
-            f"    a {r['a']:,.0f} records/s ({r['a_to_cap']:.2f}x its cap), b {r['b_beside']:,.0f} beside a, "
-            f"{b_solo:,.0f} alone ({r['b_to_solo']:.2f}x); b copied during {100 * r['overlap']:.0f} % of a's copy"
-        )
+
+
+def ratelimit_run(opts, clusters: dict[str, Cluster], tdir: Path, env, staged: Staged, rep: int) -> dict[str, float]:
+    """A backlog of --sibling-backlog on a new topic of `b`, released alone: `b`'s records/s alone. Then one of
+    --cap x --cap-seconds on a new topic of `a`, released; once `a` copies it, another of --sibling-backlog on `b`,
+    released: `a`'s records/s against its cap and `b`'s against its own alone, `b`'s copy inside `a`'s (each flow
+    finds a new topic at its own next refresh: released together, `b`'s copy could end before `a`'s began). Each
+    timed by `TargetWatch` (every record read back). The backlogs are written before their release: the copy is
+    timed on records all there, not on their producer."""
+    hub, n, capped = clusters[TARGET], opts.sibling_backlog, int(opts.cap * opts.cap_seconds)
+    load = os.getloadavg()[0]
+    solo, mine, beside = f"rl{rep}-solo", f"rl{rep}-capped", f"rl{rep}-beside"
+    stage(clusters, "b", solo, n, opts.partitions)
+    say(f"  rate-limit run {rep + 1}: b alone, {n:,} records (load average {load:.1f})")
+    watch = TargetWatch(hub.bootstrap, f"b.{solo}", opts.partitions, n)
+    try:
+        release(clusters, tdir, env, staged, "b", solo)
+        watch.wait(900)
+        b_solo = watch.rate()
+    finally:
+        watch.close()
+    stage(clusters, "a", mine, capped, opts.partitions)
+    stage(clusters, "b", beside, n, opts.partitions)
+    say(f"  rate-limit run {rep + 1}: a ({capped:,} records, cap {opts.cap:,}/s), then b beside it")
+    wa = TargetWatch(hub.bootstrap, f"a.{mine}", opts.partitions, capped)
+    wb = TargetWatch(hub.bootstrap, f"b.{beside}", opts.partitions, n)
+    try:
+        release(clusters, tdir, env, staged, "a", mine)
+        deadline = time.monotonic() + 300
+        while wa.first is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        release(clusters, tdir, env, staged, "b", beside)
+        wa.wait(900)
+        wb.wait(900)
+        assert wa.first and wa.last and wb.first and wb.last
+        inside = max(0.0, min(wa.last, wb.last) - max(wa.first[0], wb.first[0])) / max(1e-9, wb.last - wb.first[0])
+        r = {"a": wa.rate(), "b_solo": b_solo, "b_beside": wb.rate(), "overlap": inside, "load": load}
+    finally:
+        wa.close()
+        wb.close()
+    r["a_to_cap"], r["b_to_solo"] = r["a"] / opts.cap, r["b_beside"] / b_solo
+    say(
+        f"    a {r['a']:,.0f} records/s ({r['a_to_cap']:.2f}x its cap), b {r['b_beside']:,.0f} beside a, "
+        f"{b_solo:,.0f} alone ({r['b_to_solo']:.2f}x); {100 * inside:.0f} % of b's copy while a copied"
+    )
+    return r
 
 
 def every_record(clusters: dict[str, Cluster], topics, staged: Staged, opts, notes: list[str]) -> None:
@@ -973,7 +1001,7 @@ def report_ratelimit(opts, figures: dict[str, list[float]]) -> None:
     print(f"    {'A (a, capped), records/s':48} {spread(f['ratelimit_a'])}")
     print(f"    {'B (b) alone, records/s':48} {spread(f['ratelimit_b_solo'])}")
     print(f"    {'B beside A, records/s':48} {spread(f['ratelimit_b_beside'])}")
-    label = "share of A's copy that B copied beside it"
+    label = "share of B's copy while A copied"
     print(f"    {label:48} {spread(f['ratelimit_overlap'], '{:.2f}')}")
     for line in cap_verdicts(f["ratelimit_a_to_cap"], f["ratelimit_b_to_solo"]):
         print(f"    {line}")
