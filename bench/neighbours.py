@@ -37,7 +37,8 @@ class PartitionWatch:
     """Watches partitions of remote topics fill up, each to its own end, from a thread: per partition, when its
     records were first seen (and its listed end then) and when its last one landed. As bench/deployed.py's
     TargetWatch, per partition: its high watermark every `interval` s (on Tansu the base offset of its last batch +
-    1, so it moves with every batch but may stay below the end); once still for `settle` s, its true end is read.
+    1, so it moves with every batch but may stay below the end); once still for `settle` s, its true end is read
+    (once per listed end).
 
     `expected`: (topic, partition) -> the end offset that says every record is there (the records, from offset 0,
     of a partition written by an at-least-once flow). `start`: the listed ends before the backlog (a partition
@@ -97,6 +98,7 @@ class PartitionWatch:
 
     def _run(self) -> None:
         moved_at: dict[Key, float] = {}
+        checked: dict[Key, int] = {}  # the listed end at which a partition's true end was read short
         while not self._stop.is_set() and len(self.last) < len(self.expected):
             for key, n in self.expected.items():
                 if key in self.last:
@@ -110,8 +112,15 @@ class PartitionWatch:
                     moved_at[key], self.seen[key] = now, seen
                 if seen > self.start[key] and key not in self.first:
                     self.first[key] = (now, seen)
+                # still, and not read short at this listed end already: its true end is read (once per still
+                # spell: reading every partition's each round would slow the round and so every partition's times)
                 still = seen > self.start[key] and now - moved_at.get(key, now) >= self.settle
-                if seen >= n or (still and self._true_end(key, seen) >= n):
+                if still and seen < n and checked.get(key) != seen:
+                    checked[key] = seen
+                    still = self._true_end(key, seen) >= n
+                else:
+                    still = False
+                if seen >= n or still:
                     self.last[key] = now if seen >= n else moved_at[key]
             self.samples.append((time.monotonic(), sum(self.seen.values())))
             self._stop.wait(self.interval)

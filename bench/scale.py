@@ -976,6 +976,10 @@ def report_poison(opts, figures: dict[str, list[float]]) -> None:
     rows = [
         ("a's healthy partitions, records/s per partition", "poison_poisoned_per_partition", "{:,.0f}"),
         ("b's (the healthy flow), records/s per partition", "poison_healthy_per_partition", "{:,.0f}"),
+        ("a's first copied record, s after the write began", "poison_a_first_s", "{:.1f}"),
+        ("b's, s", "poison_b_first_s", "{:.1f}"),
+        ("a's last landed, s after the write began", "poison_a_last_s", "{:.1f}"),
+        ("b's, s", "poison_b_last_s", "{:.1f}"),
         ("a / b while both copy", "poison_ratio_while_both_copy", "{:.2f}"),
         ("a / b, slowest partition", "poison_ratio_slowest_partition", "{:.2f}"),
     ]
