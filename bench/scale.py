@@ -81,6 +81,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E40
 
 import reconciler.deployers.instance as instance  # noqa: E402
 from bench.common import TargetWatch, pss_mb, say, spread, stop_engines, tuned_producer  # noqa: E402
+from bench.deployed import deployer_alive  # noqa: E402
 from bench.kafka_wire import LeaderRelay, RequestCounter, api_name  # noqa: E402
 from bench.neighbours import (  # noqa: E402
     POISON_RATIO,
@@ -95,6 +96,7 @@ from reconciler import logs  # noqa: E402
 from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
+Alive = Callable[[], bool]  # is the engine still running
 SOURCES = ("a", "b")
 TARGET = "hub"
 
@@ -619,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if not opts.no_apply:
             run_engine(opts, clusters, topics, group_names, tdir, root, env, figures)
-            caught_up_phases(opts, clusters, topics, tdir, env, figures, notes)
+            caught_up_phases(opts, clusters, topics, tdir, env, figures, notes, root)
     finally:
         stop_engines(root)
         for c in clusters.values():
@@ -693,7 +695,7 @@ def poison_partitions(topics: dict[str, list[str]], opts) -> dict[str, list[tupl
     }
 
 
-def poison_phase(opts, clusters: dict[str, Cluster], topics, figures, notes: list[str]) -> None:
+def poison_phase(opts, clusters: dict[str, Cluster], topics, figures, notes: list[str], alive: Alive) -> None:
     """One partition of `a` stops answering (its own leader, `LeaderRelay.stall`); --repeat times, a backlog of
     --poison-records lands at once on partitions of `a` and as many of `b` (`poison_partitions`): records/s per
     partition of `a`'s healthy ones against `b`'s, in the same engine at the same moment (`poisoned_figures`). The
@@ -715,7 +717,7 @@ def poison_phase(opts, clusters: dict[str, Cluster], topics, figures, notes: lis
             f"  poison run {rep + 1}: {opts.poison_records:,} records on each of {len(parts['a'])} partitions of a "
             f"and of b (load average {load:.1f})"
         )
-        r = poison_round(opts, clusters, parts)
+        r = poison_round(opts, clusters, parts, alive)
         r["load"] = load
         for k, v in r.items():
             figures.setdefault(f"poison_{k}", []).append(v)
@@ -742,7 +744,9 @@ def poison_phase(opts, clusters: dict[str, Cluster], topics, figures, notes: lis
     say("  " + notes[-1])
 
 
-def poison_round(opts, clusters: dict[str, Cluster], parts: dict[str, list[tuple[str, int]]]) -> dict[str, float]:
+def poison_round(
+    opts, clusters: dict[str, Cluster], parts: dict[str, list[tuple[str, int]]], alive: Alive
+) -> dict[str, float]:
     """One backlog on `parts` of both sources at once, each flow's remote partitions watched from their ends before
     it; the figures of `poisoned_figures` (`b` the healthy flow) and the seconds the backlog took to write."""
     hub = clusters[TARGET]
@@ -770,7 +774,7 @@ def poison_round(opts, clusters: dict[str, Cluster], parts: dict[str, list[tuple
             w.join()
         written = time.monotonic() - t0
         for w in watches.values():
-            w.wait(900)
+            w.wait(900, alive)
     finally:
         for w in watches.values():
             w.close()
@@ -817,7 +821,9 @@ def stage(clusters, source: str, topic: str, records: int, partitions: int) -> N
     fill(clusters[source].bootstrap, topic, partitions, records)
 
 
-def ratelimit_phase(opts, clusters: dict[str, Cluster], tdir: Path, env, figures, notes: list[str], staged) -> None:
+def ratelimit_phase(
+    opts, clusters: dict[str, Cluster], tdir: Path, env, figures, notes: list[str], staged, alive: Alive
+) -> None:
     """Flow `a` gets rate_limit --cap by an apply (hot: its spec handed to the running flow); then `ratelimit_run`
     --repeat times."""
     out = apply_topology(clusters, tdir, env, staged)
@@ -827,12 +833,14 @@ def ratelimit_phase(opts, clusters: dict[str, Cluster], tdir: Path, env, figures
     )
     say("  " + notes[-1])
     for rep in range(opts.repeat):
-        r = ratelimit_run(opts, clusters, tdir, env, staged, rep)
+        r = ratelimit_run(opts, clusters, tdir, env, staged, rep, alive)
         for k, v in r.items():
             figures.setdefault(f"ratelimit_{k}", []).append(v)
 
 
-def ratelimit_run(opts, clusters: dict[str, Cluster], tdir: Path, env, staged: Staged, rep: int) -> dict[str, float]:
+def ratelimit_run(
+    opts, clusters: dict[str, Cluster], tdir: Path, env, staged: Staged, rep: int, alive: Alive
+) -> dict[str, float]:
     """A backlog of --sibling-backlog on a new topic of `b`, released alone: `b`'s records/s alone. Then one of
     --cap x --cap-seconds on a new topic of `a`, released; once `a` copies it, another of --sibling-backlog on `b`,
     released: `a`'s records/s against its cap and `b`'s against its own alone, `b`'s copy inside `a`'s (each flow
@@ -847,7 +855,7 @@ def ratelimit_run(opts, clusters: dict[str, Cluster], tdir: Path, env, staged: S
     watch = TargetWatch(hub.bootstrap, f"b.{solo}", opts.partitions, n)
     try:
         release(clusters, tdir, env, staged, "b", solo)
-        watch.wait(900)
+        watch.wait(900, alive)
         b_solo = watch.rate()
     finally:
         watch.close()
@@ -862,8 +870,8 @@ def ratelimit_run(opts, clusters: dict[str, Cluster], tdir: Path, env, staged: S
         while wa.first is None and time.monotonic() < deadline:
             time.sleep(0.2)
         release(clusters, tdir, env, staged, "b", beside)
-        wa.wait(900)
-        wb.wait(900)
+        wa.wait(900, alive)
+        wb.wait(900, alive)
         assert wa.first and wa.last and wb.first and wb.last
         inside = max(0.0, min(wa.last, wb.last) - max(wa.first[0], wb.first[0])) / max(1e-9, wb.last - wb.first[0])
         r = {"a": wa.rate(), "b_solo": b_solo, "b_beside": wb.rate(), "overlap": inside, "load": load}
@@ -907,17 +915,30 @@ def every_record(clusters: dict[str, Cluster], topics, staged: Staged, opts, not
     say("  " + notes[-1])
 
 
-def caught_up_phases(opts, clusters, topics, tdir: Path, env, figures, notes: list[str]) -> None:
+def caught_up_phases(opts, clusters, topics, tdir: Path, env, figures, notes: list[str], root: Path) -> None:
     """After the idle windows (a stalled leader would weigh on them): the poison phase, then the rate-limit phase
-    (its applies plan against the sources: the leader answers again by then), then every record read back."""
+    (its applies plan against the sources: the leader answers again by then), then every record read back. A phase
+    that fails (the engine ended, a copy not complete) is noted, with the engine's exit code and log, and ends the
+    phases: the figures measured so far are still printed."""
     staged = Staged(opts.cap)
-    if opts.poison:
-        poison_phase(opts, clusters, topics, figures, notes)
-    if opts.ratelimit:
-        ratelimit_phase(opts, clusters, tdir, env, figures, notes, staged)
-    if opts.poison or opts.ratelimit:
-        say("every record: the sources' partitions read back on the target")
-        every_record(clusters, topics, staged, opts, notes)
+    alive = deployer_alive(root)
+    phases = [(name, run) for name, run in (("poison", opts.poison), ("ratelimit", opts.ratelimit)) if run]
+    try:
+        for name, _ in phases:
+            if name == "poison":
+                poison_phase(opts, clusters, topics, figures, notes, alive)
+            else:
+                ratelimit_phase(opts, clusters, tdir, env, figures, notes, staged, alive)
+        if phases:
+            say("every record: the sources' partitions read back on the target")
+            every_record(clusters, topics, staged, opts, notes)
+    except RuntimeError as e:
+        ended = [f"{f.parent.name}: exit code {f.read_text().strip()}" for f in root.glob("engines/*/exit_code")]
+        notes.append(
+            f"FAILED: {e}; engine {'alive' if alive() else 'ended'} ({', '.join(ended) or 'no exit code'}); "
+            f"its log: {', '.join(str(f) for f in root.glob('engines/*/job.log'))}"
+        )
+        say("  " + notes[-1])
 
 
 def report(opts, figures: dict[str, list[float]], requests: list[Counter[str]], notes: list[str]) -> None:
