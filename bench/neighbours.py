@@ -148,9 +148,13 @@ class PartitionWatch:
         }
 
     def rate(self) -> float:
-        """Records/s of all the partitions together, from the first records seen on any to the last landed on any."""
+        """Records/s of all the partitions together, from the first records seen on any to the last landed on any:
+        the records landed after the reading that first saw records (those it saw excluded). Not each partition's
+        own first records: a partition first seen later, most of its records there by then, would leave them out
+        of a window that starts earlier (bench/scale.py, whose flows copy a partition's backlog in one burst)."""
         t0 = min(t for t, _ in self.first.values())
-        total = sum(self.expected.values()) - sum(c for _, c in self.first.values())
+        seen = next((n for at, n in self.samples if at >= t0), sum(c for _, c in self.first.values()))
+        total = sum(self.expected.values()) - seen
         return total / max(1e-9, max(self.last.values()) - t0)
 
     def close(self) -> None:

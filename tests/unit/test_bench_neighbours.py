@@ -75,3 +75,14 @@ def test_the_rate_limit_topology_caps_flow_a_only_and_releases_only_the_staged_t
     assert not flows["b"].rate_limit.limited
     assert flows["b"].topics.include == ("b[0-9]+|rl0-solo",)
     assert not load_topology_text(topology(clusters)).flows[0].rate_limit.limited
+
+
+def test_a_partition_first_seen_late_keeps_its_records_in_the_flows_rate():
+    # partition 1 is first seen at t=1 with 900 of its 1,000 records there: they landed inside the window (0-2 s)
+    w = _watch(
+        {("a.t", 0): 1000, ("a.t", 1): 1000},
+        {("a.t", 0): (0.0, 100), ("a.t", 1): (1.0, 900)},
+        {("a.t", 0): 2.0, ("a.t", 1): 1.5},
+        [(0.0, 100), (1.0, 1500), (2.0, 2000)],
+    )
+    assert w.rate() == pytest.approx((2000 - 100) / 2.0)
