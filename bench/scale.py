@@ -829,7 +829,7 @@ def ratelimit_phase(
     out = apply_topology(clusters, tdir, env, staged)
     said = [line.strip() for line in out.splitlines() if "a->hub" in line or "hot reload" in line or "restart" in line]
     notes.append(
-        f"rate_limit {opts.cap:,} records/s on flow a by `reconciler apply`: " + ("; ".join(said) or out[-500:])
+        f"rate_limit {opts.cap:,} records/s on flow a by `reconciler apply`: " + ("; ".join(dict.fromkeys(said)) or out[-500:])
     )
     say("  " + notes[-1])
     for rep in range(opts.repeat):
