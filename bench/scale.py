@@ -234,12 +234,17 @@ def topology_yaml(bootstraps: dict[str, str], flows: list[FlowDecl], name: str =
     return "\n".join(lines) + "\n"
 
 
-def topology(clusters: dict[str, Cluster], staged: tuple[str, ...] = (), cap: int | None = None) -> str:
-    """Both flows, each taking its source's generated topics and the staged topics released so far (`staged`: a
-    phase's backlog, written before its flow may copy it); `cap`: flow `a`'s rate_limit (records/s)."""
+def topology(clusters: dict[str, Cluster], staged: dict[str, list[str]] | None = None, cap: int | None = None) -> str:
+    """Both flows, each taking its source's generated topics and its staged topics released so far (`staged`: source
+    -> a phase's backlog topics, written before its flow may copy them: releasing one changes its own flow's spec
+    only); `cap`: flow `a`'s rate_limit (records/s)."""
+    staged = staged or {}
     return topology_yaml(
         {a: c.bootstrap for a, c in clusters.items()},
-        [FlowDecl(s, "|".join((f"{s}[0-9]+", *staged)), rate_limit=cap if s == "a" else None) for s in SOURCES],
+        [
+            FlowDecl(s, "|".join((f"{s}[0-9]+", *staged.get(s, ()))), rate_limit=cap if s == "a" else None)
+            for s in SOURCES
+        ],
     )
 
 
@@ -794,13 +799,12 @@ class Staged:
     """The rate-limit phase's state: flow `a`'s cap and the staged topics released to the flows so far."""
 
     cap: int
-    topics: tuple[str, ...] = ()
     on: dict[str, list[str]] = field(default_factory=dict)  # source -> its staged topics
 
 
 def apply_topology(clusters, tdir: Path, env, staged: Staged) -> str:
     """The topology with `staged` written and applied (`reconciler apply` in a new process): apply's output."""
-    (tdir / "topology.yaml").write_text(topology(clusters, staged.topics, staged.cap))
+    (tdir / "topology.yaml").write_text(topology(clusters, staged.on, staged.cap))
     _, done = cli(["apply", str(tdir), "--auto-approve"], env)
     if done.returncode != 0:
         raise RuntimeError(f"apply exited {done.returncode}: {done.stderr[-2000:]}")
@@ -810,7 +814,6 @@ def apply_topology(clusters, tdir: Path, env, staged: Staged) -> str:
 def release(clusters, tdir: Path, env, staged: Staged, source: str, topic: str) -> None:
     """A staged topic of `source` (its backlog written, its remote topic created on the target) released to its
     flow: added to the includes by an apply (hot: the flow finds it at its next refresh)."""
-    staged.topics += (topic,)
     staged.on.setdefault(source, []).append(topic)
     apply_topology(clusters, tdir, env, staged)
 
@@ -829,7 +832,8 @@ def ratelimit_phase(
     out = apply_topology(clusters, tdir, env, staged)
     said = [line.strip() for line in out.splitlines() if "a->hub" in line or "hot reload" in line or "restart" in line]
     notes.append(
-        f"rate_limit {opts.cap:,} records/s on flow a by `reconciler apply`: " + ("; ".join(dict.fromkeys(said)) or out[-500:])
+        f"rate_limit {opts.cap:,} records/s on flow a by `reconciler apply`: "
+        + ("; ".join(dict.fromkeys(said)) or out[-500:])
     )
     say("  " + notes[-1])
     for rep in range(opts.repeat):

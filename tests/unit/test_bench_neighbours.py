@@ -69,11 +69,12 @@ def test_the_rate_limit_topology_caps_flow_a_only_and_releases_only_the_staged_t
         alias: Cluster(alias, broker=None, relay=argparse.Namespace(port=9000 + i))  # type: ignore[arg-type]
         for i, alias in enumerate(("a", "b", TARGET))
     }
-    topo = load_topology_text(topology(clusters, ("rl0-solo",), 20000))
+    topo = load_topology_text(topology(clusters, {"b": ["rl0-solo"]}, 20000))
     flows = {f.source: f for f in topo.flows}
     assert flows["a"].rate_limit.records_per_second == 20000
     assert not flows["b"].rate_limit.limited
     assert flows["b"].topics.include == ("b[0-9]+|rl0-solo",)
+    assert flows["a"].topics.include == ("a[0-9]+",)  # a topic released to b leaves a's spec as it was
     assert not load_topology_text(topology(clusters)).flows[0].rate_limit.limited
 
 
