@@ -52,6 +52,10 @@ and after the idle windows (a stalled leader would weigh on them), on the same e
   every record: each partition of every source topic read back on its source and on the target; the partitions
              short printed, else that every record is there.
 
+The brokers hold every record in memory (Tansu's memory storage): at the defaults the phases add about 5 million
+records to `a`, 9 million to `b` and their 14 million copies to `hub` (--poison-records, --sibling-backlog and
+--cap-seconds size them).
+
 Prints each figure's median and spread (min-max), with the load average at each repetition of a phase.
 Memory per partition and per group: bench/curves.py. The phases at small size, alone: bench/blast.py (poison,
 refused, fairness) and bench/ratelimit.py.
@@ -566,7 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         help="once caught up: one partition of a stops answering, a backlog on a and b (default: on)",
     )
     ap.add_argument("--poison-topics", type=int, default=4, help="the poison backlog's topics on each source")
-    ap.add_argument("--poison-records", type=int, default=100_000, help="the poison backlog's records per partition")
+    ap.add_argument("--poison-records", type=int, default=50_000, help="the poison backlog's records per partition")
     ap.add_argument(
         "--ratelimit",
         action=argparse.BooleanOptionalAction,
@@ -575,9 +579,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--cap", type=int, default=20_000, help="flow a's rate_limit.records_per_second")
     ap.add_argument(
-        "--cap-seconds", type=float, default=60.0, help="a's backlog: this many seconds at its cap (b's copy inside)"
+        "--cap-seconds", type=float, default=40.0, help="a's backlog: this many seconds at its cap (b's copy inside)"
     )
-    ap.add_argument("--sibling-backlog", type=int, default=2_000_000, help="b's backlog, alone and beside a")
+    ap.add_argument("--sibling-backlog", type=int, default=1_000_000, help="b's backlog, alone and beside a")
     ap.add_argument("--no-apply", action="store_true", help="validate and plan only")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     opts = ap.parse_args(argv)
