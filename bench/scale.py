@@ -772,16 +772,23 @@ def poison_round(
         for s in SOURCES
     }
     try:
+        failed: list[BaseException] = []
+
+        def write(s: str) -> None:
+            try:
+                produce_on(clusters[s].bootstrap, parts[s], opts.poison_records)
+            except Exception as e:  # noqa: BLE001 - raised below, in the bench's thread
+                failed.append(e)
+
         t0 = time.monotonic()
-        writers = [
-            threading.Thread(target=produce_on, args=(clusters[s].bootstrap, parts[s], opts.poison_records))
-            for s in SOURCES
-        ]
+        writers = [threading.Thread(target=write, args=(s,)) for s in SOURCES]
         for w in writers:
             w.start()
         for w in writers:
             w.join()
         written = time.monotonic() - t0
+        if failed:
+            raise RuntimeError(f"the poison backlog was not written: {failed[0]}")
         for w in watches.values():
             w.wait(900, alive)
     finally:
