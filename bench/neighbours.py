@@ -135,11 +135,16 @@ class PartitionWatch:
         deadline = time.monotonic() + timeout
         while self._thread.is_alive() and time.monotonic() < deadline:
             if not alive():
-                raise RuntimeError(f"the engine ended with {self.seen} of {self.expected} records copied")
+                raise RuntimeError(f"the engine ended with {self._progress()}")
             self._thread.join(0.5)
         if len(self.last) < len(self.expected):
-            missing = {k: (self.seen.get(k), n) for k, n in self.expected.items() if k not in self.last}
-            raise RuntimeError(f"not complete after {timeout:.0f} s (listed end, expected): {missing}")
+            raise RuntimeError(f"not complete after {timeout:.0f} s: {self._progress()}")
+
+    def _progress(self) -> str:
+        copied = sum(self.seen[k] - self.start[k] for k in self.expected)
+        wanted = sum(n - self.start[k] for k, n in self.expected.items())
+        done = f"{len(self.last)} of {len(self.expected)} partitions complete"
+        return f"{copied:,} of {wanted:,} records copied (listed ends), {done}"
 
     def rates(self) -> dict[Key, float]:
         """Records/s of each partition, from its first records seen to its last (those first seen excluded)."""
