@@ -1020,7 +1020,7 @@ def report_poison(opts, figures: dict[str, list[float]]) -> None:
         ("a / b, slowest partition", "poison_ratio_slowest_partition", "{:.2f}"),
     ]
     for label, key, fmt in rows:
-        print(f"    {label:48} {spread(f[key], fmt)}")
+        print(f"    {label:48} {spread([v for v in f[key] if v == v], fmt)}")  # NaN: the flows did not overlap
     ratio = f["poison_ratio_per_partition"]
     ok = statistics.median(ratio) >= POISON_RATIO
     print(
