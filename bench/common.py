@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 import reconciler.deployers.instance as instance
@@ -353,13 +354,22 @@ def stop_engines(root: Path, deployer: LocalDeployer | None = None) -> None:
     instance.end(instance.scan(under=root.resolve()), 5)
 
 
-def parse_job(items: list[str]) -> dict[str, Any]:
-    """--job KEY=VALUE ... as a flow's `job:` settings (a whole number as an int)."""
+def parse_settings(items: list[str]) -> dict[str, Any]:
+    """KEY=VALUE ... as topology settings: a dotted key nests (`heartbeats.interval_seconds=10` ->
+    {"heartbeats": {"interval_seconds": 10}}), a value is read as YAML (a whole number an int, `true` a bool)."""
     out: dict[str, Any] = {}
     for item in items:
         key, _, value = item.partition("=")
-        out[key] = int(value) if value.lstrip("-").isdigit() else value
+        *parents, leaf = key.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = yaml.safe_load(value) if value else value
     return out
+
+
+#: --job KEY=VALUE ... as a flow's `job:` settings.
+parse_job = parse_settings
 
 
 def bench_process() -> None:

@@ -35,15 +35,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 import reconciler.deployers.instance as instance  # noqa: E402
-from bench.common import apply_cli, pss_mb, say, spread, stop_brokers, stop_engines  # noqa: E402
+from bench.common import apply_cli, parse_settings, pss_mb, say, spread, stop_brokers, stop_engines  # noqa: E402
 from reconciler import logs  # noqa: E402
 from reconciler.dev.brokers import free_port, start_broker  # noqa: E402
 from reconciler.jobplan.backend import read_job_status  # noqa: E402
@@ -70,13 +68,8 @@ def populate(bootstrap: str, partitions: int, records: int, groups: int, region:
 def topology(bootstraps: dict[str, str], settings: list[str] | None = None) -> str:
     """The mesh's topology; `settings`: KEY=VALUE flow settings of `defaults:` ("heartbeats.interval_seconds=10")."""
     defaults: dict[str, Any] = {"replication_factor": 1, "job": {"deployer": "local"}}
-    for item in settings or []:
-        key, _, value = item.partition("=")
-        *parents, leaf = key.split(".")
-        node = defaults
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = yaml.safe_load(value)
+    for key, value in parse_settings(settings or []).items():
+        defaults[key] = {**defaults[key], **value} if isinstance(defaults.get(key), dict) else value
     lines = ["apiVersion: reconciler/v1", "kind: Topology", "metadata: {name: mesh}", "clusters:"]
     lines += [f'  {r}: {{bootstrap_servers: "{b}"}}' for r, b in bootstraps.items()]
     lines += [f"defaults: {json.dumps(defaults)}", "flows:"]

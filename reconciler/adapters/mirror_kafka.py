@@ -11,7 +11,7 @@ docs/brokers.md), which would cut a read short.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException
@@ -19,6 +19,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from reconciler.adapters.connect_errors import ConnectionFailed, ErrorCollector, explain, list_topics, message
+from reconciler.adapters.group_offsets import GroupOffsets, GroupOffsetsReader, choose_reader
 from reconciler.adapters.read_to_end import read_to_end, reader_config
 from reconciler.mirror.mirror_client import GroupState, RawRecord, TopicPartition
 from reconciler.mirror.verify import PartitionDigests, record_digest
@@ -46,6 +47,9 @@ class MirrorKafka:
         self._errors = ErrorCollector()  # librdkafka's error callbacks: why a connection failed (TLS, SASL)
         admin_config: dict[str, Any] = {**self._config, "error_cb": self._errors}
         self._admin = AdminClient(admin_config)  # held for as long as its futures are awaited
+        self._group_reader: GroupOffsetsReader | None = (
+            None  # many groups' offsets (read_group_offsets), chosen on first use
+        )
 
     def _failed(self, text: str) -> ClusterIOError:
         """The error of a failed admin call, after handing the client's queued log lines (why it failed) to its
@@ -222,6 +226,32 @@ class MirrorKafka:
         failing = f"cannot read committed offsets of group {group!r}"
         result = self._offsets_call(self._admin.list_consumer_group_offsets, group, wanted, failing, failing)
         return {TopicPartition(tp.topic, tp.partition): tp.offset for tp in result if tp.offset != _NO_OFFSET}
+
+    def read_group_offsets(self, groups: Sequence[str]) -> dict[str, GroupOffsets]:
+        """Many groups' committed offsets, each group's answer or its error (adapters/group_offsets.py: batched where
+        the cluster speaks OffsetFetch v8 and FindCoordinator v4, else one request per group; chosen on first use)."""
+        reader = self._group_reader
+        if reader is None:
+            choice = choose_reader(self._config, self._admin, timeout=min(self._timeout, 5.0))
+            reader = choice.reader
+            if choice.settled:
+                self._group_reader = reader
+        return reader.read(list(groups), self._timeout)
+
+    def committed_offsets_of(
+        self, groups: Sequence[str], partitions: Iterable[TopicPartition]
+    ) -> dict[str, dict[TopicPartition, int]]:
+        """Each group's committed offsets for `partitions` (absent where it has none), read together
+        (`read_group_offsets`); raises ClusterIOError naming the groups that could not be read."""
+        wanted = set(partitions)
+        answers = self.read_group_offsets(groups)
+        failed = [f"{g!r}: {a.error}" for g, a in sorted(answers.items()) if a.error is not None]
+        if failed:
+            raise ClusterIOError(f"cannot read committed offsets of group {'; '.join(failed)}")
+        return {
+            g: {tp: om.offset for (t, p), om in a.offsets.items() if (tp := TopicPartition(t, p)) in wanted}
+            for g, a in answers.items()
+        }
 
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         """AlterConsumerGroupOffsets; raises naming every partition the broker refused."""

@@ -71,8 +71,9 @@ def probe_speaks_for(config: Mapping[str, str]) -> bool:
     return not any(str(k).startswith(_FOREIGN_SSL_KEYS) for k in config) and config.get("ssl.ca.location") != "probe"
 
 
-def _ssl_context(config: Mapping[str, str]) -> ssl.SSLContext:
-    """librdkafka's TLS settings as a Python context: the CA (file, directory or PEM text), the client certificate
+def ssl_context(config: Mapping[str, str]) -> ssl.SSLContext:
+    """librdkafka's TLS settings as a Python context (the probe's, and the batched group offsets reader's:
+    adapters/group_offsets.py): the CA (file, directory or PEM text), the client certificate
     and key (files or PEM text), hostname verification and `enable.ssl.certificate.verification`."""
     import os
     import tempfile
@@ -103,14 +104,42 @@ def _ssl_context(config: Mapping[str, str]) -> ssl.SSLContext:
     return ctx
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
+def recv_exact(sock: socket.socket, n: int, what: str = "ApiVersions") -> bytes:
+    """Exactly `n` bytes from `sock` (read as they come: a large `n` allocates only what the peer sends)."""
+    chunks: list[bytes] = []
+    left = n
+    while left > 0:
+        chunk = sock.recv(min(left, 1 << 20))
         if not chunk:
-            raise ProbeError("connection closed during ApiVersions")
-        buf += chunk
-    return buf
+            raise ProbeError(f"connection closed during {what}")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def open_socket(host: str, port: int, config: Mapping[str, str], timeout: float) -> socket.socket:
+    """A connection to one broker as the cluster's librdkafka clients make it: TLS (security.protocol SSL or
+    SASL_SSL) with `ssl_context`, else plain TCP; no SASL login (the caller's to refuse)."""
+    raw = socket.create_connection((host, port), timeout=timeout)
+    try:
+        protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+        sock = ssl_context(config).wrap_socket(raw, server_hostname=host) if "SSL" in protocol else raw
+    except BaseException:
+        raw.close()
+        raise
+    sock.settimeout(timeout)
+    return sock
+
+
+def bootstrap_addresses(bootstrap: str) -> list[tuple[str, str]]:
+    """(host, port) of each address of a `bootstrap.servers` list, its scheme removed (the port as written)."""
+    out = []
+    for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
+        for prefix in ("PLAINTEXT://", "SSL://", "SASL_SSL://", "SASL_PLAINTEXT://", "tcp://"):
+            address = address.removeprefix(prefix)
+        host, _, port = address.rpartition(":")
+        out.append((host.strip("[]"), port))
+    return out
 
 
 def probe_api_versions(
@@ -123,20 +152,16 @@ def probe_api_versions(
     reasons: list[str] = []
     connected = False
     silent = False
-    for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
-        for prefix in ("PLAINTEXT://", "SSL://", "SASL_SSL://", "SASL_PLAINTEXT://", "tcp://"):
-            address = address.removeprefix(prefix)
-        host, _, port = address.rpartition(":")
-        host = host.strip("[]")
+    for host, port in bootstrap_addresses(bootstrap):
         took = False
         try:
             with socket.create_connection((host, int(port)), timeout=timeout) as raw:
                 connected = took = True
-                sock = _ssl_context(config).wrap_socket(raw, server_hostname=host) if "SSL" in protocol else raw
+                sock = ssl_context(config).wrap_socket(raw, server_hostname=host) if "SSL" in protocol else raw
                 sock.settimeout(timeout)
                 sock.sendall(encode_request())
-                size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-                return decode_response(_recv_exact(sock, size))
+                size = struct.unpack(">i", recv_exact(sock, 4))[0]
+                return decode_response(recv_exact(sock, size))
         except TimeoutError as exc:
             if took:
                 silent = True
@@ -174,7 +199,7 @@ def _tls_alert(host: str, port: int, config: Mapping[str, str], timeout: float) 
     The alert's text, or None."""
     try:
         with socket.create_connection((host, port), timeout=timeout) as raw:
-            with _ssl_context(config).wrap_socket(raw, server_hostname=host) as sock:
+            with ssl_context(config).wrap_socket(raw, server_hostname=host) as sock:
                 sock.settimeout(min(timeout, 1.0))
                 sock.recv(1)
     except ssl.SSLError as exc:

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler.adapters.group_offsets import GroupOffsetsReader, choose_reader
 from reconciler.adapters.mirror_kafka import ClusterIOError, MirrorKafka
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.analysis.expansion import checkpoint_route
@@ -43,9 +44,6 @@ from reconciler.mirror.records import Checkpoint, Heartbeat, OffsetSync, RecordF
 
 log = logging.getLogger(__name__)
 
-#: Consumer groups whose committed offsets a checkpoint round reads at once (OffsetFetch requests in flight: the
-#: admin client pipelines them on its connection to each group's coordinator).
-GROUP_READS_IN_FLIGHT = 500
 #: Groups whose offsets a checkpoint round syncs to the target at once (`sync.group_offsets`): each takes up to three
 #: admin round trips, which the target's admin client carries concurrently.
 GROUP_SYNCS_IN_FLIGHT = 32
@@ -174,6 +172,7 @@ class CheckpointEmitter:
         self.source_admin = source_admin
         self.environ = environ
         self._target_groups: Any = None  # the target's groups (sync.group_offsets), made on first use
+        self._group_reader: GroupOffsetsReader | None = None  # the source's group offsets reader, chosen on first use
         self.producer = target_producer
         syncs_cluster = spec.source if spec.offset_syncs_on_source else spec.target
         self._syncs_consumer = Consumer(
@@ -211,6 +210,8 @@ class CheckpointEmitter:
         self._target_groups = groups
 
     def close(self) -> None:
+        if self._group_reader is not None:
+            self._group_reader.close()
         try:
             self._syncs_consumer.close()
         except Exception:  # noqa: BLE001
@@ -264,11 +265,9 @@ class CheckpointEmitter:
 
     # --- checkpoints ----------------------------------------------------------------------
     def source_group_offsets(self, timeout: float = 10.0) -> dict[str, dict[tuple[str, int], OffsetAndMetadata]]:
-        """Every matching group's committed offsets on the source: one ListGroups, then the groups' OffsetFetch
-        requests `GROUP_READS_IN_FLIGHT` at a time (the admin client sends one group per request; waiting for each
-        before the next made a round of 10,000 groups take minutes)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
+        """Every matching group's committed offsets on the source: one ListGroups, then the groups' offsets through
+        the group offsets reader (adapters/group_offsets.py: batched where the cluster allows, else one request per
+        group). A group that could not be read is left out of this round (logged at info)."""
         # Waited for longer than the request's own timeout: librdkafka then answers with the groups of the brokers
         # that answered and an error for each that did not (one hung broker lost the whole round when it raced it).
         listed = self.source_admin.list_consumer_groups(request_timeout=timeout).result(
@@ -281,30 +280,36 @@ class CheckpointEmitter:
             g.group_id for g in listed.valid if self.flow.groups.matches(g.group_id) and not g.group_id.startswith(own)
         )
         out: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
-        for i in range(0, len(groups), GROUP_READS_IN_FLIGHT):
-            chunk = groups[i : i + GROUP_READS_IN_FLIGHT]
-            read_at = now_ms()  # MM2 takes the time before listConsumerGroupOffsets
-            futures = {
-                group: self.source_admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group)], request_timeout=timeout
-                )[group]
-                for group in chunk
-            }
-            for group, future in futures.items():
-                self.read_at[group] = read_at
-                try:
-                    res = future.result(timeout + clients.ANSWER_GRACE_S)
-                except Exception as exc:  # noqa: BLE001 - a group may vanish meanwhile
-                    log.info("cannot read offsets of group %s: %s", group, exc)
-                    continue
-                offsets = {
-                    (tp.topic, tp.partition): OffsetAndMetadata(tp.offset, tp.metadata or "")
-                    for tp in res.topic_partitions
-                    if tp.offset >= 0 and tp.error is None
-                }
-                if offsets:
-                    out[group] = offsets
+        for group, answer in self.group_reader.read(groups, timeout).items():
+            self.read_at[group] = answer.read_at_ms  # MM2 takes the time before listConsumerGroupOffsets
+            if answer.error is not None:
+                log.info("cannot read offsets of group %r: %s", group, answer.error)
+            elif answer.offsets:
+                out[group] = dict(answer.offsets)
         return out
+
+    @property
+    def group_reader(self) -> GroupOffsetsReader:
+        """The source's group offsets reader, chosen on first use (`choose_reader`: one ApiVersions request); a choice
+        the probe could not make (the source did not answer it) is made again next round."""
+        if self._group_reader is None:
+            choice = choose_reader(
+                self.spec.source.client_config(self.environ), self.source_admin, grace=clients.ANSWER_GRACE_S
+            )
+            log.info(
+                "source group offsets of %s: %s reader (%s)",
+                self.spec.flow,
+                "batched" if choice.batched else "per-group",
+                choice.why,
+            )
+            if not choice.settled:
+                return choice.reader
+            self._group_reader = choice.reader
+        return self._group_reader
+
+    @group_reader.setter
+    def group_reader(self, reader: GroupOffsetsReader) -> None:
+        self._group_reader = reader
 
     def checkpoints(
         self, group_offsets: Mapping[str, Mapping[tuple[str, int], OffsetAndMetadata | int]]
@@ -434,31 +439,55 @@ class CheckpointEmitter:
 
         The rule is `reconciler failover`'s (`plan_failover`): a group active on the target is left
         to its consumers, and offsets only move forward. Returns the groups whose offsets moved.
+
+        In three steps, each after the one before it for every group: the groups' states (DescribeGroups,
+        `GROUP_SYNCS_IN_FLIGHT` at a time), then the committed offsets of the idle ones, read together (the group
+        offsets reader: batched where the target allows, adapters/group_offsets.py), then the commits. One group
+        after another, up to three round trips each, a round of 10,000 groups took longer than the interval it
+        runs in.
         """
         by_group: dict[str, dict[TopicPartition, int]] = {}
         for cp in cps:
             by_group.setdefault(cp.consumer_group_id, {})[TopicPartition(cp.topic, cp.partition)] = cp.downstream_offset
-
-        def sync(group: str, translated: dict[TopicPartition, int]) -> bool:
-            try:
-                if self.target_groups.group_state(group).active:
-                    self.active_on_target.add(group)
-                    return False
-                self.active_on_target.discard(group)
-                committed = self.target_groups.committed_offsets(group, translated)
-                commits = plan_failover(group, translated, committed, partitions_on_target=None).commits
-                if commits:
-                    self.target_groups.commit_offsets(group, commits)
-                    return True
-            except ClusterIOError as exc:
-                log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
-            return False
-
-        # Up to three round trips a group (describe, committed offsets, commit), GROUP_SYNCS_IN_FLIGHT groups at a
-        # time: one after another, a round of 10,000 groups took longer than the interval it runs in.
         groups = sorted(by_group)
+        idle = [g for g, active in zip(groups, self._each(self._active_on_target, groups)) if not active]
+        answers = self.target_groups.read_group_offsets(idle) if idle else {}  # an answer or an error per group
+        commits: dict[str, dict[TopicPartition, int]] = {}
+        for group in idle:
+            answer = answers[group]
+            if answer.error is not None:
+                log.warning("cannot sync offsets of group %r to the target: %s", group, answer.error)
+                continue
+            committed = {TopicPartition(t, p): om.offset for (t, p), om in answer.offsets.items()}
+            planned = plan_failover(group, by_group[group], committed, partitions_on_target=None).commits
+            if planned:
+                commits[group] = planned
+        moved = self._each(lambda g: self._commit_on_target(g, commits[g]), sorted(commits))
+        return [g for g, m in zip(sorted(commits), moved) if m]
+
+    def _each(self, call: Callable[[str], bool], groups: list[str]) -> list[bool]:
+        """`call` for each group, `GROUP_SYNCS_IN_FLIGHT` at a time (a round trip each, which the target's admin client
+        carries concurrently)."""
         if len(groups) <= 1:
-            return [g for g in groups if sync(g, by_group[g])]
+            return [call(g) for g in groups]
         with ThreadPoolExecutor(min(GROUP_SYNCS_IN_FLIGHT, len(groups)), thread_name_prefix="group-sync") as pool:
-            moved = list(pool.map(lambda g: sync(g, by_group[g]), groups))
-        return [g for g, m in zip(groups, moved) if m]
+            return list(pool.map(call, groups))
+
+    def _active_on_target(self, group: str) -> bool:
+        """Whether `group` has consumers on the target (then sync.group_offsets leaves it alone; so does a group whose
+        state cannot be read this round)."""
+        try:
+            active = self.target_groups.group_state(group).active
+        except ClusterIOError as exc:
+            log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
+            return True
+        (self.active_on_target.add if active else self.active_on_target.discard)(group)
+        return active
+
+    def _commit_on_target(self, group: str, commits: Mapping[TopicPartition, int]) -> bool:
+        try:
+            self.target_groups.commit_offsets(group, commits)
+            return True
+        except ClusterIOError as exc:
+            log.warning("cannot sync offsets of group %s to the target: %s", group, exc)
+            return False

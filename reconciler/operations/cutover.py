@@ -132,7 +132,7 @@ def cutover(topology: Topology, request: CutoverRequest, backend: Backend, progr
         record = _wait_caught_up(topology, flow, request, backend, started, progress)
         routed = {t: n for t, n in source.topics().items() if checkpoint_route(flow, t) is not None}
         all_parts = [mc.TopicPartition(t, p) for t, n in sorted(routed.items()) for p in range(n)]
-        committed = {g: source.committed_offsets(g, all_parts) for g in groups}
+        committed = source.committed_offsets_of(groups, all_parts)
         syncs_alias, syncs_topic = offset_syncs_place(flow, flow.source, flow.target)
         syncs_cluster = source if syncs_alias == flow.source else target
         ends = {mc.TopicPartition(p.topic, p.partition): p.end for p in record.lag if p.end is not None}

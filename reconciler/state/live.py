@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 # Kafka API keys the reconciler cares about (Kafka protocol guide, "Api Keys").
+API_OFFSET_FETCH = 9
+API_FIND_COORDINATOR = 10
 API_DESCRIBE_ACLS = 29
 API_CREATE_ACLS = 30
 API_DELETE_ACLS = 31
@@ -150,6 +152,17 @@ class Capabilities:
     @property
     def describe_configs(self) -> bool:
         return self.has(API_DESCRIBE_CONFIGS)
+
+    def speaks(self, api_key: int, version: int) -> bool:
+        """Whether the broker answers `api_key` at `version` (within its advertised range)."""
+        lo, hi = self.api_versions.get(api_key, (0, -1))
+        return lo <= version <= hi
+
+    @property
+    def batched_group_offsets(self) -> bool:
+        """Many groups' committed offsets in one request: OffsetFetch v8 (KIP-709) and FindCoordinator v4 (KIP-699),
+        Apache Kafka 3.0 on (adapters/group_offsets.py)."""
+        return self.speaks(API_OFFSET_FETCH, 8) and self.speaks(API_FIND_COORDINATOR, 4)
 
     @classmethod
     def all_supported(cls) -> Capabilities:

@@ -20,7 +20,7 @@ from reconciler.topology.loader import Document
 @lru_cache(maxsize=1)
 def validator() -> Draft202012Validator:
     schema = json.loads(schema_path().read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
+    # Checked against the metaschema by tests/unit/test_settings_registry.py, not at every run (0.2-0.9 s a command)
     return Draft202012Validator(schema)
 
 

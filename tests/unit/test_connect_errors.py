@@ -10,7 +10,7 @@ import ssl
 import pytest
 
 from reconciler.adapters.connect_errors import Cause, ErrorCollector, diagnose, message
-from reconciler.adapters.probe import ProbeError, _ssl_context, probe_speaks_for, tls_cause
+from reconciler.adapters.probe import ProbeError, probe_speaks_for, ssl_context, tls_cause
 
 B = "ssl://127.0.0.1:9093/bootstrap"
 CASES = [
@@ -143,12 +143,12 @@ def test_the_probe_blames_tls_only_when_it_set_tls_up_as_librdkafka_would():
 
 
 def test_probe_context_follows_librdkafka_settings(tmp_path):
-    ctx = _ssl_context({"enable.ssl.certificate.verification": "false"})
+    ctx = ssl_context({"enable.ssl.certificate.verification": "false"})
     assert ctx.verify_mode == ssl.CERT_NONE and not ctx.check_hostname
-    ctx = _ssl_context({"ssl.endpoint.identification.algorithm": "none"})
+    ctx = ssl_context({"ssl.endpoint.identification.algorithm": "none"})
     assert ctx.verify_mode == ssl.CERT_REQUIRED and not ctx.check_hostname
-    assert _ssl_context({}).check_hostname
+    assert ssl_context({}).check_hostname
     (tmp_path / "cadir").mkdir()
-    assert _ssl_context({"ssl.ca.location": str(tmp_path / "cadir")}).verify_mode == ssl.CERT_REQUIRED
+    assert ssl_context({"ssl.ca.location": str(tmp_path / "cadir")}).verify_mode == ssl.CERT_REQUIRED
     with pytest.raises(ssl.SSLError):  # PEM text is read as PEM text (here: not a certificate)
-        _ssl_context({"ssl.ca.pem": "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"})
+        ssl_context({"ssl.ca.pem": "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"})

@@ -1,7 +1,9 @@
 """The job's group-offset sync (MM2 sync.group.offsets) follows `reconciler failover`'s rule."""
 
+from reconciler.adapters.group_offsets import GroupError, GroupOffsets
 from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.engine.emitters import CheckpointEmitter
+from reconciler.mirror.checkpoints import OffsetAndMetadata
 from reconciler.mirror.mirror_client import GroupState, TopicPartition
 from reconciler.mirror.records import Checkpoint
 
@@ -14,8 +16,13 @@ class FakeTargetGroups:
         state, members = self.states.get(group, ("DEAD", 0))
         return GroupState(group, state, members)
 
-    def committed_offsets(self, group, partitions):
-        return {tp: o for tp, o in self.committed.get(group, {}).items() if tp in set(partitions)}
+    def read_group_offsets(self, groups):
+        return {
+            g: GroupOffsets(
+                g, 0, {(tp.topic, tp.partition): OffsetAndMetadata(o) for tp, o in self.committed.get(g, {}).items()}
+            )
+            for g in groups
+        }
 
     def commit_offsets(self, group, offsets):
         self.commits.append((group, dict(offsets)))
@@ -40,3 +47,19 @@ def test_sync_skips_active_groups_and_never_moves_offsets_backwards():
     ]  # unknown on the target (DEAD): committed
     assert emitter.sync_group_offsets(cps) == ["idle", "new"]
     assert emitter.target_groups.commits == [("idle", {t1: 7}), ("new", {t1: 2})]
+
+
+class TargetWithAnUnreadableGroup(FakeTargetGroups):
+    def read_group_offsets(self, groups):
+        answers = super().read_group_offsets(groups)
+        return answers | {"moved": GroupOffsets("moved", 0, error=GroupError.of_code(16, "OffsetFetch"))}
+
+
+def test_a_group_whose_offsets_on_the_target_cannot_be_read_is_not_committed():
+    """NOT_COORDINATOR for one group's read on the target: that group waits for the next round, the others sync."""
+    spec = JobSpec(flow="w->e", source=ClusterSpec("w", "127.0.0.1:1"), target=ClusterSpec("e", "127.0.0.1:1"))
+    emitter = CheckpointEmitter(spec, source_admin=None, target_producer=None, environ={})
+    emitter.target_groups = TargetWithAnUnreadableGroup(states={}, committed={})
+    cps = [Checkpoint("moved", "w.orders", 0, 4, 3, ""), Checkpoint("fine", "w.orders", 0, 8, 7, "")]
+    assert emitter.sync_group_offsets(cps) == ["fine"]
+    assert emitter.target_groups.commits == [("fine", {TopicPartition("w.orders", 0): 7})]
