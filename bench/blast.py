@@ -52,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from bench.common import (  # noqa: E402
     bench_process,
@@ -68,6 +68,7 @@ from bench.common import (  # noqa: E402
 )
 from bench.deployed import deployer_alive, flow_spec  # noqa: E402
 from bench.kafka_wire import LeaderRelay  # noqa: E402
+from bench.neighbours import POISON_RATIO, PartitionWatch, poisoned_figures, poisoned_line  # noqa: E402
 from bench.replication import TargetReader, create, environment, generate_window, percentiles  # noqa: E402
 from reconciler import logs  # noqa: E402
 from reconciler.contract.spec import job_group  # noqa: E402
@@ -77,7 +78,6 @@ from reconciler.dev.brokers import Broker, free_port, start_broker  # noqa: E402
 SCENARIOS = ("stalled", "refused", "fairness")
 HEALTHY, POISONED = "blast-ok", "blast-bad"
 BIG = 2_000_000  # bytes: the refused record (the remote topic takes 1 MB)
-TARGET_RATIO = 0.9
 
 
 # --------------------------------------------------------------------------------------------------- the brokers
@@ -129,112 +129,6 @@ def produce(bootstrap: str, topic: str, partitions: list[int], n: int, big_at: d
         raise RuntimeError(f"records of {topic} not acknowledged")
 
 
-# --------------------------------------------------------------------------------------------------- the watch
-class PartitionWatch:
-    """Watches partitions of a remote topic fill up, each to its own count, from a thread: per partition, when its
-    records were first seen (and how many) and when its last one landed. As bench/deployed.py's TargetWatch, per
-    partition: its high watermark every `interval` s (on Tansu the base offset of its last batch + 1, so it moves
-    with every batch but may stay below the count); once still for `settle` s, its true end is read."""
-
-    def __init__(self, bootstrap: str, topic: str, expected: dict[int, int], interval: float = 0.05):
-        self.bootstrap, self.topic, self.expected, self.interval = bootstrap, topic, dict(expected), interval
-        self.settle = 0.5
-        self.first: dict[int, tuple[float, int]] = {}
-        self.last: dict[int, float] = {}
-        self.seen: dict[int, int] = {}
-        self.samples: list[tuple[float, int]] = []  # (monotonic time, records seen on all partitions) each reading
-        self.consumer = Consumer(
-            logs.client_config(
-                {
-                    "bootstrap.servers": bootstrap,
-                    "group.id": f"bench-watch-{time.monotonic_ns()}",
-                    "topic.metadata.refresh.interval.ms": 1000,
-                }
-            )
-        )
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _true_end(self, partition: int, reported: int) -> int:
-        c = Consumer(
-            logs.client_config(
-                {
-                    "bootstrap.servers": self.bootstrap,
-                    "group.id": f"bench-end-{time.monotonic_ns()}",
-                    "enable.partition.eof": True,
-                    "enable.auto.commit": False,
-                }
-            )
-        )
-        end, deadline = reported, time.monotonic() + 10
-        try:
-            c.assign([TopicPartition(self.topic, partition, max(reported - 1, 0))])
-            while time.monotonic() < deadline:
-                for m in c.consume(10_000, 0.5):
-                    if m.error():
-                        if m.error().code() == KafkaError._PARTITION_EOF:
-                            return max(end, m.offset())
-                    else:
-                        end = max(end, m.offset() + 1)
-            return end
-        finally:
-            c.close()
-
-    def _run(self) -> None:
-        moved_at: dict[int, float] = {}
-        while not self._stop.is_set() and len(self.last) < len(self.expected):
-            for part, n in self.expected.items():
-                if part in self.last:
-                    continue
-                try:
-                    seen = max(self.consumer.get_watermark_offsets(TopicPartition(self.topic, part), timeout=5)[1], 0)
-                except KafkaException:
-                    continue
-                now = time.monotonic()
-                if seen != self.seen.get(part, 0):
-                    moved_at[part], self.seen[part] = now, seen
-                if seen and part not in self.first:
-                    self.first[part] = (now, seen)
-                still = seen and now - moved_at.get(part, now) >= self.settle
-                if seen >= n or (still and self._true_end(part, seen) >= n):
-                    self.last[part] = now if seen >= n else moved_at[part]
-            self.samples.append((time.monotonic(), sum(self.seen.values())))
-            self._stop.wait(self.interval)
-
-    def copied_at(self, t: float) -> int:
-        """Records on the target at monotonic time `t`: the watermarks' sum at the last reading before it (below
-        the records by less than a producer batch per partition on Tansu)."""
-        before = [n for at, n in self.samples if at <= t]
-        return before[-1] if before else 0
-
-    def wait(self, timeout: float, alive: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + timeout
-        while self._thread.is_alive() and time.monotonic() < deadline:
-            if not alive():
-                raise RuntimeError(f"the engine ended with {self.seen} of {self.expected} records copied")
-            self._thread.join(0.5)
-        if len(self.last) < len(self.expected):
-            raise RuntimeError(f"{self.seen} of {self.expected} records copied after {timeout:.0f} s")
-
-    def rates(self) -> dict[int, float]:
-        """Records/s of each partition, from its first records seen to its last (those first seen excluded)."""
-        return {
-            p: (self.expected[p] - self.first[p][1]) / max(1e-9, self.last[p] - self.first[p][0]) for p in self.expected
-        }
-
-    def rate(self) -> float:
-        """Records/s of all the partitions together, from the first records seen on any to the last landed on any."""
-        t0 = min(t for t, _ in self.first.values())
-        total = sum(self.expected.values()) - sum(c for _, c in self.first.values())
-        return total / max(1e-9, max(self.last.values()) - t0)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(15)
-        self.consumer.close()
-
-
 # --------------------------------------------------------------------------------------------------- deployment
 @contextmanager
 def engine(work: Path, name: str, opts) -> Iterator[LocalDeployer]:
@@ -279,7 +173,8 @@ def copy_both(
                 spec.write(path)
             for alias, spec in specs.items():
                 seed_positions(b.src, job_group(spec), runs[alias], opts.partitions)
-                watches[alias] = PartitionWatch(b.dst, f"{alias}.{runs[alias]}", expected)
+                remote = f"{alias}.{runs[alias]}"
+                watches[alias] = PartitionWatch(b.dst, {(remote, p): n for p, n in expected.items()})
             deploy(deployer, first, "blast")
             for w in watches.values():
                 w.wait(900, deployer_alive(deployer.root))
@@ -315,28 +210,8 @@ def scenario_poisoned(opts, work: Path, kind: str, rep: int) -> dict[str, float]
         what = "its leader does not answer" if kind == "stalled" else "a record the target refuses"
         say(f"  flows ok (healthy) and bad (partition {bad} of {parts}: {what}) side by side in one engine")
         watches = copy_both(b, work, {"ok": HEALTHY, "bad": POISONED}, {p: n for p in healthy}, opts)
-        # Each flow over its own time, from its first copied record to its last landed (the issue's harness, and
-        # bench/deployed.py's), and beside it the window both copy in (from the later's first record to the earlier's
-        # last), which moves with where each flow's batches fall in a window of 10-30 s: a second look, not the figure.
-        t0 = max(min(t for t, _ in w.first.values()) for w in watches.values())
-        t1 = min(max(w.last.values()) for w in watches.values())
-        r["overlap_s"] = t1 - t0
-        for run, alias in (("healthy", "ok"), ("poisoned", "bad")):
-            w = watches[alias]
-            r[f"{run}_per_partition"] = w.rate() / len(healthy)
-            # No overlap (a small --records: one flow done before the other's first record): no such window.
-            both = (w.copied_at(t1) - w.copied_at(t0)) / (t1 - t0) / len(healthy) if t1 > t0 else float("nan")
-            r[f"{run}_while_both_copy"] = both
-            r[f"{run}_slowest_partition"] = min(w.rates().values())
-        r["ratio_per_partition"] = r["poisoned_per_partition"] / r["healthy_per_partition"]
-        r["ratio_while_both_copy"] = r["poisoned_while_both_copy"] / (r["healthy_while_both_copy"] or float("nan"))
-        r["ratio_slowest_partition"] = r["poisoned_slowest_partition"] / r["healthy_slowest_partition"]
-        say(
-            f"  records/s per partition: healthy flow {r['healthy_per_partition']:,.0f}, poisoned flow's other "
-            f"partitions {r['poisoned_per_partition']:,.0f}: {r['ratio_per_partition']:.2f}x (while both copy, "
-            f"{r['overlap_s']:.1f} s: {r['ratio_while_both_copy']:.2f}x; slowest partition "
-            f"{r['ratio_slowest_partition']:.2f}x)"
-        )
+        r = poisoned_figures(watches["ok"], watches["bad"])
+        say("  " + poisoned_line(r))
     return r
 
 
@@ -388,7 +263,7 @@ def scenario_fairness(opts, work: Path, rep: int) -> dict[str, float]:
             alone = steady_window(b, "steady", "st.steady", opts, opts.seconds)
             r.update({f"alone_{k}": v for k, v in alone.items()})
             say(f"    p50/p99/max {alone.get('p50', 0):.0f}/{alone.get('p99', 0):.0f}/{alone['max']:.0f} ms")
-            watch = PartitionWatch(b.dst, "bh.behind", {p: opts.behind_records for p in range(parts)})
+            watch = PartitionWatch(b.dst, {("bh.behind", p): opts.behind_records for p in range(parts)})
             result: dict[str, dict[str, float]] = {}
             try:
                 deploy(deployer, behind, "fair")
@@ -450,8 +325,8 @@ def report(env: dict[str, Any], opts, results: dict[str, dict[str, dict[str, flo
         for key, s in figures.items():
             line = figure_line(key, s)
             if key == "ratio_per_partition":
-                ok = s["median"] >= TARGET_RATIO
-                line += f"   records/s per partition, poisoned flow / healthy flow: target >= {TARGET_RATIO} " + (
+                ok = s["median"] >= POISON_RATIO
+                line += f"   records/s per partition, poisoned flow / healthy flow: target >= {POISON_RATIO} " + (
                     "MET" if ok else "MISSED"
                 )
             print(line)

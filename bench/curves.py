@@ -196,7 +196,7 @@ class Rig:
     def stop(self) -> None:
         stop_engines(self.root)
         for c in (self.source, self.target):
-            c.relay.close()
+            c.close()
             if c.broker.pid:
                 stop_pid(c.broker.pid)
 

@@ -309,8 +309,10 @@ class LeaderRelay:
     hangs (a broker stopped with SIGSTOP, a network partition): its connections stay open, every byte sent to it is
     read and nothing comes back, and new connections are accepted the same way. `answer()`: it answers again (its
     stalled connections are closed: the clients reconnect). The other partitions, led by the first node, are not
-    touched. `unlisted` (set it at any time): topics every Metadata response then lists with LEADER_NOT_AVAILABLE and
-    no partition."""
+    touched. Chained behind `RequestCounter`s (one relaying to `port`, the broker advertising it; one relaying to
+    `leader_port`, its port set as `advertised_leader_port`), every request of both nodes is counted (bench/scale.py).
+    `unlisted` (set it at any time): topics every Metadata response then lists with LEADER_NOT_AVAILABLE and no
+    partition."""
 
     def __init__(self, upstream: tuple[str, int], moved: set[tuple[str, int]], node: int = 4242):
         self.upstream, self.moved, self.node = upstream, frozenset(moved), node
@@ -320,6 +322,9 @@ class LeaderRelay:
         self._lock = threading.Lock()
         self._servers = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
         self.port, self.leader_port = (s.getsockname()[1] for s in self._servers)
+        # the second node's address in the Metadata responses: another relay chained in front of `leader_port` (a
+        # `RequestCounter`, whose requests then count too) sets its own port here
+        self.advertised_leader_port = self.leader_port
         self._stop = threading.Event()
         for i, server in enumerate(self._servers):
             threading.Thread(target=self._accept, args=(server, i == 1), daemon=True).start()
@@ -417,7 +422,9 @@ class LeaderRelay:
                 correlation = int.from_bytes(frame[4:8], "big", signed=True)
                 key, version = pending.pop(correlation, (-1, -1))
                 if key == METADATA and version >= 1:
-                    body = rewrite_metadata(frame[8:], version, self.moved, self.node, self.leader_port, self.unlisted)
+                    body = rewrite_metadata(
+                        frame[8:], version, self.moved, self.node, self.advertised_leader_port, self.unlisted
+                    )
                     frame = (4 + len(body)).to_bytes(4, "big") + frame[4:8] + body
                 client.sendall(frame)
         except OSError:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -41,27 +40,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-from bench.common import (  # noqa: E402
-    TargetWatch,
-    backlog_producer,
-    produce_all,
-    say,
-    spread,
-    start_brokers,
-    stop_brokers,
-)
+from bench.common import TargetWatch, say, spread, start_brokers, stop_brokers  # noqa: E402
 from bench.engines import Broker  # noqa: E402
+from bench.neighbours import cap_verdicts, fill  # noqa: E402
 from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from tests.integration.mirror_helpers import create_topic, spec_for  # noqa: E402
-
-
-def fill(bootstrap: str, topic: str, partitions: int, records: int) -> None:
-    """`records` 100-byte records round-robin over the partitions of a new topic."""
-    create_topic(bootstrap, topic, partitions)
-    p = backlog_producer(bootstrap)
-    produce_all(p, topic, records, partitions)
-    assert p.flush(120) == 0
 
 
 def flow(west: Broker, east: Broker, alias: str, topic: str, opts, **more) -> JobSpec:
@@ -166,10 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  A (rate_limit {opts.cap:,} records/s): {spread(col('a'))} records/s")
     print(f"  B alone:                  {spread(col('b_solo'))} records/s")
     print(f"  B beside A:               {spread(col('b_together'))} records/s")
-    a_ratio, b_ratio = statistics.median(col("a_to_cap")), statistics.median(col("b_to_solo"))
-    a_ok, b_ok = abs(a_ratio - 1) <= 0.15, b_ratio >= 0.80
-    print(f"  A / its cap:    {spread(col('a_to_cap'), '{:.3f}')}  (target 0.85-1.15: {'MET' if a_ok else 'MISSED'})")
-    print(f"  B beside / alone: {spread(col('b_to_solo'), '{:.3f}')}  (target >= 0.80: {'MET' if b_ok else 'MISSED'})")
+    for line in cap_verdicts(col("a_to_cap"), col("b_to_solo")):
+        print(f"  {line}")
     if opts.json:
         env = {"date": date, "cores": os.cpu_count(), "loadavg_start": load_start, "loadavg_end": load_end}
         opts.json.write_text(json.dumps({"options": vars(opts) | {"json": str(opts.json)}, "env": env, "runs": runs}))
