@@ -26,6 +26,9 @@ Then, as a user runs them (the CLI in a new process each time), --repeat times e
   idle       once caught up, --windows windows of --idle-seconds: the engine's CPU (all its processes, JVM and
              Python workers, those that start or end inside a window included: /proc of every process whose
              environment names the engine) as % of one core, and its proportional set size (PSS)
+  drift      once caught up, `reconciler drift DIR` and `reconciler status DIR` (the control plane on the running
+  status    engine, issue 47: "drift and status likewise"), --repeat times each: seconds, requests on the wire
+             (less the engine's own over as long right after) and drift's exit code
 
 and after the idle windows (a stalled leader would weigh on them), on the same engine, each on by default:
 
@@ -630,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if not opts.no_apply:
             run_engine(opts, clusters, topics, group_names, tdir, root, env, figures)
+            control_plane(opts, clusters, tdir, env, figures)
             caught_up_phases(opts, clusters, topics, tdir, env, figures, notes, root)
     finally:
         stop_engines(root)
@@ -644,6 +648,29 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps({"options": vars(opts) | {"json": str(opts.json)}, "figures": figures, "notes": notes}, indent=2)
         )
     return 0
+
+
+def control_plane(opts, clusters: dict[str, Cluster], tdir: Path, env, figures: dict[str, list[float]]) -> None:
+    """Once caught up, --repeat times each: `reconciler drift DIR` (the live clusters and the running engine against
+    the topology; exit 0 in sync, 2 drift) and `reconciler status DIR` (every job's status record), as a user runs
+    them: seconds, and the requests each sent to the brokers (the relays' counts while it ran, less the running
+    engine's own over as many seconds right after: an estimate)."""
+    for command in ("drift", "status"):
+        for r in range(opts.repeat):
+            say(f"{command}, run {r + 1}")
+            for c in clusters.values():
+                c.reset()
+            s, done = cli([command, str(tdir)], env)
+            if done.returncode not in (0, 2):
+                raise RuntimeError(f"{command} exited {done.returncode}: {done.stderr[-2000:]}")
+            sent = sum(requests_of(clusters).values())
+            for c in clusters.values():  # the running engine's own requests over as long, subtracted
+                c.reset()
+            time.sleep(s)
+            background = sum(requests_of(clusters).values())
+            figures.setdefault(f"{command}_s", []).append(s)
+            figures.setdefault(f"{command}_requests", []).append(float(max(0, sent - background)))
+            figures.setdefault(f"{command}_exit", []).append(float(done.returncode))
 
 
 def run_engine(opts, clusters, topics, group_names, tdir: Path, root: Path, env, figures) -> None:
@@ -967,6 +994,11 @@ def report(opts, figures: dict[str, list[float]], requests: list[Counter[str]], 
         ("plan against the live clusters, s", "plan_s"),
         ("requests per plan (3 brokers)", "plan_requests"),
         ("apply returned, s", "apply_returned_s"),
+        ("drift (caught up), s", "drift_s"),
+        ("requests per drift", "drift_requests"),
+        ("drift exit code (0 in sync, 2 drift)", "drift_exit"),
+        ("status, s", "status_s"),
+        ("requests per status", "status_requests"),
         ("apply -> every record on the target, s", "apply_to_all_records_s"),
         ("apply -> every group synced on the target, s", "apply_to_all_groups_s"),
         ("commit on a source -> offset on the target, s", "checkpoint_lag_s"),
