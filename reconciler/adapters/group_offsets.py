@@ -414,7 +414,8 @@ def decode_describe_groups(d: Decoder) -> dict[str, GroupState | GroupError]:
         members = max(0, d.count())
         for _ in range(members):
             d.string(), d.string(), d.string(), d.string()  # member_id, group_instance_id, client_id, client_host
-            d.skip_bytes(), d.skip_bytes()  # member_metadata, member_assignment
+            d.skip_bytes()  # member_metadata
+            d.skip_bytes()  # member_assignment
             d.tagged()
         d.int32()  # authorized_operations
         d.tagged()

@@ -262,7 +262,8 @@ class MirrorKafka:
         """The group offsets reader, chosen on first use (made again next time when the probe failed)."""
         reader = self._group_reader
         if reader is None:
-            choice = choose_reader(self._config, self._admin, timeout=min(self._timeout, 5.0))
+            settings = {k: str(v) for k, v in self._config.items()}  # the librdkafka settings, as the probe reads them
+            choice = choose_reader(settings, self._admin, timeout=min(self._timeout, 5.0))
             reader = choice.reader
             if choice.settled:
                 self._group_reader = reader
