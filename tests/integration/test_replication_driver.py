@@ -16,6 +16,7 @@ from reconciler.engine.batches import ONE_TASK_BACKLOG
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
 from reconciler.engine.idle_gate import IDLE_WAIT_MAX_S, QUIET_WAIT_MAX_S
 from reconciler.jobplan.backend import read_job_status
+from tests.helpers import DriverRun
 from tests.integration.mirror_helpers import count_topic, create_topic, read_topic, spec_for, wait_for
 from tests.spec_helpers import respec
 
@@ -34,7 +35,7 @@ def test_out_of_range_position_is_reported_not_skipped(fresh_clusters):
     create_topic(source.bootstrap, "ledger", 1)
     _produce(source.bootstrap, "ledger", [b"new-%d" % i for i in range(5)])
     # 1 s tasks: Tansu answers a fetch past the end with nothing at all, so the driver learns of it when the task
-    # ends (at its time budget), and this run lasts 5 s.
+    # ends (at its time budget).
     spec = spec_for(
         source,
         target,
@@ -48,7 +49,10 @@ def test_out_of_range_position_is_reported_not_skipped(fresh_clusters):
     c.commit(offsets=[TopicPartition("ledger", 0, 50)], asynchronous=False)
     c.close()
     driver = ReplicationDriver(spec, LocalExecutor())
-    driver.run(max_seconds=5)
+    # The job runs until it has reported the position and copied the partition from its start, then stops (its
+    # last status record is the one read below); not for a fixed time, which a loaded machine can spend starting.
+    with DriverRun(driver):
+        wait_for(lambda: driver.progress.out_of_range and driver.records >= 5, 90, what="the out-of-range report")
     status = read_job_status({"bootstrap.servers": target.bootstrap}, spec.flow)
     assert status is not None
     events = status.out_of_range
@@ -80,7 +84,8 @@ def test_halt_policy_stops_the_partition(fresh_clusters):
     c.commit(offsets=[TopicPartition("ledger2", 0, 99)], asynchronous=False)
     c.close()
     driver = ReplicationDriver(spec, LocalExecutor())
-    driver.run(max_seconds=4)
+    with DriverRun(driver):  # until it has halted the partition (a loaded machine can take seconds to start)
+        wait_for(lambda: bool(driver.parts.halted), 90, what="the partition halted")
     driver.state = StatusState.RUNNING
     status = driver.reporter.status_record()
     assert status.halted == ("ledger2:0",) and status.out_of_range[0].action == "halted (offset_reset: pause)"
@@ -111,7 +116,8 @@ def test_zombie_with_the_same_transactional_id_is_fenced(fresh_clusters):
     zombie.produce("west.txns", b"zombie", partition=0)
     zombie.flush(10)
     driver = ReplicationDriver(spec, LocalExecutor())
-    driver.run(max_seconds=4)
+    with DriverRun(driver):
+        wait_for(lambda: driver.records >= 20 or driver.errors, 90, what="the records copied")
     assert driver.records == 20 and driver.errors == 0, driver.last_error
     with pytest.raises(KafkaException) as err:
         zombie.produce("west.txns", b"zombie-2", partition=0)
