@@ -585,21 +585,24 @@ class _Round:
         self,
         address: tuple[str, int],
         groups: Sequence[str],
-        ask: Callable[[Connection, Sequence[str]], Any],
+        ask: Callable[[Connection, Sequence[str]], Mapping[str, Any]],
         name: str,
-    ) -> tuple[Any, dict[str, GroupError]]:
-        """`ask`'s decoded answer for `groups`, or (None, every group's error) when the connection broke or the answer
-        was malformed; (None, {}): the answer was too large to read, so the caller asks again in halves (a single
-        group's too large answer is its error)."""
+    ) -> tuple[dict[str, Any], dict[str, GroupError]]:
+        """`ask`'s decoded answers by group, and the groups lost with their errors: a connection that broke or an
+        answer that was malformed loses every group asked; an answer too large to read is asked again in halves (a
+        single group's too large answer is its error)."""
         try:
-            return ask(self.connection(address), groups), {}
+            return dict(ask(self.connection(address), groups)), {}
         except AnswerTooLarge as exc:
             self.drop(address)  # the answer is still on the connection
             if len(groups) == 1:
-                return None, dict.fromkeys(groups, GroupError(f"{name}: {exc}"))
-            return None, {}
+                return {}, dict.fromkeys(groups, GroupError(f"{name}: {exc}"))
+            half = len(groups) // 2
+            first, first_lost = self.ask(address, groups[:half], ask, name)
+            second, second_lost = self.ask(address, groups[half:], ask, name)
+            return first | second, first_lost | second_lost
         except _BROKEN as exc:
-            return None, dict.fromkeys(groups, self.fail(address, exc))
+            return {}, dict.fromkeys(groups, self.fail(address, exc))
 
     def states(self, address: tuple[str, int], groups: Sequence[str]) -> dict[str, GroupState | GroupError]:
         def ask(connection: Connection, chunk: Sequence[str]) -> dict[str, GroupState | GroupError]:
@@ -608,13 +611,8 @@ class _Round:
             )
 
         described, lost = self.ask(address, groups, ask, "DescribeGroups")
-        if described is None and not lost:
-            half = len(groups) // 2
-            return self.states(address, groups[:half]) | self.states(address, groups[half:])
-        if described is None:
-            return dict(lost)
         missing = GroupError("DescribeGroups: not in the answer")
-        return {g: described.get(g, missing) for g in groups}
+        return {g: lost[g] if g in lost else described.get(g, missing) for g in groups}
 
     def offsets(self, address: tuple[str, int], groups: Sequence[str]) -> dict[str, GroupOffsets]:
         read_at = now_ms()
@@ -625,22 +623,19 @@ class _Round:
             )
 
         fetched, lost = self.ask(address, groups, ask, "OffsetFetch")
-        if fetched is None and not lost:
-            half = len(groups) // 2
-            return self.offsets(address, groups[:half]) | self.offsets(address, groups[half:])
-        if fetched is None:
-            return {g: GroupOffsets(g, read_at, error=error) for g, error in lost.items()}
         out = {}
         for group in groups:
-            if group not in fetched:
+            if group in lost:
+                out[group] = GroupOffsets(group, read_at, error=lost[group])
+            elif group not in fetched:
                 out[group] = GroupOffsets(group, read_at, error=GroupError("OffsetFetch: not in the answer"))
-                continue
-            code, partitions = fetched[group]
-            out[group] = (
-                GroupOffsets(group, read_at, error=GroupError.of_code(code, "OffsetFetch"))
-                if code
-                else group_answer(group, read_at, partitions)
-            )
+            else:
+                code, partitions = fetched[group]
+                out[group] = (
+                    GroupOffsets(group, read_at, error=GroupError.of_code(code, "OffsetFetch"))
+                    if code
+                    else group_answer(group, read_at, partitions)
+                )
         return out
 
     def close(self) -> None:
