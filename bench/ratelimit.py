@@ -50,9 +50,6 @@ from reconciler.contract.spec import JobSpec  # noqa: E402
 from reconciler.deployers.local import LocalDeployer  # noqa: E402
 from tests.integration.mirror_helpers import create_topic, spec_for  # noqa: E402
 
-#: The most partitions of one idle topic (`--idle-partitions`).
-IDLE_TOPIC_PARTITIONS = 100
-
 
 def flow(west: Broker, east: Broker, alias: str, topic: str, opts, include: str | None = None, **more) -> JobSpec:
     """The flow of `alias`'s `topic` (`include`: the flow's topic pattern, `topic` by default)."""
@@ -101,17 +98,15 @@ def run_engine(
         deployer.stop_all()
 
 
-def idle_topics(bootstrap: str, prefix: str, partitions: int) -> None:
+def idle_topics(bootstrap: str, prefix: str, partitions: int, per_topic: int) -> None:
     """`partitions` partitions without records beside flow A's backlog, as topics `<prefix>.idle<i>` of up to
-    IDLE_TOPIC_PARTITIONS each, which A's topic pattern takes too (bench/scale.py's flow `a`: 2,505 partitions of
-    which 5 had records)."""
+    `per_topic` each, which A's topic pattern takes too (bench/scale.py's flow `a`: 500 topics of 5 partitions
+    beside the 5 of its backlog)."""
     admin = AdminClient(logs.client_config({"bootstrap.servers": bootstrap}))
-    sizes = [IDLE_TOPIC_PARTITIONS] * (partitions // IDLE_TOPIC_PARTITIONS)
-    if partitions % IDLE_TOPIC_PARTITIONS:
-        sizes.append(partitions % IDLE_TOPIC_PARTITIONS)
+    sizes = [per_topic] * (partitions // per_topic) + ([partitions % per_topic] if partitions % per_topic else [])
     new = [NewTopic(f"{prefix}.idle{i}", n, 1) for i, n in enumerate(sizes)]
     for f in admin.create_topics(new).values() if new else ():
-        f.result(120)
+        f.result(300)
 
 
 def repetition(west: Broker, east: Broker, rep: int, opts, work: Path) -> dict[str, float]:
@@ -129,7 +124,7 @@ def repetition(west: Broker, east: Broker, rep: int, opts, work: Path) -> dict[s
             say(f"  B {out['b_solo']:,.0f} records/s")
             continue
         fill(west.bootstrap, f"a{tag}", opts.partitions, limited)
-        idle_topics(west.bootstrap, f"a{tag}", opts.idle_partitions)
+        idle_topics(west.bootstrap, f"a{tag}", opts.idle_partitions, opts.idle_topic_partitions)
         include = f"a{tag}(\\.idle[0-9]+)?" if opts.idle_partitions else None
         a = flow(west, east, f"a{tag}", f"a{tag}", opts, include, records_per_second=opts.cap)
         beside = f" and B ({opts.backlog:,} records)" if opts.sibling else " alone"
@@ -161,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         "--idle-partitions",
         type=int,
         default=0,
-        help="partitions without records in A's topics beside its backlog (topics of up to 100 partitions)",
+        help="partitions without records in A's topics beside its backlog",
     )
+    ap.add_argument("--idle-topic-partitions", type=int, default=5, help="of each idle topic (--idle-partitions)")
     ap.add_argument(
         "--no-sibling", dest="sibling", action="store_false", help="A alone in its engine: no flow B, no B alone"
     )
