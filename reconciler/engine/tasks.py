@@ -70,7 +70,8 @@ class CopyTask:
     #: (batches.py `BatchShaper.split_tasks`)
     at_end_only: bool = False
     #: the task's time budget when shorter than the flow's `max_batch_ms`: its share of an engine whose other flows run
-    #: batches too (engine/fair_share.py); None: `max_batch_ms`
+    #: batches too (engine/fair_share.py), or a capped flow's task that left partitions at rest out (batches.py
+    #: `LEFT_OUT_BATCH_MS`); None: `max_batch_ms`
     max_ms: int | None = None
     #: the task's part of the flow's `rate_limit` (throttle.py `budgets`): it paces its reads to it; None: not paced
     budget: TaskBudget | None = None
