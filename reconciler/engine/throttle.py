@@ -17,7 +17,8 @@ How a batch's rate is shared:
 
 * an at-least-once flow whose cap one task copies (`one_task_copies`: ONE_TASK_RECORDS_PER_SECOND,
   ONE_TASK_BYTES_PER_SECOND) runs one task a batch (`BatchShaper.one_task`): the whole rate in one bucket, however
-  Spark schedules the tasks of the engine's flows on its cores;
+  Spark schedules the tasks of the engine's flows on its cores; that task leaves out the partitions at rest
+  (`BatchShaper.busy_only`), whose cost would lengthen the gap between batches past BURST_S;
 * otherwise by the backlog of each task's partitions (the source's ends read before the batch less their positions),
   each task at least MIN_SHARE of an even share (a task whose partitions are caught up still copies what arrives);
   even shares where a backlog is not known. Tasks that cannot all run at once (fewer cores than tasks) copy less than
