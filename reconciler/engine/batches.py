@@ -67,13 +67,17 @@ class BatchShaper:
         self._paced = limit.limited and bool(shaped)
         if not self._paced:
             return shaped
-        return throttle.budgets(limit, shaped, self.gate.ends_before, parallel, self.allowance.take(limit))
+        tokens = self.allowance.take(limit)
+        return throttle.budgets(limit, shaped, self.gate.ends_before, parallel, tokens, self.allowance.taken_at)
 
     def batch_ended(self, results: list[TaskResult]) -> None:
         """The batch's results: the tokens its paced tasks left go back to the flow (a failed batch's: none)."""
         if self._paced:
             self._paced = False
-            self.allowance.give_back(r.budget_left for r in results if r.budget_left is not None)
+            paced = [r for r in results if r.budget_left is not None]
+            ends = [r.budget_left_at for r in paced if r.budget_left_at is not None]
+            # from the last task's end: a task that ended sooner left its share idle meanwhile, not counted
+            self.allowance.give_back([r.budget_left for r in paced if r.budget_left], max(ends) if ends else None)
 
     def one_task(self) -> bool:
         """Is this batch one task for every partition (ONE_TASK_BACKLOG, or a rate limit one task copies at:

@@ -26,6 +26,10 @@ class TaskBudget:
     rate: RateLimit
     records: float = 0.0
     bytes: float = 0.0
+    #: when (wall clock, epoch seconds) the flow's tokens were counted for the batch (`FlowAllowance.take`): the task's
+    #: buckets refill from then, so the time its Spark job took to start counts; None: from the task's start (the
+    #: tasks run one after another in the driver's process)
+    since: float | None = None
 
 
 @dataclass(frozen=True)
@@ -162,3 +166,4 @@ class TaskResult:
     traceback: str | None = None
     #: a paced task's tokens at its end (records, bytes; below zero: overspent), for the flow's next batch
     budget_left: tuple[float, float] | None = None
+    budget_left_at: float | None = None  # when (wall clock, epoch seconds) `budget_left` was counted
