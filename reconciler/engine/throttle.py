@@ -176,7 +176,7 @@ class FlowAllowance:
         self._at: float | None = (
             None  # when the tasks counted what they gave back (None: never yet, or a batch holds them)
         )
-        self.taken_at: float | None = None  # when the last `take` counted the tokens
+        self.taken_at: float | None = None  # when the last `take` counted the tokens (None: the first batch's)
 
     def take(self, limit: RateLimit) -> tuple[float, float]:
         records, nbytes = self._tokens
@@ -185,7 +185,8 @@ class FlowAllowance:
             elapsed = max(0.0, now - self._at)
             records = _refilled(records, limit.records_per_second, elapsed)
             nbytes = _refilled(nbytes, limit.bytes_per_second, elapsed)
-        self._tokens, self._at, self.taken_at = (0.0, 0.0), None, now
+        # the flow's first batch starts with none: no refill for its Spark job's start either
+        self._tokens, self._at, self.taken_at = (0.0, 0.0), None, None if self._at is None else now
         return records, nbytes
 
     def give_back(self, left: Iterable[tuple[float, float]], counted_at: float | None = None) -> None:
