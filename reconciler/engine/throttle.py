@@ -173,9 +173,8 @@ class FlowAllowance:
     def __init__(self, clock: Callable[[], float] = time.time):
         self._clock = clock
         self._tokens = (0.0, 0.0)
-        self._at: float | None = (
-            None  # when the tasks counted what they gave back (None: never yet, or a batch holds them)
-        )
+        # when the tasks counted what they gave back (None: never yet, or a batch holds them)
+        self._at: float | None = None
         self.taken_at: float | None = None  # when the last `take` counted the tokens (None: the first batch's)
 
     def take(self, limit: RateLimit) -> tuple[float, float]:
