@@ -202,7 +202,7 @@ class AtLeastOnce:
                 tp = (p.topic, p.partition)
                 if tp in final and tp not in errors:
                     p.source_committed = final[tp]
-            result.budget_left = copier.budget_left()
+            result.budget_left, result.budget_left_at = copier.budget_left()
             copier.close()
 
     def commit(self, store: OffsetStore, positions: Mapping[TP, int]) -> None:
@@ -289,7 +289,7 @@ class ExactlyOnce:
                     copier.rewind()
                     done = False
         finally:
-            result.budget_left = copier.budget_left()
+            result.budget_left, result.budget_left_at = copier.budget_left()
             copier.close()
 
     @staticmethod

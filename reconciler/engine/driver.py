@@ -294,7 +294,7 @@ class SparkExecutor:
         with self.share.batch(spec.flow, len(tasks), not mode.slot_is_identity) as share:
             tasks = merged(tasks, share.tasks)  # the slots the engine's other busy flows leave free
             if share.max_ms is not None:  # still more tasks than slots: one frees every slice
-                tasks = [dataclasses.replace(t, max_ms=share.max_ms) for t in tasks]
+                tasks = [dataclasses.replace(t, max_ms=min(share.max_ms, t.max_ms or share.max_ms)) for t in tasks]
             # In an engine the flows' batches run side by side: each flow is a pool of its own (FAIR between pools).
             sc.setLocalProperty("spark.scheduler.pool", spec.flow)
             rdd = sc.parallelize(tasks, len(tasks))

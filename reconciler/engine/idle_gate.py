@@ -173,6 +173,13 @@ class IdleGate(UsesClients[GateClients]):
         """The partitions caught up, each at the end it was caught up at."""
         return self._pacing.caught_up
 
+    def at_rest(self) -> set[TP]:
+        """The partitions caught up at the ends read before this batch: nothing to copy there when it starts, by the
+        gate's own rule (`work_waiting` launches no batch for them; a moved end, a loss, a refusal, a failed batch or a
+        partition held out takes one out of this set)."""
+        ends, caught = self._pacing.ends_before, self._pacing.caught_up
+        return {tp for tp, end in ends.items() if caught.get(tp) == end}
+
     # --- what happened ---------------------------------------------------------------------------------------------
     def task_ended(self, p: PartitionResult, advanced: bool) -> None:
         """A task reported `p` (`advanced`: its work counts; a failed task's does not): caught up at the end read

@@ -26,6 +26,10 @@ class TaskBudget:
     rate: RateLimit
     records: float = 0.0
     bytes: float = 0.0
+    #: when (wall clock, epoch seconds) the flow's tokens were counted for the batch (`FlowAllowance.take`): the task's
+    #: buckets refill from then, so the time its Spark job took to start counts; None: from the task's start (the
+    #: tasks run one after another in the driver's process)
+    since: float | None = None
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,8 @@ class CopyTask:
     #: (batches.py `BatchShaper.split_tasks`)
     at_end_only: bool = False
     #: the task's time budget when shorter than the flow's `max_batch_ms`: its share of an engine whose other flows run
-    #: batches too (engine/fair_share.py); None: `max_batch_ms`
+    #: batches too (engine/fair_share.py), or a capped flow's task that left partitions at rest out (batches.py
+    #: `LEFT_OUT_BATCH_MS`); None: `max_batch_ms`
     max_ms: int | None = None
     #: the task's part of the flow's `rate_limit` (throttle.py `budgets`): it paces its reads to it; None: not paced
     budget: TaskBudget | None = None
@@ -161,3 +166,4 @@ class TaskResult:
     traceback: str | None = None
     #: a paced task's tokens at its end (records, bytes; below zero: overspent), for the flow's next batch
     budget_left: tuple[float, float] | None = None
+    budget_left_at: float | None = None  # when (wall clock, epoch seconds) `budget_left` was counted

@@ -9,7 +9,8 @@ what it copied (`spent`). Nothing is shared between tasks while they run, so it 
 process (LocalExecutor: the tasks one after another, each may take the whole rate) and in Spark's Python workers
 (the tasks of a batch at once: shares that add up to the flow's rate). The tokens each task has left at its end
 (`TaskResult.budget_left`) go back to the flow (`FlowAllowance`), which refills them at the flow's rate until its
-next batch: the time between batches (a Spark job's start, the results absorbed) counts, up to BURST_S of the rate.
+next batch: the time between batches (the results' way back, absorbing them, the next Spark job's start: each task's
+buckets refill from when the flow's tokens were counted, `TaskBudget.since`) counts, up to BURST_S of the rate.
 A paced task's consumer queues about PREFETCH_S of the cap ahead of its reads (`consumer_prefetch`; librdkafka
 fetches while its queue has room), so the source's link carries what the flow copies, not more.
 
@@ -17,7 +18,8 @@ How a batch's rate is shared:
 
 * an at-least-once flow whose cap one task copies (`one_task_copies`: ONE_TASK_RECORDS_PER_SECOND,
   ONE_TASK_BYTES_PER_SECOND) runs one task a batch (`BatchShaper.one_task`): the whole rate in one bucket, however
-  Spark schedules the tasks of the engine's flows on its cores;
+  Spark schedules the tasks of the engine's flows on its cores; that task leaves out the partitions at rest
+  (`BatchShaper.busy_only`), whose cost would lengthen the gap between batches past BURST_S;
 * otherwise by the backlog of each task's partitions (the source's ends read before the batch less their positions),
   each task at least MIN_SHARE of an even share (a task whose partitions are caught up still copies what arrives);
   even shares where a backlog is not known. Tasks that cannot all run at once (fewer cores than tasks) copy less than
@@ -98,11 +100,16 @@ class Throttle:
     bucket holds; bytes: what the bucket holds over the mean size of the records copied so far, one record before
     any), or how long to wait; after it, `spent` takes what was copied; `left` is what the buckets hold at the end."""
 
-    def __init__(self, budget: TaskBudget, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, budget: TaskBudget, clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time
+    ):
         self._clock = clock
         now = clock()
-        self._records = _bucket(budget.rate.records_per_second, budget.records, now)
-        self._bytes = _bucket(budget.rate.bytes_per_second, budget.bytes, now)
+        # Since the flow's tokens were counted (`TaskBudget.since`): its Spark job's start, which copied nothing.
+        waited = 0.0 if budget.since is None else max(0.0, wall() - budget.since)
+        records, nbytes = budget.rate.records_per_second, budget.rate.bytes_per_second
+        self._records = _bucket(records, budget.records + waited * (records or 0.0), now)
+        self._bytes = _bucket(nbytes, budget.bytes + waited * (nbytes or 0.0), now)
         self.records = self.bytes = 0  # copied so far
 
     @classmethod
@@ -153,26 +160,41 @@ class Throttle:
 class FlowAllowance:
     """The flow's tokens between its batches, in the driver: a batch's tasks take them all when it starts (`take`:
     what the batch before left, refilled at the flow's rate since it ended, up to `burst`; nothing before the first
-    batch) and give back what they have left at their end (`give_back`), debts included."""
+    batch; `taken_at`, when) and give back what they have left at their end (`give_back`), debts included.
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic):
+    The clock is the wall clock (epoch seconds), the tasks' own: the gap between two batches counts whole, from the
+    last task's end (`TaskResult.budget_left_at`: the results' way back to the driver) to the next tasks' start
+    (`TaskBudget.since`: their Spark job's start). Counted from the results' absorption to the next batch's shaping
+    alone, it counted 0.02-0.06 s of gaps of 0.22-0.37 s, and 0.48-0.87 s of 1.65-2.27 s (issue 47,
+    bench/ratelimit.py traced). Each stretch of the gap counts once, so over any window the flow copies at most its
+    cap times the window plus `burst` of it (a skew between the driver's clock and a worker's moves time from one
+    stretch to the other)."""
+
+    def __init__(self, clock: Callable[[], float] = time.time):
         self._clock = clock
         self._tokens = (0.0, 0.0)
-        self._at: float | None = None  # when the tasks gave them back (None: never yet, or a batch holds them)
+        # when the tasks counted what they gave back (None: never yet, or a batch holds them)
+        self._at: float | None = None
+        self.taken_at: float | None = None  # when the last `take` counted the tokens (None: the first batch's)
 
     def take(self, limit: RateLimit) -> tuple[float, float]:
         records, nbytes = self._tokens
+        now = self._clock()
         if self._at is not None:
-            elapsed = self._clock() - self._at
+            elapsed = max(0.0, now - self._at)
             records = _refilled(records, limit.records_per_second, elapsed)
             nbytes = _refilled(nbytes, limit.bytes_per_second, elapsed)
-        self._tokens, self._at = (0.0, 0.0), None
+        # the flow's first batch starts with none: no refill for its Spark job's start either
+        self._tokens, self._at, self.taken_at = (0.0, 0.0), None, None if self._at is None else now
         return records, nbytes
 
-    def give_back(self, left: Iterable[tuple[float, float]]) -> None:
+    def give_back(self, left: Iterable[tuple[float, float]], counted_at: float | None = None) -> None:
+        """What the tasks left, counted at `counted_at` (the last task's end; None: now): the flow refills it from
+        then."""
         left = list(left)
+        now = self._clock()
         self._tokens = (sum(r for r, _ in left), sum(b for _, b in left))
-        self._at = self._clock()
+        self._at = now if counted_at is None else min(now, counted_at)
 
 
 def _refilled(tokens: float, rate: float | None, seconds: float) -> float:
@@ -233,15 +255,22 @@ def budgets(
     ends: Mapping[TP, int],
     parallel: bool,
     tokens: tuple[float, float] = (0.0, 0.0),
+    since: float | None = None,
 ) -> list[CopyTask]:
     """`tasks` with their budgets: shares of the flow's rate (`shares`) when they run at once (`parallel`), else (one
-    after another) each the whole rate; the flow's `tokens` (records, bytes: `FlowAllowance.take`) split by the
-    same shares (one after another: evenly). Unchanged when the flow has no cap."""
+    after another) each the whole rate; the flow's `tokens` (records, bytes: `FlowAllowance.take`, counted at `since`)
+    split by the same shares (one after another: evenly, and each task's buckets refill from its own start, not from
+    `since`: the time the others ran is not a gap). Unchanged when the flow has no cap."""
     if not limit.limited or not tasks:
         return tasks
     split = shares([backlog(t, ends) for t in tasks]) if parallel else [1.0 / len(tasks)] * len(tasks)
     return [
-        dataclasses.replace(t, budget=TaskBudget(share(limit, s if parallel else 1.0), tokens[0] * s, tokens[1] * s))
+        dataclasses.replace(
+            t,
+            budget=TaskBudget(
+                share(limit, s if parallel else 1.0), tokens[0] * s, tokens[1] * s, since if parallel else None
+            ),
+        )
         for t, s in zip(tasks, split, strict=True)
     ]
 

@@ -776,9 +776,12 @@ class Copier:
             return {tp: f"{type(exc).__name__}: {exc}" for tp in positions}
         return {(tp.topic, tp.partition): str(tp.error) for tp in answered or () if tp.error is not None}
 
-    def budget_left(self) -> tuple[float, float] | None:
-        """A paced task's tokens now (`Throttle.left`), for the flow's next batch (None: not paced)."""
-        return self.throttle.left() if self.throttle is not None else None
+    def budget_left(self) -> tuple[tuple[float, float] | None, float | None]:
+        """A paced task's tokens now (`Throttle.left`), for the flow's next batch, and when (wall clock: the flow
+        refills them from then); (None, None): not paced."""
+        if self.throttle is None:
+            return None, None
+        return self.throttle.left(), time.time()
 
     def close(self) -> None:
         consumer = self.consumer

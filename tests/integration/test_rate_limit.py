@@ -13,10 +13,11 @@ import re
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from reconciler import logs
 from reconciler.cli.main import main
+from reconciler.contract.spec import job_group
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver, SparkExecutor
 from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
 
@@ -129,3 +130,70 @@ def test_the_plan_warns_when_the_backlog_at_the_cap_outlives_the_retention(fresh
     assert re.search(r"records_per_second to at least 3[34]\b", warning["hint"]), warning["hint"]
     assert warning["message"] in plan(10, "text") and found.group(1) + " records to copy" in plan(10, "markdown")
     assert not [f for f in json.loads(plan(100))["findings"] if f["kind"] == "retention"], "20 s: within the minute"
+
+
+class Recording(LocalExecutor):
+    """The driver's process, keeping the partitions of each batch's tasks of records (the heartbeats' own copies
+    run in the driver without this executor)."""
+
+    def __init__(self) -> None:
+        self.batches: list[set[tuple[str, int]]] = []
+
+    def run(self, spec, tasks, mode):
+        self.batches.append({p.tp for t in tasks for p in t.partitions})
+        return super().run(spec, tasks, mode)
+
+
+def test_a_capped_flows_task_leaves_its_partitions_at_rest_out_and_copies_what_arrives_there(
+    fresh_clusters, driver_runs
+):
+    """Issue 47: a capped flow's one task carries the partitions with records to copy, not those caught up at the
+    ends read before the batch (their cost lengthened the gap between batches past the tokens carried across it);
+    records that arrive at a partition left out are copied by a later batch and its position committed: nothing
+    skipped."""
+    source, target = fresh_clusters
+    create_topic(source.bootstrap, "rest", 3)
+    spec = spec_for(source, target, topics_include=("rest",), records_per_second=CAP, max_batch_ms=1000)
+    executor = Recording()
+    driver = ReplicationDriver(spec, executor)
+    run = driver_runs.run(driver, max_seconds=240)
+    rest = {("rest", 0), ("rest", 1), ("rest", 2)}
+    left_out = {("rest", 1), ("rest", 2)}
+    p = Producer(logs.client_config({"bootstrap.servers": source.bootstrap, "linger.ms": 5}))
+    try:
+        wait_for(lambda: rest <= set(driver.gate.caught_up), 60, interval=0.1, what="the empty partitions caught up")
+        for i in range(3_000):  # then a backlog on partition 0 alone: 3 s at the cap
+            p.produce("rest", b"x" * 90, key=b"%d" % i, partition=0)
+            if i % 1000 == 999:
+                assert p.flush(30) == 0
+        wait_for(
+            lambda: any(("rest", 0) in b and not b & left_out for b in executor.batches),
+            60,
+            interval=0.1,
+            what="a batch of the backlog without the partitions at rest",
+        )
+        for part in (1, 2):
+            for i in range(5):
+                p.produce("rest", b"y" * 90, key=b"late-%d-%d" % (part, i), partition=part)
+        assert p.flush(30) == 0
+        wait_for(
+            lambda: (
+                all(driver.parts.positions.get(tp, 0) >= 5 for tp in left_out)
+                and driver.parts.positions.get(("rest", 0), 0) >= 3_000
+            ),
+            120,
+            interval=0.1,
+            what="every record copied",
+        )
+    finally:
+        assert run.stop(60)
+    copied = read_topic(target.bootstrap, "west.rest", 3)
+    held = read_topic(source.bootstrap, "rest", 3)
+    for part in range(3):
+        assert {r.key for r in held[part]} <= {r.key for r in copied[part]}, part
+    committed = Consumer(logs.client_config({"bootstrap.servers": source.bootstrap, "group.id": job_group(spec)}))
+    try:
+        offsets = committed.committed([TopicPartition("rest", part) for part in range(3)], timeout=10)
+    finally:
+        committed.close()
+    assert [o.offset for o in offsets] == [len(held[part]) for part in range(3)], "positions committed as before"

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from reconciler.contract.spec import ClusterSpec, JobSpec
-from reconciler.engine.batches import ONE_TASK_BACKLOG, Absorber, BatchShaper
+from reconciler.engine.batches import LEFT_OUT_BATCH_MS, ONE_TASK_BACKLOG, Absorber, BatchShaper
 from reconciler.engine.driver_parts import Partitions, Progress
 from reconciler.engine.idle_gate import IdleGate, Pacing, Work
 from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tasks import TP, CopyTask, PartitionResult, PartitionTask, TaskResult
 from reconciler.engine.topics import PartitionPlan
+from reconciler.topology.model import RateLimit
 from tests.spec_helpers import job_spec, respec
 
 SPEC = job_spec("west->east", ClusterSpec("west", "127.0.0.1:1"), ClusterSpec("east", "127.0.0.1:2"))
@@ -70,6 +71,31 @@ def test_the_batch_follows_the_gates_word():
     beats = [CopyTask(0, 1, (PartitionTask("heartbeats", 0, "heartbeats", 3), PartitionTask("a", 0, "west.a", 0)))]
     (only,) = shaper.shape(Work.HEARTBEATS, beats)
     assert [p.topic for p in only.partitions] == ["heartbeats"] and only.at_end_only
+
+
+def test_a_capped_flows_task_leaves_the_partitions_at_rest_out_until_their_end_moves():
+    """Issue 47: a capped flow of 2,506 partitions, 5 with records, copied with one task for all of them lost the
+    gap between its batches (up to 3.2 s, against the 1 s of tokens it carries across one): 0.65-0.83x its cap."""
+    capped = Flow(respec(SPEC, records_per_second=20_000))
+    parts = partitions()
+    pacing = Pacing(ends_before={A0: 500, A1: 7}, caught_up={A1: 7})  # A1 caught up at the end read: at rest
+    gate = IdleGate(capped, parts, pacing=pacing)
+    shaper = BatchShaper(capped, parts, gate, Progress())
+    assert gate.at_rest() == {A1}
+    (task,) = shaper.shape(Work.RECORDS, shaper.plan_tasks())
+    assert [p.tp for p in task.partitions] == [A0], "only the partition with records to copy"
+    assert task.max_ms == LEFT_OUT_BATCH_MS and task.time_budget_s(10_000) == LEFT_OUT_BATCH_MS / 1000
+    assert task.budget is not None and task.budget.rate == RateLimit(20_000), "the whole cap, in one task"
+    pacing.ends_before = {A0: 500, A1: 8}  # a record arrived at A1: the gate read its end moved
+    (task,) = shaper.shape(Work.RECORDS, shaper.plan_tasks())
+    assert [p.tp for p in task.partitions] == [A0, A1] and task.max_ms is None
+    pacing.ends_before, pacing.caught_up = {A0: 500, A1: 8}, {A0: 500, A1: 8}  # the gate's batch all the same
+    (task,) = shaper.shape(Work.RECORDS, shaper.plan_tasks())
+    assert [p.tp for p in task.partitions] == [A0, A1], "all at rest: the batch reads them all"
+    pacing.ends_before, pacing.caught_up = {A0: 500, A1: 7}, {A1: 7}
+    plain = BatchShaper(Flow(), parts, IdleGate(Flow(), parts, pacing=pacing), Progress())
+    (task,) = plain.shape(Work.RECORDS, plain.plan_tasks())
+    assert [p.tp for p in task.partitions] == [A0, A1], "a flow without a cap: as before"
 
 
 @dataclass

@@ -182,6 +182,47 @@ def test_a_limited_flow_over_batches_copies_no_more_than_its_cap_and_close_to_it
     assert 0.95 * 10_000 * elapsed <= copied <= 10_000 * elapsed
 
 
+def test_the_whole_gap_between_batches_counts_its_results_way_back_and_the_next_jobs_start_included():
+    """Issue 47: the gap between two batches is mostly Spark's (the results' way back to the driver, the next job's
+    start: 0.2-0.3 s of 0.22-0.37 s traced through bench/ratelimit.py), which the flow's tokens did not count: they
+    refilled from the results' absorption to the next batch's shaping only. Counted whole (the task's end,
+    `budget_left_at`; its start, `TaskBudget.since`), the flow copies at its cap across batches and never above it:
+    over any window at most its cap times the window plus a burst."""
+    clock = Clock()  # one clock for the driver and the worker here (the wall clock, in the engine)
+    allowance, limit = FlowAllowance(clock), RateLimit(records_per_second=10_000)
+    reads: list[tuple[float, int]] = []
+    start = clock.now
+    for _ in range(20):
+        tokens = allowance.take(limit)
+        (t,) = budgets(limit, [task(0, ("a", 0, 0))], {}, parallel=True, tokens=tokens, since=allowance.taken_at)
+        assert t.budget is not None and t.budget.since == allowance.taken_at
+        clock.now += 0.25  # the Spark job starts
+        throttle = Throttle(t.budget, clock, wall=clock)
+        end = clock.now + 2.0
+        while clock.now < end:
+            most, wait = throttle.allowance(10_000)
+            if not most:
+                clock.now += wait
+                continue
+            throttle.spent(most, 100 * most)
+            reads.append((clock.now, most))
+        left, left_at = throttle.left(), clock.now
+        clock.now += 0.25  # the results' way back to the driver
+        allowance.give_back([left], counted_at=left_at)
+        clock.now += 0.1  # absorbed, the next batch planned
+    elapsed = clock.now - start
+    copied = sum(n for _, n in reads)
+    assert 0.95 * 10_000 * elapsed <= copied <= 10_000 * elapsed, copied / elapsed
+    for i, (at, _) in enumerate(reads):
+        for window in (0.02, 0.3, 1.0, 2.5):
+            inside = sum(n for t, n in reads[i:] if t <= at + window)
+            assert inside <= 10_000 * (window + BURST_S) + 1, (at, window, inside)
+    sequential = budgets(limit, [task(0, ("a", 0, 0)), task(1, ("a", 1, 0))], {}, parallel=False, since=clock.now)
+    assert all(t.budget is not None and t.budget.since is None for t in sequential), (
+        "one after another: the time the others ran is no gap"
+    )
+
+
 def test_a_capped_flows_consumer_fetches_little_ahead_of_its_reads():
     """Half a second of the cap queued (the job's consumer otherwise prefetches 64 MB: a whole backlog at full speed,
     past the cap); a changed cap makes a new consumer (worker.py `_consumer_key`)."""
@@ -231,12 +272,14 @@ def test_the_shaper_gives_a_limited_flows_tasks_their_budgets():
     limited = respec(SPEC, records_per_second=20_000)
     s = shaper(limited)
     (one,) = s.shape(Work.RECORDS, s.plan_tasks())
-    assert one.budget == TaskBudget(RateLimit(20_000)) and [p.tp for p in one.partitions] == [A0, A1], (
+    assert one.budget == TaskBudget(RateLimit(20_000)), "the first batch starts with nothing, its job's start too"
+    assert [p.tp for p in one.partitions] == [A0, A1], (
         "at-least-once: one task holds the whole rate, however the engine's cores are shared"
     )
     s.batch_ended([TaskResult(0, "p1", budget_left=(1_000.0, 0.0))])
     (again,) = s.shape(Work.RECORDS, s.plan_tasks())
     assert again.budget is not None and again.budget.records >= 1_000, "what the batch before left"
+    assert again.budget.since is not None, "refilled from when the tokens were counted: its Spark job's start counts"
     eos = shaper(respec(limited, delivery="exactly-once"))
     split = eos.shape(Work.RECORDS, eos.plan_tasks())
     assert [t.budget.rate.records_per_second for t in split if t.budget] == pytest.approx([15_000, 5_000]), (
