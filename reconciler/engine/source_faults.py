@@ -21,7 +21,7 @@ from reconciler.contract.spec import OffsetReset
 from reconciler.contract.status import FaultKind, OutOfRange, PartitionFault
 from reconciler.engine.delivery import mode_of
 from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, Progress, UsesClients
-from reconciler.engine.ends import timed_out
+from reconciler.engine.ends import EndsRead, timed_out
 from reconciler.engine.idle_gate import IdleGate
 from reconciler.engine.source_loss import position_loss, resume_at
 from reconciler.engine.tails import Fingerprint, divergence_point, first_difference
@@ -50,7 +50,11 @@ class SourceLog(Protocol):
 
     def listed_latest(self, partitions: Iterable[TP]) -> Mapping[TP, int]: ...
 
+    def read_latest(self, partitions: list[TP]) -> EndsRead: ...
+
     def true_end(self, tp: TP) -> int | None: ...
+
+    def true_ends(self, listed: Mapping[TP, tuple[int, int]]) -> Mapping[TP, int]: ...
 
     def records_at(self, tp: TP, offsets: Iterable[int]) -> Mapping[int, Fingerprint | None]: ...
 
@@ -178,25 +182,68 @@ class SourceFaults(UsesClients[FaultClients]):
                 self.gate.hold_out({tp: f"{type(exc).__name__}: {exc}"})
 
     def check_positions(self, positions: Mapping[TP, int]) -> None:
-        """`check_position` of several partitions (a batch's silent ones): their log starts and ends listed together
-        first (`listed_earliest`, `listed_latest`: one request per leader each, where `watermarks` asks two per
-        partition, one partition after another: issue 47 saw a batch of thousands of silent partitions hold the
-        loop for minutes). A position within its listed log is valid (the listed end, the last stable offset, is at
-        or below the high watermark); the others, and those the listing did not answer, are checked one by one."""
-        if len(positions) > 1:
-            try:
-                ends = self.clients.ends
-                lows, highs = ends.listed_earliest(list(positions)), ends.listed_latest(list(positions))
-            except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
-                self.log.info("cannot list the ends of %d partitions to check their positions: %s", len(positions), exc)
-                return
-            positions = {
-                tp: pos
-                for tp, pos in positions.items()
-                if tp not in lows or tp not in highs or not lows[tp] <= pos <= highs[tp]
-            }
+        """`check_position` of several partitions (a batch's silent ones), in a few reads however many they are
+        (issue 47): their ends listed together (`read_latest`: one request per leader), the partitions whose leader
+        did not answer it while the others' did held out at once (engine/unanswered.py; asked one by one, each waited
+        10 s: a hung broker leading N partitions held the flow's loop N x 10 s after the batch), their log starts
+        listed together (`listed_earliest`), and the positions past their listed end (on Tansu, whose listed end is
+        below the true end by up to a batch, every partition whose last batch held more than one record) read to
+        their true end together (`true_ends`: one consumer; one each, 2,500 partitions held a flow ~3 minutes). A
+        position within its listed log is valid (the listed end, the last stable offset, is at or below the high
+        watermark); one below the log start is truncated, one past the true end out of range, as `check_position`
+        says. A partition a read did not answer otherwise (an error, not a silence) is checked on its own; one whose
+        true end was not read in time is not checked this time (nothing moves: it is checked after its next silent
+        batch)."""
+        if len(positions) <= 1:
+            for tp, position in positions.items():
+                self.check_position(tp, position)
+            return
+        ends = self.clients.ends
+        at_ms = int(time.time() * 1000)
+        try:
+            latest = ends.read_latest(sorted(positions))
+            answered = sorted(tp for tp in positions if tp in latest.ends)
+            lows = ends.listed_earliest(answered) if answered else {}
+        except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
+            self.log.info("cannot list the ends of %d partitions to check their positions: %s", len(positions), exc)
+            return
+        if latest.unanswered:  # their leader did not answer while the others' did: not waited for one by one
+            self.gate.hold_out(latest.unanswered, at_ms)
+        past: dict[TP, tuple[int, int]] = {}
+        alone: list[TP] = []
         for tp, position in sorted(positions.items()):
-            self.check_position(tp, position)
+            if tp in latest.unanswered:
+                continue
+            if tp not in lows or tp not in latest.ends:
+                alone.append(tp)
+                continue
+            low, high = lows[tp], latest.ends[tp]
+            if position < low:
+                self.out_of_range(
+                    tp, position, f"offset {position} is below the log start {low} (truncated)", low, high
+                )
+            elif position > high:
+                past[tp] = (low, high)
+        if past:
+            try:
+                true = ends.true_ends(past)
+            except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
+                self.log.info("cannot read the true ends of %d partitions to check their positions: %s", len(past), exc)
+                true = {}
+            unread = 0
+            for tp, (low, _) in sorted(past.items()):
+                end = true.get(tp)
+                if end is None:
+                    unread += 1
+                elif positions[tp] > end:
+                    reason = f"offset {positions[tp]} is past the log end {end} (records lost, or recreated)"
+                    self.out_of_range(tp, positions[tp], reason, low, end)
+            if unread:
+                self.log.info(
+                    "%d silent partitions' true ends not read in time: checked after their next batch", unread
+                )
+        for tp in alone:
+            self.check_position(tp, positions[tp])
 
     def ends_moved_back(self, moved: Mapping[TP, tuple[int, int]]) -> bool:
         """The source's end of some partitions, read before this batch, is below the last read (`moved`: (before,

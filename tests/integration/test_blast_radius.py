@@ -182,7 +182,9 @@ def test_a_leader_that_hangs_during_a_batch_holds_up_none_of_the_others(
     _produce(source.bootstrap, WIDE, {p: (0, 20) for p in range(WIDE_PARTITIONS)})  # one batch each (Tansu: end 1)
     first = ReplicationDriver(spec, LocalExecutor())
     with DriverRun(first, max_seconds=120) as run:
-        wait_for(lambda: all(first.parts.positions.get((WIDE, p)) == 20 for p in range(WIDE_PARTITIONS)), 60, what="copied")
+        wait_for(
+            lambda: all(first.parts.positions.get((WIDE, p)) == 20 for p in range(WIDE_PARTITIONS)), 60, what="copied"
+        )
     assert run.exit_code == 0
     # Copied and committed; the job is away while a backlog lands on two partitions (more than one task copies: the
     # next batch is split), then starts again: its first batch makes the leader hang once the gate has read the ends.
