@@ -15,6 +15,7 @@ import enum
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reconciler.contract.spec import OffsetReset
@@ -122,6 +123,54 @@ def synced_anchor(store: Any, ends: Any, tp: TP, remote: str, below: int) -> lis
     return []
 
 
+@dataclass(frozen=True)
+class SilentSort:
+    """A batch's silent partitions as one listing of their ends and log starts sorts them
+    (`SourceFaults.check_positions`): below the log start (`truncated`), past the listed end (`past`: to be read to
+    their true end; on Tansu the listed end is the last batch's base offset + 1), each with its listed (start, end);
+    and those a listing answered with an error rather than a silence (`alone`: checked on their own). The others are
+    within their listed log (valid: the listed end, the last stable offset, is at or below the high watermark), or
+    held out (their leader did not answer)."""
+
+    truncated: dict[TP, tuple[int, int]]
+    past: dict[TP, tuple[int, int]]
+    alone: list[TP]
+
+    def losses(self, positions: Mapping[TP, int], true: Mapping[TP, int]) -> list[tuple[TP, str, int, int]]:
+        """The positions out of the log, given the true ends read of `past` (one not read: not judged, nothing moves;
+        it is after its next silent batch): each with why, and the log's start and end, as `check_position` says."""
+        out = [
+            (tp, f"offset {positions[tp]} is below the log start {low} (truncated)", low, high)
+            for tp, (low, high) in self.truncated.items()
+        ]
+        return out + [
+            (
+                tp,
+                f"offset {positions[tp]} is past the log end {end} (records lost, or recreated)",
+                self.past[tp][0],
+                end,
+            )
+            for tp, end in sorted(true.items())
+            if tp in self.past and positions[tp] > end
+        ]
+
+
+def sort_silent(positions: Mapping[TP, int], latest: EndsRead, lows: Mapping[TP, int]) -> SilentSort:
+    truncated: dict[TP, tuple[int, int]] = {}
+    past: dict[TP, tuple[int, int]] = {}
+    alone: list[TP] = []
+    for tp, position in sorted(positions.items()):
+        if tp in latest.unanswered:
+            continue
+        if tp not in lows or tp not in latest.ends:
+            alone.append(tp)
+        elif position < lows[tp]:
+            truncated[tp] = (lows[tp], latest.ends[tp])
+        elif position > latest.ends[tp]:
+            past[tp] = (lows[tp], latest.ends[tp])
+    return SilentSort(truncated, past, alone)
+
+
 class SourceFaults(UsesClients[FaultClients]):
     """A flow's handling of data lost at the source and of records the target refuses. It is given the flow
     (`FlowSpec`: its `offset_reset` applies as reloaded), the partitions it moves or halts (through their methods),
@@ -182,67 +231,26 @@ class SourceFaults(UsesClients[FaultClients]):
                 self.gate.hold_out({tp: f"{type(exc).__name__}: {exc}"})
 
     def check_positions(self, positions: Mapping[TP, int]) -> None:
-        """`check_position` of several partitions (a batch's silent ones), in a few reads however many they are
-        (issue 47): their ends listed together (`read_latest`: one request per leader), the partitions whose leader
-        did not answer it while the others' did held out at once (engine/unanswered.py; asked one by one, each waited
-        10 s: a hung broker leading N partitions held the flow's loop N x 10 s after the batch), their log starts
-        listed together (`listed_earliest`), and the positions past their listed end (on Tansu, whose listed end is
-        below the true end by up to a batch, every partition whose last batch held more than one record) read to
-        their true end together (`true_ends`: one consumer; one each, 2,500 partitions held a flow ~3 minutes). A
-        position within its listed log is valid (the listed end, the last stable offset, is at or below the high
-        watermark); one below the log start is truncated, one past the true end out of range, as `check_position`
-        says. A partition a read did not answer otherwise (an error, not a silence) is checked on its own; one whose
-        true end was not read in time is not checked this time (nothing moves: it is checked after its next silent
-        batch)."""
+        """`check_position` of a batch's silent partitions in a few reads however many (issue 47; one by one, a hung
+        leader's N partitions held the loop N x 10 s, Tansu's 2,500 ~3 minutes): their ends and log starts listed, the
+        partitions whose leader did not answer held out together, the rest judged by `SilentSort`."""
         if len(positions) <= 1:
             for tp, position in positions.items():
                 self.check_position(tp, position)
             return
-        ends = self.clients.ends
-        at_ms = int(time.time() * 1000)
+        ends, at_ms = self.clients.ends, int(time.time() * 1000)
         try:
             latest = ends.read_latest(sorted(positions))
-            answered = sorted(tp for tp in positions if tp in latest.ends)
-            lows = ends.listed_earliest(answered) if answered else {}
+            lows = ends.listed_earliest(sorted(tp for tp in positions if tp in latest.ends)) if latest.ends else {}
         except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
             self.log.info("cannot list the ends of %d partitions to check their positions: %s", len(positions), exc)
             return
         if latest.unanswered:  # their leader did not answer while the others' did: not waited for one by one
             self.gate.hold_out(latest.unanswered, at_ms)
-        past: dict[TP, tuple[int, int]] = {}
-        alone: list[TP] = []
-        for tp, position in sorted(positions.items()):
-            if tp in latest.unanswered:
-                continue
-            if tp not in lows or tp not in latest.ends:
-                alone.append(tp)
-                continue
-            low, high = lows[tp], latest.ends[tp]
-            if position < low:
-                self.out_of_range(
-                    tp, position, f"offset {position} is below the log start {low} (truncated)", low, high
-                )
-            elif position > high:
-                past[tp] = (low, high)
-        if past:
-            try:
-                true = ends.true_ends(past)
-            except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
-                self.log.info("cannot read the true ends of %d partitions to check their positions: %s", len(past), exc)
-                true = {}
-            unread = 0
-            for tp, (low, _) in sorted(past.items()):
-                end = true.get(tp)
-                if end is None:
-                    unread += 1
-                elif positions[tp] > end:
-                    reason = f"offset {positions[tp]} is past the log end {end} (records lost, or recreated)"
-                    self.out_of_range(tp, positions[tp], reason, low, end)
-            if unread:
-                self.log.info(
-                    "%d silent partitions' true ends not read in time: checked after their next batch", unread
-                )
-        for tp in alone:
+        silent = sort_silent(positions, latest, lows)
+        for tp, reason, low, high in silent.losses(positions, ends.true_ends(silent.past) if silent.past else {}):
+            self.out_of_range(tp, positions[tp], reason, low, high)
+        for tp in silent.alone:
             self.check_position(tp, positions[tp])
 
     def ends_moved_back(self, moved: Mapping[TP, tuple[int, int]]) -> bool:
