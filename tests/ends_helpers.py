@@ -17,7 +17,7 @@ class FakeEndRequests:
     latest: Mapping[TP, int | Exception] = field(default_factory=dict)
     earliest: Mapping[TP, int | Exception] = field(default_factory=dict)
     marks: Mapping[TP, tuple[int, int]] = field(default_factory=dict)
-    read_ends: Mapping[TP, int | None] = field(default_factory=dict)
+    reached: Mapping[TP, int | None] = field(default_factory=dict)
     asked: list[tuple[str, object, float]] = field(default_factory=list)  # (request, what, timeout)
 
     def list_offsets(self, partitions: Sequence[TP], earliest: bool, timeout: float) -> dict[TP, int | Exception]:
@@ -31,4 +31,8 @@ class FakeEndRequests:
 
     def read_end(self, tp: TP, start: int, timeout: float) -> int | None:
         self.asked.append(("read_end", (tp, start), timeout))
-        return self.read_ends.get(tp)
+        return self.reached.get(tp)
+
+    def read_ends(self, starts: Mapping[TP, int], timeout: float) -> dict[TP, int]:
+        self.asked.append(("read_ends", dict(starts), timeout))
+        return {tp: end for tp in starts if (end := self.reached.get(tp)) is not None}

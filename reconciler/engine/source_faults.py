@@ -15,13 +15,14 @@ import enum
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reconciler.contract.spec import OffsetReset
 from reconciler.contract.status import FaultKind, OutOfRange, PartitionFault
 from reconciler.engine.delivery import mode_of
 from reconciler.engine.driver_parts import Cluster, FlowSpec, Partitions, Progress, UsesClients
-from reconciler.engine.ends import timed_out
+from reconciler.engine.ends import EndsRead, timed_out
 from reconciler.engine.idle_gate import IdleGate
 from reconciler.engine.source_loss import position_loss, resume_at
 from reconciler.engine.tails import Fingerprint, divergence_point, first_difference
@@ -50,7 +51,11 @@ class SourceLog(Protocol):
 
     def listed_latest(self, partitions: Iterable[TP]) -> Mapping[TP, int]: ...
 
+    def read_latest(self, partitions: list[TP]) -> EndsRead: ...
+
     def true_end(self, tp: TP) -> int | None: ...
+
+    def true_ends(self, listed: Mapping[TP, tuple[int, int]]) -> Mapping[TP, int]: ...
 
     def records_at(self, tp: TP, offsets: Iterable[int]) -> Mapping[int, Fingerprint | None]: ...
 
@@ -118,6 +123,54 @@ def synced_anchor(store: Any, ends: Any, tp: TP, remote: str, below: int) -> lis
     return []
 
 
+@dataclass(frozen=True)
+class SilentSort:
+    """A batch's silent partitions as one listing of their ends and log starts sorts them
+    (`SourceFaults.check_positions`): below the log start (`truncated`), past the listed end (`past`: to be read to
+    their true end; on Tansu the listed end is the last batch's base offset + 1), each with its listed (start, end);
+    and those a listing answered with an error rather than a silence (`alone`: checked on their own). The others are
+    within their listed log (valid: the listed end, the last stable offset, is at or below the high watermark), or
+    held out (their leader did not answer)."""
+
+    truncated: dict[TP, tuple[int, int]]
+    past: dict[TP, tuple[int, int]]
+    alone: list[TP]
+
+    def losses(self, positions: Mapping[TP, int], true: Mapping[TP, int]) -> list[tuple[TP, str, int, int]]:
+        """The positions out of the log, given the true ends read of `past` (one not read: not judged, nothing moves;
+        it is after its next silent batch): each with why, and the log's start and end, as `check_position` says."""
+        out = [
+            (tp, f"offset {positions[tp]} is below the log start {low} (truncated)", low, high)
+            for tp, (low, high) in self.truncated.items()
+        ]
+        return out + [
+            (
+                tp,
+                f"offset {positions[tp]} is past the log end {end} (records lost, or recreated)",
+                self.past[tp][0],
+                end,
+            )
+            for tp, end in sorted(true.items())
+            if tp in self.past and positions[tp] > end
+        ]
+
+
+def sort_silent(positions: Mapping[TP, int], latest: EndsRead, lows: Mapping[TP, int]) -> SilentSort:
+    truncated: dict[TP, tuple[int, int]] = {}
+    past: dict[TP, tuple[int, int]] = {}
+    alone: list[TP] = []
+    for tp, position in sorted(positions.items()):
+        if tp in latest.unanswered:
+            continue
+        if tp not in lows or tp not in latest.ends:
+            alone.append(tp)
+        elif position < lows[tp]:
+            truncated[tp] = (lows[tp], latest.ends[tp])
+        elif position > latest.ends[tp]:
+            past[tp] = (lows[tp], latest.ends[tp])
+    return SilentSort(truncated, past, alone)
+
+
 class SourceFaults(UsesClients[FaultClients]):
     """A flow's handling of data lost at the source and of records the target refuses. It is given the flow
     (`FlowSpec`: its `offset_reset` applies as reloaded), the partitions it moves or halts (through their methods),
@@ -178,25 +231,27 @@ class SourceFaults(UsesClients[FaultClients]):
                 self.gate.hold_out({tp: f"{type(exc).__name__}: {exc}"})
 
     def check_positions(self, positions: Mapping[TP, int]) -> None:
-        """`check_position` of several partitions (a batch's silent ones): their log starts and ends listed together
-        first (`listed_earliest`, `listed_latest`: one request per leader each, where `watermarks` asks two per
-        partition, one partition after another: issue 47 saw a batch of thousands of silent partitions hold the
-        loop for minutes). A position within its listed log is valid (the listed end, the last stable offset, is at
-        or below the high watermark); the others, and those the listing did not answer, are checked one by one."""
-        if len(positions) > 1:
-            try:
-                ends = self.clients.ends
-                lows, highs = ends.listed_earliest(list(positions)), ends.listed_latest(list(positions))
-            except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
-                self.log.info("cannot list the ends of %d partitions to check their positions: %s", len(positions), exc)
-                return
-            positions = {
-                tp: pos
-                for tp, pos in positions.items()
-                if tp not in lows or tp not in highs or not lows[tp] <= pos <= highs[tp]
-            }
-        for tp, position in sorted(positions.items()):
-            self.check_position(tp, position)
+        """`check_position` of a batch's silent partitions in a few reads however many (issue 47; one by one, a hung
+        leader's N partitions held the loop N x 10 s, Tansu's 2,500 ~3 minutes): their ends and log starts listed, the
+        partitions whose leader did not answer held out together, the rest judged by `SilentSort`."""
+        if len(positions) <= 1:
+            for tp, position in positions.items():
+                self.check_position(tp, position)
+            return
+        ends, at_ms = self.clients.ends, int(time.time() * 1000)
+        try:
+            latest = ends.read_latest(sorted(positions))
+            lows = ends.listed_earliest(sorted(tp for tp in positions if tp in latest.ends)) if latest.ends else {}
+        except Exception as exc:  # noqa: BLE001 - transient: checked again next batch
+            self.log.info("cannot list the ends of %d partitions to check their positions: %s", len(positions), exc)
+            return
+        if latest.unanswered:  # their leader did not answer while the others' did: not waited for one by one
+            self.gate.hold_out(latest.unanswered, at_ms)
+        silent = sort_silent(positions, latest, lows)
+        for tp, reason, low, high in silent.losses(positions, ends.true_ends(silent.past) if silent.past else {}):
+            self.out_of_range(tp, positions[tp], reason, low, high)
+        for tp in silent.alone:
+            self.check_position(tp, positions[tp])
 
     def ends_moved_back(self, moved: Mapping[TP, tuple[int, int]]) -> bool:
         """The source's end of some partitions, read before this batch, is below the last read (`moved`: (before,

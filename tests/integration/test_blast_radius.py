@@ -23,6 +23,7 @@ from reconciler.contract.status import FaultKind, StatusState
 from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
 from reconciler.jobplan.backend import read_job_status
+from tests.helpers import DriverRun
 from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka]
@@ -44,10 +45,9 @@ class RelayedSource:
         return f"127.0.0.1:{self.relay.port}"
 
 
-@pytest.fixture
-def relayed_source(tmp_path) -> Iterator[RelayedSource]:
+def _relayed(tmp_path, moved: set[tuple[str, int]]) -> Iterator[RelayedSource]:
     port = free_port()
-    relay = LeaderRelay(("127.0.0.1", port), {(TOPIC, HUNG)})
+    relay = LeaderRelay(("127.0.0.1", port), moved)
     broker = start_broker("127.0.0.1", port, tmp_path / "source.log", advertised=("127.0.0.1", relay.port))
     try:
         yield RelayedSource(broker, relay)
@@ -55,6 +55,37 @@ def relayed_source(tmp_path) -> Iterator[RelayedSource]:
         relay.close()
         if broker.pid:
             stop_pid(broker.pid)
+
+
+@pytest.fixture
+def relayed_source(tmp_path) -> Iterator[RelayedSource]:
+    yield from _relayed(tmp_path, {(TOPIC, HUNG)})
+
+
+WIDE = "blast-wide"  # a topic whose leader hangs for several of its partitions
+WIDE_PARTITIONS = 40
+WIDE_HUNG = (1, 3, 5, 7, 9, 11, 13, 15)  # led by the node that hangs (slot 1's, with the other odd partitions)
+BACKLOG = (0, 2)  # slot 0's: a backlog there splits the batch (more than ONE_TASK_BACKLOG records)
+
+
+@pytest.fixture
+def relayed_wide_source(tmp_path) -> Iterator[RelayedSource]:
+    yield from _relayed(tmp_path, {(WIDE, p) for p in WIDE_HUNG})
+
+
+class StallingExecutor(LocalExecutor):
+    """Runs the tasks in this process; once `armed`, the first split batch (its tasks end at the ends read before it,
+    `CopyTask.at_end_only`) makes the relay's second node hang first: after the idle gate read the source's ends
+    (every leader answered), before any task fetches."""
+
+    def __init__(self, relay: LeaderRelay):
+        self.relay, self.armed = relay, False
+
+    def run(self, spec, tasks, mode):
+        if self.armed and any(t.at_end_only for t in tasks):
+            self.armed = False
+            self.relay.stall()
+        return super().run(spec, tasks, mode)
 
 
 def _produce(
@@ -125,6 +156,66 @@ def test_a_partition_whose_leader_does_not_answer_holds_up_none_of_the_others(
     for p in range(PARTITIONS):
         expected = {b"%d-%d" % (p, i) for i in range(150 if p == HUNG else 300)}
         assert {r.value for r in copied[p]} == expected, p  # at least once: every record, nothing else
+
+
+def test_a_leader_that_hangs_during_a_batch_holds_up_none_of_the_others(
+    relayed_wide_source, broker_factory, driver_runs
+):
+    """The node leading 8 partitions of 40 hangs while a split batch runs (after the idle gate read the source's
+    ends): its partitions return nothing to the batch's tasks, and so does every partition of the task whose
+    partitions were all at their ends (it ends at once): the batch's silent partitions, whose positions the driver
+    checks after the batch. Before, that check asked each partition the listing did not answer on its own (10 s each:
+    the flow's loop held ~90 s, every partition with it), and on Tansu, whose listed end is below the position, each
+    of the others too (a consumer each: 2,500 partitions held a flow ~3 minutes, issue 47). Now the partitions whose
+    leader did not answer are held out at once and the others are checked in one read: the backlog of the healthy
+    partitions is copied while the leader still hangs. Bounds are on "eventually", not a rate."""
+    source, target = relayed_wide_source, broker_factory.start()
+    create_topic(source.bootstrap, WIDE, WIDE_PARTITIONS)
+    spec = spec_for(
+        source,
+        target,
+        topics_include=(WIDE,),
+        heartbeats_enabled=False,
+        checkpoints_enabled=False,
+        max_batch_ms=2000,
+    )
+    _produce(source.bootstrap, WIDE, {p: (0, 20) for p in range(WIDE_PARTITIONS)})  # one batch each (Tansu: end 1)
+    first = ReplicationDriver(spec, LocalExecutor())
+    with DriverRun(first, max_seconds=120) as run:
+        wait_for(
+            lambda: all(first.parts.positions.get((WIDE, p)) == 20 for p in range(WIDE_PARTITIONS)), 60, what="copied"
+        )
+    assert run.exit_code == 0
+    # Copied and committed; the job is away while a backlog lands on two partitions (more than one task copies: the
+    # next batch is split), then starts again: its first batch makes the leader hang once the gate has read the ends.
+    _produce(source.bootstrap, WIDE, {p: (20, 50_020) for p in BACKLOG})
+    executor = StallingExecutor(source.relay)
+    executor.armed = True
+    driver = ReplicationDriver(spec, executor)
+    thread = driver_runs.run(driver, max_seconds=400)
+    positions = driver.parts.positions
+    try:
+        wait_for(lambda: source.relay.stalled.is_set(), 60, what="the leader hanging during a split batch")
+        wait_for(
+            lambda: all(positions.get((WIDE, p)) == 50_020 for p in BACKLOG),
+            60,
+            what="the healthy partitions' backlog copied while the leader hangs",
+        )
+        assert source.relay.stalled.is_set()
+        wait_for(lambda: driver.parts.unanswered.held == {(WIDE, p) for p in WIDE_HUNG}, 30, what="the hung held out")
+        assert all(positions[(WIDE, p)] == 20 for p in WIDE_HUNG)
+        assert not driver.progress.out_of_range, driver.progress.out_of_range
+        source.relay.answer()
+        _produce(source.bootstrap, WIDE, {p: (20, 30) for p in WIDE_HUNG})
+        wait_for(
+            lambda: all(positions.get((WIDE, p)) == 30 for p in WIDE_HUNG), 90, what="copied once the leader answers"
+        )
+    finally:
+        thread.stop(60)
+    copied = read_topic(target.bootstrap, f"west.{WIDE}", WIDE_PARTITIONS)
+    for p in range(WIDE_PARTITIONS):
+        last = 50_020 if p in BACKLOG else 30 if p in WIDE_HUNG else 20
+        assert {r.value for r in copied[p]} == {b"%d-%d" % (p, i) for i in range(last)}, p
 
 
 def test_a_refused_record_halts_only_its_partition(two_clusters, driver_runs):

@@ -70,23 +70,34 @@ def test_watermarks_are_asked_of_the_broker():
 
 def test_the_true_end_is_read_from_just_before_the_high_watermark():
     # Tansu: 20 records in two batches of ten list as 11; the read from offset 10 reaches 20.
-    fake = FakeEndRequests(marks={A0: (0, 11)}, read_ends={A0: 20})
+    fake = FakeEndRequests(marks={A0: (0, 11)}, reached={A0: 20})
     assert PartitionEnds(fake).true_end(A0) == 20
     assert fake.asked[-1] == ("read_end", (A0, 10), 5.0)
 
 
 def test_the_true_end_is_never_below_the_high_watermark_and_starts_at_the_log_start():
     # An empty partition whose log starts at 5 (truncated): the read starts at the log start, not before it.
-    fake = FakeEndRequests(marks={A0: (5, 5)}, read_ends={A0: 5})
+    fake = FakeEndRequests(marks={A0: (5, 5)}, reached={A0: 5})
     assert PartitionEnds(fake).true_end(A0, timeout=1.0) == 5
     assert fake.asked[-1] == ("read_end", (A0, 5), 1.0)
-    fake = FakeEndRequests(marks={A0: (0, 20)}, read_ends={A0: 19})  # e.g. only the record at 19 was read
+    fake = FakeEndRequests(marks={A0: (0, 20)}, reached={A0: 19})  # e.g. only the record at 19 was read
     assert PartitionEnds(fake).true_end(A0) == 20
 
 
 def test_no_end_in_time_is_unknown():
-    fake = FakeEndRequests(marks={A0: (0, 11)}, read_ends={A0: None})
+    fake = FakeEndRequests(marks={A0: (0, 11)}, reached={A0: None})
     assert PartitionEnds(fake).true_end(A0) is None
+
+
+def test_the_true_ends_of_many_partitions_are_one_read_from_their_listed_ends():
+    """Issue 47: the silent partitions of a batch are read to their true ends together (one consumer), each from just
+    before its listed end (its log start for an empty one), never below it; one not reached in time is left out."""
+    a2 = ("a", 2)
+    fake = FakeEndRequests(reached={A0: 20, A1: 4, a2: None})
+    ends = PartitionEnds(fake).true_ends({A0: (0, 11), A1: (5, 5), a2: (0, 3)}, timeout=2.0)
+    assert ends == {A0: 20, A1: 5}
+    assert fake.asked == [("read_ends", {A0: 10, A1: 5, a2: 2}, 2.0)]
+    assert PartitionEnds(fake).true_ends({}) == {} and len(fake.asked) == 1
 
 
 # --- a partition whose leader does not answer (issue 47) -----------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from reconciler.contract.spec import ClusterSpec, JobSpec
 from reconciler.contract.status import FaultKind
 from reconciler.engine.driver_parts import Partitions, Progress
+from reconciler.engine.ends import EndsRead
 from reconciler.engine.idle_gate import IdleGate, Pacing
 from reconciler.engine.source_faults import SourceFaults
 from reconciler.engine.tasks import TP, PartitionResult, RefusedRecord
@@ -28,6 +29,8 @@ class Offsets:
     end: int | None = 200
     commits: list[dict[TP, int]] = field(default_factory=list)
     asked: list[str] = field(default_factory=list)  # the reads of the source, in order
+    hung: set[TP] = field(default_factory=set)  # partitions whose leader does not answer
+    true: dict[TP, int] = field(default_factory=dict)  # a partition's true end, where not `end`
 
     def watermarks(self, tp: TP) -> tuple[int, int]:
         self.asked.append("watermarks")
@@ -41,8 +44,18 @@ class Offsets:
         self.asked.append("listed_latest")
         return {tp: self.high for tp in partitions}
 
+    def read_latest(self, partitions) -> EndsRead:
+        self.asked.append("read_latest")
+        answered = {tp: self.high for tp in partitions if tp not in self.hung}
+        return EndsRead(answered, {tp: "its leader did not answer within 3 s" for tp in partitions if tp in self.hung})
+
     def true_end(self, tp: TP) -> int | None:
-        return self.end
+        self.asked.append("true_end")
+        return self.true.get(tp, self.end)
+
+    def true_ends(self, listed) -> dict[TP, int]:
+        self.asked.append("true_ends")
+        return {tp: end for tp in listed if (end := self.true.get(tp, self.end)) is not None}
 
     def commit(self, positions) -> None:
         self.commits.append(dict(positions))
@@ -126,20 +139,53 @@ def test_a_valid_position_is_left_alone():
 
 def test_the_silent_partitions_of_a_batch_are_checked_with_one_listing_not_a_read_each():
     """Issue 47: a batch's silent partitions were checked one by one (two ListOffsets each); thousands held the loop
-    for minutes. Their log starts and ends are listed together; only a position outside its listed log is checked
-    on its own (and found out of range as before)."""
+    for minutes. Their log ends and starts are listed together; a position below its listed log start is truncated
+    (found out of range as before), without a read of its own."""
     h = handler("resume", 150)
     silent = {("orders", p): 150 for p in range(1000)}
     h.faults.parts.loaded({tp: (150, None) for tp in silent}, 1)
     h.faults.check_positions(silent)
-    assert h.offsets.asked == ["listed_earliest", "listed_latest"], h.offsets.asked[:5]
+    assert h.offsets.asked == ["read_latest", "listed_earliest"], h.offsets.asked[:5]
     assert not h.faults.progress.out_of_range
     h.offsets.asked.clear()
     h.faults.check_positions({**silent, TPX: 50})  # one truncated below the log start
-    assert h.offsets.asked == ["listed_earliest", "listed_latest", "watermarks"]
+    assert h.offsets.asked == ["read_latest", "listed_earliest"]
     (event,) = h.faults.progress.out_of_range
     assert event.kind is FaultKind.TRUNCATED and (event.topic, event.partition) == TPX
     assert h.faults.parts.positions[TPX] == 100
+
+
+def test_silent_positions_past_their_listed_end_are_read_to_their_true_end_together():
+    """Issue 47: on Tansu the listed end is below the true end by up to a batch, so every silent partition whose last
+    batch held more than one record is past it; each was read to its true end on its own (a consumer and two requests
+    each: 2,500 partitions held a flow ~3 minutes). Now one read for all of them; the one really past its true end is
+    out of range, as before."""
+    h = handler("resume", 150)
+    h.offsets.high = 120  # the listed end (Tansu): below the positions, below the true end (200)
+    silent = {("orders", p): 150 for p in range(2500)}
+    h.faults.parts.loaded({tp: (150, None) for tp in silent}, 1)
+    lost = ("orders", 7)
+    h.offsets.true[lost] = 130  # its records past 130 are gone: the position is past the true end
+    h.faults.check_positions(silent)
+    assert h.offsets.asked == ["read_latest", "listed_earliest", "true_ends"], h.offsets.asked[:5]
+    (event,) = h.faults.progress.out_of_range
+    assert (event.topic, event.partition) == lost and "past the log end 130" in event.reason
+    assert h.faults.parts.positions[lost] == 100  # resume: a position past the end first seen: from the log start
+    assert all(h.faults.parts.positions[tp] == 150 for tp in silent if tp != lost)
+
+
+def test_silent_partitions_whose_leader_does_not_answer_are_held_out_together():
+    """Issue 47: a silent partition the listing did not answer was asked again on its own (its watermarks, 10 s): a
+    hung broker leading 800 partitions held the flow's loop over two hours. Those whose leader did not answer while
+    the others' did are held out at once (engine/unanswered.py), none asked again."""
+    h = handler("resume", 150)
+    silent = {("orders", p): 150 for p in range(1000)}
+    h.faults.parts.loaded({tp: (150, None) for tp in silent}, 1)
+    h.offsets.hung = {("orders", p) for p in range(0, 1000, 3)}
+    h.faults.check_positions(silent)
+    assert h.offsets.asked == ["read_latest", "listed_earliest"], h.offsets.asked[:5]
+    assert h.faults.parts.unanswered.held == h.offsets.hung and h.faults.gate.take_held_out()
+    assert not h.faults.progress.out_of_range and not h.errors
 
 
 def test_a_tail_lost_while_the_job_watched_resumes_at_the_end_and_one_within_the_log_is_only_reported():
