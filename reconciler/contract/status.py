@@ -34,6 +34,7 @@ from __future__ import annotations
 import builtins
 import enum
 import json
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -533,21 +534,27 @@ def percentiles(samples: Iterable[float], points: Iterable[float] = (50, 95, 99)
 
 
 class LatencyWindow:
-    """Latency samples of the last `seconds` (bounded count)."""
+    """Latency samples of the last `seconds` (bounded count). The driver's thread adds while the status thread reads
+    (`snapshot`): a lock keeps a read from iterating while an add extends ("deque mutated during iteration" lost
+    that status record)."""
 
     def __init__(self, seconds: float = 60.0, max_samples: int = 50_000):
         self.seconds = seconds
         self._samples: deque[tuple[float, float]] = deque(maxlen=max_samples)
+        self._lock = threading.Lock()
 
     def add(self, values: Iterable[float], now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
-        self._samples.extend((now, v) for v in values)
+        added = [(now, v) for v in values]
+        with self._lock:
+            self._samples.extend(added)
 
     def snapshot(self, now: float | None = None) -> dict[str, Any]:
         now = time.monotonic() if now is None else now
-        while self._samples and self._samples[0][0] < now - self.seconds:
-            self._samples.popleft()
-        values = [v for _, v in self._samples]
+        with self._lock:
+            while self._samples and self._samples[0][0] < now - self.seconds:
+                self._samples.popleft()
+            values = [v for _, v in self._samples]
         return {**percentiles(values), "samples": len(values)}
 
 
@@ -564,29 +571,33 @@ class RateWindow:
     metrics follow MirrorMaker 2's Meter (Kafka `Metrics`, 2 samples of 30 s), and the status record
     says the same figure as the dashboard rather than a jumpier 10 s one. The rate divides the window's
     counts by the window, or by the time since the first `add` if that is shorter (at least 1 s), so an
-    idle stretch lowers the rate instead of being skipped.
+    idle stretch lowers the rate instead of being skipped. Added to and read from different threads (the driver's,
+    the status thread's), under a lock, as `LatencyWindow`.
     """
 
     def __init__(self, seconds: float = RATE_WINDOW_SECONDS):
         self.seconds = seconds
         self.started: float | None = None
         self._points: deque[tuple[float, int, int]] = deque()
+        self._lock = threading.Lock()
 
     def add(self, records: int, nbytes: int = 0, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
-        if self.started is None:
-            self.started = now
-        if records or nbytes:
-            self._points.append((now, records, nbytes))
+        with self._lock:
+            if self.started is None:
+                self.started = now
+            if records or nbytes:
+                self._points.append((now, records, nbytes))
 
     def rates(self, now: float | None = None) -> tuple[float, float]:
         """(records per second, bytes per second) over the window."""
         now = time.monotonic() if now is None else now
-        while self._points and self._points[0][0] < now - self.seconds:
-            self._points.popleft()
-        # the span the points cover: the window, or since the first add
-        span = max(1.0, min(self.seconds, now - (self.started if self.started is not None else now)))
-        return sum(p[1] for p in self._points) / span, sum(p[2] for p in self._points) / span
+        with self._lock:
+            while self._points and self._points[0][0] < now - self.seconds:
+                self._points.popleft()
+            # the span the points cover: the window, or since the first add
+            span = max(1.0, min(self.seconds, now - (self.started if self.started is not None else now)))
+            return sum(p[1] for p in self._points) / span, sum(p[2] for p in self._points) / span
 
     def rate(self, now: float | None = None) -> float:
         """Records per second over the window."""

@@ -16,7 +16,7 @@ from reconciler.contract.spec import (
     job_group,
     offset_syncs_topic_name,
 )
-from reconciler.contract.status import LatencyWindow, percentiles
+from reconciler.contract.status import LatencyWindow, RateWindow, percentiles
 from reconciler.engine.sync_plan import plan_run, state_from_list, state_to_list
 from reconciler.engine.topics import TopicInfo, explicit_configs, internal_topics, plan_partitions
 from reconciler.mirror.offset_syncs import PartitionOffsetSyncState
@@ -289,3 +289,43 @@ def test_job_spec_defaults_are_the_flow_defaults():
     built = JS.from_flow(topo, topo.flows[0])
     bare = JS(built.flow, CS.from_cluster(topo.clusters["west"]), CS.from_cluster(topo.clusters["east"]))
     assert built == bare and built.spec_hash() == bare.spec_hash()
+
+
+def test_the_windows_are_read_while_the_driver_adds_to_them():
+    """The driver's thread adds to a flow's latency and rate windows while the status thread reads them: a read that
+    iterated while an add extended raised "deque mutated during iteration", and that status record was lost (seen in
+    bench/scale.py's engine log). Thread switches forced as often as the interpreter allows, for 2 s."""
+    import sys
+    import threading
+    import time
+
+    latency, rate = LatencyWindow(seconds=0.05), RateWindow(seconds=0.05)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def adding() -> None:
+        while not stop.is_set():
+            latency.add([1.0] * 50)
+            rate.add(5, 10)
+
+    def reading() -> None:
+        try:
+            while not stop.is_set():
+                latency.snapshot()
+                rate.rates()
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [threading.Thread(target=adding), threading.Thread(target=reading)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(2)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+        sys.setswitchinterval(switch)
+    assert errors == []
