@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.kafka_wire import LeaderRelay
 from reconciler import logs
 from reconciler.adapters.read_to_end import read_to_end
 from reconciler.contract.spec import ClusterSpec, JobSpec
+from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid
 from tests.spec_helpers import job_spec
 
 
@@ -173,3 +178,31 @@ def broker_hides_aborted(bootstrap: str, topic: str) -> bool:
     p.commit_transaction(15)
     values = [r.value for r in read_topic(bootstrap, topic, 1, isolation="read_committed")[0]]
     return values == [b"committed"]
+
+
+@dataclass
+class RelayedSource:
+    """A Tansu broker whose clients reach it through a `LeaderRelay` (bench/kafka_wire.py; its advertised address):
+    the relay can make partitions led by a node that hangs, or topics listed without partitions."""
+
+    broker: Broker
+    relay: LeaderRelay
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.relay.port}"
+
+
+@contextmanager
+def relayed_source(tmp_path: Path, moved: set[tuple[str, int]]) -> Iterator[RelayedSource]:
+    """A `RelayedSource` whose relay moves the partitions `moved` (topic, partition) to the node it can hang, stopped
+    at the block's end."""
+    port = free_port()
+    relay = LeaderRelay(("127.0.0.1", port), moved)
+    broker = start_broker("127.0.0.1", port, tmp_path / "source.log", advertised=("127.0.0.1", relay.port))
+    try:
+        yield RelayedSource(broker, relay)
+    finally:
+        relay.close()
+        if broker.pid:
+            stop_pid(broker.pid)

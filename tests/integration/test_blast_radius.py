@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Producer
@@ -20,11 +19,10 @@ from bench.kafka_wire import LeaderRelay
 from reconciler import logs
 from reconciler.contract.spec import ClusterSpec
 from reconciler.contract.status import FaultKind, StatusState
-from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
 from reconciler.jobplan.backend import read_job_status
 from tests.helpers import DriverRun
-from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
+from tests.integration.mirror_helpers import RelayedSource, create_topic, read_topic, relayed_source, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka]
 
@@ -33,33 +31,10 @@ HUNG = 2  # the partition whose leader stops answering
 TOPIC = "blast"
 
 
-@dataclass
-class RelayedSource:
-    """A Tansu broker whose clients reach it through a `LeaderRelay` (its advertised address)."""
-
-    broker: Broker
-    relay: LeaderRelay
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.relay.port}"
-
-
-def _relayed(tmp_path, moved: set[tuple[str, int]]) -> Iterator[RelayedSource]:
-    port = free_port()
-    relay = LeaderRelay(("127.0.0.1", port), moved)
-    broker = start_broker("127.0.0.1", port, tmp_path / "source.log", advertised=("127.0.0.1", relay.port))
-    try:
-        yield RelayedSource(broker, relay)
-    finally:
-        relay.close()
-        if broker.pid:
-            stop_pid(broker.pid)
-
-
-@pytest.fixture
-def relayed_source(tmp_path) -> Iterator[RelayedSource]:
-    yield from _relayed(tmp_path, {(TOPIC, HUNG)})
+@pytest.fixture(name="relayed_source")
+def relayed_source_fixture(tmp_path) -> Iterator[RelayedSource]:
+    with relayed_source(tmp_path, {(TOPIC, HUNG)}) as source:
+        yield source
 
 
 WIDE = "blast-wide"  # a topic whose leader hangs for several of its partitions
@@ -70,7 +45,8 @@ BACKLOG = (0, 2)  # slot 0's: a backlog there splits the batch (more than ONE_TA
 
 @pytest.fixture
 def relayed_wide_source(tmp_path) -> Iterator[RelayedSource]:
-    yield from _relayed(tmp_path, {(WIDE, p) for p in WIDE_HUNG})
+    with relayed_source(tmp_path, {(WIDE, p) for p in WIDE_HUNG}) as source:
+        yield source
 
 
 class StallingExecutor(LocalExecutor):

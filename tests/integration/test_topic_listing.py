@@ -11,44 +11,22 @@ copied and on the status record, never on timing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Producer
 
-from bench.kafka_wire import LeaderRelay
 from reconciler import logs
-from reconciler.dev.brokers import Broker, free_port, start_broker, stop_pid
 from reconciler.engine.driver import LocalExecutor, ReplicationDriver
 from reconciler.jobplan.backend import read_job_status
-from tests.integration.mirror_helpers import create_topic, read_topic, spec_for, wait_for
+from tests.integration.mirror_helpers import RelayedSource, create_topic, read_topic, relayed_source, spec_for, wait_for
 
 pytestmark = [pytest.mark.kafka]
 
 
-@dataclass
-class RelayedSource:
-    """A Tansu broker whose clients reach it through a `LeaderRelay` (its advertised address)."""
-
-    broker: Broker
-    relay: LeaderRelay
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.relay.port}"
-
-
-@pytest.fixture
-def relayed_source(tmp_path) -> Iterator[RelayedSource]:
-    port = free_port()
-    relay = LeaderRelay(("127.0.0.1", port), set())
-    broker = start_broker("127.0.0.1", port, tmp_path / "source.log", advertised=("127.0.0.1", relay.port))
-    try:
-        yield RelayedSource(broker, relay)
-    finally:
-        relay.close()
-        if broker.pid:
-            stop_pid(broker.pid)
+@pytest.fixture(name="relayed_source")
+def relayed_source_fixture(tmp_path) -> Iterator[RelayedSource]:
+    with relayed_source(tmp_path, set()) as source:
+        yield source
 
 
 def _produce(bootstrap: str, topic: str, n: int) -> None:
