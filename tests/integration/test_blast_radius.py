@@ -144,7 +144,9 @@ def test_a_leader_that_hangs_during_a_batch_holds_up_none_of_the_others(
     the flow's loop held ~90 s, every partition with it), and on Tansu, whose listed end is below the position, each
     of the others too (a consumer each: 2,500 partitions held a flow ~3 minutes, issue 47). Now the partitions whose
     leader did not answer are held out at once and the others are checked in one read: the backlog of the healthy
-    partitions is copied while the leader still hangs. Bounds are on "eventually", not a rate."""
+    partitions is copied while the leader still hangs, and the 8 are held out together (their faults' `since` within
+    one watermarks timeout of each other; one by one they were 10 s apart each). The bounds are on "eventually", not
+    a rate, and generous: the mechanism is what is asserted, so a loaded machine does not fail it."""
     source, target = relayed_wide_source, broker_factory.start()
     create_topic(source.bootstrap, WIDE, WIDE_PARTITIONS)
     spec = spec_for(
@@ -159,7 +161,7 @@ def test_a_leader_that_hangs_during_a_batch_holds_up_none_of_the_others(
     first = ReplicationDriver(spec, LocalExecutor())
     with DriverRun(first, max_seconds=120) as run:
         wait_for(
-            lambda: all(first.parts.positions.get((WIDE, p)) == 20 for p in range(WIDE_PARTITIONS)), 60, what="copied"
+            lambda: all(first.parts.positions.get((WIDE, p)) == 20 for p in range(WIDE_PARTITIONS)), 180, what="copied"
         )
     assert run.exit_code == 0
     # Copied and committed; the job is away while a backlog lands on two partitions (more than one task copies: the
@@ -168,23 +170,25 @@ def test_a_leader_that_hangs_during_a_batch_holds_up_none_of_the_others(
     executor = StallingExecutor(source.relay)
     executor.armed = True
     driver = ReplicationDriver(spec, executor)
-    thread = driver_runs.run(driver, max_seconds=400)
+    thread = driver_runs.run(driver, max_seconds=900)
     positions = driver.parts.positions
     try:
-        wait_for(lambda: source.relay.stalled.is_set(), 60, what="the leader hanging during a split batch")
+        wait_for(lambda: source.relay.stalled.is_set(), 180, what="the leader hanging during a split batch")
         wait_for(
             lambda: all(positions.get((WIDE, p)) == 50_020 for p in BACKLOG),
-            60,
+            180,
             what="the healthy partitions' backlog copied while the leader hangs",
         )
         assert source.relay.stalled.is_set()
-        wait_for(lambda: driver.parts.unanswered.held == {(WIDE, p) for p in WIDE_HUNG}, 30, what="the hung held out")
+        wait_for(lambda: driver.parts.unanswered.held == {(WIDE, p) for p in WIDE_HUNG}, 120, what="the hung held out")
+        since = [f.since or 0 for f in driver.parts.unanswered.faults().values()]
+        assert max(since) - min(since) < 10_000, f"held out one after another: {sorted(since)}"
         assert all(positions[(WIDE, p)] == 20 for p in WIDE_HUNG)
         assert not driver.progress.out_of_range, driver.progress.out_of_range
         source.relay.answer()
         _produce(source.bootstrap, WIDE, {p: (20, 30) for p in WIDE_HUNG})
         wait_for(
-            lambda: all(positions.get((WIDE, p)) == 30 for p in WIDE_HUNG), 90, what="copied once the leader answers"
+            lambda: all(positions.get((WIDE, p)) == 30 for p in WIDE_HUNG), 180, what="copied once the leader answers"
         )
     finally:
         thread.stop(60)
